@@ -1,0 +1,86 @@
+"""Matchers shared by several rules: Lightning Trainer calls, `self.log`, literals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.project import LIGHTNING_ROOTS
+from tpulint.analysis.walker import iter_children
+
+LEGACY_TPU_KEYWORDS = ("tpu_cores", "num_tpu_cores")
+
+
+def is_trainer_call(ctx: FileContext, call: cst.Call) -> bool:
+    """`Trainer(...)`, `pl.Trainer(...)`, `L.Trainer(...)`, `Trainer.from_argparse_args(...)`
+    for the Lightning Trainer, through the file's imports."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "from_argparse_args":
+        func = func.value
+    qualified = ctx.qualify(func)
+    if qualified is None:
+        return False
+    root, _, _ = qualified.partition(".")
+    return root in LIGHTNING_ROOTS and qualified.rsplit(".", 1)[-1] == "Trainer"
+
+
+def contains_trainer_call(ctx: FileContext, root: cst.CSTNode) -> bool:
+    for node in walk(root):
+        if isinstance(node, cst.Call) and is_trainer_call(ctx, node):
+            return True
+    return False
+
+
+def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every semantic node under `root` (root included), depth-first."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(iter_children(node))
+
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    """A literal that cannot mean "no accelerator" by being None/0 at run time."""
+    if isinstance(node, (cst.Integer, cst.SimpleString)):
+        return True
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(isinstance(e.value, cst.Integer) for e in node.elements)
+    return False
+
+
+def is_log_call(call: cst.Call) -> str | None:
+    """"log" or "log_dict" for `self.log(...)` / `self.log_dict(...)` (also through
+    `self.model.log` in Lightning tasks that forward to their model), else None."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("log", "log_dict"):
+        return None
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value in ("self", "pl_module"):
+        return func.attr.value
+    if (
+        isinstance(receiver, cst.Attribute)
+        and isinstance(receiver.value, cst.Name)
+        and receiver.value.value == "self"
+        and receiver.attr.value in ("model", "module", "lightning_module", "pl_module")
+    ):
+        return func.attr.value
+    return None
+
+
+def is_method_call(node: cst.CSTNode, method: str, nargs: int | None = 0) -> bool:
+    """`<expr>.<method>(...)` with `nargs` arguments (any number when None)."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == method
+        and (nargs is None or len(node.args) == nargs)
+    )
+
+
+def source_of(ctx: FileContext, node: cst.CSTNode, limit: int = 60) -> str:
+    """Short source text of a node for messages (`loss.item()`)."""
+    text = " ".join(ctx.module.code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,3 @@
+"""TPU3xx: data pipeline and batch geometry."""
+
+from __future__ import annotations

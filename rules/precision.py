@@ -1,0 +1,3 @@
+"""TPU4xx: precision and dtypes."""
+
+from __future__ import annotations

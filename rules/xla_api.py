@@ -1,0 +1,3 @@
+"""TPU5xx: torch_xla API usage and deprecations."""
+
+from __future__ import annotations

@@ -1,0 +1,55 @@
+"""Shared pytest configuration.
+
+- Rule examples are collected as tests by tests/test_rule_examples.py.
+- `--corpus PATH` (or TPULINT_CORPUS) enables the tests marked `corpus`, which need the public
+  corpus fetched by ../shared/corpus/fetch.sh.
+- Tests marked `runtime` need torch_xla; they skip with a reason when it is missing, unless
+  TPULINT_REQUIRE_XLA=1 (as in CI), where a missing torch_xla is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--corpus",
+        default=os.environ.get("TPULINT_CORPUS"),
+        help="path of the fetched public corpus (the folder fetch.sh fills); enables corpus tests",
+    )
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite snapshot files instead of comparing against them",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    corpus = config.getoption("--corpus")
+    skip_corpus = pytest.mark.skip(
+        reason="needs the public corpus: pass --corpus PATH (see ../shared/corpus/fetch.sh)"
+    )
+    for item in items:
+        if "corpus" in item.keywords and not corpus:
+            item.add_marker(skip_corpus)
+
+
+@pytest.fixture
+def corpus_dir(pytestconfig: pytest.Config) -> Path:
+    value = pytestconfig.getoption("--corpus")
+    path = Path(value)
+    if not (path / "pkgs").is_dir():
+        pytest.fail(f"--corpus {value}: no pkgs/ folder there; run fetch.sh first")
+    return path
+
+
+@pytest.fixture
+def update_snapshots(pytestconfig: pytest.Config) -> bool:
+    return bool(pytestconfig.getoption("--update-snapshots"))

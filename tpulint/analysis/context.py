@@ -1,0 +1,335 @@
+"""The per-file context rules query while the walk is running.
+
+It tracks, in source order: imports (aliases), the enclosing class and function, and the value
+kinds of local names; and it answers lazily, only for nodes a rule is about to report, whether
+the node sits under a guard (`if torch.cuda.is_available():`, `if batch_idx == 0:`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from tpulint.analysis.imports import Aliases, dotted_name
+from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
+from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueInference, ValueKind
+
+if TYPE_CHECKING:
+    from tpulint.config import Config
+
+# Names in a condition that make the guarded code run only for some batches or epochs
+# (logging, visualisation, debugging), so a host sync there is not paid every step.
+_RARE_NAMES = re.compile(
+    r"(batch_?(idx|nb|num|index|id|i)\b|global_step|current_epoch|\bepoch\b|log_every|"
+    r"every_n|log_images?|_images\b|plot|visuali[sz]|debug|verbose|is_last_batch|"
+    r"print_every|logging_interval|first_batch|sample_every|val_check|figure|\bimage)",
+    re.IGNORECASE,
+)
+_DEVICE_CHECK = re.compile(r"cuda|\bgpu\b|on_gpu|is_available|device\.type|device_type|mps")
+_BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
+_HOST_PARAMS = frozenset(
+    {"batch_idx", "batch_nb", "batch_index", "dataloader_idx", "dataloader_nb", "optimizer_idx",
+     "optimizer", "outputs", "trainer", "pl_module", "epoch", "stage", "hiddens"}
+)
+_HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "dict", "list", "tuple", "Optional[int]",
+                               "Optional[bool]", "Optional[str]", "Optional[float]"})
+
+
+@dataclass
+class _FunctionScope:
+    info: FunctionInfo | None
+    bindings: dict[str, ValueKind] = field(default_factory=dict)
+
+
+class FileContext:
+    """What rules know about the file and the current position of the walk."""
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        source: str,
+        module: cst.Module,
+        config: Config,
+        aliases: Aliases,
+        analysis: ModuleAnalysis,
+    ) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.config = config
+        self.aliases = aliases
+        self.analysis = analysis
+        self.parents: dict[int, cst.CSTNode] = {}
+        self._scopes: list[_FunctionScope] = [_FunctionScope(None)]
+        self._classes: list[ClassInfo | None] = []
+        self._inference = ValueInference(aliases, self._lookup)
+        self._guard_cache: dict[int, frozenset[str]] = {}
+
+    # --- structure -------------------------------------------------------------------
+
+    @property
+    def function(self) -> FunctionInfo | None:
+        """The innermost function being walked."""
+        return self._scopes[-1].info
+
+    @property
+    def klass(self) -> ClassInfo | None:
+        """The innermost class whose body (or method) is being walked."""
+        return self._classes[-1] if self._classes else None
+
+    @property
+    def lightning_class(self) -> ClassInfo | None:
+        """The Lightning class (LightningModule, DataModule, Callback) being walked, if any."""
+        for info in reversed(self._classes):
+            if info is not None and info.is_lightning:
+                return info
+        return None
+
+    @property
+    def in_hot_code(self) -> bool:
+        info = self.function
+        return info is not None and info.hot
+
+    @property
+    def hot_reason(self) -> str | None:
+        info = self.function
+        return info.hot_reason if info is not None else None
+
+    @property
+    def method_name(self) -> str | None:
+        """Name of the method (of a class) the walk is in, looking through nested defs."""
+        info = self.function
+        while info is not None:
+            if info.cls is not None:
+                return info.name
+            info = info.parent
+        return None
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parents.get(id(node))
+        while current is not None:
+            yield current
+            current = self.parents.get(id(current))
+
+    def enclosing_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return ancestor
+        return None
+
+    # --- names and values ------------------------------------------------------------
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of a dotted expression through the file's imports (`xm.mark_step`
+        -> `torch_xla.core.xla_model.mark_step`)."""
+        return self.aliases.qualify(node)
+
+    def value_kind(self, node: cst.BaseExpression) -> ValueKind:
+        return self._inference.kind(node)
+
+    def _lookup(self, name: str) -> ValueKind | None:
+        for scope in reversed(self._scopes):
+            kind = scope.bindings.get(name)
+            if kind is not None:
+                return kind
+        return None
+
+    def bind(self, target: cst.BaseAssignTargetExpression | cst.BaseExpression, kind: ValueKind) -> None:
+        scope = self._scopes[-1]
+        if isinstance(target, cst.Name):
+            scope.bindings[target.value] = kind
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                # Unpacking a batch gives tensors; unpacking host data gives host values.
+                self.bind(element.value, kind if kind in (DEVICE, HOST) else UNKNOWN)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, HOST)
+
+    # --- guards ----------------------------------------------------------------------
+
+    def guards(self, node: cst.CSTNode) -> frozenset[str]:
+        """Kinds of conditions the node runs under: "device-check" (CUDA availability or
+        device type tests) and "rare" (only some batches/epochs: `if batch_idx == 0:`,
+        `if self.global_step % 100 == 0:`, logging/plotting flags), including early returns
+        (`if batch_idx > 0: return`) earlier in the same function."""
+        kinds: set[str] = set()
+        child: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.While)) and child is not ancestor.test:
+                kinds |= self._condition_kinds(ancestor.test)
+            elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+                kinds |= self._condition_kinds(ancestor.test)
+            elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
+                kinds |= self._condition_kinds(ancestor.left)
+            elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                for statement in ancestor.body:
+                    if statement is child:
+                        break
+                    test = _early_exit_test(statement)
+                    if test is not None:
+                        kinds |= self._condition_kinds(test)
+            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                break
+            child = ancestor
+        return frozenset(kinds)
+
+    def _condition_kinds(self, test: cst.BaseExpression) -> frozenset[str]:
+        key = id(test)
+        cached = self._guard_cache.get(key)
+        if cached is not None:
+            return cached
+        code = self.module.code_for_node(test)
+        kinds = set()
+        if _DEVICE_CHECK.search(code):
+            kinds.add("device-check")
+        if _RARE_NAMES.search(code):
+            kinds.add("rare")
+        result = frozenset(kinds)
+        self._guard_cache[key] = result
+        return result
+
+    # --- walk handlers (registered by the engine around the rules' own handlers) ------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(self.analysis.klass(node))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        info = self.analysis.function(node)
+        scope = _FunctionScope(info)
+        self._scopes.append(scope)
+        if info is None:
+            return
+        hot = info.hot
+        params = node.params
+        positional = [*params.posonly_params, *params.params]
+        for index, param in enumerate([*positional, *params.kwonly_params]):
+            name = param.name.value
+            if name in ("self", "cls"):
+                continue
+            scope.bindings[name] = self._param_kind(param, index, hot, info)
+        if isinstance(params.star_arg, cst.Param):
+            scope.bindings[params.star_arg.name.value] = UNKNOWN
+        if params.star_kwarg is not None:
+            scope.bindings[params.star_kwarg.name.value] = HOST
+
+    def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
+        name = param.name.value
+        if param.annotation is not None:
+            annotation = self.module.code_for_node(param.annotation.annotation).replace(" ", "")
+            if annotation in _HOST_ANNOTATIONS:
+                return HOST
+            if annotation.endswith("Tensor"):
+                return DEVICE if hot else UNKNOWN
+        if param.default is not None and isinstance(
+            param.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
+        ):
+            return HOST
+        if name in _HOST_PARAMS:
+            return HOST
+        if hot and (name in _BATCH_PARAMS or (info.root_hook or "").endswith("_step") and index <= 1):
+            return DEVICE
+        return UNKNOWN
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.aliases.bind_import(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.aliases.bind_import_from(node)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        kind = self.value_kind(node.value)
+        for target in node.targets:
+            self.bind(target.target, kind)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind(node.target, self.value_kind(node.value))
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            current = self._lookup(node.target.value) or UNKNOWN
+            added = self.value_kind(node.value)
+            if DEVICE in (current, added):
+                self.bind(node.target, DEVICE)
+
+    def visit_For(self, node: cst.For) -> None:
+        kind = self.value_kind(node.iter)
+        self.bind(node.target, HOST if kind is HOST else UNKNOWN)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.bind(node.asname.name, UNKNOWN)
+
+    ENTER_HANDLERS = (
+        "visit_ClassDef", "visit_FunctionDef", "visit_Import", "visit_ImportFrom",
+        "visit_For", "visit_WithItem",
+    )
+    LEAVE_HANDLERS = (
+        "leave_ClassDef", "leave_FunctionDef", "leave_Assign", "leave_AnnAssign",
+        "leave_AugAssign",
+    )
+
+
+def _early_exit_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
+    """`if TEST: return` (or continue/raise) with no else: the code after it runs under
+    `not TEST`; the guard kind is the same either way."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None:
+        return None
+    body = statement.body
+    if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
+        only = body.body[0]
+    elif isinstance(body, cst.SimpleStatementSuite):
+        only = body
+    else:
+        return None
+    small = only.body if isinstance(only, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
+    if small and len(small) == 1 and isinstance(small[0], (cst.Return, cst.Continue, cst.Raise)):
+        return statement.test
+    return None
+
+
+def is_self_call(node: cst.Call, *methods: str) -> bool:
+    """`self.<method>(...)` for one of `methods` (any method when none are given)."""
+    func = node.func
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+        and (not methods or func.attr.value in methods)
+    )
+
+
+def call_name(node: cst.Call) -> str | None:
+    """The dotted text of the called expression (`self.log`, `torch.nonzero`)."""
+    return dotted_name(node.func)
+
+
+def get_arg(node: cst.Call, keyword: str, position: int | None = None) -> cst.Arg | None:
+    """The argument passed as `keyword=` or at `position` (positional), like TorchFix."""
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if position is not None:
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if len(positional) > position:
+            return positional[position]
+    return None
+
+
+def has_star_args(node: cst.Call) -> bool:
+    return any(arg.star for arg in node.args)
+

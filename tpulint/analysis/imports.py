@@ -1,0 +1,118 @@
+"""Import aliases: what `pl`, `L`, `xm`, `DataLoader` are bound to in a file.
+
+A light replacement for libcst's QualifiedNameProvider (which needs full scope analysis and
+costs several times the parse): imports are recorded as they are met, in source order, so a
+conditional `import mlx.nn as nn` rebinds `nn` for the code that follows it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def module_name_of(node: cst.BaseExpression | None) -> str:
+    if node is None:
+        return ""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{module_name_of(node.value)}.{node.attr.value}"
+    return ""
+
+
+def resolve_relative(module: str | None, is_package: bool, level: int, target: str) -> str | None:
+    """The absolute module for `from <level dots><target> import ...` inside `module`."""
+    if level == 0:
+        return target
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if target:
+        base.append(target)
+    return ".".join(base) if base else None
+
+
+class Aliases:
+    """Local name -> qualified name, for the names bound by import statements."""
+
+    __slots__ = ("bindings", "is_package", "module")
+
+    def __init__(
+        self,
+        module: str | None = None,
+        is_package: bool = False,
+        bindings: dict[str, str] | None = None,
+    ) -> None:
+        self.module = module
+        self.is_package = is_package
+        self.bindings: dict[str, str] = dict(bindings) if bindings else {}
+
+    def copy(self) -> Aliases:
+        return Aliases(self.module, self.is_package, self.bindings)
+
+    def bind_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = module_name_of(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.bindings[alias.asname.name.value] = full
+            else:
+                # `import a.b.c` binds `a` to the package `a`.
+                root = full.split(".", 1)[0]
+                self.bindings[root] = root
+
+    def bind_import_from(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        level = len(node.relative)
+        base = resolve_relative(
+            self.module, self.is_package, level, module_name_of(node.module)
+        )
+        if base is None:
+            return
+        for alias in node.names:
+            name = module_name_of(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.bindings[local] = f"{base}.{name}"
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The qualified name of a Name/Attribute chain whose root is an imported name."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        return self.qualify_dotted(dotted)
+
+    def qualify_dotted(self, dotted: str) -> str | None:
+        root, _, rest = dotted.partition(".")
+        target = self.bindings.get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def root_module(self, node: cst.BaseExpression) -> str | None:
+        """The top-level package a Name/Attribute chain comes from (`np.x.y` -> `numpy`)."""
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        if isinstance(node, cst.Name):
+            target = self.bindings.get(node.value)
+            if target is not None:
+                return target.split(".", 1)[0]
+        return None

@@ -1,0 +1,290 @@
+"""What kind of value an expression is, syntactically and without types.
+
+The host-sync rules must know that `loss.item()` in `training_step` reads a device tensor
+while `torch.rand(1).item()` (a CPU tensor), `np.log(n).item()` (numpy), `mx.array(x).item()`
+(MLX) and `len(batch)` do not touch the accelerator. This module answers that from the shape
+of the expression, the imports, and the local bindings tracked during the walk.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+
+import libcst as cst
+
+from tpulint.analysis.imports import Aliases
+
+
+class ValueKind(enum.Enum):
+    DEVICE = "device"  # a torch tensor on the accelerator (or presumed so in hot code)
+    CPU = "cpu"  # a torch tensor known to live in host memory
+    HOST = "host"  # not a torch tensor: Python values, numpy, MLX, JAX, strings, devices
+    UNKNOWN = "unknown"
+
+    @property
+    def may_be_device(self) -> bool:
+        return self in (ValueKind.DEVICE, ValueKind.UNKNOWN)
+
+
+DEVICE, CPU, HOST, UNKNOWN = ValueKind.DEVICE, ValueKind.CPU, ValueKind.HOST, ValueKind.UNKNOWN
+
+# Top-level packages whose values are never torch tensors on the accelerator.
+HOST_PACKAGES = frozenset(
+    {
+        "numpy", "math", "random", "mlx", "jax", "jaxlib", "pandas", "scipy", "sklearn",
+        "statistics", "time", "os", "sys", "re", "json", "itertools", "functools", "operator",
+        "collections", "string", "datetime", "pathlib", "typing", "warnings", "logging",
+        "tensorflow", "cupy", "PIL", "cv2", "librosa", "soundfile", "decimal", "fractions",
+    }
+)
+HOST_BUILTINS = frozenset(
+    {
+        "len", "int", "float", "bool", "str", "range", "list", "tuple", "dict", "set",
+        "enumerate", "zip", "sorted", "repr", "round", "abs", "isinstance", "hasattr",
+        "getattr", "type", "id", "hash", "ord", "chr", "format", "print",
+    }
+)
+# torch functions that build a tensor from Python data or a shape: on the CPU unless a
+# `device=` says otherwise.
+TORCH_FACTORIES = frozenset(
+    {
+        "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "rand", "randn",
+        "randint", "randperm", "arange", "linspace", "logspace", "eye", "Tensor", "LongTensor",
+        "FloatTensor", "BoolTensor", "IntTensor", "bernoulli", "normal", "scalar_tensor",
+        "Generator",
+    }
+)
+LIKE_FACTORIES = frozenset(
+    {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+     "randint_like"}
+)
+# Tensor attributes and methods whose result lives on the host.
+HOST_ATTRIBUTES = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "is_leaf",
+     "names", "itemsize", "nbytes"}
+)
+HOST_METHODS = frozenset(
+    {"item", "tolist", "numpy", "size", "dim", "numel", "element_size", "data_ptr",
+     "get_device", "stride", "is_contiguous", "nelement", "ndimension", "keys", "values",
+     "items", "__len__", "is_floating_point", "is_complex", "storage_offset"}
+)
+SELF_HOST_ATTRIBUTES = frozenset(
+    {"device", "dtype", "hparams", "trainer", "current_epoch", "global_step", "global_rank",
+     "local_rank", "training", "automatic_optimization", "logger", "loggers", "precision",
+     "on_gpu", "example_input_array", "config", "cfg", "args", "hparams_initial"}
+)
+
+
+def _cpu_literal(node: cst.BaseExpression, aliases: Aliases) -> bool | None:
+    """True for `"cpu"` / `torch.device("cpu")`, False for another literal device, else None."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        return value.split(":", 1)[0] == "cpu"
+    if isinstance(node, cst.Call) and node.args:
+        name = aliases.qualify(node.func)
+        if name == "torch.device":
+            return _cpu_literal(node.args[0].value, aliases)
+    return None
+
+
+def combine(kinds: list[ValueKind]) -> ValueKind:
+    if not kinds:
+        return UNKNOWN
+    if DEVICE in kinds:
+        return DEVICE
+    if UNKNOWN in kinds:
+        return UNKNOWN
+    if CPU in kinds:
+        return CPU
+    return HOST
+
+
+class ValueInference:
+    """Infers ValueKind for expressions given aliases and local bindings."""
+
+    def __init__(
+        self,
+        aliases: Aliases,
+        lookup: Callable[[str], ValueKind | None],
+        self_attributes: Mapping[str, ValueKind] | None = None,
+    ) -> None:
+        self.aliases = aliases
+        self.lookup = lookup
+        self.self_attributes = self_attributes or {}
+
+    def kind(self, node: cst.BaseExpression, depth: int = 0) -> ValueKind:
+        if depth > 40:
+            return UNKNOWN
+        d = depth + 1
+        if isinstance(
+            node,
+            (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+             cst.FormattedString, cst.Dict, cst.DictComp, cst.Set, cst.SetComp, cst.Lambda),
+        ):
+            return HOST
+        if isinstance(node, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
+            return HOST
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                return HOST
+            bound = self.lookup(node.value)
+            if bound is not None:
+                return bound
+            if node.value in self.aliases.bindings:
+                root = self.aliases.bindings[node.value].split(".", 1)[0]
+                return HOST if root in HOST_PACKAGES else UNKNOWN
+            return UNKNOWN
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node, d)
+        if isinstance(node, cst.Call):
+            return self._call(node, d)
+        if isinstance(node, cst.Subscript):
+            base = self.kind(node.value, d)
+            return base
+        if isinstance(node, cst.BinaryOperation):
+            return combine([self.kind(node.left, d), self.kind(node.right, d)])
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                inner = self.kind(node.expression, d)
+                return HOST if inner is HOST else inner
+            return self.kind(node.expression, d)
+        if isinstance(node, cst.Comparison):
+            kinds = [self.kind(node.left, d)]
+            kinds += [self.kind(t.comparator, d) for t in node.comparisons]
+            if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                   for t in node.comparisons):
+                return HOST
+            return combine(kinds)
+        if isinstance(node, cst.BooleanOperation):
+            return combine([self.kind(node.left, d), self.kind(node.right, d)])
+        if isinstance(node, cst.IfExp):
+            return combine([self.kind(node.body, d), self.kind(node.orelse, d)])
+        if isinstance(node, cst.Await):
+            return UNKNOWN
+        return UNKNOWN
+
+    def _attribute(self, node: cst.Attribute, d: int) -> ValueKind:
+        attr = node.attr.value
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            if attr in SELF_HOST_ATTRIBUTES:
+                return HOST
+            return self.self_attributes.get(attr, UNKNOWN)
+        qualified = self.aliases.qualify(node)
+        if qualified is not None:
+            root = qualified.split(".", 1)[0]
+            if root in HOST_PACKAGES:
+                return HOST
+            if root == "torch":
+                # torch.float32, torch.nn, ...: module attributes, not tensors
+                return HOST
+        if attr in HOST_ATTRIBUTES:
+            return HOST
+        base = self.kind(node.value, d)
+        if attr in ("T", "mT", "H", "data", "grad", "real", "imag"):
+            return base
+        return HOST if base is HOST else UNKNOWN
+
+    def _call(self, node: cst.Call, d: int) -> ValueKind:
+        func = node.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in HOST_BUILTINS and name not in self.aliases.bindings:
+                bound = self.lookup(name)
+                if bound is None:
+                    return HOST
+            if name in ("min", "max", "sum", "abs") and name not in self.aliases.bindings:
+                return combine([self.kind(a.value, d) for a in node.args])
+            if name == "self":
+                return DEVICE
+            bound = self.lookup(name)
+            if bound is HOST:
+                return HOST  # calling a host callable (an MLX/numpy function bound locally)
+        qualified = self.aliases.qualify(func)
+        if qualified is not None:
+            root, _, rest = qualified.partition(".")
+            if root in HOST_PACKAGES:
+                return HOST
+            if root == "torch":
+                return self._torch_call(rest, node, d)
+        if isinstance(func, cst.Name) and func.value == "self":
+            return DEVICE
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self":
+                if method in ("log", "log_dict", "print", "save_hyperparameters"):
+                    return HOST
+                if method == "forward":
+                    return DEVICE
+                return UNKNOWN
+            if method in HOST_METHODS:
+                return HOST
+            if method == "cpu":
+                return CPU
+            if method in ("cuda", "xla"):
+                return DEVICE
+            if method == "to":
+                return self._to_call(node, receiver, d)
+            base = self.kind(receiver, d)
+            if base is HOST:
+                return HOST
+            return base
+        return UNKNOWN
+
+    def _to_call(self, node: cst.Call, receiver: cst.BaseExpression, d: int) -> ValueKind:
+        """`x.to(...)`: a device move, a dtype cast, or `.to(other_tensor)`."""
+        base = self.kind(receiver, d)
+        if base is HOST:
+            return HOST
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("device", "other"):
+                continue
+            value = arg.value
+            is_cpu = _cpu_literal(value, self.aliases)
+            if is_cpu is True:
+                return CPU
+            if is_cpu is False:
+                return DEVICE
+            qualified = self.aliases.qualify(value)
+            if qualified is not None and qualified.startswith("torch."):
+                continue  # a dtype such as torch.float16
+            if isinstance(value, cst.Attribute) and value.attr.value == "device":
+                return DEVICE  # .to(self.device) / .to(x.device)
+            if isinstance(value, cst.Name) and "device" in value.value.lower():
+                return DEVICE
+            other = self.kind(value, d)
+            if other in (DEVICE, CPU):
+                return other
+            return UNKNOWN if base is CPU else base
+        return base
+
+    def _torch_call(self, rest: str, node: cst.Call, d: int) -> ValueKind:
+        last = rest.rsplit(".", 1)[-1]
+        if last in ("device", "dtype", "Size", "is_tensor", "is_floating_point", "numel",
+                    "get_default_dtype", "finfo", "iinfo", "manual_seed", "no_grad",
+                    "enable_grad", "is_grad_enabled", "inference_mode", "autocast"):
+            return HOST
+        if rest.startswith("cuda.") or rest.startswith("backends.") or rest.startswith("distributed."):
+            return HOST
+        device_arg = None
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                device_arg = arg.value
+        if last in TORCH_FACTORIES:
+            if device_arg is None:
+                return CPU
+            is_cpu = _cpu_literal(device_arg, self.aliases)
+            return CPU if is_cpu else DEVICE
+        if last in LIKE_FACTORIES:
+            if device_arg is not None:
+                is_cpu = _cpu_literal(device_arg, self.aliases)
+                return CPU if is_cpu else DEVICE
+            return self.kind(node.args[0].value, d) if node.args else UNKNOWN
+        kinds = [self.kind(arg.value, d) for arg in node.args if arg.keyword is None]
+        kinds = [k for k in kinds if k is not HOST]
+        if not kinds:
+            return UNKNOWN
+        return combine(kinds)

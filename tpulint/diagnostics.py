@@ -1,0 +1,145 @@
+"""The data a check produces: diagnostics, their fixes and text edits.
+
+These are plain, picklable, JSON-round-trippable values: they cross process boundaries (the
+parallel runner), are stored in the cache, and are what every reporter renders.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Applicability(str, enum.Enum):
+    """How a fix may be applied, following Ruff's definitions.
+
+    - SAFE: never changes runtime behaviour; applied by `tpulint fix --apply`.
+    - UNSAFE: may change behaviour (or drop comments); applied only with `--unsafe-fixes`.
+    - DISPLAY_ONLY: a suggestion shown to the user, never applied automatically.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+    @property
+    def rank(self) -> int:
+        return {"safe": 0, "unsafe": 1, "display-only": 2}[self.value]
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is on a TPU: a hard error, a performance problem, or advice."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A 1-based line and 1-based column (in characters)."""
+
+    line: int
+    column: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from `start` (inclusive) to `end` (exclusive) with `content`."""
+
+    start: Location
+    end: Location
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"content": self.content, "start": self.start.to_json(), "end": self.end.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Edit:
+        return cls(
+            Location(**data["start"]), Location(**data["end"]), data["content"]
+        )
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability.value,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fix:
+        return cls(
+            Applicability(data["applicability"]),
+            data["message"],
+            tuple(Edit.from_json(e) for e in data["edits"]),
+        )
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    path: str
+    start: Location
+    end: Location
+    severity: Severity = Severity.WARNING
+    fix: Fix | None = None
+    # Lines on which a suppression comment silences this diagnostic (start..end of the node).
+    noqa_lines: tuple[int, ...] = field(default=(), compare=False)
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.start.line, self.start.column, self.code)
+
+    def fixable(self, unsafe: bool = False) -> bool:
+        if self.fix is None:
+            return False
+        if self.fix.applicability is Applicability.SAFE:
+            return True
+        return unsafe and self.fix.applicability is Applicability.UNSAFE
+
+    def with_path(self, path: str) -> Diagnostic:
+        return Diagnostic(
+            self.code, self.name, self.message, path, self.start, self.end,
+            self.severity, self.fix, self.noqa_lines,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "path": self.path,
+            "start": self.start.to_json(),
+            "end": self.end.to_json(),
+            "severity": self.severity.value,
+            "fix": self.fix.to_json() if self.fix else None,
+            "noqa_lines": list(self.noqa_lines),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnostic:
+        return cls(
+            code=data["code"],
+            name=data["name"],
+            message=data["message"],
+            path=data["path"],
+            start=Location(**data["start"]),
+            end=Location(**data["end"]),
+            severity=Severity(data["severity"]),
+            fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
+            noqa_lines=tuple(data.get("noqa_lines", ())),
+        )

@@ -1,0 +1,337 @@
+"""Checking and fixing one file's source: the core every front end (CLI, pre-commit, a future
+language server) calls.
+
+    check_source(text, path, config) -> list[Diagnostic]
+    fix_source(text, path, config, unsafe=False) -> FixResult
+
+The engine knows rules only through the registry and the Rule interface: it picks the enabled
+rules whose prefilter matches the text, parses once, runs the shared analysis once, walks the
+tree once with every rule's handlers batched, then applies suppressions and turns reports
+into diagnostics with positions and fixes.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.imports import Aliases
+from tpulint.analysis.positions import PositionIndex
+from tpulint.analysis.project import module_name_for_path
+from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.walker import Dispatcher
+from tpulint.config import Config
+from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from tpulint.fixes import apply_fixes, fix_edits, positions_needed
+from tpulint.registry import all_rules, rules_by_code, rules_by_name
+from tpulint.rule import FixSpec, Report, Rule
+from tpulint.suppression import Suppressions, parse_suppressions
+
+MAX_FIX_ITERATIONS = 10
+
+
+class InternalError(Exception):
+    """A rule or the engine failed on a file (a bug in tpulint, not in the user's code)."""
+
+
+@dataclass
+class FixResult:
+    source: str  # the fixed source (the original one when nothing was fixed)
+    fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
+    remaining: list[Diagnostic] = field(default_factory=list)  # findings after fixing
+    error: str | None = None  # why nothing was written (e.g. the result did not parse)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.fixed)
+
+
+@dataclass
+class _Analysis:
+    module: cst.Module | None
+    reports: list[Report]
+    diagnostics: list[Diagnostic]  # positioned, unsuppressed (no TPL001 yet)
+    fix_specs: dict[int, FixSpec]  # index in diagnostics -> its FixSpec (fixable only)
+    suppressions: Suppressions
+    parents: dict[int, cst.CSTNode] = field(default_factory=dict)
+
+
+def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
+    out = []
+    for rule in all_rules():
+        if rule.code not in enabled or rule.code.startswith("TPL"):
+            continue
+        if rule.requires and not any(token in source for token in rule.requires):
+            continue
+        out.append(rule)
+    return out
+
+
+def _relpath(path: str, config: Config) -> str:
+    import os
+
+    if path in ("-", "<stdin>"):
+        return path
+    try:
+        return os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/")
+    except ValueError:
+        return path.replace(os.sep, "/")
+
+
+def syntax_error_diagnostic(path: str, exc: Exception) -> Diagnostic:
+    line = getattr(exc, "raw_line", None) or getattr(exc, "lineno", None) or 1
+    column = (getattr(exc, "raw_column", None) or 0) + 1
+    message = getattr(exc, "message", None) or str(exc).splitlines()[0]
+    return Diagnostic(
+        code="TPL002",
+        name="syntax-error",
+        message=f"Not valid Python, not checked: {message}",
+        path=path,
+        start=Location(line, column),
+        end=Location(line, column),
+        severity=Severity.ERROR,
+    )
+
+
+def _analyze(
+    source: str,
+    path: str,
+    config: Config,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+    with_edits: bool,
+) -> _Analysis:
+    rules = _rule_classes(enabled, source)
+    suppressions = parse_suppressions(source)
+    if not rules:
+        return _Analysis(None, [], [], {}, suppressions)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return _Analysis(None, [], [syntax_error_diagnostic(path, exc)], {}, suppressions)
+    except (RecursionError, ValueError, SyntaxError) as exc:
+        return _Analysis(None, [], [syntax_error_diagnostic(path, exc)], {}, suppressions)
+
+    module_name, is_package = module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
+    analysis = analyze_module(
+        module, Aliases(module_name, is_package), project, config.hot_methods
+    )
+    ctx = FileContext(
+        path=path,
+        source=source,
+        module=module,
+        config=config,
+        aliases=Aliases(module_name, is_package),
+        analysis=analysis,
+    )
+    instances = [rule(ctx) for rule in rules]
+    dispatcher = Dispatcher()
+    dispatcher.add(ctx, only=FileContext.ENTER_HANDLERS)
+    for instance in instances:
+        dispatcher.add(instance)
+    dispatcher.add(ctx, only=FileContext.LEAVE_HANDLERS)
+    try:
+        dispatcher.walk(module, parents=ctx.parents)
+    except Exception as exc:  # a bug in a rule must not take the whole run down
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InternalError(
+            f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+        ) from exc
+
+    reports = [r for instance in instances for r in instance.reports]
+    if not reports:
+        return _Analysis(module, [], [], {}, suppressions, ctx.parents)
+
+    positions = PositionIndex(module, source)
+    wanted: list[cst.CSTNode] = [r.node for r in reports]
+    fixes = [r.fix for r in reports if r.fix is not None]
+    if with_edits and fixes:
+        wanted += positions_needed(module, fixes, ctx.parents)
+    positions.resolve(wanted)
+
+    diagnostics: list[Diagnostic] = []
+    fix_specs: dict[int, FixSpec] = {}
+    for report in reports:
+        start, end = positions.range(report.node)
+        rule = report.rule
+        fix = None
+        if report.fix is not None:
+            edits = fix_edits(module, report.fix, positions, ctx.parents) if with_edits else ()
+            fix = Fix(report.fix.applicability, report.fix.message, edits)
+        diagnostic = Diagnostic(
+            code=rule.code,
+            name=rule.name,
+            message=report.message,
+            path=path,
+            start=start,
+            end=end,
+            severity=rule.severity,
+            fix=fix,
+            noqa_lines=tuple(range(start.line, end.line + 1)),
+        )
+        if report.fix is not None:
+            fix_specs[len(diagnostics)] = report.fix
+        diagnostics.append(diagnostic)
+    return _Analysis(module, reports, diagnostics, fix_specs, suppressions, ctx.parents)
+
+
+def _finish(
+    analysis: _Analysis, path: str, enabled: frozenset[str], source: str
+) -> list[Diagnostic]:
+    """Apply suppressions and add TPL001 (unused suppression) findings."""
+    suppressions = analysis.suppressions
+    kept = [d for d in analysis.diagnostics if not suppressions.suppresses(d)]
+    if "TPL001" in enabled and not suppressions.empty:
+        names = {name: rule.code for name, rule in rules_by_name().items()}
+        known = frozenset(rules_by_code())
+        for diagnostic in suppressions.unused(path, enabled, known, names):
+            if not suppressions.suppresses(diagnostic):
+                kept.append(diagnostic)
+    kept.sort(key=lambda d: d.sort_key)
+    return kept
+
+
+def check_source(
+    source: str,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    *,
+    project: Mapping[str, int] | None = None,
+    with_edits: bool = True,
+) -> list[Diagnostic]:
+    """Diagnostics for one file's source.
+
+    `path` is used for messages, per-file ignores and module resolution (relative imports);
+    `project` is the project-wide class table from `ProjectIndex.lightning_table()`.
+    Raises InternalError if a rule fails.
+    """
+    config = config or Config()
+    enabled = config.enabled_for(_relpath(path, config))
+    analysis = _analyze(source, path, config, project, enabled, with_edits)
+    return _finish(analysis, path, enabled, source)
+
+
+def _apply_text_edits(source: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """Apply the (non-overlapping) text edits of `diagnostics`' fixes, last first."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(location: Location) -> int:
+        return starts[location.line - 1] + location.column - 1
+
+    edits = sorted(
+        (e for d in diagnostics if d.fix for e in d.fix.edits),
+        key=lambda e: (e.start, e.end),
+        reverse=True,
+    )
+    text = source
+    last_start = None
+    for edit in edits:
+        begin, end = offset(edit.start), offset(edit.end)
+        if last_start is not None and end > last_start:
+            continue  # overlapping edit: left for the next round
+        text = text[:begin] + edit.content + text[end:]
+        last_start = begin
+    return text
+
+
+def fix_source(
+    source: str,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    *,
+    unsafe: bool = False,
+    project: Mapping[str, int] | None = None,
+) -> FixResult:
+    """Apply every safe fix (and unsafe ones with `unsafe=True`) until none is left.
+
+    Fixes are applied in one transform per round, rounds repeat until nothing changes (at
+    most MAX_FIX_ITERATIONS), and the result must parse: otherwise the original source is
+    returned with `error` set and nothing should be written.
+    """
+    config = config or Config()
+    enabled = config.enabled_for(_relpath(path, config))
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    current = source
+    fixed: list[Diagnostic] = []
+    for _ in range(MAX_FIX_ITERATIONS):
+        analysis = _analyze(current, path, config, project, enabled, with_edits=False)
+        if analysis.module is None:
+            break
+        suppressions = analysis.suppressions
+        chosen: list[FixSpec] = []
+        chosen_nodes: set[int] = set()
+        round_fixed: list[Diagnostic] = []
+        for index, diagnostic in enumerate(analysis.diagnostics):
+            spec = analysis.fix_specs.get(index)
+            if spec is None or spec.applicability not in allowed:
+                continue
+            if suppressions.suppresses(diagnostic):
+                continue
+            replaced = {id(old) for old, _ in spec.replacements}
+            if replaced & chosen_nodes or _overlaps(analysis, spec, chosen_nodes):
+                continue  # overlapping with a fix already chosen: next round
+            chosen.append(spec)
+            chosen_nodes |= replaced
+            round_fixed.append(diagnostic)
+        if not chosen:
+            break
+        new_module = apply_fixes(analysis.module, chosen)
+        new_source = new_module.code
+        if new_source == current:
+            break
+        try:
+            cst.parse_module(new_source)
+        except Exception as exc:
+            return FixResult(
+                source,
+                [],
+                check_source(source, path, config, project=project),
+                error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
+            )
+        fixed.extend(round_fixed)
+        current = new_source
+    remaining = check_source(current, path, config, project=project)
+    # Stale suppressions (TPL001) are fixed with text edits once the code fixes are done.
+    stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
+    if stale:
+        edited = _apply_text_edits(current, stale)
+        if edited != current:
+            try:
+                cst.parse_module(edited)
+            except Exception:
+                edited = current
+        if edited != current:
+            fixed.extend(stale)
+            current = edited
+            remaining = check_source(current, path, config, project=project)
+    return FixResult(current, fixed, remaining)
+
+
+def _overlaps(analysis: _Analysis, spec: FixSpec, chosen: set[int]) -> bool:
+    """Whether a node `spec` replaces is inside, or contains, a node already chosen: the
+    transform does not descend into replaced nodes, so only one of them can apply per round."""
+    if not chosen:
+        return False
+    from tpulint.analysis.walker import iter_children
+
+    parents = analysis.parents
+    for old, _ in spec.replacements:
+        ancestor = parents.get(id(old))
+        while ancestor is not None:
+            if id(ancestor) in chosen:
+                return True
+            ancestor = parents.get(id(ancestor))
+        stack = list(iter_children(old))
+        while stack:
+            node = stack.pop()
+            if id(node) in chosen:
+                return True
+            stack.extend(iter_children(node))
+    return False
