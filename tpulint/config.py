@@ -279,7 +279,8 @@ def load_config(config_file: Path | None = None, start: Path | None = None) -> C
         return _read(path, explicit=True)
     found = find_pyproject(start or Path.cwd())
     if found is None:
-        return Config(root=(start or Path.cwd()).resolve())
+        # No project file: like Ruff, the working directory is the project root.
+        return Config(root=Path.cwd().resolve())
     return _read(found, explicit=False)
 
 

@@ -30,6 +30,8 @@ from tpulint.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.registry import all_rules, rules_by_code, rules_by_name
 from tpulint.rule import FixSpec, Report, Rule
 from tpulint.suppression import Suppressions, parse_suppressions
+from tpulint.yaml_config import check_yaml_source, is_yaml_path
+from tpulint.yaml_config import fixable as yaml_fixable
 
 MAX_FIX_ITERATIONS = 10
 
@@ -211,34 +213,44 @@ def check_source(
     """
     config = config or Config()
     enabled = config.enabled_for(_relpath(path, config))
+    if is_yaml_path(path):
+        return check_yaml_source(source, path, config, enabled)
     analysis = _analyze(source, path, config, project, enabled, with_edits)
     return _finish(analysis, path, enabled, source)
 
 
-def _apply_text_edits(source: str, diagnostics: Sequence[Diagnostic]) -> str:
-    """Apply the (non-overlapping) text edits of `diagnostics`' fixes, last first."""
+def apply_text_edits(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, list[Diagnostic]]:
+    """Apply the text edits of `diagnostics`' fixes; a fix whose edits overlap an edit already
+    taken is skipped (left for the next round). Returns (new source, applied diagnostics)."""
     lines = source.splitlines(keepends=True)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
 
     def offset(location: Location) -> int:
-        return starts[location.line - 1] + location.column - 1
+        line = min(location.line, len(starts) - 1)
+        return min(starts[line - 1] + location.column - 1, len(source))
 
-    edits = sorted(
-        (e for d in diagnostics if d.fix for e in d.fix.edits),
-        key=lambda e: (e.start, e.end),
-        reverse=True,
-    )
+    taken: list[tuple[int, int]] = []
+    applied: list[Diagnostic] = []
+    spans: list[tuple[int, int, str]] = []
+    for diagnostic in diagnostics:
+        if diagnostic.fix is None or not diagnostic.fix.edits:
+            continue
+        ranges = [(offset(e.start), offset(e.end), e.content) for e in diagnostic.fix.edits]
+        if any(
+            begin < t_end and t_begin < end or begin == end == t_begin == t_end
+            for begin, end, _ in ranges
+            for t_begin, t_end in taken
+        ):
+            continue
+        taken += [(b, e) for b, e, _ in ranges]
+        spans += ranges
+        applied.append(diagnostic)
     text = source
-    last_start = None
-    for edit in edits:
-        begin, end = offset(edit.start), offset(edit.end)
-        if last_start is not None and end > last_start:
-            continue  # overlapping edit: left for the next round
-        text = text[:begin] + edit.content + text[end:]
-        last_start = begin
-    return text
+    for begin, end, content in sorted(spans, key=lambda s: (s[0], s[1]), reverse=True):
+        text = text[:begin] + content + text[end:]
+    return text, applied
 
 
 def fix_source(
@@ -257,6 +269,8 @@ def fix_source(
     """
     config = config or Config()
     enabled = config.enabled_for(_relpath(path, config))
+    if is_yaml_path(path):
+        return _fix_text_edits(source, path, config, unsafe, project)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     current = source
     fixed: list[Diagnostic] = []
@@ -301,16 +315,37 @@ def fix_source(
     # Stale suppressions (TPL001) are fixed with text edits once the code fixes are done.
     stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
     if stale:
-        edited = _apply_text_edits(current, stale)
+        edited, applied = apply_text_edits(current, stale)
         if edited != current:
             try:
                 cst.parse_module(edited)
             except Exception:
                 edited = current
         if edited != current:
-            fixed.extend(stale)
+            fixed.extend(applied)
             current = edited
             remaining = check_source(current, path, config, project=project)
+    return FixResult(current, fixed, remaining)
+
+
+def _fix_text_edits(
+    source: str, path: str, config: Config, unsafe: bool, project: Mapping[str, int] | None
+) -> FixResult:
+    """Fixing a file whose fixes are text edits (YAML configs): apply the non-overlapping
+    edits, re-check, repeat until nothing is left to apply."""
+    current = source
+    fixed: list[Diagnostic] = []
+    remaining = check_source(current, path, config, project=project)
+    for _ in range(MAX_FIX_ITERATIONS):
+        chosen = yaml_fixable(remaining, unsafe)
+        if not chosen:
+            break
+        edited, applied = apply_text_edits(current, chosen)
+        if edited == current:
+            break
+        fixed.extend(applied)
+        current = edited
+        remaining = check_source(current, path, config, project=project)
     return FixResult(current, fixed, remaining)
 
 

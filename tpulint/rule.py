@@ -25,6 +25,9 @@ from tpulint.diagnostics import Applicability, Severity
 
 if TYPE_CHECKING:
     from tpulint.analysis.context import FileContext
+    from tpulint.config import Config
+    from tpulint.diagnostics import Edit, Location
+    from tpulint.yaml_config import YamlDocument
 
 NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 
@@ -129,6 +132,8 @@ class Rule:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.reports: list[Report] = []
+        self.yaml_reports: list[Any] = []
+        self.yaml_config: Config | None = None  # set when checking a YAML config
 
     # --- reporting -------------------------------------------------------------------
 
@@ -156,6 +161,35 @@ class Rule:
                 remove_unused_imports=tuple(remove_unused_imports),
             )
         self.reports.append(Report(type(self), node, message, fix))
+
+    # --- LightningCLI YAML configs -----------------------------------------------------
+
+    def check_yaml(self, document: YamlDocument) -> None:
+        """Rules that also apply to LightningCLI YAML configs (`trainer:` keys,
+        `data: init_args: batch_size`) override this and call `report_yaml`."""
+
+    def report_yaml(
+        self,
+        start: Location,
+        end: Location,
+        message: str,
+        *,
+        edits: Sequence[Edit] = (),
+        applicability: Applicability | None = None,
+        fix_message: str | None = None,
+    ) -> None:
+        """Report a span of a YAML config, with an optional fix made of text edits."""
+        from tpulint.diagnostics import Fix
+        from tpulint.yaml_config import YamlReport
+
+        fix = None
+        if edits:
+            fix = Fix(
+                applicability or self.fix_applicability or Applicability.DISPLAY_ONLY,
+                fix_message or self.fix_title(),
+                tuple(edits),
+            )
+        self.yaml_reports.append(YamlReport(type(self), start, end, message, fix))
 
     @classmethod
     def fix_title(cls) -> str:

@@ -170,14 +170,26 @@ def _comments(source: str) -> Iterable[tuple[int, int, str]]:
                 yield number, index, line[index:]
 
 
-def parse_suppressions(source: str) -> Suppressions:
+def _yaml_comments(source: str) -> Iterable[tuple[int, int, str]]:
+    from tpulint.yaml_config import _strip_comment
+
+    for number, line in enumerate(source.splitlines(), start=1):
+        code = _strip_comment(line)
+        index = line.find("#", len(code))
+        if index != -1:
+            yield number, index, line[index:]
+
+
+def parse_suppressions(source: str, language: str = "python") -> Suppressions:
+    """The suppression comments of a Python (or, with language="yaml", YAML) source."""
     result = Suppressions()
     lowered = source.lower()
     if "noqa" not in lowered and "tpulint:" not in lowered:
         return result
     lines = source.splitlines()
     file_codes: set[str] = set()
-    for line, col, text in _comments(source):
+    comments = _yaml_comments(source) if language == "yaml" else _comments(source)
+    for line, col, text in comments:
         own_line = col == 0 or not lines[line - 1][:col].strip()
         file_match = FILE_NOQA_RE.match(text) if own_line else None
         if file_match:

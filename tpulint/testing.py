@@ -87,10 +87,10 @@ def run_case(case: ExampleCase) -> None:
 
 def apply_suggestions(code: str, diagnostics: list) -> str:
     """The code with the display-only suggestions' edits applied."""
-    from tpulint.engine import _apply_text_edits
+    from tpulint.engine import apply_text_edits
 
     chosen = [
         d for d in diagnostics
         if d.fix is not None and d.fix.applicability is Applicability.DISPLAY_ONLY
     ]
-    return _apply_text_edits(code, chosen)
+    return apply_text_edits(code, chosen)[0]

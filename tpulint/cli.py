@@ -1,0 +1,582 @@
+"""The `tpulint` command line: check, fix, rules, explain, verify.
+
+Exit codes (as Ruff): 0 clean, 1 findings (or findings left after `fix --apply`), 2 usage,
+configuration or internal errors. Errors are one line on stderr starting with
+`tpulint: error:`; tracebacks only with `-v`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from tpulint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ("text", "full", "json", "sarif", "github")
+
+
+class UserError(Exception):
+    """A one-line error for the user (exit 2)."""
+
+
+def fail(message: str) -> NoReturn:
+    raise UserError(message)
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    out = []
+    for value in values:
+        out += [part.strip() for part in value.split(",") if part.strip()]
+    return out
+
+
+def _use_color(stream: Any) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+class _Reporter:
+    """Shared output plumbing: stdout for results, stderr for messages."""
+
+    def __init__(self, quiet: int, verbose: bool) -> None:
+        self.quiet = quiet
+        self.verbose = verbose
+
+    def out(self, text: str) -> None:
+        if text:
+            click.echo(text, nl=False, color=_use_color(sys.stdout))
+
+    def info(self, text: str) -> None:
+        if not self.quiet:
+            click.echo(text, err=True, color=_use_color(sys.stderr))
+
+    def debug(self, text: str) -> None:
+        if self.verbose:
+            click.echo(f"tpulint: {text}", err=True)
+
+    def warn(self, text: str) -> None:
+        click.echo(f"tpulint: warning: {text}", err=True)
+
+    def error(self, text: str) -> None:
+        click.echo(f"tpulint: error: {text}", err=True)
+
+
+# --- shared options ----------------------------------------------------------------------
+
+def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path()),
+        click.option("--select", multiple=True, metavar="CODES",
+                     help="Rules to enable (codes, prefixes like TPU1, names, or ALL); replaces the configured set."),
+        click.option("--extend-select", multiple=True, metavar="CODES",
+                     help="Rules to enable in addition to the configured set."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
+        click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+                     help="Also apply (or count as fixable) fixes that may change behaviour."),
+        click.option("--output-format", "-o", type=click.Choice(OUTPUT_FORMATS), default=None,
+                     help="How findings are printed (default: text, or `output-format` from config)."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+                     help="Read configuration from this TOML file instead of the nearest pyproject.toml."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write .tpulint_cache/."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported."),
+        click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of each finding."),
+        click.option("--force-exclude", is_flag=True, default=None,
+                     help="Apply excludes to files named on the command line too (for pre-commit)."),
+        click.option("--stdin-filename", default=None, metavar="PATH",
+                     help="The path to use for source read from stdin (`-`)."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                     help="Worker processes (default: one per CPU)."),
+        click.option("-q", "--quiet", count=True, help="Print findings only (-qq: nothing but the exit code)."),
+        click.option("-v", "--verbose", is_flag=True, help="Print timings, cache use and tracebacks."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _load(
+    paths: Sequence[str],
+    config_file: str | None,
+    select: Sequence[str],
+    extend_select: Sequence[str],
+    ignore: Sequence[str],
+    unsafe_fixes: bool | None,
+    force_exclude: bool | None,
+    output_format: str | None,
+):
+    from tpulint.config import ConfigError, load_config
+
+    start = None
+    real = [Path(p) for p in paths if p != "-"]
+    if real:
+        try:
+            common = Path(os.path.commonpath([str(p.resolve()) for p in real]))
+        except ValueError:
+            common = Path.cwd()
+        start = common if common.is_dir() else common.parent
+        while not start.exists() and start != start.parent:
+            start = start.parent
+    try:
+        config = load_config(Path(config_file) if config_file else None, start=start)
+        changes: dict[str, Any] = {}
+        if unsafe_fixes is not None:
+            changes["unsafe_fixes"] = unsafe_fixes
+        if force_exclude:
+            changes["force_exclude"] = True
+        if output_format:
+            changes["output_format"] = output_format
+        config = config.with_cli(
+            select=_split(select) if select else None,
+            extend_select=_split(extend_select),
+            ignore=_split(ignore),
+            **changes,
+        )
+        config.enabled  # noqa: B018 - resolve the selection now, so errors surface here
+    except ConfigError as exc:
+        fail(str(exc))
+    return config
+
+
+def _progress(reporter: _Reporter, total_hint: int) -> Callable[[int, int], None] | None:
+    """A progress bar on a TTY for long runs; nothing otherwise."""
+    if reporter.quiet or not sys.stderr.isatty():
+        return None
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if total < 200:
+            return
+        bar = state.get("bar")
+        if bar is None:
+            bar = click.progressbar(length=total, label="Checking", file=sys.stderr, show_pos=True)
+            bar.__enter__()
+            state["bar"] = bar
+        bar.update(done - state.get("done", 0))
+        state["done"] = done
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return update
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    from tpulint.discovery import decode_source
+
+    try:
+        return decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        fail("stdin is not valid UTF-8")
+
+
+def _source_lookup(stdin_text: dict[str, str]) -> Callable[[str], str | None]:
+    def lookup(path: str) -> str | None:
+        if path in stdin_text:
+            return stdin_text[path]
+        try:
+            from tpulint.discovery import decode_source
+
+            return decode_source(Path(path).read_bytes())
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+
+    return lookup
+
+
+def _emit(reporter: _Reporter, config, diagnostics, files_checked: int, statistics: bool,
+          stdin_text: dict[str, str], summary_command: str = "tpulint fix --apply") -> None:
+    from tpulint.reporting import ReportOptions, render
+    from tpulint.reporting.text import render_statistics, summary
+
+    fmt = config.output_format
+    options = ReportOptions(
+        unsafe_fixes=config.unsafe_fixes,
+        color=_use_color(sys.stdout) and fmt in ("text", "full"),
+        files_checked=files_checked,
+        source_lookup=_source_lookup(stdin_text),
+    )
+    if reporter.quiet >= 2:
+        return
+    if statistics and fmt in ("text", "full"):
+        reporter.out(render_statistics(diagnostics, options))
+    else:
+        reporter.out(render(fmt, diagnostics, options))
+    if fmt in ("text", "full") and not reporter.quiet:
+        reporter.out(summary(diagnostics, options, fix_command=summary_command))
+
+
+def _unified_diff(path: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _colour_diff(text: str) -> str:
+    if not _use_color(sys.stdout):
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("+++", "---")):
+            out.append(click.style(line, bold=True))
+        elif line.startswith("+"):
+            out.append(click.style(line, fg="green"))
+        elif line.startswith("-"):
+            out.append(click.style(line, fg="red"))
+        elif line.startswith("@@"):
+            out.append(click.style(line, fg="cyan"))
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def _guard(verbose: bool, body: Callable[[], int]) -> NoReturn:
+    """Run a command body and turn every failure into a one-line error and exit code 2."""
+    from tpulint.config import ConfigError
+    from tpulint.discovery import PathError
+
+    try:
+        code = body()
+    except (UserError, ConfigError, PathError) as exc:
+        click.echo(f"tpulint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        click.echo("tpulint: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # Output piped into `head` and friends: not an error worth a traceback.
+        sys.stderr.close()
+        sys.exit(EXIT_ERROR)
+    except Exception as exc:
+        if verbose:
+            traceback.print_exc()
+        click.echo(
+            f"tpulint: error: internal error: {type(exc).__name__}: {exc} (run with -v for the "
+            "traceback; please report it)",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    sys.exit(code)
+
+
+# --- the group ---------------------------------------------------------------------------
+
+class _LazyGroup(click.Group):
+    """Subcommands whose modules are imported only when used (`verify` imports torch)."""
+
+    lazy = {"verify": ("tpulint.runtime.command", "verify_command")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module_name, attribute = self.lazy[name]
+            try:
+                import importlib
+
+                return getattr(importlib.import_module(module_name), attribute)
+            except ImportError as exc:
+                message = f"`tpulint {name}` is unavailable: {exc}"
+
+                @click.command(name=name, help=message, context_settings={"ignore_unknown_options": True})
+                @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+                def unavailable(args: tuple[str, ...]) -> None:
+                    click.echo(f"tpulint: error: {message}", err=True)
+                    sys.exit(EXIT_ERROR)
+
+                return unavailable
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="tpulint")
+def cli() -> None:
+    """Find, fix and verify what makes PyTorch Lightning code slow or broken on TPUs.
+
+    \b
+      tpulint check src/           report findings
+      tpulint fix src/             show the fixes as a diff
+      tpulint fix --apply src/     write the safe fixes
+      tpulint verify pkg.mod:Model train on 8 (emulated) XLA cores and prove it
+      tpulint rules                list the rules;  tpulint explain TPU202
+    """
+
+
+# --- check -------------------------------------------------------------------------------
+
+@cli.command()
+@_common_options
+@click.option("--diff", is_flag=True, help="Show the fixes as a unified diff instead of the findings (writes nothing).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding (adopting tpulint on legacy code).")
+def check(paths: tuple[str, ...], diff: bool, add_noqa: bool, **options: Any) -> None:
+    """Report TPU problems in PATHS (files, folders, or - for stdin; default: .)."""
+    verbose = options["verbose"]
+    _guard(verbose, lambda: _check(list(paths) or ["."], diff, add_noqa, **options))
+
+
+def _check(paths: list[str], diff: bool, add_noqa: bool, *, select, extend_select, ignore,
+           unsafe_fixes, output_format, config_file, no_cache, exit_zero, statistics,
+           force_exclude, stdin_filename, jobs, quiet, verbose) -> int:
+    reporter = _Reporter(quiet, verbose)
+    config = _load(paths, config_file, select, extend_select, ignore, unsafe_fixes,
+                   force_exclude, output_format)
+    if diff:
+        return _fix(paths, apply=False, exit_non_zero_on_fix=False, select=(), extend_select=(),
+                    ignore=(), unsafe_fixes=config.unsafe_fixes, output_format=config.output_format,
+                    config_file=config_file, no_cache=no_cache, exit_zero=exit_zero,
+                    statistics=statistics, force_exclude=force_exclude,
+                    stdin_filename=stdin_filename, jobs=jobs, quiet=quiet, verbose=verbose,
+                    _config=config)
+    started = time.perf_counter()
+    stdin_text: dict[str, str] = {}
+    internal_errors: list[str] = []
+    if paths == ["-"]:
+        from tpulint.engine import InternalError, check_source
+
+        name = stdin_filename or "-"
+        text = _read_stdin()
+        stdin_text[name] = text
+        try:
+            diagnostics = check_source(text, name, config)
+        except InternalError as exc:
+            diagnostics, internal_errors = [], [f"{name}: {exc}"]
+        files_checked = 1
+    else:
+        if "-" in paths:
+            fail("`-` (stdin) cannot be combined with other paths")
+        from tpulint.runner import check_paths
+
+        run = check_paths(paths, config, use_cache=not no_cache, jobs=jobs,
+                          progress=_progress(reporter, 0))
+        diagnostics = run.diagnostics
+        internal_errors = run.internal_errors
+        files_checked = run.checked
+        reporter.debug(
+            f"checked {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed) "
+            f"in {time.perf_counter() - started:.2f}s"
+        )
+    for error in internal_errors:
+        reporter.error(f"internal error in {error}")
+    if add_noqa:
+        return _add_noqa(reporter, diagnostics, internal_errors)
+    _emit(reporter, config, diagnostics, files_checked, statistics, stdin_text)
+    if internal_errors:
+        return EXIT_ERROR
+    if diagnostics and not exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> int:
+    import libcst
+
+    from tpulint.discovery import decode_source
+    from tpulint.runner import write_if_unchanged
+    from tpulint.suppression import add_noqa
+
+    by_path: dict[str, list] = {}
+    for d in diagnostics:
+        if d.code in ("TPL002", "TPL003", "TPL001"):
+            continue  # unparsable/unreadable files and stale suppressions take no noqa
+        by_path.setdefault(d.path, []).append(d)
+    if "-" in by_path:
+        fail("--add-noqa cannot write to stdin")
+    total = 0
+    for path, items in sorted(by_path.items()):
+        file = Path(path)
+        try:
+            original = decode_source(file.read_bytes())
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            reporter.warn(f"{path}: not changed: {exc}")
+            continue
+        new, added = add_noqa(original, items)
+        if not added or new == original:
+            continue
+        if file.suffix in (".py", ".pyi"):
+            try:
+                libcst.parse_module(new)
+            except Exception:
+                reporter.warn(f"{path}: not changed: adding comments would break the file")
+                continue
+        error = write_if_unchanged(file, original, new)
+        if error:
+            reporter.warn(f"{path}: {error}")
+            continue
+        total += added
+    reporter.info(f"Added {total} noqa comment{'s' if total != 1 else ''}.")
+    return EXIT_ERROR if internal_errors else EXIT_CLEAN
+
+
+# --- fix ---------------------------------------------------------------------------------
+
+@cli.command()
+@_common_options
+@click.option("--apply", is_flag=True, help="Write the fixes (default: show them as a unified diff).")
+@click.option("--diff", "show_diff", is_flag=True, help="Show the diff (the default without --apply).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 if any file was changed, even when nothing is left to report.")
+def fix(paths: tuple[str, ...], apply: bool, show_diff: bool, exit_non_zero_on_fix: bool, **options: Any) -> None:
+    """Fix TPU problems in PATHS: show a diff, or write with --apply.
+
+    Safe fixes only, unless --unsafe-fixes. With - the fixed source is written to stdout.
+    """
+    verbose = options["verbose"]
+    _guard(verbose, lambda: _fix(list(paths) or ["."], apply=apply,
+                                 exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
+
+
+def _fix(paths: list[str], *, apply: bool, exit_non_zero_on_fix: bool, select, extend_select,
+         ignore, unsafe_fixes, output_format, config_file, no_cache, exit_zero, statistics,
+         force_exclude, stdin_filename, jobs, quiet, verbose, _config=None) -> int:
+    reporter = _Reporter(quiet, verbose)
+    config = _config or _load(paths, config_file, select, extend_select, ignore, unsafe_fixes,
+                              force_exclude, output_format)
+    unsafe = config.unsafe_fixes
+    if paths == ["-"]:
+        from tpulint.engine import fix_source
+
+        name = stdin_filename or "-"
+        text = _read_stdin()
+        result = fix_source(text, name, config, unsafe=unsafe)
+        if result.error:
+            reporter.warn(f"{name}: {result.error}")
+        sys.stdout.write(result.source)
+        sys.stdout.flush()
+        for d in result.remaining:
+            click.echo(f"{d.path}:{d.start.line}:{d.start.column}: {d.code} {d.message}", err=True)
+        if result.remaining and not exit_zero:
+            return EXIT_FINDINGS
+        return EXIT_CLEAN
+    if "-" in paths:
+        fail("`-` (stdin) cannot be combined with other paths")
+    from tpulint.runner import fix_paths
+
+    started = time.perf_counter()
+    run = fix_paths(paths, config, unsafe=unsafe, apply=apply, use_cache=not no_cache,
+                    jobs=jobs, progress=_progress(reporter, 0))
+    reporter.debug(
+        f"looked at {run.checked} files ({run.cache_hits} from cache) in "
+        f"{time.perf_counter() - started:.2f}s"
+    )
+    for error in run.internal_errors:
+        reporter.error(f"internal error in {error}")
+    not_written = [f for f in run.files if f.fix and f.fix.changed and f.error]
+    for outcome in not_written:
+        reporter.warn(f"{outcome.path}: {outcome.error}")
+    changed = [f for f in run.files if f.fix and f.fix.changed and not f.error]
+    fixed_count = sum(len(f.fix.fixed) for f in changed if f.fix)
+    remaining = run.diagnostics
+    if not apply:
+        diffs = "".join(
+            _unified_diff(f.path, f.original or "", f.fix.source) for f in changed if f.fix
+        )
+        if reporter.quiet < 2:
+            reporter.out(_colour_diff(diffs))
+        would_remain = [
+            d for f in run.files for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
+        ]
+        reporter.info(
+            f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
+            f"file{'s' if len(changed) != 1 else ''}"
+            + (f"; {len(would_remain)} would remain" if would_remain else "")
+            + (". Run with --apply to write." if changed else ".")
+        )
+        if run.internal_errors:
+            return EXIT_ERROR
+        if (changed or remaining) and not exit_zero:
+            return EXIT_FINDINGS
+        return EXIT_CLEAN
+    if remaining:
+        _emit(reporter, config, remaining, run.checked, statistics, {},
+              summary_command="tpulint fix --apply")
+    reporter.info(
+        f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
+        f"file{'s' if len(changed) != 1 else ''}; {len(remaining)} remaining."
+    )
+    if run.internal_errors:
+        return EXIT_ERROR
+    if not_written:
+        return EXIT_FINDINGS
+    if remaining and not exit_zero:
+        return EXIT_FINDINGS
+    if exit_non_zero_on_fix and changed:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+# --- rules / explain ---------------------------------------------------------------------
+
+@cli.command()
+@click.option("--output-format", "-o", type=click.Choice(["text", "json"]), default="text")
+@click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
+def rules(output_format: str, show_all: bool) -> None:
+    """List the rules with their fix safety and default state."""
+    from tpulint.registry import FAMILY_TITLES, all_rules
+
+    selected = [r for r in all_rules() if show_all or not r.code.startswith("TPL")]
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps([
+            {
+                "code": r.code, "name": r.name, "summary": r.summary, "family": r.family(),
+                "severity": r.severity.value, "fix": r.fix_availability(),
+                "default_enabled": bool(r.default_enabled or getattr(r, "always_on", False)),
+            }
+            for r in selected
+        ], indent=2))
+        return
+    name_width = max(len(r.name) for r in selected)
+    fix_width = max(len(r.fix_availability()) for r in selected)
+    family = None
+    for rule in selected:
+        if rule.family() != family:
+            family = rule.family()
+            click.echo(("\n" if rule is not selected[0] else "") + click.style(FAMILY_TITLES.get(family, family), bold=True))
+        default = "on " if rule.default_enabled or getattr(rule, "always_on", False) else "off"
+        click.echo(
+            f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
+            f"{default}  {rule.summary}"
+        )
+    click.echo("\nfix: safe = applied by `tpulint fix --apply`; unsafe = with --unsafe-fixes; "
+               "display-only = shown, never applied.  Default: on/off (opt-in).")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Print a rule's documentation (by code or name: TPU202, boolean-mask-indexing)."""
+    from tpulint.docs import render_rule
+    from tpulint.registry import find_rule
+
+    rule = find_rule(code)
+    if rule is None:
+        import difflib as _difflib
+
+        from tpulint.registry import all_rules
+
+        candidates = [r.code for r in all_rules()] + [r.name for r in all_rules()]
+        close = _difflib.get_close_matches(code, candidates, n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        click.echo(f"tpulint: error: unknown rule `{code}`{hint}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render_rule(rule), nl=False)
+
+
+def main() -> None:
+    cli(prog_name="tpulint")

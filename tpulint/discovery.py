@@ -1,0 +1,202 @@
+"""Which files a run checks, and reading them safely.
+
+Directories are walked with `.gitignore` respected and the default excludes (`.venv`, `build`,
+`.git`, ...) plus `exclude`/`extend-exclude` applied. Files named on the command line are
+checked even when excluded (unless `--force-exclude`, which pre-commit hooks use), and YAML
+files are only checked when named explicitly (LightningCLI configs). Symlinked folders are
+followed once: a symlink loop is reported, not walked forever.
+"""
+
+from __future__ import annotations
+
+import codecs
+from fnmatch import fnmatch
+import io
+import os
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpulint.config import Config, path_matches
+from tpulint.diagnostics import Diagnostic, Location, Severity
+from tpulint.gitignore import GitIgnore, find_repo_root
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+class PathError(Exception):
+    """A path given on the command line does not exist (a usage error)."""
+
+
+@dataclass(frozen=True)
+class SourcePath:
+    display: str  # how the path is shown (relative to the working directory when inside it)
+    path: Path  # absolute
+
+
+def unreadable(display: str, reason: str) -> Diagnostic:
+    return Diagnostic(
+        code="TPL003",
+        name="unreadable-file",
+        message=f"Not checked: {reason}",
+        path=display,
+        start=Location(1, 1),
+        end=Location(1, 1),
+        severity=Severity.ERROR,
+    )
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+class _Walker:
+    def __init__(self, config: Config, cwd: Path) -> None:
+        self.config = config
+        self.cwd = cwd
+        self.excludes = (*config.exclude, *config.extend_exclude)
+        self.gitignores: dict[Path, GitIgnore] = {}
+        self.problems: list[Diagnostic] = []
+        self.seen_dirs: set[tuple[int, int]] = set()
+
+    def excluded(self, path: Path) -> bool:
+        """Patterns without a `/` match a file or folder name (`build`, `*_pb2.py`); others
+        match the path relative to the project root (`tests/fixtures`). Folders are checked
+        as the walk meets them, so a folder named on the command line is never excluded by
+        its own name."""
+        if not self.excludes:
+            return False
+        try:
+            relative = path.relative_to(self.config.root).as_posix()
+        except ValueError:
+            relative = None
+        for pattern in self.excludes:
+            if "/" not in pattern.rstrip("/"):
+                if fnmatch(path.name, pattern.rstrip("/")):
+                    return True
+            elif relative is not None and path_matches(relative, pattern):
+                return True
+        return False
+
+    def gitignored(self, path: Path, is_dir: bool) -> bool:
+        if not self.config.respect_gitignore:
+            return False
+        root = find_repo_root(path.parent)
+        if root is None:
+            return False
+        ignore = self.gitignores.get(root)
+        if ignore is None:
+            ignore = self.gitignores[root] = GitIgnore(root)
+        return ignore.ignored(path, is_dir)
+
+    def walk(self, top: Path) -> Iterable[Path]:
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            try:
+                stat = directory.stat()
+            except OSError as exc:
+                self.problems.append(unreadable(display_path(directory, self.cwd), _reason(exc)))
+                continue
+            key = (stat.st_dev, stat.st_ino)
+            if key in self.seen_dirs:
+                if directory.is_symlink():
+                    self.problems.append(
+                        unreadable(
+                            display_path(directory, self.cwd),
+                            f"symlink loop (points back to {os.path.realpath(directory)}); not followed",
+                        )
+                    )
+                continue
+            self.seen_dirs.add(key)
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError as exc:
+                self.problems.append(unreadable(display_path(directory, self.cwd), _reason(exc)))
+                continue
+            subdirs = []
+            for entry in entries:
+                path = Path(entry.path)
+                try:
+                    is_dir = entry.is_dir()
+                except OSError as exc:  # e.g. a symlink loop (ELOOP)
+                    self.problems.append(unreadable(display_path(path, self.cwd), _reason(exc)))
+                    continue
+                if is_dir:
+                    if self.excluded(path) or self.gitignored(path, True):
+                        continue
+                    subdirs.append(path)
+                elif entry.name.endswith(PYTHON_SUFFIXES):
+                    if entry.is_symlink() and not path.exists():
+                        self.problems.append(
+                            unreadable(display_path(path, self.cwd), "broken symlink")
+                        )
+                        continue
+                    if self.excluded(path) or self.gitignored(path, False):
+                        continue
+                    yield path
+            stack.extend(reversed(subdirs))
+
+
+def discover(
+    paths: Sequence[str], config: Config, cwd: Path | None = None
+) -> tuple[list[SourcePath], list[Diagnostic]]:
+    """Files to check for `paths` (files or folders), and problems met while walking.
+
+    Raises PathError for a command-line path that does not exist."""
+    cwd = (cwd or Path.cwd()).resolve()
+    walker = _Walker(config, cwd)
+    found: dict[Path, SourcePath] = {}
+    for given in paths:
+        raw = Path(given)
+        path = raw if raw.is_absolute() else cwd / raw
+        path = Path(os.path.normpath(path))
+        if not path.exists() and not path.is_symlink():
+            raise PathError(f"path not found: {given}")
+        if path.is_dir():
+            for file in walker.walk(path):
+                found.setdefault(file, SourcePath(display_path(file, cwd), file))
+            continue
+        if config.force_exclude and (walker.excluded(path) or walker.gitignored(path, False)):
+            continue
+        # A file named explicitly is checked whatever its suffix (YAML configs included).
+        found.setdefault(path, SourcePath(display_path(path, cwd), path))
+    return list(found.values()), walker.problems
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like Python does: a BOM or PEP 263 coding cookie, else UTF-8.
+
+    Raises UnicodeDecodeError/SyntaxError/LookupError for undecodable input."""
+    try:
+        return data.decode("utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8")
+    except UnicodeDecodeError:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if encoding in ("utf-8", "utf-8-sig"):
+            raise
+        return data.decode(encoding)
+
+
+def read_source(source: SourcePath) -> tuple[str | None, Diagnostic | None]:
+    """(text, None) or (None, a TPL003 diagnostic explaining why the file was not read)."""
+    try:
+        data = source.path.read_bytes()
+    except FileNotFoundError:
+        return None, unreadable(source.display, "the file vanished while tpulint was running")
+    except IsADirectoryError:
+        return None, unreadable(source.display, "is a directory")
+    except OSError as exc:
+        return None, unreadable(source.display, _reason(exc))
+    try:
+        return decode_source(data), None
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        detail = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+        return None, unreadable(source.display, f"not valid UTF-8 and no coding declaration ({detail})")

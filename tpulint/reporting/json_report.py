@@ -1,0 +1,46 @@
+"""The JSON report: a stable, versioned schema (tpulint/data/report.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from tpulint import __version__
+from tpulint.diagnostics import Diagnostic
+from tpulint.reporting import ReportOptions
+
+SCHEMA_VERSION = 1
+
+
+def diagnostic_json(d: Diagnostic, options: ReportOptions) -> dict[str, Any]:
+    return {
+        "code": d.code,
+        "name": d.name,
+        "message": d.message,
+        "severity": d.severity.value,
+        "path": d.path,
+        "start": d.start.to_json(),
+        "end": d.end.to_json(),
+        "fixable": d.fixable(options.unsafe_fixes),
+        "fix": d.fix.to_json() if d.fix else None,
+    }
+
+
+def report_json(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "tpulint", "version": __version__},
+        "summary": {
+            "files_checked": options.files_checked,
+            "findings": len(diagnostics),
+            "fixable": sum(d.fixable(options.unsafe_fixes) for d in diagnostics),
+            "by_code": dict(sorted(Counter(d.code for d in diagnostics).items())),
+        },
+        "diagnostics": [diagnostic_json(d, options) for d in diagnostics],
+    }
+
+
+def render_json(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> str:
+    return json.dumps(report_json(diagnostics, options), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,344 @@
+"""Checking and fixing many files: discovery, reading, the project class index, the cache,
+and a process pool over the files that need work.
+
+    check_paths(paths, config) -> RunResult
+    fix_paths(paths, config, unsafe=False, apply=False) -> RunResult
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import sys
+import tempfile
+import tokenize
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpulint.analysis.project import (
+    ModuleScan,
+    ProjectIndex,
+    module_name_for_path,
+    scan_source,
+    table_digest,
+)
+from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
+from tpulint.config import Config
+from tpulint.diagnostics import Applicability, Diagnostic
+from tpulint.discovery import SourcePath, decode_source, discover, read_source
+from tpulint.engine import FixResult, InternalError, check_source, fix_source
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class FileOutcome:
+    path: str  # display path
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    fix: FixResult | None = None
+    original: str | None = None  # the source as read (fix mode)
+    error: str | None = None  # internal error, or why a fix was not written
+    written: bool = False
+
+
+@dataclass
+class RunResult:
+    files: list[FileOutcome]
+    checked: int = 0  # files looked at
+    parsed: int = 0  # files that were not answered from the cache
+    cache_hits: int = 0
+    internal_errors: list[str] = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        out = [d for f in self.files for d in f.diagnostics]
+        out.sort(key=lambda d: d.sort_key)
+        return out
+
+    @property
+    def fixed(self) -> list[Diagnostic]:
+        return [d for f in self.files if f.fix and (f.written or not f.error) for d in f.fix.fixed]
+
+
+# --- workers -------------------------------------------------------------------------------
+
+_STATE: dict[str, Any] = {}
+
+
+def _init_worker(config: Config, table: dict[str, int]) -> None:
+    _STATE["config"] = config
+    _STATE["table"] = table
+
+
+def _check_batch(batch: list[tuple[str, str, str]]) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
+    """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
+    config, table = _STATE["config"], _STATE["table"]
+    out = []
+    for display, absolute, text in batch:
+        try:
+            diagnostics = [
+                d.with_path(display) for d in check_source(text, absolute, config, project=table)
+            ]
+            out.append((display, diagnostics, None))
+        except InternalError as exc:
+            out.append((display, None, str(exc)))
+    return out
+
+
+def _fix_batch(
+    batch: list[tuple[str, str, str]], unsafe: bool
+) -> list[tuple[str, FixResult | None, str | None]]:
+    config, table = _STATE["config"], _STATE["table"]
+    out = []
+    for display, absolute, text in batch:
+        try:
+            result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
+            result.fixed = [d.with_path(display) for d in result.fixed]
+            result.remaining = [d.with_path(display) for d in result.remaining]
+            out.append((display, result, None))
+        except InternalError as exc:
+            out.append((display, None, str(exc)))
+    return out
+
+
+def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[str, str, str]]]:
+    """Size-balanced batches, largest files first, several per worker for load balance."""
+    items = sorted(items, key=lambda item: len(item[2]), reverse=True)
+    count = max(1, min(len(items), jobs * 8))
+    batches: list[list[tuple[str, str, str]]] = [[] for _ in range(count)]
+    sizes = [0] * count
+    for item in items:
+        index = sizes.index(min(sizes))
+        batches[index].append(item)
+        sizes[index] += len(item[2]) + 200
+    return [b for b in batches if b]
+
+
+def _pool_context() -> Any:
+    # fork starts workers in milliseconds and shares the loaded rules; elsewhere spawn.
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _run(
+    items: list[tuple[str, str, str]],
+    worker: Callable[..., list[Any]],
+    extra: tuple[Any, ...],
+    config: Config,
+    table: dict[str, int],
+    jobs: int,
+    progress: Progress | None,
+) -> Iterator[Any]:
+    total = len(items)
+    if jobs <= 1 or total < 4:
+        _init_worker(config, table)
+        for done, item in enumerate(items, start=1):
+            yield from worker([item], *extra)
+            if progress:
+                progress(done, total)
+        return
+    done = 0
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
+        initargs=(config, table),
+    ) as pool:
+        futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
+        for future in as_completed(futures):
+            results = future.result()
+            done += len(results)
+            if progress:
+                progress(done, total)
+            yield from results
+
+
+# --- the run -------------------------------------------------------------------------------
+
+@dataclass
+class _Prepared:
+    sources: list[tuple[SourcePath, str]]  # readable files and their text
+    outcomes: list[FileOutcome]  # files that could not be read, problems met walking
+    table: dict[str, int]
+    results: ResultCache | None
+
+
+def _scan_to_json(scan: ModuleScan) -> list[Any]:
+    return [scan.module, scan.imports, scan.classes]
+
+
+def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared:
+    files, problems = discover(paths, config)
+    outcomes = [FileOutcome(d.path, [d]) for d in problems]
+    sources: list[tuple[SourcePath, str]] = []
+    for source in files:
+        text, problem = read_source(source)
+        if problem is not None:
+            outcomes.append(FileOutcome(source.display, [problem]))
+        else:
+            assert text is not None
+            sources.append((source, text))
+    cache_dir = config.root / config.cache_dir
+    scan_cache = ScanCache(cache_dir) if use_cache else None
+    index = ProjectIndex()
+    for source, text in sources:
+        if not source.path.suffix == ".py":
+            continue
+        module, is_package = module_name_for_path(source.path)
+        if module is None:
+            continue
+        key = content_key(f"{module}:{is_package}", text)
+        cached = scan_cache.get_raw(key) if scan_cache else None
+        if cached is not None:
+            scan = ModuleScan(cached[0], cached[1], cached[2])
+        else:
+            scan = scan_source(text, module, is_package)
+            if scan_cache:
+                scan_cache.put_raw(key, _scan_to_json(scan))
+        index.add(scan)
+    table = index.lightning_table()
+    if scan_cache:
+        scan_cache.save()
+    results = None
+    if use_cache:
+        results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
+    return _Prepared(sources, outcomes, table, results)
+
+
+def check_paths(
+    paths: Sequence[str],
+    config: Config,
+    *,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Check files and folders. Raises discovery.PathError for a missing path."""
+    prepared = _prepare(paths, config, use_cache)
+    cache = prepared.results
+    run = RunResult(files=list(prepared.outcomes))
+    todo: list[tuple[str, str, str]] = []
+    keys: dict[str, str] = {}
+    for source, text in prepared.sources:
+        key = content_key(source.display, text)
+        cached = cache.get(key) if cache else None
+        if cached is not None:
+            run.files.append(FileOutcome(source.display, cached))
+            continue
+        keys[source.display] = key
+        todo.append((source.display, str(source.path), text))
+    run.checked = len(prepared.sources)
+    run.cache_hits = run.checked - len(todo)
+    run.parsed = len(todo)
+    for display, diagnostics, error in _run(
+        todo, _check_batch, (), config, prepared.table, jobs or os.cpu_count() or 1, progress
+    ):
+        if error is not None:
+            run.internal_errors.append(f"{display}: {error}")
+            run.files.append(FileOutcome(display, error=error))
+            continue
+        run.files.append(FileOutcome(display, diagnostics))
+        if cache:
+            cache.put(keys[display], diagnostics)
+    if cache:
+        cache.save()
+    run.files.sort(key=lambda f: f.path)
+    return run
+
+
+def _needs_fix(diagnostics: list[Diagnostic], unsafe: bool) -> bool:
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    return any(d.fix is not None and d.fix.applicability in allowed for d in diagnostics)
+
+
+def fix_paths(
+    paths: Sequence[str],
+    config: Config,
+    *,
+    unsafe: bool = False,
+    apply: bool = False,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Fix files and folders; write the results only when `apply` is true.
+
+    A file is written atomically, only if its fixed source parses (the engine guarantees
+    it) and only if the file on disk still has the content that was read."""
+    prepared = _prepare(paths, config, use_cache)
+    cache = prepared.results
+    run = RunResult(files=list(prepared.outcomes))
+    todo: list[tuple[str, str, str]] = []
+    originals: dict[str, tuple[SourcePath, str]] = {}
+    for source, text in prepared.sources:
+        key = content_key(source.display, text)
+        cached = cache.get(key) if cache else None
+        if cached is not None and not _needs_fix(cached, unsafe):
+            run.files.append(FileOutcome(source.display, cached))
+            continue
+        originals[source.display] = (source, text)
+        todo.append((source.display, str(source.path), text))
+    run.checked = len(prepared.sources)
+    run.cache_hits = run.checked - len(todo)
+    run.parsed = len(todo)
+    for display, result, error in _run(
+        todo, _fix_batch, (unsafe,), config, prepared.table, jobs or os.cpu_count() or 1, progress
+    ):
+        source, original = originals[display]
+        if error is not None or result is None:
+            run.internal_errors.append(f"{display}: {error}")
+            run.files.append(FileOutcome(display, error=error))
+            continue
+        outcome = FileOutcome(display, result.remaining, result, original, result.error)
+        if apply and result.changed and result.error is None:
+            outcome.error = write_if_unchanged(source.path, original, result.source)
+            outcome.written = outcome.error is None
+        if cache and (outcome.written or not result.changed):
+            new_text = result.source if outcome.written else original
+            cache.put(content_key(display, new_text), result.remaining)
+        run.files.append(outcome)
+    if cache:
+        cache.save()
+    run.files.sort(key=lambda f: f.path)
+    return run
+
+
+def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
+    """Atomically replace `path` with `new` if it still holds `original`; else why not."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"not written: cannot re-read the file ({exc.strerror})"
+    try:
+        on_disk = decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        on_disk = None
+    if on_disk != original:
+        return "not written: the file changed on disk since tpulint read it"
+    try:
+        # Keep the file's encoding: a BOM stays, a PEP 263 coding cookie is honoured.
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    try:
+        new_bytes = new.encode(encoding)
+    except UnicodeEncodeError as exc:
+        return f"not written: {exc.reason}"
+    try:
+        mode = path.stat().st_mode
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tpulint", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(new_bytes)
+            os.chmod(tmp, mode & 0o7777)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        return f"not written: {exc.strerror or exc}"
+    return None
