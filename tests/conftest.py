@@ -1,5 +1,8 @@
 """Shared pytest configuration.
 
+- A plain `pytest` run is fast: tests marked `slow` (fresh installs, pre-commit) or `runtime`
+  (tpulint verify on real torch_xla) are skipped unless `--all` is given. The README's test
+  command, which CI runs, passes `--all`.
 - Rule examples are collected as tests by tests/test_rule_examples.py.
 - `--corpus PATH` (or TPULINT_CORPUS) enables the tests marked `corpus`, which need the public
   corpus fetched by ../shared/corpus/fetch.sh.
@@ -24,6 +27,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="path of the fetched public corpus (the folder fetch.sh fills); enables corpus tests",
     )
     parser.addoption(
+        "--all",
+        action="store_true",
+        default=bool(os.environ.get("TPULINT_ALL_TESTS")),
+        help="also run the slow and runtime tests (CI does)",
+    )
+    parser.addoption(
         "--update-snapshots",
         action="store_true",
         default=False,
@@ -36,9 +45,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip_corpus = pytest.mark.skip(
         reason="needs the public corpus: pass --corpus PATH (see ../shared/corpus/fetch.sh)"
     )
+    run_all = config.getoption("--all")
+    skip_slow = pytest.mark.skip(reason="slow test: run with `pytest --all` (CI does)")
     for item in items:
         if "corpus" in item.keywords and not corpus:
             item.add_marker(skip_corpus)
+        if not run_all and ("slow" in item.keywords or "runtime" in item.keywords):
+            item.add_marker(skip_slow)
 
 
 @pytest.fixture

@@ -161,11 +161,28 @@ def discover(
             for file in walker.walk(path):
                 found.setdefault(file, SourcePath(display_path(file, cwd), file))
             continue
-        if config.force_exclude and (walker.excluded(path) or walker.gitignored(path, False)):
+        if config.force_exclude and _excluded_explicit(walker, path):
             continue
         # A file named explicitly is checked whatever its suffix (YAML configs included).
         found.setdefault(path, SourcePath(display_path(path, cwd), path))
     return list(found.values()), walker.problems
+
+
+def _excluded_explicit(walker: _Walker, path: Path) -> bool:
+    """For --force-exclude: a named file is excluded if it, or a folder between the project
+    root and it, is excluded or gitignored."""
+    if walker.excluded(path) or walker.gitignored(path, False):
+        return True
+    try:
+        relative = path.relative_to(walker.config.root)
+    except ValueError:
+        return False
+    current = walker.config.root
+    for part in relative.parts[:-1]:
+        current = current / part
+        if walker.excluded(current) or walker.gitignored(current, True):
+            return True
+    return False
 
 
 def _reason(exc: OSError) -> str:

@@ -12,6 +12,7 @@ into diagnostics with positions and fixes.
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,10 +85,29 @@ def _relpath(path: str, config: Config) -> str:
         return path.replace(os.sep, "/")
 
 
-def syntax_error_diagnostic(path: str, exc: Exception) -> Diagnostic:
-    line = getattr(exc, "raw_line", None) or getattr(exc, "lineno", None) or 1
-    column = (getattr(exc, "raw_column", None) or 0) + 1
-    message = getattr(exc, "message", None) or str(exc).splitlines()[0]
+def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None) -> Diagnostic:
+    """TPL002 for a file that does not parse. Python's own parser gives the clearest message
+    and position; libcst's is used when only libcst rejects the code."""
+    line, column, message = 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if source is not None:
+        import ast
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(source)
+        except SyntaxError as syntax:
+            line = syntax.lineno or 1
+            column = syntax.offset or 1
+            message = syntax.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
+        else:
+            match = re.search(r"error at (\d+):(\d+)", getattr(exc, "message", "") or "")
+            if match:
+                line, column = int(match.group(1)), int(match.group(2)) + 1
+            message = f"libcst cannot parse this file ({getattr(exc, 'message', message)})"
     return Diagnostic(
         code="TPL002",
         name="syntax-error",
@@ -113,10 +133,8 @@ def _analyze(
         return _Analysis(None, [], [], {}, suppressions)
     try:
         module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return _Analysis(None, [], [syntax_error_diagnostic(path, exc)], {}, suppressions)
-    except (RecursionError, ValueError, SyntaxError) as exc:
-        return _Analysis(None, [], [syntax_error_diagnostic(path, exc)], {}, suppressions)
+    except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError) as exc:
+        return _Analysis(None, [], [syntax_error_diagnostic(path, exc, source)], {}, suppressions)
 
     module_name, is_package = module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
     analysis = analyze_module(

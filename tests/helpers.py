@@ -1,0 +1,97 @@
+"""Test helpers: throwaway projects, running the CLI in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tpulint.cli import cli
+
+UNREADY_MODULE = textwrap.dedent(
+    '''\
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch))
+            self.log("train_loss", loss.item())
+            self.total += loss.item()
+            return loss
+    '''
+)
+CLEAN_MODULE = textwrap.dedent(
+    '''\
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch))
+            self.log("train_loss", loss)
+            return loss
+    '''
+)
+LEGACY_TRAINER = textwrap.dedent(
+    '''\
+    import lightning as L
+
+    trainer = L.Trainer(tpu_cores=8, max_epochs=1)
+    '''
+)
+
+
+def make_project(root: Path, files: dict[str, str], pyproject: str | None = "") -> Path:
+    """Write `files` under `root`; a pyproject.toml with `[tool.tpulint]` + `pyproject`."""
+    root.mkdir(parents=True, exist_ok=True)
+    if pyproject is not None:
+        (root / "pyproject.toml").write_text(
+            '[project]\nname = "demo"\nversion = "0"\n\n[tool.tpulint]\n' + pyproject,
+            encoding="utf-8",
+        )
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(args: list[str], cwd: Path, stdin: str | None = None) -> Result:
+    """Run the CLI in-process (click's runner), from `cwd`."""
+    runner = CliRunner()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = runner.invoke(cli, args, input=stdin, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return Result(result.exit_code, result.stdout, result.stderr)
+
+
+def run_subprocess(args: list[str], cwd: Path, stdin: str | None = None, env: dict | None = None) -> Result:
+    """Run `python -m tpulint ARGS` as a real process."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tpulint", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)

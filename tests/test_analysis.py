@@ -1,0 +1,207 @@
+"""The shared analysis: Lightning classes under every import spelling, the project-wide class
+index, and hot code."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from tests.helpers import make_project, run_cli
+from tpulint.analysis.imports import Aliases
+from tpulint.analysis.project import (
+    ClassKind,
+    ProjectIndex,
+    module_name_for_path,
+    scan_source,
+)
+from tpulint.analysis.semantic import analyze_module
+
+
+def analyse(source: str, module: str | None = "pkg.mod", project: dict | None = None, hot=()):
+    tree = cst.parse_module(textwrap.dedent(source))
+    return analyze_module(tree, Aliases(module, False), project, hot)
+
+
+def kinds(source: str, **kw) -> dict[str, ClassKind]:
+    return {c.name: c.kind for c in analyse(source, **kw).classes.values()}
+
+
+def hot(source: str, **kw) -> dict[str, str | None]:
+    return {f.name: f.hot_reason for f in analyse(source, **kw).functions.values()}
+
+
+@pytest.mark.parametrize(
+    "header, base",
+    [
+        ("import lightning as L", "L.LightningModule"),
+        ("import lightning.pytorch as pl", "pl.LightningModule"),
+        ("import pytorch_lightning as pl", "pl.LightningModule"),
+        ("from lightning.pytorch import LightningModule", "LightningModule"),
+        ("from lightning.pytorch.core import LightningModule", "LightningModule"),
+        ("from pytorch_lightning.core.lightning import LightningModule", "LightningModule"),
+        ("from lightning import LightningModule as LM", "LM"),
+        ("import lightning", "lightning.pytorch.LightningModule"),
+    ],
+)
+def test_lightning_module_spellings(header: str, base: str) -> None:
+    assert kinds(f"{header}\nclass M({base}):\n    pass\n")["M"] & ClassKind.LIGHTNING_MODULE
+
+
+def test_datamodule_callback_and_local_subclasses() -> None:
+    found = kinds(
+        """
+        import pytorch_lightning as pl
+        from lightning.pytorch.callbacks import ModelCheckpoint
+        from torch import nn
+
+        class DM(pl.LightningDataModule): ...
+        class CB(pl.Callback): ...
+        class Ckpt(ModelCheckpoint): ...
+        class Base(pl.LightningModule): ...
+        class Child(Base): ...
+        class Net(nn.Module): ...
+        class Plain: ...
+        class LightningModule: ...  # a local class with the same name is not Lightning's
+        class Fake(LightningModule): ...
+        """
+    )
+    assert found["DM"] == ClassKind.LIGHTNING_DATAMODULE
+    assert found["CB"] == ClassKind.CALLBACK and found["Ckpt"] == ClassKind.CALLBACK
+    assert found["Child"] & ClassKind.LIGHTNING_MODULE
+    assert found["Net"] == ClassKind.TORCH_MODULE
+    assert found["Plain"] == ClassKind.NONE and found["Fake"] == ClassKind.NONE
+
+
+def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        {
+            "src/acme/__init__.py": "from .core.base import AcmeModule\n",
+            "src/acme/core/__init__.py": "",
+            "src/acme/core/base.py": "import lightning as L\n\nclass AcmeModule(L.LightningModule):\n    pass\n",
+            "src/acme/models/__init__.py": "",
+            "src/acme/models/cls.py": textwrap.dedent(
+                """\
+                from acme import AcmeModule
+                from ..core.base import AcmeModule as Base2
+
+                class Classifier(AcmeModule):
+                    def training_step(self, batch, batch_idx):
+                        return batch.sum().item()
+
+                class Other(Base2):
+                    def training_step(self, batch, batch_idx):
+                        return batch.sum().item()
+                """
+            ),
+            # Same class name, unrelated base: name-only resolution would mislabel it.
+            "src/other/__init__.py": "",
+            "src/other/pipeline.py": "class Pipeline:\n    pass\n\nclass AcmeModule(Pipeline):\n    pass\n",
+            "src/other/user.py": textwrap.dedent(
+                """\
+                from other.pipeline import AcmeModule
+
+                class NotLightning(AcmeModule):
+                    def on_train_batch_end(self, outputs, batch, batch_idx):
+                        return batch.sum().item()
+                """
+            ),
+        },
+    )
+    files = sorted(root.rglob("*.py"))
+    index = ProjectIndex([scan_source(f.read_text(), *module_name_for_path(f)) for f in files])
+    table = index.lightning_table()
+    assert ClassKind(table["acme.core.base.AcmeModule"]) & ClassKind.LIGHTNING_MODULE
+    assert ClassKind(table["acme.AcmeModule"]) & ClassKind.LIGHTNING_MODULE  # re-export
+    assert "other.pipeline.AcmeModule" not in table
+    assert module_name_for_path(root / "src/acme/models/cls.py") == ("acme.models.cls", False)
+    result = run_cli(["check", "src", "--select", "TPU101"], root)
+    lines = [line.split(":")[0] + ":" + line.split(":")[1] for line in result.stdout.splitlines() if "TPU101" in line]
+    assert lines == ["src/acme/models/cls.py:6", "src/acme/models/cls.py:10"]
+
+
+def test_hot_functions() -> None:
+    reasons = hot(
+        """
+        import lightning as L
+        from torch import nn
+
+        def module_helper(x):
+            return x
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                def inner(t):
+                    return t
+                return self.shared(batch) + module_helper(batch) + inner(batch)
+
+            def shared(self, batch):
+                return self.deeper(batch)
+
+            def deeper(self, batch):
+                return batch
+
+            def on_train_epoch_end(self):
+                self.cold_helper()
+
+            def cold_helper(self):
+                pass
+
+            def setup(self, stage):
+                pass
+
+            def custom_step(self, batch):
+                return batch
+
+            def on_after_backward(self):
+                pass
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return self.block(x)
+
+            def block(self, x):
+                return x
+
+        class CB(L.Callback):
+            def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+                pass
+
+            def on_validation_epoch_end(self, trainer, module):
+                pass
+        """
+    )
+    assert reasons["training_step"] == "training_step"
+    assert reasons["shared"] == "`shared` (called from training_step)"
+    assert reasons["deeper"] == "`deeper` (called from training_step)"
+    assert reasons["module_helper"] == "`module_helper` (called from training_step)"
+    assert reasons["inner"] == "training_step"
+    assert reasons["custom_step"] == "custom_step"
+    assert reasons["on_after_backward"] == "on_after_backward"
+    assert reasons["forward"] == "forward" and reasons["block"] == "`block` (called from forward)"
+    assert reasons["on_train_batch_end"] == "on_train_batch_end"
+    for cold in ("on_train_epoch_end", "cold_helper", "setup", "on_validation_epoch_end"):
+        assert reasons[cold] is None, cold
+
+
+def test_configured_hot_methods() -> None:
+    source = "class Runner:\n    def run_batch(self, b):\n        pass\n"
+    assert hot(source)["run_batch"] is None
+    assert hot(source, hot=("run_batch",))["run_batch"] == "run_batch"
+
+
+def test_conditional_imports_rebind_names() -> None:
+    """An MLX block that imports `mlx.nn as nn` rebinds `nn` for the code after it."""
+    found = kinds(
+        """
+        import torch.nn as nn
+        class A(nn.Module): ...
+        if HAS_MLX:
+            import mlx.nn as nn
+            class B(nn.Module): ...
+        """
+    )
+    assert found["A"] == ClassKind.TORCH_MODULE and found["B"] == ClassKind.NONE

@@ -1,0 +1,197 @@
+"""Bad input never crashes a run: syntax errors, encodings, vanished files, symlink loops,
+.gitignore and excludes, and `fix --apply` never overwrites a file that changed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import CLEAN_MODULE, LEGACY_TRAINER, UNREADY_MODULE, make_project, run_cli
+from tpulint.config import Config
+from tpulint.discovery import SourcePath, discover, read_source
+from tpulint.runner import write_if_unchanged
+
+
+def codes_by_path(stdout: str) -> list[tuple[str, str]]:
+    out = []
+    for line in stdout.splitlines():
+        parts = line.split(":")
+        if len(parts) > 3 and parts[3].strip()[:3] in ("TPU", "TPL"):
+            out.append((parts[0], parts[3].split()[0]))
+    return out
+
+
+def test_syntax_error_is_a_finding_and_the_run_goes_on(tmp_path: Path) -> None:
+    broken = "def training_step(self, batch batch_idx):\n    return batch.sum().item()\n"
+    root = make_project(tmp_path / "p", {"bad.py": broken, "train.py": LEGACY_TRAINER})
+    result = run_cli(["check", "."], root)
+    assert result.exit_code == 1
+    assert codes_by_path(result.stdout) == [("bad.py", "TPL002"), ("train.py", "TPU001")]
+    assert "bad.py:1:" in result.stdout and "Not valid Python" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_prefiltered_files_are_not_parsed(tmp_path: Path) -> None:
+    """A file no enabled rule can fire on is skipped before parsing (so its syntax is not
+    checked: tpulint is not a syntax checker)."""
+    root = make_project(tmp_path / "p", {"notes.py": "this is not python\n"})
+    result = run_cli(["check", ".", "-v"], root)
+    assert result.exit_code == 0
+
+
+def test_fix_never_touches_a_file_that_does_not_parse(tmp_path: Path) -> None:
+    text = "import lightning as L\ntrainer = L.Trainer(tpu_cores=8\n"
+    root = make_project(tmp_path / "p", {"bad.py": text})
+    run_cli(["fix", ".", "--apply"], root)
+    assert (root / "bad.py").read_text() == text
+
+
+def test_undecodable_file(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
+    (root / "latin.py").write_bytes(b"# caf\xe9\nx = 1\n")
+    result = run_cli(["check", "."], root)
+    assert ("latin.py", "TPL003") in codes_by_path(result.stdout)
+    assert "not valid UTF-8" in result.stdout
+    assert ("train.py", "TPU001") in codes_by_path(result.stdout)
+
+
+def test_coding_cookie_is_honoured(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {})
+    source = "# -*- coding: latin-1 -*-\n# café\n" + LEGACY_TRAINER
+    (root / "legacy.py").write_bytes(source.encode("latin-1"))
+    result = run_cli(["fix", ".", "--apply"], root)
+    assert "Fixed 1 finding" in result.stderr
+    data = (root / "legacy.py").read_bytes()
+    assert data.decode("latin-1").startswith("# -*- coding: latin-1 -*-\n# café\n")
+    assert b'accelerator="tpu"' in data
+
+
+def test_bom_and_crlf_are_kept(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {})
+    source = LEGACY_TRAINER.replace("\n", "\r\n")
+    (root / "train.py").write_bytes(b"\xef\xbb\xbf" + source.encode())
+    run_cli(["fix", ".", "--apply"], root)
+    data = (root / "train.py").read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert b'devices=8' in data
+
+
+def test_vanished_file(tmp_path: Path) -> None:
+    gone = SourcePath("gone.py", tmp_path / "gone.py")
+    text, problem = read_source(gone)
+    assert text is None and problem is not None
+    assert problem.code == "TPL003" and "vanished" in problem.message
+
+
+def test_symlink_loop_and_broken_link(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {"pkg/train.py": LEGACY_TRAINER})
+    os.symlink(root / "pkg", root / "pkg" / "loop")
+    os.symlink(root / "missing.py", root / "pkg" / "dangling.py")
+    result = run_cli(["check", "."], root)
+    pairs = codes_by_path(result.stdout)
+    assert ("pkg/train.py", "TPU001") in pairs
+    assert ("pkg/loop", "TPL003") in pairs and "symlink loop" in result.stdout
+    assert ("pkg/dangling.py", "TPL003") in pairs
+    assert pairs.count(("pkg/train.py", "TPU001")) == 1
+
+
+def test_gitignore_and_default_excludes(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        {
+            "src/train.py": LEGACY_TRAINER,
+            "generated/train.py": LEGACY_TRAINER,
+            "src/keep_me.py": LEGACY_TRAINER,
+            "src/scratch_a.py": LEGACY_TRAINER,
+            ".venv/lib/site.py": LEGACY_TRAINER,
+            "build/lib/train.py": LEGACY_TRAINER,
+            "notes/deep/train.py": LEGACY_TRAINER,
+        },
+    )
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("generated/\nscratch_*.py\n/notes/deep\n")
+    (root / "src" / ".gitignore").write_text("!scratch_a.py\n")
+    result = run_cli(["check", "."], root)
+    paths = sorted({p for p, _ in codes_by_path(result.stdout)})
+    assert paths == ["src/keep_me.py", "src/scratch_a.py", "src/train.py"]
+
+
+def test_excludes_and_explicit_files(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        {"src/train.py": LEGACY_TRAINER, "legacy/old.py": LEGACY_TRAINER, "src/gen_pb2.py": LEGACY_TRAINER},
+        pyproject='extend-exclude = ["legacy", "*_pb2.py"]\n',
+    )
+    walked = run_cli(["check", "."], root)
+    assert sorted({p for p, _ in codes_by_path(walked.stdout)}) == ["src/train.py"]
+    # A file named on the command line is checked even if excluded...
+    explicit = run_cli(["check", "legacy/old.py"], root)
+    assert codes_by_path(explicit.stdout) == [("legacy/old.py", "TPU001")]
+    # ...unless --force-exclude (what the pre-commit hook passes).
+    forced = run_cli(["check", "legacy/old.py", "--force-exclude"], root)
+    assert forced.exit_code == 0 and codes_by_path(forced.stdout) == []
+    # A folder named on the command line is walked even if its name is excluded.
+    folder = run_cli(["check", "legacy"], root)
+    assert codes_by_path(folder.stdout) == [("legacy/old.py", "TPU001")]
+
+
+def test_discover_orders_and_deduplicates(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {"a/x.py": CLEAN_MODULE, "b/y.py": CLEAN_MODULE})
+    files, problems = discover(["a", "a/x.py", "b"], Config(root=root), cwd=root)
+    assert [f.display for f in files] == ["a/x.py", "b/y.py"]
+    assert problems == []
+
+
+def test_write_if_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("old\n")
+    assert write_if_unchanged(path, "old\n", "new\n") is None
+    assert path.read_text() == "new\n"
+    # Someone edited the file after tpulint read it: nothing is written.
+    path.write_text("edited by the user\n")
+    error = write_if_unchanged(path, "new\n", "newer\n")
+    assert error == "not written: the file changed on disk since tpulint read it"
+    assert path.read_text() == "edited by the user\n"
+
+
+def test_fix_apply_skips_files_changed_during_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tpulint.runner as runner
+
+    root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
+    real = runner.write_if_unchanged
+
+    def edit_then_write(path: Path, original: str, new: str) -> str | None:
+        path.write_text(original + "# a concurrent edit\n")
+        return real(path, original, new)
+
+    monkeypatch.setattr(runner, "write_if_unchanged", edit_then_write)
+    result = run_cli(["fix", ".", "--apply", "--no-cache"], root)
+    assert result.exit_code == 1
+    assert "train.py: not written: the file changed on disk since tpulint read it" in result.stderr
+    assert (root / "train.py").read_text() == LEGACY_TRAINER + "# a concurrent edit\n"
+
+
+def test_yaml_config_is_checked_when_named(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        {"config.yaml": "trainer:\n  tpu_cores: 8\n", "m.py": UNREADY_MODULE},
+        pyproject='select = ["TPU001"]\n',
+    )
+    walked = run_cli(["check", "."], root)
+    assert codes_by_path(walked.stdout) == []  # YAML files are not collected from folders
+    named = run_cli(["check", "config.yaml"], root)
+    assert codes_by_path(named.stdout) == [("config.yaml", "TPU001")]
+    run_cli(["fix", "config.yaml", "--apply"], root)
+    assert (root / "config.yaml").read_text() == "trainer:\n  accelerator: tpu\n  devices: 8\n"
+
+
+def test_parallel_and_serial_runs_agree(tmp_path: Path) -> None:
+    files = {f"pkg/m{i}.py": (UNREADY_MODULE if i % 2 else LEGACY_TRAINER) for i in range(24)}
+    root = make_project(tmp_path / "p", files)
+    serial = run_cli(["check", ".", "-j", "1", "--no-cache"], root)
+    parallel = run_cli(["check", ".", "-j", "2", "--no-cache"], root)
+    assert serial.stdout == parallel.stdout
+    assert len(codes_by_path(serial.stdout)) == 12 * 2 + 12
