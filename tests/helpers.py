@@ -48,9 +48,17 @@ LEGACY_TRAINER = textwrap.dedent(
 )
 
 
+PINNED_SELECT = 'select = ["TPU001", "TPU101", "TPU102", "TPL"]\n'
+
+
 def make_project(root: Path, files: dict[str, str], pyproject: str | None = "") -> Path:
-    """Write `files` under `root`; a pyproject.toml with `[tool.tpulint]` + `pyproject`."""
+    """Write `files` under `root`; a pyproject.toml with `[tool.tpulint]` + `pyproject`.
+
+    Unless `pyproject` selects rules itself, the rule set is pinned to the three rules these
+    engine tests are written against, so they do not change as the catalogue grows."""
     root.mkdir(parents=True, exist_ok=True)
+    if pyproject is not None and "select" not in pyproject:
+        pyproject = PINNED_SELECT + pyproject
     if pyproject is not None:
         (root / "pyproject.toml").write_text(
             '[project]\nname = "demo"\nversion = "0"\n\n[tool.tpulint]\n' + pyproject,

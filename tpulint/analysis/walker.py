@@ -103,19 +103,18 @@ class Dispatcher:
         enter = self.enter
         leave = self.leave
         fields_of = _fields_cache
-        leaf_types = _LEAF_TYPES
-        node_base = cst.CSTNode
-        _leave_marker = _LeaveMarker
+        semantic = _SEMANTIC
+        leave_marker = _LeaveMarker
         stack: list[Any] = [root]
         pop = stack.pop
         push = stack.append
         while stack:
             node = pop()
-            if type(node) is _leave_marker:
+            cls = type(node)
+            if cls is leave_marker:
                 for handler in node.handlers:
                     handler(node.node)
                 continue
-            cls = type(node)
             descend = True
             handlers = enter.get(cls)
             if handlers:
@@ -124,7 +123,7 @@ class Dispatcher:
                         descend = False
             leave_handlers = leave.get(cls)
             if leave_handlers:
-                push(_leave_marker(node, leave_handlers))
+                push(leave_marker(node, leave_handlers))
             if not descend:
                 continue
             fields = fields_of.get(cls)
@@ -133,18 +132,38 @@ class Dispatcher:
             children: list[cst.CSTNode] = []
             for name in fields:
                 value = getattr(node, name)
-                if isinstance(value, node_base):
-                    if not isinstance(value, leaf_types):
-                        children.append(value)
-                elif type(value) is tuple or type(value) is list:
+                value_type = type(value)
+                if value_type is tuple or value_type is list:
                     for item in value:
-                        if isinstance(item, node_base) and not isinstance(item, leaf_types):
+                        item_type = type(item)
+                        is_semantic = semantic.get(item_type)
+                        if is_semantic is None:
+                            is_semantic = _classify(item_type)
+                        if is_semantic:
                             children.append(item)
+                    continue
+                is_semantic = semantic.get(value_type)
+                if is_semantic is None:
+                    is_semantic = _classify(value_type)
+                if is_semantic:
+                    children.append(value)
             if parents is not None:
                 for child in children:
                     parents[id(child)] = node
             children.reverse()
             stack.extend(children)
+
+
+# type -> whether instances are semantic nodes (CSTNodes that are not whitespace/comments).
+# A dict lookup instead of isinstance() against libcst's abstract base classes, which was
+# the single largest cost of the walk.
+_SEMANTIC: dict[type, bool] = {}
+
+
+def _classify(value_type: type) -> bool:
+    result = issubclass(value_type, cst.CSTNode) and not issubclass(value_type, _LEAF_TYPES)
+    _SEMANTIC[value_type] = result
+    return result
 
 
 class _LeaveMarker:
