@@ -81,9 +81,9 @@ def test_selection(project: Path, args: list[str], codes: set[str]) -> None:
 
 
 def test_unknown_selector_is_a_usage_error(project: Path) -> None:
-    result = run_cli(["check", ".", "--select", "TPU999"], project)
+    result = run_cli(["check", ".", "--select", "TPX999"], project)
     assert result.exit_code == 2
-    assert result.stderr == "tpulint: error: --select: unknown rule selector `TPU999`\n"
+    assert result.stderr == "tpulint: error: --select: unknown rule selector `TPX999`\n"
     typo = run_cli(["check", ".", "--ignore", "item-in-hot-pth"], project)
     assert typo.stderr == (
         "tpulint: error: --ignore: unknown rule selector `item-in-hot-pth` "

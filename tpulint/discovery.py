@@ -10,9 +10,10 @@ followed once: a symlink loop is reported, not walked forever.
 from __future__ import annotations
 
 import codecs
-from fnmatch import fnmatch
+import fnmatch
 import io
 import os
+import re
 import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -59,7 +60,12 @@ class _Walker:
         self.config = config
         self.cwd = cwd
         self.excludes = (*config.exclude, *config.extend_exclude)
+        names = [p.rstrip("/") for p in self.excludes if "/" not in p.rstrip("/")]
+        # One compiled regex for all name patterns: the walk tests every entry against it.
+        self.name_pattern = re.compile("|".join(fnmatch.translate(n) for n in names)) if names else None
+        self.path_patterns = [p for p in self.excludes if "/" in p.rstrip("/")]
         self.gitignores: dict[Path, GitIgnore] = {}
+        self.repo_roots: dict[Path, Path | None] = {}
         self.problems: list[Diagnostic] = []
         self.seen_dirs: set[tuple[int, int]] = set()
 
@@ -68,24 +74,24 @@ class _Walker:
         match the path relative to the project root (`tests/fixtures`). Folders are checked
         as the walk meets them, so a folder named on the command line is never excluded by
         its own name."""
-        if not self.excludes:
+        if self.name_pattern is not None and self.name_pattern.match(path.name):
+            return True
+        if not self.path_patterns:
             return False
         try:
             relative = path.relative_to(self.config.root).as_posix()
         except ValueError:
-            relative = None
-        for pattern in self.excludes:
-            if "/" not in pattern.rstrip("/"):
-                if fnmatch(path.name, pattern.rstrip("/")):
-                    return True
-            elif relative is not None and path_matches(relative, pattern):
-                return True
-        return False
+            return False
+        return any(path_matches(relative, pattern) for pattern in self.path_patterns)
 
     def gitignored(self, path: Path, is_dir: bool) -> bool:
         if not self.config.respect_gitignore:
             return False
-        root = find_repo_root(path.parent)
+        parent = path.parent
+        if parent in self.repo_roots:
+            root = self.repo_roots[parent]
+        else:
+            root = self.repo_roots[parent] = find_repo_root(parent)
         if root is None:
             return False
         ignore = self.gitignores.get(root)
