@@ -1,3 +1,1093 @@
 """TPU2xx: dynamic shapes and recompilation."""
 
 from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.project import ClassKind
+from tpulint.analysis.values import CPU, DEVICE, HOST, ValueKind
+from tpulint.diagnostics import Applicability
+from tpulint.rule import FixSpec, ImportSpec, Invalid, Rule, Valid
+
+from ._common import source_of
+from ._shape_helpers import (
+    Bindings,
+    TrackingRule,
+    is_number_literal,
+    is_self_attribute,
+    is_torch_tensor,
+    keyword,
+    mask_in_index,
+    method_name,
+    positional,
+    pure_reference,
+    receiver,
+    root_name,
+    same_code,
+    shape_source,
+    torch_name,
+    value_size,
+)
+
+_HEAD = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
+_MOD = "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+
+
+def _quiet(ctx: FileContext, node: cst.CSTNode) -> bool:
+    guards = ctx.guards(node)
+    return "rare" in guards or "device-check" in guards
+
+
+def _maybe_device(kind: ValueKind) -> bool:
+    return kind in (DEVICE, ValueKind.UNKNOWN)
+
+
+# --- TPU201 -----------------------------------------------------------------------------
+
+_SHAPE_OPS = {
+    "nonzero": "nonzero",
+    "argwhere": "argwhere",
+    "unique": "unique",
+    "unique_consecutive": "unique_consecutive",
+    "masked_select": "masked_select",
+}
+
+
+class DataDependentShapeOp(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds operations whose output shape depends on the values of their input, in code that
+    runs every step: `nonzero` (method and `torch.nonzero`), `argwhere`, `unique`,
+    `unique_consecutive`, `masked_select`, one-argument `torch.where(cond)`, and
+    `repeat_interleave` with a tensor of repeats. Calls on numpy arrays, pandas objects
+    and CPU tensors built from Python data (`torch.tensor([...])`) are not reported.
+
+    ## Why is this bad on TPU?
+    XLA compiles graphs with static shapes. When the size of a result is only known after
+    looking at the data, torch_xla has to execute the graph up to that point and copy the
+    values to the host to learn it (a sync), then record and compile a new graph for every
+    size that shows up. torch_xla's troubleshooting guide lists `nonzero` and masked
+    indexing as the first cause of dynamic shapes.
+
+    ## Example
+    ```python
+    from torch import nn
+
+
+    class Loss(nn.Module):
+        def forward(self, scores, labels):
+            positives = (labels > 0).nonzero()
+            return scores[positives[:, 0]].sum()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+
+    class Loss(nn.Module):
+        def forward(self, scores, labels):
+            return torch.where(labels > 0, scores, 0).sum()
+    ```
+
+    Keep shapes static: compute on the whole tensor and mask the result (`torch.where`,
+    multiplication by a mask, masked sums and means), or pad to a fixed maximum size
+    (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers).
+
+    ## Fix safety
+    No automatic fix: rewriting an index computation into masking changes the shapes that
+    the following code sees. The message names the static alternative.
+
+    ## References
+    - [torch_xla troubleshooting: known performance caveats (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla: dynamic shape support (experimental, bounded)](https://github.com/pytorch/xla/blob/master/docs/source/learn/dynamic_shape.md)
+    """
+
+    code = "TPU201"
+    name = "data-dependent-shape-op"
+    summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
+    requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
+
+    VALID = (
+        # EXAMPLES T8: a CPU tensor of Python ints (static shapes of the inputs).
+        Valid(_MOD + "    def forward(self, inputs):\n"
+              "        sizes = torch.unique_consecutive(\n"
+              "            torch.tensor([x.shape[-1] for x in inputs]))\n"
+              "        return sizes\n"),
+        # pandas / numpy unique in data preparation.
+        Valid("import numpy as np\nimport pandas as pd\n" + _HEAD
+              + "    def training_step(self, batch, batch_idx):\n"
+              "        df = pd.DataFrame({'a': [1]})\n        cats = df['a'].unique()\n"
+              "        ids = np.unique(np.array([1, 2]))\n        return self(batch)\n"),
+        Valid(_HEAD + "    def setup(self, stage):\n"
+              "        self.classes = self.targets.unique()\n"),
+        # Three-argument where is static.
+        Valid(_MOD + "    def forward(self, x):\n        return torch.where(x > 0, x, 0)\n"),
+        # Integer repeats are static.
+        Valid(_MOD + "    def forward(self, x):\n        return x.repeat_interleave(2, dim=0)\n"),
+    )
+    INVALID = (
+        Invalid(
+            _MOD + "    def forward(self, masks):\n"
+            "        batch_idx, patch_idx = torch.nonzero(masks, as_tuple=True)\n"
+            "        return batch_idx\n",
+            line=7,
+            message="in forward",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        scores = self(batch)\n"
+            "        idxs, labels = (scores > 0.5).nonzero().T\n"
+            "        for label in torch.unique(labels):\n            pass\n"
+            "        kept = scores.masked_select(scores > 0)\n"
+            "        pos = torch.where(scores > 0)\n"
+            "        return scores\n",
+            count=4,
+        ),
+        Invalid(
+            _MOD + "    def forward(self, x, durations):\n"
+            "        durations = self.predictor(x).round().long()\n"
+            "        return torch.repeat_interleave(x, durations, dim=1)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        name = torch_name(ctx, node)
+        method = None
+        if name is not None:
+            op = name.rsplit(".", 1)[-1]
+            args = positional(node)
+            subject = args[0].value if args else None
+        else:
+            method = method_name(node)
+            if method is None:
+                return
+            op = method
+            subject = receiver(node)
+            args = positional(node)
+        if subject is None:
+            return
+        kind = ctx.value_kind(subject)
+        if kind in (HOST, CPU) or not _maybe_device(kind):
+            return
+        if op in _SHAPE_OPS:
+            if method is not None and kind is not DEVICE and not is_torch_tensor(
+                ctx, subject, self._bindings()
+            ) and op in ("unique", "unique_consecutive"):
+                return  # `df["a"].unique()`: not known to be a tensor
+            self._report(node, op)
+        elif op == "where" and name is not None and len(node.args) == 1:
+            self._report(node, "where")
+        elif op == "repeat_interleave":
+            repeats = (
+                keyword(node, "repeats")
+                or (args[1] if name is not None and len(args) > 1 else None)
+                or (args[0] if method is not None and args else None)
+            )
+            if name is not None and len(args) == 1 and keyword(node, "repeats") is None:
+                repeats = args[0]  # torch.repeat_interleave(repeats)
+            if repeats is None:
+                return
+            value = repeats.value
+            if ctx.value_kind(value) is DEVICE or (
+                ctx.value_kind(value) is ValueKind.UNKNOWN
+                and is_torch_tensor(ctx, value, self._bindings())
+            ):
+                self._report(node, "repeat_interleave")
+
+    def _report(self, node: cst.Call, op: str) -> None:
+        ctx = self.ctx
+        if _quiet(ctx, node):
+            return
+        advice = {
+            "nonzero": "use masks (`torch.where`, multiplying by a mask) or `nonzero_static`",
+            "argwhere": "use masks (`torch.where`) or `torch.nonzero_static`",
+            "unique": "use a fixed-size encoding (one-hot counts, `scatter_add` over all classes)",
+            "unique_consecutive": "use a fixed-size encoding over all possible values",
+            "masked_select": "use `torch.where(mask, x, 0)` and masked reductions",
+            "where": "use the three-argument `torch.where(cond, x, y)`",
+            "repeat_interleave": "expand to a fixed maximum length and mask",
+        }[op]
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} has a data-dependent output shape: "
+            f"XLA syncs to learn it and compiles a graph per size; {advice}",
+        )
+
+
+# --- TPU202 -----------------------------------------------------------------------------
+
+_MASK_PREDICATE_FUNCTIONS = frozenset(
+    {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "signbit"}
+)
+
+
+def _elementwise_mask(
+    ctx: FileContext, mask: cst.BaseExpression, base: cst.BaseExpression, bindings: Bindings,
+    depth: int = 0,
+) -> bool:
+    """Whether `mask` is computed elementwise from `base` and Python numbers only, so it
+    has exactly `base`'s shape: `x > 0`, `~torch.isnan(x)`, `(x > 0) & (x < 1)`, a local
+    bound to one of those while `x` kept its value."""
+    if depth > 8:
+        return False
+    d = depth + 1
+    if isinstance(mask, cst.Comparison):
+        if len(mask.comparisons) != 1:
+            return False
+        op = mask.comparisons[0].operator
+        if isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+            return False
+        left, right = mask.left, mask.comparisons[0].comparator
+        if same_code(ctx, left, base) and same_code(ctx, right, base):
+            return True  # `x != x`: the NaN test
+        return (same_code(ctx, left, base) and is_number_literal(right, ctx)) or (
+            same_code(ctx, right, base) and is_number_literal(left, ctx)
+        )
+    if isinstance(mask, cst.UnaryOperation) and isinstance(mask.operator, cst.BitInvert):
+        return _elementwise_mask(ctx, mask.expression, base, bindings, d)
+    if isinstance(mask, cst.BinaryOperation) and isinstance(
+        mask.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
+    ):
+        return _elementwise_mask(ctx, mask.left, base, bindings, d) and _elementwise_mask(
+            ctx, mask.right, base, bindings, d
+        )
+    if isinstance(mask, cst.Call):
+        name = torch_name(ctx, mask)
+        args = positional(mask)
+        if name in _MASK_PREDICATE_FUNCTIONS and len(mask.args) == 1:
+            return same_code(ctx, args[0].value, base) if args else False
+        if name == "logical_not" and len(mask.args) == 1 and args:
+            return _elementwise_mask(ctx, args[0].value, base, bindings, d)
+        if name in ("logical_and", "logical_or", "logical_xor") and len(mask.args) == 2:
+            return all(_elementwise_mask(ctx, a.value, base, bindings, d) for a in mask.args)
+        method = method_name(mask)
+        if method in _MASK_PREDICATE_FUNCTIONS and not mask.args:
+            return same_code(ctx, receiver(mask), base)
+        if method == "logical_not" and not mask.args:
+            return _elementwise_mask(ctx, receiver(mask), base, bindings, d)
+        return False
+    if isinstance(mask, cst.Name):
+        binding = bindings.lookup(mask.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return False
+        base_root = root_name(base)
+        if base_root is None or bindings.last_seq(base_root) > binding.seq:
+            return False  # `x` was rebound after the mask was computed
+        return _elementwise_mask(ctx, binding.value, base, bindings, d)
+    return False
+
+
+def _torch_where(mask: cst.BaseExpression, base: cst.BaseExpression) -> cst.Call:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return cst.Call(
+        func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("where")),
+        args=[
+            cst.Arg(mask.with_changes(lpar=[], rpar=[]) if isinstance(mask, cst.Name) else mask,
+                    comma=comma),
+            cst.Arg(base.with_changes(lpar=[], rpar=[]), comma=comma),
+            cst.Arg(cst.Integer("0")),
+        ],
+    )
+
+
+def _method_call(
+    value: cst.BaseExpression, method: str, args: list[cst.Arg] | None = None
+) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(method)), args=args or [])
+
+
+def _paren_mask(mask: cst.BaseExpression) -> cst.BaseExpression:
+    """`mask` as a receiver: parenthesized unless it is a name, attribute or call."""
+    if isinstance(mask, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or mask.lpar:
+        return mask
+    return mask.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+class BooleanMaskIndexing(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds indexing with a boolean mask in code that runs every step: reads such as
+    `x[mask]`, `x[x > 0]`, `x[~m]`, `x[:, keep]` and writes such as `x[mask] = v`. An
+    index is a mask when it is a comparison of tensors, `~m`, `&` / `|` of masks,
+    `.bool()`, `torch.isnan` / `isfinite` / `logical_*`, a local bound to one of those, or
+    a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`). Integer index
+    tensors (`argsort`, `arange`, `topk` indices, `.long()`), slices, `None`, numbers and
+    `...` are not masks.
+
+    ## Why is this bad on TPU?
+    `x[mask]` has one element per true entry, so its shape depends on the data. torch_xla
+    implements it with `nonzero`: the graph is executed up to the mask and the mask is
+    copied to the host to learn the size (a sync), and every different count compiles a
+    new graph. Masked reductions and `torch.where` keep every shape static.
+
+    ## Example
+    ```python
+    from torch import nn
+
+
+    class MaskedL1(nn.Module):
+        def forward(self, pred, target):
+            valid = target >= 0
+            return (pred[valid] - target[valid]).abs().mean()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+
+    class MaskedL1(nn.Module):
+        def forward(self, pred, target):
+            valid = target >= 0
+            error = torch.where(valid, (pred - target).abs(), 0)
+            return error.sum() / valid.sum()
+    ```
+
+    ## Fix safety
+    The fix is safe, and applied, only where it is exactly equivalent:
+
+    - `x[m] = <number>` becomes `x.masked_fill_(m, <number>)`;
+    - `x[m].sum()` (or `torch.sum(x[m])`) becomes `torch.where(m, x, 0).sum()`;
+    - `x[m].mean()` (or `torch.mean(x[m])`) becomes
+      `(torch.where(m, x, 0).sum() / m.sum())`;
+
+    and only when `m` provably has the shape of `x`: it is computed elementwise from `x`
+    itself and Python numbers (`x > 0`, `~torch.isnan(x)`, `(x > a) & (x < b)` with
+    literal bounds, `x != x`, or a local bound to such an expression while `x` kept its
+    value), and `x` is a name or attribute known to be a torch tensor (a step or `forward`
+    input, the result of a torch operation, a `Tensor`-annotated parameter: numpy arrays
+    have no `masked_fill_`). `masked_fill_` and `torch.where` broadcast the mask from
+    the trailing dimensions while `x[m]` matches it from the leading ones, so a mask over
+    only the first dimensions of `x` (`x` of shape `(B, T)`, `m` of shape `(B,)`) needs
+    `m[:, None]`: those findings get the same rewrite as a display-only suggestion. The
+    sums are equal up to floating-point summation order (adding the zeros is exact); the
+    mean is the sum divided by the count, as PyTorch computes it, and an empty selection
+    gives `nan` in both forms. The one difference: on an integer `x`, `x[m].mean()`
+    raises while the rewrite returns a float. Gradients are the same (`where` passes the
+    gradient to the selected elements only). Other uses of `x[m]` are reported without a
+    fix.
+
+    ## References
+    - [torch_xla troubleshooting: "masked indexing `base[index]`" introduces dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [PyTorch: `Tensor.masked_fill_`](https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html)
+    - [PyTorch: `torch.where`](https://pytorch.org/docs/stable/generated/torch.where.html)
+    """
+
+    code = "TPU202"
+    name = "boolean-mask-indexing"
+    summary = "Indexing with a boolean mask (`x[mask]`, `x[x > 0]`, `x[m] = v`) in hot code"
+    fix_applicability = Applicability.SAFE
+    fix_sometimes = True
+    fix_message = "Use a static-shape masked form"
+    requires = ("[",)
+
+    VALID = (
+        # Integer indices, slices, None, numbers and ellipsis are static.
+        Valid(_MOD + "    def forward(self, x, lengths):\n"
+              "        order = lengths.argsort(descending=True)\n"
+              "        idx = torch.arange(4)\n"
+              "        y = x[order][:, None, ..., 0][idx][1:3]\n"
+              "        keep = torch.topk(x, 3).indices\n"
+              "        return y + x[keep]\n"),
+        # Not hot: __init__ and epoch-level hooks.
+        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
+              "        preds = self.preds[self.preds > 0]\n"),
+        # numpy arrays and Python lists.
+        Valid("import numpy as np\n" + _MOD + "    def forward(self, x):\n"
+              "        arr = np.arange(10)\n        sel = arr[arr > 3]\n"
+              "        return x * len(sel)\n"),
+        # Names that are not masks.
+        Valid(_MOD + "    def forward(self, x, mask_idx, valid_indices):\n"
+              "        return x[mask_idx] + x[valid_indices]\n"),
+        # Under a device check or a rare guard.
+        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+              "        x = self(batch)\n"
+              "        if batch_idx == 0:\n            self.first = x[x > 0]\n"),
+    )
+    INVALID = (
+        # Real shapes from the corpus (EXAMPLES §2).
+        Invalid(
+            _MOD + "    def forward(self, pred, target):\n"
+            "        normal_scores = pred[target == 0]\n"
+            "        anomalous_scores = pred[target > 0]\n"
+            "        return normal_scores.mean() + anomalous_scores.mean()\n",
+            count=2,
+            line=7,
+            message="in forward",
+        ),
+        Invalid(
+            _MOD + "    def forward(self, logits, labels, loss_mask=None):\n"
+            "        logits_flatten = torch.flatten(logits, start_dim=0, end_dim=-2)\n"
+            "        if loss_mask is not None:\n"
+            "            if loss_mask.dtype is not torch.bool:\n"
+            "                loss_mask = loss_mask > 0.5\n"
+            "            loss_mask_flatten = torch.flatten(loss_mask, start_dim=0, end_dim=-1)\n"
+            "            logits_flatten = logits_flatten[loss_mask_flatten]\n"
+            "        return logits_flatten\n",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        target, waveform = batch\n"
+            "        num_speakers = torch.sum(torch.any(target, dim=1), dim=1)\n"
+            "        keep = num_speakers <= 3\n"
+            "        target = target[keep]\n"
+            "        logits_00 = self(waveform)[~keep]\n"
+            "        return target\n",
+            count=2,
+        ),
+        # Safe: the mask is elementwise of x.
+        Invalid(
+            _MOD + "    def forward(self, x):\n"
+            "        x[x < 0] = 0\n"
+            "        x[torch.isnan(x)] = -1e9\n"
+            "        return x\n",
+            count=2,
+            applicability=Applicability.SAFE,
+            expected_fix=_MOD + "    def forward(self, x):\n"
+            "        x.masked_fill_(x < 0, 0)\n"
+            "        x.masked_fill_(torch.isnan(x), -1e9)\n"
+            "        return x\n",
+        ),
+        Invalid(
+            "from torch import nn\n\n\nclass Loss(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        hard = x >= 0.5\n"
+            "        return x[hard].mean() + x[x > 0].sum()\n",
+            count=2,
+            applicability=Applicability.SAFE,
+            expected_fix="from torch import nn\nimport torch\n\n\nclass Loss(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        hard = x >= 0.5\n"
+            "        return (torch.where(hard, x, 0).sum() / hard.sum()) + "
+            "torch.where(x > 0, x, 0).sum()\n",
+        ),
+        # A mask of unknown shape: the same rewrite, display-only.
+        Invalid(
+            _MOD + "    def forward(self, d, mask):\n"
+            "        d[mask] = 0.0\n"
+            "        return torch.mean(d[mask])\n",
+            count=2,
+            applicability=Applicability.DISPLAY_ONLY,
+            expected_suggestion=_MOD + "    def forward(self, d, mask):\n"
+            "        d.masked_fill_(mask, 0.0)\n"
+            "        return torch.where(mask, d, 0).sum() / mask.sum()\n",
+        ),
+        # Untyped values may be numpy arrays: the rewrite is only suggested (darts).
+        Invalid(
+            _MOD + "    def forward(self, a, b):\n"
+            "        result = a / b\n"
+            "        result[result != result] = 0.0\n"
+            "        return result\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            expected_suggestion=_MOD + "    def forward(self, a, b):\n"
+            "        result = a / b\n"
+            "        result.masked_fill_(result != result, 0.0)\n"
+            "        return result\n",
+        ),
+        # x was rebound after the mask: not provably the same shape.
+        Invalid(
+            _MOD + "    def forward(self, x):\n"
+            "        m = x > 0\n        x = x.flatten(1)\n"
+            "        return x[m].sum()\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        found = mask_in_index(ctx, node, self._bindings())
+        if found is None:
+            return
+        mask, _reason = found
+        base = node.value
+        kind = ctx.value_kind(base)
+        if not _maybe_device(kind):
+            return
+        if isinstance(base, (cst.List, cst.Tuple, cst.Dict)):
+            return
+        if _quiet(ctx, node):
+            return
+        single = len(node.slice) == 1
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.AssignTarget):
+            self._write(node, mask, base, single)
+        elif isinstance(parent, cst.AugAssign) and parent.target is node:
+            self._report(node, mask, base, "write", None)
+        else:
+            self._read(node, mask, base, single)
+
+    def _write(self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression,
+               single: bool) -> None:
+        ctx = self.ctx
+        target = ctx.parent(node)
+        assign = ctx.parent(target) if target is not None else None
+        fix = None
+        if (
+            single
+            and isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and is_number_literal(assign.value, ctx)
+            and pure_reference(base)
+        ):
+            call = _method_call(
+                base,
+                "masked_fill_",
+                [
+                    cst.Arg(mask, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                    cst.Arg(assign.value),
+                ],
+            )
+            safe = self._provably_same_shape(mask, base)
+            fix = FixSpec(
+                Applicability.SAFE if safe else Applicability.DISPLAY_ONLY,
+                "Use `masked_fill_`",
+                [(assign, cst.Expr(call))],
+            )
+        self._report(node, mask, base, "write", fix)
+
+    def _read(self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression,
+              single: bool) -> None:
+        fix = None
+        reduction = self._reduction(node) if single and pure_reference(base) else None
+        if reduction is not None:
+            outer, op = reduction
+            summed = _method_call(_torch_where(mask, base), "sum")
+            new: cst.BaseExpression
+            if op == "sum":
+                new = summed
+            else:
+                new = cst.BinaryOperation(
+                    left=summed,
+                    operator=cst.Divide(
+                        whitespace_before=cst.SimpleWhitespace(" "),
+                        whitespace_after=cst.SimpleWhitespace(" "),
+                    ),
+                    right=_method_call(_paren_mask(mask), "sum"),
+                )
+                if self._needs_parens(outer):
+                    new = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            safe = self._provably_same_shape(mask, base)
+            fix = FixSpec(
+                Applicability.SAFE if safe else Applicability.DISPLAY_ONLY,
+                f"Use a masked {'sum' if op == 'sum' else 'mean'} with `torch.where`",
+                [(outer, new)],
+                add_imports=(ImportSpec("torch"),),
+            )
+        self._report(node, mask, base, "read", fix)
+
+    def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:
+        """The condition for the safe rewrites: `base` is surely a torch tensor (numpy
+        arrays have no `masked_fill_`) and `mask` is elementwise of it."""
+        bindings = self._bindings()
+        return is_torch_tensor(self.ctx, base, bindings) and _elementwise_mask(
+            self.ctx, mask, base, bindings
+        )
+
+    def _reduction(self, node: cst.Subscript) -> tuple[cst.Call, str] | None:
+        """`x[m].sum()` / `x[m].mean()` / `torch.sum(x[m])` / `torch.mean(x[m])` around
+        `node` (no other arguments): the outer call and "sum" or "mean"."""
+        ctx = self.ctx
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            call = ctx.parent(parent)
+            if (
+                isinstance(call, cst.Call)
+                and call.func is parent
+                and not call.args
+                and parent.attr.value in ("sum", "mean")
+            ):
+                return call, parent.attr.value
+            return None
+        if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and len(call.args) == 1:
+                name = torch_name(ctx, call)
+                if name in ("sum", "mean"):
+                    return call, name
+        return None
+
+    def _needs_parens(self, node: cst.CSTNode) -> bool:
+        parent = self.ctx.parent(node)
+        return not isinstance(
+            parent, (cst.Arg, cst.Assign, cst.AnnAssign, cst.Return, cst.Expr, cst.DictElement,
+                     cst.Element)
+        )
+
+    def _report(self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression,
+                what: str, fix: FixSpec | None) -> None:
+        ctx = self.ctx
+        mask_code = source_of(ctx, mask, 30)
+        base_code = source_of(ctx, base, 30)
+        if what == "write":
+            message = (
+                f"`{source_of(ctx, node)}` in {ctx.hot_reason} writes through a boolean mask, "
+                "which indexing turns into the mask's `nonzero`: a sync to count it and a "
+                f"graph per count; use `{base_code}.masked_fill_({mask_code}, v)` or "
+                "`torch.where`"
+            )
+        else:
+            message = (
+                f"`{source_of(ctx, node)}` in {ctx.hot_reason} selects by a boolean mask: the "
+                "size depends on the mask's values, so XLA syncs to learn it and compiles a "
+                f"graph per count; use `torch.where({mask_code}, {base_code}, 0)` with masked "
+                "sums and means"
+            )
+        self.report(node, message, fix=fix)
+
+
+# --- TPU203 -----------------------------------------------------------------------------
+
+
+# Loop bounds named after dimensions fixed by the model (codebooks, channels, heads,
+# experts, layers), not by the data.
+_STRUCTURAL_DIM = re.compile(
+    r"^([CDHEKQ]|d|n_?q|.*codebooks?.*|.*channels?|.*heads?|.*experts?|.*layers?|.*groups?|"
+    r".*dims?|.*features?)$",
+    re.IGNORECASE,
+)
+
+
+class ShapeDependentLoop(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds Python loops whose trip count is a dimension of a tensor computed in the step:
+    `for i in range(x.size(0))`, `range(len(x))`, `range(x.shape[1])`, or a name bound
+    to one (`B, T, _ = x.shape` ... `range(T)`), in code that runs every step. Loops over
+    Python lists and `nn.ModuleList`s (`for layer in self.layers`,
+    `range(len(self.layers))`) and over the shape of module state (buffers, parameters)
+    are static and are not reported.
+
+    ## Why is this bad on TPU?
+    XLA traces Python loops: every iteration is unrolled into the graph. A loop over the
+    batch or the sequence length makes the graph grow with that size, compiles slowly, and
+    any change of the size (a shorter last batch, a different sequence length) gives a new
+    graph and a new compilation. Per-element Python loops also stop XLA from fusing the
+    work into a few large operations.
+
+    ## Example
+    ```python
+    from torch import nn
+
+
+    class Pool(nn.Module):
+        def forward(self, x):
+            out = []
+            for i in range(x.size(0)):
+                out.append(x[i].max(dim=0).values)
+            return out
+    ```
+
+    ## Use instead
+    ```python
+    from torch import nn
+
+
+    class Pool(nn.Module):
+        def forward(self, x):
+            return x.max(dim=1).values
+    ```
+
+    ## Fix safety
+    No automatic fix: vectorising a loop is a rewrite of the algorithm.
+
+    ## References
+    - [torch_xla troubleshooting: "loops with a different number of iterations"](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [Hugging Face Accelerate: training on TPUs (no for loops of varying length)](https://huggingface.co/docs/accelerate/basic_tutorials/tpu)
+    """
+
+    code = "TPU203"
+    name = "shape-dependent-loop"
+    summary = "`for i in range(t.size(0))` / `range(len(t))` over a tensor in hot code"
+    requires = ("range(",)
+
+    VALID = (
+        Valid(_MOD + "    def forward(self, x):\n"
+              "        for layer in self.layers:\n            x = layer(x)\n"
+              "        for i in range(len(self.layers)):\n            x = self.layers[i](x)\n"
+              "        for j in range(self.weight.size(0)):\n            pass\n"
+              "        for k in range(4):\n            pass\n"
+              "        return x\n"),
+        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
+              "        for i in range(len(self.outputs)):\n            pass\n"),
+        # A Python list built in the step.
+        Valid(_MOD + "    def forward(self, x, texts):\n"
+              "        tokens = [t.split() for t in texts]\n"
+              "        for i in range(len(tokens)):\n            pass\n        return x\n"),
+    )
+    INVALID = (
+        Invalid(
+            _MOD + "    def forward(self, x):\n"
+            "        out = []\n        for i in range(x.size(0)):\n"
+            "            out.append(x[i].sum())\n        return out\n",
+            line=8,
+            message="in forward",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        B, T, C = batch.shape\n        h = self(batch)\n"
+            "        for t in range(1, T):\n            h = h + batch[:, t]\n"
+            "        for b in range(len(h)):\n            pass\n"
+            "        return h\n",
+            count=2,
+        ),
+    )
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        iterator = node.iter
+        if not (
+            isinstance(iterator, cst.Call)
+            and isinstance(iterator.func, cst.Name)
+            and iterator.func.value == "range"
+            and "range" not in ctx.aliases.bindings
+        ):
+            return
+        args = positional(iterator)
+        if not args:
+            return
+        stop = args[1].value if len(args) > 1 else args[0].value
+        if isinstance(stop, cst.Name) and _STRUCTURAL_DIM.match(stop.value):
+            return  # `for c in range(C)` over codebooks, channels, heads: fixed by the model
+        tensor = shape_source(ctx, stop, self._bindings())
+        if tensor is None or is_self_attribute(tensor):
+            return
+        kind = ctx.value_kind(tensor)
+        if kind is not DEVICE and not is_torch_tensor(ctx, tensor, self._bindings()):
+            return
+        if kind in (HOST, CPU) or _quiet(ctx, node):
+            return
+        self.report(
+            iterator,
+            f"`for ... in {source_of(ctx, iterator)}` in {ctx.hot_reason} unrolls one copy of "
+            f"the loop body per element of `{source_of(ctx, tensor, 30)}` into the XLA graph, "
+            "and recompiles when that size changes; vectorise the loop",
+        )
+
+
+# --- TPU204 -----------------------------------------------------------------------------
+
+_PACKED = {
+    "torch.nn.utils.rnn.pack_padded_sequence": "pack_padded_sequence",
+    "torch.nn.utils.rnn.pad_packed_sequence": "pad_packed_sequence",
+    "torch.nn.utils.rnn.pack_sequence": "pack_sequence",
+}
+
+
+class PackedSequence(Rule):
+    """
+    ## What it does
+    Finds `pack_padded_sequence`, `pad_packed_sequence` and `pack_sequence` in model
+    code: in `nn.Module`s and Lightning classes, and in the helpers their hot methods
+    call.
+
+    ## Why is this bad on TPU?
+    A `PackedSequence` stores the batch by decreasing length with per-time-step batch
+    sizes read from the lengths on the host: `pack_padded_sequence` needs the lengths as a
+    CPU tensor (a device-to-host copy per step) and the packed data has a shape that
+    depends on the sum of the lengths, so each new combination of lengths is a new graph.
+    The padded output of `pad_packed_sequence` is as long as the longest sequence of the
+    batch, another data-dependent shape.
+
+    ## Example
+    ```python
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+    class Encoder(nn.Module):
+        def forward(self, x, lengths):
+            packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            out, _ = self.lstm(packed)
+            out, _ = pad_packed_sequence(out, batch_first=True)
+            return out
+    ```
+
+    ## Use instead
+    ```python
+    from torch import nn
+
+
+    class Encoder(nn.Module):
+        def forward(self, x, lengths):
+            out, _ = self.lstm(x)
+            mask = (self.positions[: x.size(1)] < lengths[:, None]).unsqueeze(-1)
+            return out * mask
+    ```
+
+    Run the RNN on the padded batch (padded to a fixed length) and mask the outputs at
+    padded positions; for bidirectional RNNs or last-state pooling, gather the state at
+    `lengths - 1` instead of relying on packing.
+
+    ## Fix safety
+    For `pack_padded_sequence(x, ...)` the suggestion is `x` (display-only): without
+    packing the RNN also processes the padding, so outputs past each length and the final
+    hidden states differ unless they are masked or gathered.
+
+    ## References
+    - [pytorch/xla#1509: variable sequence lengths and bucketing on TPU](https://github.com/pytorch/xla/issues/1509)
+    - [Hugging Face Accelerate: training on TPUs](https://huggingface.co/docs/accelerate/basic_tutorials/tpu)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    """
+
+    code = "TPU204"
+    name = "packed-sequence"
+    summary = "`pack_padded_sequence` / `pad_packed_sequence` in model code"
+    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_sometimes = True
+    fix_message = "Run the RNN on the padded batch and mask"
+    requires = ("pack_padded_sequence", "pad_packed_sequence", "pack_sequence")
+
+    VALID = (
+        # Data preparation outside model code.
+        Valid("from torch.nn.utils.rnn import pack_sequence\n\n\n"
+              "def collate(items):\n    return pack_sequence(items, enforce_sorted=False)\n"),
+        # Another library's function of the same name.
+        Valid(_MOD + "    def forward(self, x, lengths):\n"
+              "        return self.pack_padded_sequence(x, lengths)\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch.nn.utils import rnn\n\n\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        packed = rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True)\n"
+            "        out, _ = self.lstm(packed)\n"
+            "        out, _ = rnn.pad_packed_sequence(out, batch_first=True)\n"
+            "        return out\n",
+            count=2,
+            line=8,
+            expected_suggestion="import torch\nfrom torch import nn\n"
+            "from torch.nn.utils import rnn\n\n\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        packed = x\n"
+            "        out, _ = self.lstm(packed)\n"
+            "        out, _ = rnn.pad_packed_sequence(out, batch_first=True)\n"
+            "        return out\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        name = _PACKED.get(ctx.qualify(node.func) or "")
+        if name is None:
+            return
+        klass = ctx.klass
+        in_model = ctx.in_hot_code or (
+            klass is not None
+            and bool(klass.kind & (ClassKind.TORCH_MODULE | ClassKind.LIGHTNING_MODULE))
+        )
+        if not in_model or ctx.function is None:
+            return
+        if "device-check" in ctx.guards(node):
+            return
+        replacement = None
+        args = positional(node)
+        if name == "pack_padded_sequence" and args:
+            replacement = args[0].value
+        self.report(
+            node,
+            f"`{name}` in {ctx.hot_reason or f'`{ctx.function.name}`'} builds a packed batch "
+            "whose layout depends on the lengths (read on the host): a sync and a new graph "
+            "per length combination on TPU; run the RNN on the padded batch and mask",
+            replacement=replacement,
+        )
+
+
+# --- TPU205 -----------------------------------------------------------------------------
+
+_SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "arange"})
+_SIZE_METHODS = frozenset(
+    {"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat",
+     "narrow"}
+)
+
+
+class DataDependentSize(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds sizes read from the values of a device tensor, in code that runs every step:
+    `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
+    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, `range(int(n.max()))`, and
+    names bound to such values (`max_len = lengths.max().item()` used later as a size).
+    Sizes from shapes (`x.size(1)`, `x.shape[0]`) are static and are not reported.
+
+    ## Why is this bad on TPU?
+    The size must be a Python number before the graph can be built, so the device tensor is
+    copied to the host (a sync in every step), and the result's shape changes with the
+    data: every distinct value compiles a new XLA graph. Padding to a fixed maximum length
+    (a configuration value, or `x.size(1)`) and masking keeps one graph.
+
+    ## Example
+    ```python
+    import torch
+    from torch import nn
+
+
+    class Align(nn.Module):
+        def forward(self, x, lengths):
+            max_len = lengths.max().item()
+            positions = torch.arange(max_len, device=x.device)
+            return x[:, :max_len] * (positions[None] < lengths[:, None]).unsqueeze(-1)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+
+    class Align(nn.Module):
+        def forward(self, x, lengths):
+            positions = torch.arange(x.size(1), device=x.device)
+            return x * (positions[None] < lengths[:, None]).unsqueeze(-1)
+    ```
+
+    ## Fix safety
+    No automatic fix: the static size to use (the padded length, a configured maximum) is
+    a decision about the data.
+
+    ## References
+    - [torch_xla: recompilation causes (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    """
+
+    code = "TPU205"
+    name = "data-dependent-size"
+    summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
+    requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")
+
+    VALID = (
+        Valid(_MOD + "    def forward(self, x):\n"
+              "        n = x.size(1)\n        B, T = x.shape[:2]\n"
+              "        pos = torch.arange(n, device=x.device)\n"
+              "        return x[:, :T] + torch.zeros(B, T)[..., None] + pos\n"),
+        # Values that are not used as sizes.
+        Valid(_MOD + "    def forward(self, x, lengths):\n"
+              "        scale = lengths.max()\n        return x / scale\n"),
+        # Python lists of lengths (host data).
+        Valid(_MOD + "    def forward(self, x, texts):\n"
+              "        max_len = max(len(t) for t in texts)\n"
+              "        return torch.zeros(len(texts), max_len)\n"),
+    )
+    INVALID = (
+        # EXAMPLES §1 #13: the size is read once and used later.
+        Invalid(
+            _MOD + "    def forward(self, emb, target_lens):\n"
+            "        max_len = target_lens.max().item()\n"
+            "        idx = torch.arange(max_len, device=emb.device)\n"
+            "        return emb[:, idx]\n",
+            line=7,
+            message="used as a size",
+        ),
+        Invalid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        x = x[:, : lengths.max()]\n"
+            "        return x.new_zeros(int(lengths.sum()), 4)\n",
+            count=2,
+        ),
+        # EXAMPLES §1 #12: a pad size computed from a length tensor.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Pad(nn.Module):\n"
+            "    def forward(self, audio, audio_len):\n"
+            "        padded_len = 8 * torch.ceil(audio_len / 8).int()\n"
+            "        max_len = padded_len.max().int().item()\n"
+            "        num_padding = max_len - audio.shape[1]\n"
+            "        return F.pad(audio, (0, num_padding))\n",
+            line=9,
+        ),
+    )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        if not hasattr(self, "_reported"):
+            self._reported: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        sizes: list[cst.BaseExpression] = []
+        name = torch_name(ctx, node)
+        args = positional(node)
+        if name is not None:
+            last = name.rsplit(".", 1)[-1]
+            if last in _SIZE_FACTORIES:
+                sizes = [a.value for a in (args[:1] if last == "full" else args)]
+                if last == "arange":
+                    sizes = [a.value for a in args[:2]]
+            elif last == "linspace" and len(args) > 2:
+                sizes = [args[2].value]
+            elif name in ("nn.functional.pad",) and len(args) > 1:
+                sizes = _tuple_items(args[1].value)
+        elif isinstance(node.func, cst.Name) and node.func.value == "range" and args:
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.For) and parent.iter is node:
+                sizes = [args[1].value if len(args) > 1 else args[0].value]
+        else:
+            method = method_name(node)
+            if method in _SIZE_METHODS:
+                if method == "narrow":
+                    sizes = [args[2].value] if len(args) > 2 else []
+                elif method == "new_full":
+                    sizes = _tuple_items(args[0].value) if args else []
+                else:
+                    sizes = [a.value for a in args]
+                    if len(sizes) == 1:
+                        sizes = _tuple_items(sizes[0]) or sizes
+        for size in sizes:
+            self._check(size, node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Slice):
+                for bound in (index.lower, index.upper):
+                    if bound is not None:
+                        self._check(bound, node)
+
+    def _check(self, size: cst.BaseExpression, sink: cst.CSTNode) -> None:
+        ctx = self.ctx
+        source = value_size(ctx, size, self._bindings())
+        if source is None:
+            return
+        reported = getattr(self, "_reported", None)
+        if reported is None:
+            reported = self._reported = set()
+        if id(source) in reported:
+            return
+        if _quiet(ctx, sink):
+            return
+        reported.add(id(source))
+        self.report(
+            source,
+            f"`{source_of(ctx, source)}` reads a device tensor's values and is used as a size "
+            f"in `{source_of(ctx, sink, 50)}` ({ctx.hot_reason}): a sync every step and a new "
+            "graph per value; use a static size (the padded length) and a mask",
+        )
+
+
+def _tuple_items(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [e.value for e in node.elements if isinstance(e, cst.Element)]
+    return []

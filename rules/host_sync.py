@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext, get_arg
 from tpulint.analysis.values import ValueKind
-from tpulint.cst_helpers import strip_call_suffix
+from tpulint.cst_helpers import keyword_arg, make_arg, replace_arg, strip_call_suffix
 from tpulint.diagnostics import Applicability
-from tpulint.rule import Invalid, Rule, Valid
+from tpulint.rule import ImportSpec, Invalid, Rule, Valid
 
-from ._common import is_log_call, is_method_call, source_of
+from ._common import is_log_call, is_method_call, source_of, walk
+from ._shape_helpers import (
+    TrackingRule,
+    computed_tensor,
+    is_torch_tensor,
+    keyword,
+    method_name,
+    torch_name,
+)
 
 _HEAD = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
 _LOSS = "        loss = self.loss_fn(self(batch))\n"
@@ -350,3 +360,1058 @@ class LogItemUnwrap(Rule):
         if is_method_call(value, "item"):
             return strip_call_suffix(value)  # type: ignore[arg-type]
         return None
+
+
+# --- TPU103 to TPU107 ------------------------------------------------------------------
+
+_PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
+_CONVERSIONS = ("float", "int", "bool")
+_WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
+
+
+def quiet(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Under a "rare" guard (first batch, logging flags) or a CUDA/device check."""
+    guards = ctx.guards(node)
+    return "rare" in guards or "device-check" in guards
+
+
+def _function_returns(ctx: FileContext) -> set[str]:
+    """Names read by the `return` statements of the current function."""
+    info = ctx.function
+    if info is None:
+        return set()
+    names: set[str] = set()
+    for node in walk(info.node):
+        if isinstance(node, cst.Return) and node.value is not None:
+            for inner in walk(node.value):
+                if isinstance(inner, cst.Name):
+                    names.add(inner.value)
+    return names
+
+
+def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """In `predict_step` (or a helper it calls), whether `node` is returned: directly, by
+    a name that is returned, or appended to a returned list. The host copy is the point."""
+    info = ctx.function
+    if info is None or info.root_hook not in _PREDICT_HOOKS:
+        return False
+    if _WRITER_NAME.search(info.name):
+        return True  # `write_batch`, `save_predictions`: writing the outputs is the point
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.Return, cst.Yield)):
+            return True
+        if isinstance(ancestor, cst.FunctionDef):
+            break
+    statement = ctx.enclosing_statement(node)
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    returned = _function_returns(ctx)
+    for small in statement.body:
+        targets: list[cst.BaseExpression] = []
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            targets = [small.target]
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend"):
+                targets = [func.value]
+        for target in targets:
+            for inner in walk(target):
+                if isinstance(inner, cst.Name) and inner.value in returned:
+                    return True
+    return False
+
+
+def _in_exception_path(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Inside `raise ...(f"...")` or an assert message: only evaluated on failure."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Raise):
+            return True
+        if isinstance(ancestor, cst.Assert):
+            return child is ancestor.msg
+        if isinstance(ancestor, (cst.FunctionDef, cst.SimpleStatementLine)):
+            return False
+        child = ancestor
+    return False
+
+
+def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
+    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`."""
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value != "device":
+            continue
+        value = arg.value
+        if isinstance(value, cst.SimpleString):
+            text = value.evaluated_value
+            return isinstance(text, str) and text.split(":", 1)[0] == "cpu"
+        if isinstance(value, cst.Call) and ctx.qualify(value.func) == "torch.device" and value.args:
+            inner = value.args[0].value
+            return isinstance(inner, cst.SimpleString) and str(inner.evaluated_value) == "cpu"
+        return False
+    return False
+
+
+class HostTransferInHotPath(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds device-to-host copies of tensors in code that runs for every batch: `.cpu()`,
+    `.numpy()`, `.tolist()`, `.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
+    `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
+    and the helpers they call. `.item()` is TPU101's, and conversions passed to `self.log`
+    are TPU102's.
+
+    It stays silent where the copy is not paid every step or is the point: under "rare"
+    guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, plotting and logging
+    flags, or after an early `if batch_idx > 0: return`), under CUDA checks, in
+    `predict_step` for values it returns, in exception messages, and on values that are
+    not device tensors (numpy arrays, Python numbers, CPU tensors).
+
+    ## Why is this bad on TPU?
+    Tensors on an XLA device are lazy: the step is recorded as a graph and run once per
+    step. Reading a value on the host (`.cpu()`, printing, converting to a Python number)
+    forces the graph recorded so far to be compiled and executed right there, and the host
+    waits for the TPU and the transfer. torch_xla lists these accesses as the main
+    unexpected cause of extra executions and `TransferFromDeviceTime` in its metrics.
+
+    ## Example
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            preds = self(x).argmax(dim=1)
+            self.val_preds.append(preds.cpu())
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            preds = self(x).argmax(dim=1)
+            self.val_preds.append(preds.detach())
+
+        def on_validation_epoch_end(self):
+            preds = [p.cpu() for p in self.val_preds]
+    ```
+
+    Keep values as tensors during the step (a torchmetrics metric, `self.log`, a list of
+    device tensors) and move them to the host once, in an epoch-end hook.
+
+    ## Fix safety
+    The suggestion (drop `.cpu()` or the conversion) is display-only: the code after it may
+    need a host value (numpy, a Python list or number).
+
+    ## References
+    - [torch_xla troubleshooting: known performance caveats and compilation causes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [torch_xla: migration to XLA on TPUs](https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
+    - [Lightning docs: TPU basics, "tensor evaluation"](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_basic.html)
+    """
+
+    code = "TPU103"
+    name = "host-transfer-in-hot-path"
+    summary = "`.cpu()`, `.tolist()`, `float(t)`, `print(t)` of device tensors in hot code"
+    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_sometimes = True
+    fix_message = "Keep the value on the device"
+    requires = (".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "str(", "print(",
+                "f\"", "f'", ".to(")
+
+    VALID = (
+        # The first validation batch only (EXAMPLES T9).
+        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+              "        X, y = batch\n"
+              "        if self.current_epoch == 0 or batch_idx > 0:\n            return\n"
+              "        X = X.cpu().numpy()\n"),
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+              + "        if batch_idx % 100 == 0:\n            print(f'loss {loss}')\n"
+              "        return loss\n"),
+        # predict_step returns host values on purpose.
+        Valid(_HEAD + "    def predict_step(self, batch, batch_idx):\n"
+              "        ids = self(batch).argmax(-1)\n"
+              "        ids = ids.cpu().numpy()\n        return list(zip(ids, batch))\n"),
+        Valid(_HEAD + "    def predict_step(self, batch, batch_idx):\n"
+              "        return self(batch).cpu()\n"),
+        # numpy values and CPU tensors.
+        Valid("import numpy as np\n" + _HEAD + "    def forward(self, x):\n"
+              "        weights = np.ones(4)\n        w = weights.tolist()\n"
+              "        t = torch.tensor([1, 2]).tolist()\n        return x * w[0] * t[0]\n"),
+        # Epoch-level hooks run once.
+        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
+              "        preds = torch.cat(self.preds).cpu().numpy()\n"),
+        # Shapes and Python numbers.
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
+              "        n = int(batch.shape[0])\n        scale = float(self.hparams.lr)\n"
+              "        print(f'batch of {n} at {batch.shape}')\n"
+              "        return self(batch) * scale\n"),
+        # Only raised on failure.
+        Valid(_HEAD + "    def forward(self, x):\n"
+              "        if x.dim() != 2:\n            raise ValueError(f'bad input {x}')\n"
+              "        return x\n"),
+        # Under a CUDA check.
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
+              "        if torch.cuda.is_available():\n            batch.cpu()\n"
+              "        return self(batch)\n"),
+        # Conversions passed to self.log are TPU102's.
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+              + '        self.log("loss", float(loss))\n        return loss\n'),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        samples, indices, weights = batch\n"
+            "        indices = indices.cpu().numpy()\n"
+            "        return self(samples)\n",
+            line=8,
+            message="in training_step",
+            expected_suggestion=_HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        samples, indices, weights = batch\n"
+            "        indices = indices.numpy()\n"
+            "        return self(samples)\n",
+        ),
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        preds = self(x)\n"
+            "        self.preds.append(preds.detach().cpu())\n"
+            "        self.targets.append(y.cpu())\n",
+            count=2,
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + "        print(loss)\n        print(f'loss={loss:.3f}')\n"
+            "        self.total += float(loss)\n        return loss\n",
+            count=3,
+        ),
+        # A helper called from the step, and a tolist() on a device tensor.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        return self.reshape_labels(self(batch), batch)\n\n"
+            "    def reshape_labels(self, logits, labels):\n"
+            "        labels = labels.cpu().tolist()\n        return logits\n",
+            message="called from training_step",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            '        host = out.to("cpu")\n        return out\n',
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if (
+                method in ("cpu", "tolist")
+                or (method == "numpy" and keyword(node, "force") is not None)
+                or (method == "to" and _to_cpu(ctx, node))
+            ):
+                self._check_transfer(node, method)
+            return
+        if isinstance(func, cst.Name) and func.value not in ctx.aliases.bindings:
+            if func.value in _CONVERSIONS and len(node.args) == 1 and not node.args[0].star:
+                self._check_conversion(node, func.value)
+            elif func.value == "print":
+                self._check_print(node)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        value = node.expression
+        if not computed_tensor(ctx, value, self._bindings()):
+            return
+        if _in_exception_path(ctx, node) or quiet(ctx, node):
+            return
+        self.report(
+            value,
+            f"formatting the tensor `{source_of(ctx, value)}` in {ctx.hot_reason} copies it "
+            "to the host and waits for the TPU every step; log it with `self.log` instead",
+        )
+
+    def _check_transfer(self, node: cst.Call, method: str) -> None:
+        ctx = self.ctx
+        tensor = node.func.value  # type: ignore[union-attr]
+        kind = ctx.value_kind(tensor)
+        if not kind.may_be_device:
+            return
+        if (
+            method == "tolist"
+            and kind is not ValueKind.DEVICE
+            and not is_torch_tensor(ctx, tensor, self._bindings())
+        ):
+            return  # `.tolist()` of an unknown value may be a numpy array
+        if quiet(ctx, node) or returned_from_predict(ctx, node) or _in_exception_path(ctx, node):
+            return
+        code = source_of(ctx, node)
+        replacement = strip_call_suffix(node) if method == "cpu" and not node.args else None
+        self.report(
+            node,
+            f"`{code}` in {ctx.hot_reason} copies a device tensor to the host and waits for "
+            "the TPU every step; keep it on the device and move it once in an epoch-end hook",
+            replacement=replacement,
+        )
+
+    def _check_conversion(self, node: cst.Call, name: str) -> None:
+        ctx = self.ctx
+        value = node.args[0].value
+        if is_method_call(value, "item"):
+            return  # TPU101
+        if ctx.value_kind(value) is not ValueKind.DEVICE:
+            return
+        if logged_value(ctx, node) or quiet(ctx, node) or _in_exception_path(ctx, node):
+            return
+        if returned_from_predict(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads a device tensor on the host, "
+            f"a sync every step; keep `{source_of(ctx, value)}` a tensor",
+            replacement=value if name in ("float", "int") else None,
+        )
+
+    def _check_print(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        for arg in node.args:
+            value = arg.value
+            if isinstance(value, (cst.FormattedString, cst.SimpleString)):
+                continue  # f-strings are checked by themselves
+            if computed_tensor(ctx, value, self._bindings()):
+                if quiet(ctx, node):
+                    return
+                self.report(
+                    node,
+                    f"`print({source_of(ctx, value)})` in {ctx.hot_reason} copies the tensor "
+                    "to the host and waits for the TPU every step; log it with `self.log`",
+                )
+                return
+
+
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+_TENSOR_PREDICATES = frozenset(
+    {"any", "all", "equal", "allclose", "isnan", "isinf", "isfinite", "is_nonzero", "isclose",
+     "eq", "ne", "gt", "lt", "ge", "le", "count_nonzero", "sum", "max", "min", "numel"}
+)
+
+
+class TensorValueControlFlow(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds Python control flow decided by the value of a device tensor in code that runs
+    every step: `if loss > 0:`, `while (x != 0).any():`, `assert torch.isfinite(loss)`,
+    `a if score > t else b`. Conditions on shapes (`x.shape[0] > 1`), flags
+    (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
+    and CPU tensors are not tensor values and are not reported.
+
+    ## Why is this bad on TPU?
+    Python needs a real `bool` to take a branch, so the pending XLA graph is cut and run
+    and the value copied to the host: a sync in every step. Each outcome then records a
+    different graph after the branch, so data-dependent branches also multiply the graphs
+    XLA must compile. `torch.where` keeps both outcomes in one static graph.
+
+    ## Example
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch), batch)
+            if loss > 10:
+                loss = loss / 10
+            return loss
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch), batch)
+            loss = torch.where(loss > 10, loss / 10, loss)
+            return loss
+    ```
+
+    ## Fix safety
+    For a conditional expression `a if cond else b` the suggestion is
+    `torch.where(cond, a, b)`; it is display-only because `torch.where` evaluates both
+    sides and broadcasts them to one shape and dtype. Statements (`if`, `while`,
+    `assert`) are reported without a suggestion.
+
+    ## References
+    - [torch_xla: recompilation causes, "control flow depending on tensor values"](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    """
+
+    code = "TPU104"
+    name = "tensor-value-control-flow"
+    summary = "`if` / `while` / `assert` / ternary decided by a device tensor's value in hot code"
+    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_sometimes = True
+    fix_message = "Use `torch.where(cond, a, b)`"
+    requires = ("if ", "while ", "assert ")
+
+    VALID = (
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
+              "        x, mask = batch\n"
+              "        if x.shape[0] > 1 and self.training and mask is not None:\n"
+              "            x = x * mask\n"
+              "        if batch_idx == 0 or self.current_epoch > 3 or len(x) > 2:\n"
+              "            pass\n"
+              "        assert x.dim() == 2, x.shape\n"
+              "        return self(x)\n"),
+        # A CPU random number decides augmentation: no device sync.
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
+              "        if torch.rand(1) < 0.5:\n            batch = batch.flip(0)\n"
+              "        return self(batch)\n"),
+        # .item() is TPU101's finding, not a second one here.
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+              + "        if loss.item() > 10:\n            print('high')\n        return loss\n"),
+        # Only on the first batch.
+        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n" + _LOSS
+              + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"),
+        # Epoch-level hooks are not hot.
+        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
+              "        if self.best > self.metric.compute():\n            self.best = 0\n"),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + "        if torch.isinf(loss):\n            return None\n        return loss\n",
+            line=8,
+            message="in training_step",
+        ),
+        Invalid(
+            _HEAD + "    def forward(self, x):\n"
+            "        while (x > 1).any():\n            x = x / 2\n"
+            "        assert (x >= 0).all()\n        return x\n",
+            count=2,
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + "        scale = 0.5 if loss > 1 else 1.0\n        return loss * scale\n",
+            expected_suggestion=_HEAD + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS + "        scale = torch.where(loss > 1, 0.5, 1.0)\n"
+            "        return loss * scale\n",
+        ),
+        # A flag computed from tensors, then tested.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + "        bad = torch.isnan(loss).any()\n"
+            "        if not bad:\n            self.manual_backward(loss)\n",
+            line=9,
+        ),
+    )
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node, node.test, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node, node.test, "while")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node, node.test, "assert")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node, node.test, "ternary", node)
+
+    def _check(
+        self, owner: cst.CSTNode, test: cst.BaseExpression, kind: str,
+        ifexp: cst.IfExp | None = None,
+    ) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        found = self._tensor_test(test, 0)
+        # (The test's own nodes are not linked to their parents yet: ask about the
+        # statement, and `_tensor_test` stops at `rare_flag and tensor_test`.)
+        if found is None or quiet(ctx, owner):
+            return
+        replacement = None
+        if ifexp is not None and found is test:
+            replacement = cst.Call(
+                func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("where")),
+                args=[
+                    cst.Arg(test.with_changes(lpar=[], rpar=[]), comma=_COMMA),
+                    cst.Arg(ifexp.body, comma=_COMMA),
+                    cst.Arg(ifexp.orelse),
+                ],
+                lpar=ifexp.lpar,
+                rpar=ifexp.rpar,
+            )
+        what = {"if": "an `if`", "while": "a `while` loop", "assert": "an `assert`",
+                "ternary": "a conditional expression"}[kind]
+        self.report(
+            found,
+            f"{what} on the tensor value `{source_of(ctx, found)}` in {ctx.hot_reason} "
+            "syncs with the TPU every step and records one graph per outcome; "
+            "use `torch.where` or masking",
+            replacement=replacement,
+            replaces=ifexp,
+            add_imports=[ImportSpec("torch")] if replacement is not None else (),
+        )
+
+    def _tensor_test(self, test: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
+        if depth > 6:
+            return None
+        ctx = self.ctx
+        if isinstance(test, cst.BooleanOperation):
+            left = self._tensor_test(test.left, depth + 1)
+            if left is not None:
+                return left
+            if isinstance(test.operator, cst.And) and ctx.condition_kinds(test.left):
+                return None  # `batch_idx == 0 and loss > 1`: only for some batches
+            return self._tensor_test(test.right, depth + 1)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._tensor_test(test.expression, depth + 1)
+        if isinstance(test, cst.Comparison):
+            if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                   for t in test.comparisons):
+                return None
+            return test if ctx.value_kind(test) is ValueKind.DEVICE else None
+        if isinstance(test, cst.Call):
+            if ctx.value_kind(test) is not ValueKind.DEVICE:
+                return None
+            name = method_name(test) or (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
+            return test if name in _TENSOR_PREDICATES else None
+        if isinstance(test, cst.Name):
+            binding = self._bindings().lookup(test.value)
+            if binding is None or binding.value is None or binding.unpack_index is not None:
+                return None
+            value = binding.value
+            if isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation)) and \
+                    self._tensor_test(value, depth + 1) is not None:
+                return test
+        return None
+
+
+_MARK_STEP = "torch_xla.core.xla_model.mark_step"
+_SYNC_CALLS = {
+    _MARK_STEP: "xm.mark_step()",
+    "torch_xla.sync": "torch_xla.sync()",
+    "torch_xla.torch_xla.sync": "torch_xla.sync()",
+}
+_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
+
+
+def in_lightning_code(ctx: FileContext) -> bool:
+    """In a method of a Lightning class (module, data module, callback), or a hot helper
+    of a file that defines one."""
+    if ctx.lightning_class is not None:
+        return True
+    info = ctx.function
+    return info is not None and info.hot and info.cls is None and ctx.analysis.has_lightning
+
+
+def _statement_of_call(ctx: FileContext, node: cst.Call) -> cst.CSTNode | None:
+    """The statement to delete for a call used as a statement of its own, else None."""
+    expr = ctx.parent(node)
+    if not isinstance(expr, cst.Expr):
+        return None
+    line = ctx.parent(expr)
+    if isinstance(line, cst.SimpleStatementLine):
+        return line if len(line.body) == 1 else expr
+    return None
+
+
+_MANUAL_OPTIMIZATION = re.compile(
+    r"automatic_optimization\s*=\s*False|manual_backward\(|self\.optimizers\("
+)
+
+
+def manual_optimization(ctx: FileContext) -> bool:
+    klass = ctx.lightning_class
+    if klass is None:
+        return False
+    code = ctx.module.code_for_node(klass.node)
+    return bool(_MANUAL_OPTIMIZATION.search(code))
+
+
+class RedundantSync(Rule):
+    """
+    ## What it does
+    Finds explicit XLA step boundaries in Lightning code: `xm.mark_step()`,
+    `torch_xla.sync()` and `xm.optimizer_step(...)` in the methods of LightningModules,
+    DataModules and Callbacks (and the helpers their hot hooks call).
+
+    ## Why is this bad on TPU?
+    Lightning already cuts the graph once per step: its XLA precision plugin runs the
+    optimizer through `xm.optimizer_step(optimizer, barrier=True)` (reduce the gradients,
+    step, `mark_step`) and the XLA strategy wraps every loader in `MpDeviceLoader`, which
+    syncs per batch. An extra `mark_step` in a hook splits the step into more, smaller
+    graphs (more compilation, less fusion, an extra execution every step); an extra
+    `xm.optimizer_step` in manual optimization reduces the gradients a second time.
+
+    ## Example
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self(batch).sum()
+            xm.mark_step()
+            return loss
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self(batch).sum()
+            return loss
+    ```
+
+    ## Fix safety
+    Removing `xm.mark_step()` / `torch_xla.sync()` is unsafe: the graph boundaries move,
+    which changes what is compiled and when the values are materialised (results are the
+    same, but code that relied on the sync to bound memory or to time steps behaves
+    differently). For `xm.optimizer_step(opt, ...)` the suggestion `opt.step(...)` is
+    display-only: it is right under manual optimization with Lightning's XLA strategy,
+    which reduces gradients itself.
+
+    ## References
+    - [Lightning `XLAPrecision.optimizer_step` calls `xm.optimizer_step(..., barrier=True)`](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/plugins/precision/xla.py)
+    - [Lightning `XLAStrategy` wraps loaders in `MpDeviceLoader`](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/strategies/xla.py)
+    - [torch_xla: PJRT runtime (`mark_step` and `rendezvous`)](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+    """
+
+    code = "TPU105"
+    name = "redundant-sync"
+    summary = "`xm.mark_step()`, `torch_xla.sync()`, `xm.optimizer_step()` in Lightning code"
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Remove the call: Lightning syncs once per step"
+    requires = ("mark_step", "sync(", "optimizer_step(")
+
+    VALID = (
+        # A raw torch_xla loop outside Lightning is the user's own step boundary.
+        Valid("import torch_xla.core.xla_model as xm\n\n\ndef train(model, loader, opt):\n"
+              "    for batch in loader:\n        opt.zero_grad()\n"
+              "        model(batch).sum().backward()\n        xm.optimizer_step(opt)\n"
+              "        xm.mark_step()\n"),
+        # Lightning's own optimizer_step hook override without torch_xla.
+        Valid(_HEAD + "    def optimizer_step(self, epoch, batch_idx, optimizer, closure):\n"
+              "        optimizer.step(closure=closure)\n"),
+        # Some other object's sync method.
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
+              "        self.ema.sync()\n        return self(batch)\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).sum()\n        xm.mark_step()\n        return loss\n",
+            expected_fix="import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).sum()\n        return loss\n",
+            line=8,
+            message="in training_step",
+        ),
+        Invalid(
+            "import lightning as L\nimport torch_xla\n\n\n"
+            "class Sync(L.Callback):\n"
+            "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
+            "        if batch_idx % 10 == 0:\n            torch_xla.sync()\n",
+            expected_fix="import lightning as L\nimport torch_xla\n\n\n"
+            "class Sync(L.Callback):\n"
+            "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
+            "        if batch_idx % 10 == 0:\n            pass\n",
+        ),
+        Invalid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class GAN(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.automatic_optimization = False\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        opt = self.optimizers()\n        self.manual_backward(self(batch).sum())\n"
+            "        xm.optimizer_step(opt)\n        opt.zero_grad()\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            expected_suggestion="import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class GAN(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.automatic_optimization = False\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        opt = self.optimizers()\n        self.manual_backward(self(batch).sum())\n"
+            "        opt.step()\n        opt.zero_grad()\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualify(node.func)
+        if qualified not in _SYNC_CALLS and qualified != _OPTIMIZER_STEP:
+            return
+        if ctx.function is None or not in_lightning_code(ctx):
+            return
+        where = ctx.hot_reason or f"`{ctx.function.name}`"
+        if qualified == _OPTIMIZER_STEP:
+            self._optimizer_step(node, where)
+            return
+        statement = _statement_of_call(ctx, node)
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {where} cuts the XLA graph a second time: Lightning "
+            "already syncs once per step (optimizer step and `MpDeviceLoader`); remove it",
+            replacement=cst.RemovalSentinel.REMOVE if statement is not None else None,
+            replaces=statement,
+        )
+
+    def _optimizer_step(self, node: cst.Call, where: str) -> None:
+        ctx = self.ctx
+        optimizer = get_arg(node, "optimizer", 0)
+        replacement = None
+        if optimizer is not None:
+            args: list[cst.Arg] = []
+            extra = get_arg(node, "optimizer_args", 2)
+            if extra is not None:
+                if isinstance(extra.value, cst.Dict) and all(
+                    isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                    for e in extra.value.elements
+                ):
+                    for element in extra.value.elements:
+                        key = element.key.evaluated_value  # type: ignore[union-attr]
+                        args.append(make_arg(str(key), element.value))  # type: ignore[union-attr]
+                else:
+                    args.append(cst.Arg(extra.value, star="**"))
+            args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    for a in args[:-1]] + args[-1:]
+            replacement = cst.Call(
+                func=cst.Attribute(value=optimizer.value, attr=cst.Name("step")), args=args
+            )
+        manual = manual_optimization(ctx)
+        advice = (
+            "under manual optimization call `opt.step()`; Lightning's XLA plugin reduces "
+            "gradients and marks the step"
+            if manual
+            else "let Lightning step the optimizer (its XLA plugin calls `xm.optimizer_step`)"
+        )
+        statement = _statement_of_call(ctx, node)
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {where} reduces gradients and syncs a second "
+            f"time; {advice}",
+            replacement=replacement,
+            applicability=Applicability.DISPLAY_ONLY,
+            fix_message="Call `opt.step()` instead",
+            replaces=node if statement is not None or replacement is not None else None,
+        )
+
+
+# Hooks where `self.log` defaults to on_step=True (Lightning's _FxValidator table).
+_TRAIN_BATCH_HOOKS = frozenset(
+    {
+        "training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
+        "backward", "on_after_backward", "on_before_optimizer_step", "optimizer_step",
+        "configure_gradient_clipping", "on_before_zero_grad", "optimizer_zero_grad",
+        "training_step_end",
+    }
+)
+_EVAL_BATCH_HOOKS = frozenset(
+    {"validation_step", "test_step", "on_validation_batch_start", "on_validation_batch_end",
+     "on_test_batch_start", "on_test_batch_end", "validation_step_end", "test_step_end"}
+)
+
+
+def _literal_bool(node: cst.BaseExpression) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def _append_keywords(call: cst.Call, pairs: list[tuple[str, str]]) -> cst.Call:
+    """`call` with `k=v` arguments appended, keeping the layout: the separator of the
+    existing arguments, and the trailing comma and closing-parenthesis whitespace of the
+    last one (`add_keyword` would leave a line break before the new arguments)."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(
+            args=[make_arg(k, v).with_changes(comma=_COMMA) for k, v in pairs[:-1]]
+            + [make_arg(*pairs[-1])]
+        )
+    separator = next(
+        (a.comma for a in args if isinstance(a.comma, cst.Comma) and a is not args[-1]), _COMMA
+    )
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma) and isinstance(
+        last.comma.whitespace_after, cst.ParenthesizedWhitespace
+    ):
+        # one argument per line, with a trailing comma: the previous comma has the
+        # arguments' indentation, the last one the closing parenthesis'
+        previous = args[-2].comma if len(args) > 1 else last.comma
+        separator = previous if isinstance(previous, cst.Comma) else last.comma
+    new = [make_arg(k, v).with_changes(comma=separator) for k, v in pairs]
+    new[-1] = new[-1].with_changes(
+        comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
+    )
+    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return call.with_changes(args=[*args, *new])
+
+
+class PerStepSyncDist(Rule):
+    """
+    ## What it does
+    Finds `self.log(..., sync_dist=True)` and `self.log_dict(..., sync_dist=True)` that log
+    on every step: in `training_step` and the training batch hooks (where `on_step`
+    defaults to True), and anywhere in a step with an explicit `on_step=True`.
+
+    ## Why is this bad on TPU?
+    With `sync_dist=True` Lightning all-reduces the logged value across all devices when
+    it is logged for the step: a collective in every step, which on XLA also cuts the
+    graph and reads the value. Lightning's docs warn that `sync_dist` "may lead to a
+    significant communication overhead". Epoch-level values are reduced once per epoch.
+
+    ## Example
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self(batch).mean()
+            self.log("train_loss", loss, sync_dist=True)
+            return loss
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self(batch).mean()
+            self.log("train_loss", loss, sync_dist=True, on_step=False, on_epoch=True)
+            return loss
+    ```
+
+    ## Fix safety
+    The fix sets `on_step=False, on_epoch=True` and is unsafe: the per-step curve of the
+    value disappears from the logger (the epoch mean, synced once, remains), and
+    callbacks that monitor the step value (for example `ModelCheckpoint(monitor=...)` on
+    a `_step` key) must be changed to the epoch key.
+
+    ## References
+    - [Lightning docs: logging, `sync_dist` and the default `on_step`/`on_epoch` per hook](https://lightning.ai/docs/pytorch/stable/extensions/logging.html)
+    - [Lightning#15884: per-batch logging reads lazy tensors on TPU](https://github.com/Lightning-AI/pytorch-lightning/issues/15884)
+    """
+
+    code = "TPU106"
+    name = "per-step-sync-dist"
+    summary = "`self.log(..., sync_dist=True)` logged on every training step"
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Log once per epoch: `on_step=False, on_epoch=True`"
+    requires = ("sync_dist",)
+
+    VALID = (
+        # Validation defaults to on_epoch: one sync per epoch.
+        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+              '        self.log("val_loss", self(batch).mean(), sync_dist=True)\n'),
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+              + '        self.log("loss", loss, on_step=False, on_epoch=True, sync_dist=True)\n'
+              "        return loss\n"),
+        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+              + '        self.log("loss", loss, sync_dist=False)\n        return loss\n'),
+        Valid(_HEAD + "    def on_train_epoch_end(self):\n"
+              '        self.log("epoch_acc", self.acc.compute(), sync_dist=True)\n'),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + '        self.log("loss", loss, prog_bar=True, sync_dist=True)\n'
+            "        return loss\n",
+            expected_fix=_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + '        self.log("loss", loss, prog_bar=True, sync_dist=True, on_step=False, '
+            "on_epoch=True)\n        return loss\n",
+            line=8,
+            message="in training_step",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + '        self.log_dict({"a": loss}, on_step=True, on_epoch=True, sync_dist=True)\n'
+            "        return loss\n",
+            expected_fix=_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            + '        self.log_dict({"a": loss}, on_step=False, on_epoch=True, sync_dist=True)\n'
+            "        return loss\n",
+        ),
+        # Explicit on_step in validation.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            '        self.log("val_loss", self(batch).mean(), on_step=True, sync_dist=True)\n',
+            expected_fix=_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            '        self.log("val_loss", self(batch).mean(), on_step=False, sync_dist=True, '
+            "on_epoch=True)\n",
+        ),
+        # A callback's training batch hook.
+        Invalid(
+            "import lightning as L\n\n\nclass Log(L.Callback):\n"
+            "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
+            '        pl_module.log("loss", outputs["loss"], sync_dist=True)\n',
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if is_log_call(node) is None or not ctx.in_hot_code:
+            return
+        sync = keyword_arg(node, "sync_dist")
+        if sync is None or _literal_bool(sync.value) is not True:
+            return
+        hook = ctx.function.root_hook if ctx.function is not None else None
+        on_step_arg = keyword_arg(node, "on_step")
+        if on_step_arg is not None:
+            on_step = _literal_bool(on_step_arg.value)
+            if on_step is None:
+                return  # computed: unknown
+        elif hook in _TRAIN_BATCH_HOOKS:
+            on_step = True
+        else:
+            return
+        if not on_step or (hook not in _TRAIN_BATCH_HOOKS and hook not in _EVAL_BATCH_HOOKS):
+            return
+        if "rare" in ctx.guards(node):
+            return
+        fixed = node
+        missing: list[tuple[str, str]] = []
+        if on_step_arg is not None:
+            fixed = replace_arg(
+                fixed, on_step_arg, [on_step_arg.with_changes(value=cst.Name("False"))]
+            )
+        else:
+            missing.append(("on_step", "False"))
+        on_epoch_arg = keyword_arg(fixed, "on_epoch")
+        if on_epoch_arg is None:
+            missing.append(("on_epoch", "True"))
+        elif _literal_bool(on_epoch_arg.value) is not True:
+            fixed = replace_arg(
+                fixed, on_epoch_arg, [on_epoch_arg.with_changes(value=cst.Name("True"))]
+            )
+        if missing:
+            fixed = _append_keywords(fixed, missing)
+        self.report(
+            sync,
+            f"`sync_dist=True` on a value logged every step in {ctx.hot_reason} all-reduces it "
+            "across the TPU devices in every step; log it per epoch "
+            "(`on_step=False, on_epoch=True`) or drop `sync_dist`",
+            replacement=fixed,
+            replaces=node,
+        )
+
+
+class RendezvousInStep(Rule):
+    """
+    ## What it does
+    Finds `xm.rendezvous(...)` in code that runs every step (step methods, `forward`,
+    batch hooks and their helpers).
+
+    ## Why is this bad on TPU?
+    `xm.rendezvous` is a barrier across all processes. Under PJRT it also runs
+    `mark_step` before and after itself, so in a step it cuts the graph in two and blocks
+    every device until the slowest reaches it; torch_xla warns it "may force an unwanted
+    compilation". Barriers belong in setup and teardown code, not in the step.
+
+    ## Example
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            xm.rendezvous("step")
+            return self(batch).sum()
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def setup(self, stage):
+            xm.rendezvous("setup")
+
+        def training_step(self, batch, batch_idx):
+            return self(batch).sum()
+    ```
+
+    ## Fix safety
+    The suggestion removes the call and is display-only: whether the barrier is needed
+    (and where it should move) depends on what the code synchronises.
+
+    ## References
+    - [torch_xla PJRT: changes to `xm.rendezvous`](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    """
+
+    code = "TPU107"
+    name = "rendezvous-in-step"
+    summary = "`xm.rendezvous(...)` in code that runs every step"
+    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_sometimes = True
+    fix_message = "Move the barrier out of the step"
+    requires = ("rendezvous",)
+
+    VALID = (
+        Valid("import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+              "class Model(L.LightningModule):\n"
+              "    def setup(self, stage):\n        xm.rendezvous('data')\n"),
+        # Once, on the first batch.
+        Valid("import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+              "class Model(L.LightningModule):\n"
+              "    def training_step(self, batch, batch_idx):\n"
+              "        if batch_idx == 0:\n            xm.rendezvous('first')\n"
+              "        return self(batch).sum()\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        xm.rendezvous('step')\n        return self(batch).sum()\n",
+            line=7,
+            message="in training_step",
+            expected_suggestion="import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch).sum()\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        if ctx.qualify(node.func) != "torch_xla.core.xla_model.rendezvous":
+            return
+        if quiet(ctx, node):
+            return
+        statement = _statement_of_call(ctx, node)
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} is a barrier with a `mark_step` "
+            "before and after it, every step; move it to setup or teardown code",
+            replacement=cst.RemovalSentinel.REMOVE if statement is not None else None,
+            replaces=statement,
+        )

@@ -54,7 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_slow)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def corpus_dir(pytestconfig: pytest.Config) -> Path:
     value = pytestconfig.getoption("--corpus")
     path = Path(value)

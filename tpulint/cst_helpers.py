@@ -67,19 +67,36 @@ def rename_keyword(call: cst.Call, old: cst.Arg, keyword: str) -> cst.Call:
     return replace_arg(call, old, [old.with_changes(keyword=cst.Name(keyword))])
 
 
-def add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression | str) -> cst.Call:
-    """`call` with `keyword=value` appended after the last argument."""
+def add_keywords(call: cst.Call, pairs: Sequence[tuple[str, cst.BaseExpression | str]]) -> cst.Call:
+    """`call` with `keyword=value` arguments appended, keeping its layout: the separator
+    used between the existing arguments (one per line stays one per line), and the trailing
+    comma and closing-parenthesis whitespace of the last argument."""
     args = list(call.args)
-    new = make_arg(keyword, value)
+    new = [make_arg(keyword, value) for keyword, value in pairs]
+    if not new:
+        return call
     if not args:
-        return call.with_changes(args=[new])
+        spaced = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        return call.with_changes(args=[*(a.with_changes(comma=spaced) for a in new[:-1]), new[-1]])
     last = args[-1]
-    comma = _comma_like(call, len(args) - 1)
-    if isinstance(last.equal, cst.AssignEqual):
-        new = new.with_changes(equal=last.equal)
-    args[-1] = last.with_changes(comma=comma)
-    args.append(new.with_changes(comma=last.comma))
-    return call.with_changes(args=args)
+    separator = next((a.comma for a in args[:-1] if isinstance(a.comma, cst.Comma)), None)
+    if separator is None:
+        if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+            # f(\n    a,\n): the new arguments go on their own lines, indented like `a`.
+            separator = cst.Comma(whitespace_after=call.whitespace_before_args)
+        else:
+            separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if last.keyword is not None and isinstance(last.equal, cst.AssignEqual):
+        new = [a.with_changes(equal=last.equal) for a in new]
+    new = [a.with_changes(comma=separator) for a in new]
+    new[-1] = new[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return call.with_changes(args=[*args, *new])
+
+
+def add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression | str) -> cst.Call:
+    """`call` with `keyword=value` appended after the last argument (see add_keywords)."""
+    return add_keywords(call, [(keyword, value)])
 
 
 def string_value(node: cst.BaseExpression) -> str | None:

@@ -121,27 +121,43 @@ def _names_used(root: cst.CSTNode, skip: cst.CSTNode | None = None) -> set[str]:
 
 
 def _without_name(statement: cst.SimpleStatementLine, local: str) -> cst.SimpleStatementLine | cst.RemovalSentinel | None:
-    """`statement` with the import binding `local` removed; None if it binds nothing of it."""
+    """`statement` with the import binding `local` removed; None if it binds nothing of it.
+
+    Handles `from m import a, local`, `import m as local`, and `import local` / `import
+    local.sub` (which bind `local`)."""
     changed = False
     new_body: list[cst.BaseSmallStatement] = []
     for small in statement.body:
+        names = None
         if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-            keep = [
-                alias for alias in small.names
-                if (alias.evaluated_alias or alias.evaluated_name) != local
-            ]
-            if len(keep) != len(small.names):
-                changed = True
-                if keep:
-                    keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                    new_body.append(small.with_changes(names=keep))
-                continue
-        new_body.append(small)
+            names = small.names
+        elif isinstance(small, cst.Import):
+            names = small.names
+        if names is None:
+            new_body.append(small)
+            continue
+        keep = [alias for alias in names if _binding_of(alias, small) != local]
+        if len(keep) == len(names):
+            new_body.append(small)
+            continue
+        changed = True
+        if keep:
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            new_body.append(small.with_changes(names=keep))
     if not changed:
         return None
     if not new_body:
         return cst.RemovalSentinel.REMOVE
+    new_body[-1] = new_body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
     return statement.with_changes(body=new_body)
+
+
+def _binding_of(alias: cst.ImportAlias, statement: cst.BaseSmallStatement) -> str:
+    """The local name an import alias binds (`import a.b` binds `a`)."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    name = alias.evaluated_name
+    return name.split(".", 1)[0] if isinstance(statement, cst.Import) else name
 
 
 def _import_changes(

@@ -35,8 +35,35 @@ _HOST_PARAMS = frozenset(
     {"batch_idx", "batch_nb", "batch_index", "dataloader_idx", "dataloader_nb", "optimizer_idx",
      "optimizer", "outputs", "trainer", "pl_module", "epoch", "stage", "hiddens"}
 )
-_HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "dict", "list", "tuple", "Optional[int]",
-                               "Optional[bool]", "Optional[str]", "Optional[float]"})
+_CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|Sequence)\b")
+_HOST_ANNOTATIONS = frozenset(
+    {"int", "float", "bool", "str", "dict", "list", "tuple", "Optional[int]", "Optional[bool]",
+     "Optional[str]", "Optional[float]"}
+)
+
+
+# Roots of base classes whose methods are known (so `self.x(...)` that is not one of
+# them, nor defined in the file, is a sub-module or callable attribute).
+_KNOWN_BASE_ROOTS = frozenset({"lightning", "pytorch_lightning", "torch", "object", "nn"})
+# LightningModule / nn.Module methods that take tensors and do not return device tensors
+# of the same batch (or are not tensors at all).
+_LIGHTNING_METHODS = frozenset(
+    {
+        "log", "log_dict", "print", "all_gather", "manual_backward", "toggle_optimizer",
+        "untoggle_optimizer", "clip_gradients", "optimizers", "lr_schedulers", "to",
+        "register_buffer", "register_parameter", "parameters", "named_parameters", "modules",
+        "children", "state_dict", "load_state_dict", "apply", "train", "eval", "cpu", "cuda",
+        "type", "float", "half", "double", "save_hyperparameters", "get_submodule",
+        "get_parameter", "get_buffer", "zero_grad", "requires_grad_", "add_module",
+    }
+)
+# Names that read like sub-modules, losses and metrics rather than helper methods.
+_ATTRIBUTE_NAME = re.compile(
+    r"(encoder|decoder|backbone|head|net|model|layer|block|proj|embed|criterion|loss_fn|"
+    r"loss_func|_loss$|metric|accuracy|acc$|classifier|conv|linear|lstm|gru|rnn|mlp|fc\d*$|"
+    r"norm$|dropout|attention|attn|transformer|generator|discriminator)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -67,8 +94,9 @@ class FileContext:
         self.parents: dict[int, cst.CSTNode] = {}
         self._scopes: list[_FunctionScope] = [_FunctionScope(None)]
         self._classes: list[ClassInfo | None] = []
-        self._inference = ValueInference(aliases, self._lookup)
+        self._inference = ValueInference(aliases, self._lookup, is_method=self._is_method)
         self._guard_cache: dict[int, frozenset[str]] = {}
+        self._call_site_cache: dict[int, frozenset[str]] = {}
 
     # --- structure -------------------------------------------------------------------
 
@@ -135,6 +163,28 @@ class FileContext:
     def value_kind(self, node: cst.BaseExpression) -> ValueKind:
         return self._inference.kind(node)
 
+    def _is_method(self, name: str) -> bool:
+        """Whether `self.<name>` names a method of the class being walked (or of a base
+        class; unknown external bases count as having it only for Lightning's API)."""
+        info = self.klass
+        if info is None:
+            return True
+        seen: set[int] = set()
+        stack = [info]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if name in current.methods:
+                return True
+            stack.extend(current.local_bases)
+        if any(b for b in info.bases if b.split(".", 1)[0] not in _KNOWN_BASE_ROOTS):
+            # A base class from elsewhere in the project may define it: stay unknown
+            # unless the name is plainly an attribute-style name.
+            return not _ATTRIBUTE_NAME.search(name)
+        return name in _LIGHTNING_METHODS
+
     def _lookup(self, name: str) -> ValueKind | None:
         for scope in reversed(self._scopes):
             kind = scope.bindings.get(name)
@@ -142,7 +192,9 @@ class FileContext:
                 return kind
         return None
 
-    def bind(self, target: cst.BaseAssignTargetExpression | cst.BaseExpression, kind: ValueKind) -> None:
+    def bind(
+        self, target: cst.BaseAssignTargetExpression | cst.BaseExpression, kind: ValueKind
+    ) -> None:
         scope = self._scopes[-1]
         if isinstance(target, cst.Name):
             scope.bindings[target.value] = kind
@@ -159,16 +211,38 @@ class FileContext:
         """Kinds of conditions the node runs under: "device-check" (CUDA availability or
         device type tests) and "rare" (only some batches/epochs: `if batch_idx == 0:`,
         `if self.global_step % 100 == 0:`, logging/plotting flags), including early returns
-        (`if batch_idx > 0: return`) earlier in the same function."""
+        (`if batch_idx > 0: return`) earlier in the same function, and the guards every
+        call site of a hot helper shares (`if batch_idx == 0: self.plot(...)` makes all
+        of `plot` rare)."""
+        kinds, function = self._local_guards(node, self.parents)
+        if function is not None:
+            info = self.analysis.function(function)
+            if info is not None and info.hot:
+                kinds |= self._call_site_guards(info)
+        return frozenset(kinds)
+
+    def _local_guards(
+        self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
+    ) -> tuple[set[str], cst.FunctionDef | None]:
+        """The guard kinds between `node` and its function, and that function."""
         kinds: set[str] = set()
         child: cst.CSTNode = node
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.If, cst.While)) and child is not ancestor.test:
-                kinds |= self._condition_kinds(ancestor.test)
-            elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+        ancestor = parents.get(id(node))
+        while ancestor is not None:
+            if isinstance(ancestor, cst.If):
+                test = ancestor.test
+                negated = isinstance(test, cst.UnaryOperation) and isinstance(
+                    test.operator, cst.Not
+                )
+                if child is ancestor.body and not negated:
+                    kinds |= self._condition_kinds(test)
+                elif child is ancestor.orelse and negated:
+                    kinds |= self._condition_kinds(test.expression)  # type: ignore[union-attr]
+            elif isinstance(ancestor, (cst.While, cst.IfExp)) and child is ancestor.body:
                 kinds |= self._condition_kinds(ancestor.test)
             elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
-                kinds |= self._condition_kinds(ancestor.left)
+                if isinstance(ancestor.operator, cst.And):
+                    kinds |= self._condition_kinds(ancestor.left)
             elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
                 for statement in ancestor.body:
                     if statement is child:
@@ -176,10 +250,53 @@ class FileContext:
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test)
-            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            elif isinstance(ancestor, cst.FunctionDef):
+                return kinds, ancestor
+            elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
                 break
             child = ancestor
-        return frozenset(kinds)
+            ancestor = parents.get(id(ancestor))
+        return kinds, None
+
+    def _call_site_guards(self, info: FunctionInfo) -> frozenset[str]:
+        """Guard kinds shared by every call site of a helper made hot by its callers (none
+        for entry points such as `training_step`, or when a call site is not found)."""
+        key = id(info)
+        cached = self._call_site_cache.get(key)
+        if cached is not None:
+            return cached
+        self._call_site_cache[key] = frozenset()  # cycles: unguarded
+        result: frozenset[str] = frozenset()
+        if info.parent is not None and info.cls is None:
+            result = self._call_site_guards(info.parent)
+        elif info.root_hook is not None and info.hot_reason != info.root_hook:
+            shared: set[str] | None = None
+            for caller in self.analysis.functions.values():
+                if not caller.hot:
+                    continue
+                by_self = info.cls is not None and info.name in caller.calls_self
+                by_name = info.cls is None and info.name in caller.calls_bare
+                if not (by_self or by_name):
+                    continue
+                sites = _call_sites(caller.node, info.name, by_self)
+                if not sites:
+                    continue
+                caller_kinds = self._call_site_guards(caller)
+                for call, parents in sites:
+                    kinds, _ = self._local_guards(call, parents)
+                    kinds |= caller_kinds
+                    shared = kinds if shared is None else shared & kinds
+                    if not shared:
+                        break
+                if shared is not None and not shared:
+                    break
+            result = frozenset(shared or ())
+        self._call_site_cache[key] = result
+        return result
+
+    def condition_kinds(self, test: cst.BaseExpression) -> frozenset[str]:
+        """The guard kinds ("rare", "device-check") a condition expression stands for."""
+        return self._condition_kinds(test)
 
     def _condition_kinds(self, test: cst.BaseExpression) -> frozenset[str]:
         key = id(test)
@@ -225,8 +342,16 @@ class FileContext:
 
     def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
         name = param.name.value
+        # The batch argument of a step method itself (index 0 is `self`); helpers called
+        # from the step take anything as their first argument.
+        batch_like = hot and (
+            name in _BATCH_PARAMS
+            or (info.name == info.root_hook and info.name.endswith("_step") and index <= 1)
+        )
         if param.annotation is not None:
             annotation = self.module.code_for_node(param.annotation.annotation).replace(" ", "")
+            if batch_like and _CONTAINER_ANNOTATION.match(annotation):
+                return DEVICE  # `batch: dict` holds the step's tensors
             if annotation in _HOST_ANNOTATIONS:
                 return HOST
             if annotation.endswith("Tensor"):
@@ -234,10 +359,13 @@ class FileContext:
         if param.default is not None and isinstance(
             param.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
         ):
+            # `mask=None` is an optional tensor as often as an optional setting.
+            if isinstance(param.default, cst.Name) and param.default.value == "None":
+                return UNKNOWN
             return HOST
         if name in _HOST_PARAMS:
             return HOST
-        if hot and (name in _BATCH_PARAMS or (info.root_hook or "").endswith("_step") and index <= 1):
+        if batch_like:
             return DEVICE
         return UNKNOWN
 
@@ -251,9 +379,14 @@ class FileContext:
         self.aliases.bind_import_from(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        kind = self.value_kind(node.value)
         for target in node.targets:
-            self.bind(target.target, kind)
+            pairs = _parallel_pairs(target.target, node.value)
+            if pairs is not None:
+                # `a, b = x["a"], x["b"]`: each name gets the kind of its own value
+                for name, value in pairs:
+                    self.bind(name, self.value_kind(value))
+                continue
+            self.bind(target.target, self.value_kind(node.value))
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -284,6 +417,48 @@ class FileContext:
     )
 
 
+def _parallel_pairs(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]] | None:
+    """`(a, b)` and `(x, y)` of the same length, without starred items: the pairs."""
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return None
+    if len(target.elements) != len(value.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+
+
+def _call_sites(
+    root: cst.FunctionDef, name: str, by_self: bool
+) -> list[tuple[cst.Call, dict[int, cst.CSTNode]]]:
+    """Calls `self.<name>(...)` (or `<name>(...)`) in `root`, with a parent map of `root`."""
+    from tpulint.analysis.walker import iter_children
+
+    parents: dict[int, cst.CSTNode] = {}
+    found: list[cst.Call] = []
+    stack: list[cst.CSTNode] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            if by_self:
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value == name
+                    and isinstance(func.value, cst.Name)
+                    and func.value.value == "self"
+                ):
+                    found.append(node)
+            elif isinstance(func, cst.Name) and func.value == name:
+                found.append(node)
+        for child in iter_children(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return [(call, parents) for call in found]
+
+
 def _early_exit_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
     """`if TEST: return` (or continue/raise) with no else: the code after it runs under
     `not TEST`; the guard kind is the same either way."""
@@ -296,7 +471,8 @@ def _early_exit_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
         only = body
     else:
         return None
-    small = only.body if isinstance(only, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
+    is_simple = isinstance(only, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+    small = only.body if is_simple else None
     if small and len(small) == 1 and isinstance(small[0], (cst.Return, cst.Continue, cst.Raise)):
         return statement.test
     return None

@@ -110,10 +110,14 @@ class ValueInference:
         aliases: Aliases,
         lookup: Callable[[str], ValueKind | None],
         self_attributes: Mapping[str, ValueKind] | None = None,
+        is_method: Callable[[str], bool] | None = None,
     ) -> None:
         self.aliases = aliases
         self.lookup = lookup
         self.self_attributes = self_attributes or {}
+        # Whether `self.<name>` is a method of the class being walked (else an attribute:
+        # a sub-module, loss or metric object when it is called).
+        self.is_method = is_method
 
     def kind(self, node: cst.BaseExpression, depth: int = 0) -> ValueKind:
         if depth > 40:
@@ -157,6 +161,11 @@ class ValueInference:
             if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
                    for t in node.comparisons):
                 return HOST
+            if any(
+                isinstance(operand, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                for operand in [node.left, *(t.comparator for t in node.comparisons)]
+            ):
+                return HOST  # `batch["task"][0] == "asr"`: tensors are not compared to str
             return combine(kinds)
         if isinstance(node, cst.BooleanOperation):
             return combine([self.kind(node.left, d), self.kind(node.right, d)])
@@ -219,6 +228,12 @@ class ValueInference:
                     return HOST
                 if method == "forward":
                     return DEVICE
+                if self.is_method is not None and not self.is_method(method) and node.args:
+                    # `self.encoder(x)`, `self.loss_fn(logits, y)`, `self.accuracy(p, y)`:
+                    # a module attribute applied to device tensors gives device tensors.
+                    kinds = [self.kind(a.value, d) for a in node.args if a.keyword is None]
+                    if DEVICE in kinds:
+                        return DEVICE
                 return UNKNOWN
             if method in HOST_METHODS:
                 return HOST
@@ -267,7 +282,7 @@ class ValueInference:
                     "get_default_dtype", "finfo", "iinfo", "manual_seed", "no_grad",
                     "enable_grad", "is_grad_enabled", "inference_mode", "autocast"):
             return HOST
-        if rest.startswith("cuda.") or rest.startswith("backends.") or rest.startswith("distributed."):
+        if rest.startswith(("cuda.", "backends.", "distributed.")):
             return HOST
         device_arg = None
         for arg in node.args:
@@ -284,6 +299,9 @@ class ValueInference:
                 return CPU if is_cpu else DEVICE
             return self.kind(node.args[0].value, d) if node.args else UNKNOWN
         kinds = [self.kind(arg.value, d) for arg in node.args if arg.keyword is None]
+        if kinds and kinds[0] is CPU and DEVICE not in kinds:
+            # `torch.multinomial(torch.tensor(p), n)`: the result lives with its input
+            return CPU
         kinds = [k for k in kinds if k is not HOST]
         if not kinds:
             return UNKNOWN

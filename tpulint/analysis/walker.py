@@ -115,17 +115,6 @@ class Dispatcher:
                 for handler in node.handlers:
                     handler(node.node)
                 continue
-            descend = True
-            handlers = enter.get(cls)
-            if handlers:
-                for handler in handlers:
-                    if handler(node) is False:
-                        descend = False
-            leave_handlers = leave.get(cls)
-            if leave_handlers:
-                push(leave_marker(node, leave_handlers))
-            if not descend:
-                continue
             fields = fields_of.get(cls)
             if fields is None:
                 fields = child_fields(cls)
@@ -147,9 +136,22 @@ class Dispatcher:
                     is_semantic = _classify(value_type)
                 if is_semantic:
                     children.append(value)
+            # Parent links of the children exist before the node's handlers run, so a rule
+            # visiting a node can ask about its children's context.
             if parents is not None:
                 for child in children:
                     parents[id(child)] = node
+            descend = True
+            handlers = enter.get(cls)
+            if handlers:
+                for handler in handlers:
+                    if handler(node) is False:
+                        descend = False
+            leave_handlers = leave.get(cls)
+            if leave_handlers:
+                push(leave_marker(node, leave_handlers))
+            if not descend:
+                continue
             children.reverse()
             stack.extend(children)
 

@@ -1,0 +1,702 @@
+"""Helpers shared by the host-sync (TPU1xx) and dynamic-shape (TPU2xx) rules.
+
+- `Bindings`: what each local name was last assigned, in source order, per function, so a
+  rule can look through `mask = x > 0` when it meets `y[mask]`.
+- `mask_kind`: whether an index expression is a boolean mask (comparison, `~m`, `m & n`,
+  `.bool()`, `torch.isnan`, names bound to those, names that say "mask").
+- `shape_source` / `value_size`: where a number comes from (a tensor's shape, or a tensor's
+  values), for the loop and size rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.values import CPU, DEVICE, HOST, ValueKind
+
+# --- local bindings ---------------------------------------------------------------------
+
+
+@dataclass
+class Binding:
+    value: cst.BaseExpression | None  # the assigned expression (None: a loop target, etc.)
+    seq: int  # order of the assignment in the walk
+    unpack_index: int | None = None  # `a, b = value`: the position of the name
+    node: cst.CSTNode | None = None  # the assignment statement's small node
+
+
+@dataclass
+class _Scope:
+    names: dict[str, Binding] = field(default_factory=dict)
+    params: set[str] = field(default_factory=set)
+    param_annotations: dict[str, str] = field(default_factory=dict)
+
+
+class Bindings:
+    """Last binding of each name, per function scope (closures see the enclosing ones)."""
+
+    def __init__(self) -> None:
+        self.scopes: list[_Scope] = [_Scope()]
+        self.seq = 0
+
+    def enter_function(self, node: cst.FunctionDef, module: cst.Module) -> None:
+        scope = _Scope()
+        params = node.params
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            scope.params.add(param.name.value)
+            if param.annotation is not None:
+                scope.param_annotations[param.name.value] = module.code_for_node(
+                    param.annotation.annotation
+                ).replace(" ", "")
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                scope.params.add(star.name.value)
+        self.scopes.append(scope)
+
+    def leave_function(self) -> None:
+        if len(self.scopes) > 1:
+            self.scopes.pop()
+
+    def bind(
+        self, target: cst.BaseExpression, value: cst.BaseExpression | None, node: cst.CSTNode
+    ) -> None:
+        self.seq += 1
+        scope = self.scopes[-1]
+        if isinstance(target, cst.Name):
+            scope.names[target.value] = Binding(value, self.seq, None, node)
+            scope.params.discard(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.elements):
+                inner = element.value
+                if isinstance(inner, cst.Name):
+                    scope.names[inner.value] = Binding(value, self.seq, index, node)
+                    scope.params.discard(inner.value)
+                elif isinstance(inner, (cst.Tuple, cst.List, cst.StarredElement)):
+                    self.bind(inner if not isinstance(inner, cst.StarredElement) else inner.value,
+                              None, node)
+
+    def lookup(self, name: str) -> Binding | None:
+        for scope in reversed(self.scopes):
+            binding = scope.names.get(name)
+            if binding is not None:
+                return binding
+            if name in scope.params:
+                return None
+        return None
+
+    def is_param(self, name: str) -> bool:
+        for scope in reversed(self.scopes):
+            if name in scope.names:
+                return False
+            if name in scope.params:
+                return True
+        return False
+
+    def annotation(self, name: str) -> str | None:
+        for scope in reversed(self.scopes):
+            if name in scope.names:
+                return None
+            if name in scope.params:
+                return scope.param_annotations.get(name)
+        return None
+
+    def last_seq(self, name: str) -> int:
+        binding = self.lookup(name)
+        return binding.seq if binding is not None else 0
+
+    # Handlers a rule forwards to (rules call these from their own visit/leave methods).
+    def on_assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            inner, value = target.target, node.value
+            if (
+                isinstance(inner, (cst.Tuple, cst.List))
+                and isinstance(value, (cst.Tuple, cst.List))
+                and len(inner.elements) == len(value.elements)
+                and not any(isinstance(e, cst.StarredElement)
+                            for e in (*inner.elements, *value.elements))
+            ):
+                for t, v in zip(inner.elements, value.elements, strict=True):
+                    self.bind(t.value, v.value, node)
+                continue
+            self.bind(inner, value, node)
+
+    def on_ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind(node.target, node.value, node)
+
+    def on_aug_assign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            # `m &= other`: keep the original binding's meaning for masks, mark it changed.
+            previous = self.lookup(node.target.value)
+            value = cst.BinaryOperation(
+                left=node.target, operator=_AUG_TO_BIN.get(type(node.operator), cst.Add()),
+                right=node.value,
+            ) if previous is not None else None
+            self.bind(node.target, value, node)
+
+    def on_for(self, node: cst.For) -> None:
+        self.bind(node.target, None, node)
+
+
+_AUG_TO_BIN = {
+    cst.BitAndAssign: cst.BitAnd(), cst.BitOrAssign: cst.BitOr(), cst.BitXorAssign: cst.BitXor(),
+    cst.AddAssign: cst.Add(), cst.MultiplyAssign: cst.Multiply(),
+}
+
+
+class TrackingRule:
+    """Mixin: keeps `self.bindings` current (rules list it before `Rule` in their bases)."""
+
+    bindings: Bindings
+    ctx: FileContext
+
+    def _bindings(self) -> Bindings:
+        try:
+            return self.bindings
+        except AttributeError:
+            self.bindings = Bindings()
+            return self.bindings
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bindings().enter_function(node, self.ctx.module)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bindings().leave_function()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self._bindings().on_assign(node)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bindings().on_ann_assign(node)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bindings().on_aug_assign(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bindings().on_for(node)
+
+
+# --- small matchers ---------------------------------------------------------------------
+
+
+def method_name(node: cst.BaseExpression) -> str | None:
+    """`m` for `<expr>.m(...)`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value
+    return None
+
+
+def receiver(node: cst.Call) -> cst.BaseExpression:
+    assert isinstance(node.func, cst.Attribute)
+    return node.func.value
+
+
+def torch_name(ctx: FileContext, node: cst.Call) -> str | None:
+    """`nonzero` for `torch.nonzero(...)` (through aliases), else None."""
+    qualified = ctx.qualify(node.func)
+    if qualified is None or not qualified.startswith("torch."):
+        return None
+    return qualified[len("torch."):]
+
+
+def positional(node: cst.Call) -> list[cst.Arg]:
+    return [a for a in node.args if a.keyword is None and not a.star]
+
+
+def keyword(node: cst.Call, name: str) -> cst.Arg | None:
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def is_number_literal(node: cst.BaseExpression, ctx: FileContext | None = None) -> bool:
+    """A Python number written in the code: `0`, `-1e9`, `float("-inf")`, `math.inf`,
+    `True`."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        return is_number_literal(node.expression, ctx)
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in ("float", "int")
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, cst.SimpleString)
+    ):
+        return True
+    if ctx is not None and isinstance(node, cst.Attribute):
+        qualified = ctx.qualify(node)
+        if qualified in ("math.inf", "math.pi", "math.e", "math.nan", "numpy.inf", "numpy.nan"):
+            return True
+    return False
+
+
+def same_code(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    return ctx.module.code_for_node(a).strip() == ctx.module.code_for_node(b).strip()
+
+
+def pure_reference(node: cst.BaseExpression) -> bool:
+    """A name or attribute chain (`x`, `self.buf`, `out.logits`): reading it twice reads
+    the same object."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def root_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def is_self_attribute(node: cst.BaseExpression) -> bool:
+    """`self.x` / `self.a.b`: module state (buffers, sub-modules, lists), not step inputs."""
+    return root_name(node) == "self" and isinstance(node, (cst.Attribute, cst.Subscript))
+
+
+# --- boolean masks ----------------------------------------------------------------------
+
+_MASK_WORDS = frozenset({"mask", "masks", "msk", "keep", "valid", "sel", "selected", "selection"})
+_STRONG_WORDS = frozenset({"mask", "masks", "msk"})
+_NOT_MASK_WORDS = frozenset(
+    {
+        "idx", "idxs", "index", "indices", "ids", "id", "pos", "position", "positions", "len",
+        "lens", "length", "lengths", "count", "counts", "num", "size", "sizes", "ratio", "prob",
+        "probs", "probability", "value", "values", "token", "tokens", "fill", "shape", "dim",
+        "rate", "type", "fn", "func", "threshold", "thresh", "weight", "weights", "sum", "mean",
+        "fraction", "frac", "percent", "scale", "emb", "embedding", "embeddings", "list", "dict",
+        "key", "keys", "name", "names", "mode", "strategy", "config", "cfg", "generator",
+        "module", "layer", "kind", "width", "start", "end", "loss", "losses", "score", "scores",
+        "logits", "feats", "features", "pred", "preds", "target", "targets", "min", "max",
+        "steps", "step", "epochs", "path", "file", "dir", "str", "text", "labels", "label",
+        "field", "fields", "col", "column", "columns", "attr", "param", "params", "arg", "args",
+    }
+)
+_TORCH_MASK_FUNCTIONS = frozenset(
+    {
+        "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "isin", "logical_and",
+        "logical_or", "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le",
+        "greater", "less", "greater_equal", "less_equal", "not_equal", "signbit", "isclose",
+        "bernoulli_mask",
+    }
+)
+_MASK_METHODS = frozenset(
+    {
+        "bool", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_not",
+        "logical_and", "logical_or", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le",
+        "greater", "less", "greater_equal", "less_equal", "not_equal", "signbit", "isclose",
+    }
+)
+# Methods and functions whose result is a mask when their input is one.
+_MASK_PRESERVING = frozenset(
+    {
+        "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand", "expand_as", "repeat",
+        "contiguous", "detach", "to", "cuda", "clone", "t", "transpose", "permute", "view_as",
+        "reshape_as", "tril", "triu", "diagonal", "roll", "flip", "narrow", "select", "logical_not",
+        "type_as", "cpu", "xla", "repeat_interleave", "movedim", "swapaxes", "ravel",
+    }
+)
+# Results that are integer index tensors (or floats), never boolean masks.
+_INDEX_METHODS = frozenset(
+    {
+        "long", "int", "float", "half", "double", "bfloat16", "short", "byte", "argsort",
+        "argmax", "argmin", "nonzero", "argwhere", "multinomial", "topk", "sort", "searchsorted",
+        "bucketize", "sum", "cumsum", "numel", "size", "tolist", "item", "max", "min", "mean",
+        "randperm", "arange", "nms", "batched_nms", "where", "unique", "indices", "type",
+        "new_tensor", "squeeze_", "softmax", "sigmoid",
+    }
+)
+
+
+def name_mask_strength(name: str) -> str | None:
+    """"strong" for `mask`, `loss_mask`, `masks`; "weak" for `keep`, `valid`, `is_target`;
+    None for other names (and for `mask_idx`, `mask_ratio`...)."""
+    tokens = [t for t in re.split(r"_+", name.lower()) if t]
+    if not tokens:
+        return None
+    if any(t in _NOT_MASK_WORDS for t in tokens):
+        return None
+    last = tokens[-1]
+    if last in _STRONG_WORDS or (last in ("t", "flat", "flatten", "flattened", "bool", "expanded")
+                                 and any(t in _STRONG_WORDS for t in tokens)):
+        return "strong"
+    if any(t in _STRONG_WORDS for t in tokens[:-1]):
+        return "strong"
+    if last in _MASK_WORDS or (tokens[0] in ("is", "keep", "valid") and len(tokens) > 1):
+        return "weak"
+    return None
+
+
+def _is_bool_dtype(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    return ctx.qualify(node) == "torch.bool" or (
+        isinstance(node, cst.Name) and node.value == "bool"
+    )
+
+
+def mask_kind(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> str | None:
+    """Why `node` is a boolean mask ("comparison", "operator", "call", "name"), or None."""
+    if depth > 12:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.Comparison):
+        if any(
+            isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+            for t in node.comparisons
+        ):
+            return None
+        operands = [node.left, *(t.comparator for t in node.comparisons)]
+        kinds = [ctx.value_kind(operand) for operand in operands]
+        if all(k is HOST for k in kinds):
+            return None
+        return "comparison"
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        inner = node.expression
+        if mask_kind(ctx, inner, bindings, d):
+            return "operator"
+        if (
+            isinstance(inner, (cst.Name, cst.Attribute, cst.Subscript))
+            and ctx.value_kind(inner) is not HOST
+        ):
+            return "operator"
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
+    ):
+        if mask_kind(ctx, node.left, bindings, d) or mask_kind(ctx, node.right, bindings, d):
+            return "operator"
+        return None
+    if isinstance(node, cst.Call):
+        name = torch_name(ctx, node)
+        if name is not None:
+            last = name.rsplit(".", 1)[-1]
+            if last in _TORCH_MASK_FUNCTIONS:
+                return "call"
+            dtype = keyword(node, "dtype")
+            if dtype is not None and _is_bool_dtype(ctx, dtype.value):
+                return "call"
+            if last in ("any", "all") and (keyword(node, "dim") or len(positional(node)) > 1):
+                return "call"
+            if last in _MASK_PRESERVING and node.args:
+                return mask_kind(ctx, node.args[0].value, bindings, d)
+            return None
+        method = method_name(node)
+        if method is None:
+            return None
+        if ctx.value_kind(receiver(node)) is HOST:
+            return None
+        if method in _MASK_METHODS:
+            return "call"
+        if method in ("to", "type") and any(_is_bool_dtype(ctx, a.value) for a in node.args):
+            return "call"
+        if method in ("any", "all") and node.args:
+            return "call"
+        if method in _MASK_PRESERVING:
+            return mask_kind(ctx, receiver(node), bindings, d)
+        return None
+    if isinstance(node, cst.Subscript):
+        # mask[:, 0] is a mask; batch["mask"] is one by its key.
+        if len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                key = index.value.evaluated_value
+                container = root_name(node.value) or ""
+                if (
+                    isinstance(key, str)
+                    and name_mask_strength(key)
+                    and not any(t in _NOT_MASK_WORDS for t in container.lower().split("_"))
+                ):
+                    return "name"
+                return None
+        return mask_kind(ctx, node.value, bindings, d)
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        strength = name_mask_strength(node.value)
+        if binding is not None and binding.value is not None and binding.unpack_index is None:
+            inner = mask_kind(ctx, binding.value, bindings, d)
+            if inner:
+                return inner
+            if not_a_mask(ctx, binding.value):
+                return None
+            return "name" if strength == "strong" else None
+        if binding is not None and binding.unpack_index is not None:
+            return "name" if strength == "strong" else None
+        if ctx.value_kind(node) is HOST and bindings.lookup(node.value) is None:
+            # a parameter with a Python default, a module constant
+            annotation = bindings.annotation(node.value)
+            if annotation is None or "Tensor" not in annotation:
+                return None
+        annotation = bindings.annotation(node.value)
+        if annotation is not None:
+            if "BoolTensor" in annotation:
+                return "name"
+            if any(t in annotation for t in ("LongTensor", "IntTensor", "int", "float", "List")):
+                return None
+        return "name" if strength else None
+    if isinstance(node, cst.Attribute):
+        if ctx.value_kind(node) is HOST:
+            return None
+        return "name" if name_mask_strength(node.attr.value) == "strong" else None
+    return None
+
+
+def not_a_mask(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """Expressions that are surely not boolean masks: numbers, slices' pieces, lists,
+    integer index computations (`argsort`, `arange`, `.long()`), floats."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple,
+                         cst.ListComp, cst.Dict, cst.BinaryOperation)):
+        return not (isinstance(node, cst.BinaryOperation)
+                    and isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)))
+    if isinstance(node, cst.Call):
+        name = torch_name(ctx, node)
+        if name is not None:
+            return name.rsplit(".", 1)[-1] in _INDEX_METHODS or name.endswith(
+                ("tensor", "zeros", "ones", "full", "rand", "randn", "randint", "empty")
+            )
+        method = method_name(node)
+        if method in _INDEX_METHODS:
+            return True
+        if isinstance(node.func, cst.Name) and node.func.value in ("nms", "batched_nms", "range",
+                                                                     "list", "len", "int"):
+            return True
+    return ctx.value_kind(node) is HOST
+
+
+def mask_in_index(
+    ctx: FileContext, node: cst.Subscript, bindings: Bindings
+) -> tuple[cst.BaseExpression, str] | None:
+    """The boolean-mask element of a subscript (`x[m]`, `x[:, m]`), with its reason."""
+    for element in node.slice:
+        index = element.slice
+        if not isinstance(index, cst.Index):
+            continue  # a slice `a:b`
+        value = index.value
+        if isinstance(value, (cst.Integer, cst.Ellipsis, cst.SimpleString, cst.Slice)):
+            continue
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        reason = mask_kind(ctx, value, bindings)
+        if reason:
+            return value, reason
+    return None
+
+
+# --- where numbers come from ----------------------------------------------------------
+
+_SHAPE_METHODS = frozenset({"size", "shape"})
+
+
+def shape_source(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> cst.BaseExpression | None:
+    """The tensor whose shape gives the number `node`: `t.size(0)`, `t.shape[1]`, `len(t)`,
+    `t.size()[0]`, a name bound to one of those or unpacked from `t.shape`."""
+    if depth > 6:
+        return None
+    if isinstance(node, cst.Call):
+        if (
+            isinstance(node.func, cst.Name)
+            and node.func.value == "len"
+            and len(node.args) == 1
+            and "len" not in ctx.aliases.bindings
+        ):
+            return node.args[0].value
+        if method_name(node) == "size" and len(node.args) == 1:
+            return receiver(node)
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in ("int", "min", "max") and node.args:
+            for arg in node.args:
+                found = shape_source(ctx, arg.value, bindings, depth + 1)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(node, cst.Subscript):
+        base = node.value
+        if isinstance(base, cst.Attribute) and base.attr.value == "shape":
+            return base.value
+        if isinstance(base, cst.Call) and method_name(base) == "size" and not base.args:
+            return receiver(base)
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Add, cst.Subtract, cst.FloorDivide, cst.Multiply)
+    ):
+        return shape_source(ctx, node.left, bindings, depth + 1) or shape_source(
+            ctx, node.right, bindings, depth + 1
+        )
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None:
+            return None
+        value = binding.value
+        if binding.unpack_index is not None:
+            if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+                return value.value
+            if isinstance(value, cst.Call) and method_name(value) == "size" and not value.args:
+                return receiver(value)
+            return None
+        return shape_source(ctx, value, bindings, depth + 1)
+    return None
+
+
+_PASS_THROUGH = frozenset(
+    {"item", "int", "long", "float", "tolist", "cpu", "detach", "to", "ceil", "floor", "round",
+     "clone"}
+)
+# Tensor reductions whose result, used as a size, depends on the tensor's values.
+_VALUE_REDUCTIONS = frozenset(
+    {"max", "min", "sum", "amax", "amin", "count_nonzero", "argmax", "argmin", "prod"}
+)
+
+
+def value_size(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> cst.BaseExpression | None:
+    """The tensor-valued expression a number is read from (`lengths.max()` in
+    `lengths.max().item()`, `int(mask.sum())`, a name bound to one), or None."""
+    if depth > 6:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.Call):
+        method = method_name(node)
+        if method in _PASS_THROUGH:
+            return value_size(ctx, receiver(node), bindings, d)
+        if method in _VALUE_REDUCTIONS:
+            base = receiver(node)
+            kind = ctx.value_kind(base)
+            if kind in (DEVICE,) or (kind.may_be_device and not is_self_attribute(base)
+                                     and _tensorish(ctx, base, bindings)):
+                return node
+            return None
+        if isinstance(node.func, cst.Name) and node.func.value in ("int", "round", "float") \
+                and len(node.args) == 1:
+            return value_size(ctx, node.args[0].value, bindings, d)
+        name = torch_name(ctx, node)
+        if name in ("max", "sum", "amax", "count_nonzero") and node.args:
+            arg = node.args[0].value
+            kind = ctx.value_kind(arg)
+            if kind is DEVICE or (kind.may_be_device and _tensorish(ctx, arg, bindings)):
+                return node
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)
+    ):
+        return value_size(ctx, node.left, bindings, d) or value_size(ctx, node.right, bindings, d)
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return None
+        return value_size(ctx, binding.value, bindings, d)
+    return None
+
+
+def _tensorish(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -> bool:
+    """Whether an UNKNOWN value is, by its origin, very likely a torch tensor: a parameter
+    or local of a hot function named like lengths/masks, or built by torch calls."""
+    kind = ctx.value_kind(node)
+    if kind is DEVICE:
+        return True
+    if kind in (HOST, CPU):
+        return False
+    name = root_name(node)
+    if name is None or name == "self":
+        return False
+    return bool(
+        re.search(r"(len|length|lens|mask|dur|count|num|size|ids|idx|index)", name.lower())
+    )
+
+
+def kind_of(ctx: FileContext, node: cst.BaseExpression) -> ValueKind:
+    return ctx.value_kind(node)
+
+
+_TORCH_ONLY_METHODS = frozenset(
+    {"detach", "float", "long", "int", "half", "bfloat16", "cuda", "to", "softmax", "sigmoid",
+     "argmax", "squeeze", "unsqueeze", "view", "contiguous", "clone", "double", "bool",
+     "permute", "masked_fill", "type_as", "new_zeros", "new_ones", "new_full", "sum", "max",
+     "min", "mean", "argmin", "topk", "gather", "flatten", "exp", "log", "abs"}
+)
+_NUMPY_LIKE_METHODS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "flatten",
+                                 "exp", "log", "abs", "squeeze", "view", "astype"})
+
+
+def is_torch_tensor(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> bool:
+    """Whether an expression is surely a torch tensor (device unknown): the result of a
+    torch function, of a torch-only method (`.detach()`, `.unsqueeze()`), a local bound
+    to one, or an index into one."""
+    if depth > 8:
+        return False
+    d = depth + 1
+    kind = ctx.value_kind(node)
+    if kind is HOST:
+        return False
+    if kind in (DEVICE, CPU):
+        return True
+    if isinstance(node, cst.Call):
+        name = torch_name(ctx, node)
+        if name is not None:
+            return True
+        method = method_name(node)
+        if method is not None:
+            if method in _TORCH_ONLY_METHODS and method not in _NUMPY_LIKE_METHODS:
+                return True
+            if method in _NUMPY_LIKE_METHODS:
+                return is_torch_tensor(ctx, receiver(node), bindings, d)
+        return False
+    if isinstance(node, cst.Subscript):
+        return is_torch_tensor(ctx, node.value, bindings, d)
+    if isinstance(node, cst.BinaryOperation):
+        return is_torch_tensor(ctx, node.left, bindings, d) or is_torch_tensor(
+            ctx, node.right, bindings, d
+        )
+    if isinstance(node, cst.UnaryOperation):
+        return is_torch_tensor(ctx, node.expression, bindings, d)
+    if isinstance(node, cst.Attribute) and node.attr.value in ("T", "data", "values", "indices"):
+        return is_torch_tensor(ctx, node.value, bindings, d)
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None:
+            annotation = bindings.annotation(node.value)
+            return annotation is not None and annotation.endswith("Tensor")
+        value = binding.value
+        if binding.unpack_index is not None:
+            # `values, idx = torch.max(x, dim=1)`
+            return isinstance(value, cst.Call) and torch_name(ctx, value) is not None
+        return is_torch_tensor(ctx, value, bindings, d)
+    return False
+
+
+def computed_tensor(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> bool:
+    """A device tensor computed in the code (`self(x)`, `loss_fn(...)`, `a * b`, a local
+    bound to one), not merely a parameter or an element of the batch container, which
+    may hold strings and numbers too. For printing and formatting, where a false alarm on
+    `f"{batch['name']}"` is worse than a miss."""
+    if depth > 8 or ctx.value_kind(node) is not DEVICE:
+        return False
+    d = depth + 1
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return False
+        return computed_tensor(ctx, binding.value, bindings, d)
+    if isinstance(node, cst.Subscript):
+        return computed_tensor(ctx, node.value, bindings, d)
+    if isinstance(node, cst.Attribute):
+        return computed_tensor(ctx, node.value, bindings, d)
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+        return True
+    if isinstance(node, cst.Call):
+        method = method_name(node)
+        return method not in ("get", "pop", "__getitem__")
+    return False
