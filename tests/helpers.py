@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tpulint.cli import cli
 
 UNREADY_MODULE = textwrap.dedent(
-    '''\
+    """\
     import lightning as L
     import torch
 
@@ -25,10 +25,10 @@ UNREADY_MODULE = textwrap.dedent(
             self.log("train_loss", loss.item())
             self.total += loss.item()
             return loss
-    '''
+    """
 )
 CLEAN_MODULE = textwrap.dedent(
-    '''\
+    """\
     import lightning as L
 
 
@@ -37,14 +37,14 @@ CLEAN_MODULE = textwrap.dedent(
             loss = self.loss_fn(self(batch))
             self.log("train_loss", loss)
             return loss
-    '''
+    """
 )
 LEGACY_TRAINER = textwrap.dedent(
-    '''\
+    """\
     import lightning as L
 
     trainer = L.Trainer(tpu_cores=8, max_epochs=1)
-    '''
+    """
 )
 
 
@@ -90,7 +90,9 @@ def run_cli(args: list[str], cwd: Path, stdin: str | None = None) -> Result:
     return Result(result.exit_code, result.stdout, result.stderr)
 
 
-def run_subprocess(args: list[str], cwd: Path, stdin: str | None = None, env: dict | None = None) -> Result:
+def run_subprocess(
+    args: list[str], cwd: Path, stdin: str | None = None, env: dict | None = None
+) -> Result:
     """Run `python -m tpulint ARGS` as a real process."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     proc = subprocess.run(

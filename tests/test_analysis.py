@@ -81,7 +81,9 @@ def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
         {
             "src/acme/__init__.py": "from .core.base import AcmeModule\n",
             "src/acme/core/__init__.py": "",
-            "src/acme/core/base.py": "import lightning as L\n\nclass AcmeModule(L.LightningModule):\n    pass\n",
+            "src/acme/core/base.py": (
+                "import lightning as L\n\nclass AcmeModule(L.LightningModule):\n    pass\n"
+            ),
             "src/acme/models/__init__.py": "",
             "src/acme/models/cls.py": textwrap.dedent(
                 """\
@@ -99,7 +101,9 @@ def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
             ),
             # Same class name, unrelated base: name-only resolution would mislabel it.
             "src/other/__init__.py": "",
-            "src/other/pipeline.py": "class Pipeline:\n    pass\n\nclass AcmeModule(Pipeline):\n    pass\n",
+            "src/other/pipeline.py": (
+                "class Pipeline:\n    pass\n\nclass AcmeModule(Pipeline):\n    pass\n"
+            ),
             "src/other/user.py": textwrap.dedent(
                 """\
                 from other.pipeline import AcmeModule
@@ -119,7 +123,11 @@ def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
     assert "other.pipeline.AcmeModule" not in table
     assert module_name_for_path(root / "src/acme/models/cls.py") == ("acme.models.cls", False)
     result = run_cli(["check", "src", "--select", "TPU101"], root)
-    lines = [line.split(":")[0] + ":" + line.split(":")[1] for line in result.stdout.splitlines() if "TPU101" in line]
+    lines = [
+        line.split(":")[0] + ":" + line.split(":")[1]
+        for line in result.stdout.splitlines()
+        if "TPU101" in line
+    ]
     assert lines == ["src/acme/models/cls.py:6", "src/acme/models/cls.py:10"]
 
 

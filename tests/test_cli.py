@@ -20,7 +20,10 @@ from tests.helpers import (
 
 DATA = Path(__file__).parent / "data"
 REPORT_SCHEMA = Path(__file__).resolve().parent.parent / "tpulint" / "data" / "report.schema.json"
-LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]{3}\d{3}) (?P<fix>\[\*\] )?(?P<msg>.+)$")
+LINE = re.compile(
+    r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): "
+    r"(?P<code>[A-Z]{3}\d{3}) (?P<fix>\[\*\] )?(?P<msg>.+)$"
+)
 
 
 @pytest.fixture
@@ -103,7 +106,9 @@ def test_json_output_matches_schema(project: Path) -> None:
     report = json.loads(result.stdout)
     jsonschema.validate(report, json.loads(REPORT_SCHEMA.read_text()))
     assert report["summary"] == {
-        "files_checked": 3, "findings": 3, "fixable": 2,
+        "files_checked": 3,
+        "findings": 3,
+        "fixable": 2,
         "by_code": {"TPU001": 1, "TPU101": 1, "TPU102": 1},
     }
     first = report["diagnostics"][0]
@@ -112,7 +117,11 @@ def test_json_output_matches_schema(project: Path) -> None:
     assert first["fix"]["applicability"] == "safe"
     # The edits, applied to the file, give what `tpulint fix` writes.
     edit = first["fix"]["edits"][0]
-    assert edit == {"content": "", "start": {"line": 8, "column": 36}, "end": {"line": 8, "column": 43}}
+    assert edit == {
+        "content": "",
+        "start": {"line": 8, "column": 36},
+        "end": {"line": 8, "column": 43},
+    }
 
 
 def test_sarif_output_is_valid_sarif(project: Path) -> None:
@@ -171,14 +180,19 @@ def test_statistics(project: Path) -> None:
 
 
 def test_stdin(project: Path) -> None:
-    result = run_cli(["check", "-", "--stdin-filename", "pkg/model.py"], project, stdin=UNREADY_MODULE)
+    result = run_cli(
+        ["check", "-", "--stdin-filename", "pkg/model.py"], project, stdin=UNREADY_MODULE
+    )
     assert result.exit_code == 1
     assert [m["path"] for m in findings(result.stdout)] == ["pkg/model.py", "pkg/model.py"]
 
 
 def test_fix_stdin_writes_fixed_source(project: Path) -> None:
     result = run_cli(["fix", "-", "--select", "TPU001"], project, stdin=LEGACY_TRAINER)
-    assert result.stdout == 'import lightning as L\n\ntrainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=1)\n'
+    assert (
+        result.stdout == "import lightning as L\n\n"
+        'trainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=1)\n'
+    )
     assert result.exit_code == 0
 
 
@@ -187,10 +201,13 @@ def test_fix_shows_diff_and_writes_nothing(project: Path) -> None:
     result = run_cli(["fix", "."], project)
     assert result.exit_code == 1
     assert "--- a/src/model.py\n+++ b/src/model.py\n" in result.stdout
-    assert '+    trainer = ' not in result.stdout
+    assert "+    trainer = " not in result.stdout
     assert '+trainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=1)' in result.stdout
     assert (project / "src/model.py").read_text() == before
-    assert "Would fix 2 findings in 2 files; 1 would remain. Run with --apply to write." in result.stderr
+    assert (
+        "Would fix 2 findings in 2 files; 1 would remain. Run with --apply to write."
+        in result.stderr
+    )
 
 
 def test_fix_apply_is_idempotent(project: Path) -> None:
@@ -238,7 +255,10 @@ def test_config_selection_and_cli_override(tmp_path: Path) -> None:
     root = make_project(
         tmp_path / "p",
         {"m.py": UNREADY_MODULE, "tests/test_m.py": UNREADY_MODULE},
-        pyproject='select = ["TPU1"]\nignore = ["TPU102"]\n[tool.tpulint.per-file-ignores]\n"tests/*" = ["TPU101"]\n',
+        pyproject=(
+            'select = ["TPU1"]\nignore = ["TPU102"]\n'
+            '[tool.tpulint.per-file-ignores]\n"tests/*" = ["TPU101"]\n'
+        ),
     )
     result = run_cli(["check", "."], root)
     assert [(m["path"], m["code"]) for m in findings(result.stdout)] == [("m.py", "TPU101")]

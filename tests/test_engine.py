@@ -77,7 +77,10 @@ def test_a_crashing_rule_is_an_internal_error_not_a_crash(extra_rules, tmp_path:
     root = make_project(tmp_path / "p", {"a.py": "crash()\n", "b.py": LEGACY_TRAINER})
     result = run_cli(["check", ".", "--select", "TPU997,TPU001", "-j", "1"], root)
     assert result.exit_code == 2
-    assert "tpulint: error: internal error in a.py: ZeroDivisionError: division by zero" in result.stderr
+    assert (
+        "tpulint: error: internal error in a.py: ZeroDivisionError: division by zero"
+        in result.stderr
+    )
     assert "b.py:3:21: TPU001" in result.stdout  # the other files are still checked
 
 
@@ -127,7 +130,10 @@ def test_apply_fixes_adds_and_removes_imports() -> None:
         "def f(ds):\n    return xr.world_size()\n"
     )
     # Already imported: nothing added twice.
-    again = apply_fixes(cst.parse_module(fixed.code), [FixSpec(Applicability.SAFE, "t", [], add_imports=fix.add_imports)])
+    again = apply_fixes(
+        cst.parse_module(fixed.code),
+        [FixSpec(Applicability.SAFE, "t", [], add_imports=fix.add_imports)],
+    )
     assert again.code == fixed.code
 
 
@@ -138,9 +144,11 @@ def test_import_insertion_index() -> None:
 
 
 def test_fix_loop_reaches_a_fixed_point() -> None:
-    source = "import lightning as L\n" + "\n".join(
-        f"t{i} = L.Trainer(tpu_cores={i + 1})" for i in range(30)
-    ) + "\n"
+    source = (
+        "import lightning as L\n"
+        + "\n".join(f"t{i} = L.Trainer(tpu_cores={i + 1})" for i in range(30))
+        + "\n"
+    )
     result = engine.fix_source(source, "m.py", Config.from_mapping({"select": ["TPU001"]}))
     assert len(result.fixed) == 30
     assert "tpu_cores" not in result.source
@@ -156,7 +164,12 @@ def test_diagnostics_round_trip_through_json() -> None:
 def test_edits_equal_the_applied_fix() -> None:
     """Applying a diagnostic's text edits gives the same code as fix_source."""
     config = Config.from_mapping({"select": ["TPU"]})
-    source = Path(__file__).resolve().parent.parent.joinpath("examples", "tpu_unready", "model.py").read_text()
+    source = (
+        Path(__file__)
+        .resolve()
+        .parent.parent.joinpath("examples", "tpu_unready", "model.py")
+        .read_text()
+    )
     found = [d for d in engine.check_source(source, "model.py", config) if d.fixable(False)]
     assert found
     for d in found:

@@ -76,7 +76,7 @@ def test_bom_and_crlf_are_kept(tmp_path: Path) -> None:
     data = (root / "train.py").read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")
     assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
-    assert b'devices=8' in data
+    assert b"devices=8" in data
 
 
 def test_vanished_file(tmp_path: Path) -> None:
@@ -122,7 +122,11 @@ def test_gitignore_and_default_excludes(tmp_path: Path) -> None:
 def test_excludes_and_explicit_files(tmp_path: Path) -> None:
     root = make_project(
         tmp_path / "p",
-        {"src/train.py": LEGACY_TRAINER, "legacy/old.py": LEGACY_TRAINER, "src/gen_pb2.py": LEGACY_TRAINER},
+        {
+            "src/train.py": LEGACY_TRAINER,
+            "legacy/old.py": LEGACY_TRAINER,
+            "src/gen_pb2.py": LEGACY_TRAINER,
+        },
         pyproject='extend-exclude = ["legacy", "*_pb2.py"]\n',
     )
     walked = run_cli(["check", "."], root)
@@ -157,7 +161,9 @@ def test_write_if_unchanged(tmp_path: Path) -> None:
     assert path.read_text() == "edited by the user\n"
 
 
-def test_fix_apply_skips_files_changed_during_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fix_apply_skips_files_changed_during_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tpulint.runner as runner
 
     root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})

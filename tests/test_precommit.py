@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _pre_commit() -> list[str]:
-    exe = shutil.which("pre-commit", path=str(Path(sys.executable).parent)) or shutil.which("pre-commit")
+    exe = shutil.which("pre-commit", path=str(Path(sys.executable).parent)) or shutil.which(
+        "pre-commit"
+    )
     if exe is None:
         pytest.fail("pre-commit is not installed (it is in the `dev` extra)")
     return [exe]
@@ -42,7 +44,11 @@ def test_hooks_with_pre_commit_try_repo(tmp_path: Path) -> None:
     def try_repo(hook: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [*_pre_commit(), "try-repo", str(ROOT), hook, "--all-files", "--verbose"],
-            cwd=repo, env=env, capture_output=True, text=True, timeout=900,
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
 
     check = try_repo("tpulint-check")

@@ -22,4 +22,6 @@ def test_rule_has_examples(rule) -> None:
     assert rule.VALID, f"{rule.code} has no VALID examples"
     assert rule.INVALID, f"{rule.code} has no INVALID examples"
     if rule.fix_applicability is not None and rule.fix_applicability.value != "display-only":
-        assert any(i.expected_fix for i in rule.INVALID), f"{rule.code} has a fix but no expected_fix"
+        assert any(i.expected_fix for i in rule.INVALID), (
+            f"{rule.code} has a fix but no expected_fix"
+        )

@@ -11,7 +11,10 @@ from tests.helpers import UNREADY_MODULE, make_project, run_cli
 from tpulint.config import Config
 from tpulint.engine import check_source, fix_source
 
-HEAD = "import lightning as L\n\n\nclass Model(L.LightningModule):\n    def training_step(self, batch, batch_idx):\n"
+HEAD = (
+    "import lightning as L\n\n\nclass Model(L.LightningModule):\n"
+    "    def training_step(self, batch, batch_idx):\n"
+)
 CONFIG = Config.from_mapping({"select": ["TPU", "TPL001"]})
 
 
@@ -21,9 +24,17 @@ def codes(source: str, config: Config = CONFIG) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize(
     "comment",
-    ["# noqa", "# noqa: TPU101", "#noqa:TPU101", "# NOQA:TPU101", "# noqa: E501,TPU101",
-     "# tpulint: ignore[TPU101]", "# tpulint: ignore[item-in-hot-path]", "# tpulint: ignore",
-     "# some note  # noqa: TPU101"],
+    [
+        "# noqa",
+        "# noqa: TPU101",
+        "#noqa:TPU101",
+        "# NOQA:TPU101",
+        "# noqa: E501,TPU101",
+        "# tpulint: ignore[TPU101]",
+        "# tpulint: ignore[item-in-hot-path]",
+        "# tpulint: ignore",
+        "# some note  # noqa: TPU101",
+    ],
 )
 def test_line_suppressions(comment: str) -> None:
     source = HEAD + f"        return batch.sum().item()  {comment}\n"
@@ -47,9 +58,7 @@ def test_suppression_on_any_line_of_a_multiline_node() -> None:
     )
     assert [c for c in codes(source) if c[1] == "TPU101"] == [(7, "TPU101")]
     source = HEAD + (
-        "        self.seen += batch.sum(\n"
-        "        ).item()  # noqa: TPU101\n"
-        "        return batch\n"
+        "        self.seen += batch.sum(\n        ).item()  # noqa: TPU101\n        return batch\n"
     )
     assert codes(source) == []
 
@@ -61,7 +70,11 @@ def test_noqa_inside_a_string_is_not_a_comment() -> None:
 
 def test_file_level_suppression() -> None:
     assert codes("# tpulint: noqa\n" + HEAD + "        return batch.sum().item()\n") == []
-    partial = "# tpulint: noqa: TPU102\n" + HEAD + "        self.log('x', batch.sum().item())\n        return batch.sum().item()\n"
+    partial = (
+        "# tpulint: noqa: TPU102\n"
+        + HEAD
+        + "        self.log('x', batch.sum().item())\n        return batch.sum().item()\n"
+    )
     assert codes(partial) == [(8, "TPU101")]
 
 
@@ -89,7 +102,9 @@ def test_unused_suppression_of_a_disabled_rule_is_not_reported() -> None:
 
 
 def test_suppressed_findings_are_not_fixed() -> None:
-    source = HEAD + "        self.log('x', batch.sum().item())  # noqa: TPU102\n        return batch\n"
+    source = (
+        HEAD + "        self.log('x', batch.sum().item())  # noqa: TPU102\n        return batch\n"
+    )
     assert fix_source(source, "m.py", CONFIG).source == source
 
 

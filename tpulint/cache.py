@@ -11,6 +11,7 @@ Ruff's. Entries unused for 30 days are dropped when the cache is written.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -80,7 +81,9 @@ class JsonStore:
         self.entries = {k: v for k, v in self.entries.items() if v.get("t", 0) >= cutoff}
         try:
             self._prepare()
-            payload = json.dumps({"version": __version__, "entries": self.entries}, separators=(",", ":"))
+            payload = json.dumps(
+                {"version": __version__, "entries": self.entries}, separators=(",", ":")
+            )
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.file.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -106,15 +109,17 @@ class JsonStore:
 
     def _prune(self) -> None:
         files = sorted(
-            (p for p in self.file.parent.glob("*.json") if p != self.file and p.name != "scans.json"),
+            (
+                p
+                for p in self.file.parent.glob("*.json")
+                if p != self.file and p.name != "scans.json"
+            ),
             key=lambda p: p.stat().st_mtime,
             reverse=True,
         )
         for old in files[KEEP_FILES - 1 :]:
-            try:
+            with contextlib.suppress(OSError):
                 old.unlink()
-            except OSError:
-                pass
 
 
 class ResultCache(JsonStore):

@@ -75,31 +75,78 @@ class _Reporter:
 
 # --- shared options ----------------------------------------------------------------------
 
+
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
-        click.option("--select", multiple=True, metavar="CODES",
-                     help="Rules to enable (codes, prefixes like TPU1, names, or ALL); replaces the configured set."),
-        click.option("--extend-select", multiple=True, metavar="CODES",
-                     help="Rules to enable in addition to the configured set."),
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="CODES",
+            help="Rules to enable (codes, prefixes like TPU1, names, or ALL); "
+            "replaces the configured set.",
+        ),
+        click.option(
+            "--extend-select",
+            multiple=True,
+            metavar="CODES",
+            help="Rules to enable in addition to the configured set.",
+        ),
         click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
-        click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
-                     help="Also apply (or count as fixable) fixes that may change behaviour."),
-        click.option("--output-format", "-o", type=click.Choice(OUTPUT_FORMATS), default=None,
-                     help="How findings are printed (default: text, or `output-format` from config)."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
-                     help="Read configuration from this TOML file instead of the nearest pyproject.toml."),
+        click.option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            default=None,
+            help="Also apply (or count as fixable) fixes that may change behaviour.",
+        ),
+        click.option(
+            "--output-format",
+            "-o",
+            type=click.Choice(OUTPUT_FORMATS),
+            default=None,
+            help="How findings are printed (default: text, or `output-format` from config).",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Read configuration from this TOML file instead of the nearest pyproject.toml.",
+        ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write .tpulint_cache/."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported."),
-        click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of each finding."),
-        click.option("--force-exclude", is_flag=True, default=None,
-                     help="Apply excludes to files named on the command line too (for pre-commit)."),
-        click.option("--stdin-filename", default=None, metavar="PATH",
-                     help="The path to use for source read from stdin (`-`)."),
-        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-                     help="Worker processes (default: one per CPU)."),
-        click.option("-q", "--quiet", count=True, help="Print findings only (-qq: nothing but the exit code)."),
-        click.option("-v", "--verbose", is_flag=True, help="Print timings, cache use and tracebacks."),
+        click.option(
+            "--statistics",
+            is_flag=True,
+            help="Print the number of findings per rule instead of each finding.",
+        ),
+        click.option(
+            "--force-exclude",
+            is_flag=True,
+            default=None,
+            help="Apply excludes to files named on the command line too (for pre-commit).",
+        ),
+        click.option(
+            "--stdin-filename",
+            default=None,
+            metavar="PATH",
+            help="The path to use for source read from stdin (`-`).",
+        ),
+        click.option(
+            "--jobs",
+            "-j",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Worker processes (default: one per CPU).",
+        ),
+        click.option(
+            "-q",
+            "--quiet",
+            count=True,
+            help="Print findings only (-qq: nothing but the exit code).",
+        ),
+        click.option(
+            "-v", "--verbose", is_flag=True, help="Print timings, cache use and tracebacks."
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -195,8 +242,15 @@ def _source_lookup(stdin_text: dict[str, str]) -> Callable[[str], str | None]:
     return lookup
 
 
-def _emit(reporter: _Reporter, config, diagnostics, files_checked: int, statistics: bool,
-          stdin_text: dict[str, str], summary_command: str = "tpulint fix --apply") -> None:
+def _emit(
+    reporter: _Reporter,
+    config,
+    diagnostics,
+    files_checked: int,
+    statistics: bool,
+    stdin_text: dict[str, str],
+    summary_command: str = "tpulint fix --apply",
+) -> None:
     from tpulint.reporting import ReportOptions, render
     from tpulint.reporting.text import render_statistics, summary
 
@@ -276,6 +330,7 @@ def _guard(verbose: bool, body: Callable[[], int]) -> NoReturn:
 
 # --- the group ---------------------------------------------------------------------------
 
+
 class _LazyGroup(click.Group):
     """Subcommands whose modules are imported only when used (`verify` imports torch)."""
 
@@ -294,7 +349,9 @@ class _LazyGroup(click.Group):
             except ImportError as exc:
                 message = f"`tpulint {name}` is unavailable: {exc}"
 
-                @click.command(name=name, help=message, context_settings={"ignore_unknown_options": True})
+                @click.command(
+                    name=name, help=message, context_settings={"ignore_unknown_options": True}
+                )
                 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
                 def unavailable(args: tuple[str, ...]) -> None:
                     click.echo(f"tpulint: error: {message}", err=True)
@@ -320,29 +377,77 @@ def cli() -> None:
 
 # --- check -------------------------------------------------------------------------------
 
+
 @cli.command()
 @_common_options
-@click.option("--diff", is_flag=True, help="Show the fixes as a unified diff instead of the findings (writes nothing).")
-@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding (adopting tpulint on legacy code).")
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Show the fixes as a unified diff instead of the findings (writes nothing).",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add `# noqa: CODE` comments for every current finding (adopting tpulint on legacy code).",
+)
 def check(paths: tuple[str, ...], diff: bool, add_noqa: bool, **options: Any) -> None:
     """Report TPU problems in PATHS (files, folders, or - for stdin; default: .)."""
     verbose = options["verbose"]
     _guard(verbose, lambda: _check(list(paths) or ["."], diff, add_noqa, **options))
 
 
-def _check(paths: list[str], diff: bool, add_noqa: bool, *, select, extend_select, ignore,
-           unsafe_fixes, output_format, config_file, no_cache, exit_zero, statistics,
-           force_exclude, stdin_filename, jobs, quiet, verbose) -> int:
+def _check(
+    paths: list[str],
+    diff: bool,
+    add_noqa: bool,
+    *,
+    select,
+    extend_select,
+    ignore,
+    unsafe_fixes,
+    output_format,
+    config_file,
+    no_cache,
+    exit_zero,
+    statistics,
+    force_exclude,
+    stdin_filename,
+    jobs,
+    quiet,
+    verbose,
+) -> int:
     reporter = _Reporter(quiet, verbose)
-    config = _load(paths, config_file, select, extend_select, ignore, unsafe_fixes,
-                   force_exclude, output_format)
+    config = _load(
+        paths,
+        config_file,
+        select,
+        extend_select,
+        ignore,
+        unsafe_fixes,
+        force_exclude,
+        output_format,
+    )
     if diff:
-        return _fix(paths, apply=False, exit_non_zero_on_fix=False, select=(), extend_select=(),
-                    ignore=(), unsafe_fixes=config.unsafe_fixes, output_format=config.output_format,
-                    config_file=config_file, no_cache=no_cache, exit_zero=exit_zero,
-                    statistics=statistics, force_exclude=force_exclude,
-                    stdin_filename=stdin_filename, jobs=jobs, quiet=quiet, verbose=verbose,
-                    _config=config)
+        return _fix(
+            paths,
+            apply=False,
+            exit_non_zero_on_fix=False,
+            select=(),
+            extend_select=(),
+            ignore=(),
+            unsafe_fixes=config.unsafe_fixes,
+            output_format=config.output_format,
+            config_file=config_file,
+            no_cache=no_cache,
+            exit_zero=exit_zero,
+            statistics=statistics,
+            force_exclude=force_exclude,
+            stdin_filename=stdin_filename,
+            jobs=jobs,
+            quiet=quiet,
+            verbose=verbose,
+            _config=config,
+        )
     started = time.perf_counter()
     stdin_text: dict[str, str] = {}
     internal_errors: list[str] = []
@@ -362,8 +467,9 @@ def _check(paths: list[str], diff: bool, add_noqa: bool, *, select, extend_selec
             fail("`-` (stdin) cannot be combined with other paths")
         from tpulint.runner import check_paths
 
-        run = check_paths(paths, config, use_cache=not no_cache, jobs=jobs,
-                          progress=_progress(reporter, 0))
+        run = check_paths(
+            paths, config, use_cache=not no_cache, jobs=jobs, progress=_progress(reporter, 0)
+        )
         diagnostics = run.diagnostics
         internal_errors = run.internal_errors
         files_checked = run.checked
@@ -425,27 +531,68 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
 
 # --- fix ---------------------------------------------------------------------------------
 
+
 @cli.command()
 @_common_options
-@click.option("--apply", is_flag=True, help="Write the fixes (default: show them as a unified diff).")
-@click.option("--diff", "show_diff", is_flag=True, help="Show the diff (the default without --apply).")
-@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 if any file was changed, even when nothing is left to report.")
-def fix(paths: tuple[str, ...], apply: bool, show_diff: bool, exit_non_zero_on_fix: bool, **options: Any) -> None:
+@click.option(
+    "--apply", is_flag=True, help="Write the fixes (default: show them as a unified diff)."
+)
+@click.option(
+    "--diff", "show_diff", is_flag=True, help="Show the diff (the default without --apply)."
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="With --apply, exit 1 if any file was changed, even when nothing is left to report.",
+)
+def fix(
+    paths: tuple[str, ...], apply: bool, show_diff: bool, exit_non_zero_on_fix: bool, **options: Any
+) -> None:
     """Fix TPU problems in PATHS: show a diff, or write with --apply.
 
     Safe fixes only, unless --unsafe-fixes. With - the fixed source is written to stdout.
     """
     verbose = options["verbose"]
-    _guard(verbose, lambda: _fix(list(paths) or ["."], apply=apply,
-                                 exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
+    _guard(
+        verbose,
+        lambda: _fix(
+            list(paths) or ["."], apply=apply, exit_non_zero_on_fix=exit_non_zero_on_fix, **options
+        ),
+    )
 
 
-def _fix(paths: list[str], *, apply: bool, exit_non_zero_on_fix: bool, select, extend_select,
-         ignore, unsafe_fixes, output_format, config_file, no_cache, exit_zero, statistics,
-         force_exclude, stdin_filename, jobs, quiet, verbose, _config=None) -> int:
+def _fix(
+    paths: list[str],
+    *,
+    apply: bool,
+    exit_non_zero_on_fix: bool,
+    select,
+    extend_select,
+    ignore,
+    unsafe_fixes,
+    output_format,
+    config_file,
+    no_cache,
+    exit_zero,
+    statistics,
+    force_exclude,
+    stdin_filename,
+    jobs,
+    quiet,
+    verbose,
+    _config=None,
+) -> int:
     reporter = _Reporter(quiet, verbose)
-    config = _config or _load(paths, config_file, select, extend_select, ignore, unsafe_fixes,
-                              force_exclude, output_format)
+    config = _config or _load(
+        paths,
+        config_file,
+        select,
+        extend_select,
+        ignore,
+        unsafe_fixes,
+        force_exclude,
+        output_format,
+    )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
         from tpulint.engine import fix_source
@@ -467,8 +614,15 @@ def _fix(paths: list[str], *, apply: bool, exit_non_zero_on_fix: bool, select, e
     from tpulint.runner import fix_paths
 
     started = time.perf_counter()
-    run = fix_paths(paths, config, unsafe=unsafe, apply=apply, use_cache=not no_cache,
-                    jobs=jobs, progress=_progress(reporter, 0))
+    run = fix_paths(
+        paths,
+        config,
+        unsafe=unsafe,
+        apply=apply,
+        use_cache=not no_cache,
+        jobs=jobs,
+        progress=_progress(reporter, 0),
+    )
     reporter.debug(
         f"looked at {run.checked} files ({run.cache_hits} from cache) in "
         f"{time.perf_counter() - started:.2f}s"
@@ -488,7 +642,9 @@ def _fix(paths: list[str], *, apply: bool, exit_non_zero_on_fix: bool, select, e
         if reporter.quiet < 2:
             reporter.out(_colour_diff(diffs))
         would_remain = [
-            d for f in run.files for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
+            d
+            for f in run.files
+            for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
         ]
         reporter.info(
             f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
@@ -502,8 +658,15 @@ def _fix(paths: list[str], *, apply: bool, exit_non_zero_on_fix: bool, select, e
             return EXIT_FINDINGS
         return EXIT_CLEAN
     if remaining:
-        _emit(reporter, config, remaining, run.checked, statistics, {},
-              summary_command="tpulint fix --apply")
+        _emit(
+            reporter,
+            config,
+            remaining,
+            run.checked,
+            statistics,
+            {},
+            summary_command="tpulint fix --apply",
+        )
     reporter.info(
         f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
         f"file{'s' if len(changed) != 1 else ''}; {len(remaining)} remaining."
@@ -521,6 +684,7 @@ def _fix(paths: list[str], *, apply: bool, exit_non_zero_on_fix: bool, select, e
 
 # --- rules / explain ---------------------------------------------------------------------
 
+
 @cli.command()
 @click.option("--output-format", "-o", type=click.Choice(["text", "json"]), default="text")
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
@@ -532,14 +696,25 @@ def rules(output_format: str, show_all: bool) -> None:
     if output_format == "json":
         import json
 
-        click.echo(json.dumps([
-            {
-                "code": r.code, "name": r.name, "summary": r.summary, "family": r.family(),
-                "severity": r.severity.value, "fix": r.fix_availability(),
-                "default_enabled": bool(r.default_enabled or getattr(r, "always_on", False)),
-            }
-            for r in selected
-        ], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "code": r.code,
+                        "name": r.name,
+                        "summary": r.summary,
+                        "family": r.family(),
+                        "severity": r.severity.value,
+                        "fix": r.fix_availability(),
+                        "default_enabled": bool(
+                            r.default_enabled or getattr(r, "always_on", False)
+                        ),
+                    }
+                    for r in selected
+                ],
+                indent=2,
+            )
+        )
         return
     name_width = max(len(r.name) for r in selected)
     fix_width = max(len(r.fix_availability()) for r in selected)
@@ -547,14 +722,19 @@ def rules(output_format: str, show_all: bool) -> None:
     for rule in selected:
         if rule.family() != family:
             family = rule.family()
-            click.echo(("\n" if rule is not selected[0] else "") + click.style(FAMILY_TITLES.get(family, family), bold=True))
+            click.echo(
+                ("\n" if rule is not selected[0] else "")
+                + click.style(FAMILY_TITLES.get(family, family), bold=True)
+            )
         default = "on " if rule.default_enabled or getattr(rule, "always_on", False) else "off"
         click.echo(
             f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
             f"{default}  {rule.summary}"
         )
-    click.echo("\nfix: safe = applied by `tpulint fix --apply`; unsafe = with --unsafe-fixes; "
-               "display-only = shown, never applied.  Default: on/off (opt-in).")
+    click.echo(
+        "\nfix: safe = applied by `tpulint fix --apply`; unsafe = with --unsafe-fixes; "
+        "display-only = shown, never applied.  Default: on/off (opt-in)."
+    )
 
 
 @cli.command()

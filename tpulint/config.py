@@ -30,10 +30,33 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 DEFAULT_EXCLUDES = (
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
-    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache",
-    ".svn", ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "build",
-    "dist", "node_modules", "site-packages", "venv", ".tpulint_cache",
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".git-rewrite",
+    ".hg",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".nox",
+    ".pants.d",
+    ".pyenv",
+    ".pytest_cache",
+    ".pytype",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    ".vscode",
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+    ".tpulint_cache",
 )
 OUTPUT_FORMATS = ("text", "full", "json", "sarif", "github")
 
@@ -162,6 +185,7 @@ def path_matches(relpath: str, pattern: str) -> bool:
 
 # --- value parsers -----------------------------------------------------------------------
 
+
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
@@ -198,7 +222,7 @@ def _version(value: Any, where: str) -> str:
     text = str(value)
     parts = text.split(".")
     if not (1 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
-        raise ConfigError(f"{where} must be a version like \"2.6\", got {value!r}")
+        raise ConfigError(f'{where} must be a version like "2.6", got {value!r}')
     return text
 
 
@@ -248,6 +272,7 @@ _KEYS = {
 
 
 # --- finding and reading the file --------------------------------------------------------
+
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above `start` that has a [tool.tpulint] table, else

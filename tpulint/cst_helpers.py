@@ -119,5 +119,7 @@ def strip_call_suffix(call: cst.Call) -> cst.BaseExpression:
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
     if call.lpar:
-        receiver = receiver.with_changes(lpar=[*call.lpar, *receiver.lpar], rpar=[*receiver.rpar, *call.rpar])
+        receiver = receiver.with_changes(
+            lpar=[*call.lpar, *receiver.lpar], rpar=[*receiver.rpar, *call.rpar]
+        )
     return receiver

@@ -60,9 +60,7 @@ class Edit:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Edit:
-        return cls(
-            Location(**data["start"]), Location(**data["end"]), data["content"]
-        )
+        return cls(Location(**data["start"]), Location(**data["end"]), data["content"])
 
 
 @dataclass(frozen=True)
@@ -113,8 +111,15 @@ class Diagnostic:
 
     def with_path(self, path: str) -> Diagnostic:
         return Diagnostic(
-            self.code, self.name, self.message, path, self.start, self.end,
-            self.severity, self.fix, self.noqa_lines,
+            self.code,
+            self.name,
+            self.message,
+            path,
+            self.start,
+            self.end,
+            self.severity,
+            self.fix,
+            self.noqa_lines,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -62,7 +62,9 @@ class _Walker:
         self.excludes = (*config.exclude, *config.extend_exclude)
         names = [p.rstrip("/") for p in self.excludes if "/" not in p.rstrip("/")]
         # One compiled regex for all name patterns: the walk tests every entry against it.
-        self.name_pattern = re.compile("|".join(fnmatch.translate(n) for n in names)) if names else None
+        self.name_pattern = (
+            re.compile("|".join(fnmatch.translate(n) for n in names)) if names else None
+        )
         self.path_patterns = [p for p in self.excludes if "/" in p.rstrip("/")]
         self.gitignores: dict[Path, GitIgnore] = {}
         self.repo_roots: dict[Path, Path | None] = {}
@@ -114,7 +116,8 @@ class _Walker:
                     self.problems.append(
                         unreadable(
                             display_path(directory, self.cwd),
-                            f"symlink loop (points back to {os.path.realpath(directory)}); not followed",
+                            f"symlink loop (points back to {os.path.realpath(directory)}); "
+                            "not followed",
                         )
                     )
                 continue
@@ -222,4 +225,6 @@ def read_source(source: SourcePath) -> tuple[str | None, Diagnostic | None]:
         return decode_source(data), None
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
         detail = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-        return None, unreadable(source.display, f"not valid UTF-8 and no coding declaration ({detail})")
+        return None, unreadable(
+            source.display, f"not valid UTF-8 and no coding declaration ({detail})"
+        )

@@ -23,8 +23,10 @@ FIX_SENTENCES = {
 def render_rule(rule: type[Rule]) -> str:
     """The Markdown page of one rule."""
     sections = rule.doc_sections()
-    default = "enabled by default" if rule.default_enabled or getattr(rule, "always_on", False) else (
-        f"opt-in (enable with `--extend-select {rule.code}`)"
+    default = (
+        "enabled by default"
+        if rule.default_enabled or getattr(rule, "always_on", False)
+        else (f"opt-in (enable with `--extend-select {rule.code}`)")
     )
     lines = [
         f"# {rule.code}: {rule.name}",

@@ -144,10 +144,10 @@ def _analyze(
     except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError) as exc:
         return _Analysis(None, [], [syntax_error_diagnostic(path, exc, source)], {}, suppressions)
 
-    module_name, is_package = module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
-    analysis = analyze_module(
-        module, Aliases(module_name, is_package), project, config.hot_methods
+    module_name, is_package = (
+        module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
     )
+    analysis = analyze_module(module, Aliases(module_name, is_package), project, config.hot_methods)
     ctx = FileContext(
         path=path,
         source=source,
@@ -245,7 +245,9 @@ def check_source(
     return _finish(analysis, path, enabled, source)
 
 
-def apply_text_edits(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, list[Diagnostic]]:
+def apply_text_edits(
+    source: str, diagnostics: Sequence[Diagnostic]
+) -> tuple[str, list[Diagnostic]]:
     """Apply the text edits of `diagnostics`' fixes; a fix whose edits overlap an edit already
     taken is skipped (left for the next round). Returns (new source, applied diagnostics)."""
     lines = source.splitlines(keepends=True)
@@ -265,7 +267,7 @@ def apply_text_edits(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[st
             continue
         ranges = [(offset(e.start), offset(e.end), e.content) for e in diagnostic.fix.edits]
         if any(
-            begin < t_end and t_begin < end or begin == end == t_begin == t_end
+            (begin < t_end and t_begin < end) or begin == end == t_begin == t_end
             for begin, end, _ in ranges
             for t_begin, t_end in taken
         ):

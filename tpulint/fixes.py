@@ -36,6 +36,7 @@ class _Replacer(cst.CSTTransformer):
 
 # --- imports ---------------------------------------------------------------------------
 
+
 def _is_import_line(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
@@ -84,7 +85,9 @@ def import_statement(spec: ImportSpec) -> cst.SimpleStatementLine:
     if spec.name is None:
         text = f"import {spec.module}" + (f" as {spec.alias}" if spec.alias else "")
     else:
-        text = f"from {spec.module} import {spec.name}" + (f" as {spec.alias}" if spec.alias else "")
+        text = f"from {spec.module} import {spec.name}" + (
+            f" as {spec.alias}" if spec.alias else ""
+        )
     return cst.parse_statement(text + "\n")  # type: ignore[return-value]
 
 
@@ -120,7 +123,9 @@ def _names_used(root: cst.CSTNode, skip: cst.CSTNode | None = None) -> set[str]:
     return used
 
 
-def _without_name(statement: cst.SimpleStatementLine, local: str) -> cst.SimpleStatementLine | cst.RemovalSentinel | None:
+def _without_name(
+    statement: cst.SimpleStatementLine, local: str
+) -> cst.SimpleStatementLine | cst.RemovalSentinel | None:
     """`statement` with the import binding `local` removed; None if it binds nothing of it.
 
     Handles `from m import a, local`, `import m as local`, and `import local` / `import
@@ -129,9 +134,9 @@ def _without_name(statement: cst.SimpleStatementLine, local: str) -> cst.SimpleS
     new_body: list[cst.BaseSmallStatement] = []
     for small in statement.body:
         names = None
-        if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-            names = small.names
-        elif isinstance(small, cst.Import):
+        if (
+            isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
+        ) or isinstance(small, cst.Import):
             names = small.names
         if names is None:
             new_body.append(small)
@@ -161,7 +166,10 @@ def _binding_of(alias: cst.ImportAlias, statement: cst.BaseSmallStatement) -> st
 
 
 def _import_changes(
-    module: cst.Module, fixed_names_used: set[str], specs: Sequence[ImportSpec], unused: Sequence[str]
+    module: cst.Module,
+    fixed_names_used: set[str],
+    specs: Sequence[ImportSpec],
+    unused: Sequence[str],
 ) -> tuple[list[cst.SimpleStatementLine], dict[int, cst.SimpleStatementLine | cst.RemovalSentinel]]:
     """(statements to insert, replacements for existing top-level import statements)."""
     to_add = [import_statement(s) for s in missing_imports(module, specs)]
@@ -182,6 +190,7 @@ def _import_changes(
 
 
 # --- whole-module application ----------------------------------------------------------
+
 
 def apply_fixes(module: cst.Module, fixes: Sequence[FixSpec]) -> cst.Module:
     """All `fixes` applied to `module` in one transform, then their import changes."""
@@ -210,9 +219,8 @@ def apply_fixes(module: cst.Module, fixes: Sequence[FixSpec]) -> cst.Module:
 
 # --- edits for a single fix ------------------------------------------------------------
 
-def _anchor_for(
-    fix: FixSpec, parents: Mapping[int, cst.CSTNode]
-) -> cst.CSTNode | None:
+
+def _anchor_for(fix: FixSpec, parents: Mapping[int, cst.CSTNode]) -> cst.CSTNode | None:
     """The smallest node whose regeneration covers every replacement of `fix`."""
     chains: list[list[cst.CSTNode]] = []
     for old, new in fix.replacements:
@@ -229,7 +237,7 @@ def _anchor_for(
     if not chains:
         return None
     anchor = None
-    for level in zip(*chains):
+    for level in zip(*chains, strict=False):
         first = level[0]
         if all(n is first for n in level):
             anchor = first
@@ -257,7 +265,9 @@ def _codegen_in_context(
         if isinstance(current, cst.IndentedBlock):
             indents.append(current.indent if current.indent is not None else module.default_indent)
         current = parents.get(id(current))
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state = CodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline
+    )
     state.indent_tokens.extend(reversed(indents))
     node._codegen(state)
     return "".join(state.tokens)
@@ -271,10 +281,7 @@ def _trimmed_edit(positions: PositionIndex, start: int, old: str, new: str) -> E
     while prefix < limit and old[prefix] == new[prefix]:
         prefix += 1
     suffix = 0
-    while (
-        suffix < limit - prefix
-        and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
-    ):
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
         suffix += 1
     begin = start + prefix
     end = start + len(old) - suffix
@@ -342,7 +349,9 @@ def fix_edits(
     return tuple(edits)
 
 
-def positions_needed(module: cst.Module, fixes: Iterable[FixSpec], parents: Mapping[int, cst.CSTNode]) -> list[cst.CSTNode]:
+def positions_needed(
+    module: cst.Module, fixes: Iterable[FixSpec], parents: Mapping[int, cst.CSTNode]
+) -> list[cst.CSTNode]:
     """Nodes whose spans `fix_edits` will ask for (resolved in one pass beforehand)."""
     nodes: list[cst.CSTNode] = []
     any_imports = False

@@ -7,6 +7,7 @@ Later patterns win over earlier ones, and deeper .gitignore files over shallower
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,10 +70,8 @@ def parse_patterns(text: str) -> list[_Pattern]:
         while line.endswith(" ") and not line.endswith("\\ "):
             line = line[:-1]
         negate = line.startswith("!")
-        if negate:
-            line = line[1:]
-        elif line.startswith("\\!") or line.startswith("\\#"):
-            line = line[1:]
+        if negate or line.startswith(("\\!", "\\#")):
+            line = line[1:]  # the negation mark, or the escaping backslash
         dir_only = line.endswith("/")
         line = line.rstrip("/")
         if not line:
@@ -95,11 +94,13 @@ class GitIgnore:
         cached = self._by_dir.get(directory)
         if cached is None:
             cached = []
-            for name in (".gitignore",) if directory != self.root else (".gitignore", ".git/info/exclude"):
-                try:
-                    cached += parse_patterns((directory / name).read_text(encoding="utf-8", errors="replace"))
-                except OSError:
-                    pass
+            for name in (
+                (".gitignore",) if directory != self.root else (".gitignore", ".git/info/exclude")
+            ):
+                with contextlib.suppress(OSError):
+                    cached += parse_patterns(
+                        (directory / name).read_text(encoding="utf-8", errors="replace")
+                    )
             self._by_dir[directory] = cached
         return cached
 

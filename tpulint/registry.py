@@ -129,9 +129,9 @@ def resolve_selection(layers: Sequence[SelectionLayer]) -> frozenset[str]:
             base = [(s, True) for s in layer.select]
         else:
             base = []
-        selectors = base + [(s, True) for s in layer.extend_select] + [
-            (s, False) for s in layer.ignore
-        ]
+        selectors = (
+            base + [(s, True) for s in layer.extend_select] + [(s, False) for s in layer.ignore]
+        )
         for rule in rules:
             best: tuple[int, int] | None = None  # (specificity, 0 for ignore / 1 select)
             decision = None

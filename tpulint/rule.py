@@ -29,12 +29,18 @@ if TYPE_CHECKING:
     from tpulint.diagnostics import Edit, Location
     from tpulint.yaml_config import YamlDocument
 
-NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]  # noqa: UP007 (a runtime alias)
 
 CODE_PATTERN = re.compile(r"^[A-Z]{3}\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-DOC_SECTIONS = ("What it does", "Why is this bad on TPU?", "Example", "Use instead",
-                "Fix safety", "References")
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad on TPU?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,9 @@ def _init_worker(config: Config, table: dict[str, int]) -> None:
     _STATE["table"] = table
 
 
-def _check_batch(batch: list[tuple[str, str, str]]) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
+def _check_batch(
+    batch: list[tuple[str, str, str]],
+) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
     """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
     config, table = _STATE["config"], _STATE["table"]
     out = []
@@ -144,7 +146,9 @@ def _run(
         return
     done = 0
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
+        max_workers=jobs,
+        mp_context=_pool_context(),
+        initializer=_init_worker,
         initargs=(config, table),
     ) as pool:
         futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
@@ -157,6 +161,7 @@ def _run(
 
 
 # --- the run -------------------------------------------------------------------------------
+
 
 @dataclass
 class _Prepared:
@@ -185,7 +190,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
     scan_cache = ScanCache(cache_dir) if use_cache else None
     index = ProjectIndex()
     for source, text in sources:
-        if not source.path.suffix == ".py":
+        if source.path.suffix != ".py":
             continue
         module, is_package = module_name_for_path(source.path)
         if module is None:

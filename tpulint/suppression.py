@@ -221,6 +221,7 @@ def _split_codes(raw: str) -> list[str]:
 
 # --- --add-noqa --------------------------------------------------------------------------
 
+
 def add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
     """Add `# noqa: CODE` comments for `diagnostics`; returns (new source, comments added).
 
@@ -255,7 +256,12 @@ def add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
             if match and match.group("codes"):
                 old = _split_codes(match.group("codes"))
                 new_codes = sorted(set(old) | codes)
-                comment = comment[: match.start()] + "# noqa: " + ", ".join(new_codes) + comment[match.end() :]
+                comment = (
+                    comment[: match.start()]
+                    + "# noqa: "
+                    + ", ".join(new_codes)
+                    + comment[match.end() :]
+                )
                 text = text[:col] + comment
                 merged = True
             elif match:

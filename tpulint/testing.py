@@ -46,9 +46,11 @@ def run_case(case: ExampleCase) -> None:
     config = example_config(rule, example.config)
     found = [d for d in check_source(code, example.path, config) if d.code == rule.code]
     if isinstance(example, Valid):
-        assert not found, f"{case.id}: expected no {rule.code}, got:\n" + "\n".join(
-            f"  {d.start.line}:{d.start.column} {d.message}" for d in found
-        ) + f"\n--- code ---\n{code}"
+        assert not found, (
+            f"{case.id}: expected no {rule.code}, got:\n"
+            + "\n".join(f"  {d.start.line}:{d.start.column} {d.message}" for d in found)
+            + f"\n--- code ---\n{code}"
+        )
         return
     assert len(found) == example.count, (
         f"{case.id}: expected {example.count} x {rule.code}, got {len(found)}:\n"
@@ -90,7 +92,8 @@ def apply_suggestions(code: str, diagnostics: list) -> str:
     from tpulint.engine import apply_text_edits
 
     chosen = [
-        d for d in diagnostics
+        d
+        for d in diagnostics
         if d.fix is not None and d.fix.applicability is Applicability.DISPLAY_ONLY
     ]
     return apply_text_edits(code, chosen)[0]

@@ -81,9 +81,7 @@ class Aliases:
         if isinstance(node.names, cst.ImportStar):
             return
         level = len(node.relative)
-        base = resolve_relative(
-            self.module, self.is_package, level, module_name_of(node.module)
-        )
+        base = resolve_relative(self.module, self.is_package, level, module_name_of(node.module))
         if base is None:
             return
         for alias in node.names:

@@ -35,7 +35,8 @@ class ClassKind(enum.Flag):
     @property
     def is_lightning(self) -> bool:
         return bool(
-            self & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK)
+            self
+            & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK)
         )
 
 
@@ -54,8 +55,11 @@ def kind_of_external(qualname: str) -> ClassKind:
         if last == "Callback" or ".callbacks." in qualname:
             return ClassKind.CALLBACK
         return ClassKind.NONE
-    if root == "torch" and (qualname == "torch.nn.Module" or qualname.startswith("torch.nn.modules.")
-                            or qualname.startswith("torch.nn.") and last[:1].isupper()):
+    if root == "torch" and (
+        qualname == "torch.nn.Module"
+        or qualname.startswith("torch.nn.modules.")
+        or (qualname.startswith("torch.nn.") and last[:1].isupper())
+    ):
         return ClassKind.TORCH_MODULE
     if root == "torchmetrics" and last == "Metric":
         return ClassKind.TORCH_MODULE
@@ -63,6 +67,7 @@ def kind_of_external(qualname: str) -> ClassKind:
 
 
 # --- module names from paths -------------------------------------------------------------
+
 
 @lru_cache(maxsize=4096)
 def _is_package_dir(directory: str) -> bool:
@@ -178,6 +183,7 @@ def _split_bases(bases: str) -> list[str]:
 
 # --- the index ---------------------------------------------------------------------------
 
+
 class ProjectIndex:
     """Resolves the kinds of classes across the project's files."""
 
@@ -193,9 +199,7 @@ class ProjectIndex:
             return
         self._modules[scan.module] = scan
         for name, bases in scan.classes.items():
-            self._classes[f"{scan.module}.{name}"] = [
-                self._qualify(scan, base) for base in bases
-            ]
+            self._classes[f"{scan.module}.{name}"] = [self._qualify(scan, base) for base in bases]
 
     @staticmethod
     def _qualify(scan: ModuleScan, dotted: str) -> str:

@@ -20,10 +20,32 @@ Handler = Callable[[Any], Any]
 # Fields that hold only whitespace, comments or punctuation: never visited.
 _SKIPPED_FIELDS = frozenset(
     {
-        "leading_lines", "lines_after_decorators", "lpar", "rpar", "comma", "semicolon",
-        "header", "footer", "colon", "equal", "dot", "star_tok", "trailing_whitespace",
-        "newline", "lbracket", "rbracket", "lbrace", "rbrace", "operator", "asynchronous",
-        "whitespace_before_colon", "at", "first_line", "empty_lines", "walrus", "arrow",
+        "leading_lines",
+        "lines_after_decorators",
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "header",
+        "footer",
+        "colon",
+        "equal",
+        "dot",
+        "star_tok",
+        "trailing_whitespace",
+        "newline",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "operator",
+        "asynchronous",
+        "whitespace_before_colon",
+        "at",
+        "first_line",
+        "empty_lines",
+        "walrus",
+        "arrow",
     }
 )
 # Fields visited first, so that visiting order follows source order.

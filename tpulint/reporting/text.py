@@ -46,25 +46,29 @@ def render_statistics(diagnostics: Sequence[Diagnostic], options: ReportOptions)
 
 
 def summary(
-    diagnostics: Sequence[Diagnostic], options: ReportOptions, *, fix_command: str = "tpulint fix --apply"
+    diagnostics: Sequence[Diagnostic],
+    options: ReportOptions,
+    *,
+    fix_command: str = "tpulint fix --apply",
 ) -> str:
     """The closing lines of a text run: counts and what `tpulint fix` can do."""
     if not diagnostics:
         return f"All checks passed ({options.files_checked} files checked).\n"
     files = len({d.path for d in diagnostics})
     noun = "finding" if len(diagnostics) == 1 else "findings"
-    lines = [f"Found {len(diagnostics)} {noun} in {files} file{'s' if files != 1 else ''}"
-             f" ({options.files_checked} checked)."]
+    lines = [
+        f"Found {len(diagnostics)} {noun} in {files} file{'s' if files != 1 else ''}"
+        f" ({options.files_checked} checked)."
+    ]
     fixable = sum(d.fixable(options.unsafe_fixes) for d in diagnostics)
-    hidden = sum(
-        d.fixable(True) and not d.fixable(options.unsafe_fixes) for d in diagnostics
-    )
+    hidden = sum(d.fixable(True) and not d.fixable(options.unsafe_fixes) for d in diagnostics)
     if fixable:
         command = fix_command + (" --unsafe-fixes" if options.unsafe_fixes else "")
         lines.append(f"[*] {fixable} fixable with `{command}`.")
     if hidden:
         lines.append(
             f"{hidden} more fix{'es are' if hidden != 1 else ' is'} available with "
-            "`--unsafe-fixes` (they may change behaviour: review them with `tpulint fix --unsafe-fixes`)."
+            "`--unsafe-fixes` (they may change behaviour: review them with "
+            "`tpulint fix --unsafe-fixes`)."
         )
     return "".join(line + "\n" for line in lines)
