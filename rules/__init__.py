@@ -27,7 +27,11 @@ def _collect() -> tuple[type[Rule], ...]:
     rules = []
     for module in FAMILY_MODULES:
         for _, value in inspect.getmembers(module, inspect.isclass):
-            if issubclass(value, Rule) and value.__module__ == module.__name__ and hasattr(value, "code"):
+            if (
+                issubclass(value, Rule)
+                and value.__module__ == module.__name__
+                and hasattr(value, "code")
+            ):
                 rules.append(value)
     return tuple(sorted(rules, key=lambda r: r.code))
 

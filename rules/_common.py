@@ -27,10 +27,7 @@ def is_trainer_call(ctx: FileContext, call: cst.Call) -> bool:
 
 
 def contains_trainer_call(ctx: FileContext, root: cst.CSTNode) -> bool:
-    for node in walk(root):
-        if isinstance(node, cst.Call) and is_trainer_call(ctx, node):
-            return True
-    return False
+    return any(isinstance(node, cst.Call) and is_trainer_call(ctx, node) for node in walk(root))
 
 
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -52,7 +49,7 @@ def is_literal(node: cst.BaseExpression) -> bool:
 
 
 def is_log_call(call: cst.Call) -> str | None:
-    """"log" or "log_dict" for `self.log(...)` / `self.log_dict(...)` (also through
+    """ "log" or "log_dict" for `self.log(...)` / `self.log_dict(...)` (also through
     `self.model.log` in Lightning tasks that forward to their model), else None."""
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in ("log", "log_dict"):

@@ -256,7 +256,9 @@ def apply_text_edits(
         starts.append(starts[-1] + len(line))
 
     def offset(location: Location) -> int:
-        line = min(location.line, len(starts) - 1)
+        # starts has one entry per line plus one for the end of the text, so an edit may end
+        # on the line after the last one (the end of a file that ends with a newline).
+        line = min(location.line, len(starts))
         return min(starts[line - 1] + location.column - 1, len(source))
 
     taken: list[tuple[int, int]] = []

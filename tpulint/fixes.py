@@ -147,7 +147,9 @@ def _without_name(
             continue
         changed = True
         if keep:
-            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            # The new last name takes over the old last one's comma: a trailing comma and the
+            # line break before a closing parenthesis stay where they were.
+            keep[-1] = keep[-1].with_changes(comma=names[-1].comma)
             new_body.append(small.with_changes(names=keep))
     if not changed:
         return None

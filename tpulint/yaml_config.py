@@ -14,14 +14,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location
 
 if TYPE_CHECKING:
     from tpulint.config import Config
     from tpulint.rule import Rule
 
 YAML_SUFFIXES = (".yaml", ".yml")
-_KEY_RE = re.compile(r"""^(?P<indent>[ ]*)(?P<dash>-[ ]+)?(?P<key>[A-Za-z_][\w.\-]*|"[^"]*"|'[^']*')[ ]*:(?:[ ]+|$)(?P<rest>.*)$""")
+_KEY_RE = re.compile(
+    r"""^(?P<indent>[ ]*)(?P<dash>-[ ]+)?(?P<key>[A-Za-z_][\w.\-]*|"[^"]*"|'[^']*')"""
+    r"""[ ]*:(?:[ ]+|$)(?P<rest>.*)$"""
+)
 _DASH_RE = re.compile(r"^(?P<indent>[ ]*)-(?:[ ]+(?P<rest>.*))?$")
 
 
@@ -269,4 +272,7 @@ def check_yaml_source(
 
 def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
-    return [d for d in diagnostics if d.fix is not None and d.fix.applicability in allowed and d.fix.edits]
+    return [
+        d for d in diagnostics
+        if d.fix is not None and d.fix.applicability in allowed and d.fix.edits
+    ]

@@ -66,6 +66,17 @@ def kind_of_external(qualname: str) -> ClassKind:
     return ClassKind.NONE
 
 
+def _lightning_root_kind(qualname: str) -> ClassKind:
+    root, _, _ = qualname.partition(".")
+    if root in LIGHTNING_ROOTS and qualname.rsplit(".", 1)[-1] in (
+        "LightningModule",
+        "LightningDataModule",
+        "Callback",
+    ):
+        return kind_of_external(qualname)
+    return ClassKind.NONE
+
+
 # --- module names from paths -------------------------------------------------------------
 
 
@@ -231,7 +242,10 @@ class ProjectIndex:
         if bases is None:
             kind = kind_of_external(target)
         else:
-            kind = ClassKind.NONE
+            # When Lightning's own source is part of the checked tree, its LightningModule,
+            # LightningDataModule and Callback are defined there from mixins: they are the
+            # roots by name, whatever their bases say.
+            kind = _lightning_root_kind(target)
             for base in bases:
                 kind |= self.kind(base, _stack | {qualname})
         self._kinds[qualname] = kind
