@@ -104,7 +104,6 @@ REAL = [
     ("2.20", "terratorch-1.2.13/terratorch/tasks/object_detection_task.py:221", SHAPES),
     ("3.1", "terratorch-1.2.13/terratorch/datamodules/era5.py:187", ("TPU301",)),
     ("3.2", "terratorch-1.2.13/terratorch/datamodules/era5.py:198", ("TPU301",)),
-    ("3.3", "nemo-toolkit-3.0.0/nemo/collections/tts/models/easy_magpietts.py:1517", ("TPU301",)),
     ("4.3", "aitextgen-0.6.0/aitextgen/train.py:41", ("TPU303",)),
     ("4.4", "anomalib-2.7.0/src/anomalib/data/datamodules/base/image.py:373", ("TPU303",)),
     (
@@ -117,17 +116,14 @@ REAL = [
         "pytorch-forecasting-1.8.0/pytorch_forecasting/data/data_module/_tslib_data_module.py:771",
         ("TPU303",),
     ),
-    ("4.7", "lightning-2.6.6/src/lightning/pytorch/demos/boring_classes.py:145", ("TPU303",)),
-    ("4.8", "lightning-2.6.6/src/lightning/pytorch/demos/transformer.py:214", ("TPU303",)),
+    # 4.7 and 4.8 use DataLoader's default batch_size=1, which can never leave a ragged last
+    # batch; the finding there is the batch size (TPU302), not drop_last.
+    ("4.7", "lightning-2.6.6/src/lightning/pytorch/demos/boring_classes.py:145", ("TPU302",)),
+    ("4.8", "lightning-2.6.6/src/lightning/pytorch/demos/transformer.py:214", ("TPU302",)),
     ("4.9", "terratorch-1.2.13/terratorch/datamodules/era5.py:182", ("TPU303",)),
     ("4.10", "terratorch-1.2.13/terratorch/datamodules/random.py:85", ("TPU303",)),
     ("4.11", "terratorch-1.2.13/terratorch/datamodules/sen4map.py:214", ("TPU303",)),
     ("4.12", "terratorch-1.2.13/terratorch/tasks/wxc_task.py:41", ("TPU303",)),
-    (
-        "4.13",
-        "terratorch-1.2.13/terratorch/models/backbones/clay_v15/datamodule.py:280",
-        ("TPU303",),
-    ),
     ("4.14", "terratorch-1.2.13/terratorch/datamodules/dummy_datamodule.py:162", ("TPU303",)),
     ("5.4", "aitextgen-0.6.0/aitextgen/aitextgen.py:571", ("TPU302",)),
     ("5.5", "lightning-2.6.6/src/lightning/pytorch/demos/lstm.py:96", ("TPU302",)),
@@ -207,6 +203,16 @@ TRAPS = [
         HOST_SYNC,
     ),
     ("more", "pytorch-tabular-1.2.0/src/pytorch_tabular/tabular_datamodule.py:815", ("TPU303",)),
+    # Listed as real in EXAMPLES.md (3.3), but the module documents use_distributed_sampler=False:
+    # its own DistributedSampler is required there, and removing it would break sharding.
+    ("3.3", "nemo-toolkit-3.0.0/nemo/collections/tts/models/easy_magpietts.py:1517", ("TPU301",)),
+    # Listed as real in EXAMPLES.md (4.13), but the loader has a custom batch_sampler, which
+    # owns drop_last: DataLoader(drop_last=True) would be an error there.
+    (
+        "4.13",
+        "terratorch-1.2.13/terratorch/models/backbones/clay_v15/datamodule.py:280",
+        ("TPU303",),
+    ),
     ("more", "nemo-toolkit-3.0.0/nemo/collections/asr/models/ctc_models.py:621", ("TPU103",)),
 ]
 TRAP_FILES = [

@@ -1,0 +1,104 @@
+"""Whole-file fixtures of the data-pipeline rules (TPU301-TPU305).
+
+Each `tests/fixtures/data_pipeline/NAME.in.py` (or `.in.yaml`) is a realistic TPU-era
+DataModule or LightningCLI config; `NAME.out.*` is what `fix_source(..., unsafe=True)` with the
+TPU3 rules makes of it. Run `pytest --update-snapshots` to rewrite the `.out` files after an
+intended change, then review the diff.
+
+The files are checked under their bare names (`mnist_tpu_era.py`): the TPU3 rules skip files
+under `tests/`, whose batch sizes are sized for CPU test runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from tpulint.config import Config
+from tpulint.diagnostics import Applicability
+from tpulint.engine import check_source, fix_source
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "data_pipeline"
+INPUTS = sorted(p for p in FIXTURES.iterdir() if ".in." in p.name)
+CONFIG = Config.from_mapping({"select": ["TPU3"]})
+
+# What each fixture must report (code -> count), so a rule that goes silent is caught even
+# when the snapshot happens to be unchanged.
+EXPECTED = {
+    "mnist_tpu_era": {"TPU301": 2, "TPU302": 2, "TPU303": 1},
+    "text_classifier": {"TPU301": 1, "TPU302": 2, "TPU303": 1, "TPU304": 1, "TPU305": 1},
+    "speech_datamodule": {"TPU302": 3, "TPU303": 2, "TPU304": 1},
+    "lightningcli_config": {"TPU302": 2},
+}
+
+
+def _name(path: Path) -> str:
+    return path.name.split(".in.", 1)[0]
+
+
+def _checked_path(path: Path) -> str:
+    return path.name.replace(".in.", ".")
+
+
+def _expected_output(path: Path) -> Path:
+    return path.with_name(path.name.replace(".in.", ".out."))
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=_name)
+def test_fixture_findings(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    found = Counter(d.code for d in check_source(text, _checked_path(path), CONFIG))
+    assert dict(found) == EXPECTED[_name(path)]
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=_name)
+def test_fixture_fix(path: Path, update_snapshots: bool) -> None:
+    text = path.read_text(encoding="utf-8")
+    checked = _checked_path(path)
+    result = fix_source(text, checked, CONFIG, unsafe=True)
+    assert result.error is None, result.error
+    expected_path = _expected_output(path)
+    if update_snapshots:
+        expected_path.write_text(result.source, encoding="utf-8")
+    assert result.source == expected_path.read_text(encoding="utf-8"), (
+        f"{path.name}: the fixed code differs from {expected_path.name} "
+        "(run pytest --update-snapshots and review the diff if the change is intended)"
+    )
+    if checked.endswith(".py"):
+        cst.parse_module(result.source)
+    again = fix_source(result.source, checked, CONFIG, unsafe=True)
+    assert again.source == result.source, f"{path.name}: a second fix run changed the code"
+    # What is left has no applicable fix.
+    for diagnostic in again.remaining:
+        fix = diagnostic.fix
+        assert fix is None or fix.applicability is Applicability.DISPLAY_ONLY, (
+            f"{path.name}: {diagnostic.code} at line {diagnostic.start.line} still has a fix"
+        )
+
+
+def test_safe_fixes_only_remove_the_textbook_samplers() -> None:
+    """Without --unsafe-fixes only the textbook samplers go; batch sizes and drop_last stay."""
+    path = FIXTURES / "mnist_tpu_era.in.py"
+    text = path.read_text(encoding="utf-8")
+    result = fix_source(text, _checked_path(path), CONFIG, unsafe=False)
+    assert {d.code for d in result.fixed} == {"TPU301"}
+    assert "DistributedSampler" not in result.source
+    assert "batch_size: int = 10" in result.source
+    assert "drop_last" not in result.source
+    # The train loader keeps shuffling (DistributedSampler shuffles by default, DataLoader
+    # does not); the val loader's `shuffle=False` needs nothing.
+    train = result.source.split("def train_dataloader", 1)[1].split("def val_dataloader", 1)[0]
+    val = result.source.split("def val_dataloader", 1)[1].split("def test_dataloader", 1)[0]
+    assert "shuffle=True" in train
+    assert "shuffle" not in val
+
+
+def test_batch_multiple_128() -> None:
+    path = FIXTURES / "lightningcli_config.in.yaml"
+    config = Config.from_mapping({"select": ["TPU302"], "batch-multiple": 128})
+    found = check_source(path.read_text(encoding="utf-8"), _checked_path(path), config)
+    assert [d.start.line for d in found] == [11, 16]
+    assert "fills 20 of the 128 rows of one 128-row tile: 84%" in found[1].message
