@@ -48,9 +48,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run_all = config.getoption("--all")
     skip_slow = pytest.mark.skip(reason="slow test: run with `pytest --all` (CI does)")
     for item in items:
-        if "corpus" in item.keywords and not corpus:
+        # Markers, not keywords: `item.keywords` also holds folder names (tests/runtime/).
+        if item.get_closest_marker("corpus") and not corpus:
             item.add_marker(skip_corpus)
-        if not run_all and ("slow" in item.keywords or "runtime" in item.keywords):
+        if not run_all and (item.get_closest_marker("slow") or item.get_closest_marker("runtime")):
             item.add_marker(skip_slow)
 
 

@@ -1,0 +1,34 @@
+"""tpulint verify: train a LightningModule under XLA data parallelism and prove that every core
+got its own equal share of the data and that the compile count stops growing after warm-up.
+
+    from tpulint.runtime import verify
+    report = verify("examples/tpu_ready/model.py:LitClassifier", cores=8)
+    report.verdict, report.exit_code, report.to_json()
+
+This package is the only part of tpulint that imports torch, torch_xla or lightning, and it
+does so only in the child process that runs the training (child.py). Importing it, or
+calling `verify`, in the parent imports neither; names are resolved lazily so that the child,
+which imports the recording modules, does not pay for the engine and the report code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tpulint.runtime.api import compare, verify
+    from tpulint.runtime.report import CompareReport, VerifyReport
+
+__all__ = ["CompareReport", "VerifyReport", "compare", "verify"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("verify", "compare"):
+        from tpulint.runtime import api
+
+        return getattr(api, name)
+    if name in ("VerifyReport", "CompareReport"):
+        from tpulint.runtime import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'tpulint.runtime' has no attribute {name!r}")

@@ -1,0 +1,185 @@
+"""Causes for runs that did not finish: diverged replicas, hangs, exceptions.
+
+* diverged: XLA aborted because the replicas did not enter the same collective. The child
+  records, per replica, each new (collective, call site, shapes) it entered, so the last ones
+  say who was where with what; data-dependent shapes seen in the step are the usual reason.
+* hung: the stacks every thread dumped on SIGUSR1 (faulthandler), or the barrier a replica
+  gave up on, say where the cores stopped.
+* raised: the replica's exception and its innermost user frame.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from tpulint.runtime.check_compiles import shape_op_sites
+from tpulint.runtime.context import Context, plural
+from tpulint.runtime.report import Cause, StepRow
+from tpulint.runtime.runner import RunOutcome, root_errors
+
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def run_causes(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> list[Cause]:
+    if outcome.status == "diverged":
+        return [_diverged(ctx, outcome, rows)]
+    if outcome.status == "hung":
+        return [_hung(ctx, outcome, rows)]
+    if outcome.status == "raised":
+        return [_raised(ctx, outcome)]
+    return []
+
+
+def _step_in_progress(rows: list[StepRow]) -> int:
+    return rows[-1].step + 1 if rows else 0
+
+
+def _diverged(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
+    step = _step_in_progress(rows)
+    last: dict[int, dict[str, Any]] = {}
+    for event in outcome.all("collective"):
+        if event["rank"] is not None:
+            last[event["rank"]] = event
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for rank, event in sorted(last.items()):
+        site = event.get("site") or {}
+        key = (event["name"], site.get("path"), site.get("line"), str(event["shapes"]))
+        groups[key].append(rank)
+    if len(groups) > 1:
+        names = {key[0] for key in groups}
+        sample = next(iter(last.values()))
+        if len(names) == 1:
+            shapes = "; ".join(
+                f"{key[3]} on cores {', '.join(map(str, ranks))}" for key, ranks in groups.items()
+            )
+            what = f"entered `{sample['name']}` with different shapes ({shapes})"
+        else:
+            what = (
+                "entered different collectives ("
+                + "; ".join(
+                    f"`{key[0]}` on cores {', '.join(map(str, ranks))}"
+                    for key, ranks in groups.items()
+                )
+                + ")"
+            )
+        site = _user_site_of([e for e in last.values() if e.get("site")]) or sample.get("site")
+        return ctx.cause(
+            "compile_stability",
+            "diverged_replicas",
+            "fail",
+            f"replica graphs diverged at step {step}: the cores {what}, so XLA cannot match"
+            " them and aborts the run; every core must build the same collective",
+            site,
+            steps=[step],
+            cores=sorted(last),
+        )
+    dynamic = [e for e in shape_op_sites(outcome.events) if len(e["shapes"]) > 1]
+    if dynamic:
+        entry = dynamic[0]
+        return ctx.cause(
+            "compile_stability",
+            "diverged_replicas",
+            "fail",
+            f"replica graphs diverged at step {step}: a data-dependent shape here gives each core"
+            " a different graph around the gradient all-reduce, so XLA aborts the run",
+            entry["site"],
+            steps=[step],
+            cores=sorted(entry["cores"]),
+        )
+    return ctx.cause(
+        "compile_stability",
+        "diverged_replicas",
+        "fail",
+        f"replica graphs diverged at step {step}: the cores built different graphs for the same"
+        " collective and XLA aborted the run (rank-dependent code in the step?)",
+        steps=[step],
+    )
+
+
+def _user_site_of(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((e["site"] for e in events if e["site"].get("user")), None)
+
+
+def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
+    """Where the cores stopped. Two sources of stacks: the snapshot a core takes of the other
+    replica threads when it gives up waiting at a barrier (in-process, knows which thread is
+    which core), and the dump every thread writes on the watchdog's SIGUSR1."""
+    step = _step_in_progress(rows)
+    waiting = [e for e in outcome.all("replica_error") if e.get("out_of_step")]
+    waited = sorted({e["rank"] for e in waiting if e.get("rank") is not None})
+    places = sorted({e["waited_at"] for e in waiting if e.get("waited_at")})
+    stuck = [rank for rank in range(ctx.cores) if rank not in waited] if waited else []
+    seen = [s for e in waiting for s in e.get("elsewhere", []) if s["rank"] in stuck]
+    dumped = _user_frames_in_stacks(ctx, outcome.log)
+    if seen:
+        site = seen[0]["site"]
+        stuck = sorted({s["rank"] for s in seen if s["site"] == site})
+    elif dumped:
+        site = dumped[0][0]
+    else:
+        # A core that gave up at a barrier from inside the user's code names the line itself.
+        site = next((e["site"] for e in waiting if (e.get("site") or {}).get("user")), None)
+
+    parts = [f"the cores stopped making progress at step {step}"]
+    if stuck and waited:
+        blocked = f" (blocked at this line in {site['function']}())" if site else ""
+        parts.append(
+            f"{_cores(stuck)} never finished it{blocked} while {_cores(waited)} waited at"
+            f" {' / '.join(places) or 'a barrier'}"
+        )
+    elif dumped:
+        count = dumped[0][1]
+        verb = "was" if count == 1 else "were"
+        parts.append(f"{plural(count, 'thread')} {verb} blocked at this line")
+    parts.append(outcome.detail)
+    if site is None:
+        parts.append(
+            "a core that syncs, logs with sync_dist or runs a collective only on some ranks"
+            " makes the others wait"
+        )
+    return ctx.cause(
+        "run", "hung", "fail", "; ".join(parts), site, steps=[step], cores=stuck or waited
+    )
+
+
+def _cores(ranks: list[int]) -> str:
+    return ("core " if len(ranks) == 1 else "cores ") + ", ".join(map(str, ranks))
+
+
+def _user_frames_in_stacks(ctx: Context, log: str) -> list[tuple[dict[str, Any], int]]:
+    """Innermost user frame of each thread in faulthandler's dump, most common first."""
+    counts: dict[tuple[str, int, str], int] = defaultdict(int)
+    innermost: tuple[str, int, str] | None = None
+    in_stack = False
+    for line in log.splitlines():
+        if line.startswith(("Thread 0x", "Current thread 0x")):
+            in_stack, innermost = True, None
+            continue
+        match = _FRAME.match(line) if in_stack else None
+        if match is None:
+            if in_stack and not line.strip():
+                in_stack = False
+            continue
+        # faulthandler prints the most recent call first: the first user frame is innermost.
+        if innermost is None and ctx.user_code is not None and ctx.user_code.is_user(match["path"]):
+            innermost = (match["path"], int(match["line"]), match["function"])
+            counts[innermost] += 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [({"path": p, "line": ln, "function": f, "user": True}, n) for (p, ln, f), n in ranked]
+
+
+def _raised(ctx: Context, outcome: RunOutcome) -> Cause:
+    error = root_errors(outcome.events)[0]
+    text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
+    rank = error.get("rank")
+    on = f" on core {rank}" if rank is not None else ""
+    return ctx.cause(
+        "run",
+        "exception",
+        "fail",
+        f"training raised {text}{on}",
+        error.get("site"),
+        cores=[rank] if rank is not None else [],
+    )

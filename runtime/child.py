@@ -1,0 +1,183 @@
+"""The child process: `python -m tpulint.runtime.child RUN_DIR/spec.json`.
+
+The parent starts it with the PJRT environment already set (environment.child_environment),
+so torch_xla initializes for the right backend. It imports the user's target, installs the
+recorders (and, when emulating on CPU, the XLA:CPU workarounds), and trains through
+Lightning's Trainer with the XLA strategy. Everything it learns goes to the event log; its
+exit status only says how it ended:
+
+    0  training finished            2  could not run (VerifyError: bad target, ...)
+    3  training raised              (killed by a signal: an XLA abort or the watchdog)
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tpulint.runtime.errors import VerifyError
+from tpulint.runtime.events import EventLog
+from tpulint.runtime.spec import RunSpec
+
+EXIT_FINISHED = 0
+EXIT_COULD_NOT_RUN = 2
+EXIT_TRAINING_RAISED = 3
+
+
+def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
+    from tpulint.runtime.frames import CodeFilter
+    from tpulint.runtime.ledger import Ledger
+    from tpulint.runtime.recorder import StepRecorder
+    from tpulint.runtime.sampling import SamplerRecorder
+    from tpulint.runtime.tracing import record_collectives
+
+    ledger = Ledger(log, CodeFilter(roots))
+    recorder = StepRecorder(ledger, log, spec.barrier_timeout)
+    if spec.device == "CPU":
+        from tpulint.runtime.xla_cpu import CpuDataParallel
+
+        replicas = int(os.environ.get("CPU_NUM_DEVICES", "1"))
+        workarounds = CpuDataParallel(replicas, spec.barrier_timeout, ledger.marker_compiles)
+        workarounds.install()
+        recorder.on_abort.append(workarounds.abort)
+    record_collectives(ledger)
+    SamplerRecorder(ledger, spec.run_dir).install()
+    _report_replica_failures(recorder)
+    return recorder
+
+
+def _report_replica_failures(recorder: Any) -> None:
+    """Lightning re-raises a replica's exception in the main process only after every replica
+    thread has ended, and the others may be blocked in a barrier or a collective by then.
+    Hook the per-replica entry point to record the exception at once and release the rest."""
+    from lightning.pytorch.strategies.launchers.xla import _XLALauncher
+
+    original = _XLALauncher._wrapping_function
+
+    def _wrapping_function(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        except BaseException as exc:
+            recorder.replica_failed(exc, end_process=True)
+            raise
+
+    _XLALauncher._wrapping_function = _wrapping_function
+
+
+def _versions(spec: RunSpec) -> dict[str, str]:
+    import lightning
+    import torch
+    import torch_xla
+
+    if spec.device == "CPU":
+        from tpulint.runtime.xla_cpu import check_torch_xla_version
+
+        check_torch_xla_version()
+    return {
+        "torch": torch.__version__,
+        "torch_xla": torch_xla.__version__,
+        "lightning": lightning.__version__,
+    }
+
+
+def _trainer(spec: RunSpec, recorder: Any) -> Any:
+    from lightning.pytorch import Trainer
+    from tpulint.runtime.accelerator import trainer_accelerator
+
+    return Trainer(
+        accelerator=trainer_accelerator(spec.device),
+        devices=spec.cores if spec.cores else "auto",
+        max_epochs=spec.epochs,
+        limit_train_batches=spec.steps if spec.steps else 1.0,
+        # Training only: validation would add its own graphs and loaders to every count.
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[recorder],
+        default_root_dir=spec.run_dir,
+    )
+
+
+def run(spec: RunSpec, log: EventLog) -> int:
+    from tpulint.runtime import targets
+
+    loaded = targets.load(spec)
+    log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
+    versions = _versions(spec)
+    recorder = _install_recorders(spec, log, loaded.roots)
+    trainer = _trainer(spec, recorder)
+    log.write(
+        "fit_start",
+        versions=versions,
+        cores=trainer.num_devices,
+        strategy=type(trainer.strategy).__name__,
+    )
+    try:
+        trainer.fit(loaded.module, datamodule=loaded.datamodule)
+    except BaseException as exc:
+        if spec.cores == 1:  # no launcher: the replica ran in this thread
+            recorder.replica_failed(exc)
+        log.write(
+            "fit_error",
+            type=type(exc).__name__,
+            message=str(exc).strip()[:500],
+            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        )
+        return EXIT_TRAINING_RAISED
+    log.write("finished")
+    return EXIT_FINISHED
+
+
+def _parent_death_signal() -> Callable[[], None]:
+    """A function that has the kernel SIGKILL the calling process when its parent dies
+    (Linux prctl PR_SET_PDEATHSIG), so no replica process outlives an interrupted or killed
+    verify. Resolved once here: the at-fork hook that calls it runs in a freshly forked copy of
+    a multi-threaded process, where loading a library could deadlock."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the parent's process-group kill remains
+        return lambda: None
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    spec = RunSpec.load(Path(args[0]))
+    log = EventLog(spec.run_dir)
+    die_with_parent = _parent_death_signal()
+    die_with_parent()
+    # Lightning forks the replica process (and a multiprocessing manager) from here.
+    os.register_at_fork(after_in_child=die_with_parent)
+    # On a hang the parent sends SIGUSR1 before killing: every thread of every process of the
+    # run (the forked replica process inherits the handler) dumps its stack to stderr, which
+    # is how a hang gets a user file:line.
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    log.write("child_start", pid=os.getpid(), thread=threading.get_ident())
+    try:
+        return run(spec, log)
+    except VerifyError as exc:
+        log.write("error", message=exc.message, detail=exc.detail)
+        return EXIT_COULD_NOT_RUN
+
+
+if __name__ == "__main__":
+    status = main()
+    # Everything the parent needs is in the event log (flushed per line). Tearing down the
+    # XLA runtime, the replica pool and Lightning's multiprocessing manager takes seconds and
+    # can hang after a failed run; the parent reaps the process group anyway.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -1,0 +1,103 @@
+"""Which stack frames are the user's code, so that every transfer, shape-dependent op and
+collective is reported at the user's file:line rather than inside torch or Lightning.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import sysconfig
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class Site:
+    path: str
+    line: int
+    function: str
+    user: bool  # False: the innermost library frame, used when no user frame is on the stack
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "function": self.function, "user": self.user}
+
+
+def _library_dirs() -> list[str]:
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, _RUNTIME_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(path)
+    dirs.update(getattr(site, "getsitepackages", lambda: [])())
+    return [os.path.join(os.path.realpath(d), "") for d in dirs if d]
+
+
+class CodeFilter:
+    """Decides whether a source file is the user's: under one of `roots` (the target's package,
+    the working directory) and not inside an installed library or tpulint itself."""
+
+    def __init__(self, roots: Iterable[str]) -> None:
+        self.roots = sorted({os.path.join(os.path.realpath(r), "") for r in roots}, key=len)
+        self._library = _library_dirs()
+        self._cache: dict[str, bool] = {}
+
+    def is_user(self, filename: str) -> bool:
+        known = self._cache.get(filename)
+        if known is not None:
+            return known
+        result = False
+        if filename and not filename.startswith("<"):
+            real = os.path.realpath(filename)
+            # The most specific prefix decides: a project root can contain its venv
+            # (./venv/lib/.../site-packages is library), and an installed package under test
+            # can live inside site-packages (its root is longer than site-packages/).
+            root = max((len(r) for r in self.roots if real.startswith(r)), default=0)
+            library = max((len(d) for d in self._library if real.startswith(d)), default=0)
+            for marker in ("site-packages", "dist-packages"):
+                index = real.find(os.sep + marker + os.sep)
+                if index >= 0:
+                    library = max(library, index + len(marker) + 2)
+            result = root > library
+        self._cache[filename] = result
+        return result
+
+    def site_of(self, frame: FrameType | None, *, fallback: bool = True) -> Site | None:
+        """The innermost user frame at or above `frame`; else (with `fallback`) the innermost
+        frame outside torch internals, so Lightning's own host reads are still placed."""
+        first_other: FrameType | None = None
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.is_user(filename):
+                return Site(filename, frame.f_lineno, frame.f_code.co_name, True)
+            if first_other is None and fallback and _is_reportable_library(filename):
+                first_other = frame
+            frame = frame.f_back
+        if first_other is None:
+            return None
+        return Site(
+            first_other.f_code.co_filename, first_other.f_lineno, first_other.f_code.co_name, False
+        )
+
+    def site_of_traceback(self, tb: TracebackType | None) -> Site | None:
+        """The innermost user frame of an exception's traceback."""
+        found = None
+        while tb is not None:
+            filename = tb.tb_frame.f_code.co_filename
+            if self.is_user(filename):
+                found = Site(filename, tb.tb_lineno, tb.tb_frame.f_code.co_name, True)
+            tb = tb.tb_next
+        return found
+
+
+def _is_reportable_library(filename: str) -> bool:
+    # torch's own Python layers (tensor methods, functional wrappers, overrides) and tpulint's
+    # recorder are never the interesting caller; Lightning or torch_xla frames are.
+    norm = filename.replace(os.sep, "/")
+    if norm.startswith(_RUNTIME_DIR.replace(os.sep, "/")):
+        return False
+    return not ("/torch/" in norm and "/torch_xla/" not in norm)

@@ -1,0 +1,309 @@
+"""The human-readable report: a header, a table per step and per core, the checks, the causes
+with their lines and rule codes, and the verdict. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from tpulint.runtime.analysis import CHECK_LABELS
+from tpulint.runtime.report import Cause, CompareReport, StepRow, VerifyReport
+
+_MAX_ROWS = 40  # longer runs show warm-up, every step that compiled, and the edges
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: set[int]) -> list[str]:
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        lines.append("  " + "  ".join(parts).rstrip())
+    return lines
+
+
+def _shape(batch: list[list[int]] | None) -> str:
+    if not batch:
+        return "-"
+    return ", ".join("x".join(map(str, s)) or "scalar" for s in batch)
+
+
+def _visible(rows: list[StepRow]) -> list[StepRow | None]:
+    """Rows to print, None marking an elided stretch of uneventful steps."""
+    if len(rows) <= _MAX_ROWS:
+        return list(rows)
+    shown: list[StepRow | None] = []
+    for index, row in enumerate(rows):
+        keep = (
+            index < 8
+            or index >= len(rows) - 4
+            or row.uncached_compiles > 0
+            or row.phase != "steady"
+        )
+        if keep:
+            shown.append(row)
+        elif shown and shown[-1] is not None:
+            shown.append(None)
+    return shown
+
+
+def _step_table(report: VerifyReport) -> list[str]:
+    rows = []
+    elided = 0
+    for row in _visible(report.steps):
+        if row is None:
+            elided += 1
+            rows.append(["...", "", "", "", "", "", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                row.step,
+                row.epoch,
+                row.batch_idx,
+                row.phase,
+                row.uncached_compiles,
+                row.cached_executions,
+                row.transfers,
+                row.host_ops,
+                row.batch_size if row.batch_size is not None else "mixed",
+                f"{row.seconds:.2f}s",
+            ]
+        )
+    headers = [
+        "step",
+        "epoch",
+        "batch",
+        "phase",
+        "compiles",
+        "cached",
+        "transfers",
+        "host ops",
+        "per-core batch",
+        "time",
+    ]
+    lines = ["Per step (summed over the cores; compiles = uncached XLA compiles)"]
+    lines += _table(headers, rows, right={0, 1, 2, 4, 5, 6, 7, 8, 9})
+    if elided:
+        lines.append("  (... = steady steps without compiles, not shown)")
+    return lines
+
+
+def _core_table(report: VerifyReport) -> list[str]:
+    cores: dict[int, dict[str, object]] = {}
+    for row in report.steps:
+        for core, data in row.cores.items():
+            entry = cores.setdefault(
+                core, {"steps": 0, "transfers": 0, "compiles": 0, "shapes": Counter()}
+            )
+            entry["steps"] += 1 if data.batch is not None else 0  # type: ignore[operator]
+            entry["transfers"] += data.transfers  # type: ignore[operator]
+            entry["compiles"] += data.compiles  # type: ignore[operator]
+            entry["shapes"][_shape(data.batch)] += 1  # type: ignore[index]
+    first = report.shards[0] if report.shards else None
+    shard_of = {c.core: c for c in first.cores} if first else {}
+    rows = []
+    for core in sorted(set(cores) | set(shard_of)):
+        entry = cores.get(core, {"steps": 0, "transfers": 0, "compiles": 0, "shapes": Counter()})
+        shard = shard_of.get(core)
+        shapes: Counter[str] = entry["shapes"]  # type: ignore[assignment]
+        rows.append(
+            [
+                core,
+                shard.sampler if shard else "-",
+                str(shard.built_at)
+                if shard and shard.built_at
+                else ("Lightning" if shard else "-"),
+                f"{shard.num_replicas}/{shard.rank}"
+                if shard and shard.num_replicas is not None
+                else "-",
+                shard.indices if shard else "-",
+                shard.unique if shard else "-",
+                shard.batches if shard and shard.batches is not None else "-",
+                entry["steps"],
+                entry["transfers"],
+                entry["compiles"],
+                shapes.most_common(1)[0][0] if shapes else "-",
+            ]
+        )
+    headers = [
+        "core",
+        "sampler",
+        "built by",
+        "replicas/rank",
+        "shard",
+        "unique",
+        "batches",
+        "steps",
+        "host reads",
+        "compiles",
+        "batch shape",
+    ]
+    title = "Per core" + (
+        f" (shard of epoch {first.epoch}; steps, host reads from Python and"
+        " step-marker compiles over the run)"
+        if first
+        else ""
+    )
+    return [title, *_table(headers, rows, right={0, 4, 5, 6, 7, 8, 9})]
+
+
+def _cause_line(cause: Cause) -> list[str]:
+    where = f"{cause.location}: " if cause.location else ""
+    codes = f" [{', '.join(_rule_refs(cause))}]" if cause.rules else ""
+    return [f"  {cause.severity.upper():4}  {where}{cause.message}{codes}"]
+
+
+def _rule_refs(cause: Cause) -> list[str]:
+    refs = []
+    for hit in cause.rules:
+        elsewhere = cause.location is None or hit.line != cause.location.line
+        refs.append(f"{hit.code} line {hit.line}" if elsewhere else hit.code)
+    return refs
+
+
+def _header(report: VerifyReport) -> list[str]:
+    backend = report.backend
+    versions = backend.get("versions") or {}
+    cores = backend.get("cores")
+    where = (
+        f"{cores} emulated cores (PJRT CPU)"
+        if backend.get("emulated")
+        else f"{cores or 'all'} TPU cores"
+    )
+    parts = [where]
+    if versions:
+        parts.append(
+            f"torch_xla {versions.get('torch_xla')}, lightning {versions.get('lightning')}"
+        )
+    settings = report.settings
+    steps = settings.get("steps_per_epoch")
+    parts.append(
+        f"{settings.get('epochs')} epochs of {'at most ' + str(steps) if steps else 'all'}"
+        f" steps, warm-up {settings.get('warmup')}"
+    )
+    parts.append(f"{report.wall_seconds:.1f}s")
+    target = report.target + (f" --datamodule {report.datamodule}" if report.datamodule else "")
+    return [f"tpulint verify {target}", "  " + " | ".join(parts)]
+
+
+def render(report: VerifyReport, *, verbose: bool = False) -> str:
+    lines = _header(report)
+    if report.error:
+        lines += ["", f"error: {report.error}"]
+        if verbose and report.error_detail:
+            lines += ["", report.error_detail.rstrip()]
+        lines += ["", f"verdict: ERROR (exit {report.exit_code}): verify could not run the module"]
+        return "\n".join(lines) + "\n"
+    if report.steps:
+        lines += ["", *_step_table(report), "", *_core_table(report)]
+    lines += ["", "Checks"]
+    for name, check in report.checks.items():
+        lines.append(f"  {check.status.upper():7} {CHECK_LABELS[name]:17}  {check.summary}")
+    shown = [c for c in report.causes if verbose or c.severity != "info"]
+    if shown:
+        lines += ["", "Causes"]
+        for cause in shown:
+            lines += _cause_line(cause)
+    if report.run.get("status") not in (None, "finished"):
+        lines += ["", f"run: {report.run['status']}: {report.run.get('detail')}"]
+    if verbose and report.log:
+        lines += [
+            "",
+            "Child process output (last lines)",
+            *["  " + line for line in report.log.rstrip().splitlines()[-30:]],
+        ]
+    lines += ["", f"verdict: {report.verdict.upper()} (exit {report.exit_code}): {report.summary}"]
+    return "\n".join(lines) + "\n"
+
+
+def _sharding_cell(report: VerifyReport) -> str:
+    check = report.checks.get("sharding")
+    if check is None:
+        return "-"
+    if not report.shards or check.status == "fail":
+        return check.status
+    first = report.shards[0]
+    sizes = "/".join(str(n) for n in sorted({c.indices for c in first.cores}))
+    batches = "/".join(str(n) for n in sorted({c.batches for c in first.cores if c.batches}))
+    return f"{check.status} ({len(first.cores)} x {sizes} indices, {batches} batches/core)"
+
+
+def _batch_cell(report: VerifyReport) -> str:
+    check = report.checks.get("batch_geometry")
+    if check is None or "per_core_batch" not in check.details:
+        return "-"
+    full = check.details["per_core_batch"]
+    smaller = sorted(int(k) for k in check.details.get("sizes_seen", {}) if int(k) < full)
+    return f"{full}" + (f" (last {'/'.join(map(str, smaller))})" if smaller else "")
+
+
+def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
+    if report.error:
+        return [("verdict", f"ERROR: {report.error}")]
+    compiles = report.checks.get("compile_stability")
+    transfers = report.checks.get("transfers")
+    details = compiles.details if compiles else {}
+    shapes = [
+        f"line {c.location.line}"
+        for c in report.causes
+        if c.kind == "data_dependent_shape" and c.location
+    ]
+    return [
+        ("verdict", report.verdict.upper()),
+        ("compiles after warm-up", str(details.get("compiles_after_warmup", "-"))),
+        (
+            "compiles in total (warm-up)",
+            f"{details.get('compiles_total', '-')} ({details.get('compiles_warmup', '-')})",
+        ),
+        ("data-dependent shapes", ", ".join(shapes) or "none"),
+        (
+            "transfers per step per core",
+            str(transfers.details.get("per_step_per_core", 0)) if transfers else "-",
+        ),
+        ("sharding", _sharding_cell(report)),
+        ("per-core batch", _batch_cell(report)),
+        ("steps run", str(len(report.steps))),
+        ("wall time", f"{report.wall_seconds:.1f}s"),
+    ]
+
+
+def render_compare(result: CompareReport, *, verbose: bool = False) -> str:
+    original, fixed = result.original, result.fixed
+    lines = [f"tpulint verify --compare {original.target}"]
+    if result.changed:
+        fixes = ", ".join(f"{f['code']} line {f['line']}" for f in result.fixes)
+        lines.append(f"  tpulint fix --unsafe-fixes applied: {fixes}")
+    else:
+        lines.append(
+            "  tpulint fix --unsafe-fixes changes nothing in the target's files;"
+            " one run stands for both columns"
+        )
+    before, after = _metric_rows(original), dict(_metric_rows(fixed))
+    rows = [[name, value, after.get(name, "-")] for name, value in before]
+    lines += ["", *_table(["", "as written", "after tpulint fix"], rows, right=set())]
+    if result.remaining:
+        lines += ["", "Still reported by tpulint check after the fix:"]
+        lines += [
+            f"  {r['path']}:{r['line']}: {r['code']} {r['message']}" for r in result.remaining
+        ]
+    if verbose:
+        lines += ["", "--- as written ---", render(original, verbose=True).rstrip()]
+        if result.changed:
+            lines += ["", "--- after tpulint fix ---", render(fixed, verbose=True).rstrip()]
+    else:
+        for label, report in (("as written", original), ("after tpulint fix", fixed)):
+            causes = [c for c in report.causes if c.severity == "fail"]
+            if causes:
+                lines += ["", f"Failing causes, {label}:"] + [
+                    line for cause in causes for line in _cause_line(cause)
+                ]
+    lines += [
+        "",
+        f"verdict: {result.verdict.upper()} (exit {result.exit_code}):"
+        f" after tpulint fix, {fixed.summary}",
+    ]
+    return "\n".join(lines) + "\n"

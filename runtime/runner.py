@@ -1,0 +1,194 @@
+"""Run the child under a watchdog and say how it ended. Standard library only.
+
+How a run can end, and what it means:
+
+    finished  training completed; the event log has the whole run
+    error     the child could not run the target (a VerifyError: bad target, ...), or the
+              watchdog fired before training started
+    raised    the user's training code raised; the replica that raised is in the log
+    diverged  XLA aborted a collective ("rendezvous.cc ... Termination timeout"): the
+              replicas built different graphs for the same collective
+    hung      replicas stopped at different points (a barrier timed out), or the watchdog
+              fired; the stacks the child dumped on SIGUSR1 say where
+    crashed   the child died some other way (a signal, an internal error)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tpulint.runtime.child import EXIT_COULD_NOT_RUN, EXIT_FINISHED
+from tpulint.runtime.environment import Backend, child_environment
+from tpulint.runtime.events import read_events
+from tpulint.runtime.spec import RunSpec
+
+_RENDEZVOUS_ABORT = re.compile(r"rendezvous\.cc.*Termination timeout for `?([^`]*?)RendezvousKey")
+_STACK_DUMP_GRACE = 8.0  # at most, for faulthandler to write every thread's stack
+
+
+@dataclass
+class RunOutcome:
+    status: str  # finished | error | raised | diverged | hung | crashed
+    detail: str  # one line: why it ended so
+    returncode: int | None
+    events: list[dict[str, Any]]
+    log: str  # the child's stdout and stderr (Lightning's banner, XLA's messages, stacks)
+    seconds: float
+    timed_out: bool = False
+
+    def first(self, kind: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e["kind"] == kind), None)
+
+    def all(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == kind]
+
+
+def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
+    """Start the child for `spec`, wait at most `timeout` seconds, and classify the end."""
+    run_dir = Path(spec.run_dir)
+    spec_path = run_dir / "spec.json"
+    spec.save(spec_path)
+    log_path = run_dir / "child.log"
+    start = time.perf_counter()
+    timed_out = False
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tpulint.runtime.child", str(spec_path)],
+            cwd=spec.cwd or None,
+            env=child_environment(backend, spec.cores),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            # Its own process group: the watchdog can signal the child and the replica
+            # process Lightning forks from it, and nothing else.
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _signal_group(process.pid, signal.SIGUSR1)  # every thread dumps its stack
+            _wait_for_quiet(log_path, _STACK_DUMP_GRACE)
+        except BaseException:
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+        finally:
+            # Whatever ended the child, leave no replica or helper process of this run behind.
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
+            _wait_until_gone(process.pid)
+    seconds = time.perf_counter() - start
+    log = log_path.read_text(encoding="utf-8", errors="replace")
+    events = read_events(run_dir)
+    status, detail = classify(process.returncode, events, log, timed_out, timeout)
+    return RunOutcome(status, detail, process.returncode, events, log, seconds, timed_out)
+
+
+def _wait_for_quiet(path: Path, limit: float) -> None:
+    """Until the log has stopped growing for a moment (the stack dumps are written), at most
+    `limit` seconds: a loaded machine can take a while to dump a hundred threads."""
+    deadline = time.monotonic() + limit
+    size, stable_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        current = path.stat().st_size if path.exists() else 0
+        if current != size:
+            size, stable_since = current, time.monotonic()
+        elif time.monotonic() - stable_since >= 0.5:
+            return
+        time.sleep(0.1)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, read from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def _wait_until_gone(pgid: int, limit: float = 15.0) -> None:
+    """SIGKILL is asynchronous: a process tearing down gigabytes of address space, or in an
+    uninterruptible read, lingers for a moment. Return once none of the group is left."""
+    if not os.path.isdir("/proc"):
+        return
+    deadline = time.monotonic() + limit
+    while _group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def root_errors(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Exceptions the replicas raised (not a barrier giving up), root cause first: one raised
+    in the user's code before one raised inside a library, then the earliest. A replica's
+    failure can set off errors in the others (an aborted barrier, a torch internal assert)."""
+    raised = [e for e in events if e["kind"] == "replica_error" and not e.get("out_of_step")]
+    return sorted(raised, key=lambda e: (not (e.get("site") or {}).get("user"), e.get("time", 0)))
+
+
+def classify(
+    returncode: int | None,
+    events: list[dict[str, Any]],
+    log: str,
+    timed_out: bool,
+    timeout: float,
+) -> tuple[str, str]:
+    kinds = {e["kind"] for e in events}
+    error = next((e for e in events if e["kind"] == "error"), None)
+    replica_errors = [e for e in events if e["kind"] == "replica_error"]
+    raised = root_errors(events)
+    abort = _RENDEZVOUS_ABORT.search(log)
+
+    if error is not None and returncode == EXIT_COULD_NOT_RUN:
+        return "error", error["message"]
+    if raised:
+        # The root cause; aborts or barrier timeouts in the other replicas follow from it.
+        first = raised[0]
+        return "raised", f"{first['type']}: {first['message']}" if first["message"] else first[
+            "type"
+        ]
+    if abort is not None:
+        what = abort.group(1).strip() or "collective"
+        return "diverged", f"XLA aborted: the replicas never met in the same `{what}`"
+    if timed_out and "train_start" not in kinds:
+        return "error", (
+            f"timed out after {timeout:.0f}s before training started (loading the"
+            " module and its data took too long?); raise --timeout"
+        )
+    if timed_out:
+        return "hung", f"no progress: the run did not finish within {timeout:.0f}s"
+    if any(e.get("out_of_step") for e in replica_errors):
+        return "hung", replica_errors[0]["message"]
+    if returncode == EXIT_FINISHED and "finished" in kinds:
+        return "finished", "training finished"
+    if returncode is not None and returncode < 0:
+        name = signal.Signals(-returncode).name
+        hint = " (out of memory?)" if -returncode == signal.SIGKILL else ""
+        return "crashed", f"the child process was killed by {name}{hint}"
+    fit_error = next((e for e in events if e["kind"] == "fit_error"), None)
+    if fit_error is not None:
+        first_line = (fit_error["message"] or "").strip().splitlines()[:1]
+        return "crashed", ": ".join([fit_error["type"], *first_line])
+    tail = [line for line in log.strip().splitlines() if line.strip()][-1:] or ["no output"]
+    return "crashed", f"the child process exited with status {returncode}: {tail[0][:200]}"

@@ -1,0 +1,113 @@
+"""What to verify and how: target references and the run specification the parent hands to
+the child process (as JSON). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpulint.runtime.errors import VerifyError
+
+TARGET_FORMS = "expected `package.module:Class` or `path/to/file.py:Class`"
+
+
+def _is_identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+@dataclass(frozen=True)
+class TargetRef:
+    """`pkg.module:Name` or `path/to/file.py:Name` (Name may be dotted: `Outer.Inner`)."""
+
+    raw: str
+    kind: str  # "module" or "file"
+    location: str  # dotted module name, or an absolute file path
+    attribute: str
+
+    @classmethod
+    def parse(cls, text: str, *, cwd: str | None = None) -> TargetRef:
+        # rpartition: a Windows drive (C:\...) or a path with colons keeps its left part whole.
+        left, sep, attribute = text.strip().rpartition(":")
+        if not sep or not left or not attribute:
+            raise VerifyError(f"bad target `{text}`: {TARGET_FORMS}")
+        if not all(_is_identifier(part) for part in attribute.split(".")):
+            raise VerifyError(f"bad target `{text}`: `{attribute}` is not a Python name")
+        if left.endswith(".py") or "/" in left or os.sep in left:
+            path = Path(left).expanduser()
+            if not path.is_absolute():
+                path = Path(cwd or os.getcwd()) / path
+            path = Path(os.path.normpath(path))
+            if not path.is_file():
+                raise VerifyError(f"bad target `{text}`: no such file: {left}")
+            return cls(text, "file", str(path), attribute)
+        if not all(_is_identifier(part) for part in left.split(".")):
+            raise VerifyError(f"bad target `{text}`: `{left}` is not a module name; {TARGET_FORMS}")
+        return cls(text, "module", left, attribute)
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, str]) -> TargetRef:
+        return cls(**data)
+
+
+@dataclass
+class RunSpec:
+    """Everything the child needs; written to a JSON file in the run directory."""
+
+    target: TargetRef
+    datamodule: TargetRef | None = None
+    init_args: dict[str, Any] = field(default_factory=dict)
+    device: str = "CPU"  # Backend.device
+    cores: int | None = None  # None: every core the backend has
+    epochs: int = 2
+    steps: int | None = None  # training batches per epoch; None: whole epochs
+    barrier_timeout: float = 120.0
+    run_dir: str = ""
+    cwd: str = ""
+    # Original file -> file to load in its place (used by --compare for the fixed source).
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["target"] = self.target.to_json()
+        data["datamodule"] = self.datamodule.to_json() if self.datamodule else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
+        data = dict(data)
+        data["target"] = TargetRef.from_json(data["target"])
+        if data.get("datamodule"):
+            data["datamodule"] = TargetRef.from_json(data["datamodule"])
+        return cls(**data)
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> RunSpec:
+        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def parse_init_args(text: str | None) -> dict[str, Any]:
+    """`--init-args '{"lr": 0.1}'`: a JSON object of keyword arguments."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise VerifyError(
+            f"--init-args is not valid JSON: {exc.msg} (column {exc.colno})"
+        ) from None
+    if not isinstance(value, dict):
+        raise VerifyError(
+            "--init-args must be a JSON object of keyword arguments, e.g. '{\"lr\": 0.1}'"
+        )
+    return value

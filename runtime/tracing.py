@@ -1,0 +1,197 @@
+"""Per-line attribution of device-to-host transfers, data-dependent shapes and collectives.
+
+A TorchFunctionMode sees every tensor method and torch function a replica thread calls. The
+mode stack is thread-local, so each replica enters its own tracer; counts match torch_xla's
+TransferFromDeviceTime exactly for explicit reads (research/runtime.md §3c). Only the ops of
+interest pay for a stack walk. Child process only: imports torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from tpulint.runtime.ledger import Ledger
+
+Tensor = torch.Tensor
+
+# Reading a value on the host: each call on an XLA tensor syncs (and may compile) the graph
+# that produces it, then copies the result off the device.
+_TRANSFERS: dict[Any, str] = {
+    Tensor.item: "item",
+    Tensor.tolist: "tolist",
+    Tensor.cpu: "cpu",
+    Tensor.numpy: "numpy",
+    Tensor.__bool__: "bool",
+    Tensor.__float__: "float",
+    Tensor.__int__: "int",
+    Tensor.__index__: "index",
+    Tensor.__complex__: "complex",
+    Tensor.__format__: "format",
+    Tensor.__repr__: "repr",
+    Tensor.__array__: "numpy",
+    Tensor.__contains__: "contains",
+}
+
+# Ops whose output size depends on tensor values (TPU201, TPU205): XLA needs static shapes, so
+# each new size is a new graph, and torch_xla computes the size on the host.
+_SHAPE_OPS: dict[Any, str] = {
+    torch.nonzero: "nonzero",
+    Tensor.nonzero: "nonzero",
+    torch.argwhere: "argwhere",
+    Tensor.argwhere: "argwhere",
+    torch.masked_select: "masked_select",
+    Tensor.masked_select: "masked_select",
+    torch.unique: "unique",
+    Tensor.unique: "unique",
+    torch.unique_consecutive: "unique_consecutive",
+    Tensor.unique_consecutive: "unique_consecutive",
+    torch.bincount: "bincount",
+    Tensor.bincount: "bincount",
+}
+
+
+def _is_xla(value: Any) -> bool:
+    return isinstance(value, Tensor) and value.device.type == "xla"
+
+
+def _has_bool_index(index: Any) -> bool:
+    if isinstance(index, Tensor):
+        return index.dtype in (torch.bool, torch.uint8)
+    if isinstance(index, (tuple, list)):
+        return any(isinstance(i, Tensor) and i.dtype in (torch.bool, torch.uint8) for i in index)
+    return False
+
+
+def _to_host_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    target = kwargs.get("device")
+    if target is None and len(args) > 1:
+        target = args[1]
+    if isinstance(target, Tensor):
+        target = target.device
+    if isinstance(target, (str, torch.device)):
+        return torch.device(target).type == "cpu"
+    return False
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, Tensor):
+        return tuple(value.shape)
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], Tensor):
+        return tuple(value[0].shape)
+    return None
+
+
+class OpTracer(TorchFunctionMode):
+    """Enter in a replica thread; records into the ledger bucket of that thread's replica."""
+
+    def __init__(self, ledger: Ledger, uncached_compiles: Callable[[], int]) -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.uncached_compiles = uncached_compiles
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        try:
+            op = _TRANSFERS.get(func)
+            kind = None if op else _SHAPE_OPS.get(func)
+        except TypeError:  # unhashable callables
+            op = kind = None
+        if op is None and func is Tensor.to and args and _to_host_device(args, kwargs):
+            op = "to(cpu)"
+        if op is None and kind is None:
+            if func is Tensor.__getitem__ and len(args) > 1 and _has_bool_index(args[1]):
+                kind = "boolean_mask"
+            elif func is Tensor.__setitem__ and len(args) > 1 and _has_bool_index(args[1]):
+                kind = "boolean_mask_assign"
+            elif func is torch.where and len(args) == 1 and not kwargs:
+                kind = "where_1arg"
+            elif func in (torch.repeat_interleave, Tensor.repeat_interleave) and _tensor_repeats(
+                args, kwargs
+            ):
+                kind = "repeat_interleave"
+            else:
+                return func(*args, **kwargs)
+        if not args or not _is_xla(args[0]):
+            return func(*args, **kwargs)
+        site = self.ledger.code.site_of(sys._getframe(1))
+        if op is not None:
+            before = self.uncached_compiles()
+            result = func(*args, **kwargs)
+            if site is not None:
+                # Compiles during the read are the graph that produces the value (an implicit
+                # sync); the process counter can also catch another replica's compile, which
+                # at worst moves a compile between two replicas reading at the same line.
+                self.ledger.transfer(op, site, self.uncached_compiles() - before)
+            return result
+        result = func(*args, **kwargs)
+        if site is not None:
+            self.ledger.shape_op(
+                kind, site, None if kind == "boolean_mask_assign" else _shape(result)
+            )
+        return result
+
+
+def _tensor_repeats(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    repeats = kwargs.get("repeats", args[1] if len(args) > 1 else None)
+    return isinstance(repeats, Tensor) and repeats.numel() > 1 and kwargs.get("output_size") is None
+
+
+_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "collective_broadcast",
+    "collective_permute",
+)
+
+
+def _tensor_shapes(value: Any, limit: int = 4) -> list[list[int]]:
+    """Shapes of the first few tensors in a collective's arguments (the evidence when
+    replicas enter the 'same' collective with different graphs)."""
+    found: list[list[int]] = []
+
+    def visit(item: Any) -> None:
+        if len(found) >= limit:
+            return
+        if isinstance(item, Tensor):
+            found.append(list(item.shape))
+        elif isinstance(item, (list, tuple)):
+            for element in item:
+                visit(element)
+
+    visit(value)
+    return found
+
+
+def record_collectives(ledger: Ledger) -> None:
+    """Wrap torch_xla's collectives to record which replica entered which, from where, with
+    which shapes. Installed after the CPU workarounds, so it sees the call as the user made it."""
+    import torch_xla.core.xla_model as xm
+
+    for name in _COLLECTIVES:
+        original = getattr(xm, name, None)
+        if original is None:
+            continue
+
+        def make(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def recorded(*args: Any, **kwargs: Any) -> Any:
+                site = ledger.code.site_of(sys._getframe(1))
+                ledger.collective(name, site, _tensor_shapes((args, tuple(kwargs.values()))))
+                return original(*args, **kwargs)
+
+            return recorded
+
+        setattr(xm, name, make(name, original))

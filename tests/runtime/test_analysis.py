@@ -1,0 +1,384 @@
+"""The judging rules, on synthetic child events (no torch_xla needed, milliseconds each)."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tpulint.runtime.attribution import RuleIndex
+from tpulint.runtime.check_compiles import check_compiles
+from tpulint.runtime.check_run import run_causes
+from tpulint.runtime.check_sharding import check_sharding
+from tpulint.runtime.context import Context
+from tpulint.runtime.frames import CodeFilter
+from tpulint.runtime.runner import RunOutcome, classify
+from tpulint.runtime.steps import build_rows
+
+ABORT = (
+    "2026-01-01 F external/xla/xla/service/rendezvous.cc:127] [id=3] Termination timeout for"
+    " `all reduce RendezvousKey{run_id=RunId: 0, op_id=14}` of 10 seconds exceeded."
+)
+
+
+def ctx(cores: int = 8, warmup: int = 2, **kwargs: Any) -> Context:
+    return Context(
+        cores=cores, warmup=warmup, batch_multiple=8, cwd="/proj", rules=RuleIndex(), **kwargs
+    )
+
+
+def step(
+    index: int,
+    epoch: int,
+    batch_idx: int,
+    compiles: int = 0,
+    batch: int = 16,
+    cores: int = 8,
+    shape_ops: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    bucket = {
+        "batch": [[batch, 32]],
+        "marker_compiles": 0,
+        "transfers": [],
+        "shape_ops": shape_ops or [],
+    }
+    return {
+        "kind": "step",
+        "step": index,
+        "epoch": epoch,
+        "batch_idx": batch_idx,
+        "seconds": 0.01,
+        "counters": {"UncachedCompile": compiles, "CachedCompile": 24},
+        "ranks": {str(r): dict(bucket) for r in range(cores)},
+    }
+
+
+# --- how a run ended --------------------------------------------------------------------
+
+
+def test_classify_outcomes() -> None:
+    finished = [{"kind": "train_start"}, {"kind": "finished"}]
+    assert classify(0, finished, "", False, 60)[0] == "finished"
+    error = [{"kind": "error", "message": "bad target"}]
+    assert classify(2, error, "", False, 60) == ("error", "bad target")
+    assert classify(3, [{"kind": "train_start"}], ABORT, False, 60)[0] == "diverged"
+    # the exception that started it wins over the abort that followed
+    raised = [
+        {"kind": "replica_error", "type": "ValueError", "message": "boom", "out_of_step": False}
+    ]
+    assert classify(3, raised, ABORT, False, 60) == ("raised", "ValueError: boom")
+    assert classify(None, [{"kind": "train_start"}], "", True, 60)[0] == "hung"
+    assert classify(None, [], "", True, 60)[0] == "error"  # watchdog before training
+    out_of_step = [
+        {"kind": "train_start"},
+        {"kind": "replica_error", "out_of_step": True, "message": "core 1 waited"},
+    ]
+    assert classify(3, out_of_step, "", False, 60) == ("hung", "core 1 waited")
+    status, detail = classify(-9, [{"kind": "train_start"}], "", False, 60)
+    assert status == "crashed" and "SIGKILL (out of memory?)" in detail
+
+
+# --- sampler sharding -------------------------------------------------------------------
+
+
+def _sharding_events(
+    tmp_path: Path,
+    plans: dict[int, list[int]],
+    total: int,
+    num_replicas: int = 8,
+    batch_size: int = 16,
+) -> list[dict[str, Any]]:
+    events = []
+    for rank, indices in plans.items():
+        name = f"plan-{rank}.bin"
+        (tmp_path / name).write_bytes(array("q", indices).tobytes())
+        events.append(
+            {
+                "kind": "loader_epoch",
+                "rank": rank,
+                "epoch": 0,
+                "batches": math.ceil(len(indices) / batch_size),
+                "batch_size": batch_size,
+                "drop_last": False,
+                "built_at": None,
+                "iterable": False,
+                "sampler": {
+                    "class": "torch.utils.data.distributed.DistributedSampler",
+                    "distributed": True,
+                    "num_replicas": num_replicas,
+                    "rank": rank % num_replicas,
+                    "drop_last": False,
+                    "built_at": None,
+                },
+            }
+        )
+        events.append(
+            {
+                "kind": "sampler_plan",
+                "rank": rank,
+                "epoch": 0,
+                "file": name,
+                "count": len(indices),
+                "total": total,
+            }
+        )
+    return events
+
+
+def _distributed_sampler(n: int, world: int) -> dict[int, list[int]]:
+    """torch's DistributedSampler without shuffling: pad by repeating, then stride."""
+    indices = list(range(n))
+    size = math.ceil(n / world) * world
+    indices += indices[: size - n]
+    return {rank: indices[rank:size:world] for rank in range(world)}
+
+
+def test_sampler_padding_is_allowed(tmp_path: Path) -> None:
+    plans = _distributed_sampler(1001, 8)  # 126 each, 7 indices repeated
+    check, causes, epochs = check_sharding(
+        ctx(), [], _sharding_events(tmp_path, plans, 1001), tmp_path
+    )
+    assert check.status == "pass", causes
+    assert (epochs[0].shared, epochs[0].allowed_padding, epochs[0].missing) == (7, 7, 0)
+
+
+def test_overlap_beyond_padding_fails(tmp_path: Path) -> None:
+    plans = _distributed_sampler(1024, 8)
+    plans[1] = plans[0]  # two cores on the same shard
+    check, causes, _ = check_sharding(ctx(), [], _sharding_events(tmp_path, plans, 1024), tmp_path)
+    assert check.status == "fail"
+    assert [c.kind for c in causes] == ["overlapping_shards", "incomplete_coverage"]
+
+
+def test_unequal_batch_counts_fail(tmp_path: Path) -> None:
+    plans = {rank: list(range(rank * 64, rank * 64 + 64)) for rank in range(8)}
+    plans[7] = plans[7][:40]  # a hand-made shard: fewer batches on core 7
+    check, causes, _ = check_sharding(ctx(), [], _sharding_events(tmp_path, plans, 512), tmp_path)
+    assert check.status == "fail"
+    assert "unequal_batches" in [c.kind for c in causes]
+
+
+def test_wrong_num_replicas_is_named(tmp_path: Path) -> None:
+    plans = {rank: list(range(128)) for rank in range(8)}
+    events = _sharding_events(tmp_path, plans, 128, num_replicas=1)
+    check, causes, _ = check_sharding(ctx(), [], events, tmp_path)
+    assert check.status == "fail"
+    assert [c.kind for c in causes] == ["user_sampler"]
+    assert "num_replicas=1, rank=0 on 8 cores of 8" in causes[0].message
+
+
+# --- compile stability ------------------------------------------------------------------
+
+
+def test_phases_and_tolerated_compiles() -> None:
+    events = [
+        step(0, 0, 0, 3),
+        step(1, 0, 1, 1),
+        step(2, 0, 2),
+        step(3, 0, 3, 1, batch=5),
+        step(4, 1, 0, 2),
+        step(5, 1, 1),
+        step(6, 1, 2),
+        step(7, 1, 3, batch=5),
+    ]
+    rows = build_rows(events, warmup=2)
+    assert [r.phase for r in rows] == [
+        "warmup",
+        "warmup",
+        "steady",
+        "ragged",
+        "epoch_start",
+        "steady",
+        "steady",
+        "ragged",
+    ]
+    check, causes = check_compiles(ctx(), rows, events, [])
+    assert check.status == "warn"  # the ragged batch's compile, with the drop_last hint
+    assert check.details["compiles_after_warmup"] == 0
+    assert {c.kind: c.severity for c in causes} == {
+        "epoch_boundary": "info",
+        "ragged_last_batch": "warn",
+    }
+
+
+def test_compiles_after_warmup_fail_even_at_later_epoch_starts() -> None:
+    events = [
+        step(0, 0, 0, 3),
+        step(1, 0, 1),
+        step(2, 0, 2, 1),
+        step(3, 1, 0, 2),
+        step(4, 1, 1),
+        step(5, 2, 0, 2),
+        step(6, 2, 1),
+    ]
+    rows = build_rows(events, warmup=2)
+    check, causes = check_compiles(ctx(), rows, events, [])
+    assert check.status == "fail"
+    assert check.details["compiles_after_warmup"] == 3  # step 2, and epoch 2's start again
+    recompilation = next(c for c in causes if c.kind == "recompilation")
+    assert recompilation.steps == [2, 5]
+
+
+def test_varying_shape_fails_even_without_late_compiles() -> None:
+    site = {"path": "/proj/model.py", "line": 12, "function": "training_step", "user": True}
+    events = [
+        step(
+            i,
+            0,
+            i,
+            3 if i == 0 else 0,
+            shape_ops=[
+                {"site": site, "kind": "boolean_mask", "count": 1, "shapes": [f"{9 + i % 3}x4"]}
+            ],
+        )
+        for i in range(6)
+    ]
+    check, causes = check_compiles(ctx(), build_rows(events, 2), events, [])
+    assert check.status == "fail"
+    (cause,) = causes
+    assert cause.kind == "data_dependent_shape"
+    assert str(cause.location) == "model.py:12"
+    assert "(9..11 seen across 8 cores and 6 steps)" in cause.message
+
+
+def test_too_few_steps_is_not_a_pass() -> None:
+    events = [step(0, 0, 0, 3), step(1, 0, 1)]
+    check, _ = check_compiles(ctx(), build_rows(events, 2), events, [])
+    assert check.status == "warn" and check.summary.startswith("not judged")
+
+
+# --- runs that did not finish -----------------------------------------------------------
+
+
+def test_diverged_names_the_collective_and_shapes() -> None:
+    site = {"path": "/proj/model.py", "line": 30, "function": "training_step", "user": True}
+    events = [
+        {
+            "kind": "collective",
+            "rank": r,
+            "name": "all_gather",
+            "site": site,
+            "shapes": [[r % 2 + 1]],
+        }
+        for r in range(4)
+    ]
+    outcome = RunOutcome("diverged", "XLA aborted", -6, events, ABORT, 30.0)
+    (cause,) = run_causes(ctx(cores=4), outcome, build_rows([step(0, 0, 0, cores=4)], 2))
+    assert cause.kind == "diverged_replicas" and str(cause.location) == "model.py:30"
+    assert "([[1]] on cores 0, 2; [[2]] on cores 1, 3)" in cause.message
+    assert cause.steps == [1]
+
+
+def test_hang_stacks_name_the_user_line(tmp_path: Path) -> None:
+    user = tmp_path / "model.py"
+    user.write_text("")
+    log = (
+        "Thread 0x00007f01 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+        f'  File "{user}", line 22 in training_step\n'
+        '  File "/venv/site-packages/lightning/pytorch/core/module.py", line 10 in step\n'
+        "\n"
+        "Current thread 0x00007f02 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/selectors.py", line 415 in select\n'
+    )
+    waiting = [
+        {
+            "kind": "replica_error",
+            "rank": r,
+            "out_of_step": True,
+            "message": "",
+            "waited_at": "a step marker (torch_xla.sync)",
+            "site": None,
+        }
+        for r in (1, 2, 3)
+    ]
+    outcome = RunOutcome("hung", "no progress within 40s", None, waiting, log, 40.0, True)
+    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]))
+    (cause,) = run_causes(context, outcome, [])
+    assert cause.location is not None and cause.location.line == 22
+    assert "core 0 never finished it (blocked at this line in training_step())" in cause.message
+    assert "cores 1, 2, 3 waited at a step marker (torch_xla.sync)" in cause.message
+
+
+# --- which frames are the user's ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "user"),
+    [
+        ("/proj/model.py", True),
+        ("/proj/pkg/data.py", True),
+        ("/proj/.venv/lib/python3.11/site-packages/lightning/pytorch/trainer.py", False),
+        ("/elsewhere/model.py", False),
+        ("<string>", False),
+    ],
+)
+def test_code_filter(path: str, user: bool) -> None:
+    assert CodeFilter(["/proj"]).is_user(path) is user
+
+
+def test_code_filter_installed_package_under_test() -> None:
+    root = "/venv/lib/python3.11/site-packages/mypkg"
+    assert CodeFilter([root]).is_user(f"{root}/model.py")
+    assert not CodeFilter([root]).is_user("/venv/lib/python3.11/site-packages/torch/nn.py")
+
+
+def test_hang_snapshot_names_the_stuck_core_without_a_dump() -> None:
+    site = {"path": "/proj/model.py", "line": 22, "function": "training_step", "user": True}
+    waiting = [
+        {
+            "kind": "replica_error",
+            "rank": r,
+            "out_of_step": True,
+            "message": "",
+            "site": None,
+            "waited_at": "the end of step 1",
+            "elsewhere": [{"rank": 2, "site": site}],
+        }
+        for r in (0, 1, 3)
+    ]
+    outcome = RunOutcome("hung", "core 0 waited 10s", 3, waiting, "no stacks here", 25.0)
+    (cause,) = run_causes(ctx(cores=4), outcome, [])
+    assert str(cause.location) == "model.py:22"
+    assert cause.cores == [2]
+    assert "core 2 never finished it" in cause.message
+    assert "cores 0, 1, 3 waited at the end of step 1" in cause.message
+
+
+def test_the_users_exception_is_the_root_cause() -> None:
+    user = {"path": "/proj/model.py", "line": 16, "function": "training_step", "user": True}
+    events = [
+        {
+            "kind": "replica_error",
+            "time": 1.0,
+            "rank": 1,
+            "type": "RuntimeError",
+            "message": "INTERNAL ASSERT FAILED",
+            "out_of_step": False,
+            "site": None,
+        },
+        {
+            "kind": "replica_error",
+            "time": 2.0,
+            "rank": 3,
+            "type": "ValueError",
+            "message": "bad batch",
+            "out_of_step": False,
+            "site": user,
+        },
+        {
+            "kind": "replica_error",
+            "time": 3.0,
+            "rank": 0,
+            "out_of_step": True,
+            "released": True,
+            "message": "core 0 stopped waiting at the end of step 1: another core failed",
+        },
+    ]
+    assert classify(3, events, ABORT, False, 60) == ("raised", "ValueError: bad batch")
+    outcome = RunOutcome("raised", "ValueError: bad batch", 3, events, ABORT, 20.0)
+    (cause,) = run_causes(ctx(), outcome, [])
+    assert cause.kind == "exception" and str(cause.location) == "model.py:16"
+    assert cause.message == "training raised ValueError: bad batch on core 3"

@@ -1,0 +1,37 @@
+"""Target forms: a zero-argument factory with --init-args, and a DataModule."""
+
+from __future__ import annotations
+
+import pytest
+from tpulint.runtime import verify
+from tpulint.runtime.report import VerifyReport
+from verify_helpers import CORES, ROOT, target
+
+pytestmark = pytest.mark.runtime
+
+
+@pytest.fixture(scope="module")
+def report(xla: None, timed) -> VerifyReport:
+    return timed(
+        "factory + --init-args + --datamodule (API)",
+        verify,
+        target("factory.py:make_model"),
+        init_args='{"lr": 0.05}',
+        datamodule=target("datamodule.py:RandomDataModule"),
+        cores=CORES,
+        cwd=ROOT,
+    )
+
+
+def test_factory_with_datamodule_passes(report: VerifyReport) -> None:
+    assert report.error is None, report.error_detail
+    assert report.verdict == "pass"
+    assert report.datamodule == target("datamodule.py:RandomDataModule")
+    assert report.init_args == {"lr": 0.05}
+
+
+def test_the_datamodule_data_is_sharded(report: VerifyReport) -> None:
+    assert report.checks["sharding"].status == "pass"
+    assert [e.dataset_size for e in report.shards] == [256, 256]
+    assert {c.indices for e in report.shards for c in e.cores} == {32}
+    assert report.checks["batch_geometry"].details["per_core_batch"] == 16
