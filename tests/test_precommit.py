@@ -37,6 +37,8 @@ def test_hooks_with_pre_commit_try_repo(tmp_path: Path) -> None:
     _git(repo, "config", "user.name", "dev")
     (repo / "train.py").write_text(LEGACY_TRAINER)
     (repo / "README.md").write_text("not python\n")
+    # The hooks read the project's configuration like the CLI does.
+    (repo / "pyproject.toml").write_text('[tool.tpulint]\nselect = ["TPU001"]\n')
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "init")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "NO_COLOR": "1"}
