@@ -33,25 +33,25 @@ class Binding:
 class _Scope:
     names: dict[str, Binding] = field(default_factory=dict)
     params: set[str] = field(default_factory=set)
-    param_annotations: dict[str, str] = field(default_factory=dict)
+    # Annotation nodes; their text is generated only when a rule asks (`annotation`).
+    param_annotations: dict[str, cst.BaseExpression] = field(default_factory=dict)
 
 
 class Bindings:
     """Last binding of each name, per function scope (closures see the enclosing ones)."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
         self.scopes: list[_Scope] = [_Scope()]
         self.seq = 0
 
-    def enter_function(self, node: cst.FunctionDef, module: cst.Module) -> None:
+    def enter_function(self, node: cst.FunctionDef) -> None:
         scope = _Scope()
         params = node.params
         for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
             scope.params.add(param.name.value)
             if param.annotation is not None:
-                scope.param_annotations[param.name.value] = module.code_for_node(
-                    param.annotation.annotation
-                ).replace(" ", "")
+                scope.param_annotations[param.name.value] = param.annotation.annotation
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 scope.params.add(star.name.value)
@@ -101,7 +101,10 @@ class Bindings:
             if name in scope.names:
                 return None
             if name in scope.params:
-                return scope.param_annotations.get(name)
+                annotation = scope.param_annotations.get(name)
+                if annotation is None:
+                    return None
+                return self.module.code_for_node(annotation).replace(" ", "")
         return None
 
     def last_seq(self, name: str) -> int:
@@ -149,35 +152,50 @@ _AUG_TO_BIN = {
 
 
 class TrackingRule:
-    """Mixin: keeps `self.bindings` current (rules list it before `Rule` in their bases)."""
+    """Mixin: gives the rule `self.bindings` (rules list it before `Rule` in their bases).
 
-    bindings: Bindings
+    All tracking rules of a file share one Bindings, kept current by the first of them to
+    be created (the owner); the others' handlers do nothing, so the work is done once."""
+
     ctx: FileContext
 
-    def _bindings(self) -> Bindings:
-        try:
-            return self.bindings
-        except AttributeError:
-            self.bindings = Bindings()
-            return self.bindings
+    @property
+    def bindings(self) -> Bindings:
+        return self._shared()[0]
+
+    def _shared(self) -> tuple[Bindings, object]:
+        shared = self.ctx.shared.get("shape_bindings")
+        if shared is None:
+            shared = self.ctx.shared["shape_bindings"] = (Bindings(self.ctx.module), self)
+        return shared
+
+    def _owned(self) -> Bindings | None:
+        bindings, owner = self._shared()
+        return bindings if owner is self else None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bindings().enter_function(node, self.ctx.module)
+        if (bindings := self._owned()) is not None:
+            bindings.enter_function(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bindings().leave_function()
+        if (bindings := self._owned()) is not None:
+            bindings.leave_function()
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        self._bindings().on_assign(node)
+        if (bindings := self._owned()) is not None:
+            bindings.on_assign(node)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bindings().on_ann_assign(node)
+        if (bindings := self._owned()) is not None:
+            bindings.on_ann_assign(node)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bindings().on_aug_assign(node)
+        if (bindings := self._owned()) is not None:
+            bindings.on_aug_assign(node)
 
     def visit_For(self, node: cst.For) -> None:
-        self._bindings().on_for(node)
+        if (bindings := self._owned()) is not None:
+            bindings.on_for(node)
 
 
 # --- small matchers ---------------------------------------------------------------------

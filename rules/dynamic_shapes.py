@@ -180,7 +180,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
             return
         if op in _SHAPE_OPS:
             if method is not None and kind is not DEVICE and not is_torch_tensor(
-                ctx, subject, self._bindings()
+                ctx, subject, self.bindings
             ) and op in ("unique", "unique_consecutive"):
                 return  # `df["a"].unique()`: not known to be a tensor
             self._report(node, op)
@@ -199,7 +199,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
             value = repeats.value
             if ctx.value_kind(value) is DEVICE or (
                 ctx.value_kind(value) is ValueKind.UNKNOWN
-                and is_torch_tensor(ctx, value, self._bindings())
+                and is_torch_tensor(ctx, value, self.bindings)
             ):
                 self._report(node, "repeat_interleave")
 
@@ -508,7 +508,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ctx = self.ctx
         if not ctx.in_hot_code:
             return
-        found = mask_in_index(ctx, node, self._bindings())
+        found = mask_in_index(ctx, node, self.bindings)
         if found is None:
             return
         mask, _reason = found
@@ -591,7 +591,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:
         """The condition for the safe rewrites: `base` is surely a torch tensor (numpy
         arrays have no `masked_fill_`) and `mask` is elementwise of it."""
-        bindings = self._bindings()
+        bindings = self.bindings
         return is_torch_tensor(self.ctx, base, bindings) and _elementwise_mask(
             self.ctx, mask, base, bindings
         )
@@ -764,11 +764,11 @@ class ShapeDependentLoop(TrackingRule, Rule):
         stop = args[1].value if len(args) > 1 else args[0].value
         if isinstance(stop, cst.Name) and _STRUCTURAL_DIM.match(stop.value):
             return  # `for c in range(C)` over codebooks, channels, heads: fixed by the model
-        tensor = shape_source(ctx, stop, self._bindings())
+        tensor = shape_source(ctx, stop, self.bindings)
         if tensor is None or is_self_attribute(tensor):
             return
         kind = ctx.value_kind(tensor)
-        if kind is not DEVICE and not is_torch_tensor(ctx, tensor, self._bindings()):
+        if kind is not DEVICE and not is_torch_tensor(ctx, tensor, self.bindings):
             return
         if kind in (HOST, CPU) or _quiet(ctx, node):
             return
@@ -1068,7 +1068,7 @@ class DataDependentSize(TrackingRule, Rule):
 
     def _check(self, size: cst.BaseExpression, sink: cst.CSTNode) -> None:
         ctx = self.ctx
-        source = value_size(ctx, size, self._bindings())
+        source = value_size(ctx, size, self.bindings)
         if source is None:
             return
         reported = getattr(self, "_reported", None)

@@ -629,7 +629,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if not ctx.in_hot_code:
             return
         value = node.expression
-        if not computed_tensor(ctx, value, self._bindings()):
+        if not computed_tensor(ctx, value, self.bindings):
             return
         if _in_exception_path(ctx, node) or quiet(ctx, node):
             return
@@ -648,7 +648,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if (
             method == "tolist"
             and kind is not ValueKind.DEVICE
-            and not is_torch_tensor(ctx, tensor, self._bindings())
+            and not is_torch_tensor(ctx, tensor, self.bindings)
         ):
             return  # `.tolist()` of an unknown value may be a numpy array
         if quiet(ctx, node) or returned_from_predict(ctx, node) or _in_exception_path(ctx, node):
@@ -686,7 +686,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             value = arg.value
             if isinstance(value, (cst.FormattedString, cst.SimpleString)):
                 continue  # f-strings are checked by themselves
-            if computed_tensor(ctx, value, self._bindings()):
+            if computed_tensor(ctx, value, self.bindings):
                 if quiet(ctx, node):
                     return
                 self.report(
@@ -888,7 +888,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
             name = method_name(test) or (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
             return test if name in _TENSOR_PREDICATES else None
         if isinstance(test, cst.Name):
-            binding = self._bindings().lookup(test.value)
+            binding = self.bindings.lookup(test.value)
             if binding is None or binding.value is None or binding.unpack_index is not None:
                 return None
             value = binding.value

@@ -64,12 +64,22 @@ class _Analysis:
 
 
 def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
+    """The enabled rules whose prefilter matches `source` (each distinct token is searched
+    for once per file, however many rules share it)."""
     out = []
+    found: dict[str, bool] = {}
     for rule in all_rules():
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
-        if rule.requires and not any(token in source for token in rule.requires):
-            continue
+        if rule.requires:
+            for token in rule.requires:
+                hit = found.get(token)
+                if hit is None:
+                    hit = found[token] = token in source
+                if hit:
+                    break
+            else:
+                continue
         out.append(rule)
     return out
 
@@ -147,7 +157,18 @@ def _analyze(
     module_name, is_package = (
         module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
     )
-    analysis = analyze_module(module, Aliases(module_name, is_package), project, config.hot_methods)
+    # The analysis walk fills the parent links and caches each node's children for the
+    # rules' walk of the same tree.
+    parents: dict[int, cst.CSTNode] = {}
+    children_of: dict[int, list[cst.CSTNode]] = {}
+    analysis = analyze_module(
+        module,
+        Aliases(module_name, is_package),
+        project,
+        config.hot_methods,
+        parents=parents,
+        children_of=children_of,
+    )
     ctx = FileContext(
         path=path,
         source=source,
@@ -156,6 +177,7 @@ def _analyze(
         aliases=Aliases(module_name, is_package),
         analysis=analysis,
     )
+    ctx.parents = parents
     instances = [rule(ctx) for rule in rules]
     dispatcher = Dispatcher()
     dispatcher.add(ctx, only=FileContext.ENTER_HANDLERS)
@@ -163,7 +185,7 @@ def _analyze(
         dispatcher.add(instance)
     dispatcher.add(ctx, only=FileContext.LEAVE_HANDLERS)
     try:
-        dispatcher.walk(module, parents=ctx.parents)
+        dispatcher.walk(module, parents=parents, children_of=children_of)
     except Exception as exc:  # a bug in a rule must not take the whole run down
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise InternalError(
@@ -179,7 +201,7 @@ def _analyze(
     fixes = [r.fix for r in reports if r.fix is not None]
     if with_edits and fixes:
         wanted += positions_needed(module, fixes, ctx.parents)
-    positions.resolve(wanted)
+    positions.resolve(wanted, parents)
 
     diagnostics: list[Diagnostic] = []
     fix_specs: dict[int, FixSpec] = {}

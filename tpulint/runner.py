@@ -7,6 +7,7 @@ and a process pool over the files that need work.
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
 import os
@@ -69,9 +70,22 @@ class RunResult:
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(config: Config, table: dict[str, int]) -> None:
+def _init_worker(config: Config, table: dict[str, int], pooled: bool = False) -> None:
     _STATE["config"] = config
     _STATE["table"] = table
+    _STATE["collect"] = pooled
+    if pooled:
+        # libcst allocates millions of small objects per file, which makes Python's cyclic
+        # garbage collector run often and, on each full collection, traverse the tree being
+        # built (measured: 13% of a cold run). A worker instead freezes what it inherited and
+        # collects once after each file, which frees that file's few reference cycles.
+        gc.freeze()
+        gc.disable()
+
+
+def _after_file() -> None:
+    if _STATE.get("collect"):
+        gc.collect()
 
 
 def _check_batch(
@@ -88,6 +102,7 @@ def _check_batch(
             out.append((display, diagnostics, None))
         except InternalError as exc:
             out.append((display, None, str(exc)))
+        _after_file()
     return out
 
 
@@ -104,13 +119,15 @@ def _fix_batch(
             out.append((display, result, None))
         except InternalError as exc:
             out.append((display, None, str(exc)))
+        _after_file()
     return out
 
 
 def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[str, str, str]]]:
-    """Size-balanced batches, largest files first, several per worker for load balance."""
+    """Size-balanced batches, largest files first, many per worker so that the last batch
+    to finish leaves the other workers idle only briefly."""
     items = sorted(items, key=lambda item: len(item[2]), reverse=True)
-    count = max(1, min(len(items), jobs * 8))
+    count = max(1, min(len(items), jobs * 32))
     batches: list[list[tuple[str, str, str]]] = [[] for _ in range(count)]
     sizes = [0] * count
     for item in items:
@@ -149,7 +166,7 @@ def _run(
         max_workers=jobs,
         mp_context=_pool_context(),
         initializer=_init_worker,
-        initargs=(config, table),
+        initargs=(config, table, True),
     ) as pool:
         futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
         for future in as_completed(futures):

@@ -96,6 +96,9 @@ class FileContext:
         self._classes: list[ClassInfo | None] = []
         self._inference = ValueInference(aliases, self._lookup, is_method=self._is_method)
         self._guard_cache: dict[int, frozenset[str]] = {}
+        # State that rules of one file share (e.g. binding trackers several rules use), so
+        # the work is done once per file rather than once per rule.
+        self.shared: dict[str, Any] = {}
         self._call_site_cache: dict[int, frozenset[str]] = {}
 
     # --- structure -------------------------------------------------------------------

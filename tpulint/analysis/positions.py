@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -85,6 +85,31 @@ class _TargetedCodegenState(CodegenState):
         )
 
 
+def _enclosing_function(
+    node: cst.CSTNode, parents: Mapping[int, cst.CSTNode]
+) -> cst.FunctionDef | None:
+    current = parents.get(id(node))
+    while current is not None:
+        if isinstance(current, cst.FunctionDef):
+            return current
+        current = parents.get(id(current))
+    return None
+
+
+def _indentation(
+    node: cst.CSTNode, parents: Mapping[int, cst.CSTNode], module: cst.Module
+) -> list[str]:
+    """The indentation tokens the blocks around `node` add when the module is generated."""
+    indents = []
+    current = parents.get(id(node))
+    while current is not None:
+        if isinstance(current, cst.IndentedBlock):
+            indents.append(current.indent if current.indent is not None else module.default_indent)
+        current = parents.get(id(current))
+    indents.reverse()
+    return indents
+
+
 class PositionIndex:
     """Maps nodes of one module to spans and line/column locations."""
 
@@ -100,18 +125,59 @@ class PositionIndex:
             self._code = self._module.code
         return self._code
 
-    def resolve(self, nodes: Iterable[cst.CSTNode]) -> None:
-        """Compute spans for `nodes` (one code generation pass for all of them)."""
-        wanted = {id(n) for n in nodes} - self._spans.keys()
-        if not wanted:
+    def resolve(
+        self, nodes: Iterable[cst.CSTNode], parents: Mapping[int, cst.CSTNode] | None = None
+    ) -> None:
+        """Compute spans for `nodes`.
+
+        With `parents`, nodes inside a function are positioned by generating that function's
+        code alone (indented as in the module) and finding it in the source, which is exact
+        (libcst regenerates the source byte for byte) and costs the size of the functions with
+        findings instead of the whole module; a function whose text occurs twice, and nodes
+        outside functions, fall back to one pass over the whole module."""
+        pending = [n for n in nodes if id(n) not in self._spans]
+        if not pending:
             return
-        state = _TargetedCodegenState(
-            self._module.default_indent, self._module.default_newline, set(wanted)
-        )
-        self._module._codegen(state)
+        rest: list[cst.CSTNode] = []
+        if parents is not None and self._code is not None:
+            by_function: dict[int, tuple[cst.FunctionDef, list[cst.CSTNode]]] = {}
+            for node in pending:
+                function = _enclosing_function(node, parents)
+                if function is None:
+                    rest.append(node)
+                else:
+                    by_function.setdefault(id(function), (function, []))[1].append(node)
+            for function, members in by_function.values():
+                if not self._resolve_in(function, members, parents):
+                    rest += members
+        else:
+            rest = pending
+        if rest:
+            self._resolve_in(self._module, rest, None)
+
+    def _resolve_in(
+        self,
+        root: cst.CSTNode,
+        nodes: list[cst.CSTNode],
+        parents: Mapping[int, cst.CSTNode] | None,
+    ) -> bool:
+        """Generate `root`'s code recording `nodes`; False if `root` cannot be placed."""
+        wanted = {id(n) for n in nodes}
+        module = self._module
+        state = _TargetedCodegenState(module.default_indent, module.default_newline, set(wanted))
+        if root is not module and parents is not None:
+            state.indent_tokens.extend(_indentation(root, parents, module))
+        root._codegen(state)
         offsets = [0, *itertools.accumulate(map(len, state.tokens))]
-        if self._code is None:
-            self._code = "".join(state.tokens)
+        if root is module:
+            base = 0
+            if self._code is None:
+                self._code = "".join(state.tokens)
+        else:
+            text = "".join(state.tokens)
+            base = self._code.find(text)
+            if base == -1 or self._code.find(text, base + 1) != -1:
+                return False
         for key in wanted:
             outer = state.outer.get(key)
             if outer is None:
@@ -127,7 +193,8 @@ class PositionIndex:
                     start = offsets[state.outer[start_id][0]]
                 if end_id is not None and end_id in state.outer:
                     end = offsets[state.outer[end_id][1]]
-            self._spans[key] = Span(start, end, outer_start, outer_end)
+            self._spans[key] = Span(base + start, base + end, base + outer_start, base + outer_end)
+        return True
 
     def span(self, node: cst.CSTNode) -> Span:
         key = id(node)

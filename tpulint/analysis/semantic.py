@@ -8,7 +8,7 @@ hot function is reached from, so messages can say "in training_step".
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -109,10 +109,28 @@ class FunctionInfo:
     name: str
     cls: ClassInfo | None
     parent: FunctionInfo | None
-    calls_self: set[str] = field(default_factory=set)
-    calls_bare: set[str] = field(default_factory=set)
     hot_reason: str | None = None  # the entry point this function is reached from, if hot
     root_hook: str | None = None  # the hook name at the root of the hot chain
+    # Walks the body for its calls, on first use (most functions never need it).
+    call_loader: Callable[[FunctionInfo], tuple[set[str], set[str]]] | None = field(
+        default=None, repr=False
+    )
+    _calls: tuple[set[str], set[str]] | None = field(default=None, repr=False)
+
+    def _load_calls(self) -> tuple[set[str], set[str]]:
+        if self._calls is None:
+            self._calls = self.call_loader(self) if self.call_loader else (set(), set())
+        return self._calls
+
+    @property
+    def calls_self(self) -> set[str]:
+        """Names of the methods this function calls as `self.<name>(...)`."""
+        return self._load_calls()[0]
+
+    @property
+    def calls_bare(self) -> set[str]:
+        """Names this function calls as `<name>(...)`."""
+        return self._load_calls()[1]
 
     @property
     def hot(self) -> bool:
@@ -223,16 +241,79 @@ class _Collector:
         self.func_stack.pop()
         self.scope_kinds.pop()
 
+    def collect(self, statements: Iterable[cst.CSTNode]) -> None:
+        """Walk statements only (imports, classes, functions, and the blocks that can hold
+        them), not expressions: calls are collected later, for hot functions only."""
+        for statement in statements:
+            if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for small in statement.body:
+                    if isinstance(small, cst.Import):
+                        self.visit_Import(small)
+                    elif isinstance(small, cst.ImportFrom):
+                        self.visit_ImportFrom(small)
+            elif isinstance(statement, cst.ClassDef):
+                self.visit_ClassDef(statement)
+                self.collect(_statements(statement.body))
+                self.leave_ClassDef(statement)
+            elif isinstance(statement, cst.FunctionDef):
+                self.visit_FunctionDef(statement)
+                self.collect(_statements(statement.body))
+                self.leave_FunctionDef(statement)
+            elif isinstance(statement, cst.BaseCompoundStatement):
+                for block in _blocks(statement):
+                    self.collect(_statements(block))
+
+
+def _statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    if isinstance(block, cst.IndentedBlock):
+        return block.body
+    return (block,)  # a SimpleStatementSuite: `if x: import y`
+
+
+def _blocks(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    """The suites of an if/for/while/try/with/match statement, `else` branches included."""
+    blocks: list[cst.BaseSuite] = []
+    if isinstance(statement, cst.Match):
+        return [case.body for case in statement.cases]
+    body = getattr(statement, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        blocks.append(body)
+    for handler in getattr(statement, "handlers", ()):
+        blocks.append(handler.body)
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:
+        if isinstance(orelse, cst.If):  # elif
+            blocks.append(orelse.body)
+            orelse = orelse.orelse
+        else:
+            blocks.append(orelse.body)
+            orelse = None
+    finalbody = getattr(statement, "finalbody", None)
+    if finalbody is not None:
+        blocks.append(finalbody.body)
+    return blocks
+
+
+class _CallCollector:
+    """The `self.m(...)` and `f(...)` calls of one function's body (nested defs excluded)."""
+
+    def __init__(self) -> None:
+        self.calls_self: set[str] = set()
+        self.calls_bare: set[str] = set()
+
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.func_stack:
-            return
         func = node.func
-        current = self.func_stack[-1]
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             if func.value.value == "self":
-                current.calls_self.add(func.attr.value)
+                self.calls_self.add(func.attr.value)
         elif isinstance(func, cst.Name):
-            current.calls_bare.add(func.value)
+            self.calls_bare.add(func.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function is analysed on its own
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
 
 
 def _entry_reason(info: FunctionInfo, hot_methods: frozenset[str]) -> str | None:
@@ -278,12 +359,27 @@ def analyze_module(
     aliases: Aliases,
     project: Mapping[str, int] | None = None,
     hot_methods: Iterable[str] = (),
+    parents: dict[int, cst.CSTNode] | None = None,
+    children_of: dict[int, list[cst.CSTNode]] | None = None,
 ) -> ModuleAnalysis:
+    """Analyse `module`. `parents`/`children_of` are filled for later walks of the same tree
+    (see Dispatcher.walk)."""
     collector = _Collector(aliases, project or {})
-    dispatcher = Dispatcher()
-    dispatcher.add(collector)
-    dispatcher.walk(module)
+    collector.collect(module.body)
     functions = collector.functions
+
+    def load_calls(info: FunctionInfo) -> tuple[set[str], set[str]]:
+        # Only the functions whose calls are asked for are walked here (hot ones, mostly);
+        # the walk fills the caches the rules' walk of the same tree reuses.
+        calls = _CallCollector()
+        dispatcher = Dispatcher()
+        dispatcher.add(calls)
+        dispatcher.walk(info.node.body, parents=parents, children_of=children_of)
+        return calls.calls_self, calls.calls_bare
+
+    for info in functions.values():
+        info.call_loader = load_calls
+
     hot = frozenset(hot_methods)
     module_functions = {
         info.name: info for info in functions.values() if info.cls is None and info.parent is None

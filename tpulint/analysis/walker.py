@@ -10,6 +10,7 @@ thousand lines for the same module. Handlers follow libcst's naming (`visit_Call
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -95,6 +96,25 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
                     yield item
 
 
+@functools.lru_cache(maxsize=None)
+def _handler_specs(cls: type, only: tuple[str, ...] | None) -> tuple[tuple[str, bool, type], ...]:
+    """(method name, is a visit handler, node type) for a handler class, computed once per
+    class: `dir()` on every rule instance of every file was a measurable cost."""
+    specs = []
+    for attr in only if only is not None else dir(cls):
+        if attr.startswith("visit_"):
+            is_visit, type_name = True, attr[6:]
+        elif attr.startswith("leave_"):
+            is_visit, type_name = False, attr[6:]
+        else:
+            continue
+        node_type = getattr(cst, type_name, None)
+        if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
+            raise TypeError(f"{cls.__name__}.{attr}: no libcst node named {type_name}")
+        specs.append((attr, is_visit, node_type))
+    return tuple(specs)
+
+
 class Dispatcher:
     """Handlers by node type, collected from objects with visit_*/leave_* methods."""
 
@@ -103,24 +123,23 @@ class Dispatcher:
         self.leave: dict[type, list[Handler]] = {}
 
     def add(self, obj: object, only: Iterable[str] | None = None) -> None:
-        names = only if only is not None else dir(obj)
-        for attr in names:
-            if attr.startswith("visit_"):
-                table, type_name = self.enter, attr[6:]
-            elif attr.startswith("leave_"):
-                table, type_name = self.leave, attr[6:]
-            else:
-                continue
-            node_type = getattr(cst, type_name, None)
-            if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
-                raise TypeError(f"{type(obj).__name__}.{attr}: no libcst node named {type_name}")
+        for attr, is_visit, node_type in _handler_specs(type(obj), tuple(only) if only else None):
+            table = self.enter if is_visit else self.leave
             table.setdefault(node_type, []).append(getattr(obj, attr))
 
-    def walk(self, root: cst.CSTNode, parents: dict[int, cst.CSTNode] | None = None) -> None:
+    def walk(
+        self,
+        root: cst.CSTNode,
+        parents: dict[int, cst.CSTNode] | None = None,
+        children_of: dict[int, list[cst.CSTNode]] | None = None,
+    ) -> None:
         """Visit `root` and its descendants depth-first in source order.
 
         A visit handler that returns False stops the walk from entering that node's children
         (its leave handlers still run). `parents`, when given, is filled child id -> parent.
+        `children_of`, when given, caches each node's children by id: a second walk of the
+        same tree with the same dict skips the field reads (the engine walks every file
+        twice: the shared analysis, then the rules).
         """
         enter = self.enter
         leave = self.leave
@@ -137,32 +156,36 @@ class Dispatcher:
                 for handler in node.handlers:
                     handler(node.node)
                 continue
-            fields = fields_of.get(cls)
-            if fields is None:
-                fields = child_fields(cls)
-            children: list[cst.CSTNode] = []
-            for name in fields:
-                value = getattr(node, name)
-                value_type = type(value)
-                if value_type is tuple or value_type is list:
-                    for item in value:
-                        item_type = type(item)
-                        is_semantic = semantic.get(item_type)
-                        if is_semantic is None:
-                            is_semantic = _classify(item_type)
-                        if is_semantic:
-                            children.append(item)
-                    continue
-                is_semantic = semantic.get(value_type)
-                if is_semantic is None:
-                    is_semantic = _classify(value_type)
-                if is_semantic:
-                    children.append(value)
-            # Parent links of the children exist before the node's handlers run, so a rule
-            # visiting a node can ask about its children's context.
-            if parents is not None:
-                for child in children:
-                    parents[id(child)] = node
+            children = children_of.get(id(node)) if children_of is not None else None
+            if children is None:
+                fields = fields_of.get(cls)
+                if fields is None:
+                    fields = child_fields(cls)
+                children = []
+                for name in fields:
+                    value = getattr(node, name)
+                    value_type = type(value)
+                    if value_type is tuple or value_type is list:
+                        for item in value:
+                            item_type = type(item)
+                            is_semantic = semantic.get(item_type)
+                            if is_semantic is None:
+                                is_semantic = _classify(item_type)
+                            if is_semantic:
+                                children.append(item)
+                        continue
+                    is_semantic = semantic.get(value_type)
+                    if is_semantic is None:
+                        is_semantic = _classify(value_type)
+                    if is_semantic:
+                        children.append(value)
+                if children_of is not None:
+                    children_of[id(node)] = children
+                # Parent links of the children exist before the node's handlers run, so a
+                # rule visiting a node can ask about its children's context.
+                if parents is not None:
+                    for child in children:
+                        parents[id(child)] = node
             descend = True
             handlers = enter.get(cls)
             if handlers:
@@ -172,10 +195,8 @@ class Dispatcher:
             leave_handlers = leave.get(cls)
             if leave_handlers:
                 push(leave_marker(node, leave_handlers))
-            if not descend:
-                continue
-            children.reverse()
-            stack.extend(children)
+            if descend:
+                stack.extend(reversed(children))
 
 
 # type -> whether instances are semantic nodes (CSTNodes that are not whitespace/comments).
