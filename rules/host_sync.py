@@ -26,7 +26,6 @@ _HEAD = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule)
 _LOSS = "        loss = self.loss_fn(self(batch))\n"
 
 
-
 def _conversion_arg(node: cst.CSTNode) -> cst.BaseExpression | None:
     """For `float(x)` / `int(x)`: `x`; else None."""
     if (
@@ -130,37 +129,55 @@ class ItemInHotPath(Rule):
         # Once per epoch is fine.
         Valid(_HEAD + "    def on_train_epoch_end(self):\n        print(self.total.item())\n"),
         # CPU tensors, numpy values and MLX arrays are not device syncs.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        if torch.rand(1).item() < self.p:\n            batch = batch.flip(0)\n"
-              "        return self.loss_fn(self(batch))\n"),
-        Valid("import numpy as np\nimport lightning as L\n\n\nclass Attn(L.LightningModule):\n"
-              "    def forward(self, x):\n"
-              '        u = np.ceil(np.log(x.shape[1])).astype("int").item()\n'
-              "        return x[:, :u]\n"),
-        Valid("import lightning as L\nimport mlx.core as mx\n\n\nclass Plan(L.LightningModule):\n"
-              "    def train_step(self, batch):\n        loss = mx.mean(mx.array(batch))\n"
-              "        mx.eval(loss)\n        return {'loss': loss.item()}\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        if torch.rand(1).item() < self.p:\n            batch = batch.flip(0)\n"
+            "        return self.loss_fn(self(batch))\n"
+        ),
+        Valid(
+            "import numpy as np\nimport lightning as L\n\n\nclass Attn(L.LightningModule):\n"
+            "    def forward(self, x):\n"
+            '        u = np.ceil(np.log(x.shape[1])).astype("int").item()\n'
+            "        return x[:, :u]\n"
+        ),
+        Valid(
+            "import lightning as L\nimport mlx.core as mx\n\n\nclass Plan(L.LightningModule):\n"
+            "    def train_step(self, batch):\n        loss = mx.mean(mx.array(batch))\n"
+            "        mx.eval(loss)\n        return {'loss': loss.item()}\n"
+        ),
         # dict.items() is not Tensor.item().
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        logs = {'a': 1}\n        for k, v in logs.items():\n            pass\n"
-              "        return self(batch)\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        logs = {'a': 1}\n        for k, v in logs.items():\n            pass\n"
+            "        return self(batch)\n"
+        ),
         # Only for the first batch: a sync per epoch, not per step.
-        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
-              "        if batch_idx > 0:\n            return\n"
-              "        self.first = self(batch).sum().item()\n"),
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        if batch_idx > 0:\n            return\n"
+            "        self.first = self(batch).sum().item()\n"
+        ),
         # Logged values are TPU102's business.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + '        self.log("loss", loss.item())\n        return loss\n'),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss.item())\n        return loss\n'
+        ),
         # Not a Lightning class and not forward/step: not hot.
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + "        self.seen += loss.item()\n        return loss\n",
             line=8,
             message="in training_step",
-            expected_suggestion=_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            expected_suggestion=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + "        self.seen += loss\n        return loss\n",
         ),
         # A helper called from a step method is hot too.
@@ -190,7 +207,9 @@ class ItemInHotPath(Rule):
         ),
         # Returned metrics dictionaries are synced too.
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        return {"loss": loss, "value": loss.item()}\n',
         ),
     )
@@ -271,20 +290,32 @@ class LogItemUnwrap(Rule):
     requires = (".log(", ".log_dict(")
 
     VALID = (
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + '        self.log("loss", loss)\n        return loss\n'),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss)\n        return loss\n'
+        ),
         # Epoch-level hooks run once per epoch.
-        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
-              '        self.log("acc", self.acc.compute().item())\n'),
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            '        self.log("acc", self.acc.compute().item())\n'
+        ),
         # float() of a Python number is not a sync.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              '        self.log("lr", float(self.hparams.lr))\n        return self(batch)\n'),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            '        self.log("lr", float(self.hparams.lr))\n        return self(batch)\n'
+        ),
     )
     INVALID = (
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        self.log("train_loss", loss.item(), on_epoch=True)\n        return loss\n',
-            expected_fix=_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        self.log("train_loss", loss, on_epoch=True)\n        return loss\n',
             line=8,
         ),
@@ -521,47 +552,82 @@ class HostTransferInHotPath(TrackingRule, Rule):
     fix_applicability = Applicability.DISPLAY_ONLY
     fix_sometimes = True
     fix_message = "Keep the value on the device"
-    requires = (".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "str(", "print(",
-                "f\"", "f'", ".to(")
+    requires = (
+        ".cpu(",
+        ".numpy(",
+        ".tolist(",
+        "float(",
+        "int(",
+        "bool(",
+        "str(",
+        "print(",
+        'f"',
+        "f'",
+        ".to(",
+    )
 
     VALID = (
         # The first validation batch only (EXAMPLES T9).
-        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
-              "        X, y = batch\n"
-              "        if self.current_epoch == 0 or batch_idx > 0:\n            return\n"
-              "        X = X.cpu().numpy()\n"),
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + "        if batch_idx % 100 == 0:\n            print(f'loss {loss}')\n"
-              "        return loss\n"),
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        X, y = batch\n"
+            "        if self.current_epoch == 0 or batch_idx > 0:\n            return\n"
+            "        X = X.cpu().numpy()\n"
+        ),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if batch_idx % 100 == 0:\n            print(f'loss {loss}')\n"
+            "        return loss\n"
+        ),
         # predict_step returns host values on purpose.
-        Valid(_HEAD + "    def predict_step(self, batch, batch_idx):\n"
-              "        ids = self(batch).argmax(-1)\n"
-              "        ids = ids.cpu().numpy()\n        return list(zip(ids, batch))\n"),
-        Valid(_HEAD + "    def predict_step(self, batch, batch_idx):\n"
-              "        return self(batch).cpu()\n"),
+        Valid(
+            _HEAD + "    def predict_step(self, batch, batch_idx):\n"
+            "        ids = self(batch).argmax(-1)\n"
+            "        ids = ids.cpu().numpy()\n        return list(zip(ids, batch))\n"
+        ),
+        Valid(
+            _HEAD + "    def predict_step(self, batch, batch_idx):\n"
+            "        return self(batch).cpu()\n"
+        ),
         # numpy values and CPU tensors.
-        Valid("import numpy as np\n" + _HEAD + "    def forward(self, x):\n"
-              "        weights = np.ones(4)\n        w = weights.tolist()\n"
-              "        t = torch.tensor([1, 2]).tolist()\n        return x * w[0] * t[0]\n"),
+        Valid(
+            "import numpy as np\n" + _HEAD + "    def forward(self, x):\n"
+            "        weights = np.ones(4)\n        w = weights.tolist()\n"
+            "        t = torch.tensor([1, 2]).tolist()\n        return x * w[0] * t[0]\n"
+        ),
         # Epoch-level hooks run once.
-        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
-              "        preds = torch.cat(self.preds).cpu().numpy()\n"),
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        preds = torch.cat(self.preds).cpu().numpy()\n"
+        ),
         # Shapes and Python numbers.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        n = int(batch.shape[0])\n        scale = float(self.hparams.lr)\n"
-              "        print(f'batch of {n} at {batch.shape}')\n"
-              "        return self(batch) * scale\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        n = int(batch.shape[0])\n        scale = float(self.hparams.lr)\n"
+            "        print(f'batch of {n} at {batch.shape}')\n"
+            "        return self(batch) * scale\n"
+        ),
         # Only raised on failure.
-        Valid(_HEAD + "    def forward(self, x):\n"
-              "        if x.dim() != 2:\n            raise ValueError(f'bad input {x}')\n"
-              "        return x\n"),
+        Valid(
+            _HEAD + "    def forward(self, x):\n"
+            "        if x.dim() != 2:\n            raise ValueError(f'bad input {x}')\n"
+            "        return x\n"
+        ),
         # Under a CUDA check.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        if torch.cuda.is_available():\n            batch.cpu()\n"
-              "        return self(batch)\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        if torch.cuda.is_available():\n            batch.cpu()\n"
+            "        return self(batch)\n"
+        ),
         # Conversions passed to self.log are TPU102's.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + '        self.log("loss", float(loss))\n        return loss\n'),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", float(loss))\n        return loss\n'
+        ),
     )
     INVALID = (
         Invalid(
@@ -584,7 +650,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
             count=2,
         ),
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + "        print(loss)\n        print(f'loss={loss:.3f}')\n"
             "        self.total += float(loss)\n        return loss\n",
             count=3,
@@ -699,8 +767,28 @@ class HostTransferInHotPath(TrackingRule, Rule):
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 _TENSOR_PREDICATES = frozenset(
-    {"any", "all", "equal", "allclose", "isnan", "isinf", "isfinite", "is_nonzero", "isclose",
-     "eq", "ne", "gt", "lt", "ge", "le", "count_nonzero", "sum", "max", "min", "numel"}
+    {
+        "any",
+        "all",
+        "equal",
+        "allclose",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "is_nonzero",
+        "isclose",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "count_nonzero",
+        "sum",
+        "max",
+        "min",
+        "numel",
+    }
 )
 
 
@@ -765,31 +853,47 @@ class TensorValueControlFlow(TrackingRule, Rule):
     requires = ("if ", "while ", "assert ")
 
     VALID = (
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        x, mask = batch\n"
-              "        if x.shape[0] > 1 and self.training and mask is not None:\n"
-              "            x = x * mask\n"
-              "        if batch_idx == 0 or self.current_epoch > 3 or len(x) > 2:\n"
-              "            pass\n"
-              "        assert x.dim() == 2, x.shape\n"
-              "        return self(x)\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, mask = batch\n"
+            "        if x.shape[0] > 1 and self.training and mask is not None:\n"
+            "            x = x * mask\n"
+            "        if batch_idx == 0 or self.current_epoch > 3 or len(x) > 2:\n"
+            "            pass\n"
+            "        assert x.dim() == 2, x.shape\n"
+            "        return self(x)\n"
+        ),
         # A CPU random number decides augmentation: no device sync.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        if torch.rand(1) < 0.5:\n            batch = batch.flip(0)\n"
-              "        return self(batch)\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        if torch.rand(1) < 0.5:\n            batch = batch.flip(0)\n"
+            "        return self(batch)\n"
+        ),
         # .item() is TPU101's finding, not a second one here.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + "        if loss.item() > 10:\n            print('high')\n        return loss\n"),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if loss.item() > 10:\n            print('high')\n        return loss\n"
+        ),
         # Only on the first batch.
-        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n" + _LOSS
-              + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"),
+        Valid(
+            _HEAD
+            + "    def validation_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"
+        ),
         # Epoch-level hooks are not hot.
-        Valid(_HEAD + "    def on_validation_epoch_end(self):\n"
-              "        if self.best > self.metric.compute():\n            self.best = 0\n"),
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        if self.best > self.metric.compute():\n            self.best = 0\n"
+        ),
     )
     INVALID = (
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + "        if torch.isinf(loss):\n            return None\n        return loss\n",
             line=8,
             message="in training_step",
@@ -801,15 +905,21 @@ class TensorValueControlFlow(TrackingRule, Rule):
             count=2,
         ),
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + "        scale = 0.5 if loss > 1 else 1.0\n        return loss * scale\n",
-            expected_suggestion=_HEAD + "    def training_step(self, batch, batch_idx):\n"
-            + _LOSS + "        scale = torch.where(loss > 1, 0.5, 1.0)\n"
+            expected_suggestion=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        scale = torch.where(loss > 1, 0.5, 1.0)\n"
             "        return loss * scale\n",
         ),
         # A flag computed from tensors, then tested.
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + "        bad = torch.isnan(loss).any()\n"
             "        if not bad:\n            self.manual_backward(loss)\n",
             line=9,
@@ -829,7 +939,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
         self._check(node, node.test, "ternary", node)
 
     def _check(
-        self, owner: cst.CSTNode, test: cst.BaseExpression, kind: str,
+        self,
+        owner: cst.CSTNode,
+        test: cst.BaseExpression,
+        kind: str,
         ifexp: cst.IfExp | None = None,
     ) -> None:
         ctx = self.ctx
@@ -852,8 +965,12 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 lpar=ifexp.lpar,
                 rpar=ifexp.rpar,
             )
-        what = {"if": "an `if`", "while": "a `while` loop", "assert": "an `assert`",
-                "ternary": "a conditional expression"}[kind]
+        what = {
+            "if": "an `if`",
+            "while": "a `while` loop",
+            "assert": "an `assert`",
+            "ternary": "a conditional expression",
+        }[kind]
         self.report(
             found,
             f"{what} on the tensor value `{source_of(ctx, found)}` in {ctx.hot_reason} "
@@ -878,8 +995,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             return self._tensor_test(test.expression, depth + 1)
         if isinstance(test, cst.Comparison):
-            if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
-                   for t in test.comparisons):
+            if any(
+                isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                for t in test.comparisons
+            ):
                 return None
             return test if ctx.value_kind(test) is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
@@ -892,8 +1011,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
             if binding is None or binding.value is None or binding.unpack_index is not None:
                 return None
             value = binding.value
-            if isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation)) and \
-                    self._tensor_test(value, depth + 1) is not None:
+            if (
+                isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation))
+                and self._tensor_test(value, depth + 1) is not None
+            ):
                 return test
         return None
 
@@ -1003,16 +1124,22 @@ class RedundantSync(Rule):
 
     VALID = (
         # A raw torch_xla loop outside Lightning is the user's own step boundary.
-        Valid("import torch_xla.core.xla_model as xm\n\n\ndef train(model, loader, opt):\n"
-              "    for batch in loader:\n        opt.zero_grad()\n"
-              "        model(batch).sum().backward()\n        xm.optimizer_step(opt)\n"
-              "        xm.mark_step()\n"),
+        Valid(
+            "import torch_xla.core.xla_model as xm\n\n\ndef train(model, loader, opt):\n"
+            "    for batch in loader:\n        opt.zero_grad()\n"
+            "        model(batch).sum().backward()\n        xm.optimizer_step(opt)\n"
+            "        xm.mark_step()\n"
+        ),
         # Lightning's own optimizer_step hook override without torch_xla.
-        Valid(_HEAD + "    def optimizer_step(self, epoch, batch_idx, optimizer, closure):\n"
-              "        optimizer.step(closure=closure)\n"),
+        Valid(
+            _HEAD + "    def optimizer_step(self, epoch, batch_idx, optimizer, closure):\n"
+            "        optimizer.step(closure=closure)\n"
+        ),
         # Some other object's sync method.
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n"
-              "        self.ema.sync()\n        return self(batch)\n"),
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        self.ema.sync()\n        return self(batch)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -1093,8 +1220,10 @@ class RedundantSync(Rule):
                         args.append(make_arg(str(key), element.value))  # type: ignore[union-attr]
                 else:
                     args.append(cst.Arg(extra.value, star="**"))
-            args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                    for a in args[:-1]] + args[-1:]
+            args = [
+                a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                for a in args[:-1]
+            ] + args[-1:]
             replacement = cst.Call(
                 func=cst.Attribute(value=optimizer.value, attr=cst.Name("step")), args=args
             )
@@ -1120,15 +1249,31 @@ class RedundantSync(Rule):
 # Hooks where `self.log` defaults to on_step=True (Lightning's _FxValidator table).
 _TRAIN_BATCH_HOOKS = frozenset(
     {
-        "training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
-        "backward", "on_after_backward", "on_before_optimizer_step", "optimizer_step",
-        "configure_gradient_clipping", "on_before_zero_grad", "optimizer_zero_grad",
+        "training_step",
+        "on_train_batch_start",
+        "on_train_batch_end",
+        "on_before_backward",
+        "backward",
+        "on_after_backward",
+        "on_before_optimizer_step",
+        "optimizer_step",
+        "configure_gradient_clipping",
+        "on_before_zero_grad",
+        "optimizer_zero_grad",
         "training_step_end",
     }
 )
 _EVAL_BATCH_HOOKS = frozenset(
-    {"validation_step", "test_step", "on_validation_batch_start", "on_validation_batch_end",
-     "on_test_batch_start", "on_test_batch_end", "validation_step_end", "test_step_end"}
+    {
+        "validation_step",
+        "test_step",
+        "on_validation_batch_start",
+        "on_validation_batch_end",
+        "on_test_batch_start",
+        "on_test_batch_end",
+        "validation_step_end",
+        "test_step_end",
+    }
 )
 
 
@@ -1160,9 +1305,7 @@ def _append_keywords(call: cst.Call, pairs: list[tuple[str, str]]) -> cst.Call:
         previous = args[-2].comma if len(args) > 1 else last.comma
         separator = previous if isinstance(previous, cst.Comma) else last.comma
     new = [make_arg(k, v).with_changes(comma=separator) for k, v in pairs]
-    new[-1] = new[-1].with_changes(
-        comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
-    )
+    new[-1] = new[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*args, *new])
 
@@ -1225,32 +1368,52 @@ class PerStepSyncDist(Rule):
 
     VALID = (
         # Validation defaults to on_epoch: one sync per epoch.
-        Valid(_HEAD + "    def validation_step(self, batch, batch_idx):\n"
-              '        self.log("val_loss", self(batch).mean(), sync_dist=True)\n'),
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + '        self.log("loss", loss, on_step=False, on_epoch=True, sync_dist=True)\n'
-              "        return loss\n"),
-        Valid(_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
-              + '        self.log("loss", loss, sync_dist=False)\n        return loss\n'),
-        Valid(_HEAD + "    def on_train_epoch_end(self):\n"
-              '        self.log("epoch_acc", self.acc.compute(), sync_dist=True)\n'),
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            '        self.log("val_loss", self(batch).mean(), sync_dist=True)\n'
+        ),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, on_step=False, on_epoch=True, sync_dist=True)\n'
+            "        return loss\n"
+        ),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, sync_dist=False)\n        return loss\n'
+        ),
+        Valid(
+            _HEAD + "    def on_train_epoch_end(self):\n"
+            '        self.log("epoch_acc", self.acc.compute(), sync_dist=True)\n'
+        ),
     )
     INVALID = (
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        self.log("loss", loss, prog_bar=True, sync_dist=True)\n'
             "        return loss\n",
-            expected_fix=_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        self.log("loss", loss, prog_bar=True, sync_dist=True, on_step=False, '
             "on_epoch=True)\n        return loss\n",
             line=8,
             message="in training_step",
         ),
         Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        self.log_dict({"a": loss}, on_step=True, on_epoch=True, sync_dist=True)\n'
             "        return loss\n",
-            expected_fix=_HEAD + "    def training_step(self, batch, batch_idx):\n" + _LOSS
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
             + '        self.log_dict({"a": loss}, on_step=False, on_epoch=True, sync_dist=True)\n'
             "        return loss\n",
         ),
@@ -1374,15 +1537,19 @@ class RendezvousInStep(Rule):
     requires = ("rendezvous",)
 
     VALID = (
-        Valid("import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
-              "class Model(L.LightningModule):\n"
-              "    def setup(self, stage):\n        xm.rendezvous('data')\n"),
+        Valid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def setup(self, stage):\n        xm.rendezvous('data')\n"
+        ),
         # Once, on the first batch.
-        Valid("import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
-              "class Model(L.LightningModule):\n"
-              "    def training_step(self, batch, batch_idx):\n"
-              "        if batch_idx == 0:\n            xm.rendezvous('first')\n"
-              "        return self(batch).sum()\n"),
+        Valid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        if batch_idx == 0:\n            xm.rendezvous('first')\n"
+            "        return self(batch).sum()\n"
+        ),
     )
     INVALID = (
         Invalid(

@@ -142,8 +142,7 @@ class PerStepLoggingFrequency(Rule):
             if arg is None or value is None or not 0 < value < _MIN_INTERVAL:
                 return
             if not (
-                trainer_is_tpu(ctx, node)
-                or (self._tpu_file(ctx) and not _other_accelerator(node))
+                trainer_is_tpu(ctx, node) or (self._tpu_file(ctx) and not _other_accelerator(node))
             ):
                 return
             self.report(

@@ -301,7 +301,7 @@ class LegacyTpuCores(Rule):
             self.report(
                 param.name,
                 f"parameter `{param.name.value}` forwards the Trainer argument removed in "
-                f'Lightning 2.0; take `accelerator` and `devices` instead',
+                f"Lightning 2.0; take `accelerator` and `devices` instead",
             )
 
 
@@ -2048,8 +2048,7 @@ class HardcodedCuda(Rule):
             "        return loss\n",
         ),
         Invalid(
-            _HEAD6 + "    def on_train_start(self):\n"
-            '        self.ema = self.ema.to("cuda")\n',
+            _HEAD6 + '    def on_train_start(self):\n        self.ema = self.ema.to("cuda")\n',
             expected_fix=_HEAD6 + "    def on_train_start(self):\n"
             "        self.ema = self.ema.to(self.device)\n",
             applicability=Applicability.SAFE,

@@ -170,10 +170,16 @@ def parse_yaml(text: str, path: str = "<config>") -> YamlDocument:
             counter = stack[-1][2]
             base = parent.path if parent is not None else ()
             item = YamlEntry(
-                key=f"[{counter[0]}]", path=(*base, f"[{counter[0]}]"), line=number,
-                indent=indent, key_start=Location(number, indent + 1),
-                key_end=Location(number, indent + 2), raw=None, value_start=None,
-                value_end=None, last_line=number,
+                key=f"[{counter[0]}]",
+                path=(*base, f"[{counter[0]}]"),
+                line=number,
+                indent=indent,
+                key_start=Location(number, indent + 1),
+                key_end=Location(number, indent + 2),
+                raw=None,
+                value_start=None,
+                value_end=None,
+                last_line=number,
             )
             counter[0] += 1
             attach(item)
@@ -213,6 +219,7 @@ def parse_yaml(text: str, path: str = "<config>") -> YamlDocument:
 
 # --- running rules on YAML ---------------------------------------------------------------
 
+
 @dataclass
 class YamlReport:
     rule: type[Rule]
@@ -227,7 +234,8 @@ def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
     from tpulint.rule import Rule
 
     return [
-        rule for rule in all_rules()
+        rule
+        for rule in all_rules()
         if rule.code in enabled and rule.check_yaml is not Rule.check_yaml
     ]
 
@@ -273,6 +281,7 @@ def check_yaml_source(
 def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     return [
-        d for d in diagnostics
+        d
+        for d in diagnostics
         if d.fix is not None and d.fix.applicability in allowed and d.fix.edits
     ]

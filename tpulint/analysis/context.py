@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -32,13 +32,37 @@ _RARE_NAMES = re.compile(
 _DEVICE_CHECK = re.compile(r"cuda|\bgpu\b|on_gpu|is_available|device\.type|device_type|mps")
 _BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
 _HOST_PARAMS = frozenset(
-    {"batch_idx", "batch_nb", "batch_index", "dataloader_idx", "dataloader_nb", "optimizer_idx",
-     "optimizer", "outputs", "trainer", "pl_module", "epoch", "stage", "hiddens"}
+    {
+        "batch_idx",
+        "batch_nb",
+        "batch_index",
+        "dataloader_idx",
+        "dataloader_nb",
+        "optimizer_idx",
+        "optimizer",
+        "outputs",
+        "trainer",
+        "pl_module",
+        "epoch",
+        "stage",
+        "hiddens",
+    }
 )
 _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|Sequence)\b")
 _HOST_ANNOTATIONS = frozenset(
-    {"int", "float", "bool", "str", "dict", "list", "tuple", "Optional[int]", "Optional[bool]",
-     "Optional[str]", "Optional[float]"}
+    {
+        "int",
+        "float",
+        "bool",
+        "str",
+        "dict",
+        "list",
+        "tuple",
+        "Optional[int]",
+        "Optional[bool]",
+        "Optional[str]",
+        "Optional[float]",
+    }
 )
 
 
@@ -49,12 +73,41 @@ _KNOWN_BASE_ROOTS = frozenset({"lightning", "pytorch_lightning", "torch", "objec
 # of the same batch (or are not tensors at all).
 _LIGHTNING_METHODS = frozenset(
     {
-        "log", "log_dict", "print", "all_gather", "manual_backward", "toggle_optimizer",
-        "untoggle_optimizer", "clip_gradients", "optimizers", "lr_schedulers", "to",
-        "register_buffer", "register_parameter", "parameters", "named_parameters", "modules",
-        "children", "state_dict", "load_state_dict", "apply", "train", "eval", "cpu", "cuda",
-        "type", "float", "half", "double", "save_hyperparameters", "get_submodule",
-        "get_parameter", "get_buffer", "zero_grad", "requires_grad_", "add_module",
+        "log",
+        "log_dict",
+        "print",
+        "all_gather",
+        "manual_backward",
+        "toggle_optimizer",
+        "untoggle_optimizer",
+        "clip_gradients",
+        "optimizers",
+        "lr_schedulers",
+        "to",
+        "register_buffer",
+        "register_parameter",
+        "parameters",
+        "named_parameters",
+        "modules",
+        "children",
+        "state_dict",
+        "load_state_dict",
+        "apply",
+        "train",
+        "eval",
+        "cpu",
+        "cuda",
+        "type",
+        "float",
+        "half",
+        "double",
+        "save_hyperparameters",
+        "get_submodule",
+        "get_parameter",
+        "get_buffer",
+        "zero_grad",
+        "requires_grad_",
+        "add_module",
     }
 )
 # Names that read like sub-modules, losses and metrics rather than helper methods.
@@ -411,11 +464,18 @@ class FileContext:
             self.bind(node.asname.name, UNKNOWN)
 
     ENTER_HANDLERS = (
-        "visit_ClassDef", "visit_FunctionDef", "visit_Import", "visit_ImportFrom",
-        "visit_For", "visit_WithItem",
+        "visit_ClassDef",
+        "visit_FunctionDef",
+        "visit_Import",
+        "visit_ImportFrom",
+        "visit_For",
+        "visit_WithItem",
     )
     LEAVE_HANDLERS = (
-        "leave_ClassDef", "leave_FunctionDef", "leave_Assign", "leave_AnnAssign",
+        "leave_ClassDef",
+        "leave_FunctionDef",
+        "leave_Assign",
+        "leave_AnnAssign",
         "leave_AugAssign",
     )
 
@@ -511,4 +571,3 @@ def get_arg(node: cst.Call, keyword: str, position: int | None = None) -> cst.Ar
 
 def has_star_args(node: cst.Call) -> bool:
     return any(arg.star for arg in node.args)
-

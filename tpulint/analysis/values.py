@@ -32,47 +32,174 @@ DEVICE, CPU, HOST, UNKNOWN = ValueKind.DEVICE, ValueKind.CPU, ValueKind.HOST, Va
 # Top-level packages whose values are never torch tensors on the accelerator.
 HOST_PACKAGES = frozenset(
     {
-        "numpy", "math", "random", "mlx", "jax", "jaxlib", "pandas", "scipy", "sklearn",
-        "statistics", "time", "os", "sys", "re", "json", "itertools", "functools", "operator",
-        "collections", "string", "datetime", "pathlib", "typing", "warnings", "logging",
-        "tensorflow", "cupy", "PIL", "cv2", "librosa", "soundfile", "decimal", "fractions",
+        "numpy",
+        "math",
+        "random",
+        "mlx",
+        "jax",
+        "jaxlib",
+        "pandas",
+        "scipy",
+        "sklearn",
+        "statistics",
+        "time",
+        "os",
+        "sys",
+        "re",
+        "json",
+        "itertools",
+        "functools",
+        "operator",
+        "collections",
+        "string",
+        "datetime",
+        "pathlib",
+        "typing",
+        "warnings",
+        "logging",
+        "tensorflow",
+        "cupy",
+        "PIL",
+        "cv2",
+        "librosa",
+        "soundfile",
+        "decimal",
+        "fractions",
     }
 )
 HOST_BUILTINS = frozenset(
     {
-        "len", "int", "float", "bool", "str", "range", "list", "tuple", "dict", "set",
-        "enumerate", "zip", "sorted", "repr", "round", "abs", "isinstance", "hasattr",
-        "getattr", "type", "id", "hash", "ord", "chr", "format", "print",
+        "len",
+        "int",
+        "float",
+        "bool",
+        "str",
+        "range",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "enumerate",
+        "zip",
+        "sorted",
+        "repr",
+        "round",
+        "abs",
+        "isinstance",
+        "hasattr",
+        "getattr",
+        "type",
+        "id",
+        "hash",
+        "ord",
+        "chr",
+        "format",
+        "print",
     }
 )
 # torch functions that build a tensor from Python data or a shape: on the CPU unless a
 # `device=` says otherwise.
 TORCH_FACTORIES = frozenset(
     {
-        "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "rand", "randn",
-        "randint", "randperm", "arange", "linspace", "logspace", "eye", "Tensor", "LongTensor",
-        "FloatTensor", "BoolTensor", "IntTensor", "bernoulli", "normal", "scalar_tensor",
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "Tensor",
+        "LongTensor",
+        "FloatTensor",
+        "BoolTensor",
+        "IntTensor",
+        "bernoulli",
+        "normal",
+        "scalar_tensor",
         "Generator",
     }
 )
 LIKE_FACTORIES = frozenset(
-    {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-     "randint_like"}
+    {
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+    }
 )
 # Tensor attributes and methods whose result lives on the host.
 HOST_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "is_leaf",
-     "names", "itemsize", "nbytes"}
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "requires_grad",
+        "layout",
+        "is_leaf",
+        "names",
+        "itemsize",
+        "nbytes",
+    }
 )
 HOST_METHODS = frozenset(
-    {"item", "tolist", "numpy", "size", "dim", "numel", "element_size", "data_ptr",
-     "get_device", "stride", "is_contiguous", "nelement", "ndimension", "keys", "values",
-     "items", "__len__", "is_floating_point", "is_complex", "storage_offset"}
+    {
+        "item",
+        "tolist",
+        "numpy",
+        "size",
+        "dim",
+        "numel",
+        "element_size",
+        "data_ptr",
+        "get_device",
+        "stride",
+        "is_contiguous",
+        "nelement",
+        "ndimension",
+        "keys",
+        "values",
+        "items",
+        "__len__",
+        "is_floating_point",
+        "is_complex",
+        "storage_offset",
+    }
 )
 SELF_HOST_ATTRIBUTES = frozenset(
-    {"device", "dtype", "hparams", "trainer", "current_epoch", "global_step", "global_rank",
-     "local_rank", "training", "automatic_optimization", "logger", "loggers", "precision",
-     "on_gpu", "example_input_array", "config", "cfg", "args", "hparams_initial"}
+    {
+        "device",
+        "dtype",
+        "hparams",
+        "trainer",
+        "current_epoch",
+        "global_step",
+        "global_rank",
+        "local_rank",
+        "training",
+        "automatic_optimization",
+        "logger",
+        "loggers",
+        "precision",
+        "on_gpu",
+        "example_input_array",
+        "config",
+        "cfg",
+        "args",
+        "hparams_initial",
+    }
 )
 
 
@@ -125,8 +252,19 @@ class ValueInference:
         d = depth + 1
         if isinstance(
             node,
-            (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-             cst.FormattedString, cst.Dict, cst.DictComp, cst.Set, cst.SetComp, cst.Lambda),
+            (
+                cst.Integer,
+                cst.Float,
+                cst.Imaginary,
+                cst.SimpleString,
+                cst.ConcatenatedString,
+                cst.FormattedString,
+                cst.Dict,
+                cst.DictComp,
+                cst.Set,
+                cst.SetComp,
+                cst.Lambda,
+            ),
         ):
             return HOST
         if isinstance(node, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
@@ -158,8 +296,10 @@ class ValueInference:
         if isinstance(node, cst.Comparison):
             kinds = [self.kind(node.left, d)]
             kinds += [self.kind(t.comparator, d) for t in node.comparisons]
-            if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
-                   for t in node.comparisons):
+            if any(
+                isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                for t in node.comparisons
+            ):
                 return HOST
             if any(
                 isinstance(operand, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
@@ -278,9 +418,23 @@ class ValueInference:
 
     def _torch_call(self, rest: str, node: cst.Call, d: int) -> ValueKind:
         last = rest.rsplit(".", 1)[-1]
-        if last in ("device", "dtype", "Size", "is_tensor", "is_floating_point", "numel",
-                    "get_default_dtype", "finfo", "iinfo", "manual_seed", "no_grad",
-                    "enable_grad", "is_grad_enabled", "inference_mode", "autocast"):
+        if last in (
+            "device",
+            "dtype",
+            "Size",
+            "is_tensor",
+            "is_floating_point",
+            "numel",
+            "get_default_dtype",
+            "finfo",
+            "iinfo",
+            "manual_seed",
+            "no_grad",
+            "enable_grad",
+            "is_grad_enabled",
+            "inference_mode",
+            "autocast",
+        ):
             return HOST
         if rest.startswith(("cuda.", "backends.", "distributed.")):
             return HOST

@@ -96,7 +96,7 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
                     yield item
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _handler_specs(cls: type, only: tuple[str, ...] | None) -> tuple[tuple[str, bool, type], ...]:
     """(method name, is a visit handler, node type) for a handler class, computed once per
     class: `dir()` on every rule instance of every file was a measurable cost."""
