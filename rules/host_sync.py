@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext, get_arg
 from tpulint.analysis.values import ValueKind
-from tpulint.cst_helpers import keyword_arg, make_arg, replace_arg, strip_call_suffix
+from tpulint.cst_helpers import add_keywords, keyword_arg, make_arg, replace_arg, strip_call_suffix
 from tpulint.diagnostics import Applicability
 from tpulint.rule import ImportSpec, Invalid, Rule, Valid
 
@@ -1283,33 +1283,6 @@ def _literal_bool(node: cst.BaseExpression) -> bool | None:
     return None
 
 
-def _append_keywords(call: cst.Call, pairs: list[tuple[str, str]]) -> cst.Call:
-    """`call` with `k=v` arguments appended, keeping the layout: the separator of the
-    existing arguments, and the trailing comma and closing-parenthesis whitespace of the
-    last one (`add_keyword` would leave a line break before the new arguments)."""
-    args = list(call.args)
-    if not args:
-        return call.with_changes(
-            args=[make_arg(k, v).with_changes(comma=_COMMA) for k, v in pairs[:-1]]
-            + [make_arg(*pairs[-1])]
-        )
-    separator = next(
-        (a.comma for a in args if isinstance(a.comma, cst.Comma) and a is not args[-1]), _COMMA
-    )
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma) and isinstance(
-        last.comma.whitespace_after, cst.ParenthesizedWhitespace
-    ):
-        # one argument per line, with a trailing comma: the previous comma has the
-        # arguments' indentation, the last one the closing parenthesis'
-        previous = args[-2].comma if len(args) > 1 else last.comma
-        separator = previous if isinstance(previous, cst.Comma) else last.comma
-    new = [make_arg(k, v).with_changes(comma=separator) for k, v in pairs]
-    new[-1] = new[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-    return call.with_changes(args=[*args, *new])
-
-
 class PerStepSyncDist(Rule):
     """
     ## What it does
@@ -1470,7 +1443,7 @@ class PerStepSyncDist(Rule):
                 fixed, on_epoch_arg, [on_epoch_arg.with_changes(value=cst.Name("True"))]
             )
         if missing:
-            fixed = _append_keywords(fixed, missing)
+            fixed = add_keywords(fixed, missing)
         self.report(
             sync,
             f"`sync_dist=True` on a value logged every step in {ctx.hot_reason} all-reduces it "
