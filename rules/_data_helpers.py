@@ -160,20 +160,6 @@ def hook_stage(name: str) -> str | None:
     return _STAGE_NAMES[match.group("stage")]
 
 
-def _resolve_method(cls: ClassInfo, name: str, seen: set[int]) -> cst.FunctionDef | None:
-    if id(cls) in seen:
-        return None
-    seen.add(id(cls))
-    node = cls.methods.get(name)
-    if node is not None:
-        return node
-    for base in cls.local_bases:
-        found = _resolve_method(base, name, seen)
-        if found is not None:
-            return found
-    return None
-
-
 def loader_stages(ctx: FileContext) -> dict[int, frozenset[str]]:
     """For every function of the file that builds loaders of a LightningModule/DataModule:
     the loader hooks it serves ("train", "val", "test", "predict"). Hooks are the
@@ -206,7 +192,7 @@ def loader_stages(ctx: FileContext) -> dict[int, frozenset[str]]:
         targets: list[FunctionInfo] = []
         if owner.cls is not None:
             for name in info.calls_self:
-                node = _resolve_method(owner.cls, name, set())
+                node = owner.cls.resolve_method(name)
                 target = functions.get(id(node)) if node is not None else None
                 if target is not None and hook_stage(target.name) is None:
                     targets.append(target)
@@ -442,7 +428,7 @@ def callers_of(ctx: FileContext, target: FunctionInfo) -> list[FunctionInfo]:
                 owner = owner.parent
             if owner.cls is None:
                 continue
-            if _resolve_method(owner.cls, target.name, set()) is target.node:
+            if owner.cls.resolve_method(target.name) is target.node:
                 out.append(info)
         elif target.name in info.calls_bare:
             out.append(info)

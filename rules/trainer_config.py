@@ -8,7 +8,14 @@ import libcst as cst
 
 from tpulint.analysis.imports import module_name_of
 from tpulint.analysis.project import LIGHTNING_ROOTS, ClassKind
-from tpulint.cst_helpers import keyword_arg, make_arg, rename_keyword, replace_arg, string_value
+from tpulint.cst_helpers import (
+    keyword_arg,
+    make_arg,
+    rename_keyword,
+    replace_arg,
+    string_value,
+    strip_call_suffix,
+)
 from tpulint.diagnostics import Applicability, Edit, Severity
 from tpulint.rule import ImportSpec, Invalid, Rule, Valid
 from tpulint.yaml_config import YamlDocument
@@ -1782,7 +1789,7 @@ class XlaDeviceInLightning(Rule):
                 node,
                 f"{head}; {why} there is no device to ask for: drop the `.to(...)` and let "
                 "Lightning move the module",
-                replacement=strip_call_suffix_any(move),
+                replacement=strip_call_suffix(move),
                 replaces=move,
                 applicability=Applicability.DISPLAY_ONLY,
             )
@@ -1810,17 +1817,6 @@ def _to_call_around(ctx, node: cst.Call) -> cst.Call | None:
     ):
         return call
     return None
-
-
-def strip_call_suffix_any(call: cst.Call) -> cst.BaseExpression:
-    """`x.to(d)` -> `x`."""
-    assert isinstance(call.func, cst.Attribute)
-    receiver = call.func.value
-    if call.lpar:
-        receiver = receiver.with_changes(
-            lpar=[*call.lpar, *receiver.lpar], rpar=[*receiver.rpar, *call.rpar]
-        )
-    return receiver
 
 
 # --- TPU006 --------------------------------------------------------------------------------
@@ -2157,7 +2153,7 @@ class HardcodedCuda(Rule):
             self.report(
                 node,
                 f"{head}; the Trainer moves the model to the TPU itself: drop `.cuda()`",
-                replacement=strip_call_suffix_any(node) if not node.args else None,
+                replacement=strip_call_suffix(node) if not node.args else None,
                 applicability=Applicability.DISPLAY_ONLY,
             )
             return

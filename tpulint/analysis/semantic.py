@@ -102,6 +102,21 @@ class ClassInfo:
     def is_lightning(self) -> bool:
         return self.kind.is_lightning
 
+    def resolve_method(self, name: str, _seen: set[int] | None = None) -> cst.FunctionDef | None:
+        """The method `self.<name>` calls: defined here or on a base class of this file."""
+        seen = _seen if _seen is not None else set()
+        if id(self) in seen:
+            return None
+        seen.add(id(self))
+        node = self.methods.get(name)
+        if node is not None:
+            return node
+        for base in self.local_bases:
+            node = base.resolve_method(name, seen)
+            if node is not None:
+                return node
+        return None
+
 
 @dataclass(eq=False)
 class FunctionInfo:
@@ -337,23 +352,6 @@ def _entry_reason(info: FunctionInfo, hot_methods: frozenset[str]) -> str | None
     return None
 
 
-def _resolve_method(
-    cls: ClassInfo, name: str, seen: set[int] | None = None
-) -> cst.FunctionDef | None:
-    seen = seen if seen is not None else set()
-    if id(cls) in seen:
-        return None
-    seen.add(id(cls))
-    node = cls.methods.get(name)
-    if node is not None:
-        return node
-    for base in cls.local_bases:
-        node = _resolve_method(base, name, seen)
-        if node is not None:
-            return node
-    return None
-
-
 def analyze_module(
     module: cst.Module,
     aliases: Aliases,
@@ -410,7 +408,7 @@ def analyze_module(
             owner = owner.parent
         if owner.cls is not None:
             for name in info.calls_self:
-                node = _resolve_method(owner.cls, name)
+                node = owner.cls.resolve_method(name)
                 if node is not None:
                     target = functions.get(id(node))
                     if target is not None:
