@@ -170,6 +170,13 @@ REAL = [
         "lightning-bolts-0.7.0/src/pl_bolts/models/self_supervised/moco/moco2_module.py:180",
         ("TPU006",),
     ),
+    ("7.3", "nemo-toolkit-3.0.0/nemo/collections/asr/losses/rnnt_pytorch.py:185", ("TPU006",)),
+    ("7.4", "nemo-toolkit-3.0.0/nemo/collections/asr/losses/rnnt_pytorch.py:230", ("TPU006",)),
+    (
+        "7.5",
+        "nemo-toolkit-3.0.0/nemo/collections/common/losses/multi_similarity_loss.py:91",
+        ("TPU006",),
+    ),
     ("7.7", "nemo-toolkit-3.0.0/nemo/collections/tts/models/fastpitch.py:886", ("TPU006",)),
 ]
 

@@ -201,3 +201,22 @@ def test_parallel_and_serial_runs_agree(tmp_path: Path) -> None:
     parallel = run_cli(["check", ".", "-j", "2", "--no-cache"], root)
     assert serial.stdout == parallel.stdout
     assert len(codes_by_path(serial.stdout)) == 12 * 2 + 12
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the OS refuses to read (permissions; the tests may run as root, where chmod
+    does not stop reads, so the refusal is simulated) is reported and the run goes on."""
+    root = make_project(tmp_path / "p", {"locked.py": LEGACY_TRAINER, "train.py": LEGACY_TRAINER})
+    real = Path.read_bytes
+
+    def refuse(self: Path) -> bytes:
+        if self.name == "locked.py":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    result = run_cli(["check", ".", "--no-cache", "-j", "1"], root)
+    assert result.exit_code == 1
+    assert ("locked.py", "TPL003") in codes_by_path(result.stdout)
+    assert "locked.py:1:1: TPL003 Not checked: Permission denied" in result.stdout
+    assert ("train.py", "TPU001") in codes_by_path(result.stdout)
