@@ -193,6 +193,7 @@ def _analyze(
         ) from exc
 
     reports = [r for instance in instances for r in instance.reports]
+    ctx.release()
     if not reports:
         return _Analysis(module, [], [], {}, suppressions, ctx.parents)
 

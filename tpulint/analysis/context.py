@@ -154,6 +154,14 @@ class FileContext:
         self.shared: dict[str, Any] = {}
         self._call_site_cache: dict[int, frozenset[str]] = {}
 
+    def release(self) -> None:
+        """Drop the references that make the context part of reference cycles (its value
+        inference holds a bound method of it; shared rule state holds rules that hold it),
+        so the whole tree is freed by reference counting when the file is done, without
+        waiting for the cyclic garbage collector."""
+        self._inference = None  # type: ignore[assignment]
+        self.shared.clear()
+
     # --- structure -------------------------------------------------------------------
 
     @property
