@@ -12,8 +12,12 @@ import pytest
 from tests.helpers import make_project, run_cli
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.project import (
+    _CLASS,
+    _IMPORT,
+    _IMPORT_FROM,
     ClassKind,
     ProjectIndex,
+    _statements,
     module_name_for_path,
     scan_source,
 )
@@ -129,6 +133,53 @@ def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
         if "TPU101" in line
     ]
     assert lines == ["src/acme/models/cls.py:6", "src/acme/models/cls.py:10"]
+
+
+_SCAN_TRAPS = textwrap.dedent(
+    """\
+    from a import (b,
+        c)  # import d
+    import x.y as z, w
+    fromage = 1
+    classy = 2
+    \"\"\"
+    from doc import example
+    from doc import (one,
+    from two import three)
+    \"\"\"
+    class A(B, metaclass=M):
+        class C(D):
+            from .q import r
+        import os
+    class E(F[
+        G]):
+        pass
+    x = 1; import late
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "pattern"),
+    [("from", _IMPORT_FROM), ("import", _IMPORT), ("class", _CLASS)],
+    ids=["from", "import", "class"],
+)
+def test_statement_scan_finds_what_the_line_anchored_regex_finds(keyword, pattern) -> None:
+    # The scan looks only at lines that start with the keyword; it must give exactly the
+    # regex's own matches, including the ones it skips because an earlier match ate them.
+    spans = [m.span() for m in _statements(_SCAN_TRAPS, keyword, pattern)]
+    assert spans == [m.span() for m in pattern.finditer(_SCAN_TRAPS)]
+    assert spans
+
+
+def test_scan_source_reads_imports_and_module_level_classes() -> None:
+    scan = scan_source(_SCAN_TRAPS, "pkg.mod", False)
+    assert scan.imports["b"] == "a.b" and scan.imports["c"] == "a.c"
+    assert scan.imports["z"] == "x.y" and scan.imports["w"] == "w"
+    assert scan.imports["example"] == "doc.example"  # a docstring line counts, as in the regex
+    assert scan.imports["one"] == "doc.one" and "three" not in scan.imports  # eaten by "one"
+    assert "d" not in scan.imports and "late" not in scan.imports
+    assert scan.classes == {"A": ["B"], "E": ["F"]}
 
 
 def test_hot_functions() -> None:

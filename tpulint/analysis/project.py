@@ -17,7 +17,7 @@ import enum
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -130,41 +130,56 @@ class ModuleScan:
 
 def scan_source(text: str, module: str | None, is_package: bool) -> ModuleScan:
     scan = ModuleScan(module)
-    if "import" in text:
-        for m in _IMPORT_FROM.finditer(text):
-            dots, target, names = m.groups()
-            base = resolve_relative(module, is_package, len(dots), target)
-            if base is None:
+    for m in _statements(text, "from", _IMPORT_FROM):
+        dots, target, names = m.groups()
+        base = resolve_relative(module, is_package, len(dots), target)
+        if base is None:
+            continue
+        names = names.strip().strip("()").replace("\\\n", " ")
+        for item in names.split(","):
+            item = item.split("#", 1)[0].strip()
+            if not item or item == "*":
                 continue
-            names = names.strip().strip("()").replace("\\\n", " ")
-            for item in names.split(","):
-                item = item.split("#", 1)[0].strip()
-                if not item or item == "*":
-                    continue
-                name, _, asname = item.partition(" as ")
-                name = name.strip()
-                local = asname.strip() or name
-                if name.isidentifier() and local.isidentifier():
-                    scan.imports[local] = f"{base}.{name}"
-        for m in _IMPORT.finditer(text):
-            for item in m.group(1).split(","):
-                name, _, asname = item.strip().partition(" as ")
-                name = name.strip()
-                if not name or not all(p.isidentifier() for p in name.split(".")):
-                    continue
-                if asname.strip():
-                    scan.imports[asname.strip()] = name
-                else:
-                    root = name.split(".", 1)[0]
-                    scan.imports.setdefault(root, root)
-    if "class" in text:
-        for m in _CLASS.finditer(text):
-            indent, name, bases = m.groups()
-            if indent:
-                # Nested classes are rarely imported; keep the index to module-level classes.
+            name, _, asname = item.partition(" as ")
+            name = name.strip()
+            local = asname.strip() or name
+            if name.isidentifier() and local.isidentifier():
+                scan.imports[local] = f"{base}.{name}"
+    for m in _statements(text, "import", _IMPORT):
+        for item in m.group(1).split(","):
+            name, _, asname = item.strip().partition(" as ")
+            name = name.strip()
+            if not name or not all(p.isidentifier() for p in name.split(".")):
                 continue
-            scan.classes[name] = _split_bases(bases or "")
+            if asname.strip():
+                scan.imports[asname.strip()] = name
+            else:
+                root = name.split(".", 1)[0]
+                scan.imports.setdefault(root, root)
+    for m in _statements(text, "class", _CLASS):
+        indent, name, bases = m.groups()
+        if indent:
+            # Nested classes are rarely imported; keep the index to module-level classes.
+            continue
+        scan.classes[name] = _split_bases(bases or "")
     return scan
+
+
+def _statements(text: str, keyword: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """The matches `pattern.finditer(text)` gives, found faster: `pattern` is anchored at a
+    line start (``^[ \t]*keyword``), which the regex engine would try at every character,
+    so only the lines where `keyword` is the first word are tried (a substring search finds
+    them)."""
+    end = 0
+    pos = text.find(keyword)
+    while pos != -1:
+        line_start = text.rfind("\n", 0, pos) + 1
+        if line_start >= end and not text[line_start:pos].strip(" \t"):
+            m = pattern.match(text, line_start)
+            if m is not None:
+                end = m.end()
+                yield m
+        pos = text.find(keyword, pos + len(keyword))
 
 
 def _split_bases(bases: str) -> list[str]:
