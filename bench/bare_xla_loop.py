@@ -10,7 +10,7 @@ launcher), each step is LitClassifier.training_step's arithmetic (including the 
 the `loss.item()` the module logs) plus `xm.optimizer_step`.
 
 On PJRT CPU (no TPU) 8 replica threads deadlock without the documented XLA:CPU workarounds
-(../shared/research/runtime.md §1c); the project's `tpulint.runtime.xla_cpu.CpuDataParallel`
+(../shared/research/runtime.md §1c); the project's `tpulint.runtime.child.xla_cpu.CpuDataParallel`
 and `tpulint.runtime.environment.child_environment` provide them, so both sides run with the
 same ones.
 
@@ -105,8 +105,9 @@ def replica(index: int) -> None:
     BARRIER.wait()
     optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
     sampler = DistributedSampler(DATASET, num_replicas=world, rank=rank, shuffle=True, seed=0)
-    loader = pl.MpDeviceLoader(DataLoader(DATASET, batch_size=ARGS.batch_size, sampler=sampler),
-                               device)
+    loader = pl.MpDeviceLoader(
+        DataLoader(DATASET, batch_size=ARGS.batch_size, sampler=sampler), device
+    )
     for epoch in range(ARGS.epochs):
         sampler.set_epoch(epoch)
         for step, (images, labels) in enumerate(loader):
@@ -119,20 +120,24 @@ def replica(index: int) -> None:
 
 
 def main() -> None:
-    from tpulint.runtime.xla_cpu import CpuDataParallel
+    from tpulint.runtime.child.xla_cpu import CpuDataParallel
 
     CpuDataParallel(ARGS.cores, 120.0).install()
     spawned = time.perf_counter()
     xmp.spawn(replica, start_method="fork")
     done = time.perf_counter()
-    print(json.dumps({
-        "import_seconds": IMPORTED - START,
-        "train_seconds": done - spawned,
-        "total_seconds": done - START,
-        "cores": ARGS.cores,
-        "steps_per_epoch": ARGS.steps,
-        "epochs": ARGS.epochs,
-    }))
+    print(
+        json.dumps(
+            {
+                "import_seconds": IMPORTED - START,
+                "train_seconds": done - spawned,
+                "total_seconds": done - START,
+                "cores": ARGS.cores,
+                "steps_per_epoch": ARGS.steps,
+                "epochs": ARGS.epochs,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

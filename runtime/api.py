@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tpulint.runtime.analysis import Settings, analyze, base_report, error_report
-from tpulint.runtime.attribution import RuleIndex
 from tpulint.runtime.environment import (
     EMULATED_DEFAULT_CORES,
     Backend,
@@ -27,7 +25,9 @@ from tpulint.runtime.environment import (
     detect_backend,
 )
 from tpulint.runtime.errors import VerifyError
-from tpulint.runtime.report import CompareReport, VerifyReport
+from tpulint.runtime.judge.analysis import Settings, analyze, base_report, error_report
+from tpulint.runtime.judge.attribution import RuleIndex
+from tpulint.runtime.judge.report import CompareReport, VerifyReport
 from tpulint.runtime.runner import run_child
 from tpulint.runtime.spec import RunSpec, TargetRef, parse_init_args
 

@@ -110,7 +110,7 @@ def verify_command(
     quiet: bool,
 ) -> None:
     from tpulint.runtime import api
-    from tpulint.runtime.render import render, render_compare
+    from tpulint.runtime.judge.render import render, render_compare
 
     options = {
         "cores": cores,

@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpulint.runtime.child import EXIT_COULD_NOT_RUN, EXIT_FINISHED
 from tpulint.runtime.environment import Backend, child_environment
 from tpulint.runtime.events import read_events
-from tpulint.runtime.spec import RunSpec
+from tpulint.runtime.spec import EXIT_COULD_NOT_RUN, EXIT_FINISHED, RunSpec
 
 _RENDEZVOUS_ABORT = re.compile(r"rendezvous\.cc.*Termination timeout for `?([^`]*?)RendezvousKey")
 _STACK_DUMP_GRACE = 8.0  # at most, for faulthandler to write every thread's stack

@@ -13,6 +13,11 @@ from typing import Any
 
 from tpulint.runtime.errors import VerifyError
 
+# How the child process ends (its exit status); a child killed by a signal has none of these.
+EXIT_FINISHED = 0  # training finished
+EXIT_COULD_NOT_RUN = 2  # a VerifyError: bad target, ...
+EXIT_TRAINING_RAISED = 3  # the user's training raised
+
 TARGET_FORMS = "expected `package.module:Class` or `path/to/file.py:Class`"
 
 

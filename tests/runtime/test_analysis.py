@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tpulint.runtime.attribution import RuleIndex
-from tpulint.runtime.check_compiles import check_compiles
-from tpulint.runtime.check_run import run_causes
-from tpulint.runtime.check_sharding import check_sharding
-from tpulint.runtime.context import Context
 from tpulint.runtime.frames import CodeFilter
+from tpulint.runtime.judge.attribution import RuleIndex
+from tpulint.runtime.judge.check_compiles import check_compiles
+from tpulint.runtime.judge.check_run import run_causes
+from tpulint.runtime.judge.check_sharding import check_sharding
+from tpulint.runtime.judge.context import Context
+from tpulint.runtime.judge.steps import build_rows
 from tpulint.runtime.runner import RunOutcome, classify
-from tpulint.runtime.steps import build_rows
 
 ABORT = (
     "2026-01-01 F external/xla/xla/service/rendezvous.cc:127] [id=3] Termination timeout for"

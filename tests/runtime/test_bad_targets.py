@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from tpulint.runtime import verify
 from tpulint.runtime.command import verify_command
-from tpulint.runtime.report import VerifyReport
+from tpulint.runtime.judge.report import VerifyReport
 from verify_helpers import ROOT, VERIFY, target
 
 
@@ -123,7 +123,7 @@ def test_import_error_in_a_real_subprocess(unusable: dict[str, Any]) -> None:
 
 def test_verbose_prints_the_detail(monkeypatch: pytest.MonkeyPatch) -> None:
     from tpulint.runtime import api
-    from tpulint.runtime.analysis import Settings, base_report, error_report
+    from tpulint.runtime.judge.analysis import Settings, base_report, error_report
     from tpulint.runtime.spec import RunSpec, TargetRef
 
     canned = error_report(

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from tpulint.runtime import verify
-from tpulint.runtime.render import render
-from tpulint.runtime.report import VerifyReport
+from tpulint.runtime.judge.render import render
+from tpulint.runtime.judge.report import VerifyReport
 from verify_helpers import CORES, ROOT, target
 
 pytestmark = pytest.mark.runtime

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from tpulint.runtime import compare
-from tpulint.runtime.render import render_compare
-from tpulint.runtime.report import CompareReport
+from tpulint.runtime.judge.render import render_compare
+from tpulint.runtime.judge.report import CompareReport
 from verify_helpers import CORES, ROOT, target
 
 pytestmark = pytest.mark.runtime

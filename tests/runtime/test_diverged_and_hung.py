@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from tpulint.runtime import verify
-from tpulint.runtime.report import VerifyReport
+from tpulint.runtime.judge.report import VerifyReport
 from verify_helpers import CORES, ROOT, child_processes, target
 
 pytestmark = pytest.mark.runtime

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tpulint.runtime.report import CoreStep, StepRow
+from tpulint.runtime.judge.report import CoreStep, StepRow
 
 
 def _core_batch_size(batch: list[list[int]] | None) -> int | None:

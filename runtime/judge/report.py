@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpulint.runtime.attribution import RuleHit
+from tpulint.runtime.judge.attribution import RuleHit
 
 SCHEMA_VERSION = 1
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from tpulint.runtime.analysis import CHECK_LABELS
-from tpulint.runtime.report import Cause, CompareReport, StepRow, VerifyReport
+from tpulint.runtime.judge.analysis import CHECK_LABELS
+from tpulint.runtime.judge.report import Cause, CompareReport, StepRow, VerifyReport
 
 _MAX_ROWS = 40  # longer runs show warm-up, every step that compiled, and the edges
 

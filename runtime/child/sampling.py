@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset
-from tpulint.runtime.ledger import Ledger
+from tpulint.runtime.child.ledger import Ledger
 
 _ids = itertools.count()
 

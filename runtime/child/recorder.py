@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 from lightning.pytorch import Callback
+from tpulint.runtime.child.ledger import Ledger
+from tpulint.runtime.child.tracing import OpTracer
 from tpulint.runtime.errors import ReplicasOutOfStep
 from tpulint.runtime.events import EventLog
-from tpulint.runtime.ledger import Ledger
-from tpulint.runtime.tracing import OpTracer
 
 # Counters that matter for the verdicts; every "aten::*" counter (an op torch_xla ran on the
 # host, e.g. aten::nonzero for a boolean mask) is read too.

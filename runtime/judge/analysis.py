@@ -11,19 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tpulint.runtime.attribution import RuleIndex
-from tpulint.runtime.check_batches import check_batches
-from tpulint.runtime.check_compiles import check_compiles
-from tpulint.runtime.check_run import run_causes
-from tpulint.runtime.check_sharding import check_sharding
-from tpulint.runtime.check_transfers import check_transfers
-from tpulint.runtime.context import Context
 from tpulint.runtime.environment import Backend
 from tpulint.runtime.frames import CodeFilter
-from tpulint.runtime.report import ERROR, FAIL, PASS, VerifyReport
+from tpulint.runtime.judge.attribution import RuleIndex
+from tpulint.runtime.judge.check_batches import check_batches
+from tpulint.runtime.judge.check_compiles import check_compiles
+from tpulint.runtime.judge.check_run import run_causes
+from tpulint.runtime.judge.check_sharding import check_sharding
+from tpulint.runtime.judge.check_transfers import check_transfers
+from tpulint.runtime.judge.context import Context
+from tpulint.runtime.judge.report import ERROR, FAIL, PASS, VerifyReport
+from tpulint.runtime.judge.steps import build_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
-from tpulint.runtime.steps import build_rows
 
 CHECK_LABELS = {
     "sharding": "sharding",

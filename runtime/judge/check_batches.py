@@ -11,8 +11,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from tpulint.runtime.context import Context, status_of
-from tpulint.runtime.report import Cause, Check, StepRow
+from tpulint.runtime.judge.context import Context, status_of
+from tpulint.runtime.judge.report import Cause, Check, StepRow
 
 
 def loader_site(events: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -14,9 +14,9 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from tpulint.runtime.check_compiles import shape_op_sites
-from tpulint.runtime.context import Context, plural
-from tpulint.runtime.report import Cause, StepRow
+from tpulint.runtime.judge.check_compiles import shape_op_sites
+from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.report import Cause, StepRow
 from tpulint.runtime.runner import RunOutcome, root_errors
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tpulint.runtime.context import Context, plural, span, status_of
-from tpulint.runtime.report import Cause, Check, StepRow
-from tpulint.runtime.steps import raw_rank_buckets
+from tpulint.runtime.judge.context import Context, plural, span, status_of
+from tpulint.runtime.judge.report import Cause, Check, StepRow
+from tpulint.runtime.judge.steps import raw_rank_buckets
 
 # How a data-dependent-size op reads in a message, and the static alternative.
 _SHAPE_OPS: dict[str, tuple[str, str]] = {
@@ -238,7 +238,7 @@ def check_compiles(
 def _ragged_cause(
     ctx: Context, ragged: list[StepRow], events: list[dict[str, Any]], compiles: int
 ) -> Cause:
-    from tpulint.runtime.check_batches import loader_site
+    from tpulint.runtime.judge.check_batches import loader_site
 
     sizes = sorted({row.batch_size for row in ragged if row.batch_size is not None})
     steps = [r.step for r in ragged if r.uncached_compiles]

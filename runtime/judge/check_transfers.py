@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tpulint.runtime.check_compiles import shape_op_sites
-from tpulint.runtime.context import Context, plural
-from tpulint.runtime.report import Cause, Check, StepRow
-from tpulint.runtime.steps import raw_rank_buckets
+from tpulint.runtime.judge.check_compiles import shape_op_sites
+from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.report import Cause, Check, StepRow
+from tpulint.runtime.judge.steps import raw_rank_buckets
 
 _ADVICE = {
     "item": "keep it a tensor (self.log and torchmetrics take tensors)",

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
-from tpulint.runtime.ledger import Ledger
+from tpulint.runtime.child.ledger import Ledger
 
 Tensor = torch.Tensor
 

@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpulint.runtime.attribution import RuleIndex
 from tpulint.runtime.frames import CodeFilter
-from tpulint.runtime.report import Cause, Location
+from tpulint.runtime.judge.attribution import RuleIndex
+from tpulint.runtime.judge.report import Cause, Location
 
 
 @dataclass

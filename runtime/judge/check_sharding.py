@@ -17,8 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from tpulint.runtime.context import Context, plural, status_of
-from tpulint.runtime.report import Cause, Check, CoreShard, ShardEpoch, StepRow
+from tpulint.runtime.judge.context import Context, plural, status_of
+from tpulint.runtime.judge.report import Cause, Check, CoreShard, ShardEpoch, StepRow
 
 
 def _read_plan(run_dir: Path, name: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""The child process: `python -m tpulint.runtime.child RUN_DIR/spec.json`.
+"""The child process: `python -m tpulint.runtime.child RUN_DIR/spec.json` (see __main__.py).
 
 The parent starts it with the PJRT environment already set (environment.child_environment),
 so torch_xla initializes for the right backend. It imports the user's target, installs the
@@ -24,24 +24,25 @@ from typing import Any
 
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.events import EventLog
-from tpulint.runtime.spec import RunSpec
-
-EXIT_FINISHED = 0
-EXIT_COULD_NOT_RUN = 2
-EXIT_TRAINING_RAISED = 3
+from tpulint.runtime.spec import (
+    EXIT_COULD_NOT_RUN,
+    EXIT_FINISHED,
+    EXIT_TRAINING_RAISED,
+    RunSpec,
+)
 
 
 def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
+    from tpulint.runtime.child.ledger import Ledger
+    from tpulint.runtime.child.recorder import StepRecorder
+    from tpulint.runtime.child.sampling import SamplerRecorder
+    from tpulint.runtime.child.tracing import record_collectives
     from tpulint.runtime.frames import CodeFilter
-    from tpulint.runtime.ledger import Ledger
-    from tpulint.runtime.recorder import StepRecorder
-    from tpulint.runtime.sampling import SamplerRecorder
-    from tpulint.runtime.tracing import record_collectives
 
     ledger = Ledger(log, CodeFilter(roots))
     recorder = StepRecorder(ledger, log, spec.barrier_timeout)
     if spec.device == "CPU":
-        from tpulint.runtime.xla_cpu import CpuDataParallel
+        from tpulint.runtime.child.xla_cpu import CpuDataParallel
 
         replicas = int(os.environ.get("CPU_NUM_DEVICES", "1"))
         workarounds = CpuDataParallel(replicas, spec.barrier_timeout, ledger.marker_compiles)
@@ -77,7 +78,7 @@ def _versions(spec: RunSpec) -> dict[str, str]:
     import torch_xla
 
     if spec.device == "CPU":
-        from tpulint.runtime.xla_cpu import check_torch_xla_version
+        from tpulint.runtime.child.xla_cpu import check_torch_xla_version
 
         check_torch_xla_version()
     return {
@@ -89,7 +90,7 @@ def _versions(spec: RunSpec) -> dict[str, str]:
 
 def _trainer(spec: RunSpec, recorder: Any) -> Any:
     from lightning.pytorch import Trainer
-    from tpulint.runtime.accelerator import trainer_accelerator
+    from tpulint.runtime.child.accelerator import trainer_accelerator
 
     return Trainer(
         accelerator=trainer_accelerator(spec.device),
@@ -109,7 +110,7 @@ def _trainer(spec: RunSpec, recorder: Any) -> Any:
 
 
 def run(spec: RunSpec, log: EventLog) -> int:
-    from tpulint.runtime import targets
+    from tpulint.runtime.child import targets
 
     loaded = targets.load(spec)
     log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
@@ -171,13 +172,3 @@ def main(argv: list[str] | None = None) -> int:
     except VerifyError as exc:
         log.write("error", message=exc.message, detail=exc.detail)
         return EXIT_COULD_NOT_RUN
-
-
-if __name__ == "__main__":
-    status = main()
-    # Everything the parent needs is in the event log (flushed per line). Tearing down the
-    # XLA runtime, the replica pool and Lightning's multiprocessing manager takes seconds and
-    # can hang after a failed run; the parent reaps the process group anyway.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
