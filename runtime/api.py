@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.machinery
+import importlib.util
 import os
 import shutil
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 from tpulint.runtime.environment import (
     EMULATED_DEFAULT_CORES,
+    INSTALL_HINT,
     Backend,
     check_installation,
     detect_backend,
@@ -152,6 +154,15 @@ def _build_spec(
     )
 
 
+def check_config_support() -> None:
+    """--config needs LightningCLI's parser; looked up without importing it."""
+    if importlib.util.find_spec("jsonargparse") is None:
+        raise VerifyError(
+            "--config needs jsonargparse (LightningCLI's parser), which is not installed:"
+            f" {INSTALL_HINT}"
+        )
+
+
 def check_trainer_args(names: list[str]) -> None:
     """--trainer-args names against the installed Lightning Trainer's signature, read from its
     source here in the parent (nothing is imported). The child checks again against the
@@ -223,6 +234,7 @@ def verify(
     )
     run_dir = tempfile.mkdtemp(prefix="tpulint-verify-")
     outcome = None
+    spec: RunSpec | None = None
     try:
         backend = detect_backend()
         try:
@@ -252,17 +264,22 @@ def verify(
                 overrides=_overrides,
                 barrier_timeout=barrier_timeout,
             )
-            check_installation(backend)
             check_trainer_args(list(spec.trainer_args))
+            check_installation(backend)
+            if spec.configs:
+                check_config_support()
         except VerifyError as exc:
-            spec = RunSpec(
-                TargetRef(target, "module", target, "") if target else None,
-                datamodule=TargetRef(datamodule, "module", datamodule, "") if datamodule else None,
-                init_args=init_args if isinstance(init_args, dict) else {},
-                epochs=epochs,
-                steps=steps,
-                cores=cores,
-            )
+            if spec is None:  # the options themselves were wrong: report them as given
+                spec = RunSpec(
+                    TargetRef(target, "module", target, "") if target else None,
+                    datamodule=TargetRef(datamodule, "module", datamodule, "")
+                    if datamodule
+                    else None,
+                    init_args=init_args if isinstance(init_args, dict) else {},
+                    epochs=epochs,
+                    steps=steps,
+                    cores=cores,
+                )
             report = error_report(base_report(spec, settings, backend), exc.message, exc.detail)
         else:
             outcome = run_child(spec, backend, timeout)
