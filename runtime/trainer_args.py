@@ -35,6 +35,10 @@ def _never(_: Any) -> bool:
     return False
 
 
+# `Own.value` for a setting verify only adjusts when the user gave it (see `combine`).
+UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
+
+
 def _class_names(value: Any) -> set[str]:
     return {cls.__name__ for cls in type(value).__mro__}
 
@@ -45,7 +49,8 @@ class Own:
 
     `agrees(user_value)`: the user's value means the same thing here (no override is reported).
     `combine(user_value)`: for a budget, the value to use given the user's (e.g. the smaller of
-    the two); None: verify's value is used as is."""
+    the two); None: verify's value is used as is. With `value=UNSET` the argument is left
+    out unless the user gave it."""
 
     name: str
     value: Any
@@ -61,10 +66,21 @@ def own_settings(
     epochs: int,
     steps: int | None,
     run_dir: str,
+    emulated: bool = False,
 ) -> list[Own]:
     """Verify's own Trainer settings, in one list (extend it here, with the reason)."""
     devices: Any = cores if cores else "auto"
+    emulation = [
+        Own(
+            "precision",
+            UNSET,
+            "XLA:CPU, which emulates the cores, cannot all-reduce bf16 tensors; the emulated"
+            " run uses 16-true, the same ops and shapes in 16 bits (a TPU runs bf16-true)",
+            combine=lambda v: "16-true" if str(v) == "bf16-true" else v,
+        )
+    ]
     return [
+        *(emulation if emulated else []),
         Own(
             "accelerator",
             accelerator,
@@ -197,7 +213,8 @@ def merge(
     overridden: list[Override] = []
     for setting in own:
         if setting.name not in requested:
-            used[setting.name] = setting.value
+            if setting.value is not UNSET:
+                used[setting.name] = setting.value
             continue
         asked = requested[setting.name]
         if setting.combine is not None:

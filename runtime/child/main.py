@@ -118,6 +118,7 @@ def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
         epochs=spec.epochs,
         steps=spec.steps,
         run_dir=spec.run_dir,
+        emulated=spec.device == "CPU",
     )
     args = merge(requested, own, [with_base(recorder, package.Callback)])
     args.overridden += [

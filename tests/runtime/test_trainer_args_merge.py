@@ -186,3 +186,14 @@ def test_the_source_reading_matches_the_imported_signature() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert trainer_parameters("lightning") == run.stdout.split()
+
+
+def test_emulation_runs_bf16_true_as_16_true_and_says_why() -> None:
+    emulated = _own(emulated=True)
+    args = merge({"precision": "bf16-true"}, emulated)
+    assert args.used["precision"] == "16-true"
+    assert _overridden(args) == {"precision": ("bf16-true", "16-true")}
+    assert "cannot all-reduce bf16" in args.overridden[0].reason
+    assert merge({"precision": "32-true"}, emulated).overridden == []
+    assert "precision" not in merge({}, emulated).used  # not given: Lightning's default
+    assert merge({"precision": "bf16-true"}, _own()).used["precision"] == "bf16-true"  # a TPU
