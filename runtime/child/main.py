@@ -122,7 +122,7 @@ def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
     )
     args = merge(requested, own, [with_base(recorder, package.Callback)])
     args.overridden += [
-        Override(f"fit({name})", value, None, f"not passed: {reason}")
+        Override(f"fit({name})", value, None, reason)
         for name, (value, reason) in loaded.ignored_fit_args.items()
     ]
     shown = args.to_json()
