@@ -284,16 +284,17 @@ def _roots_for(module: ModuleType) -> tuple[str | None, list[str]]:
     return path, [root]
 
 
-def _package_for(values: list[tuple[Any, str]], spec: RunSpec) -> Flavour:
-    """The Lightning package to train with: the one the target's (and the DataModule's)
-    classes derive from; with --config and no TARGET, the one of the config's class_path."""
+def _packages_of(values: list[tuple[Any, str]], spec: RunSpec) -> dict[str, str]:
+    """Which Lightning package each of the target's classes derives from, before anything is
+    built (a factory: the class its return annotation names); with --config and no TARGET, the
+    package of the config's class_path."""
     found: dict[str, str] = {}
     for value, what in values:
         if value is None:
             continue
         candidate = value
         if not inspect.isclass(value) and package_of(value) is None and callable(value):
-            try:  # a factory: the class its return annotation names, if any
+            try:
                 annotation = inspect.signature(value).return_annotation
             except (TypeError, ValueError):
                 annotation = None
@@ -310,13 +311,16 @@ def _package_for(values: list[tuple[Any, str]], spec: RunSpec) -> Flavour:
             package = package_of(cls) if cls is not None else None
             if package:
                 found[what] = package
-    packages = sorted(set(found.values()))
-    if len(packages) > 1:
+    return found
+
+
+def _one_package(found: dict[str, str]) -> str | None:
+    if len(set(found.values())) > 1:
         parts = " and ".join(f"{what} on `{package}`" for what, package in found.items())
         raise VerifyError(
             f"{parts}: one Trainer cannot train both; write them against the same Lightning package"
         )
-    return flavour(packages[0] if packages else None)
+    return next(iter(found.values()), None)
 
 
 def _import_class(path: str) -> Any:
@@ -364,10 +368,11 @@ def load(spec: RunSpec) -> LoadedTarget:
 
     model_value = resolve(spec.target, MODULE)
     datamodule_value = resolve(spec.datamodule, DATAMODULE)
-    package = _package_for([(model_value, "the model"), (datamodule_value, "the DataModule")], spec)
-    loaded = LoadedTarget(None, None, files, roots, package=package)
+    found = _packages_of([(model_value, "the model"), (datamodule_value, "the DataModule")], spec)
+    loaded = LoadedTarget(None, None, files, roots)
     built_args: dict[str, Any] = {}
-    if spec.configs:
+    if spec.configs:  # LightningCLI of the package is needed before anything is built
+        loaded.package = flavour(_one_package(found))
         built_args = _build_from_config(spec, loaded, model_value, datamodule_value)
     else:
         code = CodeFilter(roots)
@@ -381,12 +386,15 @@ def load(spec: RunSpec) -> LoadedTarget:
                 code,  # type: ignore[arg-type]
             )
     model, datamodule = loaded.module, loaded.datamodule
+    # What was built decides (a factory's result is known only now).
+    found = {
+        what: package
+        for what, built in (("the model", model), ("the DataModule", datamodule))
+        if built is not None and (package := package_of(built))
+    }
+    package = flavour(_one_package(found))
+    loaded.package = package
     for built in (model, datamodule):
-        if built is not None and package_of(built) not in (None, package.distribution):
-            raise VerifyError(
-                f"{_class_name(built)} is written against `{package_of(built)}`, the model"
-                f" against `{package.distribution}`: one Trainer cannot train both"
-            )
         # A class LightningCLI built from a class_path is the user's code too, unless it is
         # an installed library's (e.g. Lightning's demo models).
         source = sys.modules.get(type(built).__module__) if built is not None else None
