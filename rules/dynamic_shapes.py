@@ -10,9 +10,11 @@ from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import ClassKind
 from tpulint.analysis.values import CPU, DEVICE, HOST, ValueKind
 from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec, ImportSpec, Invalid, Rule, Valid
+from tpulint.rule import FixSpec, Invalid, Rule, Valid
 
 from ._common import source_of
+from ._rewrites_masked import read_fix, write_fix
+from ._rewrites_nonzero import shape_op_fix
 from ._shape_helpers import (
     Bindings,
     TrackingRule,
@@ -23,7 +25,6 @@ from ._shape_helpers import (
     mask_in_index,
     method_name,
     positional,
-    pure_reference,
     receiver,
     root_name,
     same_code,
@@ -99,8 +100,29 @@ class DataDependentShapeOp(TrackingRule, Rule):
     (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers).
 
     ## Fix safety
-    No automatic fix: rewriting an index computation into masking changes the shapes that
-    the following code sees. The message names the static alternative.
+    Where the indices are only used to count or to index, an **unsafe** fix keeps the mask
+    instead:
+
+    - `len(m.nonzero())`, `m.nonzero().shape[0]`, `torch.nonzero(m).size(0)`,
+      `torch.argwhere(m).shape[0]` become `torch.count_nonzero(m)`: the same count, as a
+      0-dim tensor instead of an `int` (exact when the count is used as a number);
+    - `x[m.nonzero(as_tuple=True)]`, `x[torch.nonzero(m, as_tuple=True)]` and
+      `x[torch.where(m)]` become `x[m]` (`x[m != 0]` when `m` is not surely boolean): the
+      same elements in the same order, exactly, gradients included;
+    - `idx = m.nonzero(as_tuple=True)`, when every later use of `idx` in the function is an
+      index `x[idx]`, becomes `idx = m`;
+    - `len(torch.unique(y))` (the number of distinct values) becomes
+      `(torch.nn.functional.one_hot(y.flatten().long(), num_classes).sum(0) > 0).sum()`
+      when the code names the number of classes (a `num_classes` or `n_classes` local or
+      parameter, or such an attribute of the class); exact when the values are class
+      indices in `[0, num_classes)`.
+
+    The indexing forms are still boolean-mask selections (TPU202), whose reductions and
+    losses TPU202's fixes then rewrite into static shapes. `tpulint fix --prove
+    module:Class --apply --unsafe-fixes` checks the rewritten training against the
+    original before writing it. Other uses (the indices themselves, `unique` values or
+    counts kept as tensors, `masked_select`, `repeat_interleave`) are reported without a
+    fix: rewriting them changes the shapes that the following code sees.
 
     ## References
     - [torch_xla troubleshooting: known performance caveats (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -109,6 +131,9 @@ class DataDependentShapeOp(TrackingRule, Rule):
     """
 
     code = "TPU201"
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Keep the mask"
     name = "data-dependent-shape-op"
     summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
     requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
@@ -159,6 +184,22 @@ class DataDependentShapeOp(TrackingRule, Rule):
             _MOD + "    def forward(self, x, durations):\n"
             "        durations = self.predictor(x).round().long()\n"
             "        return torch.repeat_interleave(x, durations, dim=1)\n",
+        ),
+        # Counting and indexing keep the mask.
+        Invalid(
+            _MOD + "    def forward(self, scores, labels, num_classes):\n"
+            "        n_pos = len((labels > 0).nonzero())\n"
+            "        idx = (labels > 0).nonzero(as_tuple=True)\n"
+            "        present = len(torch.unique(labels))\n"
+            "        return scores[idx].sum() / n_pos / present\n",
+            count=3,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, scores, labels, num_classes):\n"
+            "        n_pos = torch.count_nonzero(labels > 0)\n"
+            "        idx = labels > 0\n"
+            "        present = (torch.nn.functional.one_hot(labels.flatten().long(), "
+            "num_classes).sum(0) > 0).sum()\n"
+            "        return scores[idx].sum() / n_pos / present\n",
         ),
     )
 
@@ -229,6 +270,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
             node,
             f"`{source_of(ctx, node)}` in {ctx.hot_reason} has a data-dependent output shape: "
             f"XLA syncs to learn it and compiles a graph per size; {advice}",
+            fix=shape_op_fix(ctx, self.bindings, node, op),
         )
 
 
@@ -298,34 +340,6 @@ def _elementwise_mask(
     return False
 
 
-def _torch_where(mask: cst.BaseExpression, base: cst.BaseExpression) -> cst.Call:
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    return cst.Call(
-        func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("where")),
-        args=[
-            cst.Arg(
-                mask.with_changes(lpar=[], rpar=[]) if isinstance(mask, cst.Name) else mask,
-                comma=comma,
-            ),
-            cst.Arg(base.with_changes(lpar=[], rpar=[]), comma=comma),
-            cst.Arg(cst.Integer("0")),
-        ],
-    )
-
-
-def _method_call(
-    value: cst.BaseExpression, method: str, args: list[cst.Arg] | None = None
-) -> cst.Call:
-    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(method)), args=args or [])
-
-
-def _paren_mask(mask: cst.BaseExpression) -> cst.BaseExpression:
-    """`mask` as a receiver: parenthesized unless it is a name, attribute or call."""
-    if isinstance(mask, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or mask.lpar:
-        return mask
-    return mask.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
 class BooleanMaskIndexing(TrackingRule, Rule):
     """
     ## What it does
@@ -368,28 +382,61 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     ```
 
     ## Fix safety
-    The fix is safe, and applied, only where it is exactly equivalent:
+    Sums and means of `x[m]` whose mask is provably elementwise of `x` (`x[x > 0]`, a local
+    `m = ~torch.isnan(x)`) and writes `x[m] = <number>` under the same condition are **safe**
+    fixes, applied by `tpulint fix --apply`: the values are the same up to floating-point
+    summation order, the mean of an empty selection is `nan` in both forms, and gradients
+    are the same (`torch.where` passes the gradient to the selected elements only).
 
-    - `x[m] = <number>` becomes `x.masked_fill_(m, <number>)`;
-    - `x[m].sum()` (or `torch.sum(x[m])`) becomes `torch.where(m, x, 0).sum()`;
-    - `x[m].mean()` (or `torch.mean(x[m])`) becomes
-      `(torch.where(m, x, 0).sum() / m.sum())`;
+    Every other rewrite is **unsafe** (`--unsafe-fixes`): it is exact under the conditions
+    listed below, which the fix's title repeats. `tpulint fix --prove module:Class --apply
+    --unsafe-fixes` checks them by training the module as written and as rewritten from the
+    same seed on the same batches, and applies only the rewrites that keep the training
+    the same (`tpulint verify --compare` reports the same check).
 
-    and only when `m` provably has the shape of `x`: it is computed elementwise from `x`
-    itself and Python numbers (`x > 0`, `~torch.isnan(x)`, `(x > a) & (x < b)` with
-    literal bounds, `x != x`, or a local bound to such an expression while `x` kept its
-    value), and `x` is a name or attribute known to be a torch tensor (a step or `forward`
-    input, the result of a torch operation, a `Tensor`-annotated parameter: numpy arrays
-    have no `masked_fill_`). `masked_fill_` and `torch.where` broadcast the mask from
-    the trailing dimensions while `x[m]` matches it from the leading ones, so a mask over
-    only the first dimensions of `x` (`x` of shape `(B, T)`, `m` of shape `(B,)`) needs
-    `m[:, None]`: those findings get the same rewrite as a display-only suggestion. The
-    sums are equal up to floating-point summation order (adding the zeros is exact); the
-    mean is the sum divided by the count, as PyTorch computes it, and an empty selection
-    gives `nan` in both forms. The one difference: on an integer `x`, `x[m].mean()`
-    raises while the rewrite returns a float. Gradients are the same (`where` passes the
-    gradient to the selected elements only). Other uses of `x[m]` are reported without a
-    fix.
+    - `x[m].sum()`, `torch.sum(x[m])` -> `torch.where(m, x, 0).sum()`: exact.
+    - `x[m].mean()`, `torch.mean(x[m])` -> `torch.where(m, x, 0).sum() / m.sum()`: exact for
+      a floating-point `x` (the original raises on integers); an empty selection gives
+      `nan` in both.
+    - `x[m].max()`, `.min()`, `.amax()`, `.amin()` -> `torch.where(m, x, -torch.inf).max()`
+      (`torch.inf` for the minimum): exact when the selection is not empty (the original
+      raises, the rewrite gives `-inf` / `inf`); an integer `x` gives a float.
+    - `x[m].numel()`, `len(x[m])`, `x[m].shape[0]`, `x[m].size(0)` -> `m.sum()`: the same
+      count, as a 0-dim tensor instead of an `int` (exact where it is used as a number).
+    - an elementwise expression of selections, reduced, `(a[m] - b[m]).abs().mean()` ->
+      `torch.where(m, (a - b).abs(), 0).sum() / m.sum()`: exact when the expression is
+      finite, with a finite derivative, where `m` is false (it is computed there now, and a
+      `nan` there would reach the gradients).
+    - `F.cross_entropy(z[m], y[m])`, `F.nll_loss(...)` and `nn.CrossEntropyLoss` /
+      `nn.NLLLoss` modules -> `F.cross_entropy(z.movedim(-1, 1), torch.where(m, y, -100))`
+      (for `z.permute(0, 2, 3, 1)[m]`, `z` itself; an `ignore_index` already given replaces
+      `-100`): exact when `y` holds class indices and `z` is finite where `m` is false, with
+      `reduction` `"mean"` or `"sum"`; `weight` and `label_smoothing` are kept (ignored
+      targets count for neither).
+    - `F.mse_loss(p[m], t[m])`, `l1_loss`, `smooth_l1_loss`, `huber_loss`,
+      `binary_cross_entropy`, `binary_cross_entropy_with_logits` and their `nn.*Loss`
+      modules -> `torch.where(m, F.mse_loss(p, t, reduction="none"), 0).sum() / m.sum()`
+      (no division for `reduction="sum"`): exact when `p` and `t` are finite where `m` is
+      false; not offered with a `weight` argument (`pos_weight`, `beta`, `delta` are kept).
+    - `x[m] = v`, `v` a number or a name holding one -> `x.masked_fill_(m, v)`: exact when
+      `v` is a number or a 0-dim tensor.
+    - `x[m] = f(y[m], ...)` -> `x.copy_(torch.where(m, f(y, ...), x))`: exact when `f` is
+      finite where `m` is false.
+
+    Every rewrite assumes that `m` is a `torch.bool` tensor (a `uint8` mask, deprecated for
+    indexing, makes `torch.where` and `masked_fill_` raise) and that the selected values
+    are torch tensors (not numpy arrays). Indexing matches the mask with the leading
+    dimensions of `x`, while `torch.where` and `masked_fill_` broadcast it from the
+    trailing ones: where `m` is not provably of `x`'s shape (the same shape, or computed
+    elementwise from `x`, or from another tensor selected by it), the rewrite widens it,
+    `m.reshape(m.shape + (1,) * (x.dim() - m.dim()))`, and counts selected elements as
+    `m.sum() * (x.numel() // m.numel())`, which is exact for every mask indexing accepts.
+    For cross-entropy the targets fix the shapes (`y[m]` has one entry per row of `z[m]`),
+    so the mask needs no widening there.
+
+    Other uses of `x[m]` (the selected rows are kept, concatenated, passed to a module or a
+    metric) have no static-shape equivalent without changing the code that follows them:
+    they are reported without a fix.
 
     ## References
     - [torch_xla troubleshooting: "masked indexing `base[index]`" introduces dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -496,35 +543,120 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        return (torch.where(hard, x, 0).sum() / hard.sum()) + "
             "torch.where(x > 0, x, 0).sum()\n",
         ),
-        # A mask of unknown shape: the same rewrite, display-only.
+        # Unsafe: a masked mean of a per-sample loss (the mask and the loss both have the
+        # labels' shape).
         Invalid(
-            _MOD + "    def forward(self, d, mask):\n"
-            "        d[mask] = 0.0\n"
-            "        return torch.mean(d[mask])\n",
-            count=2,
-            applicability=Applicability.DISPLAY_ONLY,
-            expected_suggestion=_MOD + "    def forward(self, d, mask):\n"
-            "        d.masked_fill_(mask, 0.0)\n"
-            "        return torch.where(mask, d, 0).sum() / mask.sum()\n",
+            _HEAD.replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        images, labels = batch\n"
+            "        labeled = labels >= 0\n"
+            "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
+            "        return loss[labeled].mean()\n",
+            applicability=Applicability.UNSAFE,
+            message="selects by a boolean mask",
+            expected_fix=_HEAD.replace(
+                "import torch\n", "import torch\nimport torch.nn.functional as F\n"
+            )
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        images, labels = batch\n"
+            "        labeled = labels >= 0\n"
+            "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
+            "        return torch.where(labeled, loss, 0).sum() / labeled.sum()\n",
         ),
-        # Untyped values may be numpy arrays: the rewrite is only suggested (darts).
+        # Masked losses: cross-entropy through ignore_index (classes moved back to dim 1),
+        # an elementwise module loss unreduced and averaged over the mask.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Seg(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.depth_loss = nn.SmoothL1Loss(beta=0.5)\n\n"
+            "    def forward(self, logits, labels, depth, target):\n"
+            "        valid = labels != 255\n"
+            "        ce = F.cross_entropy(logits.permute(0, 2, 3, 1)[valid], labels[valid])\n"
+            "        near = target < 10\n"
+            "        return ce + self.depth_loss(depth[near], target[near])\n",
+            count=4,
+            line=13,
+            applicability=Applicability.UNSAFE,
+            expected_fix="import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Seg(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.depth_loss = nn.SmoothL1Loss(beta=0.5)\n\n"
+            "    def forward(self, logits, labels, depth, target):\n"
+            "        valid = labels != 255\n"
+            "        ce = F.cross_entropy(logits, torch.where(valid, labels, -100))\n"
+            "        near = target < 10\n"
+            "        return ce + (torch.where(near, F.smooth_l1_loss(depth, target, beta=0.5, "
+            'reduction="none"), 0).sum() / near.sum())\n',
+        ),
+        # A loss module with its own ignore_index, on flattened rows.
+        Invalid(
+            _MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ce = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)\n\n"
+            "    def forward(self, logits, tokens, loss_mask):\n"
+            "        rows = logits.view(-1, logits.size(-1))\n"
+            "        keep = loss_mask.view(-1).bool()\n"
+            "        return self.ce(rows[keep], tokens.view(-1)[keep])\n",
+            count=2,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ce = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)\n\n"
+            "    def forward(self, logits, tokens, loss_mask):\n"
+            "        rows = logits.view(-1, logits.size(-1))\n"
+            "        keep = loss_mask.view(-1).bool()\n"
+            "        return self.ce(rows.movedim(-1, 1), torch.where(keep, tokens.view(-1), 0))\n",
+        ),
+        # Max, counts, and a mask of unknown shape (widened over x's trailing dimensions).
+        Invalid(
+            _MOD + "    def forward(self, scores, valid, d, mask):\n"
+            "        top = scores[scores > 0].max()\n"
+            "        n = len(scores[valid])\n"
+            "        d[mask] = 0.0\n"
+            "        return top / n + torch.mean(d[mask])\n",
+            count=4,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, scores, valid, d, mask):\n"
+            "        top = torch.where(scores > 0, scores, -torch.inf).max()\n"
+            "        n = valid.sum()\n"
+            "        d.masked_fill_(mask.reshape(mask.shape + (1,) * (d.dim() - mask.dim())), "
+            "0.0)\n"
+            "        return top / n + (torch.where(mask.reshape(mask.shape + (1,) * (d.dim() - "
+            "mask.dim())), d, 0).sum() / (mask.sum() * (d.numel() // mask.numel())))\n",
+        ),
+        # A write of an elementwise expression of selections.
+        Invalid(
+            _MOD + "    def forward(self, hist, mag, counts):\n"
+            "        seen = counts > 0\n"
+            "        hist[seen] = mag[seen] / counts[seen]\n"
+            "        return hist\n",
+            count=3,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
+            "        seen = counts > 0\n"
+            "        hist.copy_(torch.where(seen, mag / counts, hist))\n"
+            "        return hist\n",
+        ),
+        # Untyped values may be numpy arrays: unsafe, and the title says so (darts).
         Invalid(
             _MOD + "    def forward(self, a, b):\n"
             "        result = a / b\n"
             "        result[result != result] = 0.0\n"
             "        return result\n",
-            applicability=Applicability.DISPLAY_ONLY,
-            expected_suggestion=_MOD + "    def forward(self, a, b):\n"
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, a, b):\n"
             "        result = a / b\n"
             "        result.masked_fill_(result != result, 0.0)\n"
             "        return result\n",
         ),
-        # x was rebound after the mask: not provably the same shape.
+        # The selection itself is used: no static-shape equivalent, no fix.
         Invalid(
-            _MOD + "    def forward(self, x):\n"
-            "        m = x > 0\n        x = x.flatten(1)\n"
-            "        return x[m].sum()\n",
-            applicability=Applicability.DISPLAY_ONLY,
+            _MOD + "    def forward(self, feats, keep):\n"
+            "        kept = feats[keep]\n"
+            "        return self.proj(kept)\n",
         ),
     )
 
@@ -556,62 +688,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     def _write(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
-        ctx = self.ctx
-        target = ctx.parent(node)
-        assign = ctx.parent(target) if target is not None else None
-        fix = None
-        if (
-            single
-            and isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1
-            and is_number_literal(assign.value, ctx)
-            and pure_reference(base)
-        ):
-            call = _method_call(
-                base,
-                "masked_fill_",
-                [
-                    cst.Arg(mask, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                    cst.Arg(assign.value),
-                ],
-            )
-            safe = self._provably_same_shape(mask, base)
-            fix = FixSpec(
-                Applicability.SAFE if safe else Applicability.DISPLAY_ONLY,
-                "Use `masked_fill_`",
-                [(assign, cst.Expr(call))],
-            )
+        proven = self._provably_same_shape(mask, base)
+        fix = write_fix(self.ctx, self.bindings, node, mask, proven=proven) if single else None
         self._report(node, mask, base, "write", fix)
 
     def _read(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
-        fix = None
-        reduction = self._reduction(node) if single and pure_reference(base) else None
-        if reduction is not None:
-            outer, op = reduction
-            summed = _method_call(_torch_where(mask, base), "sum")
-            new: cst.BaseExpression
-            if op == "sum":
-                new = summed
-            else:
-                new = cst.BinaryOperation(
-                    left=summed,
-                    operator=cst.Divide(
-                        whitespace_before=cst.SimpleWhitespace(" "),
-                        whitespace_after=cst.SimpleWhitespace(" "),
-                    ),
-                    right=_method_call(_paren_mask(mask), "sum"),
-                )
-                if self._needs_parens(outer):
-                    new = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            safe = self._provably_same_shape(mask, base)
-            fix = FixSpec(
-                Applicability.SAFE if safe else Applicability.DISPLAY_ONLY,
-                f"Use a masked {'sum' if op == 'sum' else 'mean'} with `torch.where`",
-                [(outer, new)],
-                add_imports=(ImportSpec("torch"),),
-            )
+        proven = self._provably_same_shape(mask, base)
+        fix = read_fix(self.ctx, self.bindings, node, mask, proven=proven) if single else None
         self._report(node, mask, base, "read", fix)
 
     def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:
@@ -620,44 +705,6 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         bindings = self.bindings
         return is_torch_tensor(self.ctx, base, bindings) and _elementwise_mask(
             self.ctx, mask, base, bindings
-        )
-
-    def _reduction(self, node: cst.Subscript) -> tuple[cst.Call, str] | None:
-        """`x[m].sum()` / `x[m].mean()` / `torch.sum(x[m])` / `torch.mean(x[m])` around
-        `node` (no other arguments): the outer call and "sum" or "mean"."""
-        ctx = self.ctx
-        parent = ctx.parent(node)
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            call = ctx.parent(parent)
-            if (
-                isinstance(call, cst.Call)
-                and call.func is parent
-                and not call.args
-                and parent.attr.value in ("sum", "mean")
-            ):
-                return call, parent.attr.value
-            return None
-        if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
-            call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and len(call.args) == 1:
-                name = torch_name(ctx, call)
-                if name in ("sum", "mean"):
-                    return call, name
-        return None
-
-    def _needs_parens(self, node: cst.CSTNode) -> bool:
-        parent = self.ctx.parent(node)
-        return not isinstance(
-            parent,
-            (
-                cst.Arg,
-                cst.Assign,
-                cst.AnnAssign,
-                cst.Return,
-                cst.Expr,
-                cst.DictElement,
-                cst.Element,
-            ),
         )
 
     def _report(

@@ -1,0 +1,336 @@
+"""Rewrites of host syncs in the step (TPU101, TPU103, TPU104).
+
+    self.avg = 0.9 * self.avg + 0.1 * l.item()      self.avg = 0.9 * self.avg + 0.1 * l.detach()
+    self.losses.append(loss.item())                 self.losses.append(loss.detach())
+    return {"loss": loss, "acc": acc.item()}        return {"loss": loss, "acc": acc.detach()}
+    print(loss)                                     (removed)
+    if loss > 10:                                   loss = torch.where(loss > 10, loss / 10, loss)
+        loss = loss / 10
+
+`.detach()` keeps the value and drops the graph, as `.item()` did, without reading it back:
+the value stays a 0-dim tensor on the device (float32 where `.item()` gave a Python float).
+`torch.where` evaluates both branches and picks per element; both are computed every step, so
+the branch must be pure (no module calls, no random draws, no in-place updates).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.imports import dotted_name
+from tpulint.analysis.values import DEVICE
+from tpulint.diagnostics import Applicability
+from tpulint.rule import FixSpec, ImportSpec
+
+from ._rewrite_cst import atom, bare, expression, torch_alias
+from ._rewrites_masked import is_pure
+from ._shape_helpers import Bindings
+
+_ARITHMETIC = (
+    cst.Add,
+    cst.Subtract,
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.Power,
+)
+_ACCUMULATING = (
+    cst.AddAssign,
+    cst.SubtractAssign,
+    cst.MultiplyAssign,
+    cst.DivideAssign,
+)
+
+
+def _state_target(node: cst.BaseExpression) -> bool:
+    """An attribute (`self.total`, `self.stats.loss`) or an item of one (`self.logs["a"]`):
+    state that outlives the step, as opposed to a local number that may be used as a size."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Attribute)
+
+
+def _sink(ctx: FileContext, node: cst.BaseExpression) -> str | None:
+    """Where the value of `node` ends up, climbing through arithmetic: "state" (assigned or
+    added to an attribute, appended to an attribute's list), "output" (a value of the dict a
+    step returns, or of a dict or value given to a `.log`/`.log_dict` call), else None."""
+    current: cst.CSTNode = node
+    while True:
+        parent = ctx.parent(current)
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITHMETIC):
+            current = parent
+            continue
+        if isinstance(parent, cst.UnaryOperation) and isinstance(
+            parent.operator, (cst.Minus, cst.Plus)
+        ):
+            current = parent
+            continue
+        break
+    if isinstance(parent, cst.Assign) and parent.value is current:
+        if len(parent.targets) == 1 and _state_target(parent.targets[0].target):
+            return "state"
+        return None
+    if isinstance(parent, cst.AugAssign) and parent.value is current:
+        if isinstance(parent.operator, _ACCUMULATING) and _state_target(parent.target):
+            return "state"
+        return None
+    if isinstance(parent, cst.Arg) and parent.keyword is None:
+        call = ctx.parent(parent)
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "append"
+            and len(call.args) == 1
+            and _state_target(call.func.value)
+        ):
+            return "state"
+        if _log_call_value(call, parent):
+            return "output"
+        return None
+    if isinstance(parent, cst.DictElement) and parent.value is current:
+        holder = ctx.parent(parent)
+        outer = ctx.parent(holder) if holder is not None else None
+        if isinstance(outer, cst.Return):
+            return "output"
+        if isinstance(outer, cst.Arg):
+            call = ctx.parent(outer)
+            if (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "log_dict"
+            ):
+                return "output"
+    return None
+
+
+def _log_call_value(call: cst.CSTNode | None, arg: cst.Arg) -> bool:
+    """`<anything>.log(name, value)`: the value argument."""
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "log"
+        and len(call.args) >= 2
+        and call.args[1] is arg
+    )
+
+
+def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
+    """`x.item()` -> `x.detach()` where the number is only accumulated into module state or
+    handed to Lightning (step outputs, logging calls)."""
+    if not (isinstance(node.func, cst.Attribute) and not node.args):
+        return None
+    sink = _sink(ctx, node)
+    if sink is None:
+        return None
+    replaced = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+    where = (
+        "module state (float32 on the device instead of a Python float; read it in an epoch-end"
+        " hook)"
+        if sink == "state"
+        else "the step's outputs (Lightning and torchmetrics take tensors)"
+    )
+    return FixSpec(
+        Applicability.UNSAFE,
+        f"Keep the value on the device: `.detach()` instead of `.item()` (assumes the value is"
+        f" only used as a number: it goes to {where})",
+        [(node, replaced)],
+    )
+
+
+def print_fix(ctx: FileContext, call: cst.Call) -> FixSpec | None:
+    """Remove a `print(...)` statement that formats a device tensor every step."""
+    expr = ctx.parent(call)
+    if not isinstance(expr, cst.Expr) or expr.value is not call:
+        return None
+    line = ctx.parent(expr)
+    if not isinstance(line, cst.SimpleStatementLine):
+        return None
+    target: cst.CSTNode = line if len(line.body) == 1 else expr
+    if target is line:
+        # `if loss > 10: print(loss)`: the branch only printed; without the print the test
+        # would be a sync for nothing, so the whole `if` goes (its test is pure).
+        block = ctx.parent(line)
+        branch = ctx.parent(block) if block is not None else None
+        if (
+            isinstance(block, cst.IndentedBlock)
+            and len(block.body) == 1
+            and isinstance(branch, cst.If)
+            and branch.orelse is None
+            and is_pure(ctx, branch.test)
+            and isinstance(ctx.parent(branch), cst.IndentedBlock | cst.Module)
+        ):
+            target = branch
+    return FixSpec(
+        Applicability.UNSAFE,
+        "Remove the `print` (it reads the tensor back every step; log it with `self.log`, or"
+        " print it in an epoch-end hook)",
+        [(target, cst.RemovalSentinel.REMOVE)],
+    )
+
+
+def enclosing_print(ctx: FileContext, node: cst.CSTNode) -> cst.Call | None:
+    """The `print(...)` call an f-string expression is an argument of."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Call):
+            func = ancestor.func
+            if (
+                isinstance(func, cst.Name)
+                and func.value == "print"
+                and "print" not in ctx.aliases.bindings
+            ):
+                return ancestor
+            return None
+        if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return None
+    return None
+
+
+# --- `if tensor_cond:` around a pure update ---------------------------------------------
+
+
+def _condition(ctx: FileContext, test: cst.BaseExpression, torch_name: str) -> str | None:
+    """The test as a tensor expression (`not a` -> `torch.logical_not(a)`, `a and b` ->
+    `torch.logical_and(a, b)`), when every part of it is a device tensor value."""
+    if isinstance(test, cst.BooleanOperation):
+        left = _condition(ctx, test.left, torch_name)
+        right = _condition(ctx, test.right, torch_name)
+        if left is None or right is None:
+            return None
+        op = "logical_and" if isinstance(test.operator, cst.And) else "logical_or"
+        return f"{torch_name}.{op}({left}, {right})"
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _condition(ctx, test.expression, torch_name)
+        return None if inner is None else f"{torch_name}.logical_not({inner})"
+    if ctx.value_kind(test) is not DEVICE or not is_pure(ctx, test):
+        return None
+    return bare(ctx, test)
+
+
+def _updates(block: cst.BaseSuite) -> list[cst.Assign | cst.AugAssign] | None:
+    """The statements of a block, when each is one assignment to a name or an attribute."""
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    found: list[cst.Assign | cst.AugAssign] = []
+    for statement in block.body:
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        small = statement.body[0]
+        if isinstance(small, cst.Assign):
+            if len(small.targets) != 1 or not isinstance(
+                small.targets[0].target, (cst.Name, cst.Attribute)
+            ):
+                return None
+        elif isinstance(small, cst.AugAssign):
+            if not isinstance(small.target, (cst.Name, cst.Attribute)) or not isinstance(
+                small.operator, _ACCUMULATING
+            ):
+                return None
+        else:
+            return None
+        found.append(small)
+    return found or None
+
+
+_AUG_OPERATORS = {
+    cst.AddAssign: "+",
+    cst.SubtractAssign: "-",
+    cst.MultiplyAssign: "*",
+    cst.DivideAssign: "/",
+}
+
+
+def _target_and_value(
+    ctx: FileContext, update: cst.Assign | cst.AugAssign
+) -> tuple[cst.BaseExpression, str]:
+    if isinstance(update, cst.Assign):
+        return update.targets[0].target, bare(ctx, update.value)
+    target = update.target
+    operator = _AUG_OPERATORS[type(update.operator)]
+    return target, f"{bare(ctx, target)} {operator} {atom(ctx, update.value)}"
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    """Every dotted name read in `node` (`self.loss.mean()` reads `self` and `self.loss`)."""
+    from ._common import walk
+
+    found = set()
+    for inner in walk(node):
+        if isinstance(inner, (cst.Name, cst.Attribute)):
+            dotted = dotted_name(inner)
+            if dotted is not None:
+                found.add(dotted)
+    return found
+
+
+def _bound_before(bindings: Bindings, target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Attribute):
+        return True  # module state: set in __init__ or an earlier step
+    assert isinstance(target, cst.Name)
+    return bindings.lookup(target.value) is not None or bindings.is_param(target.value)
+
+
+def if_fix(ctx: FileContext, bindings: Bindings, node: cst.If) -> FixSpec | None:
+    """`if cond: x = a [else: x = b]` -> `x = torch.where(cond, a, x or b)`."""
+    torch_name, needs_import = torch_alias(ctx)
+    condition = _condition(ctx, node.test, torch_name)
+    if condition is None:
+        return None
+    body = _updates(node.body)
+    if body is None:
+        return None
+    otherwise: list[cst.Assign | cst.AugAssign] = []
+    if node.orelse is not None:
+        if not isinstance(node.orelse, cst.Else):
+            return None  # elif chains
+        found = _updates(node.orelse.body)
+        if found is None:
+            return None
+        otherwise = found
+    for update in [*body, *otherwise]:
+        if not is_pure(ctx, update.value):
+            return None
+    texts: list[str] = []
+    if otherwise:
+        # Only the plain two-way choice of one target: `x = a` / `x = b`.
+        if len(body) != 1 or len(otherwise) != 1:
+            return None
+        (target, then_value), (other, else_value) = (
+            _target_and_value(ctx, body[0]),
+            _target_and_value(ctx, otherwise[0]),
+        )
+        if bare(ctx, target).strip() != bare(ctx, other).strip():
+            return None
+        augmented = isinstance(body[0], cst.AugAssign) or isinstance(otherwise[0], cst.AugAssign)
+        if augmented and not _bound_before(bindings, target):
+            return None
+        texts.append(
+            f"{bare(ctx, target)} = {torch_name}.where({condition}, {then_value}, {else_value})"
+        )
+    else:
+        read = _names(node.test)
+        for update in body[:-1]:
+            target = update.targets[0].target if isinstance(update, cst.Assign) else update.target
+            if dotted_name(target) in read:
+                return None  # the condition would be evaluated on the updated value
+        for update in body:
+            target, value = _target_and_value(ctx, update)
+            if not _bound_before(bindings, target):
+                return None  # no value to keep when the condition is false
+            texts.append(
+                f"{bare(ctx, target)} = {torch_name}.where({condition}, {value}, "
+                f"{bare(ctx, target)})"
+            )
+    statements = [cst.parse_statement(text + "\n") for text in texts]
+    statements[0] = statements[0].with_changes(leading_lines=node.leading_lines)
+    return FixSpec(
+        Applicability.UNSAFE,
+        "Choose with `torch.where` instead of branching (assumes the assigned values are tensors"
+        " or numbers and are finite when the condition is false: both branches are computed)",
+        [(node, cst.FlattenSentinel(statements))],
+        add_imports=(ImportSpec("torch"),) if needs_import else (),
+    )
+
+
+__all__ = ["enclosing_print", "expression", "if_fix", "item_fix", "print_fix"]
