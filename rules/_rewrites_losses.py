@@ -231,7 +231,7 @@ def _class_loss(
     # The targets are class indices: `y[m]` is (N,), so `y` has the mask's shape and the mask
     # needs no widening; `z[m]` is (N, C), so the classes are `z`'s last dimension.
     new_target = f"{torch_name}.where({bare(ctx, mask)}, {unselected(ctx, targets)}, {ignore_code})"
-    new_input = _classes_first(ctx, inputs)
+    new_input = _classes_first(ctx, bindings, inputs)
     input_arg, target_arg = pair
     replaced = loss.call.with_changes(
         args=[
@@ -260,7 +260,7 @@ def _literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Integer, cst.Float))
 
 
-def _classes_first(ctx: FileContext, inputs: Region) -> str:
+def _classes_first(ctx: FileContext, bindings: Bindings, inputs: Region) -> str:
     """The unselected input with its class dimension where the loss wants it (dimension 1):
     `z.permute(0, 2, 3, 1)[m]` undoes the permute; `z[m]` of a flattened `z` is already
     (rows, classes); otherwise the last dimension is moved to dimension 1 (a no-op for a
@@ -270,7 +270,7 @@ def _classes_first(ctx: FileContext, inputs: Region) -> str:
         undone = _undo_channels_last(ctx, base)
         if undone is not None:
             return undone
-        if _two_dimensional(ctx, base):
+        if _two_dimensional(ctx, bindings, base):
             return bare(ctx, base)
     return f"{atom(ctx, cst.parse_expression(unselected(ctx, inputs)))}.movedim(-1, 1)"
 
@@ -295,9 +295,16 @@ def _undo_channels_last(ctx: FileContext, base: cst.BaseExpression) -> str | Non
     return atom(ctx, base.func.value)
 
 
-def _two_dimensional(ctx: FileContext, node: cst.BaseExpression) -> bool:
+def _two_dimensional(ctx: FileContext, bindings: Bindings, node: cst.BaseExpression) -> bool:
     """`x.view(-1, c)`, `x.reshape(-1, c)`, `x.flatten(0, -2)`, `torch.flatten(x, 0, -2)`
     (or a local bound to one): rows by classes."""
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return False
+        return isinstance(binding.value, cst.Call) and _two_dimensional(
+            ctx, bindings, binding.value
+        )
     if isinstance(node, cst.Call):
         args = positional(node)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("view", "reshape"):

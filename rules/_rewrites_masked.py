@@ -310,29 +310,137 @@ def _grow(
 
 
 class _Unselect(cst.CSTTransformer):
-    """Replaces each selection `x[m]` (by identity) with `x`."""
+    """Replaces each selection `x[m]` (by identity) with `x`, or, for the guarded ones,
+    with `torch.where(m, x, 1)`."""
 
-    def __init__(self, selections: list[cst.Subscript]) -> None:
+    def __init__(
+        self, selections: list[cst.Subscript], guarded: dict[int, cst.BaseExpression]
+    ) -> None:
         super().__init__()
         self._ids = {id(s) for s in selections}
+        self._guarded = guarded
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return id(node) not in self._ids
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         if id(original_node) in self._ids:
-            value = original_node.value
+            value = self._guarded.get(id(original_node), original_node.value)
             if original_node.lpar:
                 value = value.with_changes(lpar=original_node.lpar, rpar=original_node.rpar)
             return value
         return updated_node
 
 
-def unselected(ctx: FileContext, region: Region) -> str:
-    """The region's source with every selection `x[m]` replaced by `x`."""
-    new = region.top.visit(_Unselect(region.selections))
-    assert isinstance(new, cst.CSTNode)
+def unselected(
+    ctx: FileContext, region: Region, guard: str | None = None, guarded: set[int] = frozenset()
+) -> str:
+    """The region's source with every selection `x[m]` replaced by `x`; the selections in
+    `guarded` become `torch.where(guard, x, 1)`, finite where the mask is false."""
+    replacements: dict[int, cst.BaseExpression] = {}
+    if guard is not None and guarded:
+        torch_name, _ = torch_alias(ctx)
+        for selection in region.selections:
+            if id(selection) in guarded:
+                replacements[id(selection)] = expression(
+                    f"{torch_name}.where({guard}, {bare(ctx, selection.value)}, 1)"
+                )
+    new = region.top.visit(_Unselect(region.selections, replacements))
+    assert isinstance(new, cst.BaseExpression)
+    if new.lpar:  # it becomes an argument: its own parentheses are not needed
+        new = new.with_changes(lpar=[], rpar=[])
     return ctx.module.code_for_node(new)
+
+
+# Where an operand outside the mask would make the expression infinite or NaN: divisors,
+# logarithms, roots, reciprocals.
+_UNSAFE_INPUT_FUNCTIONS = frozenset(
+    {"log", "log1p", "log2", "log10", "sqrt", "rsqrt", "reciprocal", "acos", "asin", "atanh"}
+)
+
+
+def guarded_selections(
+    ctx: FileContext, bindings: Bindings, region: Region, mask: cst.BaseExpression
+) -> set[int]:
+    """The selections of a region that must be kept finite outside the mask: those in a
+    divisor, a logarithm, a root or a reciprocal (`hist[m] / counts[m]` with `m = counts >
+    0`), and those the mask tests for NaN or infinity (`t[~torch.isnan(t)]`). Outside the
+    mask their values only feed the unselected branch, but a NaN or an infinity there
+    would reach the gradients through the outer `torch.where`."""
+    if region.top is region.selections[0]:
+        return set()
+    tested = _nan_tested(ctx, bindings, mask)
+    found: set[int] = set()
+    for selection in region.selections:
+        if bare(ctx, selection.value).strip() in tested or _in_danger(ctx, selection, region.top):
+            found.add(id(selection))
+    return found
+
+
+def _in_danger(ctx: FileContext, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+    child = node
+    while child is not top:
+        parent = ctx.parent(child)
+        if parent is None:
+            return False
+        if isinstance(parent, cst.BinaryOperation):
+            divides = isinstance(parent.operator, (cst.Divide, cst.FloorDivide, cst.Modulo))
+            if divides and parent.right is child:
+                return True
+            if isinstance(parent.operator, cst.Power) and parent.left is child:
+                exponent = parent.right
+                if not (isinstance(exponent, cst.Integer) and int(exponent.value) >= 0):
+                    return True
+        if (
+            isinstance(parent, cst.Attribute)
+            and parent.value is child
+            and parent.attr.value in _UNSAFE_INPUT_FUNCTIONS
+        ):
+            return True
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            qualified = ctx.qualify(call.func) if isinstance(call, cst.Call) else None
+            if qualified and qualified.rsplit(".", 1)[-1] in _UNSAFE_INPUT_FUNCTIONS:
+                return True
+        child = parent
+    return False
+
+
+def _nan_tested(ctx: FileContext, bindings: Bindings, mask: cst.BaseExpression) -> set[str]:
+    """Code of the tensors the mask tests with isnan/isinf/isfinite or `x != x` (looking
+    through locals the mask is built from)."""
+    from ._common import walk
+
+    found: set[str] = set()
+    pending: list[cst.CSTNode] = [mask]
+    seen = 0
+    while pending and seen < 8:
+        seen += 1
+        root = pending.pop()
+        for node in walk(root):
+            if isinstance(node, cst.Name):
+                binding = bindings.lookup(node.value)
+                if binding is not None and binding.value is not None:
+                    pending.append(binding.value)
+            _tested_by(ctx, node, found)
+    return found
+
+
+def _tested_by(ctx: FileContext, node: cst.CSTNode, found: set[str]) -> None:
+    """Add the tensor `node` tests for NaN or infinity (`torch.isnan(t)`, `t != t`)."""
+    if isinstance(node, cst.Call):
+        name = (ctx.qualify(node.func) or "").rsplit(".", 1)[-1]
+        method = method_name(node)
+        if name in ("isnan", "isinf", "isfinite", "isneginf", "isposinf") and node.args:
+            found.add(bare(ctx, node.args[0].value).strip())
+        elif method in ("isnan", "isinf", "isfinite") and not node.args:
+            found.add(bare(ctx, node.func.value).strip())  # type: ignore[union-attr]
+    elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        left, right = node.left, node.comparisons[0].comparator
+        if isinstance(node.comparisons[0].operator, cst.NotEqual) and (
+            bare(ctx, left).strip() == bare(ctx, right).strip()
+        ):
+            found.add(bare(ctx, left).strip())
 
 
 # --- how the mask lines up with the selected tensors ------------------------------------
@@ -630,6 +738,9 @@ def _reduction_fix(
     if not info.matches and not all(is_pure(ctx, b) for b in bases):
         return None
     where = info.where
+    guarded = guarded_selections(ctx, bindings, region, mask)
+    if guarded:
+        body = unselected(ctx, region, where, guarded)
     if kind == "sum":
         text = f"{torch_name}.where({where}, {body}, 0).sum()"
         title = "Use a masked sum: `torch.where(m, x, 0).sum()`"
@@ -721,7 +832,8 @@ def write_fix(
         return None
     info = _mask(ctx, bindings, mask, [base, *(s.value for s in selections)], False)
     torch_name, needs_import = torch_alias(ctx)
-    body = unselected(ctx, Region(value, selections))
+    region = Region(value, selections)
+    body = unselected(ctx, region, info.where, guarded_selections(ctx, bindings, region, mask))
     call = f"{atom(ctx, base)}.copy_({torch_name}.where({info.where}, {body}, {bare(ctx, base)}))"
     conditions = [info.condition, "the right-hand side is finite where the mask is false"]
     return FixSpec(

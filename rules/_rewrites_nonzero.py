@@ -256,10 +256,10 @@ def unique_count_fix(ctx: FileContext, bindings: Bindings, call: cst.Call) -> Fi
     if classes is None:
         return None
     torch_name, needs_import = torch_alias(ctx)
-    text = (
-        f"({torch_name}.nn.functional.one_hot({atom(ctx, subject)}.flatten().long(), {classes})"
-        ".sum(0) > 0).sum()"
-    )
+    from ._rewrites_losses import _functional_prefix
+
+    one_hot = f"{_functional_prefix(ctx, torch_name)}.one_hot"
+    text = f"({one_hot}({atom(ctx, subject)}.flatten().long(), {classes}).sum(0) > 0).sum()"
     return FixSpec(
         Applicability.UNSAFE,
         f"Count the classes present with one-hot sums over all `{classes}` classes (assumes the"

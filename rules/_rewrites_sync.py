@@ -273,6 +273,8 @@ def _bound_before(bindings: Bindings, target: cst.BaseExpression) -> bool:
 
 def if_fix(ctx: FileContext, bindings: Bindings, node: cst.If) -> FixSpec | None:
     """`if cond: x = a [else: x = b]` -> `x = torch.where(cond, a, x or b)`."""
+    if not isinstance(ctx.parent(node), (cst.IndentedBlock, cst.Module)):
+        return None  # an `elif` branch: the chain is not one choice
     torch_name, needs_import = torch_alias(ctx)
     condition = _condition(ctx, node.test, torch_name)
     if condition is None:

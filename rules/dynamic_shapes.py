@@ -404,9 +404,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     - `x[m].numel()`, `len(x[m])`, `x[m].shape[0]`, `x[m].size(0)` -> `m.sum()`: the same
       count, as a 0-dim tensor instead of an `int` (exact where it is used as a number).
     - an elementwise expression of selections, reduced, `(a[m] - b[m]).abs().mean()` ->
-      `torch.where(m, (a - b).abs(), 0).sum() / m.sum()`: exact when the expression is
-      finite, with a finite derivative, where `m` is false (it is computed there now, and a
-      `nan` there would reach the gradients).
+      `torch.where(m, (a - b).abs(), 0).sum() / m.sum()`. The expression is now computed
+      where `m` is false too, and a `nan` or an infinity there would reach the gradients, so
+      operands in a divisor, a logarithm, a root or a reciprocal, and operands the mask
+      tests for NaN (`t[~torch.isnan(t)]`), are masked first: `a[m] / c[m]` becomes
+      `a / torch.where(m, c, 1)`. Exact when the other operands are finite where `m` is
+      false.
     - `F.cross_entropy(z[m], y[m])`, `F.nll_loss(...)` and `nn.CrossEntropyLoss` /
       `nn.NLLLoss` modules -> `F.cross_entropy(z.movedim(-1, 1), torch.where(m, y, -100))`
       (for `z.permute(0, 2, 3, 1)[m]`, `z` itself; an `ignore_index` already given replaces
@@ -420,8 +423,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
       false; not offered with a `weight` argument (`pos_weight`, `beta`, `delta` are kept).
     - `x[m] = v`, `v` a number or a name holding one -> `x.masked_fill_(m, v)`: exact when
       `v` is a number or a 0-dim tensor.
-    - `x[m] = f(y[m], ...)` -> `x.copy_(torch.where(m, f(y, ...), x))`: exact when `f` is
-      finite where `m` is false.
+    - `x[m] = f(y[m], ...)` -> `x.copy_(torch.where(m, f(y, ...), x))`, with the same
+      masking of divisors and NaN-tested operands: exact when the other operands are finite
+      where `m` is false.
 
     Every rewrite assumes that `m` is a `torch.bool` tensor (a `uint8` mask, deprecated for
     indexing, makes `torch.where` and `masked_fill_` raise) and that the selected values
@@ -608,7 +612,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "    def forward(self, logits, tokens, loss_mask):\n"
             "        rows = logits.view(-1, logits.size(-1))\n"
             "        keep = loss_mask.view(-1).bool()\n"
-            "        return self.ce(rows.movedim(-1, 1), torch.where(keep, tokens.view(-1), 0))\n",
+            "        return self.ce(rows, torch.where(keep, tokens.view(-1), 0))\n",
         ),
         # Max, counts, and a mask of unknown shape (widened over x's trailing dimensions).
         Invalid(
@@ -637,7 +641,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             applicability=Applicability.UNSAFE,
             expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
             "        seen = counts > 0\n"
-            "        hist.copy_(torch.where(seen, mag / counts, hist))\n"
+            "        hist.copy_(torch.where(seen, mag / torch.where(seen, counts, 1), hist))\n"
             "        return hist\n",
         ),
         # Untyped values may be numpy arrays: unsafe, and the title says so (darts).
