@@ -150,6 +150,11 @@ _ELEMENTWISE_LOSSES = frozenset(
 # Losses whose `reduction="none"` output has the (class-index) target's shape.
 _CLASS_LOSSES = frozenset({"cross_entropy", "nll_loss"})
 
+# Factories whose result has the shape of their first argument.
+_LIKE_FACTORIES = frozenset(
+    {"ones_like", "zeros_like", "full_like", "empty_like", "rand_like", "randn_like"}
+)
+
 _SCALAR = "scalar"
 
 
@@ -260,6 +265,8 @@ def _call_key(
         return None
     name = _torch_function(ctx, node)
     if name is not None:
+        if name in _LIKE_FACTORIES and args:
+            return shape_key(ctx, args[0].value, bindings, before, depth)
         if name in _ELEMENTWISE_FUNCTIONS and args:
             return shape_key(ctx, args[0].value, bindings, before, depth)
         if name in _ELEMENTWISE_BINARY and len(args) == 2:

@@ -26,13 +26,9 @@ from tpulint.diagnostics import Applicability
 from tpulint.rule import FixSpec, ImportSpec
 
 from ._rewrite_cst import atom, bare, expression, fits, torch_alias
-from ._rewrites_masked import (
-    Region,
-    _mask,
-    _region_operand,
-    is_pure,
-    unselected,
-)
+from ._rewrite_masks import mask_form
+from ._rewrite_purity import is_pure
+from ._rewrite_regions import Leaves, Region, guarded_leaves, operand, unselected
 from ._shape_helpers import Bindings, keyword, positional
 
 _CLASS_LOSSES = frozenset({"cross_entropy", "nll_loss"})
@@ -174,9 +170,11 @@ def _string(arg: cst.Arg | None) -> str | None:
 
 
 def loss_fix(
-    ctx: FileContext, bindings: Bindings, region: Region, mask: cst.BaseExpression
+    ctx: FileContext, bindings: Bindings, leaves: Leaves, region: Region
 ) -> FixSpec | None:
     """The rewrite of a loss whose input and target are selections by the same mask."""
+    if not leaves.like.plain:
+        return None
     parent = ctx.parent(region.top)
     if not isinstance(parent, cst.Arg):
         return None
@@ -191,10 +189,10 @@ def loss_fix(
         return None
     regions: list[Region] = []
     for arg in pair:
-        selections: list[cst.Subscript] = []
-        if not _region_operand(ctx, arg.value, mask, selections) or not selections:
+        found: dict[int, tuple[cst.CSTNode, cst.BaseExpression]] = {}
+        if not operand(leaves, arg.value, found) or not found:
             return None
-        regions.append(Region(arg.value, selections))
+        regions.append(Region(arg.value, found))
     allowed = _KEPT[loss.name]
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value not in (allowed | {"input", "target"}):
@@ -206,9 +204,11 @@ def loss_fix(
     reduction = _string(loss.option("reduction"))
     if reduction not in (None, "mean", "sum"):
         return None  # "none" keeps the selection's shape; a computed reduction is unknown
+    if leaves.locals and not is_pure(ctx, leaves.like.mask):
+        return None  # the mask is evaluated again where the selections were used
     if loss.name in _CLASS_LOSSES:
-        return _class_loss(ctx, bindings, loss, pair, regions, mask)
-    return _elementwise_loss(ctx, bindings, loss, pair, regions, mask, reduction or "mean")
+        return _class_loss(ctx, bindings, loss, pair, regions, leaves)
+    return _elementwise_loss(ctx, bindings, loss, regions, leaves, reduction or "mean")
 
 
 def _class_loss(
@@ -217,9 +217,10 @@ def _class_loss(
     loss: _Loss,
     pair: tuple[cst.Arg, cst.Arg],
     regions: list[Region],
-    mask: cst.BaseExpression,
+    leaves: Leaves,
 ) -> FixSpec | None:
     inputs, targets = regions
+    mask = leaves.like.mask
     torch_name, needs_import = torch_alias(ctx)
     ignore = loss.option("ignore_index")
     if ignore is None:
@@ -265,8 +266,8 @@ def _classes_first(ctx: FileContext, bindings: Bindings, inputs: Region) -> str:
     `z.permute(0, 2, 3, 1)[m]` undoes the permute; `z[m]` of a flattened `z` is already
     (rows, classes); otherwise the last dimension is moved to dimension 1 (a no-op for a
     two-dimensional `z`)."""
-    if inputs.top is inputs.selections[0]:
-        base = inputs.selections[0].value
+    if inputs.simple:
+        base = inputs.bases[0]
         undone = _undo_channels_last(ctx, base)
         if undone is not None:
             return undone
@@ -329,28 +330,38 @@ def _elementwise_loss(
     ctx: FileContext,
     bindings: Bindings,
     loss: _Loss,
-    pair: tuple[cst.Arg, cst.Arg],
     regions: list[Region],
-    mask: cst.BaseExpression,
+    leaves: Leaves,
     reduction: str,
 ) -> FixSpec | None:
-    if not is_pure(ctx, mask) and reduction == "mean":
+    mask = leaves.like.mask
+    bases = [b for r in regions for b in r.bases]
+    form = mask_form(ctx, bindings, leaves.like, bases)
+    if (reduction == "mean" or form.reads_base_again) and not is_pure(ctx, mask):
         return None
-    bases = [s.value for r in regions for s in r.selections]
-    info = _mask(ctx, bindings, mask, bases, False)
-    if not info.matches and not all(is_pure(ctx, b) for b in bases):
+    if form.reads_base_again and not all(is_pure(ctx, b) for b in bases):
         return None
     torch_name, needs_import = torch_alias(ctx)
     functional = _functional_prefix(ctx, torch_name)
-    args = [unselected(ctx, regions[0]), unselected(ctx, regions[1])]
+    # The loss is now computed outside the mask too. Binary cross-entropy checks that its
+    # inputs and targets are in [0, 1] (a target of -1 for "missing" would raise), so its
+    # operands are kept valid there with `torch.where(m, t, 1)`; for every loss, operands the
+    # mask tests for NaN are (a NaN there would reach the gradients).
+    everything = loss.name == "binary_cross_entropy"
+    args = [
+        unselected(
+            ctx,
+            r,
+            form.where,
+            set(r.leaves) if everything else guarded_leaves(ctx, bindings, r, mask),
+        )
+        for r in regions
+    ]
     if loss.module is None:
         for arg in loss.call.args:
-            if arg.keyword is not None and arg.keyword.value not in (
-                "input",
-                "target",
-                "reduction",
-            ):
-                args.append(f"{arg.keyword.value}={bare(ctx, arg.value)}")
+            name = arg.keyword.value if arg.keyword else ""
+            if name and name not in ("input", "target", "reduction"):
+                args.append(f"{name}={bare(ctx, arg.value)}")
     else:
         assert loss.ctor is not None
         for arg in loss.ctor.args:
@@ -364,13 +375,14 @@ def _elementwise_loss(
                 args.append(f"{name}={bare(ctx, arg.value)}")
     args.append('reduction="none"')
     unreduced = f"{functional}.{loss.name}({', '.join(args)})"
-    text = f"{torch_name}.where({info.where}, {unreduced}, 0).sum()"
+    text = f"{torch_name}.where({form.where}, {unreduced}, 0).sum()"
     if reduction == "mean":
-        text += f" / {info.count}"
+        text += f" / {form.count}"
     return FixSpec(
         Applicability.UNSAFE,
-        f"Compute the loss unreduced and take its masked {reduction} (assumes {info.condition};"
-        " the inputs are finite where the mask is false)",
+        f"Compute the loss unreduced and take its masked {reduction} (assumes {form.condition}"
+        + ("" if everything else "; the inputs are finite where the mask is false")
+        + ")",
         [(loss.call, fits(ctx, loss.call, expression(text)))],
         add_imports=(ImportSpec("torch"),) if needs_import else (),
     )

@@ -24,7 +24,8 @@ from tpulint.diagnostics import Applicability
 from tpulint.rule import FixSpec, ImportSpec
 
 from ._rewrite_cst import atom, bare, expression, torch_alias
-from ._rewrites_masked import is_pure
+from ._rewrite_flow import FunctionIndex, function_index
+from ._rewrite_purity import is_pure
 from ._shape_helpers import Bindings
 
 _ARITHMETIC = (
@@ -52,14 +53,30 @@ def _state_target(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Attribute)
 
 
-def _sink(ctx: FileContext, node: cst.BaseExpression) -> str | None:
-    """Where the value of `node` ends up, climbing through arithmetic: "state" (assigned or
-    added to an attribute, appended to an attribute's list), "output" (a value of the dict a
-    step returns, or of a dict or value given to a `.log`/`.log_dict` call), else None."""
+def _is_call_of(node: cst.CSTNode | None, method: str) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == method
+    )
+
+
+def _sink(
+    ctx: FileContext, index: FunctionIndex, node: cst.BaseExpression, depth: int = 0
+) -> str | None:
+    """Where the value of `node` ends up, climbing through arithmetic: "tensor" (an operand
+    of arithmetic with a device tensor: the result is that tensor either way), "state"
+    (assigned or added to an attribute, appended to an attribute's list), "output" (a value
+    of the dict a step returns, of a dict or value given to `.log` / `.log_dict`), through
+    locals whose every later read goes to one of those; else None."""
     current: cst.CSTNode = node
+    with_tensor = False
     while True:
-        parent = ctx.parent(current)
+        parent = index.parent(current)
         if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITHMETIC):
+            other = parent.right if parent.left is current else parent.left
+            if depth == 0 and ctx.value_kind(other) is DEVICE:
+                with_tensor = True
             current = parent
             continue
         if isinstance(parent, cst.UnaryOperation) and isinstance(
@@ -68,52 +85,119 @@ def _sink(ctx: FileContext, node: cst.BaseExpression) -> str | None:
             current = parent
             continue
         break
-    if isinstance(parent, cst.Assign) and parent.value is current:
-        if len(parent.targets) == 1 and _state_target(parent.targets[0].target):
+    if with_tensor:
+        return "tensor"
+    if isinstance(parent, cst.Assign) and parent.value is current and len(parent.targets) == 1:
+        target = parent.targets[0].target
+        if _state_target(target):
             return "state"
+        if isinstance(target, cst.Name) and depth < 2:
+            return _local_sink(ctx, index, target.value, parent, depth)
         return None
     if isinstance(parent, cst.AugAssign) and parent.value is current:
         if isinstance(parent.operator, _ACCUMULATING) and _state_target(parent.target):
             return "state"
         return None
+    if isinstance(parent, cst.Element) and parent.value is current:
+        holder = index.parent(parent)  # `(self.global_step, value)` appended to state
+        if isinstance(holder, cst.Tuple):
+            parent, current = index.parent(holder), holder
     if isinstance(parent, cst.Arg) and parent.keyword is None:
-        call = ctx.parent(parent)
+        call = index.parent(parent)
         if (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "append"
-            and len(call.args) == 1
-            and _state_target(call.func.value)
+            _is_call_of(call, "append")
+            and len(call.args) == 1  # type: ignore[union-attr]
+            and _state_target(call.func.value)  # type: ignore[union-attr]
         ):
             return "state"
         if _log_call_value(call, parent):
             return "output"
         return None
-    if isinstance(parent, cst.DictElement) and parent.value is current:
-        holder = ctx.parent(parent)
-        outer = ctx.parent(holder) if holder is not None else None
-        if isinstance(outer, cst.Return):
+    if isinstance(parent, cst.Arg) and parent.keyword is not None:
+        call = index.parent(parent)
+        if _is_call_of(call, "log") and parent.keyword.value == "value":
             return "output"
-        if isinstance(outer, cst.Arg):
-            call = ctx.parent(outer)
-            if (
-                isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "log_dict"
-            ):
-                return "output"
+        return None
+    if isinstance(parent, cst.DictElement) and parent.value is current:
+        holder = index.parent(parent)
+        return "output" if isinstance(holder, cst.Dict) and _dict_logged(index, holder) else None
     return None
 
 
 def _log_call_value(call: cst.CSTNode | None, arg: cst.Arg) -> bool:
     """`<anything>.log(name, value)`: the value argument."""
     return (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
-        and call.func.attr.value == "log"
-        and len(call.args) >= 2
-        and call.args[1] is arg
+        _is_call_of(call, "log")
+        and len(call.args) >= 2  # type: ignore[union-attr]
+        and call.args[1] is arg  # type: ignore[union-attr]
     )
+
+
+def _local_sink(
+    ctx: FileContext, index: FunctionIndex, name: str, assign: cst.Assign, depth: int
+) -> str | None:
+    reads = index.reads_after(name, assign)
+    if not reads:
+        return None
+    kinds = {_sink(ctx, index, read, depth + 1) for read in reads}
+    if None in kinds:
+        return None
+    return "state" if "state" in kinds else "output"
+
+
+def _dict_logged(index: FunctionIndex, node: cst.Dict) -> bool:
+    """A dict literal that is returned, logged with `.log_dict`, or merged (`.update`) into,
+    or bound to, a local dict whose only uses are those."""
+    parent = index.parent(node)
+    if isinstance(parent, cst.Return):
+        return True
+    if isinstance(parent, cst.Arg):
+        call = index.parent(parent)
+        if _is_call_of(call, "log_dict"):
+            return True
+        if _is_call_of(call, "update") and isinstance(call.func.value, cst.Name):  # type: ignore[union-attr]
+            local = call.func.value.value  # type: ignore[union-attr]
+            binding = _binding_statement(index, call, local)
+            return binding is not None and _dict_local_logged(index, local, binding)
+        return False
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        target = parent.targets[0].target
+        if isinstance(target, cst.Name):
+            return _dict_local_logged(index, target.value, parent)
+    return False
+
+
+def _binding_statement(index: FunctionIndex, use: cst.CSTNode, name: str) -> cst.Assign | None:
+    """The last `name = {...}` before `use`."""
+    position = index.position.get(id(use), 0)
+    for node in reversed(index.order[:position]):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and node.targets[0].target.value == name
+        ):
+            return node if isinstance(node.value, cst.Dict) else None
+    return None
+
+
+def _dict_local_logged(index: FunctionIndex, name: str, assign: cst.Assign) -> bool:
+    reads = index.reads_after(name, assign)
+    if not reads:
+        return False
+    logged = False
+    for read in reads:
+        holder = index.parent(read)
+        if isinstance(holder, cst.Arg):
+            if not _is_call_of(index.parent(holder), "log_dict"):
+                return False
+            logged = True
+        elif isinstance(holder, cst.Attribute) and holder.value is read:
+            if holder.attr.value != "update" or not _is_call_of(index.parent(holder), "update"):
+                return False
+        else:
+            return False
+    return logged
 
 
 def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
@@ -121,22 +205,32 @@ def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
     handed to Lightning (step outputs, logging calls)."""
     if not (isinstance(node.func, cst.Attribute) and not node.args):
         return None
-    sink = _sink(ctx, node)
+    index = function_index(ctx)
+    sink = _sink(ctx, index, node) if index is not None else None
     if sink is None:
         return None
-    replaced = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
-    where = (
-        "module state (float32 on the device instead of a Python float; read it in an epoch-end"
-        " hook)"
-        if sink == "state"
-        else "the step's outputs (Lightning and torchmetrics take tensors)"
-    )
-    return FixSpec(
-        Applicability.UNSAFE,
-        f"Keep the value on the device: `.detach()` instead of `.item()` (assumes the value is"
-        f" only used as a number: it goes to {where})",
-        [(node, replaced)],
-    )
+    receiver = node.func.value
+    if _is_call_of(receiver, "detach") and not receiver.args:  # type: ignore[union-attr]
+        replaced: cst.BaseExpression = receiver  # `loss.detach().item()`: the detach is there
+    else:
+        replaced = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+    if sink == "tensor":
+        title = (
+            "Keep the value on the device: `.detach()` instead of `.item()` (the same number, as"
+            " a 0-dim tensor, in arithmetic with a tensor)"
+        )
+    else:
+        where = (
+            "module state (float32 on the device instead of a Python float; read it in an"
+            " epoch-end hook)"
+            if sink == "state"
+            else "logging or the step's outputs (Lightning and torchmetrics take tensors)"
+        )
+        title = (
+            "Keep the value on the device: `.detach()` instead of `.item()` (assumes the value"
+            f" is only used as a number: it goes to {where})"
+        )
+    return FixSpec(Applicability.UNSAFE, title, [(node, replaced)])
 
 
 def print_fix(ctx: FileContext, call: cst.Call) -> FixSpec | None:

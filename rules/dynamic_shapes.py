@@ -421,11 +421,23 @@ class BooleanMaskIndexing(TrackingRule, Rule):
       modules -> `torch.where(m, F.mse_loss(p, t, reduction="none"), 0).sum() / m.sum()`
       (no division for `reduction="sum"`): exact when `p` and `t` are finite where `m` is
       false; not offered with a `weight` argument (`pos_weight`, `beta`, `delta` are kept).
+      Binary cross-entropy checks that its inputs are in [0, 1], so there both are first
+      kept valid outside the mask (`torch.where(m, t, 1)`: a target of -1 meaning "no
+      label" would raise).
+    - selections bound to locals whose every later use (in the same block) is one of the
+      above: `y_pred = y_pred[m]; y_true = y_true[m]; loss = F.mse_loss(y_pred, y_true)`
+      -> the two selections are removed and the loss computed on the whole tensors. The
+      mask and the selected tensors are read again at the uses, so no other statement may
+      rebind them in between.
     - `x[m] = v`, `v` a number or a name holding one -> `x.masked_fill_(m, v)`: exact when
       `v` is a number or a 0-dim tensor.
     - `x[m] = f(y[m], ...)` -> `x.copy_(torch.where(m, f(y, ...), x))`, with the same
       masking of divisors and NaN-tested operands: exact when the other operands are finite
       where `m` is false.
+
+    Full slices around the mask are kept track of: `x[m, :]` is `x[m]`, `x[:, m]` widens
+    the mask after the first dimension, `x[..., m]` matches it with the last dimensions
+    (where `torch.where` broadcasts it anyway).
 
     Every rewrite assumes that `m` is a `torch.bool` tensor (a `uint8` mask, deprecated for
     indexing, makes `torch.where` and `masked_fill_` raise) and that the selected values
@@ -644,6 +656,28 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        hist.copy_(torch.where(seen, mag / torch.where(seen, counts, 1), hist))\n"
             "        return hist\n",
         ),
+        # Selections bound to locals, then a loss of them: the selections go.
+        Invalid(
+            _HEAD.replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        y_pred = self(batch['X'])\n"
+            "        y_true = batch['y']\n"
+            "        labeled = y_true != -1\n"
+            "        y_pred = y_pred[labeled]\n"
+            "        y_true = y_true[labeled]\n"
+            "        return F.mse_loss(y_pred, y_true)\n",
+            count=2,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD.replace(
+                "import torch\n", "import torch\nimport torch.nn.functional as F\n"
+            )
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        y_pred = self(batch['X'])\n"
+            "        y_true = batch['y']\n"
+            "        labeled = y_true != -1\n"
+            '        return torch.where(labeled, F.mse_loss(y_pred, y_true, reduction="none"), '
+            "0).sum() / labeled.sum()\n",
+        ),
         # Untyped values may be numpy arrays: unsafe, and the title says so (darts).
         Invalid(
             _MOD + "    def forward(self, a, b):\n"
@@ -692,15 +726,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     def _write(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
-        proven = self._provably_same_shape(mask, base)
-        fix = write_fix(self.ctx, self.bindings, node, mask, proven=proven) if single else None
+        proven = single and self._provably_same_shape(mask, base)
+        fix = write_fix(self.ctx, self.bindings, node, mask, proven=proven)
         self._report(node, mask, base, "write", fix)
 
     def _read(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
-        proven = self._provably_same_shape(mask, base)
-        fix = read_fix(self.ctx, self.bindings, node, mask, proven=proven) if single else None
+        proven = single and self._provably_same_shape(mask, base)
+        fix = read_fix(self.ctx, self.bindings, node, mask, proven=proven)
         self._report(node, mask, base, "read", fix)
 
     def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:

@@ -234,6 +234,53 @@ CASES = [
         codes=("TPU104",),
     ),
     Case(
+        "selections-bound-to-locals-then-a-loss",
+        """\
+        keep = y_true != -1
+        y_pred = torch.sigmoid(z)
+        y_pred = y_pred[keep]
+        y_true = y_true[keep]
+        return F.binary_cross_entropy(y_pred, y_true.type(torch.float))
+        """,
+        {"z": rand(4, 6), "y_true": torch.randint(-1, 2, (4, 6), generator=g)},
+        "return torch.where(keep, F.binary_cross_entropy(torch.where(keep, y_pred, 1), "
+        'torch.where(keep, y_true, 1).type(torch.float), reduction="none"), 0).sum() / keep.sum()',
+    ),
+    Case(
+        "selections-bound-then-an-accuracy-and-two-uses",
+        """\
+        preds = z.argmax(-1)
+        preds = preds[y != 4]
+        refs = y[y != 4]
+        sim = x[y != 4]
+        a = preds.eq(refs).float().mean()
+        return a + torch.log(sim.abs() + 1e-3).mean() + F.relu(0.5 - sim).sum()
+        """,
+        {"z": rand(9, 5), "y": labels(9), "x": rand(9)},
+        "a = torch.where(y != 4, preds.eq(y).float(), 0).sum() / (y != 4).sum()",
+    ),
+    Case(
+        "slices-around-the-mask",
+        "return x[:, valid].sum() + x[..., keep].mean() + x[mask, :].amax()\n",
+        {"x": rand(3, 4, 5), "valid": mask(4), "keep": mask(5), "mask": mask(3)},
+        "torch.where(valid.reshape(valid.shape + (1,) * (x.dim() - 1 - valid.dim())), x, 0)",
+    ),
+    Case(
+        "write-a-scalar-expression-and-a-row-value",
+        """\
+        w = torch.ones_like(y).float()
+        one = (y == 1).float().mean()
+        w[y == 0] = one
+        w[y == 1] = 1 - one
+        h = x * 1
+        h[valid] = self.token.to(h.dtype)
+        return (w * 2).sum() + h.sum()
+        """,
+        {"y": labels(6, classes=2), "x": rand(6, 3), "valid": mask(6)},
+        "w.masked_fill_(y == 1, 1 - one)",
+        init="self.token = nn.Parameter(torch.arange(3.0))",
+    ),
+    Case(
         "empty-selection-mean-is-nan-in-both",
         "return x[x > 100].mean() + x[mask].mean()\n",
         {"x": rand(5), "mask": torch.zeros(5, dtype=torch.bool)},
