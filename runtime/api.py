@@ -114,6 +114,7 @@ def _build_spec(
     configs: list[str | os.PathLike[str]] | None = None,
     overrides: dict[str, str] | None = None,
     barrier_timeout: float | None = None,
+    equivalence: dict[str, Any] | None = None,
 ) -> RunSpec:
     args = parse_json_object(init_args, "--init-args")
     module_args = parse_json_object(datamodule_args, "--datamodule-args", '{"batch_size": 64}')
@@ -151,6 +152,7 @@ def _build_spec(
         run_dir=run_dir,
         cwd=cwd,
         overrides=dict(overrides or {}),
+        equivalence=equivalence,
     )
 
 
@@ -208,6 +210,8 @@ def verify(
     barrier_timeout: float | None = None,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
+    _equivalence: dict[str, Any] | None = None,
+    _events: list[dict[str, Any]] | None = None,
 ) -> VerifyReport:
     """Train `target` ("pkg.module:Class" or "path/to/file.py:Class", or a zero-argument
     factory) for `epochs` epochs of at most `steps` steps on `cores` XLA cores (all TPU cores
@@ -263,6 +267,7 @@ def verify(
                 run_dir=run_dir,
                 overrides=_overrides,
                 barrier_timeout=barrier_timeout,
+                equivalence=_equivalence,
             )
             check_trainer_args(list(spec.trainer_args))
             check_installation(backend)
@@ -293,6 +298,8 @@ def verify(
                     traceback.format_exc() + "\n" + outcome.log[-5000:],
                 )
         record_run_inputs(report, spec, configs, outcome.events if outcome else [])
+        if _events is not None and outcome is not None:
+            _events.extend(outcome.events)  # --compare's equivalence check reads them
     finally:
         if keep_run_dir:
             print(f"tpulint: run directory kept: {run_dir}", file=sys.stderr)
@@ -341,9 +348,11 @@ def _shown(path: str, cwd: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _fix_files(files: list[str], out_dir: Path, cwd: str) -> _FixedSources:
-    """`tpulint fix --unsafe-fixes` on each file, written to copies in `out_dir` (the user's
-    files are never touched)."""
+def _fix_files(
+    files: list[str], out_dir: Path, cwd: str, ignore: list[str] | None = None
+) -> _FixedSources:
+    """`tpulint fix --unsafe-fixes` on each file (without the rules in `ignore`), written to
+    copies in `out_dir` (the user's files are never touched)."""
     from tpulint.config import Config, ConfigError, load_config
     from tpulint.engine import fix_source
 
@@ -353,13 +362,21 @@ def _fix_files(files: list[str], out_dir: Path, cwd: str) -> _FixedSources:
             config = load_config(start=Path(path).parent)
         except ConfigError:
             config = Config()
+        if ignore:
+            config = config.with_cli(ignore=ignore)
         source = Path(path).read_text(encoding="utf-8")
         result = fix_source(source, path, config, unsafe=True)
         shown = _shown(path, cwd)
         if result.error:
             raise VerifyError(f"--compare: tpulint fix failed on {shown}: {result.error}")
         fixed.fixes += [
-            {"path": shown, "code": d.code, "line": d.start.line, "message": d.message}
+            {
+                "path": shown,
+                "code": d.code,
+                "line": d.start.line,
+                "message": d.message,
+                "applicability": d.fix.applicability.value if d.fix else None,
+            }
             for d in result.fixed
         ]
         fixed.remaining += [
@@ -389,10 +406,19 @@ def compare(
     *,
     datamodule: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    seed: int = 0,
     **options: Any,
 ) -> CompareReport:
     """Verify `target` as written and as `tpulint fix --unsafe-fixes` would leave its file (and
-    the DataModule's), one run after the other, so the two can be compared."""
+    the DataModule's), one run after the other, so the two can be compared; both runs are
+    seeded alike and record the loss, gradient norms and final parameters, and the report
+    says whether the fixed module computes the same training (`equivalence`).
+
+    Fixes that change the training by design (batch size, drop_last, precision: listed in
+    judge/equivalence.CHANGES_BY_DESIGN) make the batches differ; the equivalence is then
+    checked on a third run with the other rewrites only."""
+    from tpulint.runtime.judge.equivalence import CHANGES_BY_DESIGN, judge
+
     directory = os.path.abspath(cwd or os.getcwd())
     fixed_dir = Path(tempfile.mkdtemp(prefix="tpulint-fixed-"))
     try:
@@ -404,24 +430,68 @@ def compare(
             refs = [TargetRef.parse(target, cwd=directory)]
             if datamodule:
                 refs.append(TargetRef.parse(datamodule, cwd=directory))
-            fixed = _fix_files(_target_files(refs, directory), fixed_dir, directory)
+            files = _target_files(refs, directory)
+            fixed = _fix_files(files, fixed_dir / "all", directory)
+            by_design = [f for f in fixed.fixes if f["code"] in CHANGES_BY_DESIGN]
+            compared = fixed
+            if by_design:
+                codes = sorted({f["code"] for f in by_design})
+                compared = _fix_files(files, fixed_dir / "compared", directory, ignore=codes)
         except VerifyError as exc:
             requested = RunSpec(TargetRef(target, "module", target, "") if target else None)
             report = error_report(base_report(requested, Settings(), None), exc.message)
             return CompareReport(report, report, changed=False)
-        original = verify(target, datamodule=datamodule, cwd=directory, **options)
+
+        def record(role: str) -> dict[str, Any]:
+            return {"seed": seed, "dir": str(fixed_dir / "equivalence"), "role": role}
+
+        original_events: list[dict[str, Any]] = []
+        original = verify(
+            target,
+            datamodule=datamodule,
+            cwd=directory,
+            _equivalence=record("original"),
+            _events=original_events,
+            **options,
+        )
         if not fixed.overrides or original.error:
             return CompareReport(
                 original, original, changed=False, fixes=fixed.fixes, remaining=fixed.remaining
             )
+        fixed_events: list[dict[str, Any]] = []
         after = verify(
             target,
             datamodule=datamodule,
             cwd=directory,
             _overrides=fixed.overrides,
             _aliases=fixed.aliases,
+            _equivalence=record("fixed"),
+            _events=fixed_events,
             **options,
         )
+        equivalence = None
+        if compared is not fixed and compared.overrides and not after.error:
+            fixed_events = []
+            verify(
+                target,
+                datamodule=datamodule,
+                cwd=directory,
+                _overrides=compared.overrides,
+                _aliases=compared.aliases,
+                _equivalence=record("fixed"),
+                _events=fixed_events,
+                **options,
+            )
+        if compared.overrides and not after.error:
+            equivalence = judge(
+                original_events,
+                fixed_events,
+                rewrites=compared.fixes,
+                excluded=[f for f in fixed.fixes if f["code"] in CHANGES_BY_DESIGN],
+                precision=after.trainer.get("used", {}).get("precision")
+                if isinstance(after.trainer, dict)
+                else None,
+            )
         return CompareReport(
             original,
             after,
@@ -429,6 +499,7 @@ def compare(
             fixes=fixed.fixes,
             remaining=fixed.remaining,
             diffs=fixed.diffs,
+            equivalence=equivalence,
         )
     finally:
         shutil.rmtree(fixed_dir, ignore_errors=True)

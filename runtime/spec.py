@@ -107,6 +107,8 @@ class RunSpec:
     cwd: str = ""
     # Original file -> file to load in its place (used by --compare for the fixed source).
     overrides: dict[str, str] = field(default_factory=dict)
+    # --compare's equivalence check: {"seed", "dir", "role"} (runtime/child/equivalence.py).
+    equivalence: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

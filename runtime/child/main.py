@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,9 @@ def _versions(spec: RunSpec, package: Flavour) -> dict[str, str]:
     return versions
 
 
-def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
+def _trainer(
+    spec: RunSpec, recorder: Any, loaded: Any, log: EventLog, extra: Sequence[Any] = ()
+) -> Any:
     """The Trainer: the user's arguments (their --config `trainer:` section, then
     --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
     are listed with their reasons); what was overridden goes to the event log for the report."""
@@ -120,7 +122,8 @@ def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
         run_dir=spec.run_dir,
         emulated=spec.device == "CPU",
     )
-    args = merge(requested, own, [with_base(recorder, package.Callback)])
+    callbacks = [with_base(c, package.Callback) for c in (recorder, *extra)]
+    args = merge(requested, own, callbacks)
     args.overridden += [
         Override(f"fit({name})", value, None, reason)
         for name, (value, reason) in loaded.ignored_fit_args.items()
@@ -154,11 +157,16 @@ def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
 def run(spec: RunSpec, log: EventLog) -> int:
     from tpulint.runtime.child import targets
 
+    extra = []
+    if spec.equivalence:  # --compare: seeded before the module is built
+        from tpulint.runtime.child import equivalence
+
+        extra.append(equivalence.install(spec.equivalence, log))
     loaded = targets.load(spec)
     log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
     versions = _versions(spec, loaded.package)
     recorder = _install_recorders(spec, log, loaded.roots, loaded.package)
-    trainer = _trainer(spec, recorder, loaded, log)
+    trainer = _trainer(spec, recorder, loaded, log, extra)
     log.write(
         "fit_start",
         versions=versions,
