@@ -222,7 +222,18 @@ class Region:
 
     @property
     def bases(self) -> list[cst.BaseExpression]:
-        return [replacement for _, replacement in self.leaves.values()]
+        """The leaves' unselected forms, in source order (the first one is what a widened
+        mask is shaped after, so every finding of one region builds the same rewrite)."""
+        order: dict[int, int] = {}
+        stack: list[cst.CSTNode] = [self.top]
+        from tpulint.analysis.walker import iter_children
+
+        while stack:
+            node = stack.pop()
+            order[id(node)] = len(order)
+            stack.extend(reversed(list(iter_children(node))))
+        ranked = sorted(self.leaves.items(), key=lambda item: order.get(item[0], len(order)))
+        return [replacement for _, (_node, replacement) in ranked]
 
 
 def operand(

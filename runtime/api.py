@@ -374,8 +374,10 @@ def _fix_files(
                 "path": shown,
                 "code": d.code,
                 "line": d.start.line,
+                "end_line": d.end.line,
                 "message": d.message,
                 "applicability": d.fix.applicability.value if d.fix else None,
+                "file": path,
             }
             for d in result.fixed
         ]
@@ -443,7 +445,10 @@ def compare(
             return CompareReport(report, report, changed=False)
 
         def record(role: str) -> dict[str, Any]:
-            return {"seed": seed, "dir": str(fixed_dir / "equivalence"), "role": role}
+            spec = {"seed": seed, "dir": str(fixed_dir / "equivalence"), "role": role}
+            if role == "original":
+                spec["trace"] = files  # which rewritten lines the training runs
+            return spec
 
         original_events: list[dict[str, Any]] = []
         original = verify(

@@ -130,6 +130,34 @@ def seed_host(seed: int) -> None:
     seed_everything(seed, workers=True, verbose=False)
 
 
+class LineTrace:
+    """The lines of the given files that run, in every thread: which rewrites the training
+    exercised (a rewrite in `validation_step` or another class is not proven by training).
+    Only frames of those files are traced line by line; other calls cost one check."""
+
+    def __init__(self, files: list[str]) -> None:
+        import os
+
+        self.files = {os.path.realpath(f) for f in files} | set(files)
+        self.lines: dict[str, set[int]] = {}
+
+    def install(self) -> None:
+        import sys
+
+        threading.settrace(self._call)
+        sys.settrace(self._call)
+
+    def _call(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code.co_filename in self.files:
+            return self._line
+        return None
+
+    def _line(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            self.lines.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
+        return self._line
+
+
 def _scalar(value: Any) -> torch.Tensor | None:
     if isinstance(value, dict):
         value = value.get("loss")
@@ -141,11 +169,14 @@ def _scalar(value: Any) -> torch.Tensor | None:
 class EquivalenceRecorder:
     """A Lightning callback (made a subclass of the run's Callback class by `with_base`)."""
 
-    def __init__(self, log: EventLog, seed: int, directory: str, role: str) -> None:
+    def __init__(
+        self, log: EventLog, seed: int, directory: str, role: str, trace: LineTrace | None = None
+    ) -> None:
         self.events = log
         self.seed = seed
         self.directory = Path(directory)
         self.role = role
+        self.trace = trace
         self._local = threading.local()
         global _ACTIVE
         _ACTIVE = self
@@ -200,6 +231,12 @@ class EquivalenceRecorder:
         )
         if rank == 0:
             self._parameters(pl_module)
+            if self.trace is not None:
+                self.events.write(
+                    "equivalence_lines",
+                    role=self.role,
+                    files={f: sorted(lines) for f, lines in self.trace.lines.items()},
+                )
 
     # --- the end state ------------------------------------------------------------------
 
@@ -235,4 +272,8 @@ def install(spec_equivalence: dict[str, Any], log: EventLog) -> EquivalenceRecor
     seed = int(spec_equivalence.get("seed", 0))
     seed_host(seed)
     deterministic_loading(seed)
-    return EquivalenceRecorder(log, seed, spec_equivalence["dir"], spec_equivalence["role"])
+    trace = None
+    if spec_equivalence.get("trace"):
+        trace = LineTrace(list(spec_equivalence["trace"]))
+        trace.install()
+    return EquivalenceRecorder(log, seed, spec_equivalence["dir"], spec_equivalence["role"], trace)

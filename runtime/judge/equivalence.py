@@ -81,6 +81,8 @@ class Equivalence:
     rewrites: list[dict[str, Any]] = field(default_factory=list)  # the fixes compared
     excluded: list[dict[str, Any]] = field(default_factory=list)  # left out, with the reason
     parameters: int = 0  # parameter tensors compared
+    # Fixes on lines the training never ran (validation, another class): not checked.
+    not_run: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +94,7 @@ class Equivalence:
             "first_difference": self.first_difference.to_json() if self.first_difference else None,
             "rewrites": self.rewrites,
             "excluded": self.excluded,
+            "not_run": self.not_run,
         }
 
     def line(self) -> str:
@@ -124,6 +127,9 @@ class Equivalence:
         if self.excluded:
             left_out = ", ".join(f"{f['code']} line {f['line']}" for f in self.excluded)
             text += f"; left out: {left_out} ({_reasons(self.excluded)})"
+        if self.not_run:
+            unchecked = ", ".join(f"{f['code']} line {f['line']}" for f in self.not_run)
+            text += f"; not run by the training, so not checked: {unchecked}"
         return text
 
 
@@ -175,6 +181,24 @@ def suspect(rewrites: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {k: chosen[k] for k in ("path", "line", "code")}
 
 
+def executed_lines(events: list[dict[str, Any]]) -> dict[str, set[int]] | None:
+    """The lines of the traced files that the training ran (None: not traced)."""
+    for event in events:
+        if event.get("kind") == "equivalence_lines":
+            return {path: set(lines) for path, lines in event.get("files", {}).items()}
+    return None
+
+
+def ran(fix: dict[str, Any], executed: dict[str, set[int]] | None) -> bool:
+    """Whether the training ran the line of `fix` ({"file": absolute path, "line", ...});
+    True when nothing was traced (unknown)."""
+    if executed is None or "file" not in fix:
+        return True
+    lines = executed.get(fix["file"], set())
+    last = fix.get("end_line", fix["line"])
+    return any(line in lines for line in range(fix["line"], last + 1))
+
+
 def judge(
     original: list[dict[str, Any]],
     fixed: list[dict[str, Any]],
@@ -187,6 +211,9 @@ def judge(
     before, after = _traces(original), _traces(fixed)
     if not before or not after:
         return None
+    executed = executed_lines(original)
+    not_run = [f for f in rewrites if not ran(f, executed)]
+    rewrites = [f for f in rewrites if ran(f, executed)]
     tolerance = tolerance_for(precision)
     worst = 0.0
     first: Difference | None = None
@@ -240,6 +267,7 @@ def judge(
         rewrites=rewrites,
         excluded=list(excluded or []),
         parameters=parameters,
+        not_run=not_run,
     )
 
 
