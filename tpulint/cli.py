@@ -490,11 +490,9 @@ def _check(
 
 
 def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> int:
-    import libcst
-
     from tpulint.discovery import decode_source
+    from tpulint.engine import add_noqa_comments
     from tpulint.runner import write_if_unchanged
-    from tpulint.suppression import add_noqa
 
     by_path: dict[str, list] = {}
     for d in diagnostics:
@@ -511,15 +509,13 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
             reporter.warn(f"{path}: not changed: {exc}")
             continue
-        new, added = add_noqa(original, items)
+        try:
+            new, added = add_noqa_comments(original, path, items)
+        except ValueError as exc:
+            reporter.warn(f"{path}: not changed: {exc}")
+            continue
         if not added or new == original:
             continue
-        if file.suffix in (".py", ".pyi"):
-            try:
-                libcst.parse_module(new)
-            except Exception:
-                reporter.warn(f"{path}: not changed: adding comments would break the file")
-                continue
         error = write_if_unchanged(file, original, new)
         if error:
             reporter.warn(f"{path}: {error}")

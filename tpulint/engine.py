@@ -30,9 +30,8 @@ from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severi
 from tpulint.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.registry import all_rules, rules_by_code, rules_by_name
 from tpulint.rule import FixSpec, Report, Rule
-from tpulint.suppression import Suppressions, parse_suppressions
-from tpulint.yaml_config import check_yaml_source, is_yaml_path
-from tpulint.yaml_config import fixable as yaml_fixable
+from tpulint.suppression import Suppressions, add_noqa, parse_suppressions
+from tpulint.yaml_config import YamlFile, is_yaml_path, read_yaml
 
 MAX_FIX_ITERATIONS = 10
 
@@ -246,6 +245,115 @@ def _finish(
     return kept
 
 
+# --- LightningCLI YAML configs ---------------------------------------------------------------
+
+
+def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
+    return [
+        rule
+        for rule in all_rules()
+        if rule.code in enabled and rule.check_yaml is not Rule.check_yaml
+    ]
+
+
+def _yaml_fix(file: YamlFile, fix: Fix | None) -> Fix | None:
+    """A fix that edits an anchored node changes every alias of it too: say so, and apply it
+    only with --unsafe-fixes."""
+    if fix is None:
+        return None
+    anchors = sorted({a for e in fix.edits if (a := file.anchor_at(e.start, e.end))})
+    if not anchors:
+        return fix
+    listed = ", ".join(f"`&{a}`" for a in anchors)
+    applicability = fix.applicability
+    if applicability is Applicability.SAFE:
+        applicability = Applicability.UNSAFE
+    return Fix(applicability, f"{fix.message} (edits {listed}, which aliases reuse)", fix.edits)
+
+
+def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
+    """Run the rules that read LightningCLI configs over each config of a YAML file."""
+    file = read_yaml(source, path)
+    suppressions = parse_suppressions(source, comments=file.comments)
+    if file.error is not None:
+        error = Diagnostic(
+            code="TPL002",
+            name="syntax-error",
+            message=f"Not valid YAML, not checked: {file.error.message}",
+            path=path,
+            start=file.error.location,
+            end=file.error.location,
+            severity=Severity.ERROR,
+        )
+        return _Analysis(None, [], [error], {}, suppressions)
+    configs = file.configs
+    rules = _yaml_rules(enabled) if configs else []
+    diagnostics: list[Diagnostic] = []
+    seen: set[tuple[str, Location, Location]] = set()
+    for document in configs:
+        for rule_class in rules:
+            rule = rule_class(None)  # type: ignore[arg-type]  # YAML checks need no FileContext
+            rule.yaml_config = config
+            try:
+                rule.check_yaml(document)
+            except Exception as exc:  # a bug in a rule must not take the whole run down
+                frame = traceback.extract_tb(exc.__traceback__)[-1]
+                raise InternalError(
+                    f"{type(exc).__name__}: {exc} "
+                    f"(at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+                ) from exc
+            for report in rule.yaml_reports:
+                start, end = report.start, report.end
+                if end < start:
+                    # From a key to its value read through an alias (written above the key):
+                    # the finding is on the key's line; its fix edits the anchor.
+                    end = file.line_end(start)
+                # A node reached twice (through an alias) is reported once where it is written.
+                key = (rule_class.code, start, end)
+                if key in seen:
+                    continue
+                seen.add(key)
+                diagnostics.append(
+                    Diagnostic(
+                        code=rule_class.code,
+                        name=rule_class.name,
+                        message=report.message,
+                        path=path,
+                        start=start,
+                        end=end,
+                        severity=rule_class.severity,
+                        fix=_yaml_fix(file, report.fix),
+                        noqa_lines=tuple(range(start.line, end.line + 1)),
+                    )
+                )
+    return _Analysis(None, [], diagnostics, {}, suppressions)
+
+
+def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
+    """The diagnostics whose fix `fix` applies (safe ones, and unsafe ones with `unsafe`)."""
+    return [d for d in diagnostics if d.fixable(unsafe) and d.fix is not None and d.fix.edits]
+
+
+def add_noqa_comments(source: str, path: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    """`source` with `# noqa: CODE` comments for `diagnostics` (Python or a YAML config), and
+    how many codes were added. Raises ValueError when the result would not parse."""
+    if is_yaml_path(path):
+        file = read_yaml(source, path)
+        new, added = add_noqa(
+            source, diagnostics, comments=file.comments, blocked=file.comment_blocked_lines
+        )
+        if added and file.error is None and read_yaml(new, path).error is not None:
+            raise ValueError("adding comments would break the file")
+        return new, added
+    new, added = add_noqa(source, diagnostics)
+    if added and new != source:
+        try:
+            cst.parse_module(new)
+        except Exception:
+            raise ValueError("adding comments would break the file") from None
+    return new, added
+
+
 def check_source(
     source: str,
     path: str = "<stdin>",
@@ -263,8 +371,9 @@ def check_source(
     config = config or Config()
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
-        return check_yaml_source(source, path, config, enabled)
-    analysis = _analyze(source, path, config, project, enabled, with_edits)
+        analysis = _analyze_yaml(source, path, config, enabled)
+    else:
+        analysis = _analyze(source, path, config, project, enabled, with_edits)
     return _finish(analysis, path, enabled, source)
 
 
@@ -390,12 +499,21 @@ def _fix_text_edits(
     fixed: list[Diagnostic] = []
     remaining = check_source(current, path, config, project=project)
     for _ in range(MAX_FIX_ITERATIONS):
-        chosen = yaml_fixable(remaining, unsafe)
+        chosen = fixable(remaining, unsafe)
         if not chosen:
             break
         edited, applied = apply_text_edits(current, chosen)
         if edited == current:
             break
+        problem = read_yaml(edited, path).error
+        if problem is not None:
+            return FixResult(
+                source,
+                [],
+                check_source(source, path, config, project=project),
+                error=f"the fixed config is not valid YAML ({problem.message}); file left "
+                "unchanged",
+            )
         fixed.extend(applied)
         current = edited
         remaining = check_source(current, path, config, project=project)
