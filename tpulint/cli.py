@@ -372,6 +372,7 @@ def cli() -> None:
       tpulint fix --apply src/     write the safe fixes
       tpulint verify pkg.mod:Model train on 8 (emulated) XLA cores and prove it
       tpulint rules                list the rules;  tpulint explain TPU202
+      tpulint server               language server for editors (stdio)
     """
 
 
@@ -752,6 +753,24 @@ def explain(code: str) -> None:
         click.echo(f"tpulint: error: unknown rule `{code}`{hint}", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render_rule(rule), nl=False)
+
+
+# --- server ------------------------------------------------------------------------------
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server on stdio (for editors): diagnostics, fixes and rule pages."""
+    try:
+        from tpulint.server import serve
+    except ImportError as exc:
+        click.echo(
+            f"tpulint: error: `tpulint server` needs pygls and lsprotocol ({exc}): "
+            "pip install 'tpulint[server]'",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    serve()
 
 
 def main() -> None:

@@ -236,6 +236,14 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
     return _Prepared(sources, outcomes, table, results)
 
 
+def project_table(
+    paths: Sequence[str], config: Config, *, use_cache: bool = True
+) -> dict[str, int]:
+    """The project class table `check_paths` would use for `paths` (for front ends that check
+    one file at a time with the whole project in view: the language server)."""
+    return _prepare(paths, config, use_cache).table
+
+
 def check_paths(
     paths: Sequence[str],
     config: Config,
