@@ -13,6 +13,7 @@ exit status only says how it ended:
 from __future__ import annotations
 
 import faulthandler
+import inspect
 import os
 import signal
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tpulint.runtime.child.flavour import Flavour, flavour
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.events import EventLog
 from tpulint.runtime.spec import (
@@ -32,7 +34,9 @@ from tpulint.runtime.spec import (
 )
 
 
-def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
+def _install_recorders(
+    spec: RunSpec, log: EventLog, roots: list[str], package: Flavour | None = None
+) -> Any:
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
     from tpulint.runtime.child.sampling import SamplerRecorder
@@ -50,15 +54,15 @@ def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
         recorder.on_abort.append(workarounds.abort)
     record_collectives(ledger)
     SamplerRecorder(ledger, spec.run_dir).install()
-    _report_replica_failures(recorder)
+    _report_replica_failures(recorder, package or flavour(None))
     return recorder
 
 
-def _report_replica_failures(recorder: Any) -> None:
+def _report_replica_failures(recorder: Any, package: Flavour) -> None:
     """Lightning re-raises a replica's exception in the main process only after every replica
     thread has ended, and the others may be blocked in a barrier or a collective by then.
     Hook the per-replica entry point to record the exception at once and release the rest."""
-    from lightning.pytorch.strategies.launchers.xla import _XLALauncher
+    _XLALauncher = package.XLALauncher
 
     original = _XLALauncher._wrapping_function
 
@@ -72,7 +76,7 @@ def _report_replica_failures(recorder: Any) -> None:
     _XLALauncher._wrapping_function = _wrapping_function
 
 
-def _versions(spec: RunSpec) -> dict[str, str]:
+def _versions(spec: RunSpec, package: Flavour) -> dict[str, str]:
     import lightning
     import torch
     import torch_xla
@@ -81,32 +85,70 @@ def _versions(spec: RunSpec) -> dict[str, str]:
         from tpulint.runtime.child.xla_cpu import check_torch_xla_version
 
         check_torch_xla_version()
-    return {
+    versions = {
         "torch": torch.__version__,
         "torch_xla": torch_xla.__version__,
         "lightning": lightning.__version__,
     }
+    if package.distribution != "lightning":
+        versions[package.distribution] = package.version
+    return versions
 
 
-def _trainer(spec: RunSpec, recorder: Any) -> Any:
-    from lightning.pytorch import Trainer
+def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
+    """The Trainer: the user's arguments (their --config `trainer:` section, then
+    --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
+    are listed with their reasons); what was overridden goes to the event log for the report."""
     from tpulint.runtime.child.accelerator import trainer_accelerator
+    from tpulint.runtime.child.flavour import with_base
+    from tpulint.runtime.trainer_args import Override, check_names, merge, own_settings
 
-    return Trainer(
-        accelerator=trainer_accelerator(spec.device),
-        devices=spec.cores if spec.cores else "auto",
-        max_epochs=spec.epochs,
-        limit_train_batches=spec.steps if spec.steps else 1.0,
-        # Training only: validation would add its own graphs and loaders to every count.
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[recorder],
-        default_root_dir=spec.run_dir,
+    package: Flavour = loaded.package
+    trainer_class = package.Trainer
+    check_names(
+        spec.trainer_args,
+        list(inspect.signature(trainer_class.__init__).parameters)[1:],
+        "--trainer-args",
+        package.trainer_name(),
     )
+    requested = {**loaded.trainer_args, **spec.trainer_args}
+    own = own_settings(
+        accelerator=trainer_accelerator(spec.device, package),
+        cores=spec.cores,
+        epochs=spec.epochs,
+        steps=spec.steps,
+        run_dir=spec.run_dir,
+        emulated=spec.device == "CPU",
+    )
+    args = merge(requested, own, [with_base(recorder, package.Callback)])
+    args.overridden += [
+        Override(f"fit({name})", value, None, reason)
+        for name, (value, reason) in loaded.ignored_fit_args.items()
+    ]
+    shown = args.to_json()
+    # As written in the config (class_path and init_args), where that says more than a class.
+    shown["requested"].update(
+        {k: v for k, v in loaded.shown_trainer_args.items() if k not in spec.trainer_args}
+    )
+    log.write(
+        "trainer",
+        package=package.distribution,
+        **{"class": f"{trainer_class.__module__}.{trainer_class.__qualname__}"},
+        **shown,
+    )
+    try:
+        trainer = trainer_class(**args.used)
+    except (Exception, SystemExit) as exc:
+        asked = ", ".join(sorted(requested)) or "none"
+        raise VerifyError(
+            f"{package.trainer_name()}(...) refused the arguments ({type(exc).__name__}:"
+            f" {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}); yours: {asked}",
+            traceback.format_exc(),
+        ) from None
+    if loaded.optimizer_patch and getattr(trainer.strategy, "launcher", None) is not None:
+        # The launcher pickles the module into the replica processes (see cli_config.py).
+        log.write("config_optimizer_lost", **loaded.optimizer_patch)
+    return trainer
 
 
 def run(spec: RunSpec, log: EventLog) -> int:
@@ -114,9 +156,9 @@ def run(spec: RunSpec, log: EventLog) -> int:
 
     loaded = targets.load(spec)
     log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
-    versions = _versions(spec)
-    recorder = _install_recorders(spec, log, loaded.roots)
-    trainer = _trainer(spec, recorder)
+    versions = _versions(spec, loaded.package)
+    recorder = _install_recorders(spec, log, loaded.roots, loaded.package)
+    trainer = _trainer(spec, recorder, loaded, log)
     log.write(
         "fit_start",
         versions=versions,
