@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -151,10 +152,18 @@ class GitIgnore:
 
 
 def find_repo_root(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
+    """The nearest folder at or above `start` with a `.git` (a folder, or a file in
+    worktrees and submodules); computed once per folder."""
+    found = _repo_root(os.fspath(start))
+    return Path(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _repo_root(directory: str) -> str | None:
+    if os.path.exists(os.path.join(directory, ".git")):
+        return directory
+    parent = os.path.dirname(directory)
+    return None if parent == directory else _repo_root(parent)
 
 
 def display_path(path: Path, cwd: Path) -> str:
@@ -176,7 +185,7 @@ class _Walker:
         )
         self.path_patterns = [p for p in self.excludes if "/" in p.rstrip("/")]
         self.gitignores: dict[Path, GitIgnore] = {}
-        self.repo_roots: dict[Path, Path | None] = {}
+        self.repo_roots: dict[str, Path | None] = {}
         self.problems: list[Diagnostic] = []
         self.seen_dirs: set[tuple[int, int]] = set()
 
@@ -198,11 +207,12 @@ class _Walker:
     def gitignored(self, path: Path, is_dir: bool) -> bool:
         if not self.config.respect_gitignore:
             return False
-        parent = path.parent
+        # Strings, not Path objects: this runs for every entry of the walk.
+        parent = os.path.dirname(path)
         if parent in self.repo_roots:
             root = self.repo_roots[parent]
         else:
-            root = self.repo_roots[parent] = find_repo_root(parent)
+            root = self.repo_roots[parent] = find_repo_root(Path(parent))
         if root is None:
             return False
         ignore = self.gitignores.get(root)

@@ -28,10 +28,10 @@ from tpulint.analysis.walker import Dispatcher
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from tpulint.fixes import apply_fixes, fix_edits, positions_needed
-from tpulint.registry import all_rules, rules_by_code, rules_by_name
+from tpulint.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
 from tpulint.rule import FixSpec, Report, Rule
 from tpulint.suppression import Suppressions, add_noqa, parse_suppressions
-from tpulint.yaml_config import YamlFile, is_yaml_path, read_yaml
+from tpulint.yaml_config import check_yaml_file, is_yaml_path, read_yaml
 
 MAX_FIX_ITERATIONS = 10
 
@@ -67,7 +67,7 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     for once per file, however many rules share it)."""
     out = []
     found: dict[str, bool] = {}
-    for rule in all_rules():
+    for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
         if rule.requires:
@@ -79,7 +79,7 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
                     break
             else:
                 continue
-        out.append(rule)
+        out.append(rules_by_code()[rule.code])
     return out
 
 
@@ -236,8 +236,8 @@ def _finish(
     suppressions = analysis.suppressions
     kept = [d for d in analysis.diagnostics if not suppressions.suppresses(d)]
     if "TPL001" in enabled and not suppressions.empty:
-        names = {name: rule.code for name, rule in rules_by_name().items()}
-        known = frozenset(rules_by_code())
+        names = {name: rule.code for name, rule in infos_by_name().items()}
+        known = frozenset(infos_by_code())
         for diagnostic in suppressions.unused(path, enabled, known, names):
             if not suppressions.suppresses(diagnostic):
                 kept.append(diagnostic)
@@ -249,83 +249,20 @@ def _finish(
 
 
 def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
-    return [
-        rule
-        for rule in all_rules()
-        if rule.code in enabled and rule.check_yaml is not Rule.check_yaml
-    ]
-
-
-def _yaml_fix(file: YamlFile, fix: Fix | None) -> Fix | None:
-    """A fix that edits an anchored node changes every alias of it too: say so, and apply it
-    only with --unsafe-fixes."""
-    if fix is None:
-        return None
-    anchors = sorted({a for e in fix.edits if (a := file.anchor_at(e.start, e.end))})
-    if not anchors:
-        return fix
-    listed = ", ".join(f"`&{a}`" for a in anchors)
-    applicability = fix.applicability
-    if applicability is Applicability.SAFE:
-        applicability = Applicability.UNSAFE
-    return Fix(applicability, f"{fix.message} (edits {listed}, which aliases reuse)", fix.edits)
+    return [rules_by_code()[r.code] for r in catalogue() if r.checks_yaml and r.code in enabled]
 
 
 def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
-    """Run the rules that read LightningCLI configs over each config of a YAML file."""
+    """A LightningCLI config: yaml_config reads it and runs the rules that check configs."""
     file = read_yaml(source, path)
     suppressions = parse_suppressions(source, comments=file.comments)
-    if file.error is not None:
-        error = Diagnostic(
-            code="TPL002",
-            name="syntax-error",
-            message=f"Not valid YAML, not checked: {file.error.message}",
-            path=path,
-            start=file.error.location,
-            end=file.error.location,
-            severity=Severity.ERROR,
-        )
-        return _Analysis(None, [], [error], {}, suppressions)
-    configs = file.configs
-    rules = _yaml_rules(enabled) if configs else []
-    diagnostics: list[Diagnostic] = []
-    seen: set[tuple[str, Location, Location]] = set()
-    for document in configs:
-        for rule_class in rules:
-            rule = rule_class(None)  # type: ignore[arg-type]  # YAML checks need no FileContext
-            rule.yaml_config = config
-            try:
-                rule.check_yaml(document)
-            except Exception as exc:  # a bug in a rule must not take the whole run down
-                frame = traceback.extract_tb(exc.__traceback__)[-1]
-                raise InternalError(
-                    f"{type(exc).__name__}: {exc} "
-                    f"(at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
-                ) from exc
-            for report in rule.yaml_reports:
-                start, end = report.start, report.end
-                if end < start:
-                    # From a key to its value read through an alias (written above the key):
-                    # the finding is on the key's line; its fix edits the anchor.
-                    end = file.line_end(start)
-                # A node reached twice (through an alias) is reported once where it is written.
-                key = (rule_class.code, start, end)
-                if key in seen:
-                    continue
-                seen.add(key)
-                diagnostics.append(
-                    Diagnostic(
-                        code=rule_class.code,
-                        name=rule_class.name,
-                        message=report.message,
-                        path=path,
-                        start=start,
-                        end=end,
-                        severity=rule_class.severity,
-                        fix=_yaml_fix(file, report.fix),
-                        noqa_lines=tuple(range(start.line, end.line + 1)),
-                    )
-                )
+    try:
+        diagnostics = check_yaml_file(file, config, _yaml_rules(enabled) if file.configs else [])
+    except Exception as exc:  # a bug in a rule must not take the whole run down
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InternalError(
+            f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+        ) from exc
     return _Analysis(None, [], diagnostics, {}, suppressions)
 
 

@@ -238,10 +238,9 @@ class Rule:
 
     @classmethod
     def fix_availability(cls) -> str:
-        if cls.fix_applicability is None:
-            return "none"
-        label = cls.fix_applicability.value
-        return f"{label} (sometimes)" if cls.fix_sometimes else label
+        from tpulint.registry import fix_availability
+
+        return fix_availability(cls.fix_applicability, cls.fix_sometimes)
 
 
 def code_block(section: str) -> str | None:

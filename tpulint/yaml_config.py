@@ -13,9 +13,11 @@ The result is a tree of `YamlEntry` objects (one per key, with the positions of 
 value) that rules walk in `check_yaml`; fixes are text edits at those positions, so comments
 and layout are kept.
 
-This module only reads: it knows nothing about rules, suppressions or the registry. The
-engine runs the rules over the documents and applies suppressions, with the comments this
-module finds (the YAML scanner's own idea of a comment: never inside a quoted or block scalar).
+The engine calls this one module for YAML: `read_yaml` for the documents and their comments
+(the YAML scanner's own idea of a comment: never inside a quoted or block scalar), and
+`check_yaml_file` to run the rules it passes in (those that define `check_yaml`) over each
+config. The engine applies suppressions; this module imports neither the registry nor the
+suppression parser, and the rule API does not import it.
 """
 
 from __future__ import annotations
@@ -26,9 +28,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tpulint.diagnostics import Location
+from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tpulint.config import Config
+    from tpulint.rule import Rule
 
 YAML_SUFFIXES = (".yaml", ".yml")
 # LightningCLI subcommands: a config given before the subcommand nests its keys under them.
@@ -610,3 +618,73 @@ def parse_yaml(text: str, path: str = "<config>") -> YamlDocument:
     parse). `read_yaml` gives every document, the comments and the parse error."""
     documents = read_yaml(text, path).documents
     return documents[0] if documents else YamlDocument(path, text, [], text.splitlines())
+
+
+# --- running the rules on a file -----------------------------------------------------------
+
+
+def check_yaml_file(
+    file: YamlFile, config: Config, rules: Sequence[type[Rule]]
+) -> list[Diagnostic]:
+    """Run `rules` (their `check_yaml`) over each LightningCLI config of `file`: diagnostics
+    with positions and fixes, before suppressions. A file that is not valid YAML gives one
+    TPL002 at the problem. Exceptions of a rule propagate (the engine reports them)."""
+    if file.error is not None:
+        return [
+            Diagnostic(
+                code="TPL002",
+                name="syntax-error",
+                message=f"Not valid YAML, not checked: {file.error.message}",
+                path=file.path,
+                start=file.error.location,
+                end=file.error.location,
+                severity=Severity.ERROR,
+            )
+        ]
+    diagnostics: list[Diagnostic] = []
+    seen: set[tuple[str, Location, Location]] = set()
+    for document in file.configs:
+        for rule_class in rules:
+            rule = rule_class(None)  # type: ignore[arg-type]  # YAML checks need no FileContext
+            rule.yaml_config = config
+            rule.check_yaml(document)
+            for report in rule.yaml_reports:
+                start, end = report.start, report.end
+                if end < start:
+                    # From a key to its value read through an alias (written above the key):
+                    # the finding is on the key's line; its fix edits the anchor.
+                    end = file.line_end(start)
+                # A node reached twice (through an alias) is reported once where it is written.
+                key = (rule_class.code, start, end)
+                if key in seen:
+                    continue
+                seen.add(key)
+                diagnostics.append(
+                    Diagnostic(
+                        code=rule_class.code,
+                        name=rule_class.name,
+                        message=report.message,
+                        path=file.path,
+                        start=start,
+                        end=end,
+                        severity=rule_class.severity,
+                        fix=_shared_fix(file, report.fix),
+                        noqa_lines=tuple(range(start.line, end.line + 1)),
+                    )
+                )
+    return diagnostics
+
+
+def _shared_fix(file: YamlFile, fix: Fix | None) -> Fix | None:
+    """A fix that edits an anchored node changes every alias of it too: say so, and apply it
+    only with --unsafe-fixes."""
+    if fix is None:
+        return None
+    anchors = sorted({a for e in fix.edits if (a := file.anchor_at(e.start, e.end))})
+    if not anchors:
+        return fix
+    listed = ", ".join(f"`&{a}`" for a in anchors)
+    applicability = fix.applicability
+    if applicability is Applicability.SAFE:
+        applicability = Applicability.UNSAFE
+    return Fix(applicability, f"{fix.message} (edits {listed}, which aliases reuse)", fix.edits)
