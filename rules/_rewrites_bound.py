@@ -28,6 +28,7 @@ from ._rewrite_cst import expression
 from ._rewrite_flow import FunctionIndex, last_binding, link_function
 from ._rewrite_purity import is_pure
 from ._rewrite_regions import Leaves, Region, operand, region_around, unselected
+from ._rewrites_consumers import consumer_fix
 from ._shape_helpers import Bindings
 
 _MAX_GROUP = 6
@@ -96,8 +97,6 @@ def bound_fix(
 ) -> FixSpec | None:
     """Remove the statements binding selections to locals and rewrite every use of those
     locals, when every use is a reduction or a loss; None otherwise."""
-    from ._rewrites_masked import consumer_fix
-
     like = leaves.like
     if not like.plain or not is_pure(ctx, like.mask):
         return None
