@@ -38,20 +38,33 @@ class FunctionIndex:
         return self.parents.get(id(node))
 
     def reads_after(self, name: str, statement: cst.CSTNode) -> list[cst.Name] | None:
-        """The reads of local `name` after `statement` up to its next binding; None when it
-        is rebound in a way that makes the reads unclear (augmented, in a loop header)."""
+        """The reads of local `name` after `statement`, up to a rebinding that surely
+        replaces its value for every later read: one in the same block as `statement` (the
+        rebinding statement's own right-hand side still reads the old value). A rebinding in
+        a nested block (an `if` branch) does not end it: other paths still read the old
+        value. None when a rebinding makes the reads unclear (augmented, a loop target)."""
         start = self.position.get(id(statement))
         if start is None:
             return None
         inside = {id(n) for n in self._subtree(statement)}
+        block = self.block_of(statement)
         found: list[cst.Name] = []
+        rebinding: set[int] | None = None  # the final rebinding statement's nodes
         for node in self.order[start:]:
+            if rebinding is not None and id(node) not in rebinding:
+                break  # past the statement that rebound it in the same block
             if id(node) in inside or not isinstance(node, cst.Name) or node.value != name:
                 continue
             holder = self.parent(node)
             if isinstance(holder, cst.AssignTarget) and holder.target is node:
-                break  # rebound: later reads see another value
-            if isinstance(holder, (cst.AugAssign, cst.For)) and holder.target is node:
+                assign = self.parent(holder)
+                if assign is not None and self.block_of(assign) is block:
+                    rebinding = {id(n) for n in self._subtree(assign)}
+                continue
+            if (
+                isinstance(holder, (cst.AugAssign, cst.For, cst.AnnAssign))
+                and holder.target is node
+            ):
                 return None
             if isinstance(holder, cst.Attribute) and holder.attr is node:
                 continue  # `x.name`, not the local
@@ -59,6 +72,13 @@ class FunctionIndex:
                 continue
             found.append(node)
         return found
+
+    def block_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost block (or the module) a node is in."""
+        current = self.parent(node)
+        while current is not None and not isinstance(current, (cst.IndentedBlock, cst.Module)):
+            current = self.parent(current)
+        return current
 
     def _subtree(self, root: cst.CSTNode) -> list[cst.CSTNode]:
         begin = self.position[id(root)]
@@ -101,11 +121,19 @@ def last_binding(index: FunctionIndex, name: cst.Name) -> cst.CSTNode | None:
     position = index.position.get(id(name))
     if position is None:
         return None
+    enclosing = set()
+    current = index.parent(name)
+    while current is not None:
+        enclosing.add(id(current))
+        current = index.parent(current)
     for node in reversed(index.order[:position]):
         if isinstance(node, cst.Name) and node.value == name.value:
             holder = index.parent(node)
             if isinstance(holder, cst.AssignTarget) and holder.target is node:
-                return index.parent(holder)
+                statement = index.parent(holder)
+                if id(statement) in enclosing:
+                    continue  # `y = f(y)`: the value is computed before `y` is rebound
+                return statement
             if (
                 isinstance(holder, (cst.AugAssign, cst.For, cst.AnnAssign))
                 and holder.target is node

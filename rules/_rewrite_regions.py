@@ -264,7 +264,8 @@ def region_around(leaves: Leaves, start: cst.BaseExpression) -> Region:
     """The largest region containing the leaf `start`, climbing through its parents."""
     ctx = leaves.ctx
     replacement = leaves.replacement(start)
-    assert replacement is not None
+    if replacement is None:
+        raise ValueError("region_around: the start is not a leaf")
     found = {id(start): (start, replacement)}
     top: cst.BaseExpression = start
     while True:

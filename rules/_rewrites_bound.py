@@ -138,6 +138,8 @@ def bound_fix(
         if not reads:
             return None  # never used (or rebound in a loop): not ours to remove
         for read in reads:
+            if last_binding(index, read) is not statement:
+                return None  # another binding may reach this read (a branch rebinds it)
             region = region_around(grouped, read)
             fix = consumer_fix(ctx, bindings, grouped, region)
             if fix is None or len(fix.replacements) != 1:

@@ -150,6 +150,25 @@ NO_FIX = [
         "TPU201",
     ),
     ("unique-without-a-class-count", module("return x * len(torch.unique(y))\n"), "TPU201"),
+    (
+        # nemo's contrastive loss: the bound selection is reshaped later, in a nested block
+        "bound-selection-used-again-in-a-branch",
+        module(
+            "out = x[mask]\nif self.group:\n    n = out.shape[0]\n"
+            "    out = out.reshape(-1, 2)\nreturn out\n"
+        ),
+        "TPU202",
+    ),
+    (
+        "bound-selection-rebound-in-a-branch",
+        module("sel = x[mask]\nif self.flag:\n    sel = y\nreturn sel.sum()\n"),
+        "TPU202",
+    ),
+    (
+        "bound-selection-read-by-a-non-reduction",
+        module("sel = x[mask]\nloss = sel.sum()\nreturn loss, self.head(sel)\n"),
+        "TPU202",
+    ),
     ("unique-values-kept", module("return torch.unique(y, return_counts=True)\n"), "TPU201"),
 ]
 
@@ -259,3 +278,11 @@ def test_every_rewrite_parses_and_a_second_run_changes_nothing() -> None:
     once = fixed(source, "TPU201,TPU202")
     cst.parse_module(once)
     assert fixed(once, "TPU201,TPU202") == once
+
+
+def test_a_bound_selection_read_by_its_own_rebinding() -> None:
+    out = fixed(
+        module("sel = x[mask]\na = sel.sum()\nsel = sel.mean() + 1\nreturn a + sel\n"), "TPU202"
+    )
+    assert "sel = x[mask]" not in out
+    assert "a = torch.where(" in out and "sel = (torch.where(" in out
