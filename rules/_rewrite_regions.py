@@ -22,7 +22,12 @@ from tpulint.analysis.context import FileContext
 from tpulint.analysis.values import HOST
 
 from ._rewrite_cst import bare, expression, torch_alias
-from ._rewrite_shapes import _ELEMENTWISE_BINARY, _ELEMENTWISE_FUNCTIONS, _ELEMENTWISE_METHODS
+from ._rewrite_shapes import (
+    _ELEMENTWISE_BINARY,
+    _ELEMENTWISE_FUNCTIONS,
+    _ELEMENTWISE_METHODS,
+    zero_dim,
+)
 from ._shape_helpers import Bindings, is_number_literal, mask_kind, method_name, positional
 
 # Methods of a tensor taking one other tensor, elementwise: `a.eq(b)`, `a.sub(b)`.
@@ -123,21 +128,17 @@ class Leaves:
         return None
 
     def static(self, node: cst.BaseExpression) -> bool:
-        """A number, or a name or attribute that is not a selection of its own (a parameter,
-        a module attribute, a local bound to a tensor computed elsewhere): it broadcasts the
-        same way against the selected rows and against the whole tensor."""
-        if is_number_literal(node, self.ctx):
+        """An operand that broadcasts the same way against the selected rows and against
+        the whole tensor: a number, a Python value, module state (`self.margin`, a
+        parameter), or a local holding one value (`t = x.mean()`). A tensor parameter or
+        local of unknown shape is not: it may already hold selected rows (a loss over the
+        masked tokens only), which would not line up with the whole tensor."""
+        if scalar(self.ctx, node):
             return True
         if isinstance(node, cst.Attribute):
-            return _static_reference(node)
+            return _static_reference(node) and _rooted_at_self(node)
         if isinstance(node, cst.Name):
-            if node.value == "None":
-                return False
-            binding = self.bindings.lookup(node.value)
-            if binding is not None and binding.value is not None:
-                # a local computed from another selection has compact rows of unknown count
-                return not self._contains_selection(binding.value)
-            return True
+            return zero_dim(self.ctx, node, self.bindings)
         return False
 
     def _contains_selection(self, node: cst.CSTNode) -> bool:
@@ -148,6 +149,12 @@ class Leaves:
             if selection is not None and mask_kind(self.ctx, selection.mask, self.bindings):
                 return True
         return False
+
+
+def _rooted_at_self(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == "self"
 
 
 def _static_reference(node: cst.BaseExpression) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.values import HOST
 
 from ._shape_helpers import Bindings, is_number_literal, keyword, method_name, positional
 
@@ -196,7 +197,9 @@ def shape_key(
     if depth > 10:
         return None
     d = depth + 1
-    if is_number_literal(node, ctx):
+    if is_number_literal(node, ctx) or (
+        isinstance(node, (cst.Name, cst.Attribute)) and ctx.value_kind(node) is HOST
+    ):
         return _SCALAR
     if isinstance(node, cst.Name):
         binding = bindings.lookup(node.value)
@@ -304,3 +307,88 @@ def same_shape(
     """Whether `a` and `b` provably have the same shape (neither is a Python number)."""
     key = shape_key(ctx, a, bindings)
     return key is not None and key != _SCALAR and key == shape_key(ctx, b, bindings)
+
+
+# Reductions that give one value when called without a dimension.
+_FULL_REDUCTIONS = frozenset(
+    {
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "prod",
+        "std",
+        "var",
+        "norm",
+        "median",
+        "logsumexp",
+        "count_nonzero",
+        "trace",
+        "quantile",
+        "nanmean",
+        "nansum",
+        "numel",
+    }
+)
+_KEEPS_SHAPE = frozenset(
+    {
+        "to",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "long",
+        "int",
+        "detach",
+        "clone",
+        "type",
+        "abs",
+        "sqrt",
+        "exp",
+        "log",
+        "clamp",
+        "neg",
+    }
+)
+
+
+def zero_dim(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> bool:
+    """Whether `node` is provably one value: a number, a full reduction (`x.sum()`,
+    `torch.quantile(x, q)`), arithmetic of those, or a local bound to one."""
+    if depth > 8:
+        return False
+    d = depth + 1
+    if is_number_literal(node, ctx) or ctx.value_kind(node) is HOST:
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return zero_dim(ctx, node.expression, bindings, d)
+    if isinstance(node, cst.BinaryOperation):
+        return zero_dim(ctx, node.left, bindings, d) and zero_dim(ctx, node.right, bindings, d)
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return False
+        return zero_dim(ctx, binding.value, bindings, d)
+    if isinstance(node, cst.Call):
+        dims = [
+            a for a in node.args if a.keyword is not None and a.keyword.value in ("dim", "axis")
+        ]
+        name = _torch_function(ctx, node)
+        if name is not None:
+            last = name.rsplit(".", 1)[-1]
+            if last in _FULL_REDUCTIONS and not dims:
+                tensors = positional(node)
+                return len(tensors) == 1 or (last == "quantile" and len(tensors) == 2)
+            return False
+        method = method_name(node)
+        if method in _FULL_REDUCTIONS and not node.args:
+            return True
+        if method in _KEEPS_SHAPE:
+            return zero_dim(ctx, node.func.value, bindings, d)  # type: ignore[union-attr]
+        if isinstance(node.func, cst.Name) and node.func.value in ("float", "int", "len"):
+            return True
+    return False

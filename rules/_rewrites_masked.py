@@ -45,6 +45,7 @@ from ._rewrite_regions import (
     selection_of,
     unselected,
 )
+from ._rewrite_shapes import zero_dim
 from ._rewrites_bound import bound_fix
 from ._rewrites_consumers import _imports, _title, consumer_fix
 from ._shape_helpers import Bindings, is_number_literal, pure_reference
@@ -102,17 +103,27 @@ def _per_row_value(ctx: FileContext, node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(root, cst.Name) and root.value == "self"
 
 
-def _scalar_expression(ctx: FileContext, node: cst.BaseExpression) -> bool:
-    """Numbers and names (`ignore_index`, `self.eps`) combined by arithmetic
-    (`1 - one_weight`): a value `masked_fill_` takes, if the names hold numbers."""
-    if is_number_literal(node, ctx) or pure_reference(node):
+def _scalar_expression(ctx: FileContext, bindings: Bindings, node: cst.BaseExpression) -> bool:
+    """A value `masked_fill_` takes: numbers, parameters and module attributes
+    (`ignore_index`, `self.eps`: they hold numbers unless the title's condition fails, and
+    then `masked_fill_` raises), locals holding one value (`w = labels.mean()`), and
+    arithmetic of those (`1 - one_weight`). A local bound to a tensor of unknown shape is
+    not: it may hold one value per selected row, which only indexing can write."""
+    if is_number_literal(node, ctx) or (isinstance(node, cst.Attribute) and pure_reference(node)):
         return True
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None:
+            return True  # a parameter or a global: the title states the condition
+        return zero_dim(ctx, node, bindings)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        return _scalar_expression(ctx, node.expression)
+        return _scalar_expression(ctx, bindings, node.expression)
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
     ):
-        return _scalar_expression(ctx, node.left) and _scalar_expression(ctx, node.right)
+        return _scalar_expression(ctx, bindings, node.left) and _scalar_expression(
+            ctx, bindings, node.right
+        )
     return False
 
 
@@ -142,7 +153,7 @@ def write_fix(
         return None
     value = assign.value
     number = is_number_literal(value, ctx)
-    if number or (_scalar_expression(ctx, value) and not _per_row_value(ctx, value)):
+    if number or (_scalar_expression(ctx, bindings, value) and not _per_row_value(ctx, value)):
         form = mask_form(ctx, bindings, selection, [base], proven)
         if form.reads_base_again and not is_pure(ctx, mask):
             return None

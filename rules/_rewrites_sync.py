@@ -200,11 +200,39 @@ def _dict_local_logged(index: FunctionIndex, name: str, assign: cst.Assign) -> b
     return logged
 
 
+_OTHER_ARRAY_LIBRARIES = ("mlx", "jax", "tensorflow", "cupy")
+
+
+def _uses_other_arrays(ctx: FileContext) -> bool:
+    """Whether the current function reads a name bound to another array library's module
+    (`mx.eval(...)`): its `.item()` may be on one of those arrays."""
+    info = ctx.function
+    if info is None:
+        return False
+    cache = ctx.shared.setdefault("rewrite_other_arrays", {})
+    found = cache.get(id(info.node))
+    if found is None:
+        from ._common import walk
+
+        others = {
+            local
+            for local, target in ctx.aliases.bindings.items()
+            if target.split(".", 1)[0] in _OTHER_ARRAY_LIBRARIES
+        }
+        found = bool(others) and any(
+            isinstance(n, cst.Name) and n.value in others for n in walk(info.node)
+        )
+        cache[id(info.node)] = found
+    return found
+
+
 def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
     """`x.item()` -> `x.detach()` where the number is only accumulated into module state or
     handed to Lightning (step outputs, logging calls)."""
     if not (isinstance(node.func, cst.Attribute) and not node.args):
         return None
+    if _uses_other_arrays(ctx):
+        return None  # an MLX or JAX array has `.item()` but no `.detach()`
     index = function_index(ctx)
     sink = _sink(ctx, index, node) if index is not None else None
     if sink is None:

@@ -85,7 +85,7 @@ NO_FIX = [
         module("return x[torch.rand(x.shape) > 0.5].mean()\n"),
         "TPU202",
     ),
-    ("compact-value-written", module("x[mask] = self.sample(y)\nreturn x\n"), "TPU202"),
+    ("sampled-value-written", module("x[mask] = self.sample(y)\nreturn x\n"), "TPU202"),
     ("augmented-write", module("x[mask] += 1\nreturn x\n"), "TPU202"),
     (
         "if-calls-a-module",
@@ -136,6 +136,29 @@ NO_FIX = [
         "TPU104",
     ),
     ("item-as-a-size", step("n = int(batch.sum().item())\nreturn self(batch[:n])\n"), "TPU101"),
+    (
+        # scvi's MLX training plan: `.item()` of an MLX array has no `.detach()`
+        "item-of-an-mlx-array",
+        "import lightning as L\nimport mlx.core as mx\n\n\nclass Plan(L.LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        out = self.module(batch)\n        mx.eval(out.loss)\n"
+        "        return {'loss': out.loss.item()}\n",
+        "TPU101",
+    ),
+    (
+        # lightly's iBOT loss: `loss` already holds the masked tokens only
+        "compact-operand-in-a-region",
+        module(
+            "loss = -(x * y).sum(dim=-1)\nw = z.expand_as(mask)[mask]\nreturn (loss * w).sum()\n"
+        ),
+        "TPU202",
+    ),
+    (
+        # glass, nemo's MoE: one value per selected row
+        "compact-value-written",
+        module("vals = y[mask] * 2\nx[mask] = vals\nreturn x\n"),
+        "TPU202",
+    ),
     ("item-in-a-local", step("v = batch.sum().item()\nreturn self(batch) * v\n"), "TPU101"),
     ("item-formatted", step("self.name = f'{batch.sum().item()}'\nreturn self(batch)\n"), "TPU101"),
     ("print-as-a-value", step("x = self(batch)\nself.p = print(x)\nreturn x\n"), "TPU103"),
