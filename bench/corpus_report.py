@@ -36,6 +36,7 @@ from tpulint.registry import all_rules  # noqa: E402
 from tpulint.runner import check_paths, fix_paths  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "bench" / ".cache" / "corpus"
+KEEP_MARKER = "<!-- hand-written below: kept when this report is regenerated -->"
 FETCH = ROOT.parent / "shared" / "corpus" / "fetch.sh"
 
 
@@ -113,7 +114,15 @@ def write_report(
             code_line = source_line(corpus, d.path, d.start.line).replace("|", "\\|")
             lines.append(f"- `{where}`: {d.message}  \n  `{code_line[:140]}`")
         lines.append("")
-    (ROOT / "docs" / "corpus-report.md").write_text("\n".join(lines), encoding="utf-8")
+    report = ROOT / "docs" / "corpus-report.md"
+    # Hand-written sections (the read sample of the rewrites) follow a marker and survive
+    # regeneration.
+    kept = ""
+    if report.exists():
+        previous = report.read_text(encoding="utf-8")
+        if KEEP_MARKER in previous:
+            kept = "\n" + previous[previous.index(KEEP_MARKER) :]
+    report.write_text("\n".join(lines) + kept, encoding="utf-8")
     index = render_index(list(all_rules()), dict(counts))
     index = index.replace(
         "Generated from the rule classes by `python -m tpulint.docs`; do not edit by hand.",
