@@ -93,11 +93,3 @@ def torch_alias(ctx: FileContext) -> tuple[str, bool]:
         if target == "torch":
             return local, False
     return "torch", True
-
-
-def widened_mask(ctx: FileContext, mask: cst.BaseExpression, base: cst.BaseExpression) -> str:
-    """`mask` reshaped to broadcast over `base` from the leading dimensions, as indexing
-    matches it: `x[m]` lines `m` up with the first `m.dim()` dimensions of `x`, while
-    `torch.where` and `masked_fill` broadcast from the trailing ones."""
-    m = atom(ctx, mask)
-    return f"{m}.reshape({m}.shape + (1,) * ({atom(ctx, base)}.dim() - {m}.dim()))"
