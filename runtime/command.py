@@ -66,7 +66,13 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
     default=None,
     help="Steps at the start whose compiles are expected [default: 2]",
 )
-@click.option("--epochs", type=int, default=None, help="Epochs to train [default: 2]")
+@click.option(
+    "--epochs",
+    type=int,
+    default=None,
+    help="Epochs to train, at least: up to 3 more while the last ones still compile new graphs"
+    " [default: 3]",
+)
 @click.option(
     "--datamodule",
     metavar="MODULE:CLASS",
@@ -74,6 +80,12 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 )
 @click.option(
     "--init-args", metavar="JSON", help="Keyword arguments for the target, as a JSON object"
+)
+@click.option(
+    "--test",
+    "run_test",
+    is_flag=True,
+    help="Also run the test loop (test_step, test_dataloader) after training, and judge it",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout")
 @click.option(
@@ -102,6 +114,7 @@ def verify_command(
     epochs: int | None,
     datamodule: str | None,
     init_args: str | None,
+    run_test: bool,
     as_json: bool,
     compare: bool,
     batch_multiple: int | None,
@@ -118,6 +131,8 @@ def verify_command(
         "init_args": init_args,
         "batch_multiple": _batch_multiple(batch_multiple, verbose),
     }
+    if run_test:
+        options["test"] = True
     for name, value in (
         ("steps", steps),
         ("warmup", warmup),

@@ -46,6 +46,13 @@ class CodeFilter:
         self._library = _library_dirs()
         self._cache: dict[str, bool] = {}
 
+    def add_roots(self, roots: Iterable[str]) -> None:
+        """More directories of the user's code (known once the target is imported)."""
+        self.roots = sorted(
+            set(self.roots) | {os.path.join(os.path.realpath(r), "") for r in roots}, key=len
+        )
+        self._cache.clear()
+
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
         if known is not None:
@@ -83,6 +90,21 @@ class CodeFilter:
             first_other.f_code.co_filename, first_other.f_lineno, first_other.f_code.co_name, False
         )
 
+    def sites_of_frames(
+        self, frames: Iterable[tuple[str, int, str]]
+    ) -> tuple[Site | None, Site | None]:
+        """For a stack given innermost first as (path, line, function): the innermost user
+        frame, and the library frame it called into (the function that did the work, e.g.
+        torch.nn.Transformer's forward reading a mask), or the innermost reportable library
+        frame when no user frame is on the stack."""
+        library: Site | None = None
+        for path, line, function in frames:
+            if self.is_user(path):
+                return Site(path, line, function, True), library
+            if _is_reportable_library(path):
+                library = Site(path, line, function, False)
+        return None, library
+
     def site_of_traceback(self, tb: TracebackType | None) -> Site | None:
         """The innermost user frame of an exception's traceback."""
         found = None
@@ -92,6 +114,11 @@ class CodeFilter:
                 found = Site(filename, tb.tb_lineno, tb.tb_frame.f_code.co_name, True)
             tb = tb.tb_next
         return found
+
+
+def is_tpulint_frame(filename: str) -> bool:
+    """A frame of tpulint's runtime (its recorders and workarounds wrap torch calls)."""
+    return os.path.realpath(filename).startswith(os.path.join(_RUNTIME_DIR, ""))
 
 
 def _is_reportable_library(filename: str) -> bool:

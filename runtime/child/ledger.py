@@ -22,12 +22,14 @@ class _Bucket:
     transfers: dict[tuple[Site, str], list[int]] = field(default_factory=dict)  # [count, compiles]
     shape_ops: dict[tuple[Site, str], dict[str, Any]] = field(default_factory=dict)
     marker_compiles: int = 0
+    optimizer_steps: int = 0
     batch: list[list[int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "batch": self.batch,
             "marker_compiles": self.marker_compiles,
+            "optimizer_steps": self.optimizer_steps,
             "transfers": [
                 {"site": site.to_json(), "op": op, "count": count, "compiles": compiles}
                 for (site, op), (count, compiles) in self.transfers.items()
@@ -53,6 +55,9 @@ class Ledger:
         self._buckets: dict[int, _Bucket] = {}
         self._last_collective: dict[int | None, tuple[Any, ...]] = {}
         self.threads: dict[int, int] = {}  # thread ident -> rank, for stack snapshots
+        # (stage, epoch of that stage's loader) -> rank -> [batches fetched, count at its end]
+        self._progress: dict[tuple[str, int], dict[int, list[int | None]]] = {}
+        self._loader_epochs: dict[tuple[int, str], int] = {}
 
     # --- which replica is this thread -------------------------------------------------
 
@@ -60,8 +65,20 @@ class Ledger:
         self._local.rank = rank
         self.threads[threading.get_ident()] = rank
 
+    def bind_loader(self, rank: int, stage: str) -> None:
+        """A loader thread serving `rank` (not a replica: no stack snapshots, no step rows)."""
+        self._local.rank = rank
+        self._local.stage = stage
+
     def rank(self) -> int | None:
         return getattr(self._local, "rank", None)
+
+    def stage(self) -> str:
+        """What the calling replica thread is running: train, validate, test, sanity_check."""
+        return getattr(self._local, "stage", "train")
+
+    def set_stage(self, stage: str) -> None:
+        self._local.stage = stage
 
     def process_ranks(self) -> list[int]:
         """The cores whose replica threads live in this process, lowest first."""
@@ -101,6 +118,12 @@ class Ledger:
             if bucket is not None:
                 bucket.marker_compiles += count
 
+    def optimizer_step(self) -> None:
+        with self._lock:
+            bucket = self._bucket()
+            if bucket is not None:
+                bucket.optimizer_steps += 1
+
     def batch(self, shapes: list[list[int]]) -> None:
         with self._lock:
             bucket = self._bucket()
@@ -120,6 +143,34 @@ class Ledger:
         self.events.write(
             "collective", rank=rank, name=name, site=site.to_json() if site else None, shapes=shapes
         )
+
+    # --- each core's batches per loader epoch (a core out of data hangs a TPU) ----------
+
+    def next_loader_epoch(self, rank: int, stage: str) -> int:
+        """How many loaders of `stage` core `rank` has iterated before this one."""
+        with self._lock:
+            epoch = self._loader_epochs.get((rank, stage), 0)
+            self._loader_epochs[(rank, stage)] = epoch + 1
+        return epoch
+
+    def batch_fetched(self, key: tuple[str, int], rank: int, index: int) -> dict[int, int]:
+        """Core `rank` got batch number `index` (from 0) of loader epoch `key`; returns the
+        cores whose loader had already ended before that batch, with their counts."""
+        with self._lock:
+            cores = self._progress.setdefault(key, {})
+            cores.setdefault(rank, [0, None])[0] = index + 1
+            return {
+                r: ended for r, (_, ended) in cores.items() if ended is not None and ended <= index
+            }
+
+    def loader_ended(self, key: tuple[str, int], rank: int, count: int) -> dict[int, int]:
+        """Core `rank`'s loader ended after `count` batches; returns the cores that already
+        got more, with their counts."""
+        with self._lock:
+            cores = self._progress.setdefault(key, {})
+            entry = cores.setdefault(rank, [0, None])
+            entry[0], entry[1] = count, count
+            return {r: fetched for r, (fetched, _) in cores.items() if fetched > count}
 
     def take(self, rank: int) -> dict[str, Any]:
         with self._lock:

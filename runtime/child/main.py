@@ -18,12 +18,13 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tpulint.runtime.child import graphs, lifetime
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.events import EventLog
+from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.spec import (
     EXIT_COULD_NOT_RUN,
     EXIT_FINISHED,
@@ -32,15 +33,25 @@ from tpulint.runtime.spec import (
 )
 
 
-def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
+def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
+    from tpulint.runtime.child import cores
+    from tpulint.runtime.child.graphs import DEBUG_FILE, GraphLog
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
     from tpulint.runtime.child.sampling import SamplerRecorder
     from tpulint.runtime.child.tracing import record_collectives
-    from tpulint.runtime.frames import CodeFilter
 
-    ledger = Ledger(log, CodeFilter(roots))
-    recorder = StepRecorder(ledger, log, spec.barrier_timeout)
+    ledger = Ledger(log, code)
+    graphs = GraphLog(Path(spec.run_dir) / DEBUG_FILE)
+    recorder = StepRecorder(
+        ledger,
+        log,
+        spec.barrier_timeout,
+        graphs,
+        warmup=spec.warmup,
+        max_extra_epochs=spec.max_extra_epochs,
+        extend_until=spec.extend_until,
+    )
     if spec.device == "CPU":
         from tpulint.runtime.child.xla_cpu import CpuDataParallel
 
@@ -49,6 +60,7 @@ def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
         workarounds.install()
         recorder.on_abort.append(workarounds.abort)
     record_collectives(ledger)
+    cores.install(ledger)
     SamplerRecorder(ledger, spec.run_dir).install()
     _report_replica_failures(recorder)
     return recorder
@@ -97,8 +109,10 @@ def _trainer(spec: RunSpec, recorder: Any) -> Any:
         devices=spec.cores if spec.cores else "auto",
         max_epochs=spec.epochs,
         limit_train_batches=spec.steps if spec.steps else 1.0,
-        # Training only: validation would add its own graphs and loaders to every count.
-        limit_val_batches=0,
+        # Validation as the Trainer runs it (at the end of every epoch), a few batches of it;
+        # no sanity check: the first validation run is validation's warm-up.
+        limit_val_batches=spec.val_steps,
+        limit_test_batches=spec.val_steps,
         num_sanity_val_steps=0,
         logger=False,
         enable_checkpointing=False,
@@ -109,13 +123,53 @@ def _trainer(spec: RunSpec, recorder: Any) -> Any:
     )
 
 
+def _check_test_loop(spec: RunSpec, loaded: Any) -> None:
+    from lightning.pytorch.utilities.model_helpers import is_overridden
+
+    name = type(loaded.module).__name__
+    if not is_overridden("test_step", loaded.module):
+        raise VerifyError(f"--test: {name} defines no test_step()")
+    holders = [h for h in (loaded.datamodule, loaded.module) if h is not None]
+    if not any(is_overridden("test_dataloader", h) for h in holders):
+        raise VerifyError(f"--test: no test_dataloader() in {name} or its DataModule")
+
+
+def _early_roots(spec: RunSpec) -> list[str]:
+    """The user's code as far as it is known before importing the target: the working
+    directory (unless it is / or the home directory) and a target file's package."""
+    from tpulint.runtime.child.targets import module_name_for_file
+
+    roots = []
+    if spec.cwd and os.path.realpath(spec.cwd) not in (
+        "/",
+        os.path.realpath(os.path.expanduser("~")),
+    ):
+        roots.append(spec.cwd)
+    for ref in (spec.target, spec.datamodule):
+        if ref is not None and ref.kind == "file":
+            name, search_root = module_name_for_file(ref.location)
+            roots.append(
+                os.path.join(search_root, name.split(".")[0])
+                if "." in name
+                else os.path.dirname(ref.location)
+            )
+    return roots
+
+
 def run(spec: RunSpec, log: EventLog) -> int:
     from tpulint.runtime.child import targets
 
-    loaded = targets.load(spec)
-    log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
     versions = _versions(spec)
-    recorder = _install_recorders(spec, log, loaded.roots)
+    # Before the user's code is imported and built: a DataLoader made in a module's __init__
+    # is recorded with its line, and a module that binds torch_xla's functions at import
+    # gets the recorded ones. The target's package joins the user's code once it is known.
+    code = CodeFilter(_early_roots(spec))
+    recorder = _install_recorders(spec, log, code)
+    loaded = targets.load(spec)
+    code.add_roots(loaded.roots)
+    if spec.test:
+        _check_test_loop(spec, loaded)
+    log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
     trainer = _trainer(spec, recorder)
     log.write(
         "fit_start",
@@ -125,6 +179,9 @@ def run(spec: RunSpec, log: EventLog) -> int:
     )
     try:
         trainer.fit(loaded.module, datamodule=loaded.datamodule)
+        if spec.test:
+            log.write("test_start")
+            trainer.test(loaded.module, datamodule=loaded.datamodule, verbose=False)
     except BaseException as exc:
         if spec.cores == 1:  # no launcher: the replica ran in this thread
             recorder.replica_failed(exc)
@@ -139,29 +196,16 @@ def run(spec: RunSpec, log: EventLog) -> int:
     return EXIT_FINISHED
 
 
-def _parent_death_signal() -> Callable[[], None]:
-    """A function that has the kernel SIGKILL the calling process when its parent dies
-    (Linux prctl PR_SET_PDEATHSIG), so no replica process outlives an interrupted or killed
-    verify. Resolved once here: the at-fork hook that calls it runs in a freshly forked copy of
-    a multi-threaded process, where loading a library could deadlock."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # not Linux: the parent's process-group kill remains
-        return lambda: None
-    pr_set_pdeathsig = 1
-    return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spec = RunSpec.load(Path(args[0]))
+    parent_fd = lifetime.parent_fd_from_environment()
+    if parent_fd is not None:
+        # First, while this process has one thread and no torch: the watcher is a fork of it.
+        lifetime.watch_parent(parent_fd)
     log = EventLog(spec.run_dir)
-    die_with_parent = _parent_death_signal()
-    die_with_parent()
-    # Lightning forks the replica process (and a multiprocessing manager) from here.
-    os.register_at_fork(after_in_child=die_with_parent)
+    # Before torch_xla is imported: it reads its debug settings once.
+    graphs.configure(spec.run_dir)
     # On a hang the parent sends SIGUSR1 before killing: every thread of every process of the
     # run (the forked replica process inherits the handler) dumps its stack to stderr, which
     # is how a hang gets a user file:line.

@@ -15,16 +15,23 @@ from tpulint.runtime.judge.context import Context, status_of
 from tpulint.runtime.judge.report import Cause, Check, StepRow
 
 
-def loader_site(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Where the user built the training DataLoader (None when no user frame built it)."""
+def loader_site(events: list[dict[str, Any]], stage: str = "train") -> dict[str, Any] | None:
+    """Where the user built the DataLoader of `stage` (None when no user frame built it)."""
     for event in events:
-        if event["kind"] == "loader_epoch" and event.get("built_at"):
+        if (
+            event["kind"] == "loader_epoch"
+            and event.get("built_at")
+            and event.get("stage", "train") == stage
+        ):
             return event["built_at"]
     return None
 
 
 def _loader(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next((e for e in events if e["kind"] == "loader_epoch"), None)
+    return next(
+        (e for e in events if e["kind"] == "loader_epoch" and e.get("stage", "train") == "train"),
+        None,
+    )
 
 
 def _shape_text(shape: list[int]) -> str:
@@ -115,7 +122,10 @@ def _predicted_ragged(events: list[dict[str, Any]], rows: list[StepRow]) -> int 
     loader = _loader(events)
     if not loader or loader.get("drop_last") or not loader.get("batch_size"):
         return None
-    plan = next((e for e in events if e["kind"] == "sampler_plan"), None)
+    plan = next(
+        (e for e in events if e["kind"] == "sampler_plan" and e.get("stage", "train") == "train"),
+        None,
+    )
     if plan is None:
         return None
     remainder = plan["count"] % loader["batch_size"]

@@ -14,10 +14,11 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from tpulint.runtime.judge.check_batches import loader_site
 from tpulint.runtime.judge.check_compiles import shape_op_sites
 from tpulint.runtime.judge.context import Context, plural
 from tpulint.runtime.judge.report import Cause, StepRow
-from tpulint.runtime.runner import RunOutcome, root_errors
+from tpulint.runtime.runner import RunOutcome, out_of_data, root_errors
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
@@ -106,6 +107,9 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     """Where the cores stopped. Two sources of stacks: the snapshot a core takes of the other
     replica threads when it gives up waiting at a barrier (in-process, knows which thread is
     which core), and the dump every thread writes on the watchdog's SIGUSR1."""
+    starved = out_of_data(outcome.events)
+    if starved is not None:
+        return _out_of_data(ctx, outcome, starved)
     step = _step_in_progress(rows)
     waiting = [e for e in outcome.all("replica_error") if e.get("out_of_step")]
     waited = sorted({e["rank"] for e in waiting if e.get("rank") is not None})
@@ -144,6 +148,46 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     )
 
 
+_STAGE_WORDS = {
+    "train": ("epoch", "gradient all-reduce of that step"),
+    "validate": (
+        "validation run",
+        "next collective (a sync_dist log, the end-of-validation barrier)",
+    ),
+    "test": ("test run", "next collective (a sync_dist log, the end-of-test barrier)"),
+}
+
+
+def _out_of_data(ctx: Context, outcome: RunOutcome, event: dict[str, Any]) -> Cause:
+    """A core's loader ended while another core got one more batch (cores.py): what hangs a
+    TPU job, caught at the fetch that shows it, before the cores enter the collective."""
+    data = event["out_of_data"]
+    stage = data.get("stage", "train")
+    short = {int(k): v for k, v in data.get("short", {}).items()}
+    longer = {int(k): v for k, v in data.get("longer", {}).items()}
+    run, collective = _STAGE_WORDS.get(stage, (f"{stage} run", "next collective"))
+    counts = sorted(set(short.values()))
+    more = max(longer.values()) if longer else (max(counts) + 1 if counts else 1)
+    loader = loader_site(outcome.events, stage)
+    message = (
+        f"a core ran out of data: in {run} {data.get('epoch', 0)}, {_cores(sorted(short))}"
+        f" had no batch after {'/'.join(map(str, counts))} while {_cores(sorted(longer))}"
+        f" got batch {more}; on a TPU, {_cores(sorted(longer))} wait in the {collective}"
+        f" for {_cores(sorted(short))}, which left the {run}, and the job hangs. Every core"
+        " needs the same number of batches: let Lightning shard a map-style dataset"
+        " (its DistributedSampler evens the shards out), or make an IterableDataset yield"
+        " the same number of samples on every rank (drop the remainder)"
+    )
+    return ctx.cause(
+        "run",
+        "out_of_data",
+        "fail",
+        message,
+        loader,
+        cores=sorted(set(short) | set(longer)),
+    )
+
+
 def _cores(ranks: list[int]) -> str:
     return ("core " if len(ranks) == 1 else "cores ") + ", ".join(map(str, ranks))
 
@@ -170,16 +214,34 @@ def _user_frames_in_stacks(ctx: Context, log: str) -> list[tuple[dict[str, Any],
     return [({"path": p, "line": ln, "function": f, "user": True}, n) for (p, ln, f), n in ranked]
 
 
+def brief(text: str, limit: int = 240) -> str:
+    """An exception message cut to its first sentences, for one line of a report."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(". ", 0, limit)
+    return text[: cut + 1] if cut > limit // 3 else text[: limit - 3].rstrip() + "..."
+
+
+_RAISED_WHERE = {
+    "loader": "Lightning raised it about the DataLoader built at this line",
+    "hook": "Lightning raised it about this hook",
+}
+
+
 def _raised(ctx: Context, outcome: RunOutcome) -> Cause:
+    """The exception is a failure, not a could-not-run: it raises on a TPU too."""
     error = root_errors(outcome.events)[0]
-    text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
+    message = brief(error["message"]) if error["message"] else ""
+    text = f"{error['type']}: {message}" if message else error["type"]
     rank = error.get("rank")
     on = f" on core {rank}" if rank is not None else ""
+    where = _RAISED_WHERE.get(error.get("site_reason") or "")
     return ctx.cause(
         "run",
         "exception",
         "fail",
-        f"training raised {text}{on}",
+        f"training raised {text}{on}" + (f" ({where})" if where else ""),
         error.get("site"),
         cores=[rank] if rank is not None else [],
     )

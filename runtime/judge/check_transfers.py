@@ -41,27 +41,48 @@ def _library_reader(site: dict[str, Any]) -> str:
     return "a library reads it (no line of yours was on the stack)"
 
 
-def _per_step_counters(events: list[dict[str, Any]]) -> dict[int, dict[str, int]]:
+def _per_step_counters(
+    events: list[dict[str, Any]], stage: str = "train"
+) -> dict[int, dict[str, int]]:
+    """Counters per row of `stage`, numbered as its rows are."""
     totals: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    index: dict[tuple[Any, ...], int] = {}
     for event in events:
-        if event["kind"] == "step":
-            for name, value in event["counters"].items():
-                totals[event["step"]][name] += value
+        if event["kind"] == "step" and stage == "train":
+            step = event["step"]
+        elif event["kind"] == "eval_step" and event.get("stage") == stage:
+            key = (event.get("run"), event.get("dataloader_idx", 0), event["batch_idx"])
+            step = index.setdefault(key, len(index))
+        else:
+            continue
+        for counter, value in event["counters"].items():
+            totals[step][counter] += value
     return totals
 
 
+_STAGE_NOUN = {"validate": "validation", "test": "test"}
+
+
 def check_transfers(
-    ctx: Context, rows: list[StepRow], events: list[dict[str, Any]]
+    ctx: Context,
+    rows: list[StepRow],
+    events: list[dict[str, Any]],
+    stage: str = "train",
+    name: str = "transfers",
 ) -> tuple[Check, list[Cause]]:
-    judged = [r for r in rows if r.phase != "warmup"]
+    """Transfers per step (per validation or test batch for those `stage`s: then `name` is
+    that check's and only its later runs are judged when it has more than one)."""
+    unit = "step" if stage == "train" else f"{_STAGE_NOUN.get(stage, stage)} batch"
+    first = "warmup" if stage == "train" else "first_run"
+    judged = [r for r in rows if r.phase != first] or ([] if stage == "train" else list(rows))
     judged_steps = {r.step for r in judged}
     if not judged:
-        return Check("transfers", "skipped", "no step after warm-up", {}), []
+        return Check(name, "skipped", f"no {unit} after warm-up", {}), []
     cores = max(ctx.cores, 1)
     per_core_step = len(judged) * cores
 
     sites: dict[tuple[str, int, str], dict[str, Any]] = {}
-    for step, rank, bucket in raw_rank_buckets(events):
+    for step, rank, bucket in raw_rank_buckets(events, stage):
         if step not in judged_steps:
             continue
         for read in bucket.get("transfers", []):
@@ -93,11 +114,11 @@ def check_transfers(
             why = _library_reader(entry["site"])
         causes.append(
             ctx.cause(
-                "transfers",
+                name,
                 "host_read",
                 "warn",
                 f"`{entry['op']}` reads a value back to the host {plural(rate, 'time')}"
-                f" per step per core: {why}",
+                f" per {unit} per core: {why}",
                 entry["site"],
                 steps=sorted(entry["steps"]),
                 cores=sorted(entry["cores"]),
@@ -109,16 +130,19 @@ def check_transfers(
     counted = sum(r.transfers for r in judged)
     unexplained = max(counted - traced, 0)
     if unexplained:
-        causes += _unexplained(ctx, events, judged_steps, unexplained, per_core_step)
+        causes += _unexplained(
+            ctx, events, judged_steps, unexplained, per_core_step, stage, name, unit
+        )
 
     rate = counted / per_core_step
     status = "warn" if counted else "pass"
+    after = " after warm-up" if stage == "train" else ""
     if counted:
-        first = causes[0] if causes else None
-        where = f"; most at {first.location}" if first and first.location else ""
-        summary = f"{plural(rate, 'transfer')} per step per core after warm-up{where}"
+        top = causes[0] if causes else None
+        where = f"; most at {top.location}" if top and top.location else ""
+        summary = f"{plural(rate, 'transfer')} per {unit} per core{after}{where}"
     else:
-        summary = "no device-to-host transfer after warm-up"
+        summary = f"no device-to-host transfer{after}"
     details = {
         "after_warmup": counted,
         "per_step_per_core": round(rate, 3),
@@ -129,9 +153,16 @@ def check_transfers(
 
 
 def _unexplained(
-    ctx: Context, events: list[dict[str, Any]], steps: set[int], count: int, per_core_step: int
+    ctx: Context,
+    events: list[dict[str, Any]],
+    steps: set[int],
+    count: int,
+    per_core_step: int,
+    stage: str,
+    name: str,
+    unit: str,
 ) -> list[Cause]:
-    counters = _per_step_counters(events)
+    counters = _per_step_counters(events, stage)
     host_ops = sorted(
         {
             name
@@ -140,16 +171,16 @@ def _unexplained(
             if name.startswith("aten::") and name != "aten::_local_scalar_dense" and value
         }
     )
-    shape_sites = [e for e in shape_op_sites(events) if e["steps"] & steps]
+    shape_sites = [e for e in shape_op_sites(events, stage) if e["steps"] & steps]
     rate = count / per_core_step
     if shape_sites and host_ops:
         entry = max(shape_sites, key=lambda e: e["count"])
         return [
             ctx.cause(
-                "transfers",
+                name,
                 "host_shape_computation",
                 "warn",
-                f"{plural(rate, 'transfer')} per step per core come from torch_xla running"
+                f"{plural(rate, 'transfer')} per {unit} per core come from torch_xla running"
                 f" {', '.join(host_ops)} on the host to size the result of this line",
                 entry["site"],
                 steps=sorted(entry["steps"]),
@@ -159,10 +190,10 @@ def _unexplained(
         ]
     return [
         ctx.cause(
-            "transfers",
+            name,
             "unattributed_transfers",
             "info",
-            f"{plural(rate, 'transfer')} per step per core were not made from Python (torch_xla"
+            f"{plural(rate, 'transfer')} per {unit} per core were not made from Python (torch_xla"
             f" internals{': ' + ', '.join(host_ops) if host_ops else ''})",
             count=count,
         )
