@@ -38,6 +38,11 @@ def configure(run_dir: str) -> Path:
     """Turn the analysis on for this process and its children. Must run before torch_xla
     compiles its first graph: the level is read once, at the first analysis."""
     path = Path(run_dir) / DEBUG_FILE
+    if os.environ.get("TPULINT_EXPERIMENT_LEVEL"):
+        os.environ["PT_XLA_DEBUG_LEVEL"] = os.environ["TPULINT_EXPERIMENT_LEVEL"]
+        os.environ["PT_XLA_DEBUG_FILE"] = str(path)
+        os.environ["PT_XLA_DEBUG_MAX_FRAME"] = os.environ.get("TPULINT_EXPERIMENT_FRAMES", "48")
+        return path
     os.environ["PT_XLA_DEBUG_LEVEL"] = "2"
     os.environ["PT_XLA_DEBUG_FILE"] = str(path)
     os.environ["PT_XLA_DEBUG_MAX_FRAME"] = str(_MAX_FRAMES)

@@ -51,6 +51,8 @@ def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
         warmup=spec.warmup,
         max_extra_epochs=spec.max_extra_epochs,
         extend_until=spec.extend_until,
+        finish_after="test" if spec.test else "train",
+        done_marker=Path(spec.run_dir) / DONE_MARKER,
     )
     if spec.device == "CPU":
         from tpulint.runtime.child.xla_cpu import CpuDataParallel
@@ -123,6 +125,10 @@ def _trainer(spec: RunSpec, recorder: Any) -> Any:
     )
 
 
+# Left by the replica process when it ended the run itself (recorder.StepRecorder._finish).
+DONE_MARKER = "finished"
+
+
 def _check_test_loop(spec: RunSpec, loaded: Any) -> None:
     from lightning.pytorch.utilities.model_helpers import is_overridden
 
@@ -183,6 +189,8 @@ def run(spec: RunSpec, log: EventLog) -> int:
             log.write("test_start")
             trainer.test(loaded.module, datamodule=loaded.datamodule, verbose=False)
     except BaseException as exc:
+        if (Path(spec.run_dir) / DONE_MARKER).exists():
+            return EXIT_FINISHED  # the replica process ended itself once all was recorded
         if spec.cores == 1:  # no launcher: the replica ran in this thread
             recorder.replica_failed(exc)
         log.write(
