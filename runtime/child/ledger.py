@@ -19,8 +19,10 @@ from tpulint.runtime.frames import CodeFilter, Site
 
 @dataclass
 class _Bucket:
-    transfers: dict[tuple[Site, str], list[int]] = field(default_factory=dict)  # [count, compiles]
+    # (user site, op, library reader or None) -> [count, compiles]
+    transfers: dict[tuple[Site, str, Site | None], list[int]] = field(default_factory=dict)
     shape_ops: dict[tuple[Site, str], dict[str, Any]] = field(default_factory=dict)
+    fallbacks: dict[tuple[Site, str], int] = field(default_factory=dict)  # (site, counter)
     marker_compiles: int = 0
     optimizer_steps: int = 0
     batch: list[list[int]] | None = None
@@ -31,8 +33,18 @@ class _Bucket:
             "marker_compiles": self.marker_compiles,
             "optimizer_steps": self.optimizer_steps,
             "transfers": [
-                {"site": site.to_json(), "op": op, "count": count, "compiles": compiles}
-                for (site, op), (count, compiles) in self.transfers.items()
+                {
+                    "site": site.to_json(),
+                    "op": op,
+                    "reader": reader.to_json() if reader else None,
+                    "count": count,
+                    "compiles": compiles,
+                }
+                for (site, op, reader), (count, compiles) in self.transfers.items()
+            ],
+            "fallbacks": [
+                {"site": site.to_json(), "op": op, "count": count}
+                for (site, op), count in self.fallbacks.items()
             ],
             "shape_ops": [
                 {
@@ -55,6 +67,9 @@ class Ledger:
         self._buckets: dict[int, _Bucket] = {}
         self._last_collective: dict[int | None, tuple[Any, ...]] = {}
         self.threads: dict[int, int] = {}  # thread ident -> rank, for stack snapshots
+        # Python name of an op torch_xla ran on the host -> its `aten::*` counters; learned
+        # from the counters at each step boundary (tracing.OpTracer watches these names).
+        self.fallback_counters: dict[str, tuple[str, ...]] = {}
         # (stage, epoch of that stage's loader) -> rank -> [batches fetched, count at its end]
         self._progress: dict[tuple[str, int], dict[int, list[int | None]]] = {}
         self._loader_epochs: dict[tuple[int, str], int] = {}
@@ -63,7 +78,11 @@ class Ledger:
 
     def bind(self, rank: int) -> None:
         self._local.rank = rank
-        self.threads[threading.get_ident()] = rank
+        ident = threading.get_ident()
+        if self.threads.get(ident) != rank:
+            self.threads[ident] = rank
+            # Stacks dumped on a hang name threads by this id: the parent maps them to cores.
+            self.events.write("replica_thread", rank=rank, ident=ident)
 
     def bind_loader(self, rank: int, stage: str) -> None:
         """A loader thread serving `rank` (not a replica: no stack snapshots, no step rows)."""
@@ -95,11 +114,11 @@ class Ledger:
 
     # --- observations -----------------------------------------------------------------
 
-    def transfer(self, op: str, site: Site, compiles: int) -> None:
+    def transfer(self, op: str, site: Site, compiles: int, reader: Site | None = None) -> None:
         with self._lock:
             bucket = self._bucket()
             if bucket is not None:
-                entry = bucket.transfers.setdefault((site, op), [0, 0])
+                entry = bucket.transfers.setdefault((site, op, reader), [0, 0])
                 entry[0] += 1
                 entry[1] += compiles
 
@@ -117,6 +136,21 @@ class Ledger:
             bucket = self._bucket()
             if bucket is not None:
                 bucket.marker_compiles += count
+
+    def fallback(self, op: str, site: Site) -> None:
+        with self._lock:
+            bucket = self._bucket()
+            if bucket is not None:
+                bucket.fallbacks[(site, op)] = bucket.fallbacks.get((site, op), 0) + 1
+
+    def learn_fallbacks(self, counters: list[str], name_of: Any) -> None:
+        """Watch the Python names of these `aten::*` fallback counters from now on."""
+        known = dict(self.fallback_counters)
+        for counter in counters:
+            name = name_of(counter)
+            if counter not in known.get(name, ()):
+                known[name] = (*known.get(name, ()), counter)
+        self.fallback_counters = known  # replaced whole: readers never see it half-built
 
     def optimizer_step(self) -> None:
         with self._lock:

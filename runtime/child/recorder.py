@@ -23,7 +23,7 @@ import torch
 from lightning.pytorch import Callback
 from tpulint.runtime.child.graphs import GraphLog
 from tpulint.runtime.child.ledger import Ledger
-from tpulint.runtime.child.tracing import OpTracer
+from tpulint.runtime.child.tracing import OpTracer, fallback_name
 from tpulint.runtime.errors import CoreOutOfData, ReplicasOutOfStep
 from tpulint.runtime.events import EventLog
 from tpulint.runtime.frames import is_tpulint_frame
@@ -32,6 +32,8 @@ from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, steady_window, window_is_st
 # Counters that matter for the verdicts; every "aten::*" counter (an op torch_xla ran on the
 # host, e.g. aten::nonzero for a boolean mask) is read too.
 _COUNTERS = ("UncachedCompile", "CachedCompile")
+# torch_xla counts `.item()` and friends under this aten name: a transfer, not a fallback.
+_NOT_FALLBACKS = ("aten::_local_scalar_dense",)
 _EXIT_AFTER_FAILURE = 70  # the replica process's status once a replica failed (EX_SOFTWARE)
 _METRICS = ("TransferFromDeviceTime", "CompileTime")
 
@@ -279,7 +281,10 @@ class StepRecorder(Callback):
             return False
         elapsed = time.monotonic() - self._started
         if self._extra_epochs >= self.max_extra_epochs or elapsed > self.extend_until:
-            self.events.write("extension_refused", epoch=epoch, seconds=round(elapsed, 1))
+            because = "epochs" if self._extra_epochs >= self.max_extra_epochs else "time"
+            self.events.write(
+                "extension_refused", epoch=epoch, seconds=round(elapsed, 1), because=because
+            )
             return False
         self._extra_epochs += 1
         window = steady_window(after_warmup)
@@ -351,6 +356,10 @@ class StepRecorder(Callback):
         if self._leads():
             now = read_counters()
             clock = time.perf_counter()
+            self.ledger.learn_fallbacks(
+                [c for c in now if c.startswith("aten::") and c not in _NOT_FALLBACKS],
+                fallback_name,
+            )
             ranks = {rank: self.ledger.take(rank) for rank in self.ledger.process_ranks()}
             graphs = self._take_graphs()
             self._note_progress(kind, fields, graphs, ranks)

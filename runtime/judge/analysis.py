@@ -17,8 +17,9 @@ from tpulint.runtime.environment import Backend
 from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.judge.attribution import RuleIndex
 from tpulint.runtime.judge.check_batches import check_batches, loader_site
-from tpulint.runtime.judge.check_compiles import check_compiles
+from tpulint.runtime.judge.check_compiles import check_compiles, window_rows
 from tpulint.runtime.judge.check_eval import check_eval
+from tpulint.runtime.judge.check_fallbacks import check_fallbacks
 from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
@@ -28,12 +29,13 @@ from tpulint.runtime.judge.report import ERROR, FAIL, PASS, Cause, StepRow, Veri
 from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
-from tpulint.runtime.steady import MIN_STEADY_STEPS
+from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, MIN_STEADY_STEPS
 
 CHECK_LABELS = {
     "sharding": "sharding",
     "compile_stability": "compile stability",
     "transfers": "transfers",
+    "cpu_fallbacks": "cpu fallbacks",
     "batch_geometry": "batch geometry",
     "validation": "validation",
     "test": "test",
@@ -143,13 +145,17 @@ def analyze(
         ctx, rows, outcome.events, Path(spec.run_dir)
     )
     transfers, transfer_causes = check_transfers(ctx, rows, outcome.events)
+    fallbacks, fallback_causes = check_fallbacks(
+        ctx, rows, outcome.events, window_rows(rows, settings.warmup)
+    )
     batches, batch_causes = check_batches(ctx, rows, outcome.events)
-    report.checks = {c.name: c for c in (sharding, compiles, transfers, batches)}
+    report.checks = {c.name: c for c in (sharding, compiles, transfers, fallbacks, batches)}
     report.shards = shards
     report.causes = (
         [c for c in from_run if c.check == "run"]
         + sharding_causes
         + compile_causes
+        + fallback_causes
         + transfer_causes
         + batch_causes
     )
@@ -231,11 +237,11 @@ def _too_short(ctx: Context, rows: list[StepRow], outcome: RunOutcome) -> str:
     epochs = len({r.epoch for r in rows})
     after = sum(1 for r in rows if r.step >= ctx.warmup)
     per_epoch = max(sum(1 for r in rows if r.epoch == e) for e in {r.epoch for r in rows})
-    refused = outcome.first("extension_refused")
+    refused = outcome.first("extension_refused") or {}
     budget = (
-        " (the time budget for more epochs ran out)"
-        if refused
-        else " (after the extra epochs verify may add)"
+        " (half of --timeout had passed, so no epoch was added)"
+        if refused.get("because") == "time"
+        else f" (with the {MAX_EXTRA_EPOCHS} epochs verify may add)"
     )
     return (
         f"compile stability cannot be judged: {plural(after, 'training step')} after the"

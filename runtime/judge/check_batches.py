@@ -65,7 +65,8 @@ def check_batches(
                 "warn",
                 f"the per-core batch of {full} is not a multiple of {multiple}: the TPU pads it to"
                 f" {padded}, so {waste:.0%} of every step computes padding; use a per-core batch"
-                f" size of {padded} (or {padded - multiple if padded > multiple else multiple})",
+                f" size of {padded}"
+                + (f" (or {padded - multiple})" if padded - multiple > 0 else ""),
                 site,
                 codes=("TPU302",),
                 count=full,

@@ -199,6 +199,8 @@ def check_compiles(
         "compiles_warmup": sum(r.uncached_compiles for r in rows if r.phase == "warmup"),
         "compiles_after_warmup": sum(r.uncached_compiles for r in after),
         "compiles_total": sum(r.uncached_compiles for r in rows),
+        "compiles_epoch_boundary": _compiles_of(causes, rows, "epoch_boundary"),
+        "compiles_ragged_batch": sum(r.uncached_compiles for r in rows if r.phase == "ragged"),
         "graphs_warmup": len(warm),
         "graphs_after_warmup": len(late),
         "graphs_one_time": len(one_time),
@@ -209,6 +211,12 @@ def check_compiles(
         "new_graphs_per_step": [r.new_graphs for r in rows],
     }
     return Check("compile_stability", status, summary, details), causes
+
+
+def _compiles_of(causes: list[Cause], rows: list[StepRow], kind: str) -> int:
+    """Uncached compiles in the steps of the one-time compiles of `kind`."""
+    steps = {s for c in causes if c.kind == kind for s in c.steps}
+    return sum(r.uncached_compiles for r in rows if r.step in steps)
 
 
 def _window_json(window: list[StepRow] | None, ctx: Context) -> dict[str, Any] | None:

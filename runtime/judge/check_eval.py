@@ -19,6 +19,7 @@ from typing import Any
 
 from tpulint.runtime.judge.check_batches import loader_site
 from tpulint.runtime.judge.check_compiles import shape_causes, shape_op_sites
+from tpulint.runtime.judge.check_fallbacks import fallback_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural, span, status_of
@@ -51,6 +52,9 @@ def check_eval(
     causes += shape_causes(ctx, shape_op_sites(events, stage), check=name)
     varying = any(c.kind == "data_dependent_shape" and c.severity == "fail" for c in causes)
     causes += _graph_causes(ctx, name, stage, rows, runs, graphs, events, varying)
+    later = [r for r in rows if runs and r.run != runs[0]] or rows
+    last = [r for r in rows if runs and r.run == runs[-1]]
+    causes += fallback_causes(ctx, rows, events, stage=stage, check=name, judged=later, steady=last)
     transfers, transfer_causes = check_transfers(ctx, rows, events, stage, name)
     causes += transfer_causes
 
@@ -187,6 +191,7 @@ def _summary(
         labels = {
             "data_dependent_shape": "data-dependent shapes",
             "new_graphs_in_window": "new graphs at every run",
+            "cpu_fallback": "an op runs on the CPU every batch",
         }
         where = f" at {first.location}" if first.location else ""
         return f"{labels.get(first.kind, first.kind.replace('_', ' '))}{where}"

@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from tpulint.runtime.frames import is_plumbing
 from tpulint.runtime.judge.check_batches import loader_site
 from tpulint.runtime.judge.check_compiles import shape_op_sites
 from tpulint.runtime.judge.context import Context, plural
@@ -51,16 +52,18 @@ def _diverged(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     if len(groups) > 1:
         names = {key[0] for key in groups}
         sample = next(iter(last.values()))
+        where = {key: _at(ctx, last[ranks[0]].get("site")) for key, ranks in groups.items()}
         if len(names) == 1:
             shapes = "; ".join(
-                f"{key[3]} on cores {', '.join(map(str, ranks))}" for key, ranks in groups.items()
+                f"{key[3]} on cores {', '.join(map(str, ranks))}{where[key]}"
+                for key, ranks in groups.items()
             )
             what = f"entered `{sample['name']}` with different shapes ({shapes})"
         else:
             what = (
                 "entered different collectives ("
                 + "; ".join(
-                    f"`{key[0]}` on cores {', '.join(map(str, ranks))}"
+                    f"`{key[0]}` on cores {', '.join(map(str, ranks))}{where[key]}"
                     for key, ranks in groups.items()
                 )
                 + ")"
@@ -99,6 +102,11 @@ def _diverged(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     )
 
 
+def _at(ctx: Context, site: dict[str, Any] | None) -> str:
+    location = ctx.location(site)
+    return f" at {location}" if location else ""
+
+
 def _user_site_of(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((e["site"] for e in events if e["site"].get("user")), None)
 
@@ -134,9 +142,18 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
             f" {' / '.join(places) or 'a barrier'}"
         )
     elif dumped:
-        count = dumped[0][1]
-        verb = "was" if count == 1 else "were"
-        parts.append(f"{plural(count, 'thread')} {verb} blocked at this line")
+        by_core = _cores_in_stacks(ctx, outcome)
+        if by_core:
+            parts.append(
+                "; ".join(
+                    f"{_cores(ranks)} {'was' if len(ranks) == 1 else 'were'} at {where}"
+                    for where, ranks in by_core.items()
+                )
+            )
+        else:
+            count = dumped[0][1]
+            verb = "was" if count == 1 else "were"
+            parts.append(f"{plural(count, 'thread')} {verb} blocked at this line")
     parts.append(outcome.detail)
     if site is None:
         parts.append(
@@ -190,6 +207,35 @@ def _out_of_data(ctx: Context, outcome: RunOutcome, event: dict[str, Any]) -> Ca
 
 def _cores(ranks: list[int]) -> str:
     return ("core " if len(ranks) == 1 else "cores ") + ", ".join(map(str, ranks))
+
+
+def _cores_in_stacks(ctx: Context, outcome: RunOutcome) -> dict[str, list[int]]:
+    """Where each core's replica thread was in the stacks dumped on the watchdog's SIGUSR1:
+    its innermost user frame, else its innermost library frame that is not plumbing (the
+    collective or the barrier it waits in). Cores grouped by place."""
+    cores = {e["ident"]: e["rank"] for e in outcome.all("replica_thread")}
+    places: dict[str, list[int]] = defaultdict(list)
+    ident: int | None = None
+    frames: list[tuple[str, int, str]] = []
+
+    def flush() -> None:
+        if ident in cores and frames:
+            user = next((f for f in frames if ctx.user_code and ctx.user_code.is_user(f[0])), None)
+            lib = next((f for f in frames if not is_plumbing(f[0])), frames[0])
+            path, line, function = user or lib
+            where = ctx.location({"path": path, "line": line, "function": function})
+            places[f"{where} ({function})"].append(cores[ident])
+
+    for line in [*outcome.log.splitlines(), ""]:
+        header = re.match(r"^(?:Current thread|Thread) (0x[0-9a-f]+)", line)
+        if header or not line.strip():
+            flush()
+            ident, frames = (int(header.group(1), 16), []) if header else (None, [])
+            continue
+        match = _FRAME.match(line)
+        if match and ident is not None:
+            frames.append((match["path"], int(match["line"]), match["function"]))
+    return {where: sorted(ranks) for where, ranks in sorted(places.items(), key=lambda kv: kv[1])}
 
 
 def _user_frames_in_stacks(ctx: Context, log: str) -> list[tuple[dict[str, Any], int]]:

@@ -301,6 +301,6 @@ def _summary(causes: list[Cause], epochs: list[ShardEpoch], world: int) -> str:
     return (
         f"{world} disjoint shards of {'/'.join(map(str, sizes))} indices cover"
         f" {first.covered}/{first.dataset_size} samples{pad},"
-        f" {'/'.join(map(str, batches))} batches per core,"
+        f" {'/'.join(map(str, batches))} batch{'' if batches == [1] else 'es'} per core,"
         f" in each of {plural(len(epochs), 'epoch')}"
     )

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from tpulint.runtime.judge.check_compiles import shape_op_sites
-from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.context import Context, plural, status_of
 from tpulint.runtime.judge.report import Cause, Check, StepRow
 from tpulint.runtime.judge.steps import raw_rank_buckets
 
@@ -31,14 +31,69 @@ _ADVICE = {
 }
 
 
-def _library_reader(site: dict[str, Any]) -> str:
+def _loop_groups(rows: list[StepRow], stage: str) -> list[set[int]]:
+    """The steps of every epoch (validation and test: of every run)."""
+    groups: dict[Any, set[int]] = defaultdict(set)
+    for row in rows:
+        groups[row.epoch if stage == "train" else row.run].add(row.step)
+    return list(groups.values())
+
+
+def _once_per_loop(steps: set[int], groups: list[set[int]]) -> bool:
+    """Read only at an end of epochs (or runs), at most once in each, in loops of at least
+    two steps: end-of-loop bookkeeping, not a per-step cost."""
+    return all(len(g) >= 2 for g in groups) and all(
+        len(steps & g) <= 1 and (steps & g) <= {min(g), max(g)} for g in groups
+    )
+
+
+def _function(site: dict[str, Any]) -> str:
+    """`torch.nn.modules.transformer._detect_is_causal_mask`-like, from a library frame."""
     path = site["path"].replace("\\", "/")
-    if "/lightning/" in path or "/pytorch_lightning/" in path:
-        return (
-            "Lightning itself reads it (no line of yours on the stack): it reads logged values"
-            " back to show them, every step for `self.log(..., prog_bar=True)`"
-        )
-    return "a library reads it (no line of yours was on the stack)"
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    module = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    return f"`{module}.{site['function']}` (line {site['line']})"
+
+
+# Library functions known to read tensor values, with what to do about it.
+_KNOWN_READERS: tuple[tuple[str, str, str], ...] = (
+    (
+        "/lightning/fabric/utilities/apply_func.py",
+        "to_item",
+        "Lightning turns logged values into Python numbers to show them; for"
+        " `self.log(..., prog_bar=True)` that is every step: drop prog_bar, or log on_epoch",
+    ),
+    (
+        "/lightning/pytorch/strategies/xla.py",
+        "reduce",
+        "`self.log(..., sync_dist=True)` reduces the value over the cores through the host"
+        " (xm.mesh_reduce) each time it logs: log on_step=False, on_epoch=True, or without"
+        " sync_dist",
+    ),
+    (
+        "/torch/nn/modules/transformer.py",
+        "_detect_is_causal_mask",
+        "torch.nn.Transformer reads the mask to find out whether it is causal; tell it instead:"
+        " pass `tgt_is_causal=True` with a causal `tgt_mask` (`is_causal=True` for an encoder"
+        " or decoder layer), and it does not look",
+    ),
+)
+
+
+def known_reader(site: dict[str, Any] | None) -> str | None:
+    if not site:
+        return None
+    path = site["path"].replace("\\", "/")
+    for suffix, function, hint in _KNOWN_READERS:
+        if path.endswith(suffix) and site.get("function") == function:
+            return hint
+    return None
+
+
+def _library_reader(site: dict[str, Any]) -> str:
+    return known_reader(site) or "a library reads it (no line of yours was on the stack)"
 
 
 def _per_step_counters(
@@ -81,16 +136,24 @@ def check_transfers(
     cores = max(ctx.cores, 1)
     per_core_step = len(judged) * cores
 
-    sites: dict[tuple[str, int, str], dict[str, Any]] = {}
+    sites: dict[tuple[Any, ...], dict[str, Any]] = {}
     for step, rank, bucket in raw_rank_buckets(events, stage):
         if step not in judged_steps:
             continue
         for read in bucket.get("transfers", []):
-            key = (read["site"]["path"], read["site"]["line"], read["op"])
+            reader = read.get("reader") or {}
+            key = (
+                read["site"]["path"],
+                read["site"]["line"],
+                read["op"],
+                reader.get("path"),
+                reader.get("function"),
+            )
             entry = sites.setdefault(
                 key,
                 {
                     "site": read["site"],
+                    "reader": read.get("reader"),
                     "op": read["op"],
                     "count": 0,
                     "steps": set(),
@@ -104,21 +167,34 @@ def check_transfers(
     causes: list[Cause] = []
     # The user's own lines first: those are the ones to change.
     ordered = sorted(sites.values(), key=lambda e: (not e["site"].get("user", True), -e["count"]))
+    groups = _loop_groups(rows, stage)
     for entry in ordered:
         rate = entry["count"] / per_core_step
-        if entry["site"].get("user", True):
+        once = _once_per_loop(entry["steps"], groups)
+        reader = entry.get("reader")
+        known = known_reader(reader or entry["site"])
+        if known:
+            why = known
+        elif entry["site"].get("user", True):
             why = "the core waits for the step so far to finish; " + _ADVICE.get(
                 entry["op"], "keep it on the device"
             )
         else:
             why = _library_reader(entry["site"])
+        who = f"`{entry['op']}`"
+        if reader:
+            who += f" in {_function(reader)}, called from this line,"
+        how_often = (
+            f"once per {'epoch' if stage == 'train' else 'run'}, at its start or end"
+            if once
+            else f"{plural(rate, 'time')} per {unit} per core"
+        )
         causes.append(
             ctx.cause(
                 name,
                 "host_read",
-                "warn",
-                f"`{entry['op']}` reads a value back to the host {plural(rate, 'time')}"
-                f" per {unit} per core: {why}",
+                "info" if once else "warn",
+                f"{who} reads a value back to the host {how_often}: {why}",
                 entry["site"],
                 steps=sorted(entry["steps"]),
                 cores=sorted(entry["cores"]),
@@ -127,6 +203,7 @@ def check_transfers(
         )
 
     traced = sum(e["count"] for e in sites.values())
+    per_step_reads = [c for c in causes if c.severity == "warn"]
     counted = sum(r.transfers for r in judged)
     unexplained = max(counted - traced, 0)
     if unexplained:
@@ -135,12 +212,17 @@ def check_transfers(
         )
 
     rate = counted / per_core_step
-    status = "warn" if counted else "pass"
+    status = status_of(causes) if causes else ("warn" if counted else "pass")
     after = " after warm-up" if stage == "train" else ""
-    if counted:
-        top = causes[0] if causes else None
+    if status != "pass":
+        top = per_step_reads[0] if per_step_reads else (causes[0] if causes else None)
         where = f"; most at {top.location}" if top and top.location else ""
         summary = f"{plural(rate, 'transfer')} per {unit} per core{after}{where}"
+    elif counted:
+        summary = (
+            f"no per-{unit} transfer{after}; {plural(counted, 'read')} at the ends of"
+            f" {'epochs' if stage == 'train' else 'runs'} (bookkeeping)"
+        )
     else:
         summary = f"no device-to-host transfer{after}"
     details = {
@@ -165,14 +247,35 @@ def _unexplained(
     counters = _per_step_counters(events, stage)
     host_ops = sorted(
         {
-            name
+            counter
             for step in steps
-            for name, value in counters.get(step, {}).items()
-            if name.startswith("aten::") and name != "aten::_local_scalar_dense" and value
+            for counter, value in counters.get(step, {}).items()
+            if counter.startswith("aten::") and counter != "aten::_local_scalar_dense" and value
         }
     )
     shape_sites = [e for e in shape_op_sites(events, stage) if e["steps"] & steps]
     rate = count / per_core_step
+    fallen: dict[tuple[str, int], dict[str, Any]] = {}
+    for step, _rank, bucket in raw_rank_buckets(events, stage):
+        if step in steps:
+            for entry in bucket.get("fallbacks", []):
+                key = (entry["site"]["path"], entry["site"]["line"])
+                fallen.setdefault(key, {"site": entry["site"], "ops": set()})["ops"].add(
+                    entry["op"].removeprefix("aten::")
+                )
+    if fallen and not shape_sites:
+        entry = next(iter(fallen.values()))
+        return [
+            ctx.cause(
+                name,
+                "host_fallback_transfers",
+                "warn",
+                f"{plural(rate, 'transfer')} per {unit} per core: torch_xla runs"
+                f" {', '.join(sorted(entry['ops']))} on the CPU at this line (a CPU fallback)",
+                entry["site"],
+                count=count,
+            )
+        ]
     if shape_sites and host_ops:
         entry = max(shape_sites, key=lambda e: e["count"])
         return [
@@ -180,7 +283,7 @@ def _unexplained(
                 name,
                 "host_shape_computation",
                 "warn",
-                f"{plural(rate, 'transfer')} per {unit} per core come from torch_xla running"
+                f"{plural(rate, 'transfer')} per {unit} per core: torch_xla runs"
                 f" {', '.join(host_ops)} on the host to size the result of this line",
                 entry["site"],
                 steps=sorted(entry["steps"]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpulint.runtime.frames import CodeFilter, is_tpulint_frame
+from tpulint.runtime.frames import CodeFilter, is_plumbing, is_tpulint_frame
 from tpulint.runtime.judge.report import StepRow
 
 _ROW_KINDS = ("step", "eval_step")
@@ -93,24 +93,6 @@ def _rows_by_event(
         if row is not None:
             found[id(event)] = row
     return found
-
-
-# Frames that only pass a call on: never the answer to "which library function did it".
-_PLUMBING_FILES = (
-    "/torch_xla/torch_xla.py",
-    "/torch_xla/core/xla_model.py",
-    "/typing_extensions.py",
-    "/torch/_tensor.py",
-    "/torch/overrides.py",
-    "/torch/utils/_contextlib.py",
-    "/torch/nn/modules/module.py",
-    "/functools.py",
-)
-
-
-def is_plumbing(path: str) -> bool:
-    norm = path.replace("\\", "/")
-    return is_tpulint_frame(path) or norm.endswith(_PLUMBING_FILES)
 
 
 def compile_sites(

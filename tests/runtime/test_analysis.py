@@ -355,7 +355,9 @@ def test_diverged_names_the_collective_and_shapes() -> None:
     outcome = RunOutcome("diverged", "XLA aborted", -6, events, ABORT, 30.0)
     (cause,) = run_causes(ctx(cores=4), outcome, build_rows([step(0, 0, 0, cores=4)], 2))
     assert cause.kind == "diverged_replicas" and str(cause.location) == "model.py:30"
-    assert "([[1]] on cores 0, 2; [[2]] on cores 1, 3)" in cause.message
+    assert (
+        "([[1]] on cores 0, 2 at model.py:30; [[2]] on cores 1, 3 at model.py:30)" in cause.message
+    )
     assert cause.steps == [1]
 
 
@@ -390,6 +392,32 @@ def test_hang_stacks_name_the_user_line(tmp_path: Path) -> None:
     assert "cores 1, 2, 3 waited at a step marker (torch_xla.sync)" in cause.message
 
 
+def test_watchdog_stacks_say_where_each_core_was(tmp_path: Path) -> None:
+    user = tmp_path / "model.py"
+    user.write_text("")
+    log = "".join(
+        f"Thread 0x{0x7F00 + rank:016x} (most recent call first):\n"
+        + (
+            f'  File "{user}", line 22 in training_step\n'
+            if rank == 2
+            else '  File "/venv/site-packages/torch_xla/core/xla_model.py", line 9 in all_reduce\n'
+            '  File "/venv/site-packages/lightning/pytorch/plugins/precision/xla.py", line 96'
+            " in _xla_wrap_closure\n"
+        )
+        + "\n"
+        for rank in range(4)
+    )
+    threads = [{"kind": "replica_thread", "rank": r, "ident": 0x7F00 + r} for r in range(4)]
+    outcome = RunOutcome("hung", "no progress within 40s", None, threads, log, 40.0, True)
+    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]))
+    (cause,) = run_causes(context, outcome, [])
+    assert f"core 2 was at {user}:22 (training_step)" in cause.message
+    assert (
+        "cores 0, 1, 3 were at lightning/pytorch/plugins/precision/xla.py:96 (_xla_wrap_closure)"
+        in cause.message
+    )
+
+
 # --- which frames are the user's ---------------------------------------------------------
 
 
@@ -408,9 +436,11 @@ def test_code_filter(path: str, user: bool) -> None:
 
 
 def test_code_filter_installed_package_under_test() -> None:
+    # A target inside an installed package does not make installed code the user's.
     root = "/venv/lib/python3.11/site-packages/mypkg"
-    assert CodeFilter([root]).is_user(f"{root}/model.py")
+    assert not CodeFilter([root]).is_user(f"{root}/model.py")
     assert not CodeFilter([root]).is_user("/venv/lib/python3.11/site-packages/torch/nn.py")
+    assert not CodeFilter(["/proj"]).is_user("/proj/.venv/lib/python3.11/dist-packages/x.py")
 
 
 def test_hang_snapshot_names_the_stuck_core_without_a_dump() -> None:

@@ -26,6 +26,7 @@ def test_passes(report: VerifyReport) -> None:
         "sharding": "pass",
         "compile_stability": "pass",
         "transfers": "pass",
+        "cpu_fallbacks": "pass",
         "batch_geometry": "pass",
     }
     assert not [c for c in report.causes if c.severity in ("fail", "warn")]
@@ -122,7 +123,13 @@ def test_json_schema(report: VerifyReport) -> None:
         "batch_multiple": 8,
         "timeout": 600.0,
     }
-    assert set(data["checks"]) == {"sharding", "compile_stability", "transfers", "batch_geometry"}
+    assert set(data["checks"]) == {
+        "sharding",
+        "compile_stability",
+        "transfers",
+        "cpu_fallbacks",
+        "batch_geometry",
+    }
     for check in data["checks"].values():
         assert check["status"] in ("pass", "warn", "fail", "skipped")
         assert isinstance(check["summary"], str) and check["summary"]

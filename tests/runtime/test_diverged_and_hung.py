@@ -46,8 +46,9 @@ def test_rendezvous_abort_is_a_diverged_verdict(diverged: VerifyReport) -> None:
     assert str(cause.location) == "tests/runtime/targets/rank_barrier.py:18"
     assert cause.location.function == "training_step"
     # core 0 entered the barrier's all_gather, the others the gradient all_reduce
-    assert "`all_gather` on cores 0;" in cause.message
-    assert "`all_reduce` on cores 1, 2, 3, 4, 5, 6, 7" in cause.message
+    # and each group's line: the barrier in the user's step, Lightning's gradient all-reduce
+    assert "`all_gather` on cores 0 at tests/runtime/targets/rank_barrier.py:18;" in cause.message
+    assert "`all_reduce` on cores 1, 2, 3, 4, 5, 6, 7 at lightning/" in cause.message
     assert cause.steps == [1]
 
 

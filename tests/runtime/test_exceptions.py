@@ -91,9 +91,7 @@ def test_an_op_xla_cannot_run(reports: dict[str, Any]) -> None:
 def test_lightning_refusing_to_inject_a_sampler(reports: dict[str, Any]) -> None:
     cause = _failed(reports["sampler-refused"])
     assert "Trying to inject custom `Sampler` into the `TaggedLoader` instance" in cause.message
-    assert cause.message.endswith(
-        "(Lightning raised it about the DataLoader built at this line)"
-    )
+    assert cause.message.endswith("(Lightning raised it about the DataLoader built at this line)")
     assert str(cause.location) == "tests/runtime/targets/raising.py:59"
 
 
