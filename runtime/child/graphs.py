@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 DEBUG_FILE = "xla-graphs.txt"
-# Compiles need enough frames to get from torch_xla's sync through Lightning's loops to the
-# user's line; executions print the same frames, so this also bounds the file's growth.
-_MAX_FRAMES = 48
+# Compiles need enough frames to reach the user's line from the sync that compiled (a host
+# read in the user's step is a few frames up; a sync in Lightning's loops has no user line at
+# any depth); executions print the same frames, so this also bounds the file's growth.
+_MAX_FRAMES = 24
 
 _PREFIXES = {
     "Compilation Analysis: ": "compile",
@@ -38,11 +39,6 @@ def configure(run_dir: str) -> Path:
     """Turn the analysis on for this process and its children. Must run before torch_xla
     compiles its first graph: the level is read once, at the first analysis."""
     path = Path(run_dir) / DEBUG_FILE
-    if os.environ.get("TPULINT_EXPERIMENT_LEVEL"):
-        os.environ["PT_XLA_DEBUG_LEVEL"] = os.environ["TPULINT_EXPERIMENT_LEVEL"]
-        os.environ["PT_XLA_DEBUG_FILE"] = str(path)
-        os.environ["PT_XLA_DEBUG_MAX_FRAME"] = os.environ.get("TPULINT_EXPERIMENT_FRAMES", "48")
-        return path
     os.environ["PT_XLA_DEBUG_LEVEL"] = "2"
     os.environ["PT_XLA_DEBUG_FILE"] = str(path)
     os.environ["PT_XLA_DEBUG_MAX_FRAME"] = str(_MAX_FRAMES)

@@ -223,9 +223,7 @@ def record_collectives(ledger: Ledger) -> None:
                 # The user's line, else the library function that is not mere plumbing
                 # (Lightning's gradient all-reduce rather than torch_xla's helper).
                 caller = sys._getframe(1)
-                site = ledger.code.site_of(caller, fallback=False) or reader_of(
-                    caller, ledger.code
-                )
+                site = ledger.code.site_of(caller, fallback=False) or reader_of(caller, ledger.code)
                 ledger.collective(name, site, _tensor_shapes((args, tuple(kwargs.values()))))
                 return original(*args, **kwargs)
 
