@@ -156,31 +156,35 @@ def check_compiles(
 
     train_graphs = [g for g in graphs if g.row is not None and g.row.stage == "train"]
     warm = [g for g in train_graphs if g.row.phase == "warmup"]  # type: ignore[union-attr]
-    # Graphs of steps in which an op's output size varied belong to that op's failure.
+    window = window_rows(rows, ctx.warmup)
+    in_window = {id(r) for r in window or []}
+    # Graphs of steps in which an op's output size varied belong to that op's failure; a
+    # ragged last batch before the window keeps its own cause (its new shapes compile
+    # whatever else varies).
     shape_steps = {
         step
         for entry in sites
         if len(set(_first_dims(entry["shapes"]))) > 1
         for step in entry["steps"]
     }
+
+    def shaped_by_data(graph: Graph) -> bool:
+        row = graph.row
+        assert row is not None
+        if not varying or row.step not in shape_steps:
+            return False
+        return row.phase != "ragged" or id(row) in in_window
+
     late = [
         g
         for g in train_graphs
         if g.row.phase != "warmup"  # type: ignore[union-attr]
-        and not (varying and g.row.step in shape_steps)  # type: ignore[union-attr]
+        and not shaped_by_data(g)
     ]
-    window = window_rows(rows, ctx.warmup)
-    in_window = {id(r) for r in window or []}
     keep_coming = [g for g in late if id(g.row) in in_window]  # not explained by a shape op
     one_time = [g for g in late if id(g.row) not in in_window]
 
-    shaped = [
-        g
-        for g in train_graphs
-        if varying
-        and g.row.step in shape_steps  # type: ignore[union-attr]
-        and id(g.row) in in_window
-    ]
+    shaped = [g for g in train_graphs if shaped_by_data(g) and id(g.row) in in_window]
     if shaped:
         cause = next(c for c in causes if c.kind == "data_dependent_shape" and c.severity == "fail")
         cause.message += f"; {plural(len(shaped), 'new graph')} in the final steps of this run"

@@ -113,7 +113,7 @@ def _graph_causes(
                 f" own{compiled}; size the {name} set to a multiple of cores x batch size, or"
                 " pad it, to keep one set of graphs",
                 loader_site(events, stage),
-                codes=("TPU303",),
+                explain=False,
                 steps=sorted({r.step for r in smaller}),
                 count=len(ragged),
             )

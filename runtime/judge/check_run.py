@@ -201,6 +201,7 @@ def _out_of_data(ctx: Context, outcome: RunOutcome, event: dict[str, Any]) -> Ca
         "fail",
         message,
         loader,
+        explain=False,
         cores=sorted(set(short) | set(longer)),
     )
 

@@ -77,6 +77,7 @@ def check_sharding(
                 "the training dataset is an IterableDataset: Lightning does not shard it, so every"
                 " core iterates the whole stream unless the dataset splits itself by rank",
                 _loader_site(loaders),
+                explain=False,
             )
         )
 

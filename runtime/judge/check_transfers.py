@@ -220,11 +220,13 @@ def check_transfers(
         summary = f"{plural(rate, 'transfer')} per {unit} per core{after}{where}"
     elif counted:
         summary = (
-            f"no per-{unit} transfer{after}; {plural(counted, 'read')} at the ends of"
+            f"no transfer per {unit}{after}; {plural(counted, 'read')} at the ends of"
             f" {'epochs' if stage == 'train' else 'runs'} (bookkeeping)"
         )
     else:
-        summary = f"no device-to-host transfer{after}"
+        summary = (
+            f"no device-to-host transfer{after}" if stage == "train" else f"no transfer per {unit}"
+        )
     details = {
         "after_warmup": counted,
         "per_step_per_core": round(rate, 3),

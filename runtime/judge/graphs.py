@@ -38,7 +38,7 @@ class Graph:
             "run": self.row.run if self.row else None,
             "compiles": self.compiles,
             "executed_later": sum(1 for row in self.executed_in if row is not self.row),
-            "frames": [list(f) for f in self.frames[:12]],
+            "frames": [list(f) for f in self.frames[:6]],
         }
 
 

@@ -268,6 +268,7 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
     ]
     return [
         ("verdict", report.verdict.upper()),
+        ("new graphs in the final window", str(details.get("graphs_in_window", "-"))),
         ("compiles after warm-up", str(details.get("compiles_after_warmup", "-"))),
         (
             "compiles in total (warm-up)",
