@@ -8,17 +8,12 @@ and a process pool over the files that need work.
 from __future__ import annotations
 
 import gc
-import io
-import multiprocessing
 import os
 import sys
-import tempfile
-import tokenize
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.project import (
     ModuleScan,
@@ -27,11 +22,24 @@ from tpulint.analysis.project import (
     scan_source,
     table_digest,
 )
-from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
+from tpulint.cache import (
+    ResultCache,
+    ScanCache,
+    TableCache,
+    cache_name,
+    content_key,
+    derived_key,
+    text_digest,
+)
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, decode_source, discover, read_source
-from tpulint.engine import FixResult, InternalError, check_source, fix_source
+
+if TYPE_CHECKING:
+    from tpulint.engine import FixResult
+
+# The engine (libcst, the analysis, the rules) is imported only when some file is not answered
+# from the cache: a warm run never loads it (`_load_engine`).
 
 Progress = Callable[[int, int], None]
 
@@ -98,6 +106,8 @@ def _check_batch(
     batch: list[tuple[str, str, str]],
 ) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
     """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
+    from tpulint.engine import InternalError, check_source
+
     config, table = _STATE["config"], _STATE["table"]
     out = []
     for display, absolute, text in batch:
@@ -115,6 +125,8 @@ def _check_batch(
 def _fix_batch(
     batch: list[tuple[str, str, str]], unsafe: bool
 ) -> list[tuple[str, FixResult | None, str | None]]:
+    from tpulint.engine import InternalError, fix_source
+
     config, table = _STATE["config"], _STATE["table"]
     out = []
     for display, absolute, text in batch:
@@ -145,6 +157,8 @@ def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[st
 
 def _pool_context() -> Any:
     # fork starts workers in milliseconds and shares the loaded rules; elsewhere spawn.
+    import multiprocessing  # imported here: a warm run starts no workers
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
@@ -168,6 +182,9 @@ def _run(
                 progress(done, total)
         return
     done = 0
+    _load_engine()
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     with ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=_pool_context(),
@@ -183,6 +200,15 @@ def _run(
             yield from results
 
 
+def _load_engine() -> None:
+    """Import the engine and every rule class once, before forking the workers, which share
+    them (a serial run loads only the rules whose prefilter matches a file)."""
+    from tpulint.engine import check_source  # noqa: F401  (libcst, analysis)
+    from tpulint.registry import all_rules
+
+    all_rules()
+
+
 # --- the run -------------------------------------------------------------------------------
 
 
@@ -192,6 +218,7 @@ class _Prepared:
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
     table: dict[str, int]
     results: ResultCache | None
+    digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
 
 
 def _scan_to_json(scan: ModuleScan) -> list[Any]:
@@ -210,30 +237,49 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
             assert text is not None
             sources.append((source, text))
     cache_dir = config.root / config.cache_dir
-    scan_cache = ScanCache(cache_dir) if use_cache else None
-    index = ProjectIndex()
+    digests = {source.display: text_digest(text) for source, text in sources}
+    modules: list[tuple[str, bool, str, str]] = []  # (module, is_package, scan key, text)
     for source, text in sources:
         if source.path.suffix != ".py":
             continue
         module, is_package = module_name_for_path(source.path)
         if module is None:
             continue
-        key = content_key(f"{module}:{is_package}", text)
-        cached = scan_cache.get_raw(key) if scan_cache else None
-        if cached is not None:
-            scan = ModuleScan(cached[0], cached[1], cached[2])
-        else:
-            scan = scan_source(text, module, is_package)
-            if scan_cache:
-                scan_cache.put_raw(key, _scan_to_json(scan))
-        index.add(scan)
-    table = index.lightning_table()
-    if scan_cache:
-        scan_cache.save()
+        key = derived_key(f"{module}:{is_package}", digests[source.display])
+        modules.append((module, is_package, key, text))
+    # A set of files seen before (a warm run) has its class table cached as a whole.
+    tables = TableCache(cache_dir) if use_cache else None
+    table_key = TableCache.key([m[2] for m in modules]) if tables else ""
+    table = tables.get(table_key) if tables else None
+    if table is None:
+        scan_cache = ScanCache(cache_dir) if use_cache else None
+        index = ProjectIndex()
+        for module, is_package, key, text in modules:
+            cached = scan_cache.get_raw(key) if scan_cache else None
+            if cached is not None:
+                scan = ModuleScan(cached[0], cached[1], cached[2])
+            else:
+                scan = scan_source(text, module, is_package)
+                if scan_cache:
+                    scan_cache.put_raw(key, _scan_to_json(scan))
+            index.add(scan)
+        table = index.lightning_table()
+        if scan_cache:
+            scan_cache.save()
+        if tables:
+            tables.put(table_key, table)
     results = None
     if use_cache:
         results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
-    return _Prepared(sources, outcomes, table, results)
+    return _Prepared(sources, outcomes, table, results, digests)
+
+
+def project_table(
+    paths: Sequence[str], config: Config, *, use_cache: bool = True
+) -> dict[str, int]:
+    """The project class table `check_paths` would use for `paths` (for front ends that check
+    one file at a time with the whole project in view: the language server)."""
+    return _prepare(paths, config, use_cache).table
 
 
 def check_paths(
@@ -251,7 +297,7 @@ def check_paths(
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = content_key(source.display, text)
+        key = derived_key(source.display, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -302,7 +348,7 @@ def fix_paths(
     todo: list[tuple[str, str, str]] = []
     originals: dict[str, tuple[SourcePath, str]] = {}
     for source, text in prepared.sources:
-        key = content_key(source.display, text)
+        key = derived_key(source.display, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
@@ -336,6 +382,10 @@ def fix_paths(
 
 def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
     """Atomically replace `path` with `new` if it still holds `original`; else why not."""
+    import io
+    import tempfile
+    import tokenize
+
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -41,14 +41,13 @@ def install(ledger: Ledger) -> None:
 
     _wrap_parallel_loader(parallel_loader.ParallelLoader, ledger)
     _wrap_per_device_loader(parallel_loader.PerDeviceLoader, ledger)
-    _track_evaluation_stage(ledger)
 
 
-def _track_evaluation_stage(ledger: Ledger) -> None:
+def track_evaluation_stage(ledger: Ledger, package: Any) -> None:
     """Validation and test loops build their MpDeviceLoader before any of their callback
-    hooks run, so the stage a loader serves is taken from the loop itself."""
-    from lightning.pytorch.loops.evaluation_loop import _EvaluationLoop
-
+    hooks run, so the stage a loader serves is taken from the loop itself (of the Lightning
+    package the module uses, a `Flavour`)."""
+    _EvaluationLoop = package.module("loops.evaluation_loop")._EvaluationLoop
     original = _EvaluationLoop.run
 
     @functools.wraps(original)

@@ -55,7 +55,7 @@ class Settings:
 
 def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> VerifyReport:
     return VerifyReport(
-        target=spec.target.raw,
+        target=spec.target.raw if spec.target else None,
         verdict=ERROR,
         summary="",
         datamodule=spec.datamodule.raw if spec.datamodule else None,

@@ -200,8 +200,39 @@ def _header(report: VerifyReport) -> list[str]:
         f" steps, warm-up {settings.get('warmup')}"
     )
     parts.append(f"{report.wall_seconds:.1f}s")
-    target = report.target + (f" --datamodule {report.datamodule}" if report.datamodule else "")
-    return [f"tpulint verify {target}", "  " + " | ".join(parts)]
+    given = [report.target] if report.target else []
+    given += [f"--datamodule {report.datamodule}"] if report.datamodule else []
+    given += [f"--config {path}" for path in report.config]
+    return [f"tpulint verify {' '.join(given)}", "  " + " | ".join(parts), *_trainer_lines(report)]
+
+
+def _trainer_lines(report: VerifyReport) -> list[str]:
+    """The user's Trainer arguments, and each one verify overrode with the reason (none for a
+    run with no Trainer arguments given, on the `lightning` Trainer)."""
+    trainer = report.trainer or {}
+    requested = trainer.get("requested") or {}
+    overridden = trainer.get("overridden") or []
+    package = trainer.get("package")
+    if not (requested or overridden or package not in (None, "lightning")):
+        return []
+    name = (trainer.get("class") or "Trainer").replace(".trainer.trainer.", ".")
+    args = ", ".join(f"{k}={_value(v)}" for k, v in requested.items())
+    lines = [f"  {name}({args})" + (": verify's own settings won for" if overridden else "")]
+    for item in overridden:
+        used = " -> not used" if item["used"] is None else f" -> {_value(item['used'])}"
+        lines.append(f"    {item['name']}={_value(item['requested'])}{used}: {item['reason']}")
+    return lines
+
+
+def _value(value: object) -> str:
+    """A Trainer argument as recorded (`<pkg.Class>` for objects), shortly."""
+    if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
+        return value[1:-1].rsplit(".", 1)[-1]
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict) and "class_path" in value:
+        return str(value["class_path"]).rsplit(".", 1)[-1]
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def render(report: VerifyReport, *, verbose: bool = False) -> str:
@@ -288,7 +319,7 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
 
 def render_compare(result: CompareReport, *, verbose: bool = False) -> str:
     original, fixed = result.original, result.fixed
-    lines = [f"tpulint verify --compare {original.target}"]
+    lines = [f"tpulint verify --compare {original.target or ''}".rstrip()]
     if result.changed:
         fixes = ", ".join(f"{f['code']} line {f['line']}" for f in result.fixes)
         lines.append(f"  tpulint fix --unsafe-fixes applied: {fixes}")

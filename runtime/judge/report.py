@@ -188,11 +188,18 @@ class ShardEpoch:
 
 @dataclass
 class VerifyReport:
-    target: str
+    target: str | None  # as given; None: the model class came from --config
     verdict: str  # pass | fail | error
     summary: str  # one line: the verdict and its main reason
     datamodule: str | None = None
     init_args: dict[str, Any] = field(default_factory=dict)
+    # The user's real run (runtime/judge/run_inputs.py): LightningCLI files as given, what was
+    # built from them, and the Trainer's arguments (requested, used, overridden and why).
+    datamodule_args: dict[str, Any] = field(default_factory=dict)
+    config: list[str] = field(default_factory=list)
+    model_class: str | None = None
+    datamodule_class: str | None = None
+    trainer: dict[str, Any] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
@@ -224,6 +231,11 @@ class VerifyReport:
             "target": self.target,
             "datamodule": self.datamodule,
             "init_args": self.init_args,
+            "datamodule_args": self.datamodule_args,
+            "config": self.config,
+            "model_class": self.model_class,
+            "datamodule_class": self.datamodule_class,
+            "trainer": self.trainer,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "summary": self.summary,
