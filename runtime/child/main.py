@@ -96,6 +96,14 @@ def _report_replica_failures(recorder: Any, package: Flavour) -> None:
 
     _XLALauncher._wrapping_function = _wrapping_function
 
+    original_collect = _XLALauncher._collect_rank_zero_results
+
+    def _collect_rank_zero_results(self: Any, trainer: Any, results: Any) -> Any:
+        recorder.loop_done(trainer)  # may end this replica process: the run is recorded
+        return original_collect(self, trainer, results)
+
+    _XLALauncher._collect_rank_zero_results = _collect_rank_zero_results
+
 
 def _check_emulation(spec: RunSpec) -> None:
     if spec.device == "CPU":

@@ -72,11 +72,11 @@ def test_watchdog_before_training_is_an_error(xla: None, timed) -> None:
         verify,
         target("clean.py:CleanModel"),
         cores=CORES,
-        timeout=3,
+        timeout=1,
         cwd=ROOT,
     )
     assert report.verdict == "error"
-    assert report.error.startswith("timed out after 3s before training started")
+    assert report.error.startswith("timed out after 1s before training started")
 
 
 def test_no_process_of_a_run_survives(diverged: VerifyReport, hung: VerifyReport) -> None:
