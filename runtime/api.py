@@ -36,7 +36,7 @@ from tpulint.runtime.spec import RunSpec, TargetRef, parse_json_object
 from tpulint.runtime.trainer_args import check_names, trainer_parameters
 
 DEFAULT_STEPS = 32
-DEFAULT_EPOCHS = 2
+DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 600.0
 MAX_EMULATED_CORES = 64
@@ -114,6 +114,8 @@ def _build_spec(
     configs: list[str | os.PathLike[str]] | None = None,
     overrides: dict[str, str] | None = None,
     barrier_timeout: float | None = None,
+    warmup: int = DEFAULT_WARMUP,
+    test: bool = False,
     equivalence: dict[str, Any] | None = None,
 ) -> RunSpec:
     args = parse_json_object(init_args, "--init-args")
@@ -152,6 +154,10 @@ def _build_spec(
         run_dir=run_dir,
         cwd=cwd,
         overrides=dict(overrides or {}),
+        warmup=warmup,
+        # Past half the budget no epoch is added (steady.py): the run must end in time.
+        extend_until=timeout / 2,
+        test=test,
         equivalence=equivalence,
     )
 
@@ -208,6 +214,7 @@ def verify(
     cwd: str | os.PathLike[str] | None = None,
     keep_run_dir: bool = False,
     barrier_timeout: float | None = None,
+    test: bool = False,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
     _equivalence: dict[str, Any] | None = None,
@@ -217,6 +224,8 @@ def verify(
     factory) for `epochs` epochs of at most `steps` steps on `cores` XLA cores (all TPU cores
     on a TPU VM, 8 emulated ones elsewhere) and judge sharding, compile stability, transfers
     and batch geometry. Never raises for a problem with the target: the report says it.
+
+    With `test`, the test loop runs after training and is judged too.
 
     `timeout` bounds the whole run; `barrier_timeout` (default: a quarter of it, 10 to 300
     seconds) is how long one core may wait for the others at a step boundary before the run
@@ -267,6 +276,8 @@ def verify(
                 run_dir=run_dir,
                 overrides=_overrides,
                 barrier_timeout=barrier_timeout,
+                warmup=settings.warmup,
+                test=test,
                 equivalence=_equivalence,
             )
             check_trainer_args(list(spec.trainer_args))

@@ -72,7 +72,13 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
     default=None,
     help="Steps at the start whose compiles are expected [default: 2]",
 )
-@click.option("--epochs", type=int, default=None, help="Epochs to train [default: 2]")
+@click.option(
+    "--epochs",
+    type=int,
+    default=None,
+    help="Epochs to train, at least: up to 3 more while the last ones still compile new graphs"
+    " [default: 3]",
+)
 @click.option(
     "--datamodule",
     metavar="MODULE:CLASS",
@@ -99,6 +105,12 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
     multiple=True,
     help="A LightningCLI config file (model:, data:, trainer:), as given to `main.py fit"
     " --config`; repeat to merge several in order",
+)
+@click.option(
+    "--test",
+    "run_test",
+    is_flag=True,
+    help="Also run the test loop (test_step, test_dataloader) after training, and judge it",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout")
 @click.option(
@@ -130,6 +142,7 @@ def verify_command(
     datamodule_args: str | None,
     trainer_args: str | None,
     configs: tuple[str, ...],
+    run_test: bool,
     as_json: bool,
     compare: bool,
     batch_multiple: int | None,
@@ -149,6 +162,8 @@ def verify_command(
         "config": list(configs),
         "batch_multiple": _batch_multiple(batch_multiple, verbose),
     }
+    if run_test:
+        options["test"] = True
     for name, value in (
         ("steps", steps),
         ("warmup", warmup),

@@ -100,13 +100,20 @@ class RunSpec:
     configs: list[str] = field(default_factory=list)  # LightningCLI config files, absolute
     device: str = "CPU"  # Backend.device
     cores: int | None = None  # None: every core the backend has
-    epochs: int = 2
+    epochs: int = 3
     steps: int | None = None  # training batches per epoch; None: whole epochs
     barrier_timeout: float = 120.0
     run_dir: str = ""
     cwd: str = ""
     # Original file -> file to load in its place (used by --compare for the fixed source).
     overrides: dict[str, str] = field(default_factory=dict)
+    # How the run is judged and extended (steady.py): the warm-up steps, the epochs that may
+    # be added while no steady window is seen, and until when (seconds into the child).
+    warmup: int = 2
+    max_extra_epochs: int = 3
+    extend_until: float = 300.0
+    val_steps: int = 4  # validation batches per validation run, at most
+    test: bool = False  # also run the test loop (test_step, test_dataloader) after fitting
     # --compare's equivalence check: {"seed", "dir", "role"} (runtime/child/equivalence.py).
     equivalence: dict[str, Any] | None = None
 

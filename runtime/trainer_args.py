@@ -67,6 +67,7 @@ def own_settings(
     steps: int | None,
     run_dir: str,
     emulated: bool = False,
+    eval_steps: int = 4,
 ) -> list[Own]:
     """Verify's own Trainer settings, in one list (extend it here, with the reason)."""
     devices: Any = cores if cores else "auto"
@@ -117,9 +118,27 @@ def own_settings(
             combine=lambda v: _at_most(v, steps),
         ),
         Own("fast_dev_run", False, "--steps and --epochs set the run's length", agrees=_falsy),
-        # Training only, for now: validation would add its own graphs and loaders to every count.
-        Own("limit_val_batches", 0, "verify judges the training loop"),
-        Own("num_sanity_val_steps", 0, "verify judges the training loop"),
+        # Validation (and test, with --test) as the Trainer runs them, a few batches per run:
+        # enough for their graphs, transfers and a ragged last batch. A user's 0 keeps a loop
+        # off.
+        Own(
+            "limit_val_batches",
+            eval_steps,
+            f"verify runs at most {eval_steps} validation batches per run",
+            combine=lambda v: _eval_budget(v, eval_steps),
+        ),
+        Own(
+            "limit_test_batches",
+            eval_steps,
+            f"verify runs at most {eval_steps} test batches (with --test)",
+            combine=lambda v: _eval_budget(v, eval_steps),
+        ),
+        Own(
+            "num_sanity_val_steps",
+            0,
+            "the first validation run is validation's warm-up; a sanity check adds nothing",
+            agrees=_falsy,
+        ),
         Own(
             "logger",
             False,
@@ -135,6 +154,13 @@ def own_settings(
 
 def _falsy(value: Any) -> bool:
     return value is False or value == 0
+
+
+def _eval_budget(requested: Any, budget: int) -> Any:
+    """A validation or test budget: the user's 0 (the loop off) stays 0."""
+    if requested in (0, 0.0) and not isinstance(requested, bool):
+        return 0
+    return _at_most(requested, budget)
 
 
 def _at_most(requested: Any, budget: int | None) -> Any:

@@ -42,6 +42,7 @@ def _visible(rows: list[StepRow]) -> list[StepRow | None]:
             index < 8
             or index >= len(rows) - 4
             or row.uncached_compiles > 0
+            or row.new_graphs > 0
             or row.phase != "steady"
         )
         if keep:
@@ -57,7 +58,7 @@ def _step_table(report: VerifyReport) -> list[str]:
     for row in _visible(report.steps):
         if row is None:
             elided += 1
-            rows.append(["...", "", "", "", "", "", "", "", "", ""])
+            rows.append(["...", "", "", "", "", "", "", "", "", "", ""])
             continue
         rows.append(
             [
@@ -66,6 +67,7 @@ def _step_table(report: VerifyReport) -> list[str]:
                 row.batch_idx,
                 row.phase,
                 row.uncached_compiles,
+                row.new_graphs,
                 row.cached_executions,
                 row.transfers,
                 row.host_ops,
@@ -79,14 +81,18 @@ def _step_table(report: VerifyReport) -> list[str]:
         "batch",
         "phase",
         "compiles",
+        "new graphs",
         "cached",
         "transfers",
         "host ops",
         "per-core batch",
         "time",
     ]
-    lines = ["Per step (summed over the cores; compiles = uncached XLA compiles)"]
-    lines += _table(headers, rows, right={0, 1, 2, 4, 5, 6, 7, 8, 9})
+    lines = [
+        "Per step (summed over the cores; compiles = uncached XLA compiles, new graphs ="
+        " graphs compiled for the first time)"
+    ]
+    lines += _table(headers, rows, right={0, 1, 2, 4, 5, 6, 7, 8, 9, 10})
     if elided:
         lines.append("  (... = steady steps without compiles, not shown)")
     return lines
@@ -181,8 +187,16 @@ def _header(report: VerifyReport) -> list[str]:
         )
     settings = report.settings
     steps = settings.get("steps_per_epoch")
+    epochs = f"{settings.get('epochs')} epochs"
+    added = report.run.get("extended_by")
+    if added:
+        why = {"too_short": "too few steps to judge", "new_graphs": "new graphs still came"}
+        epochs = (
+            f"{settings.get('epochs') + added} epochs ({added} added:"
+            f" {why.get(report.run.get('extended_because'), 'to judge')})"
+        )
     parts.append(
-        f"{settings.get('epochs')} epochs of {'at most ' + str(steps) if steps else 'all'}"
+        f"{epochs} of {'at most ' + str(steps) if steps else 'all'}"
         f" steps, warm-up {settings.get('warmup')}"
     )
     parts.append(f"{report.wall_seconds:.1f}s")
@@ -285,6 +299,7 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
     ]
     return [
         ("verdict", report.verdict.upper()),
+        ("new graphs in the final window", str(details.get("graphs_in_window", "-"))),
         ("compiles after warm-up", str(details.get("compiles_after_warmup", "-"))),
         (
             "compiles in total (warm-up)",

@@ -97,7 +97,7 @@ def test_the_config_run_trains(runs: dict[str, Any]) -> None:
     report: VerifyReport = runs["report"]
     assert report.error is None, report.error_detail
     assert report.verdict == "pass", report.summary
-    assert len(report.steps) == 2 * 8  # 512 samples / 8 cores / batch 8, two epochs
+    assert len(report.steps) == 3 * 8  # 512 samples / 8 cores / batch 8, three epochs
 
 
 def test_verify_builds_what_the_users_cli_builds(runs: dict[str, Any]) -> None:
@@ -126,10 +126,10 @@ def test_verify_builds_what_the_users_cli_builds(runs: dict[str, Any]) -> None:
 def test_verify_settings_win_and_are_reported(runs: dict[str, Any]) -> None:
     report: VerifyReport = runs["report"]
     ours = runs["verify_snapshot"]
-    assert ours["max_epochs"] == 2 and ours["num_devices"] == CORES
+    assert ours["max_epochs"] == 3 and ours["num_devices"] == CORES
     overridden = [(o["name"], o["requested"], o["used"]) for o in report.trainer["overridden"]]
     assert overridden == [
-        ("max_epochs", 100, 2),
+        ("max_epochs", 100, 3),
         ("callbacks", "<lightning.pytorch.callbacks.model_checkpoint.ModelCheckpoint>", None),
     ]
     requested = report.trainer["requested"]
@@ -140,7 +140,7 @@ def test_verify_settings_win_and_are_reported(runs: dict[str, Any]) -> None:
     ]
     text = render(report)
     assert "--config base.yaml --config" in text.splitlines()[0]
-    assert "    max_epochs=100 -> 2: --epochs sets the run's length" in text
+    assert "    max_epochs=100 -> 3: --epochs sets the run's length" in text
     assert (
         "    callbacks=ModelCheckpoint -> not used: verify saves no checkpoints"
         " (enable_checkpointing=False)" in text

@@ -50,16 +50,16 @@ def test_limit_train_batches_shapes_the_epochs(run: tuple[VerifyReport, dict]) -
     # 1024 samples, 8 per core-batch on 8 cores: 16 batches per epoch, limited to 8
     assert report.shards[0].cores[0].batches == 16
     assert [(row.epoch, row.batch_idx) for row in report.steps] == [
-        (epoch, batch) for epoch in (0, 1) for batch in range(8)
+        (epoch, batch) for epoch in (0, 1, 2) for batch in range(8)
     ]
 
 
 @pytest.mark.runtime
 def test_accumulation_and_clipping_reach_the_trainer(run: tuple[VerifyReport, dict]) -> None:
     _, record = run
-    # 16 batches with accumulate_grad_batches=4: 4 optimizer steps
-    assert record["batches"] == 16
-    assert record["optimizer_steps"] == 4
+    # 24 batches with accumulate_grad_batches=4: 6 optimizer steps
+    assert record["batches"] == 24
+    assert record["optimizer_steps"] == 6
     assert record["gradient_clip_val"] == 0.5
 
 
@@ -68,7 +68,7 @@ def test_datamodule_args_reach_the_datamodule(run: tuple[VerifyReport, dict]) ->
     report, record = run
     assert record["batch_size"] == 8
     assert report.checks["batch_geometry"].details["per_core_batch"] == 8
-    assert [epoch.dataset_size for epoch in report.shards] == [1024, 1024]
+    assert [epoch.dataset_size for epoch in report.shards] == [1024, 1024, 1024]
     assert report.datamodule_args == {"size": 1024, "batch_size": 8}
 
 
@@ -84,7 +84,7 @@ def test_verify_settings_win_and_the_report_says_so(run: tuple[VerifyReport, dic
     assert overridden == {
         "devices": (4, CORES),
         "accelerator": ("gpu", "<tpulint.runtime.child.accelerator.EmulatedTPUAccelerator>"),
-        "max_epochs": (50, 2),
+        "max_epochs": (50, 3),
     }
     assert all(o["reason"] for o in trainer["overridden"])
     used = trainer["used"]
@@ -107,7 +107,7 @@ def test_the_text_report_lists_the_overrides(run: tuple[VerifyReport, dict]) -> 
         "    accelerator='gpu' -> EmulatedTPUAccelerator: verify runs on the XLA backend it"
         " found (TPU cores, or PJRT CPU emulating them)",
         "    devices=4 -> 8: verify trains on --cores 8 (pass --cores to choose)",
-        "    max_epochs=50 -> 2: --epochs sets the run's length",
+        "    max_epochs=50 -> 3: --epochs sets the run's length",
     ]
 
 
