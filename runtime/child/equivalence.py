@@ -2,7 +2,9 @@
 
 Both runs of a comparison (the module as written and as rewritten) are made deterministic in
 the same way, then this records, per core and per step, the loss and the norm of the
-gradients (before they are all-reduced: each core's own), and at the end every parameter.
+gradients (before they are all-reduced: each core's own), and every parameter at the end of
+the epochs asked for (verify may add epochs to find a steady window, not necessarily as many
+in both runs; the comparison covers the planned ones).
 The parent compares the two records (runtime/judge/equivalence.py); the parameters, too big for
 the event log, are saved by the first run and compared by the second, which logs one summary
 per parameter.
@@ -131,15 +133,18 @@ def seed_host(seed: int) -> None:
 
 
 class LineTrace:
-    """The lines of the given files that run, in every thread: which rewrites the training
-    exercised (a rewrite in `validation_step` or another class is not proven by training).
-    Only frames of those files are traced line by line; other calls cost one check."""
+    """The lines of the given files that run during training steps: which rewrites the
+    training exercised (a rewrite in `validation_step`, which runs too but does not change the
+    parameters, or in another class is not proven by training). Only frames of those files
+    are traced line by line, and only in a replica thread inside a training step; other calls
+    cost one check."""
 
     def __init__(self, files: list[str]) -> None:
         import os
 
         self.files = {os.path.realpath(f) for f in files} | set(files)
         self.lines: dict[str, set[int]] = {}
+        self.local = threading.local()  # .active: in a training step of this thread
 
     def install(self) -> None:
         import sys
@@ -153,7 +158,7 @@ class LineTrace:
         return None
 
     def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "line":
+        if event == "line" and getattr(self.local, "active", False):
             self.lines.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
         return self._line
 
@@ -197,7 +202,26 @@ class EquivalenceRecorder:
         self._local.losses = []
         self._local.norms = []
         self._local.pending = None
+        # The epochs asked for: verify may add some to find a steady window (runtime/steady.py),
+        # and the two runs need not add the same number, so the comparison covers these.
+        self._local.planned = int(trainer.fit_loop.max_epochs)
+        self._local.planned_steps = None
+        self._local.saved = False
         xm.set_rng_state(_derived_seed(self.seed, rank), device=str(pl_module.device))
+
+    def on_train_batch_start(
+        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self.trace is not None:
+            self.trace.local.active = True
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.current_epoch + 1 != getattr(self._local, "planned", None):
+            return
+        self._local.planned_steps = len(self._local.losses)
+        if int(trainer.global_rank) == 0:
+            self._parameters(pl_module)
+            self._local.saved = True
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         grads = [p.grad.detach().float() for p in pl_module.parameters() if p.grad is not None]
@@ -209,6 +233,8 @@ class EquivalenceRecorder:
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        if self.trace is not None:
+            self.trace.local.active = False
         loss = _scalar(outputs)
         nan = torch.tensor(float("nan"), device=pl_module.device)
         self._local.losses.append(loss if loss is not None else nan)
@@ -222,15 +248,18 @@ class EquivalenceRecorder:
         norms = getattr(self._local, "norms", [])
         # One read back at the end, not one per step: the steps stay as they would be.
         values = torch.stack(losses + norms).cpu().tolist() if losses else []
+        planned = getattr(self._local, "planned_steps", None)
         self.events.write(
             "equivalence_trace",
             rank=rank,
             role=self.role,
             loss=values[: len(losses)],
             grad_norm=values[len(losses) :],
+            planned_steps=planned if planned is not None else len(losses),
         )
         if rank == 0:
-            self._parameters(pl_module)
+            if not getattr(self._local, "saved", False):
+                self._parameters(pl_module)
             if self.trace is not None:
                 self.events.write(
                     "equivalence_lines",

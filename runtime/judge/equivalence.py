@@ -158,12 +158,19 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _traces(events: list[dict[str, Any]]) -> dict[int, dict[str, list[float]]]:
-    return {
-        int(e["rank"]): {"loss": e.get("loss", []), "grad_norm": e.get("grad_norm", [])}
-        for e in events
-        if e.get("kind") == "equivalence_trace"
-    }
+def _traces(events: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per core: the losses and gradient norms of the steps of the planned epochs (verify
+    may train more epochs to find a steady window, and not as many in both runs)."""
+    traces: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.get("kind") != "equivalence_trace":
+            continue
+        planned = int(e.get("planned_steps", len(e.get("loss", []))))
+        traces[int(e["rank"])] = {
+            "loss": e.get("loss", [])[:planned],
+            "grad_norm": e.get("grad_norm", [])[:planned],
+        }
+    return traces
 
 
 def suspect(rewrites: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from tpulint.runtime import compare
+from tpulint.runtime.api import DEFAULT_EPOCHS
 from tpulint.runtime.judge.render import render_compare
 from tpulint.runtime.judge.report import CompareReport
 from tpulint.runtime.prove import ProveReport, prove
@@ -95,8 +96,8 @@ def test_exact_rewrites_train_the_same(exact: CompareReport) -> None:
     assert exact.original.error is None and exact.fixed.error is None
     equivalence = exact.equivalence
     assert equivalence is not None and equivalence.equivalent
-    # 512 samples, 8 cores, batches of 8: 8 steps per epoch, 2 epochs.
-    assert equivalence.steps == 16
+    # 512 samples, 8 cores, batches of 8: 8 steps per epoch.
+    assert equivalence.steps == 8 * DEFAULT_EPOCHS
     assert 0 <= equivalence.max_relative_difference <= equivalence.tolerance == 1e-4
     assert equivalence.parameters == 4  # two Linear layers: weights and biases
     codes = sorted((f["code"], f["line"]) for f in equivalence.rewrites)
@@ -112,10 +113,11 @@ def test_exact_rewrites_train_the_same(exact: CompareReport) -> None:
 def test_exact_rewrites_report(exact: CompareReport) -> None:
     text = render_compare(exact)
     line = next(x for x in text.splitlines() if x.startswith("Equivalence: "))
-    assert line.startswith("Equivalence: equivalent over 16 steps, max relative difference ")
+    steps = 8 * DEFAULT_EPOCHS
+    assert line.startswith(f"Equivalence: equivalent over {steps} steps, max relative difference ")
     assert "(tolerance 1e-04)" in line
     data = json.loads(exact.to_json_text())["equivalence"]
-    assert data["equivalent"] is True and data["steps"] == 16
+    assert data["equivalent"] is True and data["steps"] == steps
     assert data["first_difference"] is None
     assert isinstance(data["max_relative_difference"], float)
 
