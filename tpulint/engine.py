@@ -26,6 +26,7 @@ from tpulint.analysis.project import module_name_for_path
 from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.walker import Dispatcher
 from tpulint.config import Config
+from tpulint.deep_stack import TooDeep, call_deep
 from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from tpulint.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.registry import all_rules, rules_by_code, rules_by_name
@@ -107,6 +108,7 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
     """TPL002 for a file that does not parse. Python's own parser gives the clearest message
     and position; libcst's is used when only libcst rejects the code."""
     line, column, message = 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    valid_python = False
     if source is not None:
         import ast
         import warnings
@@ -125,7 +127,13 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
             match = re.search(r"error at (\d+):(\d+)", getattr(exc, "message", "") or "")
             if match:
                 line, column = int(match.group(1)), int(match.group(2)) + 1
+            valid_python = True
             message = f"libcst cannot parse this file ({getattr(exc, 'message', message)})"
+    if valid_python:
+        # Python accepts the code; only tpulint's parser does not: not a syntax error.
+        return unanalysable_diagnostic(
+            path, f"Python accepts this code, but {message}", Location(line, column)
+        )
     return Diagnostic(
         code="TPL002",
         name="syntax-error",
@@ -133,6 +141,22 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
         path=path,
         start=Location(line, column),
         end=Location(line, column),
+        severity=Severity.ERROR,
+    )
+
+
+def unanalysable_diagnostic(
+    path: str, reason: str, location: Location | None = None
+) -> Diagnostic:
+    """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
+    where = location or Location(1, 1)
+    return Diagnostic(
+        code="TPL004",
+        name="unanalysable-file",
+        message=f"Not checked: {reason}",
+        path=path,
+        start=where,
+        end=where,
         severity=Severity.ERROR,
     )
 
@@ -151,7 +175,7 @@ def _analyze(
         return _Analysis(None, [], [], {}, suppressions)
     try:
         module = cst.parse_module(source)
-    except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError) as exc:
+    except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
         return _Analysis(None, [], [syntax_error_diagnostic(path, exc, source)], {}, suppressions)
 
     module_name, is_package = (
@@ -186,6 +210,8 @@ def _analyze(
     dispatcher.add(ctx, only=FileContext.LEAVE_HANDLERS)
     try:
         dispatcher.walk(module, parents=parents, children_of=children_of)
+    except (RecursionError, MemoryError):
+        raise  # too deep or too big, not a bug: call_deep and the caller report it
     except Exception as exc:  # a bug in a rule must not take the whole run down
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise InternalError(
@@ -261,6 +287,25 @@ def check_source(
     Raises InternalError if a rule fails.
     """
     config = config or Config()
+    try:
+        return call_deep(_check_source, source, path, config, project, with_edits)
+    except (TooDeep, MemoryError) as exc:
+        return [unanalysable_diagnostic(path, _too_deep_reason(exc))]
+
+
+def _too_deep_reason(exc: BaseException) -> str:
+    if isinstance(exc, MemoryError):
+        return "memory ran out while analysing this file"
+    return f"an expression is {exc}"
+
+
+def _check_source(
+    source: str,
+    path: str,
+    config: Config,
+    project: Mapping[str, int] | None,
+    with_edits: bool,
+) -> list[Diagnostic]:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
         return check_yaml_source(source, path, config, enabled)
@@ -321,6 +366,19 @@ def fix_source(
     returned with `error` set and nothing should be written.
     """
     config = config or Config()
+    try:
+        return call_deep(_fix_source, source, path, config, unsafe, project)
+    except (TooDeep, MemoryError) as exc:
+        return FixResult(source, [], [unanalysable_diagnostic(path, _too_deep_reason(exc))])
+
+
+def _fix_source(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: Mapping[str, int] | None,
+) -> FixResult:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
         return _fix_text_edits(source, path, config, unsafe, project)
@@ -355,6 +413,8 @@ def fix_source(
             break
         try:
             cst.parse_module(new_source)
+        except (RecursionError, MemoryError):
+            raise
         except Exception as exc:
             return FixResult(
                 source,
@@ -372,6 +432,8 @@ def fix_source(
         if edited != current:
             try:
                 cst.parse_module(edited)
+            except (RecursionError, MemoryError):
+                raise
             except Exception:
                 edited = current
         if edited != current:
