@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import gc
 import io
-import multiprocessing
 import os
-import sys
 import tempfile
 import tokenize
+import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,14 @@ from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, decode_source, discover, read_source
-from tpulint.engine import FixResult, InternalError, check_source, fix_source
+from tpulint.engine import (
+    FixResult,
+    InternalError,
+    check_source,
+    fix_source,
+    unanalysable_diagnostic,
+)
+from tpulint.pool import Pool
 
 Progress = Callable[[int, int], None]
 
@@ -94,39 +99,56 @@ def _after_file() -> None:
             _STATE["files_since_collect"] = 0
 
 
-def _check_batch(
-    batch: list[tuple[str, str, str]],
-) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
-    """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
+def _failure(exc: Exception) -> str:
+    """An internal error's one-line description, with where it was raised."""
+    if isinstance(exc, InternalError):
+        return str(exc)
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+
+
+def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
+    """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
     config, table = _STATE["config"], _STATE["table"]
-    out = []
-    for display, absolute, text in batch:
-        try:
-            diagnostics = [
-                d.with_path(display) for d in check_source(text, absolute, config, project=table)
-            ]
-            out.append((display, diagnostics, None))
-        except InternalError as exc:
-            out.append((display, None, str(exc)))
-        _after_file()
+    display, absolute, text = item
+    try:
+        diagnostics = [
+            d.with_path(display) for d in check_source(text, absolute, config, project=table)
+        ]
+        out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
+    except Exception as exc:  # one file's failure is reported; the run goes on
+        out = (display, None, _failure(exc))
+    _after_file()
     return out
 
 
-def _fix_batch(
-    batch: list[tuple[str, str, str]], unsafe: bool
-) -> list[tuple[str, FixResult | None, str | None]]:
+def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
     config, table = _STATE["config"], _STATE["table"]
-    out = []
-    for display, absolute, text in batch:
-        try:
-            result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
-            result.fixed = [d.with_path(display) for d in result.fixed]
-            result.remaining = [d.with_path(display) for d in result.remaining]
-            out.append((display, result, None))
-        except InternalError as exc:
-            out.append((display, None, str(exc)))
-        _after_file()
+    display, absolute, text = item
+    try:
+        result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
+        result.fixed = [d.with_path(display) for d in result.fixed]
+        result.remaining = [d.with_path(display) for d in result.remaining]
+        out: tuple[str, FixResult | None, str | None] = (display, result, None)
+    except Exception as exc:
+        out = (display, None, _failure(exc))
+    _after_file()
     return out
+
+
+def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diagnostic], None]:
+    return item[0], [_crash_diagnostic(item[0], why)], None
+
+
+def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+    display, _, text = item
+    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
+
+
+def _crash_diagnostic(display: str, why: str) -> Diagnostic:
+    return unanalysable_diagnostic(
+        display, f"analysing this file ended tpulint's worker process ({why})"
+    )
 
 
 def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[str, str, str]]]:
@@ -143,17 +165,11 @@ def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[st
     return [b for b in batches if b]
 
 
-def _pool_context() -> Any:
-    # fork starts workers in milliseconds and shares the loaded rules; elsewhere spawn.
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 def _run(
     items: list[tuple[str, str, str]],
-    worker: Callable[..., list[Any]],
+    worker: Callable[..., Any],
     extra: tuple[Any, ...],
+    on_crash: Callable[[tuple[str, str, str], str], Any],
     config: Config,
     table: dict[str, int],
     jobs: int,
@@ -163,24 +179,17 @@ def _run(
     if jobs <= 1 or total < 4:
         _init_worker(config, table)
         for done, item in enumerate(items, start=1):
-            yield from worker([item], *extra)
+            yield worker(item, *extra)
             if progress:
                 progress(done, total)
         return
     done = 0
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=_pool_context(),
-        initializer=_init_worker,
-        initargs=(config, table, True),
-    ) as pool:
-        futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
-        for future in as_completed(futures):
-            results = future.result()
-            done += len(results)
+    with Pool(jobs, _init_worker, (config, table, True)) as pool:
+        for result in pool.map(worker, _batches(items, jobs), extra, on_crash):
+            done += 1
             if progress:
                 progress(done, total)
-            yield from results
+            yield result
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -262,7 +271,14 @@ def check_paths(
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
     for display, diagnostics, error in _run(
-        todo, _check_batch, (), config, prepared.table, jobs or os.cpu_count() or 1, progress
+        todo,
+        _check_one,
+        (),
+        _crashed_check,
+        config,
+        prepared.table,
+        jobs or os.cpu_count() or 1,
+        progress,
     ):
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
@@ -313,7 +329,14 @@ def fix_paths(
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
     for display, result, error in _run(
-        todo, _fix_batch, (unsafe,), config, prepared.table, jobs or os.cpu_count() or 1, progress
+        todo,
+        _fix_one,
+        (unsafe,),
+        _crashed_fix,
+        config,
+        prepared.table,
+        jobs or os.cpu_count() or 1,
+        progress,
     ):
         source, original = originals[display]
         if error is not None or result is None:
