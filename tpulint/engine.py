@@ -145,9 +145,7 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
     )
 
 
-def unanalysable_diagnostic(
-    path: str, reason: str, location: Location | None = None
-) -> Diagnostic:
+def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
     """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
     where = location or Location(1, 1)
     return Diagnostic(

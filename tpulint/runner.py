@@ -8,10 +8,7 @@ and a process pool over the files that need work.
 from __future__ import annotations
 
 import gc
-import io
 import os
-import tempfile
-import tokenize
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +25,7 @@ from tpulint.analysis.project import (
 from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
-from tpulint.discovery import SourcePath, decode_source, discover, read_source
+from tpulint.discovery import SourcePath, discover, read_source
 from tpulint.engine import (
     FixResult,
     InternalError,
@@ -37,6 +34,7 @@ from tpulint.engine import (
     unanalysable_diagnostic,
 )
 from tpulint.pool import Pool
+from tpulint.writing import write_if_unchanged
 
 Progress = Callable[[int, int], None]
 
@@ -58,6 +56,7 @@ class RunResult:
     parsed: int = 0  # files that were not answered from the cache
     cache_hits: int = 0
     internal_errors: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # files skipped unopened (FIFOs, ...)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -199,6 +198,7 @@ def _run(
 class _Prepared:
     sources: list[tuple[SourcePath, str]]  # readable files and their text
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
+    notices: list[str]
     table: dict[str, int]
     results: ResultCache | None
 
@@ -208,11 +208,11 @@ def _scan_to_json(scan: ModuleScan) -> list[Any]:
 
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared:
-    files, problems = discover(paths, config)
+    files, problems, notices = discover(paths, config)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:
-        text, problem = read_source(source)
+        text, problem = read_source(source, config.max_file_size)
         if problem is not None:
             outcomes.append(FileOutcome(source.display, [problem]))
         else:
@@ -242,7 +242,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
     results = None
     if use_cache:
         results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
-    return _Prepared(sources, outcomes, table, results)
+    return _Prepared(sources, outcomes, notices, table, results)
 
 
 def check_paths(
@@ -256,7 +256,7 @@ def check_paths(
     """Check files and folders. Raises discovery.PathError for a missing path."""
     prepared = _prepare(paths, config, use_cache)
     cache = prepared.results
-    run = RunResult(files=list(prepared.outcomes))
+    run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
@@ -298,6 +298,15 @@ def _needs_fix(diagnostics: list[Diagnostic], unsafe: bool) -> bool:
     return any(d.fix is not None and d.fix.applicability in allowed for d in diagnostics)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) a path leads to: symlinks and hard links to one file share it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def fix_paths(
     paths: Sequence[str],
     config: Config,
@@ -307,17 +316,30 @@ def fix_paths(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    on_written: Callable[[FileOutcome], None] | None = None,
 ) -> RunResult:
     """Fix files and folders; write the results only when `apply` is true.
 
-    A file is written atomically, only if its fixed source parses (the engine guarantees
-    it) and only if the file on disk still has the content that was read."""
+    A file is written (see tpulint.writing) only if its fixed source parses (the engine
+    guarantees it), the file on disk still has the content that was read, and the user may
+    write it. `on_written` is called for each file as soon as it is written. A file reached
+    through several names (symlinks, hard links) is fixed once, through the first name; the
+    others report the same remaining findings. After a refused write, a file reports the
+    findings of its content on disk."""
     prepared = _prepare(paths, config, use_cache)
     cache = prepared.results
-    run = RunResult(files=list(prepared.outcomes))
+    run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     originals: dict[str, tuple[SourcePath, str]] = {}
+    first_name: dict[tuple[int, int], str] = {}
+    aliases: list[tuple[str, str]] = []  # (display path, the display path it is fixed through)
     for source, text in prepared.sources:
+        identity = _identity(source.path) if apply else None
+        if identity is not None:
+            if identity in first_name:
+                aliases.append((source.display, first_name[identity]))
+                continue
+            first_name[identity] = source.display
         key = content_key(source.display, text)
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
@@ -326,7 +348,7 @@ def fix_paths(
         originals[source.display] = (source, text)
         todo.append((source.display, str(source.path), text))
     run.checked = len(prepared.sources)
-    run.cache_hits = run.checked - len(todo)
+    run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
     for display, result, error in _run(
         todo,
@@ -345,51 +367,46 @@ def fix_paths(
             continue
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
-            outcome.error = write_if_unchanged(source.path, original, result.source)
-            outcome.written = outcome.error is None
+            _write(outcome, source, original, result, config, prepared.table, run)
+            if outcome.written and on_written is not None:
+                on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
             cache.put(content_key(display, new_text), result.remaining)
         run.files.append(outcome)
+    by_path = {f.path: f for f in run.files}
+    for display, through in aliases:
+        first = by_path.get(through)
+        diagnostics = [d.with_path(display) for d in first.diagnostics] if first else []
+        run.files.append(FileOutcome(display, diagnostics))
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
     return run
 
 
-def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
-    """Atomically replace `path` with `new` if it still holds `original`; else why not."""
+def _write(
+    outcome: FileOutcome,
+    source: SourcePath,
+    original: str,
+    result: FixResult,
+    config: Config,
+    table: dict[str, int],
+    run: RunResult,
+) -> None:
+    """Write one fixed file; when it is not written, its findings become those of the file
+    as it is on disk (the fixed text exists nowhere)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return f"not written: cannot re-read the file ({exc.strerror})"
+        outcome.error = write_if_unchanged(source.path, original, result.source)
+    except Exception as exc:  # a bug in writing one file must not hide the others
+        outcome.error = f"not written: internal error ({_failure(exc)})"
+        run.internal_errors.append(f"{source.display}: {_failure(exc)}")
+    outcome.written = outcome.error is None
+    if outcome.written:
+        return
     try:
-        on_disk = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError):
-        on_disk = None
-    if on_disk != original:
-        return "not written: the file changed on disk since tpulint read it"
-    try:
-        # Keep the file's encoding: a BOM stays, a PEP 263 coding cookie is honoured.
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:
-        encoding = "utf-8"
-    try:
-        new_bytes = new.encode(encoding)
-    except UnicodeEncodeError as exc:
-        return f"not written: {exc.reason}"
-    try:
-        mode = path.stat().st_mode
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tpulint", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(new_bytes)
-            os.chmod(tmp, mode & 0o7777)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        return f"not written: {exc.strerror or exc}"
-    return None
+        on_disk = check_source(original, str(source.path), config, project=table)
+        outcome.diagnostics = [d.with_path(source.display) for d in on_disk]
+    except Exception as exc:
+        run.internal_errors.append(f"{source.display}: {_failure(exc)}")
+        outcome.diagnostics = []
