@@ -295,7 +295,12 @@ def _unified_diff(path: str, old: str, new: str) -> str:
     )
     out = []
     for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        if line.endswith("\r"):  # a line ending in a bare carriage return
+            out.append(line + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
@@ -544,7 +549,7 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
 
     from tpulint.discovery import decode_source
     from tpulint.runner import write_if_unchanged
-    from tpulint.suppression import add_noqa
+    from tpulint.suppression import NoqaError, add_noqa
 
     by_path: dict[str, list] = {}
     for d in diagnostics:
@@ -561,7 +566,11 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
             reporter.warn(f"{path}: not changed: {exc}")
             continue
-        new, added = add_noqa(original, items)
+        try:
+            new, added = add_noqa(original, items)
+        except NoqaError as exc:
+            reporter.warn(f"{path}: not changed: {exc}")
+            continue
         if not added or new == original:
             continue
         if file.suffix in (".py", ".pyi"):

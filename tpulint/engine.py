@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from tpulint import roundtrip
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
@@ -166,15 +167,19 @@ def _analyze(
     project: Mapping[str, int] | None,
     enabled: frozenset[str],
     with_edits: bool,
+    module: cst.Module | None = None,
 ) -> _Analysis:
+    """`module`, when given, is `source` already parsed."""
     rules = _rule_classes(enabled, source)
     suppressions = parse_suppressions(source)
     if not rules:
         return _Analysis(None, [], [], {}, suppressions)
-    try:
-        module = cst.parse_module(source)
-    except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
-        return _Analysis(None, [], [syntax_error_diagnostic(path, exc, source)], {}, suppressions)
+    if module is None:
+        try:
+            module = cst.parse_module(source)
+        except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
+            diagnostic = syntax_error_diagnostic(path, exc, source)
+            return _Analysis(None, [], [diagnostic], {}, suppressions)
 
     module_name, is_package = (
         module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
@@ -307,7 +312,23 @@ def _check_source(
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
         return check_yaml_source(source, path, config, enabled)
-    analysis = _analyze(source, path, config, project, enabled, with_edits)
+    shim = roundtrip.prepare(source)
+    if shim is not None:
+        found = _check_python(shim.text, path, config, project, enabled, with_edits)
+        return roundtrip.shift(shim, found)
+    return _check_python(source, path, config, project, enabled, with_edits)
+
+
+def _check_python(
+    source: str,
+    path: str,
+    config: Config,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+    with_edits: bool,
+    module: cst.Module | None = None,
+) -> list[Diagnostic]:
+    analysis = _analyze(source, path, config, project, enabled, with_edits, module)
     return _finish(analysis, path, enabled, source)
 
 
@@ -316,7 +337,7 @@ def apply_text_edits(
 ) -> tuple[str, list[Diagnostic]]:
     """Apply the text edits of `diagnostics`' fixes; a fix whose edits overlap an edit already
     taken is skipped (left for the next round). Returns (new source, applied diagnostics)."""
-    lines = source.splitlines(keepends=True)
+    lines = roundtrip.physical_lines(source)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -380,11 +401,45 @@ def _fix_source(
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
         return _fix_text_edits(source, path, config, unsafe, project)
+    shim = roundtrip.prepare(source)
+    if shim is None:
+        return _fix_python(source, path, config, unsafe, project, enabled)
+    # Fixed in the text libcst reproduces, then given back what it would have lost.
+    result = _fix_python(shim.text, path, config, unsafe, project, enabled)
+    if not result.changed:
+        remaining = _check_source(source, path, config, project, True)
+        return FixResult(source, [], remaining, result.error)
+    restored = roundtrip.restore(shim, result.source)
+    remaining = _check_source(restored, path, config, project, True)
+    if any(d.code in ("TPL002", "TPL004") for d in remaining):
+        return FixResult(
+            source,
+            [],
+            _check_source(source, path, config, project, True),
+            error="the fixed code does not parse once its form feeds are restored; "
+            "file left unchanged",
+        )
+    return FixResult(restored, roundtrip.shift(shim, result.fixed), remaining)
+
+
+def _fix_python(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+) -> FixResult:
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     current = source
     fixed: list[Diagnostic] = []
-    for _ in range(MAX_FIX_ITERATIONS):
-        analysis = _analyze(current, path, config, project, enabled, with_edits=False)
+    # Each round's tree is released before the next text is parsed, and a text parsed to
+    # check the fixed code is the tree the next round analyses: one tree alive at a time.
+    module: cst.Module | None = None
+    analysis: _Analysis | None = None
+    for round_number in range(MAX_FIX_ITERATIONS):
+        analysis = _analyze(current, path, config, project, enabled, False, module)
+        module = None
         if analysis.module is None:
             break
         suppressions = analysis.suppressions
@@ -405,24 +460,36 @@ def _fix_source(
             round_fixed.append(diagnostic)
         if not chosen:
             break
-        new_module = apply_fixes(analysis.module, chosen)
-        new_source = new_module.code
+        if round_number == 0 and analysis.module.code != current:
+            # libcst would not write back the untouched parts exactly: never write it.
+            return FixResult(
+                source,
+                [],
+                _check_python(source, path, config, project, enabled, True, analysis.module),
+                error="libcst does not reproduce this file exactly; file left unchanged",
+            )
+        new_source = apply_fixes(analysis.module, chosen).code
+        analysis = None
+        chosen = []
         if new_source == current:
             break
         try:
-            cst.parse_module(new_source)
+            module = cst.parse_module(new_source)
         except (RecursionError, MemoryError):
             raise
         except Exception as exc:
             return FixResult(
                 source,
                 [],
-                check_source(source, path, config, project=project),
+                _check_python(source, path, config, project, enabled, True),
                 error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
             )
         fixed.extend(round_fixed)
         current = new_source
-    remaining = check_source(current, path, config, project=project)
+    last = analysis.module if analysis is not None else module
+    analysis = None
+    remaining = _check_python(current, path, config, project, enabled, True, last)
+    last = None
     # Stale suppressions (TPL001) are fixed with text edits once the code fixes are done.
     stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
     if stale:
@@ -437,7 +504,7 @@ def _fix_source(
         if edited != current:
             fixed.extend(applied)
             current = edited
-            remaining = check_source(current, path, config, project=project)
+            remaining = _check_python(current, path, config, project, enabled, True)
     return FixResult(current, fixed, remaining)
 
 

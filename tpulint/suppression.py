@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from tpulint.roundtrip import physical_lines
 
 _CODE = r"[A-Za-z]{1,5}[0-9]{1,4}"
 NOQA_RE = re.compile(
@@ -160,11 +161,11 @@ def _tidy_comment(comment: str) -> str:
 def _comments(source: str) -> Iterable[tuple[int, int, str]]:
     """(line, column, text) of every comment token; a regex fallback if tokenizing fails."""
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in _tokens(source):
             if tok.type == tokenize.COMMENT:
                 yield tok.start[0], tok.start[1], tok.string
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        for number, line in enumerate(source.splitlines(), start=1):
+        for number, line in enumerate(_lines(source), start=1):
             index = line.find("#")
             if index != -1:
                 yield number, index, line[index:]
@@ -173,7 +174,7 @@ def _comments(source: str) -> Iterable[tuple[int, int, str]]:
 def _yaml_comments(source: str) -> Iterable[tuple[int, int, str]]:
     from tpulint.yaml_config import _strip_comment
 
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(_lines(source), start=1):
         code = _strip_comment(line)
         index = line.find("#", len(code))
         if index != -1:
@@ -186,7 +187,7 @@ def parse_suppressions(source: str, language: str = "python") -> Suppressions:
     lowered = source.lower()
     if "noqa" not in lowered and "tpulint:" not in lowered:
         return result
-    lines = source.splitlines()
+    lines = _lines(source)
     file_codes: set[str] = set()
     comments = _yaml_comments(source) if language == "yaml" else _comments(source)
     for line, col, text in comments:
@@ -211,6 +212,22 @@ def parse_suppressions(source: str, language: str = "python") -> Suppressions:
     return result
 
 
+def _tokens(source: str) -> Iterable[tokenize.TokenInfo]:
+    """Python's tokens of `source`. A reader splitting at `\n` only would hand the tokenizer
+    a file of bare `\r` line endings as one line: line endings are made `\n` first, which
+    moves no token to another line or column."""
+    if "\r" in source:
+        source = re.sub(r"\r\n?", "\n", source)
+    return tokenize.generate_tokens(io.StringIO(source).readline)
+
+
+def _lines(source: str) -> list[str]:
+    """Lines as Python's tokenizer numbers them, without their endings (`str.splitlines`
+    also splits at form feeds, U+2028 and other separators, which would shift line numbers
+    and put comments inside strings)."""
+    return [line.rstrip("\r\n") for line in physical_lines(source)]
+
+
 def _split_codes(raw: str) -> list[str]:
     out = []
     for part in re.split(r"[,\s]+", raw.strip()):
@@ -222,14 +239,43 @@ def _split_codes(raw: str) -> list[str]:
 # --- --add-noqa --------------------------------------------------------------------------
 
 
+class NoqaError(ValueError):
+    """Adding the comments would change the file's code (nothing is written)."""
+
+
 def add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
     """Add `# noqa: CODE` comments for `diagnostics`; returns (new source, comments added).
 
     Each diagnostic gets its comment on the first line it spans whose end is not inside a
-    string and not a backslash continuation. Existing `# noqa: ...` lists are extended."""
+    string and not a backslash continuation. Existing `# noqa: ...` lists are extended.
+    Lines are Python's (see `_lines`), and the result is checked to tokenize to the same
+    code as `source` (only comments differ): otherwise NoqaError."""
     if not diagnostics:
         return source, 0
-    lines = source.splitlines(keepends=True)
+    new, added = _add_noqa(source, diagnostics)
+    if added:
+        before = _code_tokens(source)
+        if before is None:
+            raise NoqaError("the file does not tokenize, so the result cannot be verified")
+        if _code_tokens(new) != before:
+            raise NoqaError("adding the comments would change the code")
+    return new, added
+
+
+def _code_tokens(source: str) -> list[tuple[int, str]] | None:
+    """The file's tokens other than comments and blank-line markers (None: untokenizable)."""
+    try:
+        return [
+            (token.type, token.string)
+            for token in _tokens(source)
+            if token.type not in (tokenize.COMMENT, tokenize.NL)
+        ]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def _add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    lines = physical_lines(source)
     blocked = _lines_ending_in_strings(source)
     codes_by_line: dict[int, set[str]] = {}
     for diagnostic in diagnostics:
@@ -279,7 +325,7 @@ def _lines_ending_in_strings(source: str) -> set[int]:
     fstring_end = getattr(tokenize, "FSTRING_END", None)
     open_fstrings: list[int] = []
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in _tokens(source):
             if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
                 blocked.update(range(tok.start[0], tok.end[0]))
             elif fstring_start is not None and tok.type == fstring_start:
