@@ -7,10 +7,11 @@ process tree summed, sampled every 20 ms; PSS too):
 
 - `tpulint check --no-cache` on a scratch copy of the corpus's `pkgs/` (2 workers here);
 - for each size in `--sizes` (MB): `tpulint check --no-cache` and `tpulint fix --no-cache`
-  (diff mode, writes nothing) on one file of that size, built by concatenating corpus files
-  (sorted by path, skipping files with `from __future__` imports, which are only valid at the
-  top) until the size is reached. The file is real code, parsed and analysed in full:
-  `--max-file-size` is raised above it, so the size limit does not skip it.
+  (diff mode, writes nothing) on one file of that size, of two kinds: "corpus", corpus files
+  concatenated (sorted by path, skipping files with `from __future__` imports, which are only
+  valid at the top) until the size is reached; "dense", the TPU-unready example module
+  (examples/tpu_unready/model.py) repeated, a finding every 370 bytes. The file is parsed
+  and analysed in full: `--max-file-size` is raised above it.
 
 The results are printed as a table and, with `--out`, written as JSON. The figures in
 bench/README.md ("Memory") come from this script.
@@ -61,6 +62,14 @@ def build_large_file(pkgs: Path, size: int, target: Path) -> int:
     return used
 
 
+def build_dense_file(size: int, target: Path) -> int:
+    """The TPU-unready example module repeated until `size` bytes; returns the copies."""
+    module = (REPO / "examples" / "tpu_unready" / "model.py").read_text(encoding="utf-8")
+    copies = size // len(module.encode("utf-8")) + 1
+    target.write_text(module * copies, encoding="utf-8")
+    return copies
+
+
 def supports(tpulint: str, option: str) -> bool:
     result = subprocess.run([tpulint, "check", "--help"], capture_output=True, text=True)
     return option in result.stdout
@@ -81,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the tpulint executable [default: next to this Python]",
     )
     parser.add_argument("--jobs", type=int, default=2, help="workers for the corpus run")
+    parser.add_argument(
+        "--kinds", default="corpus,dense", help="large-file kinds: corpus, dense [default: both]"
+    )
     parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args(argv)
@@ -118,34 +130,41 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             shutil.rmtree(scratch / "pkgs")
-        for size_mb in sizes:
-            size = int(size_mb * 1_000_000)
-            big = scratch / f"large_{size_mb:g}mb.py"
-            files = build_large_file(pkgs, size, big)
-            actual = big.stat().st_size
-            extra = ["--max-file-size", str(actual + 1)] if raise_limit else []
-            for command in ("check", "fix"):
-                argv_ = [args.tpulint, command, "--no-cache", "--exit-zero", "-q", *extra, big.name]
-                m = run_measured(argv_, cwd=scratch, log_dir=logs, name=f"{command}-{size_mb:g}mb")
-                results.append(
-                    {
-                        "what": f"{command} one {size_mb:g} MB file ({files} files concatenated)",
-                        "bytes": actual,
-                        "wall": m.wall,
-                        "rss_mib": m.peak_rss_mib,
-                        "pss_mib": m.peak_pss_mib,
-                        "rc": m.returncode,
-                    }
-                )
-                if m.returncode not in (0, 1):
-                    print(
-                        f"{command} {size_mb:g} MB exited {m.returncode}: {m.stderr_tail[-400:]}",
-                        file=sys.stderr,
+        for kind in args.kinds.split(","):
+            for size_mb in sizes:
+                size = int(size_mb * 1_000_000)
+                big = scratch / f"{kind}_{size_mb:g}mb.py"
+                if kind == "dense":
+                    count = build_dense_file(size, big)
+                    label = f"{count} copies of the unready example"
+                else:
+                    count = build_large_file(pkgs, size, big)
+                    label = f"{count} corpus files concatenated"
+                actual = big.stat().st_size
+                extra = ["--max-file-size", str(actual + 1)] if raise_limit else []
+                for command in ("check", "fix"):
+                    argv_ = [args.tpulint, command, "--no-cache", "--exit-zero", "-q"]
+                    argv_ += [*extra, big.name]
+                    name = f"{command}-{kind}-{size_mb:g}mb"
+                    m = run_measured(argv_, cwd=scratch, log_dir=logs, name=name)
+                    results.append(
+                        {
+                            "what": f"{command} one {size_mb:g} MB file ({label})",
+                            "bytes": actual,
+                            "wall": m.wall,
+                            "rss_mib": m.peak_rss_mib,
+                            "pss_mib": m.peak_pss_mib,
+                            "rc": m.returncode,
+                        }
                     )
-    print(f"{'command':<52} {'wall s':>8} {'peak RSS MiB':>13} {'peak PSS MiB':>13}")
+                    if m.returncode not in (0, 1):
+                        print(
+                            f"{name} exited {m.returncode}: {m.stderr_tail[-400:]}", file=sys.stderr
+                        )
+    print(f"{'command':<68} {'wall s':>8} {'peak RSS MiB':>13} {'peak PSS MiB':>13}")
     for row in results:
         print(
-            f"{row['what']:<52} {row['wall']:>8.1f} {row['rss_mib']:>13.0f} {row['pss_mib']:>13.0f}"
+            f"{row['what']:<68} {row['wall']:>8.1f} {row['rss_mib']:>13.0f} {row['pss_mib']:>13.0f}"
         )
     if args.out:
         args.out.write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -430,8 +430,55 @@ def _fix_python(
     project: Mapping[str, int] | None,
     enabled: frozenset[str],
 ) -> FixResult:
-    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     current = source
+    fixed: list[Diagnostic] = []
+    # Code fixes to a fixed point, then stale suppressions (TPL001, text edits); removing a
+    # suppression can make a code fix safe (one that keeps no comment inside the code it
+    # rewrites), so the code fixes run again until a round changes nothing.
+    for _ in range(MAX_FIX_ITERATIONS):
+        outcome = _fix_code(current, source, path, config, unsafe, project, enabled)
+        if isinstance(outcome, FixResult):
+            return outcome  # refused: the fixed code does not parse, or no exact round trip
+        current, round_fixed, last = outcome
+        fixed += round_fixed
+        remaining = _check_python(current, path, config, project, enabled, True, last)
+        last = None
+        edited = current
+        for _ in range(MAX_FIX_ITERATIONS):
+            # Several directives in one comment have overlapping edits: one per round.
+            stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
+            if not stale:
+                break
+            candidate, applied = apply_text_edits(edited, stale)
+            if candidate == edited:
+                break
+            try:
+                cst.parse_module(candidate)
+            except (RecursionError, MemoryError):
+                raise
+            except Exception:
+                break
+            fixed += applied
+            edited = candidate
+            remaining = _check_python(edited, path, config, project, enabled, True)
+        if edited == current:
+            break
+        current = edited
+    return FixResult(current, fixed, remaining)
+
+
+def _fix_code(
+    current: str,
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+) -> tuple[str, list[Diagnostic], cst.Module | None] | FixResult:
+    """Code fixes applied in rounds until none applies: (text, fixed, the text's tree if
+    it is at hand), or a FixResult when the result must not be written."""
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     fixed: list[Diagnostic] = []
     # Each round's tree is released before the next text is parsed, and a text parsed to
     # check the fixed code is the tree the next round analyses: one tree alive at a time.
@@ -465,7 +512,7 @@ def _fix_python(
             return FixResult(
                 source,
                 [],
-                _check_python(source, path, config, project, enabled, True, analysis.module),
+                _check_python(source, path, config, project, enabled, True),
                 error="libcst does not reproduce this file exactly; file left unchanged",
             )
         new_source = apply_fixes(analysis.module, chosen).code
@@ -487,25 +534,7 @@ def _fix_python(
         fixed.extend(round_fixed)
         current = new_source
     last = analysis.module if analysis is not None else module
-    analysis = None
-    remaining = _check_python(current, path, config, project, enabled, True, last)
-    last = None
-    # Stale suppressions (TPL001) are fixed with text edits once the code fixes are done.
-    stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
-    if stale:
-        edited, applied = apply_text_edits(current, stale)
-        if edited != current:
-            try:
-                cst.parse_module(edited)
-            except (RecursionError, MemoryError):
-                raise
-            except Exception:
-                edited = current
-        if edited != current:
-            fixed.extend(applied)
-            current = edited
-            remaining = _check_python(current, path, config, project, enabled, True)
-    return FixResult(current, fixed, remaining)
+    return current, fixed, last
 
 
 def _fix_text_edits(

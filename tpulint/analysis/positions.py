@@ -170,6 +170,9 @@ class PositionIndex:
             state.indent_tokens.extend(_indentation(root, parents, module))
         root._codegen(state)
         offsets = [0, *itertools.accumulate(map(len, state.tokens))]
+        # A module without a final newline drops its last newline token after the last
+        # statement was recorded: token indexes past the end mean the end.
+        offsets += [offsets[-1]] * 2
         if root is module:
             base = 0
             if self._code is None:
