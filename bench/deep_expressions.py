@@ -129,12 +129,16 @@ def main(argv: list[str] | None = None) -> int:
         direct_times.append(times["direct"])
         thread_times.append(times["thread"])
         ratios.append(times["thread"] / times["direct"])
-    print(f"Ordinary code: {len(files)} corpus files ({lines:,} lines) that rules parse, "
-          f"{args.runs} runs")
+    print(
+        f"Ordinary code: {len(files)} corpus files ({lines:,} lines) that rules parse, "
+        f"{args.runs} runs"
+    )
     print(f"  caller's thread:      {statistics.median(direct_times):.2f} s CPU (median)")
     print(f"  large-stack thread:   {statistics.median(thread_times):.2f} s CPU (median)")
-    print(f"  ratio thread/direct:  {statistics.median(ratios):.3f} "
-          f"(runs: {', '.join(f'{r:.3f}' for r in ratios)})")
+    print(
+        f"  ratio thread/direct:  {statistics.median(ratios):.3f} "
+        f"(runs: {', '.join(f'{r:.3f}' for r in ratios)})"
+    )
     print()
     print("Deep expressions (check, then fix, of one Lightning module holding the expression)")
     for name, make in CASES.items():

@@ -31,7 +31,7 @@ def _stats(texts: dict[str, str], subset: list[str]) -> dict[str, int]:
 
 def select(folder: Path) -> dict[str, object]:
     config = load_config(start=folder)
-    files, _problems, _notices = discover([str(folder)], config)
+    files, _problems = discover([str(folder)], config)
     texts: dict[str, str] = {}
     for source in files:
         text, problem = read_source(source)

@@ -145,7 +145,8 @@ def test_excludes_and_explicit_files(tmp_path: Path) -> None:
 
 def test_discover_orders_and_deduplicates(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {"a/x.py": CLEAN_MODULE, "b/y.py": CLEAN_MODULE})
-    files, problems, notices = discover(["a", "a/x.py", "b"], Config(root=root), cwd=root)
+    notices: list[str] = []
+    files, problems = discover(["a", "a/x.py", "b"], Config(root=root), cwd=root, notices=notices)
     assert [f.display for f in files] == ["a/x.py", "b/y.py"]
     assert problems == [] and notices == []
 

@@ -88,10 +88,10 @@ def test_add_noqa_writes_nothing_if_the_code_would_change(monkeypatch) -> None:
     broken line insertion is forged; the real insertion avoids these cases)."""
     from tpulint import suppression
 
-    monkeypatch.setattr(suppression, "_add_noqa", lambda text, found: ("x = 2  # noqa\n", 1))
+    monkeypatch.setattr(suppression, "_add_noqa", lambda *args: ("x = 2  # noqa\n", 1))
     with pytest.raises(NoqaError, match="would change the code"):
         add_noqa("x = 1\n", [object()])  # type: ignore[list-item]
-    monkeypatch.setattr(suppression, "_add_noqa", lambda text, found: ("x = 1  # noqa\n", 1))
+    monkeypatch.setattr(suppression, "_add_noqa", lambda *args: ("x = 1  # noqa\n", 1))
     assert add_noqa("x = 1\n", [object()]) == ("x = 1  # noqa\n", 1)  # type: ignore[list-item]
 
 

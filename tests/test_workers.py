@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tpulint import runner
+from tpulint import engine, runner
 from tpulint.config import Config
 from tpulint.pool import Pool
 
@@ -70,7 +70,7 @@ def test_a_worker_crash_is_reported_for_its_file_and_the_run_goes_on(
     for index in range(8):
         (tmp_path / f"m{index}.py").write_text(LEGACY)
     (tmp_path / "crash.py").write_text(LEGACY)
-    real = runner.check_source
+    real = engine.check_source
 
     def crashing(text, path, config, **kwargs):
         if path.endswith("crash.py"):
@@ -78,7 +78,7 @@ def test_a_worker_crash_is_reported_for_its_file_and_the_run_goes_on(
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(text, path, config, **kwargs)
 
-    monkeypatch.setattr(runner, "check_source", crashing)  # inherited by the forked workers
+    monkeypatch.setattr(engine, "check_source", crashing)  # inherited by the forked workers
     monkeypatch.chdir(tmp_path)
     run = runner.check_paths(["."], Config(root=tmp_path), use_cache=False, jobs=2)
     codes = {(d.path, d.code) for d in run.diagnostics}

@@ -210,17 +210,17 @@ def test_a_fifo_is_never_written(tmp_path: Path) -> None:
 def test_written_files_are_reported_whatever_happens_to_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tpulint.runner as runner
+    import tpulint.engine as engine
 
     root = make_project(tmp_path / "p", {"a.py": LEGACY_TRAINER, "b.py": LEGACY_TRAINER})
-    real = runner.fix_source
+    real = engine.fix_source
 
     def broken_for_b(text, path, config, **kwargs):
         if path.endswith("b.py"):
             raise ValueError("a bug")
         return real(text, path, config, **kwargs)
 
-    monkeypatch.setattr(runner, "fix_source", broken_for_b)
+    monkeypatch.setattr(engine, "fix_source", broken_for_b)
     result = run_cli(["fix", "--apply", "--no-cache", "-j", "1", "."], root)
     assert result.exit_code == 2
     assert "Fixed 1 finding in a.py" in result.stderr

@@ -41,6 +41,7 @@ CACHEDIR_TAG = (
 )
 EXPIRY_SECONDS = 30 * 24 * 3600
 KEEP_FILES = 8  # result files kept per tpulint code version (other configurations)
+KEEP_TABLES = 16  # project class tables kept (other sets of files)
 KEEP_CODE_VERSIONS = 3  # folders kept for other versions of tpulint's code (other venvs)
 
 
@@ -74,12 +75,24 @@ def code_fingerprint() -> str:
     return f"{__version__}-{digest.hexdigest()}"
 
 
-def content_key(display_path: str, text: str) -> str:
+def text_digest(text: str) -> bytes:
+    """A file's content hash, computed once per file and run. SHA-256 through OpenSSL, which
+    uses the CPU's SHA instructions: 1.7x faster than blake2b here (11 MB of nemo-toolkit:
+    8.7 ms against 14.6 ms), and a warm run hashes every file."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def derived_key(label: str, digest: bytes) -> str:
+    """The cache key of content `digest` seen as `label` (a display path, a module name)."""
     h = hashlib.blake2b(digest_size=16)
-    h.update(display_path.encode("utf-8", "surrogatepass"))
+    h.update(label.encode("utf-8", "surrogatepass"))
     h.update(b"\0")
-    h.update(text.encode("utf-8", "surrogatepass"))
+    h.update(digest)
     return h.hexdigest()
+
+
+def content_key(label: str, text: str) -> str:
+    return derived_key(label, text_digest(text))
 
 
 class JsonStore:
@@ -295,3 +308,48 @@ def _diagnostic(value: Any) -> Diagnostic:
 
 def cache_name(config_fingerprint: str, table_digest: str) -> str:
     return hashlib.sha1(f"{config_fingerprint}:{table_digest}".encode()).hexdigest()[:20]
+
+
+class TableCache:
+    """The project class table for a set of project files, one small file per set (keyed by
+    the files' scan keys), so a run over files seen before neither reads every file's scan
+    nor rebuilds the table. The newest KEEP_TABLES are kept."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.folder = directory / code_fingerprint() / "tables"
+
+    @staticmethod
+    def key(scan_keys: list[str]) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for key in sorted(scan_keys):
+            h.update(key.encode("ascii"))
+        return h.hexdigest()
+
+    def get(self, key: str) -> dict[str, int] | None:
+        try:
+            data = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+            return None
+        return data
+
+    def put(self, key: str, table: dict[str, int]) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            JsonStore(self.directory, "tables")._prepare()  # CACHEDIR.TAG and .gitignore
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps(table, separators=(",", ":")))
+                os.replace(tmp, self.folder / f"{key}.json")
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            old = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+            for stale in old[:-KEEP_TABLES]:
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+        except OSError:
+            return  # a read-only checkout must not fail the run

@@ -7,11 +7,9 @@ configuration or internal errors. Errors are one line on stderr starting with
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -290,6 +288,8 @@ def _emit(
 
 
 def _unified_diff(path: str, old: str, new: str) -> str:
+    import difflib
+
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
     )
@@ -341,6 +341,8 @@ def _guard(verbose: bool, body: Callable[[], int]) -> NoReturn:
         sys.exit(EXIT_ERROR)
     except Exception as exc:
         if verbose:
+            import traceback
+
             traceback.print_exc()
         click.echo(
             f"tpulint: error: internal error: {type(exc).__name__}: {exc} (run with -v for the "
@@ -422,6 +424,7 @@ def cli() -> None:
       tpulint fix --apply src/     write the safe fixes
       tpulint verify pkg.mod:Model train on 8 (emulated) XLA cores and prove it
       tpulint rules                list the rules;  tpulint explain TPU202
+      tpulint server               language server for editors (stdio)
     """
 
 
@@ -545,16 +548,14 @@ def _check(
 
 
 def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> int:
-    import libcst
-
     from tpulint.discovery import decode_source
+    from tpulint.engine import add_noqa_comments
     from tpulint.runner import write_if_unchanged
-    from tpulint.suppression import NoqaError, add_noqa
 
     by_path: dict[str, list] = {}
     for d in diagnostics:
-        if d.code in ("TPL002", "TPL003", "TPL001"):
-            continue  # unparsable/unreadable files and stale suppressions take no noqa
+        if d.code.startswith("TPL"):
+            continue  # files not checked (TPL002-5) and stale suppressions take no noqa
         by_path.setdefault(d.path, []).append(d)
     if "-" in by_path:
         fail("--add-noqa cannot write to stdin")
@@ -567,18 +568,12 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
             reporter.warn(f"{path}: not changed: {exc}")
             continue
         try:
-            new, added = add_noqa(original, items)
-        except NoqaError as exc:
+            new, added = add_noqa_comments(original, path, items)
+        except ValueError as exc:
             reporter.warn(f"{path}: not changed: {exc}")
             continue
         if not added or new == original:
             continue
-        if file.suffix in (".py", ".pyi"):
-            try:
-                libcst.parse_module(new)
-            except Exception:
-                reporter.warn(f"{path}: not changed: adding comments would break the file")
-                continue
         error = write_if_unchanged(file, original, new)
         if error:
             reporter.warn(f"{path}: {error}")
@@ -761,9 +756,10 @@ def _fix(
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
 def rules(output_format: str, show_all: bool) -> None:
     """List the rules with their fix safety and default state."""
-    from tpulint.registry import FAMILY_TITLES, all_rules
+    from tpulint.registry import FAMILY_TITLES, catalogue
 
-    selected = [r for r in all_rules() if show_all or not r.code.startswith("TPL")]
+    # The manifest's metadata: listing the rules imports none of them.
+    selected = [r for r in catalogue() if show_all or not r.code.startswith("TPL")]
     if output_format == "json":
         import json
 
@@ -777,9 +773,7 @@ def rules(output_format: str, show_all: bool) -> None:
                         "family": r.family(),
                         "severity": r.severity.value,
                         "fix": r.fix_availability(),
-                        "default_enabled": bool(
-                            r.default_enabled or getattr(r, "always_on", False)
-                        ),
+                        "default_enabled": r.default_enabled or r.always_on,
                     }
                     for r in selected
                 ],
@@ -797,7 +791,7 @@ def rules(output_format: str, show_all: bool) -> None:
                 ("\n" if rule is not selected[0] else "")
                 + click.style(FAMILY_TITLES.get(family, family), bold=True)
             )
-        default = "on " if rule.default_enabled or getattr(rule, "always_on", False) else "off"
+        default = "on " if rule.default_enabled or rule.always_on else "off"
         click.echo(
             f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
             f"{default}  {rule.summary}"
@@ -819,14 +813,32 @@ def explain(code: str) -> None:
     if rule is None:
         import difflib as _difflib
 
-        from tpulint.registry import all_rules
+        from tpulint.registry import catalogue
 
-        candidates = [r.code for r in all_rules()] + [r.name for r in all_rules()]
+        candidates = [r.code for r in catalogue()] + [r.name for r in catalogue()]
         close = _difflib.get_close_matches(code, candidates, n=1)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
         click.echo(f"tpulint: error: unknown rule `{code}`{hint}", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render_rule(rule), nl=False)
+
+
+# --- server ------------------------------------------------------------------------------
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server on stdio (for editors): diagnostics, fixes and rule pages."""
+    try:
+        from tpulint.server import serve
+    except ImportError as exc:
+        click.echo(
+            f"tpulint: error: `tpulint server` needs pygls and lsprotocol ({exc}): "
+            "pip install 'tpulint[server]'",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    serve()
 
 
 def main() -> None:

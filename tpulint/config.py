@@ -6,7 +6,6 @@ file and the key; the CLI prints it and exits with status 2.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -168,6 +167,8 @@ class Config:
         unknown = [k for k in data if k not in _KEYS]
         if unknown:
             key = unknown[0]
+            import difflib
+
             close = difflib.get_close_matches(key, list(_KEYS), n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             raise ConfigError(f"{where}: unknown key `{key}`{hint}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import errno
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -23,7 +24,6 @@ from pathlib import Path
 
 from tpulint.config import Config, path_matches
 from tpulint.diagnostics import Diagnostic, Location, Severity
-from tpulint.gitignore import GitIgnore, find_repo_root
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -68,6 +68,124 @@ def unreadable(display: str, reason: str) -> Diagnostic:
     )
 
 
+class _IgnoreFile:
+    """One ignore file's patterns, compiled by pathspec's GitIgnoreSpec, matched as git
+    matches them during a walk: a pattern matches a path itself (a file, or a folder the walk
+    meets), never through one of its parent folders, which the walk has already decided on.
+
+    GitIgnoreSpec answers "is this file ignored?" for a whole path and approximates what git
+    does with the folders above it; a walk must also decide folders, as git does: `tmp/**`
+    ignores what is inside `tmp` but not `tmp` itself, whose own .gitignore may re-include
+    files. So each pattern's match is taken only when it is not a match of a parent folder
+    (pathspec's folder mark), and folder-only patterns (`build/`, `lib/**/`) are matched
+    against folders without their trailing slash."""
+
+    def __init__(self, text: str) -> None:
+        from pathspec import GitIgnoreSpec
+
+        patterns = [p for p in GitIgnoreSpec.from_lines(text.splitlines()).patterns]
+        patterns = [p for p in patterns if p.include is not None]
+        folder_only = [_folder_only(str(p.pattern)) for p in patterns]
+        as_folders = iter(
+            GitIgnoreSpec.from_lines([f for f in folder_only if f is not None]).patterns
+        )
+        # (pattern, whether it applies to folders only)
+        self.rules = [
+            (next(as_folders), True) if folder is not None else (pattern, False)
+            for pattern, folder in zip(patterns, folder_only, strict=True)
+        ]
+
+    def decision(self, relative: str, is_dir: bool) -> bool | None:
+        """True (ignored), False (re-included by a negation) or None (no pattern matches)."""
+        decision = None
+        for pattern, folders_only in self.rules:
+            if folders_only and not is_dir:
+                continue
+            result = pattern.match_file(relative)
+            if result is not None and not result.match.groupdict().get(_FOLDER_MARK):
+                decision = pattern.include
+        return decision
+
+
+# The regex group with which pathspec's gitignore patterns mark a match of a parent folder.
+_FOLDER_MARK = "ps_d"
+
+
+def _folder_only(pattern: str) -> str | None:
+    """`build/` -> `build` (a pattern for folders only), else None."""
+    text = pattern.rstrip(" ")
+    if text.endswith("/") and not text.endswith("\\/") and text.strip("!/"):
+        return text.rstrip("/")
+    return None
+
+
+class GitIgnore:
+    """The ignore files of one git repository: `.git/info/exclude` first, then the
+    `.gitignore` files from the root down to a path's folder, each relative to its own
+    folder; the last match decides (deeper files override shallower ones).
+
+    Parent folders are the caller's business, as in git: a walk does not descend into an
+    ignored folder, so nothing below it can be re-included."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        # folder -> the (folder, ignore file) pairs that apply in it, outermost first
+        self._chains: dict[Path, tuple[tuple[Path, _IgnoreFile], ...]] = {}
+
+    @staticmethod
+    def _read(file: Path) -> _IgnoreFile | None:
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        ignore = _IgnoreFile(text)
+        return ignore if ignore.rules else None
+
+    def _chain(self, directory: Path) -> tuple[tuple[Path, _IgnoreFile], ...]:
+        chain = self._chains.get(directory)
+        if chain is not None:
+            return chain
+        if directory == self.root:
+            chain = ()
+            for name in (".git/info/exclude", ".gitignore"):
+                ignore = self._read(directory / name)
+                if ignore is not None:
+                    chain += ((directory, ignore),)
+        elif self.root not in directory.parents:
+            chain = ()
+        else:
+            chain = self._chain(directory.parent)
+            ignore = self._read(directory / ".gitignore")
+            if ignore is not None:
+                chain += ((directory, ignore),)
+        self._chains[directory] = chain
+        return chain
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        """Whether `path` (absolute, under the root) is ignored."""
+        decision = None
+        for base, ignore in self._chain(path.parent):
+            found = ignore.decision(path.relative_to(base).as_posix(), is_dir)
+            if found is not None:
+                decision = found
+        return bool(decision)
+
+
+def find_repo_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` with a `.git` (a folder, or a file in
+    worktrees and submodules); computed once per folder."""
+    found = _repo_root(os.fspath(start))
+    return Path(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _repo_root(directory: str) -> str | None:
+    if os.path.exists(os.path.join(directory, ".git")):
+        return directory
+    parent = os.path.dirname(directory)
+    return None if parent == directory else _repo_root(parent)
+
+
 def display_path(path: Path, cwd: Path) -> str:
     try:
         return path.relative_to(cwd).as_posix()
@@ -87,7 +205,7 @@ class _Walker:
         )
         self.path_patterns = [p for p in self.excludes if "/" in p.rstrip("/")]
         self.gitignores: dict[Path, GitIgnore] = {}
-        self.repo_roots: dict[Path, Path | None] = {}
+        self.repo_roots: dict[str, Path | None] = {}
         self.problems: list[Diagnostic] = []
         self.notices: list[str] = []
         self.seen_dirs: set[tuple[int, int]] = set()
@@ -110,11 +228,12 @@ class _Walker:
     def gitignored(self, path: Path, is_dir: bool) -> bool:
         if not self.config.respect_gitignore:
             return False
-        parent = path.parent
+        # Strings, not Path objects: this runs for every entry of the walk.
+        parent = os.path.dirname(path)
         if parent in self.repo_roots:
             root = self.repo_roots[parent]
         else:
-            root = self.repo_roots[parent] = find_repo_root(parent)
+            root = self.repo_roots[parent] = find_repo_root(Path(parent))
         if root is None:
             return False
         ignore = self.gitignores.get(root)
@@ -187,10 +306,14 @@ class _Walker:
 
 
 def discover(
-    paths: Sequence[str], config: Config, cwd: Path | None = None
-) -> tuple[list[SourcePath], list[Diagnostic], list[str]]:
-    """Files to check for `paths` (files or folders), problems met while walking (TPL003
-    diagnostics), and notices (non-regular files skipped without being opened).
+    paths: Sequence[str],
+    config: Config,
+    cwd: Path | None = None,
+    notices: list[str] | None = None,
+) -> tuple[list[SourcePath], list[Diagnostic]]:
+    """Files to check for `paths` (files or folders), and problems met while walking (TPL003
+    diagnostics). Non-regular files (FIFOs, sockets, devices) are skipped without being
+    opened; a line saying so is appended to `notices` when it is given.
 
     Raises PathError for a command-line path that does not exist, is a broken or looping
     symlink, or is a folder that cannot be read."""
@@ -217,7 +340,9 @@ def discover(
             continue
         # A file named explicitly is checked whatever its suffix (YAML configs included).
         found.setdefault(path, SourcePath(display_path(path, cwd), path))
-    return list(found.values()), walker.problems, walker.notices
+    if notices is not None:
+        notices.extend(walker.notices)
+    return list(found.values()), walker.problems
 
 
 def _named_path_mode(given: str, path: Path) -> int:

@@ -30,11 +30,10 @@ from tpulint.config import Config
 from tpulint.deep_stack import TooDeep, call_deep
 from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from tpulint.fixes import apply_fixes, fix_edits, positions_needed
-from tpulint.registry import all_rules, rules_by_code, rules_by_name
+from tpulint.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
 from tpulint.rule import FixSpec, Report, Rule
-from tpulint.suppression import Suppressions, parse_suppressions
-from tpulint.yaml_config import check_yaml_source, is_yaml_path
-from tpulint.yaml_config import fixable as yaml_fixable
+from tpulint.suppression import Suppressions, add_noqa, parse_suppressions
+from tpulint.yaml_config import check_yaml_file, is_yaml_path, read_yaml
 
 MAX_FIX_ITERATIONS = 10
 
@@ -70,7 +69,7 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     for once per file, however many rules share it)."""
     out = []
     found: dict[str, bool] = {}
-    for rule in all_rules():
+    for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
         if rule.requires:
@@ -82,7 +81,7 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
                     break
             else:
                 continue
-        out.append(rule)
+        out.append(rules_by_code()[rule.code])
     return out
 
 
@@ -266,13 +265,62 @@ def _finish(
     suppressions = analysis.suppressions
     kept = [d for d in analysis.diagnostics if not suppressions.suppresses(d)]
     if "TPL001" in enabled and not suppressions.empty:
-        names = {name: rule.code for name, rule in rules_by_name().items()}
-        known = frozenset(rules_by_code())
+        names = {name: rule.code for name, rule in infos_by_name().items()}
+        known = frozenset(infos_by_code())
         for diagnostic in suppressions.unused(path, enabled, known, names):
             if not suppressions.suppresses(diagnostic):
                 kept.append(diagnostic)
     kept.sort(key=lambda d: d.sort_key)
     return kept
+
+
+# --- LightningCLI YAML configs ---------------------------------------------------------------
+
+
+def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
+    return [rules_by_code()[r.code] for r in catalogue() if r.checks_yaml and r.code in enabled]
+
+
+def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
+    """A LightningCLI config: yaml_config reads it and runs the rules that check configs."""
+    file = read_yaml(source, path)
+    suppressions = parse_suppressions(source, comments=file.comments)
+    try:
+        diagnostics = check_yaml_file(file, config, _yaml_rules(enabled) if file.configs else [])
+    except Exception as exc:  # a bug in a rule must not take the whole run down
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InternalError(
+            f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+        ) from exc
+    return _Analysis(None, [], diagnostics, {}, suppressions)
+
+
+def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
+    """The diagnostics whose fix `fix` applies (safe ones, and unsafe ones with `unsafe`)."""
+    return [d for d in diagnostics if d.fixable(unsafe) and d.fix is not None and d.fix.edits]
+
+
+def add_noqa_comments(source: str, path: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    """`source` with `# noqa: CODE` comments for `diagnostics` (Python or a YAML config), and
+    how many codes were added. Raises ValueError when the result would not parse."""
+    if is_yaml_path(path):
+        file = read_yaml(source, path)
+        new, added = add_noqa(
+            source, diagnostics, comments=file.comments, blocked=file.comment_blocked_lines
+        )
+        if added and file.error is None and read_yaml(new, path).error is not None:
+            raise ValueError("adding comments would break the file")
+        return new, added
+    new, added = add_noqa(source, diagnostics)
+    if added and new != source:
+        shim = roundtrip.prepare(new)
+        try:
+            call_deep(cst.parse_module, shim.text if shim is not None else new)
+        except TooDeep:
+            raise ValueError("the file is nested too deeply to verify the result") from None
+        except Exception:
+            raise ValueError("adding comments would break the file") from None
+    return new, added
 
 
 def check_source(
@@ -311,7 +359,7 @@ def _check_source(
 ) -> list[Diagnostic]:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
-        return check_yaml_source(source, path, config, enabled)
+        return _finish(_analyze_yaml(source, path, config, enabled), path, enabled, source)
     shim = roundtrip.prepare(source)
     if shim is not None:
         found = _check_python(shim.text, path, config, project, enabled, with_edits)
@@ -546,12 +594,21 @@ def _fix_text_edits(
     fixed: list[Diagnostic] = []
     remaining = check_source(current, path, config, project=project)
     for _ in range(MAX_FIX_ITERATIONS):
-        chosen = yaml_fixable(remaining, unsafe)
+        chosen = fixable(remaining, unsafe)
         if not chosen:
             break
         edited, applied = apply_text_edits(current, chosen)
         if edited == current:
             break
+        problem = read_yaml(edited, path).error
+        if problem is not None:
+            return FixResult(
+                source,
+                [],
+                check_source(source, path, config, project=project),
+                error=f"the fixed config is not valid YAML ({problem.message}); file left "
+                "unchanged",
+            )
         fixed.extend(applied)
         current = edited
         remaining = check_source(current, path, config, project=project)

@@ -94,17 +94,24 @@ class UnusedSuppression(Rule):
 class SyntaxErrorInFile(Rule):
     """
     ## What it does
-    Reports a Python file that does not parse. tpulint cannot check it, and `tpulint fix`
-    never writes to it.
+    Reports a Python file that does not parse, or a YAML config named on the command line
+    that is not valid YAML. tpulint cannot check it, and `tpulint fix` never writes to it.
 
     ## Why is this bad on TPU?
-    Nothing TPU-specific: the file cannot be imported on any device. It is reported so that a
-    check run never passes silently over files it could not read.
+    Nothing TPU-specific: the file cannot be imported on any device, and LightningCLI
+    cannot read the config. It is reported so that a check run never passes silently over
+    files it could not read.
 
     ## Example
     ```python
     def training_step(self, batch batch_idx):
         ...
+    ```
+
+    ```yaml
+    trainer:
+      max_epochs: 3
+       accelerator: tpu   # indented under nothing: "mapping values are not allowed here"
     ```
 
     ## Use instead
@@ -113,16 +120,23 @@ class SyntaxErrorInFile(Rule):
         ...
     ```
 
+    ```yaml
+    trainer:
+      max_epochs: 3
+      accelerator: tpu
+    ```
+
     ## Fix safety
     There is no fix.
 
     ## References
     - [Python: syntax errors](https://docs.python.org/3/tutorial/errors.html)
+    - [YAML 1.2: block mappings](https://yaml.org/spec/1.2.2/#822-block-mappings)
     """
 
     code = "TPL002"
     name = "syntax-error"
-    summary = "File is not valid Python and was not checked"
+    summary = "File is not valid Python (or YAML, for a config) and was not checked"
     severity = Severity.ERROR
     always_on: ClassVar[bool] = True
 

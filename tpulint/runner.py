@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.project import (
     ModuleScan,
@@ -22,19 +22,25 @@ from tpulint.analysis.project import (
     scan_source,
     table_digest,
 )
-from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
+from tpulint.cache import (
+    ResultCache,
+    ScanCache,
+    TableCache,
+    cache_name,
+    content_key,
+    derived_key,
+    text_digest,
+)
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, discover, read_source
-from tpulint.engine import (
-    FixResult,
-    InternalError,
-    check_source,
-    fix_source,
-    unanalysable_diagnostic,
-)
-from tpulint.pool import Pool
 from tpulint.writing import write_if_unchanged
+
+if TYPE_CHECKING:
+    from tpulint.engine import FixResult
+
+# The engine (libcst, the analysis, the rules) is imported only when some file is not answered
+# from the cache: a warm run never loads it (`_load_engine`).
 
 Progress = Callable[[int, int], None]
 
@@ -100,6 +106,8 @@ def _after_file() -> None:
 
 def _failure(exc: Exception) -> str:
     """An internal error's one-line description, with where it was raised."""
+    from tpulint.engine import InternalError
+
     if isinstance(exc, InternalError):
         return str(exc)
     frame = traceback.extract_tb(exc.__traceback__)[-1]
@@ -108,6 +116,8 @@ def _failure(exc: Exception) -> str:
 
 def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
     """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
+    from tpulint.engine import check_source
+
     config, table = _STATE["config"], _STATE["table"]
     display, absolute, text = item
     try:
@@ -122,6 +132,8 @@ def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None
 
 
 def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
+    from tpulint.engine import fix_source
+
     config, table = _STATE["config"], _STATE["table"]
     display, absolute, text = item
     try:
@@ -140,11 +152,15 @@ def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diag
 
 
 def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+    from tpulint.engine import FixResult
+
     display, _, text = item
     return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
 
 
 def _crash_diagnostic(display: str, why: str) -> Diagnostic:
+    from tpulint.engine import unanalysable_diagnostic
+
     return unanalysable_diagnostic(
         display, f"analysing this file ended tpulint's worker process ({why})"
     )
@@ -183,12 +199,24 @@ def _run(
                 progress(done, total)
         return
     done = 0
+    _load_engine()
+    from tpulint.pool import Pool  # imported here: a warm run starts no workers
+
     with Pool(jobs, _init_worker, (config, table, True)) as pool:
         for result in pool.map(worker, _batches(items, jobs), extra, on_crash):
             done += 1
             if progress:
                 progress(done, total)
             yield result
+
+
+def _load_engine() -> None:
+    """Import the engine and every rule class once, before forking the workers, which share
+    them (a serial run loads only the rules whose prefilter matches a file)."""
+    from tpulint.engine import check_source  # noqa: F401  (libcst, analysis)
+    from tpulint.registry import all_rules
+
+    all_rules()
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -201,6 +229,7 @@ class _Prepared:
     notices: list[str]
     table: dict[str, int]
     results: ResultCache | None
+    digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
 
 
 def _scan_to_json(scan: ModuleScan) -> list[Any]:
@@ -208,7 +237,8 @@ def _scan_to_json(scan: ModuleScan) -> list[Any]:
 
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared:
-    files, problems, notices = discover(paths, config)
+    notices: list[str] = []
+    files, problems = discover(paths, config, notices=notices)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:
@@ -219,30 +249,49 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
             assert text is not None
             sources.append((source, text))
     cache_dir = config.root / config.cache_dir
-    scan_cache = ScanCache(cache_dir) if use_cache else None
-    index = ProjectIndex()
+    digests = {source.display: text_digest(text) for source, text in sources}
+    modules: list[tuple[str, bool, str, str]] = []  # (module, is_package, scan key, text)
     for source, text in sources:
         if source.path.suffix != ".py":
             continue
         module, is_package = module_name_for_path(source.path)
         if module is None:
             continue
-        key = content_key(f"{module}:{is_package}", text)
-        cached = scan_cache.get_raw(key) if scan_cache else None
-        if cached is not None:
-            scan = ModuleScan(cached[0], cached[1], cached[2])
-        else:
-            scan = scan_source(text, module, is_package)
-            if scan_cache:
-                scan_cache.put_raw(key, _scan_to_json(scan))
-        index.add(scan)
-    table = index.lightning_table()
-    if scan_cache:
-        scan_cache.save()
+        key = derived_key(f"{module}:{is_package}", digests[source.display])
+        modules.append((module, is_package, key, text))
+    # A set of files seen before (a warm run) has its class table cached as a whole.
+    tables = TableCache(cache_dir) if use_cache else None
+    table_key = TableCache.key([m[2] for m in modules]) if tables else ""
+    table = tables.get(table_key) if tables else None
+    if table is None:
+        scan_cache = ScanCache(cache_dir) if use_cache else None
+        index = ProjectIndex()
+        for module, is_package, key, text in modules:
+            cached = scan_cache.get_raw(key) if scan_cache else None
+            if cached is not None:
+                scan = ModuleScan(cached[0], cached[1], cached[2])
+            else:
+                scan = scan_source(text, module, is_package)
+                if scan_cache:
+                    scan_cache.put_raw(key, _scan_to_json(scan))
+            index.add(scan)
+        table = index.lightning_table()
+        if scan_cache:
+            scan_cache.save()
+        if tables:
+            tables.put(table_key, table)
     results = None
     if use_cache:
         results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
-    return _Prepared(sources, outcomes, notices, table, results)
+    return _Prepared(sources, outcomes, notices, table, results, digests)
+
+
+def project_table(
+    paths: Sequence[str], config: Config, *, use_cache: bool = True
+) -> dict[str, int]:
+    """The project class table `check_paths` would use for `paths` (for front ends that check
+    one file at a time with the whole project in view: the language server)."""
+    return _prepare(paths, config, use_cache).table
 
 
 def check_paths(
@@ -260,7 +309,7 @@ def check_paths(
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = content_key(source.display, text)
+        key = derived_key(source.display, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -340,7 +389,7 @@ def fix_paths(
                 aliases.append((source.display, first_name[identity]))
                 continue
             first_name[identity] = source.display
-        key = content_key(source.display, text)
+        key = derived_key(source.display, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
@@ -404,6 +453,8 @@ def _write(
     outcome.written = outcome.error is None
     if outcome.written:
         return
+    from tpulint.engine import check_source
+
     try:
         on_disk = check_source(original, str(source.path), config, project=table)
         outcome.diagnostics = [d.with_path(source.display) for d in on_disk]

@@ -171,26 +171,19 @@ def _comments(source: str) -> Iterable[tuple[int, int, str]]:
                 yield number, index, line[index:]
 
 
-def _yaml_comments(source: str) -> Iterable[tuple[int, int, str]]:
-    from tpulint.yaml_config import _strip_comment
-
-    for number, line in enumerate(_lines(source), start=1):
-        code = _strip_comment(line)
-        index = line.find("#", len(code))
-        if index != -1:
-            yield number, index, line[index:]
-
-
-def parse_suppressions(source: str, language: str = "python") -> Suppressions:
-    """The suppression comments of a Python (or, with language="yaml", YAML) source."""
+def parse_suppressions(
+    source: str, comments: Iterable[tuple[int, int, str]] | None = None
+) -> Suppressions:
+    """The suppression comments of a source. `comments` are its (1-based line, 0-based
+    column, text) comments when it is not Python (the YAML reader finds a config's); by
+    default the Python tokenizer finds them."""
     result = Suppressions()
     lowered = source.lower()
     if "noqa" not in lowered and "tpulint:" not in lowered:
         return result
     lines = _lines(source)
     file_codes: set[str] = set()
-    comments = _yaml_comments(source) if language == "yaml" else _comments(source)
-    for line, col, text in comments:
+    for line, col, text in _comments(source) if comments is None else comments:
         own_line = col == 0 or not lines[line - 1][:col].strip()
         file_match = FILE_NOQA_RE.match(text) if own_line else None
         if file_match:
@@ -243,17 +236,25 @@ class NoqaError(ValueError):
     """Adding the comments would change the file's code (nothing is written)."""
 
 
-def add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+def add_noqa(
+    source: str,
+    diagnostics: Sequence[Diagnostic],
+    *,
+    comments: Iterable[tuple[int, int, str]] | None = None,
+    blocked: Iterable[int] | None = None,
+) -> tuple[str, int]:
     """Add `# noqa: CODE` comments for `diagnostics`; returns (new source, comments added).
 
     Each diagnostic gets its comment on the first line it spans whose end is not inside a
     string and not a backslash continuation. Existing `# noqa: ...` lists are extended.
-    Lines are Python's (see `_lines`), and the result is checked to tokenize to the same
-    code as `source` (only comments differ): otherwise NoqaError."""
+    Lines are Python's (see `_lines`). For Python, the result is checked to tokenize to the
+    same code as `source` (only comments differ): otherwise NoqaError. For a source that is
+    not Python, pass its `comments` (as for `parse_suppressions`) and the lines that cannot
+    take a trailing comment (`blocked`)."""
     if not diagnostics:
         return source, 0
-    new, added = _add_noqa(source, diagnostics)
-    if added:
+    new, added = _add_noqa(source, diagnostics, comments, blocked)
+    if added and comments is None:
         before = _code_tokens(source)
         if before is None:
             raise NoqaError("the file does not tokenize, so the result cannot be verified")
@@ -274,9 +275,14 @@ def _code_tokens(source: str) -> list[tuple[int, str]] | None:
         return None
 
 
-def _add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+def _add_noqa(
+    source: str,
+    diagnostics: Sequence[Diagnostic],
+    comments: Iterable[tuple[int, int, str]] | None,
+    blocked: Iterable[int] | None,
+) -> tuple[str, int]:
     lines = physical_lines(source)
-    blocked = _lines_ending_in_strings(source)
+    blocked = set(_lines_ending_in_strings(source) if blocked is None else blocked)
     codes_by_line: dict[int, set[str]] = {}
     for diagnostic in diagnostics:
         candidates = diagnostic.noqa_lines or (diagnostic.start.line,)
@@ -288,13 +294,16 @@ def _add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]
                 continue
             codes_by_line.setdefault(line, set()).add(diagnostic.code)
             break
-    comments = {line: (col, text) for line, col, text in _comments(source)}
+    by_line = {
+        line: (col, text)
+        for line, col, text in (_comments(source) if comments is None else comments)
+    }
     added = 0
     for line, codes in codes_by_line.items():
         raw = lines[line - 1]
         ending = raw[len(raw.rstrip("\r\n")) :]
         text = raw.rstrip("\r\n")
-        existing = comments.get(line)
+        existing = by_line.get(line)
         merged = False
         if existing is not None:
             col, comment = existing

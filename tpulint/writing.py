@@ -23,12 +23,10 @@ around it.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 from tpulint.discovery import BOM_UTF8, decode_source, source_encoding
@@ -140,6 +138,8 @@ def encode_like(data: bytes, original: str, new: str) -> bytes:
 
 
 def _merge_lines(body: bytes, original: str, new: str, codec: str) -> bytes:
+    import difflib  # imported when needed: tpulint starts fast without it
+
     old_text_lines = _LINE.findall(original)
     old_byte_lines = _BYTES_LINE.findall(body)
     if len(old_text_lines) != len(old_byte_lines):
@@ -159,6 +159,8 @@ def _merge_lines(body: bytes, original: str, new: str, codec: str) -> bytes:
 
 
 def _write(target: Path, info: os.stat_result, content: bytes) -> None:
+    import tempfile  # imported when needed: tpulint starts fast without it
+
     if info.st_nlink > 1:
         _write_in_place(target, info, content)
         return
