@@ -76,7 +76,8 @@ class _Reporter:
 
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
+        # Paths are checked by discovery (one-line errors), not by click.
+        click.argument("paths", nargs=-1, type=click.Path(readable=False)),
         click.option(
             "--select",
             multiple=True,
@@ -130,6 +131,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="The path to use for source read from stdin (`-`).",
         ),
         click.option(
+            "--max-file-size",
+            default=None,
+            metavar="SIZE",
+            help="Skip files larger than this (e.g. 2MB, 500KB; 0: no limit; default 2MB, "
+            "or `max-file-size` from config).",
+        ),
+        click.option(
             "--jobs",
             "-j",
             type=click.IntRange(min=1),
@@ -160,18 +168,21 @@ def _load(
     unsafe_fixes: bool | None,
     force_exclude: bool | None,
     output_format: str | None,
+    max_file_size: str | None = None,
 ):
-    from tpulint.config import ConfigError, load_config
+    from tpulint.config import ConfigError, load_config, parse_size
 
     start = None
     real = [Path(p) for p in paths if p != "-"]
     if real:
         try:
-            common = Path(os.path.commonpath([str(p.resolve()) for p in real]))
+            common = Path(os.path.commonpath([os.path.realpath(p) for p in real]))
         except ValueError:
             common = Path.cwd()
-        start = common if common.is_dir() else common.parent
-        while not start.exists() and start != start.parent:
+        # os.path's tests never raise: a path the user may not stat is reported by
+        # discovery with its reason, after the configuration is found.
+        start = common if os.path.isdir(common) else common.parent
+        while not os.path.isdir(start) and start != start.parent:
             start = start.parent
     try:
         config = load_config(Path(config_file) if config_file else None, start=start)
@@ -182,6 +193,13 @@ def _load(
             changes["force_exclude"] = True
         if output_format:
             changes["output_format"] = output_format
+        if max_file_size is not None:
+            changes["max_file_size"] = parse_size(max_file_size, "--max-file-size")
+        if select and not _split(select):
+            fail(
+                "--select was given an empty value: name the rules to run (codes like "
+                "TPU101, prefixes like TPU1, names, or ALL)"
+            )
         config = config.with_cli(
             select=_split(select) if select else None,
             extend_select=_split(extend_select),
@@ -277,7 +295,12 @@ def _unified_diff(path: str, old: str, new: str) -> str:
     )
     out = []
     for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        if line.endswith("\r"):  # a line ending in a bare carriage return
+            out.append(line + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
@@ -362,6 +385,33 @@ class _LazyGroup(click.Group):
                 return unavailable
         return super().get_command(ctx, name)
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """click's own usage errors as one `tpulint: error: ...` line with exit status 2
+        (click prints a usage block and a separate error line)."""
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.UsageError as exc:
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            message = _lower_first(exc.format_message()).rstrip(".")
+            click.echo(f"tpulint: error: {message}{hint}", err=True)
+            sys.exit(EXIT_ERROR)
+        except click.exceptions.ClickException as exc:
+            click.echo(f"tpulint: error: {_lower_first(exc.format_message())}", err=True)
+            sys.exit(EXIT_ERROR)
+        except click.exceptions.Abort:
+            click.echo("tpulint: interrupted", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return result
+        sys.exit(result if isinstance(result, int) else EXIT_CLEAN)
+
+
+def _lower_first(message: str) -> str:
+    message = " ".join(message.split())  # one line
+    if len(message) > 1 and message[0].isupper() and not message[1].isupper():
+        return message[0].lower() + message[1:]
+    return message
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="tpulint")
@@ -415,6 +465,7 @@ def _check(
     statistics,
     force_exclude,
     stdin_filename,
+    max_file_size,
     jobs,
     quiet,
     verbose,
@@ -429,6 +480,7 @@ def _check(
         unsafe_fixes,
         force_exclude,
         output_format,
+        max_file_size,
     )
     if diff:
         return _fix(
@@ -446,6 +498,7 @@ def _check(
             statistics=statistics,
             force_exclude=force_exclude,
             stdin_filename=stdin_filename,
+            max_file_size=max_file_size,
             jobs=jobs,
             quiet=quiet,
             verbose=verbose,
@@ -473,6 +526,8 @@ def _check(
         run = check_paths(
             paths, config, use_cache=not no_cache, jobs=jobs, progress=_progress(reporter, 0)
         )
+        for notice in run.notices:
+            reporter.warn(notice)
         diagnostics = run.diagnostics
         internal_errors = run.internal_errors
         files_checked = run.checked
@@ -499,8 +554,8 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
 
     by_path: dict[str, list] = {}
     for d in diagnostics:
-        if d.code in ("TPL002", "TPL003", "TPL001"):
-            continue  # unparsable/unreadable files and stale suppressions take no noqa
+        if d.code.startswith("TPL"):
+            continue  # files not checked (TPL002-5) and stale suppressions take no noqa
         by_path.setdefault(d.path, []).append(d)
     if "-" in by_path:
         fail("--add-noqa cannot write to stdin")
@@ -594,6 +649,7 @@ def _fix(
     statistics,
     force_exclude,
     stdin_filename,
+    max_file_size,
     jobs,
     quiet,
     verbose,
@@ -609,6 +665,7 @@ def _fix(
         unsafe_fixes,
         force_exclude,
         output_format,
+        max_file_size,
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
@@ -631,6 +688,13 @@ def _fix(
     from tpulint.runner import fix_paths
 
     started = time.perf_counter()
+
+    def written(outcome) -> None:
+        # Said as each file is written, so an error or an interruption later in the run
+        # never leaves a written file unreported.
+        count = len(outcome.fix.fixed) if outcome.fix else 0
+        reporter.info(f"Fixed {count} finding{'s' if count != 1 else ''} in {outcome.path}")
+
     run = fix_paths(
         paths,
         config,
@@ -639,7 +703,10 @@ def _fix(
         use_cache=not no_cache,
         jobs=jobs,
         progress=_progress(reporter, 0),
+        on_written=written,
     )
+    for notice in run.notices:
+        reporter.warn(notice)
     reporter.debug(
         f"looked at {run.checked} files ({run.cache_hits} from cache) in "
         f"{time.perf_counter() - started:.2f}s"

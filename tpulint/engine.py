@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from tpulint import roundtrip
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
@@ -26,6 +27,7 @@ from tpulint.analysis.project import module_name_for_path
 from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.walker import Dispatcher
 from tpulint.config import Config
+from tpulint.deep_stack import TooDeep, call_deep
 from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from tpulint.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
@@ -106,6 +108,7 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
     """TPL002 for a file that does not parse. Python's own parser gives the clearest message
     and position; libcst's is used when only libcst rejects the code."""
     line, column, message = 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    valid_python = False
     if source is not None:
         import ast
         import warnings
@@ -124,7 +127,13 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
             match = re.search(r"error at (\d+):(\d+)", getattr(exc, "message", "") or "")
             if match:
                 line, column = int(match.group(1)), int(match.group(2)) + 1
+            valid_python = True
             message = f"libcst cannot parse this file ({getattr(exc, 'message', message)})"
+    if valid_python:
+        # Python accepts the code; only tpulint's parser does not: not a syntax error.
+        return unanalysable_diagnostic(
+            path, f"Python accepts this code, but {message}", Location(line, column)
+        )
     return Diagnostic(
         code="TPL002",
         name="syntax-error",
@@ -136,6 +145,20 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
     )
 
 
+def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
+    """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
+    where = location or Location(1, 1)
+    return Diagnostic(
+        code="TPL004",
+        name="unanalysable-file",
+        message=f"Not checked: {reason}",
+        path=path,
+        start=where,
+        end=where,
+        severity=Severity.ERROR,
+    )
+
+
 def _analyze(
     source: str,
     path: str,
@@ -143,15 +166,19 @@ def _analyze(
     project: Mapping[str, int] | None,
     enabled: frozenset[str],
     with_edits: bool,
+    module: cst.Module | None = None,
 ) -> _Analysis:
+    """`module`, when given, is `source` already parsed."""
     rules = _rule_classes(enabled, source)
     suppressions = parse_suppressions(source)
     if not rules:
         return _Analysis(None, [], [], {}, suppressions)
-    try:
-        module = cst.parse_module(source)
-    except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError) as exc:
-        return _Analysis(None, [], [syntax_error_diagnostic(path, exc, source)], {}, suppressions)
+    if module is None:
+        try:
+            module = cst.parse_module(source)
+        except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
+            diagnostic = syntax_error_diagnostic(path, exc, source)
+            return _Analysis(None, [], [diagnostic], {}, suppressions)
 
     module_name, is_package = (
         module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
@@ -185,6 +212,8 @@ def _analyze(
     dispatcher.add(ctx, only=FileContext.LEAVE_HANDLERS)
     try:
         dispatcher.walk(module, parents=parents, children_of=children_of)
+    except (RecursionError, MemoryError):
+        raise  # too deep or too big, not a bug: call_deep and the caller report it
     except Exception as exc:  # a bug in a rule must not take the whole run down
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise InternalError(
@@ -284,8 +313,11 @@ def add_noqa_comments(source: str, path: str, diagnostics: Sequence[Diagnostic])
         return new, added
     new, added = add_noqa(source, diagnostics)
     if added and new != source:
+        shim = roundtrip.prepare(new)
         try:
-            cst.parse_module(new)
+            call_deep(cst.parse_module, shim.text if shim is not None else new)
+        except TooDeep:
+            raise ValueError("the file is nested too deeply to verify the result") from None
         except Exception:
             raise ValueError("adding comments would break the file") from None
     return new, added
@@ -306,11 +338,45 @@ def check_source(
     Raises InternalError if a rule fails.
     """
     config = config or Config()
+    try:
+        return call_deep(_check_source, source, path, config, project, with_edits)
+    except (TooDeep, MemoryError) as exc:
+        return [unanalysable_diagnostic(path, _too_deep_reason(exc))]
+
+
+def _too_deep_reason(exc: BaseException) -> str:
+    if isinstance(exc, MemoryError):
+        return "memory ran out while analysing this file"
+    return f"an expression is {exc}"
+
+
+def _check_source(
+    source: str,
+    path: str,
+    config: Config,
+    project: Mapping[str, int] | None,
+    with_edits: bool,
+) -> list[Diagnostic]:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
-        analysis = _analyze_yaml(source, path, config, enabled)
-    else:
-        analysis = _analyze(source, path, config, project, enabled, with_edits)
+        return _finish(_analyze_yaml(source, path, config, enabled), path, enabled, source)
+    shim = roundtrip.prepare(source)
+    if shim is not None:
+        found = _check_python(shim.text, path, config, project, enabled, with_edits)
+        return roundtrip.shift(shim, found)
+    return _check_python(source, path, config, project, enabled, with_edits)
+
+
+def _check_python(
+    source: str,
+    path: str,
+    config: Config,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+    with_edits: bool,
+    module: cst.Module | None = None,
+) -> list[Diagnostic]:
+    analysis = _analyze(source, path, config, project, enabled, with_edits, module)
     return _finish(analysis, path, enabled, source)
 
 
@@ -319,7 +385,7 @@ def apply_text_edits(
 ) -> tuple[str, list[Diagnostic]]:
     """Apply the text edits of `diagnostics`' fixes; a fix whose edits overlap an edit already
     taken is skipped (left for the next round). Returns (new source, applied diagnostics)."""
-    lines = source.splitlines(keepends=True)
+    lines = roundtrip.physical_lines(source)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -367,14 +433,108 @@ def fix_source(
     returned with `error` set and nothing should be written.
     """
     config = config or Config()
+    try:
+        return call_deep(_fix_source, source, path, config, unsafe, project)
+    except (TooDeep, MemoryError) as exc:
+        return FixResult(source, [], [unanalysable_diagnostic(path, _too_deep_reason(exc))])
+
+
+def _fix_source(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: Mapping[str, int] | None,
+) -> FixResult:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
         return _fix_text_edits(source, path, config, unsafe, project)
-    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    shim = roundtrip.prepare(source)
+    if shim is None:
+        return _fix_python(source, path, config, unsafe, project, enabled)
+    # Fixed in the text libcst reproduces, then given back what it would have lost.
+    result = _fix_python(shim.text, path, config, unsafe, project, enabled)
+    if not result.changed:
+        remaining = _check_source(source, path, config, project, True)
+        return FixResult(source, [], remaining, result.error)
+    restored = roundtrip.restore(shim, result.source)
+    remaining = _check_source(restored, path, config, project, True)
+    if any(d.code in ("TPL002", "TPL004") for d in remaining):
+        return FixResult(
+            source,
+            [],
+            _check_source(source, path, config, project, True),
+            error="the fixed code does not parse once its form feeds are restored; "
+            "file left unchanged",
+        )
+    return FixResult(restored, roundtrip.shift(shim, result.fixed), remaining)
+
+
+def _fix_python(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+) -> FixResult:
     current = source
     fixed: list[Diagnostic] = []
+    # Code fixes to a fixed point, then stale suppressions (TPL001, text edits); removing a
+    # suppression can make a code fix safe (one that keeps no comment inside the code it
+    # rewrites), so the code fixes run again until a round changes nothing.
     for _ in range(MAX_FIX_ITERATIONS):
-        analysis = _analyze(current, path, config, project, enabled, with_edits=False)
+        outcome = _fix_code(current, source, path, config, unsafe, project, enabled)
+        if isinstance(outcome, FixResult):
+            return outcome  # refused: the fixed code does not parse, or no exact round trip
+        current, round_fixed, last = outcome
+        fixed += round_fixed
+        remaining = _check_python(current, path, config, project, enabled, True, last)
+        last = None
+        edited = current
+        for _ in range(MAX_FIX_ITERATIONS):
+            # Several directives in one comment have overlapping edits: one per round.
+            stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
+            if not stale:
+                break
+            candidate, applied = apply_text_edits(edited, stale)
+            if candidate == edited:
+                break
+            try:
+                cst.parse_module(candidate)
+            except (RecursionError, MemoryError):
+                raise
+            except Exception:
+                break
+            fixed += applied
+            edited = candidate
+            remaining = _check_python(edited, path, config, project, enabled, True)
+        if edited == current:
+            break
+        current = edited
+    return FixResult(current, fixed, remaining)
+
+
+def _fix_code(
+    current: str,
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: Mapping[str, int] | None,
+    enabled: frozenset[str],
+) -> tuple[str, list[Diagnostic], cst.Module | None] | FixResult:
+    """Code fixes applied in rounds until none applies: (text, fixed, the text's tree if
+    it is at hand), or a FixResult when the result must not be written."""
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    fixed: list[Diagnostic] = []
+    # Each round's tree is released before the next text is parsed, and a text parsed to
+    # check the fixed code is the tree the next round analyses: one tree alive at a time.
+    module: cst.Module | None = None
+    analysis: _Analysis | None = None
+    for round_number in range(MAX_FIX_ITERATIONS):
+        analysis = _analyze(current, path, config, project, enabled, False, module)
+        module = None
         if analysis.module is None:
             break
         suppressions = analysis.suppressions
@@ -395,36 +555,34 @@ def fix_source(
             round_fixed.append(diagnostic)
         if not chosen:
             break
-        new_module = apply_fixes(analysis.module, chosen)
-        new_source = new_module.code
+        if round_number == 0 and analysis.module.code != current:
+            # libcst would not write back the untouched parts exactly: never write it.
+            return FixResult(
+                source,
+                [],
+                _check_python(source, path, config, project, enabled, True),
+                error="libcst does not reproduce this file exactly; file left unchanged",
+            )
+        new_source = apply_fixes(analysis.module, chosen).code
+        analysis = None
+        chosen = []
         if new_source == current:
             break
         try:
-            cst.parse_module(new_source)
+            module = cst.parse_module(new_source)
+        except (RecursionError, MemoryError):
+            raise
         except Exception as exc:
             return FixResult(
                 source,
                 [],
-                check_source(source, path, config, project=project),
+                _check_python(source, path, config, project, enabled, True),
                 error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
             )
         fixed.extend(round_fixed)
         current = new_source
-    remaining = check_source(current, path, config, project=project)
-    # Stale suppressions (TPL001) are fixed with text edits once the code fixes are done.
-    stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
-    if stale:
-        edited, applied = apply_text_edits(current, stale)
-        if edited != current:
-            try:
-                cst.parse_module(edited)
-            except Exception:
-                edited = current
-        if edited != current:
-            fixed.extend(applied)
-            current = edited
-            remaining = check_source(current, path, config, project=project)
-    return FixResult(current, fixed, remaining)
+    last = analysis.module if analysis is not None else module
+    return current, fixed, last
 
 
 def _fix_text_edits(

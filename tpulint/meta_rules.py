@@ -171,4 +171,71 @@ class UnreadableFile(Rule):
     always_on: ClassVar[bool] = True
 
 
-META_RULES = (UnusedSuppression, SyntaxErrorInFile, UnreadableFile)
+class UnanalysableFile(Rule):
+    """
+    ## What it does
+    Reports a file that is valid Python but that tpulint could not analyse, and says why:
+    libcst (the parser tpulint's rules and fixes run on) rejects code that Python accepts, an
+    expression nested deeper than tpulint's parser can follow even on its large stack, memory
+    ran out, or analysing the file crashed tpulint's worker process. The other files of the
+    run are checked as usual, and `tpulint fix` does not write to this one.
+
+    ## Why is this bad on TPU?
+    Nothing TPU-specific: the file was not checked, and a check run should not pass silently
+    over it. Generated code (very long expressions or string concatenations) is the usual
+    cause; excluding generated files (`extend-exclude`) is the usual remedy.
+
+    ## Example
+    A generated module whose single expression concatenates 10,000 string literals.
+
+    ## Use instead
+    Exclude generated files, or build long values from a list (`"".join(parts)`).
+
+    ## Fix safety
+    There is no fix.
+
+    ## References
+    - [libcst](https://libcst.readthedocs.io/)
+    """
+
+    code = "TPL004"
+    name = "unanalysable-file"
+    summary = "Valid Python that tpulint could not analyse (too deeply nested, parser limits)"
+    severity = Severity.ERROR
+    always_on: ClassVar[bool] = True
+
+
+class FileTooLarge(Rule):
+    """
+    ## What it does
+    Reports a file larger than `max-file-size` (default 2 MB), which tpulint skips without
+    reading it. Analysing a file takes several hundred bytes of memory per byte of source
+    (libcst's syntax tree), so one huge generated file could otherwise take gigabytes.
+
+    ## Why is this bad on TPU?
+    Nothing TPU-specific: the file was not checked, and a check run should not pass silently
+    over it.
+
+    ## Example
+    A 40 MB generated module of model weights written as Python literals.
+
+    ## Use instead
+    Exclude generated files (`extend-exclude`), or raise the limit for the run
+    (`--max-file-size 20MB`) or for the project (`max-file-size = "20MB"` in
+    `[tool.tpulint]`); `0` turns the limit off.
+
+    ## Fix safety
+    There is no fix.
+
+    ## References
+    - [Ruff: excluding files](https://docs.astral.sh/ruff/settings/#extend-exclude)
+    """
+
+    code = "TPL005"
+    name = "file-too-large"
+    summary = "File larger than `max-file-size`, skipped"
+    severity = Severity.WARNING
+    always_on: ClassVar[bool] = True
+
+
+META_RULES = (UnusedSuppression, SyntaxErrorInFile, UnreadableFile, UnanalysableFile, FileTooLarge)

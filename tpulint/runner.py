@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +33,8 @@ from tpulint.cache import (
 )
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
-from tpulint.discovery import SourcePath, decode_source, discover, read_source
+from tpulint.discovery import SourcePath, discover, read_source
+from tpulint.writing import write_if_unchanged
 
 if TYPE_CHECKING:
     from tpulint.engine import FixResult
@@ -61,6 +62,7 @@ class RunResult:
     parsed: int = 0  # files that were not answered from the cache
     cache_hits: int = 0
     internal_errors: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # files skipped unopened (FIFOs, ...)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -102,43 +104,66 @@ def _after_file() -> None:
             _STATE["files_since_collect"] = 0
 
 
-def _check_batch(
-    batch: list[tuple[str, str, str]],
-) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
-    """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
-    from tpulint.engine import InternalError, check_source
+def _failure(exc: Exception) -> str:
+    """An internal error's one-line description, with where it was raised."""
+    from tpulint.engine import InternalError
+
+    if isinstance(exc, InternalError):
+        return str(exc)
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+
+
+def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
+    """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
+    from tpulint.engine import check_source
 
     config, table = _STATE["config"], _STATE["table"]
-    out = []
-    for display, absolute, text in batch:
-        try:
-            diagnostics = [
-                d.with_path(display) for d in check_source(text, absolute, config, project=table)
-            ]
-            out.append((display, diagnostics, None))
-        except InternalError as exc:
-            out.append((display, None, str(exc)))
-        _after_file()
+    display, absolute, text = item
+    try:
+        diagnostics = [
+            d.with_path(display) for d in check_source(text, absolute, config, project=table)
+        ]
+        out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
+    except Exception as exc:  # one file's failure is reported; the run goes on
+        out = (display, None, _failure(exc))
+    _after_file()
     return out
 
 
-def _fix_batch(
-    batch: list[tuple[str, str, str]], unsafe: bool
-) -> list[tuple[str, FixResult | None, str | None]]:
-    from tpulint.engine import InternalError, fix_source
+def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
+    from tpulint.engine import fix_source
 
     config, table = _STATE["config"], _STATE["table"]
-    out = []
-    for display, absolute, text in batch:
-        try:
-            result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
-            result.fixed = [d.with_path(display) for d in result.fixed]
-            result.remaining = [d.with_path(display) for d in result.remaining]
-            out.append((display, result, None))
-        except InternalError as exc:
-            out.append((display, None, str(exc)))
-        _after_file()
+    display, absolute, text = item
+    try:
+        result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
+        result.fixed = [d.with_path(display) for d in result.fixed]
+        result.remaining = [d.with_path(display) for d in result.remaining]
+        out: tuple[str, FixResult | None, str | None] = (display, result, None)
+    except Exception as exc:
+        out = (display, None, _failure(exc))
+    _after_file()
     return out
+
+
+def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diagnostic], None]:
+    return item[0], [_crash_diagnostic(item[0], why)], None
+
+
+def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+    from tpulint.engine import FixResult
+
+    display, _, text = item
+    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
+
+
+def _crash_diagnostic(display: str, why: str) -> Diagnostic:
+    from tpulint.engine import unanalysable_diagnostic
+
+    return unanalysable_diagnostic(
+        display, f"analysing this file ended tpulint's worker process ({why})"
+    )
 
 
 def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[str, str, str]]]:
@@ -155,19 +180,11 @@ def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[st
     return [b for b in batches if b]
 
 
-def _pool_context() -> Any:
-    # fork starts workers in milliseconds and shares the loaded rules; elsewhere spawn.
-    import multiprocessing  # imported here: a warm run starts no workers
-
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 def _run(
     items: list[tuple[str, str, str]],
-    worker: Callable[..., list[Any]],
+    worker: Callable[..., Any],
     extra: tuple[Any, ...],
+    on_crash: Callable[[tuple[str, str, str], str], Any],
     config: Config,
     table: dict[str, int],
     jobs: int,
@@ -177,27 +194,20 @@ def _run(
     if jobs <= 1 or total < 4:
         _init_worker(config, table)
         for done, item in enumerate(items, start=1):
-            yield from worker([item], *extra)
+            yield worker(item, *extra)
             if progress:
                 progress(done, total)
         return
     done = 0
     _load_engine()
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from tpulint.pool import Pool  # imported here: a warm run starts no workers
 
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=_pool_context(),
-        initializer=_init_worker,
-        initargs=(config, table, True),
-    ) as pool:
-        futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
-        for future in as_completed(futures):
-            results = future.result()
-            done += len(results)
+    with Pool(jobs, _init_worker, (config, table, True)) as pool:
+        for result in pool.map(worker, _batches(items, jobs), extra, on_crash):
+            done += 1
             if progress:
                 progress(done, total)
-            yield from results
+            yield result
 
 
 def _load_engine() -> None:
@@ -216,6 +226,7 @@ def _load_engine() -> None:
 class _Prepared:
     sources: list[tuple[SourcePath, str]]  # readable files and their text
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
+    notices: list[str]
     table: dict[str, int]
     results: ResultCache | None
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
@@ -226,11 +237,12 @@ def _scan_to_json(scan: ModuleScan) -> list[Any]:
 
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared:
-    files, problems = discover(paths, config)
+    notices: list[str] = []
+    files, problems = discover(paths, config, notices=notices)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:
-        text, problem = read_source(source)
+        text, problem = read_source(source, config.max_file_size)
         if problem is not None:
             outcomes.append(FileOutcome(source.display, [problem]))
         else:
@@ -271,7 +283,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
     results = None
     if use_cache:
         results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
-    return _Prepared(sources, outcomes, table, results, digests)
+    return _Prepared(sources, outcomes, notices, table, results, digests)
 
 
 def project_table(
@@ -293,7 +305,7 @@ def check_paths(
     """Check files and folders. Raises discovery.PathError for a missing path."""
     prepared = _prepare(paths, config, use_cache)
     cache = prepared.results
-    run = RunResult(files=list(prepared.outcomes))
+    run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
@@ -308,7 +320,14 @@ def check_paths(
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
     for display, diagnostics, error in _run(
-        todo, _check_batch, (), config, prepared.table, jobs or os.cpu_count() or 1, progress
+        todo,
+        _check_one,
+        (),
+        _crashed_check,
+        config,
+        prepared.table,
+        jobs or os.cpu_count() or 1,
+        progress,
     ):
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
@@ -328,6 +347,15 @@ def _needs_fix(diagnostics: list[Diagnostic], unsafe: bool) -> bool:
     return any(d.fix is not None and d.fix.applicability in allowed for d in diagnostics)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) a path leads to: symlinks and hard links to one file share it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def fix_paths(
     paths: Sequence[str],
     config: Config,
@@ -337,17 +365,30 @@ def fix_paths(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    on_written: Callable[[FileOutcome], None] | None = None,
 ) -> RunResult:
     """Fix files and folders; write the results only when `apply` is true.
 
-    A file is written atomically, only if its fixed source parses (the engine guarantees
-    it) and only if the file on disk still has the content that was read."""
+    A file is written (see tpulint.writing) only if its fixed source parses (the engine
+    guarantees it), the file on disk still has the content that was read, and the user may
+    write it. `on_written` is called for each file as soon as it is written. A file reached
+    through several names (symlinks, hard links) is fixed once, through the first name; the
+    others report the same remaining findings. After a refused write, a file reports the
+    findings of its content on disk."""
     prepared = _prepare(paths, config, use_cache)
     cache = prepared.results
-    run = RunResult(files=list(prepared.outcomes))
+    run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     originals: dict[str, tuple[SourcePath, str]] = {}
+    first_name: dict[tuple[int, int], str] = {}
+    aliases: list[tuple[str, str]] = []  # (display path, the display path it is fixed through)
     for source, text in prepared.sources:
+        identity = _identity(source.path) if apply else None
+        if identity is not None:
+            if identity in first_name:
+                aliases.append((source.display, first_name[identity]))
+                continue
+            first_name[identity] = source.display
         key = derived_key(source.display, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
@@ -356,10 +397,17 @@ def fix_paths(
         originals[source.display] = (source, text)
         todo.append((source.display, str(source.path), text))
     run.checked = len(prepared.sources)
-    run.cache_hits = run.checked - len(todo)
+    run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
     for display, result, error in _run(
-        todo, _fix_batch, (unsafe,), config, prepared.table, jobs or os.cpu_count() or 1, progress
+        todo,
+        _fix_one,
+        (unsafe,),
+        _crashed_fix,
+        config,
+        prepared.table,
+        jobs or os.cpu_count() or 1,
+        progress,
     ):
         source, original = originals[display]
         if error is not None or result is None:
@@ -368,55 +416,48 @@ def fix_paths(
             continue
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
-            outcome.error = write_if_unchanged(source.path, original, result.source)
-            outcome.written = outcome.error is None
+            _write(outcome, source, original, result, config, prepared.table, run)
+            if outcome.written and on_written is not None:
+                on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
             cache.put(content_key(display, new_text), result.remaining)
         run.files.append(outcome)
+    by_path = {f.path: f for f in run.files}
+    for display, through in aliases:
+        first = by_path.get(through)
+        diagnostics = [d.with_path(display) for d in first.diagnostics] if first else []
+        run.files.append(FileOutcome(display, diagnostics))
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
     return run
 
 
-def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
-    """Atomically replace `path` with `new` if it still holds `original`; else why not."""
-    import io
-    import tempfile
-    import tokenize
+def _write(
+    outcome: FileOutcome,
+    source: SourcePath,
+    original: str,
+    result: FixResult,
+    config: Config,
+    table: dict[str, int],
+    run: RunResult,
+) -> None:
+    """Write one fixed file; when it is not written, its findings become those of the file
+    as it is on disk (the fixed text exists nowhere)."""
+    try:
+        outcome.error = write_if_unchanged(source.path, original, result.source)
+    except Exception as exc:  # a bug in writing one file must not hide the others
+        outcome.error = f"not written: internal error ({_failure(exc)})"
+        run.internal_errors.append(f"{source.display}: {_failure(exc)}")
+    outcome.written = outcome.error is None
+    if outcome.written:
+        return
+    from tpulint.engine import check_source
 
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return f"not written: cannot re-read the file ({exc.strerror})"
-    try:
-        on_disk = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError):
-        on_disk = None
-    if on_disk != original:
-        return "not written: the file changed on disk since tpulint read it"
-    try:
-        # Keep the file's encoding: a BOM stays, a PEP 263 coding cookie is honoured.
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:
-        encoding = "utf-8"
-    try:
-        new_bytes = new.encode(encoding)
-    except UnicodeEncodeError as exc:
-        return f"not written: {exc.reason}"
-    try:
-        mode = path.stat().st_mode
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tpulint", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(new_bytes)
-            os.chmod(tmp, mode & 0o7777)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        return f"not written: {exc.strerror or exc}"
-    return None
+        on_disk = check_source(original, str(source.path), config, project=table)
+        outcome.diagnostics = [d.with_path(source.display) for d in on_disk]
+    except Exception as exc:
+        run.internal_errors.append(f"{source.display}: {_failure(exc)}")
+        outcome.diagnostics = []
