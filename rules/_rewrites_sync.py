@@ -26,6 +26,7 @@ from tpulint.rule import FixSpec, ImportSpec
 from ._rewrite_cst import atom, bare, expression, torch_alias
 from ._rewrite_flow import FunctionIndex, function_index
 from ._rewrite_purity import is_pure
+from ._rewrite_shapes import _ELEMENTWISE_METHODS, _SCALAR, _combine, shape_key, zero_dim
 from ._shape_helpers import Bindings
 
 _ARITHMETIC = (
@@ -386,6 +387,52 @@ def _names(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def _shape(
+    ctx: FileContext, bindings: Bindings, node: cst.BaseExpression, depth: int = 0
+) -> str | None:
+    """A key naming `node`'s shape (shape_key's, plus single values and integer indexing of
+    one tensor: `t[0]` and `t[1]` have the same shape); None when not provable."""
+    if depth > 10:
+        return None
+    d = depth + 1
+    if zero_dim(ctx, node, bindings):
+        return _SCALAR
+    if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.MatrixMultiply):
+        return _combine(_shape(ctx, bindings, node.left, d), _shape(ctx, bindings, node.right, d))
+    if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+        return _shape(ctx, bindings, node.expression, d)
+    if isinstance(node, cst.Subscript) and all(
+        isinstance(e.slice, cst.Index) and _integer(e.slice.value) for e in node.slice
+    ):
+        base = _shape(ctx, bindings, node.value, d)
+        return None if base in (None, _SCALAR) else f"{base}[{len(node.slice)}]"
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _ELEMENTWISE_METHODS
+        and all(a.keyword is not None or zero_dim(ctx, a.value, bindings) for a in node.args)
+    ):
+        base = _shape(ctx, bindings, node.func.value, d)
+        if base not in (None, _SCALAR):
+            return base
+    return shape_key(ctx, node, bindings)
+
+
+def _integer(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, cst.Integer)
+
+
+def _new_shape(
+    ctx: FileContext, bindings: Bindings, update: cst.Assign | cst.AugAssign
+) -> str | None:
+    """The shape of the value an update assigns (`x += a`: of `x + a`)."""
+    if isinstance(update, cst.Assign):
+        return _shape(ctx, bindings, update.value)
+    return _combine(_shape(ctx, bindings, update.target), _shape(ctx, bindings, update.value))
+
+
 def _bound_before(bindings: Bindings, target: cst.BaseExpression) -> bool:
     if isinstance(target, cst.Attribute):
         return True  # module state: set in __init__ or an earlier step
@@ -415,6 +462,20 @@ def if_fix(ctx: FileContext, bindings: Bindings, node: cst.If) -> FixSpec | None
     for update in [*body, *otherwise]:
         if not is_pure(ctx, update.value):
             return None
+    # `torch.where` gives one shape whichever way the condition goes: only updates that
+    # provably keep the shape (`x = x / 2`, `x = x.clamp(...)`, single values) are exact;
+    # `x = x[:, :n]` or `x = x.sum()` would raise or broadcast.
+    if otherwise:
+        if len(body) == 1 and len(otherwise) == 1:
+            then_shape = _new_shape(ctx, bindings, body[0])
+            if then_shape is None or then_shape != _new_shape(ctx, bindings, otherwise[0]):
+                return None
+    else:
+        for update in body:
+            target = update.targets[0].target if isinstance(update, cst.Assign) else update.target
+            kept = _shape(ctx, bindings, target)
+            if kept is None or kept != _new_shape(ctx, bindings, update):
+                return None
     texts: list[str] = []
     if otherwise:
         # Only the plain two-way choice of one target: `x = a` / `x = b`.

@@ -916,10 +916,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
 
     It is offered only when the condition and every assigned value are pure (tensor
     operations, no module calls, no random draws, no in-place methods), every part of the
-    condition is a device tensor, and each assigned name already has a value before the
-    `if`. It is exact when the assigned values are tensors or numbers (a Python number
-    becomes a 0-dim tensor) of shapes that broadcast with the condition, and are finite
-    when the condition is false: both sides are now computed every step, so a division by
+    condition is a device tensor, each assigned name already has a value before the `if`,
+    and each assigned value provably has the shape of the value it replaces (`torch.where`
+    gives one shape whichever way the condition goes): the same tensor transformed
+    elementwise (`x / 10`, `x.clamp(max=m)`, `torch.zeros_like(x)`), integer indexing of one
+    tensor (`t[0]` / `t[1]`), or single values on both sides; `x = x[:, :n]` or
+    `x = x.sum()` under a tensor condition get no fix. It is exact when the assigned values
+    are tensors or numbers (a Python number becomes a 0-dim tensor) and are finite when the
+    condition is false: both sides are now computed every step, so a division by
     zero there, harmless in the forward value, would put `nan` into the gradients.
     `x += a` on a tensor updated `x` in place; the rewrite binds a new tensor (other
     references to the old one no longer see the update). `tpulint fix --prove

@@ -135,6 +135,30 @@ NO_FIX = [
         ),
         "TPU104",
     ),
+    (
+        # torch.where gives one shape: a slice (swin's unpadding) would raise, a reduction
+        # would broadcast back to the full shape.
+        "if-slices-the-value",
+        step(
+            "loss = self(batch).sum()\nx = self(batch)\nif loss > 1:\n    x = x[:, :3]\nreturn x\n"
+        ),
+        "TPU104",
+    ),
+    (
+        "if-reduces-the-value",
+        step(
+            "loss = self(batch).sum()\nx = self(batch)\nif loss > 1:\n    x = x.sum()\nreturn x\n"
+        ),
+        "TPU104",
+    ),
+    (
+        "if-else-of-different-shapes",
+        step(
+            "loss = self(batch).sum()\nx = self(batch)\nif loss > 1:\n    y = x\n"
+            "else:\n    y = x.mean()\nreturn y\n"
+        ),
+        "TPU104",
+    ),
     ("item-as-a-size", step("n = int(batch.sum().item())\nreturn self(batch[:n])\n"), "TPU101"),
     (
         # scvi's MLX training plan: `.item()` of an MLX array has no `.detach()`
