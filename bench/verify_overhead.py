@@ -23,13 +23,31 @@ TARGET = "examples/tpu_unready/model.py:LitClassifier"
 
 
 def verify_argv(tpulint: Path, cores: int, steps: int, epochs: int) -> list[str]:
-    return [str(tpulint), "verify", TARGET, "--cores", str(cores), "--steps", str(steps),
-            "--epochs", str(epochs), "--json"]
+    return [
+        str(tpulint),
+        "verify",
+        TARGET,
+        "--cores",
+        str(cores),
+        "--steps",
+        str(steps),
+        "--epochs",
+        str(epochs),
+        "--json",
+    ]
 
 
 def bare_argv(python: Path, cores: int, steps: int, epochs: int) -> list[str]:
-    return [str(python), str(BENCH_DIR / "bare_xla_loop.py"), "--cores", str(cores),
-            "--steps", str(steps), "--epochs", str(epochs)]
+    return [
+        str(python),
+        str(BENCH_DIR / "bare_xla_loop.py"),
+        "--cores",
+        str(cores),
+        "--steps",
+        str(steps),
+        "--epochs",
+        str(epochs),
+    ]
 
 
 def _json_tail(text: str) -> dict[str, object]:
@@ -62,8 +80,17 @@ def _verify_summary(log: Path) -> dict[str, object]:
 
 
 def run_verify_overhead(
-    *, repo: Path, tpulint: Path, python: Path, cores: int, steps: int, epochs: int,
-    runs: int, log_dir: Path, progress: Progress, nice: int,
+    *,
+    repo: Path,
+    tpulint: Path,
+    python: Path,
+    cores: int,
+    steps: int,
+    epochs: int,
+    runs: int,
+    log_dir: Path,
+    progress: Progress,
+    nice: int,
 ) -> Results:
     out: Results = {}
     commands = {
@@ -73,14 +100,17 @@ def run_verify_overhead(
     for rep in range(runs):
         for name, argv in commands.items():
             log_name = f"verify.r{rep}.{name}"
-            result = run_measured(argv, cwd=repo, log_dir=log_dir, name=log_name,
-                                  timeout=1800, nice=nice)
+            result = run_measured(
+                argv, cwd=repo, log_dir=log_dir, name=log_name, timeout=1800, nice=nice
+            )
             if name == "bare":
                 result.extra = _json_tail(result.stdout_tail)
             else:
                 result.extra = _verify_summary(log_dir / f"{log_name}.out")
             result.stdout_tail = result.stdout_tail[-500:]
-            progress(f"{log_name}: {result.wall:.1f} s wall, {result.cpu:.1f} s CPU, "
-                     f"rc={result.returncode}")
+            progress(
+                f"{log_name}: {result.wall:.1f} s wall, {result.cpu:.1f} s CPU, "
+                f"rc={result.returncode}"
+            )
             out.setdefault(name, []).append(result.to_json())
     return out

@@ -109,6 +109,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
     """
 
     code = "TPU201"
+    hot_only = True
     name = "data-dependent-shape-op"
     summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
     requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
@@ -399,6 +400,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     """
 
     code = "TPU202"
+    hot_only = True
     name = "boolean-mask-indexing"
     summary = "Indexing with a boolean mask (`x[mask]`, `x[x > 0]`, `x[m] = v`) in hot code"
     fix_applicability = Applicability.SAFE
@@ -507,17 +509,26 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        d.masked_fill_(mask, 0.0)\n"
             "        return torch.where(mask, d, 0).sum() / mask.sum()\n",
         ),
-        # Untyped values may be numpy arrays: the rewrite is only suggested (darts).
+        # A helper's untyped parameters may be numpy arrays: the rewrite is only suggested
+        # (darts' `_divide_no_nan`, hot because `forward` calls it).
         Invalid(
-            _MOD + "    def forward(self, a, b):\n"
-            "        result = a / b\n"
-            "        result[result != result] = 0.0\n"
-            "        return result\n",
+            "import torch\nfrom torch import nn\n\n\ndef _divide_no_nan(a, b):\n"
+            "    result = a / b\n"
+            "    result[result != result] = 0.0\n"
+            "    return result\n\n\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, x, y):\n"
+            "        return torch.mean(_divide_no_nan(x, y))\n",
             applicability=Applicability.DISPLAY_ONLY,
-            expected_suggestion=_MOD + "    def forward(self, a, b):\n"
-            "        result = a / b\n"
-            "        result.masked_fill_(result != result, 0.0)\n"
-            "        return result\n",
+            message="called from forward",
+            expected_suggestion="import torch\nfrom torch import nn\n\n\n"
+            "def _divide_no_nan(a, b):\n"
+            "    result = a / b\n"
+            "    result.masked_fill_(result != result, 0.0)\n"
+            "    return result\n\n\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, x, y):\n"
+            "        return torch.mean(_divide_no_nan(x, y))\n",
         ),
         # x was rebound after the mask: not provably the same shape.
         Invalid(
@@ -749,6 +760,7 @@ class ShapeDependentLoop(TrackingRule, Rule):
     """
 
     code = "TPU203"
+    hot_only = True
     name = "shape-dependent-loop"
     summary = "`for i in range(t.size(0))` / `range(len(t))` over a tensor in hot code"
     requires = ("range(",)
@@ -1028,6 +1040,7 @@ class DataDependentSize(TrackingRule, Rule):
     """
 
     code = "TPU205"
+    hot_only = True
     name = "data-dependent-size"
     summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
     requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")

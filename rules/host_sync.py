@@ -119,6 +119,7 @@ class ItemInHotPath(Rule):
     """
 
     code = "TPU101"
+    hot_only = True
     name = "item-in-hot-path"
     summary = "`.item()` on a device tensor in code that runs every step"
     fix_applicability = Applicability.DISPLAY_ONLY
@@ -283,6 +284,7 @@ class LogItemUnwrap(Rule):
     """
 
     code = "TPU102"
+    hot_only = True
     name = "log-item-unwrap"
     summary = "`.item()` / `float()` on a tensor passed to `self.log` in hot code"
     fix_applicability = Applicability.SAFE
@@ -547,6 +549,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
     """
 
     code = "TPU103"
+    hot_only = True
     name = "host-transfer-in-hot-path"
     summary = "`.cpu()`, `.tolist()`, `float(t)`, `print(t)` of device tensors in hot code"
     fix_applicability = Applicability.DISPLAY_ONLY
@@ -845,6 +848,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
     """
 
     code = "TPU104"
+    hot_only = True
     name = "tensor-value-control-flow"
     summary = "`if` / `while` / `assert` / ternary decided by a device tensor's value in hot code"
     fix_applicability = Applicability.DISPLAY_ONLY
@@ -1332,6 +1336,7 @@ class PerStepSyncDist(Rule):
     """
 
     code = "TPU106"
+    hot_only = True
     name = "per-step-sync-dist"
     summary = "`self.log(..., sync_dist=True)` logged on every training step"
     fix_applicability = Applicability.UNSAFE
@@ -1502,6 +1507,7 @@ class RendezvousInStep(Rule):
     """
 
     code = "TPU107"
+    hot_only = True
     name = "rendezvous-in-step"
     summary = "`xm.rendezvous(...)` in code that runs every step"
     fix_applicability = Applicability.DISPLAY_ONLY

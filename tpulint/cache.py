@@ -3,7 +3,8 @@
 One file per (tpulint version, configuration, project class table) holds, for every checked
 file, its diagnostics keyed by a hash of its path and content (not its mtime: a touched but
 unchanged file stays cached, a changed file is re-checked whatever its timestamp). It also
-holds each file's text scan for the project class index, so a warm run parses nothing.
+holds each file's project-model summary (tpulint.analysis.summary), so a warm run parses
+nothing.
 
 Written atomically (temporary file + rename), with a CACHEDIR.TAG and a `.gitignore`, like
 Ruff's. Entries unused for 30 days are dropped when the cache is written.
@@ -134,7 +135,7 @@ class ResultCache(JsonStore):
 
 
 class ScanCache(JsonStore):
-    """Each file's text scan for the project class index (independent of configuration)."""
+    """Each file's project-model summary, by content (independent of configuration)."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, "scans")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -22,7 +22,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
-from tpulint.analysis.project import module_name_for_path
+from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
 from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.walker import Dispatcher
 from tpulint.config import Config
@@ -84,6 +84,21 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     return out
 
 
+def file_view(
+    source: str, path: str, config: Config, project: ProjectModel | None = None
+) -> FileView:
+    """The project model's view of a file: from `project` when it holds the file, else from
+    a model of this source alone."""
+    view = project.view(path) if project is not None else None
+    if view is None:
+        name = path if path not in ("-", "<stdin>") else "<stdin>"
+        model = build_model([(name, source)], config.hot_methods)
+        view = model.view(name)
+        assert view is not None
+    view.base = str(config.root)
+    return view
+
+
 def would_parse(source: str, path: str, config: Config) -> bool:
     """Whether `check_source` parses this file: some enabled rule's prefilter matches (the
     benchmarks compare against the cost of parsing exactly these files)."""
@@ -141,7 +156,7 @@ def _analyze(
     source: str,
     path: str,
     config: Config,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
     enabled: frozenset[str],
     with_edits: bool,
 ) -> _Analysis:
@@ -149,6 +164,13 @@ def _analyze(
     suppressions = parse_suppressions(source)
     if not rules:
         return _Analysis(None, [], [], {}, suppressions)
+    view = file_view(source, path, config, project)
+    if not view.has_hot_code and view.module.parsed:
+        # The project model finds nothing that runs every step here: rules that report only
+        # in such code cannot fire, and a file no rule can fire in is not parsed at all.
+        rules = [rule for rule in rules if not rule.hot_only]
+        if not rules:
+            return _Analysis(None, [], [], {}, suppressions)
     try:
         module = cst.parse_module(source)
     except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError) as exc:
@@ -164,10 +186,11 @@ def _analyze(
     analysis = analyze_module(
         module,
         Aliases(module_name, is_package),
-        project,
+        view.model.lightning_table(),
         config.hot_methods,
         parents=parents,
         children_of=children_of,
+        view=view,
     )
     ctx = FileContext(
         path=path,
@@ -251,13 +274,14 @@ def check_source(
     path: str = "<stdin>",
     config: Config | None = None,
     *,
-    project: Mapping[str, int] | None = None,
+    project: ProjectModel | None = None,
     with_edits: bool = True,
 ) -> list[Diagnostic]:
     """Diagnostics for one file's source.
 
     `path` is used for messages, per-file ignores and module resolution (relative imports);
-    `project` is the project-wide class table from `ProjectIndex.lightning_table()`.
+    `project` is the project model of the run (tpulint.analysis.project); without one the
+    file is modelled alone.
     Raises InternalError if a rule fails.
     """
     config = config or Config()
@@ -312,7 +336,7 @@ def fix_source(
     config: Config | None = None,
     *,
     unsafe: bool = False,
-    project: Mapping[str, int] | None = None,
+    project: ProjectModel | None = None,
 ) -> FixResult:
     """Apply every safe fix (and unsafe ones with `unsafe=True`) until none is left.
 
@@ -382,7 +406,7 @@ def fix_source(
 
 
 def _fix_text_edits(
-    source: str, path: str, config: Config, unsafe: bool, project: Mapping[str, int] | None
+    source: str, path: str, config: Config, unsafe: bool, project: ProjectModel | None
 ) -> FixResult:
     """Fixing a file whose fixes are text edits (YAML configs): apply the non-overlapping
     edits, re-check, repeat until nothing is left to apply."""

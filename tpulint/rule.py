@@ -128,6 +128,9 @@ class Rule:
     # The file must contain one of these substrings for the rule to be able to fire; the
     # engine does not parse a file that no enabled rule can fire on.
     requires: ClassVar[tuple[str, ...]] = ()
+    # The rule reports only in hot code (code that runs every step): the engine does not
+    # parse a file in which the project model finds no hot function for such rules.
+    hot_only: ClassVar[bool] = False
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
     # The default title of the rule's fixes ("Drop `.item()`").

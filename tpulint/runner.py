@@ -1,4 +1,4 @@
-"""Checking and fixing many files: discovery, reading, the project class index, the cache,
+"""Checking and fixing many files: discovery, reading, the project model, the cache,
 and a process pool over the files that need work.
 
     check_paths(paths, config) -> RunResult
@@ -20,18 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tpulint.analysis.project import (
-    ModuleScan,
-    ProjectIndex,
-    module_name_for_path,
-    scan_source,
-    table_digest,
-)
+from tpulint.analysis.project import ProjectModel, table_digest
 from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, decode_source, discover, read_source
 from tpulint.engine import FixResult, InternalError, check_source, fix_source
+from tpulint.project_build import build_project
 
 Progress = Callable[[int, int], None]
 
@@ -70,9 +65,9 @@ class RunResult:
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(config: Config, table: dict[str, int], pooled: bool = False) -> None:
+def _init_worker(config: Config, project: ProjectModel, pooled: bool = False) -> None:
     _STATE["config"] = config
-    _STATE["table"] = table
+    _STATE["project"] = project
     _STATE["collect"] = pooled
     if pooled:
         # libcst allocates millions of small objects per file, which makes Python's cyclic
@@ -98,12 +93,12 @@ def _check_batch(
     batch: list[tuple[str, str, str]],
 ) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
     """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
-    config, table = _STATE["config"], _STATE["table"]
+    config, project = _STATE["config"], _STATE["project"]
     out = []
     for display, absolute, text in batch:
         try:
             diagnostics = [
-                d.with_path(display) for d in check_source(text, absolute, config, project=table)
+                d.with_path(display) for d in check_source(text, absolute, config, project=project)
             ]
             out.append((display, diagnostics, None))
         except InternalError as exc:
@@ -115,11 +110,11 @@ def _check_batch(
 def _fix_batch(
     batch: list[tuple[str, str, str]], unsafe: bool
 ) -> list[tuple[str, FixResult | None, str | None]]:
-    config, table = _STATE["config"], _STATE["table"]
+    config, project = _STATE["config"], _STATE["project"]
     out = []
     for display, absolute, text in batch:
         try:
-            result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
+            result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
             result.fixed = [d.with_path(display) for d in result.fixed]
             result.remaining = [d.with_path(display) for d in result.remaining]
             out.append((display, result, None))
@@ -155,13 +150,13 @@ def _run(
     worker: Callable[..., list[Any]],
     extra: tuple[Any, ...],
     config: Config,
-    table: dict[str, int],
+    project: ProjectModel,
     jobs: int,
     progress: Progress | None,
 ) -> Iterator[Any]:
     total = len(items)
     if jobs <= 1 or total < 4:
-        _init_worker(config, table)
+        _init_worker(config, project)
         for done, item in enumerate(items, start=1):
             yield from worker([item], *extra)
             if progress:
@@ -172,7 +167,7 @@ def _run(
         max_workers=jobs,
         mp_context=_pool_context(),
         initializer=_init_worker,
-        initargs=(config, table, True),
+        initargs=(config, project, True),
     ) as pool:
         futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
         for future in as_completed(futures):
@@ -190,15 +185,18 @@ def _run(
 class _Prepared:
     sources: list[tuple[SourcePath, str]]  # readable files and their text
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
-    table: dict[str, int]
+    project: ProjectModel
     results: ResultCache | None
 
+    def key(self, source: SourcePath, text: str) -> str:
+        """The result cache key of a file: its path and content, and the facts the project
+        model gives its analysis (hot chains, what its calls return), so a file is checked
+        again when another file changes what it knows."""
+        digest = self.project.file_digest(str(source.path)) if self.results is not None else ""
+        return content_key(source.display, f"{text}\0{digest}")
 
-def _scan_to_json(scan: ModuleScan) -> list[Any]:
-    return [scan.module, scan.imports, scan.classes]
 
-
-def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared:
+def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     files, problems = discover(paths, config)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
@@ -211,29 +209,14 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
             sources.append((source, text))
     cache_dir = config.root / config.cache_dir
     scan_cache = ScanCache(cache_dir) if use_cache else None
-    index = ProjectIndex()
-    for source, text in sources:
-        if source.path.suffix != ".py":
-            continue
-        module, is_package = module_name_for_path(source.path)
-        if module is None:
-            continue
-        key = content_key(f"{module}:{is_package}", text)
-        cached = scan_cache.get_raw(key) if scan_cache else None
-        if cached is not None:
-            scan = ModuleScan(cached[0], cached[1], cached[2])
-        else:
-            scan = scan_source(text, module, is_package)
-            if scan_cache:
-                scan_cache.put_raw(key, _scan_to_json(scan))
-        index.add(scan)
-    table = index.lightning_table()
+    project = build_project([(s.path, text) for s, text in sources], config, scan_cache, jobs)
     if scan_cache:
         scan_cache.save()
     results = None
     if use_cache:
-        results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
-    return _Prepared(sources, outcomes, table, results)
+        digest = table_digest(project.lightning_table())
+        results = ResultCache(cache_dir, cache_name(config.fingerprint(), digest))
+    return _Prepared(sources, outcomes, project, results)
 
 
 def check_paths(
@@ -245,13 +228,14 @@ def check_paths(
     progress: Progress | None = None,
 ) -> RunResult:
     """Check files and folders. Raises discovery.PathError for a missing path."""
-    prepared = _prepare(paths, config, use_cache)
+    jobs = jobs or os.cpu_count() or 1
+    prepared = _prepare(paths, config, use_cache, jobs)
     cache = prepared.results
     run = RunResult(files=list(prepared.outcomes))
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = content_key(source.display, text)
+        key = prepared.key(source, text)
         cached = cache.get(key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -262,7 +246,7 @@ def check_paths(
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
     for display, diagnostics, error in _run(
-        todo, _check_batch, (), config, prepared.table, jobs or os.cpu_count() or 1, progress
+        todo, _check_batch, (), config, prepared.project, jobs, progress
     ):
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
@@ -296,13 +280,14 @@ def fix_paths(
 
     A file is written atomically, only if its fixed source parses (the engine guarantees
     it) and only if the file on disk still has the content that was read."""
-    prepared = _prepare(paths, config, use_cache)
+    jobs = jobs or os.cpu_count() or 1
+    prepared = _prepare(paths, config, use_cache, jobs)
     cache = prepared.results
     run = RunResult(files=list(prepared.outcomes))
     todo: list[tuple[str, str, str]] = []
     originals: dict[str, tuple[SourcePath, str]] = {}
     for source, text in prepared.sources:
-        key = content_key(source.display, text)
+        key = prepared.key(source, text)
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
@@ -313,7 +298,7 @@ def fix_paths(
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
     for display, result, error in _run(
-        todo, _fix_batch, (unsafe,), config, prepared.table, jobs or os.cpu_count() or 1, progress
+        todo, _fix_batch, (unsafe,), config, prepared.project, jobs, progress
     ):
         source, original = originals[display]
         if error is not None or result is None:
@@ -326,7 +311,7 @@ def fix_paths(
             outcome.written = outcome.error is None
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
-            cache.put(content_key(display, new_text), result.remaining)
+            cache.put(prepared.key(source, new_text), result.remaining)
         run.files.append(outcome)
     if cache:
         cache.save()
