@@ -93,7 +93,7 @@ def instrument(timers: Timers) -> None:
 
     timers.wrap(runner, "discover", "discovery")
     timers.wrap(runner, "read_source", "reading files")
-    timers.wrap(runner, "scan_source", "project index scan")
+    timers.wrap(runner, "build_project", "project model (ast summaries)")
     timers.wrap(runner, "check_source", "engine: other")
     timers.wrap(engine, "_rule_classes", "rule prefilter")
     timers.wrap(engine, "parse_suppressions", "suppression comments")
@@ -159,7 +159,7 @@ CATEGORIES = (
     ("walk: FileContext handlers", "analysis/context.py"),
     ("walk: traversal", "walker.py"),
     ("suppressions", "suppression.py"),
-    ("project index scan", "scan_source"),
+    ("project model (ast summaries)", "summarize"),
     ("reading files", "read_source"),
     ("discovery", "discover"),
     ("cache", "cache.py"),

@@ -8,6 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import dotted_name
+from tpulint.analysis.project import FileView
 from tpulint.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
 from tpulint.diagnostics import Applicability, Edit, Severity
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
@@ -108,6 +109,12 @@ _LOCAL_RANK_ATTRS = frozenset({"self.local_rank", "self.trainer.local_rank", "tr
 class _DataRule(Rule):
     """Base of the TPU3xx rules: test files are not checked (their loaders and batch sizes
     are sized to run fast on a CPU, not for a TPU)."""
+
+    @classmethod
+    def lightning_code(cls, source: str, view: FileView) -> bool:
+        """A Lightning class of the project, or a file that imports Lightning (a training
+        script): where the loader and sampler rules report."""
+        return view.has_lightning_class or "lightning" in source
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -274,6 +281,10 @@ class ManualDistributedSampler(_DataRule):
     fix_sometimes = True
     fix_message = "Remove the sampler and let Lightning shard the loader"
     requires = ("DistributedSampler",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
 
     VALID = (
         # Lightning's own sampler injection (trap T6): a module function, not a Lightning class.
@@ -1573,6 +1584,10 @@ class RaggedLastBatch(_DataRule):
     fix_message = "Drop the incomplete last batch: `drop_last=True`"
     requires = ("DataLoader",)
 
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
     VALID = (
@@ -2301,6 +2316,10 @@ class SynchronousDataloader(_DataRule):
     fix_message = "Load batches in worker processes: `num_workers=4`"
     default_enabled = False
     requires = ("DataLoader",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
 
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 

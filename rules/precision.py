@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.project import FileView
 from tpulint.cst_helpers import add_keyword, keyword_arg, string_value
 from tpulint.diagnostics import Applicability, Severity
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
@@ -349,6 +350,11 @@ class CudaAmpOnTpu(Rule):
     fix_sometimes = True
     fix_message = 'Use `torch.autocast("xla", dtype=torch.bfloat16)`'
     requires = ("GradScaler", "autocast")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Only TPU code: a file that imports torch_xla or builds a TPU Trainer.
+        return any(token in source for token in ("tpu", "TPU", "xla", "XLA"))
 
     VALID = (
         # A GPU project: CUDA AMP is right there.

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.imports import module_name_of
-from tpulint.analysis.project import LIGHTNING_ROOTS, ClassKind
+from tpulint.analysis.project import LIGHTNING_ROOTS, ClassKind, FileView
 from tpulint.cst_helpers import (
     keyword_arg,
     make_arg,
@@ -1031,6 +1031,11 @@ class UnsupportedTpuPrecision(Rule):
     fix_message = 'Use `precision="bf16-true"`'
     requires = ("precision",)
 
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # A Trainer call, or a config class of a TPU trainer.
+        return "Trainer" in source or "tpu" in source.lower()
+
     VALID = (
         Valid(
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision="bf16-true")\n'
@@ -1946,6 +1951,17 @@ class HardcodedCuda(Rule):
     fix_sometimes = True
     fix_message = "Use the module's device (`self.device`)"
     requires = ("cuda",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Reported in Lightning classes, torch modules, hot code and training scripts.
+        kinds = view.class_kinds
+        return (
+            kinds.is_lightning
+            or bool(kinds & ClassKind.TORCH_MODULE)
+            or view.has_hot_code
+            or "Trainer" in source
+        )
 
     VALID = (
         # Guarded by a device check.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from tpulint.analysis.imports import dotted_name
-from tpulint.analysis.project import ClassKind
+from tpulint.analysis.project import ClassKind, FileView
 from tpulint.diagnostics import Applicability, Severity
 from tpulint.rule import ImportSpec, Invalid, Rule, Valid
 
@@ -551,6 +551,10 @@ class SaveXlaTensorDirectly(Rule):
     fix_sometimes = True
     fix_message = "Use `xm.save` (moves to the CPU, writes once)"
     requires = ("torch.save", "save(")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return "torch_xla" in source  # only files that use torch_xla
 
     VALID = (
         # Saved from the CPU.

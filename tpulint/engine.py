@@ -165,10 +165,11 @@ def _analyze(
     if not rules:
         return _Analysis(None, [], [], {}, suppressions)
     view = file_view(source, path, config, project)
-    if not view.has_hot_code and view.module.parsed:
-        # The project model finds nothing that runs every step here: rules that report only
-        # in such code cannot fire, and a file no rule can fire in is not parsed at all.
-        rules = [rule for rule in rules if not rule.hot_only]
+    if view.module.parsed:
+        # What the project model knows (no code here runs every step, no Lightning class)
+        # rules out more rules than their text prefilter; a file no rule can fire in is not
+        # parsed at all. (A file `ast` rejects is parsed, to report the syntax error.)
+        rules = [rule for rule in rules if rule.applies(source, view)]
         if not rules:
             return _Analysis(None, [], [], {}, suppressions)
     try:

@@ -9,6 +9,7 @@ Context files are modelled, never checked.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -34,11 +35,20 @@ def _summary_key(module: str | None, is_package: bool, text: str) -> str:
 
 
 def _summarize_batch(items: list[tuple[str, str]]) -> list[ModuleSummary]:
-    out = []
-    for path, text in items:
-        module, is_package = module_name_for_path(path)
-        out.append(summarize(text, path, module, is_package))
-    return out
+    # `ast` trees hold no reference cycles: reference counting frees each one, and the cyclic
+    # collector, which would otherwise run over and over while a tree is built, is paused
+    # (a fifth of the time, measured).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        out = []
+        for path, text in items:
+            module, is_package = module_name_for_path(path)
+            out.append(summarize(text, path, module, is_package))
+        return out
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def summarize_files(
@@ -149,7 +159,11 @@ def build_project(
             text = _read(path)
             if text is not None:
                 items.append((str(path), text))
-    return ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
+    model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
+    # Computed once here, before the checking workers fork and inherit them.
+    model.lightning_table()
+    model.hot  # noqa: B018
+    return model
 
 
 def project_for_source(text: str, path: str, config: Config) -> ProjectModel | None:

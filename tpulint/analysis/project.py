@@ -970,6 +970,18 @@ class FileView:
         hot = self.model.hot
         return any(fn.gkey in hot for fn in self._functions.values())
 
+    @property
+    def class_kinds(self) -> ClassKind:
+        """The union of the kinds of the file's classes."""
+        kind = ClassKind.NONE
+        for cls in self.module.classes:
+            kind |= self.model.class_kind(self.class_gkey(cls.qualname))
+        return kind
+
+    @property
+    def has_lightning_class(self) -> bool:
+        return self.class_kinds.is_lightning
+
     def class_gkey(self, qualname: str) -> str:
         return f"{self.module.module or self.module.path}.{qualname}"
 

@@ -373,7 +373,9 @@ class _Scope:
     imports: dict[str, str]  # visible import bindings (module ones, then local)
     env: dict[str, list[Atom]] = field(default_factory=dict)  # local name -> value atoms
     instances: dict[str, str] = field(default_factory=dict)  # local name -> constructor target
-    guards: tuple[str, ...] = ()
+    # The conditions the current code runs under (ast expressions, or guard kinds), turned
+    # into guard kinds only where a call is recorded.
+    guards: tuple[Any, ...] = ()
     cls: ClassSummary | None = None  # the class whose method this is (through nesting)
 
 
@@ -382,6 +384,7 @@ class _Summarizer:
         self.summary = summary
         self.text = text
         self._line_starts: list[int] | None = None
+        self._conditions: dict[int, frozenset[str]] = {}
         self.counts: dict[str, int] = {}
         self.module_imports: dict[str, str] = {}
         self.module_names: set[str] = set()  # module-level defs and classes
@@ -416,7 +419,7 @@ class _Summarizer:
             exit_test = _early_exit_test(statement)
             if exit_test is not None:
                 # Code after `if T: return` runs under `not T`: the same kinds of guard.
-                scope.guards = _merge(scope.guards, self.condition(exit_test))
+                scope.guards = (*scope.guards, exit_test)
         scope.guards = saved
 
     def statement(
@@ -449,14 +452,13 @@ class _Summarizer:
             return
         if isinstance(node, ast.If):
             self.expression(node.test, scope)
-            test_kinds = self.condition(node.test)
             lazy = self.lazy_block(node)
             saved = scope.guards
-            scope.guards = _merge(saved, test_kinds + ((RARE,) if lazy else ()))
+            scope.guards = (*saved, node.test, *((RARE,) if lazy else ()))
             self.block(node.body, scope, names, klass)
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             scope.guards = (
-                _merge(saved, self.condition(node.test.operand)) if negated else saved  # type: ignore[attr-defined]
+                (*saved, node.test.operand) if negated else saved  # type: ignore[attr-defined]
             )
             self.block(node.orelse, scope, names, klass)
             scope.guards = saved
@@ -464,7 +466,7 @@ class _Summarizer:
         if isinstance(node, ast.While):
             self.expression(node.test, scope)
             saved = scope.guards
-            scope.guards = _merge(saved, self.condition(node.test))
+            scope.guards = (*saved, node.test)
             self.block(node.body, scope, names, klass)
             scope.guards = saved
             self.block(node.orelse, scope, names, klass)
@@ -632,12 +634,24 @@ class _Summarizer:
         )
         return head + middle + tail
 
-    def condition(self, test: ast.expr) -> tuple[str, ...]:
-        return tuple(sorted(condition_kinds(self.segment(test))))
+    def condition(self, test: ast.expr) -> frozenset[str]:
+        key = id(test)
+        kinds = self._conditions.get(key)
+        if kinds is None:
+            kinds = self._conditions[key] = condition_kinds(self.segment(test))
+        return kinds
+
+    def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
+        kinds: set[str] = set()
+        for item in pending:
+            kinds |= {item} if isinstance(item, str) else self.condition(item)
+        return tuple(sorted(kinds))
 
     def lazy_block(self, node: ast.If) -> bool:
         """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
         the cache): the body runs once."""
+        if not _may_be_lazy_test(node.test):
+            return False
         attribute = lazy_attribute(self.segment(node.test))
         if attribute is None:
             return False
@@ -672,7 +686,7 @@ class _Summarizer:
         the guards of `a and b` / `x if c else y` inside it."""
         if scope.info is None:
             return
-        stack: list[tuple[ast.AST, tuple[str, ...]]] = [(node, scope.guards)]
+        stack: list[tuple[ast.AST, tuple[Any, ...]]] = [(node, scope.guards)]
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
@@ -683,11 +697,11 @@ class _Summarizer:
                 extra = guards
                 for value in current.values:
                     stack.append((value, extra))
-                    extra = _merge(extra, self.condition(value))
+                    extra = (*extra, value)
                 continue
             if isinstance(current, ast.IfExp):
                 stack.append((current.test, guards))
-                stack.append((current.body, _merge(guards, self.condition(current.test))))
+                stack.append((current.body, (*guards, current.test)))
                 stack.append((current.orelse, guards))
                 continue
             for name in _child_fields(type(current)):
@@ -699,9 +713,10 @@ class _Summarizer:
                 elif isinstance(child, ast.AST):
                     stack.append((child, guards))
 
-    def call_site(self, node: ast.Call, scope: _Scope, guards: tuple[str, ...]) -> CallSite | None:
+    def call_site(self, node: ast.Call, scope: _Scope, pending: tuple[Any, ...]) -> CallSite | None:
         func = node.func
         line = node.lineno
+        guards = self.resolve_guards(pending) if pending else ()
         if isinstance(func, ast.Attribute):
             value = func.value
             if isinstance(value, ast.Name) and value.id == "self":
@@ -1245,10 +1260,13 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _merge(guards: tuple[str, ...], more: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
-    if not more:
-        return guards
-    return tuple(sorted(set(guards) | set(more)))
+def _may_be_lazy_test(test: ast.expr) -> bool:
+    """A cheap look at the shapes `guards.lazy_attribute` reads (`not self.x`,
+    `self.x is None`, `not hasattr(self, ...)`, `self.x == False`)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        operand = test.operand
+        return isinstance(operand, (ast.Attribute, ast.Call))
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Attribute)
 
 
 def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
