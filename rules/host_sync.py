@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.context import FileContext, get_arg
+from tpulint.analysis.guards import effective
 from tpulint.analysis.values import ValueKind
 from tpulint.cst_helpers import add_keywords, keyword_arg, make_arg, replace_arg, strip_call_suffix
 from tpulint.diagnostics import Applicability
@@ -993,7 +994,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
             left = self._tensor_test(test.left, depth + 1)
             if left is not None:
                 return left
-            if isinstance(test.operator, cst.And) and ctx.condition_kinds(test.left):
+            if isinstance(test.operator, cst.And) and effective(
+                ctx.condition_kinds(test.left), ctx.function.root_hook if ctx.function else None
+            ):
                 return None  # `batch_idx == 0 and loss > 1`: only for some batches
             return self._tensor_test(test.right, depth + 1)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -1006,9 +1009,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return None
             return test if ctx.value_kind(test) is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
-            if ctx.value_kind(test) is not ValueKind.DEVICE:
+            kind = ctx.value_kind(test)
+            torch_function = (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
+            # `torch.isnan(x)` takes only tensors: the use says `x` is one.
+            if kind is not ValueKind.DEVICE and not (
+                kind is ValueKind.UNKNOWN and torch_function in _TENSOR_PREDICATES
+            ):
                 return None
-            name = method_name(test) or (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
+            name = method_name(test) or torch_function
             return test if name in _TENSOR_PREDICATES else None
         if isinstance(test, cst.Name):
             binding = self.bindings.lookup(test.value)

@@ -383,10 +383,10 @@ class FileContext:
                 negated = isinstance(test, cst.UnaryOperation) and isinstance(
                     test.operator, cst.Not
                 )
+                if child is ancestor.body and _lazy_block(self.module, ancestor):
+                    kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and not negated:
                     kinds |= self._condition_kinds(test)
-                    if _lazy_block(self.module, ancestor):
-                        kinds.add("rare")
                 elif child is ancestor.orelse and negated:
                     kinds |= self._condition_kinds(test.expression)  # type: ignore[union-attr]
             elif isinstance(ancestor, (cst.While, cst.IfExp)) and child is ancestor.body:
@@ -472,19 +472,25 @@ class FileContext:
             if isinstance(param.default, cst.Name) and param.default.value == "None":
                 return UNKNOWN
             return HOST
+        if name == "pl_module":
+            return ValueKind.MODULE
+        if name == "outputs" and hot:
+            return UNKNOWN  # a batch hook's `outputs`: what the step returned (tensors)
         if name in _HOST_PARAMS:
             return HOST
         if batch_like:
             return DEVICE
         if (
             hot
-            and info.name == "forward"
             and info.cls is not None
-            and info.cls.kind & ClassKind.TORCH_MODULE
             and param.annotation is None
             and param.default is None
+            and (
+                (info.name == "forward" and info.cls.kind & ClassKind.TORCH_MODULE)
+                or (info.name == "update" and info.cls.kind & ClassKind.METRIC)
+            )
         ):
-            return DEVICE  # an nn.Module's forward takes tensors
+            return DEVICE  # an nn.Module's forward and a metric's update take tensors
         return UNKNOWN
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -987,6 +987,8 @@ class _Summarizer:
 
         if isinstance(func, ast.Name):
             name = func.id
+            if name == "self" and scope.cls is not None:
+                return ["device"]  # `self(x)`: the module's forward
             if name in scope.instances:
                 return [["c", "inst", f"{scope.instances[name]}.__call__", args()]]
             if name in scope.env:
