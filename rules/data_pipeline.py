@@ -9,12 +9,13 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import dotted_name
 from tpulint.analysis.project import FileView
+from tpulint.analysis.summary import SAMPLER_INJECTION_OFF
 from tpulint.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
 from tpulint.diagnostics import Applicability, Edit, Severity
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
 from tpulint.yaml_config import YamlDocument, YamlEntry
 
-from ._common import contains_trainer_call, walk
+from ._common import contains_trainer_call, is_trainer_call, walk
 from ._data_helpers import (
     BATCH_SAMPLERS,
     DISTRIBUTED_SAMPLER_PARAMS,
@@ -23,6 +24,8 @@ from ._data_helpers import (
     callers_of,
     code,
     data_class,
+    dataset_size,
+    full_batch_everywhere,
     function_stages,
     has_comment,
     has_star,
@@ -42,7 +45,9 @@ from ._data_helpers import (
     is_true,
     loader_arg,
     loader_stages,
+    per_core,
     positional,
+    ragged_on,
     resolve_local,
     signature_arg,
     stage_where,
@@ -64,7 +69,12 @@ _TEXTBOOK_IMPORTS = (
     "import torch_xla.core.xla_model as xm\n"
     "from torch.utils.data import DataLoader\n\n\n"
 )
-_DATA_IMPORTS_FIXED = (
+_TEXTBOOK_IMPORTS_FIXED = (
+    "import lightning as L\nimport torch\nfrom torch.utils.data import DataLoader\n\n\n"
+)
+_DATA_IMPORTS_FIXED = "import lightning as L\nfrom torch.utils.data import DataLoader\n\n\n"
+# The same, where the file never used `xm` for the sampler (the fix leaves the import).
+_DATA_IMPORTS_KEPT = (
     "import lightning as L\n"
     "import torch_xla.core.xla_model as xm\n"
     "from torch.utils.data import DataLoader\n\n\n"
@@ -72,7 +82,7 @@ _DATA_IMPORTS_FIXED = (
 
 # Trainer(use_distributed_sampler=False) (or the 1.x `replace_sampler_ddp=False`), in code
 # or in a config: Lightning does not inject samplers, so a hand-built one is required.
-_INJECTION_OFF = re.compile(r"\b(use_distributed_sampler|replace_sampler_ddp)\b\s*[=:]\s*False\b")
+_INJECTION_OFF = SAMPLER_INJECTION_OFF
 
 # What `num_replicas=` / `rank=` may be for the fix to be the exact equivalent of Lightning's
 # own sampler (the world size and global rank of the process group Lightning set up).
@@ -121,6 +131,12 @@ class _DataRule(Rule):
         # Returning False from a visit handler would stop every rule's walk, so each handler
         # checks this flag instead.
         self._skip = ctx is not None and is_test_file(ctx.path)
+
+
+def _root_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Call)):
+        node = node.value if isinstance(node, cst.Attribute) else node.func
+    return node.value if isinstance(node, cst.Name) else None
 
 
 class _SamplerShape:
@@ -331,6 +347,39 @@ class ManualDistributedSampler(_DataRule):
         ),
     )
     INVALID = (
+        # Lightning 1.x docs (tpu_advanced.rst): the textbook sampler with the Trainer's
+        # `replace_sampler_ddp=False`, which exists only for it: the fix removes both.
+        Invalid(
+            _DATA_IMPORTS + "class Model(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        sampler = DistributedSampler(\n"
+            "            self.ds, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()\n"
+            "        )\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
+            "trainer = L.Trainer(accelerator='tpu', devices=8, replace_sampler_ddp=False)\n",
+            expected_fix=_DATA_IMPORTS_FIXED + "class Model(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=16, shuffle=True)\n\n\n"
+            "trainer = L.Trainer(accelerator='tpu', devices=8)\n",
+            applicability=Applicability.SAFE,
+            message="`replace_sampler_ddp=False` on the Trainer only exists to keep it",
+        ),
+        Invalid(
+            _DATA_IMPORTS + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        sampler = DistributedSampler(\n"
+            "            self.ds, num_replicas=self.trainer.world_size,\n"
+            "            rank=self.trainer.global_rank, shuffle=False,\n"
+            "        )\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
+            "def main():\n"
+            "    L.Trainer(use_distributed_sampler=False).fit(Model(), datamodule=DM())\n",
+            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=16)\n\n\n"
+            "def main():\n"
+            "    L.Trainer().fit(Model(), datamodule=DM())\n",
+        ),
         # The textbook TPU-era shape: safe.
         Invalid(
             _DATA_IMPORTS + "class Model(L.LightningModule):\n"
@@ -358,7 +407,7 @@ class ManualDistributedSampler(_DataRule):
             "            sampler=DistributedSampler(self.val_set, xr.world_size(), "
             "xr.global_ordinal(), shuffle=False),\n"
             "        )\n",
-            expected_fix="import lightning as L\nimport torch_xla.runtime as xr\n"
+            expected_fix="import lightning as L\n"
             "from torch.utils.data import DataLoader\n\n\n"
             "class DM(L.LightningDataModule):\n"
             "    def val_dataloader(self):\n"
@@ -409,7 +458,7 @@ class ManualDistributedSampler(_DataRule):
             "            )\n\n"
             "        loader = DataLoader(dataset, sampler=sampler, batch_size=32)\n\n"
             "        return loader\n",
-            expected_fix=_TEXTBOOK_IMPORTS + "class Model(L.LightningModule):\n"
+            expected_fix=_TEXTBOOK_IMPORTS_FIXED + "class Model(L.LightningModule):\n"
             "    def train_dataloader(self):\n"
             "        dataset = self.dataset\n\n"
             "        loader = DataLoader(dataset, batch_size=32, shuffle=True)\n\n"
@@ -422,7 +471,7 @@ class ManualDistributedSampler(_DataRule):
             "    def train_dataloader(self):\n"
             "        sampler = DistributedSampler(self.ds, seed=42, drop_last=True)\n"
             "        return DataLoader(self.ds, sampler=sampler, batch_size=16)\n",
-            expected_fix=_DATA_IMPORTS_FIXED + "class DM(L.LightningDataModule):\n"
+            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(self.ds, batch_size=16, shuffle=True)\n",
             applicability=Applicability.UNSAFE,
@@ -433,7 +482,7 @@ class ManualDistributedSampler(_DataRule):
             "    def train_dataloader(self):\n"
             "        return DataLoader(self.ds, sampler=DistributedSampler(self.ds, "
             "shuffle=False))\n",
-            expected_fix=_DATA_IMPORTS_FIXED + "class DM(L.LightningDataModule):\n"
+            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(self.ds)\n",
             applicability=Applicability.UNSAFE,
@@ -520,7 +569,7 @@ class ManualDistributedSampler(_DataRule):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._skip or self._injection_off:
+        if self._skip:
             return
         ctx = self.ctx
         cls = data_class(ctx)
@@ -528,6 +577,9 @@ class ManualDistributedSampler(_DataRule):
             return
         is_sampler, exact = self._sampler_class(node)
         if not is_sampler:
+            return
+        if self._injection_off:
+            self._with_injection_off(node, exact)
             return
         if self._stages is None:
             self._stages = loader_stages(ctx)
@@ -541,12 +593,63 @@ class ManualDistributedSampler(_DataRule):
         shuffle_hint = self._shuffle_hint(shape)
         notes = "; ".join(shape.notes)
         notes = f" ({notes})" if notes else ""
+        off_elsewhere = ctx.analysis.view.sampler_injection_off() if ctx.analysis.view else []
+        if off_elsewhere:
+            # Another file of the project (the training script) turns Lightning's sampler
+            # off: removing only this sampler would leave the loader unsharded.
+            fix = None
+            shuffle_hint += (
+                f", and `use_distributed_sampler=False` in "
+                f"`{ctx.analysis.view.display(off_elsewhere[0])}`, which exists for it "
+                "(without both, every core reads the whole dataset)"
+            )
         message = (
             f"`{_short(ctx, node)}` in {where}: Lightning already shards every loader "
             f"across the TPU cores and keeps a hand-built sampler as is, so a wrong world size "
             f"or rank silently duplicates or skips data{notes}; remove the sampler{shuffle_hint}"
         )
         self.report(node, message, fix=fix)
+
+    def _with_injection_off(self, node: cst.Call, exact: bool) -> None:
+        """This file turns Lightning's sampler injection off. A hand-built sampler is then
+        needed, unless it is the textbook `DistributedSampler(ds, num_replicas=<world size>,
+        rank=<global rank>)` built in a loader hook: the flag exists only for it, and both go
+        (one fix removes the sampler and the Trainer argument, so the loader stays sharded)."""
+        ctx = self.ctx
+        shape = _SamplerShape(ctx, node, exact)
+        if not (shape.exact and shape.num_replicas is not None and shape.rank is not None):
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        flow = self._flow(node)
+        if not stages or flow is None:
+            return
+        flags = [
+            (call, arg)
+            for call in walk(ctx.module)
+            if isinstance(call, cst.Call) and is_trainer_call(ctx, call)
+            for arg in call.args
+            if arg.keyword is not None
+            and arg.keyword.value in ("use_distributed_sampler", "replace_sampler_ddp")
+            and is_false(arg.value)
+        ]
+        fix = self._fix(node, shape, stages, flow)
+        flag = flags[0][1].keyword.value if len(flags) == 1 else "use_distributed_sampler"  # type: ignore[union-attr]
+        if fix is not None and len(flags) == 1:
+            call, arg = flags[0]
+            fix.replacements.append((call, replace_arg(call, arg, [])))
+            fix.message = f"Remove the sampler and `{flag}=False`: Lightning shards the loader"
+        else:
+            fix = None
+        where = stage_where(ctx, stages)
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` in {where} is the sampler Lightning builds itself; "
+            f"`{flag}=False` on the Trainer only exists to keep it: remove both and Lightning "
+            "shards the loader across the TPU cores with the right world size and rank",
+            fix=fix,
+        )
 
     @staticmethod
     def _shuffle_hint(shape: _SamplerShape) -> str:
@@ -672,6 +775,11 @@ class ManualDistributedSampler(_DataRule):
         unused = []
         if isinstance(node.func, cst.Name):
             unused.append(node.func.value)
+        for arg in (shape.num_replicas, shape.rank):
+            # `xm`, `xr`, `dist`: dropped when the sampler was their only user.
+            root = _root_name(arg.value) if arg is not None else None
+            if root is not None and root != "self" and root in ctx.aliases.bindings:
+                unused.append(root)
         return FixSpec(
             Applicability.SAFE if safe else Applicability.UNSAFE,
             self.fix_title(),
@@ -888,7 +996,9 @@ class TpuUnfriendlyBatchSize(_DataRule):
     optimisation (learning-rate schedules tuned for the old size), and code that relied on
     one example per batch breaks. In dictionaries the rounded value is only a suggestion:
     they are often schedules (progressive resizing from 4 to 2 to 1) that rounding every
-    entry would flatten.
+    entry would flatten. Small datasets: a loader with `drop_last=True` over a visible
+    dataset that cannot fill one batch of the rounded size on every core of an 8-core run
+    gets no fix, since those cores would get no batch at all (the message says so).
 
     ## References
     - [Cloud TPU performance guide: batch size and tiling](https://cloud.google.com/tpu/docs/performance-guide)
@@ -992,6 +1102,21 @@ class TpuUnfriendlyBatchSize(_DataRule):
         Valid("training:\n  batch_size: 10\n", path="hydra.yaml"),
     )
     INVALID = (
+        # drop_last with a dataset too small for the rounded batch on 8 cores: no fix.
+        Invalid(
+            _PL + "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(96, 4))\n"
+            "        return DataLoader(data, batch_size=12, drop_last=True)\n",
+            message="no fix: with `drop_last=True`, 96 samples give a core",
+            expected_fix=_PL
+            + "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(96, 4))\n"
+            "        return DataLoader(data, batch_size=12, drop_last=True)\n",
+        ),
         # torchgeo geo.py: DataModule default 1.
         Invalid(
             _PL + "class GeoDataModule(L.LightningDataModule):\n"
@@ -1178,17 +1303,33 @@ class TpuUnfriendlyBatchSize(_DataRule):
         return False
 
     def _report_int(
-        self, node: cst.Integer, written: str, where: str = "", *, suggestion: bool = False
+        self,
+        node: cst.Integer,
+        written: str,
+        where: str = "",
+        *,
+        suggestion: bool = False,
+        dataset: int | None = None,
     ) -> None:
+        """`dataset`: the visible size of the dataset of a loader with `drop_last=True`; a
+        batch size raised past what every core can fill would leave cores with no batch."""
         value = int_literal(node)
         multiple = self.multiple
         if not unaligned(value, multiple):
             return
         assert value is not None
         up = -(-value // multiple) * multiple
+        message = batch_message(written, value, multiple, where)
+        if dataset is not None and not full_batch_everywhere(dataset, up):
+            self.report(
+                node,
+                f"{message} (no fix: with `drop_last=True`, {dataset} samples give a core of an "
+                f"8-core run fewer than {up}, so it would get no batch at all)",
+            )
+            return
         self.report(
             node,
-            batch_message(written, value, multiple, where),
+            message,
             replacement=node.with_changes(value=str(up)),
             applicability=Applicability.DISPLAY_ONLY if suggestion else None,
         )
@@ -1282,7 +1423,7 @@ class TpuUnfriendlyBatchSize(_DataRule):
             )
             if not deliberate_single:
                 written = f"batch_size={arg.value.value}"
-                self._report_int(arg.value, written)
+                self._report_int(arg.value, written, dataset=self._dropping_size(node))
         elif arg is None:
             self._default_batch_size(node, stages)
         sampler = loader_arg(node, "batch_sampler")
@@ -1295,6 +1436,14 @@ class TpuUnfriendlyBatchSize(_DataRule):
             if size is not None and isinstance(size.value, cst.Integer):
                 written = f"batch_size={size.value.value}"
                 self._report_int(size.value, written, "(of the batch sampler)")
+
+    def _dropping_size(self, node: cst.Call) -> int | None:
+        """The visible dataset size of a loader that drops its last batch."""
+        drop_last = loader_arg(node, "drop_last")
+        if drop_last is None or not is_true(drop_last.value):
+            return None
+        dataset = loader_arg(node, "dataset")
+        return dataset_size(self.ctx, dataset.value) if dataset is not None else None
 
     def _default_batch_size(self, node: cst.Call, stages: frozenset[str]) -> None:
         """A train loader without `batch_size` loads one example per step."""
@@ -1310,9 +1459,14 @@ class TpuUnfriendlyBatchSize(_DataRule):
             return
         multiple = self.multiple
         where = f"(the default: `{_short(ctx, node)}` passes no `batch_size`)"
+        message = batch_message("batch_size=1", 1, multiple, where)
+        size = self._dropping_size(node)
+        if size is not None and not full_batch_everywhere(size, multiple):
+            self.report(node, message)  # a bigger batch would leave cores with none
+            return
         self.report(
             node,
-            batch_message("batch_size=1", 1, multiple, where),
+            message,
             replacement=add_keyword(node, "batch_size", str(multiple)),
         )
 
@@ -1560,13 +1714,22 @@ class RaggedLastBatch(_DataRule):
             return DataLoader(self.train_set, batch_size=64, shuffle=True, drop_last=True)
     ```
 
+    When the dataset's size is visible (`TensorDataset(torch.randn(1000, 32), ...)`,
+    `range(n)`, a list, or a dataset class of the project whose `__len__` returns a number or
+    an `__init__` argument), the rule judges it on 1, 2, 4 and 8 cores, as Lightning's
+    sampler shards it: a loader that yields one batch per epoch, or only full batches on
+    every core count, is not reported; otherwise the message gives the sizes.
+
     ## Fix safety
     The fix adds `drop_last=True` (or turns a literal `drop_last=False` into `True`) and
     is unsafe: each epoch skips fewer than `batch_size` samples per core (with shuffling,
     different ones every epoch), and a dataset smaller than one batch per core yields no
-    batches at all. For a helper shared by the train and evaluation loaders there is no fix;
-    when its `shuffle=` is an expression of the split (`shuffle=split == "train"`), passing
-    the same expression as `drop_last` is shown as a suggestion.
+    batches at all. Small datasets: when the size is visible and a core of an 8-core run
+    would get less than one full batch, there is no fix (the message says so): make the
+    dataset a multiple of the batch size per core instead. For a helper shared by the train
+    and evaluation loaders there is no fix; when its `shuffle=` is an expression of the split
+    (`shuffle=split == "train"`), passing the same expression as `drop_last` is shown as a
+    suggestion.
 
     ## References
     - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
@@ -1643,6 +1806,26 @@ class RaggedLastBatch(_DataRule):
             _HEAD + "class BoringModel(L.LightningModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(RandomDataset(32, 64))\n"
+        ),
+        # Visible sizes: one batch per epoch (on any core count), or full batches only.
+        Valid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(24, 8), torch.randn(24))\n"
+            "        return DataLoader(data, batch_size=32, shuffle=True)\n\n"
+            "    def other(self):\n"
+            "        pass\n"
+        ),
+        Valid(
+            _HEAD + "class RandomDataset:\n"
+            "    def __init__(self, size, length):\n"
+            "        self.len = length\n\n"
+            "    def __len__(self):\n"
+            "        return self.len\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 1024), batch_size=16)\n"
         ),
         # An endless RL experience source (bolts' ExperienceSourceDataset is iterable).
         Valid(
@@ -1749,6 +1932,33 @@ class RaggedLastBatch(_DataRule):
             line=13,
             message="this helper also builds `inference_dataloader`",
         ),
+        # A visible size that ends with a smaller batch: the message gives the sizes.
+        Invalid(
+            _HEAD + "class RandomDataset:\n"
+            "    def __init__(self, size, length):\n"
+            "        self.len = length\n\n"
+            "    def __len__(self):\n"
+            "        return self.len\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 1000), batch_size=16)\n",
+            message="(1000 samples: 125 per core on 8 cores, 7 batches of 16 and one of 13)",
+            applicability=Applicability.UNSAFE,
+        ),
+        # Too small for `drop_last=True` on 8 cores: reported without a fix.
+        Invalid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(100, 8))\n"
+            "        return DataLoader(data, batch_size=16, shuffle=True)\n",
+            message="would leave a core of an 8-core run with no batch at all",
+            expected_fix=_HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(100, 8))\n"
+            "        return DataLoader(data, batch_size=16, shuffle=True)\n",
+        ),
         # A torch BatchSampler with drop_last=False.
         Invalid(
             _HEAD + "from torch.utils.data import BatchSampler, RandomSampler\n\n\n"
@@ -1801,12 +2011,39 @@ class RaggedLastBatch(_DataRule):
             return
         if is_iterable_dataset(ctx, loader_arg(node, "dataset")):
             return
+        dataset = loader_arg(node, "dataset")
+        size = dataset_size(ctx, dataset.value if dataset is not None else None)
+        batch = int_literal(batch_size.value)
+        fixable = True
+        sized = ""
+        if size is not None and batch is not None:
+            ragged = ragged_on(size, batch)
+            if not ragged:
+                return  # one batch per epoch, or full batches on every core count
+            cores = ragged[-1]
+            share = per_core(size, cores)
+            sized = (
+                f" ({size} samples: {share} per core on {cores} core{'s' if cores > 1 else ''}, "
+                f"{share // batch} batch{'es' if share // batch > 1 else ''} of {batch} and one "
+                f"of {share % batch})"
+            )
+            fixable = full_batch_everywhere(size, batch)
         others = self._other_users(stages)
         message = (
             f"`{_short(ctx, node)}` in {where} keeps the smaller last batch of every "
-            "epoch (`drop_last=False` by default): its new shape makes XLA compile and keep a "
-            "second graph of the whole training step; pass `drop_last=True`"
+            f"epoch (`drop_last=False` by default){sized}: its new shape makes XLA compile and "
+            "keep a second graph of the whole training step; pass `drop_last=True`"
         )
+        if not fixable:
+            self.report(
+                node,
+                message.replace(
+                    "; pass `drop_last=True`",
+                    f"; `drop_last=True` would leave a core of an 8-core run with no batch at "
+                    f"all, so make the dataset a multiple of {batch} per core instead",
+                ),
+            )
+            return
         if stages == frozenset({"train"}) and not others:
             if drop_last is not None:
                 new = replace_arg(node, drop_last, [drop_last.with_changes(value=cst.Name("True"))])

@@ -890,6 +890,36 @@ class ProjectModel:
             return Value("device")
         return Value("unknown", params=frozenset(params))
 
+    def dataset_length(
+        self, class_gkey: str, args: list[int | None], keywords: dict[str, int | None]
+    ) -> int | None:
+        """The `len()` of `Cls(*args, **keywords)` for a dataset class of the project whose
+        `__len__` returns a number or an `__init__` parameter it stored (`self.len = length`;
+        Lightning's `RandomDataset(size, length)`); None when it is not visible."""
+        length = self.find_method(class_gkey, "__len__")
+        if length is None:
+            return None
+        if length.summary.const_return is not None:
+            return length.summary.const_return
+        returns = length.summary.returns
+        if len(returns) != 1 or len(returns[0]) != 1:
+            return None
+        atom = returns[0][0]
+        if not (isinstance(atom, list) and atom[0] == "a"):
+            return None
+        init = self.find_method(class_gkey, "__init__")
+        if init is None or init.owner is None:
+            return None
+        owner = self.classes.get(init.owner)
+        index = owner.summary.param_attributes.get(atom[1]) if owner is not None else None
+        if index is None:
+            return None
+        name = init.summary.params[index]
+        if name in keywords:
+            return keywords[name]
+        position = index - 1  # `self`
+        return args[position] if 0 <= position < len(args) else None
+
     # --- per-file views ------------------------------------------------------------------
 
     def module_at(self, path: str) -> ModuleSummary | None:
@@ -1005,6 +1035,31 @@ class FileView:
 
     def class_kind(self, qualname: str) -> ClassKind:
         return self.model.class_kind(self.class_gkey(qualname))
+
+    def sampler_injection_off(self) -> list[str]:
+        """The other files of the project that turn Lightning's sampler injection off
+        (`use_distributed_sampler=False`), nearest first: the training script that runs this
+        file's loaders may be one of them."""
+        here = os.path.dirname(self.module.path)
+        others = [
+            m.path
+            for m in self.model.modules.values()
+            if m.sampler_injection_off and m is not self.module
+        ]
+        return sorted(others, key=lambda p: (os.path.commonpath([here, p]) != here, p))
+
+    def display(self, path: str) -> str:
+        return _display(path, self.base)
+
+    def dataset_length(
+        self, target: str, args: list[int | None], keywords: dict[str, int | None]
+    ) -> int | None:
+        """`len()` of a dataset built by calling `target` (a qualified or `.local` class
+        name), when the project shows it."""
+        found = self.model.lookup(target, self.module)
+        if not isinstance(found, _Class):
+            return None
+        return self.model.dataset_length(found.gkey, args, keywords)
 
 
 def build_model(files: Iterable[tuple[str, str]], hot_methods: Iterable[str] = ()) -> ProjectModel:

@@ -29,6 +29,7 @@ Value atoms (JSON-friendly, so summaries cache as they are):
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +201,11 @@ SELF_HOST_ATTRIBUTES = frozenset(
     }
 )
 _MAX_ATOMS = 8
+# `use_distributed_sampler=False` (or Lightning 1.x's `replace_sampler_ddp=False`): the file
+# turns Lightning's sampler injection off, so every hand-built sampler of the project counts.
+SAMPLER_INJECTION_OFF = re.compile(
+    r"\b(use_distributed_sampler|replace_sampler_ddp)\b\s*[=:]\s*False\b"
+)
 
 
 @dataclass
@@ -239,6 +245,7 @@ class FunctionSummary:
     calls: list[CallSite] = field(default_factory=list)
     returns: list[list[Atom]] = field(default_factory=list)  # atoms of each `return`
     returns_annotation: str | None = None
+    const_return: int | None = None  # the int literal every `return` returns (`__len__`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -254,6 +261,7 @@ class FunctionSummary:
             "x": [c.to_json() for c in self.calls],
             "r": self.returns,
             "ra": self.returns_annotation,
+            "cr": self.const_return,
         }
 
     @classmethod
@@ -271,6 +279,7 @@ class FunctionSummary:
             [CallSite.from_json(c) for c in data["x"]],
             data["r"],
             data["ra"],
+            data["cr"],
         )
 
 
@@ -282,6 +291,8 @@ class ClassSummary:
     bases: list[str]  # qualified (`torch.nn.Module`) or module-local (`.Base`)
     methods: dict[str, str] = field(default_factory=dict)  # name -> function key
     attributes: dict[str, list[Atom]] = field(default_factory=dict)  # self.<name> values
+    # `self.<name> = <parameter>` in `__init__`: the parameter's index (dataset lengths)
+    param_attributes: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -291,11 +302,12 @@ class ClassSummary:
             "b": self.bases,
             "m": self.methods,
             "a": self.attributes,
+            "pa": self.param_attributes,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClassSummary:
-        return cls(data["n"], data["q"], data["l"], data["b"], data["m"], data["a"])
+        return cls(data["n"], data["q"], data["l"], data["b"], data["m"], data["a"], data["pa"])
 
 
 @dataclass
@@ -307,6 +319,7 @@ class ModuleSummary:
     classes: list[ClassSummary] = field(default_factory=list)
     functions: list[FunctionSummary] = field(default_factory=list)
     parsed: bool = True  # False when `ast` could not parse the file
+    sampler_injection_off: bool = False  # see SAMPLER_INJECTION_OFF
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -316,6 +329,7 @@ class ModuleSummary:
             "c": [c.to_json() for c in self.classes],
             "f": [f.to_json() for f in self.functions],
             "ok": self.parsed,
+            "so": self.sampler_injection_off,
         }
 
     @classmethod
@@ -328,12 +342,14 @@ class ModuleSummary:
             [ClassSummary.from_json(c) for c in data["c"]],
             [FunctionSummary.from_json(f) for f in data["f"]],
             data["ok"],
+            data["so"],
         )
 
 
 def summarize(text: str, path: str, module: str | None, is_package: bool) -> ModuleSummary:
     """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it)."""
     summary = ModuleSummary(path, module, is_package)
+    summary.sampler_injection_off = bool(SAMPLER_INJECTION_OFF.search(text))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -524,7 +540,19 @@ class _Summarizer:
             if node.value is not None:
                 self.expression(node.value, scope)
                 if scope.info is not None and not _is_none(node.value):
-                    scope.info.returns.append(self.value(node.value, scope))
+                    info = scope.info
+                    literal = node.value
+                    constant = (
+                        literal.value
+                        if isinstance(literal, ast.Constant)
+                        and type(literal.value) is int
+                        and (not info.returns or info.const_return is not None)
+                        else None
+                    )
+                    if constant is not None and info.const_return not in (None, constant):
+                        constant = None
+                    info.const_return = constant
+                    info.returns.append(self.value(node.value, scope))
             return
         if scope.info is None:
             return
@@ -770,6 +798,13 @@ class _Summarizer:
             and scope.cls is not None
             and scope.info is not None
         ):
+            if (
+                scope.info.name == "__init__"
+                and scope.info.cls == scope.cls.qualname
+                and isinstance(value_node, ast.Name)
+                and value_node.id in scope.info.params
+            ):
+                scope.cls.param_attributes[target.attr] = scope.info.params.index(value_node.id)
             existing = scope.cls.attributes.get(target.attr)
             atoms = self._attribute_atoms(value_node, value)
             scope.cls.attributes[target.attr] = (
