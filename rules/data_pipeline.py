@@ -15,7 +15,8 @@ from tpulint.diagnostics import Applicability, Edit, Severity
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
 from tpulint.yaml_config import YamlDocument, YamlEntry
 
-from ._common import contains_trainer_call, is_trainer_call, walk
+from ._common import contains_trainer_call, is_trainer_call, launch_position, walk
+from ._config_helpers import is_framework_file
 from ._data_helpers import (
     BATCH_SAMPLERS,
     DISTRIBUTED_SAMPLER_PARAMS,
@@ -116,6 +117,21 @@ _GLOBAL_RANK_ATTRS = frozenset(
 _LOCAL_RANK_ATTRS = frozenset({"self.local_rank", "self.trainer.local_rank", "trainer.local_rank"})
 
 
+def _project_path(ctx: FileContext) -> str:
+    """The file's path inside the project (relative to the configuration's root), so that a
+    project that itself lives under a `tests/` folder is not taken for test code."""
+    import os
+
+    try:
+        root = str(ctx.config.root)
+        absolute = os.path.abspath(ctx.path)
+        if absolute.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(absolute, root)
+    except (AttributeError, ValueError):
+        pass
+    return ctx.path
+
+
 class _DataRule(Rule):
     """Base of the TPU3xx rules: test files are not checked (their loaders and batch sizes
     are sized to run fast on a CPU, not for a TPU)."""
@@ -130,7 +146,7 @@ class _DataRule(Rule):
         super().__init__(ctx)
         # Returning False from a visit handler would stop every rule's walk, so each handler
         # checks this flag instead.
-        self._skip = ctx is not None and is_test_file(ctx.path)
+        self._skip = ctx is not None and is_test_file(_project_path(ctx))
 
 
 def _root_name(node: cst.BaseExpression) -> str | None:
@@ -347,6 +363,20 @@ class ManualDistributedSampler(_DataRule):
         ),
     )
     INVALID = (
+        # Built by the training script before `trainer.fit`, with either world-size API
+        # (TPU501's rename to `xr.world_size()` leaves it as wrong as it was).
+        Invalid(
+            "import lightning as L\nimport torch_xla.runtime as xr\n"
+            "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+            "def main(dataset):\n"
+            "    sampler = DistributedSampler(\n"
+            "        dataset, num_replicas=xr.world_size(), rank=xr.global_ordinal()\n"
+            "    )\n"
+            "    loader = DataLoader(dataset, batch_size=16, sampler=sampler)\n"
+            "    L.Trainer(accelerator='tpu').fit(Model(), loader)\n",
+            line=7,
+            message="(`num_replicas=xr.world_size()` is 1 there)",
+        ),
         # Lightning 1.x docs (tpu_advanced.rst): the textbook sampler with the Trainer's
         # `replace_sampler_ddp=False`, which exists only for it: the fix removes both.
         Invalid(
@@ -574,6 +604,11 @@ class ManualDistributedSampler(_DataRule):
         ctx = self.ctx
         cls = data_class(ctx)
         if cls is None:
+            if self._injection_off or is_framework_file(ctx):
+                return
+            is_sampler, _ = self._sampler_class(node)
+            if is_sampler and launch_position(ctx, node) == "launcher":
+                self._in_launcher(node)
             return
         is_sampler, exact = self._sampler_class(node)
         if not is_sampler:
@@ -609,6 +644,24 @@ class ManualDistributedSampler(_DataRule):
             f"or rank silently duplicates or skips data{notes}; remove the sampler{shuffle_hint}"
         )
         self.report(node, message, fix=fix)
+
+    def _in_launcher(self, node: cst.Call) -> None:
+        """A sampler built by the training script before `trainer.fit`: in the launching
+        process the world size is 1 and the ordinal 0 (whichever API asks: `xm.xrt_world_size()`,
+        `xr.world_size()`, `torch.distributed`), Lightning keeps a sampler it is given, and
+        every core reads everything."""
+        ctx = self.ctx
+        shape = _SamplerShape(ctx, node, True)
+        replicas = code(ctx, shape.num_replicas.value) if shape.num_replicas else None
+        told = f" (`num_replicas={replicas}` is 1 there)" if replicas else ""
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` is built in the launching process before `trainer.fit`, "
+            f"where the world size is 1 and the ordinal 0{told}: every TPU core gets a sampler "
+            "of 1 replica at rank 0, and Lightning keeps a sampler it is given, so every core "
+            "reads the whole dataset; remove the sampler (pass `shuffle=True` to the "
+            "DataLoader) and Lightning shards the loader in each core's process",
+        )
 
     def _with_injection_off(self, node: cst.Call, exact: bool) -> None:
         """This file turns Lightning's sampler injection off. A hand-built sampler is then
@@ -2647,3 +2700,362 @@ class SynchronousDataloader(_DataRule):
                 return True
             info = info.parent
         return False
+
+
+# --- TPU306 ---------------------------------------------------------------------------------
+
+_ITERABLE_BASES = re.compile(r"(^|\.)(IterableDataset|IterDataPipe|IterableWrapper)$")
+_SPLIT_CALLS = re.compile(
+    r"(split_dataset_by_node|split_by_node|node_split|\.shard\(|global_rank|world_size|"
+    r"get_rank|global_ordinal|get_ordinal|num_replicas|process_index)"
+)
+
+
+class UnshardedIterableDataset(_DataRule):
+    """
+    ## What it does
+    Finds an iterable-style dataset returned from a Lightning dataloader hook
+    (`train_dataloader`, `val_dataloader`, ...) that nothing splits by process: a
+    `torch.utils.data.IterableDataset` subclass of the project whose code never reads the
+    rank or world size, or a Hugging Face `load_dataset(..., streaming=True)` stream that
+    the hook does not pass through `split_dataset_by_node` / `.shard(...)`.
+
+    ## Why is this bad on TPU?
+    Lightning shards map-style datasets by giving every process a `DistributedSampler`.
+    An iterable dataset has no sampler, so Lightning leaves it alone: every TPU core iterates
+    the same stream and trains on the same batches. An epoch then costs N times the data
+    for the work of one core, and gradient averaging over identical batches wastes the
+    other cores.
+
+    ## Example
+    ```python
+    import lightning as L
+    from datasets import load_dataset
+    from torch.utils.data import DataLoader
+
+
+    class LM(L.LightningDataModule):
+        def train_dataloader(self):
+            stream = load_dataset("c4", "en", split="train", streaming=True)
+            return DataLoader(stream, batch_size=16)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from datasets import load_dataset
+    from datasets.distributed import split_dataset_by_node
+    from torch.utils.data import DataLoader
+
+
+    class LM(L.LightningDataModule):
+        def train_dataloader(self):
+            stream = load_dataset("c4", "en", split="train", streaming=True)
+            stream = split_dataset_by_node(
+                stream, rank=self.trainer.global_rank, world_size=self.trainer.world_size
+            )
+            return DataLoader(stream, batch_size=16)
+    ```
+
+    In your own `IterableDataset`, skip the items of the other processes in `__iter__`
+    (for example `itertools.islice(items, rank, None, world_size)` with the rank and world
+    size from `torch.distributed` or the Trainer).
+
+    ## Fix safety
+    No fix: how to split depends on the stream.
+
+    ## References
+    - [Lightning docs: iterable datasets are not sharded by the sampler](https://lightning.ai/docs/pytorch/stable/data/iterables.html)
+    - [Hugging Face datasets: `split_dataset_by_node`](https://huggingface.co/docs/datasets/use_with_pytorch#distributed)
+    - [PyTorch: `IterableDataset` and multi-process loading](https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset)
+    """
+
+    code = "TPU306"
+    name = "unsharded-iterable-dataset"
+    summary = "An `IterableDataset` from a dataloader hook that no process split shards"
+    requires = ("IterableDataset", "streaming", "IterDataPipe")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
+    VALID = (
+        # It reads the rank: it shards itself.
+        Valid(
+            _PL + "import torch.distributed as dist\n"
+            "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n"
+            "    def __iter__(self):\n"
+            "        rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "        yield from range(rank, 1000, world)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=8)\n"
+        ),
+        # A streaming dataset split by node in the hook.
+        Valid(
+            _PL + "from datasets import load_dataset\n"
+            "from datasets.distributed import split_dataset_by_node\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        ds = load_dataset('c4', split='train', streaming=True)\n"
+            "        ds = split_dataset_by_node(ds, rank=self.trainer.global_rank,\n"
+            "                                   world_size=self.trainer.world_size)\n"
+            "        return DataLoader(ds, batch_size=8)\n"
+        ),
+        # A map-style dataset: Lightning's sampler shards it.
+        Valid(
+            _PL + "from torch.utils.data import DataLoader, Dataset\n\n\n"
+            "class Items(Dataset):\n"
+            "    def __len__(self):\n        return 10\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Items(), batch_size=8)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _PL + "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n"
+            "    def __iter__(self):\n"
+            "        yield from range(1000)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=8)\n",
+            line=12,
+            message="every TPU core iterates the same stream",
+        ),
+        Invalid(
+            _PL + "from datasets import load_dataset\nfrom torch.utils.data import DataLoader\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        stream = load_dataset('c4', split='train', streaming=True)\n"
+            "        return DataLoader(stream, batch_size=8)\n",
+            line=9,
+            message="`load_dataset(..., streaming=True)`",
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._stages: dict[int, frozenset[str]] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if self._skip or not is_dataloader_call(ctx, node) or data_class(ctx) is None:
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        dataset = loader_arg(node, "dataset")
+        if not stages or dataset is None or ctx.function is None:
+            return
+        what = self._unsharded(resolve_local(ctx, dataset.value))
+        if what is None:
+            return
+        if _SPLIT_CALLS.search(ctx.module.code_for_node(ctx.function.node)):
+            return  # the hook splits it (or passes the rank to it)
+        where = stage_where(ctx, stages)
+        uses = "trains on" if "train" in stages else "evaluates"
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` in {where} loads {what}: Lightning shards only "
+            "map-style datasets (through their sampler), so every TPU core iterates the same "
+            f"stream and {uses} the same batches; split it by process "
+            "(`split_dataset_by_node(ds, rank=self.trainer.global_rank, "
+            "world_size=self.trainer.world_size)`, or skip the other ranks' items in "
+            "`__iter__`)",
+        )
+
+    def _unsharded(self, value: cst.BaseExpression) -> str | None:
+        """What makes `value` an unsharded iterable dataset, for the message, or None."""
+        ctx = self.ctx
+        if not isinstance(value, cst.Call):
+            return None
+        qualified = ctx.qualify(value.func) or ""
+        if qualified.rsplit(".", 1)[-1] == "load_dataset":
+            streaming = keyword_arg(value, "streaming")
+            if streaming is not None and is_true(streaming.value):
+                return "`load_dataset(..., streaming=True)`, an IterableDataset"
+            return None
+        view = ctx.analysis.view
+        target = ctx.call_target(value)
+        if view is None or target is None or target[0] != "name":
+            return None
+        found = view.dataset_class(target[1])
+        if found is None:
+            return None
+        bases, rank_aware = found
+        if rank_aware or not any(_ITERABLE_BASES.search(b) for b in bases):
+            return None
+        return f"`{code(ctx, value.func)}`, an IterableDataset that never reads the rank"
+
+
+# --- TPU307 ---------------------------------------------------------------------------------
+
+
+class RaggedEvalBatch(_DataRule):
+    """
+    ## What it does
+    Finds validation and test `DataLoader(...)` calls (in `val_dataloader` /
+    `test_dataloader` of a LightningModule or LightningDataModule, and helpers only they
+    use) with a batch size and without `drop_last=True`: TPU303's evaluation sibling,
+    reported separately so each can be selected or ignored on its own; opt-in: enable it
+    with `--extend-select TPU307` (or `extend-select = ["TPU307"]`). The same exceptions
+    apply (`**kwargs`, a computed `drop_last`, no batching, custom batch samplers, iterable
+    datasets), and when the dataset's size is visible it is judged on 1, 2, 4 and 8 cores: a
+    loader that yields one batch per run, or only full batches, is not reported.
+
+    ## Why is this bad on TPU?
+    Unless every core's share of the evaluation set is a multiple of the batch size, the
+    last batch of every validation run is smaller: a second input shape, so XLA traces and
+    compiles a second evaluation graph, a stall of seconds to minutes the first time, and a
+    second program kept in the graph cache. Lightning's `DistributedSampler` pads every core
+    to the same number of samples (repeating a few), not to a multiple of the batch size.
+
+    ## Example
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class DM(L.LightningDataModule):
+        def val_dataloader(self):
+            return DataLoader(self.val_set, batch_size=64)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class DM(L.LightningDataModule):
+        def val_dataloader(self):
+            return DataLoader(self.val_set, batch_size=64, drop_last=True)
+    ```
+
+    Dropping evaluation samples changes the metrics (by at most `batch_size - 1` samples per
+    core); to keep every sample, pad the evaluation set to a multiple of the global batch
+    size (cores x batch size) and mask the padding out of the metric instead.
+
+    ## Fix safety
+    The suggestion (`drop_last=True`) is display-only: it changes what the metrics are
+    computed on, which is for the user to decide.
+
+    ## References
+    - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [Lightning source: sampler injection pads but leaves `drop_last` alone (`data_connector.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
+    """
+
+    code = "TPU307"
+    name = "ragged-eval-batch"
+    summary = "Validation/test DataLoader with a smaller last batch (a second eval graph)"
+    # Opt-in (`--extend-select TPU307`): most evaluation loaders keep every sample on
+    # purpose, and the cost is one extra graph, not one per step.
+    default_enabled = False
+    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_message = "Drop the incomplete last batch: `drop_last=True` (changes the metrics)"
+    requires = ("DataLoader",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
+    _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
+    VALID = (
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=64, drop_last=True)\n"
+        ),
+        # Train loaders are TPU303's; predict loaders are not evaluated.
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.train_set, batch_size=64)\n\n"
+            "    def predict_dataloader(self):\n"
+            "        return DataLoader(self.items, batch_size=64)\n"
+        ),
+        # One batch per validation run on any core count.
+        Valid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(TensorDataset(torch.randn(40, 3)), batch_size=64)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=64)\n",
+            line=7,
+            message="in `val_dataloader` ends every validation run with a smaller batch",
+            expected_suggestion=_HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=64, drop_last=True)\n",
+        ),
+        Invalid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def test_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(1000, 3))\n"
+            "        return DataLoader(data, batch_size=32)\n",
+            message="(1000 samples: 125 per core on 8 cores, 3 batches of 32 and one of 29)",
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._stages: dict[int, frozenset[str]] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if self._skip or not is_dataloader_call(ctx, node) or data_class(ctx) is None:
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        if "train" in stages or not stages & {"val", "test"} or has_star(node):
+            return  # a loader shared with training is TPU303's
+        if loader_arg(node, "batch_sampler") is not None:
+            return
+        batch_size = loader_arg(node, "batch_size")
+        if batch_size is None or is_none(batch_size.value) or int_literal(batch_size.value) == 1:
+            return
+        drop_last = loader_arg(node, "drop_last")
+        if drop_last is not None and not is_false(drop_last.value):
+            return
+        dataset = loader_arg(node, "dataset")
+        if is_iterable_dataset(ctx, dataset):
+            return
+        size = dataset_size(ctx, dataset.value if dataset is not None else None)
+        batch = int_literal(batch_size.value)
+        sized = ""
+        if size is not None and batch is not None:
+            ragged = ragged_on(size, batch)
+            if not ragged:
+                return
+            cores = ragged[-1]
+            share = per_core(size, cores)
+            sized = (
+                f" ({size} samples: {share} per core on {cores} core{'s' if cores > 1 else ''}, "
+                f"{share // batch} batch{'es' if share // batch > 1 else ''} of {batch} and one "
+                f"of {share % batch})"
+            )
+        run = "validation" if "val" in stages else "test"
+        if drop_last is not None:
+            new = replace_arg(node, drop_last, [drop_last.with_changes(value=cst.Name("True"))])
+        else:
+            new = add_keyword(node, "drop_last", "True")
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` in {stage_where(ctx, stages)} ends every {run} run with a "
+            f"smaller batch (`drop_last=False`){sized}: its new shape makes XLA compile and "
+            "keep a second evaluation graph; pad the evaluation set to a multiple of the "
+            "global batch, or pass `drop_last=True` if losing those samples from the metrics "
+            "is fine",
+            replacement=new,
+        )

@@ -1051,6 +1051,20 @@ class FileView:
     def display(self, path: str) -> str:
         return _display(path, self.base)
 
+    def dataset_class(self, target: str) -> tuple[list[str], bool] | None:
+        """For a class of the project named `target` (qualified or `.local`): the qualified
+        names of its bases outside the project, and whether its code (or a project base's)
+        reads the rank or world size. None when `target` is no project class."""
+        found = self.model.lookup(target, self.module)
+        if not isinstance(found, _Class):
+            return None
+        aware = any(
+            self.model.classes[name].summary.rank_aware
+            for name in self.model.mro(found.gkey)
+            if name in self.model.classes
+        )
+        return self.model.external_bases(found.gkey), aware
+
     def dataset_length(
         self, target: str, args: list[int | None], keywords: dict[str, int | None]
     ) -> int | None:

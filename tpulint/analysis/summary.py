@@ -201,6 +201,11 @@ SELF_HOST_ATTRIBUTES = frozenset(
     }
 )
 _MAX_ATOMS = 8
+# Code that splits data by process: reads the rank or world size, or shards by node.
+RANK_SPLIT = re.compile(
+    r"(rank|world_size|ordinal|num_replicas|split_by_node|split_dataset_by_node|node_split|"
+    r"\.shard\(|process_index|num_processes)"
+)
 # `use_distributed_sampler=False` (or Lightning 1.x's `replace_sampler_ddp=False`): the file
 # turns Lightning's sampler injection off, so every hand-built sampler of the project counts.
 SAMPLER_INJECTION_OFF = re.compile(
@@ -293,6 +298,8 @@ class ClassSummary:
     attributes: dict[str, list[Atom]] = field(default_factory=dict)  # self.<name> values
     # `self.<name> = <parameter>` in `__init__`: the parameter's index (dataset lengths)
     param_attributes: dict[str, int] = field(default_factory=dict)
+    # The class's code reads the process rank or world size (a dataset that shards itself).
+    rank_aware: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -303,6 +310,7 @@ class ClassSummary:
             "m": self.methods,
             "a": self.attributes,
             "pa": self.param_attributes,
+            "ra": self.rank_aware,
         }
 
     @classmethod
@@ -626,6 +634,7 @@ class _Summarizer:
         for keyword in node.keywords:
             self.expression(keyword.value, outer)
         info = ClassSummary(node.name, qualname, node.lineno, bases)
+        info.rank_aware = bool(RANK_SPLIT.search(self.segment(node)))
         self.summary.classes.append(info)
         body_scope = _Scope(None, dict(outer.imports), cls=info)
         self.block(node.body, body_scope, [*names, node.name], info)

@@ -464,6 +464,9 @@ class ValueInference:
                 return DEVICE
             if method == "to":
                 return self._to_call(node, receiver, d)
+            if method == "type_as" and node.args:
+                other = self.kind(node.args[0].value, d)  # cast to the other's type and device
+                return other if other in (DEVICE, CPU) else base
             if base is UNKNOWN and method in ("generate", "sample", "encode", "decode"):
                 kinds = [self.kind(a.value, d) for a in node.args]
                 if DEVICE in kinds:
