@@ -274,7 +274,7 @@ class FileContext:
         if view is None:
             return None
         value = view.attribute_value(self.owner, attr)
-        if value is None or value.kind == "unknown":
+        if value is None or value.kind == "unknown" or value.elements is not None:
             return None
         return kind_named(value.kind)
 
@@ -574,6 +574,22 @@ class FileContext:
                     self.bind(target.elements[0].value, NUMBER)
                     self._bind_elements(target.elements[1].value, args[0])
                     return
+        if (
+            isinstance(iterator, cst.Call)
+            and isinstance(iterator.func, cst.Attribute)
+            and iterator.func.attr.value in ("items", "values")
+            and not iterator.args
+            and not self.value_kind(iterator.func.value).is_host
+        ):
+            # `for name, value in batch.items()`: the values of a container of tensors
+            if iterator.func.attr.value == "values":
+                self.bind(target, UNKNOWN)
+            elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                self.bind(target.elements[0].value, HOST)
+                self.bind(target.elements[1].value, UNKNOWN)
+            else:
+                self.bind(target, HOST)
+            return
         if isinstance(iterator, (cst.List, cst.Tuple)) and iterator.elements:
             kinds = [self.value_kind(e.value) for e in iterator.elements]
             kind = kinds[0] if len(set(kinds)) == 1 else UNKNOWN

@@ -803,11 +803,12 @@ class ProjectModel:
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is None:
                 return UNKNOWN_VALUE
-            if inner.elements is not None and atom[1] < len(inner.elements):
-                return inner.elements[atom[1]]
-            if inner.kind in ("device", "cpu") and inner.elements is None:
-                return Value(inner.kind)
-            return UNKNOWN_VALUE
+            if inner.elements is not None:
+                if 0 <= atom[1] < len(inner.elements):
+                    return inner.elements[atom[1]]
+                return combine_values(list(inner.elements))
+            # Indexing a tensor gives a tensor; a parameter's element depends on the argument.
+            return Value(inner.kind, inner.mask, inner.params)
         if tag == "m":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             parts = [p for p in parts if p is not None]

@@ -478,14 +478,23 @@ class _Summarizer:
             self.expression(node.test, scope)
             lazy = self.lazy_block(node)
             saved = scope.guards
+            before = dict(scope.env)
             scope.guards = (*saved, node.test, *((RARE,) if lazy else ()))
             self.block(node.body, scope, names, klass)
+            after_body = scope.env
+            scope.env = dict(before)
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             scope.guards = (
                 (*saved, node.test.operand) if negated else saved  # type: ignore[attr-defined]
             )
             self.block(node.orelse, scope, names, klass)
             scope.guards = saved
+            # After the `if`, a name holds what either branch left in it.
+            merged = dict(scope.env)
+            for name, value in after_body.items():
+                other = merged.get(name)
+                merged[name] = value if other is None or other == value else _union(other, value)
+            scope.env = merged
             return
         if isinstance(node, ast.While):
             self.expression(node.test, scope)
@@ -923,10 +932,10 @@ class _Summarizer:
             if isinstance(node.value, (bool, int, float, complex)):
                 return ["number"]
             return ["host"]
-        if isinstance(
-            node, (ast.JoinedStr, ast.Dict, ast.Set, ast.DictComp, ast.SetComp, ast.Lambda)
-        ):
+        if isinstance(node, (ast.JoinedStr, ast.Lambda)):
             return ["host"]
+        if isinstance(node, (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)):
+            return ["unknown"]  # a container: of tensors as often as not (`{"loss": loss}`)
         if isinstance(node, (ast.List, ast.ListComp, ast.GeneratorExp, ast.Tuple)):
             return ["unknown"]
         if isinstance(node, ast.Name):
@@ -944,7 +953,14 @@ class _Summarizer:
         if isinstance(node, ast.Call):
             return self.call(node, scope, d)
         if isinstance(node, ast.Subscript):
-            return self.atoms(node.value, scope, d) or ["unknown"]
+            base = self.atoms(node.value, scope, d) or ["unknown"]
+            if all(isinstance(a, str) for a in base):
+                return base  # indexing a tensor gives a tensor, a number stays a number
+            index = node.slice
+            position = (
+                index.value if isinstance(index, ast.Constant) and type(index.value) is int else -1
+            )
+            return [["e", position, base]]  # element `position` (-1: any) of a tuple
         if isinstance(node, ast.BinOp):
             left, right = self.atoms(node.left, scope, d), self.atoms(node.right, scope, d)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
