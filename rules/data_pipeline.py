@@ -132,6 +132,9 @@ def _project_path(ctx: FileContext) -> str:
     return ctx.path
 
 
+_BATCH_LITERAL_LINE = re.compile(r"(?im)^[^\n#]*batch[_-]?size[^\n]*?\b\d+\b")
+
+
 class _DataRule(Rule):
     """Base of the TPU3xx rules: test files are not checked (their loaders and batch sizes
     are sized to run fast on a CPU, not for a TPU)."""
@@ -1067,6 +1070,12 @@ class TpuUnfriendlyBatchSize(_DataRule):
     fix_sometimes = True
     fix_message = "Round the batch size up to the next multiple"
     requires = ("batch_size", "batch-size", "DataLoader(")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Outside Lightning code the rule reports only integer literals on the line of a
+        # batch-size name (defaults, config fields, argparse options, `batch_size=4`).
+        return cls.lightning_code(source, view) or bool(_BATCH_LITERAL_LINE.search(source))
 
     VALID = (
         Valid(

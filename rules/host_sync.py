@@ -1613,6 +1613,13 @@ _RANK_TEST = re.compile(
     r"get_ordinal|global_ordinal|local_ordinal|get_rank|process_index|\brank\b)"
 )
 _RANK_ZERO_DECORATORS = frozenset({"rank_zero_only"})
+# The text of a collective call, before parsing: `xm.save(`, `dist.barrier(`,
+# `.save_checkpoint(`, `strategy.reduce(`, `all_gather(`.
+_COLLECTIVE_TEXT = re.compile(
+    r"(\.(save|rendezvous|mesh_reduce|all_reduce|all_gather|reduce_scatter|all_to_all|"
+    r"collective_permute|optimizer_step|barrier|broadcast|broadcast_object_list|"
+    r"all_gather_object|gather|scatter|reduce|save_checkpoint)\(|\ball_gather\(|\bbarrier\()"
+)
 
 
 class CollectiveInRankBranch(Rule):
@@ -1689,7 +1696,9 @@ class CollectiveInRankBranch(Rule):
 
     @classmethod
     def applies(cls, source: str, view: object) -> bool:
-        return any(t in source for t in ("rank", "ordinal", "is_global_zero", "is_master"))
+        return bool(_COLLECTIVE_TEXT.search(source)) and any(
+            t in source for t in ("rank", "ordinal", "is_global_zero", "is_master")
+        )
 
     VALID = (
         # Every process calls it; only host-side work is guarded.

@@ -29,6 +29,7 @@ Value atoms (JSON-friendly, so summaries cache as they are):
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -202,9 +203,16 @@ SELF_HOST_ATTRIBUTES = frozenset(
 )
 _MAX_ATOMS = 8
 # Code that splits data by process: reads the rank or world size, or shards by node.
-RANK_SPLIT = re.compile(
-    r"(rank|world_size|ordinal|num_replicas|split_by_node|split_dataset_by_node|node_split|"
-    r"\.shard\(|process_index|num_processes)"
+RANK_TOKENS = (
+    "rank",
+    "world_size",
+    "ordinal",
+    "num_replicas",
+    "split_by_node",
+    "node_split",
+    ".shard(",
+    "process_index",
+    "num_processes",
 )
 # `use_distributed_sampler=False` (or Lightning 1.x's `replace_sampler_ddp=False`): the file
 # turns Lightning's sampler injection off, so every hand-built sampler of the project counts.
@@ -401,6 +409,8 @@ class _Scope:
     # into guard kinds only where a call is recorded.
     guards: tuple[Any, ...] = ()
     cls: ClassSummary | None = None  # the class whose method this is (through nesting)
+    # Per enclosing `if` branch: name -> its value before the branch (`_MISSING` if unbound).
+    journals: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Summarizer:
@@ -409,6 +419,11 @@ class _Summarizer:
         self.text = text
         self._line_starts: list[int] | None = None
         self._conditions: dict[int, frozenset[str]] = {}
+        # Lines that read the rank or world size, where classes may be datasets (only their
+        # rank-awareness is ever asked).
+        self.rank_lines: list[int] = []
+        if "Dataset" in text or "DataPipe" in text or "Iterable" in text:
+            self.rank_lines = self._lines_with(RANK_TOKENS)
         self.counts: dict[str, int] = {}
         self.module_imports: dict[str, str] = {}
         self.module_names: set[str] = set()  # module-level defs and classes
@@ -478,23 +493,37 @@ class _Summarizer:
             self.expression(node.test, scope)
             lazy = self.lazy_block(node)
             saved = scope.guards
-            before = dict(scope.env)
             scope.guards = (*saved, node.test, *((RARE,) if lazy else ()))
+            # Each branch's bindings are journaled, so both start from the same state and
+            # a name holds, after the `if`, what either branch left in it.
+            scope.journals.append({})
             self.block(node.body, scope, names, klass)
-            after_body = scope.env
-            scope.env = dict(before)
+            body_journal = scope.journals.pop()
+            body_values = {name: scope.env.get(name) for name in body_journal}
+            for name, old in body_journal.items():
+                _restore(scope.env, name, old)
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             scope.guards = (
                 (*saved, node.test.operand) if negated else saved  # type: ignore[attr-defined]
             )
+            scope.journals.append({})
             self.block(node.orelse, scope, names, klass)
+            else_journal = scope.journals.pop()
             scope.guards = saved
-            # After the `if`, a name holds what either branch left in it.
-            merged = dict(scope.env)
-            for name, value in after_body.items():
-                other = merged.get(name)
-                merged[name] = value if other is None or other == value else _union(other, value)
-            scope.env = merged
+            for journal in (body_journal, else_journal):
+                for name, old in journal.items():
+                    _note(scope, name, old)  # the value before the `if`, for an outer branch
+            for name in {*body_journal, *else_journal}:
+                before = body_journal[name] if name in body_journal else else_journal[name]
+                in_body = body_values.get(name) if name in body_journal else before
+                in_else = scope.env.get(name) if name in else_journal else before
+                options = [v for v in (in_body, in_else) if v is not None and v is not _MISSING]
+                if not options:
+                    scope.env.pop(name, None)
+                elif len(options) == 1 or options[0] == options[1]:
+                    scope.env[name] = options[0]
+                else:
+                    scope.env[name] = _union(options[0], options[1])
             return
         if isinstance(node, ast.While):
             self.expression(node.test, scope)
@@ -521,7 +550,7 @@ class _Summarizer:
             self.block(node.body, scope, names, klass)  # type: ignore[attr-defined]
             for handler in node.handlers:  # type: ignore[attr-defined]
                 if handler.name:
-                    scope.env[handler.name] = ["host"]
+                    _set(scope, handler.name, ["host"])
                 self.block(handler.body, scope, names, klass)
             self.block(node.orelse, scope, names, klass)  # type: ignore[attr-defined]
             self.block(node.finalbody, scope, names, klass)  # type: ignore[attr-defined]
@@ -551,7 +580,7 @@ class _Summarizer:
             self.expression(node.value, scope)
             if isinstance(node.target, ast.Name):
                 previous = scope.env.get(node.target.id, ["unknown"])
-                scope.env[node.target.id] = _union(previous, self.atoms(node.value, scope))
+                _set(scope, node.target.id, _union(previous, self.atoms(node.value, scope)))
             return
         if isinstance(node, ast.Return):
             if node.value is not None:
@@ -643,7 +672,11 @@ class _Summarizer:
         for keyword in node.keywords:
             self.expression(keyword.value, outer)
         info = ClassSummary(node.name, qualname, node.lineno, bases)
-        info.rank_aware = bool(RANK_SPLIT.search(self.segment(node)))
+        if self.rank_lines:
+            first = bisect.bisect_left(self.rank_lines, node.lineno)
+            info.rank_aware = first < len(self.rank_lines) and self.rank_lines[first] <= (
+                node.end_lineno or node.lineno
+            )
         self.summary.classes.append(info)
         body_scope = _Scope(None, dict(outer.imports), cls=info)
         self.block(node.body, body_scope, [*names, node.name], info)
@@ -659,13 +692,27 @@ class _Summarizer:
             return "." + text
         return f"{target}.{rest}" if rest else target
 
-    def segment(self, node: ast.expr) -> str:
-        """The source text of an expression (ast offsets are UTF-8 byte columns)."""
+    def _lines_with(self, tokens: tuple[str, ...]) -> list[int]:
+        """The sorted line numbers where any of `tokens` occurs (substring search)."""
+        starts = self._starts()
+        lines: set[int] = set()
+        for token in tokens:
+            position = self.text.find(token)
+            while position != -1:
+                lines.add(bisect.bisect_right(starts, position))
+                position = self.text.find(token, position + len(token))
+        return sorted(lines)
+
+    def _starts(self) -> list[int]:
         if self._line_starts is None:
             self._line_starts = [0]
             for line in self.text.splitlines(keepends=True):
                 self._line_starts.append(self._line_starts[-1] + len(line))
-        starts = self._line_starts
+        return self._line_starts
+
+    def segment(self, node: ast.expr) -> str:
+        """The source text of an expression (ast offsets are UTF-8 byte columns)."""
+        starts = self._starts()
         if node.end_lineno is None or node.end_col_offset is None or node.lineno >= len(starts):
             return ast.unparse(node)
         begin = self.text[starts[node.lineno - 1] : starts[node.lineno]]
@@ -871,9 +918,10 @@ class _Summarizer:
         if isinstance(target, ast.Name):
             if value == ["none"]:
                 # `x = None` in a branch: x keeps what it may otherwise hold.
-                scope.env.setdefault(target.id, ["unknown"])
+                if target.id not in scope.env:
+                    _set(scope, target.id, ["unknown"])
                 return
-            scope.env[target.id] = value
+            _set(scope, target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             elements = _tuple_elements(value, len(target.elts))
             for index, element in enumerate(target.elts):
@@ -1320,6 +1368,31 @@ def _annotation_kind(text: str) -> str | None:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+_MISSING = object()
+
+
+def _set(scope: _Scope, name: str, value: list[Atom]) -> None:
+    """Bind a local, journaling its previous value for the enclosing `if` branch."""
+    if scope.journals:
+        journal = scope.journals[-1]
+        if name not in journal:
+            journal[name] = scope.env.get(name, _MISSING)
+    scope.env[name] = value
+
+
+def _note(scope: _Scope, name: str, old: Any) -> None:
+    """Carry a journal entry of an inner branch up to the enclosing branch's journal."""
+    if scope.journals and name not in scope.journals[-1]:
+        scope.journals[-1][name] = old
+
+
+def _restore(env: dict[str, list[Atom]], name: str, old: Any) -> None:
+    if old is _MISSING:
+        env.pop(name, None)
+    else:
+        env[name] = old
 
 
 def _may_be_lazy_test(test: ast.expr) -> bool:
