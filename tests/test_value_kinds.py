@@ -86,6 +86,32 @@ SILENT = {
                     batch = batch * 2
                 return self(batch)
         """,
+    "isinstance narrowing": """
+        class M(L.LightningModule):
+            def _step(self, label):
+                if isinstance(label, torch.Tensor):
+                    label = label.long()
+                else:
+                    if label == 0:
+                        return None
+                return label
+
+            def training_step(self, batch, batch_idx):
+                return self._step(batch) + self._step(0)
+        """,
+    "a helper only ever given CPU tensors": """
+        def grow(values, limit):
+            for v in values:
+                if v > limit:
+                    return v
+            return limit
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                steps = torch.arange(1, 10)
+                grow(steps, torch.tensor(4))
+                return self(batch)
+        """,
     "cpu tensor from a helper": """
         def coin():
             return torch.rand(1)

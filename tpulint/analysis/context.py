@@ -154,8 +154,11 @@ class FileContext:
             is_method=self._is_method,
             attribute=self._project_attribute,
             call=self._project_call,
+            narrowed=self.narrowed_to_host,
         )
         self._guard_cache: dict[int, frozenset[str]] = {}
+        self._narrowing: list[list[str]] = []  # names no tensor in each open block
+        self._narrowed_names: set[str] = set()
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
         self.shared: dict[str, Any] = {}
@@ -338,6 +341,46 @@ class FileContext:
                 return kind
         return None
 
+    def narrowed_to_host(self, node: cst.Name) -> bool:
+        """Whether the walk is where an `isinstance(<name>, torch.Tensor)` test has failed
+        (the `else` of `if isinstance(x, torch.Tensor):`, the body of `if not
+        isinstance(...)`): there `x` is no tensor."""
+        return node.value in self._narrowed_names
+
+    def _enter_narrowing(self, owner: cst.CSTNode | None, negated: bool) -> None:
+        names: list[str] = []
+        if isinstance(owner, cst.If):
+            test = owner.test
+            is_not = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            if is_not == negated:
+                inner = test.expression if is_not else test  # type: ignore[union-attr]
+                name = _tensor_isinstance(self, inner)
+                if name is not None:
+                    names.append(name)
+        self._narrowing.append(names)
+        self._narrowed_names = {n for group in self._narrowing for n in group}
+
+    def _leave_narrowing(self) -> None:
+        if self._narrowing:
+            self._narrowing.pop()
+        self._narrowed_names = {n for group in self._narrowing for n in group}
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self._enter_narrowing(self.parent(node), negated=False)
+
+    def leave_Else(self, node: cst.Else) -> None:
+        self._leave_narrowing()
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        owner = self.parent(node)
+        if isinstance(owner, cst.If) and owner.body is node:
+            self._enter_narrowing(owner, negated=True)
+        else:
+            self._narrowing.append([])
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._leave_narrowing()
+
     def bind(
         self, target: cst.BaseAssignTargetExpression | cst.BaseExpression, kind: ValueKind
     ) -> None:
@@ -451,6 +494,13 @@ class FileContext:
 
     def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
         name = param.name.value
+        view = self.analysis.view
+        if view is not None and info.hot_reason != info.root_hook:
+            # A helper: what every call of the project passes it, when that is definite
+            # (`getMinimumConnection(self.mat, self.max_N, ...)` with CPU tensors).
+            passed = view.param_value(info.key, index)
+            if passed is not None and passed.kind != "unknown" and passed.elements is None:
+                return kind_named("device" if passed.mask else passed.kind)
         # The batch argument of a step method itself (index 0 is `self`); helpers called
         # from the step take anything as their first argument.
         batch_like = hot and (
@@ -608,6 +658,8 @@ class FileContext:
             self.bind(node.asname.name, UNKNOWN)
 
     ENTER_HANDLERS = (
+        "visit_Else",
+        "visit_IndentedBlock",
         "visit_ClassDef",
         "visit_FunctionDef",
         "visit_Import",
@@ -616,6 +668,8 @@ class FileContext:
         "visit_WithItem",
     )
     LEAVE_HANDLERS = (
+        "leave_Else",
+        "leave_IndentedBlock",
         "leave_ClassDef",
         "leave_FunctionDef",
         "leave_Assign",
@@ -635,6 +689,23 @@ def _parallel_pairs(
     if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
         return None
     return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+
+
+def _tensor_isinstance(ctx: FileContext, test: cst.BaseExpression) -> str | None:
+    """`x` for `isinstance(x, torch.Tensor)` (or a tuple of classes including it)."""
+    if not (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0].value, cst.Name)
+    ):
+        return None
+    classes = test.args[1].value
+    options = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    if any((ctx.qualify(c) or "").endswith("Tensor") for c in options):
+        return test.args[0].value.value
+    return None
 
 
 def _lazy_block(module: cst.Module, node: cst.If) -> bool:

@@ -369,6 +369,8 @@ class ProjectModel:
         self._returning: set[str] = set()
         self._attributes: dict[tuple[str, str], Value | None] = {}
         self._table: dict[str, int] | None = None
+        self._params: dict[tuple[str, int], Value | None] = {}
+        self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
 
     # --- building ------------------------------------------------------------------------
 
@@ -740,6 +742,62 @@ class ProjectModel:
         self._returns[gkey] = value
         return value
 
+    def param_value(self, gkey: str, index: int, _depth: int = 0) -> Value | None:
+        """What the project's calls pass as parameter `index` of the function (None when no
+        call of the project is seen, or a call does not pass it). Entry points are called by
+        Lightning or torch, not by the project: None."""
+        key = (gkey, index)
+        if key in self._params:
+            return self._params[key]
+        self._params[key] = None  # cycles
+        fn = self.functions.get(gkey)
+        callers = self._callers().get(gkey, []) if fn is not None else []
+        if fn is None or not callers or _depth > 4:
+            return None
+        name = fn.summary.params[index] if index < len(fn.summary.params) else None
+        values: list[Value] = []
+        for caller, call, offset in callers:
+            position = index - offset
+            if name is not None and name in call.keywords:
+                atoms = call.keywords[name]
+            elif 0 <= position < len(call.args):
+                atoms = call.args[position]
+            else:
+                return None  # a default, or passed through *args: not visible
+            value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
+            if value is None:
+                return None
+            if value.params:
+                # The caller passes its own parameter on: what its callers pass.
+                inner = [self.param_value(caller.gkey, p, _depth + 1) for p in value.params]
+                if any(v is None for v in inner):
+                    return None
+                value = combine_values([Value(value.kind), *inner])  # type: ignore[list-item]
+            values.append(value)
+        result = combine_values(values)
+        self._params[key] = result
+        return result
+
+    def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
+        """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
+        if self._caller_index is None:
+            index: dict[str, list[tuple[_Function, Any, int]]] = {}
+            for fn in self.functions.values():
+                for call in fn.summary.calls:
+                    for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                        if not isinstance(target, _Function):
+                            continue
+                        bound = call.form in ("self", "super", "attr", "inst")
+                        offset = (
+                            1
+                            if (bound and target.summary.bound)
+                            or "classmethod" in target.summary.decorators
+                            else 0
+                        )
+                        index.setdefault(target.gkey, []).append((fn, call, offset))
+            self._caller_index = index
+        return self._caller_index
+
     def attribute_value(self, class_gkey: str, attr: str) -> Value | None:
         """What `self.<attr>` holds in instances of the class (None when no method of the
         class or its project bases assigns it)."""
@@ -875,6 +933,15 @@ class ProjectModel:
         project (`nn.Linear`, a Hugging Face model): tensors in, tensors out."""
         attr, _, method = target.partition(".")
         value = self.attribute_value(owner, attr)
+        if value is not None and value.kind in ("device", "cpu") and method:
+            # A method of a tensor attribute (`self.max_N.unsqueeze(0)`): it stays where it is.
+            if method in ("cpu", "numpy", "tolist", "item", "size", "dim", "numel"):
+                return Value(
+                    {"cpu": "cpu", "numpy": "numpy", "tolist": "host"}.get(method, "number")
+                )
+            if method in ("to", "cuda", "xla"):
+                return Value("device") if method != "to" else UNKNOWN_VALUE
+            return Value(value.kind)
         if value is None or value.kind != "module":
             return UNKNOWN_VALUE
         if method in MODULE_SELF_METHODS:
@@ -1033,6 +1100,12 @@ class FileView:
         if owner is None:
             return None
         return self.model.attribute_value(owner, attr)
+
+    def param_value(self, key: str, index: int) -> Value | None:
+        """What the project's calls pass as parameter `index` of this file's function `key`
+        (see ProjectModel.param_value)."""
+        fn = self._functions.get(key)
+        return self.model.param_value(fn.gkey, index) if fn is not None else None
 
     def class_kind(self, qualname: str) -> ClassKind:
         return self.model.class_kind(self.class_gkey(qualname))

@@ -202,6 +202,31 @@ SELF_HOST_ATTRIBUTES = frozenset(
     }
 )
 _MAX_ATOMS = 8
+# Packages whose functions are never project functions: their calls' arguments are not kept.
+_EXTERNAL = frozenset(
+    {
+        "torch",
+        "numpy",
+        "math",
+        "os",
+        "sys",
+        "re",
+        "json",
+        "logging",
+        "warnings",
+        "typing",
+        "functools",
+        "itertools",
+        "collections",
+        "einops",
+        "time",
+        "random",
+        "pathlib",
+        "copy",
+        "inspect",
+        "dataclasses",
+    }
+)
 # Code that splits data by process: reads the rank or world size, or shards by node.
 RANK_TOKENS = (
     "rank",
@@ -235,13 +260,15 @@ class CallSite:
     target: str
     line: int
     guards: tuple[str, ...] = ()
+    args: list[list[Atom]] = field(default_factory=list)  # atoms of the positional arguments
+    keywords: dict[str, list[Atom]] = field(default_factory=dict)
 
     def to_json(self) -> list[Any]:
-        return [self.form, self.target, self.line, list(self.guards)]
+        return [self.form, self.target, self.line, list(self.guards), self.args, self.keywords]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CallSite:
-        return cls(data[0], data[1], data[2], tuple(data[3]))
+        return cls(data[0], data[1], data[2], tuple(data[3]), data[4], data[5])
 
 
 @dataclass
@@ -785,6 +812,19 @@ class _Summarizer:
             if isinstance(current, ast.Call):
                 call = self.call_site(current, scope, guards)
                 if call is not None:
+                    if call.form != "name" or call.target.split(".", 1)[0] not in _EXTERNAL:
+                        # What the call passes: the callee's parameters' values, for the
+                        # model (a helper only ever called with CPU tensors or numpy).
+                        call.args = [
+                            self.atoms(a, scope)
+                            for a in current.args
+                            if not isinstance(a, ast.Starred)
+                        ]
+                        call.keywords = {
+                            k.arg: self.atoms(k.value, scope)
+                            for k in current.keywords
+                            if k.arg is not None
+                        }
                     scope.info.calls.append(call)
             if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
                 extra = guards

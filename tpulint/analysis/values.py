@@ -284,6 +284,7 @@ class ValueInference:
         is_method: Callable[[str], bool] | None = None,
         attribute: Callable[[str], ValueKind | None] | None = None,
         call: Callable[[cst.Call, list[ValueKind]], ValueKind | None] | None = None,
+        narrowed: Callable[[cst.Name], bool] | None = None,
     ) -> None:
         self.aliases = aliases
         self.lookup = lookup
@@ -293,6 +294,7 @@ class ValueInference:
         self.is_method = is_method
         self.attribute = attribute
         self.project_call = call
+        self.narrowed = narrowed
 
     def kind(self, node: cst.BaseExpression, depth: int = 0) -> ValueKind:
         if depth > 40:
@@ -323,6 +325,8 @@ class ValueInference:
                 return HOST
             bound = self.lookup(node.value)
             if bound is not None:
+                if bound.may_be_device and self.narrowed is not None and self.narrowed(node):
+                    return HOST  # the `else` of `if isinstance(x, torch.Tensor):`
                 return bound
             if node.value in self.aliases.bindings:
                 root = self.aliases.bindings[node.value].split(".", 1)[0]
