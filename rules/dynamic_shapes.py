@@ -752,6 +752,17 @@ class ShapeDependentLoop(TrackingRule, Rule):
     requires = ("range(",)
 
     VALID = (
+        # As many iterations as the model has sub-modules (neuralforecast TimeMixer shape).
+        Valid(
+            _MOD + "    def forward(self, trend_list, codes):\n"
+            "        trends = trend_list.copy()\n"
+            "        out = trends[0]\n"
+            "        for i in range(len(trends) - 1):\n"
+            "            out = out + self.up_sampling_layers[i](out)\n"
+            "        for c in range(codes.size(1)):\n"
+            "            out = out + self.projections[c](codes[:, c])\n"
+            "        return out\n"
+        ),
         Valid(
             _MOD + "    def forward(self, x):\n"
             "        for layer in self.layers:\n            x = layer(x)\n"
@@ -811,6 +822,8 @@ class ShapeDependentLoop(TrackingRule, Rule):
         tensor = shape_source(ctx, stop, self.bindings)
         if tensor is None or is_self_attribute(tensor):
             return
+        if _indexes_modules(ctx, node):
+            return  # `self.layers[i]` for each i: as many iterations as the model has modules
         kind = ctx.value_kind(tensor)
         if kind is not DEVICE and not is_torch_tensor(ctx, tensor, self.bindings):
             return
@@ -822,6 +835,50 @@ class ShapeDependentLoop(TrackingRule, Rule):
             f"the loop body per element of `{source_of(ctx, tensor, 30)}` into the XLA graph, "
             "and recompiles when that size changes; vectorise the loop",
         )
+
+
+def _indexes_modules(ctx: FileContext, loop: cst.For) -> bool:
+    """Whether the loop's body indexes a container of sub-modules (or calls an element of a
+    container on `self`) with its variable (`self.up_sampling_layers[i](x)`,
+    `self.heads[k + 1]`): the count is the model's."""
+    if not isinstance(loop.target, cst.Name):
+        return False
+    name = loop.target.value
+    stack: list[cst.CSTNode] = [loop.body]
+    from tpulint.analysis.walker import iter_children
+
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Subscript):
+            node = node.func  # `self.projections[i](x)`: a container of callables
+            called = True
+        else:
+            called = False
+        if (
+            isinstance(node, cst.Subscript)
+            and is_self_attribute(node.value)
+            and (called or ctx.value_kind(node.value) is ValueKind.MODULE)
+            and any(
+                isinstance(n, cst.Name) and n.value == name
+                for element in node.slice
+                for n in _names(element)
+            )
+        ):
+            return True
+        stack.extend(iter_children(node))
+    return False
+
+
+def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
+    from tpulint.analysis.walker import iter_children
+
+    out: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(iter_children(current))
+    return out
 
 
 # --- TPU204 -----------------------------------------------------------------------------

@@ -257,6 +257,24 @@ MODULE_SELF_METHODS = frozenset(
     {"cpu", "cuda", "to", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_"}
 )
 _NUMBER_METHODS = frozenset({"item", "size", "dim", "numel", "nelement", "ndimension", "__len__"})
+# Methods of lists and dicts that tensors do not have.
+_CONTAINER_METHODS = frozenset(
+    {
+        "copy",
+        "reverse",
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "keys",
+        "values",
+        "items",
+        "get",
+        "update",
+        "setdefault",
+        "popitem",
+    }
+)
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "hash", "id", "ord", "bool"})
 _NUMBER_PACKAGES = frozenset({"math", "statistics", "random", "time", "operator"})
 _NUMPY_PACKAGES = frozenset({"numpy", "pandas", "scipy", "cupy", "jax", "jaxlib", "mlx"})
@@ -462,6 +480,8 @@ class ValueInference:
                 return DEVICE if DEVICE in kinds else UNKNOWN  # `model.generate(ids)`
             if base.is_host:
                 return NUMPY if base is NUMPY else HOST
+            if method in _CONTAINER_METHODS:
+                return HOST  # `x.copy()`, `x.append(...)`: a list or dict, not a tensor
             if method == "cpu":
                 return CPU
             if method in ("cuda", "xla"):
