@@ -2726,8 +2726,10 @@ class UnshardedIterableDataset(_DataRule):
     Finds an iterable-style dataset returned from a Lightning dataloader hook
     (`train_dataloader`, `val_dataloader`, ...) that nothing splits by process: a
     `torch.utils.data.IterableDataset` subclass of the project whose code never reads the
-    rank or world size, or a Hugging Face `load_dataset(..., streaming=True)` stream that
-    the hook does not pass through `split_dataset_by_node` / `.shard(...)`.
+    rank or world size (nor does anything its `__iter__` calls; when `__iter__` hands off to
+    code the project model cannot see, it is not reported), or a Hugging Face
+    `load_dataset(..., streaming=True)` stream that the hook does not pass through
+    `split_dataset_by_node` / `.shard(...)`.
 
     ## Why is this bad on TPU?
     Lightning shards map-style datasets by giving every process a `DistributedSampler`.
@@ -2789,6 +2791,19 @@ class UnshardedIterableDataset(_DataRule):
         return cls.lightning_code(source, view)
 
     VALID = (
+        # pyannote shape: `__iter__` hands off to code the model cannot see (there, a
+        # generator seeded by rank): not reported.
+        Valid(
+            _PL + "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class TrainDataset(IterableDataset):\n"
+            "    def __init__(self, task):\n"
+            "        self.task = task\n\n"
+            "    def __iter__(self):\n"
+            "        return self.task.train__iter__()\n\n\n"
+            "class Task(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(TrainDataset(self), batch_size=8)\n"
+        ),
         # It reads the rank: it shards itself.
         Valid(
             _PL + "import torch.distributed as dist\n"

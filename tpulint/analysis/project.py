@@ -24,6 +24,7 @@ feeds it facts.
 
 from __future__ import annotations
 
+import builtins
 import enum
 import hashlib
 import os
@@ -61,6 +62,7 @@ class ClassKind(enum.Flag):
 
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def kind_of_external(qualname: str) -> ClassKind:
@@ -958,6 +960,38 @@ class ProjectModel:
             return Value("device")
         return Value("unknown", params=frozenset(params))
 
+    def iteration_splits_by_rank(self, class_gkey: str) -> bool | None:
+        """Whether iterating instances of the class reads the rank or world size: True when
+        `__iter__` or anything it calls in the project does, False when everything it calls
+        is visible and none does, None when it hands off to code the model cannot see
+        (`self.task.train__iter__()` on an attribute of unknown type)."""
+        start = self.find_method(class_gkey, "__iter__")
+        if start is None:
+            return None
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            fn = stack.pop()
+            if fn.gkey in seen:
+                continue
+            seen.add(fn.gkey)
+            if fn.summary.rank_aware:
+                return True
+            if len(seen) > 50:
+                return None
+            for call in fn.summary.calls:
+                targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+                found = [t for t in targets if isinstance(t, _Function)]
+                if found:
+                    stack.extend(found)
+                elif targets:
+                    continue  # a constructor of a project class
+                elif call.form != "name" or (
+                    call.target.startswith(".") and call.target[1:] not in _BUILTIN_NAMES
+                ):
+                    return None  # a method of an object the model does not know
+        return False
+
     def dataset_length(
         self, class_gkey: str, args: list[int | None], keywords: dict[str, int | None]
     ) -> int | None:
@@ -1137,6 +1171,9 @@ class FileView:
             for name in self.model.mro(found.gkey)
             if name in self.model.classes
         )
+        if not aware:
+            splits = self.model.iteration_splits_by_rank(found.gkey)
+            aware = splits is None or splits
         return self.model.external_bases(found.gkey), aware
 
     def dataset_length(

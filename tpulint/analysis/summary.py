@@ -286,6 +286,7 @@ class FunctionSummary:
     returns: list[list[Atom]] = field(default_factory=list)  # atoms of each `return`
     returns_annotation: str | None = None
     const_return: int | None = None  # the int literal every `return` returns (`__len__`)
+    rank_aware: bool = False  # its code reads the rank or world size (see RANK_TOKENS)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -302,6 +303,7 @@ class FunctionSummary:
             "r": self.returns,
             "ra": self.returns_annotation,
             "cr": self.const_return,
+            "rk": self.rank_aware,
         }
 
     @classmethod
@@ -320,6 +322,7 @@ class FunctionSummary:
             data["r"],
             data["ra"],
             data["cr"],
+            data["rk"],
         )
 
 
@@ -667,6 +670,7 @@ class _Summarizer:
             returns_annotation=ast.unparse(node.returns) if node.returns is not None else None,
         )
         self.summary.functions.append(info)
+        info.rank_aware = self._spans_rank_line(node)
         if klass is not None:
             klass.methods.setdefault(node.name, info.key)
         scope = _Scope(
@@ -699,11 +703,7 @@ class _Summarizer:
         for keyword in node.keywords:
             self.expression(keyword.value, outer)
         info = ClassSummary(node.name, qualname, node.lineno, bases)
-        if self.rank_lines:
-            first = bisect.bisect_left(self.rank_lines, node.lineno)
-            info.rank_aware = first < len(self.rank_lines) and self.rank_lines[first] <= (
-                node.end_lineno or node.lineno
-            )
+        info.rank_aware = self._spans_rank_line(node)
         self.summary.classes.append(info)
         body_scope = _Scope(None, dict(outer.imports), cls=info)
         self.block(node.body, body_scope, [*names, node.name], info)
@@ -718,6 +718,14 @@ class _Summarizer:
         if target is None:
             return "." + text
         return f"{target}.{rest}" if rest else target
+
+    def _spans_rank_line(self, node: ast.stmt) -> bool:
+        if not self.rank_lines:
+            return False
+        first = bisect.bisect_left(self.rank_lines, node.lineno)
+        return first < len(self.rank_lines) and self.rank_lines[first] <= (
+            node.end_lineno or node.lineno
+        )
 
     def _lines_with(self, tokens: tuple[str, ...]) -> list[int]:
         """The sorted line numbers where any of `tokens` occurs (substring search)."""
