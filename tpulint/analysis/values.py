@@ -269,9 +269,7 @@ _CONTAINER_METHODS = frozenset(
         "keys",
         "values",
         "items",
-        "get",
         "update",
-        "setdefault",
         "popitem",
     }
 )
@@ -482,6 +480,11 @@ class ValueInference:
                 return NUMPY if base is NUMPY else HOST
             if method in _CONTAINER_METHODS:
                 return HOST  # `x.copy()`, `x.append(...)`: a list or dict, not a tensor
+            if method in ("get", "setdefault", "pop") and base is DEVICE and node.args:
+                # `batch.get("lengths")`: an element of a container of the step's tensors
+                first = node.args[0].value
+                if isinstance(first, (cst.SimpleString, cst.ConcatenatedString)):
+                    return UNKNOWN
             if method == "cpu":
                 return CPU
             if method in ("cuda", "xla"):
