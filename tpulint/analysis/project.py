@@ -38,6 +38,7 @@ from typing import Any
 from tpulint.analysis.guards import condition_kinds  # noqa: F401 (re-exported for rules)
 from tpulint.analysis.summary import (
     MODULE_SELF_METHODS,
+    TENSOR_METHODS_OF_MODULES,
     Atom,
     ClassSummary,
     FunctionSummary,
@@ -948,6 +949,8 @@ class ProjectModel:
             return UNKNOWN_VALUE
         if method in MODULE_SELF_METHODS:
             return Value("module")
+        if method and method not in TENSOR_METHODS_OF_MODULES:
+            return UNKNOWN_VALUE  # `self.model.detect_eos(codes)` may return anything
         kinds, params = [], set()
         for arg in args:
             resolved = (

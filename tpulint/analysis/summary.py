@@ -202,6 +202,9 @@ SELF_HOST_ATTRIBUTES = frozenset(
     }
 )
 _MAX_ATOMS = 8
+TENSOR_METHODS_OF_MODULES = frozenset(
+    {"forward", "generate", "encode", "decode", "embed", "sample", "infer", "predict"}
+)
 # Packages whose functions are never project functions: their calls' arguments are not kept.
 _EXTERNAL = frozenset(
     {
@@ -1203,7 +1206,9 @@ class _Summarizer:
         if base == ["module"]:
             if method in MODULE_SELF_METHODS:
                 return ["module"]  # `self.expert.cpu()`: the module itself, offloaded
-            if any(_is_tensorish(a) or _is_param(a) for arg in args() for a in arg):
+            if method in TENSOR_METHODS_OF_MODULES and any(
+                _is_tensorish(a) or _is_param(a) for arg in args() for a in arg
+            ):
                 return ["device"]  # `model.generate(ids)`
             return ["unknown"]
         if _all_host(base):

@@ -257,6 +257,10 @@ MODULE_SELF_METHODS = frozenset(
     {"cpu", "cuda", "to", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_"}
 )
 _NUMBER_METHODS = frozenset({"item", "size", "dim", "numel", "nelement", "ndimension", "__len__"})
+# Methods of models that map tensors to tensors (`model.generate(ids)`).
+TENSOR_METHODS_OF_MODULES = frozenset(
+    {"forward", "generate", "encode", "decode", "embed", "sample", "infer", "predict"}
+)
 # Methods of lists and dicts that tensors do not have.
 _CONTAINER_METHODS = frozenset(
     {
@@ -474,6 +478,8 @@ class ValueInference:
             if base is MODULE:
                 if method in MODULE_SELF_METHODS:
                     return MODULE  # `self.expert.cpu()`: the module, offloaded
+                if method not in TENSOR_METHODS_OF_MODULES:
+                    return UNKNOWN  # `model.detect_eos(codes)` may return anything
                 kinds = [self.kind(a.value, d) for a in node.args]
                 return DEVICE if DEVICE in kinds else UNKNOWN  # `model.generate(ids)`
             if base.is_host:
