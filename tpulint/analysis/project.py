@@ -878,6 +878,13 @@ class ProjectModel:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
             return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+        if tag == "mv":
+            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            if inner is not None and (inner.kind == "module" or inner.cls is not None):
+                return inner
+            if inner is None or inner.kind == "unknown":
+                return UNKNOWN_VALUE  # a tensor or a model: moving it says nothing
+            return Value(atom[1])
         if tag == "c":
             return self.call_value(module, owner, atom[1], atom[2], atom[3], depth)
         return UNKNOWN_VALUE

@@ -22,6 +22,8 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["i", target]                  an instance of the class `target` (a constructor call)
     ["t", [atoms], ...]            a tuple of values
     ["e", i, [atoms]]              element i of a tuple value
+    ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
+                                   resolve to a module (`make_model().to(device)`)
     ["m", atom, ...]               a boolean mask when the atoms are tensors
                                    (`x > 0` on a parameter `x`)
 """
@@ -1213,14 +1215,19 @@ class _Summarizer:
             return ["unknown"]
         if _all_host(base):
             return ["numpy"] if "numpy" in base else ["host"]
-        if method == "cpu":
-            return ["cpu"]
+        if method in ("cpu", "cuda", "xla", "to"):
+            moved = (
+                self.to_call(node, base, scope, d)
+                if method == "to"
+                else (["cpu"] if method == "cpu" else ["device"])
+            )
+            symbolic = [a for a in base if isinstance(a, list)]
+            if symbolic and moved in (["cpu"], ["device"]):
+                # `make_model().to(device)`: a module stays a module wherever it moves.
+                return [["mv", moved[0], symbolic]]
+            return moved
         if method == "numpy":
             return ["numpy"]
-        if method in ("cuda", "xla"):
-            return ["device"]
-        if method == "to":
-            return self.to_call(node, base, scope, d)
         if method in MASK_METHODS:
             return ["mask"]
         if method in ("any", "all") and (positional or node.keywords):
