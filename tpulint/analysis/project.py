@@ -326,11 +326,14 @@ class HotInfo:
 
 
 def _display(path: str, base: str | None) -> str:
+    """A call site's path as findings show paths: relative to the project root, absolute
+    outside it."""
     if base:
         try:
-            return os.path.relpath(path, base).replace(os.sep, "/")
+            relative = os.path.relpath(path, base).replace(os.sep, "/")
         except ValueError:
-            pass
+            return path
+        return path if relative.startswith("..") else relative
     return Path(path).name
 
 

@@ -382,6 +382,11 @@ class ValueInference:
                 for operand in [node.left, *(t.comparator for t in node.comparisons)]
             ):
                 return NUMBER  # `batch["task"][0] == "asr"`: tensors are not compared to str
+            if DEVICE not in kinds and CPU not in kinds:
+                if NUMPY in kinds:
+                    return NUMPY  # an elementwise comparison of a numpy array
+                if any(k.is_host and k is not NUMBER for k in kinds):
+                    return NUMBER  # comparing strings, lists, shapes: a bool
             result = combine(kinds)
             return NUMBER if result.is_host and NUMPY not in kinds else result
         if isinstance(node, cst.BooleanOperation):
@@ -472,6 +477,8 @@ class ValueInference:
                 return UNKNOWN
             if method in _NUMBER_METHODS:
                 return NUMBER
+            if method == "numpy":
+                return NUMPY
             if method in HOST_METHODS:
                 return HOST
             base = self.kind(receiver, d)
