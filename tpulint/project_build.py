@@ -163,6 +163,7 @@ def build_project(
     # Computed once here, before the checking workers fork and inherit them.
     model.lightning_table()
     model.hot  # noqa: B018
+    model.precompute_callers()
     return model
 
 

@@ -784,6 +784,10 @@ class ProjectModel:
         self._params[key] = result
         return result
 
+    def precompute_callers(self) -> None:
+        """Resolve the caller index now (before worker processes fork and inherit it)."""
+        self._callers()
+
     def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
         """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
         if self._caller_index is None:
