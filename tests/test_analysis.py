@@ -245,3 +245,44 @@ def test_conditional_imports_rebind_names() -> None:
         """
     )
     assert found["A"] == ClassKind.TORCH_MODULE and found["B"] == ClassKind.NONE
+
+
+def test_iteration_split_by_rank_through_helpers(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        import torch.distributed as dist
+        from torch.utils.data import IterableDataset
+
+        class Direct(IterableDataset):
+            def __iter__(self):
+                return iter(self._shard())
+
+            def _shard(self):
+                return range(dist.get_rank(), 100, dist.get_world_size())
+
+        class ThroughSetup(IterableDataset):
+            def __iter__(self):
+                self.setup()
+                return iter(self.items)
+
+            def setup(self):
+                self.items = self._shard()
+
+            def _shard(self):
+                return range(dist.get_rank(), 100, dist.get_world_size())
+
+        class Plain(IterableDataset):
+            def __iter__(self):
+                return iter(self._items())
+
+            def _items(self):
+                return range(100)
+        """
+    )
+    path = tmp_path / "data.py"
+    model = build_model([(str(path), source)])
+    prefix = "data."  # module name of data.py
+    assert model.iteration_splits_by_rank(prefix + "Direct") is True
+    assert model.iteration_splits_by_rank(prefix + "Plain") is False
+    # Summaries keep no calls made in cold-named hooks (`setup`): not visible, not "unsplit".
+    assert model.iteration_splits_by_rank(prefix + "ThroughSetup") is None

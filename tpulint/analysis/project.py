@@ -36,6 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from tpulint.analysis.guards import condition_kinds  # noqa: F401 (re-exported for rules)
+from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables live there)
+    CALLBACK_BATCH_HOOKS,
+    COLD_METHODS,
+    LIGHTNING_BATCH_HOOKS,
+    STEP_METHODS,
+    is_cold_name,
+)
 from tpulint.analysis.summary import (
     MODULE_SELF_METHODS,
     TENSOR_METHODS_OF_MODULES,
@@ -98,81 +105,6 @@ def _lightning_root_kind(qualname: str) -> ClassKind:
     ):
         return kind_of_external(qualname)
     return ClassKind.NONE
-
-
-# --- hooks ---------------------------------------------------------------------------------
-
-STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
-LIGHTNING_BATCH_HOOKS = frozenset(
-    {
-        "on_train_batch_start",
-        "on_train_batch_end",
-        "on_validation_batch_start",
-        "on_validation_batch_end",
-        "on_test_batch_start",
-        "on_test_batch_end",
-        "on_predict_batch_start",
-        "on_predict_batch_end",
-        "on_before_backward",
-        "on_after_backward",
-        "on_before_optimizer_step",
-        "on_before_zero_grad",
-        "optimizer_step",
-        "optimizer_zero_grad",
-        "backward",
-        "configure_gradient_clipping",
-        "on_after_batch_transfer",
-        "training_step_end",
-        "validation_step_end",
-        "test_step_end",
-    }
-)
-CALLBACK_BATCH_HOOKS = frozenset(
-    {
-        "on_train_batch_start",
-        "on_train_batch_end",
-        "on_validation_batch_start",
-        "on_validation_batch_end",
-        "on_test_batch_start",
-        "on_test_batch_end",
-        "on_predict_batch_start",
-        "on_predict_batch_end",
-        "on_before_backward",
-        "on_after_backward",
-        "on_before_optimizer_step",
-        "on_before_zero_grad",
-    }
-)
-# Hooks that run once per epoch/fit (or never per batch): never made hot by a call.
-COLD_METHODS = frozenset(
-    {
-        "__init__",
-        "setup",
-        "teardown",
-        "prepare_data",
-        "configure_optimizers",
-        "configure_callbacks",
-        "configure_model",
-        "configure_sharded_model",
-        "train_dataloader",
-        "val_dataloader",
-        "test_dataloader",
-        "predict_dataloader",
-        "on_save_checkpoint",
-        "on_load_checkpoint",
-        "state_dict",
-        "load_state_dict",
-        "lr_scheduler_step",
-        "compute",
-        "reset",
-    }
-)
-
-
-def is_cold_name(name: str) -> bool:
-    if name in COLD_METHODS:
-        return True
-    return name.startswith("on_") and "batch" not in name and name not in LIGHTNING_BATCH_HOOKS
 
 
 def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str]) -> str | None:
@@ -994,7 +926,9 @@ class ProjectModel:
             seen.add(fn.gkey)
             if fn.summary.rank_aware:
                 return True
-            if len(seen) > 50:
+            if len(seen) > 50 or is_cold_name(fn.summary.name):
+                # Summaries keep no calls of cold-named functions (`self.setup()` from
+                # `__iter__`): what they call is not visible.
                 return None
             for call in fn.summary.calls:
                 targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)

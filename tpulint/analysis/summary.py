@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpulint.analysis.guards import RARE, condition_kinds, lazy_attribute
+from tpulint.analysis.hooks import is_cold_name
 from tpulint.analysis.imports import resolve_relative
 
 Atom = Any  # str | list (see the module docstring)
@@ -444,6 +445,9 @@ class _Scope:
     # into guard kinds only where a call is recorded.
     guards: tuple[Any, ...] = ()
     cls: ClassSummary | None = None  # the class whose method this is (through nesting)
+    # Whether calls are recorded: not in hooks that never run per step (`__init__`, `setup`,
+    # `on_*_epoch_end`), which no hot chain enters.
+    record_calls: bool = True
     # Per enclosing `if` branch: name -> its value before the branch (`_MISSING` if unbound).
     journals: list[dict[str, Any]] = field(default_factory=list)
 
@@ -682,6 +686,7 @@ class _Summarizer:
             info,
             dict(outer.imports),
             cls=klass if klass is not None else outer.cls,
+            record_calls=outer.record_calls and not is_cold_name(node.name),
         )
         if outer.info is not None:
             # A closure sees the enclosing function's locals.
@@ -817,7 +822,7 @@ class _Summarizer:
     def expression(self, node: ast.expr, scope: _Scope) -> None:
         """Record the calls in an expression (lambdas included, comprehensions included), with
         the guards of `a and b` / `x if c else y` inside it."""
-        if scope.info is None:
+        if scope.info is None or not scope.record_calls:
             return
         stack: list[tuple[ast.AST, tuple[Any, ...]]] = [(node, scope.guards)]
         while stack:
