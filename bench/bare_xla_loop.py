@@ -1,13 +1,13 @@
 """The baseline for `tpulint verify`'s overhead: a bare torch_xla data-parallel loop.
 
-    python bench/bare_xla_loop.py --cores 8 --steps 8 --epochs 2
+    python bench/bare_xla_loop.py --cores 8 --steps 7 --epochs 3 --batch-size 16 --variant ready
 
-The same model, data and steps as `tpulint verify examples/tpu_unready/model.py:LitClassifier
---cores 8 --steps 8` (LitClassifier's network, its RandomImages(1000) training set, batch size
-10 per core, SGD lr 0.05, a DistributedSampler per replica, `steps` steps per epoch), but no
-Lightning and no recording: replicas are torch_xla's own (`xmp.spawn`, forked like Lightning's
-launcher), each step is LitClassifier.training_step's arithmetic (including the masked mean and
-the `loss.item()` the module logs) plus `xm.optimizer_step`.
+The same model, data and steps as `tpulint verify examples/tpu_ready/model.py:LitClassifier`
+(LitClassifier's network, its RandomImages(1000) training set, batch size 16 per core, SGD lr
+0.05, a DistributedSampler per replica, `steps` steps per epoch; `--variant unready` with
+`--batch-size 10` is examples/tpu_unready's step), but no Lightning, no validation and no
+recording: replicas are torch_xla's own (`xmp.spawn`, forked like Lightning's launcher), each
+step is LitClassifier.training_step's arithmetic plus `xm.optimizer_step`.
 
 On PJRT CPU (no TPU) 8 replica threads deadlock without the documented XLA:CPU workarounds
 (../shared/research/runtime.md §1c); the project's `tpulint.runtime.child.xla_cpu.CpuDataParallel`
@@ -42,6 +42,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=10)
+    parser.add_argument(
+        "--variant",
+        choices=("unready", "ready"),
+        default="unready",
+        help="the training step of examples/tpu_unready (boolean-mask mean, loss.item())"
+        " or examples/tpu_ready (torch.where masked mean, the loss kept a tensor)",
+    )
     return parser.parse_args()
 
 
@@ -90,6 +97,8 @@ def training_step(net: nn.Module, images: torch.Tensor, labels: torch.Tensor) ->
     logits = net(images)
     labeled = labels >= 0
     loss = F.cross_entropy(logits, labels.clamp(min=0), reduction="none")
+    if ARGS.variant == "ready":
+        return torch.where(labeled, loss, 0).sum() / labeled.sum()
     loss = loss[labeled].mean()
     loss.item()  # LitClassifier logs loss.item(): the same host sync
     return loss

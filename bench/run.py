@@ -91,8 +91,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Path(tempfile.gettempdir()) / "tpulint-bench",
         help="scratch folder (outside the repository) the tools run in",
     )
-    parser.add_argument("--verify-steps", type=int, default=8)
-    parser.add_argument("--verify-epochs", type=int, default=2)
+    parser.add_argument("--verify-steps", type=int, default=7)
+    parser.add_argument("--verify-epochs", type=int, default=3)
     parser.add_argument(
         "--nice",
         type=int,

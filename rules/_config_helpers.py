@@ -20,6 +20,7 @@ from tpulint.analysis.imports import module_name_of
 from tpulint.analysis.project import LIGHTNING_ROOTS
 from tpulint.cst_helpers import int_value, keyword_arg, string_value
 from tpulint.diagnostics import Applicability
+from tpulint.roundtrip import physical_lines
 from tpulint.rule import FixSpec, ImportSpec
 from tpulint.yaml_config import YamlEntry
 
@@ -847,7 +848,7 @@ def _name_taken(bindings: Sequence[ImportBinding], needs: ImportSpec) -> bool:
 def _suppressed_lines(ctx: FileContext) -> frozenset[int]:
     return frozenset(
         number
-        for number, text in enumerate(ctx.source.splitlines(), start=1)
+        for number, text in enumerate(physical_lines(ctx.source), start=1)
         if "# noqa" in text or "tpulint: ignore" in text or "tpulint:ignore" in text
     )
 

@@ -180,13 +180,11 @@ class PerStepLoggingFrequency(Rule):
         entry = trainer.child("log_every_n_steps")
         if entry is not None:
             self._yaml_interval(entry, "log_every_n_steps", "logged metrics")
-        callbacks = trainer.child("callbacks")
-        for item in callbacks.children if callbacks is not None else ():
+        for item in document.callbacks():
             class_path = item.child("class_path")
             if class_path is None or str(class_path.value).rsplit(".", 1)[-1] not in _PROGRESS_BARS:
                 continue
-            init_args = item.child("init_args")
-            rate = init_args.child("refresh_rate") if init_args is not None else None
+            rate = item.argument("refresh_rate")
             if rate is None:
                 self.report_yaml(
                     class_path.key_start,

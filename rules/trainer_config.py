@@ -335,7 +335,7 @@ class LegacyTpuCores(Rule):
             )
             replacement = f"devices: {entry.raw}"
             if accelerator is None:
-                replacement = f"accelerator: tpu\n{' ' * entry.indent}{replacement}"
+                replacement = f"accelerator: tpu{entry.pair_separator}{replacement}"
             self.report_yaml(
                 entry.key_start,
                 entry.value_end,
@@ -1306,6 +1306,8 @@ class UnsupportedTpuPrecision(Rule):
         if trainer is None or entry is None or entry.value_start is None or entry.value_end is None:
             return
         value = entry.value
+        if not isinstance(value, (str, int, float)):
+            return
         if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
             return
         if not yaml_trainer_is_tpu(trainer):

@@ -15,9 +15,10 @@ apart:
                report out; no torch
     api.py, command.py, runner.py, environment.py
                the parent's entry points and the watchdog that starts the child; no torch
-    spec.py, events.py, errors.py, frames.py
+    spec.py, events.py, errors.py, frames.py, trainer_args.py
                what both sides share: the run specification, the event log format, the
-               could-not-run error, which frames are the user's; standard library only
+               could-not-run error, which frames are the user's, the Trainer's arguments
+               (the user's merged with verify's own settings); standard library only
 
 Importing this package, or calling `verify`, in the parent imports no torch; names are
 resolved lazily so that the child does not pay for the engine and the report code.

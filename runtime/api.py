@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.machinery
+import importlib.util
 import os
 import shutil
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 from tpulint.runtime.environment import (
     EMULATED_DEFAULT_CORES,
+    INSTALL_HINT,
     Backend,
     check_installation,
     detect_backend,
@@ -28,11 +30,13 @@ from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.judge.analysis import Settings, analyze, base_report, error_report
 from tpulint.runtime.judge.attribution import RuleIndex
 from tpulint.runtime.judge.report import CompareReport, VerifyReport
+from tpulint.runtime.judge.run_inputs import record_run_inputs
 from tpulint.runtime.runner import run_child
-from tpulint.runtime.spec import RunSpec, TargetRef, parse_init_args
+from tpulint.runtime.spec import RunSpec, TargetRef, parse_json_object
+from tpulint.runtime.trainer_args import check_names, trainer_parameters
 
 DEFAULT_STEPS = 32
-DEFAULT_EPOCHS = 2
+DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 600.0
 MAX_EMULATED_CORES = 64
@@ -54,8 +58,47 @@ def _barrier_timeout(timeout: float) -> float:
     return max(10.0, min(timeout * 0.25, 300.0))
 
 
+def check_numbers(
+    *,
+    cores: int | None = None,
+    steps: int | None = None,
+    warmup: int = 0,
+    epochs: int = 1,
+    timeout: float = 1.0,
+    batch_multiple: int | None = None,
+) -> None:
+    """The numeric options, each a one-line VerifyError when out of range."""
+    for option, value, least in (
+        ("--cores", cores, 1),
+        ("--steps", steps, 1),
+        ("--warmup", warmup, 0),
+        ("--epochs", epochs, 1),
+        ("--batch-multiple", batch_multiple, 1),
+    ):
+        if value is not None and value < least:
+            raise VerifyError(f"{option} must be at least {least}, got {value}")
+    if not timeout > 0:  # also NaN
+        raise VerifyError(f"--timeout must be positive, got {timeout:g}")
+
+
+def config_files(configs: list[str | os.PathLike[str]] | None, cwd: str) -> list[str]:
+    """The LightningCLI `--config` files as absolute paths, each an existing readable file."""
+    found = []
+    for given in configs or []:
+        path = Path(given).expanduser()
+        path = Path(os.path.normpath(path if path.is_absolute() else Path(cwd) / path))
+        if path.is_dir():
+            raise VerifyError(f"--config {given}: is a folder, not a config file")
+        if not path.is_file():
+            raise VerifyError(f"--config {given}: no such file")
+        if not os.access(path, os.R_OK):
+            raise VerifyError(f"--config {given}: not readable")
+        found.append(str(path))
+    return found
+
+
 def _build_spec(
-    target: str,
+    target: str | None,
     *,
     datamodule: str | None,
     init_args: dict[str, Any] | str | None,
@@ -66,37 +109,42 @@ def _build_spec(
     timeout: float,
     cwd: str,
     run_dir: str,
+    datamodule_args: dict[str, Any] | str | None = None,
+    trainer_args: dict[str, Any] | str | None = None,
+    configs: list[str | os.PathLike[str]] | None = None,
     overrides: dict[str, str] | None = None,
     barrier_timeout: float | None = None,
+    warmup: int = DEFAULT_WARMUP,
+    test: bool = False,
 ) -> RunSpec:
-    args = (
-        parse_init_args(init_args) if isinstance(init_args, str) or init_args is None else init_args
-    )
-    if not isinstance(args, dict):
-        raise VerifyError("init_args must be a dict of keyword arguments")
-    if cores is not None and cores < 1:
-        raise VerifyError(f"--cores must be at least 1, got {cores}")
+    args = parse_json_object(init_args, "--init-args")
+    module_args = parse_json_object(datamodule_args, "--datamodule-args", '{"batch_size": 64}')
+    trainer = parse_json_object(trainer_args, "--trainer-args", '{"precision": "bf16-true"}')
+    files = config_files(configs, cwd)
     if backend.emulated:
         cores = cores or EMULATED_DEFAULT_CORES
         if cores > MAX_EMULATED_CORES:
             raise VerifyError(
                 f"--cores {cores}: emulation supports at most {MAX_EMULATED_CORES} cores"
             )
-    if steps is not None and steps < 1:
-        raise VerifyError(f"--steps must be at least 1, got {steps}")
-    if epochs < 1:
-        raise VerifyError(f"--epochs must be at least 1, got {epochs}")
-    if timeout <= 0:
-        raise VerifyError(f"--timeout must be positive, got {timeout:g}")
-    refs = [TargetRef.parse(target, cwd=cwd)]
-    if datamodule:
-        refs.append(TargetRef.parse(datamodule, cwd=cwd))
-    for ref in refs:
+    if target is None and not files:
+        raise VerifyError(
+            "no target: give TARGET (`package.module:Class` or `path/to/file.py:Class`), or a"
+            " --config whose `model:` names its class_path"
+        )
+    if module_args and not (datamodule or files):
+        raise VerifyError("--datamodule-args needs --datamodule (or a --config with `data:`)")
+    refs = [TargetRef.parse(target, cwd=cwd)] if target else []
+    dm_ref = TargetRef.parse(datamodule, cwd=cwd) if datamodule else None
+    for ref in [*refs, *([dm_ref] if dm_ref else [])]:
         _check_top_level_module(ref, cwd)
     return RunSpec(
-        target=refs[0],
-        datamodule=refs[1] if datamodule else None,
+        target=refs[0] if refs else None,
+        datamodule=dm_ref,
         init_args=args,
+        datamodule_args=module_args,
+        trainer_args=trainer,
+        configs=files,
         device=backend.device,
         cores=cores,
         epochs=epochs,
@@ -105,7 +153,31 @@ def _build_spec(
         run_dir=run_dir,
         cwd=cwd,
         overrides=dict(overrides or {}),
+        warmup=warmup,
+        # Past half the budget no epoch is added (steady.py): the run must end in time.
+        extend_until=timeout / 2,
+        test=test,
     )
+
+
+def check_config_support() -> None:
+    """--config needs LightningCLI's parser; looked up without importing it."""
+    if importlib.util.find_spec("jsonargparse") is None:
+        raise VerifyError(
+            "--config needs jsonargparse (LightningCLI's parser), which is not installed:"
+            f" {INSTALL_HINT}"
+        )
+
+
+def check_trainer_args(names: list[str]) -> None:
+    """--trainer-args names against the installed Lightning Trainer's signature, read from its
+    source here in the parent (nothing is imported). The child checks again against the
+    Trainer it actually uses (pytorch_lightning's, for modules written against it)."""
+    if not names:
+        return
+    known = trainer_parameters("lightning")
+    if known is not None:
+        check_names(names, known, "--trainer-args")
 
 
 def _check_top_level_module(ref: TargetRef, cwd: str) -> None:
@@ -124,7 +196,7 @@ def _check_top_level_module(ref: TargetRef, cwd: str) -> None:
 
 
 def verify(
-    target: str,
+    target: str | None,
     *,
     cores: int | None = None,
     steps: int | None = DEFAULT_STEPS,
@@ -132,11 +204,15 @@ def verify(
     epochs: int = DEFAULT_EPOCHS,
     datamodule: str | None = None,
     init_args: dict[str, Any] | str | None = None,
+    datamodule_args: dict[str, Any] | str | None = None,
+    trainer_args: dict[str, Any] | str | None = None,
+    config: list[str | os.PathLike[str]] | str | os.PathLike[str] | None = None,
     batch_multiple: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     cwd: str | os.PathLike[str] | None = None,
     keep_run_dir: bool = False,
     barrier_timeout: float | None = None,
+    test: bool = False,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
 ) -> VerifyReport:
@@ -145,25 +221,48 @@ def verify(
     on a TPU VM, 8 emulated ones elsewhere) and judge sharding, compile stability, transfers
     and batch geometry. Never raises for a problem with the target: the report says it.
 
+    With `test`, the test loop runs after training and is judged too.
+
     `timeout` bounds the whole run; `barrier_timeout` (default: a quarter of it, 10 to 300
     seconds) is how long one core may wait for the others at a step boundary before the run
-    counts as hung."""
+    counts as hung.
+
+    The user's real run: `trainer_args` (keyword arguments for the Trainer; verify's own
+    settings win where they conflict, and the report says so), `datamodule_args`, and
+    `config`, LightningCLI config files (a path or a list, merged in order as
+    `main.py fit --config A --config B` would); with a config whose `model:` has a class_path,
+    `target` may be None."""
     started = time.perf_counter()
     directory = os.path.abspath(cwd or os.getcwd())
+    configs = [config] if isinstance(config, (str, os.PathLike)) else list(config or [])
     settings = Settings(
-        warmup=max(warmup, 0),
-        batch_multiple=batch_multiple or default_batch_multiple(directory),
+        warmup=warmup,
+        batch_multiple=batch_multiple or 8,
         timeout=timeout,
         aliases=dict(_aliases or {}),
     )
     run_dir = tempfile.mkdtemp(prefix="tpulint-verify-")
+    outcome = None
+    spec: RunSpec | None = None
     try:
         backend = detect_backend()
         try:
+            check_numbers(
+                cores=cores,
+                steps=steps,
+                warmup=warmup,
+                epochs=epochs,
+                timeout=timeout,
+                batch_multiple=batch_multiple,
+            )
+            settings.batch_multiple = batch_multiple or default_batch_multiple(directory)
             spec = _build_spec(
                 target,
                 datamodule=datamodule,
                 init_args=init_args,
+                datamodule_args=datamodule_args,
+                trainer_args=trainer_args,
+                configs=configs,
                 backend=backend,
                 cores=cores,
                 steps=steps,
@@ -173,15 +272,26 @@ def verify(
                 run_dir=run_dir,
                 overrides=_overrides,
                 barrier_timeout=barrier_timeout,
+                warmup=settings.warmup,
+                test=test,
             )
+            check_trainer_args(list(spec.trainer_args))
             check_installation(backend)
+            if spec.configs:
+                check_config_support()
         except VerifyError as exc:
-            requested = RunSpec(
-                TargetRef(target, "module", target, ""), epochs=epochs, steps=steps, cores=cores
-            )
-            report = error_report(
-                base_report(requested, settings, backend), exc.message, exc.detail
-            )
+            if spec is None:  # the options themselves were wrong: report them as given
+                spec = RunSpec(
+                    TargetRef(target, "module", target, "") if target else None,
+                    datamodule=TargetRef(datamodule, "module", datamodule, "")
+                    if datamodule
+                    else None,
+                    init_args=init_args if isinstance(init_args, dict) else {},
+                    epochs=epochs,
+                    steps=steps,
+                    cores=cores,
+                )
+            report = error_report(base_report(spec, settings, backend), exc.message, exc.detail)
         else:
             outcome = run_child(spec, backend, timeout)
             try:
@@ -193,6 +303,7 @@ def verify(
                     " please report it with the output of -v",
                     traceback.format_exc() + "\n" + outcome.log[-5000:],
                 )
+        record_run_inputs(report, spec, configs, outcome.events if outcome else [])
     finally:
         if keep_run_dir:
             print(f"tpulint: run directory kept: {run_dir}", file=sys.stderr)
@@ -285,7 +396,7 @@ def _fix_files(files: list[str], out_dir: Path, cwd: str) -> _FixedSources:
 
 
 def compare(
-    target: str,
+    target: str | None,
     *,
     datamodule: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
@@ -297,12 +408,16 @@ def compare(
     fixed_dir = Path(tempfile.mkdtemp(prefix="tpulint-fixed-"))
     try:
         try:
+            if not target:
+                raise VerifyError(
+                    "--compare needs TARGET: the file of the module is what `tpulint fix` rewrites"
+                )
             refs = [TargetRef.parse(target, cwd=directory)]
             if datamodule:
                 refs.append(TargetRef.parse(datamodule, cwd=directory))
             fixed = _fix_files(_target_files(refs, directory), fixed_dir, directory)
         except VerifyError as exc:
-            requested = RunSpec(TargetRef(target, "module", target, ""))
+            requested = RunSpec(TargetRef(target, "module", target, "") if target else None)
             report = error_report(base_report(requested, Settings(), None), exc.message)
             return CompareReport(report, report, changed=False)
         original = verify(target, datamodule=datamodule, cwd=directory, **options)

@@ -20,6 +20,12 @@ TARGET is `package.module:Class` or `path/to/file.py:Class` (a LightningModule c
 instance, or a zero-argument factory function). On a TPU VM the real cores are used; anywhere
 else N cores are emulated with PJRT CPU.
 
+To verify the run you launch, pass its Trainer arguments (--trainer-args) or its LightningCLI
+config files (--config, as after `main.py fit`); TARGET may then be left out when the
+config's `model:` has a class_path. Verify's own settings (accelerator, devices, strategy,
+run length, logging and checkpoints) win where they conflict; the report lists what it
+overrode and why.
+
 \b
 Exit status: 0 pass, 1 fail, 2 could not run.
 """
@@ -47,7 +53,7 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 
 
 @click.command("verify", help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option(
     "--cores",
     type=int,
@@ -66,7 +72,13 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
     default=None,
     help="Steps at the start whose compiles are expected [default: 2]",
 )
-@click.option("--epochs", type=int, default=None, help="Epochs to train [default: 2]")
+@click.option(
+    "--epochs",
+    type=int,
+    default=None,
+    help="Epochs to train, at least: up to 3 more while the last ones still compile new graphs"
+    " [default: 3]",
+)
 @click.option(
     "--datamodule",
     metavar="MODULE:CLASS",
@@ -74,6 +86,31 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 )
 @click.option(
     "--init-args", metavar="JSON", help="Keyword arguments for the target, as a JSON object"
+)
+@click.option(
+    "--datamodule-args",
+    metavar="JSON",
+    help="Keyword arguments for the DataModule, as a JSON object",
+)
+@click.option(
+    "--trainer-args",
+    metavar="JSON",
+    help="Keyword arguments for the Trainer, as a JSON object (e.g. accumulate_grad_batches,"
+    " precision, gradient_clip_val)",
+)
+@click.option(
+    "--config",
+    "configs",
+    metavar="FILE",
+    multiple=True,
+    help="A LightningCLI config file (model:, data:, trainer:), as given to `main.py fit"
+    " --config`; repeat to merge several in order",
+)
+@click.option(
+    "--test",
+    "run_test",
+    is_flag=True,
+    help="Also run the test loop (test_step, test_dataloader) after training, and judge it",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout")
 @click.option(
@@ -95,13 +132,17 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line")
 def verify_command(
-    target: str,
+    target: str | None,
     cores: int | None,
     steps: int | None,
     warmup: int | None,
     epochs: int | None,
     datamodule: str | None,
     init_args: str | None,
+    datamodule_args: str | None,
+    trainer_args: str | None,
+    configs: tuple[str, ...],
+    run_test: bool,
     as_json: bool,
     compare: bool,
     batch_multiple: int | None,
@@ -116,8 +157,13 @@ def verify_command(
         "cores": cores,
         "datamodule": datamodule,
         "init_args": init_args,
+        "datamodule_args": datamodule_args,
+        "trainer_args": trainer_args,
+        "config": list(configs),
         "batch_multiple": _batch_multiple(batch_multiple, verbose),
     }
+    if run_test:
+        options["test"] = True
     for name, value in (
         ("steps", steps),
         ("warmup", warmup),
@@ -127,8 +173,9 @@ def verify_command(
         if value is not None:
             options[name] = value
     if not (quiet or as_json) and sys.stderr.isatty():
+        what = target or " ".join(f"--config {c}" for c in configs)
         click.echo(
-            f"tpulint: verifying {target} (this trains the module; about 20 s for a small"
+            f"tpulint: verifying {what} (this trains the module; about 20 s for a small"
             " one on 8 emulated cores)...",
             err=True,
         )

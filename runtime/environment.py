@@ -19,6 +19,8 @@ INSTALL_HINT = "pip install 'tpulint[xla]'"
 # established on 2.9.x only (../shared/research/runtime.md); other versions are refused.
 EMULATION_TORCH_XLA = "2.9"
 EMULATED_DEFAULT_CORES = 8
+# The child's copy of the pipe whose other end the parent holds (child/lifetime.py).
+PARENT_FD_VARIABLE = "TPULINT_PARENT_FD"
 
 # torch_xla/_internal/tpu.py: a TPU chip is a Google PCI device with one of these ids
 # (the vendor id alone also matches gVNIC network cards on every GCE VM).

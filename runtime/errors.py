@@ -31,3 +31,39 @@ class ReplicasOutOfStep(RuntimeError):
         self.rank = rank
         self.where = where
         self.released = released
+
+
+class CoreOutOfData(RuntimeError):
+    """In one epoch of a loader (`stage` is train, validate, ...), the cores in `short` got
+    no further batch after the counts given, while the cores in `longer` got more: on a TPU
+    the cores with more data wait in their next collective for a core that has left the
+    epoch, and the job hangs."""
+
+    def __init__(
+        self, stage: str, epoch: int, short: dict[int, int], longer: dict[int, int]
+    ) -> None:
+        self.stage = stage
+        self.epoch = epoch
+        self.short = dict(short)
+        self.longer = dict(longer)
+        ran_out = ", ".join(
+            f"core {rank} after {count} batch{'es' if count != 1 else ''}"
+            for rank, count in sorted(self.short.items())
+        )
+        more = ", ".join(f"core {rank}" for rank in sorted(self.longer))
+        batch = max(self.longer.values())
+        where = "epoch" if stage == "train" else f"{_STAGE_RUNS.get(stage, stage)}"
+        super().__init__(
+            f"a core ran out of data in {where} {epoch} ({ran_out}) while {more} got batch {batch}"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "stage": self.stage,
+            "epoch": self.epoch,
+            "short": {str(k): v for k, v in self.short.items()},
+            "longer": {str(k): v for k, v in self.longer.items()},
+        }
+
+
+_STAGE_RUNS = {"validate": "validation run", "test": "test run", "sanity_check": "sanity check"}

@@ -8,8 +8,9 @@ How a run can end, and what it means:
     raised    the user's training code raised; the replica that raised is in the log
     diverged  XLA aborted a collective ("rendezvous.cc ... Termination timeout"): the
               replicas built different graphs for the same collective
-    hung      replicas stopped at different points (a barrier timed out), or the watchdog
-              fired; the stacks the child dumped on SIGUSR1 say where
+    hung      a core ran out of data while the others got another batch (on a TPU they wait
+              for it forever), replicas stopped at different points (a barrier timed out),
+              or the watchdog fired; the stacks the child dumped on SIGUSR1 say where
     crashed   the child died some other way (a signal, an internal error)
 """
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpulint.runtime.environment import Backend, child_environment
+from tpulint.runtime.environment import PARENT_FD_VARIABLE, Backend, child_environment
 from tpulint.runtime.events import read_events
 from tpulint.runtime.spec import EXIT_COULD_NOT_RUN, EXIT_FINISHED, RunSpec
 
@@ -59,18 +60,31 @@ def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
     log_path = run_dir / "child.log"
     start = time.perf_counter()
     timed_out = False
+    # The child's watcher reads the other end: when this process dies, however it dies, the
+    # kernel closes this end and the watcher kills the run's process group
+    # (child/lifetime.py). The write end is not inherited by any child process.
+    watch_read, watch_write = os.pipe()
+    env = child_environment(backend, spec.cores)
+    env[PARENT_FD_VARIABLE] = str(watch_read)
     with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tpulint.runtime.child", str(spec_path)],
-            cwd=spec.cwd or None,
-            env=child_environment(backend, spec.cores),
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            # Its own process group: the watchdog can signal the child and the replica
-            # process Lightning forks from it, and nothing else.
-            start_new_session=True,
-        )
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tpulint.runtime.child", str(spec_path)],
+                cwd=spec.cwd or None,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                pass_fds=(watch_read,),
+                # Its own process group: the watchdog can signal the child and every process
+                # forked from it (the replica process, DataLoader workers), and nothing else.
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(watch_write)
+            raise
+        finally:
+            os.close(watch_read)
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -86,6 +100,7 @@ def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
             _signal_group(process.pid, signal.SIGKILL)
             process.wait()
             _wait_until_gone(process.pid)
+            os.close(watch_write)
     seconds = time.perf_counter() - start
     log = log_path.read_text(encoding="utf-8", errors="replace")
     events = read_events(run_dir)
@@ -139,11 +154,21 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def root_errors(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Exceptions the replicas raised (not a barrier giving up), root cause first: one raised
-    in the user's code before one raised inside a library, then the earliest. A replica's
-    failure can set off errors in the others (an aborted barrier, a torch internal assert)."""
-    raised = [e for e in events if e["kind"] == "replica_error" and not e.get("out_of_step")]
+    """Exceptions the replicas raised (not a barrier giving up, not a core out of data),
+    root cause first: one raised in the user's code before one raised inside a library, then
+    the earliest. A replica's failure can set off errors in the others (an aborted barrier, a
+    torch internal assert)."""
+    raised = [
+        e
+        for e in events
+        if e["kind"] == "replica_error" and not e.get("out_of_step") and not e.get("out_of_data")
+    ]
     return sorted(raised, key=lambda e: (not (e.get("site") or {}).get("user"), e.get("time", 0)))
+
+
+def out_of_data(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first report of a core that ran out of data while others got another batch."""
+    return next((e for e in events if e["kind"] == "replica_error" and e.get("out_of_data")), None)
 
 
 def classify(
@@ -158,9 +183,13 @@ def classify(
     replica_errors = [e for e in events if e["kind"] == "replica_error"]
     raised = root_errors(events)
     abort = _RENDEZVOUS_ABORT.search(log)
+    starved = out_of_data(events)
 
     if error is not None and returncode == EXIT_COULD_NOT_RUN:
         return "error", error["message"]
+    if starved is not None:
+        # What a TPU would do: the other cores wait for this one in their next collective.
+        return "hung", starved["message"]
     if raised:
         # The root cause; aborts or barrier timeouts in the other replicas follow from it.
         first = raised[0]

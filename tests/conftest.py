@@ -6,6 +6,8 @@
 - Rule examples are collected as tests by tests/test_rule_examples.py.
 - `--corpus PATH` (or TPULINT_CORPUS) enables the tests marked `corpus`, which need the public
   corpus fetched by ../shared/corpus/fetch.sh.
+- `--fuzz N` runs the long fuzz tests (marked `fuzz`) with N programs per strategy; a short
+  fuzz run is part of the default tests.
 - Tests marked `runtime` need torch_xla; they skip with a reason when it is missing, unless
   TPULINT_REQUIRE_XLA=1 (as in CI), where a missing torch_xla is a failure.
 """
@@ -33,6 +35,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="also run the slow and runtime tests (CI does)",
     )
     parser.addoption(
+        "--fuzz",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the long fuzz tests (marked `fuzz`) with N programs per strategy",
+    )
+    parser.addoption(
         "--update-snapshots",
         action="store_true",
         default=False,
@@ -47,7 +56,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     run_all = config.getoption("--all")
     skip_slow = pytest.mark.skip(reason="slow test: run with `pytest --all` (CI does)")
+    fuzz = config.getoption("--fuzz")
+    skip_fuzz = pytest.mark.skip(reason="long fuzz run: opt in with `--fuzz N`")
     for item in items:
+        if item.get_closest_marker("fuzz") and not fuzz:
+            item.add_marker(skip_fuzz)
         # Markers, not keywords: `item.keywords` also holds folder names (tests/runtime/).
         if item.get_closest_marker("corpus") and not corpus:
             item.add_marker(skip_corpus)

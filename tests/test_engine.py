@@ -47,16 +47,20 @@ class _Crashing(Rule):
 
 @pytest.fixture
 def extra_rules(monkeypatch: pytest.MonkeyPatch):
+    """The catalogue (manifest and classes) with the two test rules added."""
     from tpulint import registry
+    from tpulint.manifest import info_of
 
-    rules = (*registry.all_rules(), _BrokenFix, _Crashing)
-    monkeypatch.setattr(engine, "all_rules", lambda: rules)
+    extra = (_BrokenFix, _Crashing)
+    infos = tuple(sorted((*registry.catalogue(), *map(info_of, extra)), key=lambda r: r.code))
+    rules = (*registry.all_rules(), *extra)
+    registry.clear_caches()
+    monkeypatch.setattr(registry, "catalogue", lambda: infos)
+    monkeypatch.setattr(engine, "catalogue", lambda: infos)
     monkeypatch.setattr(registry, "all_rules", lambda: rules)
-    registry.rules_by_code.cache_clear()
-    registry.rules_by_name.cache_clear()
     yield
-    registry.rules_by_code.cache_clear()
-    registry.rules_by_name.cache_clear()
+    monkeypatch.undo()
+    registry.clear_caches()
 
 
 def test_a_fix_that_does_not_parse_is_never_applied(extra_rules) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CLEAN_MODULE, LEGACY_TRAINER, UNREADY_MODULE, make_project, run_cli
+from tests.unprivileged import run_unprivileged, shared_folder, unprivileged
 from tpulint.config import Config
 from tpulint.discovery import SourcePath, discover, read_source
 from tpulint.runner import write_if_unchanged
@@ -144,9 +145,10 @@ def test_excludes_and_explicit_files(tmp_path: Path) -> None:
 
 def test_discover_orders_and_deduplicates(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {"a/x.py": CLEAN_MODULE, "b/y.py": CLEAN_MODULE})
-    files, problems = discover(["a", "a/x.py", "b"], Config(root=root), cwd=root)
+    notices: list[str] = []
+    files, problems = discover(["a", "a/x.py", "b"], Config(root=root), cwd=root, notices=notices)
     assert [f.display for f in files] == ["a/x.py", "b/y.py"]
-    assert problems == []
+    assert problems == [] and notices == []
 
 
 def test_write_if_unchanged(tmp_path: Path) -> None:
@@ -203,20 +205,33 @@ def test_parallel_and_serial_runs_agree(tmp_path: Path) -> None:
     assert len(codes_by_path(serial.stdout)) == 12 * 2 + 12
 
 
-def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file the OS refuses to read (permissions; the tests may run as root, where chmod
-    does not stop reads, so the refusal is simulated) is reported and the run goes on."""
-    root = make_project(tmp_path / "p", {"locked.py": LEGACY_TRAINER, "train.py": LEGACY_TRAINER})
-    real = Path.read_bytes
-
-    def refuse(self: Path) -> bytes:
-        if self.name == "locked.py":
-            raise PermissionError(13, "Permission denied")
-        return real(self)
-
-    monkeypatch.setattr(Path, "read_bytes", refuse)
-    result = run_cli(["check", ".", "--no-cache", "-j", "1"], root)
-    assert result.exit_code == 1
-    assert ("locked.py", "TPL003") in codes_by_path(result.stdout)
-    assert "locked.py:1:1: TPL003 Not checked: Permission denied" in result.stdout
-    assert ("train.py", "TPU001") in codes_by_path(result.stdout)
+def test_unreadable_file_and_folder() -> None:
+    """Files and folders the user may not read (as `nobody` when the tests run as root, which
+    reads everything) are reported and the run goes on."""
+    how = unprivileged()
+    if isinstance(how, str):
+        pytest.skip(how)
+    with shared_folder() as root:
+        make_project(root, {"locked.py": LEGACY_TRAINER, "train.py": LEGACY_TRAINER})
+        (root / "locked.py").chmod(0o600)
+        (root / "private").mkdir()
+        (root / "private" / "m.py").write_text(LEGACY_TRAINER)
+        (root / "private").chmod(0o700)
+        result = run_unprivileged(["check", ".", "--no-cache", "-j", "1"], root)
+        assert result.exit_code == 1, result.stderr
+        assert "locked.py:1:1: TPL003 Not checked: Permission denied" in result.stdout
+        assert "private:1:1: TPL003 Not checked: Permission denied" in result.stdout
+        assert ("train.py", "TPU001") in codes_by_path(result.stdout)
+        # Named on the command line, an unreadable folder or file is a usage error.
+        folder = run_unprivileged(["check", "private"], root)
+        assert (folder.exit_code, folder.stdout) == (2, "")
+        assert folder.stderr == "tpulint: error: cannot read folder private: Permission denied\n"
+        (root / "private").chmod(0o711)  # can pass through, cannot list
+        listed = run_unprivileged(["check", "private"], root)
+        assert listed.stderr == "tpulint: error: cannot read folder private: Permission denied\n"
+        (root / "private").chmod(0o744)  # can list, cannot pass through
+        named = run_unprivileged(["check", "private/m.py"], root)
+        assert (named.exit_code, named.stderr) == (
+            2,
+            "tpulint: error: cannot read private/m.py: Permission denied\n",
+        )

@@ -63,3 +63,48 @@ def test_hooks_with_pre_commit_try_repo(tmp_path: Path) -> None:
     )
     again = try_repo("tpulint-check")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_readme_local_hooks_work_as_written(tmp_path: Path) -> None:
+    """The README's `repo: local` snippet, copied as is, with the installed tpulint on PATH
+    (an activated environment)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- pre-commit-local -->", 1)[1].split("<!-- /pre-commit-local -->")[0]
+    snippet = block.split("```yaml\n", 1)[1].split("```", 1)[0]
+    repo = tmp_path / "user-project"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "dev@example.com")
+    _git(repo, "config", "user.name", "dev")
+    (repo / ".pre-commit-config.yaml").write_text(snippet)
+    (repo / "train.py").write_text(LEGACY_TRAINER)
+    (repo / "pyproject.toml").write_text('[tool.tpulint]\nselect = ["TPU001"]\n')
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "init")
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "NO_COLOR": "1",
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+    }
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*_pre_commit(), "run", "--all-files"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    first = run()
+    assert first.returncode == 1, first.stdout + first.stderr  # the fix hook changed train.py
+    assert "tpulint fix" in first.stdout and "Failed" in first.stdout
+    assert (repo / "train.py").read_text() == LEGACY_TRAINER.replace(
+        "tpu_cores=8", 'accelerator="tpu", devices=8'
+    )
+    second = run()
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("Passed") == 2

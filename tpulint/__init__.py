@@ -6,6 +6,20 @@ Public API (the CLI, the pre-commit hooks and editors are thin layers over it):
     fix_source(text, path, config, unsafe=False) -> FixResult
     check_paths(paths, config) -> RunResult
     fix_paths(paths, config, unsafe=False, apply=False) -> RunResult
+
+The modules in layers, bottom up (each imports only its own layer and those below; no import
+cycles: tests/test_layers.py checks both, lazy imports included):
+
+    data types        diagnostics
+    config, registry  config (pyproject.toml), registry (rule selection from the manifest,
+                      data/rules.json; rule classes loaded by name when needed)
+    rule API          rule (the Rule base class), meta_rules (TPLxxx), cst_helpers
+    analysis          analysis/ (project scan, imports, semantic model, values, walker,
+                      positions), yaml_config (LightningCLI configs), suppression, fixes
+    rules             tpulint.rules (the catalogue; the engine reaches it through the registry)
+    engine            engine: check_source / fix_source for one file
+    runner            discovery, cache, runner: many files, the cache, worker processes
+    front ends        cli, server (language server), reporting/, docs, manifest, testing
 """
 
 from __future__ import annotations

@@ -7,11 +7,9 @@ configuration or internal errors. Errors are one line on stderr starting with
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -78,7 +76,8 @@ class _Reporter:
 
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
+        # Paths are checked by discovery (one-line errors), not by click.
+        click.argument("paths", nargs=-1, type=click.Path(readable=False)),
         click.option(
             "--select",
             multiple=True,
@@ -132,6 +131,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="The path to use for source read from stdin (`-`).",
         ),
         click.option(
+            "--max-file-size",
+            default=None,
+            metavar="SIZE",
+            help="Skip files larger than this (e.g. 2MB, 500KB; 0: no limit; default 2MB, "
+            "or `max-file-size` from config).",
+        ),
+        click.option(
             "--jobs",
             "-j",
             type=click.IntRange(min=1),
@@ -162,18 +168,21 @@ def _load(
     unsafe_fixes: bool | None,
     force_exclude: bool | None,
     output_format: str | None,
+    max_file_size: str | None = None,
 ):
-    from tpulint.config import ConfigError, load_config
+    from tpulint.config import ConfigError, load_config, parse_size
 
     start = None
     real = [Path(p) for p in paths if p != "-"]
     if real:
         try:
-            common = Path(os.path.commonpath([str(p.resolve()) for p in real]))
+            common = Path(os.path.commonpath([os.path.realpath(p) for p in real]))
         except ValueError:
             common = Path.cwd()
-        start = common if common.is_dir() else common.parent
-        while not start.exists() and start != start.parent:
+        # os.path's tests never raise: a path the user may not stat is reported by
+        # discovery with its reason, after the configuration is found.
+        start = common if os.path.isdir(common) else common.parent
+        while not os.path.isdir(start) and start != start.parent:
             start = start.parent
     try:
         config = load_config(Path(config_file) if config_file else None, start=start)
@@ -184,6 +193,13 @@ def _load(
             changes["force_exclude"] = True
         if output_format:
             changes["output_format"] = output_format
+        if max_file_size is not None:
+            changes["max_file_size"] = parse_size(max_file_size, "--max-file-size")
+        if select and not _split(select):
+            fail(
+                "--select was given an empty value: name the rules to run (codes like "
+                "TPU101, prefixes like TPU1, names, or ALL)"
+            )
         config = config.with_cli(
             select=_split(select) if select else None,
             extend_select=_split(extend_select),
@@ -272,12 +288,19 @@ def _emit(
 
 
 def _unified_diff(path: str, old: str, new: str) -> str:
+    import difflib
+
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
     )
     out = []
     for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        if line.endswith("\r"):  # a line ending in a bare carriage return
+            out.append(line + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
@@ -318,6 +341,8 @@ def _guard(verbose: bool, body: Callable[[], int]) -> NoReturn:
         sys.exit(EXIT_ERROR)
     except Exception as exc:
         if verbose:
+            import traceback
+
             traceback.print_exc()
         click.echo(
             f"tpulint: error: internal error: {type(exc).__name__}: {exc} (run with -v for the "
@@ -360,6 +385,33 @@ class _LazyGroup(click.Group):
                 return unavailable
         return super().get_command(ctx, name)
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """click's own usage errors as one `tpulint: error: ...` line with exit status 2
+        (click prints a usage block and a separate error line)."""
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.UsageError as exc:
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            message = _lower_first(exc.format_message()).rstrip(".")
+            click.echo(f"tpulint: error: {message}{hint}", err=True)
+            sys.exit(EXIT_ERROR)
+        except click.exceptions.ClickException as exc:
+            click.echo(f"tpulint: error: {_lower_first(exc.format_message())}", err=True)
+            sys.exit(EXIT_ERROR)
+        except click.exceptions.Abort:
+            click.echo("tpulint: interrupted", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return result
+        sys.exit(result if isinstance(result, int) else EXIT_CLEAN)
+
+
+def _lower_first(message: str) -> str:
+    message = " ".join(message.split())  # one line
+    if len(message) > 1 and message[0].isupper() and not message[1].isupper():
+        return message[0].lower() + message[1:]
+    return message
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="tpulint")
@@ -372,6 +424,7 @@ def cli() -> None:
       tpulint fix --apply src/     write the safe fixes
       tpulint verify pkg.mod:Model train on 8 (emulated) XLA cores and prove it
       tpulint rules                list the rules;  tpulint explain TPU202
+      tpulint server               language server for editors (stdio)
     """
 
 
@@ -412,6 +465,7 @@ def _check(
     statistics,
     force_exclude,
     stdin_filename,
+    max_file_size,
     jobs,
     quiet,
     verbose,
@@ -426,6 +480,7 @@ def _check(
         unsafe_fixes,
         force_exclude,
         output_format,
+        max_file_size,
     )
     if diff:
         return _fix(
@@ -443,6 +498,7 @@ def _check(
             statistics=statistics,
             force_exclude=force_exclude,
             stdin_filename=stdin_filename,
+            max_file_size=max_file_size,
             jobs=jobs,
             quiet=quiet,
             verbose=verbose,
@@ -472,6 +528,8 @@ def _check(
         run = check_paths(
             paths, config, use_cache=not no_cache, jobs=jobs, progress=_progress(reporter, 0)
         )
+        for notice in run.notices:
+            reporter.warn(notice)
         diagnostics = run.diagnostics
         internal_errors = run.internal_errors
         files_checked = run.checked
@@ -492,16 +550,14 @@ def _check(
 
 
 def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> int:
-    import libcst
-
     from tpulint.discovery import decode_source
+    from tpulint.engine import add_noqa_comments
     from tpulint.runner import write_if_unchanged
-    from tpulint.suppression import add_noqa
 
     by_path: dict[str, list] = {}
     for d in diagnostics:
-        if d.code in ("TPL002", "TPL003", "TPL001"):
-            continue  # unparsable/unreadable files and stale suppressions take no noqa
+        if d.code.startswith("TPL"):
+            continue  # files not checked (TPL002-5) and stale suppressions take no noqa
         by_path.setdefault(d.path, []).append(d)
     if "-" in by_path:
         fail("--add-noqa cannot write to stdin")
@@ -513,15 +569,13 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
             reporter.warn(f"{path}: not changed: {exc}")
             continue
-        new, added = add_noqa(original, items)
+        try:
+            new, added = add_noqa_comments(original, path, items)
+        except ValueError as exc:
+            reporter.warn(f"{path}: not changed: {exc}")
+            continue
         if not added or new == original:
             continue
-        if file.suffix in (".py", ".pyi"):
-            try:
-                libcst.parse_module(new)
-            except Exception:
-                reporter.warn(f"{path}: not changed: adding comments would break the file")
-                continue
         error = write_if_unchanged(file, original, new)
         if error:
             reporter.warn(f"{path}: {error}")
@@ -579,6 +633,7 @@ def _fix(
     statistics,
     force_exclude,
     stdin_filename,
+    max_file_size,
     jobs,
     quiet,
     verbose,
@@ -594,6 +649,7 @@ def _fix(
         unsafe_fixes,
         force_exclude,
         output_format,
+        max_file_size,
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
@@ -618,6 +674,13 @@ def _fix(
     from tpulint.runner import fix_paths
 
     started = time.perf_counter()
+
+    def written(outcome) -> None:
+        # Said as each file is written, so an error or an interruption later in the run
+        # never leaves a written file unreported.
+        count = len(outcome.fix.fixed) if outcome.fix else 0
+        reporter.info(f"Fixed {count} finding{'s' if count != 1 else ''} in {outcome.path}")
+
     run = fix_paths(
         paths,
         config,
@@ -626,7 +689,10 @@ def _fix(
         use_cache=not no_cache,
         jobs=jobs,
         progress=_progress(reporter, 0),
+        on_written=written,
     )
+    for notice in run.notices:
+        reporter.warn(notice)
     reporter.debug(
         f"looked at {run.checked} files ({run.cache_hits} from cache) in "
         f"{time.perf_counter() - started:.2f}s"
@@ -694,9 +760,10 @@ def _fix(
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
 def rules(output_format: str, show_all: bool) -> None:
     """List the rules with their fix safety and default state."""
-    from tpulint.registry import FAMILY_TITLES, all_rules
+    from tpulint.registry import FAMILY_TITLES, catalogue
 
-    selected = [r for r in all_rules() if show_all or not r.code.startswith("TPL")]
+    # The manifest's metadata: listing the rules imports none of them.
+    selected = [r for r in catalogue() if show_all or not r.code.startswith("TPL")]
     if output_format == "json":
         import json
 
@@ -710,9 +777,7 @@ def rules(output_format: str, show_all: bool) -> None:
                         "family": r.family(),
                         "severity": r.severity.value,
                         "fix": r.fix_availability(),
-                        "default_enabled": bool(
-                            r.default_enabled or getattr(r, "always_on", False)
-                        ),
+                        "default_enabled": r.default_enabled or r.always_on,
                     }
                     for r in selected
                 ],
@@ -730,7 +795,7 @@ def rules(output_format: str, show_all: bool) -> None:
                 ("\n" if rule is not selected[0] else "")
                 + click.style(FAMILY_TITLES.get(family, family), bold=True)
             )
-        default = "on " if rule.default_enabled or getattr(rule, "always_on", False) else "off"
+        default = "on " if rule.default_enabled or rule.always_on else "off"
         click.echo(
             f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
             f"{default}  {rule.summary}"
@@ -752,14 +817,32 @@ def explain(code: str) -> None:
     if rule is None:
         import difflib as _difflib
 
-        from tpulint.registry import all_rules
+        from tpulint.registry import catalogue
 
-        candidates = [r.code for r in all_rules()] + [r.name for r in all_rules()]
+        candidates = [r.code for r in catalogue()] + [r.name for r in catalogue()]
         close = _difflib.get_close_matches(code, candidates, n=1)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
         click.echo(f"tpulint: error: unknown rule `{code}`{hint}", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render_rule(rule), nl=False)
+
+
+# --- server ------------------------------------------------------------------------------
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server on stdio (for editors): diagnostics, fixes and rule pages."""
+    try:
+        from tpulint.server import serve
+    except ImportError as exc:
+        click.echo(
+            f"tpulint: error: `tpulint server` needs pygls and lsprotocol ({exc}): "
+            "pip install 'tpulint[server]'",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    serve()
 
 
 def main() -> None:

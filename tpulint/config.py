@@ -6,10 +6,10 @@ file and the key; the CLI prints it and exits with status 2.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +59,23 @@ DEFAULT_EXCLUDES = (
     ".tpulint_cache",
 )
 OUTPUT_FORMATS = ("text", "full", "json", "sarif", "github")
+# Analysing a file takes several hundred bytes of memory per byte of source (libcst's tree;
+# bench/memory.py): 2 MB keeps one file under about a gigabyte, and real hand-written modules
+# are far smaller (the largest of the 4,215 corpus files is under 500 KB).
+DEFAULT_MAX_FILE_SIZE = 2_000_000
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "kib": 2**10,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 2**20,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 2**30,
+}
 
 
 class ConfigError(Exception):
@@ -82,6 +99,7 @@ class Config:
     torch_xla_version: str = "2.9"
     output_format: str = "text"
     cache_dir: str = ".tpulint_cache"
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped (0: no limit)
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
 
@@ -149,12 +167,19 @@ class Config:
         unknown = [k for k in data if k not in _KEYS]
         if unknown:
             key = unknown[0]
+            import difflib
+
             close = difflib.get_close_matches(key, list(_KEYS), n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             raise ConfigError(f"{where}: unknown key `{key}`{hint}")
         values: dict[str, Any] = {}
         for key, value in data.items():
             values[_KEYS[key][0]] = _KEYS[key][1](value, f"{where} `{key}`")
+        if "select" in values and not values["select"]:
+            raise ConfigError(
+                f"{where} `select` is empty, so no rule would run: name the rules to run, "
+                "or remove `select` for the default set"
+            )
         layer = SelectionLayer(
             select=values.pop("select", None),
             extend_select=values.pop("extend_select", ()),
@@ -173,6 +198,9 @@ def path_matches(relpath: str, pattern: str) -> bool:
     if pattern.endswith("/"):
         pattern += "*"
     if fnmatch(relpath, pattern):
+        return True
+    # `a/**/b` also matches `a/b` (zero folders between).
+    if "/**/" in pattern and path_matches(relpath, pattern.replace("/**/", "/", 1)):
         return True
     if "/" not in pattern.rstrip("*"):
         return fnmatch(relpath.rsplit("/", 1)[-1], pattern) or any(
@@ -226,10 +254,49 @@ def _version(value: Any, where: str) -> str:
     return text
 
 
+def glob_problem(pattern: str) -> str | None:
+    """Why `pattern` is not a usable glob (fnmatch accepts anything and then matches nothing),
+    or None."""
+    if not pattern.strip():
+        return "an empty pattern matches nothing"
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "[":
+            end = pattern.find(
+                "]", index + 2 if pattern[index + 1 : index + 2] == "]" else index + 1
+            )
+            if end == -1:
+                return "unclosed `[` character class"
+            body = pattern[index + 1 : end].lstrip("!")
+            for match in re.finditer(r"(.)-(.)", body):
+                if match.group(1) > match.group(2):
+                    return f"invalid range `{match.group(0)}` in a character class"
+            index = end
+        index += 1
+    for part in pattern.replace(os.sep, "/").split("/"):
+        if "**" in part and part != "**":
+            return "`**` must be a whole path component (`tests/**/*.py`)"
+    return None
+
+
+def _glob(pattern: Any, where: str) -> str:
+    if not isinstance(pattern, str):
+        raise ConfigError(f"{where}: patterns must be strings, got {pattern!r}")
+    problem = glob_problem(pattern)
+    if problem is not None:
+        raise ConfigError(f"{where}: invalid pattern {pattern!r}: {problem}")
+    return pattern
+
+
+def _globs(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(_glob(p, where) for p in _str_list(value, where))
+
+
 def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where} must be a table of glob = [codes], got {value!r}")
-    return tuple((str(k), _selectors(v, f"{where}[{k!r}]")) for k, v in value.items())
+    return tuple((_glob(k, where), _selectors(v, f"{where}[{k!r}]")) for k, v in value.items())
 
 
 def _output_format(value: Any, where: str) -> str:
@@ -246,6 +313,26 @@ def _identifier_list(value: Any, where: str) -> tuple[str, ...]:
     return items
 
 
+def parse_size(value: Any, where: str) -> int:
+    """A size in bytes from an integer or a string like "2MB", "512 KiB", "0" (no limit)."""
+    if isinstance(value, bool):
+        raise ConfigError(f'{where} must be a size like "2MB", got {value!r}')
+    if isinstance(value, int):
+        number, unit = float(value), ""
+    elif isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", value)
+        if not match or match.group(2).lower() not in _SIZE_UNITS:
+            raise ConfigError(
+                f'{where} must be a size like "2MB", "512KB" or 0 (no limit), got {value!r}'
+            )
+        number, unit = float(match.group(1)), match.group(2).lower()
+    else:
+        raise ConfigError(f'{where} must be a size like "2MB", got {value!r}')
+    if number < 0:
+        raise ConfigError(f"{where} must not be negative, got {value!r}")
+    return int(number * _SIZE_UNITS[unit])
+
+
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where} must be a non-empty string, got {value!r}")
@@ -257,8 +344,8 @@ _KEYS = {
     "extend-select": ("extend_select", _selectors),
     "ignore": ("ignore", _selectors),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
-    "exclude": ("exclude", _str_list),
-    "extend-exclude": ("extend_exclude", _str_list),
+    "exclude": ("exclude", _globs),
+    "extend-exclude": ("extend_exclude", _globs),
     "respect-gitignore": ("respect_gitignore", _bool),
     "force-exclude": ("force_exclude", _bool),
     "unsafe-fixes": ("unsafe_fixes", _bool),
@@ -268,6 +355,7 @@ _KEYS = {
     "torch-xla-version": ("torch_xla_version", _version),
     "output-format": ("output_format", _output_format),
     "cache-dir": ("cache_dir", _string),
+    "max-file-size": ("max_file_size", parse_size),
 }
 
 
@@ -282,7 +370,7 @@ def find_pyproject(start: Path) -> Path | None:
     first_plain = None
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file():
+        if os.path.isfile(candidate):  # never raises (a folder we may not search)
             try:
                 text = candidate.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
@@ -316,10 +404,13 @@ def _read(path: Path, explicit: bool) -> Config:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, Mapping):
+        raise ConfigError(f"{path}: `tool` must be a table ([tool.tpulint]), got {tool!r}")
     if path.name == "pyproject.toml":
-        section = data.get("tool", {}).get("tpulint", {})
+        section = tool.get("tpulint", {})
     else:
-        section = data.get("tool", {}).get("tpulint", data)
+        section = tool.get("tpulint", data)
     if not isinstance(section, Mapping):
         raise ConfigError(f"{path}: [tool.tpulint] must be a table")
     return Config.from_mapping(section, root=path.parent.resolve(), source=path)

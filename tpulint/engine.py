@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from tpulint import roundtrip
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
@@ -26,13 +27,13 @@ from tpulint.analysis.project import FileView, ProjectModel, build_model, module
 from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.walker import Dispatcher
 from tpulint.config import Config
+from tpulint.deep_stack import TooDeep, call_deep
 from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from tpulint.fixes import apply_fixes, fix_edits, positions_needed
-from tpulint.registry import all_rules, rules_by_code, rules_by_name
+from tpulint.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
 from tpulint.rule import FixSpec, Report, Rule
-from tpulint.suppression import Suppressions, parse_suppressions
-from tpulint.yaml_config import check_yaml_source, is_yaml_path
-from tpulint.yaml_config import fixable as yaml_fixable
+from tpulint.suppression import Suppressions, add_noqa, parse_suppressions
+from tpulint.yaml_config import check_yaml_file, is_yaml_path, read_yaml
 
 MAX_FIX_ITERATIONS = 10
 
@@ -68,7 +69,7 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     for once per file, however many rules share it)."""
     out = []
     found: dict[str, bool] = {}
-    for rule in all_rules():
+    for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
         if rule.requires:
@@ -80,7 +81,7 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
                     break
             else:
                 continue
-        out.append(rule)
+        out.append(rules_by_code()[rule.code])
     return out
 
 
@@ -142,6 +143,7 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
     """TPL002 for a file that does not parse. Python's own parser gives the clearest message
     and position; libcst's is used when only libcst rejects the code."""
     line, column, message = 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    valid_python = False
     if source is not None:
         import ast
         import warnings
@@ -160,7 +162,13 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
             match = re.search(r"error at (\d+):(\d+)", getattr(exc, "message", "") or "")
             if match:
                 line, column = int(match.group(1)), int(match.group(2)) + 1
+            valid_python = True
             message = f"libcst cannot parse this file ({getattr(exc, 'message', message)})"
+    if valid_python:
+        # Python accepts the code; only tpulint's parser does not: not a syntax error.
+        return unanalysable_diagnostic(
+            path, f"Python accepts this code, but {message}", Location(line, column)
+        )
     return Diagnostic(
         code="TPL002",
         name="syntax-error",
@@ -172,6 +180,20 @@ def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None
     )
 
 
+def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
+    """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
+    where = location or Location(1, 1)
+    return Diagnostic(
+        code="TPL004",
+        name="unanalysable-file",
+        message=f"Not checked: {reason}",
+        path=path,
+        start=where,
+        end=where,
+        severity=Severity.ERROR,
+    )
+
+
 def _analyze(
     source: str,
     path: str,
@@ -179,7 +201,9 @@ def _analyze(
     project: ProjectModel | None,
     enabled: frozenset[str],
     with_edits: bool,
+    module: cst.Module | None = None,
 ) -> _Analysis:
+    """`module`, when given, is `source` already parsed."""
     rules = _rule_classes(enabled, source)
     suppressions = parse_suppressions(source)
     if not rules:
@@ -192,10 +216,12 @@ def _analyze(
         rules = [rule for rule in rules if rule.applies(source, view)]
         if not rules:
             return _Analysis(None, [], [], {}, suppressions)
-    try:
-        module = parse_trusted(source)
-    except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError) as exc:
-        return _Analysis(None, [], [syntax_error_diagnostic(path, exc, source)], {}, suppressions)
+    if module is None:
+        try:
+            module = parse_trusted(source)
+        except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
+            diagnostic = syntax_error_diagnostic(path, exc, source)
+            return _Analysis(None, [], [diagnostic], {}, suppressions)
 
     module_name, is_package = (
         module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
@@ -230,6 +256,8 @@ def _analyze(
     dispatcher.add(ctx, only=FileContext.LEAVE_HANDLERS)
     try:
         dispatcher.walk(module, parents=parents, children_of=children_of)
+    except (RecursionError, MemoryError):
+        raise  # too deep or too big, not a bug: call_deep and the caller report it
     except Exception as exc:  # a bug in a rule must not take the whole run down
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise InternalError(
@@ -281,13 +309,62 @@ def _finish(
     suppressions = analysis.suppressions
     kept = [d for d in analysis.diagnostics if not suppressions.suppresses(d)]
     if "TPL001" in enabled and not suppressions.empty:
-        names = {name: rule.code for name, rule in rules_by_name().items()}
-        known = frozenset(rules_by_code())
+        names = {name: rule.code for name, rule in infos_by_name().items()}
+        known = frozenset(infos_by_code())
         for diagnostic in suppressions.unused(path, enabled, known, names):
             if not suppressions.suppresses(diagnostic):
                 kept.append(diagnostic)
     kept.sort(key=lambda d: d.sort_key)
     return kept
+
+
+# --- LightningCLI YAML configs ---------------------------------------------------------------
+
+
+def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
+    return [rules_by_code()[r.code] for r in catalogue() if r.checks_yaml and r.code in enabled]
+
+
+def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
+    """A LightningCLI config: yaml_config reads it and runs the rules that check configs."""
+    file = read_yaml(source, path)
+    suppressions = parse_suppressions(source, comments=file.comments)
+    try:
+        diagnostics = check_yaml_file(file, config, _yaml_rules(enabled) if file.configs else [])
+    except Exception as exc:  # a bug in a rule must not take the whole run down
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InternalError(
+            f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+        ) from exc
+    return _Analysis(None, [], diagnostics, {}, suppressions)
+
+
+def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
+    """The diagnostics whose fix `fix` applies (safe ones, and unsafe ones with `unsafe`)."""
+    return [d for d in diagnostics if d.fixable(unsafe) and d.fix is not None and d.fix.edits]
+
+
+def add_noqa_comments(source: str, path: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    """`source` with `# noqa: CODE` comments for `diagnostics` (Python or a YAML config), and
+    how many codes were added. Raises ValueError when the result would not parse."""
+    if is_yaml_path(path):
+        file = read_yaml(source, path)
+        new, added = add_noqa(
+            source, diagnostics, comments=file.comments, blocked=file.comment_blocked_lines
+        )
+        if added and file.error is None and read_yaml(new, path).error is not None:
+            raise ValueError("adding comments would break the file")
+        return new, added
+    new, added = add_noqa(source, diagnostics)
+    if added and new != source:
+        shim = roundtrip.prepare(new)
+        try:
+            call_deep(cst.parse_module, shim.text if shim is not None else new)
+        except TooDeep:
+            raise ValueError("the file is nested too deeply to verify the result") from None
+        except Exception:
+            raise ValueError("adding comments would break the file") from None
+    return new, added
 
 
 def check_source(
@@ -306,10 +383,45 @@ def check_source(
     Raises InternalError if a rule fails.
     """
     config = config or Config()
+    try:
+        return call_deep(_check_source, source, path, config, project, with_edits)
+    except (TooDeep, MemoryError) as exc:
+        return [unanalysable_diagnostic(path, _too_deep_reason(exc))]
+
+
+def _too_deep_reason(exc: BaseException) -> str:
+    if isinstance(exc, MemoryError):
+        return "memory ran out while analysing this file"
+    return f"an expression is {exc}"
+
+
+def _check_source(
+    source: str,
+    path: str,
+    config: Config,
+    project: ProjectModel | None,
+    with_edits: bool,
+) -> list[Diagnostic]:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
-        return check_yaml_source(source, path, config, enabled)
-    analysis = _analyze(source, path, config, project, enabled, with_edits)
+        return _finish(_analyze_yaml(source, path, config, enabled), path, enabled, source)
+    shim = roundtrip.prepare(source)
+    if shim is not None:
+        found = _check_python(shim.text, path, config, project, enabled, with_edits)
+        return roundtrip.shift(shim, found)
+    return _check_python(source, path, config, project, enabled, with_edits)
+
+
+def _check_python(
+    source: str,
+    path: str,
+    config: Config,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+    with_edits: bool,
+    module: cst.Module | None = None,
+) -> list[Diagnostic]:
+    analysis = _analyze(source, path, config, project, enabled, with_edits, module)
     return _finish(analysis, path, enabled, source)
 
 
@@ -318,7 +430,7 @@ def apply_text_edits(
 ) -> tuple[str, list[Diagnostic]]:
     """Apply the text edits of `diagnostics`' fixes; a fix whose edits overlap an edit already
     taken is skipped (left for the next round). Returns (new source, applied diagnostics)."""
-    lines = source.splitlines(keepends=True)
+    lines = roundtrip.physical_lines(source)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -366,14 +478,108 @@ def fix_source(
     returned with `error` set and nothing should be written.
     """
     config = config or Config()
+    try:
+        return call_deep(_fix_source, source, path, config, unsafe, project)
+    except (TooDeep, MemoryError) as exc:
+        return FixResult(source, [], [unanalysable_diagnostic(path, _too_deep_reason(exc))])
+
+
+def _fix_source(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: ProjectModel | None,
+) -> FixResult:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
         return _fix_text_edits(source, path, config, unsafe, project)
-    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    shim = roundtrip.prepare(source)
+    if shim is None:
+        return _fix_python(source, path, config, unsafe, project, enabled)
+    # Fixed in the text libcst reproduces, then given back what it would have lost.
+    result = _fix_python(shim.text, path, config, unsafe, project, enabled)
+    if not result.changed:
+        remaining = _check_source(source, path, config, project, True)
+        return FixResult(source, [], remaining, result.error)
+    restored = roundtrip.restore(shim, result.source)
+    remaining = _check_source(restored, path, config, project, True)
+    if any(d.code in ("TPL002", "TPL004") for d in remaining):
+        return FixResult(
+            source,
+            [],
+            _check_source(source, path, config, project, True),
+            error="the fixed code does not parse once its form feeds are restored; "
+            "file left unchanged",
+        )
+    return FixResult(restored, roundtrip.shift(shim, result.fixed), remaining)
+
+
+def _fix_python(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+) -> FixResult:
     current = source
     fixed: list[Diagnostic] = []
+    # Code fixes to a fixed point, then stale suppressions (TPL001, text edits); removing a
+    # suppression can make a code fix safe (one that keeps no comment inside the code it
+    # rewrites), so the code fixes run again until a round changes nothing.
     for _ in range(MAX_FIX_ITERATIONS):
-        analysis = _analyze(current, path, config, project, enabled, with_edits=False)
+        outcome = _fix_code(current, source, path, config, unsafe, project, enabled)
+        if isinstance(outcome, FixResult):
+            return outcome  # refused: the fixed code does not parse, or no exact round trip
+        current, round_fixed, last = outcome
+        fixed += round_fixed
+        remaining = _check_python(current, path, config, project, enabled, True, last)
+        last = None
+        edited = current
+        for _ in range(MAX_FIX_ITERATIONS):
+            # Several directives in one comment have overlapping edits: one per round.
+            stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
+            if not stale:
+                break
+            candidate, applied = apply_text_edits(edited, stale)
+            if candidate == edited:
+                break
+            try:
+                cst.parse_module(candidate)
+            except (RecursionError, MemoryError):
+                raise
+            except Exception:
+                break
+            fixed += applied
+            edited = candidate
+            remaining = _check_python(edited, path, config, project, enabled, True)
+        if edited == current:
+            break
+        current = edited
+    return FixResult(current, fixed, remaining)
+
+
+def _fix_code(
+    current: str,
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+) -> tuple[str, list[Diagnostic], cst.Module | None] | FixResult:
+    """Code fixes applied in rounds until none applies: (text, fixed, the text's tree if
+    it is at hand), or a FixResult when the result must not be written."""
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    fixed: list[Diagnostic] = []
+    # Each round's tree is released before the next text is parsed, and a text parsed to
+    # check the fixed code is the tree the next round analyses: one tree alive at a time.
+    module: cst.Module | None = None
+    analysis: _Analysis | None = None
+    for round_number in range(MAX_FIX_ITERATIONS):
+        analysis = _analyze(current, path, config, project, enabled, False, module)
+        module = None
         if analysis.module is None:
             break
         suppressions = analysis.suppressions
@@ -394,36 +600,34 @@ def fix_source(
             round_fixed.append(diagnostic)
         if not chosen:
             break
-        new_module = apply_fixes(analysis.module, chosen)
-        new_source = new_module.code
+        if round_number == 0 and analysis.module.code != current:
+            # libcst would not write back the untouched parts exactly: never write it.
+            return FixResult(
+                source,
+                [],
+                _check_python(source, path, config, project, enabled, True),
+                error="libcst does not reproduce this file exactly; file left unchanged",
+            )
+        new_source = apply_fixes(analysis.module, chosen).code
+        analysis = None
+        chosen = []
         if new_source == current:
             break
         try:
-            cst.parse_module(new_source)
+            module = cst.parse_module(new_source)
+        except (RecursionError, MemoryError):
+            raise
         except Exception as exc:
             return FixResult(
                 source,
                 [],
-                check_source(source, path, config, project=project),
+                _check_python(source, path, config, project, enabled, True),
                 error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
             )
         fixed.extend(round_fixed)
         current = new_source
-    remaining = check_source(current, path, config, project=project)
-    # Stale suppressions (TPL001) are fixed with text edits once the code fixes are done.
-    stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
-    if stale:
-        edited, applied = apply_text_edits(current, stale)
-        if edited != current:
-            try:
-                cst.parse_module(edited)
-            except Exception:
-                edited = current
-        if edited != current:
-            fixed.extend(applied)
-            current = edited
-            remaining = check_source(current, path, config, project=project)
-    return FixResult(current, fixed, remaining)
+    last = analysis.module if analysis is not None else module
+    return current, fixed, last
 
 
 def _fix_text_edits(
@@ -435,12 +639,21 @@ def _fix_text_edits(
     fixed: list[Diagnostic] = []
     remaining = check_source(current, path, config, project=project)
     for _ in range(MAX_FIX_ITERATIONS):
-        chosen = yaml_fixable(remaining, unsafe)
+        chosen = fixable(remaining, unsafe)
         if not chosen:
             break
         edited, applied = apply_text_edits(current, chosen)
         if edited == current:
             break
+        problem = read_yaml(edited, path).error
+        if problem is not None:
+            return FixResult(
+                source,
+                [],
+                check_source(source, path, config, project=project),
+                error=f"the fixed config is not valid YAML ({problem.message}); file left "
+                "unchanged",
+            )
         fixed.extend(applied)
         current = edited
         remaining = check_source(current, path, config, project=project)

@@ -94,17 +94,24 @@ class UnusedSuppression(Rule):
 class SyntaxErrorInFile(Rule):
     """
     ## What it does
-    Reports a Python file that does not parse. tpulint cannot check it, and `tpulint fix`
-    never writes to it.
+    Reports a Python file that does not parse, or a YAML config named on the command line
+    that is not valid YAML. tpulint cannot check it, and `tpulint fix` never writes to it.
 
     ## Why is this bad on TPU?
-    Nothing TPU-specific: the file cannot be imported on any device. It is reported so that a
-    check run never passes silently over files it could not read.
+    Nothing TPU-specific: the file cannot be imported on any device, and LightningCLI
+    cannot read the config. It is reported so that a check run never passes silently over
+    files it could not read.
 
     ## Example
     ```python
     def training_step(self, batch batch_idx):
         ...
+    ```
+
+    ```yaml
+    trainer:
+      max_epochs: 3
+       accelerator: tpu   # indented under nothing: "mapping values are not allowed here"
     ```
 
     ## Use instead
@@ -113,16 +120,23 @@ class SyntaxErrorInFile(Rule):
         ...
     ```
 
+    ```yaml
+    trainer:
+      max_epochs: 3
+      accelerator: tpu
+    ```
+
     ## Fix safety
     There is no fix.
 
     ## References
     - [Python: syntax errors](https://docs.python.org/3/tutorial/errors.html)
+    - [YAML 1.2: block mappings](https://yaml.org/spec/1.2.2/#822-block-mappings)
     """
 
     code = "TPL002"
     name = "syntax-error"
-    summary = "File is not valid Python and was not checked"
+    summary = "File is not valid Python (or YAML, for a config) and was not checked"
     severity = Severity.ERROR
     always_on: ClassVar[bool] = True
 
@@ -157,4 +171,71 @@ class UnreadableFile(Rule):
     always_on: ClassVar[bool] = True
 
 
-META_RULES = (UnusedSuppression, SyntaxErrorInFile, UnreadableFile)
+class UnanalysableFile(Rule):
+    """
+    ## What it does
+    Reports a file that is valid Python but that tpulint could not analyse, and says why:
+    libcst (the parser tpulint's rules and fixes run on) rejects code that Python accepts, an
+    expression nested deeper than tpulint's parser can follow even on its large stack, memory
+    ran out, or analysing the file crashed tpulint's worker process. The other files of the
+    run are checked as usual, and `tpulint fix` does not write to this one.
+
+    ## Why is this bad on TPU?
+    Nothing TPU-specific: the file was not checked, and a check run should not pass silently
+    over it. Generated code (very long expressions or string concatenations) is the usual
+    cause; excluding generated files (`extend-exclude`) is the usual remedy.
+
+    ## Example
+    A generated module whose single expression concatenates 10,000 string literals.
+
+    ## Use instead
+    Exclude generated files, or build long values from a list (`"".join(parts)`).
+
+    ## Fix safety
+    There is no fix.
+
+    ## References
+    - [libcst](https://libcst.readthedocs.io/)
+    """
+
+    code = "TPL004"
+    name = "unanalysable-file"
+    summary = "Valid Python that tpulint could not analyse (too deeply nested, parser limits)"
+    severity = Severity.ERROR
+    always_on: ClassVar[bool] = True
+
+
+class FileTooLarge(Rule):
+    """
+    ## What it does
+    Reports a file larger than `max-file-size` (default 2 MB), which tpulint skips without
+    reading it. Analysing a file takes several hundred bytes of memory per byte of source
+    (libcst's syntax tree), so one huge generated file could otherwise take gigabytes.
+
+    ## Why is this bad on TPU?
+    Nothing TPU-specific: the file was not checked, and a check run should not pass silently
+    over it.
+
+    ## Example
+    A 40 MB generated module of model weights written as Python literals.
+
+    ## Use instead
+    Exclude generated files (`extend-exclude`), or raise the limit for the run
+    (`--max-file-size 20MB`) or for the project (`max-file-size = "20MB"` in
+    `[tool.tpulint]`); `0` turns the limit off.
+
+    ## Fix safety
+    There is no fix.
+
+    ## References
+    - [Ruff: excluding files](https://docs.astral.sh/ruff/settings/#extend-exclude)
+    """
+
+    code = "TPL005"
+    name = "file-too-large"
+    summary = "File larger than `max-file-size`, skipped"
+    severity = Severity.WARNING
+    always_on: ClassVar[bool] = True
+
+
+META_RULES = (UnusedSuppression, SyntaxErrorInFile, UnreadableFile, UnanalysableFile, FileTooLarge)

@@ -10,18 +10,15 @@ Context files are modelled, never checked.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
-import sys
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tpulint.analysis.project import ProjectModel, module_name_for_path, package_root
 from tpulint.analysis.summary import ModuleSummary, summarize
 from tpulint.cache import ScanCache, content_key
 from tpulint.config import Config
-from tpulint.discovery import decode_source
+from tpulint.discovery import SourcePath, read_source
 
 # Context files read at most (a checked file deep in a huge monorepo package).
 MAX_CONTEXT_FILES = 5000
@@ -66,8 +63,8 @@ def summarize_files(
             try:
                 summaries.append(ModuleSummary.from_json(path, cached))
                 continue
-            except (KeyError, TypeError, IndexError):
-                pass  # an entry of another shape: recompute it
+            except (KeyError, TypeError, IndexError, ValueError, AttributeError):
+                cache.discard(key)  # an entry of another shape: recompute it
         keys[path] = key
         todo.append((path, text))
     if len(todo) >= PARALLEL_THRESHOLD and jobs > 1:
@@ -76,34 +73,49 @@ def summarize_files(
         computed = _summarize_batch(todo)
     for summary in computed:
         summaries.append(summary)
-        if cache is not None:
+        if cache is not None and summary.path in keys:
             cache.put_raw(keys[summary.path], summary.to_json())
+    # In the order of `items` whatever came from the cache or the workers (first come first).
+    order = {path: index for index, (path, _) in reversed(list(enumerate(items)))}
+    summaries.sort(key=lambda summary: order.get(summary.path, len(order)))
     return summaries
 
 
 def _parallel(items: list[tuple[str, str]], jobs: int) -> list[ModuleSummary]:
+    from tpulint.pool import Pool
+
     items = sorted(items, key=lambda item: len(item[1]), reverse=True)
     count = max(1, min(len(items), jobs * 8))
     batches: list[list[tuple[str, str]]] = [[] for _ in range(count)]
     for index, item in enumerate(items):
         batches[index % count].append(item)
-    context = (
-        multiprocessing.get_context("fork")
-        if sys.platform.startswith("linux")
-        else multiprocessing.get_context("spawn")
-    )
-    out: list[ModuleSummary] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        for result in pool.map(_summarize_batch, batches):
-            out.extend(result)
-    return out
+    with Pool(jobs, _pause_collector) as pool:
+        return list(pool.map(_summarize_one, batches, (), _unparsed))
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return decode_source(path.read_bytes())
-    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
-        return None
+def _pause_collector() -> None:
+    gc.disable()  # see _summarize_batch; a worker ends with the run
+
+
+def _summarize_one(item: tuple[str, str]) -> ModuleSummary:
+    path, text = item
+    module, is_package = module_name_for_path(path)
+    return summarize(text, path, module, is_package)
+
+
+def _unparsed(item: tuple[str, str], why: str) -> ModuleSummary:
+    """A file whose summarising ended its worker: modelled as one `ast` could not parse (its
+    checking reports what is wrong with it)."""
+    path = item[0]
+    module, is_package = module_name_for_path(path)
+    return ModuleSummary(path, module, is_package, parsed=False)
+
+
+def _read(path: Path, config: Config) -> str | None:
+    """A context file's text; None for one that is not a readable regular file within
+    `max-file-size` (a FIFO among the modules must not block the run)."""
+    text, _ = read_source(SourcePath(str(path), path), config.max_file_size)
+    return text
 
 
 def _excluded(name: str, config: Config) -> bool:
@@ -156,7 +168,7 @@ def build_project(
     items = [(str(path.absolute()), text) for path, text in sources if path.suffix == ".py"]
     if with_context:
         for path in context_files([p for p, _ in sources], config):
-            text = _read(path)
+            text = _read(path, config)
             if text is not None:
                 items.append((str(path), text))
     model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
@@ -174,3 +186,15 @@ def project_for_source(text: str, path: str, config: Config) -> ProjectModel | N
         return None
     absolute = Path(path).absolute()
     return build_project([(absolute, text)], config, None, os.cpu_count() or 1)
+
+
+def with_source(model: ProjectModel, path: str, text: str, config: Config) -> ProjectModel:
+    """`model` with `text` in place of the file at `path` (an editor's unsaved buffer), or
+    `model` itself when the file is not one of its modules."""
+    absolute = str(Path(path).absolute())
+    if absolute not in model.modules:
+        return model
+    module, is_package = module_name_for_path(absolute)
+    mine = summarize(text, absolute, module, is_package)
+    others = (m for p, m in model.modules.items() if p != absolute)
+    return ProjectModel([*others, mine], config.hot_methods)

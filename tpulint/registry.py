@@ -7,17 +7,32 @@ with `select` replaces what the previous layers enabled.
 
 Opt-in rules (TPU9xx) are only enabled by a selector that reaches into their family
 (`TPU9`, `TPU90`, `TPU901`), by their name, or by `ALL`.
+
+The registry works from the manifest (`tpulint/data/rules.json`: each rule's code, name,
+summary, severity, fix safety, defaults, prefilter and where its class lives), so selection
+never imports a rule. The classes are loaded by name, only when something needs them (the
+engine, when a file must be analysed; the docs; `explain`).
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tpulint.rule import Rule
+from tpulint.diagnostics import Applicability, Severity
+
+if TYPE_CHECKING:
+    from tpulint.rule import Rule
+
+# The catalogue's metadata, generated from the rule classes by `python -m tpulint.manifest`
+# (tests/test_manifest.py keeps it in sync), so that selecting rules, resolving a
+# configuration, reading the cache and listing the rules import no rule module and no libcst.
+MANIFEST = Path(__file__).resolve().parent / "data" / "rules.json"
 
 FAMILIES = {
     "TPU0": "trainer-config",
@@ -48,37 +63,142 @@ def family_of(code: str) -> str:
     return "other"
 
 
+def fix_availability(applicability: Applicability | None, sometimes: bool) -> str:
+    """`safe`, `unsafe (sometimes)`, `display-only`, `none`: how a rule's fixes are listed."""
+    if applicability is None:
+        return "none"
+    return f"{applicability.value} (sometimes)" if sometimes else applicability.value
+
+
 class SelectionError(ValueError):
     """An unknown rule selector."""
 
 
-@lru_cache(maxsize=1)
-def all_rules() -> tuple[type[Rule], ...]:
-    """Every rule: the TPU catalogue (tpulint.rules) and tpulint's own TPL rules."""
-    catalogue = importlib.import_module("tpulint.rules").ALL_RULES
-    from tpulint.meta_rules import META_RULES
+@dataclass(frozen=True)
+class RuleInfo:
+    """What the catalogue says about a rule without importing it (the manifest's entry)."""
 
-    rules = sorted([*catalogue, *META_RULES], key=lambda r: r.code)
-    codes = [r.code for r in rules]
-    duplicates = {c for c in codes if codes.count(c) > 1}
-    if duplicates:
-        raise RuntimeError(f"duplicate rule codes: {sorted(duplicates)}")
+    code: str
+    name: str
+    summary: str
+    severity: Severity
+    fix_applicability: Applicability | None
+    fix_sometimes: bool
+    default_enabled: bool
+    always_on: bool
+    requires: tuple[str, ...]  # the prefilter: substrings one of which the file must contain
+    checks_yaml: bool  # whether the rule also checks LightningCLI configs
+    module: str
+    class_name: str
+
+    def family(self) -> str:
+        return family_of(self.code)
+
+    def fix_availability(self) -> str:
+        return fix_availability(self.fix_applicability, self.fix_sometimes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "summary": self.summary,
+            "severity": self.severity.value,
+            "fix": self.fix_applicability.value if self.fix_applicability else None,
+            "fix_sometimes": self.fix_sometimes,
+            "default_enabled": self.default_enabled,
+            "always_on": self.always_on,
+            "requires": list(self.requires),
+            "checks_yaml": self.checks_yaml,
+            "module": self.module,
+            "class": self.class_name,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RuleInfo:
+        return cls(
+            code=data["code"],
+            name=data["name"],
+            summary=data["summary"],
+            severity=Severity(data["severity"]),
+            fix_applicability=Applicability(data["fix"]) if data["fix"] else None,
+            fix_sometimes=data["fix_sometimes"],
+            default_enabled=data["default_enabled"],
+            always_on=data["always_on"],
+            requires=tuple(data["requires"]),
+            checks_yaml=data["checks_yaml"],
+            module=data["module"],
+            class_name=data["class"],
+        )
+
+
+@cache
+def catalogue() -> tuple[RuleInfo, ...]:
+    """Every rule's metadata, by code, from the manifest."""
+    data = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    return tuple(sorted((RuleInfo.from_json(r) for r in data["rules"]), key=lambda r: r.code))
+
+
+@cache
+def infos_by_code() -> dict[str, RuleInfo]:
+    return {r.code: r for r in catalogue()}
+
+
+@cache
+def infos_by_name() -> dict[str, RuleInfo]:
+    return {r.name: r for r in catalogue()}
+
+
+def find_info(code_or_name: str) -> RuleInfo | None:
+    key = code_or_name.strip()
+    return infos_by_code().get(key.upper()) or infos_by_name().get(key.lower())
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class: the manifest's modules are imported (the TPU catalogue,
+    tpulint.rules, and tpulint's own TPL rules). Loaded by name, like plugins: only the
+    engine, the docs and `explain` need the classes."""
+    rules = []
+    modules: dict[str, Any] = {}
+    for info in catalogue():
+        module = modules.get(info.module) or importlib.import_module(info.module)
+        modules[info.module] = module
+        rule = getattr(module, info.class_name, None)
+        if rule is None or getattr(rule, "code", None) != info.code:
+            raise RuntimeError(
+                f"the rule manifest is out of date ({info.code} is not "
+                f"{info.module}.{info.class_name}): run `python -m tpulint.manifest`"
+            )
+        rules.append(rule)
     return tuple(rules)
 
 
-@lru_cache(maxsize=1)
+@cache
 def rules_by_code() -> dict[str, type[Rule]]:
     return {r.code: r for r in all_rules()}
 
 
-@lru_cache(maxsize=1)
+@cache
 def rules_by_name() -> dict[str, type[Rule]]:
     return {r.name: r for r in all_rules()}
 
 
 def find_rule(code_or_name: str) -> type[Rule] | None:
-    key = code_or_name.strip()
-    return rules_by_code().get(key.upper()) or rules_by_name().get(key.lower())
+    info = find_info(code_or_name)
+    return rules_by_code().get(info.code) if info is not None else None
+
+
+def clear_caches() -> None:
+    """Forget the loaded catalogue (tests that add rules call it)."""
+    for function in (
+        catalogue,
+        infos_by_code,
+        infos_by_name,
+        all_rules,
+        rules_by_code,
+        rules_by_name,
+    ):
+        function.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -88,7 +208,7 @@ class SelectionLayer:
     ignore: tuple[str, ...] = ()
 
 
-def _matches(selector: str, rule: type[Rule]) -> tuple[bool, int]:
+def _matches(selector: str, rule: RuleInfo) -> tuple[bool, int]:
     """(matches, specificity) of a selector for a rule."""
     if selector == "ALL":
         return True, 0
@@ -108,12 +228,14 @@ def validate_selector(selector: str) -> str:
     value = selector.strip()
     if value.upper() == "ALL":
         return "ALL"
-    if value.lower() in rules_by_name():
+    if value.lower() in infos_by_name():
         return value.lower()
     upper = value.upper()
-    if upper and any(r.code.startswith(upper) for r in all_rules()):
+    if upper and any(r.code.startswith(upper) for r in catalogue()):
         return upper
-    candidates = [r.code for r in all_rules()] + [r.name for r in all_rules()]
+    candidates = [r.code for r in catalogue()] + [r.name for r in catalogue()]
+    import difflib
+
     close = difflib.get_close_matches(value, candidates, n=1)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
     raise SelectionError(f"unknown rule selector `{selector}`{hint}")
@@ -121,7 +243,7 @@ def validate_selector(selector: str) -> str:
 
 def resolve_selection(layers: Sequence[SelectionLayer]) -> frozenset[str]:
     """The codes of the enabled rules after applying `layers` in order."""
-    rules = [r for r in all_rules() if not getattr(r, "always_on", False)]
+    rules = [r for r in catalogue() if not r.always_on]
     enabled = {r.code for r in rules if r.default_enabled}
     for layer in layers:
         if layer.select is not None:
@@ -148,14 +270,14 @@ def resolve_selection(layers: Sequence[SelectionLayer]) -> frozenset[str]:
                 enabled.add(rule.code)
             elif decision is False:
                 enabled.discard(rule.code)
-    enabled |= {r.code for r in all_rules() if getattr(r, "always_on", False)}
+    enabled |= {r.code for r in catalogue() if r.always_on}
     return frozenset(enabled)
 
 
 def codes_matching(selectors: Iterable[str]) -> frozenset[str]:
     """Codes matched by any of `selectors` (used for per-file ignores and suppressions)."""
     out = set()
-    for rule in all_rules():
+    for rule in catalogue():
         for selector in selectors:
             if selector == "ALL" or selector == rule.name or rule.code.startswith(selector):
                 out.add(rule.code)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import libcst as cst
 
-from tpulint.diagnostics import Applicability, Severity
+from tpulint.diagnostics import Applicability, Fix, Severity
 
 if TYPE_CHECKING:
     from tpulint.analysis.context import FileContext
@@ -81,6 +81,17 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixSpec | None = None
+
+
+@dataclass
+class YamlReport:
+    """What a rule reported on a YAML config: a span and an optional fix of text edits."""
+
+    rule: type[Rule]
+    start: Location
+    end: Location
+    message: str
+    fix: Fix | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +161,7 @@ class Rule:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.reports: list[Report] = []
-        self.yaml_reports: list[Any] = []
+        self.yaml_reports: list[YamlReport] = []
         self.yaml_config: Config | None = None  # set when checking a YAML config
 
     # --- reporting -------------------------------------------------------------------
@@ -197,9 +208,6 @@ class Rule:
         fix_message: str | None = None,
     ) -> None:
         """Report a span of a YAML config, with an optional fix made of text edits."""
-        from tpulint.diagnostics import Fix
-        from tpulint.yaml_config import YamlReport
-
         fix = None
         if edits:
             fix = Fix(
@@ -242,10 +250,9 @@ class Rule:
 
     @classmethod
     def fix_availability(cls) -> str:
-        if cls.fix_applicability is None:
-            return "none"
-        label = cls.fix_applicability.value
-        return f"{label} (sometimes)" if cls.fix_sometimes else label
+        from tpulint.registry import fix_availability
+
+        return fix_availability(cls.fix_applicability, cls.fix_sometimes)
 
 
 def code_block(section: str) -> str | None:

@@ -8,25 +8,26 @@ and a process pool over the files that need work.
 from __future__ import annotations
 
 import gc
-import io
-import multiprocessing
 import os
-import sys
-import tempfile
-import tokenize
+import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.project import ProjectModel, table_digest
-from tpulint.cache import ResultCache, ScanCache, cache_name, content_key
+from tpulint.cache import ResultCache, ScanCache, cache_name, derived_key, text_digest
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
-from tpulint.discovery import SourcePath, decode_source, discover, read_source
-from tpulint.engine import FixResult, InternalError, check_source, fix_source
+from tpulint.discovery import SourcePath, discover, read_source
 from tpulint.project_build import build_project
+from tpulint.writing import write_if_unchanged
+
+if TYPE_CHECKING:
+    from tpulint.engine import FixResult
+
+# The engine (libcst, the analysis, the rules) is imported only when some file is not answered
+# from the cache: a warm run never loads it (`_load_engine`).
 
 Progress = Callable[[int, int], None]
 
@@ -48,6 +49,7 @@ class RunResult:
     parsed: int = 0  # files that were not answered from the cache
     cache_hits: int = 0
     internal_errors: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # files skipped unopened (FIFOs, ...)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -89,39 +91,66 @@ def _after_file() -> None:
             _STATE["files_since_collect"] = 0
 
 
-def _check_batch(
-    batch: list[tuple[str, str, str]],
-) -> list[tuple[str, list[Diagnostic] | None, str | None]]:
-    """[(display path, abs path, text)] -> [(display path, diagnostics, internal error)]."""
+def _failure(exc: Exception) -> str:
+    """An internal error's one-line description, with where it was raised."""
+    from tpulint.engine import InternalError
+
+    if isinstance(exc, InternalError):
+        return str(exc)
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+
+
+def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
+    """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
+    from tpulint.engine import check_source
+
     config, project = _STATE["config"], _STATE["project"]
-    out = []
-    for display, absolute, text in batch:
-        try:
-            diagnostics = [
-                d.with_path(display) for d in check_source(text, absolute, config, project=project)
-            ]
-            out.append((display, diagnostics, None))
-        except InternalError as exc:
-            out.append((display, None, str(exc)))
-        _after_file()
+    display, absolute, text = item
+    try:
+        diagnostics = [
+            d.with_path(display) for d in check_source(text, absolute, config, project=project)
+        ]
+        out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
+    except Exception as exc:  # one file's failure is reported; the run goes on
+        out = (display, None, _failure(exc))
+    _after_file()
     return out
 
 
-def _fix_batch(
-    batch: list[tuple[str, str, str]], unsafe: bool
-) -> list[tuple[str, FixResult | None, str | None]]:
+def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
+    from tpulint.engine import fix_source
+
     config, project = _STATE["config"], _STATE["project"]
-    out = []
-    for display, absolute, text in batch:
-        try:
-            result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
-            result.fixed = [d.with_path(display) for d in result.fixed]
-            result.remaining = [d.with_path(display) for d in result.remaining]
-            out.append((display, result, None))
-        except InternalError as exc:
-            out.append((display, None, str(exc)))
-        _after_file()
+    display, absolute, text = item
+    try:
+        result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
+        result.fixed = [d.with_path(display) for d in result.fixed]
+        result.remaining = [d.with_path(display) for d in result.remaining]
+        out: tuple[str, FixResult | None, str | None] = (display, result, None)
+    except Exception as exc:
+        out = (display, None, _failure(exc))
+    _after_file()
     return out
+
+
+def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diagnostic], None]:
+    return item[0], [_crash_diagnostic(item[0], why)], None
+
+
+def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+    from tpulint.engine import FixResult
+
+    display, _, text = item
+    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
+
+
+def _crash_diagnostic(display: str, why: str) -> Diagnostic:
+    from tpulint.engine import unanalysable_diagnostic
+
+    return unanalysable_diagnostic(
+        display, f"analysing this file ended tpulint's worker process ({why})"
+    )
 
 
 def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[str, str, str]]]:
@@ -138,17 +167,11 @@ def _batches(items: list[tuple[str, str, str]], jobs: int) -> list[list[tuple[st
     return [b for b in batches if b]
 
 
-def _pool_context() -> Any:
-    # fork starts workers in milliseconds and shares the loaded rules; elsewhere spawn.
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 def _run(
     items: list[tuple[str, str, str]],
-    worker: Callable[..., list[Any]],
+    worker: Callable[..., Any],
     extra: tuple[Any, ...],
+    on_crash: Callable[[tuple[str, str, str], str], Any],
     config: Config,
     project: ProjectModel,
     jobs: int,
@@ -158,24 +181,29 @@ def _run(
     if jobs <= 1 or total < 4:
         _init_worker(config, project)
         for done, item in enumerate(items, start=1):
-            yield from worker([item], *extra)
+            yield worker(item, *extra)
             if progress:
                 progress(done, total)
         return
     done = 0
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=_pool_context(),
-        initializer=_init_worker,
-        initargs=(config, project, True),
-    ) as pool:
-        futures = [pool.submit(worker, batch, *extra) for batch in _batches(items, jobs)]
-        for future in as_completed(futures):
-            results = future.result()
-            done += len(results)
+    _load_engine()
+    from tpulint.pool import Pool  # imported here: a warm run starts no workers
+
+    with Pool(jobs, _init_worker, (config, project, True)) as pool:
+        for result in pool.map(worker, _batches(items, jobs), extra, on_crash):
+            done += 1
             if progress:
                 progress(done, total)
-            yield from results
+            yield result
+
+
+def _load_engine() -> None:
+    """Import the engine and every rule class once, before forking the workers, which share
+    them (a serial run loads only the rules whose prefilter matches a file)."""
+    from tpulint.engine import check_source  # noqa: F401  (libcst, analysis)
+    from tpulint.registry import all_rules
+
+    all_rules()
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -185,29 +213,33 @@ def _run(
 class _Prepared:
     sources: list[tuple[SourcePath, str]]  # readable files and their text
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
+    notices: list[str]
     project: ProjectModel
     results: ResultCache | None
+    digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
 
-    def key(self, source: SourcePath, text: str) -> str:
-        """The result cache key of a file: its path and content, and the facts the project
-        model gives its analysis (hot chains, what its calls return), so a file is checked
-        again when another file changes what it knows."""
-        digest = self.project.file_digest(str(source.path)) if self.results is not None else ""
-        return content_key(source.display, f"{text}\0{digest}")
+    def key(self, source: SourcePath, digest: bytes) -> str:
+        """The result cache key of a file: its path and content (`digest`), and the facts the
+        project model gives its analysis (hot chains, what its calls return), so a file is
+        checked again when another file changes what it knows."""
+        facts = self.project.file_digest(str(source.path)) if self.results is not None else ""
+        return derived_key(source.display, digest + facts.encode())
 
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
-    files, problems = discover(paths, config)
+    notices: list[str] = []
+    files, problems = discover(paths, config, notices=notices)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:
-        text, problem = read_source(source)
+        text, problem = read_source(source, config.max_file_size)
         if problem is not None:
             outcomes.append(FileOutcome(source.display, [problem]))
         else:
             assert text is not None
             sources.append((source, text))
     cache_dir = config.root / config.cache_dir
+    digests = {source.display: text_digest(text) for source, text in sources}
     scan_cache = ScanCache(cache_dir) if use_cache else None
     project = build_project([(s.path, text) for s, text in sources], config, scan_cache, jobs)
     if scan_cache:
@@ -216,7 +248,15 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     if use_cache:
         digest = table_digest(project.lightning_table())
         results = ResultCache(cache_dir, cache_name(config.fingerprint(), digest))
-    return _Prepared(sources, outcomes, project, results)
+    return _Prepared(sources, outcomes, notices, project, results, digests)
+
+
+def project_model(
+    paths: Sequence[str], config: Config, *, use_cache: bool = True, jobs: int = 1
+) -> ProjectModel:
+    """The project model `check_paths` would use for `paths` (for front ends that check one
+    file at a time with the whole project in view: the language server)."""
+    return _prepare(paths, config, use_cache, jobs).project
 
 
 def check_paths(
@@ -231,11 +271,11 @@ def check_paths(
     jobs = jobs or os.cpu_count() or 1
     prepared = _prepare(paths, config, use_cache, jobs)
     cache = prepared.results
-    run = RunResult(files=list(prepared.outcomes))
+    run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = prepared.key(source, text)
+        key = prepared.key(source, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -246,7 +286,14 @@ def check_paths(
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
     for display, diagnostics, error in _run(
-        todo, _check_batch, (), config, prepared.project, jobs, progress
+        todo,
+        _check_one,
+        (),
+        _crashed_check,
+        config,
+        prepared.project,
+        jobs,
+        progress,
     ):
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
@@ -266,6 +313,15 @@ def _needs_fix(diagnostics: list[Diagnostic], unsafe: bool) -> bool:
     return any(d.fix is not None and d.fix.applicability in allowed for d in diagnostics)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) a path leads to: symlinks and hard links to one file share it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def fix_paths(
     paths: Sequence[str],
     config: Config,
@@ -275,19 +331,32 @@ def fix_paths(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    on_written: Callable[[FileOutcome], None] | None = None,
 ) -> RunResult:
     """Fix files and folders; write the results only when `apply` is true.
 
-    A file is written atomically, only if its fixed source parses (the engine guarantees
-    it) and only if the file on disk still has the content that was read."""
+    A file is written (see tpulint.writing) only if its fixed source parses (the engine
+    guarantees it), the file on disk still has the content that was read, and the user may
+    write it. `on_written` is called for each file as soon as it is written. A file reached
+    through several names (symlinks, hard links) is fixed once, through the first name; the
+    others report the same remaining findings. After a refused write, a file reports the
+    findings of its content on disk."""
     jobs = jobs or os.cpu_count() or 1
     prepared = _prepare(paths, config, use_cache, jobs)
     cache = prepared.results
-    run = RunResult(files=list(prepared.outcomes))
+    run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     originals: dict[str, tuple[SourcePath, str]] = {}
+    first_name: dict[tuple[int, int], str] = {}
+    aliases: list[tuple[str, str]] = []  # (display path, the display path it is fixed through)
     for source, text in prepared.sources:
-        key = prepared.key(source, text)
+        identity = _identity(source.path) if apply else None
+        if identity is not None:
+            if identity in first_name:
+                aliases.append((source.display, first_name[identity]))
+                continue
+            first_name[identity] = source.display
+        key = prepared.key(source, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
@@ -295,10 +364,17 @@ def fix_paths(
         originals[source.display] = (source, text)
         todo.append((source.display, str(source.path), text))
     run.checked = len(prepared.sources)
-    run.cache_hits = run.checked - len(todo)
+    run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
     for display, result, error in _run(
-        todo, _fix_batch, (unsafe,), config, prepared.project, jobs, progress
+        todo,
+        _fix_one,
+        (unsafe,),
+        _crashed_fix,
+        config,
+        prepared.project,
+        jobs,
+        progress,
     ):
         source, original = originals[display]
         if error is not None or result is None:
@@ -307,51 +383,48 @@ def fix_paths(
             continue
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
-            outcome.error = write_if_unchanged(source.path, original, result.source)
-            outcome.written = outcome.error is None
+            _write(outcome, source, original, result, config, prepared.project, run)
+            if outcome.written and on_written is not None:
+                on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
-            cache.put(prepared.key(source, new_text), result.remaining)
+            cache.put(prepared.key(source, text_digest(new_text)), result.remaining)
         run.files.append(outcome)
+    by_path = {f.path: f for f in run.files}
+    for display, through in aliases:
+        first = by_path.get(through)
+        diagnostics = [d.with_path(display) for d in first.diagnostics] if first else []
+        run.files.append(FileOutcome(display, diagnostics))
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
     return run
 
 
-def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
-    """Atomically replace `path` with `new` if it still holds `original`; else why not."""
+def _write(
+    outcome: FileOutcome,
+    source: SourcePath,
+    original: str,
+    result: FixResult,
+    config: Config,
+    project: ProjectModel,
+    run: RunResult,
+) -> None:
+    """Write one fixed file; when it is not written, its findings become those of the file
+    as it is on disk (the fixed text exists nowhere)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return f"not written: cannot re-read the file ({exc.strerror})"
+        outcome.error = write_if_unchanged(source.path, original, result.source)
+    except Exception as exc:  # a bug in writing one file must not hide the others
+        outcome.error = f"not written: internal error ({_failure(exc)})"
+        run.internal_errors.append(f"{source.display}: {_failure(exc)}")
+    outcome.written = outcome.error is None
+    if outcome.written:
+        return
+    from tpulint.engine import check_source
+
     try:
-        on_disk = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError):
-        on_disk = None
-    if on_disk != original:
-        return "not written: the file changed on disk since tpulint read it"
-    try:
-        # Keep the file's encoding: a BOM stays, a PEP 263 coding cookie is honoured.
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:
-        encoding = "utf-8"
-    try:
-        new_bytes = new.encode(encoding)
-    except UnicodeEncodeError as exc:
-        return f"not written: {exc.reason}"
-    try:
-        mode = path.stat().st_mode
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tpulint", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(new_bytes)
-            os.chmod(tmp, mode & 0o7777)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        return f"not written: {exc.strerror or exc}"
-    return None
+        on_disk = check_source(original, str(source.path), config, project=project)
+        outcome.diagnostics = [d.with_path(source.display) for d in on_disk]
+    except Exception as exc:
+        run.internal_errors.append(f"{source.display}: {_failure(exc)}")
+        outcome.diagnostics = []

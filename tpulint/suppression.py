@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from tpulint.roundtrip import physical_lines
 
 _CODE = r"[A-Za-z]{1,5}[0-9]{1,4}"
 NOQA_RE = re.compile(
@@ -160,36 +161,29 @@ def _tidy_comment(comment: str) -> str:
 def _comments(source: str) -> Iterable[tuple[int, int, str]]:
     """(line, column, text) of every comment token; a regex fallback if tokenizing fails."""
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in _tokens(source):
             if tok.type == tokenize.COMMENT:
                 yield tok.start[0], tok.start[1], tok.string
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        for number, line in enumerate(source.splitlines(), start=1):
+        for number, line in enumerate(_lines(source), start=1):
             index = line.find("#")
             if index != -1:
                 yield number, index, line[index:]
 
 
-def _yaml_comments(source: str) -> Iterable[tuple[int, int, str]]:
-    from tpulint.yaml_config import _strip_comment
-
-    for number, line in enumerate(source.splitlines(), start=1):
-        code = _strip_comment(line)
-        index = line.find("#", len(code))
-        if index != -1:
-            yield number, index, line[index:]
-
-
-def parse_suppressions(source: str, language: str = "python") -> Suppressions:
-    """The suppression comments of a Python (or, with language="yaml", YAML) source."""
+def parse_suppressions(
+    source: str, comments: Iterable[tuple[int, int, str]] | None = None
+) -> Suppressions:
+    """The suppression comments of a source. `comments` are its (1-based line, 0-based
+    column, text) comments when it is not Python (the YAML reader finds a config's); by
+    default the Python tokenizer finds them."""
     result = Suppressions()
     lowered = source.lower()
     if "noqa" not in lowered and "tpulint:" not in lowered:
         return result
-    lines = source.splitlines()
+    lines = _lines(source)
     file_codes: set[str] = set()
-    comments = _yaml_comments(source) if language == "yaml" else _comments(source)
-    for line, col, text in comments:
+    for line, col, text in _comments(source) if comments is None else comments:
         own_line = col == 0 or not lines[line - 1][:col].strip()
         file_match = FILE_NOQA_RE.match(text) if own_line else None
         if file_match:
@@ -211,6 +205,22 @@ def parse_suppressions(source: str, language: str = "python") -> Suppressions:
     return result
 
 
+def _tokens(source: str) -> Iterable[tokenize.TokenInfo]:
+    """Python's tokens of `source`. A reader splitting at `\n` only would hand the tokenizer
+    a file of bare `\r` line endings as one line: line endings are made `\n` first, which
+    moves no token to another line or column."""
+    if "\r" in source:
+        source = re.sub(r"\r\n?", "\n", source)
+    return tokenize.generate_tokens(io.StringIO(source).readline)
+
+
+def _lines(source: str) -> list[str]:
+    """Lines as Python's tokenizer numbers them, without their endings (`str.splitlines`
+    also splits at form feeds, U+2028 and other separators, which would shift line numbers
+    and put comments inside strings)."""
+    return [line.rstrip("\r\n") for line in physical_lines(source)]
+
+
 def _split_codes(raw: str) -> list[str]:
     out = []
     for part in re.split(r"[,\s]+", raw.strip()):
@@ -222,15 +232,57 @@ def _split_codes(raw: str) -> list[str]:
 # --- --add-noqa --------------------------------------------------------------------------
 
 
-def add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+class NoqaError(ValueError):
+    """Adding the comments would change the file's code (nothing is written)."""
+
+
+def add_noqa(
+    source: str,
+    diagnostics: Sequence[Diagnostic],
+    *,
+    comments: Iterable[tuple[int, int, str]] | None = None,
+    blocked: Iterable[int] | None = None,
+) -> tuple[str, int]:
     """Add `# noqa: CODE` comments for `diagnostics`; returns (new source, comments added).
 
     Each diagnostic gets its comment on the first line it spans whose end is not inside a
-    string and not a backslash continuation. Existing `# noqa: ...` lists are extended."""
+    string and not a backslash continuation. Existing `# noqa: ...` lists are extended.
+    Lines are Python's (see `_lines`). For Python, the result is checked to tokenize to the
+    same code as `source` (only comments differ): otherwise NoqaError. For a source that is
+    not Python, pass its `comments` (as for `parse_suppressions`) and the lines that cannot
+    take a trailing comment (`blocked`)."""
     if not diagnostics:
         return source, 0
-    lines = source.splitlines(keepends=True)
-    blocked = _lines_ending_in_strings(source)
+    new, added = _add_noqa(source, diagnostics, comments, blocked)
+    if added and comments is None:
+        before = _code_tokens(source)
+        if before is None:
+            raise NoqaError("the file does not tokenize, so the result cannot be verified")
+        if _code_tokens(new) != before:
+            raise NoqaError("adding the comments would change the code")
+    return new, added
+
+
+def _code_tokens(source: str) -> list[tuple[int, str]] | None:
+    """The file's tokens other than comments and blank-line markers (None: untokenizable)."""
+    try:
+        return [
+            (token.type, token.string)
+            for token in _tokens(source)
+            if token.type not in (tokenize.COMMENT, tokenize.NL)
+        ]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def _add_noqa(
+    source: str,
+    diagnostics: Sequence[Diagnostic],
+    comments: Iterable[tuple[int, int, str]] | None,
+    blocked: Iterable[int] | None,
+) -> tuple[str, int]:
+    lines = physical_lines(source)
+    blocked = set(_lines_ending_in_strings(source) if blocked is None else blocked)
     codes_by_line: dict[int, set[str]] = {}
     for diagnostic in diagnostics:
         candidates = diagnostic.noqa_lines or (diagnostic.start.line,)
@@ -242,13 +294,16 @@ def add_noqa(source: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
                 continue
             codes_by_line.setdefault(line, set()).add(diagnostic.code)
             break
-    comments = {line: (col, text) for line, col, text in _comments(source)}
+    by_line = {
+        line: (col, text)
+        for line, col, text in (_comments(source) if comments is None else comments)
+    }
     added = 0
     for line, codes in codes_by_line.items():
         raw = lines[line - 1]
         ending = raw[len(raw.rstrip("\r\n")) :]
         text = raw.rstrip("\r\n")
-        existing = comments.get(line)
+        existing = by_line.get(line)
         merged = False
         if existing is not None:
             col, comment = existing
@@ -279,7 +334,7 @@ def _lines_ending_in_strings(source: str) -> set[int]:
     fstring_end = getattr(tokenize, "FSTRING_END", None)
     open_fstrings: list[int] = []
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in _tokens(source):
             if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
                 blocked.update(range(tok.start[0], tok.end[0]))
             elif fstring_start is not None and tok.type == fstring_start:

@@ -10,15 +10,22 @@ A small subclass that accepts PJRT CPU devices makes the connector pick XLAStrat
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 import torch
 from lightning.pytorch.accelerators import XLAAccelerator
+from tpulint.runtime.child.flavour import LIGHTNING, Flavour, flavour
 
 
-class EmulatedTPUAccelerator(XLAAccelerator):
-    """XLAAccelerator over the CPU_NUM_DEVICES devices of PJRT CPU."""
+def _cpu_devices() -> int:
+    return int(os.environ.get("CPU_NUM_DEVICES", "1"))
+
+
+class _EmulatedDevices:
+    """The overrides that make an XLAAccelerator (of either Lightning package) run on the
+    CPU_NUM_DEVICES devices of PJRT CPU."""
 
     @staticmethod
     def is_available() -> bool:
@@ -26,13 +33,13 @@ class EmulatedTPUAccelerator(XLAAccelerator):
 
     @staticmethod
     def auto_device_count() -> int:
-        return int(os.environ.get("CPU_NUM_DEVICES", "1"))
+        return _cpu_devices()
 
     @staticmethod
     def parse_devices(devices: Any) -> int:
         # Overridden too: the base class validates through `XLAAccelerator.auto_device_count()`
         # by class name, which would query the PCI bus and the metadata server again.
-        available = EmulatedTPUAccelerator.auto_device_count()
+        available = _cpu_devices()
         count = available if devices in ("auto", -1, None) else int(devices)
         if count not in (1, available):
             raise ValueError(f"devices must be 1 or {available} with CPU_NUM_DEVICES={available}")
@@ -43,8 +50,29 @@ class EmulatedTPUAccelerator(XLAAccelerator):
         return [torch.device("xla", index) for index in range(int(devices))]
 
 
-def trainer_accelerator(device: str) -> Any:
+class EmulatedTPUAccelerator(_EmulatedDevices, XLAAccelerator):
+    """XLAAccelerator (lightning.pytorch) over the CPU_NUM_DEVICES devices of PJRT CPU."""
+
+
+@functools.cache
+def emulated_accelerator_class(package: Flavour) -> type:
+    """EmulatedTPUAccelerator for `package`'s XLAAccelerator (each Trainer accepts only its own
+    package's accelerators)."""
+    if package.distribution == LIGHTNING:
+        return EmulatedTPUAccelerator
+    # A module-level name of its own: the XLA launcher pickles the Trainer, accelerator included.
+    name = f"EmulatedTPUAccelerator_{package.distribution}"
+    cls = type(
+        name,
+        (_EmulatedDevices, package.XLAAccelerator),
+        {"__module__": __name__, "__doc__": EmulatedTPUAccelerator.__doc__},
+    )
+    globals()[name] = cls
+    return cls
+
+
+def trainer_accelerator(device: str, package: Flavour | None = None) -> Any:
     """The value for `Trainer(accelerator=...)`."""
     if device == "CPU":
-        return EmulatedTPUAccelerator()
+        return emulated_accelerator_class(package or flavour(LIGHTNING))()
     return "tpu"

@@ -19,18 +19,32 @@ from tpulint.runtime.frames import CodeFilter, Site
 
 @dataclass
 class _Bucket:
-    transfers: dict[tuple[Site, str], list[int]] = field(default_factory=dict)  # [count, compiles]
+    # (user site, op, library reader or None) -> [count, compiles]
+    transfers: dict[tuple[Site, str, Site | None], list[int]] = field(default_factory=dict)
     shape_ops: dict[tuple[Site, str], dict[str, Any]] = field(default_factory=dict)
+    fallbacks: dict[tuple[Site, str], int] = field(default_factory=dict)  # (site, counter)
     marker_compiles: int = 0
+    optimizer_steps: int = 0
     batch: list[list[int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "batch": self.batch,
             "marker_compiles": self.marker_compiles,
+            "optimizer_steps": self.optimizer_steps,
             "transfers": [
-                {"site": site.to_json(), "op": op, "count": count, "compiles": compiles}
-                for (site, op), (count, compiles) in self.transfers.items()
+                {
+                    "site": site.to_json(),
+                    "op": op,
+                    "reader": reader.to_json() if reader else None,
+                    "count": count,
+                    "compiles": compiles,
+                }
+                for (site, op, reader), (count, compiles) in self.transfers.items()
+            ],
+            "fallbacks": [
+                {"site": site.to_json(), "op": op, "count": count}
+                for (site, op), count in self.fallbacks.items()
             ],
             "shape_ops": [
                 {
@@ -53,15 +67,37 @@ class Ledger:
         self._buckets: dict[int, _Bucket] = {}
         self._last_collective: dict[int | None, tuple[Any, ...]] = {}
         self.threads: dict[int, int] = {}  # thread ident -> rank, for stack snapshots
+        # Python name of an op torch_xla ran on the host -> its `aten::*` counters; learned
+        # from the counters at each step boundary (tracing.OpTracer watches these names).
+        self.fallback_counters: dict[str, tuple[str, ...]] = {}
+        # (stage, epoch of that stage's loader) -> rank -> [batches fetched, count at its end]
+        self._progress: dict[tuple[str, int], dict[int, list[int | None]]] = {}
+        self._loader_epochs: dict[tuple[int, str], int] = {}
 
     # --- which replica is this thread -------------------------------------------------
 
     def bind(self, rank: int) -> None:
         self._local.rank = rank
-        self.threads[threading.get_ident()] = rank
+        ident = threading.get_ident()
+        if self.threads.get(ident) != rank:
+            self.threads[ident] = rank
+            # Stacks dumped on a hang name threads by this id: the parent maps them to cores.
+            self.events.write("replica_thread", rank=rank, ident=ident)
+
+    def bind_loader(self, rank: int, stage: str) -> None:
+        """A loader thread serving `rank` (not a replica: no stack snapshots, no step rows)."""
+        self._local.rank = rank
+        self._local.stage = stage
 
     def rank(self) -> int | None:
         return getattr(self._local, "rank", None)
+
+    def stage(self) -> str:
+        """What the calling replica thread is running: train, validate, test, sanity_check."""
+        return getattr(self._local, "stage", "train")
+
+    def set_stage(self, stage: str) -> None:
+        self._local.stage = stage
 
     def process_ranks(self) -> list[int]:
         """The cores whose replica threads live in this process, lowest first."""
@@ -78,11 +114,11 @@ class Ledger:
 
     # --- observations -----------------------------------------------------------------
 
-    def transfer(self, op: str, site: Site, compiles: int) -> None:
+    def transfer(self, op: str, site: Site, compiles: int, reader: Site | None = None) -> None:
         with self._lock:
             bucket = self._bucket()
             if bucket is not None:
-                entry = bucket.transfers.setdefault((site, op), [0, 0])
+                entry = bucket.transfers.setdefault((site, op, reader), [0, 0])
                 entry[0] += 1
                 entry[1] += compiles
 
@@ -100,6 +136,27 @@ class Ledger:
             bucket = self._bucket()
             if bucket is not None:
                 bucket.marker_compiles += count
+
+    def fallback(self, op: str, site: Site) -> None:
+        with self._lock:
+            bucket = self._bucket()
+            if bucket is not None:
+                bucket.fallbacks[(site, op)] = bucket.fallbacks.get((site, op), 0) + 1
+
+    def learn_fallbacks(self, counters: list[str], name_of: Any) -> None:
+        """Watch the Python names of these `aten::*` fallback counters from now on."""
+        known = dict(self.fallback_counters)
+        for counter in counters:
+            name = name_of(counter)
+            if counter not in known.get(name, ()):
+                known[name] = (*known.get(name, ()), counter)
+        self.fallback_counters = known  # replaced whole: readers never see it half-built
+
+    def optimizer_step(self) -> None:
+        with self._lock:
+            bucket = self._bucket()
+            if bucket is not None:
+                bucket.optimizer_steps += 1
 
     def batch(self, shapes: list[list[int]]) -> None:
         with self._lock:
@@ -120,6 +177,34 @@ class Ledger:
         self.events.write(
             "collective", rank=rank, name=name, site=site.to_json() if site else None, shapes=shapes
         )
+
+    # --- each core's batches per loader epoch (a core out of data hangs a TPU) ----------
+
+    def next_loader_epoch(self, rank: int, stage: str) -> int:
+        """How many loaders of `stage` core `rank` has iterated before this one."""
+        with self._lock:
+            epoch = self._loader_epochs.get((rank, stage), 0)
+            self._loader_epochs[(rank, stage)] = epoch + 1
+        return epoch
+
+    def batch_fetched(self, key: tuple[str, int], rank: int, index: int) -> dict[int, int]:
+        """Core `rank` got batch number `index` (from 0) of loader epoch `key`; returns the
+        cores whose loader had already ended before that batch, with their counts."""
+        with self._lock:
+            cores = self._progress.setdefault(key, {})
+            cores.setdefault(rank, [0, None])[0] = index + 1
+            return {
+                r: ended for r, (_, ended) in cores.items() if ended is not None and ended <= index
+            }
+
+    def loader_ended(self, key: tuple[str, int], rank: int, count: int) -> dict[int, int]:
+        """Core `rank`'s loader ended after `count` batches; returns the cores that already
+        got more, with their counts."""
+        with self._lock:
+            cores = self._progress.setdefault(key, {})
+            entry = cores.setdefault(rank, [0, None])
+            entry[0], entry[1] = count, count
+            return {r: fetched for r, (fetched, _) in cores.items() if fetched > count}
 
     def take(self, rank: int) -> dict[str, Any]:
         with self._lock:

@@ -13,17 +13,20 @@ exit status only says how it ended:
 from __future__ import annotations
 
 import faulthandler
+import inspect
 import os
 import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tpulint.runtime.child import graphs, lifetime
+from tpulint.runtime.child.flavour import Flavour
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.events import EventLog
+from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.spec import (
     EXIT_COULD_NOT_RUN,
     EXIT_FINISHED,
@@ -32,15 +35,29 @@ from tpulint.runtime.spec import (
 )
 
 
-def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
+def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
+    """What records the run and does not depend on which Lightning package the module uses:
+    installed before the user's code is imported (see run())."""
+    from tpulint.runtime.child import cores
+    from tpulint.runtime.child.graphs import DEBUG_FILE, GraphLog
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
     from tpulint.runtime.child.sampling import SamplerRecorder
     from tpulint.runtime.child.tracing import record_collectives
-    from tpulint.runtime.frames import CodeFilter
 
-    ledger = Ledger(log, CodeFilter(roots))
-    recorder = StepRecorder(ledger, log, spec.barrier_timeout)
+    ledger = Ledger(log, code)
+    graph_log = GraphLog(Path(spec.run_dir) / DEBUG_FILE)
+    recorder = StepRecorder(
+        ledger,
+        log,
+        spec.barrier_timeout,
+        graph_log,
+        warmup=spec.warmup,
+        max_extra_epochs=spec.max_extra_epochs,
+        extend_until=spec.extend_until,
+        finish_after="test" if spec.test else "train",
+        done_marker=Path(spec.run_dir) / DONE_MARKER,
+    )
     if spec.device == "CPU":
         from tpulint.runtime.child.xla_cpu import CpuDataParallel
 
@@ -49,16 +66,24 @@ def _install_recorders(spec: RunSpec, log: EventLog, roots: list[str]) -> Any:
         workarounds.install()
         recorder.on_abort.append(workarounds.abort)
     record_collectives(ledger)
+    cores.install(ledger)
     SamplerRecorder(ledger, spec.run_dir).install()
-    _report_replica_failures(recorder)
     return recorder
 
 
-def _report_replica_failures(recorder: Any) -> None:
+def _install_package_hooks(recorder: Any, package: Flavour) -> None:
+    """What hooks into the Lightning package the module is written against."""
+    from tpulint.runtime.child import cores
+
+    _report_replica_failures(recorder, package)
+    cores.track_evaluation_stage(recorder.ledger, package)
+
+
+def _report_replica_failures(recorder: Any, package: Flavour) -> None:
     """Lightning re-raises a replica's exception in the main process only after every replica
     thread has ended, and the others may be blocked in a barrier or a collective by then.
     Hook the per-replica entry point to record the exception at once and release the rest."""
-    from lightning.pytorch.strategies.launchers.xla import _XLALauncher
+    _XLALauncher = package.XLALauncher
 
     original = _XLALauncher._wrapping_function
 
@@ -71,52 +96,147 @@ def _report_replica_failures(recorder: Any) -> None:
 
     _XLALauncher._wrapping_function = _wrapping_function
 
+    original_collect = _XLALauncher._collect_rank_zero_results
 
-def _versions(spec: RunSpec) -> dict[str, str]:
-    import lightning
-    import torch
-    import torch_xla
+    def _collect_rank_zero_results(self: Any, trainer: Any, results: Any) -> Any:
+        recorder.loop_done(trainer)  # may end this replica process: the run is recorded
+        return original_collect(self, trainer, results)
 
+    _XLALauncher._collect_rank_zero_results = _collect_rank_zero_results
+
+
+def _check_emulation(spec: RunSpec) -> None:
     if spec.device == "CPU":
         from tpulint.runtime.child.xla_cpu import check_torch_xla_version
 
         check_torch_xla_version()
-    return {
+
+
+def _versions(spec: RunSpec, package: Flavour) -> dict[str, str]:
+    import lightning
+    import torch
+    import torch_xla
+
+    versions = {
         "torch": torch.__version__,
         "torch_xla": torch_xla.__version__,
         "lightning": lightning.__version__,
     }
+    if package.distribution != "lightning":
+        versions[package.distribution] = package.version
+    return versions
 
 
-def _trainer(spec: RunSpec, recorder: Any) -> Any:
-    from lightning.pytorch import Trainer
+def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
+    """The Trainer: the user's arguments (their --config `trainer:` section, then
+    --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
+    are listed with their reasons); what was overridden goes to the event log for the report."""
     from tpulint.runtime.child.accelerator import trainer_accelerator
+    from tpulint.runtime.child.flavour import with_base
+    from tpulint.runtime.trainer_args import Override, check_names, merge, own_settings
 
-    return Trainer(
-        accelerator=trainer_accelerator(spec.device),
-        devices=spec.cores if spec.cores else "auto",
-        max_epochs=spec.epochs,
-        limit_train_batches=spec.steps if spec.steps else 1.0,
-        # Training only: validation would add its own graphs and loaders to every count.
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[recorder],
-        default_root_dir=spec.run_dir,
+    package: Flavour = loaded.package
+    trainer_class = package.Trainer
+    check_names(
+        spec.trainer_args,
+        list(inspect.signature(trainer_class.__init__).parameters)[1:],
+        "--trainer-args",
+        package.trainer_name(),
     )
+    requested = {**loaded.trainer_args, **spec.trainer_args}
+    own = own_settings(
+        accelerator=trainer_accelerator(spec.device, package),
+        cores=spec.cores,
+        epochs=spec.epochs,
+        steps=spec.steps,
+        run_dir=spec.run_dir,
+        emulated=spec.device == "CPU",
+        eval_steps=spec.val_steps,
+    )
+    args = merge(requested, own, [with_base(recorder, package.Callback)])
+    args.overridden += [
+        Override(f"fit({name})", value, None, reason)
+        for name, (value, reason) in loaded.ignored_fit_args.items()
+    ]
+    shown = args.to_json()
+    # As written in the config (class_path and init_args), where that says more than a class.
+    shown["requested"].update(
+        {k: v for k, v in loaded.shown_trainer_args.items() if k not in spec.trainer_args}
+    )
+    log.write(
+        "trainer",
+        package=package.distribution,
+        **{"class": f"{trainer_class.__module__}.{trainer_class.__qualname__}"},
+        **shown,
+    )
+    try:
+        trainer = trainer_class(**args.used)
+    except (Exception, SystemExit) as exc:
+        asked = ", ".join(sorted(requested)) or "none"
+        raise VerifyError(
+            f"{package.trainer_name()}(...) refused the arguments ({type(exc).__name__}:"
+            f" {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}); yours: {asked}",
+            traceback.format_exc(),
+        ) from None
+    if loaded.optimizer_patch and getattr(trainer.strategy, "launcher", None) is not None:
+        # The launcher pickles the module into the replica processes (see cli_config.py).
+        log.write("config_optimizer_lost", **loaded.optimizer_patch)
+    return trainer
+
+
+# Left by the replica process when it ended the run itself (recorder.StepRecorder._finish).
+DONE_MARKER = "finished"
+
+
+def _check_test_loop(loaded: Any) -> None:
+    is_overridden = loaded.package.module("utilities.model_helpers").is_overridden
+    name = type(loaded.module).__name__
+    if not is_overridden("test_step", loaded.module):
+        raise VerifyError(f"--test: {name} defines no test_step()")
+    holders = [h for h in (loaded.datamodule, loaded.module) if h is not None]
+    if not any(is_overridden("test_dataloader", h) for h in holders):
+        raise VerifyError(f"--test: no test_dataloader() in {name} or its DataModule")
+
+
+def _early_roots(spec: RunSpec) -> list[str]:
+    """The user's code as far as it is known before importing the target: the working
+    directory (unless it is / or the home directory) and a target file's package."""
+    from tpulint.runtime.child.targets import module_name_for_file
+
+    roots = []
+    if spec.cwd and os.path.realpath(spec.cwd) not in (
+        "/",
+        os.path.realpath(os.path.expanduser("~")),
+    ):
+        roots.append(spec.cwd)
+    for ref in (spec.target, spec.datamodule):
+        if ref is not None and ref.kind == "file":
+            name, search_root = module_name_for_file(ref.location)
+            roots.append(
+                os.path.join(search_root, name.split(".")[0])
+                if "." in name
+                else os.path.dirname(ref.location)
+            )
+    return roots
 
 
 def run(spec: RunSpec, log: EventLog) -> int:
     from tpulint.runtime.child import targets
 
+    _check_emulation(spec)
+    # Before the user's code is imported and built: a DataLoader made in a module's __init__
+    # is recorded with its line, and a module that binds torch_xla's functions at import
+    # gets the recorded ones. The target's package joins the user's code once it is known.
+    code = CodeFilter(_early_roots(spec))
+    recorder = _install_recorders(spec, log, code)
     loaded = targets.load(spec)
+    code.add_roots(loaded.roots)
+    _install_package_hooks(recorder, loaded.package)
+    if spec.test:
+        _check_test_loop(loaded)
     log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
-    versions = _versions(spec)
-    recorder = _install_recorders(spec, log, loaded.roots)
-    trainer = _trainer(spec, recorder)
+    versions = _versions(spec, loaded.package)
+    trainer = _trainer(spec, recorder, loaded, log)
     log.write(
         "fit_start",
         versions=versions,
@@ -125,7 +245,12 @@ def run(spec: RunSpec, log: EventLog) -> int:
     )
     try:
         trainer.fit(loaded.module, datamodule=loaded.datamodule)
+        if spec.test:
+            log.write("test_start")
+            trainer.test(loaded.module, datamodule=loaded.datamodule, verbose=False)
     except BaseException as exc:
+        if (Path(spec.run_dir) / DONE_MARKER).exists():
+            return EXIT_FINISHED  # the replica process ended itself once all was recorded
         if spec.cores == 1:  # no launcher: the replica ran in this thread
             recorder.replica_failed(exc)
         log.write(
@@ -139,29 +264,16 @@ def run(spec: RunSpec, log: EventLog) -> int:
     return EXIT_FINISHED
 
 
-def _parent_death_signal() -> Callable[[], None]:
-    """A function that has the kernel SIGKILL the calling process when its parent dies
-    (Linux prctl PR_SET_PDEATHSIG), so no replica process outlives an interrupted or killed
-    verify. Resolved once here: the at-fork hook that calls it runs in a freshly forked copy of
-    a multi-threaded process, where loading a library could deadlock."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # not Linux: the parent's process-group kill remains
-        return lambda: None
-    pr_set_pdeathsig = 1
-    return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spec = RunSpec.load(Path(args[0]))
+    parent_fd = lifetime.parent_fd_from_environment()
+    if parent_fd is not None:
+        # First, while this process has one thread and no torch: the watcher is a fork of it.
+        lifetime.watch_parent(parent_fd)
     log = EventLog(spec.run_dir)
-    die_with_parent = _parent_death_signal()
-    die_with_parent()
-    # Lightning forks the replica process (and a multiprocessing manager) from here.
-    os.register_at_fork(after_in_child=die_with_parent)
+    # Before torch_xla is imported: it reads its debug settings once.
+    graphs.configure(spec.run_dir)
     # On a hang the parent sends SIGUSR1 before killing: every thread of every process of the
     # run (the forked replica process inherits the handler) dumps its stack to stderr, which
     # is how a hang gets a user file:line.

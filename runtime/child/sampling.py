@@ -5,7 +5,7 @@ MpDeviceLoader iterates it on a background thread, so the recording must find it
 the replica:
 
 * ParallelLoader is constructed in the replica's own thread: it tags the DataLoader with the
-  replica's rank.
+  replica's rank and the loop it serves (train, validate, test; cores.py).
 * DataLoader.__iter__ (on the loader thread) counts the epochs of that loader and leaves the
   (rank, epoch) in a thread-local for the sampler.
 * DistributedSampler.__iter__ materializes the whole epoch's index list: that list is the
@@ -64,32 +64,9 @@ class SamplerRecorder:
         self._lock = threading.Lock()
 
     def install(self) -> None:
-        from torch_xla.distributed import parallel_loader
-
-        self._wrap_parallel_loader(parallel_loader.ParallelLoader)
         self._wrap_dataloader_init()
         self._wrap_dataloader_iter()
         self._wrap_sampler()
-
-    # --- which replica a loader belongs to ------------------------------------------------
-
-    def _wrap_parallel_loader(self, cls: type) -> None:
-        original = cls.__init__
-        ledger = self.ledger
-
-        @functools.wraps(original)
-        def __init__(self: Any, loader: Any, devices: Any, *args: Any, **kwargs: Any) -> None:
-            rank = ledger.rank()
-            if rank is None:
-                import torch_xla.runtime as xr
-
-                rank = xr.global_ordinal()
-            # A loader that refuses new attributes stays untagged (its shard is not recorded).
-            with contextlib.suppress(AttributeError, ValueError):
-                loader._tpulint_rank = rank
-            original(self, loader, devices, *args, **kwargs)
-
-        cls.__init__ = __init__
 
     def _wrap_dataloader_init(self) -> None:
         original = DataLoader.__init__
@@ -101,7 +78,16 @@ class SamplerRecorder:
         @functools.wraps(original)
         def __init__(self: DataLoader, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
-            site = code.site_of(sys._getframe(1), fallback=False)
+            # Where the loader was built: outside the __init__ methods of a DataLoader
+            # subclass (`super().__init__(...)` in the user's class is not that line).
+            caller = sys._getframe(1)
+            while (
+                caller.f_back is not None
+                and caller.f_code.co_name == "__init__"
+                and caller.f_locals.get("self") is self
+            ):
+                caller = caller.f_back
+            site = code.site_of(caller, fallback=False)
             if site is not None:
                 recorder._local.loader_site = site.to_json()
             with contextlib.suppress(AttributeError, ValueError):
@@ -118,18 +104,19 @@ class SamplerRecorder:
             epoch = getattr(self, "_tpulint_epochs", 0)
             with contextlib.suppress(AttributeError, ValueError):
                 self._tpulint_epochs = epoch + 1
-            # Tagged by ParallelLoader; a loader iterated in the replica's own thread (one
-            # core, no MpDeviceLoader) belongs to that thread's core.
+            # Tagged by ParallelLoader (cores.py); a loader iterated in the replica's own
+            # thread (one core, no MpDeviceLoader) belongs to that thread's core.
             rank = getattr(self, "_tpulint_rank", None)
             if rank is None:
                 rank = recorder.ledger.rank()
-            recorder._local.context = (rank, epoch)
-            recorder._loader_epoch(self, rank, epoch)
+            stage = getattr(self, "_tpulint_stage", None) or recorder.ledger.stage()
+            recorder._local.context = (rank, epoch, stage)
+            recorder._loader_epoch(self, rank, epoch, stage)
             return original(self)
 
         DataLoader.__iter__ = __iter__
 
-    def _loader_epoch(self, loader: DataLoader, rank: int | None, epoch: int) -> None:
+    def _loader_epoch(self, loader: DataLoader, rank: int | None, epoch: int, stage: str) -> None:
         sampler = _sampler_of(loader)
         info: dict[str, Any] = {"class": _qualname(sampler) if sampler is not None else None}
         if isinstance(sampler, DistributedSampler):
@@ -150,6 +137,7 @@ class SamplerRecorder:
             "loader_epoch",
             rank=rank,
             epoch=epoch,
+            stage=stage,
             batches=_length(loader),
             batch_size=loader.batch_size,
             drop_last=loader.drop_last,
@@ -178,20 +166,31 @@ class SamplerRecorder:
         @functools.wraps(original_iter)
         def __iter__(self: DistributedSampler) -> Any:
             indices = list(original_iter(self))
-            rank, epoch = getattr(recorder._local, "context", (None, None))
-            recorder._plan(rank, epoch, indices, _length(self.dataset))
+            rank, epoch, stage = getattr(recorder._local, "context", (None, None, None))
+            recorder._plan(rank, epoch, stage, indices, _length(self.dataset))
             return iter(indices)
 
         DistributedSampler.__init__ = __init__
         DistributedSampler.__iter__ = __iter__
 
     def _plan(
-        self, rank: int | None, epoch: int | None, indices: list[int], total: int | None
+        self,
+        rank: int | None,
+        epoch: int | None,
+        stage: str | None,
+        indices: list[int],
+        total: int | None,
     ) -> None:
         # Index lists go to a binary side file: a large dataset would make JSON lines huge.
         name = f"plan-{os.getpid()}-{next(_ids)}.bin"
         with open(self.run_dir / name, "wb") as handle:
             array("q", indices).tofile(handle)
         self.ledger.events.write(
-            "sampler_plan", rank=rank, epoch=epoch, file=name, count=len(indices), total=total
+            "sampler_plan",
+            rank=rank,
+            epoch=epoch,
+            stage=stage,
+            file=name,
+            count=len(indices),
+            total=total,
         )

@@ -1,4 +1,6 @@
-"""Import the user's target in the child and turn it into a LightningModule (and DataModule).
+"""Import the user's target in the child and turn it into a LightningModule (and DataModule),
+built directly or by LightningCLI from the --config files (cli_config.py), with the Lightning
+package the module is written against (`lightning` or `pytorch_lightning`, flavour.py).
 
 Every way this can go wrong (no such module or file, no such name, not a LightningModule, an
 exception in the user's import or constructor, nothing to train on) is a VerifyError with one
@@ -22,9 +24,19 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tpulint.runtime.child.flavour import (
+    INSTALL,
+    LIGHTNING,
+    PYTORCH_LIGHTNING,
+    Flavour,
+    flavour,
+    package_of,
+)
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.spec import RunSpec, TargetRef
+
+MODULE, DATAMODULE = "LightningModule", "LightningDataModule"
 
 
 @dataclass
@@ -34,6 +46,13 @@ class LoadedTarget:
     files: list[str]  # source files the targets were loaded from
     roots: list[str]  # directories whose files count as the user's code
     description: dict[str, Any] = field(default_factory=dict)
+    package: Flavour | None = None  # the Lightning package the module is written against
+    # From --config: the `trainer:` arguments that differ from the defaults (objects built),
+    # the same as written, and fit() arguments verify does not pass on, with the reason.
+    trainer_args: dict[str, Any] = field(default_factory=dict)
+    shown_trainer_args: dict[str, Any] = field(default_factory=dict)
+    ignored_fit_args: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    optimizer_patch: dict[str, Any] | None = None  # see cli_config._optimizer_patch
 
 
 class SourceOverrides(importlib.abc.MetaPathFinder):
@@ -118,6 +137,7 @@ def import_target_module(ref: TargetRef) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
+        _missing_lightning(exc, where)
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise VerifyError(
                 f"cannot import {where}: no module named `{exc.name}`"
@@ -127,6 +147,21 @@ def import_target_module(ref: TargetRef) -> ModuleType:
         raise _user_error(f"importing {where} failed", exc, None, _candidate_files(ref)) from None
     except (Exception, SystemExit) as exc:
         raise _user_error(f"importing {where} failed", exc, None, _candidate_files(ref)) from None
+
+
+def _missing_lightning(exc: ModuleNotFoundError, where: str) -> None:
+    """A module written against a Lightning package that is not installed: say what to install."""
+    top = (exc.name or "").split(".")[0]
+    if top in (PYTORCH_LIGHTNING, LIGHTNING):
+        raise VerifyError(
+            f"{where} imports `{exc.name}`, which is not installed: {INSTALL[top]}"
+            + (
+                " (verify trains modules written against it with its own Trainer)"
+                if top == PYTORCH_LIGHTNING
+                else ""
+            ),
+            "".join(traceback.format_exception(exc)),
+        ) from None
 
 
 def _import_file_as(name: str, ref: TargetRef) -> ModuleType:
@@ -139,6 +174,8 @@ def _import_file_as(name: str, ref: TargetRef) -> ModuleType:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
         del sys.modules[name]
+        if isinstance(exc, ModuleNotFoundError):
+            _missing_lightning(exc, _display(ref.location))
         raise _user_error(
             f"importing {_display(ref.location)} failed", exc, None, [ref.location]
         ) from None
@@ -151,28 +188,35 @@ def _candidate_files(ref: TargetRef) -> list[str]:
     return [os.path.join(os.getcwd(), ref.location.split(".")[0])]
 
 
-def _classes_deriving(module: ModuleType, base: type) -> list[str]:
-    return sorted(
-        name
-        for name, value in vars(module).items()
-        if inspect.isclass(value)
-        and issubclass(value, base)
-        and value is not base
-        and value.__module__ == module.__name__
+def is_kind(value: Any, kind: str) -> bool:
+    """Whether a class derives from Lightning's `kind` class (LightningModule or
+    LightningDataModule) of either package, without importing either."""
+    if not inspect.isclass(value) or package_of(value) is None:
+        return False
+    return any(
+        base.__name__ == kind and package_of(base) is not None for base in inspect.getmro(value)
     )
 
 
-def resolve_attribute(module: ModuleType, ref: TargetRef, base: type) -> Any:
+def _classes_deriving(module: ModuleType, kind: str) -> list[str]:
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if is_kind(value, kind) and value.__module__ == module.__name__
+    )
+
+
+def resolve_attribute(module: ModuleType, ref: TargetRef, kind: str = MODULE) -> Any:
     value: Any = module
     for part in ref.attribute.split("."):
         try:
             value = getattr(value, part)
         except AttributeError:
-            candidates = _classes_deriving(module, base)
+            candidates = _classes_deriving(module, kind)
             close = difflib.get_close_matches(part, candidates or list(vars(module)), n=1)
             hint = f"; did you mean `{close[0]}`?" if close else ""
             if candidates and not close:
-                hint = f"; {base.__name__}s there: {', '.join(candidates)}"
+                hint = f"; {kind}s there: {', '.join(candidates)}"
             raise VerifyError(f"{_module_where(module, ref)} has no `{part}`{hint}") from None
     return value
 
@@ -183,47 +227,47 @@ def _module_where(module: ModuleType, ref: TargetRef) -> str:
     return f"module `{module.__name__}`"
 
 
-def _foreign_lightning(cls: type) -> bool:
-    """A class built on the standalone `pytorch_lightning` package, whose classes the
-    `lightning` Trainer does not accept."""
-    return any(base.__module__.startswith("pytorch_lightning") for base in inspect.getmro(cls)[1:])
+def check_class(value: Any, ref: TargetRef, kind: str) -> None:
+    """A class given as a target must derive from Lightning's `kind` class."""
+    if inspect.isclass(value) and not is_kind(value, kind):
+        bases = ", ".join(b.__name__ for b in value.__mro__[1:-1]) or "object"
+        raise VerifyError(f"`{ref.raw}` is not a {kind} (its bases: {bases})")
 
 
 def instantiate(
-    value: Any, ref: TargetRef, base: type, init_args: dict[str, Any], code: CodeFilter
+    value: Any, ref: TargetRef, kind: str, init_args: dict[str, Any], code: CodeFilter
 ) -> Any:
-    """A class deriving from `base` is called with `init_args`; an instance is used as is; any
-    other callable is a factory (called with `init_args`) that must return an instance."""
-    kind = base.__name__
+    """A class deriving from Lightning's `kind` class is called with `init_args`; an instance
+    is used as is; any other callable is a factory (called with `init_args`) that must return
+    an instance."""
+    option = "--init-args" if kind == MODULE else "--datamodule-args"
     if inspect.isclass(value):
-        if not issubclass(value, base):
-            if _foreign_lightning(value):
-                raise VerifyError(
-                    f"`{ref.raw}` derives from pytorch_lightning's {kind}; verify trains with the"
-                    " `lightning` package (`import lightning.pytorch as pl`)"
-                )
-            bases = ", ".join(b.__name__ for b in value.__mro__[1:-1]) or "object"
-            raise VerifyError(f"`{ref.raw}` is not a {kind} (its bases: {bases})")
-        return _call(value, ref, init_args, code, f"constructing {value.__name__}")
-    if isinstance(value, base):
+        check_class(value, ref, kind)
+        return _call(value, ref, init_args, code, f"constructing {value.__name__}", option)
+    if package_of(value) is not None and is_kind(type(value), kind):
         if init_args:
-            raise VerifyError(f"`{ref.raw}` is already an instance; --init-args cannot apply to it")
+            raise VerifyError(f"`{ref.raw}` is already an instance; {option} cannot apply to it")
         return value
     if callable(value) and not isinstance(value, type):
-        result = _call(value, ref, init_args, code, f"calling {ref.attribute}()")
-        if not isinstance(result, base):
+        result = _call(value, ref, init_args, code, f"calling {ref.attribute}()", option)
+        if not is_kind(type(result), kind):
             raise VerifyError(f"`{ref.raw}` returned a {type(result).__name__}, not a {kind}")
         return result
     raise VerifyError(f"`{ref.raw}` is a {type(value).__name__}, not a {kind} class or a factory")
 
 
 def _call(
-    factory: Any, ref: TargetRef, init_args: dict[str, Any], code: CodeFilter, what: str
+    factory: Any,
+    ref: TargetRef,
+    init_args: dict[str, Any],
+    code: CodeFilter,
+    what: str,
+    option: str = "--init-args",
 ) -> Any:
     try:
         return factory(**init_args)
     except (Exception, SystemExit) as exc:
-        shown = f" with --init-args {init_args}" if init_args else ""
+        shown = f" with {option} {init_args}" if init_args else ""
         raise _user_error(f"{what}{shown} failed", exc, code) from None
 
 
@@ -240,11 +284,65 @@ def _roots_for(module: ModuleType) -> tuple[str | None, list[str]]:
     return path, [root]
 
 
+def _packages_of(values: list[tuple[Any, str]], spec: RunSpec) -> dict[str, str]:
+    """Which Lightning package each of the target's classes derives from, before anything is
+    built (a factory: the class its return annotation names); with --config and no TARGET, the
+    package of the config's class_path."""
+    found: dict[str, str] = {}
+    for value, what in values:
+        if value is None:
+            continue
+        candidate = value
+        if not inspect.isclass(value) and package_of(value) is None and callable(value):
+            try:
+                annotation = inspect.signature(value).return_annotation
+            except (TypeError, ValueError):
+                annotation = None
+            candidate = annotation if inspect.isclass(annotation) else None
+        package = package_of(candidate) if candidate is not None else None
+        if package:
+            found[what] = package
+    if not found and spec.configs:
+        from tpulint.runtime.child.cli_config import class_path_of
+
+        for key, what in (("model", "the model"), ("data", "the DataModule")):
+            path = class_path_of(spec.configs, key)
+            cls = _import_class(path) if path else None
+            package = package_of(cls) if cls is not None else None
+            if package:
+                found[what] = package
+    return found
+
+
+def _one_package(found: dict[str, str]) -> str | None:
+    if len(set(found.values())) > 1:
+        parts = " and ".join(f"{what} on `{package}`" for what, package in found.items())
+        raise VerifyError(
+            f"{parts}: one Trainer cannot train both; write them against the same Lightning package"
+        )
+    return next(iter(found.values()), None)
+
+
+def _import_class(path: str) -> Any:
+    """`pkg.module.Class` imported, or None (LightningCLI then reports the problem)."""
+    module_name, _, name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), name, None)
+    except Exception:
+        return None
+
+
+def _installed(path: str) -> bool:
+    real = os.path.realpath(path)
+    return any(os.sep + marker + os.sep in real for marker in ("site-packages", "dist-packages"))
+
+
+def _class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
 def load(spec: RunSpec) -> LoadedTarget:
     """Import and build the spec's LightningModule (and DataModule), or raise VerifyError."""
-    from lightning.pytorch import LightningDataModule, LightningModule
-    from lightning.pytorch.utilities.model_helpers import is_overridden
-
     if spec.overrides:
         sys.meta_path.insert(0, SourceOverrides(spec.overrides))
     if spec.cwd and spec.cwd not in sys.path:
@@ -258,41 +356,126 @@ def load(spec: RunSpec) -> LoadedTarget:
     ):
         roots.append(spec.cwd)
 
-    def build(ref: TargetRef, base: type, init_args: dict[str, Any]) -> Any:
+    def resolve(ref: TargetRef | None, kind: str) -> Any:
+        if ref is None:
+            return None
         module = import_target_module(ref)
         path, extra = _roots_for(module)
         if path:
             files.append(path)
         roots.extend(extra)
-        value = resolve_attribute(module, ref, base)
-        return instantiate(value, ref, base, init_args, CodeFilter(roots))
+        return resolve_attribute(module, ref, kind)
 
-    model = build(spec.target, LightningModule, spec.init_args)
-    datamodule = build(spec.datamodule, LightningDataModule, {}) if spec.datamodule else None
+    model_value = resolve(spec.target, MODULE)
+    datamodule_value = resolve(spec.datamodule, DATAMODULE)
+    found = _packages_of([(model_value, "the model"), (datamodule_value, "the DataModule")], spec)
+    loaded = LoadedTarget(None, None, files, roots)
+    built_args: dict[str, Any] = {}
+    if spec.configs:  # LightningCLI of the package is needed before anything is built
+        loaded.package = flavour(_one_package(found))
+        built_args = _build_from_config(spec, loaded, model_value, datamodule_value)
+    else:
+        code = CodeFilter(roots)
+        loaded.module = instantiate(model_value, spec.target, MODULE, spec.init_args, code)  # type: ignore[arg-type]
+        if datamodule_value is not None:
+            loaded.datamodule = instantiate(
+                datamodule_value,
+                spec.datamodule,
+                DATAMODULE,
+                spec.datamodule_args,
+                code,  # type: ignore[arg-type]
+            )
+    model, datamodule = loaded.module, loaded.datamodule
+    # What was built decides (a factory's result is known only now).
+    found = {
+        what: package
+        for what, built in (("the model", model), ("the DataModule", datamodule))
+        if built is not None and (package := package_of(built))
+    }
+    package = flavour(_one_package(found))
+    loaded.package = package
+    for built in (model, datamodule):
+        # A class LightningCLI built from a class_path is the user's code too, unless it is
+        # an installed library's (e.g. Lightning's demo models).
+        source = sys.modules.get(type(built).__module__) if built is not None else None
+        if source is not None:
+            path, extra = _roots_for(source)
+            if path and path not in files and not _installed(path):
+                files.append(path)
+                roots.extend(extra)
+    _check_trainable(spec, model, datamodule)
+    loaded.roots = sorted(set(roots))
+    loaded.description = {
+        "class": _class_name(model),
+        "datamodule": _class_name(datamodule) if datamodule is not None else None,
+        "files": files,
+        "package": package.distribution,
+    }
+    loaded.description.update(built_args)
+    return loaded
 
+
+def _build_from_config(
+    spec: RunSpec, loaded: LoadedTarget, model_value: Any, datamodule_value: Any
+) -> dict[str, Any]:
+    """Build through LightningCLI; returns the resolved init args for the report."""
+    from tpulint.runtime.child.cli_config import build_from_config
+
+    for value, ref, kind in (
+        (model_value, spec.target, MODULE),
+        (datamodule_value, spec.datamodule, DATAMODULE),
+    ):
+        if value is None or ref is None:
+            continue
+        check_class(value, ref, kind)
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            raise VerifyError(
+                f"`{ref.raw}` is a {type(value).__name__}: with --config, name the class"
+                " LightningCLI builds from the config"
+            )
+    built = build_from_config(
+        spec.configs,
+        loaded.package,  # type: ignore[arg-type]
+        model_value,
+        datamodule_value,
+        spec.init_args,
+        spec.datamodule_args,
+        CodeFilter(loaded.roots),
+        _user_error,
+    )
+    loaded.module, loaded.datamodule = built.model, built.datamodule
+    loaded.trainer_args = built.trainer_args
+    loaded.shown_trainer_args = built.shown_trainer_args
+    loaded.ignored_fit_args = built.ignored_fit_args
+    loaded.optimizer_patch = built.optimizer_patch
+    return {
+        "init_args": built.model_args,
+        "datamodule_args": built.datamodule_args or {},
+    }
+
+
+def _check_trainable(spec: RunSpec, model: Any, datamodule: Any | None) -> None:
+    from tpulint.runtime.child.flavour import FLAVOURS
+
+    package = FLAVOURS[package_of(model) or LIGHTNING]
+    is_overridden = package.module("utilities.model_helpers").is_overridden
+    shown = spec.target.raw if spec.target else f"`{_class_name(model)}` (from --config)"
+    if spec.target:
+        shown = f"`{shown}`"
     name = type(model).__name__
     if not is_overridden("training_step", model):
-        raise VerifyError(
-            f"`{spec.target.raw}`: {name} defines no training_step(); nothing to verify"
-        )
+        raise VerifyError(f"{shown}: {name} defines no training_step(); nothing to verify")
     if not is_overridden("configure_optimizers", model):
-        raise VerifyError(f"`{spec.target.raw}`: {name} defines no configure_optimizers()")
+        raise VerifyError(f"{shown}: {name} defines no configure_optimizers()")
     if datamodule is not None:
         if not is_overridden("train_dataloader", datamodule):
+            where = f"`{spec.datamodule.raw}`" if spec.datamodule else _class_name(datamodule)
             raise VerifyError(
-                f"no train dataloader: the DataModule `{spec.datamodule.raw}`"  # type: ignore[union-attr]
-                " defines no train_dataloader()"
+                f"no train dataloader: the DataModule {where} defines no train_dataloader()"
             )
     elif not is_overridden("train_dataloader", model):
         raise VerifyError(
             f"no train dataloader: {name} defines no train_dataloader();"
             " pass the DataModule that provides it with --datamodule module:Class"
+            + (" or `data:` in the config" if spec.configs else "")
         )
-    description = {
-        "class": f"{type(model).__module__}.{type(model).__qualname__}",
-        "datamodule": (
-            f"{type(datamodule).__module__}.{type(datamodule).__qualname__}" if datamodule else None
-        ),
-        "files": files,
-    }
-    return LoadedTarget(model, datamodule, files, sorted(set(roots)), description)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 from tpulint.runtime.child.ledger import Ledger
+from tpulint.runtime.frames import reader_of
 
 Tensor = torch.Tensor
 
@@ -120,6 +121,8 @@ class OpTracer(TorchFunctionMode):
                 args, kwargs
             ):
                 kind = "repeat_interleave"
+            elif self.ledger.fallback_counters:
+                return self._maybe_fallback(func, args, kwargs)
             else:
                 return func(*args, **kwargs)
         if not args or not _is_xla(args[0]):
@@ -132,7 +135,10 @@ class OpTracer(TorchFunctionMode):
                 # Compiles during the read are the graph that produces the value (an implicit
                 # sync); the process counter can also catch another replica's compile, which
                 # at worst moves a compile between two replicas reading at the same line.
-                self.ledger.transfer(op, site, self.uncached_compiles() - before)
+                reader = reader_of(sys._getframe(1), self.ledger.code)
+                if reader is not None and (reader.path, reader.line) == (site.path, site.line):
+                    reader = None
+                self.ledger.transfer(op, site, self.uncached_compiles() - before, reader)
             return result
         result = func(*args, **kwargs)
         if site is not None:
@@ -140,6 +146,32 @@ class OpTracer(TorchFunctionMode):
                 kind, site, None if kind == "boolean_mask_assign" else _shape(result)
             )
         return result
+
+    def _maybe_fallback(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Ops torch_xla has already run on the host in this run (learned from its `aten::*`
+        counters) are watched: a call that bumps the op's counter fell back to the CPU here."""
+        name = getattr(func, "__name__", "")
+        counters = self.ledger.fallback_counters.get(name.lstrip("_")) if name else None
+        if not counters:
+            return func(*args, **kwargs)
+        import torch_xla
+
+        value = torch_xla._XLAC._xla_counter_value
+        before = {c: value(c) or 0 for c in counters}
+        result = func(*args, **kwargs)
+        ran = [c for c in counters if (value(c) or 0) > before[c]]
+        if ran:
+            site = self.ledger.code.site_of(sys._getframe(2))
+            if site is not None:
+                for counter in ran:
+                    self.ledger.fallback(counter, site)
+        return result
+
+
+def fallback_name(counter: str) -> str:
+    """`aten::median.dim_values` -> `median`, `aten::_unique2` -> `unique2`: the name the
+    Python function of an aten op usually has (torch.median, Tensor.median)."""
+    return counter.removeprefix("aten::").split(".")[0].lstrip("_")
 
 
 def _tensor_repeats(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -188,7 +220,10 @@ def record_collectives(ledger: Ledger) -> None:
         def make(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(original)
             def recorded(*args: Any, **kwargs: Any) -> Any:
-                site = ledger.code.site_of(sys._getframe(1))
+                # The user's line, else the library function that is not mere plumbing
+                # (Lightning's gradient all-reduce rather than torch_xla's helper).
+                caller = sys._getframe(1)
+                site = ledger.code.site_of(caller, fallback=False) or reader_of(caller, ledger.code)
                 ledger.collective(name, site, _tensor_shapes((args, tuple(kwargs.values()))))
                 return original(*args, **kwargs)
 

@@ -1,8 +1,9 @@
 """From a finished (or aborted) run to a VerifyReport: rows, the four checks, the verdict.
 
-error  verify could not run the module: a bad target, an exception in the user's code, a
-       crash that is not a verdict about the module (exit 2)
-fail   a check failed, or the replicas diverged or hung (exit 1)
+error  verify could not run the module: a bad target, a crash that is not a verdict about
+       the module, an internal error (exit 2)
+fail   a check failed; the replicas diverged or hung; the training raised (the user's code,
+       or Lightning or torch_xla because of it: it would raise on a TPU too) (exit 1)
 pass   otherwise, warnings included (exit 0)
 """
 
@@ -10,26 +11,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tpulint.runtime.environment import Backend
 from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.judge.attribution import RuleIndex
-from tpulint.runtime.judge.check_batches import check_batches
-from tpulint.runtime.judge.check_compiles import check_compiles
+from tpulint.runtime.judge.check_batches import check_batches, loader_site
+from tpulint.runtime.judge.check_compiles import check_compiles, window_rows
+from tpulint.runtime.judge.check_eval import check_eval
+from tpulint.runtime.judge.check_fallbacks import check_fallbacks
 from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
-from tpulint.runtime.judge.context import Context
-from tpulint.runtime.judge.report import ERROR, FAIL, PASS, VerifyReport
-from tpulint.runtime.judge.steps import build_rows
+from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.graphs import follow_graphs
+from tpulint.runtime.judge.report import ERROR, FAIL, PASS, Cause, StepRow, VerifyReport
+from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
+from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, MIN_STEADY_STEPS
 
 CHECK_LABELS = {
     "sharding": "sharding",
     "compile_stability": "compile stability",
     "transfers": "transfers",
+    "cpu_fallbacks": "cpu fallbacks",
     "batch_geometry": "batch geometry",
+    "validation": "validation",
+    "test": "test",
 }
 
 
@@ -46,7 +55,7 @@ class Settings:
 
 def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> VerifyReport:
     return VerifyReport(
-        target=spec.target.raw,
+        target=spec.target.raw if spec.target else None,
         verdict=ERROR,
         summary="",
         datamodule=spec.datamodule.raw if spec.datamodule else None,
@@ -109,47 +118,153 @@ def analyze(
         user_code=CodeFilter(target.get("roots", [])),
         aliases=settings.aliases,
     )
-    rows = build_rows(outcome.events, settings.warmup)
+    all_rows = build_all_rows(outcome.events, settings.warmup)
+    rows = all_rows["train"]
+    graphs = follow_graphs(outcome.events, all_rows)
     report.steps = rows
+    report.validation = all_rows.get("validate", [])
+    report.test = all_rows.get("test", [])
+    report.graphs = [g.to_json() for g in graphs]
     report.setup = start.get("counters", {})
     report.run["steps"] = len(rows)
+    report.run["epochs"] = len({r.epoch for r in rows})
+    extended = outcome.all("extend")
+    if extended:
+        report.run["extended_by"] = len(extended)
+        report.run["extended_because"] = extended[-1].get("reason")
 
     from_run = run_causes(ctx, outcome, rows)
     compiles, compile_causes = check_compiles(
-        ctx, rows, outcome.events, [c for c in from_run if c.check == "compile_stability"]
+        ctx,
+        rows,
+        outcome.events,
+        [c for c in from_run if c.check == "compile_stability"],
+        graphs,
     )
     sharding, sharding_causes, shards = check_sharding(
         ctx, rows, outcome.events, Path(spec.run_dir)
     )
     transfers, transfer_causes = check_transfers(ctx, rows, outcome.events)
+    fallbacks, fallback_causes = check_fallbacks(
+        ctx, rows, outcome.events, window_rows(rows, settings.warmup)
+    )
     batches, batch_causes = check_batches(ctx, rows, outcome.events)
-    report.checks = {c.name: c for c in (sharding, compiles, transfers, batches)}
+    report.checks = {c.name: c for c in (sharding, compiles, transfers, fallbacks, batches)}
     report.shards = shards
     report.causes = (
         [c for c in from_run if c.check == "run"]
         + sharding_causes
         + compile_causes
+        + fallback_causes
         + transfer_causes
         + batch_causes
     )
+    for stage in ("validate", "test"):
+        judged = check_eval(
+            ctx, stage, all_rows.get(stage, []), outcome.events, graphs, Path(spec.run_dir)
+        )
+        if judged is not None:
+            check, causes, eval_shards = judged
+            report.checks[check.name] = check
+            report.causes += causes
+            report.eval_shards[check.name] = eval_shards
 
     if outcome.status == "raised":
-        cause = report.causes[0]
-        where = f" ({cause.location})" if cause.location else ""
         replica = root_errors(outcome.events)[0]
-        return error_report(report, f"{cause.message}{where}", replica.get("traceback"))
+        if replica.get("internal"):  # a bug in tpulint's recorders, not a verdict
+            return error_report(
+                report,
+                f"internal error while recording the run ({replica['type']}:"
+                f" {replica['message']}); please report it with the output of -v",
+                replica.get("traceback"),
+            )
+        report.error_detail = replica.get("traceback")
+    if outcome.status != "finished":
+        _not_judged(report, outcome, rows)
+    elif not rows:
+        report.causes.insert(0, _no_training(ctx, outcome.events, cores))
+        _not_judged(report, outcome, rows)
     failing = [c for c in report.checks.values() if c.status == "fail"]
-    if failing or outcome.status in ("diverged", "hung"):
+    run_cause = next((c for c in report.causes if c.check == "run"), None)
+    if failing or outcome.status in ("diverged", "hung", "raised") or not rows:
         report.verdict = FAIL
         parts = [f"{CHECK_LABELS[c.name]}: {c.summary}" for c in failing]
-        if outcome.status == "hung":
-            parts.insert(0, f"hung: {report.causes[0].message}")
+        if run_cause is not None and (outcome.status in ("hung", "raised") or not rows):
+            where = f" ({run_cause.location})" if run_cause.location else ""
+            label = {"hung": "hung: ", "raised": ""}.get(outcome.status, "")
+            parts.insert(0, f"{label}{run_cause.message.split('; ')[0]}{where}")
         report.summary = "fail: " + "; ".join(parts)
+    elif compiles.details.get("window") is None:
+        # Trained, but too little to judge even after extending: no verdict without evidence.
+        return error_report(report, _too_short(ctx, rows, outcome), None)
     else:
         report.verdict = PASS
         warned = [CHECK_LABELS[c.name] for c in report.checks.values() if c.status == "warn"]
         report.summary = "pass" + (f" with warnings ({', '.join(warned)})" if warned else "")
     return report
+
+
+def _no_training(ctx: Context, events: list[dict[str, Any]], cores: int) -> Cause:
+    """Training finished without a single step: on the TPU it would train nothing."""
+    loader = next(
+        (e for e in events if e["kind"] == "loader_epoch" and e.get("stage", "train") == "train"),
+        None,
+    )
+    plan = next(
+        (e for e in events if e["kind"] == "sampler_plan" and e.get("stage", "train") == "train"),
+        None,
+    )
+    why = "no core's training loader yielded a batch"
+    if loader and plan and loader.get("batch_size"):
+        why = (
+            f"each core's share of the training set ({plan['count']} of"
+            f" {plan.get('total') or '?'} samples over {cores} cores) is smaller than one batch"
+            f" ({loader['batch_size']})"
+            + (", and drop_last=True drops it" if loader.get("drop_last") else "")
+        )
+    return ctx.cause(
+        "run",
+        "no_training",
+        "fail",
+        f"no training step ran: {why}; on {cores} TPU cores this trains nothing. Use more data,"
+        " a smaller per-core batch size, or fewer cores",
+        loader_site(events),
+        codes=("TPU303",) if loader and loader.get("drop_last") else (),
+    )
+
+
+def _too_short(ctx: Context, rows: list[StepRow], outcome: RunOutcome) -> str:
+    epochs = len({r.epoch for r in rows})
+    after = sum(1 for r in rows if r.step >= ctx.warmup)
+    per_epoch = max(sum(1 for r in rows if r.epoch == e) for e in {r.epoch for r in rows})
+    refused = outcome.first("extension_refused") or {}
+    budget = (
+        " (half of --timeout had passed, so no epoch was added)"
+        if refused.get("because") == "time"
+        else f" (with the {MAX_EXTRA_EPOCHS} epochs verify may add)"
+    )
+    return (
+        f"compile stability cannot be judged: {plural(after, 'training step')} after the"
+        f" {plural(ctx.warmup, 'warm-up step')} in {plural(epochs, 'epoch')}{budget}, fewer"
+        f" than the {MIN_STEADY_STEPS} a steady window needs"
+        f" ({plural(per_epoch, 'batch', 'batches')} per core per epoch); give each core more"
+        " batches (more data or a smaller batch size), or pass --epochs or a lower --warmup"
+    )
+
+
+def _not_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) -> None:
+    """A run that stopped early proves nothing that needs the whole run: its checks keep the
+    failures and warnings found before it stopped, and none of them reads "pass"."""
+    reason = {
+        "raised": "training raised",
+        "hung": "the cores stopped making progress",
+        "diverged": "XLA aborted the run",
+    }.get(outcome.status, "no training step ran")
+    where = f"after {len(rows)} training step{'s' if len(rows) != 1 else ''}" if rows else ""
+    for check in report.checks.values():
+        if check.status == "pass":
+            check.status = "skipped"
+            check.summary = f"not judged: {reason} {where}".rstrip()
 
 
 def _tail(log: str, lines: int = 40) -> str:

@@ -15,16 +15,23 @@ from tpulint.runtime.judge.context import Context, status_of
 from tpulint.runtime.judge.report import Cause, Check, StepRow
 
 
-def loader_site(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Where the user built the training DataLoader (None when no user frame built it)."""
+def loader_site(events: list[dict[str, Any]], stage: str = "train") -> dict[str, Any] | None:
+    """Where the user built the DataLoader of `stage` (None when no user frame built it)."""
     for event in events:
-        if event["kind"] == "loader_epoch" and event.get("built_at"):
+        if (
+            event["kind"] == "loader_epoch"
+            and event.get("built_at")
+            and event.get("stage", "train") == stage
+        ):
             return event["built_at"]
     return None
 
 
 def _loader(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next((e for e in events if e["kind"] == "loader_epoch"), None)
+    return next(
+        (e for e in events if e["kind"] == "loader_epoch" and e.get("stage", "train") == "train"),
+        None,
+    )
 
 
 def _shape_text(shape: list[int]) -> str:
@@ -58,7 +65,8 @@ def check_batches(
                 "warn",
                 f"the per-core batch of {full} is not a multiple of {multiple}: the TPU pads it to"
                 f" {padded}, so {waste:.0%} of every step computes padding; use a per-core batch"
-                f" size of {padded} (or {padded - multiple if padded > multiple else multiple})",
+                f" size of {padded}"
+                + (f" (or {padded - multiple})" if padded - multiple > 0 else ""),
                 site,
                 codes=("TPU302",),
                 count=full,
@@ -115,7 +123,10 @@ def _predicted_ragged(events: list[dict[str, Any]], rows: list[StepRow]) -> int 
     loader = _loader(events)
     if not loader or loader.get("drop_last") or not loader.get("batch_size"):
         return None
-    plan = next((e for e in events if e["kind"] == "sampler_plan"), None)
+    plan = next(
+        (e for e in events if e["kind"] == "sampler_plan" and e.get("stage", "train") == "train"),
+        None,
+    )
     if plan is None:
         return None
     remainder = plan["count"] % loader["batch_size"]

@@ -14,10 +14,12 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from tpulint.runtime.frames import is_plumbing
+from tpulint.runtime.judge.check_batches import loader_site
 from tpulint.runtime.judge.check_compiles import shape_op_sites
 from tpulint.runtime.judge.context import Context, plural
 from tpulint.runtime.judge.report import Cause, StepRow
-from tpulint.runtime.runner import RunOutcome, root_errors
+from tpulint.runtime.runner import RunOutcome, out_of_data, root_errors
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
@@ -50,16 +52,18 @@ def _diverged(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     if len(groups) > 1:
         names = {key[0] for key in groups}
         sample = next(iter(last.values()))
+        where = {key: _at(ctx, last[ranks[0]].get("site")) for key, ranks in groups.items()}
         if len(names) == 1:
             shapes = "; ".join(
-                f"{key[3]} on cores {', '.join(map(str, ranks))}" for key, ranks in groups.items()
+                f"{key[3]} on cores {', '.join(map(str, ranks))}{where[key]}"
+                for key, ranks in groups.items()
             )
             what = f"entered `{sample['name']}` with different shapes ({shapes})"
         else:
             what = (
                 "entered different collectives ("
                 + "; ".join(
-                    f"`{key[0]}` on cores {', '.join(map(str, ranks))}"
+                    f"`{key[0]}` on cores {', '.join(map(str, ranks))}{where[key]}"
                     for key, ranks in groups.items()
                 )
                 + ")"
@@ -98,6 +102,11 @@ def _diverged(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     )
 
 
+def _at(ctx: Context, site: dict[str, Any] | None) -> str:
+    location = ctx.location(site)
+    return f" at {location}" if location else ""
+
+
 def _user_site_of(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((e["site"] for e in events if e["site"].get("user")), None)
 
@@ -106,6 +115,9 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     """Where the cores stopped. Two sources of stacks: the snapshot a core takes of the other
     replica threads when it gives up waiting at a barrier (in-process, knows which thread is
     which core), and the dump every thread writes on the watchdog's SIGUSR1."""
+    starved = out_of_data(outcome.events)
+    if starved is not None:
+        return _out_of_data(ctx, outcome, starved)
     step = _step_in_progress(rows)
     waiting = [e for e in outcome.all("replica_error") if e.get("out_of_step")]
     waited = sorted({e["rank"] for e in waiting if e.get("rank") is not None})
@@ -130,9 +142,18 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
             f" {' / '.join(places) or 'a barrier'}"
         )
     elif dumped:
-        count = dumped[0][1]
-        verb = "was" if count == 1 else "were"
-        parts.append(f"{plural(count, 'thread')} {verb} blocked at this line")
+        by_core = _cores_in_stacks(ctx, outcome)
+        if by_core:
+            parts.append(
+                "; ".join(
+                    f"{_cores(ranks)} {'was' if len(ranks) == 1 else 'were'} at {where}"
+                    for where, ranks in by_core.items()
+                )
+            )
+        else:
+            count = dumped[0][1]
+            verb = "was" if count == 1 else "were"
+            parts.append(f"{plural(count, 'thread')} {verb} blocked at this line")
     parts.append(outcome.detail)
     if site is None:
         parts.append(
@@ -144,8 +165,78 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
     )
 
 
+_STAGE_WORDS = {
+    "train": ("epoch", "gradient all-reduce of that step"),
+    "validate": (
+        "validation run",
+        "next collective (a sync_dist log, the end-of-validation barrier)",
+    ),
+    "test": ("test run", "next collective (a sync_dist log, the end-of-test barrier)"),
+}
+
+
+def _out_of_data(ctx: Context, outcome: RunOutcome, event: dict[str, Any]) -> Cause:
+    """A core's loader ended while another core got one more batch (cores.py): what hangs a
+    TPU job, caught at the fetch that shows it, before the cores enter the collective."""
+    data = event["out_of_data"]
+    stage = data.get("stage", "train")
+    short = {int(k): v for k, v in data.get("short", {}).items()}
+    longer = {int(k): v for k, v in data.get("longer", {}).items()}
+    run, collective = _STAGE_WORDS.get(stage, (f"{stage} run", "next collective"))
+    counts = sorted(set(short.values()))
+    more = max(longer.values()) if longer else (max(counts) + 1 if counts else 1)
+    loader = loader_site(outcome.events, stage)
+    message = (
+        f"a core ran out of data: in {run} {data.get('epoch', 0)}, {_cores(sorted(short))}"
+        f" had no batch after {'/'.join(map(str, counts))} while {_cores(sorted(longer))}"
+        f" got batch {more}; on a TPU, {_cores(sorted(longer))} wait in the {collective}"
+        f" for {_cores(sorted(short))}, which left the {run}, and the job hangs. Every core"
+        " needs the same number of batches: let Lightning shard a map-style dataset"
+        " (its DistributedSampler evens the shards out), or make an IterableDataset yield"
+        " the same number of samples on every rank (drop the remainder)"
+    )
+    return ctx.cause(
+        "run",
+        "out_of_data",
+        "fail",
+        message,
+        loader,
+        explain=False,
+        cores=sorted(set(short) | set(longer)),
+    )
+
+
 def _cores(ranks: list[int]) -> str:
     return ("core " if len(ranks) == 1 else "cores ") + ", ".join(map(str, ranks))
+
+
+def _cores_in_stacks(ctx: Context, outcome: RunOutcome) -> dict[str, list[int]]:
+    """Where each core's replica thread was in the stacks dumped on the watchdog's SIGUSR1:
+    its innermost user frame, else its innermost library frame that is not plumbing (the
+    collective or the barrier it waits in). Cores grouped by place."""
+    cores = {e["ident"]: e["rank"] for e in outcome.all("replica_thread")}
+    places: dict[str, list[int]] = defaultdict(list)
+    ident: int | None = None
+    frames: list[tuple[str, int, str]] = []
+
+    def flush() -> None:
+        if ident in cores and frames:
+            user = next((f for f in frames if ctx.user_code and ctx.user_code.is_user(f[0])), None)
+            lib = next((f for f in frames if not is_plumbing(f[0])), frames[0])
+            path, line, function = user or lib
+            where = ctx.location({"path": path, "line": line, "function": function})
+            places[f"{where} ({function})"].append(cores[ident])
+
+    for line in [*outcome.log.splitlines(), ""]:
+        header = re.match(r"^(?:Current thread|Thread) (0x[0-9a-f]+)", line)
+        if header or not line.strip():
+            flush()
+            ident, frames = (int(header.group(1), 16), []) if header else (None, [])
+            continue
+        match = _FRAME.match(line)
+        if match and ident is not None:
+            frames.append((match["path"], int(match["line"]), match["function"]))
+    return {where: sorted(ranks) for where, ranks in sorted(places.items(), key=lambda kv: kv[1])}
 
 
 def _user_frames_in_stacks(ctx: Context, log: str) -> list[tuple[dict[str, Any], int]]:
@@ -170,16 +261,34 @@ def _user_frames_in_stacks(ctx: Context, log: str) -> list[tuple[dict[str, Any],
     return [({"path": p, "line": ln, "function": f, "user": True}, n) for (p, ln, f), n in ranked]
 
 
+def brief(text: str, limit: int = 240) -> str:
+    """An exception message cut to its first sentences, for one line of a report."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(". ", 0, limit)
+    return text[: cut + 1] if cut > limit // 3 else text[: limit - 3].rstrip() + "..."
+
+
+_RAISED_WHERE = {
+    "loader": "Lightning raised it about the DataLoader built at this line",
+    "hook": "Lightning raised it about this hook",
+}
+
+
 def _raised(ctx: Context, outcome: RunOutcome) -> Cause:
+    """The exception is a failure, not a could-not-run: it raises on a TPU too."""
     error = root_errors(outcome.events)[0]
-    text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
+    message = brief(error["message"]) if error["message"] else ""
+    text = f"{error['type']}: {message}" if message else error["type"]
     rank = error.get("rank")
     on = f" on core {rank}" if rank is not None else ""
+    where = _RAISED_WHERE.get(error.get("site_reason") or "")
     return ctx.cause(
         "run",
         "exception",
         "fail",
-        f"training raised {text}{on}",
+        f"training raised {text}{on}" + (f" ({where})" if where else ""),
         error.get("site"),
         cores=[rank] if rank is not None else [],
     )

@@ -33,20 +33,34 @@ def _short(qualname: str | None) -> str | None:
     return qualname.rsplit(".", 1)[-1] if qualname else None
 
 
+def _of_stage(event: dict[str, Any], stage: str) -> bool:
+    return event.get("stage", "train") == stage
+
+
 def check_sharding(
-    ctx: Context, rows: list[StepRow], events: list[dict[str, Any]], run_dir: Path
+    ctx: Context,
+    rows: list[StepRow],
+    events: list[dict[str, Any]],
+    run_dir: Path,
+    stage: str = "train",
 ) -> tuple[Check, list[Cause], list[ShardEpoch]]:
-    loaders = {(e["rank"], e["epoch"]): e for e in events if e["kind"] == "loader_epoch"}
+    """The shards of the `stage` loader ("train", or "validate"/"test", whose epochs are that
+    loop's runs) in each of its epochs."""
+    loaders = {
+        (e["rank"], e["epoch"]): e
+        for e in events
+        if e["kind"] == "loader_epoch" and _of_stage(e, stage)
+    }
     plans = {
         (e["rank"], e["epoch"]): (_read_plan(run_dir, e["file"]), e["total"])
         for e in events
-        if e["kind"] == "sampler_plan" and e["rank"] is not None
+        if e["kind"] == "sampler_plan" and e["rank"] is not None and _of_stage(e, stage)
     }
     steps_run: dict[tuple[int, int], int] = defaultdict(int)
     for row in rows:
         for core, data in row.cores.items():
             if data.batch is not None:
-                steps_run[(core, row.epoch)] += 1
+                steps_run[(core, row.epoch if stage == "train" else row.run or 0)] += 1
 
     world = ctx.cores
     causes: list[Cause] = []
@@ -63,6 +77,7 @@ def check_sharding(
                 "the training dataset is an IterableDataset: Lightning does not shard it, so every"
                 " core iterates the whole stream unless the dataset splits itself by rank",
                 _loader_site(loaders),
+                explain=False,
             )
         )
 
@@ -287,6 +302,6 @@ def _summary(causes: list[Cause], epochs: list[ShardEpoch], world: int) -> str:
     return (
         f"{world} disjoint shards of {'/'.join(map(str, sizes))} indices cover"
         f" {first.covered}/{first.dataset_size} samples{pad},"
-        f" {'/'.join(map(str, batches))} batches per core,"
+        f" {'/'.join(map(str, batches))} batch{'' if batches == [1] else 'es'} per core,"
         f" in each of {plural(len(epochs), 'epoch')}"
     )

@@ -49,13 +49,15 @@ class Context:
         message: str,
         site: dict[str, Any] | None = None,
         codes: tuple[str, ...] = (),
+        explain: bool = True,
         **extra: Any,
     ) -> Cause:
         """A cause at `site`, explained by the rules covering that line. A finding about a
         whole loader or sampler names its rule family in `codes`: then only those codes count,
-        at that line or anywhere in the file (the batch size may be set far from the loader)."""
+        at that line or anywhere in the file (the batch size may be set far from the loader).
+        `explain=False`: no rule explains it (the line is only where to look)."""
         rules = []
-        if site and site.get("user", True):
+        if explain and site and site.get("user", True):
             rules = self.rules.explain(site["path"], int(site["line"]), codes)
             if codes:
                 rules = [hit for hit in rules if hit.code in codes]

@@ -42,6 +42,7 @@ def _visible(rows: list[StepRow]) -> list[StepRow | None]:
             index < 8
             or index >= len(rows) - 4
             or row.uncached_compiles > 0
+            or row.new_graphs > 0
             or row.phase != "steady"
         )
         if keep:
@@ -57,7 +58,7 @@ def _step_table(report: VerifyReport) -> list[str]:
     for row in _visible(report.steps):
         if row is None:
             elided += 1
-            rows.append(["...", "", "", "", "", "", "", "", "", ""])
+            rows.append(["...", "", "", "", "", "", "", "", "", "", ""])
             continue
         rows.append(
             [
@@ -66,6 +67,7 @@ def _step_table(report: VerifyReport) -> list[str]:
                 row.batch_idx,
                 row.phase,
                 row.uncached_compiles,
+                row.new_graphs,
                 row.cached_executions,
                 row.transfers,
                 row.host_ops,
@@ -79,14 +81,18 @@ def _step_table(report: VerifyReport) -> list[str]:
         "batch",
         "phase",
         "compiles",
+        "new graphs",
         "cached",
         "transfers",
         "host ops",
         "per-core batch",
         "time",
     ]
-    lines = ["Per step (summed over the cores; compiles = uncached XLA compiles)"]
-    lines += _table(headers, rows, right={0, 1, 2, 4, 5, 6, 7, 8, 9})
+    lines = [
+        "Per step (summed over the cores; compiles = uncached XLA compiles, new graphs ="
+        " graphs compiled for the first time)"
+    ]
+    lines += _table(headers, rows, right={0, 1, 2, 4, 5, 6, 7, 8, 9, 10})
     if elided:
         lines.append("  (... = steady steps without compiles, not shown)")
     return lines
@@ -181,13 +187,52 @@ def _header(report: VerifyReport) -> list[str]:
         )
     settings = report.settings
     steps = settings.get("steps_per_epoch")
+    epochs = f"{settings.get('epochs')} epochs"
+    added = report.run.get("extended_by")
+    if added:
+        why = {"too_short": "too few steps to judge", "new_graphs": "new graphs still came"}
+        epochs = (
+            f"{settings.get('epochs') + added} epochs ({added} added:"
+            f" {why.get(report.run.get('extended_because'), 'to judge')})"
+        )
     parts.append(
-        f"{settings.get('epochs')} epochs of {'at most ' + str(steps) if steps else 'all'}"
+        f"{epochs} of {'at most ' + str(steps) if steps else 'all'}"
         f" steps, warm-up {settings.get('warmup')}"
     )
     parts.append(f"{report.wall_seconds:.1f}s")
-    target = report.target + (f" --datamodule {report.datamodule}" if report.datamodule else "")
-    return [f"tpulint verify {target}", "  " + " | ".join(parts)]
+    given = [report.target] if report.target else []
+    given += [f"--datamodule {report.datamodule}"] if report.datamodule else []
+    given += [f"--config {path}" for path in report.config]
+    return [f"tpulint verify {' '.join(given)}", "  " + " | ".join(parts), *_trainer_lines(report)]
+
+
+def _trainer_lines(report: VerifyReport) -> list[str]:
+    """The user's Trainer arguments, and each one verify overrode with the reason (none for a
+    run with no Trainer arguments given, on the `lightning` Trainer)."""
+    trainer = report.trainer or {}
+    requested = trainer.get("requested") or {}
+    overridden = trainer.get("overridden") or []
+    package = trainer.get("package")
+    if not (requested or overridden or package not in (None, "lightning")):
+        return []
+    name = (trainer.get("class") or "Trainer").replace(".trainer.trainer.", ".")
+    args = ", ".join(f"{k}={_value(v)}" for k, v in requested.items())
+    lines = [f"  {name}({args})" + (": verify's own settings won for" if overridden else "")]
+    for item in overridden:
+        used = " -> not used" if item["used"] is None else f" -> {_value(item['used'])}"
+        lines.append(f"    {item['name']}={_value(item['requested'])}{used}: {item['reason']}")
+    return lines
+
+
+def _value(value: object) -> str:
+    """A Trainer argument as recorded (`<pkg.Class>` for objects), shortly."""
+    if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
+        return value[1:-1].rsplit(".", 1)[-1]
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict) and "class_path" in value:
+        return str(value["class_path"]).rsplit(".", 1)[-1]
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def render(report: VerifyReport, *, verbose: bool = False) -> str:
@@ -254,6 +299,7 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
     ]
     return [
         ("verdict", report.verdict.upper()),
+        ("new graphs in the final window", str(details.get("graphs_in_window", "-"))),
         ("compiles after warm-up", str(details.get("compiles_after_warmup", "-"))),
         (
             "compiles in total (warm-up)",
@@ -273,7 +319,7 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
 
 def render_compare(result: CompareReport, *, verbose: bool = False) -> str:
     original, fixed = result.original, result.fixed
-    lines = [f"tpulint verify --compare {original.target}"]
+    lines = [f"tpulint verify --compare {original.target or ''}".rstrip()]
     if result.changed:
         fixes = ", ".join(f"{f['code']} line {f['line']}" for f in result.fixes)
         lines.append(f"  tpulint fix --unsafe-fixes applied: {fixes}")

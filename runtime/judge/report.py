@@ -36,7 +36,9 @@ class Location:
 class Cause:
     """One reason behind a check's status, placed at a source line where one is known."""
 
-    check: str  # sharding | compile_stability | transfers | batch_geometry | run
+    check: (
+        str  # sharding | compile_stability | transfers | batch_geometry | validation | test | run
+    )
     kind: str  # e.g. data_dependent_shape, host_read, ragged_last_batch, user_sampler
     severity: str  # fail | warn | info
     message: str
@@ -87,28 +89,41 @@ class CoreStep:
 
 @dataclass
 class StepRow:
-    step: int
+    step: int  # training: the step's index in the run; validation/test: the batch's in its run
     epoch: int
     batch_idx: int
-    phase: str  # warmup | steady | epoch_start | ragged
+    # warmup | steady | epoch_start | ragged; validation and test: first_run | steady | ragged
+    phase: str
     uncached_compiles: int  # summed over the cores (torch_xla's counters are per process)
     cached_executions: int
     transfers: int  # device-to-host transfers, all cores
-    host_ops: int  # ops torch_xla ran on the host (aten::* fallbacks)
+    host_ops: int  # ops torch_xla ran on the host (aten::* counters, .item() included)
     seconds: float
     batch_size: int | None  # the per-core batch size when every core had the same
     cores: dict[int, CoreStep] = field(default_factory=dict)
+    stage: str = "train"  # train | validate | test
+    run: int | None = None  # validation/test: which run of that loop (0: the first)
+    new_graphs: int = 0  # XLA graphs compiled here for the first time in the run
+    graphs: list[str] = field(default_factory=list)  # their hashes
+    optimizer_steps: int = 0  # optimizer steps taken, summed over the cores
+    fallbacks: dict[str, int] = field(default_factory=dict)  # CPU-fallback op -> count
 
     def to_json(self) -> dict[str, Any]:
         return {
             "step": self.step,
             "epoch": self.epoch,
             "batch_idx": self.batch_idx,
+            "stage": self.stage,
+            "run": self.run,
             "phase": self.phase,
             "uncached_compiles": self.uncached_compiles,
+            "new_graphs": self.new_graphs,
+            "graphs": self.graphs,
             "cached_executions": self.cached_executions,
             "transfers": self.transfers,
             "host_ops": self.host_ops,
+            "fallbacks": self.fallbacks,
+            "optimizer_steps": self.optimizer_steps,
             "seconds": self.seconds,
             "batch_size": self.batch_size,
             "cores": {str(core): data.to_json() for core, data in sorted(self.cores.items())},
@@ -173,17 +188,28 @@ class ShardEpoch:
 
 @dataclass
 class VerifyReport:
-    target: str
+    target: str | None  # as given; None: the model class came from --config
     verdict: str  # pass | fail | error
     summary: str  # one line: the verdict and its main reason
     datamodule: str | None = None
     init_args: dict[str, Any] = field(default_factory=dict)
+    # The user's real run (runtime/judge/run_inputs.py): LightningCLI files as given, what was
+    # built from them, and the Trainer's arguments (requested, used, overridden and why).
+    datamodule_args: dict[str, Any] = field(default_factory=dict)
+    config: list[str] = field(default_factory=list)
+    model_class: str | None = None
+    datamodule_class: str | None = None
+    trainer: dict[str, Any] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, Check] = field(default_factory=dict)
     steps: list[StepRow] = field(default_factory=list)
+    validation: list[StepRow] = field(default_factory=list)  # every validation batch
+    test: list[StepRow] = field(default_factory=list)  # every test batch (--test)
+    graphs: list[dict[str, Any]] = field(default_factory=list)  # every XLA graph compiled
     shards: list[ShardEpoch] = field(default_factory=list)
+    eval_shards: dict[str, list[ShardEpoch]] = field(default_factory=dict)  # per loop, per run
     causes: list[Cause] = field(default_factory=list)
     setup: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
@@ -205,6 +231,11 @@ class VerifyReport:
             "target": self.target,
             "datamodule": self.datamodule,
             "init_args": self.init_args,
+            "datamodule_args": self.datamodule_args,
+            "config": self.config,
+            "model_class": self.model_class,
+            "datamodule_class": self.datamodule_class,
+            "trainer": self.trainer,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "summary": self.summary,
@@ -215,7 +246,13 @@ class VerifyReport:
             "checks": {name: check.to_json() for name, check in self.checks.items()},
             "causes": [cause.to_json() for cause in self.causes],
             "steps": [row.to_json() for row in self.steps],
+            "validation": [row.to_json() for row in self.validation],
+            "test": [row.to_json() for row in self.test],
+            "graphs": self.graphs,
             "shards": [epoch.to_json() for epoch in self.shards],
+            "eval_shards": {
+                name: [run.to_json() for run in runs] for name, runs in self.eval_shards.items()
+            },
             "setup": self.setup,
             "wall_seconds": round(self.wall_seconds, 2),
         }

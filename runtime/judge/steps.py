@@ -37,29 +37,66 @@ def full_batch_size(rows: list[StepRow]) -> int | None:
     return max(sizes) if sizes else None
 
 
-def build_rows(events: list[dict[str, Any]], warmup: int) -> list[StepRow]:
-    merged: dict[int, dict[str, Any]] = {}
+_ROW_KINDS = ("step", "eval_step")
+# Not host work the way a fallback is: `.item()` and friends, counted as transfers.
+_NOT_FALLBACKS = ("aten::_local_scalar_dense",)
+
+
+def _stage_of(event: dict[str, Any]) -> str:
+    return "train" if event["kind"] == "step" else event.get("stage", "validate")
+
+
+def _row_key(event: dict[str, Any]) -> tuple[Any, ...]:
+    if event["kind"] == "step":
+        return ("train", event["step"])
+    return (
+        event.get("stage"),
+        event.get("run"),
+        event.get("dataloader_idx", 0),
+        event["batch_idx"],
+    )
+
+
+def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[StepRow]]:
+    """Rows per stage ("train", "validate", "test"), each with the graphs first compiled in
+    it: graphs are followed over the whole run in time order (setup, training, validation
+    runs in between), so a graph validation compiled first is not new to training."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    order: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
     for event in events:
-        if event["kind"] != "step":
+        if event["kind"] in ("train_start", "train_end", "test_start_graphs"):
+            seen.update(g["hash"] for g in (event.get("graphs") or {}).get("compiled", []))
             continue
-        row = merged.setdefault(
-            event["step"],
-            {
+        if event["kind"] not in _ROW_KINDS:
+            continue
+        key = _row_key(event)
+        row = merged.get(key)
+        if row is None:
+            row = merged[key] = {
+                "stage": _stage_of(event),
+                "run": event.get("run"),
                 "epoch": event["epoch"],
                 "batch_idx": event["batch_idx"],
                 "seconds": 0.0,
                 "counters": defaultdict(int),
                 "ranks": {},
-            },
-        )
+                "graphs": [],
+            }
+            order.append(key)
         row["seconds"] = max(row["seconds"], event["seconds"])
         for name, value in event["counters"].items():
             row["counters"][name] += value
         row["ranks"].update(event["ranks"])
+        for graph in (event.get("graphs") or {}).get("compiled", []):
+            if graph["hash"] not in seen:
+                seen.add(graph["hash"])
+                row["graphs"].append(graph["hash"])
 
-    rows = []
-    for step in sorted(merged):
-        data = merged[step]
+    rows: dict[str, list[StepRow]] = {"train": [], "validate": [], "test": []}
+    for key in order:
+        data = merged[key]
+        stage = data["stage"]
         counters = data["counters"]
         cores = {
             int(rank): CoreStep(
@@ -70,9 +107,10 @@ def build_rows(events: list[dict[str, Any]], warmup: int) -> list[StepRow]:
             for rank, bucket in data["ranks"].items()
         }
         sizes = {_core_batch_size(core.batch) for core in cores.values()}
-        rows.append(
+        stage_rows = rows.setdefault(stage, [])
+        stage_rows.append(
             StepRow(
-                step=step,
+                step=key[1] if stage == "train" else len(stage_rows),
                 epoch=data["epoch"],
                 batch_idx=data["batch_idx"],
                 phase="steady",
@@ -83,10 +121,30 @@ def build_rows(events: list[dict[str, Any]], warmup: int) -> list[StepRow]:
                 seconds=data["seconds"],
                 batch_size=sizes.pop() if len(sizes) == 1 else None,
                 cores=cores,
+                stage=stage,
+                run=data["run"],
+                new_graphs=len(data["graphs"]),
+                graphs=data["graphs"],
+                optimizer_steps=sum(
+                    bucket.get("optimizer_steps", 0) for bucket in data["ranks"].values()
+                ),
+                fallbacks={
+                    name: value
+                    for name, value in sorted(counters.items())
+                    if name.startswith("aten::") and name not in _NOT_FALLBACKS and value
+                },
             )
         )
-    _assign_phases(rows, warmup)
+    rows["train"].sort(key=lambda r: r.step)
+    _assign_phases(rows["train"], warmup)
+    for stage in ("validate", "test"):
+        _assign_eval_phases(rows[stage])
     return rows
+
+
+def build_rows(events: list[dict[str, Any]], warmup: int) -> list[StepRow]:
+    """The training rows."""
+    return build_all_rows(events, warmup)["train"]
 
 
 def _assign_phases(rows: list[StepRow], warmup: int) -> None:
@@ -103,11 +161,32 @@ def _assign_phases(rows: list[StepRow], warmup: int) -> None:
             row.phase = "steady"
 
 
-def raw_rank_buckets(events: list[dict[str, Any]]) -> list[tuple[int, int, dict[str, Any]]]:
-    """(step, rank, bucket) for every replica bucket of every step event."""
-    return [
-        (event["step"], int(rank), bucket)
-        for event in events
-        if event["kind"] == "step"
-        for rank, bucket in event["ranks"].items()
-    ]
+def _assign_eval_phases(rows: list[StepRow]) -> None:
+    """A validation or test loop's first run is its warm-up: its graphs compile there."""
+    full = full_batch_size(rows)
+    first = min((r.run for r in rows if r.run is not None), default=0)
+    for row in rows:
+        sizes = [s for c in row.cores.values() if (s := _core_batch_size(c.batch)) is not None]
+        if row.run == first:
+            row.phase = "first_run"
+        elif full is not None and sizes and min(sizes) < full:
+            row.phase = "ragged"
+        else:
+            row.phase = "steady"
+
+
+def raw_rank_buckets(
+    events: list[dict[str, Any]], stage: str = "train"
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """(step, rank, bucket) for every replica bucket of every row event of `stage`; for
+    validation and test the step is the batch's index among all batches of that loop, as in
+    its rows."""
+    found = []
+    index: dict[tuple[Any, ...], int] = {}
+    for event in events:
+        if event["kind"] not in _ROW_KINDS or _stage_of(event) != stage:
+            continue
+        key = _row_key(event)
+        step = event["step"] if stage == "train" else index.setdefault(key, len(index))
+        found += [(step, int(rank), bucket) for rank, bucket in event["ranks"].items()]
+    return found

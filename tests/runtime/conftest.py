@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from verify_helpers import CORES, ROOT
+from verify_helpers import CORES, ROOT, SESSION_MARKER, SESSION_VARIABLE
 
 _WALL_TIMES: list[tuple[str, float]] = []
 _XLA_STATUS: dict[str, str | None] = {}
@@ -52,6 +52,19 @@ def xla() -> None:
     if os.environ.get("TPULINT_REQUIRE_XLA") == "1":
         pytest.fail(f"TPULINT_REQUIRE_XLA=1: {message}", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _mark_this_sessions_processes() -> Iterator[None]:
+    """Every verify child this session starts carries the session's marker in its environment
+    (verify_helpers.child_processes looks for it)."""
+    previous = os.environ.get(SESSION_VARIABLE)
+    os.environ[SESSION_VARIABLE] = SESSION_MARKER
+    yield
+    if previous is None:
+        os.environ.pop(SESSION_VARIABLE, None)
+    else:
+        os.environ[SESSION_VARIABLE] = previous
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,8 @@ from tpulint.runtime.judge.check_compiles import check_compiles
 from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.context import Context
-from tpulint.runtime.judge.steps import build_rows
+from tpulint.runtime.judge.graphs import follow_graphs
+from tpulint.runtime.judge.steps import build_all_rows, build_rows
 from tpulint.runtime.runner import RunOutcome, classify
 
 ABORT = (
@@ -29,6 +30,13 @@ def ctx(cores: int = 8, warmup: int = 2, **kwargs: Any) -> Context:
     )
 
 
+USER_FRAMES = [
+    ("/venv/site-packages/torch_xla/torch_xla.py", 87, "sync"),
+    ("/venv/site-packages/lightning/pytorch/plugins/precision/xla.py", 75, "optimizer_step"),
+    ("/proj/model.py", 30, "training_step"),
+]
+
+
 def step(
     index: int,
     epoch: int,
@@ -37,10 +45,16 @@ def step(
     batch: int = 16,
     cores: int = 8,
     shape_ops: list[dict[str, Any]] | None = None,
+    compiled: tuple[str, ...] = (),
+    executed: tuple[str, ...] = (),
+    optimizer: bool = True,
 ) -> dict[str, Any]:
+    """A step event; `compiled` and `executed` are graph hashes (compiles default to how many
+    were compiled)."""
     bucket = {
         "batch": [[batch, 32]],
         "marker_compiles": 0,
+        "optimizer_steps": 1 if optimizer else 0,
         "transfers": [],
         "shape_ops": shape_ops or [],
     }
@@ -50,9 +64,35 @@ def step(
         "epoch": epoch,
         "batch_idx": batch_idx,
         "seconds": 0.01,
-        "counters": {"UncachedCompile": compiles, "CachedCompile": 24},
+        "counters": {"UncachedCompile": compiles or len(compiled), "CachedCompile": 24},
+        "graphs": {
+            "compiled": [{"hash": h, "cause": "", "frames": USER_FRAMES} for h in compiled],
+            "executed": {h: cores for h in (*compiled, *executed)},
+        },
         "ranks": {str(r): dict(bucket) for r in range(cores)},
     }
+
+
+def epochs(
+    count: int, per_epoch: int, extra: dict[int, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """`count` epochs of `per_epoch` steps running graphs "w0".."w2" (compiled at step 0);
+    `extra` adds keyword arguments of `step()` per step index."""
+    events = []
+    for index in range(count * per_epoch):
+        kwargs: dict[str, Any] = {"executed": ("w0", "w1", "w2")}
+        if index == 0:
+            kwargs["compiled"] = ("w0", "w1", "w2")
+            kwargs["executed"] = ()
+        kwargs.update((extra or {}).get(index, {}))
+        events.append(step(index, index // per_epoch, index % per_epoch, **kwargs))
+    return events
+
+
+def judge(events: list[dict[str, Any]], warmup: int = 2) -> tuple[Any, list[Any]]:
+    rows = build_all_rows(events, warmup)
+    context = ctx(warmup=warmup, user_code=CodeFilter(["/proj"]))
+    return check_compiles(context, rows["train"], events, [], follow_graphs(events, rows))
 
 
 # --- how a run ended --------------------------------------------------------------------
@@ -172,19 +212,9 @@ def test_wrong_num_replicas_is_named(tmp_path: Path) -> None:
 # --- compile stability ------------------------------------------------------------------
 
 
-def test_phases_and_tolerated_compiles() -> None:
-    events = [
-        step(0, 0, 0, 3),
-        step(1, 0, 1, 1),
-        step(2, 0, 2),
-        step(3, 0, 3, 1, batch=5),
-        step(4, 1, 0, 2),
-        step(5, 1, 1),
-        step(6, 1, 2),
-        step(7, 1, 3, batch=5),
-    ]
-    rows = build_rows(events, warmup=2)
-    assert [r.phase for r in rows] == [
+def test_phases() -> None:
+    events = [step(i, i // 4, i % 4, batch=5 if i % 4 == 3 else 16) for i in range(8)]
+    assert [r.phase for r in build_rows(events, warmup=2)] == [
         "warmup",
         "warmup",
         "steady",
@@ -194,31 +224,95 @@ def test_phases_and_tolerated_compiles() -> None:
         "steady",
         "ragged",
     ]
-    check, causes = check_compiles(ctx(), rows, events, [])
-    assert check.status == "warn"  # the ragged batch's compile, with the drop_last hint
-    assert check.details["compiles_after_warmup"] == 0
+
+
+def test_one_time_compiles_before_a_clean_window_pass() -> None:
+    # 3 epochs of 4: a ragged last batch (compiled once at step 3, reused at 7 and 11) and
+    # the first epoch boundary (compiled at step 4, reused at step 8).
+    ragged = {"batch": 5, "executed": ("r",)}
+    events = epochs(
+        3,
+        4,
+        {
+            3: {"batch": 5, "compiled": ("r",)},
+            4: {"compiled": ("b",)},
+            7: ragged,
+            8: {"executed": ("b",)},
+            11: ragged,
+        },
+    )
+    check, causes = judge(events)
+    assert check.status == "warn", causes  # the ragged batch: the drop_last hint
     assert {c.kind: c.severity for c in causes} == {
-        "epoch_boundary": "info",
         "ragged_last_batch": "warn",
+        "epoch_boundary": "info",
     }
+    assert check.details["window"] == {"epochs": [2], "steps": [8, 11], "min_steps": 3}
+    assert check.details["graphs_in_window"] == 0
+    assert check.details["graphs_one_time"] == 2
+    assert check.summary.startswith("stable: no new graph in the final 4 steps (epoch 2)")
 
 
-def test_compiles_after_warmup_fail_even_at_later_epoch_starts() -> None:
-    events = [
-        step(0, 0, 0, 3),
-        step(1, 0, 1),
-        step(2, 0, 2, 1),
-        step(3, 1, 0, 2),
-        step(4, 1, 1),
-        step(5, 2, 0, 2),
-        step(6, 2, 1),
-    ]
-    rows = build_rows(events, warmup=2)
-    check, causes = check_compiles(ctx(), rows, events, [])
+def test_new_graphs_in_the_window_fail_at_the_users_line() -> None:
+    events = epochs(3, 4, {i: {"compiled": (f"n{i}",)} for i in range(2, 12)})
+    check, causes = judge(events)
     assert check.status == "fail"
-    assert check.details["compiles_after_warmup"] == 3  # step 2, and epoch 2's start again
-    recompilation = next(c for c in causes if c.kind == "recompilation")
-    assert recompilation.steps == [2, 5]
+    (cause,) = [c for c in causes if c.severity == "fail"]
+    assert cause.kind == "new_graphs_in_window"
+    assert cause.steps == [8, 9, 10, 11]
+    assert str(cause.location) == "model.py:30"
+    assert "through `optimizer_step`" in cause.message
+    assert check.summary.startswith("4 new graphs in the final steady window; new graphs keep")
+
+
+def test_racing_compiles_of_one_graph_are_one_graph() -> None:
+    events = epochs(3, 4)
+    events[0]["graphs"]["compiled"] *= 8  # eight replica threads compiled each graph
+    check, _ = judge(events)
+    assert check.status == "pass"
+    assert check.details["graphs_warmup"] == 3
+    assert check.details["duplicate_compiles"] == 21
+
+
+def test_gradient_accumulation_compiles_are_one_time() -> None:
+    # The optimizer steps every 4th batch: its graphs first compile at step 3, after warm-up.
+    extra: dict[int, dict[str, Any]] = {
+        i: {"optimizer": i % 4 == 3, "executed": ("w0",)} for i in range(24)
+    }
+    extra[2] = {"optimizer": False, "compiled": ("acc",)}
+    extra[3] = {"optimizer": True, "compiled": ("opt",)}
+    for i in range(7, 24, 4):
+        extra[i] = {"optimizer": True, "executed": ("opt", "acc")}
+    check, causes = judge(epochs(3, 8, extra))
+    assert check.status == "pass", causes
+    (cause,) = causes
+    assert (cause.kind, cause.severity, cause.steps) == ("gradient_accumulation", "info", [2, 3])
+    assert "2 once for gradient accumulation (step 2..3)" in check.summary
+
+
+def test_a_phase_switch_passes_with_a_warning() -> None:
+    # From epoch 1, step 5 on, the step runs a new graph "p" (and stays on it).
+    extra = {i: {"executed": ("p",)} for i in range(6, 12)}
+    extra[5] = {"compiled": ("p",)}
+    check, causes = judge(epochs(3, 4, extra))
+    assert check.status == "warn"
+    (cause,) = causes
+    assert (cause.kind, cause.severity, cause.steps) == ("graph_change", "warn", [5])
+    assert "phase switch" in cause.message
+
+
+def test_the_step_settling_right_after_warmup_is_one_time() -> None:
+    extra = {i: {"executed": ("s",)} for i in range(3, 12)}
+    extra[2] = {"compiled": ("s",)}
+    check, causes = judge(epochs(3, 4, extra))
+    assert check.status == "pass"
+    assert [(c.kind, c.severity) for c in causes] == [("settling", "info")]
+
+
+def test_too_few_steps_is_not_judged() -> None:
+    check, _ = judge(epochs(1, 4))  # 2 steps after warm-up: no window of 3
+    assert check.status == "skipped"
+    assert check.summary.startswith("not judged: 2 training steps after the 2 warm-up steps")
 
 
 def test_varying_shape_fails_even_without_late_compiles() -> None:
@@ -243,12 +337,6 @@ def test_varying_shape_fails_even_without_late_compiles() -> None:
     assert "(9..11 seen across 8 cores and 6 steps)" in cause.message
 
 
-def test_too_few_steps_is_not_a_pass() -> None:
-    events = [step(0, 0, 0, 3), step(1, 0, 1)]
-    check, _ = check_compiles(ctx(), build_rows(events, 2), events, [])
-    assert check.status == "warn" and check.summary.startswith("not judged")
-
-
 # --- runs that did not finish -----------------------------------------------------------
 
 
@@ -267,7 +355,9 @@ def test_diverged_names_the_collective_and_shapes() -> None:
     outcome = RunOutcome("diverged", "XLA aborted", -6, events, ABORT, 30.0)
     (cause,) = run_causes(ctx(cores=4), outcome, build_rows([step(0, 0, 0, cores=4)], 2))
     assert cause.kind == "diverged_replicas" and str(cause.location) == "model.py:30"
-    assert "([[1]] on cores 0, 2; [[2]] on cores 1, 3)" in cause.message
+    assert (
+        "([[1]] on cores 0, 2 at model.py:30; [[2]] on cores 1, 3 at model.py:30)" in cause.message
+    )
     assert cause.steps == [1]
 
 
@@ -302,6 +392,32 @@ def test_hang_stacks_name_the_user_line(tmp_path: Path) -> None:
     assert "cores 1, 2, 3 waited at a step marker (torch_xla.sync)" in cause.message
 
 
+def test_watchdog_stacks_say_where_each_core_was(tmp_path: Path) -> None:
+    user = tmp_path / "model.py"
+    user.write_text("")
+    log = "".join(
+        f"Thread 0x{0x7F00 + rank:016x} (most recent call first):\n"
+        + (
+            f'  File "{user}", line 22 in training_step\n'
+            if rank == 2
+            else '  File "/venv/site-packages/torch_xla/core/xla_model.py", line 9 in all_reduce\n'
+            '  File "/venv/site-packages/lightning/pytorch/plugins/precision/xla.py", line 96'
+            " in _xla_wrap_closure\n"
+        )
+        + "\n"
+        for rank in range(4)
+    )
+    threads = [{"kind": "replica_thread", "rank": r, "ident": 0x7F00 + r} for r in range(4)]
+    outcome = RunOutcome("hung", "no progress within 40s", None, threads, log, 40.0, True)
+    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]))
+    (cause,) = run_causes(context, outcome, [])
+    assert f"core 2 was at {user}:22 (training_step)" in cause.message
+    assert (
+        "cores 0, 1, 3 were at lightning/pytorch/plugins/precision/xla.py:96 (_xla_wrap_closure)"
+        in cause.message
+    )
+
+
 # --- which frames are the user's ---------------------------------------------------------
 
 
@@ -320,9 +436,11 @@ def test_code_filter(path: str, user: bool) -> None:
 
 
 def test_code_filter_installed_package_under_test() -> None:
+    # A target inside an installed package does not make installed code the user's.
     root = "/venv/lib/python3.11/site-packages/mypkg"
-    assert CodeFilter([root]).is_user(f"{root}/model.py")
+    assert not CodeFilter([root]).is_user(f"{root}/model.py")
     assert not CodeFilter([root]).is_user("/venv/lib/python3.11/site-packages/torch/nn.py")
+    assert not CodeFilter(["/proj"]).is_user("/proj/.venv/lib/python3.11/dist-packages/x.py")
 
 
 def test_hang_snapshot_names_the_stuck_core_without_a_dump() -> None:

@@ -140,21 +140,3 @@ def test_verbose_prints_the_detail(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = verbose.stderr.splitlines()
     assert lines[0] == f"tpulint: error: {canned.error}"
     assert lines[1:] == canned.error_detail.rstrip().splitlines()
-
-
-@pytest.mark.runtime
-def test_exception_in_training_is_could_not_run(timed) -> None:
-    report = timed(
-        "exception in training_step (API)",
-        verify,
-        target("raises_in_step.py:RaisesModel"),
-        cwd=ROOT,
-    )
-    assert _error(report) == (
-        "training raised ValueError: bad batch 1 on core 3"
-        " (tests/runtime/targets/raises_in_step.py:18)"
-    )
-    assert report.run["status"] == "raised"
-    assert 'raises_in_step.py", line 18, in training_step' in report.error_detail
-    # the other cores were released at once: no wait for a barrier or the watchdog
-    assert report.run["seconds"] < 150

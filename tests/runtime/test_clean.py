@@ -26,6 +26,7 @@ def test_passes(report: VerifyReport) -> None:
         "sharding": "pass",
         "compile_stability": "pass",
         "transfers": "pass",
+        "cpu_fallbacks": "pass",
         "batch_geometry": "pass",
     }
     assert not [c for c in report.causes if c.severity in ("fail", "warn")]
@@ -35,14 +36,15 @@ def test_trains_through_lightning_xla_strategy(report: VerifyReport) -> None:
     assert report.backend["cores"] == CORES
     assert report.backend["strategy"] == "XLAStrategy"
     assert report.backend["versions"]["torch_xla"].startswith("2.9")
-    # 512 samples / 8 cores / batch 16 = 4 steps per epoch, 2 epochs
+    # 512 samples / 8 cores / batch 16 = 4 steps per epoch, 3 epochs, none added
     assert [(r.epoch, r.batch_idx) for r in report.steps] == [
-        (e, b) for e in (0, 1) for b in range(4)
+        (e, b) for e in (0, 1, 2) for b in range(4)
     ]
+    assert "extended_by" not in report.run
 
 
 def test_sharding_is_disjoint_complete_and_equal(report: VerifyReport) -> None:
-    assert len(report.shards) == 2
+    assert len(report.shards) == 3
     for epoch in report.shards:
         assert epoch.dataset_size == 512
         assert epoch.covered == 512 and epoch.missing == 0
@@ -59,13 +61,26 @@ def test_sharding_is_disjoint_complete_and_equal(report: VerifyReport) -> None:
 
 def test_compiles_stop_after_warmup(report: VerifyReport) -> None:
     details = report.checks["compile_stability"].details
-    assert details["compiles_warmup"] >= 3  # fwd/bwd, all-reduce, optimizer
-    assert details["compiles_after_warmup"] == 0
+    assert details["graphs_warmup"] >= 3  # fwd/bwd, all-reduce, optimizer
+    assert details["graphs_in_window"] == 0
+    assert details["window"] == {"epochs": [2], "steps": [8, 11], "min_steps": 3}
+    # the graphs of the first epoch boundary, compiled at step 4 and reused at step 8
+    boundary = [c for c in report.causes if c.kind == "epoch_boundary"]
+    assert [(c.severity, c.steps) for c in boundary] == [("info", [4])]
+    assert [r.new_graphs for r in report.steps if r.phase != "warmup"] == [0, 0] + [
+        boundary[0].count,
+        0,
+        0,
+        0,
+    ] + [0] * 4
     for row in report.steps:
         if row.phase == "steady":
             assert row.uncached_compiles == 0, row
             assert row.cached_executions > 0
     assert all(row.transfers == 0 for row in report.steps if row.phase != "warmup")
+    # every graph is identified by torch_xla's hash, with where it was first compiled
+    assert all(len(g["hash"]) >= 16 for g in report.graphs)
+    assert {g["stage"] for g in report.graphs} == {"setup", "train"}
 
 
 def test_batch_geometry(report: VerifyReport) -> None:
@@ -92,19 +107,29 @@ def test_json_schema(report: VerifyReport) -> None:
         "checks",
         "causes",
         "steps",
+        "validation",
+        "test",
+        "graphs",
         "shards",
+        "eval_shards",
         "setup",
         "wall_seconds",
     }
     assert data["target"] == target("clean.py:CleanModel")
     assert data["settings"] == {
-        "epochs": 2,
+        "epochs": 3,
         "steps_per_epoch": 32,
         "warmup": 2,
         "batch_multiple": 8,
         "timeout": 600.0,
     }
-    assert set(data["checks"]) == {"sharding", "compile_stability", "transfers", "batch_geometry"}
+    assert set(data["checks"]) == {
+        "sharding",
+        "compile_stability",
+        "transfers",
+        "cpu_fallbacks",
+        "batch_geometry",
+    }
     for check in data["checks"].values():
         assert check["status"] in ("pass", "warn", "fail", "skipped")
         assert isinstance(check["summary"], str) and check["summary"]
@@ -113,11 +138,17 @@ def test_json_schema(report: VerifyReport) -> None:
         "step",
         "epoch",
         "batch_idx",
+        "stage",
+        "run",
         "phase",
         "uncached_compiles",
+        "new_graphs",
+        "graphs",
         "cached_executions",
         "transfers",
         "host_ops",
+        "fallbacks",
+        "optimizer_steps",
         "seconds",
         "batch_size",
         "cores",

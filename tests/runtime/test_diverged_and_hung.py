@@ -46,8 +46,9 @@ def test_rendezvous_abort_is_a_diverged_verdict(diverged: VerifyReport) -> None:
     assert str(cause.location) == "tests/runtime/targets/rank_barrier.py:18"
     assert cause.location.function == "training_step"
     # core 0 entered the barrier's all_gather, the others the gradient all_reduce
-    assert "`all_gather` on cores 0;" in cause.message
-    assert "`all_reduce` on cores 1, 2, 3, 4, 5, 6, 7" in cause.message
+    # and each group's line: the barrier in the user's step, Lightning's gradient all-reduce
+    assert "`all_gather` on cores 0 at tests/runtime/targets/rank_barrier.py:18;" in cause.message
+    assert "`all_reduce` on cores 1, 2, 3, 4, 5, 6, 7 at lightning/" in cause.message
     assert cause.steps == [1]
 
 
@@ -71,11 +72,11 @@ def test_watchdog_before_training_is_an_error(xla: None, timed) -> None:
         verify,
         target("clean.py:CleanModel"),
         cores=CORES,
-        timeout=3,
+        timeout=1,
         cwd=ROOT,
     )
     assert report.verdict == "error"
-    assert report.error.startswith("timed out after 3s before training started")
+    assert report.error.startswith("timed out after 1s before training started")
 
 
 def test_no_process_of_a_run_survives(diverged: VerifyReport, hung: VerifyReport) -> None:

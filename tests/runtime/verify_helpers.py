@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,8 +19,17 @@ def target(name: str) -> str:
     return f"tests/runtime/targets/{name}"
 
 
-def child_processes() -> list[int]:
-    """Processes still running a verify child (there must be none after a run)."""
+# Every verify run this test session starts inherits this marker in its environment
+# (conftest.py sets it), so a test that looks for leftover processes sees only its own runs':
+# other verify runs, other test sessions, share the machine.
+SESSION_VARIABLE = "TPULINT_TEST_SESSION"
+SESSION_MARKER = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def child_processes(marker: str = SESSION_MARKER) -> list[int]:
+    """Verify child processes (and the replica processes they forked) started by this test
+    session that are still running; there must be none after a run."""
+    needle = f"{SESSION_VARIABLE}={marker}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -27,8 +37,12 @@ def child_processes() -> list[int]:
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 cmdline = handle.read()
-        except OSError:
+            if b"tpulint.runtime.child" not in cmdline:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environment = handle.read().split(b"\0")
+        except OSError:  # gone, or another user's
             continue
-        if b"tpulint.runtime.child" in cmdline:
+        if needle in environment:
             found.append(int(entry))
     return found

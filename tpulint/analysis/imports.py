@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+# Pure text logic, shared with the project model (which must not import libcst).
+from tpulint.analysis.summary import resolve_relative
+
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
@@ -30,23 +33,6 @@ def module_name_of(node: cst.BaseExpression | None) -> str:
     if isinstance(node, cst.Attribute):
         return f"{module_name_of(node.value)}.{node.attr.value}"
     return ""
-
-
-def resolve_relative(module: str | None, is_package: bool, level: int, target: str) -> str | None:
-    """The absolute module for `from <level dots><target> import ...` inside `module`."""
-    if level == 0:
-        return target
-    if module is None:
-        return None
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    if target:
-        base.append(target)
-    return ".".join(base) if base else None
 
 
 class Aliases:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -169,6 +170,9 @@ class PositionIndex:
             state.indent_tokens.extend(_indentation(root, parents, module))
         root._codegen(state)
         offsets = [0, *itertools.accumulate(map(len, state.tokens))]
+        # A module without a final newline drops its last newline token after the last
+        # statement was recorded: token indexes past the end mean the end.
+        offsets += [offsets[-1]] * 2
         if root is module:
             base = 0
             if self._code is None:
@@ -206,11 +210,14 @@ class PositionIndex:
         if self._line_starts is None:
             starts = [0]
             code = self.code
-            find = code.find
-            i = find("\n")
-            while i != -1:
-                starts.append(i + 1)
-                i = find("\n", i + 1)
+            if "\r" in code:  # lines end at \r\n, \r and \n, as Python's tokenizer has it
+                starts += [m.end() for m in re.finditer(r"\r\n?|\n", code)]
+            else:
+                find = code.find
+                i = find("\n")
+                while i != -1:
+                    starts.append(i + 1)
+                    i = find("\n", i + 1)
             self._line_starts = starts
         line = bisect.bisect_right(self._line_starts, offset) - 1
         return Location(line + 1, offset - self._line_starts[line] + 1)

@@ -136,22 +136,31 @@ def _is_package_dir(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "__init__.py"))
 
 
+@lru_cache(maxsize=4096)
+def _package_parts(directory: str) -> tuple[str, ...]:
+    """The package names from the outermost package down to `directory` (empty when
+    `directory` is not a package), computed once per folder."""
+    if not _is_package_dir(directory):
+        return ()
+    parent = os.path.dirname(directory)
+    if parent == directory:
+        return (os.path.basename(directory),)
+    return (*_package_parts(parent), os.path.basename(directory))
+
+
 def module_name_for_path(path: str | os.PathLike[str]) -> tuple[str | None, bool]:
     """(`pkg.sub.mod`, is_package) for a file inside packages, by walking up `__init__.py`s."""
-    p = Path(path)
-    if p.suffix not in (".py", ".pyi"):
+    text = os.fspath(path)
+    stem, suffix = os.path.splitext(os.path.basename(text))
+    if suffix not in (".py", ".pyi"):
         return None, False
-    is_package = p.stem == "__init__"
-    parts = [] if is_package else [p.stem]
-    directory = p.parent
-    while _is_package_dir(str(directory)):
-        parts.append(directory.name)
-        if directory.parent == directory:
-            break
-        directory = directory.parent
+    is_package = stem == "__init__"
+    parts = list(_package_parts(os.path.dirname(text) or "."))
+    if not is_package:
+        parts.append(stem)
     if not parts:
         return None, is_package
-    name = ".".join(reversed(parts))
+    name = ".".join(parts)
     if not name.replace(".", "").replace("_", "").isalnum():
         return None, is_package
     return name, is_package

@@ -39,7 +39,6 @@ from typing import Any
 
 from tpulint.analysis.guards import RARE, condition_kinds, lazy_attribute
 from tpulint.analysis.hooks import is_cold_name
-from tpulint.analysis.imports import resolve_relative
 
 Atom = Any  # str | list (see the module docstring)
 
@@ -396,6 +395,23 @@ class ModuleSummary:
             data["ok"],
             data["so"],
         )
+
+
+def resolve_relative(module: str | None, is_package: bool, level: int, target: str) -> str | None:
+    """The absolute module for `from <level dots><target> import ...` inside `module`."""
+    if level == 0:
+        return target
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if target:
+        base.append(target)
+    return ".".join(base) if base else None
 
 
 def summarize(text: str, path: str, module: str | None, is_package: bool) -> ModuleSummary:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from tpulint.diagnostics import Diagnostic
+from tpulint.reporting.options import ReportOptions
 
-
-@dataclass(frozen=True)
-class ReportOptions:
-    unsafe_fixes: bool = False
-    color: bool = False
-    files_checked: int = 0
-    # Reads a file's current text (for source excerpts); None when unavailable.
-    source_lookup: Callable[[str], str | None] | None = None
+__all__ = ["ReportOptions", "render"]
 
 
 def render(fmt: str, diagnostics: Sequence[Diagnostic], options: ReportOptions) -> str:

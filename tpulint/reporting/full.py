@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from tpulint.diagnostics import Applicability, Diagnostic
-from tpulint.reporting import ReportOptions
+from tpulint.reporting.options import ReportOptions
 from tpulint.reporting.text import render_line
 
 CONTEXT = 2

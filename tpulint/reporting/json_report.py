@@ -9,7 +9,7 @@ from typing import Any
 
 from tpulint import __version__
 from tpulint.diagnostics import Diagnostic
-from tpulint.reporting import ReportOptions
+from tpulint.reporting.options import ReportOptions
 
 SCHEMA_VERSION = 1
 

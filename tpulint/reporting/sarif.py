@@ -10,7 +10,7 @@ from typing import Any
 
 from tpulint import __version__
 from tpulint.diagnostics import Diagnostic, Severity
-from tpulint.reporting import ReportOptions
+from tpulint.reporting.options import ReportOptions
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

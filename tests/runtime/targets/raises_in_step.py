@@ -1,4 +1,4 @@
-"""Core 3 raises in its second training step: verify could not run the module (exit 2)."""
+"""Core 3 raises in its second training step: a failure (exit 1) at the line that raised."""
 
 import lightning as L
 import torch

@@ -1,0 +1,138 @@
+"""Code that runs for a core sees that core, and a core that runs out of data is caught.
+
+On a TPU VM each core's replica is its own process, so everything that process runs (the
+dataset's `__iter__`, the sampler, `worker_init_fn`, collate, MpDeviceLoader's background
+threads, DataLoader worker processes) sees that core's rank and device. Emulated cores are
+threads of one process, and torch_xla's rank and default device are per thread: the threads
+MpDeviceLoader starts to iterate the DataLoader would all see core 0, so an IterableDataset
+that splits its stream by `xr.global_ordinal()` would give every core the same stream. The
+loader threads therefore run as the core whose loader they serve (its default XLA device, so
+`xr.global_ordinal()`, `torch_xla.device()` and Lightning's rank agree), and worker processes
+forked from them inherit it.
+
+A core whose loader ends while another core gets one more batch hangs a TPU job: the other
+cores wait in the next gradient all-reduce for a core that has left the epoch. Each core's
+fetches are counted per loader and epoch; the first fetch that shows the mismatch raises
+CoreOutOfData in that core (before it enters the collective), which ends the run with the
+cores' batch counts. Child process only: imports torch_xla.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from tpulint.runtime.child.ledger import Ledger
+from tpulint.runtime.errors import CoreOutOfData
+
+
+@dataclass(frozen=True)
+class _Core:
+    rank: int
+    device: Any
+    stage: str  # train, validate, test, ...
+    epoch: int  # how many times this core has iterated a loader of this stage before
+
+
+def install(ledger: Ledger) -> None:
+    from torch_xla.distributed import parallel_loader
+
+    _wrap_parallel_loader(parallel_loader.ParallelLoader, ledger)
+    _wrap_per_device_loader(parallel_loader.PerDeviceLoader, ledger)
+
+
+def track_evaluation_stage(ledger: Ledger, package: Any) -> None:
+    """Validation and test loops build their MpDeviceLoader before any of their callback
+    hooks run, so the stage a loader serves is taken from the loop itself (of the Lightning
+    package the module uses, a `Flavour`)."""
+    _EvaluationLoop = package.module("loops.evaluation_loop")._EvaluationLoop
+    original = _EvaluationLoop.run
+
+    @functools.wraps(original)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        previous = ledger.stage()
+        stage = getattr(getattr(self.trainer.state, "stage", None), "value", None)
+        ledger.set_stage(str(stage or "validate"))
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            ledger.set_stage(previous)
+
+    _EvaluationLoop.run = run
+
+
+def _enter(core: _Core, ledger: Ledger) -> None:
+    """Make the calling (loader) thread run as `core`."""
+    import torch_xla
+
+    torch_xla._XLAC._xla_set_default_device(str(core.device))
+    ledger.bind_loader(core.rank, core.stage)
+
+
+def _wrap_parallel_loader(cls: type, ledger: Ledger) -> None:
+    original_init = cls.__init__
+    original_loader_worker = cls._loader_worker
+    original_worker = cls._worker
+
+    @functools.wraps(original_init)
+    def __init__(self: Any, loader: Any, devices: Any, *args: Any, **kwargs: Any) -> None:
+        # Built in the replica's own thread, which knows its core.
+        rank = ledger.rank()
+        if rank is None:
+            import torch_xla.runtime as xr
+
+            rank = xr.global_ordinal()
+        stage = ledger.stage()
+        device = next(iter(devices)) if devices else None
+        self._tpulint_core = _Core(rank, device, stage, ledger.next_loader_epoch(rank, stage))
+        # A loader that refuses new attributes stays untagged (its shard is not recorded).
+        with contextlib.suppress(AttributeError, ValueError):
+            loader._tpulint_rank = rank
+            loader._tpulint_stage = stage
+        original_init(self, loader, devices, *args, **kwargs)
+
+    @functools.wraps(original_loader_worker)
+    def _loader_worker(self: Any, *args: Any, **kwargs: Any) -> Any:
+        core = getattr(self, "_tpulint_core", None)
+        if core is not None and core.device is not None:
+            _enter(core, ledger)
+        return original_loader_worker(self, *args, **kwargs)
+
+    @functools.wraps(original_worker)
+    def _worker(self: Any, *args: Any, **kwargs: Any) -> Any:
+        core = getattr(self, "_tpulint_core", None)
+        if core is not None and core.device is not None:
+            _enter(core, ledger)
+        return original_worker(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    cls._loader_worker = _loader_worker
+    cls._worker = _worker
+
+
+def _wrap_per_device_loader(cls: type, ledger: Ledger) -> None:
+    original_next = cls.next
+
+    @functools.wraps(original_next)
+    def next(self: Any) -> Any:
+        core: _Core | None = getattr(self._loader, "_tpulint_core", None)
+        if core is None:
+            return original_next(self)
+        index = getattr(self, "_tpulint_fetched", 0)
+        key = (core.stage, core.epoch)
+        try:
+            item = original_next(self)
+        except StopIteration:
+            longer = ledger.loader_ended(key, core.rank, index)
+            if longer:
+                raise CoreOutOfData(core.stage, core.epoch, {core.rank: index}, longer) from None
+            raise
+        self._tpulint_fetched = index + 1
+        short = ledger.batch_fetched(key, core.rank, index)
+        if short:
+            raise CoreOutOfData(core.stage, core.epoch, short, {core.rank: index + 1})
+        return item
+
+    cls.next = next

@@ -1,0 +1,118 @@
+"""The result cache: bad entries are misses that get rewritten, and the key covers the code of
+tpulint and its rules, not only the version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tpulint
+from tests.helpers import LEGACY_TRAINER, UNREADY_MODULE, make_project, run_subprocess
+from tpulint.cache import code_fingerprint
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _store(root: Path, name: str) -> Path:
+    [path] = (root / ".tpulint_cache").glob(f"*/{name}")
+    return path
+
+
+def _results_file(root: Path) -> Path:
+    [path] = [p for p in (root / ".tpulint_cache").glob("*/*.json") if p.name != "scans.json"]
+    return path
+
+
+def test_entries_of_the_wrong_shape_are_misses_and_are_rewritten(tmp_path: Path) -> None:
+    files = {f"m{i}.py": (UNREADY_MODULE if i % 2 else LEGACY_TRAINER) for i in range(6)}
+    root = make_project(tmp_path / "p", files)
+    first = run_subprocess(["check", ".", "-v", "-j", "1"], root)
+    assert "(0 from cache, 6 analysed)" in first.stderr
+    results = _results_file(root)
+    data = json.loads(results.read_text())
+    bad_values = [
+        {"oops": 1},
+        [{"code": 3}],
+        [
+            {
+                "code": "TPU001",
+                "name": "x",
+                "message": "m",
+                "path": "m0.py",
+                "severity": "error",
+                "start": {"line": "3", "column": 1},
+                "end": {"line": 3, "column": 2},
+            }
+        ],
+        "not a list",
+    ]
+    keys = sorted(data["entries"])
+    for key, value in zip(keys[:4], bad_values, strict=True):
+        data["entries"][key]["v"] = value
+    data["entries"][keys[4]] = ["not", "an", "entry"]
+    results.write_text(json.dumps(data))
+    scans = _store(root, "scans.json")
+    scan_data = json.loads(scans.read_text())
+    for key in scan_data["entries"]:
+        scan_data["entries"][key]["v"] = {"module": 1}
+    scans.write_text(json.dumps(scan_data))
+
+    second = run_subprocess(["check", ".", "-v", "-j", "1"], root)
+    assert second.stdout == first.stdout
+    assert second.exit_code == 1
+    assert "(1 from cache, 5 analysed)" in second.stderr
+    third = run_subprocess(["check", ".", "-v", "-j", "1"], root)
+    assert third.stdout == first.stdout
+    assert "(6 from cache, 0 analysed)" in third.stderr
+
+
+def test_a_cache_file_of_the_wrong_shape_is_replaced(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
+    first = run_subprocess(["check", "."], root)
+    for value in ("[1, 2]", '{"version": 3}', '"text"', "null"):
+        _results_file(root).write_text(value)
+        _store(root, "scans.json").write_text(value)
+        again = run_subprocess(["check", ".", "-v"], root)
+        assert (again.exit_code, again.stdout) == (1, first.stdout)
+        assert "(0 from cache, 1 analysed)" in again.stderr
+    assert "(1 from cache" in run_subprocess(["check", ".", "-v"], root).stderr
+
+
+def test_the_cache_key_covers_the_code_of_tpulint_and_its_rules(tmp_path: Path) -> None:
+    """An installed copy of tpulint (rules inside, as a wheel lays them out) run from a
+    project: editing a rule there invalidates the cached results."""
+    install = tmp_path / "site"
+    shutil.copytree(
+        REPO / "tpulint", install / "tpulint", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(
+        REPO / "rules", install / "tpulint" / "rules", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = {"PYTHONPATH": str(install), "PYTHONDONTWRITEBYTECODE": "1"}
+    root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
+    first = run_subprocess(["check", ".", "-v"], root, env=env)
+    assert "(0 from cache, 1 analysed)" in first.stderr, first.stderr
+    assert "removed in Lightning 2.0" in first.stdout
+    warm = run_subprocess(["check", ".", "-v"], root, env=env)
+    assert "(1 from cache, 0 analysed)" in warm.stderr
+    rule = install / "tpulint" / "rules" / "trainer_config.py"
+    text = rule.read_text()
+    assert text.count("was removed in Lightning 2.0") >= 1
+    rule.write_text(text.replace("was removed in Lightning 2.0", "is gone since Lightning 2.0"))
+    edited = run_subprocess(["check", ".", "-v"], root, env=env)
+    assert "(0 from cache, 1 analysed)" in edited.stderr, edited.stderr
+    assert "is gone since Lightning 2.0" in edited.stdout
+
+
+def test_code_fingerprint_reads_the_rules_without_importing_them() -> None:
+    code = (
+        "import sys\nfrom tpulint.cache import code_fingerprint\n"
+        "print(code_fingerprint())\nprint('tpulint.rules' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    fingerprint, imported = done.stdout.split()
+    assert fingerprint == code_fingerprint()
+    assert fingerprint.startswith(f"{tpulint.__version__}-") and imported == "False"

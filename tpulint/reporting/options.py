@@ -1,0 +1,16 @@
+"""What every renderer is told about a run (its own module, so the renderers and the package
+that dispatches to them do not import each other)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    unsafe_fixes: bool = False
+    color: bool = False
+    files_checked: int = 0
+    # Reads a file's current text (for source excerpts); None when unavailable.
+    source_lookup: Callable[[str], str | None] | None = None
