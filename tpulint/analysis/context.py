@@ -31,6 +31,8 @@ from tpulint.analysis.values import (
 if TYPE_CHECKING:
     from tpulint.config import Config
 
+# Parameter names of shapes, sizes and counts (host values even in a forward).
+_SHAPE_PARAM = re.compile(r"(?:^|_)(?:shape|shapes|size|sizes|hw|dim|dims)$|^(?:num|n)_")
 _BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
 _HOST_PARAMS = frozenset(
     {
@@ -540,7 +542,9 @@ class FileContext:
                 or (info.name == "update" and info.cls.kind & ClassKind.METRIC)
             )
         ):
-            return DEVICE  # an nn.Module's forward and a metric's update take tensors
+            # An nn.Module's forward and a metric's update take tensors, except what their
+            # names say are shapes or counts (`hw_shape`, `output_size`, `num_frames`).
+            return UNKNOWN if _SHAPE_PARAM.search(name) else DEVICE
         return UNKNOWN
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -734,8 +734,14 @@ class ProjectModel:
         if self._caller_index is None:
             index: dict[str, list[tuple[_Function, Any, int]]] = {}
             for fn in self.functions.values():
+                functions = self._module_functions[id(fn.module)]
                 for call in fn.summary.calls:
-                    for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                    targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+                    if not targets and call.form == "name":
+                        # A function nested in the caller (`def filter_ids(ids): ...`).
+                        inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
+                        targets = [inner] if inner is not None else []
+                    for target in targets:
                         if not isinstance(target, _Function):
                             continue
                         bound = call.form in ("self", "super", "attr", "inst")
@@ -831,6 +837,8 @@ class ProjectModel:
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
                 return inner
             if inner is None or inner.kind == "unknown":
+                if atom[1] == "cpu":
+                    return Value("cpu")  # a tensor or a model: on the host either way
                 return UNKNOWN_VALUE  # a tensor or a model: moving it says nothing
             return Value(atom[1])
         if tag == "c":

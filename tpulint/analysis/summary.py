@@ -1030,8 +1030,10 @@ class _Summarizer:
                 atoms = _union(atoms, self.atoms(element, scope))
             return atoms or ["unknown"]
         base = self.atoms(iterator, scope)
-        if any(_is_tensorish(a) for a in base):
-            return [a for a in base if _is_tensorish(a)]  # rows of a tensor are tensors
+        rows = [a for a in base if _is_tensorish(a) or (isinstance(a, list) and a[0] == "mv")]
+        if rows:
+            # Rows of a tensor are tensors, where it is (rows of `tokens.cpu()` are on the CPU).
+            return rows
         if base == ["number"] or base == ["host"]:
             return ["host"]
         if base == ["numpy"]:

@@ -240,6 +240,15 @@ def combine(kinds: list[ValueKind]) -> ValueKind:
     return distinct.pop() if len(distinct) == 1 else HOST
 
 
+def combine_elementwise(kinds: list[ValueKind]) -> ValueKind:
+    """The kind of `a <op> b`: as `combine`, except that a CPU tensor with an unknown operand
+    stays on the CPU (torch combines a CPU tensor elementwise only with numbers and other
+    CPU tensors: `row == tokenizer.bos` for a row of `tokens.cpu()`)."""
+    if CPU in kinds and DEVICE not in kinds:
+        return CPU
+    return combine(kinds)
+
+
 _KIND_NAMES = {kind.value: kind for kind in ValueKind}
 
 
@@ -363,7 +372,7 @@ class ValueInference:
             kinds = [self.kind(node.left, d), self.kind(node.right, d)]
             if NUMPY in kinds and not (DEVICE in kinds or UNKNOWN in kinds or CPU in kinds):
                 return NUMPY
-            return combine(kinds)
+            return combine_elementwise(kinds)
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
                 inner = self.kind(node.expression, d)
@@ -387,7 +396,7 @@ class ValueInference:
                     return NUMPY  # an elementwise comparison of a numpy array
                 if any(k.is_host and k is not NUMBER for k in kinds):
                     return NUMBER  # comparing strings, lists, shapes: a bool
-            result = combine(kinds)
+            result = combine_elementwise(kinds)
             return NUMBER if result.is_host and NUMPY not in kinds else result
         if isinstance(node, cst.BooleanOperation):
             return combine([self.kind(node.left, d), self.kind(node.right, d)])
