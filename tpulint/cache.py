@@ -42,6 +42,7 @@ CACHEDIR_TAG = (
 )
 EXPIRY_SECONDS = 30 * 24 * 3600
 KEEP_FILES = 8  # result files kept per tpulint code version (other configurations)
+KEEP_FACTS = 16  # project facts kept (other sets of files)
 KEEP_CODE_VERSIONS = 3  # folders kept for other versions of tpulint's code (other venvs)
 
 
@@ -305,3 +306,56 @@ def _diagnostic(value: Any) -> Diagnostic:
 
 def cache_name(config_fingerprint: str, table_digest: str) -> str:
     return hashlib.sha1(f"{config_fingerprint}:{table_digest}".encode()).hexdigest()[:20]
+
+
+class FactsCache:
+    """What the project model tells the result cache about a set of files, one small file per
+    set (keyed by the files' summary keys and the hot-methods setting): the class table and
+    each checked file's facts digest (`ProjectModel.file_digest`). A run over files seen
+    before neither loads the summaries nor builds the model unless some file must be checked
+    again. The newest KEEP_FACTS are kept."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.folder = directory / code_fingerprint() / "facts"
+
+    @staticmethod
+    def key(parts: list[str]) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for part in sorted(parts):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def get(self, key: str) -> tuple[dict[str, int], dict[str, str]] | None:
+        """(class table, path -> facts digest), or None."""
+        try:
+            data = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        table, digests = data.get("table"), data.get("digests")
+        if not (_str_map(table, int) and _str_map(digests, str)):
+            return None
+        return table, digests
+
+    def put(self, key: str, table: dict[str, int], digests: dict[str, str]) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            JsonStore(self.directory, "facts")._prepare()  # CACHEDIR.TAG and .gitignore
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    data = {"table": table, "digests": digests}
+                    handle.write(json.dumps(data, separators=(",", ":")))
+                os.replace(tmp, self.folder / f"{key}.json")
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            old = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+            for stale in old[:-KEEP_FACTS]:
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+        except OSError:
+            return  # a read-only checkout must not fail the run

@@ -157,6 +157,31 @@ def context_files(checked: Iterable[Path], config: Config) -> list[Path]:
     return out
 
 
+def model_inputs(
+    sources: Sequence[tuple[Path, str]], config: Config, with_context: bool = True
+) -> list[tuple[str, str]]:
+    """(absolute path, text) of the checked Python files and their context files."""
+    items = [(str(path.absolute()), text) for path, text in sources if path.suffix == ".py"]
+    if with_context:
+        for path in context_files([p for p, _ in sources], config):
+            text = _read(path, config)
+            if text is not None:
+                items.append((str(path), text))
+    return items
+
+
+def model_of(
+    items: Sequence[tuple[str, str]], config: Config, cache: ScanCache | None, jobs: int
+) -> ProjectModel:
+    """The model of (absolute path, text) pairs, with what every check reads computed once
+    here, before the checking workers fork and inherit it."""
+    model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
+    model.lightning_table()
+    model.hot  # noqa: B018
+    model.precompute_callers()
+    return model
+
+
 def build_project(
     sources: Sequence[tuple[Path, str]],
     config: Config,
@@ -165,18 +190,7 @@ def build_project(
     with_context: bool = True,
 ) -> ProjectModel:
     """The model of the checked (path, text) pairs and their context files."""
-    items = [(str(path.absolute()), text) for path, text in sources if path.suffix == ".py"]
-    if with_context:
-        for path in context_files([p for p, _ in sources], config):
-            text = _read(path, config)
-            if text is not None:
-                items.append((str(path), text))
-    model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
-    # Computed once here, before the checking workers fork and inherit them.
-    model.lightning_table()
-    model.hot  # noqa: B018
-    model.precompute_callers()
-    return model
+    return model_of(model_inputs(sources, config, with_context), config, cache, jobs)
 
 
 def project_for_source(text: str, path: str, config: Config) -> ProjectModel | None:

@@ -16,11 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.project import ProjectModel, table_digest
-from tpulint.cache import ResultCache, ScanCache, cache_name, derived_key, text_digest
+from tpulint.cache import (
+    FactsCache,
+    ResultCache,
+    ScanCache,
+    cache_name,
+    derived_key,
+    text_digest,
+)
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, discover, read_source
-from tpulint.project_build import build_project
+from tpulint.project_build import model_inputs, model_of
 from tpulint.writing import write_if_unchanged
 
 if TYPE_CHECKING:
@@ -67,7 +74,7 @@ class RunResult:
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(config: Config, project: ProjectModel, pooled: bool = False) -> None:
+def _init_worker(config: Config, project: ProjectModel | None, pooled: bool = False) -> None:
     _STATE["config"] = config
     _STATE["project"] = project
     _STATE["collect"] = pooled
@@ -173,7 +180,7 @@ def _run(
     extra: tuple[Any, ...],
     on_crash: Callable[[tuple[str, str, str], str], Any],
     config: Config,
-    project: ProjectModel,
+    project: ProjectModel | None,
     jobs: int,
     progress: Progress | None,
 ) -> Iterator[Any]:
@@ -214,15 +221,30 @@ class _Prepared:
     sources: list[tuple[SourcePath, str]]  # readable files and their text
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
     notices: list[str]
-    project: ProjectModel
-    results: ResultCache | None
+    config: Config
+    items: list[tuple[str, str]]  # what the project model models: (absolute path, text)
+    jobs: int
+    use_cache: bool
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
+    results: ResultCache | None = None
+    facts: dict[str, str] = field(default_factory=dict)  # path -> ProjectModel.file_digest
+    project: ProjectModel | None = None
+
+    def model(self) -> ProjectModel:
+        """The project model, built on first use (a run answered from the cache needs none)."""
+        if self.project is None:
+            cache_dir = self.config.root / self.config.cache_dir
+            scans = ScanCache(cache_dir) if self.use_cache else None
+            self.project = model_of(self.items, self.config, scans, self.jobs)
+            if scans:
+                scans.save()
+        return self.project
 
     def key(self, source: SourcePath, digest: bytes) -> str:
         """The result cache key of a file: its path and content (`digest`), and the facts the
         project model gives its analysis (hot chains, what its calls return), so a file is
         checked again when another file changes what it knows."""
-        facts = self.project.file_digest(str(source.path)) if self.results is not None else ""
+        facts = self.facts.get(str(source.path), "")
         return derived_key(source.display, digest + facts.encode())
 
 
@@ -238,17 +260,34 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         else:
             assert text is not None
             sources.append((source, text))
-    cache_dir = config.root / config.cache_dir
     digests = {source.display: text_digest(text) for source, text in sources}
-    scan_cache = ScanCache(cache_dir) if use_cache else None
-    project = build_project([(s.path, text) for s, text in sources], config, scan_cache, jobs)
-    if scan_cache:
-        scan_cache.save()
-    results = None
-    if use_cache:
-        digest = table_digest(project.lightning_table())
-        results = ResultCache(cache_dir, cache_name(config.fingerprint(), digest))
-    return _Prepared(sources, outcomes, notices, project, results, digests)
+    items = model_inputs([(s.path, text) for s, text in sources], config)
+    prepared = _Prepared(sources, outcomes, notices, config, items, jobs, use_cache, digests)
+    if not use_cache:
+        return prepared
+    # The model's facts for a set of files seen before (a warm run) are cached as a whole.
+    facts_cache = FactsCache(config.root / config.cache_dir)
+    known = {str(s.path): digests[s.display] for s, _ in sources}
+    facts_key = FactsCache.key(
+        [f"{path}:{(known.get(path) or text_digest(text)).hex()}" for path, text in items]
+        + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
+    )
+    found = facts_cache.get(facts_key)
+    if found is not None:
+        table, prepared.facts = found
+    else:
+        project = prepared.model()
+        table = project.lightning_table()
+        prepared.facts = {
+            str(s.path): project.file_digest(str(s.path))
+            for s, _ in sources
+            if s.path.suffix == ".py"
+        }
+        facts_cache.put(facts_key, table, prepared.facts)
+    prepared.results = ResultCache(
+        config.root / config.cache_dir, cache_name(config.fingerprint(), table_digest(table))
+    )
+    return prepared
 
 
 def project_model(
@@ -256,7 +295,7 @@ def project_model(
 ) -> ProjectModel:
     """The project model `check_paths` would use for `paths` (for front ends that check one
     file at a time with the whole project in view: the language server)."""
-    return _prepare(paths, config, use_cache, jobs).project
+    return _prepare(paths, config, use_cache, jobs).model()
 
 
 def check_paths(
@@ -291,7 +330,7 @@ def check_paths(
         (),
         _crashed_check,
         config,
-        prepared.project,
+        prepared.model() if todo else None,
         jobs,
         progress,
     ):
@@ -372,7 +411,7 @@ def fix_paths(
         (unsafe,),
         _crashed_fix,
         config,
-        prepared.project,
+        prepared.model() if todo else None,
         jobs,
         progress,
     ):
@@ -383,7 +422,7 @@ def fix_paths(
             continue
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
-            _write(outcome, source, original, result, config, prepared.project, run)
+            _write(outcome, source, original, result, config, prepared.model(), run)
             if outcome.written and on_written is not None:
                 on_written(outcome)
         if cache and (outcome.written or not result.changed):
