@@ -286,3 +286,35 @@ def test_iteration_split_by_rank_through_helpers(tmp_path: Path) -> None:
     assert model.iteration_splits_by_rank(prefix + "Plain") is False
     # Summaries keep no calls made in cold-named hooks (`setup`): not visible, not "unsplit".
     assert model.iteration_splits_by_rank(prefix + "ThroughSetup") is None
+
+
+def test_cached_results_follow_other_files(tmp_path: Path) -> None:
+    """A file whose text did not change is checked again when another file changes what the
+    project model tells it (here: whether a step method calls its helper)."""
+    cold = "class M(L.LightningModule):\n    def training_step(self, batch, i):\n        return 0\n"
+    hot = (
+        "class M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+        "        return scale(batch)\n"
+    )
+    head = "import lightning as L\n\nfrom pkg.losses import scale\n\n\n"
+    root = make_project(
+        tmp_path / "p",
+        {
+            "pkg/__init__.py": "",
+            "pkg/losses.py": "def scale(x):\n    return x / x.max().item()\n",
+            "pkg/model.py": head + cold,
+        },
+        pyproject='select = ["TPU101"]\n',
+    )
+    first = run_cli(["check", "-v", "pkg"], root)
+    assert first.exit_code == 0, first.stdout
+    again = run_cli(["check", "-v", "pkg"], root)
+    assert "(3 from cache, 0 analysed)" in again.stderr
+    (root / "pkg/model.py").write_text(head + hot, encoding="utf-8")
+    warm = run_cli(["check", "-v", "pkg"], root)
+    assert "pkg/losses.py:2:16: TPU101" in warm.stdout
+    assert "called from training_step via pkg/model.py:8" in warm.stdout
+    assert "(1 from cache, 2 analysed)" in warm.stderr  # __init__.py alone is unchanged
+    (root / "pkg/model.py").write_text(head + cold, encoding="utf-8")
+    back = run_cli(["check", "-v", "pkg"], root)
+    assert back.exit_code == 0 and "TPU101" not in back.stdout
