@@ -55,10 +55,18 @@ def ensure(venv: Venv, cache: Path, log: Path) -> Path:
         return target
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(target)], check=True,
-                       stdout=out, stderr=out)
-        subprocess.run([str(venv.python(cache)), "-m", "pip", "install", "--quiet",
-                        *venv.requirements], check=True, stdout=out, stderr=out)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--clear", str(target)],
+            check=True,
+            stdout=out,
+            stderr=out,
+        )
+        subprocess.run(
+            [str(venv.python(cache)), "-m", "pip", "install", "--quiet", *venv.requirements],
+            check=True,
+            stdout=out,
+            stderr=out,
+        )
     marker.write_text(wanted, encoding="utf-8")
     return target
 

@@ -187,9 +187,14 @@ def run_measured(
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env) if env is not None else None,
-            stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-            start_new_session=bool(nice), preexec_fn=prioritized(nice),
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=bool(nice),
+            preexec_fn=prioritized(nice),
         )
         sampler = TreeSampler(proc.pid)
         sampler.start()

@@ -93,7 +93,7 @@ def instrument(timers: Timers) -> None:
 
     timers.wrap(runner, "discover", "discovery")
     timers.wrap(runner, "read_source", "reading files")
-    timers.wrap(runner, "scan_source", "project index scan")
+    timers.wrap(runner, "build_project", "project model (ast summaries)")
     timers.wrap(runner, "check_source", "engine: other")
     timers.wrap(engine, "_rule_classes", "rule prefilter")
     timers.wrap(engine, "parse_suppressions", "suppression comments")
@@ -138,8 +138,9 @@ def phases(folder: Path) -> dict[str, Any]:
         "total_cpu": total_cpu,
         "total_wall": total_wall,
         "unattributed_cpu": total_cpu - sum(timers.self_seconds.values()),
-        "timers": {k: {"seconds": v, "calls": timers.calls[k]}
-                   for k, v in timers.self_seconds.items()},
+        "timers": {
+            k: {"seconds": v, "calls": timers.calls[k]} for k, v in timers.self_seconds.items()
+        },
     }
 
 
@@ -158,7 +159,7 @@ CATEGORIES = (
     ("walk: FileContext handlers", "analysis/context.py"),
     ("walk: traversal", "walker.py"),
     ("suppressions", "suppression.py"),
-    ("project index scan", "scan_source"),
+    ("project model (ast summaries)", "summarize"),
     ("reading files", "read_source"),
     ("discovery", "discover"),
     ("cache", "cache.py"),
@@ -196,13 +197,33 @@ def summarize_raw(raw: Path) -> dict[str, Any]:
 
 def sample(folder: Path, py_spy: Path, raw: Path, rate: int) -> dict[str, Any]:
     tpulint = Path(sys.executable).parent / "tpulint"
-    argv = [str(py_spy), "record", "--subprocesses", "-r", str(rate), "-f", "raw", "-o", str(raw),
-            "--", str(tpulint), "check", "--no-cache", "-qq", str(folder)]
+    argv = [
+        str(py_spy),
+        "record",
+        "--subprocesses",
+        "-r",
+        str(rate),
+        "-f",
+        "raw",
+        "-o",
+        str(raw),
+        "--",
+        str(tpulint),
+        "check",
+        "--no-cache",
+        "-qq",
+        str(folder),
+    ]
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    return {"rate_hz": rate, "wall": wall, "returncode": done.returncode,
-            "samples": summarize_raw(raw) if raw.is_file() else {}, "stderr": done.stderr[-800:]}
+    return {
+        "rate_hz": rate,
+        "wall": wall,
+        "returncode": done.returncode,
+        "samples": summarize_raw(raw) if raw.is_file() else {},
+        "stderr": done.stderr[-800:],
+    }
 
 
 def main() -> int:

@@ -31,13 +31,17 @@ ROWS = (  # (key in the results, label)
 )
 PLOT_ROWS = ("tpulint.cold", "tpulint.warm", "tpulint.changed", "torchfix", "fixit", "floor.2")
 PLOT_LABELS = {
-    "tpulint.cold": "tpulint cold", "tpulint.warm": "tpulint warm",
-    "tpulint.changed": "tpulint 1 changed", "torchfix": "TorchFix", "fixit": "Fixit",
+    "tpulint.cold": "tpulint cold",
+    "tpulint.warm": "tpulint warm",
+    "tpulint.changed": "tpulint 1 changed",
+    "torchfix": "TorchFix",
+    "fixit": "Fixit",
     "floor.2": "libcst floor (2 procs)",
 }
 
 
 # --- numbers -----------------------------------------------------------------------------
+
 
 def is_floor(key: str) -> bool:
     return key.startswith("floor")
@@ -87,6 +91,7 @@ def fmt_ratio(xs: Sequence[float]) -> str:
 
 # --- tables ------------------------------------------------------------------------------
 
+
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -100,19 +105,28 @@ def scope_table(scope: dict[str, Runs]) -> str:
         runs = scope.get(key)
         if not runs:
             continue
-        rows.append([
-            label,
-            fmt_spread(values(runs, key, "wall")),
-            fmt_spread(values(runs, key, "cpu")),
-            fmt_ratio(paired_ratios(runs, cold, key, TPULINT_COLD, "wall")),
-            fmt_ratio(paired_ratios(runs, cold, key, TPULINT_COLD, "cpu")),
-            f"{median(values(runs, key, 'peak_rss_mib')):.0f}",
-            f"{median(values(runs, key, 'peak_pss_mib')):.0f}",
-            str(len(runs)),
-        ])
-    header = ["tool / scenario", "wall s, median (min-max)", "CPU s, median (min-max)",
-              "wall / tpulint cold", "CPU / tpulint cold", "peak RSS MiB (tree sum)",
-              "peak PSS MiB", "runs"]
+        rows.append(
+            [
+                label,
+                fmt_spread(values(runs, key, "wall")),
+                fmt_spread(values(runs, key, "cpu")),
+                fmt_ratio(paired_ratios(runs, cold, key, TPULINT_COLD, "wall")),
+                fmt_ratio(paired_ratios(runs, cold, key, TPULINT_COLD, "cpu")),
+                f"{median(values(runs, key, 'peak_rss_mib')):.0f}",
+                f"{median(values(runs, key, 'peak_pss_mib')):.0f}",
+                str(len(runs)),
+            ]
+        )
+    header = [
+        "tool / scenario",
+        "wall s, median (min-max)",
+        "CPU s, median (min-max)",
+        "wall / tpulint cold",
+        "CPU / tpulint cold",
+        "peak RSS MiB (tree sum)",
+        "peak PSS MiB",
+        "runs",
+    ]
     return table(header, rows)
 
 
@@ -120,33 +134,65 @@ def target_rows(name: str, scope: dict[str, Runs], startup: dict[str, Runs]) -> 
     cold = scope.get(TPULINT_COLD, [])
     rows = []
 
-    def add(label: str, want: str, ratios: dict[str, list[float]],
-            ok: Callable[[float], bool]) -> None:
+    def add(
+        label: str, want: str, ratios: dict[str, list[float]], ok: Callable[[float], bool]
+    ) -> None:
         cells = [fmt_ratio(ratios[f]) for f in ("wall", "cpu")]
         verdicts = {f: ok(median(r)) for f, r in ratios.items() if r}
-        met = "n/a" if not verdicts else "yes" if all(verdicts.values()) else (
-            "wall only" if verdicts.get("wall") else "CPU only" if verdicts.get("cpu") else "no")
+        met = (
+            "n/a"
+            if not verdicts
+            else "yes"
+            if all(verdicts.values())
+            else (
+                "wall only" if verdicts.get("wall") else "CPU only" if verdicts.get("cpu") else "no"
+            )
+        )
         rows.append([name, label, want, *cells, met])
 
     for peer, title in (("torchfix", "TorchFix"), ("fixit", "Fixit")):
         if scope.get(peer):
-            add(f"{title} / tpulint cold", ">= 3", {
-                f: paired_ratios(scope[peer], cold, peer, TPULINT_COLD, f) for f in ("wall", "cpu")
-            }, lambda x: x >= 3)
+            add(
+                f"{title} / tpulint cold",
+                ">= 3",
+                {
+                    f: paired_ratios(scope[peer], cold, peer, TPULINT_COLD, f)
+                    for f in ("wall", "cpu")
+                },
+                lambda x: x >= 3,
+            )
     if scope.get("tpulint.warm"):
-        add("tpulint cold / warm", ">= 20", {
-            f: paired_ratios(cold, scope["tpulint.warm"], TPULINT_COLD, "tpulint.warm", f)
-            for f in ("wall", "cpu")
-        }, lambda x: x >= 20)
+        add(
+            "tpulint cold / warm",
+            ">= 20",
+            {
+                f: paired_ratios(cold, scope["tpulint.warm"], TPULINT_COLD, "tpulint.warm", f)
+                for f in ("wall", "cpu")
+            },
+            lambda x: x >= 20,
+        )
     if scope.get("floor.2"):
-        add("tpulint cold / floor (2 processes)", "<= 1.5", {
-            f: paired_ratios(cold, scope["floor.2"], TPULINT_COLD, "floor.2", f)
-            for f in ("wall", "cpu")
-        }, lambda x: x <= 1.5)
+        add(
+            "tpulint cold / floor (2 processes)",
+            "<= 1.5",
+            {
+                f: paired_ratios(cold, scope["floor.2"], TPULINT_COLD, "floor.2", f)
+                for f in ("wall", "cpu")
+            },
+            lambda x: x <= 1.5,
+        )
         adjusted = floor_ratio_without_startup(cold, scope["floor.2"], startup)
         if adjusted:
-            rows.append([name, "(tpulint cold - its start-up) / floor (2 processes)", "<= 1.5",
-                         fmt_ratio(adjusted), "", "yes" if median(adjusted) <= 1.5 else "no"])
+            rows.append(
+                [
+                    name,
+                    "(tpulint cold - its start-up) / floor (2 processes)",
+                    "<= 1.5",
+                    fmt_ratio(adjusted),
+                    "",
+                    "yes" if median(adjusted) <= 1.5 else "no",
+                ]
+            )
     return rows
 
 
@@ -156,14 +202,22 @@ def floor_ratio_without_startup(cold: Runs, floor: Runs, startup: dict[str, Runs
         return []
     start = median([float(r["wall"]) for r in boot])
     n = min(len(cold), len(floor))
-    return [(float(c["wall"]) - start) / seconds(f, "floor.2")
-            for c, f in zip(cold[:n], floor[:n], strict=True)]
+    return [
+        (float(c["wall"]) - start) / seconds(f, "floor.2")
+        for c, f in zip(cold[:n], floor[:n], strict=True)
+    ]
 
 
 def startup_table(startup: dict[str, Runs]) -> str:
-    rows = [[name, fmt_spread(values(runs, name, "wall")), fmt_spread(values(runs, name, "cpu")),
-             f"{median(values(runs, name, 'peak_rss_mib')):.0f}"]
-            for name, runs in startup.items()]
+    rows = [
+        [
+            name,
+            fmt_spread(values(runs, name, "wall")),
+            fmt_spread(values(runs, name, "cpu")),
+            f"{median(values(runs, name, 'peak_rss_mib')):.0f}",
+        ]
+        for name, runs in startup.items()
+    ]
     return table(["tool", "wall s", "CPU s", "peak RSS MiB"], rows)
 
 
@@ -171,9 +225,11 @@ def files_table(files: dict[str, Any]) -> str:
     rows = []
     for scope, info in files.items():
         stats = info["stats"]
-        for key, label in (("discovered", "all .py files (tpulint walks them, Fixit lints all)"),
-                           ("tpulint_parses", "files tpulint parses (a rule's prefilter matches)"),
-                           ("torchfix_parses", 'files TorchFix parses (a line contains "torch")')):
+        for key, label in (
+            ("discovered", "all .py files (tpulint walks them, Fixit lints all)"),
+            ("tpulint_parses", "files tpulint parses (a rule's prefilter matches)"),
+            ("torchfix_parses", 'files TorchFix parses (a line contains "torch")'),
+        ):
             s = stats[key]
             mib = f"{s['bytes'] / 2**20:.1f}"
             rows.append([scope, label, f"{s['files']:,}", f"{s['lines']:,}", mib])
@@ -189,6 +245,7 @@ def versions_table(meta: dict[str, Any]) -> str:
 
 # --- verify and profile -------------------------------------------------------------------
 
+
 def verify_section(verify: dict[str, Runs], meta: dict[str, Any]) -> str:
     if not verify:
         return "Not measured in this run (`--skip-verify`)."
@@ -196,14 +253,26 @@ def verify_section(verify: dict[str, Runs], meta: dict[str, Any]) -> str:
     noval = verify.get("verify_noval", [])
     v = meta.get("verify", {})
     rows = [
-        ["`tpulint verify` (Lightning Trainer, recording, validation)",
-         fmt_spread(values(ours, "v", "wall")), fmt_spread(values(ours, "v", "cpu")),
-         f"{median(values(ours, 'v', 'peak_rss_mib')):.0f}"],
-        ["`tpulint verify`, the module without validation_step",
-         fmt_spread(values(noval, "n", "wall")), fmt_spread(values(noval, "n", "cpu")),
-         f"{median(values(noval, 'n', 'peak_rss_mib')):.0f}"] if noval else None,
-        ["bare torch_xla loop (no Lightning, no recording)", fmt_spread(values(bare, "b", "wall")),
-         fmt_spread(values(bare, "b", "cpu")), f"{median(values(bare, 'b', 'peak_rss_mib')):.0f}"],
+        [
+            "`tpulint verify` (Lightning Trainer, recording, validation)",
+            fmt_spread(values(ours, "v", "wall")),
+            fmt_spread(values(ours, "v", "cpu")),
+            f"{median(values(ours, 'v', 'peak_rss_mib')):.0f}",
+        ],
+        [
+            "`tpulint verify`, the module without validation_step",
+            fmt_spread(values(noval, "n", "wall")),
+            fmt_spread(values(noval, "n", "cpu")),
+            f"{median(values(noval, 'n', 'peak_rss_mib')):.0f}",
+        ]
+        if noval
+        else None,
+        [
+            "bare torch_xla loop (no Lightning, no recording)",
+            fmt_spread(values(bare, "b", "wall")),
+            fmt_spread(values(bare, "b", "cpu")),
+            f"{median(values(bare, 'b', 'peak_rss_mib')):.0f}",
+        ],
     ]
     rows = [row for row in rows if row]
     ratio = paired_ratios(ours, bare, "v", "b", "wall")
@@ -211,23 +280,28 @@ def verify_section(verify: dict[str, Runs], meta: dict[str, Any]) -> str:
     train = extra_values(bare, "train_seconds")
     inner = extra_values(ours, "run_seconds")
     verdicts = sorted({str(r.get("extra", {}).get("verdict")) for r in ours})
-    return "\n".join([
-        f"{v.get('cores', 8)} emulated cores (PJRT CPU), {v.get('steps')} steps per epoch, "
-        f"{v.get('epochs')} epochs, `examples/tpu_ready/model.py:LitClassifier`.",
-        "",
-        table(["command", "wall s", "CPU s", "peak RSS MiB"], rows),
-        "",
-        f"- verify / bare loop, wall time: **{fmt_ratio(ratio)}** (per-repetition median).",
-        *(
-            [f"- verify / verify without validation: **{fmt_ratio(validation)}**: what"
-             " running and judging the validation loop adds."]
-            if validation is not None else []
-        ),
-        f"- Inside them: verify's child reports {fmt_spread(inner)} s of run time (Trainer set-up "
-        f"and training); the bare loop spends {fmt_spread(train)} s from spawn to the end of "
-        "training, after importing torch and torch_xla.",
-        f"- verify's verdict on this module: {', '.join(verdicts)}.",
-    ])
+    return "\n".join(
+        [
+            f"{v.get('cores', 8)} emulated cores (PJRT CPU), {v.get('steps')} steps per epoch, "
+            f"{v.get('epochs')} epochs, `examples/tpu_ready/model.py:LitClassifier`.",
+            "",
+            table(["command", "wall s", "CPU s", "peak RSS MiB"], rows),
+            "",
+            f"- verify / bare loop, wall time: **{fmt_ratio(ratio)}** (per-repetition median).",
+            *(
+                [
+                    f"- verify / verify without validation: **{fmt_ratio(validation)}**: what"
+                    " running and judging the validation loop adds."
+                ]
+                if validation is not None
+                else []
+            ),
+            f"- Inside them: verify's child reports {fmt_spread(inner)} s of run time "
+            f"(Trainer set-up and training); the bare loop spends {fmt_spread(train)} s from "
+            "spawn to the end of training, after importing torch and torch_xla.",
+            f"- verify's verdict on this module: {', '.join(verdicts)}.",
+        ]
+    )
 
 
 def extra_values(runs: Runs, name: str) -> list[float]:
@@ -242,11 +316,18 @@ def profile_section(profile: dict[str, Any]) -> str:
     timers = phases["timers"]
     grouped = group_timers(timers)
     rows = [[name, f"{secs:.1f}", f"{100 * secs / total:.0f}%"] for name, secs in grouped]
-    rules = sorted(((k.removeprefix("handler: rule "), v["seconds"], v["calls"])
-                    for k, v in timers.items() if k.startswith("handler: rule ")),
-                   key=lambda item: -item[1])
-    rule_rows = [[name, f"{secs:.2f}", f"{calls:,}", f"{100 * secs / total:.1f}%"]
-                 for name, secs, calls in rules[:10]]
+    rules = sorted(
+        (
+            (k.removeprefix("handler: rule "), v["seconds"], v["calls"])
+            for k, v in timers.items()
+            if k.startswith("handler: rule ")
+        ),
+        key=lambda item: -item[1],
+    )
+    rule_rows = [
+        [name, f"{secs:.2f}", f"{calls:,}", f"{100 * secs / total:.1f}%"]
+        for name, secs, calls in rules[:10]
+    ]
     parts = [
         f"Scope: {profile.get('scope')}; {phases['files_checked']:,} files, one process "
         f"(`jobs=1`), CPU time {total:.1f} s (wall {phases['total_wall']:.1f} s).",
@@ -266,16 +347,20 @@ def profile_section(profile: dict[str, Any]) -> str:
 
 PHASE_GROUPS = (  # (group, timer name prefixes)
     ("libcst parsing", ("libcst parse_module",)),
-    ("semantic pre-pass (walk + its collector + the rest)", ("semantic pre-pass",
-                                                             "handler: context _Collector")),
+    (
+        "semantic pre-pass (walk + its collector + the rest)",
+        ("semantic pre-pass", "handler: context _Collector"),
+    ),
     ("main walk: traversal", ("walk traversal",)),
     ("main walk: FileContext handlers", ("handler: context FileContext",)),
     ("main walk: rule handlers", ("handler: rule ",)),
     ("positions and fix edits", ("positions", "fix positions", "fix edits")),
     ("suppressions (comments, TPL001)", ("suppression comments", "suppressions and TPL001")),
     ("reading, discovery, project index", ("reading files", "discovery", "project index scan")),
-    ("engine: rule prefilter, set-up, diagnostics", ("rule prefilter", "engine: other",
-                                                     "FileContext construction")),
+    (
+        "engine: rule prefilter, set-up, diagnostics",
+        ("rule prefilter", "engine: other", "FileContext construction"),
+    ),
 )
 
 
@@ -303,6 +388,7 @@ def pyspy_table(samples: dict[str, dict[str, int]]) -> str:
 
 # --- the plot ----------------------------------------------------------------------------
 
+
 def plot(results: dict[str, Any], out: Path) -> None:
     import matplotlib
 
@@ -316,19 +402,34 @@ def plot(results: dict[str, Any], out: Path) -> None:
         walls = [values(scope[k], k, "wall") for k in keys]
         cpus = [values(scope[k], k, "cpu") for k in keys]
         ys = range(len(keys))
-        ax.barh([y + 0.2 for y in ys], [median(w) for w in walls], height=0.4, label="wall",
-                xerr=_spread(walls), color=["#1f77b4" if k.startswith("tpulint") else "#999999"
-                                            for k in keys])
-        ax.barh([y - 0.2 for y in ys], [median(c) for c in cpus], height=0.4, label="CPU",
-                xerr=_spread(cpus), color="none", edgecolor="#444444", hatch="//")
+        ax.barh(
+            [y + 0.2 for y in ys],
+            [median(w) for w in walls],
+            height=0.4,
+            label="wall",
+            xerr=_spread(walls),
+            color=["#1f77b4" if k.startswith("tpulint") else "#999999" for k in keys],
+        )
+        ax.barh(
+            [y - 0.2 for y in ys],
+            [median(c) for c in cpus],
+            height=0.4,
+            label="CPU",
+            xerr=_spread(cpus),
+            color="none",
+            edgecolor="#444444",
+            hatch="//",
+        )
         ax.set_yticks(list(ys), [PLOT_LABELS[k] for k in keys])
         ax.invert_yaxis()
         ax.set_xscale("log")
         ax.set_xlabel("seconds (log scale; median, bars = min-max)")
         ax.set_title(f"{name}: {results['files'][name]['stats']['discovered']['files']:,} files")
         ax.legend(loc="lower right", fontsize=8)
-    fig.suptitle(f"Time per tool ({results['meta']['started'][:10]}, "
-                 f"{results['meta']['machine']['cpu_count']} CPUs)")
+    fig.suptitle(
+        f"Time per tool ({results['meta']['started'][:10]}, "
+        f"{results['meta']['machine']['cpu_count']} CPUs)"
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
@@ -340,6 +441,7 @@ def _spread(groups: list[list[float]]) -> list[list[float]]:
 
 
 # --- the cache check ----------------------------------------------------------------------
+
 
 def cache_check(logs: Path, results: dict[str, Any]) -> dict[str, list[int]]:
     """Per scope: [repetitions whose cached runs printed exactly the cold run's findings,
@@ -359,23 +461,32 @@ def cache_check(logs: Path, results: dict[str, Any]) -> dict[str, list[int]]:
 
 
 def cache_sentence(check: dict[str, list[int]]) -> str:
-    parts = [f"{name}: {same} of {compared}" for name, (same, compared) in check.items()
-             if compared]
+    parts = [
+        f"{name}: {same} of {compared}" for name, (same, compared) in check.items() if compared
+    ]
     if not parts:
         return ""
-    return ("Cache correctness: the fresh-cache, warm and one-changed runs printed exactly the "
-            "cold run's findings in " + "; ".join(parts) + " repetitions.")
+    return (
+        "Cache correctness: the fresh-cache, warm and one-changed runs printed exactly the "
+        "cold run's findings in " + "; ".join(parts) + " repetitions."
+    )
 
 
 # --- the page ----------------------------------------------------------------------------
 
+
 def missed_sentence(rows: list[list[str]]) -> str:
-    missed = [f"{scope}: {target} (wanted {want}; wall {wall}, CPU {cpu or 'n/a'})"
-              for scope, target, want, wall, cpu, met in rows if met != "yes"]
+    missed = [
+        f"{scope}: {target} (wanted {want}; wall {wall}, CPU {cpu or 'n/a'})"
+        for scope, target, want, wall, cpu, met in rows
+        if met != "yes"
+    ]
     if not missed:
         return "All targets met, on wall time and on CPU time."
-    return ("Missed on at least one measure: " + "; ".join(missed) + ". Where the time goes: "
-            "[the profile](#where-a-cold-tpulint-run-spends-its-time).")
+    return (
+        "Missed on at least one measure: " + "; ".join(missed) + ". Where the time goes: "
+        "[the profile](#where-a-cold-tpulint-run-spends-its-time)."
+    )
 
 
 def page(results: dict[str, Any], plot_name: str) -> str:

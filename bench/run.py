@@ -55,28 +55,50 @@ def default_fetch_script() -> Path:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="tpulint benchmarks (see bench/README.md)")
-    parser.add_argument("--corpus", type=Path, default=CACHE / "corpus",
-                        help="corpus folder holding pkgs/ (fetched there when absent) "
-                             "[default: bench/.cache/corpus]")
-    parser.add_argument("--fetch-script", type=Path, default=default_fetch_script(),
-                        help="the corpus fetch script [default: ../shared/corpus/fetch.sh, "
-                             "else bench/fetch_corpus.sh]")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CACHE / "corpus",
+        help="corpus folder holding pkgs/ (fetched there when absent) "
+        "[default: bench/.cache/corpus]",
+    )
+    parser.add_argument(
+        "--fetch-script",
+        type=Path,
+        default=default_fetch_script(),
+        help="the corpus fetch script [default: ../shared/corpus/fetch.sh, "
+        "else bench/fetch_corpus.sh]",
+    )
     parser.add_argument("--runs", type=int, default=3, help="repetitions of every measurement")
-    parser.add_argument("--peer-runs", type=int, default=None,
-                        help="repetitions of TorchFix and Fixit [default: --runs]")
+    parser.add_argument(
+        "--peer-runs",
+        type=int,
+        default=None,
+        help="repetitions of TorchFix and Fixit [default: --runs]",
+    )
     parser.add_argument("--quick", action="store_true", help="one repetition of everything")
     parser.add_argument("--skip-peers", action="store_true", help="no TorchFix, no Fixit")
     parser.add_argument("--skip-verify", action="store_true", help="no verify overhead")
     parser.add_argument("--skip-profile", action="store_true", help="no profile of tpulint")
-    parser.add_argument("--scopes", default=f"corpus,{LARGE_PACKAGE}",
-                        help="comma-separated: corpus and/or package folder names")
-    parser.add_argument("--scratch", type=Path,
-                        default=Path(tempfile.gettempdir()) / "tpulint-bench",
-                        help="scratch folder (outside the repository) the tools run in")
+    parser.add_argument(
+        "--scopes",
+        default=f"corpus,{LARGE_PACKAGE}",
+        help="comma-separated: corpus and/or package folder names",
+    )
+    parser.add_argument(
+        "--scratch",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "tpulint-bench",
+        help="scratch folder (outside the repository) the tools run in",
+    )
     parser.add_argument("--verify-steps", type=int, default=7)
     parser.add_argument("--verify-epochs", type=int, default=3)
-    parser.add_argument("--nice", type=int, default=0,
-                        help="run the measured commands at this niceness (negative needs root)")
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run the measured commands at this niceness (negative needs root)",
+    )
     parser.add_argument("--no-docs", action="store_true", help="write the JSON only")
     args = parser.parse_args(argv)
     if args.quick:
@@ -122,8 +144,9 @@ def make_tools(args: argparse.Namespace) -> Tools:
 
 
 def select_files(folder: Path, out: Path) -> dict[str, Any]:
-    subprocess.run([sys.executable, str(BENCH_DIR / "select_files.py"), str(folder), str(out)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, str(BENCH_DIR / "select_files.py"), str(folder), str(out)], check=True
+    )
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -151,11 +174,15 @@ def make_scopes(args: argparse.Namespace, pkgs: Path, meta: Path) -> list[Scope]
 
 def git_state() -> dict[str, str]:
     """The commit measured and whether the work tree had changes (read-only git calls)."""
+
     def git(*argv: str) -> str:
         done = subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
-    return {"commit": git("rev-parse", "HEAD"),
-            "dirty": "yes" if git("status", "--porcelain", "--untracked-files=no") else "no"}
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": "yes" if git("status", "--porcelain", "--untracked-files=no") else "no",
+    }
 
 
 def cpu_model() -> str:
@@ -170,11 +197,14 @@ def cpu_model() -> str:
 
 def versions(venv_paths: dict[str, Path], tools: Tools) -> dict[str, Any]:
     project = envs.installed_versions(
-        tools.project_python, ["tpulint", "libcst", "click", "torch", "torch_xla", "lightning"])
+        tools.project_python, ["tpulint", "libcst", "click", "torch", "torch_xla", "lightning"]
+    )
     out: dict[str, Any] = {"project": project}
-    for name, packages in (("torchfix", ["torchfix", "libcst", "flake8"]),
-                           ("fixit", ["fixit", "libcst", "trailrunner"]),
-                           ("tools", ["matplotlib", "py-spy", "pyinstrument"])):
+    for name, packages in (
+        ("torchfix", ["torchfix", "libcst", "flake8"]),
+        ("fixit", ["fixit", "libcst", "trailrunner"]),
+        ("tools", ["matplotlib", "py-spy", "pyinstrument"]),
+    ):
         if name in venv_paths:
             out[name] = envs.installed_versions(venv_paths[name] / "bin" / "python", packages)
     return out
@@ -193,13 +223,17 @@ def selection_stats(scopes: list[Scope]) -> dict[str, Any]:
     out = {}
     for scope in scopes:
         data = json.loads(scope.selection.read_text(encoding="utf-8"))
-        out[scope.name] = {"stats": data["stats"], "edited_file": str(scope.edit_file),
-                           "folder": str(scope.folder)}
+        out[scope.name] = {
+            "stats": data["stats"],
+            "edited_file": str(scope.edit_file),
+            "folder": str(scope.folder),
+        }
     return out
 
 
-def run_profile(args: argparse.Namespace, scopes: list[Scope], venv_paths: dict[str, Path],
-                meta: Path) -> dict[str, Any]:
+def run_profile(
+    args: argparse.Namespace, scopes: list[Scope], venv_paths: dict[str, Path], meta: Path
+) -> dict[str, Any]:
     scope = scopes[0]
     out = meta / "profile.json"
     py_spy = venv_paths["tools"] / "bin" / "py-spy"
@@ -213,8 +247,9 @@ def run_profile(args: argparse.Namespace, scopes: list[Scope], venv_paths: dict[
     return data
 
 
-def measure_all(args: argparse.Namespace, runner: Runner, scopes: list[Scope],
-                empty_list: Path) -> dict[str, Any]:
+def measure_all(
+    args: argparse.Namespace, runner: Runner, scopes: list[Scope], empty_list: Path
+) -> dict[str, Any]:
     results: dict[str, Any] = {"startup": run_startup(runner, empty_list), "scopes": {}}
     for scope in scopes:
         warm_page_cache(json.loads(scope.selection.read_text())["discovered"])
@@ -223,9 +258,17 @@ def measure_all(args: argparse.Namespace, runner: Runner, scopes: list[Scope],
     if not args.skip_verify:
         log("verify overhead")
         results["verify"] = run_verify_overhead(
-            repo=REPO, tpulint=runner.tools.tpulint, python=runner.tools.project_python,
-            cores=8, steps=args.verify_steps, epochs=args.verify_epochs, runs=args.runs,
-            log_dir=runner.settings.log_dir, progress=log, nice=args.nice)
+            repo=REPO,
+            tpulint=runner.tools.tpulint,
+            python=runner.tools.project_python,
+            cores=8,
+            steps=args.verify_steps,
+            epochs=args.verify_epochs,
+            runs=args.runs,
+            log_dir=runner.settings.log_dir,
+            progress=log,
+            nice=args.nice,
+        )
     return results
 
 
@@ -247,9 +290,16 @@ def write_results(data: dict[str, Any]) -> Path:
 
 def write_docs(venv_paths: dict[str, Path], latest: Path) -> None:
     python = venv_paths["tools"] / "bin" / "python"
-    subprocess.run([str(python), str(BENCH_DIR / "report.py"), str(latest),
-                    str(REPO / "docs" / "benchmarks.md"), str(REPO / "docs" / "benchmarks.png")],
-                   check=True)
+    subprocess.run(
+        [
+            str(python),
+            str(BENCH_DIR / "report.py"),
+            str(latest),
+            str(REPO / "docs" / "benchmarks.md"),
+            str(REPO / "docs" / "benchmarks.png"),
+        ],
+        check=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,8 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     empty_list = meta_dir / "empty.json"
     empty_list.write_text("{}", encoding="utf-8")
     scopes = make_scopes(args, scratch_pkgs, meta_dir)
-    settings = Settings(args.scratch, log_dir, args.runs, args.peer_runs, args.skip_peers,
-                        args.nice)
+    settings = Settings(
+        args.scratch, log_dir, args.runs, args.peer_runs, args.skip_peers, args.nice
+    )
     runner = Runner(tools, settings, log)
     results = measure_all(args, runner, scopes, empty_list)
     if not args.skip_profile:
@@ -285,10 +336,17 @@ def main(argv: list[str] | None = None) -> int:
         "started": started.isoformat(timespec="seconds"),
         "duration_seconds": time.perf_counter() - clock,
         "command": " ".join(["python", "bench/run.py", *(sys.argv[1:] if argv is None else argv)]),
-        "runs": args.runs, "peer_runs": 0 if args.skip_peers else args.peer_runs,
-        "nice": args.nice, "load_start": load_start, "load_end": load_average(),
-        "corpus": str(pkgs), "scratch": str(args.scratch), "large_package": LARGE_PACKAGE,
-        "machine": machine(), "versions": versions(venv_paths, tools), "git": git_at_start,
+        "runs": args.runs,
+        "peer_runs": 0 if args.skip_peers else args.peer_runs,
+        "nice": args.nice,
+        "load_start": load_start,
+        "load_end": load_average(),
+        "corpus": str(pkgs),
+        "scratch": str(args.scratch),
+        "large_package": LARGE_PACKAGE,
+        "machine": machine(),
+        "versions": versions(venv_paths, tools),
+        "git": git_at_start,
         "verify": {"cores": 8, "steps": args.verify_steps, "epochs": args.verify_epochs},
     }
     results["files"] = selection_stats(scopes)

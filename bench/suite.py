@@ -76,8 +76,12 @@ class Runner:
 
     def measure(self, name: str, argv: Sequence[str], log_name: str) -> Measurement:
         result = run_measured(
-            [str(a) for a in argv], cwd=self.settings.scratch, env=self.env,
-            log_dir=self.settings.log_dir, name=log_name, timeout=self.settings.timeout,
+            [str(a) for a in argv],
+            cwd=self.settings.scratch,
+            env=self.env,
+            log_dir=self.settings.log_dir,
+            name=log_name,
+            timeout=self.settings.timeout,
             nice=self.settings.nice,
         )
         self.progress(
@@ -130,23 +134,30 @@ def run_tpulint(runner: Runner, scope: Scope, rep: int, out: Results) -> None:
     tag = f"{scope.name}.r{rep}"
     cold = tpulint_argv(runner.tools, folder, cache=False)
     out.setdefault("tpulint.cold", []).append(
-        runner.measure("tpulint", cold, f"{tag}.tpulint.cold").to_json())
+        runner.measure("tpulint", cold, f"{tag}.tpulint.cold").to_json()
+    )
     shutil.rmtree(settings.scratch / ".tpulint_cache", ignore_errors=True)
     argv = tpulint_argv(runner.tools, folder, cache=True)
     out.setdefault("tpulint.fresh", []).append(
-        runner.measure("tpulint", argv, f"{tag}.tpulint.fresh").to_json())
+        runner.measure("tpulint", argv, f"{tag}.tpulint.fresh").to_json()
+    )
     out.setdefault("tpulint.warm", []).append(
-        runner.measure("tpulint", argv, f"{tag}.tpulint.warm").to_json())
+        runner.measure("tpulint", argv, f"{tag}.tpulint.warm").to_json()
+    )
     with FileEdit(scope.edit_file, rep):
         out.setdefault("tpulint.changed", []).append(
-            runner.measure("tpulint", argv, f"{tag}.tpulint.changed").to_json())
+            runner.measure("tpulint", argv, f"{tag}.tpulint.changed").to_json()
+        )
 
 
 def run_floor(runner: Runner, scope: Scope, rep: int, out: Results) -> None:
     python = runner.tools.project_python
     for jobs in (1, 2):
-        out.setdefault(f"floor.{jobs}", []).append(runner.floor(
-            python, scope, "tpulint_parses", jobs, f"{scope.name}.r{rep}.floor.{jobs}").to_json())
+        out.setdefault(f"floor.{jobs}", []).append(
+            runner.floor(
+                python, scope, "tpulint_parses", jobs, f"{scope.name}.r{rep}.floor.{jobs}"
+            ).to_json()
+        )
 
 
 def run_peers(runner: Runner, scope: Scope, rep: int, out: Results) -> None:
@@ -154,14 +165,21 @@ def run_peers(runner: Runner, scope: Scope, rep: int, out: Results) -> None:
     folder = _relative(scope, runner.settings.scratch)
     tag = f"{scope.name}.r{rep}"
     if tools.torchfix is not None:
-        out.setdefault("torchfix", []).append(runner.measure(
-            "torchfix", [tools.torchfix, "--select", "ALL", folder], f"{tag}.torchfix").to_json())
+        out.setdefault("torchfix", []).append(
+            runner.measure(
+                "torchfix", [tools.torchfix, "--select", "ALL", folder], f"{tag}.torchfix"
+            ).to_json()
+        )
     if tools.fixit is not None:
-        out.setdefault("fixit", []).append(runner.measure(
-            "fixit", [tools.fixit, "lint", folder], f"{tag}.fixit").to_json())
+        out.setdefault("fixit", []).append(
+            runner.measure("fixit", [tools.fixit, "lint", folder], f"{tag}.fixit").to_json()
+        )
     if tools.torchfix_python is not None:
-        out.setdefault("floor15.2", []).append(runner.floor(
-            tools.torchfix_python, scope, "torchfix_parses", 2, f"{tag}.floor15.2").to_json())
+        out.setdefault("floor15.2", []).append(
+            runner.floor(
+                tools.torchfix_python, scope, "torchfix_parses", 2, f"{tag}.floor15.2"
+            ).to_json()
+        )
 
 
 def run_scope(runner: Runner, scope: Scope) -> Results:
@@ -198,7 +216,8 @@ def run_startup(runner: Runner, empty_list: Path) -> Results:
     for rep in range(runner.settings.runs):
         for name, argv in commands.items():
             out.setdefault(name, []).append(
-                runner.measure(name, argv, f"startup.r{rep}.{name}").to_json())
+                runner.measure(name, argv, f"startup.r{rep}.{name}").to_json()
+            )
     return out
 
 

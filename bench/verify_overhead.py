@@ -53,9 +53,20 @@ def verify_argv(tpulint: Path, target: str, cores: int) -> list[str]:
 
 
 def bare_argv(python: Path, cores: int, steps: int, epochs: int) -> list[str]:
-    return [str(python), str(BENCH_DIR / "bare_xla_loop.py"), "--cores", str(cores),
-            "--steps", str(steps), "--epochs", str(epochs), "--batch-size", str(BATCH),
-            "--variant", "ready"]
+    return [
+        str(python),
+        str(BENCH_DIR / "bare_xla_loop.py"),
+        "--cores",
+        str(cores),
+        "--steps",
+        str(steps),
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        str(BATCH),
+        "--variant",
+        "ready",
+    ]
 
 
 def _json_tail(text: str) -> dict[str, object]:
@@ -90,8 +101,17 @@ def _verify_summary(log: Path) -> dict[str, object]:
 
 
 def run_verify_overhead(
-    *, repo: Path, tpulint: Path, python: Path, cores: int, steps: int, epochs: int,
-    runs: int, log_dir: Path, progress: Progress, nice: int,
+    *,
+    repo: Path,
+    tpulint: Path,
+    python: Path,
+    cores: int,
+    steps: int,
+    epochs: int,
+    runs: int,
+    log_dir: Path,
+    progress: Progress,
+    nice: int,
 ) -> Results:
     out: Results = {}
     with tempfile.TemporaryDirectory(prefix="tpulint-bench-") as scratch:
@@ -105,15 +125,18 @@ def run_verify_overhead(
         for rep in range(runs):
             for name, argv in commands.items():
                 log_name = f"verify.r{rep}.{name}"
-                result = run_measured(argv, cwd=repo, log_dir=log_dir, name=log_name,
-                                      timeout=1800, nice=nice)
+                result = run_measured(
+                    argv, cwd=repo, log_dir=log_dir, name=log_name, timeout=1800, nice=nice
+                )
                 if name == "bare":
                     result.extra = _json_tail(result.stdout_tail)
                 else:
                     result.extra = _verify_summary(log_dir / f"{log_name}.out")
                 result.stdout_tail = result.stdout_tail[-500:]
-                progress(f"{log_name}: {result.wall:.1f} s wall, {result.cpu:.1f} s CPU, "
-                         f"rc={result.returncode}")
+                progress(
+                    f"{log_name}: {result.wall:.1f} s wall, {result.cpu:.1f} s CPU, "
+                    f"rc={result.returncode}"
+                )
                 out.setdefault(name, []).append(result.to_json())
     return out
 
@@ -133,14 +156,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
     results = run_verify_overhead(
-        repo=REPO, tpulint=bin_dir / "tpulint", python=Path(sys.executable), cores=8,
-        steps=STEPS, epochs=EPOCHS, runs=args.runs, log_dir=args.log_dir,
-        progress=lambda message: print(message, file=sys.stderr, flush=True), nice=args.nice,
+        repo=REPO,
+        tpulint=bin_dir / "tpulint",
+        python=Path(sys.executable),
+        cores=8,
+        steps=STEPS,
+        epochs=EPOCHS,
+        runs=args.runs,
+        log_dir=args.log_dir,
+        progress=lambda message: print(message, file=sys.stderr, flush=True),
+        nice=args.nice,
     )
     for name, runs in results.items():
         walls = sorted(r["wall"] for r in runs)
-        print(f"{name:13} wall median {statistics.median(walls):5.2f} s"
-              f" (min {walls[0]:.2f}, max {walls[-1]:.2f}) over {len(walls)} runs")
+        print(
+            f"{name:13} wall median {statistics.median(walls):5.2f} s"
+            f" (min {walls[0]:.2f}, max {walls[-1]:.2f}) over {len(walls)} runs"
+        )
     print(f"verify / bare loop:       {paired_ratio(results, 'verify', 'bare'):.2f}x")
     print(f"verify / without validation: {paired_ratio(results, 'verify', 'verify_noval'):.2f}x")
     print(json.dumps(results))

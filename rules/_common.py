@@ -81,3 +81,57 @@ def source_of(ctx: FileContext, node: cst.CSTNode, limit: int = 60) -> str:
     """Short source text of a node for messages (`loss.item()`)."""
     text = " ".join(ctx.module.code_for_node(node).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- launching code -----------------------------------------------------------------------
+
+_RUN_METHODS = frozenset({"fit", "validate", "test", "predict"})
+
+
+def launch_position(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """Where `node` runs in the launching process before Lightning spawns the TPU
+    processes: "import" (module or class body, a parameter default), "launcher" (a function
+    or `__main__` block that builds a Trainer, before its `trainer.fit(...)`), else None."""
+    outermost: cst.FunctionDef | None = None
+    main_block: cst.If | None = None
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Param):
+            return "import" if outermost is None else None
+        if isinstance(ancestor, cst.Lambda):
+            return None
+        if isinstance(ancestor, cst.FunctionDef):
+            outermost = ancestor
+        if isinstance(ancestor, cst.If) and "__main__" in ctx.module.code_for_node(ancestor.test):
+            main_block = ancestor
+    if outermost is None:
+        if main_block is not None and not contains_trainer_call(ctx, main_block):
+            return None  # a `__main__` block of a script that trains without Lightning
+        return "import" if main_block is None else "launcher"
+    info = ctx.analysis.function(outermost)
+    if info is not None and (info.cls is not None or info.hot):
+        return None  # a method: runs where Lightning runs it (TPU005 covers modules)
+    if not contains_trainer_call(ctx, outermost.body):
+        return None
+    return "launcher" if _before_run(ctx, outermost, node) else None
+
+
+def _before_run(ctx: FileContext, function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """Whether `node` comes before the first `trainer.fit(...)`-like call of `function`
+    (true when there is none)."""
+    from tpulint.analysis.positions import PositionIndex
+
+    from ._common import walk
+
+    runs = [
+        call
+        for call in walk(function.body)
+        if isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in _RUN_METHODS
+    ]
+    if not runs:
+        return True
+    positions = PositionIndex(ctx.module, ctx.source)
+    positions.resolve([node, *runs], ctx.parents)
+    first_run = min(positions.range(run)[0] for run in runs)
+    return positions.range(node)[0] < first_run

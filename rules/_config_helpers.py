@@ -197,20 +197,242 @@ def strategy_is_xla(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return is_lightning_name(ctx, value, XLA_STRATEGY_CLASSES)
 
 
-def trainer_is_tpu(ctx: FileContext, call: cst.Call) -> bool:
-    """A Trainer call that asks for TPUs: `accelerator="tpu"`, a legacy `tpu_cores`, or an
-    XLA strategy (`strategy="xla"`, `XLAStrategy(...)`, the legacy `"tpu_spawn"`)."""
+# --- values that are not literals ------------------------------------------------------------
+
+_UNKNOWN = object()  # a value that is not a literal
+CLI_VALUE = object()  # whatever the command line passes (an argparse option)
+# The candidate standing for the command line's value.
+COMMAND_LINE = cst.Ellipsis()
+
+
+def candidates(
+    ctx: FileContext, node: cst.BaseExpression, depth: int = 0
+) -> list[cst.BaseExpression] | None:
+    """The expressions a value may be at run time, as far as the file shows: both branches
+    of `a if c else b` (and of `a or b`), every assignment of a local or module-level name,
+    the argparse default of `args.x` (`parser.add_argument("--x", default=...)`,
+    `set_defaults(x=...)`). None when some possibility is not visible."""
+    if depth > 6:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.IfExp):
+        body, orelse = candidates(ctx, node.body, d), candidates(ctx, node.orelse, d)
+        return None if body is None or orelse is None else body + orelse
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        left, right = candidates(ctx, node.left, d), candidates(ctx, node.right, d)
+        return None if left is None or right is None else left + right
+    if isinstance(node, cst.Name) and node.value not in ("None", "True", "False"):
+        values = _assigned_values(ctx, node)
+        if not values:
+            return None
+        out: list[cst.BaseExpression] = []
+        for value in values:
+            found = candidates(ctx, value, d)
+            if found is None:
+                return None
+            out += found
+        return out
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        defaults = argparse_defaults(ctx).get(node.attr.value)
+        if defaults:
+            # The default, or whatever the command line passes.
+            return [*defaults, COMMAND_LINE]
+        return None
+    if isinstance(node, (cst.Integer, cst.SimpleString, cst.Float, cst.List, cst.Tuple)):
+        return [node]
+    if isinstance(node, cst.Name):
+        return [node]  # None / True / False
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return [node]
+    return None
+
+
+def _assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
+    """Every value assigned to `name` in the enclosing function (or at module level, for a
+    module-level name or one the function does not assign); parameter defaults count."""
+    cache = ctx.shared.setdefault("assigned_values", {})
+    function = None
+    for ancestor in ctx.ancestors(name):
+        if isinstance(ancestor, cst.FunctionDef):
+            function = ancestor
+            break
+    key = (id(function), name.value)
+    if key in cache:
+        return cache[key]
+    values: list[cst.BaseExpression] = []
+    if function is not None:
+        params = function.params
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            if param.name.value == name.value:
+                values = [param.default] if param.default is not None else []
+                if param.default is None:
+                    cache[key] = [name]  # an argument without a default: not visible
+                    return [name]
+        values += _assignments(function.body, name.value)
+    if not values:
+        values = _assignments(ctx.module, name.value, top_level_only=True)
+    cache[key] = values
+    return values
+
+
+def _assignments(
+    root: cst.CSTNode, name: str, top_level_only: bool = False
+) -> list[cst.BaseExpression]:
+    out: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [root]
+    from tpulint.analysis.walker import iter_children
+
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    out.append(node.value)
+        elif (
+            isinstance(node, cst.AnnAssign)
+            and node.value is not None
+            and isinstance(node.target, cst.Name)
+            and node.target.value == name
+        ):
+            out.append(node.value)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and (
+            top_level_only or node is not root
+        ):
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        stack.extend(iter_children(node))
+    return out
+
+
+def argparse_defaults(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
+    """`dest -> [default, ...]` for the argparse options the file defines: the default
+    (`None` when not given, `False` for `store_true`) and `set_defaults(...)` values."""
+    cached = ctx.shared.get("argparse_defaults")
+    if cached is not None:
+        return cached
+    out: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk(ctx.module):
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            continue
+        method = node.func.attr.value
+        if method == "set_defaults":
+            for arg in node.args:
+                if arg.keyword is not None:
+                    out.setdefault(arg.keyword.value, []).append(arg.value)
+            continue
+        if method != "add_argument":
+            continue
+        options = [string_value(a.value) for a in node.args if a.keyword is None]
+        dest_arg = keyword_arg(node, "dest")
+        dest = string_value(dest_arg.value) if dest_arg is not None else None
+        if dest is None:
+            longs = [o for o in options if o and o.startswith("--")]
+            shorts = [o for o in options if o and o.startswith("-") and not o.startswith("--")]
+            chosen = longs[0][2:] if longs else (shorts[0][1:] if shorts else None)
+            dest = chosen.replace("-", "_") if chosen else None
+        if not dest:
+            continue
+        default = keyword_arg(node, "default")
+        action = keyword_arg(node, "action")
+        if default is not None:
+            value: cst.BaseExpression = default.value
+        elif action is not None and string_value(action.value) == "store_true":
+            value = cst.Name("False")
+        else:
+            value = cst.Name("None")
+        out.setdefault(dest, []).append(value)
+    ctx.shared["argparse_defaults"] = out
+    return out
+
+
+def literal_candidates(ctx: FileContext, node: cst.BaseExpression) -> list[object] | None:
+    """The literal values (`literal_value`, None for `None`) a value may take, or None when
+    one of them is not a literal."""
+    found = candidates(ctx, node)
+    if found is None:
+        return None
+    out: list[object] = []
+    for value in found:
+        if value is COMMAND_LINE:
+            out.append(CLI_VALUE)
+            continue
+        if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
+            out.append({"None": None, "True": True, "False": False}[value.value])
+            continue
+        literal = literal_value(value)
+        if literal is None and isinstance(value, (cst.List, cst.Tuple)):
+            literal = tuple(literal_value(e.value) for e in value.elements)
+        if literal is None:
+            return None
+        out.append(literal)
+    return out
+
+
+# --- TPU Trainers ------------------------------------------------------------------------------
+
+_NOT_TPU_ACCELERATORS = frozenset({"gpu", "cuda", "cpu", "mps", "ipu", "hpu"})
+
+
+def trainer_tpu(ctx: FileContext, call: cst.Call) -> str:
+    """How surely a Trainer call runs on TPUs: "yes" (`accelerator="tpu"`, `tpu_cores=8`, an
+    XLA strategy), "maybe" (`accelerator="tpu" if use_tpu else "gpu"`, `tpu_cores=args.tpu`
+    whose default may be None), "no" (`accelerator="gpu"`, `gpus=1`, `tpu_cores=None`), or
+    "unknown" (nothing says: `accelerator="auto"` or no accelerator)."""
+    verdicts: list[str] = []
     accelerator = keyword_arg(call, "accelerator")
     if accelerator is not None:
-        text = string_value(accelerator.value)
-        if text is not None and text.lower() == "tpu":
-            return True
-        if text is None and strategy_is_xla(ctx, accelerator.value):
-            return True
-    if any(keyword_arg(call, k) is not None for k in LEGACY_TPU_KEYWORDS):
-        return True
+        if string_value(accelerator.value) is None and strategy_is_xla(ctx, accelerator.value):
+            return "yes"
+        values = literal_candidates(ctx, accelerator.value)
+        if values is not None:
+            lowered = {v.lower() for v in values if isinstance(v, str)}
+            open_ended = any(not isinstance(v, str) for v in values)
+            if lowered == {"tpu"} and not open_ended:
+                return "yes"
+            if "tpu" in lowered:
+                verdicts.append("maybe")
+            elif lowered <= _NOT_TPU_ACCELERATORS and not open_ended:
+                verdicts.append("no")
+        else:
+            verdicts.append("maybe" if _mentions_tpu(ctx, accelerator.value) else "unknown")
     strategy = keyword_arg(call, "strategy")
-    return strategy is not None and strategy_is_xla(ctx, strategy.value)
+    if strategy is not None and strategy_is_xla(ctx, strategy.value):
+        return "yes"
+    for keyword in LEGACY_TPU_KEYWORDS:
+        arg = keyword_arg(call, keyword)
+        if arg is None:
+            continue
+        values = literal_candidates(ctx, arg.value)
+        if values is None:
+            verdicts.append("maybe")
+        elif all(v in (None, 0) for v in values):
+            verdicts.append("no")
+        elif any(v in (None, 0) or v is CLI_VALUE for v in values):
+            verdicts.append("maybe")
+        else:
+            return "yes"
+    gpus = keyword_arg(call, "gpus")
+    if gpus is not None and "maybe" not in verdicts:
+        values = literal_candidates(ctx, gpus.value)
+        if values and all(v not in (None, 0, "0") and v is not CLI_VALUE for v in values):
+            verdicts.append("no")
+    if "maybe" in verdicts:
+        return "maybe"
+    if "no" in verdicts:
+        return "no"
+    return "unknown"
+
+
+def _mentions_tpu(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    return bool(re.search(r"(?i)tpu|xla", ctx.module.code_for_node(node)))
+
+
+def trainer_is_tpu(ctx: FileContext, call: cst.Call) -> bool:
+    """A Trainer call that asks for TPUs, or may: `accelerator="tpu"`, a legacy `tpu_cores`
+    that is not None, an XLA strategy (`strategy="xla"`, `XLAStrategy(...)`, the legacy
+    `"tpu_spawn"`), or a conditional that can be one of those."""
+    return trainer_tpu(ctx, call) in ("yes", "maybe")
 
 
 def yaml_trainer_is_tpu(trainer: YamlEntry) -> bool:

@@ -12,6 +12,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import ClassKind
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo
+from tpulint.cst_helpers import keyword_arg
 
 from ._common import walk
 
@@ -494,3 +495,94 @@ def resolve_local(ctx: FileContext, value: cst.BaseExpression) -> cst.BaseExpres
         ):
             found = node.value
     return found
+
+
+# --- dataset sizes and batches per core -----------------------------------------------------
+
+# The core counts a TPU run may shard a loader over (one host: 1, 4 or 8 devices; 2 for
+# older slices): a batch size is judged on every one of them.
+CORE_COUNTS = (1, 2, 4, 8)
+_TORCH_SIZED = frozenset(
+    {"randn", "rand", "zeros", "ones", "empty", "randint", "full", "arange", "tensor"}
+)
+
+
+def dataset_size(ctx: FileContext, node: cst.BaseExpression | None) -> int | None:
+    """How many samples a dataset expression visibly holds: `TensorDataset(torch.randn(64,
+    32), ...)`, `range(100)`, a list literal, or a dataset class of the project whose
+    `__len__` returns a literal or an `__init__` argument (`RandomDataset(32, 64)`)."""
+    if node is None:
+        return None
+    node = resolve_local(ctx, node)
+    if isinstance(node, (cst.List, cst.Tuple)):
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return None
+        return len(node.elements)
+    if not isinstance(node, cst.Call) or has_star(node):
+        return None
+    args = positional(node)
+    qualified = ctx.qualify(node.func)
+    if isinstance(node.func, cst.Name) and node.func.value in ("range", "list"):
+        if node.func.value in ctx.aliases.bindings or len(args) != 1:
+            return None
+        if node.func.value == "list":
+            return dataset_size(ctx, args[0].value)
+        return int_literal(args[0].value)
+    if qualified is not None and qualified.rsplit(".", 1)[-1] == "TensorDataset":
+        return tensor_rows(ctx, args[0].value) if args else None
+    target = ctx.call_target(node)
+    view = ctx.analysis.view
+    if target is None or target[0] != "name" or view is None:
+        return None
+    values = [int_literal(a.value) for a in args]
+    keywords = {a.keyword.value: int_literal(a.value) for a in node.args if a.keyword is not None}
+    return view.dataset_length(target[1], values, keywords)
+
+
+def tensor_rows(ctx: FileContext, node: cst.BaseExpression) -> int | None:
+    """The first dimension of `torch.randn(64, 32)`, `torch.zeros((64, 3))`,
+    `torch.arange(64)`, `torch.tensor([[...], ...])`."""
+    node = resolve_local(ctx, node)
+    if not isinstance(node, cst.Call):
+        return None
+    qualified = ctx.qualify(node.func) or ""
+    last = qualified.rsplit(".", 1)[-1]
+    if not qualified.startswith("torch.") or last not in _TORCH_SIZED:
+        return None
+    args = positional(node)
+    if not args:
+        return None
+    first = args[0].value
+    if last == "tensor":
+        return len(first.elements) if isinstance(first, cst.List) else None
+    if last == "randint":
+        size = keyword_arg(node, "size")
+        first = size.value if size is not None else (args[2].value if len(args) > 2 else None)
+        if first is None:
+            return None
+    if isinstance(first, (cst.Tuple, cst.List)) and first.elements:
+        first = first.elements[0].value
+    return int_literal(first)
+
+
+def per_core(size: int, cores: int) -> int:
+    """Samples per core: Lightning's DistributedSampler pads every core to the same count."""
+    return -(-size // cores)
+
+
+def ragged_on(size: int, batch: int) -> list[int]:
+    """The core counts on which a loader of `size` samples and `batch` per step ends each
+    epoch with a smaller batch after full ones (one batch per epoch, whatever its size,
+    keeps one shape)."""
+    out = []
+    for cores in CORE_COUNTS:
+        share = per_core(size, cores)
+        if share > batch and share % batch:
+            out.append(cores)
+    return out
+
+
+def full_batch_everywhere(size: int, batch: int) -> bool:
+    """Whether every core keeps at least one full batch on every core count (what
+    `drop_last=True` needs so that no core is left without a batch)."""
+    return per_core(size, max(CORE_COUNTS)) >= batch

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.walker import iter_children
 
 # Nodes that bind tighter than any operator: safe as a receiver (`x.sum()`) or an operand.
 _ATOMS = (
@@ -93,3 +94,25 @@ def torch_alias(ctx: FileContext) -> tuple[str, bool]:
         if target == "torch":
             return local, False
     return "torch", True
+
+
+def complete_parents(ctx: FileContext, node: cst.CSTNode) -> None:
+    """Link every node of the function around `node` (its outermost enclosing function, or
+    the module) to its parent. The engine links a node's children only when its walk
+    reaches that node, and a rewrite looks ahead of the walk: at the other operands of the
+    statement being visited, at a local's later uses."""
+    scope: cst.CSTNode = ctx.module
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            scope = ancestor
+    done: set[int] = ctx.__dict__.setdefault("_rewrite_linked", set())
+    if id(scope) in done:
+        return
+    done.add(id(scope))
+    parents = ctx.parents
+    stack = [scope]
+    while stack:
+        current = stack.pop()
+        for child in iter_children(current):
+            parents[id(child)] = current
+            stack.append(child)

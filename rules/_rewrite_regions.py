@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.analysis.values import HOST
+from tpulint.analysis.values import HOST, NUMBER
 
 from ._rewrite_cst import bare, expression, torch_alias
 from ._rewrite_shapes import (
@@ -167,7 +167,7 @@ def scalar(ctx: FileContext, node: cst.BaseExpression) -> bool:
     """A Python number, or a name or attribute that holds one (`self.margin`)."""
     if is_number_literal(node, ctx):
         return True
-    return isinstance(node, (cst.Name, cst.Attribute)) and ctx.value_kind(node) is HOST
+    return isinstance(node, (cst.Name, cst.Attribute)) and ctx.value_kind(node) in (HOST, NUMBER)
 
 
 def dtype_like(ctx: FileContext, node: cst.BaseExpression) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.analysis.values import HOST
+from tpulint.analysis.values import HOST, NUMBER
 
 from ._shape_helpers import Bindings, is_number_literal, keyword, method_name, positional
 
@@ -198,7 +198,7 @@ def shape_key(
         return None
     d = depth + 1
     if is_number_literal(node, ctx) or (
-        isinstance(node, (cst.Name, cst.Attribute)) and ctx.value_kind(node) is HOST
+        isinstance(node, (cst.Name, cst.Attribute)) and ctx.value_kind(node) in (HOST, NUMBER)
     ):
         return _SCALAR
     if isinstance(node, cst.Name):
@@ -362,7 +362,7 @@ def zero_dim(
     if depth > 8:
         return False
     d = depth + 1
-    if is_number_literal(node, ctx) or ctx.value_kind(node) is HOST:
+    if is_number_literal(node, ctx) or ctx.value_kind(node) in (HOST, NUMBER):
         return True
     if isinstance(node, cst.UnaryOperation):
         return zero_dim(ctx, node.expression, bindings, d)

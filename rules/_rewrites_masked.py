@@ -28,11 +28,11 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.analysis.values import HOST
+from tpulint.analysis.values import HOST, NUMBER
 from tpulint.diagnostics import Applicability
 from tpulint.rule import FixSpec
 
-from ._rewrite_cst import atom, bare, expression, torch_alias
+from ._rewrite_cst import atom, bare, complete_parents, expression, torch_alias
 from ._rewrite_masks import _short, mask_form
 from ._rewrite_purity import is_pure
 from ._rewrite_regions import (
@@ -64,6 +64,7 @@ def read_fix(
     """The rewrite of a selection `x[m]` that is only reduced, fed to a loss, written back
     through the same mask, or bound to a local that is only used so; None when the selection
     itself is needed."""
+    complete_parents(ctx, node)
     selection = selection_of(node)
     if selection is None or selection.mask is not mask:
         return None
@@ -138,6 +139,7 @@ def write_fix(
     """`x[m] = v` as `x.masked_fill_(m, v)` (a number, or a name holding one) or
     `x.copy_(torch.where(m, e, x))` (an elementwise expression `e` over selections by the
     same mask, or a per-row value held by the module)."""
+    complete_parents(ctx, node)
     target = ctx.parent(node)
     assign = ctx.parent(target) if target is not None else None
     selection = selection_of(node)
@@ -160,7 +162,7 @@ def write_fix(
         call = f"{atom(ctx, base)}.masked_fill_({form.where}, {bare(ctx, value)})"
         safe = proven and number and form.plain
         conditions = [] if safe else [form.condition]
-        if not number and ctx.value_kind(value) is not HOST:
+        if not number and ctx.value_kind(value) not in (HOST, NUMBER):
             conditions.append(f"`{_short(ctx, value)}` is a number or a 0-dim tensor")
         return FixSpec(
             Applicability.SAFE if safe else Applicability.UNSAFE,

@@ -20,7 +20,7 @@ from tpulint.analysis.context import FileContext
 from tpulint.diagnostics import Applicability
 from tpulint.rule import FixSpec, ImportSpec
 
-from ._rewrite_cst import atom, bare, expression, fits, torch_alias
+from ._rewrite_cst import atom, bare, complete_parents, expression, fits, torch_alias
 from ._shape_helpers import Bindings, keyword, mask_kind, positional
 
 
@@ -271,6 +271,7 @@ def unique_count_fix(ctx: FileContext, bindings: Bindings, call: cst.Call) -> Fi
 
 def shape_op_fix(ctx: FileContext, bindings: Bindings, call: cst.Call, op: str) -> FixSpec | None:
     """The rewrite for a TPU201 finding, if its use allows one."""
+    complete_parents(ctx, call)
     if op in ("nonzero", "argwhere", "where"):
         return nonzero_fix(ctx, bindings, call)
     if op == "unique":

@@ -23,7 +23,7 @@ from tpulint.analysis.values import DEVICE
 from tpulint.diagnostics import Applicability
 from tpulint.rule import FixSpec, ImportSpec
 
-from ._rewrite_cst import atom, bare, expression, torch_alias
+from ._rewrite_cst import atom, bare, complete_parents, expression, torch_alias
 from ._rewrite_flow import FunctionIndex, function_index
 from ._rewrite_purity import is_pure
 from ._rewrite_shapes import _ELEMENTWISE_METHODS, _SCALAR, _combine, shape_key, zero_dim
@@ -230,6 +230,7 @@ def _uses_other_arrays(ctx: FileContext) -> bool:
 def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
     """`x.item()` -> `x.detach()` where the number is only accumulated into module state or
     handed to Lightning (step outputs, logging calls)."""
+    complete_parents(ctx, node)
     if not (isinstance(node.func, cst.Attribute) and not node.args):
         return None
     if _uses_other_arrays(ctx):
@@ -264,6 +265,7 @@ def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
 
 def print_fix(ctx: FileContext, call: cst.Call) -> FixSpec | None:
     """Remove a `print(...)` statement that formats a device tensor every step."""
+    complete_parents(ctx, call)
     expr = ctx.parent(call)
     if not isinstance(expr, cst.Expr) or expr.value is not call:
         return None
@@ -442,6 +444,7 @@ def _bound_before(bindings: Bindings, target: cst.BaseExpression) -> bool:
 
 def if_fix(ctx: FileContext, bindings: Bindings, node: cst.If) -> FixSpec | None:
     """`if cond: x = a [else: x = b]` -> `x = torch.where(cond, a, x or b)`."""
+    complete_parents(ctx, node)
     if not isinstance(ctx.parent(node), (cst.IndentedBlock, cst.Module)):
         return None  # an `elif` branch: the chain is not one choice
     torch_name, needs_import = torch_alias(ctx)

@@ -3,7 +3,10 @@
 - `Bindings`: what each local name was last assigned, in source order, per function, so a
   rule can look through `mask = x > 0` when it meets `y[mask]`.
 - `mask_kind`: whether an index expression is a boolean mask (comparison, `~m`, `m & n`,
-  `.bool()`, `torch.isnan`, names bound to those, names that say "mask").
+  `m * n` of masks, `.bool()`, `torch.isnan`, `torch.logical_and`, masks returned by helpers
+  of the project, names bound to those, names that say "mask"); `mask_in_index` finds the
+  mask element of a subscript; `elementwise_mask` proves a mask has its base's shape (the
+  condition for rewrites that need no broadcasting).
 - `shape_source` / `value_size`: where a number comes from (a tensor's shape, or a tensor's
   values), for the loop and size rules.
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.analysis.values import CPU, DEVICE, HOST, ValueKind
+from tpulint.analysis.values import CPU, DEVICE, ValueKind
 
 # --- local bindings ---------------------------------------------------------------------
 
@@ -576,7 +579,7 @@ def mask_kind(
             return None
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         kinds = [ctx.value_kind(operand) for operand in operands]
-        if all(k is HOST for k in kinds):
+        if all(k.is_host for k in kinds):
             return None
         return "comparison"
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
@@ -585,7 +588,7 @@ def mask_kind(
             return "operator"
         if (
             isinstance(inner, (cst.Name, cst.Attribute, cst.Subscript))
-            and ctx.value_kind(inner) is not HOST
+            and not ctx.value_kind(inner).is_host
         ):
             return "operator"
         return None
@@ -593,6 +596,11 @@ def mask_kind(
         node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
     ):
         if mask_kind(ctx, node.left, bindings, d) or mask_kind(ctx, node.right, bindings, d):
+            return "operator"
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        # `(t != 255) * (t < C)`: a product of masks is a mask (`&` spelled as `*`)
+        if mask_kind(ctx, node.left, bindings, d) and mask_kind(ctx, node.right, bindings, d):
             return "operator"
         return None
     if isinstance(node, cst.Call):
@@ -609,10 +617,14 @@ def mask_kind(
             if last in _MASK_PRESERVING and node.args:
                 return mask_kind(ctx, node.args[0].value, bindings, d)
             return None
+        value = ctx.call_value(node)
+        if value is not None:
+            # A helper of the project: its return value says whether it is a mask.
+            return "helper" if value.mask and value.kind in ("device", "unknown") else None
         method = method_name(node)
         if method is None:
             return None
-        if ctx.value_kind(receiver(node)) is HOST:
+        if ctx.value_kind(receiver(node)).is_host:
             return None
         if method in _MASK_METHODS:
             return "call"
@@ -650,7 +662,7 @@ def mask_kind(
             return "name" if strength == "strong" else None
         if binding is not None and binding.unpack_index is not None:
             return "name" if strength == "strong" else None
-        if ctx.value_kind(node) is HOST and bindings.lookup(node.value) is None:
+        if ctx.value_kind(node).is_host and bindings.lookup(node.value) is None:
             # a parameter with a Python default, a module constant
             annotation = bindings.annotation(node.value)
             if annotation is None or "Tensor" not in annotation:
@@ -663,7 +675,7 @@ def mask_kind(
                 return None
         return "name" if strength else None
     if isinstance(node, cst.Attribute):
-        if ctx.value_kind(node) is HOST:
+        if ctx.value_kind(node).is_host:
             return None
         return "name" if name_mask_strength(node.attr.value) == "strong" else None
     return None
@@ -707,7 +719,7 @@ def not_a_mask(ctx: FileContext, node: cst.BaseExpression) -> bool:
             "int",
         ):
             return True
-    return ctx.value_kind(node) is HOST
+    return ctx.value_kind(node).is_host
 
 
 def mask_in_index(
@@ -727,6 +739,71 @@ def mask_in_index(
         if reason:
             return value, reason
     return None
+
+
+_MASK_PREDICATE_FUNCTIONS = frozenset(
+    {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "signbit"}
+)
+
+
+def elementwise_mask(
+    ctx: FileContext,
+    mask: cst.BaseExpression,
+    base: cst.BaseExpression,
+    bindings: Bindings,
+    depth: int = 0,
+) -> bool:
+    """Whether `mask` is computed elementwise from `base` and Python numbers only, so it
+    has exactly `base`'s shape (then `torch.where(mask, base, 0)` and
+    `base.masked_fill(mask, v)` need no broadcasting): `x > 0`, `~torch.isnan(x)`,
+    `(x > 0) & (x < 1)`, a local bound to one of those while `x` kept its value."""
+    if depth > 8:
+        return False
+    d = depth + 1
+    if isinstance(mask, cst.Comparison):
+        if len(mask.comparisons) != 1:
+            return False
+        op = mask.comparisons[0].operator
+        if isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+            return False
+        left, right = mask.left, mask.comparisons[0].comparator
+        if same_code(ctx, left, base) and same_code(ctx, right, base):
+            return True  # `x != x`: the NaN test
+        return (same_code(ctx, left, base) and is_number_literal(right, ctx)) or (
+            same_code(ctx, right, base) and is_number_literal(left, ctx)
+        )
+    if isinstance(mask, cst.UnaryOperation) and isinstance(mask.operator, cst.BitInvert):
+        return elementwise_mask(ctx, mask.expression, base, bindings, d)
+    if isinstance(mask, cst.BinaryOperation) and isinstance(
+        mask.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
+    ):
+        return elementwise_mask(ctx, mask.left, base, bindings, d) and elementwise_mask(
+            ctx, mask.right, base, bindings, d
+        )
+    if isinstance(mask, cst.Call):
+        name = torch_name(ctx, mask)
+        args = positional(mask)
+        if name in _MASK_PREDICATE_FUNCTIONS and len(mask.args) == 1:
+            return same_code(ctx, args[0].value, base) if args else False
+        if name == "logical_not" and len(mask.args) == 1 and args:
+            return elementwise_mask(ctx, args[0].value, base, bindings, d)
+        if name in ("logical_and", "logical_or", "logical_xor") and len(mask.args) == 2:
+            return all(elementwise_mask(ctx, a.value, base, bindings, d) for a in mask.args)
+        method = method_name(mask)
+        if method in _MASK_PREDICATE_FUNCTIONS and not mask.args:
+            return same_code(ctx, receiver(mask), base)
+        if method == "logical_not" and not mask.args:
+            return elementwise_mask(ctx, receiver(mask), base, bindings, d)
+        return False
+    if isinstance(mask, cst.Name):
+        binding = bindings.lookup(mask.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return False
+        base_root = root_name(base)
+        if base_root is None or bindings.last_seq(base_root) > binding.seq:
+            return False  # `x` was rebound after the mask was computed
+        return elementwise_mask(ctx, binding.value, base, bindings, d)
+    return False
 
 
 # --- where numbers come from ----------------------------------------------------------
@@ -861,7 +938,7 @@ def _tensorish(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -
     kind = ctx.value_kind(node)
     if kind is DEVICE:
         return True
-    if kind in (HOST, CPU):
+    if kind.is_host or kind is CPU:
         return False
     name = root_name(node)
     if name is None or name == "self":
@@ -941,7 +1018,7 @@ def is_torch_tensor(
         return False
     d = depth + 1
     kind = ctx.value_kind(node)
-    if kind is HOST:
+    if kind.is_host:
         return False
     if kind in (DEVICE, CPU):
         return True

@@ -8,12 +8,15 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import dotted_name
+from tpulint.analysis.project import FileView
+from tpulint.analysis.summary import SAMPLER_INJECTION_OFF
 from tpulint.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
 from tpulint.diagnostics import Applicability, Edit, Severity
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
 from tpulint.yaml_config import YamlDocument, YamlEntry
 
-from ._common import contains_trainer_call, walk
+from ._common import contains_trainer_call, is_trainer_call, launch_position, walk
+from ._config_helpers import is_framework_file
 from ._data_helpers import (
     BATCH_SAMPLERS,
     DISTRIBUTED_SAMPLER_PARAMS,
@@ -22,6 +25,8 @@ from ._data_helpers import (
     callers_of,
     code,
     data_class,
+    dataset_size,
+    full_batch_everywhere,
     function_stages,
     has_comment,
     has_star,
@@ -41,7 +46,9 @@ from ._data_helpers import (
     is_true,
     loader_arg,
     loader_stages,
+    per_core,
     positional,
+    ragged_on,
     resolve_local,
     signature_arg,
     stage_where,
@@ -63,7 +70,12 @@ _TEXTBOOK_IMPORTS = (
     "import torch_xla.core.xla_model as xm\n"
     "from torch.utils.data import DataLoader\n\n\n"
 )
-_DATA_IMPORTS_FIXED = (
+_TEXTBOOK_IMPORTS_FIXED = (
+    "import lightning as L\nimport torch\nfrom torch.utils.data import DataLoader\n\n\n"
+)
+_DATA_IMPORTS_FIXED = "import lightning as L\nfrom torch.utils.data import DataLoader\n\n\n"
+# The same, where the file never used `xm` for the sampler (the fix leaves the import).
+_DATA_IMPORTS_KEPT = (
     "import lightning as L\n"
     "import torch_xla.core.xla_model as xm\n"
     "from torch.utils.data import DataLoader\n\n\n"
@@ -71,7 +83,7 @@ _DATA_IMPORTS_FIXED = (
 
 # Trainer(use_distributed_sampler=False) (or the 1.x `replace_sampler_ddp=False`), in code
 # or in a config: Lightning does not inject samplers, so a hand-built one is required.
-_INJECTION_OFF = re.compile(r"\b(use_distributed_sampler|replace_sampler_ddp)\b\s*[=:]\s*False\b")
+_INJECTION_OFF = SAMPLER_INJECTION_OFF
 
 # What `num_replicas=` / `rank=` may be for the fix to be the exact equivalent of Lightning's
 # own sampler (the world size and global rank of the process group Lightning set up).
@@ -105,15 +117,45 @@ _GLOBAL_RANK_ATTRS = frozenset(
 _LOCAL_RANK_ATTRS = frozenset({"self.local_rank", "self.trainer.local_rank", "trainer.local_rank"})
 
 
+def _project_path(ctx: FileContext) -> str:
+    """The file's path inside the project (relative to the configuration's root), so that a
+    project that itself lives under a `tests/` folder is not taken for test code."""
+    import os
+
+    try:
+        root = str(ctx.config.root)
+        absolute = os.path.abspath(ctx.path)
+        if absolute.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(absolute, root)
+    except (AttributeError, ValueError):
+        pass
+    return ctx.path
+
+
+_BATCH_LITERAL_LINE = re.compile(r"(?im)^[^\n#]*batch[_-]?size[^\n]*?\b\d+\b")
+
+
 class _DataRule(Rule):
     """Base of the TPU3xx rules: test files are not checked (their loaders and batch sizes
     are sized to run fast on a CPU, not for a TPU)."""
+
+    @classmethod
+    def lightning_code(cls, source: str, view: FileView) -> bool:
+        """A Lightning class of the project, or a file that imports Lightning (a training
+        script): where the loader and sampler rules report."""
+        return view.has_lightning_class or "lightning" in source
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # Returning False from a visit handler would stop every rule's walk, so each handler
         # checks this flag instead.
-        self._skip = ctx is not None and is_test_file(ctx.path)
+        self._skip = ctx is not None and is_test_file(_project_path(ctx))
+
+
+def _root_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Call)):
+        node = node.value if isinstance(node, cst.Attribute) else node.func
+    return node.value if isinstance(node, cst.Name) else None
 
 
 class _SamplerShape:
@@ -275,6 +317,10 @@ class ManualDistributedSampler(_DataRule):
     fix_message = "Remove the sampler and let Lightning shard the loader"
     requires = ("DistributedSampler",)
 
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
     VALID = (
         # Lightning's own sampler injection (trap T6): a module function, not a Lightning class.
         Valid(
@@ -320,6 +366,53 @@ class ManualDistributedSampler(_DataRule):
         ),
     )
     INVALID = (
+        # Built by the training script before `trainer.fit`, with either world-size API
+        # (TPU501's rename to `xr.world_size()` leaves it as wrong as it was).
+        Invalid(
+            "import lightning as L\nimport torch_xla.runtime as xr\n"
+            "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+            "def main(dataset):\n"
+            "    sampler = DistributedSampler(\n"
+            "        dataset, num_replicas=xr.world_size(), rank=xr.global_ordinal()\n"
+            "    )\n"
+            "    loader = DataLoader(dataset, batch_size=16, sampler=sampler)\n"
+            "    L.Trainer(accelerator='tpu').fit(Model(), loader)\n",
+            line=7,
+            message="(`num_replicas=xr.world_size()` is 1 there)",
+        ),
+        # Lightning 1.x docs (tpu_advanced.rst): the textbook sampler with the Trainer's
+        # `replace_sampler_ddp=False`, which exists only for it: the fix removes both.
+        Invalid(
+            _DATA_IMPORTS + "class Model(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        sampler = DistributedSampler(\n"
+            "            self.ds, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()\n"
+            "        )\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
+            "trainer = L.Trainer(accelerator='tpu', devices=8, replace_sampler_ddp=False)\n",
+            expected_fix=_DATA_IMPORTS_FIXED + "class Model(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=16, shuffle=True)\n\n\n"
+            "trainer = L.Trainer(accelerator='tpu', devices=8)\n",
+            applicability=Applicability.SAFE,
+            message="`replace_sampler_ddp=False` on the Trainer only exists to keep it",
+        ),
+        Invalid(
+            _DATA_IMPORTS + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        sampler = DistributedSampler(\n"
+            "            self.ds, num_replicas=self.trainer.world_size,\n"
+            "            rank=self.trainer.global_rank, shuffle=False,\n"
+            "        )\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
+            "def main():\n"
+            "    L.Trainer(use_distributed_sampler=False).fit(Model(), datamodule=DM())\n",
+            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=16)\n\n\n"
+            "def main():\n"
+            "    L.Trainer().fit(Model(), datamodule=DM())\n",
+        ),
         # The textbook TPU-era shape: safe.
         Invalid(
             _DATA_IMPORTS + "class Model(L.LightningModule):\n"
@@ -347,7 +440,7 @@ class ManualDistributedSampler(_DataRule):
             "            sampler=DistributedSampler(self.val_set, xr.world_size(), "
             "xr.global_ordinal(), shuffle=False),\n"
             "        )\n",
-            expected_fix="import lightning as L\nimport torch_xla.runtime as xr\n"
+            expected_fix="import lightning as L\n"
             "from torch.utils.data import DataLoader\n\n\n"
             "class DM(L.LightningDataModule):\n"
             "    def val_dataloader(self):\n"
@@ -398,7 +491,7 @@ class ManualDistributedSampler(_DataRule):
             "            )\n\n"
             "        loader = DataLoader(dataset, sampler=sampler, batch_size=32)\n\n"
             "        return loader\n",
-            expected_fix=_TEXTBOOK_IMPORTS + "class Model(L.LightningModule):\n"
+            expected_fix=_TEXTBOOK_IMPORTS_FIXED + "class Model(L.LightningModule):\n"
             "    def train_dataloader(self):\n"
             "        dataset = self.dataset\n\n"
             "        loader = DataLoader(dataset, batch_size=32, shuffle=True)\n\n"
@@ -411,7 +504,7 @@ class ManualDistributedSampler(_DataRule):
             "    def train_dataloader(self):\n"
             "        sampler = DistributedSampler(self.ds, seed=42, drop_last=True)\n"
             "        return DataLoader(self.ds, sampler=sampler, batch_size=16)\n",
-            expected_fix=_DATA_IMPORTS_FIXED + "class DM(L.LightningDataModule):\n"
+            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(self.ds, batch_size=16, shuffle=True)\n",
             applicability=Applicability.UNSAFE,
@@ -422,7 +515,7 @@ class ManualDistributedSampler(_DataRule):
             "    def train_dataloader(self):\n"
             "        return DataLoader(self.ds, sampler=DistributedSampler(self.ds, "
             "shuffle=False))\n",
-            expected_fix=_DATA_IMPORTS_FIXED + "class DM(L.LightningDataModule):\n"
+            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(self.ds)\n",
             applicability=Applicability.UNSAFE,
@@ -509,14 +602,22 @@ class ManualDistributedSampler(_DataRule):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._skip or self._injection_off:
+        if self._skip:
             return
         ctx = self.ctx
         cls = data_class(ctx)
         if cls is None:
+            if self._injection_off or is_framework_file(ctx):
+                return
+            is_sampler, _ = self._sampler_class(node)
+            if is_sampler and launch_position(ctx, node) == "launcher":
+                self._in_launcher(node)
             return
         is_sampler, exact = self._sampler_class(node)
         if not is_sampler:
+            return
+        if self._injection_off:
+            self._with_injection_off(node, exact)
             return
         if self._stages is None:
             self._stages = loader_stages(ctx)
@@ -530,12 +631,81 @@ class ManualDistributedSampler(_DataRule):
         shuffle_hint = self._shuffle_hint(shape)
         notes = "; ".join(shape.notes)
         notes = f" ({notes})" if notes else ""
+        off_elsewhere = ctx.analysis.view.sampler_injection_off() if ctx.analysis.view else []
+        if off_elsewhere:
+            # Another file of the project (the training script) turns Lightning's sampler
+            # off: removing only this sampler would leave the loader unsharded.
+            fix = None
+            shuffle_hint += (
+                f", and `use_distributed_sampler=False` in "
+                f"`{ctx.analysis.view.display(off_elsewhere[0])}`, which exists for it "
+                "(without both, every core reads the whole dataset)"
+            )
         message = (
             f"`{_short(ctx, node)}` in {where}: Lightning already shards every loader "
             f"across the TPU cores and keeps a hand-built sampler as is, so a wrong world size "
             f"or rank silently duplicates or skips data{notes}; remove the sampler{shuffle_hint}"
         )
         self.report(node, message, fix=fix)
+
+    def _in_launcher(self, node: cst.Call) -> None:
+        """A sampler built by the training script before `trainer.fit`: in the launching
+        process the world size is 1 and the ordinal 0 (whichever API asks: `xm.xrt_world_size()`,
+        `xr.world_size()`, `torch.distributed`), Lightning keeps a sampler it is given, and
+        every core reads everything."""
+        ctx = self.ctx
+        shape = _SamplerShape(ctx, node, True)
+        replicas = code(ctx, shape.num_replicas.value) if shape.num_replicas else None
+        told = f" (`num_replicas={replicas}` is 1 there)" if replicas else ""
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` is built in the launching process before `trainer.fit`, "
+            f"where the world size is 1 and the ordinal 0{told}: every TPU core gets a sampler "
+            "of 1 replica at rank 0, and Lightning keeps a sampler it is given, so every core "
+            "reads the whole dataset; remove the sampler (pass `shuffle=True` to the "
+            "DataLoader) and Lightning shards the loader in each core's process",
+        )
+
+    def _with_injection_off(self, node: cst.Call, exact: bool) -> None:
+        """This file turns Lightning's sampler injection off. A hand-built sampler is then
+        needed, unless it is the textbook `DistributedSampler(ds, num_replicas=<world size>,
+        rank=<global rank>)` built in a loader hook: the flag exists only for it, and both go
+        (one fix removes the sampler and the Trainer argument, so the loader stays sharded)."""
+        ctx = self.ctx
+        shape = _SamplerShape(ctx, node, exact)
+        if not (shape.exact and shape.num_replicas is not None and shape.rank is not None):
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        flow = self._flow(node)
+        if not stages or flow is None:
+            return
+        flags = [
+            (call, arg)
+            for call in walk(ctx.module)
+            if isinstance(call, cst.Call) and is_trainer_call(ctx, call)
+            for arg in call.args
+            if arg.keyword is not None
+            and arg.keyword.value in ("use_distributed_sampler", "replace_sampler_ddp")
+            and is_false(arg.value)
+        ]
+        fix = self._fix(node, shape, stages, flow)
+        flag = flags[0][1].keyword.value if len(flags) == 1 else "use_distributed_sampler"  # type: ignore[union-attr]
+        if fix is not None and len(flags) == 1:
+            call, arg = flags[0]
+            fix.replacements.append((call, replace_arg(call, arg, [])))
+            fix.message = f"Remove the sampler and `{flag}=False`: Lightning shards the loader"
+        else:
+            fix = None
+        where = stage_where(ctx, stages)
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` in {where} is the sampler Lightning builds itself; "
+            f"`{flag}=False` on the Trainer only exists to keep it: remove both and Lightning "
+            "shards the loader across the TPU cores with the right world size and rank",
+            fix=fix,
+        )
 
     @staticmethod
     def _shuffle_hint(shape: _SamplerShape) -> str:
@@ -661,6 +831,11 @@ class ManualDistributedSampler(_DataRule):
         unused = []
         if isinstance(node.func, cst.Name):
             unused.append(node.func.value)
+        for arg in (shape.num_replicas, shape.rank):
+            # `xm`, `xr`, `dist`: dropped when the sampler was their only user.
+            root = _root_name(arg.value) if arg is not None else None
+            if root is not None and root != "self" and root in ctx.aliases.bindings:
+                unused.append(root)
         return FixSpec(
             Applicability.SAFE if safe else Applicability.UNSAFE,
             self.fix_title(),
@@ -877,7 +1052,9 @@ class TpuUnfriendlyBatchSize(_DataRule):
     optimisation (learning-rate schedules tuned for the old size), and code that relied on
     one example per batch breaks. In dictionaries the rounded value is only a suggestion:
     they are often schedules (progressive resizing from 4 to 2 to 1) that rounding every
-    entry would flatten.
+    entry would flatten. Small datasets: a loader with `drop_last=True` over a visible
+    dataset that cannot fill one batch of the rounded size on every core of an 8-core run
+    gets no fix, since those cores would get no batch at all (the message says so).
 
     ## References
     - [Cloud TPU performance guide: batch size and tiling](https://cloud.google.com/tpu/docs/performance-guide)
@@ -893,6 +1070,12 @@ class TpuUnfriendlyBatchSize(_DataRule):
     fix_sometimes = True
     fix_message = "Round the batch size up to the next multiple"
     requires = ("batch_size", "batch-size", "DataLoader(")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Outside Lightning code the rule reports only integer literals on the line of a
+        # batch-size name (defaults, config fields, argparse options, `batch_size=4`).
+        return cls.lightning_code(source, view) or bool(_BATCH_LITERAL_LINE.search(source))
 
     VALID = (
         Valid(
@@ -981,6 +1164,21 @@ class TpuUnfriendlyBatchSize(_DataRule):
         Valid("training:\n  batch_size: 10\n", path="hydra.yaml"),
     )
     INVALID = (
+        # drop_last with a dataset too small for the rounded batch on 8 cores: no fix.
+        Invalid(
+            _PL + "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(96, 4))\n"
+            "        return DataLoader(data, batch_size=12, drop_last=True)\n",
+            message="no fix: with `drop_last=True`, 96 samples give a core",
+            expected_fix=_PL
+            + "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(96, 4))\n"
+            "        return DataLoader(data, batch_size=12, drop_last=True)\n",
+        ),
         # torchgeo geo.py: DataModule default 1.
         Invalid(
             _PL + "class GeoDataModule(L.LightningDataModule):\n"
@@ -1167,17 +1365,33 @@ class TpuUnfriendlyBatchSize(_DataRule):
         return False
 
     def _report_int(
-        self, node: cst.Integer, written: str, where: str = "", *, suggestion: bool = False
+        self,
+        node: cst.Integer,
+        written: str,
+        where: str = "",
+        *,
+        suggestion: bool = False,
+        dataset: int | None = None,
     ) -> None:
+        """`dataset`: the visible size of the dataset of a loader with `drop_last=True`; a
+        batch size raised past what every core can fill would leave cores with no batch."""
         value = int_literal(node)
         multiple = self.multiple
         if not unaligned(value, multiple):
             return
         assert value is not None
         up = -(-value // multiple) * multiple
+        message = batch_message(written, value, multiple, where)
+        if dataset is not None and not full_batch_everywhere(dataset, up):
+            self.report(
+                node,
+                f"{message} (no fix: with `drop_last=True`, {dataset} samples give a core of an "
+                f"8-core run fewer than {up}, so it would get no batch at all)",
+            )
+            return
         self.report(
             node,
-            batch_message(written, value, multiple, where),
+            message,
             replacement=node.with_changes(value=str(up)),
             applicability=Applicability.DISPLAY_ONLY if suggestion else None,
         )
@@ -1271,7 +1485,7 @@ class TpuUnfriendlyBatchSize(_DataRule):
             )
             if not deliberate_single:
                 written = f"batch_size={arg.value.value}"
-                self._report_int(arg.value, written)
+                self._report_int(arg.value, written, dataset=self._dropping_size(node))
         elif arg is None:
             self._default_batch_size(node, stages)
         sampler = loader_arg(node, "batch_sampler")
@@ -1284,6 +1498,14 @@ class TpuUnfriendlyBatchSize(_DataRule):
             if size is not None and isinstance(size.value, cst.Integer):
                 written = f"batch_size={size.value.value}"
                 self._report_int(size.value, written, "(of the batch sampler)")
+
+    def _dropping_size(self, node: cst.Call) -> int | None:
+        """The visible dataset size of a loader that drops its last batch."""
+        drop_last = loader_arg(node, "drop_last")
+        if drop_last is None or not is_true(drop_last.value):
+            return None
+        dataset = loader_arg(node, "dataset")
+        return dataset_size(self.ctx, dataset.value) if dataset is not None else None
 
     def _default_batch_size(self, node: cst.Call, stages: frozenset[str]) -> None:
         """A train loader without `batch_size` loads one example per step."""
@@ -1299,9 +1521,14 @@ class TpuUnfriendlyBatchSize(_DataRule):
             return
         multiple = self.multiple
         where = f"(the default: `{_short(ctx, node)}` passes no `batch_size`)"
+        message = batch_message("batch_size=1", 1, multiple, where)
+        size = self._dropping_size(node)
+        if size is not None and not full_batch_everywhere(size, multiple):
+            self.report(node, message)  # a bigger batch would leave cores with none
+            return
         self.report(
             node,
-            batch_message("batch_size=1", 1, multiple, where),
+            message,
             replacement=add_keyword(node, "batch_size", str(multiple)),
         )
 
@@ -1549,13 +1776,22 @@ class RaggedLastBatch(_DataRule):
             return DataLoader(self.train_set, batch_size=64, shuffle=True, drop_last=True)
     ```
 
+    When the dataset's size is visible (`TensorDataset(torch.randn(1000, 32), ...)`,
+    `range(n)`, a list, or a dataset class of the project whose `__len__` returns a number or
+    an `__init__` argument), the rule judges it on 1, 2, 4 and 8 cores, as Lightning's
+    sampler shards it: a loader that yields one batch per epoch, or only full batches on
+    every core count, is not reported; otherwise the message gives the sizes.
+
     ## Fix safety
     The fix adds `drop_last=True` (or turns a literal `drop_last=False` into `True`) and
     is unsafe: each epoch skips fewer than `batch_size` samples per core (with shuffling,
     different ones every epoch), and a dataset smaller than one batch per core yields no
-    batches at all. For a helper shared by the train and evaluation loaders there is no fix;
-    when its `shuffle=` is an expression of the split (`shuffle=split == "train"`), passing
-    the same expression as `drop_last` is shown as a suggestion.
+    batches at all. Small datasets: when the size is visible and a core of an 8-core run
+    would get less than one full batch, there is no fix (the message says so): make the
+    dataset a multiple of the batch size per core instead. For a helper shared by the train
+    and evaluation loaders there is no fix; when its `shuffle=` is an expression of the split
+    (`shuffle=split == "train"`), passing the same expression as `drop_last` is shown as a
+    suggestion.
 
     ## References
     - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
@@ -1572,6 +1808,10 @@ class RaggedLastBatch(_DataRule):
     fix_sometimes = True
     fix_message = "Drop the incomplete last batch: `drop_last=True`"
     requires = ("DataLoader",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
 
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
@@ -1628,6 +1868,26 @@ class RaggedLastBatch(_DataRule):
             _HEAD + "class BoringModel(L.LightningModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(RandomDataset(32, 64))\n"
+        ),
+        # Visible sizes: one batch per epoch (on any core count), or full batches only.
+        Valid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(24, 8), torch.randn(24))\n"
+            "        return DataLoader(data, batch_size=32, shuffle=True)\n\n"
+            "    def other(self):\n"
+            "        pass\n"
+        ),
+        Valid(
+            _HEAD + "class RandomDataset:\n"
+            "    def __init__(self, size, length):\n"
+            "        self.len = length\n\n"
+            "    def __len__(self):\n"
+            "        return self.len\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 1024), batch_size=16)\n"
         ),
         # An endless RL experience source (bolts' ExperienceSourceDataset is iterable).
         Valid(
@@ -1734,6 +1994,33 @@ class RaggedLastBatch(_DataRule):
             line=13,
             message="this helper also builds `inference_dataloader`",
         ),
+        # A visible size that ends with a smaller batch: the message gives the sizes.
+        Invalid(
+            _HEAD + "class RandomDataset:\n"
+            "    def __init__(self, size, length):\n"
+            "        self.len = length\n\n"
+            "    def __len__(self):\n"
+            "        return self.len\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 1000), batch_size=16)\n",
+            message="(1000 samples: 125 per core on 8 cores, 7 batches of 16 and one of 13)",
+            applicability=Applicability.UNSAFE,
+        ),
+        # Too small for `drop_last=True` on 8 cores: reported without a fix.
+        Invalid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(100, 8))\n"
+            "        return DataLoader(data, batch_size=16, shuffle=True)\n",
+            message="would leave a core of an 8-core run with no batch at all",
+            expected_fix=_HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(100, 8))\n"
+            "        return DataLoader(data, batch_size=16, shuffle=True)\n",
+        ),
         # A torch BatchSampler with drop_last=False.
         Invalid(
             _HEAD + "from torch.utils.data import BatchSampler, RandomSampler\n\n\n"
@@ -1786,12 +2073,39 @@ class RaggedLastBatch(_DataRule):
             return
         if is_iterable_dataset(ctx, loader_arg(node, "dataset")):
             return
+        dataset = loader_arg(node, "dataset")
+        size = dataset_size(ctx, dataset.value if dataset is not None else None)
+        batch = int_literal(batch_size.value)
+        fixable = True
+        sized = ""
+        if size is not None and batch is not None:
+            ragged = ragged_on(size, batch)
+            if not ragged:
+                return  # one batch per epoch, or full batches on every core count
+            cores = ragged[-1]
+            share = per_core(size, cores)
+            sized = (
+                f" ({size} samples: {share} per core on {cores} core{'s' if cores > 1 else ''}, "
+                f"{share // batch} batch{'es' if share // batch > 1 else ''} of {batch} and one "
+                f"of {share % batch})"
+            )
+            fixable = full_batch_everywhere(size, batch)
         others = self._other_users(stages)
         message = (
             f"`{_short(ctx, node)}` in {where} keeps the smaller last batch of every "
-            "epoch (`drop_last=False` by default): its new shape makes XLA compile and keep a "
-            "second graph of the whole training step; pass `drop_last=True`"
+            f"epoch (`drop_last=False` by default){sized}: its new shape makes XLA compile and "
+            "keep a second graph of the whole training step; pass `drop_last=True`"
         )
+        if not fixable:
+            self.report(
+                node,
+                message.replace(
+                    "; pass `drop_last=True`",
+                    f"; `drop_last=True` would leave a core of an 8-core run with no batch at "
+                    f"all, so make the dataset a multiple of {batch} per core instead",
+                ),
+            )
+            return
         if stages == frozenset({"train"}) and not others:
             if drop_last is not None:
                 new = replace_arg(node, drop_last, [drop_last.with_changes(value=cst.Name("True"))])
@@ -2302,6 +2616,10 @@ class SynchronousDataloader(_DataRule):
     default_enabled = False
     requires = ("DataLoader",)
 
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
     VALID = (
@@ -2391,3 +2709,377 @@ class SynchronousDataloader(_DataRule):
                 return True
             info = info.parent
         return False
+
+
+# --- TPU306 ---------------------------------------------------------------------------------
+
+_ITERABLE_BASES = re.compile(r"(^|\.)(IterableDataset|IterDataPipe|IterableWrapper)$")
+_SPLIT_CALLS = re.compile(
+    r"(split_dataset_by_node|split_by_node|node_split|\.shard\(|global_rank|world_size|"
+    r"get_rank|global_ordinal|get_ordinal|num_replicas|process_index)"
+)
+
+
+class UnshardedIterableDataset(_DataRule):
+    """
+    ## What it does
+    Finds an iterable-style dataset returned from a Lightning dataloader hook
+    (`train_dataloader`, `val_dataloader`, ...) that nothing splits by process: a
+    `torch.utils.data.IterableDataset` subclass of the project whose code never reads the
+    rank or world size (nor does anything its `__iter__` calls; when `__iter__` hands off to
+    code the project model cannot see, it is not reported), or a Hugging Face
+    `load_dataset(..., streaming=True)` stream that the hook does not pass through
+    `split_dataset_by_node` / `.shard(...)`.
+
+    ## Why is this bad on TPU?
+    Lightning shards map-style datasets by giving every process a `DistributedSampler`.
+    An iterable dataset has no sampler, so Lightning leaves it alone: every TPU core iterates
+    the same stream and trains on the same batches. An epoch then costs N times the data
+    for the work of one core, and gradient averaging over identical batches wastes the
+    other cores.
+
+    ## Example
+    ```python
+    import lightning as L
+    from datasets import load_dataset
+    from torch.utils.data import DataLoader
+
+
+    class LM(L.LightningDataModule):
+        def train_dataloader(self):
+            stream = load_dataset("c4", "en", split="train", streaming=True)
+            return DataLoader(stream, batch_size=16)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from datasets import load_dataset
+    from datasets.distributed import split_dataset_by_node
+    from torch.utils.data import DataLoader
+
+
+    class LM(L.LightningDataModule):
+        def train_dataloader(self):
+            stream = load_dataset("c4", "en", split="train", streaming=True)
+            stream = split_dataset_by_node(
+                stream, rank=self.trainer.global_rank, world_size=self.trainer.world_size
+            )
+            return DataLoader(stream, batch_size=16)
+    ```
+
+    In your own `IterableDataset`, skip the items of the other processes in `__iter__`
+    (for example `itertools.islice(items, rank, None, world_size)` with the rank and world
+    size from `torch.distributed` or the Trainer).
+
+    ## Fix safety
+    No fix: how to split depends on the stream.
+
+    ## References
+    - [Lightning docs: iterable datasets are not sharded by the sampler](https://lightning.ai/docs/pytorch/stable/data/iterables.html)
+    - [Hugging Face datasets: `split_dataset_by_node`](https://huggingface.co/docs/datasets/use_with_pytorch#distributed)
+    - [PyTorch: `IterableDataset` and multi-process loading](https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset)
+    """
+
+    code = "TPU306"
+    name = "unsharded-iterable-dataset"
+    summary = "An `IterableDataset` from a dataloader hook that no process split shards"
+    requires = ("IterableDataset", "streaming", "IterDataPipe")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
+    VALID = (
+        # pyannote shape: `__iter__` hands off to code the model cannot see (there, a
+        # generator seeded by rank): not reported.
+        Valid(
+            _PL + "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class TrainDataset(IterableDataset):\n"
+            "    def __init__(self, task):\n"
+            "        self.task = task\n\n"
+            "    def __iter__(self):\n"
+            "        return self.task.train__iter__()\n\n\n"
+            "class Task(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(TrainDataset(self), batch_size=8)\n"
+        ),
+        # It reads the rank: it shards itself.
+        Valid(
+            _PL + "import torch.distributed as dist\n"
+            "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n"
+            "    def __iter__(self):\n"
+            "        rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "        yield from range(rank, 1000, world)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=8)\n"
+        ),
+        # A streaming dataset split by node in the hook.
+        Valid(
+            _PL + "from datasets import load_dataset\n"
+            "from datasets.distributed import split_dataset_by_node\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        ds = load_dataset('c4', split='train', streaming=True)\n"
+            "        ds = split_dataset_by_node(ds, rank=self.trainer.global_rank,\n"
+            "                                   world_size=self.trainer.world_size)\n"
+            "        return DataLoader(ds, batch_size=8)\n"
+        ),
+        # A map-style dataset: Lightning's sampler shards it.
+        Valid(
+            _PL + "from torch.utils.data import DataLoader, Dataset\n\n\n"
+            "class Items(Dataset):\n"
+            "    def __len__(self):\n        return 10\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Items(), batch_size=8)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _PL + "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n"
+            "    def __iter__(self):\n"
+            "        yield from range(1000)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=8)\n",
+            line=12,
+            message="every TPU core iterates the same stream",
+        ),
+        Invalid(
+            _PL + "from datasets import load_dataset\nfrom torch.utils.data import DataLoader\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        stream = load_dataset('c4', split='train', streaming=True)\n"
+            "        return DataLoader(stream, batch_size=8)\n",
+            line=9,
+            message="`load_dataset(..., streaming=True)`",
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._stages: dict[int, frozenset[str]] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if self._skip or not is_dataloader_call(ctx, node) or data_class(ctx) is None:
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        dataset = loader_arg(node, "dataset")
+        if not stages or dataset is None or ctx.function is None:
+            return
+        what = self._unsharded(resolve_local(ctx, dataset.value))
+        if what is None:
+            return
+        if _SPLIT_CALLS.search(ctx.module.code_for_node(ctx.function.node)):
+            return  # the hook splits it (or passes the rank to it)
+        where = stage_where(ctx, stages)
+        uses = "trains on" if "train" in stages else "evaluates"
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` in {where} loads {what}: Lightning shards only "
+            "map-style datasets (through their sampler), so every TPU core iterates the same "
+            f"stream and {uses} the same batches; split it by process "
+            "(`split_dataset_by_node(ds, rank=self.trainer.global_rank, "
+            "world_size=self.trainer.world_size)`, or skip the other ranks' items in "
+            "`__iter__`)",
+        )
+
+    def _unsharded(self, value: cst.BaseExpression) -> str | None:
+        """What makes `value` an unsharded iterable dataset, for the message, or None."""
+        ctx = self.ctx
+        if not isinstance(value, cst.Call):
+            return None
+        qualified = ctx.qualify(value.func) or ""
+        if qualified.rsplit(".", 1)[-1] == "load_dataset":
+            streaming = keyword_arg(value, "streaming")
+            if streaming is not None and is_true(streaming.value):
+                return "`load_dataset(..., streaming=True)`, an IterableDataset"
+            return None
+        view = ctx.analysis.view
+        target = ctx.call_target(value)
+        if view is None or target is None or target[0] != "name":
+            return None
+        found = view.dataset_class(target[1])
+        if found is None:
+            return None
+        bases, rank_aware = found
+        if rank_aware or not any(_ITERABLE_BASES.search(b) for b in bases):
+            return None
+        return f"`{code(ctx, value.func)}`, an IterableDataset that never reads the rank"
+
+
+# --- TPU307 ---------------------------------------------------------------------------------
+
+
+class RaggedEvalBatch(_DataRule):
+    """
+    ## What it does
+    Finds validation and test `DataLoader(...)` calls (in `val_dataloader` /
+    `test_dataloader` of a LightningModule or LightningDataModule, and helpers only they
+    use) with a batch size and without `drop_last=True`: TPU303's evaluation sibling,
+    reported separately so each can be selected or ignored on its own; opt-in: enable it
+    with `--extend-select TPU307` (or `extend-select = ["TPU307"]`). The same exceptions
+    apply (`**kwargs`, a computed `drop_last`, no batching, custom batch samplers, iterable
+    datasets), and when the dataset's size is visible it is judged on 1, 2, 4 and 8 cores: a
+    loader that yields one batch per run, or only full batches, is not reported.
+
+    ## Why is this bad on TPU?
+    Unless every core's share of the evaluation set is a multiple of the batch size, the
+    last batch of every validation run is smaller: a second input shape, so XLA traces and
+    compiles a second evaluation graph, a stall of seconds to minutes the first time, and a
+    second program kept in the graph cache. Lightning's `DistributedSampler` pads every core
+    to the same number of samples (repeating a few), not to a multiple of the batch size.
+
+    ## Example
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class DM(L.LightningDataModule):
+        def val_dataloader(self):
+            return DataLoader(self.val_set, batch_size=64)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class DM(L.LightningDataModule):
+        def val_dataloader(self):
+            return DataLoader(self.val_set, batch_size=64, drop_last=True)
+    ```
+
+    Dropping evaluation samples changes the metrics (by at most `batch_size - 1` samples per
+    core); to keep every sample, pad the evaluation set to a multiple of the global batch
+    size (cores x batch size) and mask the padding out of the metric instead.
+
+    ## Fix safety
+    The suggestion (`drop_last=True`) is display-only: it changes what the metrics are
+    computed on, which is for the user to decide.
+
+    ## References
+    - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [Lightning source: sampler injection pads but leaves `drop_last` alone (`data_connector.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
+    """
+
+    code = "TPU307"
+    name = "ragged-eval-batch"
+    summary = "Validation/test DataLoader with a smaller last batch (a second eval graph)"
+    # Opt-in (`--extend-select TPU307`): most evaluation loaders keep every sample on
+    # purpose, and the cost is one extra graph, not one per step.
+    default_enabled = False
+    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_message = "Drop the incomplete last batch: `drop_last=True` (changes the metrics)"
+    requires = ("DataLoader",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
+    _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
+    VALID = (
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=64, drop_last=True)\n"
+        ),
+        # Train loaders are TPU303's; predict loaders are not evaluated.
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.train_set, batch_size=64)\n\n"
+            "    def predict_dataloader(self):\n"
+            "        return DataLoader(self.items, batch_size=64)\n"
+        ),
+        # One batch per validation run on any core count.
+        Valid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(TensorDataset(torch.randn(40, 3)), batch_size=64)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=64)\n",
+            line=7,
+            message="in `val_dataloader` ends every validation run with a smaller batch",
+            expected_suggestion=_HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=64, drop_last=True)\n",
+        ),
+        Invalid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def test_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(1000, 3))\n"
+            "        return DataLoader(data, batch_size=32)\n",
+            message="(1000 samples: 125 per core on 8 cores, 3 batches of 32 and one of 29)",
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._stages: dict[int, frozenset[str]] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if self._skip or not is_dataloader_call(ctx, node) or data_class(ctx) is None:
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        if "train" in stages or not stages & {"val", "test"} or has_star(node):
+            return  # a loader shared with training is TPU303's
+        if loader_arg(node, "batch_sampler") is not None:
+            return
+        batch_size = loader_arg(node, "batch_size")
+        if batch_size is None or is_none(batch_size.value) or int_literal(batch_size.value) == 1:
+            return
+        drop_last = loader_arg(node, "drop_last")
+        if drop_last is not None and not is_false(drop_last.value):
+            return
+        dataset = loader_arg(node, "dataset")
+        if is_iterable_dataset(ctx, dataset):
+            return
+        size = dataset_size(ctx, dataset.value if dataset is not None else None)
+        batch = int_literal(batch_size.value)
+        sized = ""
+        if size is not None and batch is not None:
+            ragged = ragged_on(size, batch)
+            if not ragged:
+                return
+            cores = ragged[-1]
+            share = per_core(size, cores)
+            sized = (
+                f" ({size} samples: {share} per core on {cores} core{'s' if cores > 1 else ''}, "
+                f"{share // batch} batch{'es' if share // batch > 1 else ''} of {batch} and one "
+                f"of {share % batch})"
+            )
+        run = "validation" if "val" in stages else "test"
+        if drop_last is not None:
+            new = replace_arg(node, drop_last, [drop_last.with_changes(value=cst.Name("True"))])
+        else:
+            new = add_keyword(node, "drop_last", "True")
+        self.report(
+            node,
+            f"`{_short(ctx, node)}` in {stage_where(ctx, stages)} ends every {run} run with a "
+            f"smaller batch (`drop_last=False`){sized}: its new shape makes XLA compile and "
+            "keep a second evaluation graph; pad the evaluation set to a multiple of the "
+            "global batch, or pass `drop_last=True` if losing those samples from the metrics "
+            "is fine",
+            replacement=new,
+        )

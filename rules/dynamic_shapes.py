@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import ClassKind
-from tpulint.analysis.values import CPU, DEVICE, HOST, ValueKind
+from tpulint.analysis.values import CPU, DEVICE, ValueKind
 from tpulint.diagnostics import Applicability
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
 
@@ -16,9 +16,8 @@ from ._common import source_of
 from ._rewrites_masked import read_fix, write_fix
 from ._rewrites_nonzero import shape_op_fix
 from ._shape_helpers import (
-    Bindings,
     TrackingRule,
-    is_number_literal,
+    elementwise_mask,
     is_self_attribute,
     is_torch_tensor,
     keyword,
@@ -26,8 +25,6 @@ from ._shape_helpers import (
     method_name,
     positional,
     receiver,
-    root_name,
-    same_code,
     shape_source,
     torch_name,
     value_size,
@@ -131,6 +128,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
     """
 
     code = "TPU201"
+    hot_only = True
     fix_applicability = Applicability.UNSAFE
     fix_sometimes = True
     fix_message = "Keep the mask"
@@ -223,7 +221,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
         if subject is None:
             return
         kind = ctx.value_kind(subject)
-        if kind in (HOST, CPU) or not _maybe_device(kind):
+        if kind.is_host or kind is CPU or not _maybe_device(kind):
             return
         if op in _SHAPE_OPS:
             if (
@@ -275,69 +273,6 @@ class DataDependentShapeOp(TrackingRule, Rule):
 
 
 # --- TPU202 -----------------------------------------------------------------------------
-
-_MASK_PREDICATE_FUNCTIONS = frozenset(
-    {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "signbit"}
-)
-
-
-def _elementwise_mask(
-    ctx: FileContext,
-    mask: cst.BaseExpression,
-    base: cst.BaseExpression,
-    bindings: Bindings,
-    depth: int = 0,
-) -> bool:
-    """Whether `mask` is computed elementwise from `base` and Python numbers only, so it
-    has exactly `base`'s shape: `x > 0`, `~torch.isnan(x)`, `(x > 0) & (x < 1)`, a local
-    bound to one of those while `x` kept its value."""
-    if depth > 8:
-        return False
-    d = depth + 1
-    if isinstance(mask, cst.Comparison):
-        if len(mask.comparisons) != 1:
-            return False
-        op = mask.comparisons[0].operator
-        if isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-            return False
-        left, right = mask.left, mask.comparisons[0].comparator
-        if same_code(ctx, left, base) and same_code(ctx, right, base):
-            return True  # `x != x`: the NaN test
-        return (same_code(ctx, left, base) and is_number_literal(right, ctx)) or (
-            same_code(ctx, right, base) and is_number_literal(left, ctx)
-        )
-    if isinstance(mask, cst.UnaryOperation) and isinstance(mask.operator, cst.BitInvert):
-        return _elementwise_mask(ctx, mask.expression, base, bindings, d)
-    if isinstance(mask, cst.BinaryOperation) and isinstance(
-        mask.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
-    ):
-        return _elementwise_mask(ctx, mask.left, base, bindings, d) and _elementwise_mask(
-            ctx, mask.right, base, bindings, d
-        )
-    if isinstance(mask, cst.Call):
-        name = torch_name(ctx, mask)
-        args = positional(mask)
-        if name in _MASK_PREDICATE_FUNCTIONS and len(mask.args) == 1:
-            return same_code(ctx, args[0].value, base) if args else False
-        if name == "logical_not" and len(mask.args) == 1 and args:
-            return _elementwise_mask(ctx, args[0].value, base, bindings, d)
-        if name in ("logical_and", "logical_or", "logical_xor") and len(mask.args) == 2:
-            return all(_elementwise_mask(ctx, a.value, base, bindings, d) for a in mask.args)
-        method = method_name(mask)
-        if method in _MASK_PREDICATE_FUNCTIONS and not mask.args:
-            return same_code(ctx, receiver(mask), base)
-        if method == "logical_not" and not mask.args:
-            return _elementwise_mask(ctx, receiver(mask), base, bindings, d)
-        return False
-    if isinstance(mask, cst.Name):
-        binding = bindings.lookup(mask.value)
-        if binding is None or binding.value is None or binding.unpack_index is not None:
-            return False
-        base_root = root_name(base)
-        if base_root is None or bindings.last_seq(base_root) > binding.seq:
-            return False  # `x` was rebound after the mask was computed
-        return _elementwise_mask(ctx, binding.value, base, bindings, d)
-    return False
 
 
 class BooleanMaskIndexing(TrackingRule, Rule):
@@ -462,6 +397,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     """
 
     code = "TPU202"
+    hot_only = True
     name = "boolean-mask-indexing"
     summary = "Indexing with a boolean mask (`x[mask]`, `x[x > 0]`, `x[m] = v`) in hot code"
     fix_applicability = Applicability.SAFE
@@ -569,7 +505,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
             "        return loss[labeled].mean()\n",
             applicability=Applicability.UNSAFE,
-            message="selects by a boolean mask",
+            message="selects by the boolean mask `labeled`",
             expected_fix=_HEAD.replace(
                 "import torch\n", "import torch\nimport torch.nn.functional as F\n"
             )
@@ -592,7 +528,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        ce = F.cross_entropy(logits.permute(0, 2, 3, 1)[valid], labels[valid])\n"
             "        near = target < 10\n"
             "        return ce + self.depth_loss(depth[near], target[near])\n",
-            count=4,
+            count=2,  # one finding per mask and line, naming both selections
             line=13,
             applicability=Applicability.UNSAFE,
             expected_fix="import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
@@ -616,7 +552,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        rows = logits.view(-1, logits.size(-1))\n"
             "        keep = loss_mask.view(-1).bool()\n"
             "        return self.ce(rows[keep], tokens.view(-1)[keep])\n",
-            count=2,
+            count=1,
             applicability=Applicability.UNSAFE,
             expected_fix=_MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
             "        super().__init__()\n"
@@ -649,7 +585,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        seen = counts > 0\n"
             "        hist[seen] = mag[seen] / counts[seen]\n"
             "        return hist\n",
-            count=3,
+            count=2,  # the write, and one finding for both reads
             applicability=Applicability.UNSAFE,
             expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
             "        seen = counts > 0\n"
@@ -678,17 +614,39 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             '        return torch.where(labeled, F.mse_loss(y_pred, y_true, reduction="none"), '
             "0).sum() / labeled.sum()\n",
         ),
-        # Untyped values may be numpy arrays: unsafe, and the title says so (darts).
+        # forward's unannotated parameters are tensors, and the mask is elementwise of
+        # `result`: safe.
         Invalid(
             _MOD + "    def forward(self, a, b):\n"
             "        result = a / b\n"
             "        result[result != result] = 0.0\n"
             "        return result\n",
-            applicability=Applicability.UNSAFE,
+            applicability=Applicability.SAFE,
             expected_fix=_MOD + "    def forward(self, a, b):\n"
             "        result = a / b\n"
             "        result.masked_fill_(result != result, 0.0)\n"
             "        return result\n",
+        ),
+        # A helper's untyped parameters may be numpy arrays (darts' `_divide_no_nan`, hot
+        # because `forward` calls it): unsafe, and the title says what it assumes.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\ndef _divide_no_nan(a, b):\n"
+            "    result = a / b\n"
+            "    result[result != result] = 0.0\n"
+            "    return result\n\n\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, x, y):\n"
+            "        return torch.mean(_divide_no_nan(x, y))\n",
+            applicability=Applicability.UNSAFE,
+            message="called from forward",
+            expected_fix="import torch\nfrom torch import nn\n\n\n"
+            "def _divide_no_nan(a, b):\n"
+            "    result = a / b\n"
+            "    result.masked_fill_(result != result, 0.0)\n"
+            "    return result\n\n\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, x, y):\n"
+            "        return torch.mean(_divide_no_nan(x, y))\n",
         ),
         # The selection itself is used: no static-shape equivalent, no fix.
         Invalid(
@@ -741,7 +699,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         """The condition for the safe rewrites: `base` is surely a torch tensor (numpy
         arrays have no `masked_fill_`) and `mask` is elementwise of it."""
         bindings = self.bindings
-        return is_torch_tensor(self.ctx, base, bindings) and _elementwise_mask(
+        return is_torch_tensor(self.ctx, base, bindings) and elementwise_mask(
             self.ctx, mask, base, bindings
         )
 
@@ -755,22 +713,84 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     ) -> None:
         ctx = self.ctx
         mask_code = source_of(ctx, mask, 30)
-        base_code = source_of(ctx, base, 30)
+        statement = ctx.enclosing_statement(node)
+        key = (id(statement), mask_code, what)
+        merged: dict[tuple[int, str, str], tuple[int, list[str], list[str]]] = getattr(
+            self, "_merged", {}
+        )
+        self._merged = merged
+        previous = merged.get(key)
+        if previous is not None:
+            index, subscripts, bases = previous
+            report = self.reports[index]
+            if (report.fix is None) == (fix is None) and (
+                fix is None or report.fix.applicability is fix.applicability  # type: ignore[union-attr]
+            ):
+                # The same mask indexes several tensors on one line: one finding names all.
+                subscripts.append(source_of(ctx, node))
+                bases.append(source_of(ctx, base, 30))
+                if fix is not None and report.fix is not None:
+                    # A rewrite of the whole expression (a masked loss over `z[m]` and
+                    # `y[m]`) is the same replacement for both subscripts: once.
+                    taken = {id(old) for old, _ in report.fix.replacements}
+                    report.fix.replacements.extend(
+                        r for r in fix.replacements if id(r[0]) not in taken
+                    )
+                    report.fix.add_imports = tuple(
+                        dict.fromkeys((*report.fix.add_imports, *fix.add_imports))
+                    )
+                    report.fix.remove_unused_imports = tuple(
+                        dict.fromkeys(
+                            (*report.fix.remove_unused_imports, *fix.remove_unused_imports)
+                        )
+                    )
+                report.message = self._message(subscripts, bases, mask_code, what, report.fix)
+                return
+        self.report(
+            node,
+            self._message([source_of(ctx, node)], [source_of(ctx, base, 30)], mask_code, what, fix),
+            fix=fix,
+        )
+        if fix is not None and fix.applicability is Applicability.DISPLAY_ONLY:
+            # The unsafe rewrites widen a mask of unproven shape themselves.
+            fix.message += _BROADCAST_NOTE.format(mask=mask_code)
+        merged[key] = (len(self.reports) - 1, [source_of(ctx, node)], [source_of(ctx, base, 30)])
+
+    def _message(
+        self,
+        subscripts: list[str],
+        bases: list[str],
+        mask_code: str,
+        what: str,
+        fix: FixSpec | None,
+    ) -> str:
+        ctx = self.ctx
+        names = " and ".join(f"`{s}`" for s in subscripts)
         if what == "write":
-            message = (
-                f"`{source_of(ctx, node)}` in {ctx.hot_reason} writes through a boolean mask, "
-                "which indexing turns into the mask's `nonzero`: a sync to count it and a "
-                f"graph per count; use `{base_code}.masked_fill_({mask_code}, v)` or "
-                "`torch.where`"
+            return (
+                f"{names} in {ctx.hot_reason} writes through a boolean mask, which indexing "
+                "turns into the mask's `nonzero`: a sync to count it and a graph per count; "
+                f"use `{bases[0]}.masked_fill_({mask_code}, v)` or `torch.where`"
             )
-        else:
-            message = (
-                f"`{source_of(ctx, node)}` in {ctx.hot_reason} selects by a boolean mask: the "
-                "size depends on the mask's values, so XLA syncs to learn it and compiles a "
-                f"graph per count; use `torch.where({mask_code}, {base_code}, 0)` with masked "
-                "sums and means"
-            )
-        self.report(node, message, fix=fix)
+        several = len(subscripts) > 1
+        where = ", ".join(f"`torch.where({mask_code}, {b}, 0)`" for b in dict.fromkeys(bases))
+        same = fix is not None and fix.applicability is Applicability.SAFE
+        simple = mask_code.replace(".", "").replace("_", "").isalnum()
+        wrapped = mask_code if simple else f"({mask_code})"
+        note = (
+            "" if same else f" (`{wrapped}[..., None]` if the mask covers only leading dimensions)"
+        )
+        return (
+            f"{names} in {ctx.hot_reason} select{'' if several else 's'} by the boolean mask "
+            f"`{mask_code}`: the size depends on the mask's values, so XLA syncs to learn it "
+            f"and compiles a graph per count; use {where}{note} with masked sums and means"
+        )
+
+
+_BROADCAST_NOTE = (
+    " (check that `{mask}` has the shape of the indexed tensor: a mask over its leading "
+    "dimensions only must be broadcast, `{mask}[..., None]`)"
+)
 
 
 # --- TPU203 -----------------------------------------------------------------------------
@@ -834,11 +854,23 @@ class ShapeDependentLoop(TrackingRule, Rule):
     """
 
     code = "TPU203"
+    hot_only = True
     name = "shape-dependent-loop"
     summary = "`for i in range(t.size(0))` / `range(len(t))` over a tensor in hot code"
     requires = ("range(",)
 
     VALID = (
+        # As many iterations as the model has sub-modules (neuralforecast TimeMixer shape).
+        Valid(
+            _MOD + "    def forward(self, trend_list, codes):\n"
+            "        trends = trend_list.copy()\n"
+            "        out = trends[0]\n"
+            "        for i in range(len(trends) - 1):\n"
+            "            out = out + self.up_sampling_layers[i](out)\n"
+            "        for c in range(codes.size(1)):\n"
+            "            out = out + self.projections[c](codes[:, c])\n"
+            "        return out\n"
+        ),
         Valid(
             _MOD + "    def forward(self, x):\n"
             "        for layer in self.layers:\n            x = layer(x)\n"
@@ -898,10 +930,12 @@ class ShapeDependentLoop(TrackingRule, Rule):
         tensor = shape_source(ctx, stop, self.bindings)
         if tensor is None or is_self_attribute(tensor):
             return
+        if _indexes_modules(ctx, node):
+            return  # `self.layers[i]` for each i: as many iterations as the model has modules
         kind = ctx.value_kind(tensor)
         if kind is not DEVICE and not is_torch_tensor(ctx, tensor, self.bindings):
             return
-        if kind in (HOST, CPU) or _quiet(ctx, node):
+        if kind.is_host or kind is CPU or _quiet(ctx, node):
             return
         self.report(
             iterator,
@@ -909,6 +943,50 @@ class ShapeDependentLoop(TrackingRule, Rule):
             f"the loop body per element of `{source_of(ctx, tensor, 30)}` into the XLA graph, "
             "and recompiles when that size changes; vectorise the loop",
         )
+
+
+def _indexes_modules(ctx: FileContext, loop: cst.For) -> bool:
+    """Whether the loop's body indexes a container of sub-modules (or calls an element of a
+    container on `self`) with its variable (`self.up_sampling_layers[i](x)`,
+    `self.heads[k + 1]`): the count is the model's."""
+    if not isinstance(loop.target, cst.Name):
+        return False
+    name = loop.target.value
+    stack: list[cst.CSTNode] = [loop.body]
+    from tpulint.analysis.walker import iter_children
+
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Subscript):
+            node = node.func  # `self.projections[i](x)`: a container of callables
+            called = True
+        else:
+            called = False
+        if (
+            isinstance(node, cst.Subscript)
+            and is_self_attribute(node.value)
+            and (called or ctx.value_kind(node.value) is ValueKind.MODULE)
+            and any(
+                isinstance(n, cst.Name) and n.value == name
+                for element in node.slice
+                for n in _names(element)
+            )
+        ):
+            return True
+        stack.extend(iter_children(node))
+    return False
+
+
+def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
+    from tpulint.analysis.walker import iter_children
+
+    out: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(iter_children(current))
+    return out
 
 
 # --- TPU204 -----------------------------------------------------------------------------
@@ -1113,6 +1191,7 @@ class DataDependentSize(TrackingRule, Rule):
     """
 
     code = "TPU205"
+    hot_only = True
     name = "data-dependent-size"
     summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
     requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
 from tpulint.analysis.context import FileContext, get_arg
+from tpulint.analysis.guards import effective
+from tpulint.analysis.project import ClassKind
 from tpulint.analysis.values import ValueKind
 from tpulint.cst_helpers import add_keywords, keyword_arg, make_arg, replace_arg, strip_call_suffix
-from tpulint.diagnostics import Applicability
+from tpulint.diagnostics import Applicability, Severity
 from tpulint.rule import ImportSpec, Invalid, Rule, Valid
 
 from ._common import is_log_call, is_method_call, source_of, walk
@@ -20,6 +23,7 @@ from ._shape_helpers import (
     is_torch_tensor,
     keyword,
     method_name,
+    receiver,
     torch_name,
 )
 
@@ -139,6 +143,7 @@ class ItemInHotPath(Rule):
     """
 
     code = "TPU101"
+    hot_only = True
     name = "item-in-hot-path"
     summary = "`.item()` on a device tensor in code that runs every step"
     fix_applicability = Applicability.UNSAFE
@@ -338,6 +343,7 @@ class LogItemUnwrap(Rule):
     """
 
     code = "TPU102"
+    hot_only = True
     name = "log-item-unwrap"
     summary = "`.item()` / `float()` on a tensor passed to `self.log` in hot code"
     fix_applicability = Applicability.SAFE
@@ -608,6 +614,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
     """
 
     code = "TPU103"
+    hot_only = True
     name = "host-transfer-in-hot-path"
     summary = "`.cpu()`, `.tolist()`, `float(t)`, `print(t)` of device tensors in hot code"
     fix_applicability = Applicability.UNSAFE
@@ -940,6 +947,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
     """
 
     code = "TPU104"
+    hot_only = True
     name = "tensor-value-control-flow"
     summary = "`if` / `while` / `assert` / ternary decided by a device tensor's value in hot code"
     fix_applicability = Applicability.UNSAFE
@@ -1115,7 +1123,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
             left = self._tensor_test(test.left, depth + 1)
             if left is not None:
                 return left
-            if isinstance(test.operator, cst.And) and ctx.condition_kinds(test.left):
+            if isinstance(test.operator, cst.And) and effective(
+                ctx.condition_kinds(test.left), ctx.function.root_hook if ctx.function else None
+            ):
                 return None  # `batch_idx == 0 and loss > 1`: only for some batches
             return self._tensor_test(test.right, depth + 1)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -1128,9 +1138,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return None
             return test if ctx.value_kind(test) is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
-            if ctx.value_kind(test) is not ValueKind.DEVICE:
+            kind = ctx.value_kind(test)
+            torch_function = (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
+            # `torch.isnan(x)` takes only tensors: the use says `x` is one.
+            if kind is not ValueKind.DEVICE and not (
+                kind is ValueKind.UNKNOWN and torch_function in _TENSOR_PREDICATES
+            ):
                 return None
-            name = method_name(test) or (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
+            name = method_name(test) or torch_function
             return test if name in _TENSOR_PREDICATES else None
         if isinstance(test, cst.Name):
             binding = self.bindings.lookup(test.value)
@@ -1458,6 +1473,7 @@ class PerStepSyncDist(Rule):
     """
 
     code = "TPU106"
+    hot_only = True
     name = "per-step-sync-dist"
     summary = "`self.log(..., sync_dist=True)` logged on every training step"
     fix_applicability = Applicability.UNSAFE
@@ -1628,6 +1644,7 @@ class RendezvousInStep(Rule):
     """
 
     code = "TPU107"
+    hot_only = True
     name = "rendezvous-in-step"
     summary = "`xm.rendezvous(...)` in code that runs every step"
     fix_applicability = Applicability.DISPLAY_ONLY
@@ -1681,3 +1698,653 @@ class RendezvousInStep(Rule):
             replacement=cst.RemovalSentinel.REMOVE if statement is not None else None,
             replaces=statement,
         )
+
+
+# --- TPU108 -----------------------------------------------------------------------------
+
+# Calls every process must make together: a process that skips one leaves the others waiting.
+_COLLECTIVES = {
+    "torch_xla.core.xla_model.save": "writes from the master ordinal after a rendezvous of "
+    "every process",
+    "torch_xla.core.xla_model.rendezvous": "is a barrier of every process",
+    "torch_xla.core.xla_model.mesh_reduce": "gathers a value from every process",
+    "torch_xla.core.xla_model.all_reduce": "reduces across every device",
+    "torch_xla.core.xla_model.all_gather": "gathers from every device",
+    "torch_xla.core.xla_model.reduce_scatter": "reduces across every device",
+    "torch_xla.core.xla_model.all_to_all": "exchanges data between every device",
+    "torch_xla.core.xla_model.collective_permute": "exchanges data between devices",
+    "torch_xla.core.xla_model.optimizer_step": "all-reduces the gradients of every device",
+    "torch.distributed.barrier": "is a barrier of every process",
+    "torch.distributed.all_reduce": "reduces across every process",
+    "torch.distributed.all_gather": "gathers from every process",
+    "torch.distributed.all_gather_object": "gathers from every process",
+    "torch.distributed.broadcast": "needs every process",
+    "torch.distributed.broadcast_object_list": "needs every process",
+    "torch.distributed.reduce": "needs every process",
+    "torch.distributed.gather": "needs every process",
+    "torch.distributed.scatter": "needs every process",
+}
+# Lightning methods that synchronise every process (through the strategy's barrier or
+# collectives), called on the Trainer, its strategy or the module.
+_LIGHTNING_COLLECTIVES = {
+    "save_checkpoint": "waits for every process in the strategy's barrier",
+    "barrier": "is a barrier of every process",
+    "all_gather": "gathers from every process",
+    "broadcast": "needs every process",
+    "reduce": "reduces across every process",
+}
+_LIGHTNING_RECEIVERS = re.compile(r"(^|\.)(trainer|strategy|pl_module|fabric)$|^self$")
+_RANK_TEST = re.compile(
+    r"(global_rank|local_rank|node_rank|is_global_zero|is_local_zero|is_master|master_ordinal|"
+    r"get_ordinal|global_ordinal|local_ordinal|get_rank|process_index|\brank\b)"
+)
+_RANK_ZERO_DECORATORS = frozenset({"rank_zero_only"})
+# The text of a collective call, before parsing: `xm.save(`, `dist.barrier(`,
+# `.save_checkpoint(`, `strategy.reduce(`, `all_gather(`.
+_COLLECTIVE_TEXT = re.compile(
+    r"(\.(save|rendezvous|mesh_reduce|all_reduce|all_gather|reduce_scatter|all_to_all|"
+    r"collective_permute|optimizer_step|barrier|broadcast|broadcast_object_list|"
+    r"all_gather_object|gather|scatter|reduce|save_checkpoint)\(|\ball_gather\(|\bbarrier\()"
+)
+
+
+class CollectiveInRankBranch(Rule):
+    """
+    ## What it does
+    Finds calls every process must make together (`xm.save`, `xm.rendezvous`,
+    `xm.mesh_reduce`, `xm.all_reduce`, `torch.distributed.barrier`, `trainer.save_checkpoint`,
+    `self.all_gather`, `strategy.barrier()`, ...) that only some processes reach: under a
+    condition on the rank (`if self.global_rank == 0:`, `if xm.is_master_ordinal():`,
+    `if trainer.is_global_zero:`, either branch of it, or after an early
+    `if not trainer.is_global_zero: return`), or in a function decorated with
+    `@rank_zero_only`.
+
+    ## Why is this bad on TPU?
+    A collective completes only when every process (one per TPU core, or per host) has
+    called it. Under a rank condition the other processes never call it, so the ones that
+    did wait forever: the run hangs without an error, typically at the end of an epoch or at
+    the first checkpoint. `xm.save` is one of them: it holds a rendezvous of every process
+    and writes from the master ordinal only, so guarding it with `if xm.is_master_ordinal():`
+    is what hangs.
+
+    ## Example
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def on_train_epoch_end(self):
+            if self.global_rank == 0:
+                xm.save(self.state_dict(), "model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def on_train_epoch_end(self):
+            xm.save(self.state_dict(), "model.pt")  # writes from the master ordinal only
+    ```
+
+    Call the collective on every process; keep only the host-side work (printing, writing
+    a file with `open`) under the rank condition.
+
+    ## Fix safety
+    No fix: which work belongs under the condition depends on the code.
+
+    ## References
+    - [torch_xla: `xm.save` "should be called by all processes"](https://github.com/pytorch/xla/blob/master/torch_xla/core/xla_model.py)
+    - [torch_xla PJRT: `xm.rendezvous`](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+    - [Lightning docs: `save_checkpoint` must run on all ranks](https://lightning.ai/docs/pytorch/stable/common/checkpointing_intermediate.html)
+    """
+
+    code = "TPU108"
+    name = "collective-in-rank-branch"
+    summary = "A collective (`xm.save`, `xm.rendezvous`, a barrier) only some ranks reach"
+    severity = Severity.ERROR
+    requires = (
+        "save",
+        "rendezvous",
+        "mesh_reduce",
+        "all_reduce",
+        "all_gather",
+        "barrier",
+        "broadcast",
+        "reduce",
+        "all_to_all",
+        "collective_permute",
+        "optimizer_step",
+    )
+
+    @classmethod
+    def applies(cls, source: str, view: object) -> bool:
+        return bool(_COLLECTIVE_TEXT.search(source)) and any(
+            t in source for t in ("rank", "ordinal", "is_global_zero", "is_master")
+        )
+
+    VALID = (
+        # Every process calls it; only host-side work is guarded.
+        Valid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        xm.save(self.state_dict(), 'model.pt')\n"
+            "        if self.global_rank == 0:\n"
+            "            print('saved')\n"
+        ),
+        # A condition on the world size is the same on every process.
+        Valid(
+            "import torch.distributed as dist\n\n\n"
+            "def sync(world_size):\n"
+            "    if world_size > 1:\n"
+            "        dist.barrier()\n"
+        ),
+        # torch.save is no collective.
+        Valid(
+            "import torch\nimport lightning as L\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_end(self):\n"
+            "        if self.trainer.is_global_zero:\n"
+            "            torch.save(self.state_dict(), 'model.pt')\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        if self.global_rank == 0:\n"
+            "            xm.save(self.state_dict(), 'model.pt')\n",
+            line=8,
+            message="under `if self.global_rank == 0`",
+        ),
+        Invalid(
+            "import torch_xla.core.xla_model as xm\n\n\n"
+            "def report(value):\n"
+            "    if not xm.is_master_ordinal():\n"
+            "        return\n"
+            "    total = xm.mesh_reduce('loss', value, sum)\n"
+            "    print(total)\n",
+            line=7,
+            message="after `if not xm.is_master_ordinal(): return`",
+        ),
+        Invalid(
+            "import lightning as L\nfrom lightning.pytorch.utilities import rank_zero_only\n\n\n"
+            "class Saver(L.Callback):\n"
+            "    @rank_zero_only\n"
+            "    def on_validation_end(self, trainer, pl_module):\n"
+            "        trainer.save_checkpoint('best.ckpt')\n",
+            line=8,
+            message="`@rank_zero_only`",
+        ),
+        Invalid(
+            "import torch.distributed as dist\n\n\n"
+            "def write(rank, data):\n"
+            "    if rank == 0:\n"
+            "        open('out.txt', 'w').write(data)\n"
+            "    else:\n"
+            "        dist.barrier()\n",
+            line=8,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        what = self._collective(node)
+        if what is None:
+            return
+        guard = self._rank_guard(node)
+        if guard is None:
+            return
+        where = ctx.hot_reason or (f"`{ctx.function.name}`" if ctx.function else "module code")
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {where} runs only on some processes ({guard}), but "
+            f"it {what}: the processes that call it wait for the others forever and the run "
+            "hangs; call it on every process and keep only host-side work under the condition",
+        )
+
+    def _collective(self, node: cst.Call) -> str | None:
+        ctx = self.ctx
+        qualified = ctx.qualify(node.func)
+        if qualified is not None:
+            return _COLLECTIVES.get(qualified)
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _LIGHTNING_COLLECTIVES:
+            return None
+        receiver = source_of(ctx, func.value, 100)
+        if not _LIGHTNING_RECEIVERS.search(receiver):
+            return None
+        method = func.attr.value
+        if receiver == "self" and method not in ("all_gather",):
+            return None  # `self.reduce(...)` of a user class: not Lightning's
+        if method in ("reduce", "broadcast") and "strategy" not in receiver:
+            return None
+        return _LIGHTNING_COLLECTIVES[method]
+
+    def _rank_guard(self, node: cst.Call) -> str | None:
+        """How the call depends on the rank: the condition, the early exit or the
+        decorator that keeps other processes away, or None."""
+        ctx = self.ctx
+        child: cst.CSTNode = node
+        for ancestor in ctx.ancestors(node):
+            if isinstance(ancestor, cst.If) and child is not ancestor.test:
+                test = ctx.module.code_for_node(ancestor.test)
+                if _RANK_TEST.search(test):
+                    return f"under `if {' '.join(test.split())}`"
+            elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+                test = ctx.module.code_for_node(ancestor.test)
+                if _RANK_TEST.search(test):
+                    return f"under `{' '.join(test.split())}`"
+            elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                for statement in ancestor.body:
+                    if statement is child:
+                        break
+                    test_node = _early_return_test(statement)
+                    if test_node is not None:
+                        test = " ".join(ctx.module.code_for_node(test_node).split())
+                        if _RANK_TEST.search(test):
+                            return f"after `if {test}: return`"
+            elif isinstance(ancestor, cst.FunctionDef):
+                for decorator in ancestor.decorators:
+                    expr = decorator.decorator
+                    if isinstance(expr, cst.Call):
+                        expr = expr.func
+                    qualified = ctx.qualify(expr) or ""
+                    if qualified.rsplit(".", 1)[-1] in _RANK_ZERO_DECORATORS:
+                        return "`@rank_zero_only`"
+                break
+            elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
+                break
+            child = ancestor
+        return None
+
+
+def _early_return_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
+    """`if TEST: return` (no else): the rest of the block runs only when TEST is false."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None:
+        return None
+    body = statement.body
+    small: Sequence[cst.BaseSmallStatement] = ()
+    if isinstance(body, cst.SimpleStatementSuite):
+        small = body.body
+    elif isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
+        only = body.body[0]
+        if isinstance(only, cst.SimpleStatementLine):
+            small = only.body
+    if len(small) == 1 and isinstance(small[0], cst.Return):
+        return statement.test
+    return None
+
+
+# --- TPU109 -----------------------------------------------------------------------------
+
+# torch factories that make a new tensor on the CPU unless told `device=`.
+_HOST_FACTORIES = frozenset(
+    {
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "tensor",
+        "as_tensor",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "tril_indices",
+        "triu_indices",
+    }
+)
+# Methods that keep a tensor where it is (so `torch.arange(n).float()[None]` is still on
+# the host).
+_KEEPS_DEVICE = frozenset(
+    {
+        "float",
+        "long",
+        "int",
+        "bool",
+        "half",
+        "double",
+        "bfloat16",
+        "unsqueeze",
+        "view",
+        "reshape",
+        "expand",
+        "expand_as",
+        "repeat",
+        "t",
+        "transpose",
+        "flip",
+        "contiguous",
+        "clone",
+        "detach",
+        "requires_grad_",
+    }
+)
+# torch functions that combine their tensor arguments.
+_COMBINING = frozenset(
+    {
+        "cat",
+        "concat",
+        "stack",
+        "where",
+        "matmul",
+        "mm",
+        "bmm",
+        "maximum",
+        "minimum",
+        "mul",
+        "add",
+        "sub",
+        "div",
+        "eq",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "ne",
+        "masked_fill",
+    }
+)
+
+
+class TensorWithoutDevice(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds tensors created in code that runs every step without `device=`
+    (`torch.zeros(n)`, `torch.arange(T)`, `torch.tensor([...])`, `torch.eye(k)`) and then
+    combined with the step's tensors (`x + pos`, `lengths[:, None] > torch.arange(T)`,
+    `torch.cat([x, pad])`). A 0-dimensional `torch.tensor(number)` is not reported (PyTorch
+    treats it as a scalar), nor are tensors moved with `.to(...)` / `.type_as(...)` or made
+    with `*_like`/`x.new_*`.
+
+    ## Why is this bad on TPU?
+    Without `device=` the tensor is built in host memory. Combined with an XLA tensor it
+    either fails ("Input tensor is not an XLA tensor", RuntimeError) or, where PyTorch
+    accepts it, becomes an input the host copies to the TPU every step. Created on the
+    device, it is a constant of the XLA graph: no copy, no error.
+
+    ## Example
+    ```python
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            x, lengths = batch
+            mask = torch.arange(x.size(1))[None, :] < lengths[:, None]
+            return (self(x) * mask).sum()
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            x, lengths = batch
+            mask = torch.arange(x.size(1), device=lengths.device)[None, :] < lengths[:, None]
+            return (self(x) * mask).sum()
+    ```
+
+    ## Fix safety
+    The fix adds `device=<the step tensor>.device` and is unsafe: it is exact when that
+    tensor is on the accelerator (which Lightning makes sure of for the batch), and moves
+    the computation there, which changes where (and how fast) it runs.
+
+    ## References
+    - [torch_xla: migration to XLA on TPUs ("create tensors on the XLA device")](https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
+    - [Lightning docs: hardware-agnostic training ("`device=self.device`")](https://lightning.ai/docs/pytorch/stable/accelerators/accelerator_prepare.html)
+    """
+
+    code = "TPU109"
+    name = "tensor-without-device"
+    summary = "A tensor made in step code without `device=` combined with the step's tensors"
+    hot_only = True
+    fix_applicability = Applicability.UNSAFE
+    fix_message = "Create it on the device of the tensor it is combined with"
+    requires = tuple(f"{name}(" for name in sorted(_HOST_FACTORIES))
+
+    VALID = (
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, lengths = batch\n"
+            "        pos = torch.arange(x.size(1), device=x.device)\n"
+            "        eye = torch.eye(4).to(x.device)\n"
+            "        pad = torch.zeros(3).type_as(x)\n"
+            "        return self(x + pos + pad) @ eye * torch.tensor(0.5)\n"
+        ),
+        # Not combined with the step's tensors: shapes, CPU bookkeeping.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        counts = torch.zeros(10)\n"
+            "        counts += torch.ones(10)\n"
+            "        return self(batch)\n"
+        ),
+        # Epoch-level hooks are not step code.
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        self.total = self.total + torch.zeros(3)\n"
+        ),
+    )
+    INVALID = (
+        # Fed to a sub-module whose weights are on the device.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.pos = nn.Embedding(512, 64)\n\n"
+            "    def forward(self, tokens):\n"
+            "        return self.pos(torch.arange(tokens.size(1)))\n",
+            line=11,
+            message="fed to the sub-module `self.pos`",
+            expected_fix="import torch\nfrom torch import nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.pos = nn.Embedding(512, 64)\n\n"
+            "    def forward(self, tokens):\n"
+            "        return self.pos(torch.arange(tokens.size(1), device=tokens.device))\n",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, lengths = batch\n"
+            "        mask = torch.arange(x.size(1))[None, :] < lengths[:, None]\n"
+            "        return (self(x) * mask).sum()\n",
+            line=8,
+            message="combined with the step tensor `lengths[:, None]`",
+            expected_fix=_HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, lengths = batch\n"
+            "        mask = torch.arange(x.size(1), device=lengths.device)[None, :] < "
+            "lengths[:, None]\n"
+            "        return (self(x) * mask).sum()\n",
+        ),
+        # Bound to a name first, then concatenated.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        pad = torch.zeros(x.size(0), 1)\n"
+            "        return torch.cat([x, pad], dim=1)\n",
+            line=7,
+            expected_fix="import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        pad = torch.zeros(x.size(0), 1, device=x.device)\n"
+            "        return torch.cat([x, pad], dim=1)\n",
+        ),
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        logits = self(batch)\n"
+            "        weights = torch.tensor([1.0, 2.0, 0.5])\n"
+            "        return (logits * weights).sum()\n",
+            line=8,
+            expected_fix=_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        logits = self(batch)\n"
+            "        weights = torch.tensor([1.0, 2.0, 0.5], device=logits.device)\n"
+            "        return (logits * weights).sum()\n",
+        ),
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._combined([node.left, node.right])
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._combined([node.left, *(t.comparator for t in node.comparisons)])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if self._module_call(node):
+            return
+        name = torch_name(ctx, node)
+        if name is None or name.rsplit(".", 1)[-1] not in _COMBINING:
+            return
+        operands: list[cst.BaseExpression] = []
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("other", "input"):
+                continue
+            value = arg.value
+            if isinstance(value, (cst.List, cst.Tuple)):
+                operands.extend(e.value for e in value.elements)
+            else:
+                operands.append(value)
+        self._combined(operands)
+
+    def _combined(self, operands: list[cst.BaseExpression]) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code or len(operands) < 2:
+            return
+        factories = [(op, self._host_factory(op, 0)) for op in operands]
+        device = [op for op, found in factories if found is None and self._on_device(op)]
+        if not device:
+            return
+        seen: set[int] = getattr(self, "_seen", set())
+        self._seen = seen
+        for _op, factory in factories:
+            if factory is None or id(factory) in seen:
+                continue
+            seen.add(id(factory))
+            if quiet(ctx, factory):
+                continue
+            partner = device[0]
+            reference = _device_reference(ctx, partner)
+            fix = None
+            if reference is not None:
+                fix = add_keywords(factory, [("device", f"{reference}.device")])
+            self.report(
+                factory,
+                f"`{source_of(ctx, factory)}` in {ctx.hot_reason} is created in host memory (no "
+                f"`device=`) and combined with the step tensor `{source_of(ctx, partner, 30)}`: "
+                'on XLA that is an input copied to the TPU every step, or the error "Input '
+                'tensor is not an XLA tensor"; create it on the device'
+                + (f" (`device={reference}.device`)" if reference else " (`device=...`)"),
+                replacement=fix,
+            )
+
+    def _module_call(self, node: cst.Call) -> bool:
+        """`self.embed(torch.arange(T))`: a host tensor fed to a sub-module, whose weights
+        are on the device. Reported like a combination; True when the call was one."""
+        ctx = self.ctx
+        func = node.func
+        if not (
+            ctx.in_hot_code
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and ctx.value_kind(func) is ValueKind.MODULE
+        ):
+            return False
+        seen: set[int] = getattr(self, "_seen", set())
+        self._seen = seen
+        for arg in node.args:
+            factory = self._host_factory(arg.value, 0)
+            if factory is None or id(factory) in seen or quiet(ctx, factory):
+                continue
+            seen.add(id(factory))
+            reference = _first_tensor_param(ctx)
+            if reference is None:
+                klass = ctx.lightning_class
+                if klass is not None and klass.kind & ClassKind.LIGHTNING_MODULE:
+                    reference = "self"
+            self.report(
+                factory,
+                f"`{source_of(ctx, factory)}` in {ctx.hot_reason} is created in host memory (no "
+                f"`device=`) and fed to the sub-module `{source_of(ctx, func)}`, whose weights "
+                'are on the TPU: "Input tensor is not an XLA tensor", or an input copied to '
+                "the TPU every step; create it on the device"
+                + (f" (`device={reference}.device`)" if reference else " (`device=...`)"),
+                replacement=add_keywords(factory, [("device", f"{reference}.device")])
+                if reference
+                else None,
+            )
+        return True
+
+    def _host_factory(self, node: cst.BaseExpression, depth: int) -> cst.Call | None:
+        """The `torch.<factory>(...)` call without `device=` that `node` is (through casts,
+        reshapes, indexing and local names), or None."""
+        if depth > 6:
+            return None
+        d = depth + 1
+        if isinstance(node, cst.Subscript):
+            return self._host_factory(node.value, d)
+        if isinstance(node, cst.Call):
+            method = method_name(node)
+            if method in _KEEPS_DEVICE:
+                return self._host_factory(receiver(node), d)
+            name = torch_name(self.ctx, node)
+            if name is None or name.rsplit(".", 1)[-1] not in _HOST_FACTORIES:
+                return None
+            if keyword(node, "device") is not None or any(a.star for a in node.args):
+                return None
+            if name.rsplit(".", 1)[-1] in ("tensor", "as_tensor"):
+                data = node.args[0].value if node.args else None
+                if not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
+                    return None  # a 0-dim scalar, or data whose shape is not visible
+            return node
+        if isinstance(node, cst.Name):
+            binding = self.bindings.lookup(node.value)
+            if binding is None or binding.value is None or binding.unpack_index is not None:
+                return None
+            return self._host_factory(binding.value, d)
+        return None
+
+    def _on_device(self, node: cst.BaseExpression) -> bool:
+        return self.ctx.value_kind(node) is ValueKind.DEVICE
+
+
+def _first_tensor_param(ctx: FileContext) -> str | None:
+    """The first parameter of the current hot function known to be a device tensor."""
+    info = ctx.function
+    if info is None:
+        return None
+    params = info.node.params
+    for param in [*params.posonly_params, *params.params]:
+        name = param.name.value
+        if name not in ("self", "cls") and ctx.value_kind(param.name) is ValueKind.DEVICE:
+            return name
+    return None
+
+
+def _device_reference(ctx: FileContext, node: cst.BaseExpression) -> str | None:
+    """A short expression whose `.device` is the step tensor's: the tensor itself when it is
+    a name or attribute (`lengths`), its base for an index (`lengths[:, None]`), else
+    `self` in a LightningModule."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, (cst.Name, cst.Attribute)) and ctx.module.code_for_node(node) != "self":
+        text = ctx.module.code_for_node(node)
+        if len(text) <= 40:
+            return text
+    klass = ctx.lightning_class
+    if klass is not None and klass.kind & ClassKind.LIGHTNING_MODULE:
+        return "self"
+    return None

@@ -380,6 +380,7 @@ class Int64HeavyCompute(Rule):
     """
 
     code = "TPU902"
+    hot_only = True
     name = "int64-heavy-compute"
     summary = "64-bit integer arithmetic on tensors in code that runs every step"
     severity = Severity.INFO
@@ -436,7 +437,7 @@ class Int64HeavyCompute(Rule):
             "import torch\nfrom torch import nn\n\n\nclass Hash(nn.Module):\n"
             "    def forward(self, x, salt):\n"
             "        return (x * 1000).long() * salt.long() + x.long()\n",
-            count=2,
+            count=3,
             line=7,
         ),
     )

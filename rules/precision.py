@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.project import FileView
 from tpulint.cst_helpers import add_keyword, keyword_arg, string_value
 from tpulint.diagnostics import Applicability, Severity
 from tpulint.rule import FixSpec, Invalid, Rule, Valid
@@ -15,6 +16,7 @@ from ._config_helpers import (
     env_accesses,
     is_framework_file,
     trainer_is_tpu,
+    trainer_tpu,
 )
 
 _BF16_ENV = ("XLA_USE_BF16", "XLA_DOWNCAST_BF16")
@@ -122,6 +124,12 @@ class DeprecatedBf16Env(Rule):
     requires = _BF16_ENV
 
     VALID = (
+        # A GPU training script: the variable does nothing there, and is not a TPU problem.
+        Valid(
+            "import os\n\nimport pytorch_lightning as pl\n\n"
+            'os.environ["XLA_USE_BF16"] = "1"\n'
+            "trainer = pl.Trainer(tpu_cores=None, gpus=1)\n"
+        ),
         Valid('import os\n\nos.environ["XLA_USE_BF16"] = "0"\n'),
         Valid('import os\n\nif os.environ.get("XLA_USE_BF16") == "1":\n    print("bf16")\n'),
         Valid(
@@ -182,13 +190,24 @@ class DeprecatedBf16Env(Rule):
         name = string_value(node.key)
         if name not in _BF16_ENV or _truthy_literal(node.value) is False:
             return
+        if self._gpu_script():
+            return
         holder = self.ctx.parent(self.ctx.parent(node) or node)
         call = self.ctx.parent(holder) if isinstance(holder, cst.Arg) else None
         if isinstance(call, cst.Call) and self.ctx.qualify(call.func) == "os.environ.update":
             return  # reported as an environment write
         self.report(node.key, self._message(name, has_trainer=False))
 
+    def _gpu_script(self) -> bool:
+        """The file builds Trainers and none of them can run on TPUs (`accelerator="gpu"`,
+        `gpus=1`, `tpu_cores=None`): the variable is not this run's business."""
+        self._single_trainer()
+        trainers = self._trainers or []
+        return bool(trainers) and all(trainer_tpu(self.ctx, t) == "no" for t in trainers)
+
     def _env(self, node: cst.CSTNode) -> None:
+        if any(True for _ in env_accesses(self.ctx, node)) and self._gpu_script():
+            return
         for access in env_accesses(self.ctx, node):
             if access.name not in _BF16_ENV or access.kind == "read":
                 continue
@@ -349,6 +368,11 @@ class CudaAmpOnTpu(Rule):
     fix_sometimes = True
     fix_message = 'Use `torch.autocast("xla", dtype=torch.bfloat16)`'
     requires = ("GradScaler", "autocast")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Only TPU code: a file that imports torch_xla or builds a TPU Trainer.
+        return any(token in source for token in ("tpu", "TPU", "xla", "XLA"))
 
     VALID = (
         # A GPU project: CUDA AMP is right there.

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.imports import module_name_of
-from tpulint.analysis.project import LIGHTNING_ROOTS, ClassKind
+from tpulint.analysis.project import LIGHTNING_ROOTS, ClassKind, FileView
 from tpulint.cst_helpers import (
     keyword_arg,
     make_arg,
@@ -29,16 +29,17 @@ from ._common import (
     walk,
 )
 from ._config_helpers import (
+    CLI_VALUE,
     XLA_STRATEGY_NAMES,
     Rename,
     device_guarded,
     env_accesses,
     is_framework_file,
     lightning_at_least,
+    literal_candidates,
     literal_value,
     plan_renames,
-    strategy_is_xla,
-    trainer_is_tpu,
+    trainer_tpu,
     with_string_value,
     yaml_trainer_is_tpu,
 )
@@ -114,6 +115,27 @@ class LegacyTpuCores(Rule):
         Valid(_LIGHTNING_IMPORT + "num_tpu_cores = 0\nprint(num_tpu_cores)\n"),
     )
     INVALID = (
+        # `tpu_cores=None` on a GPU Trainer asks for no TPU: dropped, never made a TPU run.
+        Invalid(
+            "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(tpu_cores=None, gpus=1)\n",
+            expected_fix="import pytorch_lightning as pl\n\ntrainer = pl.Trainer(gpus=1)\n",
+            applicability=Applicability.SAFE,
+            message="asks for no TPU, so remove it",
+        ),
+        # An argparse option that may be None: both runs must keep working; no fix.
+        Invalid(
+            "import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--tpu_cores", type=int, default=None)\n'
+            "args = parser.parse_args()\n"
+            "trainer = pl.Trainer(tpu_cores=args.tpu_cores)\n",
+            message='`accelerator="tpu" if args.tpu_cores else "auto"',
+            expected_fix="import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--tpu_cores", type=int, default=None)\n'
+            "args = parser.parse_args()\n"
+            "trainer = pl.Trainer(tpu_cores=args.tpu_cores)\n",
+        ),
         Invalid(
             _LIGHTNING_IMPORT + "trainer = L.Trainer(tpu_cores=8, max_epochs=3)\n",
             expected_fix=_LIGHTNING_IMPORT
@@ -194,6 +216,29 @@ class LegacyTpuCores(Rule):
     def _report_trainer_arg(self, call: cst.Call, arg: cst.Arg) -> None:
         keyword = arg.keyword.value if arg.keyword else "tpu_cores"
         value_code = self.ctx.module.code_for_node(arg.value)
+        values = literal_candidates(self.ctx, arg.value)
+        if values is not None and all(v in (None, 0) for v in values):
+            # `tpu_cores=None` (or 0) asks for no TPU: drop it, never turn the run into one.
+            self.report(
+                arg,
+                f"`{keyword}` was removed in Lightning 2.0 (TypeError at Trainer construction); "
+                f"`{keyword}={value_code}` asks for no TPU, so remove it",
+                replacement=replace_arg(call, arg, []),
+                replaces=call,
+                applicability=Applicability.SAFE,
+                fix_message=f"Remove `{keyword}={value_code}`",
+            )
+            return
+        if values is not None and any(v in (None, 0) or v is CLI_VALUE for v in values):
+            # A run with and a run without TPUs: `accelerator="tpu"` would change the other.
+            self.report(
+                arg,
+                f"`{keyword}` was removed in Lightning 2.0 (TypeError at Trainer construction); "
+                f"`{keyword}={value_code}` can be None (no TPU), so write both runs: "
+                f'`accelerator="tpu" if {value_code} else "auto", '
+                f'devices={value_code} or "auto"`',
+            )
+            return
         message = (
             f"`{keyword}` was removed in Lightning 2.0 (TypeError at Trainer construction); "
             f'use `accelerator="tpu", devices={value_code}`'
@@ -873,6 +918,22 @@ _NO_FIX_TPU_PRECISION = {64: "64-true", "64": "64-true", "64-true": "64-true"}
 _SUPPORTED = '"32-true", "16-true" and "bf16-true"'
 
 
+_TPU_ONLY_ADVICE = 'use `"bf16-true"` whenever the Trainer runs on TPUs'
+
+
+def _tpu_condition(ctx, call: cst.Call) -> str:
+    """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages."""
+    for keyword in ("accelerator", *LEGACY_TPU_KEYWORDS):
+        arg = keyword_arg(call, keyword)
+        if arg is None:
+            continue
+        value = arg.value
+        if isinstance(value, cst.IfExp):
+            return f"`{ctx.module.code_for_node(value.test)}`"
+        return f"`{keyword}={ctx.module.code_for_node(value)}` asks for TPUs"
+    return "its arguments ask for TPUs"
+
+
 def _precision_message(value: object, subject: str, fix: str) -> str:
     """`subject` is what holds the value (`` `precision=16` on a TPU Trainer``); `fix` is what
     to write instead."""
@@ -1031,7 +1092,22 @@ class UnsupportedTpuPrecision(Rule):
     fix_message = 'Use `precision="bf16-true"`'
     requires = ("precision",)
 
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # A Trainer call, or a config class of a TPU trainer.
+        return "Trainer" in source or "tpu" in source.lower()
+
     VALID = (
+        # GPU Trainers: TPU rules stay silent.
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision=16)\n'),
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            "trainer = pl.Trainer(tpu_cores=None, gpus=1, precision=16)\n"
+        ),
+        Valid(
+            _LIGHTNING_IMPORT + "def make(fp16):\n"
+            '    return L.Trainer(accelerator="cuda", precision=16 if fp16 else 32)\n'
+        ),
         Valid(
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision="bf16-true")\n'
         ),
@@ -1058,6 +1134,31 @@ class UnsupportedTpuPrecision(Rule):
         ),
     )
     INVALID = (
+        # An argparse default that flows into a TPU Trainer.
+        Invalid(
+            "import argparse\n\nimport lightning as L\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--precision", default=16)\n'
+            "args = parser.parse_args()\n"
+            'trainer = L.Trainer(accelerator="tpu", precision=args.precision)\n',
+            line=8,
+            message="can be `16` (an argparse default)",
+        ),
+        # A conditional value on a TPU Trainer.
+        Invalid(
+            _LIGHTNING_IMPORT + "def make(fp16):\n"
+            '    return L.Trainer(accelerator="tpu", precision=16 if fp16 else 32)\n',
+            message="can be `16` (a branch)",
+        ),
+        # A Trainer that runs on TPUs only sometimes: reported, never rewritten (the fix
+        # would change the GPU run too).
+        Invalid(
+            _LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", precision=16)\n',
+            message="on a Trainer that runs on TPUs when `use_tpu`",
+            expected_fix=_LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", precision=16)\n',
+        ),
         Invalid(
             _LIGHTNING_IMPORT
             + 'trainer = L.Trainer(accelerator="tpu", devices="auto", precision="16-mixed")\n',
@@ -1115,10 +1216,22 @@ class UnsupportedTpuPrecision(Rule):
         arg = keyword_arg(node, "precision")
         if arg is None:
             return
+        tpu = trainer_tpu(self.ctx, node)
+        if tpu not in ("yes", "maybe"):
+            return
         value = literal_value(arg.value)
+        if value is None:
+            self._possible_values(node, arg, tpu)
+            return
         if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
             return
-        if not trainer_is_tpu(self.ctx, node):
+        if tpu == "maybe":
+            # A fix would also change the other (GPU) run's precision: report only.
+            subject = (
+                f"`precision={self.ctx.module.code_for_node(arg.value)}` on a Trainer that "
+                f"runs on TPUs when {_tpu_condition(self.ctx, node)}"
+            )
+            self.report(arg, _precision_message(value, subject, _TPU_ONLY_ADVICE))
             return
         subject = f"`precision={self.ctx.module.code_for_node(arg.value)}` on a TPU Trainer"
         if value in _NO_FIX_TPU_PRECISION:
@@ -1134,6 +1247,28 @@ class UnsupportedTpuPrecision(Rule):
             _precision_message(value, subject, 'use `precision="bf16-true"`'),
             replacement=arg.with_changes(value=cst.SimpleString(f"{quote}bf16-true{quote}")),
         )
+
+    def _possible_values(self, node: cst.Call, arg: cst.Arg, tpu: str) -> None:
+        """`precision=16 if args.fp16 else 32`, `precision=args.precision` with an argparse
+        default of 16, a local set in a branch: reported when one of the values the file
+        shows is unsupported on TPUs (no fix: the other values are right, and a rewrite
+        could not tell the runs apart)."""
+        ctx = self.ctx
+        values = literal_candidates(ctx, arg.value)
+        if not values:
+            return
+        bad = [v for v in values if v in _BAD_TPU_PRECISION or v in _NO_FIX_TPU_PRECISION]
+        if not bad:
+            return
+        written = ctx.module.code_for_node(arg.value)
+        runs = (
+            "on a TPU Trainer"
+            if tpu == "yes"
+            else (f"on a Trainer that runs on TPUs when {_tpu_condition(ctx, node)}")
+        )
+        origin = "an argparse default" if isinstance(arg.value, cst.Attribute) else "a branch"
+        subject = f"`precision={written}` {runs} can be `{bad[0]!r}` ({origin})"
+        self.report(arg, _precision_message(bad[0], subject, _TPU_ONLY_ADVICE))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not self._enabled or self.ctx.function is not None:
@@ -1250,6 +1385,14 @@ class HardcodedTpuDeviceCount(Rule):
         Valid("trainer:\n  accelerator: tpu\n  devices: auto\n", path="config.yaml"),
     )
     INVALID = (
+        # Only sometimes a TPU run: reported, not rewritten (`"auto"` would change the GPU run).
+        Invalid(
+            _LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", devices=8)\n',
+            message="on a Trainer that runs on TPUs when `use_tpu`",
+            expected_fix=_LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", devices=8)\n',
+        ),
         Invalid(
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=1)\n',
             expected_fix=_LIGHTNING_IMPORT
@@ -1283,10 +1426,18 @@ class HardcodedTpuDeviceCount(Rule):
             value = int(value)
         if not isinstance(value, int) or value == 1:
             return
-        accelerator = keyword_arg(node, "accelerator")
-        tpu = accelerator is not None and (string_value(accelerator.value) or "").lower() == "tpu"
-        strategy = keyword_arg(node, "strategy")
-        if not tpu and not (strategy is not None and strategy_is_xla(self.ctx, strategy.value)):
+        tpu = trainer_tpu(self.ctx, node)
+        if tpu == "maybe":
+            # `devices="auto"` would also change the other (GPU) run: report only.
+            self.report(
+                arg,
+                _devices_message(value).replace(
+                    "on a TPU Trainer",
+                    f"on a Trainer that runs on TPUs when {_tpu_condition(self.ctx, node)}",
+                ),
+            )
+            return
+        if tpu != "yes":
             return
         quote = (
             "'"
@@ -1948,6 +2099,17 @@ class HardcodedCuda(Rule):
     fix_sometimes = True
     fix_message = "Use the module's device (`self.device`)"
     requires = ("cuda",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Reported in Lightning classes, torch modules, hot code and training scripts.
+        kinds = view.class_kinds
+        return (
+            kinds.is_lightning
+            or bool(kinds & ClassKind.TORCH_MODULE)
+            or view.has_hot_code
+            or "Trainer" in source
+        )
 
     VALID = (
         # Guarded by a device check.

@@ -11,17 +11,9 @@ import pytest
 
 from tests.helpers import make_project, run_cli
 from tpulint.analysis.imports import Aliases
-from tpulint.analysis.project import (
-    _CLASS,
-    _IMPORT,
-    _IMPORT_FROM,
-    ClassKind,
-    ProjectIndex,
-    _statements,
-    module_name_for_path,
-    scan_source,
-)
+from tpulint.analysis.project import ClassKind, build_model, module_name_for_path
 from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.summary import summarize
 
 
 def analyse(source: str, module: str | None = "pkg.mod", project: dict | None = None, hot=()):
@@ -120,8 +112,7 @@ def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
         },
     )
     files = sorted(root.rglob("*.py"))
-    index = ProjectIndex([scan_source(f.read_text(), *module_name_for_path(f)) for f in files])
-    table = index.lightning_table()
+    table = build_model([(str(f), f.read_text()) for f in files]).lightning_table()
     assert ClassKind(table["acme.core.base.AcmeModule"]) & ClassKind.LIGHTNING_MODULE
     assert ClassKind(table["acme.AcmeModule"]) & ClassKind.LIGHTNING_MODULE  # re-export
     assert "other.pipeline.AcmeModule" not in table
@@ -135,17 +126,15 @@ def test_project_index_resolves_bases_in_other_files(tmp_path: Path) -> None:
     assert lines == ["src/acme/models/cls.py:6", "src/acme/models/cls.py:10"]
 
 
-_SCAN_TRAPS = textwrap.dedent(
+_IMPORTS = textwrap.dedent(
     """\
     from a import (b,
         c)  # import d
     import x.y as z, w
-    fromage = 1
-    classy = 2
+    from .sibling import helper
+    from .. import parent_mod
     \"\"\"
     from doc import example
-    from doc import (one,
-    from two import three)
     \"\"\"
     class A(B, metaclass=M):
         class C(D):
@@ -155,31 +144,23 @@ _SCAN_TRAPS = textwrap.dedent(
         G]):
         pass
     x = 1; import late
+    def f():
+        import inside
     """
 )
 
 
-@pytest.mark.parametrize(
-    ("keyword", "pattern"),
-    [("from", _IMPORT_FROM), ("import", _IMPORT), ("class", _CLASS)],
-    ids=["from", "import", "class"],
-)
-def test_statement_scan_finds_what_the_line_anchored_regex_finds(keyword, pattern) -> None:
-    # The scan looks only at lines that start with the keyword; it must give exactly the
-    # regex's own matches, including the ones it skips because an earlier match ate them.
-    spans = [m.span() for m in _statements(_SCAN_TRAPS, keyword, pattern)]
-    assert spans == [m.span() for m in pattern.finditer(_SCAN_TRAPS)]
-    assert spans
-
-
-def test_scan_source_reads_imports_and_module_level_classes() -> None:
-    scan = scan_source(_SCAN_TRAPS, "pkg.mod", False)
-    assert scan.imports["b"] == "a.b" and scan.imports["c"] == "a.c"
-    assert scan.imports["z"] == "x.y" and scan.imports["w"] == "w"
-    assert scan.imports["example"] == "doc.example"  # a docstring line counts, as in the regex
-    assert scan.imports["one"] == "doc.one" and "three" not in scan.imports  # eaten by "one"
-    assert "d" not in scan.imports and "late" not in scan.imports
-    assert scan.classes == {"A": ["B"], "E": ["F"]}
+def test_summary_reads_imports_and_classes() -> None:
+    summary = summarize(_IMPORTS, "pkg/sub/mod.py", "pkg.sub.mod", False)
+    imports = summary.imports
+    assert imports["b"] == "a.b" and imports["c"] == "a.c"
+    assert imports["z"] == "x.y" and imports["w"] == "w" and imports["late"] == "late"
+    assert imports["helper"] == "pkg.sub.sibling.helper"
+    assert imports["parent_mod"] == "pkg.parent_mod"
+    assert "example" not in imports and "d" not in imports  # a docstring, a comment
+    assert "inside" not in imports and "r" not in imports  # function and class scopes
+    classes = {c.qualname: c.bases for c in summary.classes}
+    assert classes == {"A": [".B"], "A.C": [".D"], "E": [".F"]}
 
 
 def test_hot_functions() -> None:
@@ -264,3 +245,76 @@ def test_conditional_imports_rebind_names() -> None:
         """
     )
     assert found["A"] == ClassKind.TORCH_MODULE and found["B"] == ClassKind.NONE
+
+
+def test_iteration_split_by_rank_through_helpers(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        import torch.distributed as dist
+        from torch.utils.data import IterableDataset
+
+        class Direct(IterableDataset):
+            def __iter__(self):
+                return iter(self._shard())
+
+            def _shard(self):
+                return range(dist.get_rank(), 100, dist.get_world_size())
+
+        class ThroughSetup(IterableDataset):
+            def __iter__(self):
+                self.setup()
+                return iter(self.items)
+
+            def setup(self):
+                self.items = self._shard()
+
+            def _shard(self):
+                return range(dist.get_rank(), 100, dist.get_world_size())
+
+        class Plain(IterableDataset):
+            def __iter__(self):
+                return iter(self._items())
+
+            def _items(self):
+                return range(100)
+        """
+    )
+    path = tmp_path / "data.py"
+    model = build_model([(str(path), source)])
+    prefix = "data."  # module name of data.py
+    assert model.iteration_splits_by_rank(prefix + "Direct") is True
+    assert model.iteration_splits_by_rank(prefix + "Plain") is False
+    # Summaries keep no calls made in cold-named hooks (`setup`): not visible, not "unsplit".
+    assert model.iteration_splits_by_rank(prefix + "ThroughSetup") is None
+
+
+def test_cached_results_follow_other_files(tmp_path: Path) -> None:
+    """A file whose text did not change is checked again when another file changes what the
+    project model tells it (here: whether a step method calls its helper)."""
+    cold = "class M(L.LightningModule):\n    def training_step(self, batch, i):\n        return 0\n"
+    hot = (
+        "class M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+        "        return scale(batch)\n"
+    )
+    head = "import lightning as L\n\nfrom pkg.losses import scale\n\n\n"
+    root = make_project(
+        tmp_path / "p",
+        {
+            "pkg/__init__.py": "",
+            "pkg/losses.py": "def scale(x):\n    return x / x.max().item()\n",
+            "pkg/model.py": head + cold,
+        },
+        pyproject='select = ["TPU101"]\n',
+    )
+    first = run_cli(["check", "-v", "pkg"], root)
+    assert first.exit_code == 0, first.stdout
+    again = run_cli(["check", "-v", "pkg"], root)
+    assert "(3 from cache, 0 analysed)" in again.stderr
+    (root / "pkg/model.py").write_text(head + hot, encoding="utf-8")
+    warm = run_cli(["check", "-v", "pkg"], root)
+    assert "pkg/losses.py:2:16: TPU101" in warm.stdout
+    assert "called from training_step via pkg/model.py:8" in warm.stdout
+    assert "(1 from cache, 2 analysed)" in warm.stderr  # __init__.py alone is unchanged
+    (root / "pkg/model.py").write_text(head + cold, encoding="utf-8")
+    back = run_cli(["check", "-v", "pkg"], root)
+    assert back.exit_code == 0 and "TPU101" not in back.stdout

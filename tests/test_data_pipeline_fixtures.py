@@ -23,7 +23,7 @@ from tpulint.engine import check_source, fix_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "data_pipeline"
 INPUTS = sorted(p for p in FIXTURES.iterdir() if ".in." in p.name)
-CONFIG = Config.from_mapping({"select": ["TPU3"]})
+CONFIG = Config.from_mapping({"select": ["TPU301", "TPU302", "TPU303", "TPU304", "TPU305"]})
 
 # What each fixture must report (code -> count), so a rule that goes silent is caught even
 # when the snapshot happens to be unchanged.

@@ -43,7 +43,14 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("engine", {"tpulint.engine", "tpulint.deep_stack"}),
     (
         "runner",
-        {"tpulint.discovery", "tpulint.cache", "tpulint.runner", "tpulint.pool", "tpulint.writing"},
+        {
+            "tpulint.discovery",
+            "tpulint.cache",
+            "tpulint.project_build",
+            "tpulint.runner",
+            "tpulint.pool",
+            "tpulint.writing",
+        },
     ),
     (
         "front ends",

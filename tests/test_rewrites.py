@@ -309,7 +309,15 @@ def test_titles_state_the_conditions() -> None:
     found = fixes(module("return scores[mask].max()\n", params="scores, mask"), "TPU202")
     title = found[0].fix.message
     assert "`mask` is a bool mask" in title and "non-empty selection" in title
-    assert "`scores` a torch tensor" in title  # an untyped parameter may be a numpy array
+    # forward's unannotated parameters are tensors; a helper's may be numpy arrays.
+    assert "a torch tensor" not in title
+    helper = (
+        "import torch\nfrom torch import nn\n\n\n"
+        "def top(scores, mask):\n    return scores[mask].max()\n\n\n"
+        "class M(nn.Module):\n    def forward(self, x, m):\n        return top(x, m)\n"
+    )
+    title = fixes(helper, "TPU202")[0].fix.message
+    assert "`scores` a torch tensor" in title
 
 
 def test_every_rewrite_parses_and_a_second_run_changes_nothing() -> None:

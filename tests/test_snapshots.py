@@ -32,8 +32,10 @@ def render_snapshot(path: Path) -> str:
     assert again.source == fixed.source, f"{name}: a second fix run changed the code"
     diff = "".join(
         difflib.unified_diff(
-            source.splitlines(keepends=True), fixed.source.splitlines(keepends=True),
-            f"a/{name}", f"b/{name}",
+            source.splitlines(keepends=True),
+            fixed.source.splitlines(keepends=True),
+            f"a/{name}",
+            f"b/{name}",
         )
     )
     remaining = "".join(f"{d.start.line}:{d.start.column} {d.code}\n" for d in fixed.remaining)
@@ -55,8 +57,12 @@ def test_snapshot(path: Path, update_snapshots: bool) -> None:
         return
     expected = snapshot.read_text(encoding="utf-8")
     if actual != expected:
-        diff = "".join(difflib.unified_diff(
-            expected.splitlines(keepends=True), actual.splitlines(keepends=True),
-            "snapshot", "actual",
-        ))
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                actual.splitlines(keepends=True),
+                "snapshot",
+                "actual",
+            )
+        )
         pytest.fail(f"{snapshot.name} differs (run with --update-snapshots if intended):\n{diff}")

@@ -3,7 +3,8 @@
 One file per (tpulint's code, configuration, project class table) holds, for every checked
 file, its diagnostics keyed by a hash of its path and content (not its mtime: a touched but
 unchanged file stays cached, a changed file is re-checked whatever its timestamp). It also
-holds each file's text scan for the project class index, so a warm run parses nothing.
+holds each file's project-model summary (tpulint.analysis.summary), so a warm run parses
+nothing.
 
 "tpulint's code" is the version and a content hash of the modules that decide what is
 reported (tpulint's own and its rules; `code_fingerprint`): editing a rule in an editable
@@ -41,7 +42,7 @@ CACHEDIR_TAG = (
 )
 EXPIRY_SECONDS = 30 * 24 * 3600
 KEEP_FILES = 8  # result files kept per tpulint code version (other configurations)
-KEEP_TABLES = 16  # project class tables kept (other sets of files)
+KEEP_FACTS = 16  # project facts kept (other sets of files)
 KEEP_CODE_VERSIONS = 3  # folders kept for other versions of tpulint's code (other venvs)
 
 
@@ -222,9 +223,13 @@ class ResultCache(JsonStore):
         self.put_raw(key, [d.to_json() for d in diagnostics])
 
 
+# The fields every summary has (tpulint.analysis.summary.ModuleSummary.to_json).
+_SUMMARY_KEYS = frozenset({"m", "pk", "i", "c", "f", "ok"})
+
+
 class ScanCache(JsonStore):
-    """Each file's text scan for the project class index (independent of configuration):
-    `[module or None, {local: qualified}, {class: [base expressions]}]`."""
+    """Each file's project-model summary (`ModuleSummary.to_json`), by content (independent
+    of configuration)."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory, "scans")
@@ -233,15 +238,8 @@ class ScanCache(JsonStore):
         raw = super().get_raw(key)
         if raw is None:
             return None
-        if (
-            isinstance(raw, list)
-            and len(raw) == 3
-            and (raw[0] is None or isinstance(raw[0], str))
-            and _str_map(raw[1], str)
-            and _str_map(raw[2], list)
-            and all(all(isinstance(b, str) for b in bases) for bases in raw[2].values())
-        ):
-            return raw
+        if isinstance(raw, dict) and raw.keys() >= _SUMMARY_KEYS:
+            return raw  # its parts are checked as it is read (ModuleSummary.from_json)
         self.discard(key)
         return None
 
@@ -310,45 +308,53 @@ def cache_name(config_fingerprint: str, table_digest: str) -> str:
     return hashlib.sha1(f"{config_fingerprint}:{table_digest}".encode()).hexdigest()[:20]
 
 
-class TableCache:
-    """The project class table for a set of project files, one small file per set (keyed by
-    the files' scan keys), so a run over files seen before neither reads every file's scan
-    nor rebuilds the table. The newest KEEP_TABLES are kept."""
+class FactsCache:
+    """What the project model tells the result cache about a set of files, one small file per
+    set (keyed by the files' summary keys and the hot-methods setting): the class table and
+    each checked file's facts digest (`ProjectModel.file_digest`). A run over files seen
+    before neither loads the summaries nor builds the model unless some file must be checked
+    again. The newest KEEP_FACTS are kept."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.folder = directory / code_fingerprint() / "tables"
+        self.folder = directory / code_fingerprint() / "facts"
 
     @staticmethod
-    def key(scan_keys: list[str]) -> str:
+    def key(parts: list[str]) -> str:
         h = hashlib.blake2b(digest_size=16)
-        for key in sorted(scan_keys):
-            h.update(key.encode("ascii"))
+        for part in sorted(parts):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
         return h.hexdigest()
 
-    def get(self, key: str) -> dict[str, int] | None:
+    def get(self, key: str) -> tuple[dict[str, int], dict[str, str]] | None:
+        """(class table, path -> facts digest), or None."""
         try:
             data = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
-        if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+        if not isinstance(data, dict):
             return None
-        return data
+        table, digests = data.get("table"), data.get("digests")
+        if not (_str_map(table, int) and _str_map(digests, str)):
+            return None
+        return table, digests
 
-    def put(self, key: str, table: dict[str, int]) -> None:
+    def put(self, key: str, table: dict[str, int], digests: dict[str, str]) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            JsonStore(self.directory, "tables")._prepare()  # CACHEDIR.TAG and .gitignore
+            JsonStore(self.directory, "facts")._prepare()  # CACHEDIR.TAG and .gitignore
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(json.dumps(table, separators=(",", ":")))
+                    data = {"table": table, "digests": digests}
+                    handle.write(json.dumps(data, separators=(",", ":")))
                 os.replace(tmp, self.folder / f"{key}.json")
             except BaseException:
                 os.unlink(tmp)
                 raise
             old = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
-            for stale in old[:-KEEP_TABLES]:
+            for stale in old[:-KEEP_FACTS]:
                 with contextlib.suppress(OSError):
                     stale.unlink()
         except OSError:

@@ -509,12 +509,14 @@ def _check(
     internal_errors: list[str] = []
     if paths == ["-"]:
         from tpulint.engine import InternalError, check_source
+        from tpulint.project_build import project_for_source
 
         name = stdin_filename or "-"
         text = _read_stdin()
         stdin_text[name] = text
         try:
-            diagnostics = check_source(text, name, config)
+            project = project_for_source(text, name, config)
+            diagnostics = check_source(text, name, config, project=project)
         except InternalError as exc:
             diagnostics, internal_errors = [], [f"{name}: {exc}"]
         files_checked = 1
@@ -670,10 +672,12 @@ def _fix(
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
         from tpulint.engine import fix_source
+        from tpulint.project_build import project_for_source
 
         name = stdin_filename or "-"
         text = _read_stdin()
-        result = fix_source(text, name, config, unsafe=unsafe)
+        project = project_for_source(text, name, config)
+        result = fix_source(text, name, config, unsafe=unsafe, project=project)
         if result.error:
             reporter.warn(f"{name}: {result.error}")
         sys.stdout.write(result.source)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -23,7 +23,7 @@ from tpulint import roundtrip
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
-from tpulint.analysis.project import module_name_for_path
+from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
 from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.walker import Dispatcher
 from tpulint.config import Config
@@ -83,6 +83,41 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
                 continue
         out.append(rules_by_code()[rule.code])
     return out
+
+
+def parse_trusted(source: str) -> cst.Module:
+    """`cst.parse_module` without re-validating every node the parser builds.
+
+    libcst validates each node in `__post_init__`, which is meant for nodes built by hand:
+    the parser only builds nodes from text it accepted (libcst's own PERF note in
+    `CSTNode.__post_init__` suggests skipping it when parsing). Skipping it saves a tenth of
+    the parse. Nodes built later (by fixes) are validated as usual, and fixed code is still
+    re-parsed with validation before it is written."""
+    validate = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(source)
+    finally:
+        cst.CSTNode.__post_init__ = validate  # type: ignore[method-assign]
+
+
+def _no_validation(self: cst.CSTNode) -> None:
+    return None
+
+
+def file_view(
+    source: str, path: str, config: Config, project: ProjectModel | None = None
+) -> FileView:
+    """The project model's view of a file: from `project` when it holds the file, else from
+    a model of this source alone."""
+    view = project.view(path) if project is not None else None
+    if view is None:
+        name = path if path not in ("-", "<stdin>") else "<stdin>"
+        model = build_model([(name, source)], config.hot_methods)
+        view = model.view(name)
+        assert view is not None
+    view.base = str(config.root)
+    return view
 
 
 def would_parse(source: str, path: str, config: Config) -> bool:
@@ -163,7 +198,7 @@ def _analyze(
     source: str,
     path: str,
     config: Config,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
     enabled: frozenset[str],
     with_edits: bool,
     module: cst.Module | None = None,
@@ -173,9 +208,17 @@ def _analyze(
     suppressions = parse_suppressions(source)
     if not rules:
         return _Analysis(None, [], [], {}, suppressions)
+    view = file_view(source, path, config, project)
+    if view.module.parsed:
+        # What the project model knows (no code here runs every step, no Lightning class)
+        # rules out more rules than their text prefilter; a file no rule can fire in is not
+        # parsed at all. (A file `ast` rejects is parsed, to report the syntax error.)
+        rules = [rule for rule in rules if rule.applies(source, view)]
+        if not rules:
+            return _Analysis(None, [], [], {}, suppressions)
     if module is None:
         try:
-            module = cst.parse_module(source)
+            module = parse_trusted(source)
         except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
             diagnostic = syntax_error_diagnostic(path, exc, source)
             return _Analysis(None, [], [diagnostic], {}, suppressions)
@@ -190,10 +233,11 @@ def _analyze(
     analysis = analyze_module(
         module,
         Aliases(module_name, is_package),
-        project,
+        view.model.lightning_table(),
         config.hot_methods,
         parents=parents,
         children_of=children_of,
+        view=view,
     )
     ctx = FileContext(
         path=path,
@@ -328,13 +372,14 @@ def check_source(
     path: str = "<stdin>",
     config: Config | None = None,
     *,
-    project: Mapping[str, int] | None = None,
+    project: ProjectModel | None = None,
     with_edits: bool = True,
 ) -> list[Diagnostic]:
     """Diagnostics for one file's source.
 
     `path` is used for messages, per-file ignores and module resolution (relative imports);
-    `project` is the project-wide class table from `ProjectIndex.lightning_table()`.
+    `project` is the project model of the run (tpulint.analysis.project); without one the
+    file is modelled alone.
     Raises InternalError if a rule fails.
     """
     config = config or Config()
@@ -354,7 +399,7 @@ def _check_source(
     source: str,
     path: str,
     config: Config,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
     with_edits: bool,
 ) -> list[Diagnostic]:
     enabled = config.enabled_for(_relpath(path, config))
@@ -371,7 +416,7 @@ def _check_python(
     source: str,
     path: str,
     config: Config,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
     enabled: frozenset[str],
     with_edits: bool,
     module: cst.Module | None = None,
@@ -424,7 +469,7 @@ def fix_source(
     config: Config | None = None,
     *,
     unsafe: bool = False,
-    project: Mapping[str, int] | None = None,
+    project: ProjectModel | None = None,
 ) -> FixResult:
     """Apply every safe fix (and unsafe ones with `unsafe=True`) until none is left.
 
@@ -444,7 +489,7 @@ def _fix_source(
     path: str,
     config: Config,
     unsafe: bool,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
 ) -> FixResult:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
@@ -475,7 +520,7 @@ def _fix_python(
     path: str,
     config: Config,
     unsafe: bool,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
     enabled: frozenset[str],
 ) -> FixResult:
     current = source
@@ -521,7 +566,7 @@ def _fix_code(
     path: str,
     config: Config,
     unsafe: bool,
-    project: Mapping[str, int] | None,
+    project: ProjectModel | None,
     enabled: frozenset[str],
 ) -> tuple[str, list[Diagnostic], cst.Module | None] | FixResult:
     """Code fixes applied in rounds until none applies: (text, fixed, the text's tree if
@@ -586,7 +631,7 @@ def _fix_code(
 
 
 def _fix_text_edits(
-    source: str, path: str, config: Config, unsafe: bool, project: Mapping[str, int] | None
+    source: str, path: str, config: Config, unsafe: bool, project: ProjectModel | None
 ) -> FixResult:
     """Fixing a file whose fixes are text edits (YAML configs): apply the non-overlapping
     edits, re-check, repeat until nothing is left to apply."""
@@ -621,7 +666,7 @@ def fix_subset(
     config: Config,
     accept: Callable[[Diagnostic], bool],
     *,
-    project: Mapping[str, int] | None = None,
+    project: ProjectModel | None = None,
 ) -> FixResult:
     """One round of the fixes whose findings `accept` takes (positions and messages are those
     of `source`), then safe fixes to a fixed point. `tpulint fix --prove` uses it to apply a

@@ -25,6 +25,7 @@ from tpulint.diagnostics import Applicability, Fix, Severity
 
 if TYPE_CHECKING:
     from tpulint.analysis.context import FileContext
+    from tpulint.analysis.project import FileView
     from tpulint.config import Config
     from tpulint.diagnostics import Edit, Location
     from tpulint.yaml_config import YamlDocument
@@ -139,12 +140,23 @@ class Rule:
     # The file must contain one of these substrings for the rule to be able to fire; the
     # engine does not parse a file that no enabled rule can fire on.
     requires: ClassVar[tuple[str, ...]] = ()
+    # The rule reports only in hot code (code that runs every step): the engine does not
+    # parse a file in which the project model finds no hot function for such rules.
+    hot_only: ClassVar[bool] = False
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
     # The default title of the rule's fixes ("Drop `.item()`").
     fix_message: ClassVar[str | None] = None
     # Rules enabled when this rule's examples run (default: this rule alone).
     example_selection: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        """Whether the rule can fire in this file at all, from its text and the project
+        model's view of it (after `requires` matched): the engine does not run the rule
+        otherwise, and does not parse a file no rule applies to. Hot-only rules need hot
+        code; rules override this with their own scope."""
+        return not cls.hot_only or view.has_hot_code
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx

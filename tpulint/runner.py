@@ -1,4 +1,4 @@
-"""Checking and fixing many files: discovery, reading, the project class index, the cache,
+"""Checking and fixing many files: discovery, reading, the project model, the cache,
 and a process pool over the files that need work.
 
     check_paths(paths, config) -> RunResult
@@ -15,25 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tpulint.analysis.project import (
-    ModuleScan,
-    ProjectIndex,
-    module_name_for_path,
-    scan_source,
-    table_digest,
-)
+from tpulint.analysis.project import ProjectModel, table_digest
 from tpulint.cache import (
+    FactsCache,
     ResultCache,
     ScanCache,
-    TableCache,
     cache_name,
-    content_key,
     derived_key,
     text_digest,
 )
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, discover, read_source
+from tpulint.project_build import model_inputs, model_of
 from tpulint.writing import write_if_unchanged
 
 if TYPE_CHECKING:
@@ -80,9 +74,9 @@ class RunResult:
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(config: Config, table: dict[str, int], pooled: bool = False) -> None:
+def _init_worker(config: Config, project: ProjectModel | None, pooled: bool = False) -> None:
     _STATE["config"] = config
-    _STATE["table"] = table
+    _STATE["project"] = project
     _STATE["collect"] = pooled
     if pooled:
         # libcst allocates millions of small objects per file, which makes Python's cyclic
@@ -118,11 +112,11 @@ def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None
     """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
     from tpulint.engine import check_source
 
-    config, table = _STATE["config"], _STATE["table"]
+    config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
     try:
         diagnostics = [
-            d.with_path(display) for d in check_source(text, absolute, config, project=table)
+            d.with_path(display) for d in check_source(text, absolute, config, project=project)
         ]
         out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
     except Exception as exc:  # one file's failure is reported; the run goes on
@@ -134,10 +128,10 @@ def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None
 def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
     from tpulint.engine import fix_source
 
-    config, table = _STATE["config"], _STATE["table"]
+    config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
     try:
-        result = fix_source(text, absolute, config, unsafe=unsafe, project=table)
+        result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
         result.fixed = [d.with_path(display) for d in result.fixed]
         result.remaining = [d.with_path(display) for d in result.remaining]
         out: tuple[str, FixResult | None, str | None] = (display, result, None)
@@ -186,13 +180,13 @@ def _run(
     extra: tuple[Any, ...],
     on_crash: Callable[[tuple[str, str, str], str], Any],
     config: Config,
-    table: dict[str, int],
+    project: ProjectModel | None,
     jobs: int,
     progress: Progress | None,
 ) -> Iterator[Any]:
     total = len(items)
     if jobs <= 1 or total < 4:
-        _init_worker(config, table)
+        _init_worker(config, project)
         for done, item in enumerate(items, start=1):
             yield worker(item, *extra)
             if progress:
@@ -202,7 +196,7 @@ def _run(
     _load_engine()
     from tpulint.pool import Pool  # imported here: a warm run starts no workers
 
-    with Pool(jobs, _init_worker, (config, table, True)) as pool:
+    with Pool(jobs, _init_worker, (config, project, True)) as pool:
         for result in pool.map(worker, _batches(items, jobs), extra, on_crash):
             done += 1
             if progress:
@@ -227,16 +221,34 @@ class _Prepared:
     sources: list[tuple[SourcePath, str]]  # readable files and their text
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
     notices: list[str]
-    table: dict[str, int]
-    results: ResultCache | None
+    config: Config
+    items: list[tuple[str, str]]  # what the project model models: (absolute path, text)
+    jobs: int
+    use_cache: bool
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
+    results: ResultCache | None = None
+    facts: dict[str, str] = field(default_factory=dict)  # path -> ProjectModel.file_digest
+    project: ProjectModel | None = None
+
+    def model(self) -> ProjectModel:
+        """The project model, built on first use (a run answered from the cache needs none)."""
+        if self.project is None:
+            cache_dir = self.config.root / self.config.cache_dir
+            scans = ScanCache(cache_dir) if self.use_cache else None
+            self.project = model_of(self.items, self.config, scans, self.jobs)
+            if scans:
+                scans.save()
+        return self.project
+
+    def key(self, source: SourcePath, digest: bytes) -> str:
+        """The result cache key of a file: its path and content (`digest`), and the facts the
+        project model gives its analysis (hot chains, what its calls return), so a file is
+        checked again when another file changes what it knows."""
+        facts = self.facts.get(str(source.path), "")
+        return derived_key(source.display, digest + facts.encode())
 
 
-def _scan_to_json(scan: ModuleScan) -> list[Any]:
-    return [scan.module, scan.imports, scan.classes]
-
-
-def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared:
+def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
     files, problems = discover(paths, config, notices=notices)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
@@ -248,50 +260,42 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool) -> _Prepared
         else:
             assert text is not None
             sources.append((source, text))
-    cache_dir = config.root / config.cache_dir
     digests = {source.display: text_digest(text) for source, text in sources}
-    modules: list[tuple[str, bool, str, str]] = []  # (module, is_package, scan key, text)
-    for source, text in sources:
-        if source.path.suffix != ".py":
-            continue
-        module, is_package = module_name_for_path(source.path)
-        if module is None:
-            continue
-        key = derived_key(f"{module}:{is_package}", digests[source.display])
-        modules.append((module, is_package, key, text))
-    # A set of files seen before (a warm run) has its class table cached as a whole.
-    tables = TableCache(cache_dir) if use_cache else None
-    table_key = TableCache.key([m[2] for m in modules]) if tables else ""
-    table = tables.get(table_key) if tables else None
-    if table is None:
-        scan_cache = ScanCache(cache_dir) if use_cache else None
-        index = ProjectIndex()
-        for module, is_package, key, text in modules:
-            cached = scan_cache.get_raw(key) if scan_cache else None
-            if cached is not None:
-                scan = ModuleScan(cached[0], cached[1], cached[2])
-            else:
-                scan = scan_source(text, module, is_package)
-                if scan_cache:
-                    scan_cache.put_raw(key, _scan_to_json(scan))
-            index.add(scan)
-        table = index.lightning_table()
-        if scan_cache:
-            scan_cache.save()
-        if tables:
-            tables.put(table_key, table)
-    results = None
-    if use_cache:
-        results = ResultCache(cache_dir, cache_name(config.fingerprint(), table_digest(table)))
-    return _Prepared(sources, outcomes, notices, table, results, digests)
+    items = model_inputs([(s.path, text) for s, text in sources], config)
+    prepared = _Prepared(sources, outcomes, notices, config, items, jobs, use_cache, digests)
+    if not use_cache:
+        return prepared
+    # The model's facts for a set of files seen before (a warm run) are cached as a whole.
+    facts_cache = FactsCache(config.root / config.cache_dir)
+    known = {str(s.path): digests[s.display] for s, _ in sources}
+    facts_key = FactsCache.key(
+        [f"{path}:{(known.get(path) or text_digest(text)).hex()}" for path, text in items]
+        + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
+    )
+    found = facts_cache.get(facts_key)
+    if found is not None:
+        table, prepared.facts = found
+    else:
+        project = prepared.model()
+        table = project.lightning_table()
+        prepared.facts = {
+            str(s.path): project.file_digest(str(s.path))
+            for s, _ in sources
+            if s.path.suffix == ".py"
+        }
+        facts_cache.put(facts_key, table, prepared.facts)
+    prepared.results = ResultCache(
+        config.root / config.cache_dir, cache_name(config.fingerprint(), table_digest(table))
+    )
+    return prepared
 
 
-def project_table(
-    paths: Sequence[str], config: Config, *, use_cache: bool = True
-) -> dict[str, int]:
-    """The project class table `check_paths` would use for `paths` (for front ends that check
-    one file at a time with the whole project in view: the language server)."""
-    return _prepare(paths, config, use_cache).table
+def project_model(
+    paths: Sequence[str], config: Config, *, use_cache: bool = True, jobs: int = 1
+) -> ProjectModel:
+    """The project model `check_paths` would use for `paths` (for front ends that check one
+    file at a time with the whole project in view: the language server)."""
+    return _prepare(paths, config, use_cache, jobs).model()
 
 
 def check_paths(
@@ -303,13 +307,14 @@ def check_paths(
     progress: Progress | None = None,
 ) -> RunResult:
     """Check files and folders. Raises discovery.PathError for a missing path."""
-    prepared = _prepare(paths, config, use_cache)
+    jobs = jobs or os.cpu_count() or 1
+    prepared = _prepare(paths, config, use_cache, jobs)
     cache = prepared.results
     run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = derived_key(source.display, prepared.digests[source.display])
+        key = prepared.key(source, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -325,8 +330,8 @@ def check_paths(
         (),
         _crashed_check,
         config,
-        prepared.table,
-        jobs or os.cpu_count() or 1,
+        prepared.model() if todo else None,
+        jobs,
         progress,
     ):
         if error is not None:
@@ -375,7 +380,8 @@ def fix_paths(
     through several names (symlinks, hard links) is fixed once, through the first name; the
     others report the same remaining findings. After a refused write, a file reports the
     findings of its content on disk."""
-    prepared = _prepare(paths, config, use_cache)
+    jobs = jobs or os.cpu_count() or 1
+    prepared = _prepare(paths, config, use_cache, jobs)
     cache = prepared.results
     run = RunResult(files=list(prepared.outcomes), notices=prepared.notices)
     todo: list[tuple[str, str, str]] = []
@@ -389,7 +395,7 @@ def fix_paths(
                 aliases.append((source.display, first_name[identity]))
                 continue
             first_name[identity] = source.display
-        key = derived_key(source.display, prepared.digests[source.display])
+        key = prepared.key(source, prepared.digests[source.display])
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
@@ -405,8 +411,8 @@ def fix_paths(
         (unsafe,),
         _crashed_fix,
         config,
-        prepared.table,
-        jobs or os.cpu_count() or 1,
+        prepared.model() if todo else None,
+        jobs,
         progress,
     ):
         source, original = originals[display]
@@ -416,12 +422,12 @@ def fix_paths(
             continue
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
-            _write(outcome, source, original, result, config, prepared.table, run)
+            _write(outcome, source, original, result, config, prepared.model(), run)
             if outcome.written and on_written is not None:
                 on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
-            cache.put(content_key(display, new_text), result.remaining)
+            cache.put(prepared.key(source, text_digest(new_text)), result.remaining)
         run.files.append(outcome)
     by_path = {f.path: f for f in run.files}
     for display, through in aliases:
@@ -440,7 +446,7 @@ def _write(
     original: str,
     result: FixResult,
     config: Config,
-    table: dict[str, int],
+    project: ProjectModel,
     run: RunResult,
 ) -> None:
     """Write one fixed file; when it is not written, its findings become those of the file
@@ -456,7 +462,7 @@ def _write(
     from tpulint.engine import check_source
 
     try:
-        on_disk = check_source(original, str(source.path), config, project=table)
+        on_disk = check_source(original, str(source.path), config, project=project)
         outcome.diagnostics = [d.with_path(source.display) for d in on_disk]
     except Exception as exc:
         run.internal_errors.append(f"{source.display}: {_failure(exc)}")

@@ -2,7 +2,7 @@
 
 It checks open Python files and LightningCLI YAML configs with the same engine and the same
 configuration as `tpulint check` (the nearest pyproject.toml with `[tool.tpulint]`, the
-project's class table, its excludes), and gives editors:
+project's model, its excludes), and gives editors:
 
 - diagnostics when a document is opened, changed (after a short pause in typing) and saved;
 - code actions: each finding's fix (safe ones preferred, unsafe ones marked), "add noqa" for
@@ -22,6 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -32,6 +33,9 @@ from tpulint import __version__
 from tpulint.config import Config, ConfigError, find_pyproject, load_config
 from tpulint.diagnostics import Applicability, Diagnostic, Location, Severity
 from tpulint.yaml_config import is_yaml_path
+
+if TYPE_CHECKING:
+    from tpulint.analysis.project import ProjectModel
 
 LOG = logging.getLogger("tpulint.server")
 SOURCE = "tpulint"
@@ -68,7 +72,7 @@ class TpulintServer(LanguageServer):
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tpulint-check")
         self._lock = threading.Lock()
         self._configs: dict[Path | None, tuple[int, Config]] = {}
-        self._tables: dict[Path, dict[str, int]] = {}
+        self._models: dict[Path, ProjectModel | None] = {}
         self._shown_errors: set[str] = set()
 
     # --- configuration and project, as `tpulint check` finds them ----------------------
@@ -95,29 +99,42 @@ class TpulintServer(LanguageServer):
             return None
         return Path(root) if root else None
 
-    def table_for(self, config: Config) -> dict[str, int] | None:
-        """The project class table of the project the file belongs to (only for a project
-        with its own pyproject.toml, or the workspace folder: never a whole home folder)."""
+    def model_for(self, config: Config) -> ProjectModel | None:
+        """The project model of the project the file belongs to, as saved on disk (only for
+        a project with its own pyproject.toml, or the workspace folder: never a whole home
+        folder)."""
         root = config.root if config.source is not None else self._workspace_root()
         if root is None:
             return None
         with self._lock:
-            table = self._tables.get(root)
-        if table is None:
-            from tpulint.runner import project_table
+            known = root in self._models
+            model = self._models.get(root)
+        if not known:
+            from tpulint.runner import project_model
 
             try:
-                table = project_table([str(root)], config)
-            except Exception as exc:  # a project that cannot be scanned still gets checked
+                model = project_model([str(root)], config)
+            except Exception as exc:  # a project that cannot be modelled still gets checked
                 LOG.warning("tpulint: project scan of %s failed: %s", root, exc)
-                table = {}
+                model = None
             with self._lock:
-                self._tables[root] = table
-        return table
+                self._models[root] = model
+        return model
 
-    def forget_tables(self) -> None:
+    def project_for(self, path: str, source: str, config: Config) -> ProjectModel | None:
+        """The project model with the editor's text of `path` in place of the saved file."""
+        if is_yaml_path(path):
+            return None
+        model = self.model_for(config)
+        if model is None:
+            return None
+        from tpulint.project_build import with_source
+
+        return with_source(model, path, source, config)
+
+    def forget_models(self) -> None:
         with self._lock:
-            self._tables.clear()
+            self._models.clear()
 
     @staticmethod
     def excluded(path: str, config: Config) -> bool:
@@ -142,8 +159,8 @@ class TpulintServer(LanguageServer):
         config = self.config_for(path)
         if path is not None and self.excluded(path, config):
             return [], config
-        table = None if is_yaml_path(name) else self.table_for(config)
-        return check_source(source, name, config, project=table), config
+        project = self.project_for(name, source, config)
+        return check_source(source, name, config, project=project), config
 
     async def check_and_publish(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)
@@ -328,9 +345,9 @@ def build_server() -> TpulintServer:
     async def did_save(ls: TpulintServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if uri.endswith((".py", "pyproject.toml")):
-            # The project's class table (and the configuration) may have changed: check
+            # The project model (and the configuration) may have changed: check
             # every open document again.
-            ls.forget_tables()
+            ls.forget_models()
             for open_uri in list(ls.workspace.text_documents):
                 await ls.check_and_publish(open_uri)
         else:
@@ -459,8 +476,8 @@ def _fix_all(
     from tpulint.engine import fix_source
 
     config = checked.config
-    table = None if is_yaml_path(checked.path) else ls.table_for(config)
-    result = fix_source(checked.source, checked.path, config, unsafe=False, project=table)
+    project = ls.project_for(checked.path, checked.source, config)
+    result = fix_source(checked.source, checked.path, config, unsafe=False, project=project)
     if result.error is not None or result.source == checked.source:
         return None
     return types.CodeAction(

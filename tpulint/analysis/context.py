@@ -14,22 +14,25 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from tpulint.analysis.guards import condition_kinds, effective, lazy_attribute
 from tpulint.analysis.imports import Aliases, dotted_name
+from tpulint.analysis.project import ClassKind, Value
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
-from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueInference, ValueKind
+from tpulint.analysis.values import (
+    DEVICE,
+    HOST,
+    NUMBER,
+    UNKNOWN,
+    ValueInference,
+    ValueKind,
+    kind_named,
+)
 
 if TYPE_CHECKING:
     from tpulint.config import Config
 
-# Names in a condition that make the guarded code run only for some batches or epochs
-# (logging, visualisation, debugging), so a host sync there is not paid every step.
-_RARE_NAMES = re.compile(
-    r"(batch_?(idx|nb|num|index|id|i)\b|global_step|current_epoch|\bepoch\b|log_every|"
-    r"every_n|log_images?|_images\b|plot|visuali[sz]|debug|verbose|is_last_batch|"
-    r"print_every|logging_interval|first_batch|sample_every|val_check|figure|\bimage)",
-    re.IGNORECASE,
-)
-_DEVICE_CHECK = re.compile(r"cuda|\bgpu\b|on_gpu|is_available|device\.type|device_type|mps")
+# Parameter names of shapes, sizes and counts (host values even in a forward).
+_SHAPE_PARAM = re.compile(r"(?:^|_)(?:shape|shapes|size|sizes|hw|dim|dims)$|^(?:num|n)_")
 _BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
 _HOST_PARAMS = frozenset(
     {
@@ -147,12 +150,20 @@ class FileContext:
         self.parents: dict[int, cst.CSTNode] = {}
         self._scopes: list[_FunctionScope] = [_FunctionScope(None)]
         self._classes: list[ClassInfo | None] = []
-        self._inference = ValueInference(aliases, self._lookup, is_method=self._is_method)
+        self._inference = ValueInference(
+            aliases,
+            self._lookup,
+            is_method=self._is_method,
+            attribute=self._project_attribute,
+            call=self._project_call,
+            narrowed=self.narrowed_to_host,
+        )
         self._guard_cache: dict[int, frozenset[str]] = {}
+        self._narrowing: list[list[str]] = []  # names no tensor in each open block
+        self._narrowed_names: set[str] = set()
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
         self.shared: dict[str, Any] = {}
-        self._call_site_cache: dict[int, frozenset[str]] = {}
 
     def release(self) -> None:
         """Drop the references that make the context part of reference cycles (its value
@@ -249,12 +260,128 @@ class FileContext:
             return not _ATTRIBUTE_NAME.search(name)
         return name in _LIGHTNING_METHODS
 
+    # --- the project model ------------------------------------------------------------
+
+    @property
+    def owner(self) -> str | None:
+        """The project model's key of the class whose method is being walked."""
+        info = self.function
+        if info is not None and info.owner is not None:
+            return info.owner
+        klass = self.klass
+        view = self.analysis.view
+        if klass is not None and view is not None:
+            return view.class_gkey(klass.local_qualname)
+        return None
+
+    def _project_attribute(self, attr: str) -> ValueKind | None:
+        view = self.analysis.view
+        if view is None:
+            return None
+        value = view.attribute_value(self.owner, attr)
+        if value is None or value.kind == "unknown" or value.elements is not None:
+            return None
+        return kind_named(value.kind)
+
+    def call_target(self, node: cst.Call) -> tuple[str, str] | None:
+        """(form, target) of a call as the project model names calls (`("self", "_loss")`,
+        `("name", "pkg.losses.off_diag")`, `("attr", "metric.update")`)."""
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self":
+                if self._is_method(func.attr.value):
+                    return "self", func.attr.value
+                return "attr", func.attr.value
+            if (
+                isinstance(receiver, cst.Call)
+                and isinstance(receiver.func, cst.Name)
+                and receiver.func.value == "super"
+            ):
+                return "super", func.attr.value
+            if (
+                isinstance(receiver, cst.Attribute)
+                and isinstance(receiver.value, cst.Name)
+                and receiver.value.value == "self"
+            ):
+                return "attr", f"{receiver.attr.value}.{func.attr.value}"
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        root = dotted.split(".", 1)[0]
+        if root == "self" or self._lookup(root) is not None:
+            return None  # a local value's method
+        qualified = self.aliases.qualify_dotted(dotted)
+        return "name", qualified if qualified is not None else "." + dotted
+
+    def call_value(self, node: cst.Call, arg_kinds: list[ValueKind] | None = None) -> Value | None:
+        """What the project model says a call returns (None when it does not know the
+        callee): its kind, whether it is a boolean mask, a tuple's elements."""
+        view = self.analysis.view
+        if view is None:
+            return None
+        target = self.call_target(node)
+        if target is None:
+            return None
+        if arg_kinds is None:
+            arg_kinds = [
+                self.value_kind(a.value) for a in node.args if a.keyword is None and not a.star
+            ]
+        args = [Value(k.value) for k in arg_kinds]
+        return view.call_value(self.owner, target[0], target[1], args)
+
+    def _project_call(self, node: cst.Call, arg_kinds: list[ValueKind]) -> ValueKind | None:
+        value = self.call_value(node, arg_kinds)
+        if value is None or value.kind == "unknown" or value.elements is not None:
+            return None
+        return kind_named(value.kind)
+
     def _lookup(self, name: str) -> ValueKind | None:
         for scope in reversed(self._scopes):
             kind = scope.bindings.get(name)
             if kind is not None:
                 return kind
         return None
+
+    def narrowed_to_host(self, node: cst.Name) -> bool:
+        """Whether the walk is where an `isinstance(<name>, torch.Tensor)` test has failed
+        (the `else` of `if isinstance(x, torch.Tensor):`, the body of `if not
+        isinstance(...)`): there `x` is no tensor."""
+        return node.value in self._narrowed_names
+
+    def _enter_narrowing(self, owner: cst.CSTNode | None, negated: bool) -> None:
+        names: list[str] = []
+        if isinstance(owner, cst.If):
+            test = owner.test
+            is_not = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            if is_not == negated:
+                inner = test.expression if is_not else test  # type: ignore[union-attr]
+                name = _tensor_isinstance(self, inner)
+                if name is not None:
+                    names.append(name)
+        self._narrowing.append(names)
+        self._narrowed_names = {n for group in self._narrowing for n in group}
+
+    def _leave_narrowing(self) -> None:
+        if self._narrowing:
+            self._narrowing.pop()
+        self._narrowed_names = {n for group in self._narrowing for n in group}
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self._enter_narrowing(self.parent(node), negated=False)
+
+    def leave_Else(self, node: cst.Else) -> None:
+        self._leave_narrowing()
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        owner = self.parent(node)
+        if isinstance(owner, cst.If) and owner.body is node:
+            self._enter_narrowing(owner, negated=True)
+        else:
+            self._narrowing.append([])
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._leave_narrowing()
 
     def bind(
         self, target: cst.BaseAssignTargetExpression | cst.BaseExpression, kind: ValueKind
@@ -265,7 +392,7 @@ class FileContext:
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 # Unpacking a batch gives tensors; unpacking host data gives host values.
-                self.bind(element.value, kind if kind in (DEVICE, HOST) else UNKNOWN)
+                self.bind(element.value, kind if kind is DEVICE or kind.is_host else UNKNOWN)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, HOST)
 
@@ -274,16 +401,19 @@ class FileContext:
     def guards(self, node: cst.CSTNode) -> frozenset[str]:
         """Kinds of conditions the node runs under: "device-check" (CUDA availability or
         device type tests) and "rare" (only some batches/epochs: `if batch_idx == 0:`,
-        `if self.global_step % 100 == 0:`, logging/plotting flags), including early returns
-        (`if batch_idx > 0: return`) earlier in the same function, and the guards every
-        call site of a hot helper shares (`if batch_idx == 0: self.plot(...)` makes all
-        of `plot` rare)."""
+        `if self.global_step % 100 == 0:` in training code, logging/plotting flags, a lazy
+        initialisation that runs once), including early returns (`if batch_idx > 0:
+        return`) earlier in the same function, and the guards every call that makes a hot
+        helper hot shares, across files (`if batch_idx == 0: self.plot(...)` makes all of
+        `plot` rare)."""
         kinds, function = self._local_guards(node, self.parents)
+        root = None
         if function is not None:
             info = self.analysis.function(function)
             if info is not None and info.hot:
-                kinds |= self._call_site_guards(info)
-        return frozenset(kinds)
+                kinds |= info.call_guards
+                root = info.root_hook
+        return effective(kinds, root)
 
     def _local_guards(
         self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
@@ -298,6 +428,8 @@ class FileContext:
                 negated = isinstance(test, cst.UnaryOperation) and isinstance(
                     test.operator, cst.Not
                 )
+                if child is ancestor.body and _lazy_block(self.module, ancestor):
+                    kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and not negated:
                     kinds |= self._condition_kinds(test)
                 elif child is ancestor.orelse and negated:
@@ -322,42 +454,6 @@ class FileContext:
             ancestor = parents.get(id(ancestor))
         return kinds, None
 
-    def _call_site_guards(self, info: FunctionInfo) -> frozenset[str]:
-        """Guard kinds shared by every call site of a helper made hot by its callers (none
-        for entry points such as `training_step`, or when a call site is not found)."""
-        key = id(info)
-        cached = self._call_site_cache.get(key)
-        if cached is not None:
-            return cached
-        self._call_site_cache[key] = frozenset()  # cycles: unguarded
-        result: frozenset[str] = frozenset()
-        if info.parent is not None and info.cls is None:
-            result = self._call_site_guards(info.parent)
-        elif info.root_hook is not None and info.hot_reason != info.root_hook:
-            shared: set[str] | None = None
-            for caller in self.analysis.functions.values():
-                if not caller.hot:
-                    continue
-                by_self = info.cls is not None and info.name in caller.calls_self
-                by_name = info.cls is None and info.name in caller.calls_bare
-                if not (by_self or by_name):
-                    continue
-                sites = _call_sites(caller.node, info.name, by_self)
-                if not sites:
-                    continue
-                caller_kinds = self._call_site_guards(caller)
-                for call, parents in sites:
-                    kinds, _ = self._local_guards(call, parents)
-                    kinds |= caller_kinds
-                    shared = kinds if shared is None else shared & kinds
-                    if not shared:
-                        break
-                if shared is not None and not shared:
-                    break
-            result = frozenset(shared or ())
-        self._call_site_cache[key] = result
-        return result
-
     def condition_kinds(self, test: cst.BaseExpression) -> frozenset[str]:
         """The guard kinds ("rare", "device-check") a condition expression stands for."""
         return self._condition_kinds(test)
@@ -367,13 +463,7 @@ class FileContext:
         cached = self._guard_cache.get(key)
         if cached is not None:
             return cached
-        code = self.module.code_for_node(test)
-        kinds = set()
-        if _DEVICE_CHECK.search(code):
-            kinds.add("device-check")
-        if _RARE_NAMES.search(code):
-            kinds.add("rare")
-        result = frozenset(kinds)
+        result = condition_kinds(self.module.code_for_node(test))
         self._guard_cache[key] = result
         return result
 
@@ -406,6 +496,13 @@ class FileContext:
 
     def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
         name = param.name.value
+        view = self.analysis.view
+        if view is not None and info.hot_reason != info.root_hook:
+            # A helper: what every call of the project passes it, when that is definite
+            # (`getMinimumConnection(self.mat, self.max_N, ...)` with CPU tensors).
+            passed = view.param_value(info.key, index)
+            if passed is not None and passed.kind != "unknown" and passed.elements is None:
+                return kind_named("device" if passed.mask else passed.kind)
         # The batch argument of a step method itself (index 0 is `self`); helpers called
         # from the step take anything as their first argument.
         batch_like = hot and (
@@ -427,10 +524,27 @@ class FileContext:
             if isinstance(param.default, cst.Name) and param.default.value == "None":
                 return UNKNOWN
             return HOST
+        if name == "pl_module":
+            return ValueKind.MODULE
+        if name == "outputs" and hot:
+            return UNKNOWN  # a batch hook's `outputs`: what the step returned (tensors)
         if name in _HOST_PARAMS:
             return HOST
         if batch_like:
             return DEVICE
+        if (
+            hot
+            and info.cls is not None
+            and param.annotation is None
+            and param.default is None
+            and (
+                (info.name == "forward" and info.cls.kind & ClassKind.TORCH_MODULE)
+                or (info.name == "update" and info.cls.kind & ClassKind.METRIC)
+            )
+        ):
+            # An nn.Module's forward and a metric's update take tensors, except what their
+            # names say are shapes or counts (`hw_shape`, `output_size`, `num_frames`).
+            return UNKNOWN if _SHAPE_PARAM.search(name) else DEVICE
         return UNKNOWN
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -448,9 +562,30 @@ class FileContext:
             if pairs is not None:
                 # `a, b = x["a"], x["b"]`: each name gets the kind of its own value
                 for name, value in pairs:
-                    self.bind(name, self.value_kind(value))
+                    self._bind_value(name, value)
                 continue
-            self.bind(target.target, self.value_kind(node.value))
+            if isinstance(target.target, (cst.Tuple, cst.List)) and isinstance(
+                node.value, cst.Call
+            ):
+                # `loss, logits = self._shared(batch)`: the helper's tuple, element by element
+                value = self.call_value(node.value)
+                elements = value.elements if value is not None else None
+                if elements is not None and len(elements) == len(target.target.elements):
+                    for element, item in zip(target.target.elements, elements, strict=True):
+                        kind = kind_named("device" if item.mask else item.kind)
+                        self.bind(element.value, kind)
+                    continue
+            self._bind_value(target.target, node.value)
+
+    def _bind_value(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if (
+            isinstance(target, cst.Name)
+            and isinstance(value, cst.Name)
+            and value.value == "None"
+            and self._lookup(target.value) is not None
+        ):
+            return  # `x = None` in a branch: x still holds what the other branches give it
+        self.bind(target, self.value_kind(value))
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -464,14 +599,71 @@ class FileContext:
                 self.bind(node.target, DEVICE)
 
     def visit_For(self, node: cst.For) -> None:
-        kind = self.value_kind(node.iter)
-        self.bind(node.target, HOST if kind is HOST else UNKNOWN)
+        self._bind_elements(node.target, node.iter)
+
+    def _bind_elements(self, target: cst.BaseExpression, iterator: cst.BaseExpression) -> None:
+        """Bind a loop target to what iterating over `iterator` yields: rows of a tensor
+        are tensors, `zip` and `enumerate` pair their arguments' elements."""
+        if isinstance(iterator, cst.Call) and isinstance(iterator.func, cst.Name):
+            name = iterator.func.value
+            args = [a.value for a in iterator.args if a.keyword is None and not a.star]
+            if name not in self.aliases.bindings and self._lookup(name) is None:
+                if name == "range":
+                    self.bind(target, NUMBER)
+                    return
+                if (
+                    name == "zip"
+                    and isinstance(target, (cst.Tuple, cst.List))
+                    and len(target.elements) == len(args)
+                ):
+                    for element, arg in zip(target.elements, args, strict=True):
+                        self._bind_elements(element.value, arg)
+                    return
+                if (
+                    name == "enumerate"
+                    and args
+                    and isinstance(target, (cst.Tuple, cst.List))
+                    and len(target.elements) == 2
+                ):
+                    self.bind(target.elements[0].value, NUMBER)
+                    self._bind_elements(target.elements[1].value, args[0])
+                    return
+        if (
+            isinstance(iterator, cst.Call)
+            and isinstance(iterator.func, cst.Attribute)
+            and iterator.func.attr.value in ("items", "values")
+            and not iterator.args
+            and not self.value_kind(iterator.func.value).is_host
+        ):
+            # `for name, value in batch.items()`: the values of a container of tensors
+            if iterator.func.attr.value == "values":
+                self.bind(target, UNKNOWN)
+            elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                self.bind(target.elements[0].value, HOST)
+                self.bind(target.elements[1].value, UNKNOWN)
+            else:
+                self.bind(target, HOST)
+            return
+        if isinstance(iterator, (cst.List, cst.Tuple)) and iterator.elements:
+            kinds = [self.value_kind(e.value) for e in iterator.elements]
+            kind = kinds[0] if len(set(kinds)) == 1 else UNKNOWN
+            self.bind(target, kind)
+            return
+        kind = self.value_kind(iterator)
+        if kind in (DEVICE, ValueKind.CPU):
+            self.bind(target, kind)  # iterating over a tensor gives tensors
+        elif kind.is_host:
+            self.bind(target, HOST if kind is not ValueKind.NUMPY else kind)
+        else:
+            self.bind(target, UNKNOWN)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self.bind(node.asname.name, UNKNOWN)
 
     ENTER_HANDLERS = (
+        "visit_Else",
+        "visit_IndentedBlock",
         "visit_ClassDef",
         "visit_FunctionDef",
         "visit_Import",
@@ -480,6 +672,8 @@ class FileContext:
         "visit_WithItem",
     )
     LEAVE_HANDLERS = (
+        "leave_Else",
+        "leave_IndentedBlock",
         "leave_ClassDef",
         "leave_FunctionDef",
         "leave_Assign",
@@ -501,33 +695,51 @@ def _parallel_pairs(
     return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
 
 
-def _call_sites(
-    root: cst.FunctionDef, name: str, by_self: bool
-) -> list[tuple[cst.Call, dict[int, cst.CSTNode]]]:
-    """Calls `self.<name>(...)` (or `<name>(...)`) in `root`, with a parent map of `root`."""
+def _tensor_isinstance(ctx: FileContext, test: cst.BaseExpression) -> str | None:
+    """`x` for `isinstance(x, torch.Tensor)` (or a tuple of classes including it)."""
+    if not (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0].value, cst.Name)
+    ):
+        return None
+    classes = test.args[1].value
+    options = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    if any((ctx.qualify(c) or "").endswith("Tensor") for c in options):
+        return test.args[0].value.value
+    return None
+
+
+def _lazy_block(module: cst.Module, node: cst.If) -> bool:
+    """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
+    the cache): the body runs once, not every step."""
+    attribute = lazy_attribute(module.code_for_node(node.test))
+    if attribute is None:
+        return False
     from tpulint.analysis.walker import iter_children
 
-    parents: dict[int, cst.CSTNode] = {}
-    found: list[cst.Call] = []
-    stack: list[cst.CSTNode] = [root]
+    stack: list[cst.CSTNode] = [node.body]
     while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            func = node.func
-            if by_self:
-                if (
-                    isinstance(func, cst.Attribute)
-                    and func.attr.value == name
-                    and isinstance(func.value, cst.Name)
-                    and func.value.value == "self"
-                ):
-                    found.append(node)
-            elif isinstance(func, cst.Name) and func.value == name:
-                found.append(node)
-        for child in iter_children(node):
-            parents[id(child)] = node
-            stack.append(child)
-    return [(call, parents) for call in found]
+        current = stack.pop()
+        targets: list[cst.BaseExpression] = []
+        if isinstance(current, cst.Assign):
+            targets = [t.target for t in current.targets]
+        elif isinstance(current, cst.AnnAssign):
+            targets = [current.target]
+        for target in targets:
+            if (
+                isinstance(target, cst.Attribute)
+                and target.attr.value == attribute
+                and isinstance(target.value, cst.Name)
+                and target.value.value == "self"
+            ):
+                return True
+        if isinstance(current, cst.BaseExpression):
+            continue
+        stack.extend(iter_children(current))
+    return False
 
 
 def _early_exit_test(statement: cst.CSTNode) -> cst.BaseExpression | None:

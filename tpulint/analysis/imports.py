@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-# Pure text logic, shared with the project scan (which must not import libcst).
-from tpulint.analysis.project import resolve_relative
+# Pure text logic, shared with the project model (which must not import libcst).
+from tpulint.analysis.summary import resolve_relative
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

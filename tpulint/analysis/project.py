@@ -1,25 +1,56 @@
-"""The project-wide class index: which classes of the checked project are Lightning classes.
+"""The project model: what the checked project's files say about each other.
 
-A LightningModule is often defined as `class Model(ProjectBase)` where `ProjectBase` lives in
-another file and itself derives from `L.LightningModule`. To know that `Model` is a Lightning
-class, tpulint runs two passes: the first scans every file's text (a regular-expression pass
-over class headers and imports, no parsing, a few ms per thousand lines) into this index;
-the second checks each file with the index at hand.
+Built once per run from every file's `ast` summary (tpulint.analysis.summary, cached by
+content), it answers the questions a single file cannot:
+
+- which classes are Lightning modules, data modules, callbacks, torch modules or
+  torchmetrics metrics, through bases defined in other files and re-exports
+  (`pkg/__init__.py: from .base import Model`);
+- which functions are hot: step methods, `forward`, batch hooks, `Metric.update`,
+  Callback batch hooks, and everything they call through any number of modules
+  (`self.m()`, `helper()`, `losses.off_diag()`, `self.criterion(...)`,
+  `self.metric.update(...)`, a method overridden in a subclass), with the chain that makes
+  them hot ("called from training_step via pkg/model.py:41") and the guards every call on
+  the way shares (`if batch_idx == 0:`);
+- what a function returns (a tensor, a boolean mask, a module, numpy, a number, one of its
+  parameters, a tuple of those) and what `self.<attr>` holds, so `loss = self._loss(...)`
+  is known to be a tensor and `self.expert.cpu()` a module offload.
 
 Classes are keyed by module-qualified name (`pkg.tasks.speaker_diarization.SpeakerDiarization`)
-and bases are resolved through each file's own imports, so two classes that share a name in
-different modules are never confused.
+and resolved through each file's own imports, so two classes that share a name in different
+modules are never confused. libcst stays the engine that runs the rules; this model only
+feeds it facts.
 """
 
 from __future__ import annotations
 
+import builtins
 import enum
 import hashlib
 import os
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tpulint.analysis.guards import condition_kinds  # noqa: F401 (re-exported for rules)
+from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables live there)
+    CALLBACK_BATCH_HOOKS,
+    COLD_METHODS,
+    LIGHTNING_BATCH_HOOKS,
+    STEP_METHODS,
+    is_cold_name,
+)
+from tpulint.analysis.summary import (
+    MODULE_SELF_METHODS,
+    TENSOR_METHODS_OF_MODULES,
+    Atom,
+    ClassSummary,
+    FunctionSummary,
+    ModuleSummary,
+)
 
 
 class ClassKind(enum.Flag):
@@ -28,6 +59,7 @@ class ClassKind(enum.Flag):
     LIGHTNING_DATAMODULE = enum.auto()
     CALLBACK = enum.auto()
     TORCH_MODULE = enum.auto()
+    METRIC = enum.auto()  # a torchmetrics Metric: `update` runs every step
 
     @property
     def is_lightning(self) -> bool:
@@ -38,6 +70,7 @@ class ClassKind(enum.Flag):
 
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def kind_of_external(qualname: str) -> ClassKind:
@@ -58,8 +91,8 @@ def kind_of_external(qualname: str) -> ClassKind:
         or (qualname.startswith("torch.nn.") and last[:1].isupper())
     ):
         return ClassKind.TORCH_MODULE
-    if root == "torchmetrics" and last == "Metric":
-        return ClassKind.TORCH_MODULE
+    if root == "torchmetrics" and last[:1].isupper() and "Collection" not in last:
+        return ClassKind.TORCH_MODULE | ClassKind.METRIC
     return ClassKind.NONE
 
 
@@ -74,29 +107,33 @@ def _lightning_root_kind(qualname: str) -> ClassKind:
     return ClassKind.NONE
 
 
+def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str]) -> str | None:
+    """Why a function is hot on its own (an entry point), or None. `kind` is the kind of its
+    class (None for a module-level function)."""
+    if name in hot_methods:
+        return name
+    if kind is None:
+        return None
+    if name == "forward" or name in STEP_METHODS:
+        return name
+    if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE):
+        if name in LIGHTNING_BATCH_HOOKS:
+            return name
+        if name.endswith("_step") and not is_cold_name(name):
+            return name
+    if kind & ClassKind.CALLBACK and name in CALLBACK_BATCH_HOOKS:
+        return name
+    if kind & ClassKind.METRIC and name == "update":
+        return "update"
+    return None
+
+
 # --- module names from paths -------------------------------------------------------------
 
 
 @lru_cache(maxsize=4096)
 def _is_package_dir(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "__init__.py"))
-
-
-def resolve_relative(module: str | None, is_package: bool, level: int, target: str) -> str | None:
-    """The absolute module for `from <level dots><target> import ...` inside `module`."""
-    if level == 0:
-        return target
-    if module is None:
-        return None
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    if target:
-        base.append(target)
-    return ".".join(base) if base else None
 
 
 @lru_cache(maxsize=4096)
@@ -129,188 +166,1017 @@ def module_name_for_path(path: str | os.PathLike[str]) -> tuple[str | None, bool
     return name, is_package
 
 
-# --- the text scan -----------------------------------------------------------------------
+def package_root(path: str | os.PathLike[str]) -> Path:
+    """The folder that holds the file's top-level package (the file's own folder when it is
+    not in a package): what `import` resolves the file's absolute imports from."""
+    directory = Path(path).absolute().parent
+    while _is_package_dir(str(directory)) and directory.parent != directory:
+        directory = directory.parent
+    return directory
 
-_IMPORT_FROM = re.compile(
-    r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*(?:\\\n[^\n#;]*)*)",
-    re.MULTILINE,
-)
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.MULTILINE)
-_CLASS = re.compile(
-    r"^([ \t]*)class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:", re.MULTILINE
-)
-_BASE_NAME = re.compile(r"^[ \t\n]*([A-Za-z_][\w.]*)")
+
+# --- values --------------------------------------------------------------------------------
+
+# The kinds of values, from the most to the least informative for the host-sync rules.
+KINDS = ("device", "cpu", "module", "numpy", "number", "host", "unknown")
+_HOSTLIKE = frozenset({"module", "numpy", "number", "host"})
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an expression holds, as far as the model knows.
+
+    kind: "device" (a torch tensor, on the accelerator as far as anyone knows), "cpu" (a
+    torch tensor in host memory), "module" (an nn.Module or metric), "numpy", "number",
+    "host" (another non-tensor value), "unknown". `mask`: a boolean tensor. `params`: the
+    value also depends on these parameters of the function it is returned from.
+    `elements`: a tuple's values. `cls`: the project class it is an instance of."""
+
+    kind: str = "unknown"
+    mask: bool = False
+    params: frozenset[int] = frozenset()
+    elements: tuple[Value, ...] | None = None
+    cls: str | None = None
+
+    def digest_text(self) -> str:
+        inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
+        return f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+
+
+UNKNOWN_VALUE = Value()
+
+
+def combine_kinds(kinds: Iterable[str]) -> str:
+    kinds = set(kinds)
+    if not kinds:
+        return "unknown"
+    if "device" in kinds:
+        return "device"
+    if "unknown" in kinds:
+        return "unknown"
+    if "cpu" in kinds:
+        return "cpu"
+    hostlike = kinds & _HOSTLIKE
+    if len(hostlike) == 1:
+        return next(iter(hostlike))
+    return "host" if hostlike else "unknown"
+
+
+def combine_values(values: list[Value]) -> Value:
+    if not values:
+        return UNKNOWN_VALUE
+    if len(values) == 1:
+        return values[0]
+    kind = combine_kinds(v.kind for v in values)
+    mask = all(v.mask for v in values)
+    params = frozenset().union(*(v.params for v in values))
+    lengths = {len(v.elements) if v.elements is not None else -1 for v in values}
+    elements = None
+    if len(lengths) == 1 and -1 not in lengths:
+        count = lengths.pop()
+        elements = tuple(
+            combine_values([v.elements[i] for v in values if v.elements is not None])
+            for i in range(count)
+        )
+    classes = {v.cls for v in values}
+    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None)
+
+
+@dataclass(frozen=True)
+class HotInfo:
+    """Why a function runs every step: the hook at the root of its chain, the call sites on
+    the way (path, line), and the guards every such chain shares."""
+
+    root: str
+    name: str
+    chain: tuple[tuple[str, int], ...] = ()
+    guards: frozenset[str] = frozenset()
+
+    def reason(self, own_path: str | None = None, base: str | None = None) -> str:
+        """`training_step`, or "`helper` (called from training_step)", with the call sites
+        when the chain crosses files: "(called from training_step via pkg/model.py:41)"."""
+        if not self.chain:
+            return self.root
+        text = f"`{self.name}` (called from {self.root}"
+        if any(path != own_path for path, _ in self.chain):
+            sites = [f"{_display(path, base)}:{line}" for path, line in self.chain]
+            if len(sites) > 3:
+                sites = [sites[0], "…", *sites[-2:]]
+            text += " via " + " → ".join(sites)
+        return text + ")"
+
+
+def _display(path: str, base: str | None) -> str:
+    """A call site's path as findings show paths: relative to the project root, absolute
+    outside it."""
+    if base:
+        try:
+            relative = os.path.relpath(path, base).replace(os.sep, "/")
+        except ValueError:
+            return path
+        return path if relative.startswith("..") else relative
+    return Path(path).name
 
 
 @dataclass
-class ModuleScan:
-    """What the text scan found in one file."""
-
-    module: str | None
-    imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
-    classes: dict[str, list[str]] = field(default_factory=dict)  # class name -> base expressions
+class _Class:
+    module: ModuleSummary
+    summary: ClassSummary
+    gkey: str  # module-qualified name
 
 
-def scan_source(text: str, module: str | None, is_package: bool) -> ModuleScan:
-    scan = ModuleScan(module)
-    for m in _statements(text, "from", _IMPORT_FROM):
-        dots, target, names = m.groups()
-        base = resolve_relative(module, is_package, len(dots), target)
-        if base is None:
-            continue
-        names = names.strip().strip("()").replace("\\\n", " ")
-        for item in names.split(","):
-            item = item.split("#", 1)[0].strip()
-            if not item or item == "*":
-                continue
-            name, _, asname = item.partition(" as ")
-            name = name.strip()
-            local = asname.strip() or name
-            if name.isidentifier() and local.isidentifier():
-                scan.imports[local] = f"{base}.{name}"
-    for m in _statements(text, "import", _IMPORT):
-        for item in m.group(1).split(","):
-            name, _, asname = item.strip().partition(" as ")
-            name = name.strip()
-            if not name or not all(p.isidentifier() for p in name.split(".")):
-                continue
-            if asname.strip():
-                scan.imports[asname.strip()] = name
-            else:
-                root = name.split(".", 1)[0]
-                scan.imports.setdefault(root, root)
-    for m in _statements(text, "class", _CLASS):
-        indent, name, bases = m.groups()
-        if indent:
-            # Nested classes are rarely imported; keep the index to module-level classes.
-            continue
-        scan.classes[name] = _split_bases(bases or "")
-    return scan
+@dataclass
+class _Function:
+    module: ModuleSummary
+    summary: FunctionSummary
+    gkey: str  # path:key
+    owner: str | None  # gkey of the class whose method it is (through nesting)
 
 
-def _statements(text: str, keyword: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
-    """The matches `pattern.finditer(text)` gives, found faster: `pattern` is anchored at a
-    line start (``^[ \t]*keyword``), which the regex engine would try at every character,
-    so only the lines where `keyword` is the first word are tried (a substring search finds
-    them)."""
-    end = 0
-    pos = text.find(keyword)
-    while pos != -1:
-        line_start = text.rfind("\n", 0, pos) + 1
-        if line_start >= end and not text[line_start:pos].strip(" \t"):
-            m = pattern.match(text, line_start)
-            if m is not None:
-                end = m.end()
-                yield m
-        pos = text.find(keyword, pos + len(keyword))
+class ProjectModel:
+    """The model of a set of files. `hot_methods` are extra method names that run every
+    step (the `hot-methods` setting)."""
 
-
-def _split_bases(bases: str) -> list[str]:
-    out: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for ch in bases:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    out.append("".join(current))
-    names = []
-    for base in out:
-        if "=" in base.split("[", 1)[0]:  # metaclass=..., keyword arguments
-            continue
-        m = _BASE_NAME.match(base)
-        if m:
-            names.append(m.group(1))
-    return names
-
-
-# --- the index ---------------------------------------------------------------------------
-
-
-class ProjectIndex:
-    """Resolves the kinds of classes across the project's files."""
-
-    def __init__(self, scans: Iterable[ModuleScan] = ()) -> None:
-        self._classes: dict[str, list[str]] = {}
-        self._modules: dict[str, ModuleScan] = {}
-        for scan in scans:
-            self.add(scan)
+    def __init__(self, summaries: Iterable[ModuleSummary], hot_methods: Iterable[str] = ()) -> None:
+        self.hot_methods = frozenset(hot_methods)
+        self.modules: dict[str, ModuleSummary] = {}  # by path
+        self.by_name: dict[str, list[ModuleSummary]] = {}
+        self.classes: dict[str, _Class] = {}
+        self.functions: dict[str, _Function] = {}
+        self._module_classes: dict[int, dict[str, _Class]] = {}
+        self._module_functions: dict[int, dict[str, _Function]] = {}
+        self._module_defs: dict[int, dict[str, _Function]] = {}  # module-level functions
+        for summary in summaries:
+            self.add(summary)
         self._kinds: dict[str, ClassKind] = {}
+        self._mro: dict[str, list[str]] = {}
+        self._subclasses: dict[str, list[str]] | None = None
+        self._hot: dict[str, HotInfo] | None = None
+        self._returns: dict[str, Value] = {}
+        self._returning: set[str] = set()
+        self._attributes: dict[tuple[str, str], Value | None] = {}
+        self._table: dict[str, int] | None = None
+        self._params: dict[tuple[str, int], Value | None] = {}
+        self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
 
-    def add(self, scan: ModuleScan) -> None:
-        if scan.module is None:
-            return
-        self._modules[scan.module] = scan
-        for name, bases in scan.classes.items():
-            self._classes[f"{scan.module}.{name}"] = [self._qualify(scan, base) for base in bases]
+    # --- building ------------------------------------------------------------------------
 
-    @staticmethod
-    def _qualify(scan: ModuleScan, dotted: str) -> str:
-        root, _, rest = dotted.partition(".")
-        target = scan.imports.get(root)
-        if target is None:
-            target = f"{scan.module}.{root}" if root in scan.classes else root
-        return f"{target}.{rest}" if rest else target
+    def add(self, summary: ModuleSummary) -> None:
+        self.modules[summary.path] = summary
+        if summary.module is not None:
+            self.by_name.setdefault(summary.module, []).append(summary)
+        prefix = summary.module or summary.path
+        classes: dict[str, _Class] = {}
+        for cls in summary.classes:
+            entry = _Class(summary, cls, f"{prefix}.{cls.qualname}")
+            classes.setdefault(cls.qualname, entry)
+            self.classes.setdefault(entry.gkey, entry)
+        functions: dict[str, _Function] = {}
+        defs: dict[str, _Function] = {}
+        for fn in summary.functions:
+            owner = None
+            if fn.cls is not None and fn.cls in classes:
+                owner = classes[fn.cls].gkey
+            entry = _Function(summary, fn, f"{summary.path}:{fn.key}", owner)
+            functions[fn.key] = entry
+            self.functions[entry.gkey] = entry
+            if fn.cls is None and fn.parent is None:
+                defs[fn.name] = entry  # the last definition wins, as in Python
+        # Nested functions belong to the class of their enclosing method.
+        for entry in functions.values():
+            parent = entry.summary.parent
+            seen = 0
+            while entry.owner is None and parent is not None and seen < 50:
+                outer = functions.get(parent)
+                if outer is None:
+                    break
+                if outer.owner is not None:
+                    entry.owner = outer.owner
+                parent = outer.summary.parent
+                seen += 1
+        self._module_classes[id(summary)] = classes
+        self._module_functions[id(summary)] = functions
+        self._module_defs[id(summary)] = defs
 
-    def _follow(self, qualname: str, seen: set[str]) -> str:
-        """Follow re-exports (`pkg/__init__.py: from .base import Model`) to the definition."""
-        while qualname not in self._classes and qualname not in seen:
-            seen.add(qualname)
-            module, _, name = qualname.rpartition(".")
-            scan = self._modules.get(module)
-            if scan is None or name not in scan.imports:
-                break
-            qualname = scan.imports[name]
-        return qualname
+    # --- name resolution -----------------------------------------------------------------
 
-    def kind(self, qualname: str, _stack: frozenset[str] = frozenset()) -> ClassKind:
-        cached = self._kinds.get(qualname)
+    def module_named(self, name: str, near: ModuleSummary | None = None) -> ModuleSummary | None:
+        found = self.by_name.get(name)
+        if not found:
+            return None
+        if len(found) == 1 or near is None:
+            return found[0]
+        here = os.path.dirname(near.path)
+        for candidate in found:
+            if os.path.dirname(candidate.path) == here:
+                return candidate
+        return found[0]
+
+    def lookup(
+        self, qualified: str, near: ModuleSummary | None, depth: int = 0
+    ) -> _Class | _Function | ModuleSummary | None:
+        """What a qualified name (or `.name` of the module `near`) refers to in the project."""
+        if depth > 12:
+            return None
+        if qualified.startswith("."):
+            if near is None:
+                return None
+            return self._in_module(near, qualified[1:], depth)
+        parts = qualified.split(".")
+        for i in range(len(parts), 0, -1):
+            module = self.module_named(".".join(parts[:i]), near)
+            if module is not None:
+                if i == len(parts):
+                    return module
+                return self._in_module(module, ".".join(parts[i:]), depth)
+        return None
+
+    def _in_module(
+        self, module: ModuleSummary, rest: str, depth: int
+    ) -> _Class | _Function | ModuleSummary | None:
+        first, _, tail = rest.partition(".")
+        cls = self._module_classes[id(module)].get(first)
+        if cls is not None:
+            return self._in_class(cls, tail, depth) if tail else cls
+        fn = self._module_defs[id(module)].get(first)
+        if fn is not None:
+            return None if tail else fn
+        imported = module.imports.get(first)
+        if imported is not None:
+            return self.lookup(f"{imported}.{tail}" if tail else imported, module, depth + 1)
+        if module.module is not None and module.is_package:
+            return self.lookup(f"{module.module}.{rest}", module, depth + 1)
+        return None
+
+    def _in_class(self, cls: _Class, rest: str, depth: int) -> _Class | _Function | None:
+        first, _, tail = rest.partition(".")
+        if tail:
+            nested = self.classes.get(f"{cls.gkey}.{first}")
+            return self._in_class(nested, tail, depth + 1) if nested is not None else None
+        nested = self.classes.get(f"{cls.gkey}.{first}")
+        if nested is not None:
+            return nested
+        return self.find_method(cls.gkey, first)
+
+    def resolve_class(self, dotted: str, near: ModuleSummary) -> _Class | None:
+        found = self.lookup(dotted, near)
+        return found if isinstance(found, _Class) else None
+
+    # --- classes -------------------------------------------------------------------------
+
+    def mro(self, gkey: str) -> list[str]:
+        """The project classes `gkey` derives from, itself first (depth-first, left to
+        right, each once: close to C3 for the hierarchies projects have)."""
+        cached = self._mro.get(gkey)
         if cached is not None:
             return cached
-        if qualname in _stack:
-            return ClassKind.NONE
-        target = self._follow(qualname, set())
-        bases = self._classes.get(target)
-        if bases is None:
-            kind = kind_of_external(target)
-        else:
-            # When Lightning's own source is part of the checked tree, its LightningModule,
+        self._mro[gkey] = [gkey]  # cycles
+        out = [gkey]
+        cls = self.classes.get(gkey)
+        if cls is not None:
+            for base in cls.summary.bases:
+                target = self.resolve_class(base, cls.module)
+                if target is None:
+                    continue
+                for name in self.mro(target.gkey):
+                    if name not in out:
+                        out.append(name)
+        self._mro[gkey] = out
+        return out
+
+    def external_bases(self, gkey: str) -> list[str]:
+        """The qualified names of the bases outside the project, through the hierarchy."""
+        out = []
+        for name in self.mro(gkey):
+            cls = self.classes.get(name)
+            if cls is None:
+                continue
+            for base in cls.summary.bases:
+                if self.resolve_class(base, cls.module) is None:
+                    out.append(base.lstrip("."))
+        return out
+
+    def class_kind(self, gkey: str) -> ClassKind:
+        cached = self._kinds.get(gkey)
+        if cached is not None:
+            return cached
+        self._kinds[gkey] = ClassKind.NONE  # cycles
+        kind = ClassKind.NONE
+        for name in self.mro(gkey):
+            # When Lightning's own source is part of the project, its LightningModule,
             # LightningDataModule and Callback are defined there from mixins: they are the
             # roots by name, whatever their bases say.
-            kind = _lightning_root_kind(target)
-            for base in bases:
-                kind |= self.kind(base, _stack | {qualname})
-        self._kinds[qualname] = kind
+            kind |= _lightning_root_kind(name)
+        for base in self.external_bases(gkey):
+            kind |= kind_of_external(base)
+        self._kinds[gkey] = kind
         return kind
 
+    def find_method(self, class_gkey: str, name: str) -> _Function | None:
+        for gkey in self.mro(class_gkey):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            key = cls.summary.methods.get(name)
+            if key is not None:
+                return self._module_functions[id(cls.module)].get(key)
+        return None
+
+    def subclasses(self, gkey: str) -> list[str]:
+        """Every project class deriving from `gkey` (transitively)."""
+        if self._subclasses is None:
+            direct: dict[str, list[str]] = {}
+            for name in self.classes:
+                for base in self.mro(name)[1:]:
+                    direct.setdefault(base, []).append(name)
+            self._subclasses = direct
+        return self._subclasses.get(gkey, [])
+
     def lightning_table(self) -> dict[str, int]:
-        """Every qualified name (definitions and re-exports) that names a project class deriving
-        from Lightning or torch.nn.Module, with its kind. This small table is what the checking
-        pass needs; its hash is part of every cache key."""
+        """Every qualified name (definitions and re-exports) that names a project class
+        deriving from Lightning, torch.nn.Module or torchmetrics, with its kind: what the
+        per-file analysis needs to know about classes defined elsewhere."""
+        if self._table is not None:
+            return self._table
         table: dict[str, int] = {}
-        for qualname in self._classes:
-            kind = self.kind(qualname)
+        for gkey, cls in self.classes.items():
+            if cls.module.module is None:
+                continue
+            kind = self.class_kind(gkey)
             if kind:
-                table[qualname] = kind.value
-        for module, scan in self._modules.items():
-            for local, target in scan.imports.items():
-                if target in table:
-                    table[f"{module}.{local}"] = table[target]
-                elif target.rpartition(".")[0] in self._modules:
-                    kind = self.kind(target)
+                table[gkey] = kind.value
+        for module in self.modules.values():
+            if module.module is None:
+                continue
+            for local, target in module.imports.items():
+                found = self.lookup(target, module)
+                if isinstance(found, _Class):
+                    kind = self.class_kind(found.gkey)
                     if kind:
-                        table[f"{module}.{local}"] = kind.value
+                        table[f"{module.module}.{local}"] = kind.value
+        self._table = table
         return table
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def resolve_call(
+        self,
+        module: ModuleSummary,
+        owner: str | None,
+        form: str,
+        target: str,
+        virtual: bool = False,
+    ) -> list[_Function | _Class]:
+        """The project functions (or classes, for constructor calls) a call may run.
+        `owner` is the class of the calling method; `virtual` adds overrides of a `self.m()`
+        in subclasses (for reachability: a base class's step may call a subclass's hook)."""
+        out: list[_Function | _Class] = []
+        if form == "self":
+            if owner is None:
+                return out
+            found = self.find_method(owner, target)
+            if found is not None:
+                out.append(found)
+            if virtual:
+                for sub in self.subclasses(owner):
+                    cls = self.classes[sub]
+                    key = cls.summary.methods.get(target)
+                    if key is not None:
+                        fn = self._module_functions[id(cls.module)].get(key)
+                        if fn is not None and fn not in out:
+                            out.append(fn)
+            return out
+        if form == "super":
+            if owner is None:
+                return out
+            for gkey in self.mro(owner)[1:]:
+                cls = self.classes.get(gkey)
+                key = cls.summary.methods.get(target) if cls is not None else None
+                if key is not None and cls is not None:
+                    fn = self._module_functions[id(cls.module)].get(key)
+                    if fn is not None:
+                        out.append(fn)
+                    break
+            return out
+        if form == "attr":
+            if owner is None:
+                return out
+            attr, _, method = target.partition(".")
+            value = self.attribute_value(owner, attr)
+            if value is None or value.cls is None:
+                return out
+            return self._instance_call(value.cls, method or "__call__")
+        if form in ("name", "inst"):
+            found = self.lookup(target, module)
+            if isinstance(found, (_Function, _Class)):
+                out.append(found)
+            elif found is None and target.endswith(".__call__"):
+                cls = self.lookup(target[: -len(".__call__")], module)
+                if isinstance(cls, _Class):
+                    out.extend(self._instance_call(cls.gkey, "__call__"))
+        return out
+
+    def _instance_call(self, class_gkey: str, method: str) -> list[_Function | _Class]:
+        found = self.find_method(class_gkey, method)
+        if (
+            found is None
+            and method == "__call__"
+            and self.class_kind(class_gkey) & ClassKind.TORCH_MODULE
+        ):
+            found = self.find_method(class_gkey, "forward")
+        return [found] if found is not None else []
+
+    # --- hot code ------------------------------------------------------------------------
+
+    @property
+    def hot(self) -> dict[str, HotInfo]:
+        """Function gkey -> HotInfo for every function that runs every step."""
+        if self._hot is None:
+            self._hot = self._compute_hot()
+        return self._hot
+
+    def _compute_hot(self) -> dict[str, HotInfo]:
+        hot: dict[str, HotInfo] = {}
+        queue: deque[str] = deque()
+        nested: dict[str, list[_Function]] = {}
+        for fn in self.functions.values():
+            parent = fn.summary.parent
+            if parent is not None:
+                nested.setdefault(f"{fn.module.path}:{parent}", []).append(fn)
+        for gkey, fn in self.functions.items():
+            kind = None
+            if fn.summary.cls is not None and fn.owner is not None:
+                kind = self.class_kind(fn.owner)
+            elif fn.summary.cls is not None:
+                kind = ClassKind.NONE
+            reason = entry_reason(fn.summary.name, kind, self.hot_methods)
+            if reason is not None:
+                hot[gkey] = HotInfo(reason, fn.summary.name)
+                queue.append(gkey)
+        while queue:
+            gkey = queue.popleft()
+            info = hot[gkey]
+            fn = self.functions[gkey]
+            for call in fn.summary.calls:
+                edge_guards = info.guards | frozenset(call.guards)
+                for target in self.resolve_call(
+                    fn.module, fn.owner, call.form, call.target, virtual=True
+                ):
+                    if not isinstance(target, _Function) or is_cold_name(target.summary.name):
+                        continue
+                    self._reach(hot, queue, target, info, (fn.module.path, call.line), edge_guards)
+            for inner in nested.get(gkey, ()):
+                self._reach(hot, queue, inner, info, None, info.guards)
+        return hot
+
+    @staticmethod
+    def _reach(
+        hot: dict[str, HotInfo],
+        queue: deque[str],
+        target: _Function,
+        info: HotInfo,
+        site: tuple[str, int] | None,
+        guards: frozenset[str],
+    ) -> None:
+        existing = hot.get(target.gkey)
+        if existing is None:
+            if site is None:  # a nested function runs as part of its enclosing one
+                new = HotInfo(info.root, info.name, info.chain, guards)
+            else:
+                new = HotInfo(info.root, target.summary.name, (*info.chain, site), guards)
+            hot[target.gkey] = new
+            queue.append(target.gkey)
+            return
+        if existing.guards and not guards >= existing.guards:
+            # Another call reaches it under fewer guards: keep only the shared ones.
+            hot[target.gkey] = HotInfo(
+                existing.root, existing.name, existing.chain, existing.guards & guards
+            )
+            queue.append(target.gkey)
+
+    # --- values --------------------------------------------------------------------------
+
+    def return_value(self, gkey: str) -> Value:
+        """What the function returns, resolved across the project (memoised)."""
+        cached = self._returns.get(gkey)
+        if cached is not None:
+            return cached
+        if gkey in self._returning:
+            return UNKNOWN_VALUE
+        fn = self.functions.get(gkey)
+        if fn is None:
+            return UNKNOWN_VALUE
+        self._returning.add(gkey)
+        try:
+            values = [
+                self.resolve_atoms(atoms, fn.module, fn.owner, 0) for atoms in fn.summary.returns
+            ]
+            values = [v for v in values if v is not None]
+            if values:
+                value = combine_values(values)
+            elif fn.summary.returns:
+                value = UNKNOWN_VALUE
+            else:
+                value = Value("host")  # returns None
+            annotation = (fn.summary.returns_annotation or "").replace(" ", "")
+            if value.kind == "unknown" and value.elements is None:
+                if annotation.endswith("Tensor"):
+                    value = Value("device", value.mask, value.params)
+                elif annotation in ("int", "float", "bool"):
+                    value = Value("number")
+        finally:
+            self._returning.discard(gkey)
+        self._returns[gkey] = value
+        return value
+
+    def param_value(self, gkey: str, index: int, _depth: int = 0) -> Value | None:
+        """What the project's calls pass as parameter `index` of the function (None when no
+        call of the project is seen, or a call does not pass it). Entry points are called by
+        Lightning or torch, not by the project: None."""
+        key = (gkey, index)
+        if key in self._params:
+            return self._params[key]
+        self._params[key] = None  # cycles
+        fn = self.functions.get(gkey)
+        callers = self._callers().get(gkey, []) if fn is not None else []
+        if fn is None or not callers or _depth > 4:
+            return None
+        name = fn.summary.params[index] if index < len(fn.summary.params) else None
+        values: list[Value] = []
+        for caller, call, offset in callers:
+            position = index - offset
+            if name is not None and name in call.keywords:
+                atoms = call.keywords[name]
+            elif 0 <= position < len(call.args):
+                atoms = call.args[position]
+            else:
+                return None  # a default, or passed through *args: not visible
+            value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
+            if value is None:
+                return None
+            if value.params:
+                # The caller passes its own parameter on: what its callers pass.
+                inner = [self.param_value(caller.gkey, p, _depth + 1) for p in value.params]
+                if any(v is None for v in inner):
+                    return None
+                value = combine_values([Value(value.kind), *inner])  # type: ignore[list-item]
+            values.append(value)
+        result = combine_values(values)
+        self._params[key] = result
+        return result
+
+    def precompute_callers(self) -> None:
+        """Resolve the caller index now (before worker processes fork and inherit it)."""
+        self._callers()
+
+    def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
+        """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
+        if self._caller_index is None:
+            index: dict[str, list[tuple[_Function, Any, int]]] = {}
+            for fn in self.functions.values():
+                functions = self._module_functions[id(fn.module)]
+                for call in fn.summary.calls:
+                    targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+                    if not targets and call.form == "name":
+                        # A function nested in the caller (`def filter_ids(ids): ...`).
+                        inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
+                        targets = [inner] if inner is not None else []
+                    for target in targets:
+                        if not isinstance(target, _Function):
+                            continue
+                        bound = call.form in ("self", "super", "attr", "inst")
+                        offset = (
+                            1
+                            if (bound and target.summary.bound)
+                            or "classmethod" in target.summary.decorators
+                            else 0
+                        )
+                        index.setdefault(target.gkey, []).append((fn, call, offset))
+            self._caller_index = index
+        return self._caller_index
+
+    def attribute_value(self, class_gkey: str, attr: str) -> Value | None:
+        """What `self.<attr>` holds in instances of the class (None when no method of the
+        class or its project bases assigns it)."""
+        key = (class_gkey, attr)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = None  # cycles
+        values: list[Value] = []
+        for gkey in self.mro(class_gkey):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            atoms = cls.summary.attributes.get(attr)
+            if atoms is not None:
+                resolved = self.resolve_atoms(atoms, cls.module, gkey, 0)
+                if resolved is not None:
+                    values.append(resolved)
+        value = combine_values(values) if values else None
+        self._attributes[key] = value
+        return value
+
+    def resolve_atoms(
+        self, atoms: list[Atom], module: ModuleSummary, owner: str | None, depth: int
+    ) -> Value | None:
+        """The value of a list of atoms (None when it is only `None`)."""
+        if depth > 8:
+            return UNKNOWN_VALUE
+        values: list[Value] = []
+        for atom in atoms:
+            value = self._atom(atom, module, owner, depth + 1)
+            if value is not None:
+                values.append(value)
+        if not values:
+            return None
+        return combine_values(values)
+
+    def _atom(
+        self, atom: Atom, module: ModuleSummary, owner: str | None, depth: int
+    ) -> Value | None:
+        if isinstance(atom, str):
+            if atom == "none":
+                return None
+            if atom == "mask":
+                return Value("device", mask=True)
+            return Value(atom) if atom in KINDS else UNKNOWN_VALUE
+        tag = atom[0]
+        if tag == "p":
+            return Value("unknown", params=frozenset({atom[1]}))
+        if tag == "a":
+            if owner is None:
+                return UNKNOWN_VALUE
+            value = self.attribute_value(owner, atom[1])
+            return value if value is not None else UNKNOWN_VALUE
+        if tag == "t":
+            elements = []
+            for inner in atom[1:]:
+                value = self.resolve_atoms(inner, module, owner, depth)
+                elements.append(value if value is not None else Value("host"))
+            return Value("host", elements=tuple(elements))
+        if tag == "e":
+            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            if inner is None:
+                return UNKNOWN_VALUE
+            if inner.elements is not None:
+                if 0 <= atom[1] < len(inner.elements):
+                    return inner.elements[atom[1]]
+                return combine_values(list(inner.elements))
+            # Indexing a tensor gives a tensor; a parameter's element depends on the argument.
+            return Value(inner.kind, inner.mask, inner.params)
+        if tag == "m":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [p for p in parts if p is not None]
+            kind = combine_kinds(p.kind for p in parts) if parts else "unknown"
+            if kind in _HOSTLIKE:
+                return Value("number")
+            params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
+            return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+        if tag == "mv":
+            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            if inner is not None and (inner.kind == "module" or inner.cls is not None):
+                return inner
+            if inner is None or inner.kind == "unknown":
+                if atom[1] == "cpu":
+                    return Value("cpu")  # a tensor or a model: on the host either way
+                return UNKNOWN_VALUE  # a tensor or a model: moving it says nothing
+            return Value(atom[1])
+        if tag == "c":
+            return self.call_value(module, owner, atom[1], atom[2], atom[3], depth)
+        return UNKNOWN_VALUE
+
+    def call_value(
+        self,
+        module: ModuleSummary,
+        owner: str | None,
+        form: str,
+        target: str,
+        args: list[list[Atom]] | list[Value],
+        depth: int = 0,
+    ) -> Value:
+        """The value a call returns; `args` are the positional arguments (atoms, or values
+        already resolved by the caller)."""
+        targets = self.resolve_call(module, owner, form, target)
+        if not targets and form == "attr" and owner is not None:
+            return self._attribute_call(module, owner, target, args, depth)
+        if len(targets) != 1:
+            return UNKNOWN_VALUE
+        found = targets[0]
+        if isinstance(found, _Class):
+            kind = self.class_kind(found.gkey)
+            return Value("module" if kind & ClassKind.TORCH_MODULE else "unknown", cls=found.gkey)
+        value = self.return_value(found.gkey)
+        if not value.params:
+            return value
+        bound_call = form in ("self", "super", "attr", "inst") and found.summary.bound
+        offset = 1 if bound_call or "classmethod" in found.summary.decorators else 0
+        kinds = [value.kind] if value.kind != "unknown" or not value.params else []
+        for index in value.params:
+            position = index - offset
+            if 0 <= position < len(args):
+                arg = args[position]
+                resolved = (
+                    arg
+                    if isinstance(arg, Value)
+                    else self.resolve_atoms(arg, module, owner, depth + 1)
+                )
+                if resolved is not None:
+                    kinds.append(resolved.kind)
+                    continue
+            kinds.append("unknown")
+        mask = value.mask
+        return Value(combine_kinds(kinds), mask, frozenset(), value.elements, value.cls)
+
+    def _attribute_call(
+        self,
+        module: ModuleSummary,
+        owner: str,
+        target: str,
+        args: list[list[Atom]] | list[Value],
+        depth: int,
+    ) -> Value:
+        """`self.x(...)` / `self.x.m(...)` where `self.x` is a module from outside the
+        project (`nn.Linear`, a Hugging Face model): tensors in, tensors out."""
+        attr, _, method = target.partition(".")
+        value = self.attribute_value(owner, attr)
+        if value is not None and value.kind in ("device", "cpu") and method:
+            # A method of a tensor attribute (`self.max_N.unsqueeze(0)`): it stays where it is.
+            if method in ("cpu", "numpy", "tolist", "item", "size", "dim", "numel"):
+                return Value(
+                    {"cpu": "cpu", "numpy": "numpy", "tolist": "host"}.get(method, "number")
+                )
+            if method in ("to", "cuda", "xla"):
+                return Value("device") if method != "to" else UNKNOWN_VALUE
+            return Value(value.kind)
+        if value is None or value.kind != "module":
+            return UNKNOWN_VALUE
+        if method in MODULE_SELF_METHODS:
+            return Value("module")
+        if method and method not in TENSOR_METHODS_OF_MODULES:
+            return UNKNOWN_VALUE  # `self.model.detect_eos(codes)` may return anything
+        kinds, params = [], set()
+        for arg in args:
+            resolved = (
+                arg if isinstance(arg, Value) else self.resolve_atoms(arg, module, owner, depth + 1)
+            )
+            if resolved is not None:
+                kinds.append(resolved.kind)
+                params |= resolved.params
+        if "device" in kinds:
+            return Value("device")
+        return Value("unknown", params=frozenset(params))
+
+    def iteration_splits_by_rank(self, class_gkey: str) -> bool | None:
+        """Whether iterating instances of the class reads the rank or world size: True when
+        `__iter__` or anything it calls in the project does, False when everything it calls
+        is visible and none does, None when it hands off to code the model cannot see
+        (`self.task.train__iter__()` on an attribute of unknown type)."""
+        start = self.find_method(class_gkey, "__iter__")
+        if start is None:
+            return None
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            fn = stack.pop()
+            if fn.gkey in seen:
+                continue
+            seen.add(fn.gkey)
+            if fn.summary.rank_aware:
+                return True
+            if len(seen) > 50 or is_cold_name(fn.summary.name):
+                # Summaries keep no calls of cold-named functions (`self.setup()` from
+                # `__iter__`): what they call is not visible.
+                return None
+            for call in fn.summary.calls:
+                targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+                found = [t for t in targets if isinstance(t, _Function)]
+                if found:
+                    stack.extend(found)
+                elif targets:
+                    continue  # a constructor of a project class
+                elif call.form != "name" or (
+                    call.target.startswith(".") and call.target[1:] not in _BUILTIN_NAMES
+                ):
+                    return None  # a method of an object the model does not know
+        return False
+
+    def dataset_length(
+        self, class_gkey: str, args: list[int | None], keywords: dict[str, int | None]
+    ) -> int | None:
+        """The `len()` of `Cls(*args, **keywords)` for a dataset class of the project whose
+        `__len__` returns a number or an `__init__` parameter it stored (`self.len = length`;
+        Lightning's `RandomDataset(size, length)`); None when it is not visible."""
+        length = self.find_method(class_gkey, "__len__")
+        if length is None:
+            return None
+        if length.summary.const_return is not None:
+            return length.summary.const_return
+        returns = length.summary.returns
+        if len(returns) != 1 or len(returns[0]) != 1:
+            return None
+        atom = returns[0][0]
+        if not (isinstance(atom, list) and atom[0] == "a"):
+            return None
+        init = self.find_method(class_gkey, "__init__")
+        if init is None or init.owner is None:
+            return None
+        owner = self.classes.get(init.owner)
+        index = owner.summary.param_attributes.get(atom[1]) if owner is not None else None
+        if index is None:
+            return None
+        name = init.summary.params[index]
+        if name in keywords:
+            return keywords[name]
+        position = index - 1  # `self`
+        return args[position] if 0 <= position < len(args) else None
+
+    # --- per-file views ------------------------------------------------------------------
+
+    def module_at(self, path: str) -> ModuleSummary | None:
+        module = self.modules.get(path)
+        if module is None and path not in ("-", "<stdin>"):
+            module = self.modules.get(os.path.realpath(path))
+        return module
+
+    def view(self, path: str) -> FileView | None:
+        module = self.module_at(path)
+        if module is None:
+            return None
+        return FileView(self, module)
+
+    def file_digest(self, path: str) -> str:
+        """A digest of every fact about other files the checking of `path` reads: the hot
+        chains of its functions, what its calls return, what its classes' attributes hold,
+        and the kinds of the classes its imports name. Part of the result cache key, so a
+        cached result is reused only if those facts did not change."""
+        module = self.module_at(path)
+        if module is None:
+            return ""
+        h = hashlib.blake2b(digest_size=16)
+        hot = self.hot
+        functions = self._module_functions[id(module)]
+        for key, fn in functions.items():
+            info = hot.get(fn.gkey)
+            if info is not None:
+                h.update(f"H{key}={info.root}|{info.chain}|{sorted(info.guards)};".encode())
+            for call in fn.summary.calls:
+                value = self.call_value(module, fn.owner, call.form, call.target, [])
+                h.update(f"C{call.form}:{call.target}={value.digest_text()};".encode())
+        for cls in module.classes:
+            gkey = f"{module.module or module.path}.{cls.qualname}"
+            h.update(f"K{gkey}={self.class_kind(gkey).value};".encode())
+            for gbase in self.mro(gkey):
+                other = self.classes.get(gbase)
+                if other is None:
+                    continue
+                for attr in other.summary.attributes:
+                    value = self.attribute_value(gkey, attr)
+                    h.update(f"A{attr}={value.digest_text() if value else '-'};".encode())
+                h.update(f"M{gbase}={sorted(other.summary.methods)};".encode())
+        for local, target in sorted(module.imports.items()):
+            found = self.lookup(target, module)
+            if isinstance(found, _Class):
+                h.update(f"I{local}=class{self.class_kind(found.gkey).value};".encode())
+            elif isinstance(found, _Function):
+                h.update(f"I{local}=fn{self.return_value(found.gkey).digest_text()};".encode())
+        return h.hexdigest()
+
+
+@dataclass
+class FileView:
+    """The project model as one file's analysis sees it."""
+
+    model: ProjectModel
+    module: ModuleSummary
+    base: str | None = None  # the folder chain paths are shown relative to
+    _functions: dict[str, _Function] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._functions = self.model._module_functions[id(self.module)]
+
+    @property
+    def path(self) -> str:
+        return self.module.path
+
+    def hot(self, key: str) -> HotInfo | None:
+        fn = self._functions.get(key)
+        return self.model.hot.get(fn.gkey) if fn is not None else None
+
+    def hot_reason(self, info: HotInfo) -> str:
+        return info.reason(self.module.path, self.base)
+
+    @property
+    def has_hot_code(self) -> bool:
+        hot = self.model.hot
+        return any(fn.gkey in hot for fn in self._functions.values())
+
+    @property
+    def class_kinds(self) -> ClassKind:
+        """The union of the kinds of the file's classes."""
+        kind = ClassKind.NONE
+        for cls in self.module.classes:
+            kind |= self.model.class_kind(self.class_gkey(cls.qualname))
+        return kind
+
+    @property
+    def has_lightning_class(self) -> bool:
+        return self.class_kinds.is_lightning
+
+    def class_gkey(self, qualname: str) -> str:
+        return f"{self.module.module or self.module.path}.{qualname}"
+
+    def owner_of(self, key: str) -> str | None:
+        fn = self._functions.get(key)
+        return fn.owner if fn is not None else None
+
+    def call_value(
+        self, owner: str | None, form: str, target: str, args: list[Value]
+    ) -> Value | None:
+        """What a call in this file returns (None when the model does not know the callee)."""
+        targets = self.model.resolve_call(self.module, owner, form, target)
+        if len(targets) != 1:
+            return None
+        return self.model.call_value(self.module, owner, form, target, args)
+
+    def attribute_value(self, owner: str | None, attr: str) -> Value | None:
+        if owner is None:
+            return None
+        return self.model.attribute_value(owner, attr)
+
+    def param_value(self, key: str, index: int) -> Value | None:
+        """What the project's calls pass as parameter `index` of this file's function `key`
+        (see ProjectModel.param_value)."""
+        fn = self._functions.get(key)
+        return self.model.param_value(fn.gkey, index) if fn is not None else None
+
+    def class_kind(self, qualname: str) -> ClassKind:
+        return self.model.class_kind(self.class_gkey(qualname))
+
+    def sampler_injection_off(self) -> list[str]:
+        """The other files of the project that turn Lightning's sampler injection off
+        (`use_distributed_sampler=False`), nearest first: the training script that runs this
+        file's loaders may be one of them."""
+        here = os.path.dirname(self.module.path)
+        others = [
+            m.path
+            for m in self.model.modules.values()
+            if m.sampler_injection_off and m is not self.module
+        ]
+        return sorted(others, key=lambda p: (os.path.commonpath([here, p]) != here, p))
+
+    def display(self, path: str) -> str:
+        return _display(path, self.base)
+
+    def dataset_class(self, target: str) -> tuple[list[str], bool] | None:
+        """For a class of the project named `target` (qualified or `.local`): the qualified
+        names of its bases outside the project, and whether its code (or a project base's)
+        reads the rank or world size. None when `target` is no project class."""
+        found = self.model.lookup(target, self.module)
+        if not isinstance(found, _Class):
+            return None
+        aware = any(
+            self.model.classes[name].summary.rank_aware
+            for name in self.model.mro(found.gkey)
+            if name in self.model.classes
+        )
+        if not aware:
+            splits = self.model.iteration_splits_by_rank(found.gkey)
+            aware = splits is None or splits
+        return self.model.external_bases(found.gkey), aware
+
+    def dataset_length(
+        self, target: str, args: list[int | None], keywords: dict[str, int | None]
+    ) -> int | None:
+        """`len()` of a dataset built by calling `target` (a qualified or `.local` class
+        name), when the project shows it."""
+        found = self.model.lookup(target, self.module)
+        if not isinstance(found, _Class):
+            return None
+        return self.model.dataset_length(found.gkey, args, keywords)
+
+
+def build_model(files: Iterable[tuple[str, str]], hot_methods: Iterable[str] = ()) -> ProjectModel:
+    """A model of (path, text) pairs, summarised without a cache (tests, single sources)."""
+    from tpulint.analysis.summary import summarize
+
+    summaries = []
+    for path, text in files:
+        module, is_package = (
+            module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
+        )
+        summaries.append(summarize(text, path, module, is_package))
+    return ProjectModel(summaries, hot_methods)
 
 
 def table_digest(table: Mapping[str, int]) -> str:
     h = hashlib.sha1()
     for key in sorted(table):
         h.update(f"{key}={table[key]};".encode())
+    return h.hexdigest()
+
+
+def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugging aid
+    h = hashlib.sha1()
+    for value in values:
+        h.update(repr(value).encode())
     return h.hexdigest()

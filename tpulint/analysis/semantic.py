@@ -1,9 +1,10 @@
 """Per-file analysis shared by every rule, computed once per file before the rules run.
 
 It answers: which classes are Lightning classes (also through bases defined in other files of
-the project), which functions are hot (run for every batch: step methods, `forward`, batch
-hooks, and the helpers they call through `self.` or module-level names), and which hook each
-hot function is reached from, so messages can say "in training_step".
+the project), which functions are hot (run for every batch) and through which chain, so
+messages can say "in training_step". Hot code is the project model's answer
+(tpulint.analysis.project), which follows calls across files; this module maps the model's
+functions onto the libcst tree.
 """
 
 from __future__ import annotations
@@ -13,79 +14,32 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from tpulint.analysis.guards import effective
 from tpulint.analysis.imports import Aliases, dotted_name
-from tpulint.analysis.project import ClassKind, kind_of_external
+from tpulint.analysis.project import (
+    CALLBACK_BATCH_HOOKS,
+    COLD_METHODS,
+    LIGHTNING_BATCH_HOOKS,
+    STEP_METHODS,
+    ClassKind,
+    FileView,
+    build_model,
+    is_cold_name,
+    kind_of_external,
+)
 from tpulint.analysis.walker import Dispatcher
 
-STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
-LIGHTNING_BATCH_HOOKS = frozenset(
-    {
-        "on_train_batch_start",
-        "on_train_batch_end",
-        "on_validation_batch_start",
-        "on_validation_batch_end",
-        "on_test_batch_start",
-        "on_test_batch_end",
-        "on_predict_batch_start",
-        "on_predict_batch_end",
-        "on_before_backward",
-        "on_after_backward",
-        "on_before_optimizer_step",
-        "on_before_zero_grad",
-        "optimizer_step",
-        "optimizer_zero_grad",
-        "backward",
-        "configure_gradient_clipping",
-        "on_after_batch_transfer",
-        "training_step_end",
-        "validation_step_end",
-        "test_step_end",
-    }
-)
-CALLBACK_BATCH_HOOKS = frozenset(
-    {
-        "on_train_batch_start",
-        "on_train_batch_end",
-        "on_validation_batch_start",
-        "on_validation_batch_end",
-        "on_test_batch_start",
-        "on_test_batch_end",
-        "on_predict_batch_start",
-        "on_predict_batch_end",
-        "on_before_backward",
-        "on_after_backward",
-        "on_before_optimizer_step",
-        "on_before_zero_grad",
-    }
-)
-# Hooks that run once per epoch/fit (or never per batch): never made hot by a call.
-COLD_METHODS = frozenset(
-    {
-        "__init__",
-        "setup",
-        "teardown",
-        "prepare_data",
-        "configure_optimizers",
-        "configure_callbacks",
-        "configure_model",
-        "configure_sharded_model",
-        "train_dataloader",
-        "val_dataloader",
-        "test_dataloader",
-        "predict_dataloader",
-        "on_save_checkpoint",
-        "on_load_checkpoint",
-        "state_dict",
-        "load_state_dict",
-        "lr_scheduler_step",
-    }
-)
-
-
-def is_cold_name(name: str) -> bool:
-    if name in COLD_METHODS:
-        return True
-    return name.startswith("on_") and "batch" not in name and name not in LIGHTNING_BATCH_HOOKS
+__all__ = [
+    "CALLBACK_BATCH_HOOKS",
+    "COLD_METHODS",
+    "LIGHTNING_BATCH_HOOKS",
+    "STEP_METHODS",
+    "ClassInfo",
+    "FunctionInfo",
+    "ModuleAnalysis",
+    "analyze_module",
+    "is_cold_name",
+]
 
 
 @dataclass(eq=False)
@@ -97,6 +51,7 @@ class ClassInfo:
     bases: list[str]  # qualified (or local) names of the bases
     local_bases: list[ClassInfo] = field(default_factory=list)
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    local_qualname: str = ""  # `Outer.Inner` within the module
 
     @property
     def is_lightning(self) -> bool:
@@ -124,8 +79,12 @@ class FunctionInfo:
     name: str
     cls: ClassInfo | None
     parent: FunctionInfo | None
+    key: str = ""  # `qualname#index`, as the project model keys functions
     hot_reason: str | None = None  # the entry point this function is reached from, if hot
     root_hook: str | None = None  # the hook name at the root of the hot chain
+    # Guard kinds every call that makes this function hot sits under (`if batch_idx == 0:`).
+    call_guards: frozenset[str] = frozenset()
+    owner: str | None = None  # the project model's key of the class it is a method of
     # Walks the body for its calls, on first use (most functions never need it).
     call_loader: Callable[[FunctionInfo], tuple[set[str], set[str]]] | None = field(
         default=None, repr=False
@@ -166,6 +125,7 @@ class FunctionInfo:
 class ModuleAnalysis:
     classes: dict[int, ClassInfo]
     functions: dict[int, FunctionInfo]
+    view: FileView | None = None
 
     def function(self, node: cst.FunctionDef) -> FunctionInfo | None:
         return self.functions.get(id(node))
@@ -191,6 +151,14 @@ class _Collector:
         self.func_stack: list[FunctionInfo] = []
         # The innermost scope is a class body when the last push was a class.
         self.scope_kinds: list[str] = []
+        self.names: list[str] = []  # the qualname prefix (enclosing classes and functions)
+        self.counts: dict[str, int] = {}
+
+    def _key(self, name: str) -> str:
+        qualname = ".".join([*self.names, name])
+        index = self.counts.get(qualname, 0)
+        self.counts[qualname] = index + 1
+        return f"{qualname}#{index}"
 
     def visit_Import(self, node: cst.Import) -> None:
         self.aliases.bind_import(node)
@@ -231,30 +199,35 @@ class _Collector:
         module = self.aliases.module
         qualname = f"{module}.{name}" if module and not self.class_stack else name
         info = ClassInfo(node, name, qualname, kind, bases, local_bases)
+        info.local_qualname = ".".join([*self.names, name])
         self.classes[id(node)] = info
         if not self.func_stack:
             self.by_name[name] = info
         self.class_stack.append(info)
         self.scope_kinds.append("class")
+        self.names.append(name)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_stack.pop()
         self.scope_kinds.pop()
+        self.names.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         in_class = bool(self.scope_kinds) and self.scope_kinds[-1] == "class"
         cls = self.class_stack[-1] if in_class else None
         parent = self.func_stack[-1] if self.func_stack else None
-        info = FunctionInfo(node, node.name.value, cls, parent)
+        info = FunctionInfo(node, node.name.value, cls, parent, self._key(node.name.value))
         if cls is not None:
             cls.methods.setdefault(info.name, node)
         self.functions[id(node)] = info
         self.func_stack.append(info)
         self.scope_kinds.append("function")
+        self.names.append(node.name.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.func_stack.pop()
         self.scope_kinds.pop()
+        self.names.pop()
 
     def collect(self, statements: Iterable[cst.CSTNode]) -> None:
         """Walk statements only (imports, classes, functions, and the blocks that can hold
@@ -331,27 +304,6 @@ class _CallCollector:
         return False
 
 
-def _entry_reason(info: FunctionInfo, hot_methods: frozenset[str]) -> str | None:
-    """Why a function is hot on its own (an entry point), or None."""
-    name = info.name
-    if name in hot_methods:
-        return name
-    cls = info.cls
-    if cls is None:
-        return None
-    if name == "forward" or name in STEP_METHODS:
-        return name
-    kind = cls.kind
-    if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE):
-        if name in LIGHTNING_BATCH_HOOKS:
-            return name
-        if name.endswith("_step") and not is_cold_name(name):
-            return name
-    if kind & ClassKind.CALLBACK and name in CALLBACK_BATCH_HOOKS:
-        return name
-    return None
-
-
 def analyze_module(
     module: cst.Module,
     aliases: Aliases,
@@ -359,9 +311,13 @@ def analyze_module(
     hot_methods: Iterable[str] = (),
     parents: dict[int, cst.CSTNode] | None = None,
     children_of: dict[int, list[cst.CSTNode]] | None = None,
+    view: FileView | None = None,
+    path: str | None = None,
+    source: str | None = None,
 ) -> ModuleAnalysis:
     """Analyse `module`. `parents`/`children_of` are filled for later walks of the same tree
-    (see Dispatcher.walk)."""
+    (see Dispatcher.walk). `view` is the project model's view of the file; without one,
+    the file is modelled alone (`path` and `source` name and give its text)."""
     collector = _Collector(aliases, project or {})
     collector.collect(module.body)
     functions = collector.functions
@@ -378,55 +334,21 @@ def analyze_module(
     for info in functions.values():
         info.call_loader = load_calls
 
-    hot = frozenset(hot_methods)
-    module_functions = {
-        info.name: info for info in functions.values() if info.cls is None and info.parent is None
-    }
-    # Subclasses in this file whose hot methods call self.<m> defined on a local base.
-    subclasses: dict[int, list[ClassInfo]] = {}
-    for cls in collector.classes.values():
-        for base in cls.local_bases:
-            subclasses.setdefault(id(base), []).append(cls)
-
-    nested: dict[int, list[FunctionInfo]] = {}
-    for info in functions.values():
-        if info.parent is not None:
-            nested.setdefault(id(info.parent), []).append(info)
-
-    worklist: list[FunctionInfo] = []
-    for info in functions.values():
-        reason = _entry_reason(info, hot)
-        if reason is not None:
-            info.hot_reason = reason
-            info.root_hook = reason
-            worklist.append(info)
-    while worklist:
-        info = worklist.pop()
-        targets: list[FunctionInfo] = []
-        owner = info
-        while owner.cls is None and owner.parent is not None:
-            owner = owner.parent
-        if owner.cls is not None:
-            for name in info.calls_self:
-                node = owner.cls.resolve_method(name)
-                if node is not None:
-                    target = functions.get(id(node))
-                    if target is not None:
-                        targets.append(target)
-        for name in info.calls_bare:
-            target = module_functions.get(name)
-            if target is not None:
-                targets.append(target)
-        for target in targets:
-            if target.hot or is_cold_name(target.name):
-                continue
-            target.hot_reason = f"`{target.name}` (called from {info.root_hook})"
-            target.root_hook = info.root_hook
-            worklist.append(target)
-        # Functions defined inside a hot function run as part of it.
-        for target in nested.get(id(info), ()):
-            if not target.hot:
-                target.hot_reason = info.hot_reason
-                target.root_hook = info.root_hook
-                worklist.append(target)
-    return ModuleAnalysis(collector.classes, functions)
+    if view is None:
+        # No project: the file alone is the project.
+        name = path or "<stdin>"
+        text = source if source is not None else module.code
+        view = build_model([(name, text)], hot_methods).view(name)
+    if view is not None:
+        for info in functions.values():
+            owner = info
+            while owner.cls is None and owner.parent is not None:
+                owner = owner.parent
+            if owner.cls is not None:
+                info.owner = view.class_gkey(owner.cls.local_qualname)
+            hot = view.hot(info.key)
+            if hot is not None:
+                info.hot_reason = view.hot_reason(hot)
+                info.root_hook = hot.root
+                info.call_guards = effective(hot.guards, hot.root)
+    return ModuleAnalysis(collector.classes, functions, view)
