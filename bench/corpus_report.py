@@ -36,6 +36,7 @@ from tpulint.registry import all_rules  # noqa: E402
 from tpulint.runner import check_paths, fix_paths  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "bench" / ".cache" / "corpus"
+KEEP_MARKER = "<!-- hand-written below: kept when this report is regenerated -->"
 FETCH = ROOT.parent / "shared" / "corpus" / "fetch.sh"
 
 
@@ -93,15 +94,32 @@ def write_report(
         f"PyPI packages (../shared/corpus/fetch.sh), all rules selected (`--select ALL`), "
         f"{len(diagnostics)} findings, checked in {elapsed:.1f} s.",
         "",
-        "| rule | name | findings | files |",
-        "|---|---|---|---|",
+        "A finding counts as *with a fix* when `tpulint fix --apply --unsafe-fixes` would fix it"
+        " (a safe or an unsafe fix; display-only suggestions do not count).",
+        "",
+        "| rule | name | findings | files | with a fix |",
+        "|---|---|---|---|---|",
     ]
     rules = {r.code: r for r in all_rules()}
+    fixable = Counter(d.code for d in diagnostics if d.fixable(unsafe=True))
     for code in sorted(rules):
         if code.startswith("TPL") and code not in counts:
             continue
         files = len({d.path for d in by_code.get(code, [])})
-        lines.append(f"| {code} | {rules[code].name} | {counts.get(code, 0)} | {files} |")
+        lines.append(
+            f"| {code} | {rules[code].name} | {counts.get(code, 0)} | {files}"
+            f" | {fixable.get(code, 0)} |"
+        )
+    # The dynamic-shape and host-sync rules, the ones issue 12's target is about.
+    runtime = [c for c in counts if c.startswith(("TPU1", "TPU2"))]
+    total = sum(counts[c] for c in runtime)
+    with_fix = sum(fixable.get(c, 0) for c in runtime)
+    share = f"{100 * with_fix / total:.0f}%" if total else "-"
+    lines.append(
+        f"| **TPU1xx + TPU2xx** | host syncs, dynamic shapes | **{total}** |"
+        f" {len({d.path for d in diagnostics if d.code in runtime})}"
+        f" | **{with_fix} ({share})** |"
+    )
     lines += ["", f"## A sample of findings per rule (up to {sample}, seeded)", ""]
     for code in sorted(by_code):
         items = by_code[code]
@@ -113,7 +131,15 @@ def write_report(
             code_line = source_line(corpus, d.path, d.start.line).replace("|", "\\|")
             lines.append(f"- `{where}`: {d.message}  \n  `{code_line[:140]}`")
         lines.append("")
-    (ROOT / "docs" / "corpus-report.md").write_text("\n".join(lines), encoding="utf-8")
+    report = ROOT / "docs" / "corpus-report.md"
+    # Hand-written sections (the read sample of the rewrites) follow a marker and survive
+    # regeneration.
+    kept = ""
+    if report.exists():
+        previous = report.read_text(encoding="utf-8")
+        if KEEP_MARKER in previous:
+            kept = "\n" + previous[previous.index(KEEP_MARKER) :]
+    report.write_text("\n".join(lines) + kept, encoding="utf-8")
     index = render_index(list(all_rules()), dict(counts))
     index = index.replace(
         "Generated from the rule classes by `python -m tpulint.docs`; do not edit by hand.",
@@ -140,7 +166,7 @@ def write_report(
         ),
         encoding="utf-8",
     )
-    print("\n".join(lines[: 8 + len(rules)]))
+    print("\n".join(lines[: 11 + len(rules)]))
 
 
 def fix_sweep(corpus: Path) -> dict[str, int]:

@@ -2,10 +2,10 @@
 
     python examples/make_ready.py
 
-It copies tpu_unready/, runs `tpulint fix --unsafe-fixes` on the copy (every safe and unsafe
-fix), then applies the display-only suggestions that remain (here: TPU202's masked mean),
-which is what a user does by hand after reading `tpulint check --output-format full`.
-tests/test_examples.py checks that tpu_ready/ is exactly this output.
+It copies tpu_unready/ and runs `tpulint fix --unsafe-fixes` on the copy: every safe and unsafe
+fix, the masked mean of the loss (TPU202) included. Any display-only suggestion left would be
+applied too, as a user does by hand after reading `tpulint check --output-format full` (there
+is none left today). tests/test_examples.py checks that tpu_ready/ is exactly this output.
 """
 
 from __future__ import annotations

@@ -10,20 +10,20 @@ from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import ClassKind
 from tpulint.analysis.values import CPU, DEVICE, ValueKind
 from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec, ImportSpec, Invalid, Rule, Valid
+from tpulint.rule import FixSpec, Invalid, Rule, Valid
 
 from ._common import source_of
+from ._rewrites_masked import read_fix, write_fix
+from ._rewrites_nonzero import shape_op_fix
 from ._shape_helpers import (
     TrackingRule,
     elementwise_mask,
-    is_number_literal,
     is_self_attribute,
     is_torch_tensor,
     keyword,
     mask_in_index,
     method_name,
     positional,
-    pure_reference,
     receiver,
     shape_source,
     torch_name,
@@ -97,8 +97,29 @@ class DataDependentShapeOp(TrackingRule, Rule):
     (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers).
 
     ## Fix safety
-    No automatic fix: rewriting an index computation into masking changes the shapes that
-    the following code sees. The message names the static alternative.
+    Where the indices are only used to count or to index, an **unsafe** fix keeps the mask
+    instead:
+
+    - `len(m.nonzero())`, `m.nonzero().shape[0]`, `torch.nonzero(m).size(0)`,
+      `torch.argwhere(m).shape[0]` become `torch.count_nonzero(m)`: the same count, as a
+      0-dim tensor instead of an `int` (exact when the count is used as a number);
+    - `x[m.nonzero(as_tuple=True)]`, `x[torch.nonzero(m, as_tuple=True)]` and
+      `x[torch.where(m)]` become `x[m]` (`x[m != 0]` when `m` is not surely boolean): the
+      same elements in the same order, exactly, gradients included;
+    - `idx = m.nonzero(as_tuple=True)`, when every later use of `idx` in the function is an
+      index `x[idx]`, becomes `idx = m`;
+    - `len(torch.unique(y))` (the number of distinct values) becomes
+      `(torch.nn.functional.one_hot(y.flatten().long(), num_classes).sum(0) > 0).sum()`
+      when the code names the number of classes (a `num_classes` or `n_classes` local or
+      parameter, or such an attribute of the class); exact when the values are class
+      indices in `[0, num_classes)`.
+
+    The indexing forms are still boolean-mask selections (TPU202), whose reductions and
+    losses TPU202's fixes then rewrite into static shapes. `tpulint fix --prove
+    module:Class --apply --unsafe-fixes` checks the rewritten training against the
+    original before writing it. Other uses (the indices themselves, `unique` values or
+    counts kept as tensors, `masked_select`, `repeat_interleave`) are reported without a
+    fix: rewriting them changes the shapes that the following code sees.
 
     ## References
     - [torch_xla troubleshooting: known performance caveats (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -108,6 +129,9 @@ class DataDependentShapeOp(TrackingRule, Rule):
 
     code = "TPU201"
     hot_only = True
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Keep the mask"
     name = "data-dependent-shape-op"
     summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
     requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
@@ -158,6 +182,22 @@ class DataDependentShapeOp(TrackingRule, Rule):
             _MOD + "    def forward(self, x, durations):\n"
             "        durations = self.predictor(x).round().long()\n"
             "        return torch.repeat_interleave(x, durations, dim=1)\n",
+        ),
+        # Counting and indexing keep the mask.
+        Invalid(
+            _MOD + "    def forward(self, scores, labels, num_classes):\n"
+            "        n_pos = len((labels > 0).nonzero())\n"
+            "        idx = (labels > 0).nonzero(as_tuple=True)\n"
+            "        present = len(torch.unique(labels))\n"
+            "        return scores[idx].sum() / n_pos / present\n",
+            count=3,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, scores, labels, num_classes):\n"
+            "        n_pos = torch.count_nonzero(labels > 0)\n"
+            "        idx = labels > 0\n"
+            "        present = (torch.nn.functional.one_hot(labels.flatten().long(), "
+            "num_classes).sum(0) > 0).sum()\n"
+            "        return scores[idx].sum() / n_pos / present\n",
         ),
     )
 
@@ -228,38 +268,11 @@ class DataDependentShapeOp(TrackingRule, Rule):
             node,
             f"`{source_of(ctx, node)}` in {ctx.hot_reason} has a data-dependent output shape: "
             f"XLA syncs to learn it and compiles a graph per size; {advice}",
+            fix=shape_op_fix(ctx, self.bindings, node, op),
         )
 
 
 # --- TPU202 -----------------------------------------------------------------------------
-
-
-def _torch_where(mask: cst.BaseExpression, base: cst.BaseExpression) -> cst.Call:
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    return cst.Call(
-        func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("where")),
-        args=[
-            cst.Arg(
-                mask.with_changes(lpar=[], rpar=[]) if isinstance(mask, cst.Name) else mask,
-                comma=comma,
-            ),
-            cst.Arg(base.with_changes(lpar=[], rpar=[]), comma=comma),
-            cst.Arg(cst.Integer("0")),
-        ],
-    )
-
-
-def _method_call(
-    value: cst.BaseExpression, method: str, args: list[cst.Arg] | None = None
-) -> cst.Call:
-    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(method)), args=args or [])
-
-
-def _paren_mask(mask: cst.BaseExpression) -> cst.BaseExpression:
-    """`mask` as a receiver: parenthesized unless it is a name, attribute or call."""
-    if isinstance(mask, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or mask.lpar:
-        return mask
-    return mask.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 class BooleanMaskIndexing(TrackingRule, Rule):
@@ -304,28 +317,77 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     ```
 
     ## Fix safety
-    The fix is safe, and applied, only where it is exactly equivalent:
+    Sums and means of `x[m]` whose mask is provably elementwise of `x` (`x[x > 0]`, a local
+    `m = ~torch.isnan(x)`) and writes `x[m] = <number>` under the same condition are **safe**
+    fixes, applied by `tpulint fix --apply`: the values are the same up to floating-point
+    summation order, the mean of an empty selection is `nan` in both forms, and gradients
+    are the same (`torch.where` passes the gradient to the selected elements only).
 
-    - `x[m] = <number>` becomes `x.masked_fill_(m, <number>)`;
-    - `x[m].sum()` (or `torch.sum(x[m])`) becomes `torch.where(m, x, 0).sum()`;
-    - `x[m].mean()` (or `torch.mean(x[m])`) becomes
-      `(torch.where(m, x, 0).sum() / m.sum())`;
+    Every other rewrite is **unsafe** (`--unsafe-fixes`): it is exact under the conditions
+    listed below, which the fix's title repeats. `tpulint fix --prove module:Class --apply
+    --unsafe-fixes` checks them by training the module as written and as rewritten from the
+    same seed on the same batches, and applies only the rewrites that keep the training
+    the same (`tpulint verify --compare` reports the same check).
 
-    and only when `m` provably has the shape of `x`: it is computed elementwise from `x`
-    itself and Python numbers (`x > 0`, `~torch.isnan(x)`, `(x > a) & (x < b)` with
-    literal bounds, `x != x`, or a local bound to such an expression while `x` kept its
-    value), and `x` is a name or attribute known to be a torch tensor (a step or `forward`
-    input, the result of a torch operation, a `Tensor`-annotated parameter: numpy arrays
-    have no `masked_fill_`). `masked_fill_` and `torch.where` broadcast the mask from
-    the trailing dimensions while `x[m]` matches it from the leading ones, so a mask over
-    only the first dimensions of `x` (`x` of shape `(B, T)`, `m` of shape `(B,)`) needs
-    `m[:, None]`: those findings get the same rewrite as a display-only suggestion. The
-    sums are equal up to floating-point summation order (adding the zeros is exact); the
-    mean is the sum divided by the count, as PyTorch computes it, and an empty selection
-    gives `nan` in both forms. The one difference: on an integer `x`, `x[m].mean()`
-    raises while the rewrite returns a float. Gradients are the same (`where` passes the
-    gradient to the selected elements only). Other uses of `x[m]` are reported without a
-    fix.
+    - `x[m].sum()`, `torch.sum(x[m])` -> `torch.where(m, x, 0).sum()`: exact.
+    - `x[m].mean()`, `torch.mean(x[m])` -> `torch.where(m, x, 0).sum() / m.sum()`: exact for
+      a floating-point `x` (the original raises on integers); an empty selection gives
+      `nan` in both.
+    - `x[m].max()`, `.min()`, `.amax()`, `.amin()` -> `torch.where(m, x, -torch.inf).max()`
+      (`torch.inf` for the minimum): exact when the selection is not empty (the original
+      raises, the rewrite gives `-inf` / `inf`); an integer `x` gives a float.
+    - `x[m].numel()`, `len(x[m])`, `x[m].shape[0]`, `x[m].size(0)` -> `m.sum()`: the same
+      count, as a 0-dim tensor instead of an `int` (exact where it is used as a number).
+    - an elementwise expression of selections, reduced, `(a[m] - b[m]).abs().mean()` ->
+      `torch.where(m, (a - b).abs(), 0).sum() / m.sum()`. The expression is now computed
+      where `m` is false too, and a `nan` or an infinity there would reach the gradients, so
+      operands in a divisor, a logarithm, a root or a reciprocal, and operands the mask
+      tests for NaN (`t[~torch.isnan(t)]`), are masked first: `a[m] / c[m]` becomes
+      `a / torch.where(m, c, 1)`. Exact when the other operands are finite where `m` is
+      false.
+    - `F.cross_entropy(z[m], y[m])`, `F.nll_loss(...)` and `nn.CrossEntropyLoss` /
+      `nn.NLLLoss` modules -> `F.cross_entropy(z.movedim(-1, 1), torch.where(m, y, -100))`
+      (for `z.permute(0, 2, 3, 1)[m]`, `z` itself; an `ignore_index` already given replaces
+      `-100`): exact when `y` holds class indices and `z` is finite where `m` is false, with
+      `reduction` `"mean"` or `"sum"`; `weight` and `label_smoothing` are kept (ignored
+      targets count for neither).
+    - `F.mse_loss(p[m], t[m])`, `l1_loss`, `smooth_l1_loss`, `huber_loss`,
+      `binary_cross_entropy`, `binary_cross_entropy_with_logits` and their `nn.*Loss`
+      modules -> `torch.where(m, F.mse_loss(p, t, reduction="none"), 0).sum() / m.sum()`
+      (no division for `reduction="sum"`): exact when `p` and `t` are finite where `m` is
+      false; not offered with a `weight` argument (`pos_weight`, `beta`, `delta` are kept).
+      Binary cross-entropy checks that its inputs are in [0, 1], so there both are first
+      kept valid outside the mask (`torch.where(m, t, 1)`: a target of -1 meaning "no
+      label" would raise).
+    - selections bound to locals whose every later use (in the same block) is one of the
+      above: `y_pred = y_pred[m]; y_true = y_true[m]; loss = F.mse_loss(y_pred, y_true)`
+      -> the two selections are removed and the loss computed on the whole tensors. The
+      mask and the selected tensors are read again at the uses, so no other statement may
+      rebind them in between.
+    - `x[m] = v`, `v` a number or a name holding one -> `x.masked_fill_(m, v)`: exact when
+      `v` is a number or a 0-dim tensor.
+    - `x[m] = f(y[m], ...)` -> `x.copy_(torch.where(m, f(y, ...), x))`, with the same
+      masking of divisors and NaN-tested operands: exact when the other operands are finite
+      where `m` is false.
+
+    Full slices around the mask are kept track of: `x[m, :]` is `x[m]`, `x[:, m]` widens
+    the mask after the first dimension, `x[..., m]` matches it with the last dimensions
+    (where `torch.where` broadcasts it anyway).
+
+    Every rewrite assumes that `m` is a `torch.bool` tensor (a `uint8` mask, deprecated for
+    indexing, makes `torch.where` and `masked_fill_` raise) and that the selected values
+    are torch tensors (not numpy arrays). Indexing matches the mask with the leading
+    dimensions of `x`, while `torch.where` and `masked_fill_` broadcast it from the
+    trailing ones: where `m` is not provably of `x`'s shape (the same shape, or computed
+    elementwise from `x`, or from another tensor selected by it), the rewrite widens it,
+    `m.reshape(m.shape + (1,) * (x.dim() - m.dim()))`, and counts selected elements as
+    `m.sum() * (x.numel() // m.numel())`, which is exact for every mask indexing accepts.
+    For cross-entropy the targets fix the shapes (`y[m]` has one entry per row of `z[m]`),
+    so the mask needs no widening there.
+
+    Other uses of `x[m]` (the selected rows are kept, concatenated, passed to a module or a
+    metric) have no static-shape equivalent without changing the code that follows them:
+    they are reported without a fix.
 
     ## References
     - [torch_xla troubleshooting: "masked indexing `base[index]`" introduces dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -433,19 +495,140 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        return (torch.where(hard, x, 0).sum() / hard.sum()) + "
             "torch.where(x > 0, x, 0).sum()\n",
         ),
-        # A mask of unknown shape: the same rewrite, display-only.
+        # Unsafe: a masked mean of a per-sample loss (the mask and the loss both have the
+        # labels' shape).
         Invalid(
-            _MOD + "    def forward(self, d, mask):\n"
-            "        d[mask] = 0.0\n"
-            "        return torch.mean(d[mask])\n",
-            count=2,
-            applicability=Applicability.DISPLAY_ONLY,
-            expected_suggestion=_MOD + "    def forward(self, d, mask):\n"
-            "        d.masked_fill_(mask, 0.0)\n"
-            "        return torch.where(mask, d, 0).sum() / mask.sum()\n",
+            _HEAD.replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        images, labels = batch\n"
+            "        labeled = labels >= 0\n"
+            "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
+            "        return loss[labeled].mean()\n",
+            applicability=Applicability.UNSAFE,
+            message="selects by the boolean mask `labeled`",
+            expected_fix=_HEAD.replace(
+                "import torch\n", "import torch\nimport torch.nn.functional as F\n"
+            )
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        images, labels = batch\n"
+            "        labeled = labels >= 0\n"
+            "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
+            "        return torch.where(labeled, loss, 0).sum() / labeled.sum()\n",
         ),
-        # A helper's untyped parameters may be numpy arrays: the rewrite is only suggested
-        # (darts' `_divide_no_nan`, hot because `forward` calls it).
+        # Masked losses: cross-entropy through ignore_index (classes moved back to dim 1),
+        # an elementwise module loss unreduced and averaged over the mask.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Seg(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.depth_loss = nn.SmoothL1Loss(beta=0.5)\n\n"
+            "    def forward(self, logits, labels, depth, target):\n"
+            "        valid = labels != 255\n"
+            "        ce = F.cross_entropy(logits.permute(0, 2, 3, 1)[valid], labels[valid])\n"
+            "        near = target < 10\n"
+            "        return ce + self.depth_loss(depth[near], target[near])\n",
+            count=2,  # one finding per mask and line, naming both selections
+            line=13,
+            applicability=Applicability.UNSAFE,
+            expected_fix="import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Seg(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.depth_loss = nn.SmoothL1Loss(beta=0.5)\n\n"
+            "    def forward(self, logits, labels, depth, target):\n"
+            "        valid = labels != 255\n"
+            "        ce = F.cross_entropy(logits, torch.where(valid, labels, -100))\n"
+            "        near = target < 10\n"
+            "        return ce + (torch.where(near, F.smooth_l1_loss(depth, target, beta=0.5, "
+            'reduction="none"), 0).sum() / near.sum())\n',
+        ),
+        # A loss module with its own ignore_index, on flattened rows.
+        Invalid(
+            _MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ce = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)\n\n"
+            "    def forward(self, logits, tokens, loss_mask):\n"
+            "        rows = logits.view(-1, logits.size(-1))\n"
+            "        keep = loss_mask.view(-1).bool()\n"
+            "        return self.ce(rows[keep], tokens.view(-1)[keep])\n",
+            count=1,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ce = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)\n\n"
+            "    def forward(self, logits, tokens, loss_mask):\n"
+            "        rows = logits.view(-1, logits.size(-1))\n"
+            "        keep = loss_mask.view(-1).bool()\n"
+            "        return self.ce(rows, torch.where(keep, tokens.view(-1), 0))\n",
+        ),
+        # Max, counts, and a mask of unknown shape (widened over x's trailing dimensions).
+        Invalid(
+            _MOD + "    def forward(self, scores, valid, d, mask):\n"
+            "        top = scores[scores > 0].max()\n"
+            "        n = len(scores[valid])\n"
+            "        d[mask] = 0.0\n"
+            "        return top / n + torch.mean(d[mask])\n",
+            count=4,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, scores, valid, d, mask):\n"
+            "        top = torch.where(scores > 0, scores, -torch.inf).max()\n"
+            "        n = valid.sum()\n"
+            "        d.masked_fill_(mask.reshape(mask.shape + (1,) * (d.dim() - mask.dim())), "
+            "0.0)\n"
+            "        return top / n + (torch.where(mask.reshape(mask.shape + (1,) * (d.dim() - "
+            "mask.dim())), d, 0).sum() / (mask.sum() * (d.numel() // mask.numel())))\n",
+        ),
+        # A write of an elementwise expression of selections.
+        Invalid(
+            _MOD + "    def forward(self, hist, mag, counts):\n"
+            "        seen = counts > 0\n"
+            "        hist[seen] = mag[seen] / counts[seen]\n"
+            "        return hist\n",
+            count=2,  # the write, and one finding for both reads
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
+            "        seen = counts > 0\n"
+            "        hist.copy_(torch.where(seen, mag / torch.where(seen, counts, 1), hist))\n"
+            "        return hist\n",
+        ),
+        # Selections bound to locals, then a loss of them: the selections go.
+        Invalid(
+            _HEAD.replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        y_pred = self(batch['X'])\n"
+            "        y_true = batch['y']\n"
+            "        labeled = y_true != -1\n"
+            "        y_pred = y_pred[labeled]\n"
+            "        y_true = y_true[labeled]\n"
+            "        return F.mse_loss(y_pred, y_true)\n",
+            count=2,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD.replace(
+                "import torch\n", "import torch\nimport torch.nn.functional as F\n"
+            )
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        y_pred = self(batch['X'])\n"
+            "        y_true = batch['y']\n"
+            "        labeled = y_true != -1\n"
+            '        return torch.where(labeled, F.mse_loss(y_pred, y_true, reduction="none"), '
+            "0).sum() / labeled.sum()\n",
+        ),
+        # forward's unannotated parameters are tensors, and the mask is elementwise of
+        # `result`: safe.
+        Invalid(
+            _MOD + "    def forward(self, a, b):\n"
+            "        result = a / b\n"
+            "        result[result != result] = 0.0\n"
+            "        return result\n",
+            applicability=Applicability.SAFE,
+            expected_fix=_MOD + "    def forward(self, a, b):\n"
+            "        result = a / b\n"
+            "        result.masked_fill_(result != result, 0.0)\n"
+            "        return result\n",
+        ),
+        # A helper's untyped parameters may be numpy arrays (darts' `_divide_no_nan`, hot
+        # because `forward` calls it): unsafe, and the title says what it assumes.
         Invalid(
             "import torch\nfrom torch import nn\n\n\ndef _divide_no_nan(a, b):\n"
             "    result = a / b\n"
@@ -454,9 +637,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "class Loss(nn.Module):\n"
             "    def forward(self, x, y):\n"
             "        return torch.mean(_divide_no_nan(x, y))\n",
-            applicability=Applicability.DISPLAY_ONLY,
+            applicability=Applicability.UNSAFE,
             message="called from forward",
-            expected_suggestion="import torch\nfrom torch import nn\n\n\n"
+            expected_fix="import torch\nfrom torch import nn\n\n\n"
             "def _divide_no_nan(a, b):\n"
             "    result = a / b\n"
             "    result.masked_fill_(result != result, 0.0)\n"
@@ -465,12 +648,11 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "    def forward(self, x, y):\n"
             "        return torch.mean(_divide_no_nan(x, y))\n",
         ),
-        # x was rebound after the mask: not provably the same shape.
+        # The selection itself is used: no static-shape equivalent, no fix.
         Invalid(
-            _MOD + "    def forward(self, x):\n"
-            "        m = x > 0\n        x = x.flatten(1)\n"
-            "        return x[m].sum()\n",
-            applicability=Applicability.DISPLAY_ONLY,
+            _MOD + "    def forward(self, feats, keep):\n"
+            "        kept = feats[keep]\n"
+            "        return self.proj(kept)\n",
         ),
     )
 
@@ -502,62 +684,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     def _write(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
-        ctx = self.ctx
-        target = ctx.parent(node)
-        assign = ctx.parent(target) if target is not None else None
-        fix = None
-        if (
-            single
-            and isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1
-            and is_number_literal(assign.value, ctx)
-            and pure_reference(base)
-        ):
-            call = _method_call(
-                base,
-                "masked_fill_",
-                [
-                    cst.Arg(mask, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                    cst.Arg(assign.value),
-                ],
-            )
-            safe = self._provably_same_shape(mask, base)
-            fix = FixSpec(
-                Applicability.SAFE if safe else Applicability.DISPLAY_ONLY,
-                "Use `masked_fill_`",
-                [(assign, cst.Expr(call))],
-            )
+        proven = single and self._provably_same_shape(mask, base)
+        fix = write_fix(self.ctx, self.bindings, node, mask, proven=proven)
         self._report(node, mask, base, "write", fix)
 
     def _read(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
-        fix = None
-        reduction = self._reduction(node) if single and pure_reference(base) else None
-        if reduction is not None:
-            outer, op = reduction
-            summed = _method_call(_torch_where(mask, base), "sum")
-            new: cst.BaseExpression
-            if op == "sum":
-                new = summed
-            else:
-                new = cst.BinaryOperation(
-                    left=summed,
-                    operator=cst.Divide(
-                        whitespace_before=cst.SimpleWhitespace(" "),
-                        whitespace_after=cst.SimpleWhitespace(" "),
-                    ),
-                    right=_method_call(_paren_mask(mask), "sum"),
-                )
-                if self._needs_parens(outer):
-                    new = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            safe = self._provably_same_shape(mask, base)
-            fix = FixSpec(
-                Applicability.SAFE if safe else Applicability.DISPLAY_ONLY,
-                f"Use a masked {'sum' if op == 'sum' else 'mean'} with `torch.where`",
-                [(outer, new)],
-                add_imports=(ImportSpec("torch"),),
-            )
+        proven = single and self._provably_same_shape(mask, base)
+        fix = read_fix(self.ctx, self.bindings, node, mask, proven=proven)
         self._report(node, mask, base, "read", fix)
 
     def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:
@@ -566,44 +701,6 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         bindings = self.bindings
         return is_torch_tensor(self.ctx, base, bindings) and elementwise_mask(
             self.ctx, mask, base, bindings
-        )
-
-    def _reduction(self, node: cst.Subscript) -> tuple[cst.Call, str] | None:
-        """`x[m].sum()` / `x[m].mean()` / `torch.sum(x[m])` / `torch.mean(x[m])` around
-        `node` (no other arguments): the outer call and "sum" or "mean"."""
-        ctx = self.ctx
-        parent = ctx.parent(node)
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            call = ctx.parent(parent)
-            if (
-                isinstance(call, cst.Call)
-                and call.func is parent
-                and not call.args
-                and parent.attr.value in ("sum", "mean")
-            ):
-                return call, parent.attr.value
-            return None
-        if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
-            call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and len(call.args) == 1:
-                name = torch_name(ctx, call)
-                if name in ("sum", "mean"):
-                    return call, name
-        return None
-
-    def _needs_parens(self, node: cst.CSTNode) -> bool:
-        parent = self.ctx.parent(node)
-        return not isinstance(
-            parent,
-            (
-                cst.Arg,
-                cst.Assign,
-                cst.AnnAssign,
-                cst.Return,
-                cst.Expr,
-                cst.DictElement,
-                cst.Element,
-            ),
         )
 
     def _report(
@@ -633,9 +730,19 @@ class BooleanMaskIndexing(TrackingRule, Rule):
                 subscripts.append(source_of(ctx, node))
                 bases.append(source_of(ctx, base, 30))
                 if fix is not None and report.fix is not None:
-                    report.fix.replacements.extend(fix.replacements)
+                    # A rewrite of the whole expression (a masked loss over `z[m]` and
+                    # `y[m]`) is the same replacement for both subscripts: once.
+                    taken = {id(old) for old, _ in report.fix.replacements}
+                    report.fix.replacements.extend(
+                        r for r in fix.replacements if id(r[0]) not in taken
+                    )
                     report.fix.add_imports = tuple(
                         dict.fromkeys((*report.fix.add_imports, *fix.add_imports))
+                    )
+                    report.fix.remove_unused_imports = tuple(
+                        dict.fromkeys(
+                            (*report.fix.remove_unused_imports, *fix.remove_unused_imports)
+                        )
                     )
                 report.message = self._message(subscripts, bases, mask_code, what, report.fix)
                 return
@@ -644,7 +751,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             self._message([source_of(ctx, node)], [source_of(ctx, base, 30)], mask_code, what, fix),
             fix=fix,
         )
-        if fix is not None and fix.applicability is not Applicability.SAFE:
+        if fix is not None and fix.applicability is Applicability.DISPLAY_ONLY:
+            # The unsafe rewrites widen a mask of unproven shape themselves.
             fix.message += _BROADCAST_NOTE.format(mask=mask_code)
         merged[key] = (len(self.reports) - 1, [source_of(ctx, node)], [source_of(ctx, base, 30)])
 

@@ -16,6 +16,7 @@ from tpulint.diagnostics import Applicability, Severity
 from tpulint.rule import ImportSpec, Invalid, Rule, Valid
 
 from ._common import is_log_call, is_method_call, source_of, walk
+from ._rewrites_sync import enclosing_print, if_fix, item_fix, print_fix
 from ._shape_helpers import (
     TrackingRule,
     computed_tensor,
@@ -114,8 +115,27 @@ class ItemInHotPath(Rule):
     epoch-level hook such as `on_train_epoch_end`, where one sync per epoch is harmless.
 
     ## Fix safety
-    The suggested fix (drop `.item()`) is display-only: whether the surrounding code works
-    with a tensor instead of a Python number depends on how the value is used.
+    Where the number only accumulates into module state or goes to Lightning, the fix is
+    **unsafe** (`--unsafe-fixes`) and replaces `.item()` with `.detach()`: the same value,
+    without the graph, as a 0-dim tensor on the device that is read back only where it is
+    used (an epoch-end hook, a logger). That is when the value, through arithmetic only
+    (`+`, `-`, `*`, `/`), is
+
+    - assigned or added to an attribute (`self.avg = 0.9 * self.avg + 0.1 * loss.item()`,
+      `self.total += loss.item()`), or appended to an attribute's list
+      (`self.losses.append(loss.item())`);
+    - a value of the dict a step returns, or passed to a `.log(...)` / `.log_dict(...)` call
+      (of a module other than `self`; `self.log` is TPU102's).
+
+    It is exact under one condition the fix title states: the value is only used as a
+    number later (arithmetic, logging, `torch.stack`). It is now a float32 tensor where it
+    was a Python float (float64): a long running sum rounds differently, `f"{value}"`
+    prints `tensor(...)`, and numpy or `json` need `.item()` in the epoch-end hook. With
+    `tpulint fix --prove module:Class --apply --unsafe-fixes` the training is run both ways
+    and the rewrite applied only if it changes nothing.
+
+    Other uses (a size, an index, `int(x.item())`, a Python branch) have a display-only
+    suggestion (drop `.item()`): whether that code works with a tensor depends on the code.
 
     ## References
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -126,7 +146,8 @@ class ItemInHotPath(Rule):
     hot_only = True
     name = "item-in-hot-path"
     summary = "`.item()` on a device tensor in code that runs every step"
-    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
     fix_message = "Keep the value as a tensor: drop `.item()`"
     requires = (".item()",)
 
@@ -180,10 +201,42 @@ class ItemInHotPath(Rule):
             + "        self.seen += loss.item()\n        return loss\n",
             line=8,
             message="in training_step",
-            expected_suggestion=_HEAD
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD
             + "    def training_step(self, batch, batch_idx):\n"
             + _LOSS
-            + "        self.seen += loss\n        return loss\n",
+            + "        self.seen += loss.detach()\n        return loss\n",
+        ),
+        # Accumulated into module state, returned in the step's outputs, logged elsewhere.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        self.avg_std = 0.9 * self.avg_std + 0.1 * self(batch).std().item()\n"
+            "        self.losses.append(loss.item())\n"
+            '        self.task.log_dict({"loss": loss.item()})\n'
+            '        return {"loss": loss, "value": loss.item()}\n',
+            count=4,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        self.avg_std = 0.9 * self.avg_std + 0.1 * self(batch).std().detach()\n"
+            "        self.losses.append(loss.detach())\n"
+            '        self.task.log_dict({"loss": loss.detach()})\n'
+            '        return {"loss": loss, "value": loss.detach()}\n',
+        ),
+        # Used as a size: only the display-only suggestion.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + "        n = int(batch.sum().item())\n"
+            "        return self(batch[:n])\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            expected_suggestion=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + "        n = int(batch.sum())\n"
+            "        return self(batch[:n])\n",
         ),
         # A helper called from a step method is hot too.
         Invalid(
@@ -235,7 +288,9 @@ class ItemInHotPath(Rule):
             node,
             f"`{source_of(ctx, node)}` in {where} waits for the TPU and copies the value to the "
             "host every step; keep it a tensor or read it in an epoch-end hook",
+            fix=item_fix(ctx, node),
             replacement=strip_call_suffix(node),
+            applicability=Applicability.DISPLAY_ONLY,
         )
 
 
@@ -543,8 +598,14 @@ class HostTransferInHotPath(TrackingRule, Rule):
     device tensors) and move them to the host once, in an epoch-end hook.
 
     ## Fix safety
-    The suggestion (drop `.cpu()` or the conversion) is display-only: the code after it may
-    need a host value (numpy, a Python list or number).
+    `print(t)` of a device tensor (or a `print` of an f-string that formats one) has an
+    **unsafe** fix that removes the `print` statement: the training computes the same, but
+    the output is gone (log the value with `self.log`, or print it in an epoch-end hook).
+    `tpulint fix --prove module:Class --apply --unsafe-fixes` checks that the training is
+    unchanged before writing it.
+
+    For `.cpu()` and the conversions the suggestion (drop `.cpu()` or the conversion) is
+    display-only: the code after it may need a host value (numpy, a Python list or number).
 
     ## References
     - [torch_xla troubleshooting: known performance caveats and compilation causes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -556,7 +617,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
     hot_only = True
     name = "host-transfer-in-hot-path"
     summary = "`.cpu()`, `.tolist()`, `float(t)`, `print(t)` of device tensors in hot code"
-    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_applicability = Applicability.UNSAFE
     fix_sometimes = True
     fix_message = "Keep the value on the device"
     requires = (
@@ -663,6 +724,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
             + "        print(loss)\n        print(f'loss={loss:.3f}')\n"
             "        self.total += float(loss)\n        return loss\n",
             count=3,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        self.total += float(loss)\n        return loss\n",
         ),
         # A helper called from the step, and a tolist() on a device tensor.
         Invalid(
@@ -708,10 +774,12 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return
         if _in_exception_path(ctx, node) or quiet(ctx, node):
             return
+        printed = enclosing_print(ctx, node)
         self.report(
             value,
             f"formatting the tensor `{source_of(ctx, value)}` in {ctx.hot_reason} copies it "
             "to the host and waits for the TPU every step; log it with `self.log` instead",
+            fix=print_fix(ctx, printed) if printed is not None else None,
         )
 
     def _check_transfer(self, node: cst.Call, method: str) -> None:
@@ -735,6 +803,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             f"`{code}` in {ctx.hot_reason} copies a device tensor to the host and waits for "
             "the TPU every step; keep it on the device and move it once in an epoch-end hook",
             replacement=replacement,
+            applicability=Applicability.DISPLAY_ONLY,
         )
 
     def _check_conversion(self, node: cst.Call, name: str) -> None:
@@ -753,6 +822,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads a device tensor on the host, "
             f"a sync every step; keep `{source_of(ctx, value)}` a tensor",
             replacement=value if name in ("float", "int") else None,
+            applicability=Applicability.DISPLAY_ONLY,
         )
 
     def _check_print(self, node: cst.Call) -> None:
@@ -768,6 +838,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
                     node,
                     f"`print({source_of(ctx, value)})` in {ctx.hot_reason} copies the tensor "
                     "to the host and waits for the TPU every step; log it with `self.log`",
+                    fix=print_fix(ctx, node),
                 )
                 return
 
@@ -841,10 +912,34 @@ class TensorValueControlFlow(TrackingRule, Rule):
     ```
 
     ## Fix safety
+    An `if` on a tensor condition whose branches only assign values (a pure update) has an
+    **unsafe** fix that chooses with `torch.where` instead of branching:
+
+    - `if c: x = a` becomes `x = torch.where(c, a, x)` (`x += a` becomes
+      `x = torch.where(c, x + a, x)`), one statement per assignment;
+    - `if c: x = a` / `else: x = b` becomes `x = torch.where(c, a, b)`;
+    - `not c`, `c and d`, `c or d` become `torch.logical_not(c)`, `torch.logical_and(c, d)`,
+      `torch.logical_or(c, d)`.
+
+    It is offered only when the condition and every assigned value are pure (tensor
+    operations, no module calls, no random draws, no in-place methods), every part of the
+    condition is a device tensor, each assigned name already has a value before the `if`,
+    and each assigned value provably has the shape of the value it replaces (`torch.where`
+    gives one shape whichever way the condition goes): the same tensor transformed
+    elementwise (`x / 10`, `x.clamp(max=m)`, `torch.zeros_like(x)`), integer indexing of one
+    tensor (`t[0]` / `t[1]`), or single values on both sides; `x = x[:, :n]` or
+    `x = x.sum()` under a tensor condition get no fix. It is exact when the assigned values
+    are tensors or numbers (a Python number becomes a 0-dim tensor) and are finite when the
+    condition is false: both sides are now computed every step, so a division by
+    zero there, harmless in the forward value, would put `nan` into the gradients.
+    `x += a` on a tensor updated `x` in place; the rewrite binds a new tensor (other
+    references to the old one no longer see the update). `tpulint fix --prove
+    module:Class --apply --unsafe-fixes` trains the module both ways before writing it.
+
     For a conditional expression `a if cond else b` the suggestion is
-    `torch.where(cond, a, b)`; it is display-only because `torch.where` evaluates both
-    sides and broadcasts them to one shape and dtype. Statements (`if`, `while`,
-    `assert`) are reported without a suggestion.
+    `torch.where(cond, a, b)` (display-only: both sides are evaluated and broadcast to one
+    shape and dtype). Other statements (`while`, `assert`, an `if` that returns, logs or
+    calls a module) are reported without a fix.
 
     ## References
     - [torch_xla: recompilation causes, "control flow depending on tensor values"](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
@@ -855,7 +950,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
     hot_only = True
     name = "tensor-value-control-flow"
     summary = "`if` / `while` / `assert` / ternary decided by a device tensor's value in hot code"
-    fix_applicability = Applicability.DISPLAY_ONLY
+    fix_applicability = Applicability.UNSAFE
     fix_sometimes = True
     fix_message = "Use `torch.where(cond, a, b)`"
     requires = ("if ", "while ", "assert ")
@@ -923,6 +1018,35 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + "        scale = torch.where(loss > 1, 0.5, 1.0)\n"
             "        return loss * scale\n",
         ),
+        # A pure update under a tensor condition: torch.where.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if loss > 10:\n            loss = loss / 10\n"
+            "        weight = 1.0\n"
+            "        if not torch.isfinite(loss).all():\n            weight = 0.0\n"
+            "        else:\n            weight = 2.0\n"
+            "        return loss * weight\n",
+            count=2,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        loss = torch.where(loss > 10, loss / 10, loss)\n"
+            "        weight = 1.0\n"
+            "        weight = torch.where(torch.logical_not(torch.isfinite(loss).all()), 0.0, "
+            "2.0)\n"
+            "        return loss * weight\n",
+        ),
+        # A branch that calls a module or returns is not a pure update: no fix.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if loss > 10:\n            loss = self.rescale(loss)\n"
+            "        return loss\n",
+        ),
         # A flag computed from tensors, then tested.
         Invalid(
             _HEAD
@@ -984,7 +1108,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
             f"{what} on the tensor value `{source_of(ctx, found)}` in {ctx.hot_reason} "
             "syncs with the TPU every step and records one graph per outcome; "
             "use `torch.where` or masking",
+            fix=if_fix(ctx, self.bindings, owner) if isinstance(owner, cst.If) else None,
             replacement=replacement,
+            applicability=Applicability.DISPLAY_ONLY,
             replaces=ifexp,
             add_imports=[ImportSpec("torch")] if replacement is not None else (),
         )

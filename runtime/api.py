@@ -116,6 +116,7 @@ def _build_spec(
     barrier_timeout: float | None = None,
     warmup: int = DEFAULT_WARMUP,
     test: bool = False,
+    equivalence: dict[str, Any] | None = None,
 ) -> RunSpec:
     args = parse_json_object(init_args, "--init-args")
     module_args = parse_json_object(datamodule_args, "--datamodule-args", '{"batch_size": 64}')
@@ -157,6 +158,7 @@ def _build_spec(
         # Past half the budget no epoch is added (steady.py): the run must end in time.
         extend_until=timeout / 2,
         test=test,
+        equivalence=equivalence,
     )
 
 
@@ -215,6 +217,8 @@ def verify(
     test: bool = False,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
+    _equivalence: dict[str, Any] | None = None,
+    _events: list[dict[str, Any]] | None = None,
 ) -> VerifyReport:
     """Train `target` ("pkg.module:Class" or "path/to/file.py:Class", or a zero-argument
     factory) for `epochs` epochs of at most `steps` steps on `cores` XLA cores (all TPU cores
@@ -274,6 +278,7 @@ def verify(
                 barrier_timeout=barrier_timeout,
                 warmup=settings.warmup,
                 test=test,
+                equivalence=_equivalence,
             )
             check_trainer_args(list(spec.trainer_args))
             check_installation(backend)
@@ -304,6 +309,8 @@ def verify(
                     traceback.format_exc() + "\n" + outcome.log[-5000:],
                 )
         record_run_inputs(report, spec, configs, outcome.events if outcome else [])
+        if _events is not None and outcome is not None:
+            _events.extend(outcome.events)  # --compare's equivalence check reads them
     finally:
         if keep_run_dir:
             print(f"tpulint: run directory kept: {run_dir}", file=sys.stderr)
@@ -352,9 +359,11 @@ def _shown(path: str, cwd: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _fix_files(files: list[str], out_dir: Path, cwd: str) -> _FixedSources:
-    """`tpulint fix --unsafe-fixes` on each file, written to copies in `out_dir` (the user's
-    files are never touched)."""
+def _fix_files(
+    files: list[str], out_dir: Path, cwd: str, ignore: list[str] | None = None
+) -> _FixedSources:
+    """`tpulint fix --unsafe-fixes` on each file (without the rules in `ignore`), written to
+    copies in `out_dir` (the user's files are never touched)."""
     from tpulint.config import Config, ConfigError, load_config
     from tpulint.engine import fix_source
 
@@ -364,13 +373,23 @@ def _fix_files(files: list[str], out_dir: Path, cwd: str) -> _FixedSources:
             config = load_config(start=Path(path).parent)
         except ConfigError:
             config = Config()
+        if ignore:
+            config = config.with_cli(ignore=ignore)
         source = Path(path).read_text(encoding="utf-8")
         result = fix_source(source, path, config, unsafe=True)
         shown = _shown(path, cwd)
         if result.error:
             raise VerifyError(f"--compare: tpulint fix failed on {shown}: {result.error}")
         fixed.fixes += [
-            {"path": shown, "code": d.code, "line": d.start.line, "message": d.message}
+            {
+                "path": shown,
+                "code": d.code,
+                "line": d.start.line,
+                "end_line": d.end.line,
+                "message": d.message,
+                "applicability": d.fix.applicability.value if d.fix else None,
+                "file": path,
+            }
             for d in result.fixed
         ]
         fixed.remaining += [
@@ -400,10 +419,19 @@ def compare(
     *,
     datamodule: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    seed: int = 0,
     **options: Any,
 ) -> CompareReport:
     """Verify `target` as written and as `tpulint fix --unsafe-fixes` would leave its file (and
-    the DataModule's), one run after the other, so the two can be compared."""
+    the DataModule's), one run after the other, so the two can be compared; both runs are
+    seeded alike and record the loss, gradient norms and final parameters, and the report
+    says whether the fixed module computes the same training (`equivalence`).
+
+    Fixes that change the training by design (batch size, drop_last, precision: listed in
+    judge/equivalence.CHANGES_BY_DESIGN) make the batches differ; the equivalence is then
+    checked on a third run with the other rewrites only."""
+    from tpulint.runtime.judge.equivalence import CHANGES_BY_DESIGN, judge
+
     directory = os.path.abspath(cwd or os.getcwd())
     fixed_dir = Path(tempfile.mkdtemp(prefix="tpulint-fixed-"))
     try:
@@ -415,24 +443,71 @@ def compare(
             refs = [TargetRef.parse(target, cwd=directory)]
             if datamodule:
                 refs.append(TargetRef.parse(datamodule, cwd=directory))
-            fixed = _fix_files(_target_files(refs, directory), fixed_dir, directory)
+            files = _target_files(refs, directory)
+            fixed = _fix_files(files, fixed_dir / "all", directory)
+            by_design = [f for f in fixed.fixes if f["code"] in CHANGES_BY_DESIGN]
+            compared = fixed
+            if by_design:
+                codes = sorted({f["code"] for f in by_design})
+                compared = _fix_files(files, fixed_dir / "compared", directory, ignore=codes)
         except VerifyError as exc:
             requested = RunSpec(TargetRef(target, "module", target, "") if target else None)
             report = error_report(base_report(requested, Settings(), None), exc.message)
             return CompareReport(report, report, changed=False)
-        original = verify(target, datamodule=datamodule, cwd=directory, **options)
+
+        def record(role: str) -> dict[str, Any]:
+            spec = {"seed": seed, "dir": str(fixed_dir / "equivalence"), "role": role}
+            if role == "original":
+                spec["trace"] = files  # which rewritten lines the training runs
+            return spec
+
+        original_events: list[dict[str, Any]] = []
+        original = verify(
+            target,
+            datamodule=datamodule,
+            cwd=directory,
+            _equivalence=record("original"),
+            _events=original_events,
+            **options,
+        )
         if not fixed.overrides or original.error:
             return CompareReport(
                 original, original, changed=False, fixes=fixed.fixes, remaining=fixed.remaining
             )
+        fixed_events: list[dict[str, Any]] = []
         after = verify(
             target,
             datamodule=datamodule,
             cwd=directory,
             _overrides=fixed.overrides,
             _aliases=fixed.aliases,
+            _equivalence=record("fixed"),
+            _events=fixed_events,
             **options,
         )
+        equivalence = None
+        if compared is not fixed and compared.overrides and not after.error:
+            fixed_events = []
+            verify(
+                target,
+                datamodule=datamodule,
+                cwd=directory,
+                _overrides=compared.overrides,
+                _aliases=compared.aliases,
+                _equivalence=record("fixed"),
+                _events=fixed_events,
+                **options,
+            )
+        if compared.overrides and not after.error:
+            equivalence = judge(
+                original_events,
+                fixed_events,
+                rewrites=compared.fixes,
+                excluded=[f for f in fixed.fixes if f["code"] in CHANGES_BY_DESIGN],
+                precision=after.trainer.get("used", {}).get("precision")
+                if isinstance(after.trainer, dict)
+                else None,
+            )
         return CompareReport(
             original,
             after,
@@ -440,6 +515,7 @@ def compare(
             fixes=fixed.fixes,
             remaining=fixed.remaining,
             diffs=fixed.diffs,
+            equivalence=equivalence,
         )
     finally:
         shutil.rmtree(fixed_dir, ignore_errors=True)

@@ -151,7 +151,7 @@ def verify_command(
     quiet: bool,
 ) -> None:
     from tpulint.runtime import api
-    from tpulint.runtime.judge.render import render, render_compare
+    from tpulint.runtime.judge.render import compare_summary, render, render_compare
 
     options = {
         "cores": cores,
@@ -188,7 +188,7 @@ def verify_command(
     elif errors:
         pass  # one line on stderr, below
     elif quiet:
-        summary = result.fixed.summary if compare else result.summary  # type: ignore[union-attr]
+        summary = compare_summary(result) if compare else result.summary  # type: ignore[union-attr,arg-type]
         click.echo(f"verdict: {result.verdict.upper()} (exit {result.exit_code}): {summary}")
     elif compare:
         click.echo(render_compare(result, verbose=verbose), nl=False)  # type: ignore[arg-type]

@@ -114,6 +114,8 @@ class RunSpec:
     extend_until: float = 300.0
     val_steps: int = 4  # validation batches per validation run, at most
     test: bool = False  # also run the test loop (test_step, test_dataloader) after fitting
+    # --compare's equivalence check: {"seed", "dir", "role"} (runtime/child/equivalence.py).
+    equivalence: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -165,8 +165,20 @@ def test_full_output_shows_source_and_fix(project: Path) -> None:
     assert "Safe fix:" in out
     assert '-        self.log("train_loss", loss.item())' in out
     assert '+        self.log("train_loss", loss)' in out
-    # display-only suggestions are shown too
-    assert "Suggested fix (display-only" in out
+    # unsafe fixes are shown with how to apply them
+    assert "Unsafe fix (applied with --unsafe-fixes):" in out
+    assert "+        self.total += loss.detach()" in out
+
+
+def test_full_output_shows_display_only_suggestions(project: Path) -> None:
+    (project / "src/sizes.py").write_text(
+        "import lightning as L\n\n\nclass Model(L.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        n = batch.sum().item()\n"
+        "        return self(batch)[:n]\n"
+    )
+    result = run_cli(["check", "src/sizes.py", "--output-format", "full"], project)
+    assert "Suggested fix (display-only" in result.stdout
 
 
 def test_statistics(project: Path) -> None:

@@ -156,14 +156,18 @@ async def test_editor_session_end_to_end(client: LanguageClient, tmp_path: Path)
     found = await _diagnostics(client, uri)
     assert [d.code for d in found] == ["TPU101", "TPU001"]
 
-    # code action: "add noqa" for the display-only TPU101 (it has no fix to apply).
+    # code actions for TPU101 (`self.total += loss.item()`): its unsafe fix (`.detach()`,
+    # marked as such), "add noqa"; the noqa one is applied.
     actions = await _actions(client, uri, found[0])
-    assert [a.title for a in actions] == [
+    titles = [a.title for a in actions]
+    assert titles[0].startswith("tpulint (TPU101): Keep the value on the device: `.detach()`")
+    assert titles[0].endswith("(unsafe fix: may change behaviour, review it)")
+    assert titles[1:] == [
         "tpulint (TPU101): add `# noqa: TPU101`",
         "tpulint: apply every safe fix",  # offered with the quick fixes, as Ruff does
     ]
-    assert actions[0].edit is not None
-    text = _apply(text, actions[0].edit, uri)
+    assert actions[1].edit is not None
+    text = _apply(text, actions[1].edit, uri)
     assert "self.total += loss.item()  # noqa: TPU101\n" in text
     _change(client, uri, 4, text)
     found = await _diagnostics(client, uri)

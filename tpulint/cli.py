@@ -601,14 +601,32 @@ def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> i
     is_flag=True,
     help="With --apply, exit 1 if any file was changed, even when nothing is left to report.",
 )
+@click.option(
+    "--prove",
+    metavar="TARGET",
+    default=None,
+    help="Train TARGET (`module:Class` or `file.py:Class`) as written and rewritten, and apply"
+    " only the unsafe fixes of its files that keep the training the same (with --unsafe-fixes).",
+)
 def fix(
-    paths: tuple[str, ...], apply: bool, show_diff: bool, exit_non_zero_on_fix: bool, **options: Any
+    paths: tuple[str, ...],
+    apply: bool,
+    show_diff: bool,
+    exit_non_zero_on_fix: bool,
+    prove: str | None,
+    **options: Any,
 ) -> None:
     """Fix TPU problems in PATHS: show a diff, or write with --apply.
 
     Safe fixes only, unless --unsafe-fixes. With - the fixed source is written to stdout.
+    With --prove TARGET, unsafe fixes are applied only where training shows them equivalent.
     """
     verbose = options["verbose"]
+    if prove is not None:
+        from tpulint.runtime.prove_command import run_prove
+
+        _guard(verbose, lambda: run_prove(prove, list(paths), apply=apply, load=_load, **options))
+        return
     _guard(
         verbose,
         lambda: _fix(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -658,6 +658,57 @@ def _fix_text_edits(
         current = edited
         remaining = check_source(current, path, config, project=project)
     return FixResult(current, fixed, remaining)
+
+
+def fix_subset(
+    source: str,
+    path: str,
+    config: Config,
+    accept: Callable[[Diagnostic], bool],
+    *,
+    project: ProjectModel | None = None,
+) -> FixResult:
+    """One round of the fixes whose findings `accept` takes (positions and messages are those
+    of `source`), then safe fixes to a fixed point. `tpulint fix --prove` uses it to apply a
+    chosen subset of the unsafe rewrites; a rewrite that overlaps one already taken, or that
+    only appears once others are applied, is left out (it is in `remaining`)."""
+    enabled = config.enabled_for(_relpath(path, config))
+    analysis = _analyze(source, path, config, project, enabled, with_edits=True)
+    if analysis.module is None:
+        return FixResult(source, [], _finish(analysis, path, enabled, source))
+    chosen: list[FixSpec] = []
+    chosen_nodes: set[int] = set()
+    taken: list[Diagnostic] = []
+    for index, diagnostic in enumerate(analysis.diagnostics):
+        spec = analysis.fix_specs.get(index)
+        if spec is None or spec.applicability is Applicability.DISPLAY_ONLY:
+            continue
+        if analysis.suppressions.suppresses(diagnostic) or not accept(diagnostic):
+            continue
+        replaced = {id(old) for old, _ in spec.replacements}
+        if replaced & chosen_nodes or _overlaps(analysis, spec, chosen_nodes):
+            if replaced <= chosen_nodes and any(
+                spec.replacements == c.replacements for c in chosen
+            ):
+                taken.append(diagnostic)  # the same rewrite as one taken (a shared loss)
+            continue
+        chosen.append(spec)
+        chosen_nodes |= replaced
+        taken.append(diagnostic)
+    current = apply_fixes(analysis.module, chosen).code if chosen else source
+    try:
+        cst.parse_module(current)
+    except Exception as exc:
+        return FixResult(
+            source,
+            [],
+            check_source(source, path, config, project=project),
+            error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
+        )
+    rest = fix_source(current, path, config, unsafe=False, project=project)
+    if rest.error:
+        return FixResult(current, taken, rest.remaining, error=rest.error)
+    return FixResult(rest.source, taken + rest.fixed, rest.remaining)
 
 
 def _overlaps(analysis: _Analysis, spec: FixSpec, chosen: set[int]) -> bool:

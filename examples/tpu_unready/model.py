@@ -1,7 +1,7 @@
 """tpulint's example project: a small image classifier on synthetic data.
 
 tpu_unready/ is written for GPUs, the way many Lightning projects start; tpu_ready/ is what
-`tpulint fix --unsafe-fixes` made of it, with the displayed TPU202 suggestion applied.
+`tpulint fix --unsafe-fixes` made of it.
 """
 
 import lightning as L

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,9 @@ def _versions(spec: RunSpec, package: Flavour) -> dict[str, str]:
     return versions
 
 
-def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
+def _trainer(
+    spec: RunSpec, recorder: Any, loaded: Any, log: EventLog, extra: Sequence[Any] = ()
+) -> Any:
     """The Trainer: the user's arguments (their --config `trainer:` section, then
     --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
     are listed with their reasons); what was overridden goes to the event log for the report."""
@@ -153,7 +156,8 @@ def _trainer(spec: RunSpec, recorder: Any, loaded: Any, log: EventLog) -> Any:
         emulated=spec.device == "CPU",
         eval_steps=spec.val_steps,
     )
-    args = merge(requested, own, [with_base(recorder, package.Callback)])
+    callbacks = [with_base(c, package.Callback) for c in (recorder, *extra)]
+    args = merge(requested, own, callbacks)
     args.overridden += [
         Override(f"fit({name})", value, None, reason)
         for name, (value, reason) in loaded.ignored_fit_args.items()
@@ -224,6 +228,11 @@ def run(spec: RunSpec, log: EventLog) -> int:
     from tpulint.runtime.child import targets
 
     _check_emulation(spec)
+    extra = []
+    if spec.equivalence:  # --compare: seeded before the module is built
+        from tpulint.runtime.child import equivalence
+
+        extra.append(equivalence.install(spec.equivalence, log))
     # Before the user's code is imported and built: a DataLoader made in a module's __init__
     # is recorded with its line, and a module that binds torch_xla's functions at import
     # gets the recorded ones. The target's package joins the user's code once it is known.
@@ -236,7 +245,7 @@ def run(spec: RunSpec, log: EventLog) -> int:
         _check_test_loop(loaded)
     log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
     versions = _versions(spec, loaded.package)
-    trainer = _trainer(spec, recorder, loaded, log)
+    trainer = _trainer(spec, recorder, loaded, log, extra)
     log.write(
         "fit_start",
         versions=versions,

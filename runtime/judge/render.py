@@ -317,6 +317,14 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
     ]
 
 
+def compare_summary(result: CompareReport) -> str:
+    """The fixed run's summary, and the equivalence when it is what fails."""
+    equivalence = result.equivalence
+    if equivalence is not None and not equivalence.equivalent and result.fixed.verdict != "error":
+        return f"{result.fixed.verdict}, but {equivalence.line()}"
+    return result.fixed.summary
+
+
 def render_compare(result: CompareReport, *, verbose: bool = False) -> str:
     original, fixed = result.original, result.fixed
     lines = [f"tpulint verify --compare {original.target or ''}".rstrip()]
@@ -347,9 +355,12 @@ def render_compare(result: CompareReport, *, verbose: bool = False) -> str:
                 lines += ["", f"Failing causes, {label}:"] + [
                     line for cause in causes for line in _cause_line(cause)
                 ]
+    from tpulint.runtime.judge.equivalence import render_line
+
+    lines += ["", render_line(result)]
     lines += [
         "",
         f"verdict: {result.verdict.upper()} (exit {result.exit_code}):"
-        f" after tpulint fix, {fixed.summary}",
+        f" after tpulint fix, {compare_summary(result)}",
     ]
     return "\n".join(lines) + "\n"

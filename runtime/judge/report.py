@@ -271,11 +271,15 @@ class CompareReport:
     fixes: list[dict[str, Any]] = field(default_factory=list)  # {path, code, line, message}
     remaining: list[dict[str, Any]] = field(default_factory=list)
     diffs: dict[str, str] = field(default_factory=dict)  # file -> unified diff of the fix
+    # Whether the fixed module trains the same (judge/equivalence.py); None: not checked.
+    equivalence: Any = None
 
     @property
     def verdict(self) -> str:
         if ERROR in (self.original.verdict, self.fixed.verdict):
             return ERROR
+        if self.equivalence is not None and not self.equivalence.equivalent:
+            return FAIL
         return self.fixed.verdict
 
     @property
@@ -292,6 +296,7 @@ class CompareReport:
             "fixes": self.fixes,
             "remaining": self.remaining,
             "diffs": self.diffs,
+            "equivalence": self.equivalence.to_json() if self.equivalence is not None else None,
             "original": self.original.to_json(),
             "fixed": self.fixed.to_json(),
         }
