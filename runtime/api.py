@@ -366,17 +366,27 @@ def _fix_files(
     copies in `out_dir` (the user's files are never touched)."""
     from tpulint.config import Config, ConfigError, load_config
     from tpulint.engine import fix_source
+    from tpulint.runner import project_model
 
+    configs: dict[str, Config] = {}
+    for path in files:
+        try:
+            configs[path] = load_config(start=Path(path).parent)
+        except ConfigError:
+            configs[path] = Config()
+        if ignore:
+            configs[path] = configs[path].with_cli(ignore=ignore)
+    # The whole-project model `tpulint fix` uses (one per project root): a helper in another
+    # module is hot through its callers there, so the copies get the fixes `fix` would make.
+    projects: dict[Path, Any] = {}
     fixed = _FixedSources()
     for index, path in enumerate(files):
-        try:
-            config = load_config(start=Path(path).parent)
-        except ConfigError:
-            config = Config()
-        if ignore:
-            config = config.with_cli(ignore=ignore)
+        config = configs[path]
+        if config.root not in projects:
+            same_root = [f for f in files if configs[f].root == config.root]
+            projects[config.root] = project_model(same_root, config)
         source = Path(path).read_text(encoding="utf-8")
-        result = fix_source(source, path, config, unsafe=True)
+        result = fix_source(source, path, config, unsafe=True, project=projects[config.root])
         shown = _shown(path, cwd)
         if result.error:
             raise VerifyError(f"--compare: tpulint fix failed on {shown}: {result.error}")

@@ -243,6 +243,19 @@ class _Prover:
         self.sources = {path: Path(path).read_text(encoding="utf-8") for path in files}
         self.original_events: list[dict[str, Any]] = []
         self.trials = 0
+        self._projects: dict[Path, Any] = {}
+
+    def project(self, path: str) -> Any:
+        """The whole-project model `tpulint fix` would use for `path` (built once per project
+        root): a helper in another module of the project is hot through its callers there, and
+        value kinds come from the whole project, so prove finds the rewrites `fix` offers."""
+        from tpulint.runner import project_model
+
+        config = self.configs[path]
+        if config.root not in self._projects:
+            same_root = [f for f in self.files if self.configs[f].root == config.root]
+            self._projects[config.root] = project_model(same_root, config)
+        return self._projects[config.root]
 
     def shown(self, path: str) -> str:
         relative = os.path.relpath(path, self.cwd)
@@ -256,7 +269,10 @@ class _Prover:
         by_design: list[Rewrite] = []
         for path in self.files:
             grouped: dict[tuple[Any, ...], Rewrite] = {}
-            for diagnostic in check_source(self.sources[path], path, self.configs[path]):
+            found = check_source(
+                self.sources[path], path, self.configs[path], project=self.project(path)
+            )
+            for diagnostic in found:
                 fix = diagnostic.fix
                 if fix is None or fix.applicability is not Applicability.UNSAFE:
                     continue
@@ -283,7 +299,9 @@ class _Prover:
 
         results = {}
         for path in self.files:
-            result = fix_subset(self.sources[path], path, self.configs[path], accept)
+            result = fix_subset(
+                self.sources[path], path, self.configs[path], accept, project=self.project(path)
+            )
             if result.error:
                 raise VerifyError(f"tpulint fix failed on {self.shown(path)}: {result.error}")
             results[path] = result
