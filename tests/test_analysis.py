@@ -3,6 +3,7 @@ index, and hot code."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -318,3 +319,47 @@ def test_cached_results_follow_other_files(tmp_path: Path) -> None:
     (root / "pkg/model.py").write_text(head + cold, encoding="utf-8")
     back = run_cli(["check", "-v", "pkg"], root)
     assert back.exit_code == 0 and "TPU101" not in back.stdout
+
+
+SAMPLER_DATAMODULE = """\
+import lightning as L
+import torch_xla.core.xla_model as xm
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+class Data(L.LightningDataModule):
+    def train_dataloader(self):
+        sampler = DistributedSampler(
+            self.train_set, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()
+        )
+        return DataLoader(self.train_set, batch_size=64, sampler=sampler)
+"""
+
+
+@pytest.mark.parametrize(
+    ("other", "turned_off"),
+    [
+        # The project's training script turns the injection off: the sampler is needed there.
+        ("train.py", "trainer = L.Trainer(use_distributed_sampler=False)\n"),
+        # Lightning's own source (vendored, or a folder of packages) only names the flag in a
+        # message: it turns nothing off in the user's run.
+        (
+            "lightning/fabric/utilities/data.py",
+            'MESSAGE = "or set `.setup_dataloaders(..., use_distributed_sampler=False)`"\n',
+        ),
+    ],
+)
+def test_sampler_injection_turned_off_by_another_file(
+    tmp_path: Path, other: str, turned_off: str
+) -> None:
+    files = {"data.py": SAMPLER_DATAMODULE, other: "import lightning as L\n" + turned_off}
+    if other.startswith("lightning/"):
+        files.update({"lightning/__init__.py": "", "lightning/fabric/__init__.py": ""})
+        files["lightning/fabric/utilities/__init__.py"] = ""
+    root = make_project(tmp_path, files, pyproject='select = ["TPU301"]')
+    result = run_cli(["check", "--no-cache", "--output-format", "json", "."], root)
+    (finding,) = json.loads(result.stdout)["diagnostics"]
+    assert finding["path"] == "data.py"
+    mentions = "`use_distributed_sampler=False` in" in finding["message"]
+    assert mentions == other.endswith("train.py")
+    assert (finding["fix"] is None) == other.endswith("train.py")

@@ -1115,12 +1115,16 @@ class FileView:
     def sampler_injection_off(self) -> list[str]:
         """The other files of the project that turn Lightning's sampler injection off
         (`use_distributed_sampler=False`), nearest first: the training script that runs this
-        file's loaders may be one of them."""
+        file's loaders may be one of them. Lightning's own source is not the project's: its
+        messages and docs name the flag (`setup_dataloaders(..., use_distributed_sampler=False)`)
+        without turning anything off."""
         here = os.path.dirname(self.module.path)
         others = [
             m.path
             for m in self.model.modules.values()
-            if m.sampler_injection_off and m is not self.module
+            if m.sampler_injection_off
+            and m is not self.module
+            and (m.module or "").split(".", 1)[0] not in LIGHTNING_ROOTS
         ]
         return sorted(others, key=lambda p: (os.path.commonpath([here, p]) != here, p))
 
