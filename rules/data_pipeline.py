@@ -2212,6 +2212,42 @@ _TOKENIZER_METHODS = frozenset({"batch_encode_plus", "encode_plus", "pad", "__ca
 _COLLATE_NAME = re.compile(r"(collat|padder|pad_batch|batchify)", re.IGNORECASE)
 
 
+# Keywords of a multimodal processor call that carry no sequence to pad: a processor given
+# only images (or audio features of a fixed size) ignores `padding=`.
+_MEDIA_KEYWORDS = frozenset({"images", "videos", "pixel_values"})
+
+
+def _pads_a_sequence(node: cst.Call) -> bool:
+    """Whether a tokenizer/processor call has something `padding=` pads: a positional or
+    `text=`-like argument (anything but images), or arguments it cannot see (`**kwargs`)."""
+    for arg in node.args:
+        if arg.star:
+            return True
+        if arg.keyword is None:
+            return True
+        if arg.keyword.value in _MEDIA_KEYWORDS or arg.keyword.value in _CALL_OPTIONS:
+            continue
+        return True
+    return False
+
+
+# Options of a tokenizer/processor call that are not its inputs.
+_CALL_OPTIONS = frozenset(
+    {
+        "padding",
+        "truncation",
+        "max_length",
+        "return_tensors",
+        "pad_to_multiple_of",
+        "return_attention_mask",
+        "add_special_tokens",
+        "do_rescale",
+        "do_resize",
+        "do_normalize",
+    }
+)
+
+
 class DynamicPadding(_DataRule):
     """
     ## What it does
@@ -2306,6 +2342,12 @@ class DynamicPadding(_DataRule):
         ),
         # padding= of a convolution or an image transform is not text padding.
         Valid("import torch.nn as nn\n\nconv = nn.Conv2d(3, 8, 3, padding=True)\n"),
+        # A processor given only images pads no sequence (torchmetrics' CLIP score).
+        Valid(
+            "def _update(images, processor):\n"
+            "    return processor(images=[i.cpu() for i in images], return_tensors='pt', "
+            "padding=True)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -2332,6 +2374,13 @@ class DynamicPadding(_DataRule):
             "class DM:\n    def setup(self, stage):\n"
             '        self.enc = self.tokenizer(self.texts, padding="longest")\n',
             message='`padding="longest"`',
+        ),
+        # Captions with the images: the text is padded per batch.
+        Invalid(
+            "def _update(images, captions, processor):\n"
+            "    return processor(text=captions, images=images, return_tensors='pt', "
+            "padding=True)\n",
+            line=2,
         ),
         Invalid(
             "from transformers import DataCollatorWithPadding\n\n"
@@ -2397,7 +2446,12 @@ class DynamicPadding(_DataRule):
                 self._pad_sequence(node)
             return
         padding = keyword_arg(node, "padding")
-        if padding is not None and self._is_tokenizer_call(node) and not self._not_training():
+        if (
+            padding is not None
+            and self._is_tokenizer_call(node)
+            and _pads_a_sequence(node)
+            and not self._not_training()
+        ):
             self._tokenizer(node, padding)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:

@@ -47,6 +47,18 @@ SILENT = {
                 self.expert.cpu()
                 return self(batch)
         """,
+    "a module passed in, annotated, and offloaded": """
+        class Collector(nn.Module):
+            def __init__(self, core_model: nn.Module):
+                super().__init__()
+                self.core_model = core_model
+
+            def forward(self, x: torch.Tensor, teacher: nn.Module):
+                preds = self.core_model.to(x.device).forward(x)
+                self.core_model.cpu()
+                teacher.cpu()
+                return preds
+        """,
     "numpy generator": """
         class M(L.LightningModule):
             def __init__(self):

@@ -52,6 +52,8 @@ _HOST_PARAMS = frozenset(
     }
 )
 _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|Sequence)\b")
+# Annotations of modules (`nn.Module`, `L.LightningModule`, `Metric`, containers).
+_MODULE_ANNOTATIONS = ("Module", "Sequential", "ModuleList", "ModuleDict", "Metric")
 _HOST_ANNOTATIONS = frozenset(
     {
         "int",
@@ -515,6 +517,8 @@ class FileContext:
                 return DEVICE  # `batch: dict` holds the step's tensors
             if annotation in _HOST_ANNOTATIONS:
                 return HOST
+            if annotation.endswith(_MODULE_ANNOTATIONS):
+                return ValueKind.MODULE  # `core_model: nn.Module`: `.cpu()` is an offload
             if annotation.endswith("Tensor"):
                 return DEVICE if hot else UNKNOWN
         if param.default is not None and isinstance(

@@ -708,8 +708,12 @@ class _Summarizer:
             # A closure sees the enclosing function's locals.
             scope.env = dict(outer.env)
             scope.instances = dict(outer.instances)
+        annotated = [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         for index, name in enumerate(params):
-            scope.env[name] = [["p", index]]
+            # `core_model: nn.Module`, `n: int`: the annotation says what the parameter is
+            # (a module moved with `.cpu()` is an offload, not a read of a tensor).
+            kind = _annotation_kind(ast.unparse(annotated[index])) if annotated[index] else None
+            scope.env[name] = [kind] if kind is not None else [["p", index]]
             scope.instances.pop(name, None)
         for star in (args.vararg, args.kwarg):
             if star is not None:
