@@ -78,6 +78,34 @@ SILENT = {
                     self.built = True
                 return self(batch) / self.scale
         """,
+    "lazy initialisation by a method that sets the flag": """
+        class Tracker(nn.Module):
+            def _init_from_batch(self, x):
+                self.count = int(x.sum().item())
+                if x.max() > 0:
+                    self.scale = x.max()
+                self.initialized = True
+
+            def forward(self, x):
+                if not self.initialized:
+                    self._init_from_batch(x)
+                return x
+        """,
+    "lazy initialisation of a buffer flag": """
+        class Codebook(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("initted", torch.tensor(False))
+
+            def init_embed_(self, data):
+                self.scale = data.abs().max().item()
+                self.initted.data.copy_(torch.tensor(True))
+
+            def forward(self, x):
+                if not self.initted:
+                    self.init_embed_(x)
+                return x
+        """,
     "cache filled once": """
         class M(L.LightningModule):
             def forward(self, x):

@@ -24,7 +24,7 @@ from tpulint.discovery import SourcePath, read_source
 MAX_CONTEXT_FILES = 5000
 # Below this many files to summarise, a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 200
-SUMMARY_FORMAT = "s16"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s18"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:

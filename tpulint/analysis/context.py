@@ -8,7 +8,7 @@ the node sits under a guard (`if torch.cuda.is_available():`, `if batch_idx == 0
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -417,6 +417,16 @@ class FileContext:
                 root = info.root_hook
         return effective(kinds, root)
 
+    def _method_resolver(
+        self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
+    ) -> Callable[[str], cst.FunctionDef | None]:
+        """`self.<name>` -> its method, in the class around `node` (None outside a class)."""
+        ancestor = parents.get(id(node))
+        while ancestor is not None and not isinstance(ancestor, cst.ClassDef):
+            ancestor = parents.get(id(ancestor))
+        info = self.analysis.klass(ancestor) if ancestor is not None else None
+        return info.resolve_method if info is not None else (lambda name: None)
+
     def _local_guards(
         self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
     ) -> tuple[set[str], cst.FunctionDef | None]:
@@ -430,7 +440,9 @@ class FileContext:
                 negated = isinstance(test, cst.UnaryOperation) and isinstance(
                     test.operator, cst.Not
                 )
-                if child is ancestor.body and _lazy_block(self.module, ancestor):
+                if child is ancestor.body and _lazy_block(
+                    self.module, ancestor, self._method_resolver(ancestor, parents)
+                ):
                     kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and not negated:
                     kinds |= self._condition_kinds(test)
@@ -716,17 +728,70 @@ def _tensor_isinstance(ctx: FileContext, test: cst.BaseExpression) -> str | None
     return None
 
 
-def _lazy_block(module: cst.Module, node: cst.If) -> bool:
+def _lazy_block(
+    module: cst.Module,
+    node: cst.If,
+    resolve: Callable[[str], cst.FunctionDef | None] | None = None,
+) -> bool:
     """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
-    the cache): the body runs once, not every step."""
+    the cache): the body runs once, not every step. The attribute may be set by a method the
+    body calls (`if not self.initialized: self._init_from_batch(x)`, which sets it)."""
     attribute = lazy_attribute(module.code_for_node(node.test))
     if attribute is None:
+        return False
+    if _sets_self_attribute(node.body, attribute):
+        return True
+    if resolve is None:
         return False
     from tpulint.analysis.walker import iter_children
 
     stack: list[cst.CSTNode] = [node.body]
     while stack:
         current = stack.pop()
+        if (
+            isinstance(current, cst.Call)
+            and isinstance(current.func, cst.Attribute)
+            and isinstance(current.func.value, cst.Name)
+            and current.func.value.value == "self"
+        ):
+            method = resolve(current.func.attr.value)
+            if method is not None and _sets_self_attribute(method.body, attribute):
+                return True
+        stack.extend(iter_children(current))
+    return False
+
+
+def _self_attribute_named(node: cst.BaseExpression, attribute: str) -> bool:
+    """`self.<attribute>`, or its `.data`."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return (
+        isinstance(node, cst.Attribute)
+        and node.attr.value == attribute
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    )
+
+
+# In-place methods that set a tensor flag (a registered buffer) to a new value.
+_IN_PLACE_SETTERS = frozenset({"fill_", "copy_"})
+
+
+def _sets_self_attribute(body: cst.CSTNode, attribute: str) -> bool:
+    """Whether `body` sets `self.<attribute>`: assigns it, or fills a buffer flag in place
+    (`self.initialized.fill_(True)`, `self.initted.data.copy_(...)`)."""
+    from tpulint.analysis.walker import iter_children
+
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        current = stack.pop()
+        if (
+            isinstance(current, cst.Call)
+            and isinstance(current.func, cst.Attribute)
+            and current.func.attr.value in _IN_PLACE_SETTERS
+            and _self_attribute_named(current.func.value, attribute)
+        ):
+            return True
         targets: list[cst.BaseExpression] = []
         if isinstance(current, cst.Assign):
             targets = [t.target for t in current.targets]

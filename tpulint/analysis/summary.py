@@ -474,6 +474,9 @@ class _Summarizer:
         self.text = text
         self._line_starts: list[int] | None = None
         self._conditions: dict[int, frozenset[str]] = {}
+        # class qualname -> its methods (a lazy-initialisation block may call one that sets
+        # the flag it tests).
+        self.class_methods: dict[str, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         # Lines that read the rank or world size, where classes may be datasets (only their
         # rank-awareness is ever asked).
         self.rank_lines: list[int] = []
@@ -546,7 +549,7 @@ class _Summarizer:
             return
         if isinstance(node, ast.If):
             self.expression(node.test, scope)
-            lazy = self.lazy_block(node)
+            lazy = self.lazy_block(node, scope)
             saved = scope.guards
             scope.guards = (*saved, node.test, *((RARE,) if lazy else ()))
             # Each branch's bindings are journaled, so both start from the same state and
@@ -735,6 +738,11 @@ class _Summarizer:
         info = ClassSummary(node.name, qualname, node.lineno, bases)
         info.rank_aware = self._spans_rank_line(node)
         self.summary.classes.append(info)
+        self.class_methods[qualname] = {
+            item.name: item
+            for item in node.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
         body_scope = _Scope(None, dict(outer.imports), cls=info)
         self.block(node.body, body_scope, [*names, node.name], info)
 
@@ -805,34 +813,26 @@ class _Summarizer:
             kinds |= {item} if isinstance(item, str) else self.condition(item)
         return tuple(sorted(kinds))
 
-    def lazy_block(self, node: ast.If) -> bool:
+    def lazy_block(self, node: ast.If, scope: _Scope) -> bool:
         """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
-        the cache): the body runs once."""
+        the cache): the body runs once. The attribute may be set by a method of the class the
+        body calls (`if not self.initialized: self._init_from_batch(x)`, which sets it)."""
         if not _may_be_lazy_test(node.test):
             return False
         attribute = lazy_attribute(self.segment(node.test))
         if attribute is None:
             return False
-        for statement in ast.walk(ast.Module(body=node.body, type_ignores=[])):
-            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-                targets = (
-                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                )
-                for target in targets:
-                    if (
-                        isinstance(target, ast.Attribute)
-                        and target.attr == attribute
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"
-                    ):
-                        return True
+        if _sets_self_attribute(node.body, attribute):
+            return True
+        methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
+        for call in ast.walk(ast.Module(body=node.body, type_ignores=[])):
             if (
-                isinstance(statement, ast.Call)
-                and isinstance(statement.func, ast.Name)
-                and statement.func.id == "setattr"
-                and len(statement.args) >= 2
-                and isinstance(statement.args[1], ast.Constant)
-                and statement.args[1].value == attribute
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self"
+                and call.func.attr in methods
+                and _sets_self_attribute(methods[call.func.attr].body, attribute)
             ):
                 return True
         return False
@@ -1480,6 +1480,55 @@ def _restore(env: dict[str, list[Atom]], name: str, old: Any) -> None:
         env.pop(name, None)
     else:
         env[name] = old
+
+
+# In-place methods that set a tensor flag (a registered buffer) to a new value.
+_IN_PLACE_SETTERS = frozenset({"fill_", "copy_"})
+
+
+def _self_attribute_named(node: ast.expr, attribute: str) -> bool:
+    """`self.<attribute>`, or its `.data`."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attribute
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _sets_self_attribute(body: list[ast.stmt], attribute: str) -> bool:
+    """Whether `body` sets `self.<attribute>`: assigns it, `setattr(self, "<attribute>", ...)`,
+    or fills a buffer flag in place (`self.initialized.fill_(True)`, `.data.copy_(...)`)."""
+    for statement in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if (
+            isinstance(statement, ast.Call)
+            and isinstance(statement.func, ast.Attribute)
+            and statement.func.attr in _IN_PLACE_SETTERS
+            and _self_attribute_named(statement.func.value, attribute)
+        ):
+            return True
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == attribute
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    return True
+        if (
+            isinstance(statement, ast.Call)
+            and isinstance(statement.func, ast.Name)
+            and statement.func.id == "setattr"
+            and len(statement.args) >= 2
+            and isinstance(statement.args[1], ast.Constant)
+            and statement.args[1].value == attribute
+        ):
+            return True
+    return False
 
 
 def _may_be_lazy_test(test: ast.expr) -> bool:
