@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.hooks import names_other_accelerator
 from tpulint.analysis.imports import dotted_name
 from tpulint.analysis.project import FileView
 from tpulint.analysis.summary import SAMPLER_INJECTION_OFF
@@ -1083,6 +1084,12 @@ class TpuUnfriendlyBatchSize(_DataRule):
             "    def __init__(self, batch_size: int = 32, num_workers: int = 3):\n"
             "        super().__init__()\n"
         ),
+        # A loader for another accelerator (graphium's Graphcore IPU loader).
+        Valid(
+            "from torch.utils.data import DataLoader\n\n\n"
+            "def create_ipu_dataloader(dataset, batch_size: int = 1):\n"
+            "    return DataLoader(dataset, batch_size=batch_size, shuffle=True)\n"
+        ),
         # Inference APIs (NeMo transcribe/diarize) are not training loaders.
         Valid(
             _PL + "from torch.utils.data import DataLoader\n\n\n"
@@ -1575,6 +1582,8 @@ class TpuUnfriendlyBatchSize(_DataRule):
         else:
             if _INFERENCE_FUNCTION.search(node.name.value):
                 return
+            if names_other_accelerator(node.name.value):
+                return  # `create_ipu_dataloader(batch_size=1)`: not a TPU loader
             if not (self._function_trains(node) or self._forwards_batch_size(node, candidates)):
                 return
             where = f"(the default of `{node.name.value}()`)"

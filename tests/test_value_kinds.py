@@ -106,6 +106,24 @@ SILENT = {
                     self.init_embed_(x)
                 return x
         """,
+    "code written for another accelerator": """
+        class BCELossIPU(nn.Module):
+            def forward(self, input, target):
+                nan_targets = target.isnan()
+                target[nan_targets] = 0.0
+                return (input - target).abs().mean()
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if self.on_ipu:
+                    return self.ipu_step(batch)
+                return self(batch).mean()
+
+            def ipu_step(self, batch):
+                if batch.max() > 1:
+                    batch = batch / batch.max()
+                return self(batch).mean()
+        """,
     "cache filled once": """
         class M(L.LightningModule):
             def forward(self, x):

@@ -4,6 +4,8 @@ per-file analysis."""
 
 from __future__ import annotations
 
+import re
+
 STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 LIGHTNING_BATCH_HOOKS = frozenset(
     {
@@ -75,3 +77,16 @@ def is_cold_name(name: str) -> bool:
     if name in COLD_METHODS:
         return True
     return name.startswith("on_") and "batch" not in name and name not in LIGHTNING_BATCH_HOOKS
+
+
+# Name tokens of other accelerators (Graphcore IPUs, Habana Gaudi HPUs, Ascend NPUs): a class or
+# function named for one (`BCELossIPU`, `PredictorModuleIPU`, `create_ipu_dataloader`) is
+# written to run there, not on a TPU.
+_OTHER_ACCELERATOR_TOKENS = frozenset({"ipu", "ipus", "hpu", "hpus", "habana", "gaudi", "npu"})
+_NAME_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def names_other_accelerator(name: str) -> bool:
+    """Whether an identifier names another accelerator (by its words: `BCELossIPU`,
+    `ipu_options`, `HabanaStrategy`; not `input` or `npuzzle`)."""
+    return any(token.lower() in _OTHER_ACCELERATOR_TOKENS for token in _NAME_TOKEN.findall(name))

@@ -42,6 +42,7 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     LIGHTNING_BATCH_HOOKS,
     STEP_METHODS,
     is_cold_name,
+    names_other_accelerator,
 )
 from tpulint.analysis.summary import (
     MODULE_SELF_METHODS,
@@ -105,6 +106,13 @@ def _lightning_root_kind(qualname: str) -> ClassKind:
     ):
         return kind_of_external(qualname)
     return ClassKind.NONE
+
+
+def _for_other_accelerator(fn: _Function) -> bool:
+    """A function or method named for another accelerator, or of a class that is
+    (`BCELossIPU.forward`): it runs there, not on a TPU, so it is never hot here."""
+    names = [fn.summary.name, *(fn.summary.cls or "").split(".")]
+    return any(names_other_accelerator(name) for name in names if name)
 
 
 def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str]) -> str | None:
@@ -610,7 +618,7 @@ class ProjectModel:
             elif fn.summary.cls is not None:
                 kind = ClassKind.NONE
             reason = entry_reason(fn.summary.name, kind, self.hot_methods)
-            if reason is not None:
+            if reason is not None and not _for_other_accelerator(fn):
                 hot[gkey] = HotInfo(reason, fn.summary.name)
                 queue.append(gkey)
         while queue:
@@ -622,7 +630,11 @@ class ProjectModel:
                 for target in self.resolve_call(
                     fn.module, fn.owner, call.form, call.target, virtual=True
                 ):
-                    if not isinstance(target, _Function) or is_cold_name(target.summary.name):
+                    if (
+                        not isinstance(target, _Function)
+                        or is_cold_name(target.summary.name)
+                        or _for_other_accelerator(target)
+                    ):
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, call.line), edge_guards)
             for inner in nested.get(gkey, ()):
