@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "tpulint.analysis",
             "tpulint.analysis.imports",
+            "tpulint.analysis.modules",
             "tpulint.analysis.project",
             "tpulint.analysis.walker",
             "tpulint.analysis.values",

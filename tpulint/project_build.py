@@ -13,12 +13,19 @@ import gc
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tpulint.analysis.project import ProjectModel, module_name_for_path, package_root
-from tpulint.analysis.summary import ModuleSummary, summarize
+from tpulint.analysis.modules import module_name_for_path, package_root
 from tpulint.cache import ScanCache, content_key
 from tpulint.config import Config
 from tpulint.discovery import SourcePath, read_source
+
+if TYPE_CHECKING:
+    from tpulint.analysis.project import ProjectModel
+    from tpulint.analysis.summary import ModuleSummary
+
+# The model's modules (`ast` summaries, the project model) are imported by the functions that
+# build it: a run answered from the cache only lists the context files.
 
 # Context files read at most (a checked file deep in a huge monorepo package).
 MAX_CONTEXT_FILES = 5000
@@ -32,6 +39,8 @@ def _summary_key(module: str | None, is_package: bool, text: str) -> str:
 
 
 def _summarize_batch(items: list[tuple[str, str]]) -> list[ModuleSummary]:
+    from tpulint.analysis.summary import summarize
+
     # `ast` trees hold no reference cycles: reference counting frees each one, and the cyclic
     # collector, which would otherwise run over and over while a tree is built, is paused
     # (a fifth of the time, measured).
@@ -52,6 +61,8 @@ def summarize_files(
     items: Sequence[tuple[str, str]], cache: ScanCache | None, jobs: int
 ) -> list[ModuleSummary]:
     """Summaries of (absolute path, text) pairs, from the cache where it has them."""
+    from tpulint.analysis.summary import ModuleSummary
+
     summaries: list[ModuleSummary] = []
     todo: list[tuple[str, str]] = []
     keys: dict[str, str] = {}
@@ -98,6 +109,8 @@ def _pause_collector() -> None:
 
 
 def _summarize_one(item: tuple[str, str]) -> ModuleSummary:
+    from tpulint.analysis.summary import summarize
+
     path, text = item
     module, is_package = module_name_for_path(path)
     return summarize(text, path, module, is_package)
@@ -106,6 +119,8 @@ def _summarize_one(item: tuple[str, str]) -> ModuleSummary:
 def _unparsed(item: tuple[str, str], why: str) -> ModuleSummary:
     """A file whose summarising ended its worker: modelled as one `ast` could not parse (its
     checking reports what is wrong with it)."""
+    from tpulint.analysis.summary import ModuleSummary
+
     path = item[0]
     module, is_package = module_name_for_path(path)
     return ModuleSummary(path, module, is_package, parsed=False)
@@ -124,34 +139,44 @@ def _excluded(name: str, config: Config) -> bool:
 
 def context_files(checked: Iterable[Path], config: Config) -> list[Path]:
     """Files that give the checked files their context (see the module docstring)."""
-    checked = [p.absolute() for p in checked if p.suffix == ".py"]
-    seen = set(checked)
+    # Strings and one look per folder: a warm run checks hundreds of files of one package,
+    # and this runs before every cache lookup.
+    checked_paths = [os.path.abspath(p) for p in checked if p.suffix == ".py"]
+    seen = set(checked_paths)
     out: list[Path] = []
-    packages: set[Path] = set()
-    for path in checked:
+    packages: set[str] = set()
+    folders: dict[str, str | None] = {}  # folder -> its top-level package folder, if any
+    for path in checked_paths:
+        folder = os.path.dirname(path)
+        if folder in folders:
+            continue
         module, _ = module_name_for_path(path)
         if module is None:
-            continue
-        root = package_root(path)
-        top = module.split(".", 1)[0]
-        if (root / top).is_dir() and (root / top / "__init__.py").is_file():
-            packages.add(root / top)
-        elif module == path.stem:
-            # A script outside packages: its sibling modules are what it can import.
-            for sibling in sorted(path.parent.glob("*.py")):
-                if sibling not in seen:
+            continue  # not importable (`my-script.py`): gives its folder no context
+        top_package = None
+        top = os.path.join(str(package_root(path)), module.split(".", 1)[0])
+        if os.path.isfile(os.path.join(top, "__init__.py")):
+            top_package = top
+        folders[folder] = top_package
+        if top_package is not None:
+            packages.add(top_package)
+        elif module == os.path.splitext(os.path.basename(path))[0] and os.path.isdir(folder):
+            # Scripts outside packages: their sibling modules are what they can import.
+            for name in sorted(os.listdir(folder)):
+                sibling = os.path.join(folder, name)
+                if name.endswith(".py") and sibling not in seen and os.path.isfile(sibling):
                     seen.add(sibling)
-                    out.append(sibling)
+                    out.append(Path(sibling))
     for package in sorted(packages):
         for directory, dirs, files in os.walk(package):
             dirs[:] = sorted(d for d in dirs if not _excluded(d, config))
             for name in sorted(files):
                 if not name.endswith(".py"):
                     continue
-                path = Path(directory) / name
+                path = os.path.join(directory, name)
                 if path not in seen:
                     seen.add(path)
-                    out.append(path)
+                    out.append(Path(path))
                 if len(out) >= MAX_CONTEXT_FILES:
                     return out
     return out
@@ -161,13 +186,35 @@ def model_inputs(
     sources: Sequence[tuple[Path, str]], config: Config, with_context: bool = True
 ) -> list[tuple[str, str]]:
     """(absolute path, text) of the checked Python files and their context files."""
-    items = [(str(path.absolute()), text) for path, text in sources if path.suffix == ".py"]
+    items = checked_inputs(sources)
     if with_context:
-        for path in context_files([p for p, _ in sources], config):
-            text = _read(path, config)
-            if text is not None:
-                items.append((str(path), text))
+        items += read_context(context_files([p for p, _ in sources], config), config)
     return items
+
+
+def checked_inputs(sources: Sequence[tuple[Path, str]]) -> list[tuple[str, str]]:
+    """(absolute path, text) of the checked Python files."""
+    return [(str(path.absolute()), text) for path, text in sources if path.suffix == ".py"]
+
+
+def read_context(paths: Iterable[Path], config: Config) -> list[tuple[str, str]]:
+    """(path, text) of the context files that can be read."""
+    items = []
+    for path in paths:
+        text = _read(path, config)
+        if text is not None:
+            items.append((str(path), text))
+    return items
+
+
+def context_signature(path: Path) -> str:
+    """What identifies a context file's version without reading it (size, modification time
+    in nanoseconds, inode), as Ruff's cache does: a warm run lists its context, not reads it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
 def model_of(
@@ -175,6 +222,8 @@ def model_of(
 ) -> ProjectModel:
     """The model of (absolute path, text) pairs, with what every check reads computed once
     here, before the checking workers fork and inherit it."""
+    from tpulint.analysis.project import ProjectModel
+
     model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
     model.lightning_table()
     model.hot  # noqa: B018
@@ -205,6 +254,9 @@ def project_for_source(text: str, path: str, config: Config) -> ProjectModel | N
 def with_source(model: ProjectModel, path: str, text: str, config: Config) -> ProjectModel:
     """`model` with `text` in place of the file at `path` (an editor's unsaved buffer), or
     `model` itself when the file is not one of its modules."""
+    from tpulint.analysis.project import ProjectModel
+    from tpulint.analysis.summary import summarize
+
     absolute = str(Path(path).absolute())
     if absolute not in model.modules:
         return model

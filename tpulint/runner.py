@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tpulint.analysis.project import ProjectModel, table_digest
+from tpulint.analysis.modules import table_digest
 from tpulint.cache import (
     FactsCache,
     ResultCache,
@@ -27,10 +27,17 @@ from tpulint.cache import (
 from tpulint.config import Config
 from tpulint.diagnostics import Applicability, Diagnostic
 from tpulint.discovery import SourcePath, discover, read_source
-from tpulint.project_build import model_inputs, model_of
+from tpulint.project_build import (
+    checked_inputs,
+    context_files,
+    context_signature,
+    model_of,
+    read_context,
+)
 from tpulint.writing import write_if_unchanged
 
 if TYPE_CHECKING:
+    from tpulint.analysis.project import ProjectModel
     from tpulint.engine import FixResult
 
 # The engine (libcst, the analysis, the rules) is imported only when some file is not answered
@@ -222,7 +229,8 @@ class _Prepared:
     outcomes: list[FileOutcome]  # files that could not be read, problems met walking
     notices: list[str]
     config: Config
-    items: list[tuple[str, str]]  # what the project model models: (absolute path, text)
+    checked: list[tuple[str, str]]  # the checked Python files: (absolute path, text)
+    context: list[Path]  # the files that give them context, read only to build the model
     jobs: int
     use_cache: bool
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
@@ -235,7 +243,8 @@ class _Prepared:
         if self.project is None:
             cache_dir = self.config.root / self.config.cache_dir
             scans = ScanCache(cache_dir) if self.use_cache else None
-            self.project = model_of(self.items, self.config, scans, self.jobs)
+            items = self.checked + read_context(self.context, self.config)
+            self.project = model_of(items, self.config, scans, self.jobs)
             if scans:
                 scans.save()
         return self.project
@@ -261,15 +270,20 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
             assert text is not None
             sources.append((source, text))
     digests = {source.display: text_digest(text) for source, text in sources}
-    items = model_inputs([(s.path, text) for s, text in sources], config)
-    prepared = _Prepared(sources, outcomes, notices, config, items, jobs, use_cache, digests)
+    checked = checked_inputs([(s.path, text) for s, text in sources])
+    context = context_files([s.path for s, _ in sources], config)
+    prepared = _Prepared(
+        sources, outcomes, notices, config, checked, context, jobs, use_cache, digests
+    )
     if not use_cache:
         return prepared
-    # The model's facts for a set of files seen before (a warm run) are cached as a whole.
+    # The model's facts for a set of files seen before (a warm run) are cached as a whole,
+    # keyed by the checked files' contents and the context files' signatures.
     facts_cache = FactsCache(config.root / config.cache_dir)
     known = {str(s.path): digests[s.display] for s, _ in sources}
     facts_key = FactsCache.key(
-        [f"{path}:{(known.get(path) or text_digest(text)).hex()}" for path, text in items]
+        [f"{path}:{(known.get(path) or text_digest(text)).hex()}" for path, text in checked]
+        + [context_signature(path) for path in context]
         + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
     )
     found = facts_cache.get(facts_key)

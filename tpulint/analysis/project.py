@@ -29,9 +29,8 @@ import enum
 import hashlib
 import os
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,11 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     STEP_METHODS,
     is_cold_name,
     names_other_accelerator,
+)
+from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
+    module_name_for_path,
+    package_root,
+    table_digest,
 )
 from tpulint.analysis.summary import (
     MODULE_SELF_METHODS,
@@ -134,53 +138,6 @@ def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str])
     if kind & ClassKind.METRIC and name == "update":
         return "update"
     return None
-
-
-# --- module names from paths -------------------------------------------------------------
-
-
-@lru_cache(maxsize=4096)
-def _is_package_dir(directory: str) -> bool:
-    return os.path.isfile(os.path.join(directory, "__init__.py"))
-
-
-@lru_cache(maxsize=4096)
-def _package_parts(directory: str) -> tuple[str, ...]:
-    """The package names from the outermost package down to `directory` (empty when
-    `directory` is not a package), computed once per folder."""
-    if not _is_package_dir(directory):
-        return ()
-    parent = os.path.dirname(directory)
-    if parent == directory:
-        return (os.path.basename(directory),)
-    return (*_package_parts(parent), os.path.basename(directory))
-
-
-def module_name_for_path(path: str | os.PathLike[str]) -> tuple[str | None, bool]:
-    """(`pkg.sub.mod`, is_package) for a file inside packages, by walking up `__init__.py`s."""
-    text = os.fspath(path)
-    stem, suffix = os.path.splitext(os.path.basename(text))
-    if suffix not in (".py", ".pyi"):
-        return None, False
-    is_package = stem == "__init__"
-    parts = list(_package_parts(os.path.dirname(text) or "."))
-    if not is_package:
-        parts.append(stem)
-    if not parts:
-        return None, is_package
-    name = ".".join(parts)
-    if not name.replace(".", "").replace("_", "").isalnum():
-        return None, is_package
-    return name, is_package
-
-
-def package_root(path: str | os.PathLike[str]) -> Path:
-    """The folder that holds the file's top-level package (the file's own folder when it is
-    not in a package): what `import` resolves the file's absolute imports from."""
-    directory = Path(path).absolute().parent
-    while _is_package_dir(str(directory)) and directory.parent != directory:
-        directory = directory.parent
-    return directory
 
 
 # --- values --------------------------------------------------------------------------------
@@ -1182,13 +1139,6 @@ def build_model(files: Iterable[tuple[str, str]], hot_methods: Iterable[str] = (
         )
         summaries.append(summarize(text, path, module, is_package))
     return ProjectModel(summaries, hot_methods)
-
-
-def table_digest(table: Mapping[str, int]) -> str:
-    h = hashlib.sha1()
-    for key in sorted(table):
-        h.update(f"{key}={table[key]};".encode())
-    return h.hexdigest()
 
 
 def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugging aid
