@@ -107,7 +107,7 @@ def test_the_cache_key_covers_the_code_of_tpulint_and_its_rules(tmp_path: Path) 
     assert "is gone since Lightning 2.0" in edited.stdout
 
 
-def test_code_fingerprint_reads_the_rules_without_importing_them() -> None:
+def test_code_fingerprint_looks_at_the_rules_without_importing_them() -> None:
     code = (
         "import sys\nfrom tpulint.cache import code_fingerprint\n"
         "print(code_fingerprint())\nprint('tpulint.rules' in sys.modules)\n"

@@ -48,31 +48,40 @@ KEEP_CODE_VERSIONS = 3  # folders kept for other versions of tpulint's code (oth
 
 @functools.cache
 def code_fingerprint() -> str:
-    """The tpulint version and a content hash of the modules that decide what a check
-    reports: the `tpulint` package (without the verifier, `tpulint.runtime`) and the rules
-    (`tpulint.rules`, which an editable install maps to another folder). Read, not imported."""
+    """The tpulint version and a fingerprint of the modules that decide what a check reports:
+    the `tpulint` package (without the verifier, `tpulint.runtime`) and the rules
+    (`tpulint.rules`, which an editable install maps to another folder). Each module counts
+    by its path, size and modification time, as Ruff keys its cache, so editing a rule in an
+    editable install invalidates cached results; nothing is read or imported (this runs on
+    every call, before the cache answers)."""
     digest = hashlib.blake2b(digest_size=8)
     digest.update(__version__.encode())
-    roots: list[Path] = []
+    roots: list[str] = []
     for package in ("tpulint", "tpulint.rules"):
         spec = importlib.util.find_spec(package)
         for location in (spec.submodule_search_locations or []) if spec else []:
-            if Path(location) not in roots:
-                roots.append(Path(location))
-    seen: set[Path] = set()
+            if os.path.realpath(location) not in roots:
+                roots.append(os.path.realpath(location))
+    seen: set[str] = set()
     for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            relative = path.relative_to(root)
-            if relative.parts[0] == "runtime" or path in seen:
-                continue
-            seen.add(path)
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            digest.update(str(relative).encode())
-            digest.update(b"\0")
-            digest.update(data)
+        for directory, dirs, files in os.walk(root):
+            relative_dir = os.path.relpath(directory, root)
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d != "__pycache__" and not (relative_dir == "." and d == "runtime")
+            )
+            for name in sorted(files):
+                path = os.path.join(directory, name)
+                if not name.endswith(".py") or path in seen:
+                    continue
+                seen.add(path)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                relative = os.path.relpath(path, root)
+                digest.update(f"{relative}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return f"{__version__}-{digest.hexdigest()}"
 
 
