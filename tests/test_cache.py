@@ -116,3 +116,41 @@ def test_code_fingerprint_looks_at_the_rules_without_importing_them() -> None:
     fingerprint, imported = done.stdout.split()
     assert fingerprint == code_fingerprint()
     assert fingerprint.startswith(f"{tpulint.__version__}-") and imported == "False"
+
+
+def test_package_listing_follows_files_added_and_removed(tmp_path: Path) -> None:
+    """The context listing of a package is cached with its folders' modification times: a file
+    added or removed is seen, and a folder changed moments ago is not cached at all."""
+    import os
+
+    from tpulint.cache import ListingCache
+    from tpulint.config import Config
+    from tpulint.project_build import _package_files
+
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py"):
+        (package / name).write_text("x = 1\n")
+    listings = ListingCache(tmp_path / ".cache")
+    config = Config()
+    first = _package_files(str(package), config, listings)
+    assert sorted(os.path.basename(p) for p in first) == [
+        "__init__.py",
+        "__init__.py",
+        "a.py",
+        "b.py",
+    ]
+    assert listings.get(str(package), list(config.exclude)) is None  # just changed: not kept
+
+    old = 1_000_000_000_000_000_000  # 2001: settled
+    for folder in (package, package / "sub"):
+        os.utime(folder, ns=(old, old))
+    _package_files(str(package), config, listings)
+    assert listings.get(str(package), list(config.exclude)) is not None  # kept
+
+    (package / "sub" / "c.py").write_text("y = 2\n")  # the folder's time moves on
+    after = _package_files(str(package), config, listings)
+    assert any(p.endswith("c.py") for p in after)
+    os.utime(package / "sub", ns=(old, old))
+    (package / "a.py").unlink()
+    assert not any(p.endswith("a.py") for p in _package_files(str(package), config, listings))

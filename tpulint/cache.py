@@ -368,3 +368,64 @@ class FactsCache:
                     stale.unlink()
         except OSError:
             return  # a read-only checkout must not fail the run
+
+
+class ListingCache:
+    """The Python files of a package folder as the last walk found them, with the modification
+    time of every folder walked. Adding, removing or renaming an entry changes its folder's
+    modification time, so when every folder's time is unchanged the listing is too: a run
+    that checks one file of a large package stats its folders instead of walking them."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.folder = directory / code_fingerprint() / "listings"
+
+    @staticmethod
+    def _key(package: str, excluded: list[str]) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        h.update("\0".join([package, *sorted(excluded)]).encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
+    def get(self, package: str, excluded: list[str]) -> list[str] | None:
+        """The package's files, or None when a folder changed (or nothing is cached)."""
+        try:
+            raw = (self.folder / f"{self._key(package, excluded)}.json").read_text("utf-8")
+            data = json.loads(raw)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        folders, files = data.get("folders"), data.get("files")
+        if not (_str_map(folders, int) and isinstance(files, list)):
+            return None
+        if not all(isinstance(f, str) for f in files):
+            return None
+        for folder, mtime in folders.items():
+            try:
+                if os.stat(folder).st_mtime_ns != mtime:
+                    return None
+            except OSError:
+                return None
+        return files
+
+    def put(
+        self, package: str, excluded: list[str], folders: dict[str, int], files: list[str]
+    ) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            JsonStore(self.directory, "listings")._prepare()  # CACHEDIR.TAG and .gitignore
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    data = {"folders": folders, "files": files}
+                    handle.write(json.dumps(data, separators=(",", ":")))
+                os.replace(tmp, self.folder / f"{self._key(package, excluded)}.json")
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            old = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+            for stale in old[:-KEEP_FACTS]:
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+        except OSError:
+            return  # a read-only checkout must not fail the run

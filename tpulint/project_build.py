@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tpulint.analysis.modules import module_name_for_path, package_root
-from tpulint.cache import ScanCache, content_key
+from tpulint.cache import ListingCache, ScanCache, content_key
 from tpulint.config import Config
 from tpulint.discovery import SourcePath, read_source
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 MAX_CONTEXT_FILES = 5000
 # Below this many files to summarise, a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 200
+# A package listing is cached only when its folders are older than this (see _package_files).
+RACY_NS = 2_000_000_000
 SUMMARY_FORMAT = "s18"  # part of every summary's cache key: bump when summaries change
 
 
@@ -137,8 +140,15 @@ def _excluded(name: str, config: Config) -> bool:
     return name.startswith(".") or name in config.exclude or name == "__pycache__"
 
 
-def context_files(checked: Iterable[Path], config: Config) -> list[Path]:
-    """Files that give the checked files their context (see the module docstring)."""
+def context_files(
+    checked: Iterable[Path],
+    config: Config,
+    covered: Sequence[str] = (),
+    listings: ListingCache | None = None,
+) -> list[Path]:
+    """Files that give the checked files their context (see the module docstring). A package
+    inside a folder named in `covered` (the folders the run walks) is not walked again: its
+    files are checked already, and those the run excludes are not the project's."""
     # Strings and one look per folder: a warm run checks hundreds of files of one package,
     # and this runs before every cache lookup.
     checked_paths = [os.path.abspath(p) for p in checked if p.suffix == ".py"]
@@ -167,19 +177,41 @@ def context_files(checked: Iterable[Path], config: Config) -> list[Path]:
                 if name.endswith(".py") and sibling not in seen and os.path.isfile(sibling):
                     seen.add(sibling)
                     out.append(Path(sibling))
+    roots = [os.path.abspath(folder) for folder in covered]
     for package in sorted(packages):
-        for directory, dirs, files in os.walk(package):
-            dirs[:] = sorted(d for d in dirs if not _excluded(d, config))
-            for name in sorted(files):
-                if not name.endswith(".py"):
-                    continue
-                path = os.path.join(directory, name)
-                if path not in seen:
-                    seen.add(path)
-                    out.append(Path(path))
-                if len(out) >= MAX_CONTEXT_FILES:
-                    return out
+        if any(package == root or package.startswith(root + os.sep) for root in roots):
+            continue
+        for path in _package_files(package, config, listings):
+            if path not in seen:
+                seen.add(path)
+                out.append(Path(path))
+            if len(out) >= MAX_CONTEXT_FILES:
+                return out
     return out
+
+
+def _package_files(package: str, config: Config, listings: ListingCache | None) -> list[str]:
+    """The Python files of a package folder, from the listing cache while no folder changed."""
+    excluded = list(config.exclude)
+    if listings is not None:
+        cached = listings.get(package, excluded)
+        if cached is not None:
+            return cached
+    folders: dict[str, int] = {}
+    files_found: list[str] = []
+    for directory, dirs, files in os.walk(package):
+        try:
+            folders[directory] = os.stat(directory).st_mtime_ns
+        except OSError:
+            continue
+        dirs[:] = sorted(d for d in dirs if not _excluded(d, config))
+        files_found += [os.path.join(directory, n) for n in sorted(files) if n.endswith(".py")]
+    # A folder changed in the last seconds may change again within its clock tick without a
+    # new modification time (git's "racy" entries): such a listing is not kept.
+    settled = time.time_ns() - RACY_NS
+    if listings is not None and all(mtime < settled for mtime in folders.values()):
+        listings.put(package, excluded, folders, files_found)
+    return files_found
 
 
 def model_inputs(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tpulint.analysis.modules import table_digest
 from tpulint.cache import (
     FactsCache,
+    ListingCache,
     ResultCache,
     ScanCache,
     cache_name,
@@ -271,7 +272,9 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
             sources.append((source, text))
     digests = {source.display: text_digest(text) for source, text in sources}
     checked = checked_inputs([(s.path, text) for s, text in sources])
-    context = context_files([s.path for s, _ in sources], config)
+    covered = [path for path in paths if path != "-" and os.path.isdir(path)]
+    listings = ListingCache(config.root / config.cache_dir) if use_cache else None
+    context = context_files([s.path for s, _ in sources], config, covered, listings)
     prepared = _Prepared(
         sources, outcomes, notices, config, checked, context, jobs, use_cache, digests
     )
