@@ -151,7 +151,8 @@ def context_files(
     files are checked already, and those the run excludes are not the project's."""
     # Strings and one look per folder: a warm run checks hundreds of files of one package,
     # and this runs before every cache lookup.
-    checked_paths = [os.path.abspath(p) for p in checked if p.suffix == ".py"]
+    names = (os.fspath(p) for p in checked)
+    checked_paths = [os.path.abspath(n) if n[:1] != "/" else n for n in names if n.endswith(".py")]
     seen = set(checked_paths)
     out: list[Path] = []
     packages: set[str] = set()

@@ -49,10 +49,16 @@ def module_name_for_path(path: str | os.PathLike[str]) -> tuple[str | None, bool
 def package_root(path: str | os.PathLike[str]) -> Path:
     """The folder that holds the file's top-level package (the file's own folder when it is
     not in a package): what `import` resolves the file's absolute imports from."""
-    directory = Path(path).absolute().parent
-    while _is_package_dir(str(directory)) and directory.parent != directory:
-        directory = directory.parent
-    return directory
+    return Path(_root_of(os.path.dirname(os.path.abspath(path))))
+
+
+@lru_cache(maxsize=4096)
+def _root_of(directory: str) -> str:
+    """`package_root` of the files in `directory` (one walk up per folder and run)."""
+    parent = os.path.dirname(directory)
+    if not _is_package_dir(directory) or parent == directory:
+        return directory
+    return _root_of(parent)
 
 
 def table_digest(table: Mapping[str, int]) -> str:
