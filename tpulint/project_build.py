@@ -129,10 +129,10 @@ def _unparsed(item: tuple[str, str], why: str) -> ModuleSummary:
     return ModuleSummary(path, module, is_package, parsed=False)
 
 
-def _read(path: Path, config: Config) -> str | None:
+def _read(path: str, config: Config) -> str | None:
     """A context file's text; None for one that is not a readable regular file within
     `max-file-size` (a FIFO among the modules must not block the run)."""
-    text, _ = read_source(SourcePath(str(path), path), config.max_file_size)
+    text, _ = read_source(SourcePath(path, Path(path)), config.max_file_size)
     return text
 
 
@@ -145,7 +145,7 @@ def context_files(
     config: Config,
     covered: Sequence[str] = (),
     listings: ListingCache | None = None,
-) -> list[Path]:
+) -> list[str]:
     """Files that give the checked files their context (see the module docstring). A package
     inside a folder named in `covered` (the folders the run walks) is not walked again: its
     files are checked already, and those the run excludes are not the project's."""
@@ -154,7 +154,7 @@ def context_files(
     names = (os.fspath(p) for p in checked)
     checked_paths = [os.path.abspath(n) if n[:1] != "/" else n for n in names if n.endswith(".py")]
     seen = set(checked_paths)
-    out: list[Path] = []
+    out: list[str] = []
     packages: set[str] = set()
     folders: dict[str, str | None] = {}  # folder -> its top-level package folder, if any
     for path in checked_paths:
@@ -177,7 +177,7 @@ def context_files(
                 sibling = os.path.join(folder, name)
                 if name.endswith(".py") and sibling not in seen and os.path.isfile(sibling):
                     seen.add(sibling)
-                    out.append(Path(sibling))
+                    out.append(sibling)
     roots = [os.path.abspath(folder) for folder in covered]
     for package in sorted(packages):
         if any(package == root or package.startswith(root + os.sep) for root in roots):
@@ -185,7 +185,7 @@ def context_files(
         for path in _package_files(package, config, listings):
             if path not in seen:
                 seen.add(path)
-                out.append(Path(path))
+                out.append(path)
             if len(out) >= MAX_CONTEXT_FILES:
                 return out
     return out
@@ -230,17 +230,17 @@ def checked_inputs(sources: Sequence[tuple[Path, str]]) -> list[tuple[str, str]]
     return [(str(path.absolute()), text) for path, text in sources if path.suffix == ".py"]
 
 
-def read_context(paths: Iterable[Path], config: Config) -> list[tuple[str, str]]:
+def read_context(paths: Iterable[str], config: Config) -> list[tuple[str, str]]:
     """(path, text) of the context files that can be read."""
     items = []
     for path in paths:
         text = _read(path, config)
         if text is not None:
-            items.append((str(path), text))
+            items.append((path, text))
     return items
 
 
-def context_signature(path: Path) -> str:
+def context_signature(path: str) -> str:
     """What identifies a context file's version without reading it (size, modification time
     in nanoseconds, inode), as Ruff's cache does: a warm run lists its context, not reads it."""
     try:

@@ -231,7 +231,7 @@ class _Prepared:
     notices: list[str]
     config: Config
     checked: list[tuple[str, str]]  # the checked Python files: (absolute path, text)
-    context: list[Path]  # the files that give them context, read only to build the model
+    context: list[str]  # the files that give them context, read only to build the model
     jobs: int
     use_cache: bool
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
