@@ -31,8 +31,11 @@ from tpulint.runtime.judge.analysis import Settings, analyze, base_report, error
 from tpulint.runtime.judge.attribution import RuleIndex
 from tpulint.runtime.judge.report import CompareReport, VerifyReport
 from tpulint.runtime.judge.run_inputs import record_run_inputs
+from tpulint.runtime.libtpu import lock_status, remove_if_left_by
+from tpulint.runtime.pods import refuse_pod
 from tpulint.runtime.runner import run_child
 from tpulint.runtime.spec import RunSpec, TargetRef, parse_json_object
+from tpulint.runtime.topology import Topology, emulated_topology, tpu_topology
 from tpulint.runtime.trainer_args import check_names, trainer_parameters
 
 DEFAULT_STEPS = 32
@@ -44,12 +47,19 @@ MAX_EMULATED_CORES = 64
 
 def default_batch_multiple(cwd: str | None = None) -> int:
     """`[tool.tpulint] batch-multiple` of the project, else 8."""
+    return configured_batch_multiple(cwd) or 8
+
+
+def configured_batch_multiple(cwd: str | None = None) -> int | None:
+    """`[tool.tpulint] batch-multiple` of the project when it sets one (not the default 8);
+    None: the judge picks the tile of the dtype the TPU computes in (8 rows, 16 for bf16)."""
     try:
         from tpulint.config import load_config
 
-        return load_config(start=Path(cwd) if cwd else None).batch_multiple
-    except Exception:  # no or broken config: the TPU's sublane count
-        return 8
+        value = load_config(start=Path(cwd) if cwd else None).batch_multiple
+    except Exception:  # no or broken config
+        return None
+    return value if value != 8 else None
 
 
 def _barrier_timeout(timeout: float) -> float:
@@ -109,6 +119,7 @@ def _build_spec(
     timeout: float,
     cwd: str,
     run_dir: str,
+    emulate: str | None = None,
     datamodule_args: dict[str, Any] | str | None = None,
     trainer_args: dict[str, Any] | str | None = None,
     configs: list[str | os.PathLike[str]] | None = None,
@@ -117,17 +128,14 @@ def _build_spec(
     warmup: int = DEFAULT_WARMUP,
     test: bool = False,
     equivalence: dict[str, Any] | None = None,
+    topology: Topology | None = None,
 ) -> RunSpec:
     args = parse_json_object(init_args, "--init-args")
     module_args = parse_json_object(datamodule_args, "--datamodule-args", '{"batch_size": 64}')
     trainer = parse_json_object(trainer_args, "--trainer-args", '{"precision": "bf16-true"}')
     files = config_files(configs, cwd)
-    if backend.emulated:
-        cores = cores or EMULATED_DEFAULT_CORES
-        if cores > MAX_EMULATED_CORES:
-            raise VerifyError(
-                f"--cores {cores}: emulation supports at most {MAX_EMULATED_CORES} cores"
-            )
+    topology = topology or resolve_topology(backend, emulate, cores)
+    cores = topology.check_cores(cores)
     if target is None and not files:
         raise VerifyError(
             "no target: give TARGET (`package.module:Class` or `path/to/file.py:Class`), or a"
@@ -148,6 +156,9 @@ def _build_spec(
         configs=files,
         device=backend.device,
         cores=cores,
+        layout=[topology.processes, topology.devices_per_process]
+        if topology.emulated and topology.processes > 1
+        else None,
         epochs=epochs,
         steps=steps,
         barrier_timeout=barrier_timeout or _barrier_timeout(timeout),
@@ -160,6 +171,52 @@ def _build_spec(
         test=test,
         equivalence=equivalence,
     )
+
+
+def resolve_topology(backend: Backend, emulate: str | None, cores: int | None) -> Topology:
+    """The cores verify would train on, refused in one line where verify cannot run: a
+    multi-host slice (pods.py says why and what to run instead), an emulated layout asked for
+    on a real TPU, more emulated cores than a CPU can hold."""
+    if not backend.emulated:
+        if emulate:
+            raise VerifyError(
+                f"--emulate {emulate}: this machine has TPU chips; verify trains on them"
+                " (--emulate is for machines without a TPU)"
+            )
+        topology = tpu_topology()
+        refuse_pod(topology)
+        return topology
+    topology = emulated_topology(emulate, cores, EMULATED_DEFAULT_CORES)
+    if topology.local_devices > MAX_EMULATED_CORES:
+        raise VerifyError(
+            f"--cores {topology.local_devices}: emulation supports at most"
+            f" {MAX_EMULATED_CORES} cores"
+        )
+    return topology
+
+
+def topology_fields(topology: Topology) -> dict[str, Any]:
+    """The report's `backend` fields about where the cores are."""
+    return {
+        "tpu_type": topology.tpu_type,
+        "layout": {
+            "processes": topology.processes,
+            "devices_per_process": topology.devices_per_process,
+        },
+        "hosts": topology.hosts,
+        "allowed_cores": topology.allowed_cores,
+    }
+
+
+def _check_libtpu_lock(backend: Backend) -> bool:
+    """On a TPU VM: refuse to start behind a lock file no process holds (libtpu would refuse,
+    less clearly); returns whether a lock file was there before the run."""
+    if backend.emulated:
+        return False
+    status = lock_status()
+    if status.stale:
+        raise VerifyError(status.line())
+    return status.exists
 
 
 def check_config_support() -> None:
@@ -215,6 +272,7 @@ def verify(
     keep_run_dir: bool = False,
     barrier_timeout: float | None = None,
     test: bool = False,
+    emulate: str | None = None,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
     _equivalence: dict[str, Any] | None = None,
@@ -248,6 +306,7 @@ def verify(
     run_dir = tempfile.mkdtemp(prefix="tpulint-verify-")
     outcome = None
     spec: RunSpec | None = None
+    topology: Topology | None = None
     try:
         backend = detect_backend()
         try:
@@ -259,7 +318,10 @@ def verify(
                 timeout=timeout,
                 batch_multiple=batch_multiple,
             )
-            settings.batch_multiple = batch_multiple or default_batch_multiple(directory)
+            chosen = batch_multiple or configured_batch_multiple(directory)
+            settings.batch_multiple = chosen or 8
+            settings.batch_multiple_explicit = chosen is not None
+            topology = resolve_topology(backend, emulate, cores)
             spec = _build_spec(
                 target,
                 datamodule=datamodule,
@@ -279,9 +341,12 @@ def verify(
                 warmup=settings.warmup,
                 test=test,
                 equivalence=_equivalence,
+                emulate=emulate,
+                topology=topology,
             )
             check_trainer_args(list(spec.trainer_args))
             check_installation(backend)
+            lock_existed = _check_libtpu_lock(backend)
             if spec.configs:
                 check_config_support()
         except VerifyError as exc:
@@ -298,7 +363,11 @@ def verify(
                 )
             report = error_report(base_report(spec, settings, backend), exc.message, exc.detail)
         else:
-            outcome = run_child(spec, backend, timeout)
+            try:
+                outcome = run_child(spec, backend, timeout)
+            finally:
+                if not backend.emulated:
+                    remove_if_left_by(lock_existed)
             try:
                 report = analyze(outcome, spec, settings, backend, RuleIndex())
             except Exception as exc:  # a bug in tpulint must not look like a verdict
@@ -308,6 +377,8 @@ def verify(
                     " please report it with the output of -v",
                     traceback.format_exc() + "\n" + outcome.log[-5000:],
                 )
+        if topology is not None:
+            report.backend.update(topology_fields(topology))
         record_run_inputs(report, spec, configs, outcome.events if outcome else [])
         if _events is not None and outcome is not None:
             _events.extend(outcome.events)  # --compare's equivalence check reads them

@@ -58,7 +58,14 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
     "--cores",
     type=int,
     default=None,
-    help="XLA cores to train on [default: all TPU cores on a TPU VM, 8 emulated]",
+    help="XLA cores to train on: 1, or all of the TPU VM's (the default) [emulated: 8]",
+)
+@click.option(
+    "--emulate",
+    metavar="TPU_TYPE",
+    default=None,
+    help="Off a TPU: reproduce that TPU VM's processes and devices on CPU (v2-8, v3-8, v4-8,"
+    " v5p-8, v5e-1/4/8, v6e-1/4/8) [default: the cores as threads of one process]",
 )
 @click.option(
     "--steps",
@@ -134,6 +141,7 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 def verify_command(
     target: str | None,
     cores: int | None,
+    emulate: str | None,
     steps: int | None,
     warmup: int | None,
     epochs: int | None,
@@ -151,10 +159,16 @@ def verify_command(
     quiet: bool,
 ) -> None:
     from tpulint.runtime import api
-    from tpulint.runtime.judge.render import compare_summary, render, render_compare
+    from tpulint.runtime.judge.render import (
+        compare_summary,
+        partly_judged,
+        render,
+        render_compare,
+    )
 
     options = {
         "cores": cores,
+        "emulate": emulate,
         "datamodule": datamodule,
         "init_args": init_args,
         "datamodule_args": datamodule_args,
@@ -185,8 +199,10 @@ def verify_command(
     errors = [r for r in reports if r.error]
     if as_json:
         click.echo(result.to_json_text())
-    elif errors:
+    elif errors and not (not compare and partly_judged(result) and not quiet):  # type: ignore[arg-type]
         pass  # one line on stderr, below
+    elif errors:
+        click.echo(render(result, verbose=verbose), nl=False)  # type: ignore[arg-type]
     elif quiet:
         summary = compare_summary(result) if compare else result.summary  # type: ignore[union-attr,arg-type]
         click.echo(f"verdict: {result.verdict.upper()} (exit {result.exit_code}): {summary}")

@@ -4,13 +4,11 @@ the child process needs. Standard library only: the parent process must not impo
 
 from __future__ import annotations
 
-import glob
 import importlib.metadata
 import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from tpulint.runtime.errors import VerifyError
 
@@ -21,11 +19,9 @@ EMULATION_TORCH_XLA = "2.9"
 EMULATED_DEFAULT_CORES = 8
 # The child's copy of the pipe whose other end the parent holds (child/lifetime.py).
 PARENT_FD_VARIABLE = "TPULINT_PARENT_FD"
-
-# torch_xla/_internal/tpu.py: a TPU chip is a Google PCI device with one of these ids
-# (the vendor id alone also matches gVNIC network cards on every GCE VM).
-_GOOGLE_PCI_VENDOR = "0x1ae0"
-_TPU_PCI_DEVICES = {"0x0027", "0x005e", "0x0063", "0x006f", "0x0056", "0x0062", "0x0076"}
+# Every emulated core, in all processes (a process of an emulated TPU VM layout holds only
+# CPU_NUM_DEVICES of them; child/accelerator.py).
+EMULATED_CORES = "TPULINT_EMULATED_CORES"
 
 # Environment variables that change what the counters count; the child runs without them.
 _DISTORTING_VARIABLES = ("PT_XLA_DEBUG", "PT_XLA_DEBUG_LEVEL", "XLA_IR_DEBUG", "XLA_HLO_DEBUG")
@@ -43,16 +39,9 @@ class Backend:
 
 
 def tpu_chips_present() -> bool:
-    for vendor_path in glob.glob("/sys/bus/pci/devices/*/vendor"):
-        try:
-            if Path(vendor_path).read_text().strip() != _GOOGLE_PCI_VENDOR:
-                continue
-            device = (Path(vendor_path).parent / "device").read_text().strip()
-        except OSError:
-            continue
-        if device in _TPU_PCI_DEVICES:
-            return True
-    return False
+    from tpulint.runtime.topology import tpu_chips
+
+    return bool(tpu_chips())
 
 
 def detect_backend(environ: Mapping[str, str] = os.environ) -> Backend:
@@ -104,15 +93,21 @@ def _same_minor(version: str, minor: str) -> bool:
 
 
 def child_environment(
-    backend: Backend, cores: int | None, base: Mapping[str, str] = os.environ
+    backend: Backend,
+    cores: int | None,
+    base: Mapping[str, str] = os.environ,
+    layout: list[int] | None = None,
 ) -> dict[str, str]:
-    """The environment of the child: PJRT settings must be in place before torch_xla initializes."""
+    """The environment of the child: PJRT settings must be in place before torch_xla
+    initializes. `layout`: the emulated [processes, devices per process], if not threads."""
     env = {k: v for k, v in base.items() if k not in _DISTORTING_VARIABLES}
     env["PJRT_DEVICE"] = backend.device
     # Unbuffered, so the last lines before an XLA abort reach the log the parent reads.
     env["PYTHONUNBUFFERED"] = "1"
     if backend.emulated:
-        count = cores or EMULATED_DEFAULT_CORES
+        total = (layout[0] * layout[1]) if layout else (cores or EMULATED_DEFAULT_CORES)
+        count = layout[1] if layout else total  # devices in each process
+        env[EMULATED_CORES] = str(total)
         env["CPU_NUM_DEVICES"] = str(count)
         # torch_xla runs executions on a pool of hardware_concurrency() threads; every replica
         # blocks in the collective rendezvous until all N have arrived, so the pool must hold

@@ -67,3 +67,22 @@ class CoreOutOfData(RuntimeError):
 
 
 _STAGE_RUNS = {"validate": "validation run", "test": "test run", "sanity_check": "sanity check"}
+
+
+class ReplicasDiverged(RuntimeError):
+    """The cores' `sequence`-th collectives differ (emulated process layouts compare them;
+    runtime/child/bridge.py): on a TPU the cores would wait for each other in collectives that
+    never match, or combine values that do not belong together."""
+
+    def __init__(self, sequence: int, calls: list[dict[str, object]]) -> None:
+        names = sorted({str(c.get("name")) for c in calls})
+        super().__init__(
+            f"the cores' collective number {sequence} differs: {', '.join(names)}"
+            if len(names) > 1
+            else f"the cores' collective number {sequence} (`{names[0]}`) has different shapes"
+        )
+        self.sequence = sequence
+        self.calls = calls
+
+    def to_json(self) -> dict[str, object]:
+        return {"sequence": self.sequence, "calls": self.calls}

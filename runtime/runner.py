@@ -1,17 +1,21 @@
-"""Run the child under a watchdog and say how it ended. Standard library only.
+"""Run the child, follow it (monitor.py) and say how it ended. Standard library only.
 
 How a run can end, and what it means:
 
-    finished  training completed; the event log has the whole run
-    error     the child could not run the target (a VerifyError: bad target, ...), or the
-              watchdog fired before training started
-    raised    the user's training code raised; the replica that raised is in the log
-    diverged  XLA aborted a collective ("rendezvous.cc ... Termination timeout"): the
-              replicas built different graphs for the same collective
-    hung      a core ran out of data while the others got another batch (on a TPU they wait
-              for it forever), replicas stopped at different points (a barrier timed out),
-              or the watchdog fired; the stacks the child dumped on SIGUSR1 say where
-    crashed   the child died some other way (a signal, an internal error)
+    finished   training completed; the event log has the whole run
+    error      the child could not run the target (a VerifyError: bad target, ...), or
+               --timeout ran out before training started
+    raised     the user's training code raised; the core that raised is in the log
+    diverged   the cores entered different collectives: XLA aborted one ("rendezvous.cc ...
+               Termination timeout", cores as threads) or the emulated processes' collectives
+               did not match (bridge.py)
+    hung       a core ran out of data while the others got another batch (on a TPU they wait
+               for it forever), or cores waited for others that made no progress; the stacks
+               each process dumped on SIGUSR1 say where
+    too_slow   the cores kept stepping but --timeout ran out: what was recorded is judged,
+               the rest is not
+    compiling  --timeout ran out while XLA was still compiling the first step's graphs
+    crashed    the child died some other way (a signal, an internal error)
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from typing import Any
 
 from tpulint.runtime.environment import PARENT_FD_VARIABLE, Backend, child_environment
 from tpulint.runtime.events import read_events
+from tpulint.runtime.monitor import Ending, Monitor
 from tpulint.runtime.spec import EXIT_COULD_NOT_RUN, EXIT_FINISHED, RunSpec
 
 _RENDEZVOUS_ABORT = re.compile(r"rendezvous\.cc.*Termination timeout for `?([^`]*?)RendezvousKey")
 _STACK_DUMP_GRACE = 8.0  # at most, for faulthandler to write every thread's stack
+_POLL = 0.25  # seconds between two looks at the run
 
 
 @dataclass
@@ -41,9 +47,10 @@ class RunOutcome:
     detail: str  # one line: why it ended so
     returncode: int | None
     events: list[dict[str, Any]]
-    log: str  # the child's stdout and stderr (Lightning's banner, XLA's messages, stacks)
+    log: str  # the child's stdout and stderr (Lightning's banner, XLA's messages)
     seconds: float
-    timed_out: bool = False
+    timed_out: bool = False  # the parent ended the run (see `ending`)
+    ending: Ending | None = None
 
     def first(self, kind: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e["kind"] == kind), None)
@@ -53,19 +60,20 @@ class RunOutcome:
 
 
 def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
-    """Start the child for `spec`, wait at most `timeout` seconds, and classify the end."""
+    """Start the child for `spec`, follow it within `timeout` (monitor.py), classify the end."""
     run_dir = Path(spec.run_dir)
     spec_path = run_dir / "spec.json"
     spec.save(spec_path)
     log_path = run_dir / "child.log"
-    start = time.perf_counter()
-    timed_out = False
+    start = time.monotonic()
     # The child's watcher reads the other end: when this process dies, however it dies, the
     # kernel closes this end and the watcher kills the run's process group
     # (child/lifetime.py). The write end is not inherited by any child process.
     watch_read, watch_write = os.pipe()
-    env = child_environment(backend, spec.cores)
+    env = child_environment(backend, spec.cores, layout=spec.layout)
     env[PARENT_FD_VARIABLE] = str(watch_read)
+    monitor = Monitor(spec, timeout, start)
+    ending: Ending | None = None
     with open(log_path, "wb") as log_file:
         try:
             process = subprocess.Popen(
@@ -76,8 +84,8 @@ def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 pass_fds=(watch_read,),
-                # Its own process group: the watchdog can signal the child and every process
-                # forked from it (the replica process, DataLoader workers), and nothing else.
+                # Its own process group: the parent can signal the child and every process
+                # forked from it (the replica processes, DataLoader workers), and nothing else.
                 start_new_session=True,
             )
         except BaseException:
@@ -86,11 +94,7 @@ def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
         finally:
             os.close(watch_read)
         try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _signal_group(process.pid, signal.SIGUSR1)  # every thread dumps its stack
-            _wait_for_quiet(log_path, _STACK_DUMP_GRACE)
+            ending = _follow(process, monitor, run_dir)
         except BaseException:
             _signal_group(process.pid, signal.SIGKILL)
             process.wait()
@@ -101,20 +105,56 @@ def run_child(spec: RunSpec, backend: Backend, timeout: float) -> RunOutcome:
             process.wait()
             _wait_until_gone(process.pid)
             os.close(watch_write)
-    seconds = time.perf_counter() - start
+    seconds = time.monotonic() - start
     log = log_path.read_text(encoding="utf-8", errors="replace")
     events = read_events(run_dir)
-    status, detail = classify(process.returncode, events, log, timed_out, timeout)
-    return RunOutcome(status, detail, process.returncode, events, log, seconds, timed_out)
+    status, detail = classify(process.returncode, events, log, ending, timeout)
+    outcome = RunOutcome(
+        status, detail, process.returncode, events, log, seconds, ending is not None
+    )
+    outcome.ending = ending
+    return outcome
 
 
-def _wait_for_quiet(path: Path, limit: float) -> None:
-    """Until the log has stopped growing for a moment (the stack dumps are written), at most
-    `limit` seconds: a loaded machine can take a while to dump a hundred threads."""
+def _follow(process: subprocess.Popen[bytes], monitor: Monitor, run_dir: Path) -> Ending | None:
+    """Until the child exits or the monitor ends the run."""
+    while True:
+        try:
+            process.wait(timeout=_POLL)
+            monitor.poll(time.monotonic())
+            return monitor.ending
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        monitor.poll(now)
+        if monitor.ending is not None:
+            return monitor.ending
+        if monitor.stalled(now):
+            _dump_stacks(process.pid, run_dir)
+            monitor.poll(time.monotonic())
+            ending = monitor.judge_stacks(time.monotonic())
+            if ending is not None:
+                return ending
+        if now >= monitor.deadline():
+            _dump_stacks(process.pid, run_dir)
+            monitor.poll(time.monotonic())
+            return monitor.at_deadline(time.monotonic())
+
+
+def _dump_stacks(pgid: int, run_dir: Path) -> None:
+    """Every thread of every process of the run writes its stack (child/stacks.py)."""
+    _signal_group(pgid, signal.SIGUSR1)
+    _wait_for_quiet(run_dir, _STACK_DUMP_GRACE)
+
+
+def _wait_for_quiet(run_dir: Path, limit: float) -> None:
+    """Until the stack files have stopped growing for a moment (the dumps are written), at
+    most `limit` seconds: a loaded machine can take a while to dump a hundred threads."""
     deadline = time.monotonic() + limit
     size, stable_since = -1, time.monotonic()
+    time.sleep(0.2)
     while time.monotonic() < deadline:
-        current = path.stat().st_size if path.exists() else 0
+        current = sum(p.stat().st_size for p in run_dir.glob("stacks-*.txt") if p.exists())
         if current != size:
             size, stable_since = current, time.monotonic()
         elif time.monotonic() - stable_since >= 0.5:
@@ -154,14 +194,17 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def root_errors(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Exceptions the replicas raised (not a barrier giving up, not a core out of data),
-    root cause first: one raised in the user's code before one raised inside a library, then
-    the earliest. A replica's failure can set off errors in the others (an aborted barrier, a
-    torch internal assert)."""
+    """Exceptions the cores raised (not a wait given up, not a core out of data, not cores
+    whose collectives differ), root cause first: one raised in the user's code before one
+    raised inside a library, then the earliest. A core's failure can set off errors in the
+    others (a released wait, a torch internal assert)."""
     raised = [
         e
         for e in events
-        if e["kind"] == "replica_error" and not e.get("out_of_step") and not e.get("out_of_data")
+        if e["kind"] == "replica_error"
+        and not e.get("out_of_step")
+        and not e.get("out_of_data")
+        and not e.get("diverged")
     ]
     return sorted(raised, key=lambda e: (not (e.get("site") or {}).get("user"), e.get("time", 0)))
 
@@ -171,19 +214,24 @@ def out_of_data(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((e for e in events if e["kind"] == "replica_error" and e.get("out_of_data")), None)
 
 
+def diverged(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first report of cores whose collectives did not match (emulated processes)."""
+    return next((e for e in events if e["kind"] == "replica_error" and e.get("diverged")), None)
+
+
 def classify(
     returncode: int | None,
     events: list[dict[str, Any]],
     log: str,
-    timed_out: bool,
+    ending: Ending | None,
     timeout: float,
 ) -> tuple[str, str]:
     kinds = {e["kind"] for e in events}
     error = next((e for e in events if e["kind"] == "error"), None)
-    replica_errors = [e for e in events if e["kind"] == "replica_error"]
     raised = root_errors(events)
     abort = _RENDEZVOUS_ABORT.search(log)
     starved = out_of_data(events)
+    mismatch = diverged(events)
 
     if error is not None and returncode == EXIT_COULD_NOT_RUN:
         return "error", error["message"]
@@ -191,23 +239,18 @@ def classify(
         # What a TPU would do: the other cores wait for this one in their next collective.
         return "hung", starved["message"]
     if raised:
-        # The root cause; aborts or barrier timeouts in the other replicas follow from it.
+        # The root cause; released waits or aborts in the other cores follow from it.
         first = raised[0]
         return "raised", f"{first['type']}: {first['message']}" if first["message"] else first[
             "type"
         ]
+    if mismatch is not None:
+        return "diverged", f"the cores' collectives did not match ({mismatch['message']})"
     if abort is not None:
         what = abort.group(1).strip() or "collective"
         return "diverged", f"XLA aborted: the replicas never met in the same `{what}`"
-    if timed_out and "train_start" not in kinds:
-        return "error", (
-            f"timed out after {timeout:.0f}s before training started (loading the"
-            " module and its data took too long?); raise --timeout"
-        )
-    if timed_out:
-        return "hung", f"no progress: the run did not finish within {timeout:.0f}s"
-    if any(e.get("out_of_step") for e in replica_errors):
-        return "hung", replica_errors[0]["message"]
+    if ending is not None and ending.status != "failed":
+        return ending.status, ending.detail
     if returncode == EXIT_FINISHED and "finished" in kinds:
         return "finished", "training finished"
     if returncode is not None and returncode < 0:

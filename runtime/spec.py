@@ -100,8 +100,12 @@ class RunSpec:
     configs: list[str] = field(default_factory=list)  # LightningCLI config files, absolute
     device: str = "CPU"  # Backend.device
     cores: int | None = None  # None: every core the backend has
+    # Emulated cores only: [processes, devices per process] of the TPU VM reproduced
+    # (--emulate); None: every core a thread of one process.
+    layout: list[int] | None = None
     epochs: int = 3
     steps: int | None = None  # training batches per epoch; None: whole epochs
+    # How long no core may make progress before the parent looks where they are.
     barrier_timeout: float = 120.0
     run_dir: str = ""
     cwd: str = ""

@@ -35,6 +35,9 @@ def _never(_: Any) -> bool:
     return False
 
 
+# Precisions that compute in bfloat16 on a TPU (Lightning sets XLA_USE_BF16=1 for bf16-true).
+BF16_PRECISIONS = ("bf16-true", "bf16-mixed", "bf16")
+
 # `Own.value` for a setting verify only adjusts when the user gave it (see `combine`).
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 
@@ -75,9 +78,12 @@ def own_settings(
         Own(
             "precision",
             UNSET,
-            "XLA:CPU, which emulates the cores, cannot all-reduce bf16 tensors; the emulated"
-            " run uses 16-true, the same ops and shapes in 16 bits (a TPU runs bf16-true)",
-            combine=lambda v: "16-true" if str(v) == "bf16-true" else v,
+            "the emulated cores compute in float32: XLA:CPU cannot all-reduce bf16 tensors"
+            " (\"AllReduce for datatype 'bf16' is not supported\"), and 16-true would run"
+            " float32 too (Lightning sets XLA_USE_F16, which torch_xla 2.9 does not read);"
+            " shapes, ops and graphs are those of the bf16 run, batch geometry is judged"
+            " with bf16's 16-row tiles, and a TPU runs bf16-true as asked",
+            combine=lambda v: "32-true" if str(v) in BF16_PRECISIONS else v,
         )
     ]
     return [

@@ -359,7 +359,11 @@ def _guard(verbose: bool, body: Callable[[], int]) -> NoReturn:
 class _LazyGroup(click.Group):
     """Subcommands whose modules are imported only when used (`verify` imports torch)."""
 
-    lazy = {"verify": ("tpulint.runtime.command", "verify_command")}
+    lazy = {
+        "verify": ("tpulint.runtime.command", "verify_command"),
+        "doctor": ("tpulint.runtime.doctor", "doctor_command"),
+        "report": ("tpulint.runtime.report_command", "report_command"),
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
@@ -423,6 +427,8 @@ def cli() -> None:
       tpulint fix src/             show the fixes as a diff
       tpulint fix --apply src/     write the safe fixes
       tpulint verify pkg.mod:Model train on 8 (emulated) XLA cores and prove it
+      tpulint doctor               what verify would run on (TPU type, cores, versions)
+      tpulint report DIR           judge a run TPUReadiness recorded
       tpulint rules                list the rules;  tpulint explain TPU202
       tpulint server               language server for editors (stdio)
     """

@@ -17,10 +17,13 @@ from typing import Any
 import torch
 from lightning.pytorch.accelerators import XLAAccelerator
 from tpulint.runtime.child.flavour import LIGHTNING, Flavour, flavour
+from tpulint.runtime.environment import EMULATED_CORES
 
 
 def _cpu_devices() -> int:
-    return int(os.environ.get("CPU_NUM_DEVICES", "1"))
+    """The emulated cores: every process's devices together (environment.EMULATED_CORES; a
+    process of an emulated TPU VM layout holds only CPU_NUM_DEVICES of them)."""
+    return int(os.environ.get(EMULATED_CORES, os.environ.get("CPU_NUM_DEVICES", "1")))
 
 
 class _EmulatedDevices:
@@ -42,7 +45,7 @@ class _EmulatedDevices:
         available = _cpu_devices()
         count = available if devices in ("auto", -1, None) else int(devices)
         if count not in (1, available):
-            raise ValueError(f"devices must be 1 or {available} with CPU_NUM_DEVICES={available}")
+            raise ValueError(f"devices must be 1 or {available} with {available} emulated cores")
         return count
 
     @staticmethod

@@ -11,8 +11,10 @@ loader threads therefore run as the core whose loader they serve (its default XL
 forked from them inherit it.
 
 A core whose loader ends while another core gets one more batch hangs a TPU job: the other
-cores wait in the next gradient all-reduce for a core that has left the epoch. Each core's
-fetches are counted per loader and epoch; the first fetch that shows the mismatch raises
+cores wait in the next gradient all-reduce for a core that has left the epoch. Each core
+writes how many batches its loader gave in each epoch (`loader_end`), which the judge
+compares; under verify, each core's fetches are also posted on the run's board (board.py),
+which every process maps, and the first fetch or end that shows a mismatch raises
 CoreOutOfData in that core (before it enters the collective), which ends the run with the
 cores' batch counts. Child process only: imports torch_xla.
 """
@@ -24,6 +26,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from tpulint.runtime.child.board import Board
 from tpulint.runtime.child.ledger import Ledger
 from tpulint.runtime.errors import CoreOutOfData
 
@@ -36,11 +39,11 @@ class _Core:
     epoch: int  # how many times this core has iterated a loader of this stage before
 
 
-def install(ledger: Ledger) -> None:
+def install(ledger: Ledger, board: Board | None = None) -> None:
     from torch_xla.distributed import parallel_loader
 
     _wrap_parallel_loader(parallel_loader.ParallelLoader, ledger)
-    _wrap_per_device_loader(parallel_loader.PerDeviceLoader, ledger)
+    _wrap_per_device_loader(parallel_loader.PerDeviceLoader, ledger, board)
 
 
 def track_evaluation_stage(ledger: Ledger, package: Any) -> None:
@@ -112,7 +115,7 @@ def _wrap_parallel_loader(cls: type, ledger: Ledger) -> None:
     cls._worker = _worker
 
 
-def _wrap_per_device_loader(cls: type, ledger: Ledger) -> None:
+def _wrap_per_device_loader(cls: type, ledger: Ledger, board: Board | None) -> None:
     original_next = cls.next
 
     @functools.wraps(original_next)
@@ -121,16 +124,18 @@ def _wrap_per_device_loader(cls: type, ledger: Ledger) -> None:
         if core is None:
             return original_next(self)
         index = getattr(self, "_tpulint_fetched", 0)
-        key = (core.stage, core.epoch)
         try:
             item = original_next(self)
         except StopIteration:
-            longer = ledger.loader_ended(key, core.rank, index)
+            ledger.events.write(
+                "loader_end", rank=core.rank, stage=core.stage, epoch=core.epoch, batches=index
+            )
+            longer = board.ended(core.rank, core.stage, core.epoch, index) if board else {}
             if longer:
                 raise CoreOutOfData(core.stage, core.epoch, {core.rank: index}, longer) from None
             raise
         self._tpulint_fetched = index + 1
-        short = ledger.batch_fetched(key, core.rank, index)
+        short = board.fetched(core.rank, core.stage, core.epoch, index) if board else {}
         if short:
             raise CoreOutOfData(core.stage, core.epoch, short, {core.rank: index + 1})
         return item

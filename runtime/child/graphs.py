@@ -6,119 +6,96 @@ epoch-end bookkeeping) is harmless, a stream of new graphs is not, and on emulat
 several replica threads can race to compile the same graph in an implicit sync. torch_xla
 identifies every graph by a hash of its IR and prints it, with the Python frames that
 triggered it, for every compilation and execution when PT_XLA_DEBUG_LEVEL >= 2
-(torch_xla/csrc/debug_util.cpp, `analyze_graph_execution_python_frame`); PT_XLA_DEBUG_FILE
-sends that to a file instead of stderr. Each entry is written in one append, and the process
-leader reads the new ones at every step boundary, while the replica threads are parked.
+(torch_xla/csrc/debug_util.cpp, `analyze_graph_execution_python_frame`), and after each
+compilation the sizes XLA reports for it (`post_compilation_analysis`); PT_XLA_DEBUG_FILE
+sends that to a file instead of stderr. The compile entry is written before XLA compiles, the
+sizes after: a compile entry without its sizes is a compilation in progress.
 
-Only the process whose PJRT_LOCAL_PROCESS_RANK is 0 writes them (on PJRT CPU that is the one
-process holding every emulated core). Child process only; standard library only.
+torch_xla writes the analysis in one process per host only: both functions start with
+
+    static const bool is_master_process =
+        (runtime::sys_util::GetEnvInt("PJRT_LOCAL_PROCESS_RANK", 0) == 0);
+
+and return when it is false. The statics are initialized at the first call in a process,
+from the environment as it is then. On a TPU VM `xmp.spawn` sets PJRT_LOCAL_PROCESS_RANK in
+every process before its first graph (`_internal/pjrt.py`, `initialize_multiprocess`), so
+only local process 0 would write. `claim_process` is run in every replica process before its
+first graph: with PJRT_LOCAL_PROCESS_RANK briefly 0 and PT_XLA_DEBUG_FILE naming a file of
+that process, it runs one tiny graph, which fixes both statics (this process writes, to its
+own file), and restores the variable (`xr.local_ordinal()` reads it). Child process only.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
+import threading
 from pathlib import Path
 from typing import Any
 
-DEBUG_FILE = "xla-graphs.txt"
+from tpulint.runtime.events import host_index
+from tpulint.runtime.graph_files import GraphLog, compiling_now, parse  # noqa: F401
+
+DEBUG_PREFIX = "xla-graphs-"
 # Compiles need enough frames to reach the user's line from the sync that compiled (a host
 # read in the user's step is a few frames up; a sync in Lightning's loops has no user line at
 # any depth); executions print the same frames, so this also bounds the file's growth.
 _MAX_FRAMES = 24
 
-_PREFIXES = {
-    "Compilation Analysis: ": "compile",
-    "Execution Analysis: ": "execute",
-}
-_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<path>.*):(?P<line>\d+)\)$")
+
+def debug_file(run_dir: str | Path, pid: int | None = None) -> Path:
+    """The analysis file of process `pid` (this one by default)."""
+    return Path(run_dir) / f"{DEBUG_PREFIX}{host_index()}-{pid or os.getpid()}.txt"
 
 
-def configure(run_dir: str) -> Path:
-    """Turn the analysis on for this process and its children. Must run before torch_xla
-    compiles its first graph: the level is read once, at the first analysis."""
-    path = Path(run_dir) / DEBUG_FILE
-    os.environ["PT_XLA_DEBUG_LEVEL"] = "2"
+def configure(run_dir: str | Path, level: int = 2) -> Path:
+    """Turn the analysis on for this process and the processes it starts. Must run before
+    torch_xla analyses its first graph: the level is read once, at the first analysis. Level 2
+    records every execution too; level 1 only compilations (a long real run)."""
+    path = debug_file(run_dir)
+    os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
     os.environ["PT_XLA_DEBUG_FILE"] = str(path)
     os.environ["PT_XLA_DEBUG_MAX_FRAME"] = str(_MAX_FRAMES)
     os.environ.pop("PT_XLA_DEBUG", None)  # the Python-side function tracker: not wanted
     return path
 
 
-@dataclass
-class _Entry:
-    kind: str
-    cause: str = ""
-    hash: str = ""
-    frames: list[tuple[str, int, str]] = field(default_factory=list)
+_claimed: dict[int, Path] = {}
+_claim_lock = threading.Lock()
 
 
-class GraphLog:
-    """Reads the analysis file incrementally; `take()` returns the entries completed since the
-    last call, each {"kind": "compile"|"execute", "hash", "cause", "frames"}."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._offset = 0
-
-    def take(self) -> list[dict[str, Any]]:
+def claim_process(run_dir: str | Path) -> Path:
+    """Make this process write its own graph analysis (see the module docstring); once per
+    process, before its first graph. Returns the process's analysis file."""
+    with _claim_lock:
+        pid = os.getpid()
+        if pid in _claimed:
+            return _claimed[pid]
+        path = debug_file(run_dir)
+        rank_variable = "PJRT_LOCAL_PROCESS_RANK"
+        saved = os.environ.get(rank_variable)
+        os.environ["PT_XLA_DEBUG_FILE"] = str(path)
+        os.environ[rank_variable] = "0"
         try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read()
-        except OSError:
-            return []
-        # Only whole entries: one ends with its second rule of "=" signs.
-        end = data.rfind(b"=\n")
-        if end < 0:
-            return []
-        chunk = data[: end + 2]
-        entries = parse(chunk.decode("utf-8", errors="replace"))
-        self._offset += len(chunk)
-        return entries
+            _claim_marker()
+        finally:
+            if saved is None:
+                os.environ.pop(rank_variable, None)
+            else:
+                os.environ[rank_variable] = saved
+        _claimed[pid] = path
+        return path
 
 
-def parse(text: str) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    current: _Entry | None = None
-    in_frames = False
-    for line in text.splitlines():
-        kind = None
-        for prefix, name in _PREFIXES.items():
-            if line.startswith(prefix):
-                kind, line = name, line[len(prefix) :]
-                break
-        if kind is None:
-            continue
-        if line.startswith(("Compilation Cause", "Execution Cause")):
-            current, in_frames = _Entry(kind), False
-            continue
-        if current is None or kind != current.kind:
-            continue
-        stripped = line.strip()
-        if stripped.startswith("Graph Hash: "):
-            current.hash = stripped[len("Graph Hash: ") :]
-        elif stripped.startswith("Python Frame Triggered Execution"):
-            in_frames = True
-        elif stripped.startswith("---"):
-            entries.append(
-                {
-                    "kind": current.kind,
-                    "hash": current.hash,
-                    "cause": current.cause,
-                    "frames": current.frames,
-                }
-            )
-            current, in_frames = None, False
-        elif in_frames:
-            match = _FRAME.match(line)
-            if match:
-                current.frames.append((match["path"], int(match["line"]), match["function"]))
-        elif (
-            not current.cause
-            and stripped
-            and not stripped.startswith(("Graph Info", "Graph Name", "Number of Graph"))
-        ):
-            current.cause = stripped
-    return entries
+def _claim_marker() -> None:
+    """The tiny graph that initializes torch_xla's analysis statics in this process; its
+    entries are recognised by this function's name and skipped."""
+    import torch
+    import torch_xla
+
+    # Read back rather than torch_xla.sync(): the emulation's step marker waits for every
+    # core of the process, and the others are waiting for this claim.
+    (torch.zeros(1, device=torch_xla.device()) + 1).cpu()
+
+
+def claims(entry: dict[str, Any]) -> bool:
+    return any(frame[2] == _claim_marker.__name__ for frame in entry.get("frames", []))

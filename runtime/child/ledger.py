@@ -1,9 +1,8 @@
-"""What the replica threads of one process observed during the current training step.
+"""What each core observed during its current step, and which core a thread runs.
 
-The op tracer, the step-marker hook and the batch hooks add to it from every replica thread;
-the process leader takes each replica's bucket once all replicas have finished the step (they
-are parked at a barrier then), so a step row is never torn. Child process only; standard
-library only.
+The op tracer, the step-marker hook and the batch hooks add to the calling core's bucket
+(the replica thread's, or the loader thread's serving that core); the core takes its own
+bucket when it writes its row (recorder.py). Child process only; standard library only.
 """
 
 from __future__ import annotations
@@ -70,8 +69,6 @@ class Ledger:
         # Python name of an op torch_xla ran on the host -> its `aten::*` counters; learned
         # from the counters at each step boundary (tracing.OpTracer watches these names).
         self.fallback_counters: dict[str, tuple[str, ...]] = {}
-        # (stage, epoch of that stage's loader) -> rank -> [batches fetched, count at its end]
-        self._progress: dict[tuple[str, int], dict[int, list[int | None]]] = {}
         self._loader_epochs: dict[tuple[int, str], int] = {}
 
     # --- which replica is this thread -------------------------------------------------
@@ -178,7 +175,7 @@ class Ledger:
             "collective", rank=rank, name=name, site=site.to_json() if site else None, shapes=shapes
         )
 
-    # --- each core's batches per loader epoch (a core out of data hangs a TPU) ----------
+    # --- each core's loader epochs -----------------------------------------------------
 
     def next_loader_epoch(self, rank: int, stage: str) -> int:
         """How many loaders of `stage` core `rank` has iterated before this one."""
@@ -186,25 +183,6 @@ class Ledger:
             epoch = self._loader_epochs.get((rank, stage), 0)
             self._loader_epochs[(rank, stage)] = epoch + 1
         return epoch
-
-    def batch_fetched(self, key: tuple[str, int], rank: int, index: int) -> dict[int, int]:
-        """Core `rank` got batch number `index` (from 0) of loader epoch `key`; returns the
-        cores whose loader had already ended before that batch, with their counts."""
-        with self._lock:
-            cores = self._progress.setdefault(key, {})
-            cores.setdefault(rank, [0, None])[0] = index + 1
-            return {
-                r: ended for r, (_, ended) in cores.items() if ended is not None and ended <= index
-            }
-
-    def loader_ended(self, key: tuple[str, int], rank: int, count: int) -> dict[int, int]:
-        """Core `rank`'s loader ended after `count` batches; returns the cores that already
-        got more, with their counts."""
-        with self._lock:
-            cores = self._progress.setdefault(key, {})
-            entry = cores.setdefault(rank, [0, None])
-            entry[0], entry[1] = count, count
-            return {r: fetched for r, (fetched, _) in cores.items() if fetched > count}
 
     def take(self, rank: int) -> dict[str, Any]:
         with self._lock:

@@ -12,10 +12,8 @@ exit status only says how it ended:
 
 from __future__ import annotations
 
-import faulthandler
 import inspect
 import os
-import signal
 import sys
 import threading
 import traceback
@@ -23,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tpulint.runtime.child import graphs, lifetime
+from tpulint.runtime.child import graphs, lifetime, stacks
 from tpulint.runtime.child.flavour import Flavour
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.events import EventLog
@@ -40,55 +38,88 @@ def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
     """What records the run and does not depend on which Lightning package the module uses:
     installed before the user's code is imported (see run())."""
     from tpulint.runtime.child import cores
-    from tpulint.runtime.child.graphs import DEBUG_FILE, GraphLog
+    from tpulint.runtime.child.board import Board
+    from tpulint.runtime.child.evidence import ProcessEvidence
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
     from tpulint.runtime.child.sampling import SamplerRecorder
     from tpulint.runtime.child.tracing import record_collectives
 
     ledger = Ledger(log, code)
-    graph_log = GraphLog(Path(spec.run_dir) / DEBUG_FILE)
+    log.rank_of = ledger.rank
+    decisions = Path(spec.run_dir) / DECISIONS
+    decisions.mkdir(exist_ok=True)
     recorder = StepRecorder(
         ledger,
         log,
-        spec.barrier_timeout,
-        graph_log,
+        ProcessEvidence(spec.run_dir),
         warmup=spec.warmup,
-        max_extra_epochs=spec.max_extra_epochs,
-        extend_until=spec.extend_until,
+        hardware=spec.device == "TPU",
         finish_after="test" if spec.test else "train",
-        done_marker=Path(spec.run_dir) / DONE_MARKER,
+        decisions=decisions,
     )
     if spec.device == "CPU":
-        from tpulint.runtime.child.xla_cpu import CpuDataParallel
-
-        replicas = int(os.environ.get("CPU_NUM_DEVICES", "1"))
-        workarounds = CpuDataParallel(replicas, spec.barrier_timeout, ledger.marker_compiles)
-        workarounds.install()
-        recorder.on_abort.append(workarounds.abort)
+        _install_emulation(spec, recorder, code)
     record_collectives(ledger)
-    cores.install(ledger)
+    board = Board.create(spec.run_dir, spec.cores) if spec.cores else None
+    cores.install(ledger, board)
     SamplerRecorder(ledger, spec.run_dir).install()
     return recorder
 
 
-def _install_package_hooks(recorder: Any, package: Flavour) -> None:
+def _install_emulation(spec: RunSpec, recorder: Any, code: CodeFilter) -> None:
+    """The cores as threads of one process (the default), or a TPU VM's processes of one or
+    two devices each (`--emulate`), with the workarounds each needs (xla_cpu.py, bridge.py)."""
+    from tpulint.runtime.child.xla_cpu import CpuDataParallel
+
+    processes, per_process = spec.layout or (1, spec.cores or 1)
+    if processes > 1:
+        import datetime
+
+        import torch.distributed as dist
+        import torch_xla.runtime as xr
+        from tpulint.runtime.child import bridge, emulation
+
+        # Served by this process for the whole run; the replica processes connect to it.
+        store = dist.TCPStore(
+            "127.0.0.1",
+            0,
+            is_master=True,
+            wait_for_workers=False,
+            timeout=datetime.timedelta(days=1),
+        )
+        _KEEP.append(store)
+        emulation.install(emulation.ProcessLayout(processes, per_process))
+        bridge.install(bridge.Bridge(store.port, processes * per_process, code), xr.global_ordinal)
+    workarounds = CpuDataParallel(
+        per_process, ledger_hook=recorder.ledger.marker_compiles, collectives=processes == 1
+    )
+    workarounds.install()
+    recorder.on_abort.append(workarounds.abort)
+
+
+_KEEP: list[Any] = []  # objects that must live as long as the process (the bridge's store)
+
+
+def _install_package_hooks(recorder: Any, package: Flavour, run_dir: str) -> None:
     """What hooks into the Lightning package the module is written against."""
     from tpulint.runtime.child import cores
 
-    _report_replica_failures(recorder, package)
+    _wrap_launcher(recorder, package, run_dir)
     cores.track_evaluation_stage(recorder.ledger, package)
 
 
-def _report_replica_failures(recorder: Any, package: Flavour) -> None:
-    """Lightning re-raises a replica's exception in the main process only after every replica
-    thread has ended, and the others may be blocked in a barrier or a collective by then.
-    Hook the per-replica entry point to record the exception at once and release the rest."""
+def _wrap_launcher(recorder: Any, package: Flavour, run_dir: str) -> None:
+    """In each replica process, before Lightning runs anything: make the process write its own
+    graph analysis (graphs.claim_process). Lightning re-raises a replica's exception in the
+    main process only after every replica thread has ended, and the others may be blocked in
+    a collective by then: record the exception at once (the parent ends the run)."""
     _XLALauncher = package.XLALauncher
 
     original = _XLALauncher._wrapping_function
 
     def _wrapping_function(self: Any, *args: Any, **kwargs: Any) -> Any:
+        graphs.claim_process(run_dir)
         try:
             return original(self, *args, **kwargs)
         except BaseException as exc:
@@ -100,7 +131,7 @@ def _report_replica_failures(recorder: Any, package: Flavour) -> None:
     original_collect = _XLALauncher._collect_rank_zero_results
 
     def _collect_rank_zero_results(self: Any, trainer: Any, results: Any) -> Any:
-        recorder.loop_done(trainer)  # may end this replica process: the run is recorded
+        recorder.loop_done(trainer)  # the parent ends the run once every core is done
         return original_collect(self, trainer, results)
 
     _XLALauncher._collect_rank_zero_results = _collect_rank_zero_results
@@ -188,8 +219,8 @@ def _trainer(
     return trainer
 
 
-# Left by the replica process when it ended the run itself (recorder.StepRecorder._finish).
-DONE_MARKER = "finished"
+# Where the verify parent writes its decisions (recorder.wait_for_decision).
+DECISIONS = "decisions"
 
 
 def _check_test_loop(loaded: Any) -> None:
@@ -240,7 +271,7 @@ def run(spec: RunSpec, log: EventLog) -> int:
     recorder = _install_recorders(spec, log, code)
     loaded = targets.load(spec)
     code.add_roots(loaded.roots)
-    _install_package_hooks(recorder, loaded.package)
+    _install_package_hooks(recorder, loaded.package, spec.run_dir)
     if spec.test:
         _check_test_loop(loaded)
     log.write("target", description=loaded.description, roots=loaded.roots, files=loaded.files)
@@ -258,9 +289,7 @@ def run(spec: RunSpec, log: EventLog) -> int:
             log.write("test_start")
             trainer.test(loaded.module, datamodule=loaded.datamodule, verbose=False)
     except BaseException as exc:
-        if (Path(spec.run_dir) / DONE_MARKER).exists():
-            return EXIT_FINISHED  # the replica process ended itself once all was recorded
-        if spec.cores == 1:  # no launcher: the replica ran in this thread
+        if spec.cores == 1:  # no launcher: the core ran in this thread
             recorder.replica_failed(exc)
         log.write(
             "fit_error",
@@ -283,10 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     log = EventLog(spec.run_dir)
     # Before torch_xla is imported: it reads its debug settings once.
     graphs.configure(spec.run_dir)
-    # On a hang the parent sends SIGUSR1 before killing: every thread of every process of the
-    # run (the forked replica process inherits the handler) dumps its stack to stderr, which
-    # is how a hang gets a user file:line.
-    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    # When progress stops the parent sends SIGUSR1: every thread of every process of the run
+    # dumps its stack to that process's own file, which is how a hang gets a user file:line.
+    stacks.install(spec.run_dir)
     log.write("child_start", pid=os.getpid(), thread=threading.get_ident())
     try:
         return run(spec, log)

@@ -6,11 +6,13 @@ the replica:
 
 * ParallelLoader is constructed in the replica's own thread: it tags the DataLoader with the
   replica's rank and the loop it serves (train, validate, test; cores.py).
-* DataLoader.__iter__ (on the loader thread) counts the epochs of that loader and leaves the
-  (rank, epoch) in a thread-local for the sampler.
-* DistributedSampler.__iter__ materializes the whole epoch's index list: that list is the
-  recorded shard (its positions, which for Lightning's DistributedSamplerWrapper are positions
-  in the wrapped sampler's output).
+* DataLoader.__iter__ (on the loader thread) counts the epochs of that loader and records
+  the epoch's shard: for a DistributedSampler, the index list is recomputed from what
+  defines it, the sampler's replica count, rank, seed, epoch, shuffle and drop_last
+  (`DistributedSampler.__iter__` is a pure function of them, called once more on the same
+  object; for Lightning's DistributedSamplerWrapper these are positions in the wrapped
+  sampler's output). The sampler itself is not touched. A subclass that replaces `__iter__`
+  is not recomputed (its shard is reported as not recorded).
 * DistributedSampler.__init__ remembers where the sampler was built: the user's line (a
   user-built sampler, which Lightning keeps) or Lightning's.
 * DataLoader.__init__ remembers the user's line that built the training loader; Lightning
@@ -25,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import os
 import sys
 import threading
 from array import array
@@ -54,6 +55,25 @@ def _length(obj: Any) -> int | None:
         return len(obj)
     except TypeError:
         return None
+
+
+def recomputed_shard(sampler: DistributedSampler) -> list[int] | None:
+    """The indices `sampler` yields this epoch, from its own state, or None when its class
+    replaces how they are drawn."""
+    iterate = type(sampler).__iter__
+    if iterate is not DistributedSampler.__iter__ and not _calls_base_iter(type(sampler)):
+        return None
+    return list(DistributedSampler.__iter__(sampler))
+
+
+def _calls_base_iter(cls: type) -> bool:
+    """Lightning's DistributedSamplerWrapper maps the base class's positions through the
+    wrapped sampler: its shard is the base class's."""
+    return any(
+        klass.__name__ == "DistributedSamplerWrapper"
+        and klass.__module__.startswith(("lightning.", "pytorch_lightning."))
+        for klass in cls.__mro__
+    )
 
 
 class SamplerRecorder:
@@ -110,7 +130,6 @@ class SamplerRecorder:
             if rank is None:
                 rank = recorder.ledger.rank()
             stage = getattr(self, "_tpulint_stage", None) or recorder.ledger.stage()
-            recorder._local.context = (rank, epoch, stage)
             recorder._loader_epoch(self, rank, epoch, stage)
             return original(self)
 
@@ -131,6 +150,9 @@ class SamplerRecorder:
                 built_at=getattr(sampler, "_tpulint_built_at", None),
                 wraps=_qualname(inner) if inner is not None else None,
             )
+            indices = recomputed_shard(sampler)
+            if indices is not None:
+                self._plan(rank, epoch, stage, indices, _length(sampler.dataset))
         else:
             info["distributed"] = False
         self.ledger.events.write(
@@ -153,8 +175,6 @@ class SamplerRecorder:
 
     def _wrap_sampler(self) -> None:
         original_init = DistributedSampler.__init__
-        original_iter = DistributedSampler.__iter__
-        recorder = self
         ledger = self.ledger
 
         @functools.wraps(original_init)
@@ -163,15 +183,7 @@ class SamplerRecorder:
             site = ledger.code.site_of(sys._getframe(1))
             self._tpulint_built_at = site.to_json() if site else None
 
-        @functools.wraps(original_iter)
-        def __iter__(self: DistributedSampler) -> Any:
-            indices = list(original_iter(self))
-            rank, epoch, stage = getattr(recorder._local, "context", (None, None, None))
-            recorder._plan(rank, epoch, stage, indices, _length(self.dataset))
-            return iter(indices)
-
         DistributedSampler.__init__ = __init__
-        DistributedSampler.__iter__ = __iter__
 
     def _plan(
         self,
@@ -182,7 +194,7 @@ class SamplerRecorder:
         total: int | None,
     ) -> None:
         # Index lists go to a binary side file: a large dataset would make JSON lines huge.
-        name = f"plan-{os.getpid()}-{next(_ids)}.bin"
+        name = f"plan-r{rank if rank is not None else 'x'}-{stage}-{epoch}-{next(_ids)}.bin"
         with open(self.run_dir / name, "wb") as handle:
             array("q", indices).tofile(handle)
         self.ledger.events.write(

@@ -8,9 +8,11 @@ interest pay for a stack walk. Child process only: imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -87,6 +89,21 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     return None
 
 
+_quiet = threading.local()
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Ops the emulation itself runs in a replica thread (copies to and from the host for an
+    emulated collective) are not the module's: the tracer lets them pass unrecorded."""
+    previous = getattr(_quiet, "on", False)
+    _quiet.on = True
+    try:
+        yield
+    finally:
+        _quiet.on = previous
+
+
 class OpTracer(TorchFunctionMode):
     """Enter in a replica thread; records into the ledger bucket of that thread's replica."""
 
@@ -103,6 +120,8 @@ class OpTracer(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
+        if getattr(_quiet, "on", False):
+            return func(*args, **kwargs)
         try:
             op = _TRANSFERS.get(func)
             kind = None if op else _SHAPE_OPS.get(func)

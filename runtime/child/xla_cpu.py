@@ -12,6 +12,13 @@ was established by running it (../shared/research/runtime.md §1c, §5) on torch
 * A replica that leaves the step marker and blocks in C++ while holding the GIL keeps the
   others from scheduling their half of the collective. Fix: a barrier after the marker, so
   every replica has scheduled its execution before anyone continues.
+* A barrier before the marker too: no replica compiles the next step's graphs while another
+  is still finishing its row for this one, so the process's evidence is read between steps
+  (evidence.py), as it is on a TPU VM where each process holds one core.
+
+The barriers wait as long as it takes: a replica that never arrives leaves the others
+waiting, as a TPU core waits in a collective; the verify parent finds them from their stacks
+(runtime/monitor.py). `abort()` releases them when a replica fails.
 * The execution pool size and buffer donation are environment settings
   (environment.child_environment).
 
@@ -64,20 +71,24 @@ def check_torch_xla_version() -> str:
 
 
 class CpuDataParallel:
-    """Installs the workarounds for `replicas` threads in this process.
+    """Installs the workarounds for `replicas` threads in each replica process.
 
-    The barrier assumes every replica calls the step marker equally often, which data-parallel
-    training does; a replica that does not (a rank-conditional sync, unequal batch counts)
-    breaks it after `barrier_timeout` seconds, and `abort()` breaks it at once when a replica
-    fails, so the others stop waiting.
+    The barriers assume every replica calls the step marker equally often, which data-parallel
+    training does; `abort()` breaks them when a replica fails, so the others stop waiting.
+    With `collectives=False` (the cores' collectives go through the bridge, between
+    processes), only the step marker is serialized.
     """
 
     def __init__(
-        self, replicas: int, barrier_timeout: float, on_marker: MarkerHook | None = None
+        self,
+        replicas: int,
+        ledger_hook: MarkerHook | None = None,
+        *,
+        collectives: bool = True,
     ) -> None:
         self.replicas = replicas
-        self.barrier_timeout = barrier_timeout
-        self.on_marker = on_marker
+        self.on_marker = ledger_hook
+        self.collectives = collectives
         self._lock = threading.Lock()
         self._barrier = self._new_barrier()
         self._installed = False
@@ -87,7 +98,7 @@ class CpuDataParallel:
     def _new_barrier(self) -> threading.Barrier | None:
         if self.replicas <= 1:
             return None
-        return threading.Barrier(self.replicas, timeout=self.barrier_timeout)
+        return threading.Barrier(self.replicas)
 
     def _after_fork(self) -> None:
         # Lightning forks the replica process from the child; start it with fresh primitives.
@@ -98,14 +109,24 @@ class CpuDataParallel:
         if self._installed:
             return
         self._install_serialized_step_marker()
-        self._install_unpinned_all_gather()
-        self._install_synced_collectives()
+        if self.collectives:
+            self._install_unpinned_all_gather()
+            self._install_synced_collectives()
         self._installed = True
 
     def abort(self) -> None:
         self._aborted = True
         if self._barrier is not None:
             self._barrier.abort()
+
+    def _wait(self, where: str) -> None:
+        barrier = self._barrier
+        if barrier is None:
+            return
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            raise ReplicasOutOfStep(_current_rank(), where, 0.0, released=True) from None
 
     def _install_serialized_step_marker(self) -> None:
         import torch_xla
@@ -116,6 +137,7 @@ class CpuDataParallel:
         def step_marker(
             device: str = "", devices: Any = (), wait: bool = True, reset_scope: bool = True
         ) -> None:
+            self._wait("a step marker (torch_xla.sync)")
             with self._lock:
                 before = xlac._xla_counter_value("UncachedCompile") or 0
                 # wait=False inside the lock: waiting for a collective here would keep the
@@ -126,16 +148,7 @@ class CpuDataParallel:
                 # Compilation is synchronous inside the marker and only this thread is in it,
                 # so these compiles are this replica's.
                 self.on_marker(compiled)
-            if self._barrier is not None:
-                try:
-                    self._barrier.wait()
-                except threading.BrokenBarrierError:
-                    raise ReplicasOutOfStep(
-                        _current_rank(),
-                        "a step marker (torch_xla.sync)",
-                        self.barrier_timeout,
-                        released=self._aborted,
-                    ) from None
+            self._wait("a step marker (torch_xla.sync)")
             if wait:
                 xlac._xla_wait_device_ops(devices=[device] if device else [])
 

@@ -1,9 +1,11 @@
 """From a finished (or aborted) run to a VerifyReport: rows, the four checks, the verdict.
 
 error  verify could not run the module: a bad target, a crash that is not a verdict about
-       the module, an internal error (exit 2)
-fail   a check failed; the replicas diverged or hung; the training raised (the user's code,
-       or Lightning or torch_xla because of it: it would raise on a TPU too) (exit 1)
+       the module, an internal error; or could not finish judging it: the run was too slow
+       for --timeout or still compiling, and nothing it recorded failed (exit 2)
+fail   a check failed (on what was recorded, however the run ended); the cores diverged or
+       hung; the training raised (the user's code, or Lightning or torch_xla because of it:
+       it would raise on a TPU too) (exit 1)
 pass   otherwise, warnings included (exit 0)
 """
 
@@ -25,11 +27,13 @@ from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural
 from tpulint.runtime.judge.graphs import follow_graphs
+from tpulint.runtime.judge.hardware import hardware_evidence
 from tpulint.runtime.judge.report import ERROR, FAIL, PASS, Cause, StepRow, VerifyReport
 from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
 from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, MIN_STEADY_STEPS
+from tpulint.runtime.trainer_args import BF16_PRECISIONS
 
 CHECK_LABELS = {
     "sharding": "sharding",
@@ -48,6 +52,8 @@ class Settings:
 
     warmup: int = 2
     batch_multiple: int = 8
+    # False: the multiple follows the dtype a TPU computes in (16 rows for bf16, else 8).
+    batch_multiple_explicit: bool = False
     timeout: float = 600.0
     # Fixed copies of user files (--compare) -> how to show them.
     aliases: dict[str, str] = field(default_factory=dict)
@@ -104,8 +110,11 @@ def analyze(
         return error_report(report, outcome.detail, error.get("detail") or _tail(outcome.log))
     if outcome.status == "crashed":
         return error_report(report, f"the run crashed: {outcome.detail}", _tail(outcome.log))
+    if outcome.status == "compiling" and not outcome.first("train_start"):
+        return error_report(report, outcome.detail, None)
 
-    start = outcome.first("train_start") or {}
+    starts = outcome.all("train_start")
+    start = starts[0] if starts else {}
     target = outcome.first("target") or {}
     cores = int(report.backend.get("cores") or start.get("world_size") or spec.cores or 1)
     ctx = Context(
@@ -117,7 +126,13 @@ def analyze(
         steps_per_epoch=spec.steps,
         user_code=CodeFilter(target.get("roots", [])),
         aliases=settings.aliases,
+        run_dir=spec.run_dir,
     )
+    precision = tpu_precision(outcome.events, spec)
+    if not settings.batch_multiple_explicit and precision in BF16_PRECISIONS:
+        ctx.batch_multiple = 16  # bf16 fills a TPU tile with 16 rows (8 for 32-bit)
+        ctx.tile_dtype = "bf16"
+    report.settings["batch_multiple"] = ctx.batch_multiple
     all_rows = build_all_rows(outcome.events, settings.warmup)
     rows = all_rows["train"]
     graphs = follow_graphs(outcome.events, all_rows)
@@ -125,7 +140,8 @@ def analyze(
     report.validation = all_rows.get("validate", [])
     report.test = all_rows.get("test", [])
     report.graphs = [g.to_json() for g in graphs]
-    report.setup = start.get("counters", {})
+    report.hardware = hardware_evidence(outcome.events, graphs, backend.emulated)
+    report.setup = _summed(e.get("counters") or {} for e in starts)
     report.run["steps"] = len(rows)
     report.run["epochs"] = len({r.epoch for r in rows})
     extended = outcome.all("extend")
@@ -185,6 +201,9 @@ def analyze(
         report.causes.insert(0, _no_training(ctx, outcome.events, cores))
         _not_judged(report, outcome, rows)
     failing = [c for c in report.checks.values() if c.status == "fail"]
+    if outcome.status in ("too_slow", "compiling") and not failing:
+        # Judged as far as it went: nothing failed, but the rest could not be seen.
+        return error_report(report, outcome.detail, None)
     run_cause = next((c for c in report.causes if c.check == "run"), None)
     if failing or outcome.status in ("diverged", "hung", "raised") or not rows:
         report.verdict = FAIL
@@ -193,6 +212,8 @@ def analyze(
             where = f" ({run_cause.location})" if run_cause.location else ""
             label = {"hung": "hung: ", "raised": ""}.get(outcome.status, "")
             parts.insert(0, f"{label}{run_cause.message.split('; ')[0]}{where}")
+        if outcome.status in ("too_slow", "compiling"):
+            parts.append(f"the rest was not judged: {outcome.detail}")
         report.summary = "fail: " + "; ".join(parts)
     elif compiles.details.get("window") is None:
         # Trained, but too little to judge even after extending: no verdict without evidence.
@@ -258,13 +279,32 @@ def _not_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) 
     reason = {
         "raised": "training raised",
         "hung": "the cores stopped making progress",
-        "diverged": "XLA aborted the run",
+        "diverged": "the cores' collectives did not match",
+        "too_slow": "--timeout ran out while the cores were still stepping",
+        "compiling": "--timeout ran out while XLA was still compiling",
     }.get(outcome.status, "no training step ran")
     where = f"after {len(rows)} training step{'s' if len(rows) != 1 else ''}" if rows else ""
     for check in report.checks.values():
         if check.status == "pass":
             check.status = "skipped"
             check.summary = f"not judged: {reason} {where}".rstrip()
+
+
+def tpu_precision(events: list[dict[str, Any]], spec: RunSpec) -> str | None:
+    """The precision a TPU runs: what the user asked for (their config, --trainer-args),
+    whatever the emulated cores ran."""
+    trainer = next((e for e in events if e["kind"] == "trainer"), None)
+    requested = (trainer or {}).get("requested") or {}
+    value = requested.get("precision", spec.trainer_args.get("precision"))
+    return str(value) if value is not None else None
+
+
+def _summed(counters: Any) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for values in counters:
+        for name, value in values.items():
+            total[name] = total.get(name, 0) + int(value)
+    return total
 
 
 def _tail(log: str, lines: int = 40) -> str:

@@ -53,6 +53,7 @@ def check_batches(
 
     full = max(sizes)
     multiple = ctx.batch_multiple
+    tile = " (bf16 fills a TPU tile with 16 rows)" if ctx.tile_dtype == "bf16" else ""
     site = loader_site(events)
     causes: list[Cause] = []
     if full % multiple:
@@ -63,7 +64,8 @@ def check_batches(
                 "batch_geometry",
                 "batch_not_multiple",
                 "warn",
-                f"the per-core batch of {full} is not a multiple of {multiple}: the TPU pads it to"
+                f"the per-core batch of {full} is not a multiple of {multiple}{tile}: the TPU pads"
+                " it to"
                 f" {padded}, so {waste:.0%} of every step computes padding; use a per-core batch"
                 f" size of {padded}"
                 + (f" (or {padded - multiple})" if padded - multiple > 0 else ""),
@@ -107,6 +109,8 @@ def check_batches(
     summary = f"per-core batch {full}" + (
         f", a multiple of {multiple}" if full % multiple == 0 else f", not a multiple of {multiple}"
     )
+    if tile:
+        summary += " (bf16: 16-row tiles)"
     if smaller:
         summary += f"; last batch {'/'.join(map(str, smaller))}"
     details = {

@@ -209,7 +209,7 @@ def check_compiles(
         "graphs_after_warmup": len(late),
         "graphs_one_time": len(one_time),
         "graphs_in_window": len(keep_coming) + len(shaped),
-        "duplicate_compiles": sum(g.compiles - 1 for g in train_graphs),
+        "duplicate_compiles": sum(g.races for g in train_graphs),
         "window": _window_json(window, ctx),
         "per_step": [r.uncached_compiles for r in rows],
         "new_graphs_per_step": [r.new_graphs for r in rows],

@@ -3,8 +3,9 @@
 * diverged: XLA aborted because the replicas did not enter the same collective. The child
   records, per replica, each new (collective, call site, shapes) it entered, so the last ones
   say who was where with what; data-dependent shapes seen in the step are the usual reason.
-* hung: the stacks every thread dumped on SIGUSR1 (faulthandler), or the barrier a replica
-  gave up on, say where the cores stopped.
+* hung: the stacks every process dumped on SIGUSR1 (faulthandler, one file per process,
+  judge/stacks.py) say where the cores stopped: which waited for the others, which were
+  elsewhere, at which line.
 * raised: the replica's exception and its innermost user frame.
 """
 
@@ -14,12 +15,12 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from tpulint.runtime.frames import is_plumbing
 from tpulint.runtime.judge.check_batches import loader_site
 from tpulint.runtime.judge.check_compiles import shape_op_sites
-from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.context import Context
 from tpulint.runtime.judge.report import Cause, StepRow
-from tpulint.runtime.runner import RunOutcome, out_of_data, root_errors
+from tpulint.runtime.judge.stacks import snapshot
+from tpulint.runtime.runner import RunOutcome, diverged, out_of_data, root_errors
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
@@ -38,10 +39,23 @@ def _step_in_progress(rows: list[StepRow]) -> int:
     return rows[-1].step + 1 if rows else 0
 
 
+def _slowest_core_step(outcome: RunOutcome) -> int:
+    """The step the slowest core was in: how many training rows it had written."""
+    counts: dict[int, int] = defaultdict(int)
+    for event in outcome.all("step"):
+        if event.get("rank") is not None:
+            counts[int(event["rank"])] += 1
+    return min(counts.values()) if counts else 0
+
+
 def _diverged(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
-    step = _step_in_progress(rows)
+    # The step the slowest core was in: the others may have recorded the step they diverged in.
+    step = _slowest_core_step(outcome) if outcome.all("step") else _step_in_progress(rows)
     last: dict[int, dict[str, Any]] = {}
-    for event in outcome.all("collective"):
+    mismatch = diverged(outcome.events)
+    if mismatch is not None:  # emulated processes: every core's call of that collective
+        last = dict(enumerate(mismatch["diverged"]["calls"]))
+    for event in outcome.all("collective") if mismatch is None else []:
         if event["rank"] is not None:
             last[event["rank"]] = event
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
@@ -112,48 +126,40 @@ def _user_site_of(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
-    """Where the cores stopped. Two sources of stacks: the snapshot a core takes of the other
-    replica threads when it gives up waiting at a barrier (in-process, knows which thread is
-    which core), and the dump every thread writes on the watchdog's SIGUSR1."""
+    """Where the cores stopped, from the stacks every process dumped when progress stopped:
+    the cores waiting for the others (in a collective, a sync, the emulation's wait), and the
+    ones elsewhere that they waited for."""
     starved = out_of_data(outcome.events)
     if starved is not None:
         return _out_of_data(ctx, outcome, starved)
-    step = _step_in_progress(rows)
-    waiting = [e for e in outcome.all("replica_error") if e.get("out_of_step")]
-    waited = sorted({e["rank"] for e in waiting if e.get("rank") is not None})
-    places = sorted({e["waited_at"] for e in waiting if e.get("waited_at")})
-    stuck = [rank for rank in range(ctx.cores) if rank not in waited] if waited else []
-    seen = [s for e in waiting for s in e.get("elsewhere", []) if s["rank"] in stuck]
-    dumped = _user_frames_in_stacks(ctx, outcome.log)
-    if seen:
-        site = seen[0]["site"]
-        stuck = sorted({s["rank"] for s in seen if s["site"] == site})
-    elif dumped:
-        site = dumped[0][0]
-    else:
-        # A core that gave up at a barrier from inside the user's code names the line itself.
-        site = next((e["site"] for e in waiting if (e.get("site") or {}).get("user")), None)
-
+    step = _slowest_core_step(outcome) if outcome.all("step") else _step_in_progress(rows)
+    shot = snapshot(ctx.run_dir, outcome.events, ctx.user_code) if ctx.run_dir else None
+    cores = shot.cores if shot else {}
+    waiting = sorted(r for r, c in cores.items() if c.waiting)
+    elsewhere = sorted(r for r, c in cores.items() if not c.waiting)
     parts = [f"the cores stopped making progress at step {step}"]
-    if stuck and waited:
+    site = None
+    stuck: list[int] = []
+    if waiting and elsewhere:
+        groups = _group_by_site(ctx, {r: cores[r].site for r in elsewhere})
+        stuck = groups[0][1]
+        site = cores[stuck[0]].site
         blocked = f" (blocked at this line in {site['function']}())" if site else ""
-        parts.append(
-            f"{_cores(stuck)} never finished it{blocked} while {_cores(waited)} waited at"
-            f" {' / '.join(places) or 'a barrier'}"
-        )
-    elif dumped:
-        by_core = _cores_in_stacks(ctx, outcome)
-        if by_core:
+        places = _group_by_site(ctx, {r: cores[r].waits_at for r in waiting})
+        waited = "; ".join(f"{_cores(ranks)} waited at {place}" for place, ranks in places)
+        parts.append(f"{_cores(stuck)} never finished it{blocked} while {waited} for it")
+        if len(groups) > 1:
             parts.append(
                 "; ".join(
-                    f"{_cores(ranks)} {'was' if len(ranks) == 1 else 'were'} at {where}"
-                    for where, ranks in by_core.items()
+                    f"{_cores(ranks)} {_was(ranks)} at {place}" for place, ranks in groups[1:]
                 )
             )
-        else:
-            count = dumped[0][1]
-            verb = "was" if count == 1 else "were"
-            parts.append(f"{plural(count, 'thread')} {verb} blocked at this line")
+    elif cores:
+        key = "waits_at" if waiting else "site"
+        groups = _group_by_site(ctx, {r: getattr(c, key) for r, c in cores.items()})
+        verb = "waited" if waiting else "stood"
+        parts.append("; ".join(f"{_cores(ranks)} {verb} at {place}" for place, ranks in groups))
+        site = next((c.site for c in cores.values() if c.site and c.site.get("user")), None)
     parts.append(outcome.detail)
     if site is None:
         parts.append(
@@ -161,8 +167,31 @@ def _hung(ctx: Context, outcome: RunOutcome, rows: list[StepRow]) -> Cause:
             " makes the others wait"
         )
     return ctx.cause(
-        "run", "hung", "fail", "; ".join(parts), site, steps=[step], cores=stuck or waited
+        "run",
+        "hung",
+        "fail",
+        "; ".join(parts),
+        site,
+        steps=[step],
+        cores=stuck or waiting or elsewhere,
     )
+
+
+def _group_by_site(
+    ctx: Context, sites: dict[int, dict[str, Any] | None]
+) -> list[tuple[str, list[int]]]:
+    """Cores grouped by where they were (`file:line (function)`), the largest group last
+    unless it is the only one."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for rank, site in sorted(sites.items()):
+        location = ctx.location(site) if site else None
+        text = f"{location} ({site['function']})" if location and site else "an unknown place"
+        groups[text].append(rank)
+    return sorted(groups.items(), key=lambda kv: (len(kv[1]), kv[1]))
+
+
+def _was(ranks: list[int]) -> str:
+    return "was" if len(ranks) == 1 else "were"
 
 
 _STAGE_WORDS = {
@@ -208,57 +237,6 @@ def _out_of_data(ctx: Context, outcome: RunOutcome, event: dict[str, Any]) -> Ca
 
 def _cores(ranks: list[int]) -> str:
     return ("core " if len(ranks) == 1 else "cores ") + ", ".join(map(str, ranks))
-
-
-def _cores_in_stacks(ctx: Context, outcome: RunOutcome) -> dict[str, list[int]]:
-    """Where each core's replica thread was in the stacks dumped on the watchdog's SIGUSR1:
-    its innermost user frame, else its innermost library frame that is not plumbing (the
-    collective or the barrier it waits in). Cores grouped by place."""
-    cores = {e["ident"]: e["rank"] for e in outcome.all("replica_thread")}
-    places: dict[str, list[int]] = defaultdict(list)
-    ident: int | None = None
-    frames: list[tuple[str, int, str]] = []
-
-    def flush() -> None:
-        if ident in cores and frames:
-            user = next((f for f in frames if ctx.user_code and ctx.user_code.is_user(f[0])), None)
-            lib = next((f for f in frames if not is_plumbing(f[0])), frames[0])
-            path, line, function = user or lib
-            where = ctx.location({"path": path, "line": line, "function": function})
-            places[f"{where} ({function})"].append(cores[ident])
-
-    for line in [*outcome.log.splitlines(), ""]:
-        header = re.match(r"^(?:Current thread|Thread) (0x[0-9a-f]+)", line)
-        if header or not line.strip():
-            flush()
-            ident, frames = (int(header.group(1), 16), []) if header else (None, [])
-            continue
-        match = _FRAME.match(line)
-        if match and ident is not None:
-            frames.append((match["path"], int(match["line"]), match["function"]))
-    return {where: sorted(ranks) for where, ranks in sorted(places.items(), key=lambda kv: kv[1])}
-
-
-def _user_frames_in_stacks(ctx: Context, log: str) -> list[tuple[dict[str, Any], int]]:
-    """Innermost user frame of each thread in faulthandler's dump, most common first."""
-    counts: dict[tuple[str, int, str], int] = defaultdict(int)
-    innermost: tuple[str, int, str] | None = None
-    in_stack = False
-    for line in log.splitlines():
-        if line.startswith(("Thread 0x", "Current thread 0x")):
-            in_stack, innermost = True, None
-            continue
-        match = _FRAME.match(line) if in_stack else None
-        if match is None:
-            if in_stack and not line.strip():
-                in_stack = False
-            continue
-        # faulthandler prints the most recent call first: the first user frame is innermost.
-        if innermost is None and ctx.user_code is not None and ctx.user_code.is_user(match["path"]):
-            innermost = (match["path"], int(match["line"]), match["function"])
-            counts[innermost] += 1
-    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
-    return [({"path": p, "line": ln, "function": f, "user": True}, n) for (p, ln, f), n in ranked]
 
 
 def brief(text: str, limit: int = 240) -> str:

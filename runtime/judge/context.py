@@ -23,6 +23,8 @@ class Context:
     steps_per_epoch: int | None = None
     user_code: CodeFilter | None = None  # the child's notion of the user's files
     aliases: dict[str, str] = field(default_factory=dict)  # fixed copy -> "model.py (fixed)"
+    run_dir: str = ""  # the run's files (stacks, shards); "" when none are left
+    tile_dtype: str = "32-bit"  # whose TPU tile the batch multiple is (bf16: 16 rows)
 
     def location(self, site: dict[str, Any] | None) -> Location | None:
         if not site:

@@ -1,10 +1,13 @@
-"""Every XLA graph of a run, by torch_xla's graph hash: where it was first compiled, how often
-it was compiled (replica threads can race to compile the same graph at a host read), which
-frames triggered that compile, and the rows in which it ran afterwards (from the cache).
+"""Every XLA graph of a run, by torch_xla's graph hash: where it was first compiled, by which
+processes and how often (each process has its own compile cache, so on a TPU VM every process
+compiles every graph once; replica threads of one process can race to compile the same graph
+at a host read), which frames triggered that compile, the rows in which it ran afterwards
+(from the cache), and, from the process that compiled it, how long XLA took and the sizes it
+reported. A graph is counted once, however many processes compiled it.
 
-The child records, per row, the graphs compiled (with their Python frames) and executed
-(child/graphs.py); this follows them through the run in time order. Parent process only;
-standard library only.
+The training processes record, per row, the graphs they compiled (with their Python frames)
+and executed (child/evidence.py); this follows them through the run in time order. Parent
+process only; standard library only.
 """
 
 from __future__ import annotations
@@ -22,13 +25,23 @@ _ROW_KINDS = ("step", "eval_step")
 class Graph:
     hash: str
     row: StepRow | None  # where it was compiled first; None: setup or teardown
-    compiles: int = 0  # compile entries for this hash (more than one: a race)
+    compiles: int = 0  # compile entries for this hash, all processes
+    processes: set[tuple[int, int]] = field(default_factory=set)  # (host, pid) that compiled it
     frames: list[tuple[str, int, str]] = field(default_factory=list)  # innermost first
     cause: str = ""  # torch_xla's own words for why the graph ran
     executed_in: list[StepRow] = field(default_factory=list)  # later rows that ran it
+    compile_seconds: float | None = None  # the longest compile of it (CompileTime)
+    memory: dict[str, float | None] | None = None  # sizes XLA reported after compiling it
+    # (host, pid, compile index) of each compile, to join the seconds and sizes to it
+    compile_ids: list[tuple[int, int, int]] = field(default_factory=list)
 
     def reused(self) -> bool:
         return any(row is not self.row for row in self.executed_in)
+
+    @property
+    def races(self) -> int:
+        """Compiles beyond one per process: replica threads of a process racing."""
+        return max(0, self.compiles - max(1, len(self.processes)))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,7 +50,10 @@ class Graph:
             "step": self.row.step if self.row else None,
             "run": self.row.run if self.row else None,
             "compiles": self.compiles,
+            "processes": len(self.processes),
             "executed_later": sum(1 for row in self.executed_in if row is not self.row),
+            "compile_seconds": self.compile_seconds,
+            "memory": self.memory,
             "frames": [list(f) for f in self.frames[:6]],
         }
 
@@ -46,10 +62,17 @@ def follow_graphs(events: list[dict[str, Any]], rows: dict[str, list[StepRow]]) 
     """All graphs of the run, in the order they were first compiled."""
     by_key = _rows_by_event(events, rows)
     graphs: dict[str, Graph] = {}
+    seconds: dict[tuple[int, int, int], float] = {}
+    sizes: dict[tuple[int, int, int], dict[str, float | None]] = {}
     for event in events:
         data = event.get("graphs")
         if not data:
             continue
+        process = (int(event.get("host") or 0), int(event.get("pid") or 0))
+        for index, value in data.get("compile_seconds", []):
+            seconds[(*process, int(index))] = float(value)
+        for index, memory in data.get("sizes", []):
+            sizes[(*process, int(index))] = memory
         row = by_key.get(id(event)) if event["kind"] in _ROW_KINDS else None
         for compiled in data.get("compiled", []):
             graph = graphs.get(compiled["hash"])
@@ -61,12 +84,19 @@ def follow_graphs(events: list[dict[str, Any]], rows: dict[str, list[StepRow]]) 
                     cause=compiled.get("cause", ""),
                 )
             graph.compiles += 1
+            graph.processes.add(process)
+            if compiled.get("index") is not None:
+                graph.compile_ids.append((*process, int(compiled["index"])))
         if row is None:
             continue
         for digest in data.get("executed", {}):
             graph = graphs.get(digest)
             if graph is not None and (not graph.executed_in or graph.executed_in[-1] is not row):
                 graph.executed_in.append(row)
+    for graph in graphs.values():
+        times = [seconds[key] for key in graph.compile_ids if key in seconds]
+        graph.compile_seconds = max(times) if times else None
+        graph.memory = next((sizes[key] for key in graph.compile_ids if key in sizes), None)
     return list(graphs.values())
 
 

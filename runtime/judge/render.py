@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from tpulint.runtime.judge.analysis import CHECK_LABELS
+from tpulint.runtime.judge.hardware import hardware_lines
 from tpulint.runtime.judge.report import Cause, CompareReport, StepRow, VerifyReport
 
 _MAX_ROWS = 40  # longer runs show warm-up, every step that compiled, and the edges
@@ -174,13 +175,7 @@ def _rule_refs(cause: Cause) -> list[str]:
 def _header(report: VerifyReport) -> list[str]:
     backend = report.backend
     versions = backend.get("versions") or {}
-    cores = backend.get("cores")
-    where = (
-        f"{cores} emulated cores (PJRT CPU)"
-        if backend.get("emulated")
-        else f"{cores or 'all'} TPU cores"
-    )
-    parts = [where]
+    parts = [describe_cores(backend)]
     if versions:
         parts.append(
             f"torch_xla {versions.get('torch_xla')}, lightning {versions.get('lightning')}"
@@ -235,9 +230,36 @@ def _value(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def partly_judged(report: VerifyReport) -> bool:
+    """A run that ran out of time while stepping (or compiling): what it recorded was judged
+    and is shown, though the verdict is ERROR (exit 2)."""
+    return report.run.get("status") in ("too_slow", "compiling") and bool(report.checks)
+
+
+def describe_cores(backend: dict[str, object]) -> str:
+    """`8 emulated cores (PJRT CPU, threads of one process)`, `4 TPU cores of a v4-8 (4
+    processes x 1 device)`."""
+    cores = backend.get("cores")
+    layout = backend.get("layout") or {}
+    processes, per_process = layout.get("processes"), layout.get("devices_per_process")  # type: ignore[union-attr]
+    shape = (
+        f"{processes} process{'es' if processes != 1 else ''} x {per_process}"
+        f" device{'s' if per_process != 1 else ''}"
+        if processes
+        else None
+    )
+    tpu_type = backend.get("tpu_type")
+    if backend.get("emulated"):
+        if tpu_type:
+            return f"{cores} emulated cores as on a {tpu_type} (PJRT CPU, {shape})"
+        return f"{cores} emulated cores (PJRT CPU, threads of one process)"
+    of = f" of a {tpu_type}" if tpu_type else ""
+    return f"{cores or 'all'} TPU cores{of}" + (f" ({shape})" if shape else "")
+
+
 def render(report: VerifyReport, *, verbose: bool = False) -> str:
     lines = _header(report)
-    if report.error:
+    if report.error and not partly_judged(report):
         lines += ["", f"error: {report.error}"]
         if verbose and report.error_detail:
             lines += ["", report.error_detail.rstrip()]
@@ -245,6 +267,8 @@ def render(report: VerifyReport, *, verbose: bool = False) -> str:
         return "\n".join(lines) + "\n"
     if report.steps:
         lines += ["", *_step_table(report), "", *_core_table(report)]
+    if report.hardware:
+        lines += ["", *hardware_lines(report.hardware)]
     lines += ["", "Checks"]
     for name, check in report.checks.items():
         lines.append(f"  {check.status.upper():7} {CHECK_LABELS[name]:17}  {check.summary}")

@@ -212,6 +212,8 @@ class VerifyReport:
     eval_shards: dict[str, list[ShardEpoch]] = field(default_factory=dict)  # per loop, per run
     causes: list[Cause] = field(default_factory=list)
     setup: dict[str, int] = field(default_factory=dict)
+    # What only a TPU shows (judge/hardware.py): compile seconds, HBM, device step time.
+    hardware: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     error: str | None = None  # the one-line reason when verify could not run
     error_detail: str | None = None  # its traceback or log tail (shown with -v, not in JSON)
@@ -254,6 +256,7 @@ class VerifyReport:
                 name: [run.to_json() for run in runs] for name, runs in self.eval_shards.items()
             },
             "setup": self.setup,
+            "hardware": self.hardware,
             "wall_seconds": round(self.wall_seconds, 2),
         }
 

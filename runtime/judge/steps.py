@@ -1,8 +1,10 @@
-"""Step rows from the child's `step` events, and the phase of each step.
+"""Step rows from the cores' `step` events, and the phase of each step.
 
-torch_xla's counters are per process: on PJRT CPU one process holds every core, on a TPU VM
-each process holds one or two, so rows with the same step index from different processes are
-summed. The phase decides how a compile in that step is judged:
+Each core writes its own row per step; the last core of a process to finish a step adds what
+the process's counters gained (torch_xla's counters are per process: on PJRT CPU one process
+holds every core, on a TPU VM each process holds one or two). Rows with the same step index
+are merged: buckets per core, counters summed over the processes. The phase decides how a
+compile in that step is judged:
 
     warmup       the first --warmup steps: fwd/bwd, gradient all-reduce and optimizer graphs
                  compile at step 0, Lightning's logging state adds graphs at step 1
@@ -65,7 +67,7 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
     order: list[tuple[Any, ...]] = []
     seen: set[str] = set()
     for event in events:
-        if event["kind"] in ("train_start", "train_end", "test_start_graphs"):
+        if event["kind"] in ("train_start", "train_end", "eval_start"):
             seen.update(g["hash"] for g in (event.get("graphs") or {}).get("compiled", []))
             continue
         if event["kind"] not in _ROW_KINDS:

@@ -16,6 +16,7 @@ from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.context import Context
 from tpulint.runtime.judge.graphs import follow_graphs
 from tpulint.runtime.judge.steps import build_all_rows, build_rows
+from tpulint.runtime.monitor import Ending
 from tpulint.runtime.runner import RunOutcome, classify
 
 ABORT = (
@@ -100,23 +101,39 @@ def judge(events: list[dict[str, Any]], warmup: int = 2) -> tuple[Any, list[Any]
 
 def test_classify_outcomes() -> None:
     finished = [{"kind": "train_start"}, {"kind": "finished"}]
-    assert classify(0, finished, "", False, 60)[0] == "finished"
+    assert classify(0, finished, "", None, 60)[0] == "finished"
     error = [{"kind": "error", "message": "bad target"}]
-    assert classify(2, error, "", False, 60) == ("error", "bad target")
-    assert classify(3, [{"kind": "train_start"}], ABORT, False, 60)[0] == "diverged"
+    assert classify(2, error, "", None, 60) == ("error", "bad target")
+    assert classify(3, [{"kind": "train_start"}], ABORT, None, 60)[0] == "diverged"
     # the exception that started it wins over the abort that followed
     raised = [
         {"kind": "replica_error", "type": "ValueError", "message": "boom", "out_of_step": False}
     ]
-    assert classify(3, raised, ABORT, False, 60) == ("raised", "ValueError: boom")
-    assert classify(None, [{"kind": "train_start"}], "", True, 60)[0] == "hung"
-    assert classify(None, [], "", True, 60)[0] == "error"  # watchdog before training
-    out_of_step = [
-        {"kind": "train_start"},
-        {"kind": "replica_error", "out_of_step": True, "message": "core 1 waited"},
+    assert classify(3, raised, ABORT, None, 60) == ("raised", "ValueError: boom")
+    # how the parent ended the run, when nothing in the record says more
+    hung = Ending("hung", "no core made progress for 40s")
+    assert classify(None, [{"kind": "train_start"}], "", hung, 60)[0] == "hung"
+    slow = Ending("too_slow", "too slow to judge here: 31.0 s per step; raise --timeout")
+    assert classify(None, [{"kind": "train_start"}], "", slow, 60)[0] == "too_slow"
+    done = Ending("finished", "training finished")
+    assert classify(None, [{"kind": "train_start"}], "", done, 60)[0] == "finished"
+    # cores whose emulated collectives did not match (bridge.py)
+    mismatch = [
+        {
+            "kind": "replica_error",
+            "type": "ReplicasDiverged",
+            "message": "the cores' collective number 7 differs: all_gather, all_reduce",
+            "diverged": {"sequence": 7, "calls": []},
+        }
     ]
-    assert classify(3, out_of_step, "", False, 60) == ("hung", "core 1 waited")
-    status, detail = classify(-9, [{"kind": "train_start"}], "", False, 60)
+    assert classify(70, mismatch, "", None, 60)[0] == "diverged"
+    # a wait the emulation released after another core failed is not the cause
+    released = [
+        {"kind": "train_start"},
+        {"kind": "replica_error", "out_of_step": True, "released": True, "message": "released"},
+    ]
+    assert classify(3, released, "", None, 60)[0] == "crashed"
+    status, detail = classify(-9, [{"kind": "train_start"}], "", None, 60)
     assert status == "crashed" and "SIGKILL (out of memory?)" in detail
 
 
@@ -361,60 +378,81 @@ def test_diverged_names_the_collective_and_shapes() -> None:
     assert cause.steps == [1]
 
 
+def _dump(path: Path, threads: dict[int, list[str]]) -> None:
+    """A faulthandler dump: thread ident -> frame lines, innermost first."""
+    text = ""
+    for ident, frames in threads.items():
+        text += f"Thread 0x{ident:016x} (most recent call first):\n"
+        text += "".join(f"  {frame}\n" for frame in frames) + "\n"
+    path.write_text(text)
+
+
+WAIT_IN_MARKER = [
+    'File "/usr/lib/python3.11/threading.py", line 320 in wait',
+    f'File "{Path(__file__).parents[2]}/runtime/child/xla_cpu.py", line 150 in _wait',
+    f'File "{Path(__file__).parents[2]}/runtime/child/xla_cpu.py", line 160 in step_marker',
+    'File "/venv/site-packages/torch_xla/torch_xla.py", line 87 in sync',
+    'File "/venv/site-packages/lightning/pytorch/plugins/precision/xla.py", line 75'
+    " in optimizer_step",
+]
+
+
 def test_hang_stacks_name_the_user_line(tmp_path: Path) -> None:
+    """Cores as threads of one process: one stack file, the idents map to cores."""
     user = tmp_path / "model.py"
     user.write_text("")
-    log = (
-        "Thread 0x00007f01 (most recent call first):\n"
-        '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
-        f'  File "{user}", line 22 in training_step\n'
-        '  File "/venv/site-packages/lightning/pytorch/core/module.py", line 10 in step\n'
-        "\n"
-        "Current thread 0x00007f02 (most recent call first):\n"
-        '  File "/usr/lib/python3.11/selectors.py", line 415 in select\n'
-    )
-    waiting = [
-        {
-            "kind": "replica_error",
-            "rank": r,
-            "out_of_step": True,
-            "message": "",
-            "waited_at": "a step marker (torch_xla.sync)",
-            "site": None,
-        }
-        for r in (1, 2, 3)
+    stuck = [
+        'File "/usr/lib/python3.11/threading.py", line 320 in wait',
+        f'File "{user}", line 22 in training_step',
+        'File "/venv/site-packages/lightning/pytorch/core/module.py", line 10 in step',
     ]
-    outcome = RunOutcome("hung", "no progress within 40s", None, waiting, log, 40.0, True)
-    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]))
+    _dump(
+        tmp_path / "stacks-0-100.txt",
+        {0x7F00: stuck, **{0x7F00 + r: WAIT_IN_MARKER for r in (1, 2, 3)}},
+    )
+    threads = [
+        {"kind": "replica_thread", "rank": r, "ident": 0x7F00 + r, "pid": 100} for r in range(4)
+    ]
+    rows = [{"kind": "step", "rank": r, "step": 0} for r in range(4)]
+    outcome = RunOutcome("hung", "no core made progress for 40s", None, threads + rows, "", 40.0)
+    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]), run_dir=str(tmp_path))
     (cause,) = run_causes(context, outcome, [])
     assert cause.location is not None and cause.location.line == 22
     assert "core 0 never finished it (blocked at this line in training_step())" in cause.message
-    assert "cores 1, 2, 3 waited at a step marker (torch_xla.sync)" in cause.message
+    assert (
+        "cores 1, 2, 3 waited at lightning/pytorch/plugins/precision/xla.py:75 (optimizer_step)"
+        in cause.message
+    )
+    assert cause.cores == [0] and cause.steps == [1]
 
 
-def test_watchdog_stacks_say_where_each_core_was(tmp_path: Path) -> None:
+def test_hang_stacks_of_several_processes(tmp_path: Path) -> None:
+    """Cores as processes (a TPU VM, or --emulate): one stack file per process, the same
+    thread ident in several of them, mapped to cores with the pid."""
     user = tmp_path / "model.py"
     user.write_text("")
-    log = "".join(
-        f"Thread 0x{0x7F00 + rank:016x} (most recent call first):\n"
-        + (
-            f'  File "{user}", line 22 in training_step\n'
-            if rank == 2
-            else '  File "/venv/site-packages/torch_xla/core/xla_model.py", line 9 in all_reduce\n'
-            '  File "/venv/site-packages/lightning/pytorch/plugins/precision/xla.py", line 96'
-            " in _xla_wrap_closure\n"
-        )
-        + "\n"
-        for rank in range(4)
-    )
-    threads = [{"kind": "replica_thread", "rank": r, "ident": 0x7F00 + r} for r in range(4)]
-    outcome = RunOutcome("hung", "no progress within 40s", None, threads, log, 40.0, True)
-    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]))
+    bridge = [
+        f'File "{Path(__file__).parents[2]}/runtime/child/bridge.py", line 80 in exchange',
+        f'File "{Path(__file__).parents[2]}/runtime/child/bridge.py", line 170 in all_reduce',
+        'File "/venv/site-packages/torch_xla/core/xla_model.py", line 1160 in reduce_gradients',
+        'File "/venv/site-packages/lightning/pytorch/plugins/precision/xla.py", line 96'
+        " in _xla_wrap_closure",
+    ]
+    for rank in range(4):
+        frames = [f'File "{user}", line 22 in training_step'] if rank == 2 else bridge
+        _dump(tmp_path / f"stacks-0-{200 + rank}.txt", {0x7F00: frames})
+    threads = [
+        {"kind": "replica_thread", "rank": r, "ident": 0x7F00, "pid": 200 + r} for r in range(4)
+    ]
+    rows = [{"kind": "step", "rank": r, "step": s} for r in range(4) for s in range(3 - (r == 2))]
+    outcome = RunOutcome("hung", "no core made progress for 40s", None, threads + rows, "", 40.0)
+    context = ctx(cores=4, user_code=CodeFilter([str(tmp_path)]), run_dir=str(tmp_path))
     (cause,) = run_causes(context, outcome, [])
-    assert f"core 2 was at {user}:22 (training_step)" in cause.message
+    assert cause.cores == [2] and cause.steps == [2]
+    assert "core 2 never finished it (blocked at this line in training_step())" in cause.message
     assert (
-        "cores 0, 1, 3 were at lightning/pytorch/plugins/precision/xla.py:96 (_xla_wrap_closure)"
-        in cause.message
+        "cores 0, 1, 3 waited at lightning/pytorch/plugins/precision/xla.py:96"
+        " (_xla_wrap_closure)" in cause.message
     )
 
 
@@ -441,28 +479,6 @@ def test_code_filter_installed_package_under_test() -> None:
     assert not CodeFilter([root]).is_user(f"{root}/model.py")
     assert not CodeFilter([root]).is_user("/venv/lib/python3.11/site-packages/torch/nn.py")
     assert not CodeFilter(["/proj"]).is_user("/proj/.venv/lib/python3.11/dist-packages/x.py")
-
-
-def test_hang_snapshot_names_the_stuck_core_without_a_dump() -> None:
-    site = {"path": "/proj/model.py", "line": 22, "function": "training_step", "user": True}
-    waiting = [
-        {
-            "kind": "replica_error",
-            "rank": r,
-            "out_of_step": True,
-            "message": "",
-            "site": None,
-            "waited_at": "the end of step 1",
-            "elsewhere": [{"rank": 2, "site": site}],
-        }
-        for r in (0, 1, 3)
-    ]
-    outcome = RunOutcome("hung", "core 0 waited 10s", 3, waiting, "no stacks here", 25.0)
-    (cause,) = run_causes(ctx(cores=4), outcome, [])
-    assert str(cause.location) == "model.py:22"
-    assert cause.cores == [2]
-    assert "core 2 never finished it" in cause.message
-    assert "cores 0, 1, 3 waited at the end of step 1" in cause.message
 
 
 def test_the_users_exception_is_the_root_cause() -> None:
@@ -495,7 +511,7 @@ def test_the_users_exception_is_the_root_cause() -> None:
             "message": "core 0 stopped waiting at the end of step 1: another core failed",
         },
     ]
-    assert classify(3, events, ABORT, False, 60) == ("raised", "ValueError: bad batch")
+    assert classify(3, events, ABORT, None, 60) == ("raised", "ValueError: bad batch")
     outcome = RunOutcome("raised", "ValueError: bad batch", 3, events, ABORT, 20.0)
     (cause,) = run_causes(ctx(), outcome, [])
     assert cause.kind == "exception" and str(cause.location) == "model.py:16"
