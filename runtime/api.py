@@ -129,6 +129,8 @@ def _build_spec(
     test: bool = False,
     equivalence: dict[str, Any] | None = None,
     topology: Topology | None = None,
+    script: str | None = None,
+    script_args: list[str] | None = None,
 ) -> RunSpec:
     args = parse_json_object(init_args, "--init-args")
     module_args = parse_json_object(datamodule_args, "--datamodule-args", '{"batch_size": 64}')
@@ -136,7 +138,8 @@ def _build_spec(
     files = config_files(configs, cwd)
     topology = topology or resolve_topology(backend, emulate, cores)
     cores = topology.check_cores(cores)
-    if target is None and not files:
+    script_path = _script_path(script, cwd, target, files, datamodule) if script else None
+    if target is None and not files and script_path is None:
         raise VerifyError(
             "no target: give TARGET (`package.module:Class` or `path/to/file.py:Class`), or a"
             " --config whose `model:` names its class_path"
@@ -170,7 +173,28 @@ def _build_spec(
         extend_until=timeout / 2,
         test=test,
         equivalence=equivalence,
+        script=script_path,
+        script_args=list(script_args or []),
     )
+
+
+def _script_path(
+    script: str, cwd: str, target: str | None, configs: list[str], datamodule: str | None
+) -> str:
+    """--script as an absolute path to an existing Python file, alone as the target."""
+    if target or configs or datamodule:
+        given = "TARGET" if target else ("--config" if configs else "--datamodule")
+        raise VerifyError(
+            f"--script runs your script as it is; {given} cannot be combined with it (your"
+            " script builds the module and its data)"
+        )
+    path = Path(script).expanduser()
+    path = Path(os.path.normpath(path if path.is_absolute() else Path(cwd) / path))
+    if path.is_dir():
+        raise VerifyError(f"--script {script}: is a folder, not a Python script")
+    if not path.is_file():
+        raise VerifyError(f"--script {script}: no such file")
+    return str(path)
 
 
 def resolve_topology(backend: Backend, emulate: str | None, cores: int | None) -> Topology:
@@ -273,6 +297,8 @@ def verify(
     barrier_timeout: float | None = None,
     test: bool = False,
     emulate: str | None = None,
+    script: str | os.PathLike[str] | None = None,
+    script_args: list[str] | None = None,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
     _equivalence: dict[str, Any] | None = None,
@@ -343,6 +369,8 @@ def verify(
                 equivalence=_equivalence,
                 emulate=emulate,
                 topology=topology,
+                script=os.fspath(script) if script is not None else None,
+                script_args=script_args,
             )
             check_trainer_args(list(spec.trainer_args))
             check_installation(backend)

@@ -53,7 +53,14 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 
 
 @click.command("verify", help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("target", required=False)
+@click.argument("arguments", nargs=-1, metavar="[TARGET | -- SCRIPT_ARGS...]")
+@click.option(
+    "--script",
+    metavar="FILE.py",
+    default=None,
+    help="Run your own training script (its Trainer, LightningCLI or argparse) on the cores,"
+    " with verify's limits and recording; its arguments follow `--`",
+)
 @click.option(
     "--cores",
     type=int,
@@ -139,7 +146,8 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line")
 def verify_command(
-    target: str | None,
+    arguments: tuple[str, ...],
+    script: str | None,
     cores: int | None,
     emulate: str | None,
     steps: int | None,
@@ -166,7 +174,21 @@ def verify_command(
         render_compare,
     )
 
+    target: str | None = None
+    if script is not None:
+        options_for_script: dict[str, object] = {"script": script, "script_args": list(arguments)}
+    else:
+        options_for_script = {}
+        if len(arguments) > 1:
+            _fail(
+                f"one TARGET expected, got {len(arguments)}: {' '.join(arguments)} (a script's"
+                " arguments follow --script FILE.py --)"
+            )
+        target = arguments[0] if arguments else None
+    if script is not None and compare:
+        _fail("--compare needs TARGET: the file of the module is what `tpulint fix` rewrites")
     options = {
+        **options_for_script,
         "cores": cores,
         "emulate": emulate,
         "datamodule": datamodule,
@@ -187,7 +209,11 @@ def verify_command(
         if value is not None:
             options[name] = value
     if not (quiet or as_json) and sys.stderr.isatty():
-        what = target or " ".join(f"--config {c}" for c in configs)
+        what = (
+            target
+            or (f"--script {script}" if script else "")
+            or " ".join(f"--config {c}" for c in configs)
+        )
         click.echo(
             f"tpulint: verifying {what} (this trains the module; about 20 s for a small"
             " one on 8 emulated cores)...",

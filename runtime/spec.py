@@ -120,6 +120,9 @@ class RunSpec:
     test: bool = False  # also run the test loop (test_step, test_dataloader) after fitting
     # --compare's equivalence check: {"seed", "dir", "role"} (runtime/child/equivalence.py).
     equivalence: dict[str, Any] | None = None
+    # --script: the user's training script (absolute) and its arguments, run as __main__.
+    script: str | None = None
+    script_args: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "tpulint.cli",
             "tpulint.__main__",
+            "tpulint.lightning",
             "tpulint.server",
             "tpulint.docs",
             "tpulint.manifest",

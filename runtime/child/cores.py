@@ -39,10 +39,12 @@ class _Core:
     epoch: int  # how many times this core has iterated a loader of this stage before
 
 
-def install(ledger: Ledger, board: Board | None = None) -> None:
+def install(ledger: Ledger, board: Board | None = None, *, run_as_core: bool = True) -> None:
+    """`run_as_core=False` (a user's own run, TPUReadiness): the loader threads are only
+    tagged with their core for the record; their default device is left as it is."""
     from torch_xla.distributed import parallel_loader
 
-    _wrap_parallel_loader(parallel_loader.ParallelLoader, ledger)
+    _wrap_parallel_loader(parallel_loader.ParallelLoader, ledger, run_as_core)
     _wrap_per_device_loader(parallel_loader.PerDeviceLoader, ledger, board)
 
 
@@ -66,15 +68,16 @@ def track_evaluation_stage(ledger: Ledger, package: Any) -> None:
     _EvaluationLoop.run = run
 
 
-def _enter(core: _Core, ledger: Ledger) -> None:
-    """Make the calling (loader) thread run as `core`."""
-    import torch_xla
+def _enter(core: _Core, ledger: Ledger, run_as_core: bool) -> None:
+    """Make the calling (loader) thread run as `core`, or only record it as serving it."""
+    if run_as_core:
+        import torch_xla
 
-    torch_xla._XLAC._xla_set_default_device(str(core.device))
+        torch_xla._XLAC._xla_set_default_device(str(core.device))
     ledger.bind_loader(core.rank, core.stage)
 
 
-def _wrap_parallel_loader(cls: type, ledger: Ledger) -> None:
+def _wrap_parallel_loader(cls: type, ledger: Ledger, run_as_core: bool) -> None:
     original_init = cls.__init__
     original_loader_worker = cls._loader_worker
     original_worker = cls._worker
@@ -100,14 +103,14 @@ def _wrap_parallel_loader(cls: type, ledger: Ledger) -> None:
     def _loader_worker(self: Any, *args: Any, **kwargs: Any) -> Any:
         core = getattr(self, "_tpulint_core", None)
         if core is not None and core.device is not None:
-            _enter(core, ledger)
+            _enter(core, ledger, run_as_core)
         return original_loader_worker(self, *args, **kwargs)
 
     @functools.wraps(original_worker)
     def _worker(self: Any, *args: Any, **kwargs: Any) -> Any:
         core = getattr(self, "_tpulint_core", None)
         if core is not None and core.device is not None:
-            _enter(core, ledger)
+            _enter(core, ledger, run_as_core)
         return original_worker(self, *args, **kwargs)
 
     cls.__init__ = __init__

@@ -42,15 +42,26 @@ DEBUG_PREFIX = "xla-graphs-"
 _MAX_FRAMES = 24
 
 
+# Where this process's analysis goes: the first recorder to turn it on decides (torch_xla
+# writes one file per process; a TPUReadiness callback in a script verify runs reads verify's).
+_directory: Path | None = None
+
+
 def debug_file(run_dir: str | Path, pid: int | None = None) -> Path:
     """The analysis file of process `pid` (this one by default)."""
-    return Path(run_dir) / f"{DEBUG_PREFIX}{host_index()}-{pid or os.getpid()}.txt"
+    directory = _directory or Path(run_dir)
+    return directory / f"{DEBUG_PREFIX}{host_index()}-{pid or os.getpid()}.txt"
 
 
 def configure(run_dir: str | Path, level: int = 2) -> Path:
     """Turn the analysis on for this process and the processes it starts. Must run before
     torch_xla analyses its first graph: the level is read once, at the first analysis. Level 2
-    records every execution too; level 1 only compilations (a long real run)."""
+    records every execution too; level 1 only compilations (a long real run). Once turned on
+    in a process, later calls change nothing."""
+    global _directory
+    if _directory is not None:
+        return debug_file(_directory)
+    _directory = Path(run_dir)
     path = debug_file(run_dir)
     os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
     os.environ["PT_XLA_DEBUG_FILE"] = str(path)

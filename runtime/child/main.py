@@ -145,6 +145,10 @@ def _check_emulation(spec: RunSpec) -> None:
 
 
 def _versions(spec: RunSpec, package: Flavour) -> dict[str, str]:
+    return versions_of(package)
+
+
+def versions_of(package: Flavour) -> dict[str, str]:
     import lightning
     import torch
     import torch_xla
@@ -244,6 +248,8 @@ def _early_roots(spec: RunSpec) -> list[str]:
         os.path.realpath(os.path.expanduser("~")),
     ):
         roots.append(spec.cwd)
+    if spec.script:
+        roots.append(os.path.dirname(spec.script))
     for ref in (spec.target, spec.datamodule):
         if ref is not None and ref.kind == "file":
             name, search_root = module_name_for_file(ref.location)
@@ -269,6 +275,10 @@ def run(spec: RunSpec, log: EventLog) -> int:
     # gets the recorded ones. The target's package joins the user's code once it is known.
     code = CodeFilter(_early_roots(spec))
     recorder = _install_recorders(spec, log, code)
+    if spec.script:
+        from tpulint.runtime.child.script import run_script
+
+        return run_script(spec, log, recorder, code, extra, _install_package_hooks)
     loaded = targets.load(spec)
     code.add_roots(loaded.roots)
     _install_package_hooks(recorder, loaded.package, spec.run_dir)

@@ -118,12 +118,14 @@ class SamplerRecorder:
     def _wrap_dataloader_iter(self) -> None:
         original = DataLoader.__iter__
         recorder = self
+        counter = f"_tpulint_epochs_{next(_ids)}"
 
         @functools.wraps(original)
         def __iter__(self: DataLoader) -> Any:
-            epoch = getattr(self, "_tpulint_epochs", 0)
+            # Counted per recorder: a TPUReadiness in a script verify runs wraps this too.
+            epoch = getattr(self, counter, 0)
             with contextlib.suppress(AttributeError, ValueError):
-                self._tpulint_epochs = epoch + 1
+                setattr(self, counter, epoch + 1)
             # Tagged by ParallelLoader (cores.py); a loader iterated in the replica's own
             # thread (one core, no MpDeviceLoader) belongs to that thread's core.
             rank = getattr(self, "_tpulint_rank", None)

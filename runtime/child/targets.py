@@ -479,3 +479,8 @@ def _check_trainable(spec: RunSpec, model: Any, datamodule: Any | None) -> None:
             " pass the DataModule that provides it with --datamodule module:Class"
             + (" or `data:` in the config" if spec.configs else "")
         )
+
+
+# For the script runner (script.py): the same roots and the same one-line user errors.
+roots_for = _roots_for
+user_error = _user_error

@@ -46,6 +46,11 @@ CHECK_LABELS = {
 }
 
 
+# Runs that ended before they could be judged whole: what they recorded is judged, and a
+# failure in it fails; otherwise the verdict is "could not judge" (exit 2).
+PARTIAL = ("too_slow", "compiling", "unfinished")
+
+
 @dataclass
 class Settings:
     """How the run is judged (the parent's half of the options)."""
@@ -201,7 +206,7 @@ def analyze(
         report.causes.insert(0, _no_training(ctx, outcome.events, cores))
         _not_judged(report, outcome, rows)
     failing = [c for c in report.checks.values() if c.status == "fail"]
-    if outcome.status in ("too_slow", "compiling") and not failing:
+    if outcome.status in PARTIAL and not failing:
         # Judged as far as it went: nothing failed, but the rest could not be seen.
         return error_report(report, outcome.detail, None)
     run_cause = next((c for c in report.causes if c.check == "run"), None)
@@ -212,7 +217,7 @@ def analyze(
             where = f" ({run_cause.location})" if run_cause.location else ""
             label = {"hung": "hung: ", "raised": ""}.get(outcome.status, "")
             parts.insert(0, f"{label}{run_cause.message.split('; ')[0]}{where}")
-        if outcome.status in ("too_slow", "compiling"):
+        if outcome.status in PARTIAL:
             parts.append(f"the rest was not judged: {outcome.detail}")
         report.summary = "fail: " + "; ".join(parts)
     elif compiles.details.get("window") is None:
@@ -282,6 +287,7 @@ def _not_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) 
         "diverged": "the cores' collectives did not match",
         "too_slow": "--timeout ran out while the cores were still stepping",
         "compiling": "--timeout ran out while XLA was still compiling",
+        "unfinished": "the recorded run did not finish",
     }.get(outcome.status, "no training step ran")
     where = f"after {len(rows)} training step{'s' if len(rows) != 1 else ''}" if rows else ""
     for check in report.checks.values():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from tpulint.runtime.judge.analysis import CHECK_LABELS
+from tpulint.runtime.judge.analysis import CHECK_LABELS, PARTIAL
 from tpulint.runtime.judge.hardware import hardware_lines
 from tpulint.runtime.judge.report import Cause, CompareReport, StepRow, VerifyReport
 
@@ -233,7 +233,7 @@ def _value(value: object) -> str:
 def partly_judged(report: VerifyReport) -> bool:
     """A run that ran out of time while stepping (or compiling): what it recorded was judged
     and is shown, though the verdict is ERROR (exit 2)."""
-    return report.run.get("status") in ("too_slow", "compiling") and bool(report.checks)
+    return report.run.get("status") in PARTIAL and bool(report.checks)
 
 
 def describe_cores(backend: dict[str, object]) -> str:
