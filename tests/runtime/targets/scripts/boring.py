@@ -9,6 +9,7 @@ import argparse
 
 import lightning as L
 from lightning.pytorch.demos.boring_classes import BoringModel
+
 from tpulint.lightning import TPUReadiness
 
 
