@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from verify_helpers import CORES, ROOT, SESSION_MARKER, SESSION_VARIABLE
+from verify_helpers import CORES, LAYOUTS, ROOT, SESSION_MARKER, SESSION_VARIABLE
 
 _WALL_TIMES: list[tuple[str, float]] = []
 _XLA_STATUS: dict[str, str | None] = {}
@@ -72,6 +72,13 @@ def _runtime_marker_needs_xla(request: pytest.FixtureRequest) -> None:
     # Every `runtime` test needs torch_xla, whether or not it names the fixture.
     if request.node.get_closest_marker("runtime") is not None:
         request.getfixturevalue("xla")
+
+
+@pytest.fixture(scope="module", params=LAYOUTS)
+def layout(request: pytest.FixtureRequest) -> str:
+    """The process layout a module's verdict scenarios run in (verify_helpers.LAYOUTS): every
+    test that depends on it runs in each, with the same assertions."""
+    return request.param
 
 
 @pytest.fixture(scope="session")

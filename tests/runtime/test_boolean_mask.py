@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import CORES, ROOT, target
+from verify_helpers import CORES, ROOT, emulate, target
 
 pytestmark = pytest.mark.runtime
 
@@ -13,12 +13,13 @@ MASK_LINE = 27  # loss = F.cross_entropy(logits[labeled], labels[labeled])
 
 
 @pytest.fixture(scope="module")
-def report(xla: None, timed) -> VerifyReport:
+def report(xla: None, timed, layout: str) -> VerifyReport:
     return timed(
-        "boolean-mask loss (API)",
+        f"boolean-mask loss (API, {layout})",
         verify,
         target("boolean_mask.py:MaskedLossModel"),
         cores=CORES,
+        emulate=emulate(layout),
         cwd=ROOT,
     )
 

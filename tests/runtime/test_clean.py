@@ -8,14 +8,21 @@ import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.render import render
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import CORES, ROOT, target
+from verify_helpers import CORES, ROOT, emulate, target
 
 pytestmark = pytest.mark.runtime
 
 
 @pytest.fixture(scope="module")
-def report(xla: None, timed) -> VerifyReport:
-    return timed("clean module (API)", verify, target("clean.py:CleanModel"), cores=CORES, cwd=ROOT)
+def report(xla: None, timed, layout: str) -> VerifyReport:
+    return timed(
+        f"clean module (API, {layout})",
+        verify,
+        target("clean.py:CleanModel"),
+        cores=CORES,
+        emulate=emulate(layout),
+        cwd=ROOT,
+    )
 
 
 def test_passes(report: VerifyReport) -> None:
@@ -113,6 +120,7 @@ def test_json_schema(report: VerifyReport) -> None:
         "shards",
         "eval_shards",
         "setup",
+        "hardware",
         "wall_seconds",
     }
     assert data["target"] == target("clean.py:CleanModel")
@@ -158,6 +166,13 @@ def test_json_schema(report: VerifyReport) -> None:
     assert shard["cores"][0]["indices"] == 64
     assert data["run"]["status"] == "finished"
     assert data["wall_seconds"] > 0
+    # where the cores were, and what only a TPU would show
+    assert data["backend"]["layout"] in (
+        {"processes": 1, "devices_per_process": CORES},
+        {"processes": CORES, "devices_per_process": 1},
+    )
+    assert data["hardware"]["available"] is False
+    assert data["hardware"]["reason"].startswith("not available on emulated cores")
 
 
 def test_text_report(report: VerifyReport) -> None:
@@ -165,4 +180,10 @@ def test_text_report(report: VerifyReport) -> None:
     assert text.startswith(f"tpulint verify {target('clean.py:CleanModel')}\n")
     assert "Per step" in text and "Per core" in text
     assert "  PASS    sharding" in text
+    assert "Hardware (TPU)\n  not available on emulated cores" in text
     assert text.rstrip().endswith("verdict: PASS (exit 0): pass")
+    header = text.splitlines()[1]
+    if report.backend["tpu_type"]:
+        assert header.startswith("  8 emulated cores as on a v5e-8 (PJRT CPU, 8 processes x 1")
+    else:
+        assert header.startswith("  8 emulated cores (PJRT CPU, threads of one process)")

@@ -31,6 +31,8 @@ def test_help_lists_the_options_and_api_defaults() -> None:
     assert result.exit_code == 0
     for option in (
         "--cores",
+        "--emulate",
+        "--script",
         "--steps",
         "--warmup",
         "--epochs",
@@ -49,7 +51,8 @@ def test_help_lists_the_options_and_api_defaults() -> None:
     assert f"[default: {api.DEFAULT_WARMUP}]" in text
     assert f"[default: {api.DEFAULT_EPOCHS}]" in text
     assert f"[default: {api.DEFAULT_TIMEOUT:.0f}]" in text
-    assert "8 emulated]" in text and environment.EMULATED_DEFAULT_CORES == 8
+    assert "[emulated: 8]" in text and environment.EMULATED_DEFAULT_CORES == 8
+    assert "v4-8, v5p-8, v5e-1/4/8, v6e-1/4/8" in text
 
 
 def test_missing_torch_xla_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

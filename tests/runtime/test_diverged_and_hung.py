@@ -1,46 +1,54 @@
-"""Runs that cannot finish are verdicts, not tool crashes: an XLA rendezvous abort is
-"replica graphs diverged", a stuck core is "hung"; both name the user's line, and no process
-of the run survives it."""
+"""Runs that cannot finish are verdicts, not tool crashes: cores entering different
+collectives is "replica graphs diverged" (XLA's rendezvous abort when the cores are threads,
+the collective bridge's comparison when they are processes), a stuck core is "hung" (found
+from every process's stacks); both name the user's line, and no process of the run survives
+it."""
 
 from __future__ import annotations
 
 import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import CORES, ROOT, child_processes, target
+from verify_helpers import CORES, ROOT, THREADS, child_processes, emulate, target
 
 pytestmark = pytest.mark.runtime
 
 
 @pytest.fixture(scope="module")
-def diverged(xla: None, timed) -> VerifyReport:
+def diverged(xla: None, timed, layout: str) -> VerifyReport:
     return timed(
-        "rank-conditional barrier: XLA abort (API)",
+        f"rank-conditional barrier: collectives differ (API, {layout})",
         verify,
         target("rank_barrier.py:RankBarrierModel"),
         cores=CORES,
+        emulate=emulate(layout),
         cwd=ROOT,
     )
 
 
 @pytest.fixture(scope="module")
-def hung(xla: None, timed) -> VerifyReport:
-    # A core gives up after 15 s at a barrier; the run ends then, not at the --timeout.
+def hung(xla: None, timed, layout: str) -> VerifyReport:
+    # No core progresses for 15 s: the parent reads every process's stacks and ends the run
+    # then, not at the --timeout.
     return timed(
-        "stuck core: barrier gives up after 15s (API)",
+        f"stuck core: stacks read after 15s without progress (API, {layout})",
         verify,
         target("stuck_core.py:StuckCoreModel"),
         cores=CORES,
         barrier_timeout=15,
+        emulate=emulate(layout),
         cwd=ROOT,
     )
 
 
-def test_rendezvous_abort_is_a_diverged_verdict(diverged: VerifyReport) -> None:
+def test_different_collectives_are_a_diverged_verdict(diverged: VerifyReport, layout) -> None:
     assert diverged.error is None, diverged.error_detail
     assert diverged.verdict == "fail" and diverged.exit_code == 1
     assert diverged.run["status"] == "diverged"
-    assert "Termination timeout" in diverged.log  # XLA's own abort, seen by the parent
+    if layout == THREADS:
+        assert "Termination timeout" in diverged.log  # XLA's own abort, seen by the parent
+    else:
+        assert "collectives did not match" in diverged.run["detail"]
     assert diverged.checks["compile_stability"].status == "fail"
     cause = next(c for c in diverged.causes if c.kind == "diverged_replicas")
     assert str(cause.location) == "tests/runtime/targets/rank_barrier.py:18"
@@ -63,7 +71,7 @@ def test_stuck_core_is_a_hung_verdict(hung: VerifyReport) -> None:
     assert "cores 1, 2, 3, 4, 5, 6, 7 waited at" in cause.message
     assert cause.cores == [0] and cause.steps == [1]
     assert hung.summary.startswith("fail: hung: ")
-    assert hung.run["seconds"] < 300  # ended by the barrier, long before the 600 s watchdog
+    assert hung.run["seconds"] < 300  # ended from the stacks, long before the 600 s timeout
 
 
 def test_watchdog_before_training_is_an_error(xla: None, timed) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import ROOT, VERIFY, target
+from verify_helpers import ROOT, VERIFY, emulate, emulate_args, target
 
 pytestmark = pytest.mark.runtime
 
@@ -22,13 +22,16 @@ RAISING = {
 }
 
 
-def _all_at_once() -> dict[str, Any]:
+def _all_at_once(layout: str) -> dict[str, Any]:
     # Each run ends at its first steps, so they run side by side.
     with ThreadPoolExecutor(max_workers=len(RAISING) + 1) as pool:
-        futures = {name: pool.submit(verify, spec, cwd=ROOT) for name, spec in RAISING.items()}
+        futures = {
+            name: pool.submit(verify, spec, cwd=ROOT, emulate=emulate(layout))
+            for name, spec in RAISING.items()
+        }
         futures["subprocess"] = pool.submit(
             subprocess.run,
-            [*VERIFY, RAISING["user"], "-q"],
+            [*VERIFY, RAISING["user"], "-q", *emulate_args(layout)],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -38,8 +41,12 @@ def _all_at_once() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def reports(xla: None, timed) -> dict[str, Any]:
-    return timed(f"{len(RAISING)} raising modules and 1 subprocess, concurrently", _all_at_once)
+def reports(xla: None, timed, layout: str) -> dict[str, Any]:
+    return timed(
+        f"{len(RAISING)} raising modules and 1 subprocess, concurrently ({layout})",
+        _all_at_once,
+        layout,
+    )
 
 
 def _failed(report: VerifyReport) -> Any:

@@ -5,20 +5,21 @@ from __future__ import annotations
 import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import CORES, ROOT, target
+from verify_helpers import CORES, ROOT, emulate, target
 
 pytestmark = pytest.mark.runtime
 
 
 @pytest.fixture(scope="module")
-def report(xla: None, timed) -> VerifyReport:
+def report(xla: None, timed, layout: str) -> VerifyReport:
     return timed(
-        "factory + --init-args + --datamodule (API)",
+        f"factory + --init-args + --datamodule (API, {layout})",
         verify,
         target("factory.py:make_model"),
         init_args='{"lr": 0.05}',
         datamodule=target("datamodule.py:RandomDataModule"),
         cores=CORES,
+        emulate=emulate(layout),
         cwd=ROOT,
     )
 

@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from verify_helpers import CORES, ROOT, VERIFY, target
+from verify_helpers import CORES, ROOT, VERIFY, emulate_args, target
 
 pytestmark = pytest.mark.runtime
 
@@ -16,16 +16,17 @@ ITEM_LINE = 19  # self.running += loss.item()
 
 
 @pytest.fixture(scope="module")
-def run(xla: None, timed) -> subprocess.CompletedProcess[str]:
+def run(xla: None, timed, layout: str) -> subprocess.CompletedProcess[str]:
     argv = [
         *VERIFY,
         target("item_in_step.py:ItemModel"),
         "--json",
         "--cores",
         str(CORES),
+        *emulate_args(layout),
     ]
     return timed(
-        "item() in training_step (subprocess, --json)",
+        f"item() in training_step (subprocess, --json, {layout})",
         subprocess.run,
         argv,
         cwd=ROOT,

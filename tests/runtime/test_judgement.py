@@ -9,41 +9,60 @@ import subprocess
 import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import CORES, ROOT, VERIFY, target
+from verify_helpers import CORES, ROOT, VERIFY, emulate, emulate_args, target
 
 pytestmark = pytest.mark.runtime
 
 
-def _run(timed, label: str, name: str, **options) -> VerifyReport:
-    return timed(label, verify, target(name), cores=CORES, cwd=ROOT, **options)
-
-
-@pytest.fixture(scope="module")
-def manual(xla: None, timed) -> VerifyReport:
-    return _run(timed, "manual optimization with logging (API)", "schedules.py:ManualLogging")
-
-
-@pytest.fixture(scope="module")
-def accumulation(xla: None, timed) -> VerifyReport:
-    return _run(timed, "gradient accumulation 4 (API)", "schedules.py:Accumulation")
-
-
-@pytest.fixture(scope="module")
-def burn_in(xla: None, timed) -> VerifyReport:
-    return _run(timed, "burn-in phase switch (API)", "schedules.py:BurnIn")
-
-
-@pytest.fixture(scope="module")
-def too_small(xla: None, timed) -> VerifyReport:
-    return _run(timed, "0 steps: less than a batch per core (API)", "short_runs.py:TooSmall")
-
-
-@pytest.fixture(scope="module")
-def too_short(xla: None, timed) -> subprocess.CompletedProcess[str]:
+def _run(timed, layout: str, label: str, name: str, **options) -> VerifyReport:
     return timed(
-        "1 batch per epoch, --epochs 1 (subprocess)",
+        f"{label[:-1]}, {layout})",
+        verify,
+        target(name),
+        cores=CORES,
+        emulate=emulate(layout),
+        cwd=ROOT,
+        **options,
+    )
+
+
+@pytest.fixture(scope="module")
+def manual(xla: None, timed, layout: str) -> VerifyReport:
+    return _run(
+        timed, layout, "manual optimization with logging (API)", "schedules.py:ManualLogging"
+    )
+
+
+@pytest.fixture(scope="module")
+def accumulation(xla: None, timed, layout: str) -> VerifyReport:
+    return _run(timed, layout, "gradient accumulation 4 (API)", "schedules.py:Accumulation")
+
+
+@pytest.fixture(scope="module")
+def burn_in(xla: None, timed, layout: str) -> VerifyReport:
+    return _run(timed, layout, "burn-in phase switch (API)", "schedules.py:BurnIn")
+
+
+@pytest.fixture(scope="module")
+def too_small(xla: None, timed, layout: str) -> VerifyReport:
+    return _run(
+        timed, layout, "0 steps: less than a batch per core (API)", "short_runs.py:TooSmall"
+    )
+
+
+@pytest.fixture(scope="module")
+def too_short(xla: None, timed, layout: str) -> subprocess.CompletedProcess[str]:
+    return timed(
+        f"1 batch per epoch, --epochs 1 (subprocess, {layout})",
         subprocess.run,
-        [*VERIFY, target("short_runs.py:OneBatch"), "--epochs", "1", "--json"],
+        [
+            *VERIFY,
+            target("short_runs.py:OneBatch"),
+            "--epochs",
+            "1",
+            "--json",
+            *emulate_args(layout),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -52,9 +71,10 @@ def too_short(xla: None, timed) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def validation(xla: None, timed) -> VerifyReport:
+def validation(xla: None, timed, layout: str) -> VerifyReport:
     return _run(
         timed,
+        layout,
         "mask, .item(), ragged batch in validation, --test (API)",
         "validation_issues.py:ValidationIssues",
         test=True,
@@ -62,8 +82,8 @@ def validation(xla: None, timed) -> VerifyReport:
 
 
 @pytest.fixture(scope="module")
-def fallback(xla: None, timed) -> VerifyReport:
-    return _run(timed, "CPU fallback every step (API)", "cpu_fallback.py:MedianCentered")
+def fallback(xla: None, timed, layout: str) -> VerifyReport:
+    return _run(timed, layout, "CPU fallback every step (API)", "cpu_fallback.py:MedianCentered")
 
 
 def _one_time(report: VerifyReport) -> dict[str, tuple[str, list[int]]]:

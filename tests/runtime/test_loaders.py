@@ -13,23 +13,24 @@ from pathlib import Path
 import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
-from verify_helpers import CORES, ROOT, child_processes, target
+from verify_helpers import CORES, ROOT, child_processes, emulate, target
 
 pytestmark = pytest.mark.runtime
 
 
 @pytest.fixture(scope="module")
-def workers(xla: None, timed) -> tuple[VerifyReport, list[list[str]]]:
+def workers(xla: None, timed, layout: str) -> tuple[VerifyReport, list[list[str]]]:
     # The child inherits this environment; the target writes what each core's code saw.
     with tempfile.TemporaryDirectory() as directory:
         seen = Path(directory) / "seen.txt"
         os.environ["TPULINT_TEST_SEEN"] = str(seen)
         try:
             report = timed(
-                "persistent loader workers, rank-split IterableDataset (API)",
+                f"persistent loader workers, rank-split IterableDataset (API, {layout})",
                 verify,
                 target("loader_workers.py:WorkersModel"),
                 cores=CORES,
+                emulate=emulate(layout),
                 cwd=ROOT,
             )
         finally:
@@ -39,12 +40,13 @@ def workers(xla: None, timed) -> tuple[VerifyReport, list[list[str]]]:
 
 
 @pytest.fixture(scope="module")
-def uneven(xla: None, timed) -> VerifyReport:
+def uneven(xla: None, timed, layout: str) -> VerifyReport:
     return timed(
-        "rank split leaving cores without data (API)",
+        f"rank split leaving cores without data (API, {layout})",
         verify,
         target("uneven_stream.py:UnevenStreamModel"),
         cores=CORES,
+        emulate=emulate(layout),
         cwd=ROOT,
     )
 
@@ -61,12 +63,15 @@ def test_persistent_workers_pass(workers: tuple[VerifyReport, list[list[str]]]) 
 
 
 def test_code_for_a_core_sees_that_core(workers: tuple[VerifyReport, list[list[str]]]) -> None:
-    _, lines = workers
+    report, lines = workers
+    per_process = report.backend["layout"]["devices_per_process"]
     iters: dict[tuple[str, str], list[str]] = defaultdict(list)
     inits: dict[tuple[str, str], list[str]] = defaultdict(list)
     for where, rank, world, device, worker, pid in lines:
         assert world == str(CORES)
-        assert device == f"xla:{rank}"  # torch_xla.device() is the core's own
+        # torch_xla.device() is the core's own: xla:RANK when the cores are threads of one
+        # process, the process's own device (xla:0) when each core is a process
+        assert device == f"xla:{int(rank) % per_process}"
         (iters if where == "__iter__" else inits)[(rank, worker)].append(pid)
     expected = {(str(rank), str(worker)) for rank in range(CORES) for worker in (0, 1)}
     assert set(iters) == expected  # every core's two workers, each with its own rank

@@ -12,18 +12,19 @@ from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.judge.render import render
 from tpulint.runtime.judge.report import VerifyReport
 from tpulint.runtime.spec import TargetRef
-from verify_helpers import CORES, ROOT, target
+from verify_helpers import CORES, ROOT, emulate, target
 
 
 @pytest.fixture(scope="module")
-def report(xla: None, timed) -> VerifyReport:
+def report(xla: None, timed, layout: str) -> VerifyReport:
     return timed(
-        "pytorch_lightning module, fixed-class --config (API)",
+        f"pytorch_lightning module, fixed-class --config (API, {layout})",
         verify,
         target("pl_module.py:PLModel"),
         datamodule=target("pl_module.py:PLData"),
         config="tests/runtime/targets/pl_fixed.yaml",
         cores=CORES,
+        emulate=emulate(layout),
         cwd=ROOT,
     )
 

@@ -188,12 +188,17 @@ def test_the_source_reading_matches_the_imported_signature() -> None:
     assert trainer_parameters("lightning") == run.stdout.split()
 
 
-def test_emulation_runs_bf16_true_as_16_true_and_says_why() -> None:
+def test_emulation_runs_bf16_true_as_float32_and_says_why() -> None:
     emulated = _own(emulated=True)
     args = merge({"precision": "bf16-true"}, emulated)
-    assert args.used["precision"] == "16-true"
-    assert _overridden(args) == {"precision": ("bf16-true", "16-true")}
-    assert "cannot all-reduce bf16" in args.overridden[0].reason
+    assert args.used["precision"] == "32-true"
+    assert _overridden(args) == {"precision": ("bf16-true", "32-true")}
+    reason = args.overridden[0].reason
+    assert reason.startswith("the emulated cores compute in float32")
+    assert "cannot all-reduce bf16" in reason
+    assert "XLA_USE_F16, which torch_xla 2.9 does not read" in reason
+    assert "a TPU runs bf16-true as asked" in reason
+    assert merge({"precision": "bf16-mixed"}, emulated).used["precision"] == "32-true"
     assert merge({"precision": "32-true"}, emulated).overridden == []
     assert "precision" not in merge({}, emulated).used  # not given: Lightning's default
     assert merge({"precision": "bf16-true"}, _own()).used["precision"] == "bf16-true"  # a TPU

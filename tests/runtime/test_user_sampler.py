@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 from tpulint.runtime.command import verify_command
-from verify_helpers import CORES, ROOT, target
+from verify_helpers import CORES, ROOT, emulate_args, target
 
 from tpulint.config import Config
 from tpulint.engine import check_source
@@ -21,16 +21,16 @@ SOURCE = ROOT / "tests/runtime/targets/user_sampler.py"
 
 
 @pytest.fixture(scope="module")
-def result(xla: None, timed) -> Result:
+def result(xla: None, timed, layout: str) -> Result:
     runner = CliRunner()
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         return timed(
-            "user-built sampler (click runner, --json)",
+            f"user-built sampler (click runner, --json, {layout})",
             runner.invoke,
             verify_command,
-            [target("user_sampler.py:UserSamplerModel"), "--json"],
+            [target("user_sampler.py:UserSamplerModel"), "--json", *emulate_args(layout)],
         )
     finally:
         os.chdir(cwd)

@@ -14,6 +14,26 @@ CORES = 8
 VERIFY = [sys.executable, "-m", "tpulint", "verify"]
 
 
+# Every verdict test runs its scenario in two layouts and must reach the same verdict: the
+# cores as threads of one process (verify's default emulation), and a TPU VM's layout of one
+# process per core (`--emulate v5e-8`: 8 processes x 1 device, as on v5e-8 and v6e-8; the
+# processes' collectives go through verify's host bridge, child/bridge.py). Same core count,
+# so the scenarios and their numbers are the same in both.
+THREADS = "threads"
+PROCESSES = "v5e-8"
+LAYOUTS = (THREADS, PROCESSES)
+
+
+def emulate(layout: str) -> str | None:
+    """The `emulate=` argument of verify() for a layout."""
+    return None if layout == THREADS else layout
+
+
+def emulate_args(layout: str) -> list[str]:
+    """The command line's option for a layout."""
+    return [] if layout == THREADS else ["--emulate", layout]
+
+
 def target(name: str) -> str:
     """A target under tests/runtime/targets, as typed from the repository root."""
     return f"tests/runtime/targets/{name}"
