@@ -28,6 +28,7 @@ from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural
 from tpulint.runtime.judge.graphs import follow_graphs
 from tpulint.runtime.judge.hardware import hardware_evidence
+from tpulint.runtime.judge.loader_counts import uneven_loader_causes
 from tpulint.runtime.judge.report import ERROR, FAIL, PASS, Cause, StepRow, VerifyReport
 from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
@@ -174,6 +175,7 @@ def analyze(
     report.shards = shards
     report.causes = (
         [c for c in from_run if c.check == "run"]
+        + uneven_loader_causes(ctx, outcome.events)
         + sharding_causes
         + compile_causes
         + fallback_causes
@@ -206,14 +208,17 @@ def analyze(
         report.causes.insert(0, _no_training(ctx, outcome.events, cores))
         _not_judged(report, outcome, rows)
     failing = [c for c in report.checks.values() if c.status == "fail"]
-    if outcome.status in PARTIAL and not failing:
+    run_cause = next((c for c in report.causes if c.check == "run"), None)
+    run_failed = any(c.check == "run" and c.severity == "fail" for c in report.causes)
+    if outcome.status in PARTIAL and not failing and not run_failed:
         # Judged as far as it went: nothing failed, but the rest could not be seen.
         return error_report(report, outcome.detail, None)
-    run_cause = next((c for c in report.causes if c.check == "run"), None)
-    if failing or outcome.status in ("diverged", "hung", "raised") or not rows:
+    if failing or outcome.status in ("diverged", "hung", "raised") or not rows or run_failed:
         report.verdict = FAIL
         parts = [f"{CHECK_LABELS[c.name]}: {c.summary}" for c in failing]
-        if run_cause is not None and (outcome.status in ("hung", "raised") or not rows):
+        if run_cause is not None and (
+            outcome.status in ("hung", "raised") or not rows or run_failed
+        ):
             where = f" ({run_cause.location})" if run_cause.location else ""
             label = {"hung": "hung: ", "raised": ""}.get(outcome.status, "")
             parts.insert(0, f"{label}{run_cause.message.split('; ')[0]}{where}")
