@@ -193,10 +193,15 @@ def render(diagnosis: Diagnosis) -> str:
         )
         accepted = " or ".join(str(c) for c in topology.allowed_cores)
         row("--cores", f"{accepted} (default {topology.local_devices})")
-        for note in topology.notes:
-            row("", note)
+        if not topology.emulated:
+            for note in topology.notes:
+                row("", note)
     versions = ", ".join(f"{name} {value}" for name, value in diagnosis.versions.items() if value)
-    missing = [name for name, value in diagnosis.versions.items() if not value]
+    missing = [
+        name + (" (a TPU VM's runtime)" if name == "libtpu" else "")
+        for name, value in diagnosis.versions.items()
+        if not value and not (name == "libtpu" and diagnosis.backend.emulated)
+    ]
     row("versions", versions + (f"; not installed: {', '.join(missing)}" if missing else ""))
     if diagnosis.environment:
         for index, (name, value) in enumerate(diagnosis.environment.items()):

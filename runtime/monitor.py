@@ -207,12 +207,19 @@ class Monitor:
     def code(self) -> CodeFilter:
         return CodeFilter(self._roots or ([self.spec.cwd] if self.spec.cwd else []))
 
+    def compiling_now(self, now: float) -> bool:
+        """A compilation in progress in some process: the stall is not looked into (nor are
+        the processes disturbed for their stacks) before the next check."""
+        if compiling(self.run_dir) is None:
+            return False
+        self.next_stall_check = now + self.stall_limit()
+        return True
+
     def judge_stacks(self, now: float) -> Ending | None:
         """After every process dumped its stacks: a hang, or carry on."""
         self.stall_checks += 1
         self.next_stall_check = now + self.stall_limit()
-        in_progress = compiling(self.run_dir)
-        if in_progress is not None:
+        if compiling(self.run_dir) is not None:
             return None  # compiling is progress, however long it takes
         shot = stack_dumps.snapshot(self.run_dir, self.events, self.code())
         waiting, elsewhere = shot.waiting, shot.elsewhere
@@ -228,6 +235,10 @@ class Monitor:
                 f"no core made progress for {now - self.last_progress:.0f}s",
                 {"waiting": waiting, "elsewhere": elsewhere},
             )
+        if waiting and not elsewhere:
+            different = different_collectives(self.events)
+            if different:  # every core waits, each in its own collective: they never meet
+                return Ending("diverged", different)
         return None
 
     def at_deadline(self, now: float) -> Ending:
@@ -266,12 +277,35 @@ class Monitor:
                 " smaller configuration",
                 {"seconds_per_step": per_step},
             )
+        different = different_collectives(self.events)
+        if different:
+            return Ending("diverged", different)
         return Ending(
             "hung",
             f"no progress: no core recorded a step for {quiet:.0f}s"
             + (" (the first step never finished)" if not rows else ""),
             {"quiet": quiet},
         )
+
+
+def different_collectives(events: list[dict[str, Any]]) -> str | None:
+    """When the cores' last collectives differ (which collective, from where, with which
+    shapes; each core records every change), what a TPU does then: the cores wait for each
+    other in collectives that never match."""
+    last: dict[int, tuple[Any, ...]] = {}
+    for event in events:
+        if event["kind"] == "collective" and event.get("rank") is not None:
+            site = event.get("site") or {}
+            last[int(event["rank"])] = (
+                event.get("name"),
+                site.get("path"),
+                site.get("line"),
+                str(event.get("shapes")),
+            )
+    if len(set(last.values())) < 2:
+        return None
+    names = sorted({str(key[0]) for key in last.values()})
+    return "the cores waited in different collectives (" + ", ".join(names) + ")"
 
 
 def _seconds_per_step(rows: list[dict[str, Any]]) -> float:

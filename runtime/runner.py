@@ -130,6 +130,8 @@ def _follow(process: subprocess.Popen[bytes], monitor: Monitor, run_dir: Path) -
         if monitor.ending is not None:
             return monitor.ending
         if monitor.stalled(now):
+            if monitor.compiling_now(now):
+                continue  # compiling is progress, however long it takes
             _dump_stacks(process.pid, run_dir)
             monitor.poll(time.monotonic())
             ending = monitor.judge_stacks(time.monotonic())

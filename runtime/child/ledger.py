@@ -70,6 +70,9 @@ class Ledger:
         # from the counters at each step boundary (tracing.OpTracer watches these names).
         self.fallback_counters: dict[str, tuple[str, ...]] = {}
         self._loader_epochs: dict[tuple[int, str], int] = {}
+        # True when the emulation's step marker counts each core's own compiles
+        # (xla_cpu.py); on a TPU a core's compiles are its process's.
+        self.counts_markers = False
 
     # --- which replica is this thread -------------------------------------------------
 
@@ -187,4 +190,6 @@ class Ledger:
     def take(self, rank: int) -> dict[str, Any]:
         with self._lock:
             bucket = self._buckets.pop(rank, None) or _Bucket()
-        return bucket.to_json()
+        found = bucket.to_json()
+        found["marker"] = self.counts_markers
+        return found

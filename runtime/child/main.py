@@ -95,6 +95,7 @@ def _install_emulation(spec: RunSpec, recorder: Any, code: CodeFilter) -> None:
         per_process, ledger_hook=recorder.ledger.marker_compiles, collectives=processes == 1
     )
     workarounds.install()
+    recorder.ledger.counts_markers = True
     recorder.on_abort.append(workarounds.abort)
 
 

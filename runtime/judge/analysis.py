@@ -202,7 +202,9 @@ def analyze(
                 replica.get("traceback"),
             )
         report.error_detail = replica.get("traceback")
-    if outcome.status != "finished":
+    if outcome.status in PARTIAL:
+        _partly_judged(report, outcome, rows)
+    elif outcome.status != "finished":
         _not_judged(report, outcome, rows)
     elif not rows:
         report.causes.insert(0, _no_training(ctx, outcome.events, cores))
@@ -308,6 +310,20 @@ def tpu_precision(events: list[dict[str, Any]], spec: RunSpec) -> str | None:
     requested = (trainer or {}).get("requested") or {}
     value = requested.get("precision", spec.trainer_args.get("precision"))
     return str(value) if value is not None else None
+
+
+def _partly_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) -> None:
+    """A run cut short while it kept working (too slow for --timeout, a recorded run that did
+    not finish): what it recorded is judged (the shards of its epochs, its batches, its
+    transfers and fallbacks per step), and says how far it got; compile stability, which needs
+    the run's last epochs, is not judged unless it already failed."""
+    so_far = f" (as far as the run got: {plural(len(rows), 'training step')})"
+    for check in report.checks.values():
+        if check.name == "compile_stability" and check.status != "fail":
+            check.status = "skipped"
+            check.summary = f"not judged: {outcome.detail}"
+        elif check.status != "skipped":
+            check.summary += so_far
 
 
 def _summed(counters: Any) -> dict[str, int]:

@@ -181,6 +181,14 @@ def _header(report: VerifyReport) -> list[str]:
             f"torch_xla {versions.get('torch_xla')}, lightning {versions.get('lightning')}"
         )
     settings = report.settings
+    recorded = report.run.get("recorded")
+    if recorded:  # tpulint report: a run TPUReadiness recorded
+        epochs_run = report.run.get("epochs") or 0
+        parts.append(
+            f"recorded by TPUReadiness: {plural_text(epochs_run, 'epoch')},"
+            f" {plural_text(len(report.steps), 'training step')}, warm-up {settings.get('warmup')}"
+        )
+        return [f"tpulint report {recorded}", "  " + " | ".join(parts)]
     steps = settings.get("steps_per_epoch")
     epochs = f"{settings.get('epochs')} epochs"
     added = report.run.get("extended_by")
@@ -199,6 +207,10 @@ def _header(report: VerifyReport) -> list[str]:
     given += [f"--datamodule {report.datamodule}"] if report.datamodule else []
     given += [f"--config {path}" for path in report.config]
     return [f"tpulint verify {' '.join(given)}", "  " + " | ".join(parts), *_trainer_lines(report)]
+
+
+def plural_text(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _trainer_lines(report: VerifyReport) -> list[str]:

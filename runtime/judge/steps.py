@@ -89,7 +89,13 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
         row["seconds"] = max(row["seconds"], event["seconds"])
         for name, value in event["counters"].items():
             row["counters"][name] += value
-        row["ranks"].update(event["ranks"])
+        for rank, bucket in event["ranks"].items():
+            # Without the emulation's per-core count (a TPU), a core's compiles are its
+            # process's, in the row of the core that read them.
+            row["ranks"][rank] = {
+                **bucket,
+                "process_compiles": int(event["counters"].get("UncachedCompile", 0)),
+            }
         for graph in (event.get("graphs") or {}).get("compiled", []):
             if graph["hash"] not in seen:
                 seen.add(graph["hash"])
@@ -104,7 +110,9 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
             int(rank): CoreStep(
                 batch=bucket.get("batch"),
                 transfers=sum(t["count"] for t in bucket.get("transfers", [])),
-                compiles=bucket.get("marker_compiles", 0),
+                compiles=bucket.get("marker_compiles", 0)
+                if bucket.get("marker", True)
+                else bucket.get("process_compiles", 0),
             )
             for rank, bucket in data["ranks"].items()
         }

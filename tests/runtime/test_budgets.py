@@ -172,3 +172,21 @@ def test_report_of_a_run_that_did_not_finish(tmp_path: Path) -> None:
     assert report.run["status"] == "unfinished"
     assert report.exit_code == 2
     assert report.error == "the run did not finish: 1 of 2 cores finished"
+
+
+def test_cores_stuck_in_different_collectives_diverged(tmp_path: Path) -> None:
+    """On a TPU a core that enters another collective than the others leaves every core
+    waiting: no progress, and their last recorded collectives differ."""
+    monitor = _monitor(tmp_path)
+    log = EventLog(tmp_path)
+    log.write("train_start", rank=0, world_size=3, graphs={"compiled": []})
+    barrier = {"path": "/proj/model.py", "line": 18, "function": "training_step", "user": True}
+    lightning = {"path": "/venv/lightning/xla.py", "line": 96, "function": "_xla_wrap_closure"}
+    for rank in range(3):
+        log.write("collective", rank=rank, name="all_reduce", site=lightning, shapes=[[64]])
+    log.write("collective", rank=0, name="all_gather", site=barrier, shapes=[[1]])
+    _step(log, 0, 0, seconds=1.0)
+    monitor.poll(1001.0)
+    ending = monitor.at_deadline(1400.0)
+    assert ending.status == "diverged"
+    assert ending.detail == "the cores waited in different collectives (all_gather, all_reduce)"
