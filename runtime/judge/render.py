@@ -149,9 +149,12 @@ def _core_table(report: VerifyReport) -> list[str]:
         "compiles",
         "batch shape",
     ]
+    compiles = (
+        "step-marker compiles" if report.backend.get("emulated") else "its process's compiles"
+    )
     title = "Per core" + (
-        f" (shard of epoch {first.epoch}; steps, host reads from Python and"
-        " step-marker compiles over the run)"
+        f" (shard of epoch {first.epoch}; steps, host reads from Python and {compiles} over"
+        " the run)"
         if first
         else ""
     )
