@@ -10,9 +10,9 @@ import pytest
 
 from tests.helpers import CLEAN_MODULE, LEGACY_TRAINER, UNREADY_MODULE, make_project, run_cli
 from tests.unprivileged import run_unprivileged, shared_folder, unprivileged
-from tpulint.config import Config
-from tpulint.discovery import SourcePath, discover, read_source
-from tpulint.runner import write_if_unchanged
+from tpulint.config.settings import Config
+from tpulint.runner.discovery import SourcePath, discover, read_source
+from tpulint.runner.paths import write_if_unchanged
 
 
 def codes_by_path(stdout: str) -> list[tuple[str, str]]:
@@ -166,7 +166,7 @@ def test_write_if_unchanged(tmp_path: Path) -> None:
 def test_fix_apply_skips_files_changed_during_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tpulint.runner as runner
+    import tpulint.runner.paths as runner
 
     root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
     real = runner.write_if_unchanged

@@ -1,6 +1,7 @@
-"""Helpers of the data-pipeline rules (TPU3xx): DataLoader calls and their arguments, which
-functions build the train/val/test loaders of Lightning classes, batch-size names, and the
-8x128 tile arithmetic of TPU302's messages."""
+"""What several data-pipeline rules (TPU3xx) share: DataLoader calls and their arguments, which
+functions build the train/val/test loaders of Lightning classes, batch-size names, the 8x128
+tile arithmetic of TPU302's messages, dataset sizes and batches per core, and the base class
+of the family's rules (`_DataRule`: test files are not checked)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.analysis.project import ClassKind
+from tpulint.analysis.project import ClassKind, FileView
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo
-from tpulint.cst_helpers import keyword_arg
+from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.rule import Rule
 
-from ._common import walk
+from ..shared.matchers import walk
 
 # --- DataLoader calls ---------------------------------------------------------------------
 
@@ -399,9 +401,9 @@ def is_test_file(path: str) -> bool:
 def trains_on_accelerator(ctx: FileContext, root: cst.CSTNode) -> bool:
     """Whether `root` builds a Lightning Trainer that is not explicitly a CPU one
     (`Trainer(accelerator="cpu")` is a test or a debugging run)."""
-    from tpulint.cst_helpers import keyword_arg, string_value
+    from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 
-    from ._common import is_trainer_call
+    from ..shared.matchers import is_trainer_call
 
     for node in walk(root):
         if isinstance(node, cst.Call) and is_trainer_call(ctx, node):
@@ -586,3 +588,73 @@ def full_batch_everywhere(size: int, batch: int) -> bool:
     """Whether every core keeps at least one full batch on every core count (what
     `drop_last=True` needs so that no core is left without a batch)."""
     return per_core(size, max(CORE_COUNTS)) >= batch
+
+
+_PL = "import lightning as L\n"
+
+
+def _project_path(ctx: FileContext) -> str:
+    """The file's path inside the project (relative to the configuration's root), so that a
+    project that itself lives under a `tests/` folder is not taken for test code."""
+    import os
+
+    try:
+        root = str(ctx.config.root)
+        absolute = os.path.abspath(ctx.path)
+        if absolute.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(absolute, root)
+    except (AttributeError, ValueError):
+        pass
+    return ctx.path
+
+
+class _DataRule(Rule):
+    """Base of the TPU3xx rules: test files are not checked (their loaders and batch sizes
+    are sized to run fast on a CPU, not for a TPU)."""
+
+    @classmethod
+    def lightning_code(cls, source: str, view: FileView) -> bool:
+        """A Lightning class of the project, or a file that imports Lightning (a training
+        script): where the loader and sampler rules report."""
+        return view.has_lightning_class or "lightning" in source
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # Returning False from a visit handler would stop every rule's walk, so each handler
+        # checks this flag instead.
+        self._skip = ctx is not None and is_test_file(_project_path(ctx))
+
+
+def _callee_name(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def _short(ctx: FileContext, node: cst.CSTNode, limit: int = 50) -> str:
+    """Source of a call for messages, with the whitespace of multi-line calls folded:
+    `DataLoader(self.train_set, batch_size=…`."""
+    text = " ".join(ctx.module.code_for_node(node).split())
+    text = re.sub(r"([(\[{]) ", r"\1", text)
+    text = re.sub(r",? ([)\]}])", r"\1", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _placeholder(arg: cst.Arg | None) -> bool:
+    """`DataLoader(["dummy"])`: a literal stand-in replaced before training (flash's
+    active-learning loop), not a dataset."""
+    return arg is not None and isinstance(arg.value, (cst.List, cst.Tuple, cst.Set))
+
+
+def _stored_on_self(ctx: FileContext, node: cst.Call) -> bool:
+    """`self.train_loader = DataLoader(...)` (returned by a hook later)."""
+    parent = ctx.parent(node)
+    return (
+        isinstance(parent, cst.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Attribute)
+        and code(ctx, parent.targets[0].target.value) == "self"
+    )

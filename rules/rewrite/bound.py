@@ -21,15 +21,15 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec
 
-from ._rewrite_cst import expression
-from ._rewrite_flow import FunctionIndex, last_binding, link_function
-from ._rewrite_purity import is_pure
-from ._rewrite_regions import Leaves, Region, operand, region_around, unselected
-from ._rewrites_consumers import consumer_fix
-from ._shape_helpers import Bindings
+from ..shared.tensors import Bindings
+from .consumers import consumer_fix
+from .expressions import expression
+from .flow import FunctionIndex, last_binding, link_function
+from .purity import is_pure
+from .regions import Leaves, Region, operand, region_around, unselected
 
 _MAX_GROUP = 6
 
@@ -54,7 +54,7 @@ def _candidate(ctx: FileContext, leaves: Leaves, node: cst.CSTNode | None) -> Re
 
 
 def _names_read(node: cst.CSTNode) -> set[str]:
-    from ._common import walk
+    from ..shared.matchers import walk
 
     return {n.value for n in walk(node) if isinstance(n, cst.Name)}
 

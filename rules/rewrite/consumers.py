@@ -1,7 +1,7 @@
 """What consumes a selection whole, and its static-shape form (TPU202): a reduction
-(`.sum()`, `.mean()`, `.max()`, `len(...)`, ...) or a loss (_rewrites_losses).
+(`.sum()`, `.mean()`, `.max()`, `len(...)`, ...) or a loss (`losses`).
 
-Used by _rewrites_masked (a selection used in place) and _rewrites_bound (a selection bound to
+Used by `masked` (a selection used in place) and `bound` (a selection bound to
 a local, used later).
 """
 
@@ -10,15 +10,15 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec, ImportSpec
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec, ImportSpec
 
-from ._rewrite_cst import expression, fits, torch_alias
-from ._rewrite_masks import MaskForm, mask_form
-from ._rewrite_purity import is_pure
-from ._rewrite_regions import Leaves, Region, guarded_leaves, unselected
-from ._rewrites_losses import loss_fix
-from ._shape_helpers import Bindings
+from ..shared.tensors import Bindings
+from .expressions import expression, fits, torch_alias
+from .losses import loss_fix
+from .masks import MaskForm, mask_form
+from .purity import is_pure
+from .regions import Leaves, Region, guarded_leaves, unselected
 
 _REDUCTIONS = {
     "sum": "sum",

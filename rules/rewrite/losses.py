@@ -22,14 +22,14 @@ from dataclasses import dataclass
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec, ImportSpec
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec, ImportSpec
 
-from ._rewrite_cst import atom, bare, expression, fits, torch_alias
-from ._rewrite_masks import mask_form
-from ._rewrite_purity import is_pure
-from ._rewrite_regions import Leaves, Region, guarded_leaves, operand, unselected
-from ._shape_helpers import Bindings, keyword, positional
+from ..shared.tensors import Bindings, keyword, positional
+from .expressions import atom, bare, expression, fits, torch_alias
+from .masks import mask_form
+from .purity import is_pure
+from .regions import Leaves, Region, guarded_leaves, operand, unselected
 
 _CLASS_LOSSES = frozenset({"cross_entropy", "nll_loss"})
 _ELEMENTWISE_LOSSES = frozenset(
@@ -120,7 +120,7 @@ def _constructor(ctx: FileContext, bindings: Bindings, func: cst.BaseExpression)
 
 
 def _walk(root: cst.CSTNode):
-    from ._common import walk
+    from ..shared.matchers import walk
 
     return walk(root)
 

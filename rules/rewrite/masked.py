@@ -16,9 +16,9 @@ with the unselected entries neutralised, and every shape stays static:
     loss = F.mse_loss(p, t)         loss = torch.where(m, F.mse_loss(p, t, reduction="none"), 0)
                                            .sum() / m.sum()
 
-The pieces: _rewrite_regions (selections and the elementwise expressions around them),
-_rewrite_masks (how the mask is written, widened where its shape is not provable),
-_rewrite_purity (what may be evaluated twice), _rewrites_losses (the loss forms). Every
+The pieces: `regions` (selections and the elementwise expressions around them),
+`masks` (how the mask is written, widened where its shape is not provable),
+`purity` (what may be evaluated twice), `losses` (the loss forms). Every
 function returns a FixSpec, or None when no exact form applies; the conditions of each form are
 on TPU202's rule page and in the fix's title.
 """
@@ -29,13 +29,16 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.values import HOST, NUMBER
-from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec
 
-from ._rewrite_cst import atom, bare, complete_parents, expression, torch_alias
-from ._rewrite_masks import _short, mask_form
-from ._rewrite_purity import is_pure
-from ._rewrite_regions import (
+from ..shared.tensors import Bindings, is_number_literal, pure_reference
+from .bound import bound_fix
+from .consumers import _imports, _title, consumer_fix
+from .expressions import atom, bare, complete_parents, expression, torch_alias
+from .masks import _short, mask_form
+from .purity import is_pure
+from .regions import (
     Leaves,
     Region,
     Selection,
@@ -45,10 +48,7 @@ from ._rewrite_regions import (
     selection_of,
     unselected,
 )
-from ._rewrite_shapes import zero_dim
-from ._rewrites_bound import bound_fix
-from ._rewrites_consumers import _imports, _title, consumer_fix
-from ._shape_helpers import Bindings, is_number_literal, pure_reference
+from .shapes import zero_dim
 
 # --- reads ------------------------------------------------------------------------------
 

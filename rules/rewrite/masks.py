@@ -16,10 +16,10 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 
-from ._rewrite_cst import atom, bare
-from ._rewrite_regions import Selection, elementwise_inputs
-from ._rewrite_shapes import same_shape, shape_key
-from ._shape_helpers import Bindings, is_number_literal, is_torch_tensor
+from ..shared.tensors import Bindings, is_number_literal, is_torch_tensor
+from .expressions import atom, bare
+from .regions import Selection, elementwise_inputs
+from .shapes import same_shape, shape_key
 
 
 def _broadcast_leaves(

@@ -17,11 +17,11 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec, ImportSpec
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec, ImportSpec
 
-from ._rewrite_cst import atom, bare, complete_parents, expression, fits, torch_alias
-from ._shape_helpers import Bindings, keyword, mask_kind, positional
+from ..shared.tensors import Bindings, keyword, mask_kind, positional
+from .expressions import atom, bare, complete_parents, expression, fits, torch_alias
 
 
 def _subject(ctx: FileContext, call: cst.Call) -> tuple[cst.BaseExpression, bool] | None:
@@ -156,7 +156,7 @@ def nonzero_fix(ctx: FileContext, bindings: Bindings, call: cst.Call) -> FixSpec
 def _only_indexes(ctx: FileContext, name: str, assign: cst.Assign) -> bool:
     """Whether every read of `name` in the function after `assign` is a whole index `x[name]`
     (and there is at least one), with no rebinding of it in between."""
-    from ._common import walk
+    from ..shared.matchers import walk
 
     info = ctx.function
     if info is None:
@@ -222,7 +222,7 @@ def _class_count(ctx: FileContext, bindings: Bindings) -> str | None:
     klass = ctx.klass
     if klass is None:
         return None
-    from ._common import walk
+    from ..shared.matchers import walk
 
     for node in walk(klass.node):
         if (
@@ -256,7 +256,7 @@ def unique_count_fix(ctx: FileContext, bindings: Bindings, call: cst.Call) -> Fi
     if classes is None:
         return None
     torch_name, needs_import = torch_alias(ctx)
-    from ._rewrites_losses import _functional_prefix
+    from .losses import _functional_prefix
 
     one_hot = f"{_functional_prefix(ctx, torch_name)}.one_hot"
     text = f"({one_hot}({atom(ctx, subject)}.flatten().long(), {classes}).sum(0) > 0).sum()"

@@ -11,8 +11,8 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 
-from ._rewrite_shapes import _ELEMENTWISE_METHODS
-from ._shape_helpers import method_name
+from ..shared.tensors import method_name
+from .shapes import _ELEMENTWISE_METHODS
 
 # Random or stateful torch functions: never duplicate or move them.
 _IMPURE_FUNCTIONS = frozenset(

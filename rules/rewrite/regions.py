@@ -8,7 +8,7 @@ way against the selection and against the whole tensor (`(pred[valid] - target[v
 can be computed on the whole tensors and reduced over the mask instead.
 
 Locals bound to a selection (`y_pred = y_pred[mask]`) are leaves too, when the rewrite of a
-group of statements substitutes them (_rewrites_masked.bound_fix).
+group of statements substitutes them (`bound.bound_fix`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.values import HOST, NUMBER
 
-from ._rewrite_cst import bare, expression, torch_alias
-from ._rewrite_shapes import (
+from ..shared.tensors import Bindings, is_number_literal, mask_kind, method_name, positional
+from .expressions import bare, expression, torch_alias
+from .shapes import (
     _ELEMENTWISE_BINARY,
     _ELEMENTWISE_FUNCTIONS,
     _ELEMENTWISE_METHODS,
     zero_dim,
 )
-from ._shape_helpers import Bindings, is_number_literal, mask_kind, method_name, positional
 
 # Methods of a tensor taking one other tensor, elementwise: `a.eq(b)`, `a.sub(b)`.
 _BINARY_METHODS = frozenset(
@@ -142,7 +142,7 @@ class Leaves:
         return False
 
     def _contains_selection(self, node: cst.CSTNode) -> bool:
-        from ._common import walk
+        from ..shared.matchers import walk
 
         for inner in walk(node):
             selection = selection_of(inner)
@@ -421,7 +421,7 @@ def _in_danger(ctx: FileContext, node: cst.CSTNode, top: cst.CSTNode) -> bool:
 def _nan_tested(ctx: FileContext, bindings: Bindings, mask: cst.BaseExpression) -> set[str]:
     """Code of the tensors the mask tests with isnan/isinf/isfinite or `x != x` (looking
     through locals the mask is built from)."""
-    from ._common import walk
+    from ..shared.matchers import walk
 
     found: set[str] = set()
     pending: list[cst.CSTNode] = [mask]

@@ -16,7 +16,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.values import HOST, NUMBER
 
-from ._shape_helpers import Bindings, is_number_literal, keyword, method_name, positional
+from ..shared.tensors import Bindings, is_number_literal, keyword, method_name, positional
 
 # Methods that return a tensor of their receiver's shape (arguments, if any, are scalars,
 # dtypes or devices).

@@ -20,14 +20,14 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import dotted_name
 from tpulint.analysis.values import DEVICE
-from tpulint.diagnostics import Applicability
-from tpulint.rule import FixSpec, ImportSpec
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec, ImportSpec
 
-from ._rewrite_cst import atom, bare, complete_parents, expression, torch_alias
-from ._rewrite_flow import FunctionIndex, function_index
-from ._rewrite_purity import is_pure
-from ._rewrite_shapes import _ELEMENTWISE_METHODS, _SCALAR, _combine, shape_key, zero_dim
-from ._shape_helpers import Bindings
+from ..shared.tensors import Bindings
+from .expressions import atom, bare, complete_parents, expression, torch_alias
+from .flow import FunctionIndex, function_index
+from .purity import is_pure
+from .shapes import _ELEMENTWISE_METHODS, _SCALAR, _combine, shape_key, zero_dim
 
 _ARITHMETIC = (
     cst.Add,
@@ -213,7 +213,7 @@ def _uses_other_arrays(ctx: FileContext) -> bool:
     cache = ctx.shared.setdefault("rewrite_other_arrays", {})
     found = cache.get(id(info.node))
     if found is None:
-        from ._common import walk
+        from ..shared.matchers import walk
 
         others = {
             local
@@ -378,7 +378,7 @@ def _target_and_value(
 
 def _names(node: cst.CSTNode) -> set[str]:
     """Every dotted name read in `node` (`self.loss.mean()` reads `self` and `self.loss`)."""
-    from ._common import walk
+    from ..shared.matchers import walk
 
     found = set()
     for inner in walk(node):

@@ -18,13 +18,13 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.imports import module_name_of
 from tpulint.analysis.project import LIGHTNING_ROOTS
-from tpulint.cst_helpers import int_value, keyword_arg, string_value
-from tpulint.diagnostics import Applicability
-from tpulint.roundtrip import physical_lines
-from tpulint.rule import FixSpec, ImportSpec
-from tpulint.yaml_config import YamlEntry
+from tpulint.analysis.yaml_config import YamlEntry
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.datatypes.roundtrip import physical_lines
+from tpulint.rule_api.cst_helpers import int_value, keyword_arg, string_value
+from tpulint.rule_api.rule import FixSpec, ImportSpec
 
-from ._common import LEGACY_TPU_KEYWORDS, walk
+from .matchers import LEGACY_TPU_KEYWORDS, walk
 
 # --- versions ----------------------------------------------------------------------------
 
@@ -495,7 +495,7 @@ def _scan_tpu_file(ctx: FileContext) -> bool:
     source = ctx.source
     if not any(token in source for token in ("tpu", "TPU", "xla", "XLA")):
         return False
-    from ._common import is_trainer_call
+    from .matchers import is_trainer_call
 
     for node in walk(ctx.module):
         if isinstance(node, cst.Call) and is_trainer_call(ctx, node) and trainer_is_tpu(ctx, node):

@@ -120,8 +120,6 @@ def _before_run(ctx: FileContext, function: cst.FunctionDef, node: cst.CSTNode) 
     (true when there is none)."""
     from tpulint.analysis.positions import PositionIndex
 
-    from ._common import walk
-
     runs = [
         call
         for call in walk(function.body)

@@ -15,8 +15,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from tpulint.analysis.positions import PositionIndex
-from tpulint.diagnostics import Edit
-from tpulint.rule import FixSpec, ImportSpec, NewNode
+from tpulint.datatypes.diagnostics import Edit
+from tpulint.rule_api.rule import FixSpec, ImportSpec, NewNode
 
 
 class _Replacer(cst.CSTTransformer):

@@ -14,8 +14,8 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
-from tpulint.roundtrip import physical_lines
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from tpulint.datatypes.roundtrip import physical_lines
 
 _CODE = r"[A-Za-z]{1,5}[0-9]{1,4}"
 NOQA_RE = re.compile(

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tpulint.config import Config
-    from tpulint.rule import Rule
+    from tpulint.config.settings import Config
+    from tpulint.rule_api.rule import Rule
 
 YAML_SUFFIXES = (".yaml", ".yml")
 # LightningCLI subcommands: a config given before the subcommand nests its keys under them.
@@ -283,7 +283,7 @@ class YamlFile:
 def _loader_class() -> type:
     """A SafeLoader with jsonargparse's resolvers that records comments, anchors and aliases.
 
-    Built on first use so that `import tpulint.yaml_config` does not import PyYAML."""
+    Built on first use so that `import tpulint.analysis.yaml_config` does not import PyYAML."""
     import yaml
     from yaml.events import AliasEvent
 

@@ -24,15 +24,15 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tpulint.diagnostics import Applicability, Severity
+from tpulint.datatypes.diagnostics import Applicability, Severity
 
 if TYPE_CHECKING:
-    from tpulint.rule import Rule
+    from tpulint.rule_api.rule import Rule
 
 # The catalogue's metadata, generated from the rule classes by `python -m tpulint.manifest`
 # (tests/test_manifest.py keeps it in sync), so that selecting rules, resolving a
 # configuration, reading the cache and listing the rules import no rule module and no libcst.
-MANIFEST = Path(__file__).resolve().parent / "data" / "rules.json"
+MANIFEST = Path(__file__).resolve().parent.parent / "data" / "rules.json"
 
 FAMILIES = {
     "TPU0": "trainer-config",

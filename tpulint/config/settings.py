@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tpulint.registry import (
+from tpulint.config.registry import (
     SelectionError,
     SelectionLayer,
     codes_matching,

@@ -25,7 +25,7 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from tpulint.diagnostics import Diagnostic, Edit, Fix, Location
+from tpulint.datatypes.diagnostics import Diagnostic, Edit, Fix, Location
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _INDENT_WITH_FORM_FEED = re.compile(r"[ \t\f]*\f")

@@ -19,21 +19,21 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from tpulint import roundtrip
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
 from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
-from tpulint.config import Config
-from tpulint.deep_stack import TooDeep, call_deep
-from tpulint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
-from tpulint.fixes import apply_fixes, fix_edits, positions_needed
-from tpulint.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
-from tpulint.rule import FixSpec, Report, Rule
-from tpulint.suppression import Suppressions, add_noqa, parse_suppressions
-from tpulint.yaml_config import check_yaml_file, is_yaml_path, read_yaml
+from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
+from tpulint.config.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
+from tpulint.config.settings import Config
+from tpulint.datatypes import roundtrip
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from tpulint.engine.deep_stack import TooDeep, call_deep
+from tpulint.rule_api.rule import FixSpec, Report, Rule
 
 MAX_FIX_ITERATIONS = 10
 

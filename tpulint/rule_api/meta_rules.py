@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tpulint.diagnostics import Applicability, Severity
-from tpulint.rule import Invalid, Rule, Valid
+from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 
 class UnusedSuppression(Rule):

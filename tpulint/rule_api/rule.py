@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import libcst as cst
 
-from tpulint.diagnostics import Applicability, Fix, Severity
+from tpulint.datatypes.diagnostics import Applicability, Fix, Severity
 
 if TYPE_CHECKING:
     from tpulint.analysis.context import FileContext
     from tpulint.analysis.project import FileView
-    from tpulint.config import Config
-    from tpulint.diagnostics import Edit, Location
-    from tpulint.yaml_config import YamlDocument
+    from tpulint.analysis.yaml_config import YamlDocument
+    from tpulint.config.settings import Config
+    from tpulint.datatypes.diagnostics import Edit, Location
 
 NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]  # noqa: UP007 (a runtime alias)
 
@@ -225,7 +225,7 @@ class Rule:
 
     @classmethod
     def family(cls) -> str:
-        from tpulint.registry import family_of
+        from tpulint.config.registry import family_of
 
         return family_of(cls.code)
 
@@ -250,7 +250,7 @@ class Rule:
 
     @classmethod
     def fix_availability(cls) -> str:
-        from tpulint.registry import fix_availability
+        from tpulint.config.registry import fix_availability
 
         return fix_availability(cls.fix_applicability, cls.fix_sometimes)
 

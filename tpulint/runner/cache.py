@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tpulint import __version__
-from tpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpulint.config import Config, path_matches
-from tpulint.diagnostics import Diagnostic, Location, Severity
+from tpulint.config.settings import Config, path_matches
+from tpulint.datatypes.diagnostics import Diagnostic, Location, Severity
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 

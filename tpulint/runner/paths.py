@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.modules import table_digest
-from tpulint.cache import (
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic
+from tpulint.runner.cache import (
     FactsCache,
     ListingCache,
     ResultCache,
@@ -25,21 +27,19 @@ from tpulint.cache import (
     derived_key,
     text_digest,
 )
-from tpulint.config import Config
-from tpulint.diagnostics import Applicability, Diagnostic
-from tpulint.discovery import SourcePath, discover, read_source
-from tpulint.project_build import (
+from tpulint.runner.discovery import SourcePath, discover, read_source
+from tpulint.runner.project_build import (
     checked_inputs,
     context_files,
     context_signature,
     model_of,
     read_context,
 )
-from tpulint.writing import write_if_unchanged
+from tpulint.runner.writing import write_if_unchanged
 
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel
-    from tpulint.engine import FixResult
+    from tpulint.engine.source import FixResult
 
 # The engine (libcst, the analysis, the rules) is imported only when some file is not answered
 # from the cache: a warm run never loads it (`_load_engine`).
@@ -108,7 +108,7 @@ def _after_file() -> None:
 
 def _failure(exc: Exception) -> str:
     """An internal error's one-line description, with where it was raised."""
-    from tpulint.engine import InternalError
+    from tpulint.engine.source import InternalError
 
     if isinstance(exc, InternalError):
         return str(exc)
@@ -118,7 +118,7 @@ def _failure(exc: Exception) -> str:
 
 def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
     """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
-    from tpulint.engine import check_source
+    from tpulint.engine.source import check_source
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
@@ -134,7 +134,7 @@ def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None
 
 
 def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
-    from tpulint.engine import fix_source
+    from tpulint.engine.source import fix_source
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
@@ -154,14 +154,14 @@ def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diag
 
 
 def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
-    from tpulint.engine import FixResult
+    from tpulint.engine.source import FixResult
 
     display, _, text = item
     return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
 
 
 def _crash_diagnostic(display: str, why: str) -> Diagnostic:
-    from tpulint.engine import unanalysable_diagnostic
+    from tpulint.engine.source import unanalysable_diagnostic
 
     return unanalysable_diagnostic(
         display, f"analysing this file ended tpulint's worker process ({why})"
@@ -202,7 +202,7 @@ def _run(
         return
     done = 0
     _load_engine()
-    from tpulint.pool import Pool  # imported here: a warm run starts no workers
+    from tpulint.runner.pool import Pool  # imported here: a warm run starts no workers
 
     with Pool(jobs, _init_worker, (config, project, True)) as pool:
         for result in pool.map(worker, _batches(items, jobs), extra, on_crash):
@@ -215,8 +215,8 @@ def _run(
 def _load_engine() -> None:
     """Import the engine and every rule class once, before forking the workers, which share
     them (a serial run loads only the rules whose prefilter matches a file)."""
-    from tpulint.engine import check_source  # noqa: F401  (libcst, analysis)
-    from tpulint.registry import all_rules
+    from tpulint.config.registry import all_rules
+    from tpulint.engine.source import check_source  # noqa: F401  (libcst, analysis)
 
     all_rules()
 
@@ -391,7 +391,7 @@ def fix_paths(
 ) -> RunResult:
     """Fix files and folders; write the results only when `apply` is true.
 
-    A file is written (see tpulint.writing) only if its fixed source parses (the engine
+    A file is written (see tpulint.runner.writing) only if its fixed source parses (the engine
     guarantees it), the file on disk still has the content that was read, and the user may
     write it. `on_written` is called for each file as soon as it is written. A file reached
     through several names (symlinks, hard links) is fixed once, through the first name; the
@@ -476,7 +476,7 @@ def _write(
     outcome.written = outcome.error is None
     if outcome.written:
         return
-    from tpulint.engine import check_source
+    from tpulint.engine.source import check_source
 
     try:
         on_disk = check_source(original, str(source.path), config, project=project)

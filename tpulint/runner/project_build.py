@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tpulint.analysis.modules import module_name_for_path, package_root
-from tpulint.cache import ListingCache, ScanCache, content_key
-from tpulint.config import Config
-from tpulint.discovery import SourcePath, read_source
+from tpulint.config.settings import Config
+from tpulint.runner.cache import ListingCache, ScanCache, content_key
+from tpulint.runner.discovery import SourcePath, read_source
 
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel
@@ -96,7 +96,7 @@ def summarize_files(
 
 
 def _parallel(items: list[tuple[str, str]], jobs: int) -> list[ModuleSummary]:
-    from tpulint.pool import Pool
+    from tpulint.runner.pool import Pool
 
     items = sorted(items, key=lambda item: len(item[1]), reverse=True)
     count = max(1, min(len(items), jobs * 8))

@@ -29,7 +29,7 @@ import re
 import stat
 from pathlib import Path
 
-from tpulint.discovery import BOM_UTF8, decode_source, source_encoding
+from tpulint.runner.discovery import BOM_UTF8, decode_source, source_encoding
 
 # Encodings where each character is encoded on its own (no shift states): re-encoding the
 # whole text gives back the same bytes for every line it did not change.
