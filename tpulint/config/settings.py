@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tpulint.config.globs import path_matches
 from tpulint.config.registry import (
     SelectionError,
     SelectionLayer,
@@ -189,28 +190,6 @@ class Config:
         return cls(layers=layers, root=root or Path.cwd(), source=source, **values)
 
 
-def path_matches(relpath: str, pattern: str) -> bool:
-    """Glob match of a project-relative path: `tests/*`, `**/conftest.py`, `legacy/`."""
-    from fnmatch import fnmatch
-
-    relpath = relpath.replace(os.sep, "/")
-    pattern = pattern.replace(os.sep, "/")
-    if pattern.endswith("/"):
-        pattern += "*"
-    if fnmatch(relpath, pattern):
-        return True
-    # `a/**/b` also matches `a/b` (zero folders between).
-    if "/**/" in pattern and path_matches(relpath, pattern.replace("/**/", "/", 1)):
-        return True
-    if "/" not in pattern.rstrip("*"):
-        return fnmatch(relpath.rsplit("/", 1)[-1], pattern) or any(
-            fnmatch(part, pattern.rstrip("/*") or pattern) for part in relpath.split("/")[:-1]
-        )
-    if pattern.startswith("**/"):
-        return fnmatch(relpath, pattern[3:])
-    return fnmatch(relpath, pattern.rstrip("/") + "/*")
-
-
 # --- value parsers -----------------------------------------------------------------------
 
 
@@ -255,8 +234,8 @@ def _version(value: Any, where: str) -> str:
 
 
 def glob_problem(pattern: str) -> str | None:
-    """Why `pattern` is not a usable glob (fnmatch accepts anything and then matches nothing),
-    or None."""
+    """Why `pattern` is not a usable glob (tpulint.config.globs), or None: an unclosed or
+    reversed character class would otherwise match nothing, silently."""
     if not pattern.strip():
         return "an empty pattern matches nothing"
     index = 0

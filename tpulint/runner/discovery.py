@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import codecs
 import errno
-import fnmatch
 import functools
 import io
 import os
-import re
 import stat
 import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpulint.config.settings import Config, path_matches
+from tpulint.config.globs import Globs
+from tpulint.config.settings import Config
 from tpulint.datatypes.diagnostics import Diagnostic, Location, Severity
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -197,33 +196,26 @@ class _Walker:
     def __init__(self, config: Config, cwd: Path) -> None:
         self.config = config
         self.cwd = cwd
-        self.excludes = (*config.exclude, *config.extend_exclude)
-        names = [p.rstrip("/") for p in self.excludes if "/" not in p.rstrip("/")]
-        # One compiled regex for all name patterns: the walk tests every entry against it.
-        self.name_pattern = (
-            re.compile("|".join(fnmatch.translate(n) for n in names)) if names else None
-        )
-        self.path_patterns = [p for p in self.excludes if "/" in p.rstrip("/")]
+        self.excludes = Globs((*config.exclude, *config.extend_exclude))
+        self.root = str(config.root).rstrip(os.sep) + os.sep
         self.gitignores: dict[Path, GitIgnore] = {}
         self.repo_roots: dict[str, Path | None] = {}
         self.problems: list[Diagnostic] = []
         self.notices: list[str] = []
         self.seen_dirs: set[tuple[int, int]] = set()
 
-    def excluded(self, path: Path) -> bool:
-        """Patterns without a `/` match a file or folder name (`build`, `*_pb2.py`); others
-        match the path relative to the project root (`tests/fixtures`). Folders are checked
-        as the walk meets them, so a folder named on the command line is never excluded by
-        its own name."""
-        if self.name_pattern is not None and self.name_pattern.match(path.name):
-            return True
-        if not self.path_patterns:
-            return False
-        try:
-            relative = path.relative_to(self.config.root).as_posix()
-        except ValueError:
-            return False
-        return any(path_matches(relative, pattern) for pattern in self.path_patterns)
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        """Whether `exclude`/`extend-exclude` match the path itself (tpulint.config.globs),
+        relative to the project root; outside it, only patterns that are plain names apply.
+        Folders are checked as the walk meets them, so a folder named on the command line is
+        never excluded by its own name."""
+        excludes = self.excludes
+        if not excludes.patterns:
+            return path.name in excludes.names
+        text = str(path)
+        if not text.startswith(self.root):
+            return path.name in excludes.names
+        return excludes.match(text[len(self.root) :], is_dir, itself=True)
 
     def gitignored(self, path: Path, is_dir: bool) -> bool:
         if not self.config.respect_gitignore:
@@ -281,7 +273,7 @@ class _Walker:
                     self.problems.append(unreadable(display_path(path, self.cwd), _reason(exc)))
                     continue
                 if is_dir:
-                    if self.excluded(path) or self.gitignored(path, True):
+                    if self.excluded(path, True) or self.gitignored(path, True):
                         continue
                     subdirs.append(path)
                 elif entry.name.endswith(PYTHON_SUFFIXES):
@@ -290,7 +282,7 @@ class _Walker:
                             unreadable(display_path(path, self.cwd), "broken symlink")
                         )
                         continue
-                    if self.excluded(path) or self.gitignored(path, False):
+                    if self.excluded(path, False) or self.gitignored(path, False):
                         continue
                     try:
                         regular = entry.is_file()  # follows symlinks; never opens the file
@@ -371,7 +363,7 @@ def _loops(path: Path) -> bool:
 def _excluded_explicit(walker: _Walker, path: Path) -> bool:
     """For --force-exclude: a named file is excluded if it, or a folder between the project
     root and it, is excluded or gitignored."""
-    if walker.excluded(path) or walker.gitignored(path, False):
+    if walker.excluded(path, False) or walker.gitignored(path, False):
         return True
     try:
         relative = path.relative_to(walker.config.root)
@@ -380,7 +372,7 @@ def _excluded_explicit(walker: _Walker, path: Path) -> bool:
     current = walker.config.root
     for part in relative.parts[:-1]:
         current = current / part
-        if walker.excluded(current) or walker.gitignored(current, True):
+        if walker.excluded(current, True) or walker.gitignored(current, True):
             return True
     return False
 
