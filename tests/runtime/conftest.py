@@ -6,6 +6,10 @@ failure, so the suite can never pass in CI by skipping.
 
 Each scenario trains once (a module-scoped fixture in its test module) and every assertion
 about it reads that one report. The wall time of every verify run is printed at the end.
+
+Verdict scenarios run in every layout of verify_helpers.LAYOUTS (the cores as threads, and as
+a v5e-8's processes); TPULINT_TEST_LAYOUTS=threads (a comma-separated list) runs only those,
+for a quicker local run. CI runs them all.
 """
 
 from __future__ import annotations
@@ -72,6 +76,22 @@ def _runtime_marker_needs_xla(request: pytest.FixtureRequest) -> None:
     # Every `runtime` test needs torch_xla, whether or not it names the fixture.
     if request.node.get_closest_marker("runtime") is not None:
         request.getfixturevalue("xla")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    chosen = os.environ.get("TPULINT_TEST_LAYOUTS")
+    if not chosen:
+        return
+    keep = {name.strip() for name in chosen.split(",")}
+    selected, deselected = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        (deselected if params.get("layout", next(iter(keep))) not in keep else selected).append(
+            item
+        )
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
 
 
 @pytest.fixture(scope="module", params=LAYOUTS)

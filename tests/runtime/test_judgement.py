@@ -130,7 +130,11 @@ def test_a_phase_switch_passes_with_a_warning(burn_in: VerifyReport) -> None:
     assert burn_in.verdict == "pass"
     assert burn_in.summary == "pass with warnings (compile stability)"
     severity, steps = _one_time(burn_in)["graph_change"]
-    assert severity == "warn" and steps == [5]  # epoch 1, after its boundary step
+    # Epoch 1, after its boundary step. Where the epoch boundary's bookkeeping goes depends
+    # on where the emulation cuts the step's graphs (the processes' host-side collectives sync
+    # elsewhere than XLA:CPU's in-graph ones): as processes, the new loss's graph is cut from
+    # the boundary's and is new at the boundary step already.
+    assert severity == "warn" and 5 in steps and set(steps) <= {4, 5}
     cause = next(c for c in burn_in.causes if c.kind == "graph_change")
     assert "a phase switch" in cause.message and "reused later without compiling" in cause.message
 
