@@ -111,6 +111,7 @@ class Monitor:
             self._roots = list(event.get("roots") or [])
         elif kind == "train_start":
             self.trained = True
+            self.last_progress = max(self.last_progress, now)  # setup is not a stall
             self.world = int(event.get("world_size") or 1)
             self._seen |= {g["hash"] for g in event["graphs"].get("compiled", [])}
         elif kind in ("eval_start", "train_end"):
@@ -215,8 +216,15 @@ class Monitor:
         self.next_stall_check = now + self.stall_limit()
         return True
 
-    def judge_stacks(self, now: float) -> Ending | None:
-        """After every process dumped its stacks: a hang, or carry on."""
+    def confirm_delay(self) -> float:
+        """How long a suspected hang is watched before it is one."""
+        return max(3.0, min(self.stall_limit() / 2, 30.0))
+
+    def judge_stacks(self, now: float, earlier: stack_dumps.Snapshot | None = None):
+        """After every process dumped its stacks: a hang, or carry on. A hang needs cores
+        waiting for others that are elsewhere, twice: `earlier` is the first look; the
+        second, `confirm_delay()` later with no core's progress in between, must find the
+        cores elsewhere at the same frames (a core slow at its line moves on)."""
         self.stall_checks += 1
         self.next_stall_check = now + self.stall_limit()
         if compiling(self.run_dir) is not None:
@@ -228,8 +236,17 @@ class Monitor:
             seconds=round(now - self.last_progress, 1),
             waiting=waiting,
             elsewhere=elsewhere,
+            confirming=earlier is not None,
         )
         if waiting and elsewhere:
+            if earlier is None:
+                return shot  # a suspect: look again, later
+            unmoved = all(
+                rank in earlier.cores and earlier.cores[rank].frames == shot.cores[rank].frames
+                for rank in elsewhere
+            )
+            if not unmoved:
+                return None
             return Ending(
                 "hung",
                 f"no core made progress for {now - self.last_progress:.0f}s",

@@ -33,6 +33,7 @@ from typing import Any
 
 from tpulint.runtime.environment import PARENT_FD_VARIABLE, Backend, child_environment
 from tpulint.runtime.events import read_events
+from tpulint.runtime.judge import stacks as stack_dumps
 from tpulint.runtime.monitor import Ending, Monitor
 from tpulint.runtime.spec import EXIT_COULD_NOT_RUN, EXIT_FINISHED, RunSpec
 
@@ -132,15 +133,40 @@ def _follow(process: subprocess.Popen[bytes], monitor: Monitor, run_dir: Path) -
         if monitor.stalled(now):
             if monitor.compiling_now(now):
                 continue  # compiling is progress, however long it takes
-            _dump_stacks(process.pid, run_dir)
-            monitor.poll(time.monotonic())
-            ending = monitor.judge_stacks(time.monotonic())
+            ending = _look_at_the_stacks(process, monitor, run_dir)
             if ending is not None:
                 return ending
         if now >= monitor.deadline():
             _dump_stacks(process.pid, run_dir)
             monitor.poll(time.monotonic())
             return monitor.at_deadline(time.monotonic())
+
+
+def _look_at_the_stacks(
+    process: subprocess.Popen[bytes], monitor: Monitor, run_dir: Path
+) -> Ending | None:
+    """Twice, `monitor.confirm_delay()` apart: cores elsewhere at the same frames both times,
+    with no progress in between, while others wait for them, is a hang."""
+    _dump_stacks(process.pid, run_dir)
+    monitor.poll(time.monotonic())
+    first = monitor.judge_stacks(time.monotonic())
+    if not isinstance(first, stack_dumps.Snapshot):
+        return first
+    progress = monitor.last_progress
+    deadline = time.monotonic() + monitor.confirm_delay()
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return None
+        time.sleep(_POLL)
+        monitor.poll(time.monotonic())
+        if monitor.last_progress != progress or monitor.ending is not None:
+            return monitor.ending  # progress: not a hang
+    _dump_stacks(process.pid, run_dir)
+    monitor.poll(time.monotonic())
+    if monitor.last_progress != progress:
+        return None
+    second = monitor.judge_stacks(time.monotonic(), earlier=first)
+    return second if isinstance(second, Ending) else None
 
 
 def _dump_stacks(pgid: int, run_dir: Path) -> None:

@@ -315,13 +315,29 @@ def tpu_precision(events: list[dict[str, Any]], spec: RunSpec) -> str | None:
 def _partly_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) -> None:
     """A run cut short while it kept working (too slow for --timeout, a recorded run that did
     not finish): what it recorded is judged (the shards of its epochs, its batches, its
-    transfers and fallbacks per step), and says how far it got; compile stability, which needs
-    the run's last epochs, is not judged unless it already failed."""
+    transfers and fallbacks per step), and says how far it got. Compile stability needs the
+    run's last whole epochs: only what fails whatever comes next (an op whose output size
+    varied, cores whose collectives differed) is kept; new graphs in a cut-off epoch are not a
+    verdict."""
     so_far = f" (as far as the run got: {plural(len(rows), 'training step')})"
+    lasting = ("data_dependent_shape", "diverged_replicas")
+    report.causes = [
+        c
+        for c in report.causes
+        if not (c.check == "compile_stability" and c.severity == "fail" and c.kind not in lasting)
+    ]
     for check in report.checks.values():
-        if check.name == "compile_stability" and check.status != "fail":
-            check.status = "skipped"
-            check.summary = f"not judged: {outcome.detail}"
+        if check.name == "compile_stability":
+            failing = [c for c in report.causes_for(check.name) if c.severity == "fail"]
+            if failing:
+                words = {"data_dependent_shape": "data-dependent shapes"}
+                label = words.get(failing[0].kind, "replica graphs diverged")
+                where = f" at {failing[0].location}" if failing[0].location else ""
+                check.status = "fail"
+                check.summary = f"{label}{where}{so_far}"
+            else:
+                check.status = "skipped"
+                check.summary = f"not judged: {outcome.detail}"
         elif check.status != "skipped":
             check.summary += so_far
 
