@@ -118,7 +118,12 @@ class Monitor:
             self._seen |= {g["hash"] for g in event["graphs"].get("compiled", [])}
         elif kind in ("step", "eval_step"):
             self.last_progress = now
-            self.slowest = max(self.slowest, float(event.get("seconds") or 0.0))
+            # The compiles of warm-up and of a loop's first run are not the step's pace (and a
+            # compilation in progress is never looked into anyway).
+            if (kind == "step" and int(event["step"]) >= self.spec.warmup) or (
+                kind == "eval_step" and event.get("run")
+            ):
+                self.slowest = max(self.slowest, float(event.get("seconds") or 0.0))
             if kind == "step" and self.first_step is None:
                 self.first_step = now
             self._note_row(event)

@@ -247,6 +247,18 @@ class Recorder:
             self.events.write("eval_start", stage=stage, run=run, **evidence)
         state.last = time.perf_counter()
 
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        self._eval_end("validate")
+
+    def _eval_end(self, stage: str) -> None:
+        """What the process did after the loop's last batch (Lightning's end-of-run
+        bookkeeping) belongs to that run, not to the next training step."""
+        run = self._core().eval_runs.get(stage, 0)
+        evidence = self.evidence.arrive((stage, "end", run))
+        if evidence is not None and (evidence["graphs"]["compiled"] or evidence["counters"]):
+            self.events.write("eval_end", stage=stage, run=run, **evidence)
+        self._core().last = time.perf_counter()
+
     def on_validation_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
     ) -> None:
@@ -348,6 +360,7 @@ class Recorder:
         self._stop_tracing()
 
     def on_test_end(self, trainer: Any, pl_module: Any) -> None:
+        self._eval_end("test")
         self._stop_tracing()
 
     def _start_tracing(self) -> None:

@@ -73,7 +73,7 @@ def follow_graphs(events: list[dict[str, Any]], rows: dict[str, list[StepRow]]) 
             seconds[(*process, int(index))] = float(value)
         for index, memory in data.get("sizes", []):
             sizes[(*process, int(index))] = memory
-        row = by_key.get(id(event)) if event["kind"] in _ROW_KINDS else None
+        row = by_key.get(id(event)) if event["kind"] in (*_ROW_KINDS, "eval_end") else None
         for compiled in data.get("compiled", []):
             graph = graphs.get(compiled["hash"])
             if graph is None:
@@ -108,7 +108,13 @@ def _rows_by_event(
     train = {row.step: row for row in rows.get("train", [])}
     found: dict[int, StepRow] = {}
     eval_index: dict[str, dict[tuple[Any, ...], int]] = {}
+    last_of_run: dict[tuple[Any, Any], StepRow] = {}
     for event in events:
+        if event["kind"] == "eval_end":  # the run's bookkeeping: its last row
+            last = last_of_run.get((event.get("stage", "validate"), event.get("run")))
+            if last is not None:
+                found[id(event)] = last
+            continue
         if event["kind"] == "step":
             row = train.get(event["step"])
         elif event["kind"] == "eval_step":
@@ -118,6 +124,10 @@ def _rows_by_event(
             index = keys.setdefault(key, len(keys))
             stage_rows = rows.get(stage, [])
             row = stage_rows[index] if index < len(stage_rows) else None
+            if row is not None:
+                previous = last_of_run.get((stage, event.get("run")))
+                if previous is None or previous.batch_idx <= row.batch_idx:
+                    last_of_run[(stage, event.get("run"))] = row
         else:
             continue
         if row is not None:

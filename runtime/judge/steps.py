@@ -66,13 +66,30 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     order: list[tuple[Any, ...]] = []
     seen: set[str] = set()
+    last_of_run: dict[tuple[Any, Any], tuple[Any, ...]] = {}  # (stage, run) -> its last row
     for event in events:
         if event["kind"] in ("train_start", "train_end", "eval_start"):
             seen.update(g["hash"] for g in (event.get("graphs") or {}).get("compiled", []))
             continue
+        if event["kind"] == "eval_end":
+            # after a run's last batch: the run's bookkeeping, in its last row
+            key = last_of_run.get((event.get("stage"), event.get("run")))
+            if key is not None:
+                for name, value in (event.get("counters") or {}).items():
+                    merged[key]["counters"][name] += value
+                for graph in (event.get("graphs") or {}).get("compiled", []):
+                    if graph["hash"] not in seen:
+                        seen.add(graph["hash"])
+                        merged[key]["graphs"].append(graph["hash"])
+            continue
         if event["kind"] not in _ROW_KINDS:
             continue
         key = _row_key(event)
+        if event["kind"] == "eval_step":
+            run_key = (event.get("stage"), event.get("run"))
+            previous = last_of_run.get(run_key)
+            if previous is None or merged[previous]["batch_idx"] <= event["batch_idx"]:
+                last_of_run[run_key] = key
         row = merged.get(key)
         if row is None:
             row = merged[key] = {
