@@ -17,7 +17,8 @@ CODE = """
 import json, sys
 before = set(sys.modules)
 import tpulint.lightning
-light = not any(m.split(".")[0] in ("torch", "lightning", "pytorch_lightning") for m in set(sys.modules) - before)
+heavy = ("torch", "lightning", "pytorch_lightning")
+light = not any(m.split(".")[0] in heavy for m in set(sys.modules) - before)
 import lightning.pytorch as L
 import pytorch_lightning as pl
 from tpulint.lightning import TPUReadiness
