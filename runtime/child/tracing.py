@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,31 @@ _SHAPE_OPS: dict[Any, str] = {
     torch.bincount: "bincount",
     Tensor.bincount: "bincount",
 }
+
+
+def _call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return func(*args, **kwargs)  # the line right after the def: see _as_caller
+
+
+_CALLERS: dict[tuple[str, int, str], Callable[..., Any]] = {}
+
+
+def _as_caller(frame: types.FrameType) -> Callable[..., Any]:
+    """`_call` dressed as the line that called the torch function. torch_xla records the
+    innermost Python frame of every op it traces (XLA_IR_DEBUG, hlo_dump.py) as the op's
+    source line; without this, every op the tracer passes on would be placed at the tracer's
+    own `func(*args, **kwargs)` instead of the user's line. One code object per call site."""
+    key = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    caller = _CALLERS.get(key)
+    if caller is None:
+        code = _call.__code__.replace(
+            co_filename=key[0],
+            co_firstlineno=max(key[1] - 1, 0),  # the call is on the next line
+            co_name=key[2],
+            co_qualname=key[2],
+        )
+        caller = _CALLERS[key] = types.FunctionType(code, {})
+    return caller
 
 
 def _is_xla(value: Any) -> bool:
@@ -124,13 +150,13 @@ class OpTracer(TorchFunctionMode):
             elif self.ledger.fallback_counters:
                 return self._maybe_fallback(func, args, kwargs)
             else:
-                return func(*args, **kwargs)
+                return _as_caller(sys._getframe(1))(func, args, kwargs)
         if not args or not _is_xla(args[0]):
-            return func(*args, **kwargs)
+            return _as_caller(sys._getframe(1))(func, args, kwargs)
         site = self.ledger.code.site_of(sys._getframe(1))
         if op is not None:
             before = self.uncached_compiles()
-            result = func(*args, **kwargs)
+            result = _as_caller(sys._getframe(1))(func, args, kwargs)
             if site is not None:
                 # Compiles during the read are the graph that produces the value (an implicit
                 # sync); the process counter can also catch another replica's compile, which
@@ -140,7 +166,7 @@ class OpTracer(TorchFunctionMode):
                     reader = None
                 self.ledger.transfer(op, site, self.uncached_compiles() - before, reader)
             return result
-        result = func(*args, **kwargs)
+        result = _as_caller(sys._getframe(1))(func, args, kwargs)
         if site is not None:
             self.ledger.shape_op(
                 kind, site, None if kind == "boolean_mask_assign" else _shape(result)
@@ -153,12 +179,12 @@ class OpTracer(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         counters = self.ledger.fallback_counters.get(name.lstrip("_")) if name else None
         if not counters:
-            return func(*args, **kwargs)
+            return _as_caller(sys._getframe(2))(func, args, kwargs)
         import torch_xla
 
         value = torch_xla._XLAC._xla_counter_value
         before = {c: value(c) or 0 for c in counters}
-        result = func(*args, **kwargs)
+        result = _as_caller(sys._getframe(2))(func, args, kwargs)
         ran = [c for c in counters if (value(c) or 0) > before[c]]
         if ran:
             site = self.ledger.code.site_of(sys._getframe(2))
