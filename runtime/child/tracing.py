@@ -78,7 +78,9 @@ def _as_caller(frame: types.FrameType) -> Callable[..., Any]:
             co_name=key[2],
             co_qualname=key[2],
         )
-        caller = _CALLERS[key] = types.FunctionType(code, {})
+        # The caller's globals: code that looks at the calling frame (warnings' module name
+        # and registry, builtins) sees the caller's module, as it would without the tracer.
+        caller = _CALLERS[key] = types.FunctionType(code, frame.f_globals)
     return caller
 
 

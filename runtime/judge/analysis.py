@@ -24,6 +24,7 @@ from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.graph_causes import GraphCauses
 from tpulint.runtime.judge.graphs import follow_graphs
 from tpulint.runtime.judge.report import ERROR, FAIL, PASS, Cause, StepRow, VerifyReport
 from tpulint.runtime.judge.steps import build_all_rows
@@ -140,6 +141,7 @@ def analyze(
         outcome.events,
         [c for c in from_run if c.check == "compile_stability"],
         graphs,
+        GraphCauses(ctx, spec.run_dir, outcome.events, all_rows),
     )
     sharding, sharding_causes, shards = check_sharding(
         ctx, rows, outcome.events, Path(spec.run_dir)
