@@ -19,8 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import torch
 from lightning.pytorch import Callback
+from tpulint.runtime.child import batch_tensors
 from tpulint.runtime.child.graphs import GraphLog
 from tpulint.runtime.child.ledger import Ledger
 from tpulint.runtime.child.tracing import OpTracer, fallback_name
@@ -82,25 +82,6 @@ def uncached_compiles() -> int:
 
 def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in now.items() if v != before.get(k, 0)}
-
-
-def _batch_shapes(batch: Any, limit: int = 8) -> list[list[int]]:
-    shapes: list[list[int]] = []
-
-    def visit(item: Any) -> None:
-        if len(shapes) >= limit:
-            return
-        if isinstance(item, torch.Tensor):
-            shapes.append(list(item.shape))
-        elif isinstance(item, dict):
-            for value in item.values():
-                visit(value)
-        elif isinstance(item, (list, tuple)):
-            for value in item:
-                visit(value)
-
-    visit(batch)
-    return shapes
 
 
 def _raised_by_tpulint(exc: BaseException) -> bool:
@@ -237,7 +218,7 @@ class StepRecorder(Callback):
     def on_train_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
     ) -> None:
-        self.ledger.batch(_batch_shapes(batch))
+        self.ledger.batch(batch_tensors.record(batch, self.events, "train"))
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         self.ledger.optimizer_step()
@@ -312,7 +293,7 @@ class StepRecorder(Callback):
     def on_validation_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
     ) -> None:
-        self.ledger.batch(_batch_shapes(batch))
+        self.ledger.batch(batch_tensors.record(batch, self.events, self.ledger.stage()))
 
     on_test_batch_start = on_validation_batch_start
 
