@@ -279,6 +279,24 @@ _RAISED_WHERE = {
 def _raised(ctx: Context, outcome: RunOutcome) -> Cause:
     """The exception is a failure, not a could-not-run: it raises on a TPU too."""
     error = root_errors(outcome.events)[0]
+    stale = outcome.first("stale_optimizer")
+    if error["type"] == "StaleOptimizerParameters" and stale is not None:
+        site = stale.get("site") or next(
+            (
+                e["site"]
+                for e in outcome.all("optimizer_built")
+                if e["optimizer"] == stale["optimizer"] and e["params"] == stale.get("params")
+            ),
+            None,
+        )
+        return ctx.cause(
+            "run",
+            "stale_optimizer",
+            "fail",
+            f"before the first step: {stale['message']}",
+            site,
+            cores=sorted({e["rank"] for e in outcome.all("stale_optimizer")}),
+        )
     message = brief(error["message"]) if error["message"] else ""
     text = f"{error['type']}: {message}" if message else error["type"]
     rank = error.get("rank")
