@@ -39,7 +39,7 @@ from tpulint.runtime.spec import (
 def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
     """What records the run and does not depend on which Lightning package the module uses:
     installed before the user's code is imported (see run())."""
-    from tpulint.runtime.child import cores
+    from tpulint.runtime.child import cores, optimizers
     from tpulint.runtime.child.graphs import DEBUG_FILE, GraphLog
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
@@ -67,6 +67,7 @@ def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
         workarounds.install()
         recorder.on_abort.append(workarounds.abort)
     record_collectives(ledger)
+    optimizers.install(log, code)
     cores.install(ledger)
     SamplerRecorder(ledger, spec.run_dir).install()
     return recorder
@@ -238,6 +239,9 @@ def run(spec: RunSpec, log: EventLog) -> int:
     # gets the recorded ones. The target's package joins the user's code once it is known.
     code = CodeFilter(_early_roots(spec))
     recorder = _install_recorders(spec, log, code)
+    from tpulint.runtime.child.optimizers import OptimizerCheck
+
+    extra.append(OptimizerCheck())
     loaded = targets.load(spec)
     code.add_roots(loaded.roots)
     _install_package_hooks(recorder, loaded.package)
@@ -287,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     # run (the forked replica process inherits the handler) dumps its stack to stderr, which
     # is how a hang gets a user file:line.
     faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    # A replica that dies of a signal (SIGSEGV in a native extension, SIGABRT in XLA) dumps
+    # every thread's stack too: the judge finds the core, the step and the user's line in it.
+    faulthandler.enable(all_threads=True)
     log.write("child_start", pid=os.getpid(), thread=threading.get_ident())
     try:
         return run(spec, log)
