@@ -24,7 +24,7 @@ from tpulint.runtime.child import batch_tensors
 from tpulint.runtime.child.graphs import GraphLog
 from tpulint.runtime.child.ledger import Ledger
 from tpulint.runtime.child.tracing import OpTracer, fallback_name
-from tpulint.runtime.errors import CoreOutOfData, ReplicasOutOfStep
+from tpulint.runtime.errors import CoreOutOfData, ReplicasOutOfStep, VerdictError
 from tpulint.runtime.events import EventLog
 from tpulint.runtime.frames import is_tpulint_frame
 from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, steady_window, window_is_steady
@@ -89,7 +89,7 @@ def _raised_by_tpulint(exc: BaseException) -> bool:
     its innermost frame is tpulint's and it is none of the exceptions tpulint raises on
     purpose. (An exception from a torch op the user called through the op tracer has the
     tracer as innermost Python frame, but the user's frame is on the stack too.)"""
-    if isinstance(exc, (CoreOutOfData, ReplicasOutOfStep, threading.BrokenBarrierError)):
+    if isinstance(exc, (VerdictError, threading.BrokenBarrierError)):
         return False
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
