@@ -135,6 +135,7 @@ def _trainer(
     """The Trainer: the user's arguments (their --config `trainer:` section, then
     --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
     are listed with their reasons); what was overridden goes to the event log for the report."""
+    from tpulint.runtime.child import stand_ins
     from tpulint.runtime.child.accelerator import trainer_accelerator
     from tpulint.runtime.child.flavour import with_base
     from tpulint.runtime.trainer_args import Override, check_names, merge, own_settings
@@ -157,6 +158,7 @@ def _trainer(
         emulated=spec.device == "CPU",
         eval_steps=spec.val_steps,
     )
+    extra = [*extra, stand_ins.CallbackStandIns(package, log)]
     callbacks = [with_base(c, package.Callback) for c in (recorder, *extra)]
     args = merge(requested, own, callbacks)
     args.overridden += [
@@ -175,7 +177,7 @@ def _trainer(
         **shown,
     )
     try:
-        trainer = trainer_class(**args.used)
+        trainer = trainer_class(**stand_ins.resolve(args.used, package, spec.run_dir))
     except (Exception, SystemExit) as exc:
         asked = ", ".join(sorted(requested)) or "none"
         raise VerifyError(
