@@ -43,8 +43,9 @@ class HostOp:
     backward: tuple[str, ...] = ()
 
 
-def _no_kernel(what: str) -> str:
-    return f"{what} has no XLA kernel in torch_xla 2.9 (no entry in {NATIVE_FUNCTIONS})"
+def _no_kernel(what: str, many: bool = False) -> str:
+    verb = "have" if many else "has"
+    return f"{what} {verb} no XLA kernel in torch_xla 2.9 (no entry in {NATIVE_FUNCTIONS})"
 
 
 _INTERPOLATE = ("interpolate", "upsample", "upsample_nearest", "upsample_bilinear")
@@ -129,7 +130,7 @@ HOST_OPS: tuple[HostOp, ...] = (
             "polygamma",
             "special_polygamma",
         ),
-        why=_no_kernel("lgamma, digamma and polygamma")
+        why=_no_kernel("lgamma, digamma and polygamma", many=True)
         + "; torch.distributions' Gamma, Beta, Dirichlet, StudentT, Poisson and"
         " NegativeBinomial log-probabilities call them, and lgamma's gradient is digamma",
         advice=(
@@ -142,7 +143,7 @@ HOST_OPS: tuple[HostOp, ...] = (
         ops=("median", "nanmedian", "mode"),
         shows_as="`median` / `mode`",
         python=("median", "nanmedian", "mode"),
-        why=_no_kernel("median, nanmedian and mode"),
+        why=_no_kernel("median, nanmedian and mode", many=True),
         advice=(
             "`x.sort(dim).values.select(dim, (n - 1) // 2)` is torch.median's lower median,"
             " `torch.quantile(x, 0.5, dim)` the mean of the two middle values (both lowered);"
@@ -153,7 +154,7 @@ HOST_OPS: tuple[HostOp, ...] = (
         ops=("histc", "bincount"),
         shows_as="`histc` / `bincount`",
         python=("histc", "bincount", "histogram"),
-        why=_no_kernel("histc and bincount"),
+        why=_no_kernel("histc and bincount", many=True),
         advice=(
             "count with a one-hot sum over a fixed number of bins:"
             " `F.one_hot(x, num_bins).sum(0)`, or compare against the bin edges and sum"
@@ -176,7 +177,7 @@ HOST_OPS: tuple[HostOp, ...] = (
         backward=("im2col", "col2im"),
         shows_as="`F.unfold` / `F.fold` (image patches)",
         python=("unfold", "fold"),
-        why=_no_kernel("im2col and col2im"),
+        why=_no_kernel("im2col and col2im", many=True),
         advice=(
             "for non-overlapping patches reshape and permute"
             " (`x.reshape(N, C, H // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5)`); for"
@@ -198,7 +199,7 @@ HOST_OPS: tuple[HostOp, ...] = (
         ops=("searchsorted", "bucketize"),
         shows_as="`searchsorted` / `bucketize`",
         python=("searchsorted", "bucketize"),
-        why=_no_kernel("searchsorted and bucketize"),
+        why=_no_kernel("searchsorted and bucketize", many=True),
         advice="compare against the boundaries and count: `(x[..., None] > boundaries).sum(-1)`",
     ),
     HostOp(
@@ -428,7 +429,7 @@ HOST_OPS: tuple[HostOp, ...] = (
         ops=("_fft_r2c", "_fft_c2r", "_fft_c2c"),
         shows_as="an FFT",
         python=("stft", "istft", "rfft", "irfft", "fft", "ifft", "rfft2", "fft2", "rfftn"),
-        why=_no_kernel("the FFT ops"),
+        why=_no_kernel("the FFT ops", many=True),
         advice="compute the transform outside the step, or as a matrix product with a DFT matrix",
     ),
 )

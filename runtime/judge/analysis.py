@@ -125,6 +125,7 @@ def analyze(
         steps_per_epoch=spec.steps,
         user_code=CodeFilter(target.get("roots", [])),
         aliases=settings.aliases,
+        emulated=backend.emulated,
     )
     all_rows = build_all_rows(outcome.events, settings.warmup)
     rows = all_rows["train"]

@@ -67,6 +67,7 @@ def shape_op_sites(events: list[dict[str, Any]], stage: str = "train") -> list[d
                 {
                     "site": site,
                     "kind": op["kind"],
+                    "reader": op.get("reader"),
                     "count": 0,
                     "shapes": set(),
                     "steps": set(),
@@ -89,33 +90,77 @@ def _first_dims(shapes: set[str]) -> list[int]:
     return dims
 
 
+# Library functions that run a data-dependent op for the user's line and use its result on
+# the host only (it never enters a graph), with the fix.
+_KNOWN_SHAPE_READERS = (
+    (
+        "/torchmetrics/",
+        "torchmetrics checks its arguments with `unique` on every call (`validate_args=True`,"
+        " the default): pass `validate_args=False` to the metric (`accuracy(...,"
+        " validate_args=False)`, `Accuracy(..., validate_args=False)`) once the inputs are known"
+        " to be valid",
+    ),
+)
+
+
+def _known_shape_reader(reader: dict[str, Any] | None) -> str | None:
+    path = (reader or {}).get("path", "").replace("\\", "/")
+    return next((advice for marker, advice in _KNOWN_SHAPE_READERS if marker in path), None)
+
+
 def shape_causes(
-    ctx: Context, sites: list[dict[str, Any]], check: str = "compile_stability"
+    ctx: Context,
+    sites: list[dict[str, Any]],
+    check: str = "compile_stability",
+    graph_steps: set[int] | None = None,
 ) -> list[Cause]:
+    """`graph_steps`: the steps (batches) in which new graphs were compiled after warm-up;
+    a varying size that compiled none is only used on the host (a host round trip per step,
+    not a stream of graphs)."""
     causes = []
     unit, units = ("step", "steps") if check == "compile_stability" else ("batch", "batches")
     for entry in sorted(sites, key=lambda e: (e["site"]["path"], e["site"]["line"])):
         what, instead = _SHAPE_OPS.get(entry["kind"], (f"`{entry['kind']}`", ""))
+        reader = entry.get("reader")
+        known = _known_shape_reader(reader)
+        if known:
+            instead = known
+        via = ""
+        if reader:
+            via = f" (in `{reader['function']}`, {_library_path(reader['path'])}:{reader['line']})"
         dims = _first_dims(entry["shapes"])
         cores = sorted(entry["cores"])
         varying = len(set(dims)) > 1
-        if varying:
+        # Its result enters a graph unless a library only checks it on the host, or (for
+        # `unique`, which Python code usually inspects) no new graph came in its steps.
+        compiled = not known and (
+            graph_steps is None
+            or bool(graph_steps & entry["steps"])
+            or entry["kind"] not in ("unique", "unique_consecutive")
+        )
+        if varying and compiled:
             message = (
-                f"{what} has a data-dependent size ({span(dims)} seen across"
+                f"{what}{via} has a data-dependent size ({span(dims)} seen across"
                 f" {plural(len(cores), 'core')} and {plural(len(entry['steps']), unit, units)}):"
                 " each new size compiles a new graph, and torch_xla computes the size on the"
                 f" host every {unit}; {instead}"
             )
+        elif varying:
+            message = (
+                f"{what}{via} has a data-dependent size ({span(dims)} seen), computed on the"
+                f" host every {unit}; its result is only used on the host (no new graph came"
+                f" of it), so each {unit} pays a host round trip; {instead}"
+            )
         else:
             message = (
-                f"{what} needs a host round trip to size its result every {unit}"
+                f"{what}{via} needs a host round trip to size its result every {unit}"
                 f"{' (the size did not vary in this run)' if dims else ''}; {instead}"
             )
         causes.append(
             ctx.cause(
                 check,
                 "data_dependent_shape",
-                "fail" if varying else "warn",
+                "fail" if varying and compiled else "warn",
                 message,
                 entry["site"],
                 steps=sorted(entry["steps"]),
@@ -124,6 +169,14 @@ def shape_causes(
             )
         )
     return causes
+
+
+def _library_path(path: str) -> str:
+    shown = path.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in shown:
+            return shown.split(marker, 1)[1]
+    return shown
 
 
 def steps_after_warmup(rows: list[StepRow], warmup: int) -> dict[int, int]:
@@ -154,7 +207,8 @@ def check_compiles(
     graphs = graphs or []
     causes: list[Cause] = list(extra)
     sites = shape_op_sites(events)
-    causes += shape_causes(ctx, sites)
+    graph_steps = {r.step for r in rows if r.phase != "warmup" and r.new_graphs}
+    causes += shape_causes(ctx, sites, graph_steps=graph_steps)
     varying = any(c.kind == "data_dependent_shape" and c.severity == "fail" for c in causes)
 
     train_graphs = [g for g in graphs if g.row is not None and g.row.stage == "train"]
