@@ -64,13 +64,34 @@ class GraphCauses:
         if not modules:
             return
         by_event = graph_diff.modules_by_event(modules, events)
-        ordered = sorted(modules, key=lambda m: (m.mtime, m.number))
-        position = {id(m): i for i, m in enumerate(ordered)}
-        for event_id, row in rows_by_event(events, rows).items():
+        row_of = rows_by_event(events, rows)
+        stage_of: dict[int, str] = {}
+        for event_id, found in by_event.items():
+            row = row_of.get(event_id)
+            for module in found:
+                stage_of[id(module)] = row.stage if row is not None else "setup"
+        # Each module against the earlier ones of its own loop (a training graph is never
+        # compared with a validation graph), and the lines any of them ran.
+        earlier: dict[str, list[graph_diff.HloModule]] = {}
+        lines: dict[str, set[tuple[str | None, int | None]]] = {}
+        diff_of: dict[int, graph_diff.GraphDiff] = {}
+        for module in sorted(modules, key=lambda m: (m.mtime, m.number)):
+            stage = stage_of.get(id(module), "setup")
+            before = earlier.setdefault(stage, [])
+            seen = lines.setdefault(stage, set())
+            if before:
+                found_diff = graph_diff.diff(module, before)
+                found_diff.new_lines = {
+                    (c.path, c.line) for c in found_diff.changes if c.what == "added"
+                } - seen
+                diff_of[id(module)] = found_diff
+            before.append(module)
+            seen.update((i.path, i.line) for i in module.instructions)
+        for event_id, row in row_of.items():
             late = row.stage != "train" or row.phase != "warmup"
             for module in by_event.get(event_id, []) if late else []:
-                earlier = ordered[: position[id(module)]]
-                self._diffs.setdefault(id(row), []).append(graph_diff.diff(module, earlier))
+                if id(module) in diff_of:
+                    self._diffs.setdefault(id(row), []).append(diff_of[id(module)])
 
     @property
     def available(self) -> bool:
@@ -87,7 +108,15 @@ class GraphCauses:
         if not diffs:
             return None
         user = self.ctx.user_code
-        changes = [(d, c) for d in diffs for c in d.changes]
+        # A graph of other ops is evidence of other code only where it runs lines that no
+        # earlier graph of the loop ran (a graph cut at another place, Lightning's bookkeeping
+        # joining a step, move the same lines between graphs).
+        changes = [
+            (d, c)
+            for d in diffs
+            for c in d.changes
+            if d.kind != "structure" or (c.path, c.line) in d.new_lines
+        ]
         mine = [(d, c) for d, c in changes if c.path and user is not None and user.is_user(c.path)]
         inputs = [(d, i) for d in diffs for i in d.inputs]
         # Inputs of other shapes change the shapes of every op downstream: the batch is the
@@ -120,8 +149,7 @@ class GraphCauses:
         code = _source(first.path, first.line)
         quoted = f" (`{code}`)" if code else ""
         if first_diff.kind == "structure":
-            added = any(c.what == "added" for c in at)
-            verb = "gained" if added else "lost"
+            verb = "gained"
             others = sorted(
                 {
                     f":{c.line}"

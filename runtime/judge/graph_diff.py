@@ -84,6 +84,8 @@ class GraphDiff:
     against: HloModule | None
     changes: list[Change] = field(default_factory=list)
     inputs: list[tuple[int, str, str]] = field(default_factory=list)  # (index, before, after)
+    # Lines of added ops that no earlier graph of the loop ran (set by the caller).
+    new_lines: set[tuple[str | None, int | None]] = field(default_factory=set)
 
 
 # --- parsing --------------------------------------------------------------------------------
