@@ -18,6 +18,7 @@ from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.judge.attribution import RuleIndex
 from tpulint.runtime.judge.check_batches import check_batches, loader_site
 from tpulint.runtime.judge.check_compiles import check_compiles, window_rows
+from tpulint.runtime.judge.check_distributed import check_distributed
 from tpulint.runtime.judge.check_eval import check_eval
 from tpulint.runtime.judge.check_fallbacks import check_fallbacks
 from tpulint.runtime.judge.check_run import run_causes
@@ -41,6 +42,7 @@ CHECK_LABELS = {
     "batch_geometry": "batch geometry",
     "validation": "validation",
     "test": "test",
+    "distributed": "torch.distributed",
 }
 
 
@@ -171,6 +173,10 @@ def analyze(
         + transfer_causes
         + batch_causes
     )
+    distributed = check_distributed(ctx, outcome.events)
+    if distributed is not None:
+        report.checks["distributed"] = distributed[0]
+        report.causes += distributed[1]
     for stage in ("validate", "test"):
         judged = check_eval(
             ctx, stage, all_rows.get(stage, []), outcome.events, graphs, Path(spec.run_dir)
