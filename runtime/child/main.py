@@ -39,7 +39,7 @@ from tpulint.runtime.spec import (
 def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
     """What records the run and does not depend on which Lightning package the module uses:
     installed before the user's code is imported (see run())."""
-    from tpulint.runtime.child import cores, optimizers
+    from tpulint.runtime.child import cores, distributed, optimizers
     from tpulint.runtime.child.graphs import DEBUG_FILE, GraphLog
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
@@ -68,6 +68,7 @@ def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
         recorder.on_abort.append(workarounds.abort)
     record_collectives(ledger)
     optimizers.install(log, code)
+    distributed.install(log, code)
     cores.install(ledger)
     SamplerRecorder(ledger, spec.run_dir).install()
     return recorder
