@@ -10,7 +10,16 @@ import inspect
 
 from tpulint.rule import Rule
 
-from . import data_pipeline, dynamic_shapes, host_sync, opt_in, precision, trainer_config, xla_api
+from . import (
+    data_pipeline,
+    dynamic_shapes,
+    host_sync,
+    opt_in,
+    precision,
+    torch_distributed,
+    trainer_config,
+    xla_api,
+)
 
 FAMILY_MODULES = (
     trainer_config,
@@ -19,6 +28,7 @@ FAMILY_MODULES = (
     data_pipeline,
     precision,
     xla_api,
+    torch_distributed,  # TPU505, in the xla_api family; its own module (see its docstring)
     opt_in,
 )
 

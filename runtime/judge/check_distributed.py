@@ -118,7 +118,7 @@ def check_distributed(
                         " each core computes with its own batch only (a different training"
                         f" than with DDP on GPUs); use {instead}",
                         site,
-                        codes=("TPU503",),
+                        codes=("TPU505",),
                     )
                 )
                 continue
