@@ -49,8 +49,10 @@ def install(log: EventLog, code: CodeFilter) -> None:
         site = code.site_of(frame, fallback=False) if frame is not None else None
         if site is None:
             return
+        # Not `_tpulint_built_at`: the recorder takes an object with that attribute in a failing
+        # frame for the user's DataLoader.
         with contextlib.suppress(AttributeError):  # an optimizer with __slots__
-            self._tpulint_built_at = site.to_json()
+            self._tpulint_optimizer_site = site.to_json()
         # Also in the log: Optimizer.__getstate__ keeps only its state and param groups, so
         # the attribute does not survive the pickling into the replica processes.
         log.write(
@@ -98,7 +100,7 @@ class OptimizerCheck:
             if not stale:
                 continue
             devices = sorted({str(p.device) for p in stale})
-            built = getattr(optimizer, "_tpulint_built_at", None)
+            built = getattr(optimizer, "_tpulint_optimizer_site", None)
             message = (
                 f"{type(optimizer).__name__} (optimizer {index}) holds {len(stale)} of its"
                 f" {len(params)} parameters on {', '.join(devices)}, none of them a parameter"

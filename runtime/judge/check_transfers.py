@@ -357,7 +357,7 @@ def _unexplained(
                 "host_shape_computation",
                 "warn",
                 f"{plural(rate, 'transfer')} per {unit} per core: torch_xla runs"
-                f" {', '.join(c.removeprefix('aten::') for c in shape_ops)} on the host to size"
+                f" {', '.join(shape_ops)} on the host to size"
                 " the result of this line",
                 entry["site"],
                 steps=sorted(entry["steps"]),

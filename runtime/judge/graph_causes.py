@@ -87,11 +87,46 @@ class GraphCauses:
                 diff_of[id(module)] = found_diff
             before.append(module)
             seen.update((i.path, i.line) for i in module.instructions)
+        # A graph that only validation's or test's lines changed in is that loop's leftover
+        # (its last step's work synced at the loop's end, in the next training row), not a
+        # change of the training step.
+        eval_lines = {
+            (i.path, i.line)
+            for m in modules
+            if stage_of.get(id(m)) in ("validate", "test")
+            for i in m.instructions
+        }
+        warm_lines = {
+            (i.path, i.line)
+            for event_id, row in row_of.items()
+            if row.stage == "train" and row.phase == "warmup"
+            for m in by_event.get(event_id, [])
+            for i in m.instructions
+        }
         for event_id, row in row_of.items():
             late = row.stage != "train" or row.phase != "warmup"
             for module in by_event.get(event_id, []) if late else []:
-                if id(module) in diff_of:
-                    self._diffs.setdefault(id(row), []).append(diff_of[id(module)])
+                found_diff = diff_of.get(id(module))
+                if found_diff is None:
+                    continue
+                user = ctx.user_code
+                mine = {
+                    (i.path, i.line)
+                    for i in module.instructions
+                    if i.path and user is not None and user.is_user(i.path)
+                }
+                if row.stage == "train" and mine and mine <= eval_lines and not mine & warm_lines:
+                    continue  # a graph of validation's or test's code only
+                if row.stage == "train" and found_diff.changes:
+                    kept = [
+                        c
+                        for c in found_diff.changes
+                        if (c.path, c.line) not in eval_lines or (c.path, c.line) in warm_lines
+                    ]
+                    if not kept:
+                        continue  # every difference is in validation's or test's code
+                    found_diff.changes = kept
+                self._diffs.setdefault(id(row), []).append(found_diff)
 
     @property
     def available(self) -> bool:

@@ -259,10 +259,29 @@ def _value_changes(new: HloModule, old: HloModule) -> list[Change]:
     return changes
 
 
+def _attributes(text: str) -> dict[str, str]:
+    """`slice={[0:7], [0:16]}, padding=8_0` -> {"slice": "{[0:7], [0:16]}", "padding": ...}:
+    split at the commas outside brackets."""
+    found: dict[str, str] = {}
+    depth, start = 0, 0
+    for index, char in enumerate(text + ","):
+        if char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+        elif char == "," and depth == 0:
+            part = text[start:index].strip()
+            if "=" in part:
+                key, value = part.split("=", 1)
+                found[key.strip()] = value.strip()
+            start = index + 1
+    return found
+
+
 def _differing_attribute(before: str, after: str) -> tuple[str, str]:
     """The attributes that differ (`padding=152_3936x0_0` against `padding=160_3928x0_0`)."""
-    old = dict(_META_FIELD.findall(before))
-    new = dict(_META_FIELD.findall(after))
+    old = _attributes(before)
+    new = _attributes(after)
     names = [k for k in new if old.get(k) != new.get(k)] + [k for k in old if k not in new]
     if not names:
         return before, after

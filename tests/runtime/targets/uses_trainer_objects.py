@@ -43,8 +43,9 @@ class UsesTrainerObjects(L.LightningModule):
         self.trainer.logger.log_metrics({"epoch_seen": self.current_epoch}, step=self.global_step)
         self.logger.experiment.add_scalar("custom", 1.0, self.global_step)
         best = self.trainer.checkpoint_callback.best_model_path
-        self.print(f"best so far: {best or 'none'}; patience {self.trainer.early_stopping_callback.patience}")
-        self.trainer.progress_bar_callback.total_train_batches
+        patience = self.trainer.early_stopping_callback.patience
+        batches = self.trainer.progress_bar_callback.total_train_batches
+        self.print(f"best so far: {best or 'none'}; patience {patience}; {batches} batches")
 
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
