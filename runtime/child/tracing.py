@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 from tpulint.runtime.child.ledger import Ledger
-from tpulint.runtime.frames import reader_of
+from tpulint.runtime.frames import entry_of, reader_of
 from tpulint.runtime.xla_ops import python_names, runs_in_backward
 
 Tensor = torch.Tensor
@@ -171,7 +171,9 @@ class OpTracer(TorchFunctionMode):
             return result
         result = _as_caller(sys._getframe(1))(func, args, kwargs)
         if site is not None:
-            reader = reader_of(sys._getframe(1), self.ledger.code) if site.user else None
+            # The library function the user's line called (torchmetrics' metric, not the
+            # torch.unique deep inside it): what the advice is about.
+            reader = entry_of(sys._getframe(1), self.ledger.code) if site.user else None
             self.ledger.shape_op(
                 kind, site, None if kind == "boolean_mask_assign" else _shape(result), reader
             )

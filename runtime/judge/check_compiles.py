@@ -146,10 +146,16 @@ def shape_causes(
                 f" host every {unit}; {instead}"
             )
         elif varying:
+            came = sorted((graph_steps or set()) & entry["steps"])
+            graphs = (
+                f"; new graphs came of it only at {unit} {span(came)}"
+                if came
+                else " (no new graph came of it)"
+            )
             message = (
                 f"{what}{via} has a data-dependent size ({span(dims)} seen), computed on the"
-                f" host every {unit}; its result is only used on the host (no new graph came"
-                f" of it), so each {unit} pays a host round trip; {instead}"
+                f" host every {unit} and used there{graphs}, so each {unit} pays a host round"
+                f" trip; {instead}"
             )
         else:
             message = (

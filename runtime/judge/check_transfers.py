@@ -88,6 +88,12 @@ def known_reader(site: dict[str, Any] | None) -> str | None:
     if not site:
         return None
     path = site["path"].replace("\\", "/")
+    if "/torchmetrics/" in path and "_validation" in str(site.get("function")):
+        return (
+            "torchmetrics validates the metric's arguments on every call"
+            " (`validate_args=True`, the default), reading them on the host: pass"
+            " `validate_args=False` to the metric once its inputs are known to be valid"
+        )
     for suffix, function, hint in _KNOWN_READERS:
         if path.endswith(suffix) and site.get("function") == function:
             return hint

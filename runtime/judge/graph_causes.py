@@ -245,6 +245,26 @@ class GraphCauses:
         shown = "; ".join(
             dict.fromkeys(f"{before} -> {after}" for _, (_, before, after) in inputs[:4])
         )
+        # An input of another shape that an op of the step made (a data-dependent op whose
+        # result moved between graphs) rather than the batch.
+        from tpulint.runtime.judge.check_compiles import shape_op_sites
+
+        sized = [
+            e
+            for e in shape_op_sites(self.events)
+            if e["steps"] & set(steps) and len(e["shapes"]) > 1
+        ]
+        if sized:
+            entry = max(sized, key=lambda e: e["count"])
+            what = entry["kind"].replace("_", " ")
+            return Explanation(
+                "inputs",
+                entry["site"],
+                f"the graphs take inputs of other shapes ({shown}): the result of this line's"
+                f" `{what}` changes size with the data, and each size is a new graph",
+                "keep the size static (see the data-dependent shape at this line)",
+                steps=steps,
+            )
         first = (
             f" (first at {os.path.basename(mine[0][1].path or '')}:{mine[0][1].line})"
             if mine

@@ -48,14 +48,35 @@ RUNS = {
 WHERE = "tests/runtime/targets"
 
 
-def _all(timed) -> dict[str, Any]:
+# What verify replaces, asked for explicitly: every override the header lists must leave the
+# module what it uses (uses_trainer_objects.py reads each of them).
+OVERRIDDEN = {
+    "logger": True,
+    "enable_checkpointing": True,
+    "enable_progress_bar": True,
+    "enable_model_summary": True,
+    "max_epochs": 20,
+}
+
+
+def _all(timed, tmp: Any) -> dict[str, Any]:
     def one(name: str) -> VerifyReport:
         return verify(target(RUNS[name]), cores=CORES, cwd=ROOT)
+
+    def objects() -> VerifyReport:
+        asked = {**OVERRIDDEN, "default_root_dir": str(tmp / "root")}
+        return verify(
+            target("uses_trainer_objects.py:UsesTrainerObjects"),
+            cores=CORES,
+            cwd=ROOT,
+            trainer_args=asked,
+        )
 
     def run() -> dict[str, Any]:
         # Three at a time: the modules are small, the machine has two cores.
         with ThreadPoolExecutor(max_workers=3) as pool:
             futures = {name: pool.submit(one, name) for name in RUNS}
+            futures["objects"] = pool.submit(objects)
             futures["check"] = pool.submit(
                 subprocess.run,
                 [
@@ -87,8 +108,11 @@ def _all(timed) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def runs(xla: None, timed) -> dict[str, Any]:
-    return _all(timed)
+def runs(xla: None, timed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("causes")
+    found = _all(timed, tmp)
+    found["tmp"] = tmp
+    return found
 
 
 def _cause(report: VerifyReport, kind: str) -> Any:
@@ -223,8 +247,12 @@ def test_torchmetrics_validation_is_named_with_its_fix(runs: dict[str, Any]) -> 
     cause = _cause(report, "data_dependent_shape")
     assert str(cause.location) == f"{WHERE}/op_advice.py:51"
     assert "torchmetrics" in cause.message and "validate_args=False" in cause.message
-    # no graph came of it: a host round trip per step, not a stream of graphs
-    assert cause.severity == "warn" and "no new graph came of it" in cause.message
+    # used on the host: a host round trip per step, not a stream of graphs
+    assert cause.severity == "warn" and "computed on the host every step and used there" in (
+        cause.message
+    )
+    read = next(c for c in report.causes if c.kind == "host_read" and c.severity == "warn")
+    assert "torchmetrics validates the metric's arguments on every call" in read.message
 
 
 def test_a_lightning_1_hook_is_named_with_its_replacement(runs: dict[str, Any]) -> None:
@@ -264,3 +292,22 @@ def test_an_iterable_dataset_sharded_by_torch_distributed_fails(runs: dict[str, 
     assert cause.message.startswith("every core trains on the same data")
     assert "asks torch.distributed for its rank here" in cause.message
     assert str(cause.location) == f"{WHERE}/ddp_code.py:56"
+
+
+def test_a_module_using_what_verify_overrides_passes(runs: dict[str, Any]) -> None:
+    report = runs["objects"]
+    assert report.error is None, report.error_detail
+    assert report.verdict == "pass", report.summary
+    assert report.run["status"] == "finished"
+    # what the module read in on_validation_epoch_end: the checkpoint callback's best path,
+    # the early-stopping callback, the progress bar (printed through the stand-in bar)
+    assert "best so far:" in report.log and "patience 3" in report.log
+    overridden = {o["name"]: o for o in report.trainer["overridden"]}
+    assert overridden["logger"]["used"] == "<tpulint stand-in logger>"
+    assert "writes nothing" in overridden["logger"]["reason"]
+    assert overridden["default_root_dir"]["requested"] == str(runs["tmp"] / "root")
+    # kept as asked: checkpointing (no file written) and the progress bar (silent)
+    assert "enable_checkpointing" not in overridden and "enable_progress_bar" not in overridden
+    assert not (runs["tmp"] / "root").exists()  # nothing written where the user pointed
+    header = render(report).splitlines()[2:8]
+    assert any("logger=True -> tpulint stand-in logger" in line for line in header)
