@@ -15,6 +15,7 @@ from . import (
     dynamic_shapes,
     host_sync,
     opt_in,
+    optimizer_before_move,
     precision,
     torch_distributed,
     trainer_config,
@@ -29,6 +30,7 @@ FAMILY_MODULES = (
     precision,
     xla_api,
     torch_distributed,  # TPU505, in the xla_api family; its own module (see its docstring)
+    optimizer_before_move,  # TPU506, likewise
     opt_in,
 )
 

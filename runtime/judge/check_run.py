@@ -302,6 +302,7 @@ def _raised(ctx: Context, outcome: RunOutcome) -> Cause:
             "fail",
             f"before the first step: {stale['message']}",
             site,
+            codes=("TPU506",),
             cores=sorted({e["rank"] for e in outcome.all("stale_optimizer")}),
         )
     rank = error.get("rank")
