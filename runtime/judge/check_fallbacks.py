@@ -165,9 +165,9 @@ def check_fallbacks(
     if findings:
         first = findings[0]
         where = f" at {first.location}" if first.location else ""
-        ops = ", ".join(sorted({n for c in findings for n in _op_names(c.message)}))
+        names = sorted({n for c in findings for n in _op_names(c.message)})
         summary = (
-            f"{plural(len(findings), 'op')} ran on the CPU after warm-up ({ops}){where}"
+            f"{plural(len(names), 'op')} ran on the CPU after warm-up ({', '.join(names)}){where}"
             + ("; every step" if status == "fail" else "")
             + only_here
         )
