@@ -94,6 +94,10 @@ def known_reader(site: dict[str, Any] | None) -> str | None:
             " (`validate_args=True`, the default), reading them on the host: pass"
             " `validate_args=False` to the metric once its inputs are known to be valid"
         )
+    # pytorch_lightning and lightning_fabric are the same code as lightning.pytorch/fabric
+    path = path.replace("/pytorch_lightning/", "/lightning/pytorch/").replace(
+        "/lightning_fabric/", "/lightning/fabric/"
+    )
     for suffix, function, hint in _KNOWN_READERS:
         if path.endswith(suffix) and site.get("function") == function:
             return hint

@@ -166,7 +166,7 @@ def test_an_optimizer_built_before_the_move_fails_at_its_line(runs: dict[str, An
     assert str(cause.location) == f"{WHERE}/early_optimizer.py:23"
     assert "AdamW (optimizer 0) holds 4 of its 4 parameters on cpu" in cause.message
     assert "build it in configure_optimizers()" in cause.message
-    assert len(cause.cores) == CORES
+    assert cause.cores and set(cause.cores) <= set(range(CORES))  # every core that got there
     assert report.steps == []  # stopped before the first step, not a crash
 
 
