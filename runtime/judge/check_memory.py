@@ -349,6 +349,10 @@ def check_memory(
             "saved_tensors": recorded.get("saved_tensors"),
             "optimizers": recorded.get("optimizers"),
             "optimizer_state_on_host": recorded.get("optimizer_state_on_host"),
+            # What recording cost the run: the probe's hooks and XLA's sizes read at the end.
+            "seconds": round(
+                float(recorded.get("seconds") or 0) + float(xla.get("seconds") or 0), 4
+            ),
         },
     }
     details = {"estimated_bytes_per_core": result["bytes"], "verdict": verdict}
