@@ -339,7 +339,7 @@ def check_memory(
         "verdict": verdict,
         "fits": [t.name for t in fits],
         "tpu_types": [
-            {"name": t.name, "hbm_bytes": t.hbm_bytes, "per": t.per, "source": t.source}
+            {"name": t.name, "hbm_bytes": t.hbm_bytes, "per": t.per, "fits": t in fits}
             for t in TPU_TYPES
         ],
         "advice": advice,

@@ -164,11 +164,7 @@ def _memory_lines(report: VerifyReport) -> list[str]:
     if not memory:
         return []
     parts = memory["parts"]
-    floats = (
-        "float32 stored as bf16"
-        if memory["precision"] == "bf16-true"
-        else "floats in the dtype they have here"
-    )
+    floats = "float32 stored as bf16" if memory["precision"] == "bf16-true" else "dtypes as run"
     shown = []
     for name, label in (
         ("parameters", "parameters"),
@@ -183,8 +179,8 @@ def _memory_lines(report: VerifyReport) -> list[str]:
         extra = f" (this step's and {ahead} prefetched)" if ahead > 0 else ""
         shown.append(f"{label} {format_bytes(part['bytes'])}{extra}")
     lines = [
-        f"Memory per core (an estimate for the TPU: precision {memory['precision']}, so"
-        f" {floats}; arrays padded to the TPU's tiles)",
+        f"Memory per core (an estimate for the TPU under precision {memory['precision']}:"
+        f" {floats}, arrays padded to the TPU's tiles)",
         f"  {format_bytes(memory['estimated_bytes_per_core'])} = " + " + ".join(shown),
     ]
     xla = memory.get("xla") or {}

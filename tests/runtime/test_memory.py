@@ -162,7 +162,7 @@ def test_conv_net_over_hbm_fails_with_activation_advice(conv_net: VerifyReport) 
     assert "a per-core batch of 4 with `accumulate_grad_batches=2`" in cause.message
     assert 'precision="bf16-true"' in cause.message  # float32 weights
     text = render(conv_net)
-    assert "Memory per core (an estimate for the TPU: precision 32-true" in text
+    assert "Memory per core (an estimate for the TPU under precision 32-true" in text
     assert "FAIL    memory" in text
 
 
