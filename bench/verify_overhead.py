@@ -130,7 +130,9 @@ def run_verify_overhead(
         }
         directories = {name: repo for name in commands}
         if baseline is not None:
-            commands["baseline"] = verify_argv(baseline / ".venv/bin/tpulint", TARGET, cores)
+            # Right after verify: the pair runs under the same load.
+            baseline_argv = verify_argv(baseline / ".venv/bin/tpulint", TARGET, cores)
+            commands = {"verify": commands["verify"], "baseline": baseline_argv, **commands}
             directories["baseline"] = baseline
         for rep in range(runs):
             for name, argv in commands.items():

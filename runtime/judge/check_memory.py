@@ -288,16 +288,17 @@ def check_memory(
     advice: list[str] = []
     verdict = None
     if limit is not None:
-        share = judged / limit.bytes
+        ratio = judged / limit.bytes
+        share = f"{ratio:.0%}" if ratio >= 0.01 else "under 1%"
         if judged > limit.bytes:
             verdict = "fail"
-            summary = f"{what}: {share:.0%} of {_limit_text(limit)}"
+            summary = f"{what}: {share} of {_limit_text(limit)}"
         elif judged > (1 - HEADROOM) * limit.bytes:
             verdict = "warn"
-            summary = f"{what}: {share:.0%} of {_limit_text(limit)}, within {HEADROOM:.0%} of it"
+            summary = f"{what}: {share} of {_limit_text(limit)}, within {HEADROOM:.0%} of it"
         else:
             verdict = "pass"
-            summary = f"{what}: {share:.0%} of {_limit_text(limit)}"
+            summary = f"{what}: {share} of {_limit_text(limit)}"
         status = verdict
         target = (1 - HEADROOM) * limit.bytes
     else:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from tpulint.runtime.judge.analysis import CHECK_LABELS
+from tpulint.runtime.judge.check_memory import LABELS, PARTS
 from tpulint.runtime.judge.report import Cause, CompareReport, StepRow, VerifyReport
 from tpulint.runtime.tpu_hbm import format_bytes
 
@@ -166,15 +167,8 @@ def _memory_lines(report: VerifyReport) -> list[str]:
     parts = memory["parts"]
     floats = "float32 stored as bf16" if memory["precision"] == "bf16-true" else "dtypes as run"
     shown = []
-    for name, label in (
-        ("parameters", "parameters"),
-        ("gradients", "gradients"),
-        ("optimizer_state", "optimizer state"),
-        ("batch", "batch"),
-        ("activations", "activations"),
-        ("temporaries", "temporaries"),
-    ):
-        part = parts[name]
+    for name in PARTS:
+        label, part = LABELS[name], parts[name]
         ahead = part.get("batches_on_device", 1) - 1 if name == "batch" else 0
         extra = f" (this step's and {ahead} prefetched)" if ahead > 0 else ""
         shown.append(f"{label} {format_bytes(part['bytes'])}{extra}")
@@ -185,17 +179,21 @@ def _memory_lines(report: VerifyReport) -> list[str]:
     ]
     xla = memory.get("xla") or {}
     largest = xla.get("largest")
-    here = "emulated, " if report.backend.get("emulated") else ""
-    as_run = f"  as run here ({here}untiled): {format_bytes(memory['as_run_bytes'])}"
+    # Emulated, the run's own arrays are the float32 CPU program's; a TPU's are the estimate's.
+    emulated = report.backend.get("emulated", True)
+    parts_here = [f"as run here (emulated, untiled): {format_bytes(memory['as_run_bytes'])}"]
     if largest:
-        as_run += (
-            f"; XLA's sizes for the largest of the {xla['graphs']} graphs compiled: inputs"
+        parts_here.append(
+            f"XLA's sizes for the largest of the {xla['graphs']} graphs compiled: inputs"
             f" {format_bytes(largest['input_bytes'])}, outputs"
             f" {format_bytes(largest['output_bytes'])}, aliased"
             f" {format_bytes(largest['aliased_bytes'])}, intermediates"
             f" {format_bytes(largest['intermediate_bytes'])}"
         )
-    lines.append(as_run)
+    if not emulated:
+        parts_here = parts_here[1:]
+    if parts_here:
+        lines.append("  " + "; ".join(parts_here))
     measured = memory.get("measured")
     if measured and measured.get("peak_bytes_used"):
         limit = measured.get("bytes_limit")

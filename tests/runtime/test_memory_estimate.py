@@ -316,3 +316,43 @@ def test_xla_sizes_are_shown_beside_the_estimate() -> None:
 def test_no_recorded_step_is_skipped() -> None:
     check, causes, memory = check_memory(_context(), [_trainer()], [])
     assert check.status == "skipped" and not causes and memory == {}
+
+
+def _report(events: list[dict[str, Any]], emulated: bool) -> Any:
+    from tpulint.runtime.judge.report import VerifyReport
+
+    report = VerifyReport(target="m.py:M", verdict="pass", summary="pass")
+    report.backend = {"device": "CPU" if emulated else "TPU", "emulated": emulated, "cores": 8}
+    check, _, report.memory = check_memory(_context(), events, _rows(8))
+    report.checks["memory"] = check
+    return report
+
+
+def test_the_memory_section_says_what_was_estimated_and_beside_what() -> None:
+    from tpulint.runtime.judge.render import render
+
+    sizes = {
+        "kind": "xla_memory",
+        "sizes": [
+            {"input_bytes": MIB, "output_bytes": MIB, "aliased_bytes": 0, "intermediate_bytes": 0}
+        ],
+    }
+    events = [_trainer("bf16-true"), _linear_stack(1024, 4, 16), sizes]
+    text = render(_report(events, emulated=True))
+    assert (
+        "Memory per core (an estimate for the TPU under precision bf16-true: float32 stored as"
+        " bf16, arrays padded to the TPU's tiles)"
+    ) in text
+    assert "  32.8 MiB = parameters 8.01 MiB + gradients 8.01 MiB + optimizer state 16 MiB" in text
+    assert "batch 576 KiB (this step's and 8 prefetched)" in text
+    assert "as run here (emulated, untiled): 65.6 MiB; XLA's sizes for the largest" in text
+    assert "PASS    memory             about 32.8 MiB per core (estimate); fits every" in text
+    measured = {
+        "kind": "memory_measured",
+        "bytes_used": MIB,
+        "peak_bytes_used": 30 * MIB,
+        "bytes_limit": 31 * GIB,
+    }
+    text = render(_report([*events, measured], emulated=False))
+    assert "as run here" not in text and "XLA's sizes for the largest of the 1 graphs" in text
+    assert "  measured on this TPU: peak 30 MiB of 31 GiB (xm.get_memory_info)" in text
