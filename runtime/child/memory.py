@@ -26,6 +26,8 @@ Child process only: imports torch and torch_xla.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import os
 import re
@@ -79,15 +81,21 @@ def _records(counts: Counter[tuple[tuple[int, ...], str]]) -> list[list[Any]]:
 
 
 def _tensors(value: Any, found: list[torch.Tensor], depth: int = 0) -> list[torch.Tensor]:
-    """The tensors in a batch or an optimizer state (dicts, lists, tuples, nested)."""
+    """The tensors in a batch or an optimizer state (dicts, lists, tuples, dataclasses, nested:
+    what Lightning's batch transfer walks)."""
     if isinstance(value, torch.Tensor):
         found.append(value)
-    elif depth < 6 and isinstance(value, dict):
+    elif depth >= 6:
+        return found
+    elif isinstance(value, dict):
         for item in value.values():
             _tensors(item, found, depth + 1)
-    elif depth < 6 and isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple)):
         for item in value:
             _tensors(item, found, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            _tensors(getattr(value, item.name, None), found, depth + 1)
     return found
 
 
@@ -95,6 +103,8 @@ def _count(tensors: list[torch.Tensor]) -> Counter[tuple[tuple[int, ...], str]]:
     counts: Counter[tuple[tuple[int, ...], str]] = Counter()
     seen: set[int] = set()
     for tensor in tensors:
+        if torch.nn.parameter.is_lazy(tensor):  # not materialized: no memory yet
+            continue
         if _on_device(tensor) and id(tensor) not in seen:
             seen.add(id(tensor))
             counts[_key(tensor)] += 1
@@ -137,6 +147,8 @@ class _SavedTensors:
         started = time.perf_counter()
         try:
             return self._pack(tensor)
+        except Exception:  # a tensor the probe cannot read: saved as autograd would
+            return tensor
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -236,6 +248,20 @@ def _prefetch_default() -> int | None:
         return None
 
 
+def _guarded(hook: Any) -> Any:
+    """A failure of the probe is reported and ends the probing; it never fails the training
+    (the estimate is one check among several, the run's other evidence stays)."""
+
+    @functools.wraps(hook)
+    def guarded(self: MemoryProbe, trainer: Any, *args: Any) -> None:
+        try:
+            hook(self, trainer, *args)
+        except Exception as exc:
+            self._failed(trainer, hook.__name__, exc)
+
+    return guarded
+
+
 class MemoryProbe:
     """A Lightning callback (made a subclass of the run's Callback class by `with_base`)."""
 
@@ -258,6 +284,7 @@ class MemoryProbe:
 
     # --- hooks ------------------------------------------------------------------------
 
+    @_guarded
     def on_train_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
     ) -> None:
@@ -271,7 +298,6 @@ class MemoryProbe:
         state = self._local
         state.where = {"epoch": int(trainer.current_epoch), "batch_idx": int(batch_idx)}
         state.batches = 0
-        state.parameters = _count([*pl_module.parameters(), *pl_module.buffers()])
         batch_tensors = _tensors(batch, [])
         state.batch = _count(batch_tensors)
         state.gradients = None
@@ -290,6 +316,7 @@ class MemoryProbe:
             state.hooks_refused = None
         state.seconds = time.perf_counter() - started
 
+    @_guarded
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         if not self._probes():
             return
@@ -301,6 +328,7 @@ class MemoryProbe:
         self._local.stepped = True
         self._local.seconds += time.perf_counter() - started
 
+    @_guarded
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
@@ -322,6 +350,7 @@ class MemoryProbe:
         if state.optimizer_state is not None or state.batches > 64:
             self._write(trainer, pl_module)
 
+    @_guarded
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self._probes():
             if getattr(self._local, "stepped", False) and self._local.optimizer_state is None:
@@ -363,6 +392,8 @@ class MemoryProbe:
         started = time.perf_counter()
         state = self._local
         self._done = True
+        # After the step: lazy modules have materialized their parameters by now.
+        state.parameters = _count([*pl_module.parameters(), *pl_module.buffers()])
         if state.gradients is None:  # no optimizer step in the run: the gradients as they are
             state.gradients = _count([p.grad for p in pl_module.parameters() if p.grad is not None])
         activations = getattr(state, "activations", None)
@@ -389,6 +420,18 @@ class MemoryProbe:
         )
         if self.measure_device:
             self._measure(pl_module, "first_step")
+
+    def _failed(self, trainer: Any, where: str, exc: BaseException) -> None:
+        saved = getattr(self._local, "saved", None)
+        if saved is not None and not saved.closed:
+            saved.closed = True
+            saved.hooks.__exit__(None, None, None)
+        if not self._done:
+            self._done = True
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            self.events.write(
+                "memory_error", where=where, type=type(exc).__name__, message=message[:300]
+            )
 
     def _measure(self, pl_module: Any, where: str) -> None:
         """The device's own figures (TPU only: PJRT CPU does not implement them)."""

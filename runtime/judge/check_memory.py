@@ -257,7 +257,14 @@ def check_memory(
 ) -> tuple[Check, list[Cause], dict[str, Any]]:
     recorded = next((e for e in events if e["kind"] == "memory"), None)
     if recorded is None:
-        return Check("memory", "skipped", "no training step was recorded"), [], {}
+        failed = next((e for e in events if e["kind"] == "memory_error"), None)
+        why = (
+            f"the memory probe failed in {failed['where']} ({failed['type']}:"
+            f" {failed['message']}); please report it"
+            if failed
+            else "no training step was recorded"
+        )
+        return Check("memory", "skipped", why), [], {}
     precision = tpu_precision(events)
     result = estimate(recorded, precision)
     measured = _measured(events)

@@ -179,3 +179,55 @@ def test_a_bad_tpu_type_is_one_line(xla: None) -> None:
         "tpulint: error: --tpu-type v9: unknown TPU type; known: v2, v3, v4, v5e, v5p, v6e"
         " (e.g. v5e or v5e-8)"
     ]
+
+
+def test_xla_post_compilation_lines_are_read_in_bytes() -> None:
+    from tpulint.runtime.child.memory import post_compilation_sizes
+
+    analysis = b"""Compilation Analysis: Graph Hash: 1
+Post Compilation Analysis: ================================================================
+Post Compilation Analysis: Graph input size: 0.002117 GB
+Post Compilation Analysis: Graph output size: 0.005985 GB
+Post Compilation Analysis: Aliased Input size: 0.001995 GB
+Post Compilation Analysis: Intermediate tensor size: 0.002003 GB
+Post Compilation Analysis: Compiled program size: 0.000000 GB
+Post Compilation Analysis: ----------------------------------------------------------------
+Execution Analysis: Graph Hash: 1
+Post Compilation Analysis: Graph input size: 1.000000 GB
+Post Compilation Analysis: Graph output size: 0.500000 GB
+Post Compilation Analysis: Aliased Input size: 0.000000 GB
+Post Compilation Analysis: Intermediate tensor size: 0.250000 GB
+"""
+    first, second = post_compilation_sizes(analysis)
+    # "GB" are GiB: 0.005985 GiB is 3 x 2,142,248 bytes (a 535,562-parameter model with Adam).
+    assert abs(first["output_bytes"] - 3 * 2_142_248) < 2**30 * 1e-6
+    assert second == {
+        "input_bytes": 2**30,
+        "output_bytes": 2**29,
+        "aliased_bytes": 0,
+        "intermediate_bytes": 2**28,
+    }
+
+
+def test_a_failing_probe_does_not_fail_the_training(tmp_path) -> None:
+    """Anything the probe cannot read ends the probing with an event, never the step."""
+    from tpulint.runtime.child.memory import MemoryProbe
+    from tpulint.runtime.events import EventLog, read_events
+
+    class Module:
+        def parameters(self):
+            raise TypeError("parameters are not readable")
+
+        buffers = parameters
+
+    class Trainer:
+        global_rank = 0
+        current_epoch = 0
+
+    probe = MemoryProbe(EventLog(tmp_path), measure_device=False)
+    probe.on_train_batch_start(Trainer(), Module(), {"x": 1}, 0)
+    probe.on_train_batch_end(Trainer(), Module(), None, {"x": 1}, 0)
+    events = read_events(tmp_path)
+    assert [e["kind"] for e in events] == ["memory_error"]
+    assert events[0]["where"] == "on_train_batch_start"
+    assert events[0]["message"] == "parameters are not readable"

@@ -356,3 +356,17 @@ def test_the_memory_section_says_what_was_estimated_and_beside_what() -> None:
     text = render(_report([*events, measured], emulated=False))
     assert "as run here" not in text and "XLA's sizes for the largest of the 1 graphs" in text
     assert "  measured on this TPU: peak 30 MiB of 31 GiB (xm.get_memory_info)" in text
+
+
+def test_a_failed_probe_is_skipped_with_its_reason() -> None:
+    failed = {
+        "kind": "memory_error",
+        "where": "on_train_batch_end",
+        "type": "TypeError",
+        "message": "bad",
+    }
+    check, causes, memory = check_memory(_context(), [_trainer(), failed], [])
+    assert check.status == "skipped" and not causes and memory == {}
+    assert check.summary == (
+        "the memory probe failed in on_train_batch_end (TypeError: bad); please report it"
+    )
