@@ -178,6 +178,14 @@ def analyze(
             report.causes += causes
             report.eval_shards[check.name] = eval_shards
 
+    # The estimate (report.memory) holds however far the run got; its check, like the others,
+    # reads "skipped" rather than "pass" in a run that stopped early (_not_judged).
+    memory, memory_causes, report.memory = check_memory(
+        ctx, outcome.events, rows, settings.memory_limit
+    )
+    report.checks[memory.name] = memory
+    report.causes += memory_causes
+
     if outcome.status == "raised":
         replica = root_errors(outcome.events)[0]
         if replica.get("internal"):  # a bug in tpulint's recorders, not a verdict
@@ -193,12 +201,6 @@ def analyze(
     elif not rows:
         report.causes.insert(0, _no_training(ctx, outcome.events, cores))
         _not_judged(report, outcome, rows)
-    # After the early-stop rule above: the estimate holds however far the run got.
-    memory, memory_causes, report.memory = check_memory(
-        ctx, outcome.events, rows, settings.memory_limit
-    )
-    report.checks[memory.name] = memory
-    report.causes += memory_causes
     failing = [c for c in report.checks.values() if c.status == "fail"]
     run_cause = next((c for c in report.causes if c.check == "run"), None)
     if failing or outcome.status in ("diverged", "hung", "raised") or not rows:
