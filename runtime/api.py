@@ -46,7 +46,7 @@ MAX_EMULATED_CORES = 64
 def default_batch_multiple(cwd: str | None = None) -> int:
     """`[tool.tpulint] batch-multiple` of the project, else 8."""
     try:
-        from tpulint.config import load_config
+        from tpulint.config.settings import load_config
 
         return load_config(start=Path(cwd) if cwd else None).batch_multiple
     except Exception:  # no or broken config: the TPU's sublane count
@@ -372,9 +372,9 @@ def _fix_files(
 ) -> _FixedSources:
     """`tpulint fix --unsafe-fixes` on each file (without the rules in `ignore`), written to
     copies in `out_dir` (the user's files are never touched)."""
-    from tpulint.config import Config, ConfigError, load_config
-    from tpulint.engine import fix_source
-    from tpulint.runner import project_model
+    from tpulint.config.settings import Config, ConfigError, load_config
+    from tpulint.engine.source import fix_source
+    from tpulint.runner.paths import project_model
 
     configs: dict[str, Config] = {}
     for path in files:

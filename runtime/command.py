@@ -43,7 +43,7 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
         if value < 1:
             _fail(f"--batch-multiple must be at least 1, got {value}")
         return value
-    from tpulint.config import ConfigError, load_config
+    from tpulint.config.settings import ConfigError, load_config
 
     try:
         return load_config().batch_multiple
