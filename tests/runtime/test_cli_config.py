@@ -117,9 +117,9 @@ def test_verify_builds_what_the_users_cli_builds(runs: dict[str, Any]) -> None:
     assert ours["hparams"]["hidden"] == 48 and ours["hparams"]["lr"] == 0.05
     assert ours["data"] == {"size": 512, "batch_size": 8}
     assert ours["seed"] == "1234" and ours["gradient_clip_val"] == 0.5
-    # the user's callback from the config is there; verify's recorder replaces the CLI's
+    # the user's callback from the config is there; verify's recorders replace the CLI's
     # progress bar, summary and checkpoint callbacks
-    assert ours["callbacks"] == ["Snapshot", "StepRecorder"]
+    assert ours["callbacks"] == ["Snapshot", "StepRecorder", "MemoryProbe"]
     assert "Snapshot" in theirs["callbacks"] and "ModelCheckpoint" in theirs["callbacks"]
 
 
