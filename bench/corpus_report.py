@@ -30,10 +30,10 @@ import libcst
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tpulint.config import Config  # noqa: E402
+from tpulint.config.registry import all_rules  # noqa: E402
+from tpulint.config.settings import Config  # noqa: E402
 from tpulint.docs import render_index  # noqa: E402
-from tpulint.registry import all_rules  # noqa: E402
-from tpulint.runner import check_paths, fix_paths  # noqa: E402
+from tpulint.runner.paths import check_paths, fix_paths  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "bench" / ".cache" / "corpus"
 KEEP_MARKER = "<!-- hand-written below: kept when this report is regenerated -->"

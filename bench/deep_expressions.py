@@ -7,7 +7,7 @@ Two measurements, in one process (ratios measured in the same run, as bench/ doe
 1. Cost on ordinary code. The first N corpus files that some rule parses (sorted by path) are
    checked with the engine's inner function on the caller's thread (what tpulint did before),
    and through `check_source`, which runs each file on a thread with a 1 GiB stack and a raised
-   recursion limit (tpulint.deep_stack). CPU time of each pass; the passes alternate, and the
+   recursion limit (tpulint.engine.deep_stack). CPU time of each pass; the passes alternate, and the
    ratio is taken per repetition.
 2. What each way handles. Generated deep expressions (a 500- and a 2,900-term `a + b` chain, a
    2,900-level attribute chain, 3,000 and 6,000 implicitly concatenated strings, 10,000- and
@@ -48,8 +48,8 @@ CASES = {
 _CHILD = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from tpulint.config import Config
-from tpulint.engine import _check_source, _fix_source, check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import _check_source, _fix_source, check_source, fix_source
 source = sys.stdin.read()
 config = Config()
 start = time.perf_counter()
@@ -84,8 +84,8 @@ def outcome(source: str, direct: bool) -> str:
 
 
 def corpus_files(pkgs: Path, count: int) -> list[tuple[str, str]]:
-    from tpulint.config import Config
-    from tpulint.engine import would_parse
+    from tpulint.config.settings import Config
+    from tpulint.engine.source import would_parse
 
     config = Config()
     out = []
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from tpulint.config import Config
-    from tpulint.engine import _check_source, check_source
+    from tpulint.config.settings import Config
+    from tpulint.engine.source import _check_source, check_source
 
     files = corpus_files(args.corpus / "pkgs", args.files)
     config = Config()

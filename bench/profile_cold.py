@@ -88,8 +88,9 @@ def instrument(timers: Timers) -> None:
     """Wrap the functions whose cost the profile reports."""
     import libcst
 
-    from tpulint import engine, runner
     from tpulint.analysis import positions, walker
+    from tpulint.engine import source as engine
+    from tpulint.runner import paths as runner
 
     timers.wrap(runner, "discover", "discovery")
     timers.wrap(runner, "read_source", "reading files")
@@ -123,8 +124,8 @@ def instrument(timers: Timers) -> None:
 def phases(folder: Path) -> dict[str, Any]:
     timers = Timers()
     instrument(timers)
-    from tpulint.config import load_config
-    from tpulint.runner import check_paths
+    from tpulint.config.settings import load_config
+    from tpulint.runner.paths import check_paths
 
     config = load_config(start=folder)
     start_cpu, start_wall = CPU(), time.perf_counter()
@@ -148,7 +149,8 @@ def phases(folder: Path) -> dict[str, Any]:
 
 # (category, substring of a frame) in priority order: the first category whose marker occurs
 # in a sample's stack wins, so the more specific markers come first.
-# py-spy prints paths relative to sys.path entries ("rules/host_sync.py", "tpulint/engine.py").
+# py-spy prints paths relative to sys.path entries ("rules/host_sync/item_in_hot_path.py",
+# "tpulint/engine/source.py").
 CATEGORIES = (
     ("libcst parse", "parse_module"),
     ("positions", "positions.py"),

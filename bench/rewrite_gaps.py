@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tpulint.config import Config  # noqa: E402
-from tpulint.runner import check_paths  # noqa: E402
+from tpulint.config.settings import Config  # noqa: E402
+from tpulint.runner.paths import check_paths  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "bench" / ".cache" / "corpus"
 

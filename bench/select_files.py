@@ -4,7 +4,7 @@
 
 Writes {"discovered": [...], "tpulint_parses": [...], "torchfix_parses": [...], "stats": {...}}:
 - discovered: what `tpulint check FOLDER` walks (tpulint's own discovery, default config);
-- tpulint_parses: the subset `tpulint.engine.would_parse` says it parses (some enabled rule's
+- tpulint_parses: the subset `tpulint.engine.source.would_parse` says it parses (some enabled rule's
   prefilter matches): the libcst floor parses exactly these;
 - torchfix_parses: the files with a line containing "torch" (TorchFix's pre-filter).
 Paths are absolute, sorted.
@@ -16,9 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-from tpulint.config import load_config
-from tpulint.discovery import discover, read_source
-from tpulint.engine import would_parse
+from tpulint.config.settings import load_config
+from tpulint.engine.source import would_parse
+from tpulint.runner.discovery import discover, read_source
 
 
 def _stats(texts: dict[str, str], subset: list[str]) -> dict[str, int]:

@@ -15,8 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source, fix_source
 from tpulint.testing import apply_suggestions
 
 HERE = Path(__file__).resolve().parent

@@ -1,43 +1,55 @@
-"""The TPU rule catalogue, one module per family (installed as `tpulint.rules`).
+"""The TPU rule catalogue (installed as `tpulint.rules`).
 
-Each rule is a self-documenting class (see `tpulint.rule.Rule`). ALL_RULES is built by
-collecting the Rule subclasses of the family modules, so adding a rule is adding a class.
+    rules/
+      <family>/            one package per family: trainer_config (TPU0xx), host_sync (TPU1xx),
+                           dynamic_shapes (TPU2xx), data_pipeline (TPU3xx), precision (TPU4xx),
+                           xla_api (TPU5xx), opt_in (TPU9xx)
+        <rule_name>.py     one module per rule, named after it (host_sync/item_in_hot_path.py
+                           is TPU101 item-in-hot-path): the whole rule and nothing else
+        helpers.py         what several rules of the family share
+      shared/              helpers shared by several families
+      rewrite/             the rewrite engine behind the TPU1xx/TPU2xx fixes
+
+A new rule is a new module in its family's package, holding one `tpulint.rule_api.rule.Rule`
+subclass (see that class for what a rule declares); then `python -m tpulint.manifest`
+registers it. ALL_RULES is collected from the family packages, so nothing else lists it.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 
-from tpulint.rule import Rule
+from tpulint.rule_api.rule import Rule
 
-from . import (
-    data_pipeline,
-    dynamic_shapes,
-    host_sync,
-    opt_in,
-    optimizer_before_move,
-    precision,
-    torch_distributed,
-    trainer_config,
-    xla_api,
+FAMILIES = (
+    "trainer_config",
+    "host_sync",
+    "dynamic_shapes",
+    "data_pipeline",
+    "precision",
+    "xla_api",
+    "opt_in",
 )
+HELPERS = "helpers"  # the module of a family that holds no rule
 
-FAMILY_MODULES = (
-    trainer_config,
-    host_sync,
-    dynamic_shapes,
-    data_pipeline,
-    precision,
-    xla_api,
-    torch_distributed,  # TPU505, in the xla_api family; its own module (see its docstring)
-    optimizer_before_move,  # TPU506, likewise
-    opt_in,
-)
+
+def rule_modules() -> list[str]:
+    """The names of every rule module, family by family."""
+    names = []
+    for family in FAMILIES:
+        package = importlib.import_module(f"{__name__}.{family}")
+        for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            if module.name != HELPERS and not module.ispkg:
+                names.append(f"{package.__name__}.{module.name}")
+    return names
 
 
 def _collect() -> tuple[type[Rule], ...]:
     rules = []
-    for module in FAMILY_MODULES:
+    for name in rule_modules():
+        module = importlib.import_module(name)
         for _, value in inspect.getmembers(module, inspect.isclass):
             if (
                 issubclass(value, Rule)

@@ -34,8 +34,8 @@ from tpulint.runtime.judge.equivalence import (
 )
 from tpulint.runtime.spec import TargetRef
 
-from tpulint.config import Config
-from tpulint.diagnostics import Applicability, Diagnostic
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic
 
 
 @dataclass
@@ -249,7 +249,7 @@ class _Prover:
         """The whole-project model `tpulint fix` would use for `path` (built once per project
         root): a helper in another module of the project is hot through its callers there, and
         value kinds come from the whole project, so prove finds the rewrites `fix` offers."""
-        from tpulint.runner import project_model
+        from tpulint.runner.paths import project_model
 
         config = self.configs[path]
         if config.root not in self._projects:
@@ -263,7 +263,7 @@ class _Prover:
 
     def rewrites(self) -> tuple[list[Rewrite], list[Rewrite]]:
         """(candidates, changes by design): the unsafe fixes of the files as they are."""
-        from tpulint.engine import check_source
+        from tpulint.engine.source import check_source
 
         candidates: list[Rewrite] = []
         by_design: list[Rewrite] = []
@@ -287,7 +287,7 @@ class _Prover:
 
     def fixed_sources(self, rewrites: list[Rewrite]) -> dict[str, Any]:
         """path -> FixResult with the safe fixes and `rewrites` applied."""
-        from tpulint.engine import fix_subset
+        from tpulint.engine.source import fix_subset
 
         keys = set().union(*(r.keys for r in rewrites)) if rewrites else set()
 
@@ -392,7 +392,7 @@ def prove(
         try:
             from tpulint.runtime.api import _target_files
 
-            from tpulint.config import ConfigError, load_config
+            from tpulint.config.settings import ConfigError, load_config
 
             refs = [TargetRef.parse(target, cwd=directory)]
             if datamodule:
@@ -440,7 +440,7 @@ def prove(
                 continue
             shown = prover.shown(path)
             if apply:
-                from tpulint.runner import write_if_unchanged
+                from tpulint.runner.paths import write_if_unchanged
 
                 problem = write_if_unchanged(Path(path), original, result.source)
                 if problem:

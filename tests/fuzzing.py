@@ -28,11 +28,11 @@ import hypothesmith
 import libcst as cst
 from hypothesis import strategies as st
 
-from tpulint import roundtrip
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source, would_parse
-from tpulint.registry import all_rules
-from tpulint.suppression import NoqaError, add_noqa
+from tpulint.analysis.suppression import NoqaError, add_noqa
+from tpulint.config.registry import all_rules
+from tpulint.config.settings import Config
+from tpulint.datatypes import roundtrip
+from tpulint.engine.source import check_source, fix_source, would_parse
 
 CONFIG = Config.from_mapping({"select": ["ALL"]})
 MAX_CORPUS_FILE = 40_000  # bytes: keeps one example fast

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import tpulint
 from tests.helpers import LEGACY_TRAINER, UNREADY_MODULE, make_project, run_subprocess
-from tpulint.cache import code_fingerprint
+from tpulint.runner.cache import code_fingerprint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ def test_the_cache_key_covers_the_code_of_tpulint_and_its_rules(tmp_path: Path) 
     assert "removed in Lightning 2.0" in first.stdout
     warm = run_subprocess(["check", ".", "-v"], root, env=env)
     assert "(1 from cache, 0 analysed)" in warm.stderr
-    rule = install / "tpulint" / "rules" / "trainer_config.py"
+    rule = install / "tpulint" / "rules" / "trainer_config" / "legacy_tpu_cores.py"
     text = rule.read_text()
     assert text.count("was removed in Lightning 2.0") >= 1
     rule.write_text(text.replace("was removed in Lightning 2.0", "is gone since Lightning 2.0"))
@@ -109,7 +109,7 @@ def test_the_cache_key_covers_the_code_of_tpulint_and_its_rules(tmp_path: Path) 
 
 def test_code_fingerprint_looks_at_the_rules_without_importing_them() -> None:
     code = (
-        "import sys\nfrom tpulint.cache import code_fingerprint\n"
+        "import sys\nfrom tpulint.runner.cache import code_fingerprint\n"
         "print(code_fingerprint())\nprint('tpulint.rules' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -123,9 +123,9 @@ def test_package_listing_follows_files_added_and_removed(tmp_path: Path) -> None
     added or removed is seen, and a folder changed moments ago is not cached at all."""
     import os
 
-    from tpulint.cache import ListingCache
-    from tpulint.config import Config
-    from tpulint.project_build import _package_files
+    from tpulint.config.settings import Config
+    from tpulint.runner.cache import ListingCache
+    from tpulint.runner.project_build import _package_files
 
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tpulint.config import Config
-from tpulint.runner import check_paths
+from tpulint.config.settings import Config
+from tpulint.runner.paths import check_paths
 
 pytestmark = pytest.mark.corpus
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tpulint.config import Config
-from tpulint.diagnostics import Applicability
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.engine.source import check_source, fix_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "data_pipeline"
 INPUTS = sorted(p for p in FIXTURES.iterdir() if ".in." in p.name)

@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 from tests.helpers import run_subprocess
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source, fix_source
 
 MODULE = (
     "import lightning as L\n\n\nclass M(L.LightningModule):\n"
@@ -70,9 +70,9 @@ def test_the_recursion_limit_is_restored_and_threads_are_reused() -> None:
 
 
 def test_a_rule_bug_is_still_an_internal_error(monkeypatch) -> None:
-    from tpulint.rules.host_sync import ItemInHotPath
+    from tpulint.rules.host_sync.item_in_hot_path import ItemInHotPath
 
-    from tpulint.engine import InternalError
+    from tpulint.engine.source import InternalError
 
     def broken(self, node):
         raise KeyError("boom")

@@ -9,13 +9,13 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-import tpulint.engine as engine
+import tpulint.engine.source as engine
 from tests.helpers import LEGACY_TRAINER, make_project, run_cli
+from tpulint.analysis.fixes import apply_fixes, import_insertion_index
 from tpulint.analysis.positions import PositionIndex
-from tpulint.config import Config
-from tpulint.diagnostics import Applicability, Diagnostic
-from tpulint.fixes import apply_fixes, import_insertion_index
-from tpulint.rule import FixSpec, ImportSpec, Invalid, Rule, Valid
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic
+from tpulint.rule_api.rule import FixSpec, ImportSpec, Invalid, Rule, Valid
 
 
 class _BrokenFix(Rule):
@@ -48,7 +48,7 @@ class _Crashing(Rule):
 @pytest.fixture
 def extra_rules(monkeypatch: pytest.MonkeyPatch):
     """The catalogue (manifest and classes) with the two test rules added."""
-    from tpulint import registry
+    from tpulint.config import registry
     from tpulint.manifest import info_of
 
     extra = (_BrokenFix, _Crashing)

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 from tests.helpers import run_subprocess
-from tpulint.config import Config
-from tpulint.engine import check_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLEAN_MODULE, LEGACY_TRAINER, UNREADY_MODULE, make_project, run_cli
+from tests.helpers import (
+    CLEAN_MODULE,
+    LEGACY_TRAINER,
+    UNREADY_MODULE,
+    make_project,
+    run_cli,
+    run_subprocess,
+)
 from tests.unprivileged import run_unprivileged, shared_folder, unprivileged
-from tpulint.config import Config
-from tpulint.discovery import SourcePath, discover, read_source
-from tpulint.runner import write_if_unchanged
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source
+from tpulint.runner.discovery import SourcePath, discover, read_source
+from tpulint.runner.paths import write_if_unchanged
 
 
 def codes_by_path(stdout: str) -> list[tuple[str, str]]:
@@ -34,12 +42,25 @@ def test_syntax_error_is_a_finding_and_the_run_goes_on(tmp_path: Path) -> None:
     assert "Traceback" not in result.stdout + result.stderr
 
 
-def test_prefiltered_files_are_not_parsed(tmp_path: Path) -> None:
-    """A file no enabled rule can fire on is skipped before parsing (so its syntax is not
-    checked: tpulint is not a syntax checker)."""
-    root = make_project(tmp_path / "p", {"notes.py": "this is not python\n"})
-    result = run_cli(["check", ".", "-v"], root)
-    assert result.exit_code == 0
+def test_a_file_python_cannot_parse_is_reported_whatever_the_screens_skip(
+    tmp_path: Path,
+) -> None:
+    """No rule can fire in these files (no Lightning or torch text), so none is parsed with
+    libcst; a file Python cannot parse is still reported (TPL002), from `ast`'s verdict,
+    by the CLI, a real subprocess, the cache's warm run and the API."""
+    files = {"notes.py": "Some notes, not code.\n", "nul.py": "x = 1\n\0\n", "ok.py": "x = 1\n"}
+    root = make_project(tmp_path / "p", files)
+    result = run_cli(["check", "."], root)
+    assert result.exit_code == 1
+    assert codes_by_path(result.stdout) == [("notes.py", "TPL002"), ("nul.py", "TPL002")]
+    assert "notes.py:1:6: TPL002 Not valid Python, not checked: invalid syntax" in result.stdout
+    assert "null bytes" in result.stdout
+    for _ in range(2):  # cold, then from the cache
+        done = run_subprocess(["check", "notes.py"], root)
+        assert done.exit_code == 1 and "All checks passed" not in done.stdout
+        assert "notes.py:1:6: TPL002" in done.stdout
+    assert [d.code for d in check_source(files["notes.py"], "notes.py")] == ["TPL002"]
+    assert check_source(files["ok.py"], "ok.py") == []
 
 
 def test_fix_never_touches_a_file_that_does_not_parse(tmp_path: Path) -> None:
@@ -166,7 +187,7 @@ def test_write_if_unchanged(tmp_path: Path) -> None:
 def test_fix_apply_skips_files_changed_during_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tpulint.runner as runner
+    import tpulint.runner.paths as runner
 
     root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
     real = runner.write_if_unchanged

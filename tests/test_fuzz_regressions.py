@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source, fix_source
 
 ALL = Config.from_mapping({"select": ["ALL"]})
 

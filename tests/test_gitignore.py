@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tpulint.config import Config
-from tpulint.discovery import GitIgnore, discover
+from tpulint.config.settings import Config
+from tpulint.runner.discovery import GitIgnore, discover
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

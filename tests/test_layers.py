@@ -1,5 +1,12 @@
-"""The core's layers go one way, and no module of tpulint/ (with the rule catalogue, installed
-as tpulint.rules) imports itself back through others.
+"""The core's layers go one way, its folders show them, and no module of tpulint/ (with the
+rule catalogue, installed as tpulint.rules) imports itself back through others.
+
+A module's layer is its folder: tpulint/datatypes/ is the data types, tpulint/engine/ the
+engine, and so on; the modules at the top of tpulint/ (cli, __main__, server, docs, manifest,
+testing) and tpulint/reporting/ are the front ends, and the rule catalogue (the top-level
+rules/, installed as tpulint.rules) is the rules layer. Only the order of the folders is
+written here; which module is in which layer is read from the tree, so a new module needs no
+entry, and a new folder must be given its place.
 
 The graph is read from the source with `ast`: every `import` statement counts, including the
 lazy ones inside functions (a lazy import still runs, later), and `importlib.import_module`
@@ -12,60 +19,36 @@ lower layers reach the catalogue.
 from __future__ import annotations
 
 import ast
+import functools
+import re
+import sys
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"tpulint": ROOT / "tpulint", "tpulint.rules": ROOT / "rules"}
 
-# Bottom to top, as a newcomer reads the engine. A module may import its own layer and the
-# layers below it, never one above. (`tpulint.runtime`, the verifier, has its own layout test.)
-LAYERS: list[tuple[str, set[str]]] = [
-    ("data types", {"tpulint", "tpulint.diagnostics", "tpulint.roundtrip"}),
-    ("config and registry", {"tpulint.registry", "tpulint.config"}),
-    ("rule API", {"tpulint.rule", "tpulint.meta_rules", "tpulint.cst_helpers"}),
-    (
-        "analysis",
-        {
-            "tpulint.analysis",
-            "tpulint.analysis.imports",
-            "tpulint.analysis.modules",
-            "tpulint.analysis.project",
-            "tpulint.analysis.walker",
-            "tpulint.analysis.values",
-            "tpulint.analysis.semantic",
-            "tpulint.analysis.context",
-            "tpulint.analysis.positions",
-            "tpulint.yaml_config",
-            "tpulint.suppression",
-            "tpulint.fixes",
-        },
-    ),
-    ("rules", {"tpulint.rules"}),  # and every tpulint.rules.* module
-    ("engine", {"tpulint.engine", "tpulint.deep_stack"}),
-    (
-        "runner",
-        {
-            "tpulint.discovery",
-            "tpulint.cache",
-            "tpulint.project_build",
-            "tpulint.runner",
-            "tpulint.pool",
-            "tpulint.writing",
-        },
-    ),
-    (
-        "front ends",
-        {
-            "tpulint.cli",
-            "tpulint.__main__",
-            "tpulint.server",
-            "tpulint.docs",
-            "tpulint.manifest",
-            "tpulint.testing",
-            "tpulint.reporting",
-        },
-    ),
+# Bottom to top, as a newcomer reads the engine: each layer and its folders under tpulint/
+# ("" is the top of tpulint/ itself; "rules" is the top-level rules/, installed there). A
+# module may import its own layer and the layers below it, never one above. (`tpulint.runtime`,
+# the verifier, has its own layout test: tests/runtime/test_layout.py.)
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("data types", ("datatypes",)),
+    ("config and registry", ("config",)),
+    ("rule API", ("rule_api",)),
+    ("analysis", ("analysis",)),
+    ("rules", ("rules",)),
+    ("engine", ("engine",)),
+    ("runner", ("runner",)),
+    ("front ends", ("", "reporting")),
 ]
+# The package itself (`tpulint/__init__.py`: the version and the lazily loaded public API)
+# imports nothing at run time, so every layer may read `tpulint.__version__`.
+PACKAGE_ROOT = "tpulint"
 
 
 def _modules() -> dict[str, Path]:
@@ -82,12 +65,32 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def folder_of(module: str) -> str:
+    """The folder of tpulint/ a module lives in: its first folder below tpulint/ ("rules" for
+    the catalogue), "" for the modules at the top."""
+    file = MODULES[module]
+    if module == "tpulint.rules" or module.startswith("tpulint.rules."):
+        return "rules"
+    relative = file.relative_to(PACKAGES["tpulint"]).parts
+    return relative[0] if len(relative) > 1 else ""
+
+
 def layer_of(module: str) -> int:
-    for index, (_, members) in enumerate(LAYERS):
-        for member in members:
-            if module == member or (member != "tpulint" and module.startswith(member + ".")):
-                return index
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS in tests/test_layers.py")
+    if module == PACKAGE_ROOT:
+        return -1
+    folder = folder_of(module)
+    for index, (_, folders) in enumerate(LAYERS):
+        if folder in folders:
+            return index
+    raise AssertionError(
+        f"{module} is in tpulint/{folder}/, which is no layer: give the folder its place in "
+        "LAYERS in tests/test_layers.py"
+    )
+
+
+def layer_name(module: str) -> str:
+    index = layer_of(module)
+    return "package root" if index < 0 else LAYERS[index][0]
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -105,7 +108,8 @@ def _resolve(name: str) -> str | None:
     return None
 
 
-def imports_of(module: str) -> set[str]:
+def imported_names(module: str) -> set[str]:
+    """Every dotted name `module` imports (a module, or a name in a module)."""
     file = MODULES[module]
     tree = ast.parse(file.read_text(encoding="utf-8"))
     package = module if file.name == "__init__.py" else module.rpartition(".")[0]
@@ -140,11 +144,51 @@ def imports_of(module: str) -> set[str]:
             visit(child)
 
     visit(tree)
-    edges = {_resolve(name) for name in found}
+    return found
+
+
+def imports_of(module: str) -> set[str]:
+    edges = {_resolve(name) for name in imported_names(module)}
     return {e for e in edges if e is not None and e != module}
 
 
 GRAPH = {module: imports_of(module) for module in MODULES}
+
+
+@functools.cache
+def _top_level_names(module: str) -> set[str]:
+    """The names a module binds at its top level (`__getattr__` stands for any name)."""
+    names: set[str] = set()
+    pending = list(ast.parse(MODULES[module].read_text(encoding="utf-8")).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try)):
+            pending.extend([*node.body, *node.orelse, *getattr(node, "finalbody", [])])
+    return names
+
+
+def test_every_import_of_tpulint_names_something_that_exists() -> None:
+    # A module moved without its importers fixed fails here, lazy imports included (they
+    # would otherwise fail only when the line runs).
+    missing = []
+    for module in MODULES:
+        for name in imported_names(module):
+            if not name.startswith("tpulint.") or name.startswith("tpulint.runtime"):
+                continue
+            base, _, attribute = name.rpartition(".")
+            if name in MODULES or (
+                base in MODULES and ({attribute, "__getattr__"} & _top_level_names(base))
+            ):
+                continue
+            missing.append(f"{module} imports {name}")
+    assert not missing, "\n".join(sorted(missing))
 
 
 def test_every_module_has_a_layer() -> None:
@@ -154,7 +198,7 @@ def test_every_module_has_a_layer() -> None:
 
 def test_layers_go_one_way() -> None:
     upward = [
-        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+        f"{module} ({layer_name(module)}) imports {target} ({layer_name(target)})"
         for module, targets in GRAPH.items()
         for target in targets
         if layer_of(target) > layer_of(module)
@@ -210,16 +254,88 @@ def test_the_cycle_finder_finds_cycles() -> None:
 
 def test_the_graph_sees_lazy_imports() -> None:
     # cli imports the runner inside a function; engine imports nothing of the runner.
-    assert "tpulint.runner" in GRAPH["tpulint.cli"]
-    assert "tpulint.engine" in GRAPH["tpulint.runner"]
-    assert "tpulint.runner" not in GRAPH["tpulint.engine"]
+    assert "tpulint.runner.paths" in GRAPH["tpulint.cli"]
+    assert "tpulint.engine.source" in GRAPH["tpulint.runner.paths"]
+    assert "tpulint.runner.paths" not in GRAPH["tpulint.engine.source"]
 
 
 def test_yaml_support_is_one_module_the_engine_calls() -> None:
-    users = {m for m, targets in GRAPH.items() if "tpulint.yaml_config" in targets}
+    users = {m for m, targets in GRAPH.items() if "tpulint.analysis.yaml_config" in targets}
     # The rule API and the suppression parser do not reach into it; rules read its types.
-    assert "tpulint.rule" not in users and "tpulint.suppression" not in users
-    assert "tpulint.engine" in users
+    assert "tpulint.rule_api.rule" not in users and "tpulint.analysis.suppression" not in users
+    assert "tpulint.engine.source" in users
     assert all(
-        m.startswith("tpulint.rules") or m in {"tpulint.engine", "tpulint.server"} for m in users
+        m.startswith("tpulint.rules") or m in {"tpulint.engine.source", "tpulint.server"}
+        for m in users
     ), users
+
+
+def test_the_package_root_imports_nothing() -> None:
+    # What lets every layer import `tpulint` for its version.
+    assert GRAPH[PACKAGE_ROOT] == set()
+
+
+def test_the_layers_are_folders_that_say_which_layer_they_are() -> None:
+    folders = {p.name for p in PACKAGES["tpulint"].iterdir() if (p / "__init__.py").is_file()} | {
+        "",
+        "rules",
+    }
+    assert folders == {f for _, fs in LAYERS for f in fs}
+    # Each layer's own package says its place, as the docs and DESIGN.md describe it.
+    for number, (name, fs) in enumerate(LAYERS, start=1):
+        folder = fs[0]
+        if folder in ("", "rules"):
+            continue
+        doc = ast.get_docstring(
+            ast.parse((PACKAGES["tpulint"] / folder / "__init__.py").read_text())
+        )
+        assert doc and doc.startswith(f"Layer {number}, {name}"), (folder, doc)
+
+
+def _package_folders() -> dict[str, Path]:
+    roots = {**PACKAGES, "tpulint.runtime": ROOT / "runtime"}
+    out = {}
+    for package, folder in roots.items():
+        for init in folder.rglob("__init__.py"):
+            parts = init.parent.relative_to(folder).parts
+            out[".".join([package, *parts])] = init.parent
+    return out
+
+
+def test_every_package_is_installed() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert sorted(config["tool"]["setuptools"]["packages"]) == sorted(_package_folders())
+
+
+# --- the rule catalogue's layout ----------------------------------------------------------
+
+RULES = PACKAGES["tpulint.rules"]
+
+
+def test_the_top_of_rules_is_only_the_registry_glue() -> None:
+    from tpulint.rules import FAMILIES
+
+    entries = {p.name for p in RULES.iterdir() if p.name != "__pycache__"}
+    assert entries == {"__init__.py", "shared", "rewrite", *FAMILIES}
+
+
+def test_every_rule_module_is_one_rule_named_after_it() -> None:
+    from tpulint.rules import FAMILIES, HELPERS
+
+    code = re.compile(r"^\s+code = \"(TPU\d{3})\"", re.MULTILINE)
+    name = re.compile(r"^\s+name = \"([a-z0-9-]+)\"", re.MULTILINE)
+    seen = 0
+    for family in FAMILIES:
+        for file in sorted((RULES / family).glob("*.py")):
+            if file.stem in ("__init__", HELPERS):
+                continue
+            text = file.read_text(encoding="utf-8")
+            assert len(code.findall(text)) == 1, f"{file}: one rule per module"
+            assert name.findall(text)[0].replace("-", "_") == file.stem, file
+            seen += 1
+    from tpulint.rules import ALL_RULES
+
+    assert seen == len(ALL_RULES)
+    for rule in ALL_RULES:
+        family, module = rule.__module__.split(".")[-2:]
+        assert module == rule.name.replace("-", "_") and family in FAMILIES, rule

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import make_project, run_subprocess
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
-from tpulint.roundtrip import physical_lines
-from tpulint.suppression import NoqaError, add_noqa, parse_suppressions
+from tpulint.analysis.suppression import NoqaError, add_noqa, parse_suppressions
+from tpulint.config.settings import Config
+from tpulint.datatypes.roundtrip import physical_lines
+from tpulint.engine.source import check_source, fix_source
 
 CONFIG = Config.from_mapping({"select": ["TPU", "TPL001"]})
 HEAD = (
@@ -86,7 +86,7 @@ def test_add_noqa_with_separators_strings_and_continuations(tmp_path: Path) -> N
 def test_add_noqa_writes_nothing_if_the_code_would_change(monkeypatch) -> None:
     """The token check behind `--add-noqa`: a result whose code differs is refused (here a
     broken line insertion is forged; the real insertion avoids these cases)."""
-    from tpulint import suppression
+    from tpulint.analysis import suppression
 
     monkeypatch.setattr(suppression, "_add_noqa", lambda *args: ("x = 2  # noqa\n", 1))
     with pytest.raises(NoqaError, match="would change the code"):

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from tests.helpers import LEGACY_TRAINER, make_project
-from tpulint import registry
+from tpulint.config import registry
 from tpulint.manifest import info_of, render, rule_classes
 
 
@@ -62,8 +62,7 @@ _PROBE = textwrap.dedent(
     loaded = sorted(
         m for m in sys.modules
         if m == "libcst" or m.startswith(("libcst.", "tpulint.rules", "tpulint.engine",
-                                          "tpulint.meta_rules", "tpulint.rule", "yaml",
-                                          "pygls"))
+                                          "tpulint.rule_api", "yaml", "pygls"))
     )
     print("LOADED", loaded, file=sys.stderr)
     """

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tpulint.config import Config
+from tpulint.config.settings import Config
 from tpulint.reporting import ReportOptions, render
-from tpulint.runner import check_paths, fix_paths
+from tpulint.runner.paths import check_paths, fix_paths
 
 PROJECTS = Path(__file__).parent / "projects"
 FIXTURES = sorted(p for p in PROJECTS.iterdir() if p.is_dir())

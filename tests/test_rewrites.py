@@ -1,4 +1,4 @@
-"""The rewrite builders of rules/_rewrites_*.py: which forms they produce, and, as important,
+"""The rewrites of the rewrite engine (rules/rewrite/): which forms they produce, and, as important,
 where they produce none (a wrong fix is worse than no fix). tests/test_rewrites_numeric.py
 runs the produced code against the original."""
 
@@ -9,8 +9,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source, fix_source
 
 HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
 STEP = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"

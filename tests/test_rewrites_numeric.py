@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tpulint.config import Config
-from tpulint.engine import fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import fix_source
 
 torch = pytest.importorskip("torch")
 

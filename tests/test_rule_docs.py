@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tpulint.config import Config
+from tpulint.config.registry import all_rules, family_of
+from tpulint.config.settings import Config
 from tpulint.docs import render_rule
-from tpulint.engine import check_source
-from tpulint.registry import all_rules, family_of
-from tpulint.rule import CODE_PATTERN, DOC_SECTIONS, NAME_PATTERN, code_block
+from tpulint.engine.source import check_source
+from tpulint.rule_api.rule import CODE_PATTERN, DOC_SECTIONS, NAME_PATTERN, code_block
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"
 RULES = all_rules()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tpulint.registry import all_rules
+from tpulint.config.registry import all_rules
 from tpulint.testing import iter_cases, run_case
 
 CASES = list(iter_cases(list(all_rules())))

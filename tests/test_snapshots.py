@@ -10,8 +10,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source, fix_source
 from tpulint.reporting import ReportOptions, render
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import UNREADY_MODULE, make_project, run_cli
-from tpulint.config import Config
-from tpulint.engine import check_source, fix_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source, fix_source
 
 HEAD = (
     "import lightning as L\n\n\nclass Model(L.LightningModule):\n"

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from tpulint.config import Config
-from tpulint.engine import check_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source
 
 HEAD = "import lightning as L\nimport numpy as np\nimport torch\nfrom torch import nn\n\n\n"
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tpulint import engine, runner
-from tpulint.config import Config
-from tpulint.pool import Pool
+from tpulint.config.settings import Config
+from tpulint.engine import source as engine
+from tpulint.runner import paths as runner
+from tpulint.runner.pool import Pool
 
 LEGACY = "import lightning as L\nL.Trainer(tpu_cores=8)\n"
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import LEGACY_TRAINER, make_project, run_cli, run_subprocess
 from tests.unprivileged import run_unprivileged, shared_folder, unprivileged
-from tpulint.writing import encode_like, write_if_unchanged
+from tpulint.runner.writing import encode_like, write_if_unchanged
 
 FIXED_TRAINER = LEGACY_TRAINER.replace("tpu_cores=8", 'accelerator="tpu", devices=8')
 NOT_ROOT = os.geteuid() != 0
@@ -210,7 +210,7 @@ def test_a_fifo_is_never_written(tmp_path: Path) -> None:
 def test_written_files_are_reported_whatever_happens_to_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tpulint.engine as engine
+    import tpulint.engine.source as engine
 
     root = make_project(tmp_path / "p", {"a.py": LEGACY_TRAINER, "b.py": LEGACY_TRAINER})
     real = engine.fix_source

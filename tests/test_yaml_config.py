@@ -18,16 +18,16 @@ import pytest
 import yaml
 
 from tests.helpers import make_project, run_cli
-from tpulint.config import Config
-from tpulint.diagnostics import Location
-from tpulint.engine import add_noqa_comments, check_source, fix_source
-from tpulint.yaml_config import (
+from tpulint.analysis.yaml_config import (
     MAX_ENTRIES,
     YamlEntry,
     _loader_class,
     parse_yaml,
     read_yaml,
 )
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Location
+from tpulint.engine.source import add_noqa_comments, check_source, fix_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lightning_cli"
 INPUTS = sorted(FIXTURES.glob("*.in.yaml"))

@@ -7,19 +7,24 @@ Public API (the CLI, the pre-commit hooks and editors are thin layers over it):
     check_paths(paths, config) -> RunResult
     fix_paths(paths, config, unsafe=False, apply=False) -> RunResult
 
-The modules in layers, bottom up (each imports only its own layer and those below; no import
-cycles: tests/test_layers.py checks both, lazy imports included):
+The layers, bottom up, one folder each (a module imports only its own layer and those below;
+no import cycles: tests/test_layers.py reads the layers from these folders and checks both,
+lazy imports included):
 
-    data types        diagnostics
-    config, registry  config (pyproject.toml), registry (rule selection from the manifest,
-                      data/rules.json; rule classes loaded by name when needed)
-    rule API          rule (the Rule base class), meta_rules (TPLxxx), cst_helpers
-    analysis          analysis/ (project scan, imports, semantic model, values, walker,
-                      positions), yaml_config (LightningCLI configs), suppression, fixes
-    rules             tpulint.rules (the catalogue; the engine reaches it through the registry)
-    engine            engine: check_source / fix_source for one file
-    runner            discovery, cache, runner: many files, the cache, worker processes
-    front ends        cli, server (language server), reporting/, docs, manifest, testing
+    datatypes/   data types: diagnostics, roundtrip
+    config/      configuration (settings) and the rule registry (registry, from data/rules.json)
+    rule_api/    the Rule base class (rule), TPLxxx rules (meta_rules), cst_helpers
+    analysis/    the project model and per-file analysis, yaml_config, suppression, fixes
+    rules/       the catalogue, installed as tpulint.rules (the engine reaches it through the
+                 registry)
+    engine/      check_source / fix_source for one file (source), deep_stack
+    runner/      check_paths / fix_paths for many files (paths), discovery, project_build,
+                 cache, pool, writing
+    (this folder) the front ends: cli, __main__, server (language server), reporting/, docs,
+                 manifest, testing
+
+This module imports nothing at run time (the API above is loaded lazily), so every layer may
+read `__version__` from it.
 """
 
 from __future__ import annotations
@@ -42,21 +47,21 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from tpulint.config import Config, load_config
-    from tpulint.diagnostics import Diagnostic
-    from tpulint.engine import FixResult, check_source, fix_source
-    from tpulint.runner import RunResult, check_paths, fix_paths
+    from tpulint.config.settings import Config, load_config
+    from tpulint.datatypes.diagnostics import Diagnostic
+    from tpulint.engine.source import FixResult, check_source, fix_source
+    from tpulint.runner.paths import RunResult, check_paths, fix_paths
 
 _EXPORTS = {
-    "Config": "tpulint.config",
-    "load_config": "tpulint.config",
-    "Diagnostic": "tpulint.diagnostics",
-    "FixResult": "tpulint.engine",
-    "check_source": "tpulint.engine",
-    "fix_source": "tpulint.engine",
-    "RunResult": "tpulint.runner",
-    "check_paths": "tpulint.runner",
-    "fix_paths": "tpulint.runner",
+    "Config": "tpulint.config.settings",
+    "load_config": "tpulint.config.settings",
+    "Diagnostic": "tpulint.datatypes.diagnostics",
+    "FixResult": "tpulint.engine.source",
+    "check_source": "tpulint.engine.source",
+    "fix_source": "tpulint.engine.source",
+    "RunResult": "tpulint.runner.paths",
+    "check_paths": "tpulint.runner.paths",
+    "fix_paths": "tpulint.runner.paths",
 }
 
 

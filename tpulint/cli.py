@@ -170,7 +170,7 @@ def _load(
     output_format: str | None,
     max_file_size: str | None = None,
 ):
-    from tpulint.config import ConfigError, load_config, parse_size
+    from tpulint.config.settings import ConfigError, load_config, parse_size
 
     start = None
     real = [Path(p) for p in paths if p != "-"]
@@ -236,7 +236,7 @@ def _progress(reporter: _Reporter, total_hint: int) -> Callable[[int, int], None
 
 def _read_stdin() -> str:
     data = sys.stdin.buffer.read()
-    from tpulint.discovery import decode_source
+    from tpulint.runner.discovery import decode_source
 
     try:
         return decode_source(data)
@@ -249,7 +249,7 @@ def _source_lookup(stdin_text: dict[str, str]) -> Callable[[str], str | None]:
         if path in stdin_text:
             return stdin_text[path]
         try:
-            from tpulint.discovery import decode_source
+            from tpulint.runner.discovery import decode_source
 
             return decode_source(Path(path).read_bytes())
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
@@ -324,8 +324,8 @@ def _colour_diff(text: str) -> str:
 
 def _guard(verbose: bool, body: Callable[[], int]) -> NoReturn:
     """Run a command body and turn every failure into a one-line error and exit code 2."""
-    from tpulint.config import ConfigError
-    from tpulint.discovery import PathError
+    from tpulint.config.settings import ConfigError
+    from tpulint.runner.discovery import PathError
 
     try:
         code = body()
@@ -508,8 +508,8 @@ def _check(
     stdin_text: dict[str, str] = {}
     internal_errors: list[str] = []
     if paths == ["-"]:
-        from tpulint.engine import InternalError, check_source
-        from tpulint.project_build import project_for_source
+        from tpulint.engine.source import InternalError, check_source
+        from tpulint.runner.project_build import project_for_source
 
         name = stdin_filename or "-"
         text = _read_stdin()
@@ -523,7 +523,7 @@ def _check(
     else:
         if "-" in paths:
             fail("`-` (stdin) cannot be combined with other paths")
-        from tpulint.runner import check_paths
+        from tpulint.runner.paths import check_paths
 
         run = check_paths(
             paths, config, use_cache=not no_cache, jobs=jobs, progress=_progress(reporter, 0)
@@ -550,9 +550,9 @@ def _check(
 
 
 def _add_noqa(reporter: _Reporter, diagnostics, internal_errors: list[str]) -> int:
-    from tpulint.discovery import decode_source
-    from tpulint.engine import add_noqa_comments
-    from tpulint.runner import write_if_unchanged
+    from tpulint.engine.source import add_noqa_comments
+    from tpulint.runner.discovery import decode_source
+    from tpulint.runner.paths import write_if_unchanged
 
     by_path: dict[str, list] = {}
     for d in diagnostics:
@@ -671,8 +671,8 @@ def _fix(
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
-        from tpulint.engine import fix_source
-        from tpulint.project_build import project_for_source
+        from tpulint.engine.source import fix_source
+        from tpulint.runner.project_build import project_for_source
 
         name = stdin_filename or "-"
         text = _read_stdin()
@@ -689,7 +689,7 @@ def _fix(
         return EXIT_CLEAN
     if "-" in paths:
         fail("`-` (stdin) cannot be combined with other paths")
-    from tpulint.runner import fix_paths
+    from tpulint.runner.paths import fix_paths
 
     started = time.perf_counter()
 
@@ -778,7 +778,7 @@ def _fix(
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
 def rules(output_format: str, show_all: bool) -> None:
     """List the rules with their fix safety and default state."""
-    from tpulint.registry import FAMILY_TITLES, catalogue
+    from tpulint.config.registry import FAMILY_TITLES, catalogue
 
     # The manifest's metadata: listing the rules imports none of them.
     selected = [r for r in catalogue() if show_all or not r.code.startswith("TPL")]
@@ -828,14 +828,14 @@ def rules(output_format: str, show_all: bool) -> None:
 @click.argument("code")
 def explain(code: str) -> None:
     """Print a rule's documentation (by code or name: TPU202, boolean-mask-indexing)."""
+    from tpulint.config.registry import find_rule
     from tpulint.docs import render_rule
-    from tpulint.registry import find_rule
 
     rule = find_rule(code)
     if rule is None:
         import difflib as _difflib
 
-        from tpulint.registry import catalogue
+        from tpulint.config.registry import catalogue
 
         candidates = [r.code for r in catalogue()] + [r.name for r in catalogue()]
         close = _difflib.get_close_matches(code, candidates, n=1)

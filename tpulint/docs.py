@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tpulint.registry import FAMILY_TITLES, all_rules
-from tpulint.rule import DOC_SECTIONS, Rule
+from tpulint.config.registry import FAMILY_TITLES, all_rules
+from tpulint.rule_api.rule import DOC_SECTIONS, Rule
 
 FIX_SENTENCES = {
     "safe": "Fix is always available (safe: applied by `tpulint fix --apply`).",

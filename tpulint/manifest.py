@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tpulint.meta_rules import META_RULES
-from tpulint.registry import MANIFEST, RuleInfo
-from tpulint.rule import Rule
+from tpulint.config.registry import MANIFEST, RuleInfo
+from tpulint.rule_api.meta_rules import META_RULES
+from tpulint.rule_api.rule import Rule
 
 
 def info_of(rule: type[Rule]) -> RuleInfo:

@@ -30,9 +30,9 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition
 
 from tpulint import __version__
-from tpulint.config import Config, ConfigError, find_pyproject, load_config
-from tpulint.diagnostics import Applicability, Diagnostic, Location, Severity
-from tpulint.yaml_config import is_yaml_path
+from tpulint.analysis.yaml_config import is_yaml_path
+from tpulint.config.settings import Config, ConfigError, find_pyproject, load_config
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Location, Severity
 
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel
@@ -110,7 +110,7 @@ class TpulintServer(LanguageServer):
             known = root in self._models
             model = self._models.get(root)
         if not known:
-            from tpulint.runner import project_model
+            from tpulint.runner.paths import project_model
 
             try:
                 model = project_model([str(root)], config)
@@ -128,7 +128,7 @@ class TpulintServer(LanguageServer):
         model = self.model_for(config)
         if model is None:
             return None
-        from tpulint.project_build import with_source
+        from tpulint.runner.project_build import with_source
 
         return with_source(model, path, source, config)
 
@@ -139,7 +139,7 @@ class TpulintServer(LanguageServer):
     @staticmethod
     def excluded(path: str, config: Config) -> bool:
         """Whether `tpulint check --force-exclude PATH` would skip the file (as pre-commit)."""
-        from tpulint.discovery import PathError, discover
+        from tpulint.runner.discovery import PathError, discover
 
         if not Path(path).is_file():
             return False  # not saved yet: nothing to exclude it by
@@ -153,7 +153,7 @@ class TpulintServer(LanguageServer):
 
     def check(self, path: str | None, source: str) -> tuple[list[Diagnostic], Config | None]:
         """Run in the worker thread. Raises ConfigError."""
-        from tpulint.engine import check_source
+        from tpulint.engine.source import check_source
 
         name = path or "untitled.py"
         config = self.config_for(path)
@@ -395,8 +395,8 @@ def build_server() -> TpulintServer:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: TpulintServer, params: types.HoverParams) -> types.Hover | None:
+        from tpulint.config.registry import find_rule
         from tpulint.docs import render_rule
-        from tpulint.registry import find_rule
 
         document = ls.workspace.get_text_document(params.text_document.uri)
         here = _server_location(document, params.position)
@@ -448,7 +448,7 @@ def _quick_fixes(
             )
         )
     if diagnostic.code not in _NO_NOQA:
-        from tpulint.engine import add_noqa_comments
+        from tpulint.engine.source import add_noqa_comments
 
         try:
             new, added = add_noqa_comments(checked.source, checked.path, [diagnostic])
@@ -473,7 +473,7 @@ def _fix_all(
 ) -> types.CodeAction | None:
     if checked.config is None or not any(d.fixable(False) for d in checked.diagnostics):
         return None
-    from tpulint.engine import fix_source
+    from tpulint.engine.source import fix_source
 
     config = checked.config
     project = ls.project_for(checked.path, checked.source, config)

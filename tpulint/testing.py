@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tpulint.config import Config
-from tpulint.diagnostics import Applicability
-from tpulint.engine import check_source, fix_source
-from tpulint.rule import Invalid, Rule, Valid
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.engine.source import check_source, fix_source
+from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def run_case(case: ExampleCase) -> None:
 
 def apply_suggestions(code: str, diagnostics: list) -> str:
     """The code with the display-only suggestions' edits applied."""
-    from tpulint.engine import apply_text_edits
+    from tpulint.engine.source import apply_text_edits
 
     chosen = [
         d

@@ -237,6 +237,9 @@ def run(spec: RunSpec, log: EventLog) -> int:
         from tpulint.runtime.child import equivalence
 
         extra.append(equivalence.install(spec.equivalence, log))
+    from tpulint.runtime.child import memory
+
+    extra.append(memory.install(log, spec.device, spec.run_dir))
     # Before the user's code is imported and built: a DataLoader made in a module's __init__
     # is recorded with its line, and a module that binds torch_xla's functions at import
     # gets the recorded ones. The target's package joins the user's code once it is known.

@@ -21,6 +21,7 @@ from tpulint.runtime.judge.check_compiles import check_compiles, window_rows
 from tpulint.runtime.judge.check_distributed import check_distributed
 from tpulint.runtime.judge.check_eval import check_eval
 from tpulint.runtime.judge.check_fallbacks import check_fallbacks
+from tpulint.runtime.judge.check_memory import check_memory
 from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
@@ -33,6 +34,7 @@ from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
 from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, MIN_STEADY_STEPS
+from tpulint.runtime.tpu_hbm import MemoryLimit
 
 CHECK_LABELS = {
     "sharding": "sharding",
@@ -42,6 +44,7 @@ CHECK_LABELS = {
     "batch_geometry": "batch geometry",
     "validation": "validation",
     "test": "test",
+    "memory": "memory",
     "distributed": "torch.distributed",
 }
 
@@ -55,6 +58,7 @@ class Settings:
     timeout: float = 600.0
     # Fixed copies of user files (--compare) -> how to show them.
     aliases: dict[str, str] = field(default_factory=dict)
+    memory_limit: MemoryLimit | None = None  # --tpu-type / --hbm
 
 
 def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> VerifyReport:
@@ -75,6 +79,11 @@ def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> V
             "warmup": settings.warmup,
             "batch_multiple": settings.batch_multiple,
             "timeout": settings.timeout,
+            **(
+                {"memory_limit": settings.memory_limit.to_json()}
+                if settings.memory_limit is not None
+                else {}
+            ),
         },
     )
 
@@ -186,6 +195,14 @@ def analyze(
             report.checks[check.name] = check
             report.causes += causes
             report.eval_shards[check.name] = eval_shards
+
+    # The estimate (report.memory) holds however far the run got; its check, like the others,
+    # reads "skipped" rather than "pass" in a run that stopped early (_not_judged).
+    memory, memory_causes, report.memory = check_memory(
+        ctx, outcome.events, rows, settings.memory_limit
+    )
+    report.checks[memory.name] = memory
+    report.causes += memory_causes
 
     if outcome.status == "raised":
         replica = root_errors(outcome.events)[0]

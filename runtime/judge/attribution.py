@@ -37,8 +37,8 @@ class RuleIndex:
         return self._cache[real]
 
     def _check(self, path: str) -> list[Any]:
-        from tpulint.config import Config
-        from tpulint.engine import check_source
+        from tpulint.config.settings import Config
+        from tpulint.engine.source import check_source
 
         try:
             with open(path, encoding="utf-8") as handle:

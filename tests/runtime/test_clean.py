@@ -28,6 +28,7 @@ def test_passes(report: VerifyReport) -> None:
         "transfers": "pass",
         "cpu_fallbacks": "pass",
         "batch_geometry": "pass",
+        "memory": "pass",
     }
     assert not [c for c in report.causes if c.severity in ("fail", "warn")]
 
@@ -133,6 +134,7 @@ def test_json_schema(report: VerifyReport) -> None:
         "transfers",
         "cpu_fallbacks",
         "batch_geometry",
+        "memory",
     }
     for check in data["checks"].values():
         assert check["status"] in ("pass", "warn", "fail", "skipped")

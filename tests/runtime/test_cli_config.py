@@ -126,6 +126,7 @@ def test_verify_builds_what_the_users_cli_builds(runs: dict[str, Any]) -> None:
         "ModelCheckpoint",
         "SilentProgressBar_lightning",
         "StepRecorder",
+        "MemoryProbe",
         "OptimizerCheck",
         "CallbackStandIns",
     }

@@ -39,8 +39,8 @@ ITEM_LINE = MEAN_LINE + 1
 def _wrong_mean() -> pytest.MonkeyPatch:
     """Make the masked-mean rewrite divide by every element instead of the mask's count: the
     rewrite is then not exact whenever a batch has an unlabeled sample."""
-    from tpulint.rules._rewrite_cst import atom
-    from tpulint.rules._rewrite_masks import MaskForm
+    from tpulint.rules.rewrite.expressions import atom
+    from tpulint.rules.rewrite.masks import MaskForm
 
     patch = pytest.MonkeyPatch()
     patch.setattr(MaskForm, "count", property(lambda self: f"{atom(self.ctx, self.base)}.numel()"))

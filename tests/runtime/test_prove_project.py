@@ -9,7 +9,7 @@ from pathlib import Path
 from tpulint.runtime.api import _fix_files
 from tpulint.runtime.prove import _Prover
 
-from tpulint.config import load_config
+from tpulint.config.settings import load_config
 
 BASE = """\
 import lightning as L

@@ -92,6 +92,7 @@ def test_verify_settings_win_and_the_report_says_so(run: tuple[VerifyReport, dic
     assert used["callbacks"] == [
         "<tpulint silent progress bar>",
         "<tpulint.runtime.child.recorder.StepRecorder>",
+        "<tpulint.runtime.child.memory.MemoryProbe>",
         "<tpulint.runtime.child.optimizers.OptimizerCheck>",
         "<tpulint.runtime.child.stand_ins.CallbackStandIns>",
     ]

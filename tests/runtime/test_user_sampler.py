@@ -11,8 +11,8 @@ from click.testing import CliRunner, Result
 from tpulint.runtime.command import verify_command
 from verify_helpers import CORES, ROOT, target
 
-from tpulint.config import Config
-from tpulint.engine import check_source
+from tpulint.config.settings import Config
+from tpulint.engine.source import check_source
 
 pytestmark = pytest.mark.runtime
 

@@ -29,7 +29,7 @@ from tpulint.analysis.values import (
 )
 
 if TYPE_CHECKING:
-    from tpulint.config import Config
+    from tpulint.config.settings import Config
 
 # Parameter names of shapes, sizes and counts (host values even in a forward).
 _SHAPE_PARAM = re.compile(r"(?:^|_)(?:shape|shapes|size|sizes|hw|dim|dims)$|^(?:num|n)_")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from tpulint.diagnostics import Location
+from tpulint.datatypes.diagnostics import Location
 
 
 @dataclass(frozen=True)

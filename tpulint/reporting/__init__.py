@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tpulint.diagnostics import Diagnostic
+from tpulint.datatypes.diagnostics import Diagnostic
 from tpulint.reporting.options import ReportOptions
 
 __all__ = ["ReportOptions", "render"]

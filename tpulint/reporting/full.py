@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import click
 
-from tpulint.diagnostics import Applicability, Diagnostic
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic
 from tpulint.reporting.options import ReportOptions
 from tpulint.reporting.text import render_line
 
@@ -21,7 +21,7 @@ _FIX_TITLES = {
 
 
 def _apply_edits(text: str, d: Diagnostic) -> str:
-    from tpulint.engine import apply_text_edits
+    from tpulint.engine.source import apply_text_edits
 
     return apply_text_edits(text, [d])[0]
 

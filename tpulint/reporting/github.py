@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tpulint.diagnostics import Diagnostic, Severity
+from tpulint.datatypes.diagnostics import Diagnostic, Severity
 from tpulint.reporting.options import ReportOptions
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpulint import __version__
-from tpulint.diagnostics import Diagnostic
+from tpulint.datatypes.diagnostics import Diagnostic
 from tpulint.reporting.options import ReportOptions
 
 SCHEMA_VERSION = 1

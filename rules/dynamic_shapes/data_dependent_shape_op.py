@@ -1,0 +1,248 @@
+"""TPU201 data-dependent-shape-op."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.values import CPU, DEVICE, ValueKind
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..rewrite.nonzero import shape_op_fix
+from ..shared.matchers import source_of
+from ..shared.tensors import (
+    TrackingRule,
+    is_torch_tensor,
+    keyword,
+    method_name,
+    positional,
+    receiver,
+    torch_name,
+)
+from .helpers import _HEAD, _MOD, _maybe_device, _quiet
+
+_SHAPE_OPS = {
+    "nonzero": "nonzero",
+    "argwhere": "argwhere",
+    "unique": "unique",
+    "unique_consecutive": "unique_consecutive",
+    "masked_select": "masked_select",
+}
+
+
+class DataDependentShapeOp(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds operations whose output shape depends on the values of their input, in code that
+    runs every step: `nonzero` (method and `torch.nonzero`), `argwhere`, `unique`,
+    `unique_consecutive`, `masked_select`, one-argument `torch.where(cond)`, and
+    `repeat_interleave` with a tensor of repeats. Calls on numpy arrays, pandas objects
+    and CPU tensors built from Python data (`torch.tensor([...])`) are not reported.
+
+    ## Why is this bad on TPU?
+    XLA compiles graphs with static shapes. When the size of a result is only known after
+    looking at the data, torch_xla has to execute the graph up to that point and copy the
+    values to the host to learn it (a sync), then record and compile a new graph for every
+    size that shows up. torch_xla's troubleshooting guide lists `nonzero` and masked
+    indexing as the first cause of dynamic shapes.
+
+    ## Example
+    ```python
+    from torch import nn
+
+
+    class Loss(nn.Module):
+        def forward(self, scores, labels):
+            positives = (labels > 0).nonzero()
+            return scores[positives[:, 0]].sum()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+
+    class Loss(nn.Module):
+        def forward(self, scores, labels):
+            return torch.where(labels > 0, scores, 0).sum()
+    ```
+
+    Keep shapes static: compute on the whole tensor and mask the result (`torch.where`,
+    multiplication by a mask, masked sums and means), or pad to a fixed maximum size
+    (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers).
+
+    ## Fix safety
+    Where the indices are only used to count or to index, an **unsafe** fix keeps the mask
+    instead:
+
+    - `len(m.nonzero())`, `m.nonzero().shape[0]`, `torch.nonzero(m).size(0)`,
+      `torch.argwhere(m).shape[0]` become `torch.count_nonzero(m)`: the same count, as a
+      0-dim tensor instead of an `int` (exact when the count is used as a number);
+    - `x[m.nonzero(as_tuple=True)]`, `x[torch.nonzero(m, as_tuple=True)]` and
+      `x[torch.where(m)]` become `x[m]` (`x[m != 0]` when `m` is not surely boolean): the
+      same elements in the same order, exactly, gradients included;
+    - `idx = m.nonzero(as_tuple=True)`, when every later use of `idx` in the function is an
+      index `x[idx]`, becomes `idx = m`;
+    - `len(torch.unique(y))` (the number of distinct values) becomes
+      `(torch.nn.functional.one_hot(y.flatten().long(), num_classes).sum(0) > 0).sum()`
+      when the code names the number of classes (a `num_classes` or `n_classes` local or
+      parameter, or such an attribute of the class); exact when the values are class
+      indices in `[0, num_classes)`.
+
+    The indexing forms are still boolean-mask selections (TPU202), whose reductions and
+    losses TPU202's fixes then rewrite into static shapes. `tpulint fix --prove
+    module:Class --apply --unsafe-fixes` checks the rewritten training against the
+    original before writing it. Other uses (the indices themselves, `unique` values or
+    counts kept as tensors, `masked_select`, `repeat_interleave`) are reported without a
+    fix: rewriting them changes the shapes that the following code sees.
+
+    ## References
+    - [torch_xla troubleshooting: known performance caveats (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla: dynamic shape support (experimental, bounded)](https://github.com/pytorch/xla/blob/master/docs/source/learn/dynamic_shape.md)
+    """
+
+    code = "TPU201"
+    hot_only = True
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Keep the mask"
+    name = "data-dependent-shape-op"
+    summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
+    requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
+
+    VALID = (
+        # EXAMPLES T8: a CPU tensor of Python ints (static shapes of the inputs).
+        Valid(
+            _MOD + "    def forward(self, inputs):\n"
+            "        sizes = torch.unique_consecutive(\n"
+            "            torch.tensor([x.shape[-1] for x in inputs]))\n"
+            "        return sizes\n"
+        ),
+        # pandas / numpy unique in data preparation.
+        Valid(
+            "import numpy as np\nimport pandas as pd\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        df = pd.DataFrame({'a': [1]})\n        cats = df['a'].unique()\n"
+            "        ids = np.unique(np.array([1, 2]))\n        return self(batch)\n"
+        ),
+        Valid(
+            _HEAD + "    def setup(self, stage):\n        self.classes = self.targets.unique()\n"
+        ),
+        # Three-argument where is static.
+        Valid(_MOD + "    def forward(self, x):\n        return torch.where(x > 0, x, 0)\n"),
+        # Integer repeats are static.
+        Valid(_MOD + "    def forward(self, x):\n        return x.repeat_interleave(2, dim=0)\n"),
+    )
+    INVALID = (
+        Invalid(
+            _MOD + "    def forward(self, masks):\n"
+            "        batch_idx, patch_idx = torch.nonzero(masks, as_tuple=True)\n"
+            "        return batch_idx\n",
+            line=7,
+            message="in forward",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        scores = self(batch)\n"
+            "        idxs, labels = (scores > 0.5).nonzero().T\n"
+            "        for label in torch.unique(labels):\n            pass\n"
+            "        kept = scores.masked_select(scores > 0)\n"
+            "        pos = torch.where(scores > 0)\n"
+            "        return scores\n",
+            count=4,
+        ),
+        Invalid(
+            _MOD + "    def forward(self, x, durations):\n"
+            "        durations = self.predictor(x).round().long()\n"
+            "        return torch.repeat_interleave(x, durations, dim=1)\n",
+        ),
+        # Counting and indexing keep the mask.
+        Invalid(
+            _MOD + "    def forward(self, scores, labels, num_classes):\n"
+            "        n_pos = len((labels > 0).nonzero())\n"
+            "        idx = (labels > 0).nonzero(as_tuple=True)\n"
+            "        present = len(torch.unique(labels))\n"
+            "        return scores[idx].sum() / n_pos / present\n",
+            count=3,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_MOD + "    def forward(self, scores, labels, num_classes):\n"
+            "        n_pos = torch.count_nonzero(labels > 0)\n"
+            "        idx = labels > 0\n"
+            "        present = (torch.nn.functional.one_hot(labels.flatten().long(), "
+            "num_classes).sum(0) > 0).sum()\n"
+            "        return scores[idx].sum() / n_pos / present\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        name = torch_name(ctx, node)
+        method = None
+        if name is not None:
+            op = name.rsplit(".", 1)[-1]
+            args = positional(node)
+            subject = args[0].value if args else None
+        else:
+            method = method_name(node)
+            if method is None:
+                return
+            op = method
+            subject = receiver(node)
+            args = positional(node)
+        if subject is None:
+            return
+        kind = ctx.value_kind(subject)
+        if kind.is_host or kind is CPU or not _maybe_device(kind):
+            return
+        if op in _SHAPE_OPS:
+            if (
+                method is not None
+                and kind is not DEVICE
+                and not is_torch_tensor(ctx, subject, self.bindings)
+                and op in ("unique", "unique_consecutive")
+            ):
+                return  # `df["a"].unique()`: not known to be a tensor
+            self._report(node, op)
+        elif op == "where" and name is not None and len(node.args) == 1:
+            self._report(node, "where")
+        elif op == "repeat_interleave":
+            repeats = (
+                keyword(node, "repeats")
+                or (args[1] if name is not None and len(args) > 1 else None)
+                or (args[0] if method is not None and args else None)
+            )
+            if name is not None and len(args) == 1 and keyword(node, "repeats") is None:
+                repeats = args[0]  # torch.repeat_interleave(repeats)
+            if repeats is None:
+                return
+            value = repeats.value
+            if ctx.value_kind(value) is DEVICE or (
+                ctx.value_kind(value) is ValueKind.UNKNOWN
+                and is_torch_tensor(ctx, value, self.bindings)
+            ):
+                self._report(node, "repeat_interleave")
+
+    def _report(self, node: cst.Call, op: str) -> None:
+        ctx = self.ctx
+        if _quiet(ctx, node):
+            return
+        advice = {
+            "nonzero": "use masks (`torch.where`, multiplying by a mask) or `nonzero_static`",
+            "argwhere": "use masks (`torch.where`) or `torch.nonzero_static`",
+            "unique": "use a fixed-size encoding (one-hot counts, `scatter_add` over all classes)",
+            "unique_consecutive": "use a fixed-size encoding over all possible values",
+            "masked_select": "use `torch.where(mask, x, 0)` and masked reductions",
+            "where": "use the three-argument `torch.where(cond, x, y)`",
+            "repeat_interleave": "expand to a fixed maximum length and mask",
+        }[op]
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} has a data-dependent output shape: "
+            f"XLA syncs to learn it and compiles a graph per size; {advice}",
+            fix=shape_op_fix(ctx, self.bindings, node, op),
+        )

@@ -1,0 +1,207 @@
+"""TPU205 data-dependent-size."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.matchers import source_of
+from ..shared.tensors import TrackingRule, method_name, positional, torch_name, value_size
+from .helpers import _MOD, _quiet
+
+_SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "arange"})
+_SIZE_METHODS = frozenset(
+    {
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "view",
+        "reshape",
+        "expand",
+        "repeat",
+        "narrow",
+    }
+)
+
+
+class DataDependentSize(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds sizes read from the values of a device tensor, in code that runs every step:
+    `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
+    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, `range(int(n.max()))`, and
+    names bound to such values (`max_len = lengths.max().item()` used later as a size).
+    Sizes from shapes (`x.size(1)`, `x.shape[0]`) are static and are not reported.
+
+    ## Why is this bad on TPU?
+    The size must be a Python number before the graph can be built, so the device tensor is
+    copied to the host (a sync in every step), and the result's shape changes with the
+    data: every distinct value compiles a new XLA graph. Padding to a fixed maximum length
+    (a configuration value, or `x.size(1)`) and masking keeps one graph.
+
+    ## Example
+    ```python
+    import torch
+    from torch import nn
+
+
+    class Align(nn.Module):
+        def forward(self, x, lengths):
+            max_len = lengths.max().item()
+            positions = torch.arange(max_len, device=x.device)
+            return x[:, :max_len] * (positions[None] < lengths[:, None]).unsqueeze(-1)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+
+    class Align(nn.Module):
+        def forward(self, x, lengths):
+            positions = torch.arange(x.size(1), device=x.device)
+            return x * (positions[None] < lengths[:, None]).unsqueeze(-1)
+    ```
+
+    ## Fix safety
+    No automatic fix: the static size to use (the padded length, a configured maximum) is
+    a decision about the data.
+
+    ## References
+    - [torch_xla: recompilation causes (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    """
+
+    code = "TPU205"
+    hot_only = True
+    name = "data-dependent-size"
+    summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
+    requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")
+
+    VALID = (
+        Valid(
+            _MOD + "    def forward(self, x):\n"
+            "        n = x.size(1)\n        B, T = x.shape[:2]\n"
+            "        pos = torch.arange(n, device=x.device)\n"
+            "        return x[:, :T] + torch.zeros(B, T)[..., None] + pos\n"
+        ),
+        # Values that are not used as sizes.
+        Valid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        scale = lengths.max()\n        return x / scale\n"
+        ),
+        # Python lists of lengths (host data).
+        Valid(
+            _MOD + "    def forward(self, x, texts):\n"
+            "        max_len = max(len(t) for t in texts)\n"
+            "        return torch.zeros(len(texts), max_len)\n"
+        ),
+    )
+    INVALID = (
+        # EXAMPLES §1 #13: the size is read once and used later.
+        Invalid(
+            _MOD + "    def forward(self, emb, target_lens):\n"
+            "        max_len = target_lens.max().item()\n"
+            "        idx = torch.arange(max_len, device=emb.device)\n"
+            "        return emb[:, idx]\n",
+            line=7,
+            message="used as a size",
+        ),
+        Invalid(
+            _MOD + "    def forward(self, x, lengths):\n"
+            "        x = x[:, : lengths.max()]\n"
+            "        return x.new_zeros(int(lengths.sum()), 4)\n",
+            count=2,
+        ),
+        # EXAMPLES §1 #12: a pad size computed from a length tensor.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Pad(nn.Module):\n"
+            "    def forward(self, audio, audio_len):\n"
+            "        padded_len = 8 * torch.ceil(audio_len / 8).int()\n"
+            "        max_len = padded_len.max().int().item()\n"
+            "        num_padding = max_len - audio.shape[1]\n"
+            "        return F.pad(audio, (0, num_padding))\n",
+            line=9,
+        ),
+    )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        if not hasattr(self, "_reported"):
+            self._reported: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        sizes: list[cst.BaseExpression] = []
+        name = torch_name(ctx, node)
+        args = positional(node)
+        if name is not None:
+            last = name.rsplit(".", 1)[-1]
+            if last in _SIZE_FACTORIES:
+                sizes = [a.value for a in (args[:1] if last == "full" else args)]
+                if last == "arange":
+                    sizes = [a.value for a in args[:2]]
+            elif last == "linspace" and len(args) > 2:
+                sizes = [args[2].value]
+            elif name in ("nn.functional.pad",) and len(args) > 1:
+                sizes = _tuple_items(args[1].value)
+        elif isinstance(node.func, cst.Name) and node.func.value == "range" and args:
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.For) and parent.iter is node:
+                sizes = [args[1].value if len(args) > 1 else args[0].value]
+        else:
+            method = method_name(node)
+            if method in _SIZE_METHODS:
+                if method == "narrow":
+                    sizes = [args[2].value] if len(args) > 2 else []
+                elif method == "new_full":
+                    sizes = _tuple_items(args[0].value) if args else []
+                else:
+                    sizes = [a.value for a in args]
+                    if len(sizes) == 1:
+                        sizes = _tuple_items(sizes[0]) or sizes
+        for size in sizes:
+            self._check(size, node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Slice):
+                for bound in (index.lower, index.upper):
+                    if bound is not None:
+                        self._check(bound, node)
+
+    def _check(self, size: cst.BaseExpression, sink: cst.CSTNode) -> None:
+        ctx = self.ctx
+        source = value_size(ctx, size, self.bindings)
+        if source is None:
+            return
+        reported = getattr(self, "_reported", None)
+        if reported is None:
+            reported = self._reported = set()
+        if id(source) in reported:
+            return
+        if _quiet(ctx, sink):
+            return
+        reported.add(id(source))
+        self.report(
+            source,
+            f"`{source_of(ctx, source)}` reads a device tensor's values and is used as a size "
+            f"in `{source_of(ctx, sink, 50)}` ({ctx.hot_reason}): a sync every step and a new "
+            "graph per value; use a static size (the padded length) and a mask",
+        )
+
+
+def _tuple_items(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [e.value for e in node.elements if isinstance(e, cst.Element)]
+    return []

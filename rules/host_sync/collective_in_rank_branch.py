@@ -1,0 +1,291 @@
+"""TPU108 collective-in-rank-branch."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import libcst as cst
+
+from tpulint.datatypes.diagnostics import Severity
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.matchers import source_of
+
+# Calls every process must make together: a process that skips one leaves the others waiting.
+_COLLECTIVES = {
+    "torch_xla.core.xla_model.save": "writes from the master ordinal after a rendezvous of "
+    "every process",
+    "torch_xla.core.xla_model.rendezvous": "is a barrier of every process",
+    "torch_xla.core.xla_model.mesh_reduce": "gathers a value from every process",
+    "torch_xla.core.xla_model.all_reduce": "reduces across every device",
+    "torch_xla.core.xla_model.all_gather": "gathers from every device",
+    "torch_xla.core.xla_model.reduce_scatter": "reduces across every device",
+    "torch_xla.core.xla_model.all_to_all": "exchanges data between every device",
+    "torch_xla.core.xla_model.collective_permute": "exchanges data between devices",
+    "torch_xla.core.xla_model.optimizer_step": "all-reduces the gradients of every device",
+    "torch.distributed.barrier": "is a barrier of every process",
+    "torch.distributed.all_reduce": "reduces across every process",
+    "torch.distributed.all_gather": "gathers from every process",
+    "torch.distributed.all_gather_object": "gathers from every process",
+    "torch.distributed.broadcast": "needs every process",
+    "torch.distributed.broadcast_object_list": "needs every process",
+    "torch.distributed.reduce": "needs every process",
+    "torch.distributed.gather": "needs every process",
+    "torch.distributed.scatter": "needs every process",
+}
+# Lightning methods that synchronise every process (through the strategy's barrier or
+# collectives), called on the Trainer, its strategy or the module.
+_LIGHTNING_COLLECTIVES = {
+    "save_checkpoint": "waits for every process in the strategy's barrier",
+    "barrier": "is a barrier of every process",
+    "all_gather": "gathers from every process",
+    "broadcast": "needs every process",
+    "reduce": "reduces across every process",
+}
+_LIGHTNING_RECEIVERS = re.compile(r"(^|\.)(trainer|strategy|pl_module|fabric)$|^self$")
+_RANK_TEST = re.compile(
+    r"(global_rank|local_rank|node_rank|is_global_zero|is_local_zero|is_master|master_ordinal|"
+    r"get_ordinal|global_ordinal|local_ordinal|get_rank|process_index|\brank\b)"
+)
+_RANK_ZERO_DECORATORS = frozenset({"rank_zero_only"})
+# The text of a collective call, before parsing: `xm.save(`, `dist.barrier(`,
+# `.save_checkpoint(`, `strategy.reduce(`, `all_gather(`.
+_COLLECTIVE_TEXT = re.compile(
+    r"(\.(save|rendezvous|mesh_reduce|all_reduce|all_gather|reduce_scatter|all_to_all|"
+    r"collective_permute|optimizer_step|barrier|broadcast|broadcast_object_list|"
+    r"all_gather_object|gather|scatter|reduce|save_checkpoint)\(|\ball_gather\(|\bbarrier\()"
+)
+
+
+class CollectiveInRankBranch(Rule):
+    """
+    ## What it does
+    Finds calls every process must make together (`xm.save`, `xm.rendezvous`,
+    `xm.mesh_reduce`, `xm.all_reduce`, `torch.distributed.barrier`, `trainer.save_checkpoint`,
+    `self.all_gather`, `strategy.barrier()`, ...) that only some processes reach: under a
+    condition on the rank (`if self.global_rank == 0:`, `if xm.is_master_ordinal():`,
+    `if trainer.is_global_zero:`, either branch of it, or after an early
+    `if not trainer.is_global_zero: return`), or in a function decorated with
+    `@rank_zero_only`.
+
+    ## Why is this bad on TPU?
+    A collective completes only when every process (one per TPU core, or per host) has
+    called it. Under a rank condition the other processes never call it, so the ones that
+    did wait forever: the run hangs without an error, typically at the end of an epoch or at
+    the first checkpoint. `xm.save` is one of them: it holds a rendezvous of every process
+    and writes from the master ordinal only, so guarding it with `if xm.is_master_ordinal():`
+    is what hangs.
+
+    ## Example
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def on_train_epoch_end(self):
+            if self.global_rank == 0:
+                xm.save(self.state_dict(), "model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch_xla.core.xla_model as xm
+
+
+    class Model(L.LightningModule):
+        def on_train_epoch_end(self):
+            xm.save(self.state_dict(), "model.pt")  # writes from the master ordinal only
+    ```
+
+    Call the collective on every process; keep only the host-side work (printing, writing
+    a file with `open`) under the rank condition.
+
+    ## Fix safety
+    No fix: which work belongs under the condition depends on the code.
+
+    ## References
+    - [torch_xla: `xm.save` "should be called by all processes"](https://github.com/pytorch/xla/blob/master/torch_xla/core/xla_model.py)
+    - [torch_xla PJRT: `xm.rendezvous`](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+    - [Lightning docs: `save_checkpoint` must run on all ranks](https://lightning.ai/docs/pytorch/stable/common/checkpointing_intermediate.html)
+    """
+
+    code = "TPU108"
+    name = "collective-in-rank-branch"
+    summary = "A collective (`xm.save`, `xm.rendezvous`, a barrier) only some ranks reach"
+    severity = Severity.ERROR
+    requires = (
+        "save",
+        "rendezvous",
+        "mesh_reduce",
+        "all_reduce",
+        "all_gather",
+        "barrier",
+        "broadcast",
+        "reduce",
+        "all_to_all",
+        "collective_permute",
+        "optimizer_step",
+    )
+
+    @classmethod
+    def applies(cls, source: str, view: object) -> bool:
+        return bool(_COLLECTIVE_TEXT.search(source)) and any(
+            t in source for t in ("rank", "ordinal", "is_global_zero", "is_master")
+        )
+
+    VALID = (
+        # Every process calls it; only host-side work is guarded.
+        Valid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        xm.save(self.state_dict(), 'model.pt')\n"
+            "        if self.global_rank == 0:\n"
+            "            print('saved')\n"
+        ),
+        # A condition on the world size is the same on every process.
+        Valid(
+            "import torch.distributed as dist\n\n\n"
+            "def sync(world_size):\n"
+            "    if world_size > 1:\n"
+            "        dist.barrier()\n"
+        ),
+        # torch.save is no collective.
+        Valid(
+            "import torch\nimport lightning as L\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_end(self):\n"
+            "        if self.trainer.is_global_zero:\n"
+            "            torch.save(self.state_dict(), 'model.pt')\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        if self.global_rank == 0:\n"
+            "            xm.save(self.state_dict(), 'model.pt')\n",
+            line=8,
+            message="under `if self.global_rank == 0`",
+        ),
+        Invalid(
+            "import torch_xla.core.xla_model as xm\n\n\n"
+            "def report(value):\n"
+            "    if not xm.is_master_ordinal():\n"
+            "        return\n"
+            "    total = xm.mesh_reduce('loss', value, sum)\n"
+            "    print(total)\n",
+            line=7,
+            message="after `if not xm.is_master_ordinal(): return`",
+        ),
+        Invalid(
+            "import lightning as L\nfrom lightning.pytorch.utilities import rank_zero_only\n\n\n"
+            "class Saver(L.Callback):\n"
+            "    @rank_zero_only\n"
+            "    def on_validation_end(self, trainer, pl_module):\n"
+            "        trainer.save_checkpoint('best.ckpt')\n",
+            line=8,
+            message="`@rank_zero_only`",
+        ),
+        Invalid(
+            "import torch.distributed as dist\n\n\n"
+            "def write(rank, data):\n"
+            "    if rank == 0:\n"
+            "        open('out.txt', 'w').write(data)\n"
+            "    else:\n"
+            "        dist.barrier()\n",
+            line=8,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        what = self._collective(node)
+        if what is None:
+            return
+        guard = self._rank_guard(node)
+        if guard is None:
+            return
+        where = ctx.hot_reason or (f"`{ctx.function.name}`" if ctx.function else "module code")
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {where} runs only on some processes ({guard}), but "
+            f"it {what}: the processes that call it wait for the others forever and the run "
+            "hangs; call it on every process and keep only host-side work under the condition",
+        )
+
+    def _collective(self, node: cst.Call) -> str | None:
+        ctx = self.ctx
+        qualified = ctx.qualify(node.func)
+        if qualified is not None:
+            return _COLLECTIVES.get(qualified)
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _LIGHTNING_COLLECTIVES:
+            return None
+        receiver = source_of(ctx, func.value, 100)
+        if not _LIGHTNING_RECEIVERS.search(receiver):
+            return None
+        method = func.attr.value
+        if receiver == "self" and method not in ("all_gather",):
+            return None  # `self.reduce(...)` of a user class: not Lightning's
+        if method in ("reduce", "broadcast") and "strategy" not in receiver:
+            return None
+        return _LIGHTNING_COLLECTIVES[method]
+
+    def _rank_guard(self, node: cst.Call) -> str | None:
+        """How the call depends on the rank: the condition, the early exit or the
+        decorator that keeps other processes away, or None."""
+        ctx = self.ctx
+        child: cst.CSTNode = node
+        for ancestor in ctx.ancestors(node):
+            if isinstance(ancestor, cst.If) and child is not ancestor.test:
+                test = ctx.module.code_for_node(ancestor.test)
+                if _RANK_TEST.search(test):
+                    return f"under `if {' '.join(test.split())}`"
+            elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+                test = ctx.module.code_for_node(ancestor.test)
+                if _RANK_TEST.search(test):
+                    return f"under `{' '.join(test.split())}`"
+            elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                for statement in ancestor.body:
+                    if statement is child:
+                        break
+                    test_node = _early_return_test(statement)
+                    if test_node is not None:
+                        test = " ".join(ctx.module.code_for_node(test_node).split())
+                        if _RANK_TEST.search(test):
+                            return f"after `if {test}: return`"
+            elif isinstance(ancestor, cst.FunctionDef):
+                for decorator in ancestor.decorators:
+                    expr = decorator.decorator
+                    if isinstance(expr, cst.Call):
+                        expr = expr.func
+                    qualified = ctx.qualify(expr) or ""
+                    if qualified.rsplit(".", 1)[-1] in _RANK_ZERO_DECORATORS:
+                        return "`@rank_zero_only`"
+                break
+            elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
+                break
+            child = ancestor
+        return None
+
+
+def _early_return_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
+    """`if TEST: return` (no else): the rest of the block runs only when TEST is false."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None:
+        return None
+    body = statement.body
+    small: Sequence[cst.BaseSmallStatement] = ()
+    if isinstance(body, cst.SimpleStatementSuite):
+        small = body.body
+    elif isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
+        only = body.body[0]
+        if isinstance(only, cst.SimpleStatementLine):
+            small = only.body
+    if len(small) == 1 and isinstance(small[0], cst.Return):
+        return statement.test
+    return None

@@ -1,0 +1,331 @@
+"""TPU104 tensor-value-control-flow."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.guards import effective
+from tpulint.analysis.values import ValueKind
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
+
+from ..rewrite.sync import if_fix
+from ..shared.matchers import source_of
+from ..shared.tensors import TrackingRule, method_name, torch_name
+from .helpers import _HEAD, _LOSS, quiet
+
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+_TENSOR_PREDICATES = frozenset(
+    {
+        "any",
+        "all",
+        "equal",
+        "allclose",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "is_nonzero",
+        "isclose",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "count_nonzero",
+        "sum",
+        "max",
+        "min",
+        "numel",
+    }
+)
+
+
+class TensorValueControlFlow(TrackingRule, Rule):
+    """
+    ## What it does
+    Finds Python control flow decided by the value of a device tensor in code that runs
+    every step: `if loss > 0:`, `while (x != 0).any():`, `assert torch.isfinite(loss)`,
+    `a if score > t else b`. Conditions on shapes (`x.shape[0] > 1`), flags
+    (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
+    and CPU tensors are not tensor values and are not reported.
+
+    ## Why is this bad on TPU?
+    Python needs a real `bool` to take a branch, so the pending XLA graph is cut and run
+    and the value copied to the host: a sync in every step. Each outcome then records a
+    different graph after the branch, so data-dependent branches also multiply the graphs
+    XLA must compile. `torch.where` keeps both outcomes in one static graph.
+
+    ## Example
+    ```python
+    import lightning as L
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch), batch)
+            if loss > 10:
+                loss = loss / 10
+            return loss
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch), batch)
+            loss = torch.where(loss > 10, loss / 10, loss)
+            return loss
+    ```
+
+    ## Fix safety
+    An `if` on a tensor condition whose branches only assign values (a pure update) has an
+    **unsafe** fix that chooses with `torch.where` instead of branching:
+
+    - `if c: x = a` becomes `x = torch.where(c, a, x)` (`x += a` becomes
+      `x = torch.where(c, x + a, x)`), one statement per assignment;
+    - `if c: x = a` / `else: x = b` becomes `x = torch.where(c, a, b)`;
+    - `not c`, `c and d`, `c or d` become `torch.logical_not(c)`, `torch.logical_and(c, d)`,
+      `torch.logical_or(c, d)`.
+
+    It is offered only when the condition and every assigned value are pure (tensor
+    operations, no module calls, no random draws, no in-place methods), every part of the
+    condition is a device tensor, each assigned name already has a value before the `if`,
+    and each assigned value provably has the shape of the value it replaces (`torch.where`
+    gives one shape whichever way the condition goes): the same tensor transformed
+    elementwise (`x / 10`, `x.clamp(max=m)`, `torch.zeros_like(x)`), integer indexing of one
+    tensor (`t[0]` / `t[1]`), or single values on both sides; `x = x[:, :n]` or
+    `x = x.sum()` under a tensor condition get no fix. It is exact when the assigned values
+    are tensors or numbers (a Python number becomes a 0-dim tensor) and are finite when the
+    condition is false: both sides are now computed every step, so a division by
+    zero there, harmless in the forward value, would put `nan` into the gradients.
+    `x += a` on a tensor updated `x` in place; the rewrite binds a new tensor (other
+    references to the old one no longer see the update). `tpulint fix --prove
+    module:Class --apply --unsafe-fixes` trains the module both ways before writing it.
+
+    For a conditional expression `a if cond else b` the suggestion is
+    `torch.where(cond, a, b)` (display-only: both sides are evaluated and broadcast to one
+    shape and dtype). Other statements (`while`, `assert`, an `if` that returns, logs or
+    calls a module) are reported without a fix.
+
+    ## References
+    - [torch_xla: recompilation causes, "control flow depending on tensor values"](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+    - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+    """
+
+    code = "TPU104"
+    hot_only = True
+    name = "tensor-value-control-flow"
+    summary = "`if` / `while` / `assert` / ternary decided by a device tensor's value in hot code"
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = "Use `torch.where(cond, a, b)`"
+    requires = ("if ", "while ", "assert ")
+
+    VALID = (
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, mask = batch\n"
+            "        if x.shape[0] > 1 and self.training and mask is not None:\n"
+            "            x = x * mask\n"
+            "        if batch_idx == 0 or self.current_epoch > 3 or len(x) > 2:\n"
+            "            pass\n"
+            "        assert x.dim() == 2, x.shape\n"
+            "        return self(x)\n"
+        ),
+        # A CPU random number decides augmentation: no device sync.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        if torch.rand(1) < 0.5:\n            batch = batch.flip(0)\n"
+            "        return self(batch)\n"
+        ),
+        # .item() is TPU101's finding, not a second one here.
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if loss.item() > 10:\n            print('high')\n        return loss\n"
+        ),
+        # Only on the first batch.
+        Valid(
+            _HEAD
+            + "    def validation_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"
+        ),
+        # Epoch-level hooks are not hot.
+        Valid(
+            _HEAD + "    def on_validation_epoch_end(self):\n"
+            "        if self.best > self.metric.compute():\n            self.best = 0\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if torch.isinf(loss):\n            return None\n        return loss\n",
+            line=8,
+            message="in training_step",
+        ),
+        Invalid(
+            _HEAD + "    def forward(self, x):\n"
+            "        while (x > 1).any():\n            x = x / 2\n"
+            "        assert (x >= 0).all()\n        return x\n",
+            count=2,
+        ),
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        scale = 0.5 if loss > 1 else 1.0\n        return loss * scale\n",
+            expected_suggestion=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        scale = torch.where(loss > 1, 0.5, 1.0)\n"
+            "        return loss * scale\n",
+        ),
+        # A pure update under a tensor condition: torch.where.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if loss > 10:\n            loss = loss / 10\n"
+            "        weight = 1.0\n"
+            "        if not torch.isfinite(loss).all():\n            weight = 0.0\n"
+            "        else:\n            weight = 2.0\n"
+            "        return loss * weight\n",
+            count=2,
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        loss = torch.where(loss > 10, loss / 10, loss)\n"
+            "        weight = 1.0\n"
+            "        weight = torch.where(torch.logical_not(torch.isfinite(loss).all()), 0.0, "
+            "2.0)\n"
+            "        return loss * weight\n",
+        ),
+        # A branch that calls a module or returns is not a pure update: no fix.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if loss > 10:\n            loss = self.rescale(loss)\n"
+            "        return loss\n",
+        ),
+        # A flag computed from tensors, then tested.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        bad = torch.isnan(loss).any()\n"
+            "        if not bad:\n            self.manual_backward(loss)\n",
+            line=9,
+        ),
+    )
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node, node.test, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node, node.test, "while")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node, node.test, "assert")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node, node.test, "ternary", node)
+
+    def _check(
+        self,
+        owner: cst.CSTNode,
+        test: cst.BaseExpression,
+        kind: str,
+        ifexp: cst.IfExp | None = None,
+    ) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        found = self._tensor_test(test, 0)
+        # (The test's own nodes are not linked to their parents yet: ask about the
+        # statement, and `_tensor_test` stops at `rare_flag and tensor_test`.)
+        if found is None or quiet(ctx, owner):
+            return
+        replacement = None
+        if ifexp is not None and found is test:
+            replacement = cst.Call(
+                func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("where")),
+                args=[
+                    cst.Arg(test.with_changes(lpar=[], rpar=[]), comma=_COMMA),
+                    cst.Arg(ifexp.body, comma=_COMMA),
+                    cst.Arg(ifexp.orelse),
+                ],
+                lpar=ifexp.lpar,
+                rpar=ifexp.rpar,
+            )
+        what = {
+            "if": "an `if`",
+            "while": "a `while` loop",
+            "assert": "an `assert`",
+            "ternary": "a conditional expression",
+        }[kind]
+        self.report(
+            found,
+            f"{what} on the tensor value `{source_of(ctx, found)}` in {ctx.hot_reason} "
+            "syncs with the TPU every step and records one graph per outcome; "
+            "use `torch.where` or masking",
+            fix=if_fix(ctx, self.bindings, owner) if isinstance(owner, cst.If) else None,
+            replacement=replacement,
+            applicability=Applicability.DISPLAY_ONLY,
+            replaces=ifexp,
+            add_imports=[ImportSpec("torch")] if replacement is not None else (),
+        )
+
+    def _tensor_test(self, test: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
+        if depth > 6:
+            return None
+        ctx = self.ctx
+        if isinstance(test, cst.BooleanOperation):
+            left = self._tensor_test(test.left, depth + 1)
+            if left is not None:
+                return left
+            if isinstance(test.operator, cst.And) and effective(
+                ctx.condition_kinds(test.left), ctx.function.root_hook if ctx.function else None
+            ):
+                return None  # `batch_idx == 0 and loss > 1`: only for some batches
+            return self._tensor_test(test.right, depth + 1)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._tensor_test(test.expression, depth + 1)
+        if isinstance(test, cst.Comparison):
+            if any(
+                isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                for t in test.comparisons
+            ):
+                return None
+            return test if ctx.value_kind(test) is ValueKind.DEVICE else None
+        if isinstance(test, cst.Call):
+            kind = ctx.value_kind(test)
+            torch_function = (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
+            # `torch.isnan(x)` takes only tensors: the use says `x` is one.
+            if kind is not ValueKind.DEVICE and not (
+                kind is ValueKind.UNKNOWN and torch_function in _TENSOR_PREDICATES
+            ):
+                return None
+            name = method_name(test) or torch_function
+            return test if name in _TENSOR_PREDICATES else None
+        if isinstance(test, cst.Name):
+            binding = self.bindings.lookup(test.value)
+            if binding is None or binding.value is None or binding.unpack_index is not None:
+                return None
+            value = binding.value
+            if (
+                isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation))
+                and self._tensor_test(value, depth + 1) is not None
+            ):
+                return test
+        return None

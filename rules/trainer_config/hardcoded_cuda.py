@@ -1,0 +1,465 @@
+"""TPU006 hardcoded-cuda."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from tpulint.analysis.project import ClassKind, FileView
+from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.rule_api.cst_helpers import string_value, strip_call_suffix
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.configuration import device_guarded, is_framework_file
+from ..shared.matchers import contains_trainer_call, source_of
+from .helpers import _enclosing_method, device_expression
+
+_HEAD6 = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
+
+
+# torch.cuda functions that need a CUDA device (they raise "Found no NVIDIA driver" or a CUDA
+# error on a TPU host, measured with torch 2.9). `is_available`, `device_count`,
+# `empty_cache`, the seeding and memory-statistics helpers are harmless there.
+_CUDA_ONLY_FUNCS = frozenset(
+    {
+        "synchronize",
+        "current_device",
+        "set_device",
+        "get_device_name",
+        "get_device_capability",
+        "get_device_properties",
+        "Stream",
+        "current_stream",
+        "default_stream",
+        "set_stream",
+        "Event",
+        "CUDAGraph",
+        "graph",
+        "device",
+        "mem_get_info",
+        "reset_peak_memory_stats",
+        "ipc_collect",
+        "utilization",
+        "FloatTensor",
+        "DoubleTensor",
+        "HalfTensor",
+        "BFloat16Tensor",
+        "LongTensor",
+        "IntTensor",
+        "ShortTensor",
+        "ByteTensor",
+        "CharTensor",
+        "BoolTensor",
+        "is_current_stream_capturing",
+    }
+)
+# Methods that implement device moves themselves (`def cuda(self): ... super().cuda()`).
+_DEVICE_MOVE_OVERRIDES = frozenset(
+    {"cuda", "to", "cpu", "_apply", "type", "half", "float", "double", "bfloat16", "xpu"}
+)
+_SAFE_DEVICE_HOOK_PREFIXES = ("on_",)
+
+
+def _cuda_string(node: cst.BaseExpression | None) -> str | None:
+    value = string_value(node) if node is not None else None
+    if value is not None and (value == "cuda" or value.startswith("cuda:")):
+        return value
+    return None
+
+
+class HardcodedCuda(Rule):
+    """
+    ## What it does
+    Finds hard-coded CUDA in code that runs on the TPU: `.cuda()`, `.to("cuda")`,
+    `torch.device("cuda")`, `device="cuda"` arguments and `torch.cuda.*` calls that need a
+    GPU (`synchronize`, `current_device`, `set_device`, streams, events, CUDA graphs, the
+    legacy `torch.cuda.FloatTensor` types), in LightningModules, DataModules and Callbacks,
+    in every method of `nn.Module` classes, in functions called from `forward` or the step
+    methods, and in training scripts (functions that build a Lightning Trainer). Not
+    reported: code guarded by a device check (`if torch.cuda.is_available():`,
+    `if self.device.type == "cuda":`, `... if torch.cuda.is_available() else ...`),
+    overrides that implement device moves (`def cuda(self, device=None): return
+    super().cuda(device)`), code that is CUDA-only by design (classes and functions named
+    for CUDA or GPUs, such as `CUDAGraphCallback`, and modules that implement CUDA kernels
+    with numba, CuPy or Triton), and Lightning's own source.
+
+    ## Why is this bad on TPU?
+    TPU hosts have no CUDA device: `.cuda()` and CUDA factory calls raise
+    `RuntimeError: Found no NVIDIA driver on your system` there, so the run fails at the
+    first step that reaches the line. Lightning already moves the module and each batch to
+    the right device (TPU, GPU or CPU); code that asks for `self.device` runs everywhere.
+
+    ## Example
+    ```python
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            noise = torch.randn(batch.shape).cuda()
+            return self(batch + noise).sum()
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            noise = torch.randn(batch.shape).to(self.device)
+            return self(batch + noise).sum()
+    ```
+
+    ## Fix safety
+    In LightningModule methods that run after Lightning moved the module (step methods,
+    `forward`, `on_*` hooks and the helpers they call), `x.cuda()` becomes
+    `x.to(self.device)`, and `"cuda"` / `torch.device("cuda")` become `self.device`
+    (`pl_module.device` in Callback hooks); this is safe: on a GPU run Lightning sets the
+    current CUDA device of each process to the module's device, so both name the same
+    device. Elsewhere (`__init__`, `setup`, helpers not reached from a hook, explicit indices
+    like `"cuda:1"`) the same rewrite is shown as a display-only suggestion, because the
+    module may still be on the CPU there. In plain `nn.Module` code the suggestion uses the
+    device of the first input tensor (`x.to(inputs.device)`); in a training script it drops
+    the `.cuda()` (the Trainer moves the model). `torch.cuda.*` calls have no automatic fix:
+    guard them with `if torch.cuda.is_available():` or remove them.
+
+    ## References
+    - [Lightning docs: hardware-agnostic code ("Delete .cuda() or .to() calls")](https://lightning.ai/docs/pytorch/stable/accelerators/accelerator_prepare.html)
+    - [Lightning docs: TPU FAQ](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_faq.html)
+    """
+
+    code = "TPU006"
+    name = "hardcoded-cuda"
+    summary = (
+        'Hard-coded CUDA (`.cuda()`, `torch.device("cuda")`, `torch.cuda.*`) in code that runs '
+        "on the TPU"
+    )
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    fix_sometimes = True
+    fix_message = "Use the module's device (`self.device`)"
+    requires = ("cuda",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Reported in Lightning classes, torch modules, hot code and training scripts.
+        kinds = view.class_kinds
+        return (
+            kinds.is_lightning
+            or bool(kinds & ClassKind.TORCH_MODULE)
+            or view.has_hot_code
+            or "Trainer" in source
+        )
+
+    VALID = (
+        # Guarded by a device check.
+        Valid(
+            _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
+            "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n"
+            "        return self(batch).sum()\n"
+        ),
+        Valid(
+            _HEAD6 + "    def forward(self, x):\n"
+            '        d = torch.device("cuda:0") if torch.cuda.is_available() else '
+            'torch.device("cpu")\n'
+            "        return self.net(x.to(d))\n"
+        ),
+        Valid(
+            _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
+            '        if self.device.type == "cuda":\n            batch = batch.cuda()\n'
+            "        return self(batch).sum()\n"
+        ),
+        # A device-move override (Lightning's device_dtype_mixin shape).
+        Valid(
+            "import torch\nfrom torch.nn import Module\n\n\nclass DeviceMixin(Module):\n"
+            "    def cuda(self, device=None):\n"
+            "        if device is None:\n"
+            '            device = torch.device("cuda", torch.cuda.current_device())\n'
+            "        return super().cuda(device=device)\n"
+        ),
+        # Harmless without a GPU.
+        Valid(_HEAD6 + "    def on_train_epoch_end(self):\n        torch.cuda.empty_cache()\n"),
+        # A CLI script outside Lightning/nn.Module code.
+        Valid("import torch\n\ndef main(model):\n    model.cuda()\n"),
+        # CUDA-only by design: a callback named for CUDA graphs (NeMo's CUDAGraphCallback).
+        Valid(
+            "import torch\nfrom lightning.pytorch.callbacks import Callback\n\n\n"
+            "class CUDAGraphCallback(Callback):\n"
+            "    def on_fit_start(self, trainer, pl_module):\n"
+            "        self.stream = torch.cuda.Stream()\n"
+        ),
+        # A numba CUDA kernel module.
+        Valid(
+            "import torch\nfrom numba import cuda\nfrom torch import nn\n\n\n"
+            "class SpecAugmentNumba(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        stream = torch.cuda.current_stream(x.device).cuda_stream\n"
+            "        torch.cuda.synchronize()\n"
+            "        return x\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
+            "        noise = torch.randn(batch.shape).cuda()\n"
+            "        return self(batch + noise).sum()\n",
+            expected_fix=_HEAD6 + "    def training_step(self, batch, batch_idx):\n"
+            "        noise = torch.randn(batch.shape).to(self.device)\n"
+            "        return self(batch + noise).sum()\n",
+            line=7,
+            applicability=Applicability.SAFE,
+            message="no CUDA device",
+        ),
+        # moco2's _batch_shuffle_ddp (reached from forward).
+        Invalid(
+            _HEAD6 + "    def forward(self, x):\n        return self._shuffle(x)\n\n"
+            "    def _shuffle(self, x):\n"
+            "        idx = torch.randperm(x.shape[0]).cuda(non_blocking=True)\n"
+            "        return x[idx]\n",
+            expected_fix=_HEAD6 + "    def forward(self, x):\n        return self._shuffle(x)\n\n"
+            "    def _shuffle(self, x):\n"
+            "        idx = torch.randperm(x.shape[0]).to(self.device, non_blocking=True)\n"
+            "        return x[idx]\n",
+        ),
+        Invalid(
+            _HEAD6 + "    def validation_step(self, batch, batch_idx):\n"
+            '        ref = torch.zeros(4, device="cuda")\n'
+            '        other = torch.ones(4, device=torch.device("cuda"))\n'
+            "        torch.cuda.synchronize()\n"
+            "        return ref + other\n",
+            count=3,
+            expected_fix=_HEAD6 + "    def validation_step(self, batch, batch_idx):\n"
+            "        ref = torch.zeros(4, device=self.device)\n"
+            "        other = torch.ones(4, device=self.device)\n"
+            "        torch.cuda.synchronize()\n"
+            "        return ref + other\n",
+        ),
+        # A loss module's forward (nemo's MultiSimilarityLoss shape): display-only.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Loss(nn.Module):\n"
+            "    def forward(self, logits, labels):\n"
+            "        loss = torch.zeros([], requires_grad=True).cuda()\n"
+            "        return loss\n",
+            line=7,
+            applicability=Applicability.DISPLAY_ONLY,
+            expected_suggestion="import torch\nfrom torch import nn\n\n\nclass Loss(nn.Module):\n"
+            "    def forward(self, logits, labels):\n"
+            "        loss = torch.zeros([], requires_grad=True).to(logits.device)\n"
+            "        return loss\n",
+        ),
+        Invalid(
+            _HEAD6 + '    def on_train_start(self):\n        self.ema = self.ema.to("cuda")\n',
+            expected_fix=_HEAD6 + "    def on_train_start(self):\n"
+            "        self.ema = self.ema.to(self.device)\n",
+            applicability=Applicability.SAFE,
+        ),
+        # A training script: the Trainer moves the model itself.
+        Invalid(
+            "import lightning as L\n\n\ndef main():\n"
+            "    model = Model().cuda()\n"
+            '    L.Trainer(accelerator="tpu").fit(model)\n',
+            message="drop `.cuda()`",
+            expected_suggestion="import lightning as L\n\n\ndef main():\n"
+            "    model = Model()\n"
+            '    L.Trainer(accelerator="tpu").fit(model)\n',
+        ),
+        # A LightningModule helper that is not a hook (fastpitch's interpolate_speaker).
+        Invalid(
+            _HEAD6 + "    def interpolate(self, a):\n"
+            "        return self.emb(torch.tensor(a, dtype=torch.int32).cuda())\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        self._kernel_file: bool | None = None
+        self._launchers: dict[int, bool] = {}
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            if not _is_super_call(func.value) and ctx.qualify(func) != "torch.cuda":
+                self._check(node, "cuda()")
+        elif isinstance(func, cst.Attribute) and func.attr.value == "to":
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if positional and _cuda_string(positional[0].value) is not None:
+                self._check(positional[0].value, "string", call=node)
+        else:
+            qualified = ctx.qualify(func)
+            if (
+                qualified == "torch.device"
+                and node.args
+                and _cuda_string(node.args[0].value) is not None
+            ):
+                if len(node.args) == 1:
+                    self._check(node, "torch.device")
+                else:
+                    self._check(node, "torch.device-index")
+                return
+            if qualified is not None and qualified.startswith("torch.cuda."):
+                attr = qualified[len("torch.cuda.") :]
+                if attr in _CUDA_ONLY_FUNCS:
+                    self._check(node, "torch.cuda")
+                return
+        for arg in node.args:
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "device"
+                and _cuda_string(arg.value)
+            ):
+                self._check(arg.value, "string", call=node)
+
+    def _in_scope(self) -> bool:
+        ctx = self.ctx
+        if ctx.lightning_class is not None or ctx.in_hot_code or self._launcher() is not None:
+            return True
+        klass = ctx.klass
+        return (
+            klass is not None
+            and bool(klass.kind & ClassKind.TORCH_MODULE)
+            and ctx.function is not None
+        )
+
+    def _check(self, node: cst.BaseExpression, kind: str, call: cst.Call | None = None) -> None:
+        ctx = self.ctx
+        if not self._in_scope() or is_framework_file(ctx):
+            return
+        _, method = _enclosing_method(ctx)
+        if method is not None and method.name.value in _DEVICE_MOVE_OVERRIDES:
+            return
+        if device_guarded(ctx, node) or self._cuda_specific_code():
+            return
+        expression, _ = device_expression(ctx)
+        code = source_of(ctx, node)
+        where = f" in {ctx.hot_reason}" if ctx.in_hot_code else ""
+        if kind == "torch.cuda":
+            self.report(
+                node,
+                f"`{code}`{where} needs a CUDA device: TPU hosts have none (RuntimeError: no "
+                "NVIDIA driver); guard it with `if torch.cuda.is_available():` or remove it",
+            )
+            return
+        safe = expression is not None and self._runs_after_move()
+        applicability = Applicability.SAFE if safe else Applicability.DISPLAY_ONLY
+        suggestion_device = expression or _input_device(ctx)
+        if kind == "string" and _cuda_string(node) != "cuda":
+            applicability = Applicability.DISPLAY_ONLY
+        if kind == "torch.device-index":
+            applicability = Applicability.DISPLAY_ONLY
+        head = (
+            f"`{code}`{where} hard-codes CUDA: TPU hosts have no CUDA device (RuntimeError: no "
+            "NVIDIA driver)"
+        )
+        if suggestion_device is None and self._launcher() is not None and kind == "cuda()":
+            assert isinstance(node, cst.Call)
+            self.report(
+                node,
+                f"{head}; the Trainer moves the model to the TPU itself: drop `.cuda()`",
+                replacement=strip_call_suffix(node) if not node.args else None,
+                applicability=Applicability.DISPLAY_ONLY,
+            )
+            return
+        if suggestion_device is None:
+            self.report(node, f"{head}; use the device of the module or of an input tensor")
+            return
+        if kind == "cuda()":
+            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if positional or any(a.star for a in node.args):
+                applicability = Applicability.DISPLAY_ONLY
+                rest = [a for a in node.args if a.keyword is not None]
+            else:
+                rest = list(node.args)
+            device_arg = cst.Arg(cst.parse_expression(suggestion_device))
+            if rest:
+                device_arg = device_arg.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+                rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            replacement = node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("to")), args=[device_arg, *rest]
+            )
+            message = f"{head}; use `.to({suggestion_device})`"
+        else:
+            replacement = cst.parse_expression(suggestion_device)
+            message = f"{head}; use `{suggestion_device}`"
+        self.report(node, message, replacement=replacement, applicability=applicability)
+
+    def _launcher(self) -> cst.FunctionDef | None:
+        """The outermost function around the walk when it builds a Lightning Trainer (a
+        training script's `main`): the model it moves to CUDA is the one the Trainer runs."""
+        info = self.ctx.function
+        if info is None:
+            return None
+        while info.parent is not None:
+            info = info.parent
+        key = id(info.node)
+        if key not in self._launchers:
+            self._launchers[key] = contains_trainer_call(self.ctx, info.node.body)
+        return info.node if self._launchers[key] else None
+
+    def _cuda_specific_code(self) -> bool:
+        """Code that is CUDA-only by design: a class or function named for it
+        (`CUDAGraphCallback`, `_batch_to_cuda`), or a file that implements CUDA kernels
+        (imports `numba.cuda`, `cupy`, `pycuda`, `triton`)."""
+        ctx = self.ctx
+        if self._kernel_file is None:
+            self._kernel_file = any(
+                target.split(".", 1)[0] in ("cupy", "pycuda", "triton")
+                or target.startswith("numba.cuda")
+                for target in ctx.aliases.bindings.values()
+            )
+        if self._kernel_file:
+            return True
+        names = [info.name for info in _function_chain(ctx)]
+        klass = ctx.klass
+        if klass is not None:
+            names.append(klass.name)
+        return any(_CUDA_NAME.search(name) for name in names)
+
+    def _runs_after_move(self) -> bool:
+        ctx = self.ctx
+        if ctx.in_hot_code:
+            return True
+        _, method = _enclosing_method(ctx)
+        return method is not None and method.name.value.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
+
+
+_CUDA_NAME = re.compile(r"(?i)cuda|gpu|nccl|cudnn|cugraph")
+
+
+def _function_chain(ctx):
+    info = ctx.function
+    while info is not None:
+        yield info
+        info = info.parent
+
+
+def _is_super_call(node: cst.BaseExpression) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "super"
+    )
+
+
+def _input_device(ctx) -> str | None:
+    """`x.device` for the first tensor parameter of the enclosing hot function."""
+    info = ctx.function
+    if info is None or not info.hot:
+        return None
+    params = [*info.node.params.posonly_params, *info.node.params.params]
+    for param in params:
+        name = param.name.value
+        if name in ("self", "cls"):
+            continue
+        if ctx.value_kind(cst.Name(name)).may_be_device and param.star == "":
+            return f"{name}.device"
+        return None
+    return None

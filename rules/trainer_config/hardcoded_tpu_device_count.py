@@ -1,0 +1,166 @@
+"""TPU007 hardcoded-tpu-device-count."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.yaml_config import YamlDocument
+from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
+from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.configuration import XLA_STRATEGY_NAMES, is_framework_file, literal_value, trainer_tpu
+from ..shared.matchers import is_trainer_call
+from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+
+
+class HardcodedTpuDeviceCount(Rule):
+    """
+    ## What it does
+    Finds TPU Trainers (`accelerator="tpu"` or an XLA strategy) given a literal device count
+    other than 1, such as `devices=8`, in Python and in LightningCLI YAML configs.
+
+    ## Why is this bad on TPU?
+    Lightning accepts for TPUs only `"auto"`, `1`, the exact number of TPU devices of the
+    host, or a one-element list `[i]`; any other count raises
+    `ValueError: devices can only be 'auto', 1, N or [<0-N-1>] for TPUs`. The number depends
+    on the TPU generation: under PJRT a v2-8 or v3-8 host has 8 devices, while v4 (and v5p)
+    hosts expose 4 (one per chip). `devices=8` copied from a v3 tutorial fails on a v4-8.
+
+    ## Example
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", devices=8)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", devices="auto")
+    ```
+
+    ## Fix safety
+    The fix writes `devices="auto"` and is unsafe: on a host with more devices than the
+    literal asked for, the job now uses all of them (a different global batch size and
+    learning-rate schedule), and on a multi-host pod slice "auto" is per host as before.
+
+    ## References
+    - [Lightning source: `_check_tpu_devices_valid`](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/accelerators/xla.py)
+    - [torch_xla docs: PJRT runtime (devices per host)](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+    - [Cloud TPU docs: TPU versions and chips per host](https://cloud.google.com/tpu/docs/system-architecture-tpu-vm)
+    """
+
+    code = "TPU007"
+    name = "hardcoded-tpu-device-count"
+    summary = "TPU Trainer with a literal device count (`devices=8`) that only fits some TPU hosts"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
+    fix_message = 'Use `devices="auto"`'
+    requires = ("devices",)
+
+    VALID = (
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices="auto")\n'),
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=1)\n'),
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=[2])\n'),
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", devices=8)\n'),
+        Valid("trainer:\n  accelerator: tpu\n  devices: auto\n", path="config.yaml"),
+    )
+    INVALID = (
+        # Only sometimes a TPU run: reported, not rewritten (`"auto"` would change the GPU run).
+        Invalid(
+            _LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", devices=8)\n',
+            message="on a Trainer that runs on TPUs when `use_tpu`",
+            expected_fix=_LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", devices=8)\n',
+        ),
+        Invalid(
+            _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=1)\n',
+            expected_fix=_LIGHTNING_IMPORT
+            + 'trainer = L.Trainer(accelerator="tpu", devices="auto", max_epochs=1)\n',
+            line=3,
+            applicability=Applicability.UNSAFE,
+            message="v4",
+        ),
+        Invalid(
+            "from pytorch_lightning import Trainer\n\n"
+            "trainer = Trainer(accelerator='tpu', devices='8')\n",
+            expected_fix="from pytorch_lightning import Trainer\n\n"
+            "trainer = Trainer(accelerator='tpu', devices='auto')\n",
+        ),
+        Invalid(
+            "trainer:\n  accelerator: tpu\n  devices: 8  # v3-8\n",
+            path="config.yaml",
+            expected_fix="trainer:\n  accelerator: tpu\n  devices: auto  # v3-8\n",
+            line=3,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_trainer_call(self.ctx, node) or is_framework_file(self.ctx):
+            return
+        arg = keyword_arg(node, "devices")
+        if arg is None:
+            return
+        value = literal_value(arg.value)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if not isinstance(value, int) or value == 1:
+            return
+        tpu = trainer_tpu(self.ctx, node)
+        if tpu == "maybe":
+            # `devices="auto"` would also change the other (GPU) run: report only.
+            self.report(
+                arg,
+                _devices_message(value).replace(
+                    "on a TPU Trainer",
+                    f"on a Trainer that runs on TPUs when {_tpu_condition(self.ctx, node)}",
+                ),
+            )
+            return
+        if tpu != "yes":
+            return
+        quote = (
+            "'"
+            if isinstance(arg.value, cst.SimpleString) and arg.value.value.startswith("'")
+            else '"'
+        )
+        self.report(
+            arg,
+            _devices_message(value),
+            replacement=arg.with_changes(value=cst.SimpleString(f"{quote}auto{quote}")),
+        )
+
+    def check_yaml(self, document: YamlDocument) -> None:
+        trainer = document.find("trainer")
+        entry = trainer.child("devices") if trainer is not None else None
+        if trainer is None or entry is None or entry.value_start is None or entry.value_end is None:
+            return
+        value = entry.value
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or value == 1:
+            return
+        accelerator = trainer.child("accelerator")
+        strategy = trainer.child("strategy")
+        tpu = accelerator is not None and str(accelerator.value).lower() == "tpu"
+        if not tpu and not (
+            strategy is not None and str(strategy.value).lower() in XLA_STRATEGY_NAMES
+        ):
+            return
+        self.report_yaml(
+            entry.value_start,
+            entry.value_end,
+            _devices_message(value).replace("`devices=", "`devices: "),
+            edits=[Edit(entry.value_start, entry.value_end, "auto")],
+        )
+
+
+def _devices_message(value: int) -> str:
+    return (
+        f"`devices={value}` on a TPU Trainer works only on hosts with exactly {value} TPU devices "
+        "(v2-8/v3-8 have 8, v4 and v5p hosts expose 4; anything else raises ValueError); use "
+        '`devices="auto"`'
+    )

@@ -1,0 +1,115 @@
+"""What several Trainer-configuration rules (TPU0xx) share: the head of their examples, the
+code that decides a Trainer runs on TPUs (TPU004, TPU007), the local name an attribute chain
+starts from (TPU003, TPU005), and the device of the module whose method a finding is in
+(TPU005, TPU006)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.project import ClassKind
+from tpulint.rule_api.cst_helpers import keyword_arg
+
+from ..shared.matchers import LEGACY_TPU_KEYWORDS, walk
+
+_LIGHTNING_IMPORT = "import lightning as L\n\n"
+
+
+def _root_local(node: cst.BaseExpression) -> str:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _tpu_condition(ctx, call: cst.Call) -> str:
+    """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages."""
+    for keyword in ("accelerator", *LEGACY_TPU_KEYWORDS):
+        arg = keyword_arg(call, keyword)
+        if arg is None:
+            continue
+        value = arg.value
+        if isinstance(value, cst.IfExp):
+            return f"`{ctx.module.code_for_node(value.test)}`"
+        return f"`{keyword}={ctx.module.code_for_node(value)}` asks for TPUs"
+    return "its arguments ask for TPUs"
+
+
+# Hooks that run before Lightning has moved the module to its device.
+_PRE_MOVE_METHODS = frozenset(
+    {
+        "__init__",
+        "setup",
+        "prepare_data",
+        "configure_model",
+        "configure_sharded_model",
+        "on_load_checkpoint",
+        "load_state_dict",
+        "__new__",
+        "__post_init__",
+        "teardown",
+        "state_dict",
+        "on_save_checkpoint",
+        "train_dataloader",
+        "val_dataloader",
+        "test_dataloader",
+        "predict_dataloader",
+    }
+)
+
+
+def _enclosing_method(ctx) -> tuple[object | None, cst.FunctionDef | None]:
+    """(ClassInfo, FunctionDef) of the method the walk is in (through nested defs)."""
+    info = ctx.function
+    while info is not None:
+        if info.cls is not None:
+            return info.cls, info.node
+        info = info.parent
+    return None, None
+
+
+def _first_param(method: cst.FunctionDef) -> str | None:
+    params = [*method.params.posonly_params, *method.params.params]
+    if not params:
+        return None
+    for decorator in method.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in (
+            "staticmethod",
+            "classmethod",
+        ):
+            return None
+    return params[0].name.value
+
+
+def _param_names(method: cst.FunctionDef) -> set[str]:
+    params = method.params
+    return {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+
+
+def device_expression(ctx) -> tuple[str | None, str]:
+    """The expression for "the device Lightning put this module on" where the walk is:
+    (`self.device` in LightningModule methods, `pl_module.device` in callback hooks, None),
+    and why there is none."""
+    klass, method = _enclosing_method(ctx)
+    if klass is None or method is None:
+        return None, "outside a Lightning class"
+    if method.name.value in _PRE_MOVE_METHODS:
+        return None, f"in `{method.name.value}`, before Lightning moves the module to its device"
+    kind = klass.kind
+    if kind & ClassKind.LIGHTNING_MODULE and _first_param(method) == "self":
+        if _rebinds(method, "self"):
+            return None, "`self` is rebound"
+        return "self.device", ""
+    if kind & ClassKind.CALLBACK and "pl_module" in _param_names(method):
+        return "pl_module.device", ""
+    return None, "no module at hand"
+
+
+def _rebinds(method: cst.FunctionDef, name: str) -> bool:
+    for node in walk(method.body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = (
+                [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            )
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                return True
+    return False

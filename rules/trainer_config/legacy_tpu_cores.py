@@ -1,0 +1,328 @@
+"""TPU001 legacy-tpu-cores."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.yaml_config import YamlDocument
+from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
+from tpulint.rule_api.cst_helpers import keyword_arg, make_arg, replace_arg, string_value
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.configuration import CLI_VALUE, literal_candidates
+from ..shared.matchers import (
+    LEGACY_TPU_KEYWORDS,
+    contains_trainer_call,
+    is_literal,
+    is_trainer_call,
+)
+from .helpers import _LIGHTNING_IMPORT
+
+
+class LegacyTpuCores(Rule):
+    """
+    ## What it does
+    Finds the Trainer argument `tpu_cores` (and the older `num_tpu_cores`): in
+    `Trainer(...)` calls, in dictionaries of Trainer arguments, in config classes that feed
+    the Trainer, as parameters of functions that build a Trainer from them, and under
+    `trainer:` in LightningCLI YAML configs.
+
+    ## Why is this bad on TPU?
+    `tpu_cores` was deprecated in Lightning 1.6 and removed in 2.0: `Trainer(tpu_cores=8)`
+    raises `TypeError: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'`,
+    so the job fails before it reaches the TPU. The replacement is
+    `accelerator="tpu", devices=N`.
+
+    ## Example
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(tpu_cores=8, max_epochs=3)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=3)
+    ```
+
+    ## Fix safety
+    In a `Trainer(...)` call (or a YAML `trainer:` section) with a literal value (`8`, `[5]`,
+    `"8"`), the fix rewrites
+    `tpu_cores=N` to `accelerator="tpu", devices=N` and is safe: it is the exact mapping
+    Lightning 1.7 to 1.9 applied itself. With a computed value the fix is unsafe, because
+    `tpu_cores=None` or `0` meant "no TPU" while `accelerator="tpu"` always asks for one.
+    Dictionary keys, config fields and parameters are reported without a fix: renaming them
+    changes an interface.
+
+    ## References
+    - [Lightning 2.0 changelog: removed `tpu_cores` (#16171)](https://github.com/Lightning-AI/pytorch-lightning/pull/16171)
+    - [Lightning docs: TPU basics](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_basic.html)
+    """
+
+    code = "TPU001"
+    name = "legacy-tpu-cores"
+    summary = "Removed Trainer argument `tpu_cores` / `num_tpu_cores`"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    fix_sometimes = True
+    requires = LEGACY_TPU_KEYWORDS
+    fix_message = 'Replace with `accelerator="tpu", devices=...`'
+
+    VALID = (
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=8)\n'),
+        # Not a Trainer: plumbing that merely forwards a value of the same name.
+        Valid(
+            "class Connector:\n"
+            "    def __init__(self, tpu_cores=None):\n"
+            "        self._check(tpu_cores=tpu_cores)\n"
+        ),
+        # The modern spelling in a LightningCLI config.
+        Valid("trainer:\n  accelerator: tpu\n  devices: auto\n", path="config.yaml"),
+        # A YAML file that is not a LightningCLI config.
+        Valid("jobs:\n  tpu_cores: 8\n", path="ci.yaml"),
+        # A local variable that happens to have the name.
+        Valid(_LIGHTNING_IMPORT + "num_tpu_cores = 0\nprint(num_tpu_cores)\n"),
+    )
+    INVALID = (
+        # `tpu_cores=None` on a GPU Trainer asks for no TPU: dropped, never made a TPU run.
+        Invalid(
+            "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(tpu_cores=None, gpus=1)\n",
+            expected_fix="import pytorch_lightning as pl\n\ntrainer = pl.Trainer(gpus=1)\n",
+            applicability=Applicability.SAFE,
+            message="asks for no TPU, so remove it",
+        ),
+        # An argparse option that may be None: both runs must keep working; no fix.
+        Invalid(
+            "import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--tpu_cores", type=int, default=None)\n'
+            "args = parser.parse_args()\n"
+            "trainer = pl.Trainer(tpu_cores=args.tpu_cores)\n",
+            message='`accelerator="tpu" if args.tpu_cores else "auto"',
+            expected_fix="import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--tpu_cores", type=int, default=None)\n'
+            "args = parser.parse_args()\n"
+            "trainer = pl.Trainer(tpu_cores=args.tpu_cores)\n",
+        ),
+        Invalid(
+            _LIGHTNING_IMPORT + "trainer = L.Trainer(tpu_cores=8, max_epochs=3)\n",
+            expected_fix=_LIGHTNING_IMPORT
+            + 'trainer = L.Trainer(accelerator="tpu", devices=8, max_epochs=3)\n',
+            line=3,
+            applicability=Applicability.SAFE,
+        ),
+        Invalid(
+            "import pytorch_lightning as pl\n\n"
+            "trainer = pl.Trainer(\n"
+            "    max_epochs=3,\n"
+            "    tpu_cores=[5],\n"
+            ")\n",
+            expected_fix="import pytorch_lightning as pl\n\n"
+            "trainer = pl.Trainer(\n"
+            "    max_epochs=3,\n"
+            '    accelerator="tpu",\n'
+            "    devices=[5],\n"
+            ")\n",
+            line=5,
+        ),
+        Invalid(
+            "from pytorch_lightning import Trainer\n\n"
+            "def make(cfg):\n"
+            "    return Trainer(tpu_cores=cfg.tpu_cores)\n",
+            expected_fix="from pytorch_lightning import Trainer\n\n"
+            "def make(cfg):\n"
+            '    return Trainer(accelerator="tpu", devices=cfg.tpu_cores)\n',
+            applicability=Applicability.UNSAFE,
+            message="`tpu_cores` was removed in Lightning 2.0",
+        ),
+        Invalid(
+            _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", num_tpu_cores=8)\n',
+            expected_fix=_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=8)\n',
+        ),
+        # A function that takes `tpu_cores` and passes it to the Trainer through a dict:
+        # the parameter and the dictionary key are both reported, without a fix.
+        Invalid(
+            "import pytorch_lightning as pl\n\n"
+            "def train(data, tpu_cores: int = 0):\n"
+            "    params = dict(max_epochs=1)\n"
+            "    if tpu_cores > 0:\n"
+            '        params["tpu_cores"] = tpu_cores\n'
+            "    return pl.Trainer(**params)\n",
+            count=2,
+            line=3,
+        ),
+        Invalid(
+            "trainer:\n  tpu_cores: 8  # all cores\n  max_epochs: 3\n",
+            path="config.yaml",
+            expected_fix="trainer:\n  accelerator: tpu\n  devices: 8  # all cores\n"
+            "  max_epochs: 3\n",
+            line=2,
+            applicability=Applicability.SAFE,
+        ),
+        Invalid(
+            "from dataclasses import dataclass, field\n"
+            "import pytorch_lightning as pl\n\n"
+            "@dataclass\n"
+            "class TrainerConfig:\n"
+            "    tpu_cores: int = field(default=8)\n",
+            line=6,
+            message="config field",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if is_trainer_call(self.ctx, node):
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in LEGACY_TPU_KEYWORDS:
+                    self._report_trainer_arg(node, arg)
+            return
+        if isinstance(node.func, cst.Name) and node.func.value == "dict":
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in LEGACY_TPU_KEYWORDS:
+                    self._report_key(arg.keyword, arg.keyword.value)
+
+    def _report_trainer_arg(self, call: cst.Call, arg: cst.Arg) -> None:
+        keyword = arg.keyword.value if arg.keyword else "tpu_cores"
+        value_code = self.ctx.module.code_for_node(arg.value)
+        values = literal_candidates(self.ctx, arg.value)
+        if values is not None and all(v in (None, 0) for v in values):
+            # `tpu_cores=None` (or 0) asks for no TPU: drop it, never turn the run into one.
+            self.report(
+                arg,
+                f"`{keyword}` was removed in Lightning 2.0 (TypeError at Trainer construction); "
+                f"`{keyword}={value_code}` asks for no TPU, so remove it",
+                replacement=replace_arg(call, arg, []),
+                replaces=call,
+                applicability=Applicability.SAFE,
+                fix_message=f"Remove `{keyword}={value_code}`",
+            )
+            return
+        if values is not None and any(v in (None, 0) or v is CLI_VALUE for v in values):
+            # A run with and a run without TPUs: `accelerator="tpu"` would change the other.
+            self.report(
+                arg,
+                f"`{keyword}` was removed in Lightning 2.0 (TypeError at Trainer construction); "
+                f"`{keyword}={value_code}` can be None (no TPU), so write both runs: "
+                f'`accelerator="tpu" if {value_code} else "auto", '
+                f'devices={value_code} or "auto"`',
+            )
+            return
+        message = (
+            f"`{keyword}` was removed in Lightning 2.0 (TypeError at Trainer construction); "
+            f'use `accelerator="tpu", devices={value_code}`'
+        )
+        accelerator = keyword_arg(call, "accelerator")
+        devices = keyword_arg(call, "devices")
+        applicability = Applicability.SAFE if is_literal(arg.value) else Applicability.UNSAFE
+        if devices is not None:
+            self.report(arg, message + " (this call already sets `devices`: remove one)")
+            return
+        if accelerator is not None:
+            if string_value(accelerator.value) != "tpu":
+                self.report(
+                    arg,
+                    message + ' (this call also sets `accelerator`: make it "tpu" and rename '
+                    "this argument to `devices`)",
+                )
+                return
+            new_args = [arg.with_changes(keyword=cst.Name("devices"))]
+        else:
+            new_args = [
+                make_arg("accelerator", '"tpu"'),
+                arg.with_changes(keyword=cst.Name("devices")),
+            ]
+        self.report(
+            arg,
+            message,
+            replacement=replace_arg(call, arg, new_args),
+            replaces=call,
+            applicability=applicability,
+        )
+
+    def _report_key(self, node: cst.CSTNode, key: str) -> None:
+        if "lightning" not in self.ctx.source:
+            return
+        self.report(
+            node,
+            f'Trainer argument `{key}` was removed in Lightning 2.0; pass `accelerator="tpu"` '
+            f"and `devices` instead",
+        )
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        key = string_value(node.key)
+        if key in LEGACY_TPU_KEYWORDS:
+            self._report_key(node.key, key)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            sub = target.target
+            if isinstance(sub, cst.Subscript) and len(sub.slice) == 1:
+                index = sub.slice[0].slice
+                if isinstance(index, cst.Index):
+                    key = string_value(index.value)
+                    if key in LEGACY_TPU_KEYWORDS:
+                        self._report_key(index.value, key)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._class_field(node, node.target)
+
+    def _class_field(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Name) or target.value not in LEGACY_TPU_KEYWORDS:
+            return
+        # A class attribute with this name is a config field (dataclass, omegaconf,
+        # pydantic): the name only exists as Lightning's Trainer argument.
+        if self.ctx.function is not None or self.ctx.klass is None:
+            return
+        self.report(
+            target,
+            f"config field `{target.value}` feeds the Trainer argument removed in Lightning "
+            f'2.0; configure `accelerator: "tpu"` and `devices` instead',
+        )
+
+    def check_yaml(self, document: YamlDocument) -> None:
+        trainer = document.find("trainer")
+        if trainer is None:
+            return
+        for key in LEGACY_TPU_KEYWORDS:
+            entry = trainer.child(key)
+            if entry is None or entry.raw is None or entry.value_end is None:
+                continue
+            message = (
+                f"`trainer: {key}` was removed in Lightning 2.0 (LightningCLI rejects the key); "
+                f"use `accelerator: tpu` and `devices: {entry.raw}`"
+            )
+            accelerator = trainer.child("accelerator")
+            if trainer.child("devices") is not None or (
+                accelerator is not None and accelerator.value != "tpu"
+            ):
+                self.report_yaml(entry.key_start, entry.value_end, message)
+                continue
+            value = entry.value
+            literal = (isinstance(value, int) and not isinstance(value, bool) and value > 0) or (
+                isinstance(value, list) and all(isinstance(v, int) for v in value)
+            )
+            replacement = f"devices: {entry.raw}"
+            if accelerator is None:
+                replacement = f"accelerator: tpu{entry.pair_separator}{replacement}"
+            self.report_yaml(
+                entry.key_start,
+                entry.value_end,
+                message,
+                edits=[Edit(entry.key_start, entry.value_end, replacement)],
+                applicability=Applicability.SAFE if literal else Applicability.UNSAFE,
+            )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        legacy = [p for p in params if p.name.value in LEGACY_TPU_KEYWORDS]
+        if not legacy or not contains_trainer_call(self.ctx, node.body):
+            return
+        for param in legacy:
+            self.report(
+                param.name,
+                f"parameter `{param.name.value}` forwards the Trainer argument removed in "
+                f"Lightning 2.0; take `accelerator` and `devices` instead",
+            )

@@ -1,0 +1,232 @@
+"""TPU002 renamed-sampler-flag."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.yaml_config import YamlDocument
+from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
+from tpulint.rule_api.cst_helpers import keyword_arg, rename_keyword, string_value
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.configuration import is_framework_file, lightning_at_least
+from ..shared.matchers import contains_trainer_call, is_trainer_call
+from .helpers import _LIGHTNING_IMPORT
+
+_SAMPLER_OLD = "replace_sampler_ddp"
+_SAMPLER_NEW = "use_distributed_sampler"
+
+
+class RenamedSamplerFlag(Rule):
+    """
+    ## What it does
+    Finds the Trainer argument `replace_sampler_ddp`: in `Trainer(...)` calls, in
+    dictionaries of Trainer arguments, in config classes and parameters that feed the
+    Trainer, and under `trainer:` in LightningCLI YAML configs.
+
+    ## Why is this bad on TPU?
+    Lightning 2.0 renamed the flag to `use_distributed_sampler`:
+    `Trainer(replace_sampler_ddp=False)` raises `TypeError: Trainer.__init__() got an
+    unexpected keyword argument 'replace_sampler_ddp'`. The flag matters on TPUs: it decides
+    whether Lightning gives every TPU core its own shard of the data (a `DistributedSampler`
+    over the XLA world size) or leaves the sampler alone.
+
+    ## Example
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", replace_sampler_ddp=False)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", use_distributed_sampler=False)
+    ```
+
+    ## Fix safety
+    The fix renames the argument (or the YAML key) and is safe: the flag has the same
+    meaning and the same default (`True`) under its new name. It is not offered when the call
+    already sets `use_distributed_sampler`. Dictionary keys, config fields and parameters are
+    reported without a fix, since renaming them changes an interface. Nothing is reported
+    when the configured `lightning-version` is older than 2.0, where the old name is right.
+
+    ## References
+    - [Lightning 2.0 changelog: `replace_sampler_ddp` renamed (#16829)](https://github.com/Lightning-AI/pytorch-lightning/pull/16829)
+    - [Lightning docs: Trainer `use_distributed_sampler`](https://lightning.ai/docs/pytorch/stable/common/trainer.html#use-distributed-sampler)
+    """
+
+    code = "TPU002"
+    name = "renamed-sampler-flag"
+    summary = (
+        "Trainer argument `replace_sampler_ddp`, renamed `use_distributed_sampler` in Lightning 2.0"
+    )
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    fix_sometimes = True
+    fix_message = "Rename to `use_distributed_sampler`"
+    requires = (_SAMPLER_OLD,)
+
+    VALID = (
+        Valid(_LIGHTNING_IMPORT + "trainer = L.Trainer(use_distributed_sampler=False)\n"),
+        # Lightning's own plumbing: a parameter of something that is not the Trainer.
+        Valid(
+            "class AcceleratorConnector:\n"
+            "    def __init__(self, replace_sampler_ddp=True):\n"
+            "        self.replace_sampler_ddp = replace_sampler_ddp\n"
+        ),
+        # Lightning 1.x is targeted: the old name is the right one.
+        Valid(
+            _LIGHTNING_IMPORT + "trainer = L.Trainer(replace_sampler_ddp=False)\n",
+            config={"lightning-version": "1.9"},
+        ),
+        Valid("trainer:\n  use_distributed_sampler: false\n", path="config.yaml"),
+    )
+    INVALID = (
+        Invalid(
+            _LIGHTNING_IMPORT
+            + 'trainer = L.Trainer(accelerator="tpu", replace_sampler_ddp=False)\n',
+            expected_fix=_LIGHTNING_IMPORT
+            + 'trainer = L.Trainer(accelerator="tpu", use_distributed_sampler=False)\n',
+            line=3,
+            applicability=Applicability.SAFE,
+            message="renamed `use_distributed_sampler`",
+        ),
+        Invalid(
+            "from pytorch_lightning import Trainer\n\n"
+            "trainer = Trainer(\n"
+            "    max_epochs=1,\n"
+            "    replace_sampler_ddp=False,  # we shard ourselves\n"
+            ")\n",
+            expected_fix="from pytorch_lightning import Trainer\n\n"
+            "trainer = Trainer(\n"
+            "    max_epochs=1,\n"
+            "    use_distributed_sampler=False,  # we shard ourselves\n"
+            ")\n",
+        ),
+        # Both spellings: report, but do not guess which one is meant.
+        Invalid(
+            _LIGHTNING_IMPORT
+            + "trainer = L.Trainer(replace_sampler_ddp=False, use_distributed_sampler=True)\n",
+            message="already sets `use_distributed_sampler`",
+        ),
+        Invalid(
+            "import pytorch_lightning as pl\n\n"
+            "def build(replace_sampler_ddp: bool = True):\n"
+            '    kwargs = {"replace_sampler_ddp": replace_sampler_ddp}\n'
+            "    return pl.Trainer(**kwargs)\n",
+            count=2,
+            line=3,
+        ),
+        Invalid(
+            "trainer:\n  accelerator: tpu\n  replace_sampler_ddp: false  # custom sampler\n",
+            path="config.yaml",
+            expected_fix="trainer:\n  accelerator: tpu\n"
+            "  use_distributed_sampler: false  # custom sampler\n",
+            line=3,
+            applicability=Applicability.SAFE,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        self._enabled = lightning_at_least(self.ctx, "2.0") and not is_framework_file(self.ctx)
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._enabled:
+            return
+        if is_trainer_call(self.ctx, node):
+            arg = keyword_arg(node, _SAMPLER_OLD)
+            if arg is None:
+                return
+            message = (
+                "`replace_sampler_ddp` was renamed `use_distributed_sampler` in Lightning 2.0 "
+                "(TypeError at Trainer construction)"
+            )
+            if keyword_arg(node, _SAMPLER_NEW) is not None:
+                self.report(
+                    arg, message + "; this call already sets `use_distributed_sampler`: remove one"
+                )
+                return
+            self.report(
+                arg, message, replacement=rename_keyword(node, arg, _SAMPLER_NEW), replaces=node
+            )
+            return
+        if isinstance(node.func, cst.Name) and node.func.value == "dict":
+            arg = keyword_arg(node, _SAMPLER_OLD)
+            if arg is not None and arg.keyword is not None:
+                self._report_key(arg.keyword)
+
+    def _report_key(self, node: cst.CSTNode) -> None:
+        if "lightning" not in self.ctx.source:
+            return
+        self.report(
+            node,
+            "Trainer argument `replace_sampler_ddp` was renamed `use_distributed_sampler` in "
+            "Lightning 2.0; rename this key",
+        )
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if self._enabled and string_value(node.key) == _SAMPLER_OLD:
+            self._report_key(node.key)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self._enabled:
+            return
+        for target in node.targets:
+            sub = target.target
+            if isinstance(sub, cst.Subscript) and len(sub.slice) == 1:
+                index = sub.slice[0].slice
+                if isinstance(index, cst.Index) and string_value(index.value) == _SAMPLER_OLD:
+                    self._report_key(index.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        target = node.target
+        if (
+            self._enabled
+            and isinstance(target, cst.Name)
+            and target.value == _SAMPLER_OLD
+            and self.ctx.function is None
+            and self.ctx.klass is not None
+        ):
+            self.report(
+                target,
+                "config field `replace_sampler_ddp` feeds the Trainer argument renamed "
+                "`use_distributed_sampler` in Lightning 2.0",
+            )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not self._enabled:
+            return
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        for param in params:
+            if param.name.value == _SAMPLER_OLD and contains_trainer_call(self.ctx, node.body):
+                self.report(
+                    param.name,
+                    "parameter `replace_sampler_ddp` forwards the Trainer argument renamed "
+                    "`use_distributed_sampler` in Lightning 2.0",
+                )
+
+    def check_yaml(self, document: YamlDocument) -> None:
+        if self.yaml_config is not None and not lightning_at_least(self.yaml_config, "2.0"):
+            return
+        trainer = document.find("trainer")
+        entry = trainer.child(_SAMPLER_OLD) if trainer is not None else None
+        if trainer is None or entry is None:
+            return
+        message = (
+            "`trainer: replace_sampler_ddp` was renamed `use_distributed_sampler` in Lightning 2.0 "
+            "(LightningCLI rejects the key)"
+        )
+        if trainer.child(_SAMPLER_NEW) is not None:
+            self.report_yaml(
+                entry.key_start, entry.key_end, message + "; remove one of the two keys"
+            )
+            return
+        self.report_yaml(
+            entry.key_start,
+            entry.key_end,
+            message,
+            edits=[Edit(entry.key_start, entry.key_end, _SAMPLER_NEW)],
+        )

@@ -1,0 +1,431 @@
+"""TPU004 unsupported-tpu-precision."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from tpulint.analysis.project import FileView
+from tpulint.analysis.yaml_config import YamlDocument
+from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
+from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.configuration import (
+    is_framework_file,
+    lightning_at_least,
+    literal_candidates,
+    literal_value,
+    trainer_tpu,
+    yaml_trainer_is_tpu,
+)
+from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call
+from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+
+_BAD_TPU_PRECISION = {
+    16: "16-mixed",
+    "16": "16-mixed",
+    "16-mixed": "16-mixed",
+    "bf16": "bf16-mixed",
+    "bf16-mixed": "bf16-mixed",
+}
+_NO_FIX_TPU_PRECISION = {64: "64-true", "64": "64-true", "64-true": "64-true"}
+_SUPPORTED = '"32-true", "16-true" and "bf16-true"'
+
+
+_TPU_ONLY_ADVICE = 'use `"bf16-true"` whenever the Trainer runs on TPUs'
+
+
+def _precision_message(value: object, subject: str, fix: str) -> str:
+    """`subject` is what holds the value (`` `precision=16` on a TPU Trainer``); `fix` is what
+    to write instead."""
+    if value in _NO_FIX_TPU_PRECISION:
+        return (
+            f'{subject} means "64-true", but Lightning\'s XLAPrecision accepts only {_SUPPORTED} '
+            '(ValueError); use `"32-true"` (or `"bf16-true"`)'
+        )
+    unified = _BAD_TPU_PRECISION[value]  # type: ignore[index]
+    read_as = "" if str(value) == unified else f', which Lightning 2 reads as "{unified}"'
+    legacy = " (in Lightning 1.x, 16-bit on TPUs meant bfloat16)" if value in (16, "16") else ""
+    return (
+        f"{subject}{read_as}: Lightning's XLAPrecision accepts only {_SUPPORTED} (ValueError); "
+        f"{fix}{legacy}"
+    )
+
+
+_CONFIG_CLASS_NAME = re.compile(
+    r"(?i)(config|configs|conf|args|arguments|params|settings|options|hparams)$"
+)
+
+
+def _is_config_class(klass) -> bool:
+    """A dataclass / pydantic / omegaconf-style config class (not a plugin or a module)."""
+    node = klass.node
+    for decorator in node.decorators:
+        target = decorator.decorator
+        if isinstance(target, cst.Call):
+            target = target.func
+        name = (
+            target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", "")
+        )
+        if name in ("dataclass", "define", "attrs", "frozen"):
+            return True
+    names = [klass.name, *(base.rsplit(".", 1)[-1] for base in klass.bases)]
+    return any(
+        _CONFIG_CLASS_NAME.search(name) or name in ("BaseModel", "BaseSettings") for name in names
+    )
+
+
+def _is_tpu_config_class(ctx, klass) -> bool:
+    """A config class for a TPU trainer: named like one (`TPUTrainerConfigs`) or with a
+    `tpu_cores` / `use_tpu = True` / `accelerator = "tpu"` field, itself or in a base class
+    of the same file."""
+    if not _is_config_class(klass):
+        return False
+    seen: set[int] = set()
+    stack = [klass]
+    while stack:
+        info = stack.pop()
+        if info is None or id(info) in seen:
+            continue
+        seen.add(id(info))
+        if re.search(r"(?i)tpu|xla", info.name):
+            return True
+        for statement in info.node.body.body:
+            for name, value in _class_fields(statement):
+                if name in LEGACY_TPU_KEYWORDS:
+                    return True
+                default = literal_value(value) if value is not None else None
+                if name == "use_tpu" and isinstance(value, cst.Name) and value.value == "True":
+                    return True
+                if (
+                    name in ("accelerator", "device")
+                    and isinstance(default, str)
+                    and default.lower() == "tpu"
+                ):
+                    return True
+        stack.extend(info.local_bases)
+    return False
+
+
+def _class_fields(statement: cst.CSTNode):
+    """(name, default value) of `name: T = value` / `name = value` /
+    `name: T = field(default=v)`."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return
+    for small in statement.body:
+        target = value = None
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+            target, value = small.target, small.value
+        elif (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            target, value = small.targets[0].target, small.value
+        if target is None:
+            continue
+        if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)):
+            default = keyword_arg(value, "default")
+            if default is not None:
+                value = default.value
+        yield target.value, value
+
+
+class UnsupportedTpuPrecision(Rule):
+    """
+    ## What it does
+    Finds a TPU Trainer (one with `accelerator="tpu"`, a legacy `tpu_cores`, or an XLA
+    strategy) configured with a precision the XLA plugin does not support: `16`, `"16"`,
+    `"16-mixed"`, `"bf16"`, `"bf16-mixed"` (and `64`). It also looks at the `precision`
+    default of TPU trainer config classes and at `trainer: precision:` in LightningCLI YAML
+    configs that select a TPU.
+
+    ## Why is this bad on TPU?
+    Lightning 2 turns `16` into `"16-mixed"` and `"bf16"` into `"bf16-mixed"`, and its
+    `XLAPrecision` plugin accepts only `"32-true"`, `"16-true"` and `"bf16-true"`: any other
+    value raises `ValueError` when the Trainer is built. Mixed precision in the CUDA sense
+    (autocast plus a gradient scaler) does not exist on TPUs; bfloat16 is the TPU's native
+    half type. In Lightning 1.x, `precision=16` with TPU cores selected the bfloat16 plugin
+    (`TPUBf16PrecisionPlugin`), so `"bf16-true"` is what that code meant.
+
+    Lightning's documentation contradicts its code here: the Fabric precision page still says
+    that `precision="16-mixed"` enables bfloat16 on TPUs, and the TPU page says `"16-true"`
+    uses bfloat16. The code (`XLAPrecision`: `"16-true"` sets `XLA_USE_F16`, float16) is what
+    runs, and tpulint follows the code.
+
+    ## Example
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", devices="auto", precision="16-mixed")
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="tpu", devices="auto", precision="bf16-true")
+    ```
+
+    ## Fix safety
+    The fix writes `precision="bf16-true"` and is unsafe: "true" half precision keeps the
+    weights themselves in bfloat16, where mixed precision kept float32 master weights, so the
+    numerics of training change (for code migrated from Lightning 1.x with `tpu_cores`, it
+    keeps the 1.x meaning). `64` has no XLA equivalent and is reported without a fix; config
+    class defaults are reported without a fix (their type annotations are often `int`).
+    Nothing is reported when the configured `lightning-version` is older than 2.0.
+
+    ## References
+    - [Lightning source: `XLAPrecision` (supported values)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/plugins/precision/xla.py)
+    - [Lightning 1.5 docs: TPU 16-bit precision meant bfloat16](https://lightning.ai/docs/pytorch/1.5.10/advanced/tpu.html)
+    - [Lightning 2.0: precision values unified (#16783)](https://github.com/Lightning-AI/pytorch-lightning/pull/16783)
+    - [Lightning docs: TPU intermediate (precision)](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_intermediate.html)
+    """
+
+    code = "TPU004"
+    name = "unsupported-tpu-precision"
+    summary = (
+        'TPU Trainer with a precision the XLA plugin rejects (`16`, `"16-mixed"`, `"bf16-mixed"`)'
+    )
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+    fix_sometimes = True
+    fix_message = 'Use `precision="bf16-true"`'
+    requires = ("precision",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # A Trainer call, or a config class of a TPU trainer.
+        return "Trainer" in source or "tpu" in source.lower()
+
+    VALID = (
+        # GPU Trainers: TPU rules stay silent.
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision=16)\n'),
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            "trainer = pl.Trainer(tpu_cores=None, gpus=1, precision=16)\n"
+        ),
+        Valid(
+            _LIGHTNING_IMPORT + "def make(fp16):\n"
+            '    return L.Trainer(accelerator="cuda", precision=16 if fp16 else 32)\n'
+        ),
+        Valid(
+            _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision="bf16-true")\n'
+        ),
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision="16-true")\n'),
+        # Not a TPU Trainer: mixed precision is right on GPUs.
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision="16-mixed")\n'),
+        Valid(_LIGHTNING_IMPORT + "trainer = L.Trainer(precision=16)\n"),
+        # A value only known at run time.
+        Valid(
+            _LIGHTNING_IMPORT
+            + 'def make(p):\n    return L.Trainer(accelerator="tpu", precision=p)\n'
+        ),
+        # Lightning 1.x is targeted: precision=16 on TPU is bf16 there.
+        Valid(
+            "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(tpu_cores=8, precision=16)\n",
+            config={"lightning-version": "1.9"},
+        ),
+        Valid("trainer:\n  accelerator: gpu\n  precision: 16-mixed\n", path="config.yaml"),
+        # A GPU config class.
+        Valid(
+            "from dataclasses import dataclass, field\n\n"
+            "@dataclass\nclass Fp16GPUTrainerConfigs:\n"
+            "    device: str = 'gpu'\n    precision: int = field(default=16)\n"
+        ),
+    )
+    INVALID = (
+        # An argparse default that flows into a TPU Trainer.
+        Invalid(
+            "import argparse\n\nimport lightning as L\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--precision", default=16)\n'
+            "args = parser.parse_args()\n"
+            'trainer = L.Trainer(accelerator="tpu", precision=args.precision)\n',
+            line=8,
+            message="can be `16` (an argparse default)",
+        ),
+        # A conditional value on a TPU Trainer.
+        Invalid(
+            _LIGHTNING_IMPORT + "def make(fp16):\n"
+            '    return L.Trainer(accelerator="tpu", precision=16 if fp16 else 32)\n',
+            message="can be `16` (a branch)",
+        ),
+        # A Trainer that runs on TPUs only sometimes: reported, never rewritten (the fix
+        # would change the GPU run too).
+        Invalid(
+            _LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", precision=16)\n',
+            message="on a Trainer that runs on TPUs when `use_tpu`",
+            expected_fix=_LIGHTNING_IMPORT + "def make(use_tpu):\n"
+            '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", precision=16)\n',
+        ),
+        Invalid(
+            _LIGHTNING_IMPORT
+            + 'trainer = L.Trainer(accelerator="tpu", devices="auto", precision="16-mixed")\n',
+            expected_fix=_LIGHTNING_IMPORT
+            + 'trainer = L.Trainer(accelerator="tpu", devices="auto", precision="bf16-true")\n',
+            line=3,
+            applicability=Applicability.UNSAFE,
+            message='accepts only "32-true", "16-true" and "bf16-true"',
+        ),
+        # Lightning 1.x code: precision=16 with TPU cores meant bfloat16.
+        Invalid(
+            "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(tpu_cores=8, precision=16)\n",
+            expected_fix="import pytorch_lightning as pl\n\n"
+            'trainer = pl.Trainer(tpu_cores=8, precision="bf16-true")\n',
+            message="meant bfloat16",
+        ),
+        Invalid(
+            "from lightning.pytorch import Trainer\n"
+            "from lightning.pytorch.strategies import XLAStrategy\n\n"
+            "trainer = Trainer(strategy=XLAStrategy(), precision='bf16')\n",
+            expected_fix="from lightning.pytorch import Trainer\n"
+            "from lightning.pytorch.strategies import XLAStrategy\n\n"
+            "trainer = Trainer(strategy=XLAStrategy(), precision='bf16-true')\n",
+        ),
+        Invalid(
+            _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision=64)\n',
+            message='use `"32-true"`',
+        ),
+        # A TPU trainer config class (openspeech's Fp16TPUTrainerConfigs shape).
+        Invalid(
+            "from dataclasses import dataclass, field\n\n"
+            "@dataclass\nclass TPUTrainerConfigs:\n"
+            "    device: str = field(default='tpu')\n    tpu_cores: int = field(default=8)\n\n"
+            "@dataclass\nclass Fp16TPUTrainerConfigs(TPUTrainerConfigs):\n"
+            "    precision: int = field(default=16, metadata={'help': 'half precision'})\n",
+            line=10,
+            message="config field",
+        ),
+        Invalid(
+            "trainer:\n  accelerator: tpu\n  precision: 16-mixed\n",
+            path="config.yaml",
+            expected_fix="trainer:\n  accelerator: tpu\n  precision: bf16-true\n",
+            line=3,
+            applicability=Applicability.UNSAFE,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        self._enabled = lightning_at_least(self.ctx, "2.0") and not is_framework_file(self.ctx)
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._enabled or not is_trainer_call(self.ctx, node):
+            return
+        arg = keyword_arg(node, "precision")
+        if arg is None:
+            return
+        tpu = trainer_tpu(self.ctx, node)
+        if tpu not in ("yes", "maybe"):
+            return
+        value = literal_value(arg.value)
+        if value is None:
+            self._possible_values(node, arg, tpu)
+            return
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        if tpu == "maybe":
+            # A fix would also change the other (GPU) run's precision: report only.
+            subject = (
+                f"`precision={self.ctx.module.code_for_node(arg.value)}` on a Trainer that "
+                f"runs on TPUs when {_tpu_condition(self.ctx, node)}"
+            )
+            self.report(arg, _precision_message(value, subject, _TPU_ONLY_ADVICE))
+            return
+        subject = f"`precision={self.ctx.module.code_for_node(arg.value)}` on a TPU Trainer"
+        if value in _NO_FIX_TPU_PRECISION:
+            self.report(arg, _precision_message(value, subject, ""))
+            return
+        quote = (
+            "'"
+            if isinstance(arg.value, cst.SimpleString) and arg.value.value.startswith("'")
+            else '"'
+        )
+        self.report(
+            arg,
+            _precision_message(value, subject, 'use `precision="bf16-true"`'),
+            replacement=arg.with_changes(value=cst.SimpleString(f"{quote}bf16-true{quote}")),
+        )
+
+    def _possible_values(self, node: cst.Call, arg: cst.Arg, tpu: str) -> None:
+        """`precision=16 if args.fp16 else 32`, `precision=args.precision` with an argparse
+        default of 16, a local set in a branch: reported when one of the values the file
+        shows is unsupported on TPUs (no fix: the other values are right, and a rewrite
+        could not tell the runs apart)."""
+        ctx = self.ctx
+        values = literal_candidates(ctx, arg.value)
+        if not values:
+            return
+        bad = [v for v in values if v in _BAD_TPU_PRECISION or v in _NO_FIX_TPU_PRECISION]
+        if not bad:
+            return
+        written = ctx.module.code_for_node(arg.value)
+        runs = (
+            "on a TPU Trainer"
+            if tpu == "yes"
+            else (f"on a Trainer that runs on TPUs when {_tpu_condition(ctx, node)}")
+        )
+        origin = "an argparse default" if isinstance(arg.value, cst.Attribute) else "a branch"
+        subject = f"`precision={written}` {runs} can be `{bad[0]!r}` ({origin})"
+        self.report(arg, _precision_message(bad[0], subject, _TPU_ONLY_ADVICE))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self._enabled or self.ctx.function is not None:
+            return
+        info = self.ctx.analysis.klass(node)
+        if info is None:
+            return
+        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            for name, value in _class_fields(statement):
+                if name != "precision" or value is None:
+                    continue
+                default = literal_value(value)
+                if default not in _BAD_TPU_PRECISION and default not in _NO_FIX_TPU_PRECISION:
+                    continue
+                if not _is_tpu_config_class(self.ctx, info):
+                    return
+                target = statement.body[0]
+                node_to_report = target.target if isinstance(target, cst.AnnAssign) else target
+                default_code = self.ctx.module.code_for_node(value)
+                self.report(
+                    node_to_report,
+                    _precision_message(
+                        default,
+                        f"config field `precision` of TPU trainer config `{info.name}` defaults "
+                        f"to `{default_code}`",
+                        'default to `"bf16-true"`',
+                    ),
+                )
+
+    def check_yaml(self, document: YamlDocument) -> None:
+        if self.yaml_config is not None and not lightning_at_least(self.yaml_config, "2.0"):
+            return
+        trainer = document.find("trainer")
+        entry = trainer.child("precision") if trainer is not None else None
+        if trainer is None or entry is None or entry.value_start is None or entry.value_end is None:
+            return
+        value = entry.value
+        if not isinstance(value, (str, int, float)):
+            return
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        if not yaml_trainer_is_tpu(trainer):
+            return
+        message = _precision_message(
+            value, f"`trainer: precision: {entry.raw}` on a TPU trainer", "use `bf16-true`"
+        )
+        if value in _NO_FIX_TPU_PRECISION:
+            self.report_yaml(entry.value_start, entry.value_end, message)
+            return
+        raw = entry.raw or ""
+        new = "bf16-true" if raw[:1] not in "\"'" else f"{raw[0]}bf16-true{raw[0]}"
+        self.report_yaml(
+            entry.value_start,
+            entry.value_end,
+            message,
+            edits=[Edit(entry.value_start, entry.value_end, new)],
+        )

@@ -1,0 +1,356 @@
+"""TPU501 removed-xla-api."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from tpulint.analysis.imports import dotted_name
+from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
+
+from ..shared.configuration import (
+    Rename,
+    plan_renames,
+    torch_xla_version,
+    version_gated,
+    version_tuple,
+)
+from ..shared.matchers import source_of
+from .helpers import _XM
+
+_XR = ImportSpec("torch_xla.runtime", alias="xr")
+_TORCH_XLA = ImportSpec("torch_xla")
+
+
+@dataclass(frozen=True)
+class _Api:
+    old: str  # function name in torch_xla.core.xla_model
+    new_module: str  # "xr" or "torch_xla"
+    new_name: str
+    since: str  # first torch_xla release with the replacement
+    status: str  # what happened to the old name
+    removed_in: str | None  # release that removed it (None: still there in 2.9)
+    max_args: int  # arguments the replacement accepts
+
+
+_APIS = {
+    "xrt_world_size": _Api("xrt_world_size", "xr", "world_size", "2.1", "removed", "2.7", 0),
+    "get_ordinal": _Api("get_ordinal", "xr", "global_ordinal", "2.1", "removed", "2.7", 0),
+    "get_local_ordinal": _Api("get_local_ordinal", "xr", "local_ordinal", "2.1", "legacy", None, 0),
+    "mark_step": _Api("mark_step", "torch_xla", "sync", "2.4", "deprecated", None, 2),
+    "xla_device": _Api("xla_device", "torch_xla", "device", "2.4", "deprecated", None, 1),
+}
+
+
+def _api_message(api: _Api, code: str, version: tuple[int, ...]) -> str:
+    new = f"{'xr' if api.new_module == 'xr' else 'torch_xla'}.{api.new_name}()"
+    if api.removed_in is not None:
+        if version >= version_tuple(api.removed_in):
+            status = f"was removed in torch_xla {api.removed_in} (AttributeError)"
+        else:
+            status = f"is deprecated and removed in torch_xla {api.removed_in}"
+    elif api.status == "deprecated":
+        status = "is deprecated (torch_xla 2.9 marks it `@deprecated` and warns on every call)"
+    else:
+        status = (
+            "is a legacy alias kept in `xla_model` (its siblings `xrt_world_size` and "
+            "`get_ordinal` were removed in torch_xla 2.7)"
+        )
+    return f"`{code}` {status}; use `{new}`"
+
+
+class RemovedXlaApi(Rule):
+    """
+    ## What it does
+    Finds the process and device helpers of `torch_xla.core.xla_model` that torch_xla
+    replaced by the runtime and top-level APIs: `xm.xrt_world_size()`, `xm.get_ordinal()`,
+    `xm.get_local_ordinal()`, `xm.mark_step()` and `xm.xla_device()`, however `xla_model` is
+    imported (`import torch_xla.core.xla_model as xm`,
+    `from torch_xla.core import xla_model`, `from torch_xla.core.xla_model import
+    get_ordinal`). Compatibility code that picks the API by version (`if
+    _XLA_GREATER_EQUAL_2_1:` ... else, `hasattr` checks, `except AttributeError`) is not
+    reported.
+
+    ## Why is this bad on TPU?
+    torch_xla 2.7 removed `xrt_world_size` and `get_ordinal` (code using them fails with
+    `AttributeError`, often inside a `DistributedSampler(num_replicas=..., rank=...)` built
+    for TPU cores); `mark_step` and `xla_device` are deprecated (torch_xla 2.9 wraps them in
+    `@deprecated` and warns on every call) in favour of `torch_xla.sync()` and
+    `torch_xla.device()`; `get_local_ordinal` is a legacy alias of `xr.local_ordinal()`.
+
+    | old | new | new API available since |
+    |---|---|---|
+    | `xm.xrt_world_size()` | `xr.world_size()` | torch_xla 2.1 |
+    | `xm.get_ordinal()` | `xr.global_ordinal()` | torch_xla 2.1 |
+    | `xm.get_local_ordinal()` | `xr.local_ordinal()` | torch_xla 2.1 |
+    | `xm.mark_step()` | `torch_xla.sync()` | torch_xla 2.4 |
+    | `xm.xla_device()` | `torch_xla.device()` | torch_xla 2.4 |
+
+    (`xr` is `import torch_xla.runtime as xr`.)
+
+    ## Example
+    ```python
+    import torch_xla.core.xla_model as xm
+    from torch.utils.data.distributed import DistributedSampler
+
+
+    def make_sampler(dataset):
+        return DistributedSampler(
+            dataset, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()
+        )
+    ```
+
+    ## Use instead
+    ```python
+    import torch_xla.runtime as xr
+    from torch.utils.data.distributed import DistributedSampler
+
+
+    def make_sampler(dataset):
+        return DistributedSampler(
+            dataset, num_replicas=xr.world_size(), rank=xr.global_ordinal()
+        )
+    ```
+
+    ## Fix safety
+    The fix is safe: each replacement is what the old function calls under PJRT (the only
+    runtime since torch_xla 2.2). It adds `import torch_xla.runtime as xr` or
+    `import torch_xla` next to the import of `xla_model` (inside the same `if`/`try`/function
+    when that import is conditional, so importing the file stays possible without torch_xla),
+    and drops the `xla_model` import once nothing uses it. It is gated on the configured
+    `torch-xla-version` (default 2.9): nothing is reported for an API whose replacement the
+    targeted release does not have (`xr.*` needs 2.1, `torch_xla.sync/device` need 2.4), so
+    set `torch-xla-version = "2.3"` in `[tool.tpulint]` to keep `mark_step` on older
+    installations. Calls with arguments the new API does not take (`xrt_world_size(defval)`,
+    `xla_device(n, devkind)`) are reported without a fix, and so is a file where the name
+    `xr` is already taken by another import.
+
+    With TPU005 enabled, `xm.xla_device()` inside Lightning classes is left to TPU005 (use
+    `self.device` there); with TPU105 enabled, `xm.mark_step()` inside Lightning hooks is left
+    to TPU105 (remove it there).
+
+    ## References
+    - [pytorch/xla#7679: deprecate `xrt_world_size`](https://github.com/pytorch/xla/pull/7679)
+    - [pytorch/xla#8915: API deprecation timeline](https://github.com/pytorch/xla/issues/8915)
+    - [pytorch/xla#8862: replace `xm.mark_step` with `torch_xla.sync()`](https://github.com/pytorch/xla/issues/8862)
+    - [huggingface/transformers#37301: `xrt_world_size` / `get_ordinal` gone in torch_xla 2.7](https://github.com/huggingface/transformers/issues/37301)
+    - [torch_xla docs: PJRT runtime](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+    """
+
+    code = "TPU501"
+    name = "removed-xla-api"
+    summary = (
+        "Removed or deprecated `xla_model` APIs (`xrt_world_size`, `get_ordinal`, `mark_step`, "
+        "`xla_device`)"
+    )
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    fix_sometimes = True
+    fix_message = "Use the torch_xla runtime API"
+    requires = tuple(_APIS)
+
+    VALID = (
+        Valid(
+            "import torch_xla\nimport torch_xla.runtime as xr\n\n"
+            "n = xr.world_size()\ntorch_xla.sync()\n"
+        ),
+        # Version-gated compatibility code (Lightning's XLAEnvironment shape).
+        Valid(
+            "_XLA_GREATER_EQUAL_2_1 = True\n\n\ndef world_size():\n"
+            "    if _XLA_GREATER_EQUAL_2_1:\n"
+            "        from torch_xla import runtime as xr\n\n"
+            "        return xr.world_size()\n\n"
+            "    import torch_xla.core.xla_model as xm\n\n"
+            "    return xm.xrt_world_size()\n"
+        ),
+        Valid(
+            "import torch_xla.core.xla_model as xm\n\n\ndef rank():\n"
+            "    try:\n        import torch_xla.runtime as xr\n        return xr.global_ordinal()\n"
+            "    except ImportError:\n        return xm.get_ordinal()\n"
+        ),
+        # The targeted torch_xla has no replacement yet.
+        Valid(
+            "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\n",
+            config={"torch-xla-version": "2.3"},
+        ),
+        # Another library's `get_ordinal`.
+        Valid("from mylib.dist import get_ordinal\n\nrank = get_ordinal()\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import torch_xla.core.xla_model as xm\n"
+            "from torch.utils.data.distributed import DistributedSampler\n\n"
+            "sampler = DistributedSampler(\n"
+            "    ds, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()\n"
+            ")\n",
+            expected_fix="import torch_xla.runtime as xr\n"
+            "from torch.utils.data.distributed import DistributedSampler\n\n"
+            "sampler = DistributedSampler(\n"
+            "    ds, num_replicas=xr.world_size(), rank=xr.global_ordinal()\n"
+            ")\n",
+            count=2,
+            line=5,
+            applicability=Applicability.SAFE,
+            message="removed in torch_xla 2.7",
+        ),
+        Invalid(
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "def train(model, loader, opt):\n"
+            "    device = xm.xla_device()\n"
+            "    model.to(device)\n"
+            "    for x in loader:\n"
+            "        opt.step()\n"
+            "        xm.mark_step()\n",
+            expected_fix="import torch\nimport torch_xla\n\n\n"
+            "def train(model, loader, opt):\n"
+            "    device = torch_xla.device()\n"
+            "    model.to(device)\n"
+            "    for x in loader:\n"
+            "        opt.step()\n"
+            "        torch_xla.sync()\n",
+            count=2,
+            message="is deprecated",
+        ),
+        Invalid(
+            "from torch_xla.core import xla_model\n\nprint(xla_model.get_local_ordinal())\n",
+            expected_fix="import torch_xla.runtime as xr\n\nprint(xr.local_ordinal())\n",
+            message="legacy alias",
+        ),
+        Invalid(
+            "from torch_xla.core.xla_model import get_ordinal, master_print\n\n"
+            "if get_ordinal() == 0:\n    master_print('hi')\n",
+            expected_fix="from torch_xla.core.xla_model import master_print\n"
+            "import torch_xla.runtime as xr\n\n"
+            "if xr.global_ordinal() == 0:\n    master_print('hi')\n",
+        ),
+        # A conditional import stays conditional; xm stays while other APIs use it.
+        Invalid(
+            "try:\n    import torch_xla.core.xla_model as xm\n"
+            "except ImportError:\n    xm = None\n\n\n"
+            "def rank():\n    return xm.get_ordinal() if xm else 0\n\n\n"
+            "def report(msg):\n    xm.master_print(msg)\n",
+            expected_fix="try:\n    import torch_xla.core.xla_model as xm\n"
+            "    import torch_xla.runtime as xr\n"
+            "except ImportError:\n    xm = None\n\n\n"
+            "def rank():\n    return xr.global_ordinal() if xm else 0\n\n\n"
+            "def report(msg):\n    xm.master_print(msg)\n",
+        ),
+        # An import inside a function.
+        Invalid(
+            "def world():\n    import torch_xla.core.xla_model as xm\n\n"
+            "    return xm.xrt_world_size(), xm.get_ordinal()\n",
+            count=2,
+            expected_fix="def world():\n    import torch_xla.runtime as xr\n\n"
+            "    return xr.world_size(), xr.global_ordinal()\n",
+        ),
+        # A suppressed call keeps the import it needs.
+        Invalid(
+            "def ranks():\n    import torch_xla.core.xla_model as xm\n\n"
+            "    a = xm.get_ordinal()  # noqa: TPU501\n"
+            "    return a, xm.xrt_world_size()\n",
+            expected_fix="def ranks():\n    import torch_xla.core.xla_model as xm\n"
+            "    import torch_xla.runtime as xr\n\n"
+            "    a = xm.get_ordinal()  # noqa: TPU501\n"
+            "    return a, xr.world_size()\n",
+        ),
+        # Arguments the new API does not take: reported without a fix.
+        Invalid(
+            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(1)\n", message="removed"
+        ),
+        # torch_xla 2.5 targeted: still there, but deprecated.
+        Invalid(
+            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size()\n",
+            config={"torch-xla-version": "2.5"},
+            message="is deprecated and removed in torch_xla 2.7",
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        self._renames: list[Rename] = []
+        self._version = torch_xla_version(self.ctx)
+        config = self.ctx.config
+        enabled = getattr(config, "enabled", frozenset())
+        self._defer_device = "TPU005" in enabled
+        self._defer_sync = "TPU105" in enabled
+        return None
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _APIS:
+            self._reference(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in _APIS:
+            return
+        parent = self.ctx.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        if isinstance(parent, (cst.ImportAlias, cst.FunctionDef, cst.Param)):
+            return
+        self._reference(node)
+
+    def _reference(self, node: cst.Attribute | cst.Name) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualify(node)
+        if qualified is None or qualified.rpartition(".")[0] != _XM:
+            return
+        api = _APIS[qualified.rsplit(".", 1)[-1]]
+        if self._version < version_tuple(api.since):
+            return
+        if any(isinstance(a, (cst.Import, cst.ImportFrom)) for a in ctx.ancestors(node)):
+            return
+        if version_gated(ctx, node):
+            return
+        if api.old == "xla_device" and self._defer_device and ctx.lightning_class is not None:
+            return
+        if api.old == "mark_step" and self._defer_sync and ctx.lightning_class is not None:
+            return
+        parent = ctx.parent(node)
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+        code = source_of(ctx, call if call is not None else node)
+        message = _api_message(api, code, self._version)
+        fixable = True
+        if call is not None:
+            if any(a.star for a in call.args) or len(call.args) > api.max_args:
+                fixable = False
+            if api.old == "xla_device" and any(
+                a.keyword is not None and a.keyword.value == "devkind" for a in call.args
+            ):
+                fixable = False
+        if api.new_module == "xr":
+            new: cst.BaseExpression = cst.Attribute(cst.Name("xr"), cst.Name(api.new_name))
+            needs: ImportSpec | None = _XR
+        else:
+            new = cst.Attribute(cst.Name("torch_xla"), cst.Name(api.new_name))
+            needs = _TORCH_XLA
+        local = _root(node)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Attribute):
+            # torch_xla.core.xla_model.mark_step(): `torch_xla` is already there.
+            needs = None if local == "torch_xla" else needs
+            if api.new_module == "xr" and local == "torch_xla":
+                new = cst.parse_expression(f"torch_xla.runtime.{api.new_name}")
+        self._renames.append(
+            Rename(
+                report_node=call if call is not None else node,
+                old=node,
+                new=new,
+                local=local,
+                needs=needs,
+                message=message,
+                applicability=Applicability.SAFE,
+                fix_message=f"Use `{dotted_name(new)}()`",
+                fixable=fixable,
+                drop_old=local != "torch_xla",
+            )
+        )
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if self._renames:
+            plan_renames(self.ctx, self, self._renames)
+
+
+def _root(node: cst.BaseExpression) -> str:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else ""

@@ -1,0 +1,758 @@
+"""Checking and fixing one file's source: the core every front end (CLI, pre-commit, a future
+language server) calls.
+
+    check_source(text, path, config) -> list[Diagnostic]
+    fix_source(text, path, config, unsafe=False) -> FixResult
+
+The engine knows rules only through the registry and the Rule interface: it picks the enabled
+rules whose prefilter matches the text, parses once, runs the shared analysis once, walks the
+tree once with every rule's handlers batched, then applies suppressions and turns reports
+into diagnostics with positions and fixes.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.fixes import apply_fixes, fix_edits, positions_needed
+from tpulint.analysis.imports import Aliases
+from tpulint.analysis.positions import PositionIndex
+from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
+from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
+from tpulint.analysis.walker import Dispatcher
+from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
+from tpulint.config.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
+from tpulint.config.settings import Config
+from tpulint.datatypes import roundtrip
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from tpulint.engine.deep_stack import TooDeep, call_deep
+from tpulint.rule_api.rule import FixSpec, Report, Rule
+
+MAX_FIX_ITERATIONS = 10
+
+
+class InternalError(Exception):
+    """A rule or the engine failed on a file (a bug in tpulint, not in the user's code)."""
+
+
+@dataclass
+class FixResult:
+    source: str  # the fixed source (the original one when nothing was fixed)
+    fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
+    remaining: list[Diagnostic] = field(default_factory=list)  # findings after fixing
+    error: str | None = None  # why nothing was written (e.g. the result did not parse)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.fixed)
+
+
+@dataclass
+class _Analysis:
+    module: cst.Module | None
+    reports: list[Report]
+    diagnostics: list[Diagnostic]  # positioned, unsuppressed (no TPL001 yet)
+    fix_specs: dict[int, FixSpec]  # index in diagnostics -> its FixSpec (fixable only)
+    suppressions: Suppressions
+    parents: dict[int, cst.CSTNode] = field(default_factory=dict)
+
+
+def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
+    """The enabled rules whose prefilter matches `source` (each distinct token is searched
+    for once per file, however many rules share it)."""
+    out = []
+    found: dict[str, bool] = {}
+    for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
+        if rule.code not in enabled or rule.code.startswith("TPL"):
+            continue
+        if rule.requires:
+            for token in rule.requires:
+                hit = found.get(token)
+                if hit is None:
+                    hit = found[token] = token in source
+                if hit:
+                    break
+            else:
+                continue
+        out.append(rules_by_code()[rule.code])
+    return out
+
+
+def parse_trusted(source: str) -> cst.Module:
+    """`cst.parse_module` without re-validating every node the parser builds.
+
+    libcst validates each node in `__post_init__`, which is meant for nodes built by hand:
+    the parser only builds nodes from text it accepted (libcst's own PERF note in
+    `CSTNode.__post_init__` suggests skipping it when parsing). Skipping it saves a tenth of
+    the parse. Nodes built later (by fixes) are validated as usual, and fixed code is still
+    re-parsed with validation before it is written."""
+    validate = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(source)
+    finally:
+        cst.CSTNode.__post_init__ = validate  # type: ignore[method-assign]
+
+
+def _no_validation(self: cst.CSTNode) -> None:
+    return None
+
+
+def file_view(
+    source: str, path: str, config: Config, project: ProjectModel | None = None
+) -> FileView:
+    """The project model's view of a file: from `project` when it holds the file, else from
+    a model of this source alone."""
+    view = project.view(path) if project is not None else None
+    if view is None:
+        name = path if path not in ("-", "<stdin>") else "<stdin>"
+        model = build_model([(name, source)], config.hot_methods)
+        view = model.view(name)
+        assert view is not None
+    view.base = str(config.root)
+    return view
+
+
+def would_parse(source: str, path: str, config: Config) -> bool:
+    """Whether `check_source` parses this file: some enabled rule's prefilter matches (the
+    benchmarks compare against the cost of parsing exactly these files)."""
+    if is_yaml_path(path):
+        return False
+    return bool(_rule_classes(config.enabled_for(_relpath(path, config)), source))
+
+
+def _relpath(path: str, config: Config) -> str:
+    import os
+
+    if path in ("-", "<stdin>"):
+        return path
+    try:
+        return os.path.relpath(os.path.abspath(path), config.root).replace(os.sep, "/")
+    except ValueError:
+        return path.replace(os.sep, "/")
+
+
+def syntax_error_diagnostic(path: str, exc: Exception, source: str | None = None) -> Diagnostic:
+    """TPL002 for a file that does not parse. Python's own parser gives the clearest message
+    and position; libcst's is used when only libcst rejects the code."""
+    line, column, message = 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    valid_python = False
+    if source is not None:
+        import ast
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(source)
+        except SyntaxError as syntax:
+            line = syntax.lineno or 1
+            column = syntax.offset or 1
+            message = syntax.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
+        else:
+            match = re.search(r"error at (\d+):(\d+)", getattr(exc, "message", "") or "")
+            if match:
+                line, column = int(match.group(1)), int(match.group(2)) + 1
+            valid_python = True
+            message = f"libcst cannot parse this file ({getattr(exc, 'message', message)})"
+    if valid_python:
+        # Python accepts the code; only tpulint's parser does not: not a syntax error.
+        return unanalysable_diagnostic(
+            path, f"Python accepts this code, but {message}", Location(line, column)
+        )
+    return Diagnostic(
+        code="TPL002",
+        name="syntax-error",
+        message=f"Not valid Python, not checked: {message}",
+        path=path,
+        start=Location(line, column),
+        end=Location(line, column),
+        severity=Severity.ERROR,
+    )
+
+
+def _python_syntax_error(source: str, path: str, view: FileView | None) -> list[Diagnostic]:
+    """TPL002 for a file that no rule needs parsed but that Python cannot parse. The project
+    model has already read the file with `ast` when it holds it (`view`); its verdict that
+    the file parses is taken as is, any other case is parsed here (`ast` is about ten times
+    faster than libcst). Code too deep for `ast` (RecursionError) is not a syntax error."""
+    if view is not None and view.module.parsed:
+        return []
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except (SyntaxError, ValueError) as exc:  # ValueError: a null byte (Python < 3.12)
+        return [syntax_error_diagnostic(path, exc, source)]
+    except (RecursionError, MemoryError):
+        return []
+    return []
+
+
+def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
+    """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
+    where = location or Location(1, 1)
+    return Diagnostic(
+        code="TPL004",
+        name="unanalysable-file",
+        message=f"Not checked: {reason}",
+        path=path,
+        start=where,
+        end=where,
+        severity=Severity.ERROR,
+    )
+
+
+def _analyze(
+    source: str,
+    path: str,
+    config: Config,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+    with_edits: bool,
+    module: cst.Module | None = None,
+) -> _Analysis:
+    """`module`, when given, is `source` already parsed."""
+    rules = _rule_classes(enabled, source)
+    suppressions = parse_suppressions(source)
+    if not rules:
+        # No rule can fire here, but a file Python cannot parse is reported all the same.
+        view = project.view(path) if project is not None else None
+        errors = _python_syntax_error(source, path, view)
+        return _Analysis(None, [], errors, {}, suppressions)
+    view = file_view(source, path, config, project)
+    if view.module.parsed:
+        # What the project model knows (no code here runs every step, no Lightning class)
+        # rules out more rules than their text prefilter; a file no rule can fire in is not
+        # parsed at all. (A file `ast` rejects is parsed, to report the syntax error.)
+        rules = [rule for rule in rules if rule.applies(source, view)]
+        if not rules:
+            return _Analysis(None, [], [], {}, suppressions)
+    if module is None:
+        try:
+            module = parse_trusted(source)
+        except (cst.ParserSyntaxError, ValueError, SyntaxError) as exc:
+            diagnostic = syntax_error_diagnostic(path, exc, source)
+            return _Analysis(None, [], [diagnostic], {}, suppressions)
+
+    module_name, is_package = (
+        module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
+    )
+    # The analysis walk fills the parent links and caches each node's children for the
+    # rules' walk of the same tree.
+    parents: dict[int, cst.CSTNode] = {}
+    children_of: dict[int, list[cst.CSTNode]] = {}
+    analysis = analyze_module(
+        module,
+        Aliases(module_name, is_package),
+        view.model.lightning_table(),
+        config.hot_methods,
+        parents=parents,
+        children_of=children_of,
+        view=view,
+    )
+    ctx = FileContext(
+        path=path,
+        source=source,
+        module=module,
+        config=config,
+        aliases=Aliases(module_name, is_package),
+        analysis=analysis,
+    )
+    ctx.parents = parents
+    instances = [rule(ctx) for rule in rules]
+    dispatcher = Dispatcher()
+    dispatcher.add(ctx, only=FileContext.ENTER_HANDLERS)
+    for instance in instances:
+        dispatcher.add(instance)
+    dispatcher.add(ctx, only=FileContext.LEAVE_HANDLERS)
+    try:
+        dispatcher.walk(module, parents=parents, children_of=children_of)
+    except (RecursionError, MemoryError):
+        raise  # too deep or too big, not a bug: call_deep and the caller report it
+    except Exception as exc:  # a bug in a rule must not take the whole run down
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InternalError(
+            f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+        ) from exc
+
+    reports = [r for instance in instances for r in instance.reports]
+    ctx.release()
+    if not reports:
+        return _Analysis(module, [], [], {}, suppressions, ctx.parents)
+
+    positions = PositionIndex(module, source)
+    wanted: list[cst.CSTNode] = [r.node for r in reports]
+    fixes = [r.fix for r in reports if r.fix is not None]
+    if with_edits and fixes:
+        wanted += positions_needed(module, fixes, ctx.parents)
+    positions.resolve(wanted, parents)
+
+    diagnostics: list[Diagnostic] = []
+    fix_specs: dict[int, FixSpec] = {}
+    for report in reports:
+        start, end = positions.range(report.node)
+        rule = report.rule
+        fix = None
+        if report.fix is not None:
+            edits = fix_edits(module, report.fix, positions, ctx.parents) if with_edits else ()
+            fix = Fix(report.fix.applicability, report.fix.message, edits)
+        diagnostic = Diagnostic(
+            code=rule.code,
+            name=rule.name,
+            message=report.message,
+            path=path,
+            start=start,
+            end=end,
+            severity=rule.severity,
+            fix=fix,
+            noqa_lines=tuple(range(start.line, end.line + 1)),
+        )
+        if report.fix is not None:
+            fix_specs[len(diagnostics)] = report.fix
+        diagnostics.append(diagnostic)
+    return _Analysis(module, reports, diagnostics, fix_specs, suppressions, ctx.parents)
+
+
+def _finish(
+    analysis: _Analysis, path: str, enabled: frozenset[str], source: str
+) -> list[Diagnostic]:
+    """Apply suppressions and add TPL001 (unused suppression) findings."""
+    suppressions = analysis.suppressions
+    kept = [d for d in analysis.diagnostics if not suppressions.suppresses(d)]
+    if "TPL001" in enabled and not suppressions.empty:
+        names = {name: rule.code for name, rule in infos_by_name().items()}
+        known = frozenset(infos_by_code())
+        for diagnostic in suppressions.unused(path, enabled, known, names):
+            if not suppressions.suppresses(diagnostic):
+                kept.append(diagnostic)
+    kept.sort(key=lambda d: d.sort_key)
+    return kept
+
+
+# --- LightningCLI YAML configs ---------------------------------------------------------------
+
+
+def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
+    return [rules_by_code()[r.code] for r in catalogue() if r.checks_yaml and r.code in enabled]
+
+
+def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
+    """A LightningCLI config: yaml_config reads it and runs the rules that check configs."""
+    file = read_yaml(source, path)
+    suppressions = parse_suppressions(source, comments=file.comments)
+    try:
+        diagnostics = check_yaml_file(file, config, _yaml_rules(enabled) if file.configs else [])
+    except Exception as exc:  # a bug in a rule must not take the whole run down
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InternalError(
+            f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+        ) from exc
+    return _Analysis(None, [], diagnostics, {}, suppressions)
+
+
+def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
+    """The diagnostics whose fix `fix` applies (safe ones, and unsafe ones with `unsafe`)."""
+    return [d for d in diagnostics if d.fixable(unsafe) and d.fix is not None and d.fix.edits]
+
+
+def add_noqa_comments(source: str, path: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    """`source` with `# noqa: CODE` comments for `diagnostics` (Python or a YAML config), and
+    how many codes were added. Raises ValueError when the result would not parse."""
+    if is_yaml_path(path):
+        file = read_yaml(source, path)
+        new, added = add_noqa(
+            source, diagnostics, comments=file.comments, blocked=file.comment_blocked_lines
+        )
+        if added and file.error is None and read_yaml(new, path).error is not None:
+            raise ValueError("adding comments would break the file")
+        return new, added
+    new, added = add_noqa(source, diagnostics)
+    if added and new != source:
+        shim = roundtrip.prepare(new)
+        try:
+            call_deep(cst.parse_module, shim.text if shim is not None else new)
+        except TooDeep:
+            raise ValueError("the file is nested too deeply to verify the result") from None
+        except Exception:
+            raise ValueError("adding comments would break the file") from None
+    return new, added
+
+
+def check_source(
+    source: str,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    *,
+    project: ProjectModel | None = None,
+    with_edits: bool = True,
+) -> list[Diagnostic]:
+    """Diagnostics for one file's source.
+
+    `path` is used for messages, per-file ignores and module resolution (relative imports);
+    `project` is the project model of the run (tpulint.analysis.project); without one the
+    file is modelled alone.
+    Raises InternalError if a rule fails.
+    """
+    config = config or Config()
+    try:
+        return call_deep(_check_source, source, path, config, project, with_edits)
+    except (TooDeep, MemoryError) as exc:
+        return [unanalysable_diagnostic(path, _too_deep_reason(exc))]
+
+
+def _too_deep_reason(exc: BaseException) -> str:
+    if isinstance(exc, MemoryError):
+        return "memory ran out while analysing this file"
+    return f"an expression is {exc}"
+
+
+def _check_source(
+    source: str,
+    path: str,
+    config: Config,
+    project: ProjectModel | None,
+    with_edits: bool,
+) -> list[Diagnostic]:
+    enabled = config.enabled_for(_relpath(path, config))
+    if is_yaml_path(path):
+        return _finish(_analyze_yaml(source, path, config, enabled), path, enabled, source)
+    shim = roundtrip.prepare(source)
+    if shim is not None:
+        found = _check_python(shim.text, path, config, project, enabled, with_edits)
+        return roundtrip.shift(shim, found)
+    return _check_python(source, path, config, project, enabled, with_edits)
+
+
+def _check_python(
+    source: str,
+    path: str,
+    config: Config,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+    with_edits: bool,
+    module: cst.Module | None = None,
+) -> list[Diagnostic]:
+    analysis = _analyze(source, path, config, project, enabled, with_edits, module)
+    return _finish(analysis, path, enabled, source)
+
+
+def apply_text_edits(
+    source: str, diagnostics: Sequence[Diagnostic]
+) -> tuple[str, list[Diagnostic]]:
+    """Apply the text edits of `diagnostics`' fixes; a fix whose edits overlap an edit already
+    taken is skipped (left for the next round). Returns (new source, applied diagnostics)."""
+    lines = roundtrip.physical_lines(source)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(location: Location) -> int:
+        # starts has one entry per line plus one for the end of the text, so an edit may end
+        # on the line after the last one (the end of a file that ends with a newline).
+        line = min(location.line, len(starts))
+        return min(starts[line - 1] + location.column - 1, len(source))
+
+    taken: list[tuple[int, int]] = []
+    applied: list[Diagnostic] = []
+    spans: list[tuple[int, int, str]] = []
+    for diagnostic in diagnostics:
+        if diagnostic.fix is None or not diagnostic.fix.edits:
+            continue
+        ranges = [(offset(e.start), offset(e.end), e.content) for e in diagnostic.fix.edits]
+        if any(
+            (begin < t_end and t_begin < end) or begin == end == t_begin == t_end
+            for begin, end, _ in ranges
+            for t_begin, t_end in taken
+        ):
+            continue
+        taken += [(b, e) for b, e, _ in ranges]
+        spans += ranges
+        applied.append(diagnostic)
+    text = source
+    for begin, end, content in sorted(spans, key=lambda s: (s[0], s[1]), reverse=True):
+        text = text[:begin] + content + text[end:]
+    return text, applied
+
+
+def fix_source(
+    source: str,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    *,
+    unsafe: bool = False,
+    project: ProjectModel | None = None,
+) -> FixResult:
+    """Apply every safe fix (and unsafe ones with `unsafe=True`) until none is left.
+
+    Fixes are applied in one transform per round, rounds repeat until nothing changes (at
+    most MAX_FIX_ITERATIONS), and the result must parse: otherwise the original source is
+    returned with `error` set and nothing should be written.
+    """
+    config = config or Config()
+    try:
+        return call_deep(_fix_source, source, path, config, unsafe, project)
+    except (TooDeep, MemoryError) as exc:
+        return FixResult(source, [], [unanalysable_diagnostic(path, _too_deep_reason(exc))])
+
+
+def _fix_source(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: ProjectModel | None,
+) -> FixResult:
+    enabled = config.enabled_for(_relpath(path, config))
+    if is_yaml_path(path):
+        return _fix_text_edits(source, path, config, unsafe, project)
+    shim = roundtrip.prepare(source)
+    if shim is None:
+        return _fix_python(source, path, config, unsafe, project, enabled)
+    # Fixed in the text libcst reproduces, then given back what it would have lost.
+    result = _fix_python(shim.text, path, config, unsafe, project, enabled)
+    if not result.changed:
+        remaining = _check_source(source, path, config, project, True)
+        return FixResult(source, [], remaining, result.error)
+    restored = roundtrip.restore(shim, result.source)
+    remaining = _check_source(restored, path, config, project, True)
+    if any(d.code in ("TPL002", "TPL004") for d in remaining):
+        return FixResult(
+            source,
+            [],
+            _check_source(source, path, config, project, True),
+            error="the fixed code does not parse once its form feeds are restored; "
+            "file left unchanged",
+        )
+    return FixResult(restored, roundtrip.shift(shim, result.fixed), remaining)
+
+
+def _fix_python(
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+) -> FixResult:
+    current = source
+    fixed: list[Diagnostic] = []
+    # Code fixes to a fixed point, then stale suppressions (TPL001, text edits); removing a
+    # suppression can make a code fix safe (one that keeps no comment inside the code it
+    # rewrites), so the code fixes run again until a round changes nothing.
+    for _ in range(MAX_FIX_ITERATIONS):
+        outcome = _fix_code(current, source, path, config, unsafe, project, enabled)
+        if isinstance(outcome, FixResult):
+            return outcome  # refused: the fixed code does not parse, or no exact round trip
+        current, round_fixed, last = outcome
+        fixed += round_fixed
+        remaining = _check_python(current, path, config, project, enabled, True, last)
+        last = None
+        edited = current
+        for _ in range(MAX_FIX_ITERATIONS):
+            # Several directives in one comment have overlapping edits: one per round.
+            stale = [d for d in remaining if d.code == "TPL001" and d.fix is not None]
+            if not stale:
+                break
+            candidate, applied = apply_text_edits(edited, stale)
+            if candidate == edited:
+                break
+            try:
+                cst.parse_module(candidate)
+            except (RecursionError, MemoryError):
+                raise
+            except Exception:
+                break
+            fixed += applied
+            edited = candidate
+            remaining = _check_python(edited, path, config, project, enabled, True)
+        if edited == current:
+            break
+        current = edited
+    return FixResult(current, fixed, remaining)
+
+
+def _fix_code(
+    current: str,
+    source: str,
+    path: str,
+    config: Config,
+    unsafe: bool,
+    project: ProjectModel | None,
+    enabled: frozenset[str],
+) -> tuple[str, list[Diagnostic], cst.Module | None] | FixResult:
+    """Code fixes applied in rounds until none applies: (text, fixed, the text's tree if
+    it is at hand), or a FixResult when the result must not be written."""
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    fixed: list[Diagnostic] = []
+    # Each round's tree is released before the next text is parsed, and a text parsed to
+    # check the fixed code is the tree the next round analyses: one tree alive at a time.
+    module: cst.Module | None = None
+    analysis: _Analysis | None = None
+    for round_number in range(MAX_FIX_ITERATIONS):
+        analysis = _analyze(current, path, config, project, enabled, False, module)
+        module = None
+        if analysis.module is None:
+            break
+        suppressions = analysis.suppressions
+        chosen: list[FixSpec] = []
+        chosen_nodes: set[int] = set()
+        round_fixed: list[Diagnostic] = []
+        for index, diagnostic in enumerate(analysis.diagnostics):
+            spec = analysis.fix_specs.get(index)
+            if spec is None or spec.applicability not in allowed:
+                continue
+            if suppressions.suppresses(diagnostic):
+                continue
+            replaced = {id(old) for old, _ in spec.replacements}
+            if replaced & chosen_nodes or _overlaps(analysis, spec, chosen_nodes):
+                continue  # overlapping with a fix already chosen: next round
+            chosen.append(spec)
+            chosen_nodes |= replaced
+            round_fixed.append(diagnostic)
+        if not chosen:
+            break
+        if round_number == 0 and analysis.module.code != current:
+            # libcst would not write back the untouched parts exactly: never write it.
+            return FixResult(
+                source,
+                [],
+                _check_python(source, path, config, project, enabled, True),
+                error="libcst does not reproduce this file exactly; file left unchanged",
+            )
+        new_source = apply_fixes(analysis.module, chosen).code
+        analysis = None
+        chosen = []
+        if new_source == current:
+            break
+        try:
+            module = cst.parse_module(new_source)
+        except (RecursionError, MemoryError):
+            raise
+        except Exception as exc:
+            return FixResult(
+                source,
+                [],
+                _check_python(source, path, config, project, enabled, True),
+                error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
+            )
+        fixed.extend(round_fixed)
+        current = new_source
+    last = analysis.module if analysis is not None else module
+    return current, fixed, last
+
+
+def _fix_text_edits(
+    source: str, path: str, config: Config, unsafe: bool, project: ProjectModel | None
+) -> FixResult:
+    """Fixing a file whose fixes are text edits (YAML configs): apply the non-overlapping
+    edits, re-check, repeat until nothing is left to apply."""
+    current = source
+    fixed: list[Diagnostic] = []
+    remaining = check_source(current, path, config, project=project)
+    for _ in range(MAX_FIX_ITERATIONS):
+        chosen = fixable(remaining, unsafe)
+        if not chosen:
+            break
+        edited, applied = apply_text_edits(current, chosen)
+        if edited == current:
+            break
+        problem = read_yaml(edited, path).error
+        if problem is not None:
+            return FixResult(
+                source,
+                [],
+                check_source(source, path, config, project=project),
+                error=f"the fixed config is not valid YAML ({problem.message}); file left "
+                "unchanged",
+            )
+        fixed.extend(applied)
+        current = edited
+        remaining = check_source(current, path, config, project=project)
+    return FixResult(current, fixed, remaining)
+
+
+def fix_subset(
+    source: str,
+    path: str,
+    config: Config,
+    accept: Callable[[Diagnostic], bool],
+    *,
+    project: ProjectModel | None = None,
+) -> FixResult:
+    """One round of the fixes whose findings `accept` takes (positions and messages are those
+    of `source`), then safe fixes to a fixed point. `tpulint fix --prove` uses it to apply a
+    chosen subset of the unsafe rewrites; a rewrite that overlaps one already taken, or that
+    only appears once others are applied, is left out (it is in `remaining`)."""
+    enabled = config.enabled_for(_relpath(path, config))
+    analysis = _analyze(source, path, config, project, enabled, with_edits=True)
+    if analysis.module is None:
+        return FixResult(source, [], _finish(analysis, path, enabled, source))
+    chosen: list[FixSpec] = []
+    chosen_nodes: set[int] = set()
+    taken: list[Diagnostic] = []
+    for index, diagnostic in enumerate(analysis.diagnostics):
+        spec = analysis.fix_specs.get(index)
+        if spec is None or spec.applicability is Applicability.DISPLAY_ONLY:
+            continue
+        if analysis.suppressions.suppresses(diagnostic) or not accept(diagnostic):
+            continue
+        replaced = {id(old) for old, _ in spec.replacements}
+        if replaced & chosen_nodes or _overlaps(analysis, spec, chosen_nodes):
+            if replaced <= chosen_nodes and any(
+                spec.replacements == c.replacements for c in chosen
+            ):
+                taken.append(diagnostic)  # the same rewrite as one taken (a shared loss)
+            continue
+        chosen.append(spec)
+        chosen_nodes |= replaced
+        taken.append(diagnostic)
+    current = apply_fixes(analysis.module, chosen).code if chosen else source
+    try:
+        cst.parse_module(current)
+    except Exception as exc:
+        return FixResult(
+            source,
+            [],
+            check_source(source, path, config, project=project),
+            error=f"the fixed code does not parse ({type(exc).__name__}); file left unchanged",
+        )
+    rest = fix_source(current, path, config, unsafe=False, project=project)
+    if rest.error:
+        return FixResult(current, taken, rest.remaining, error=rest.error)
+    return FixResult(rest.source, taken + rest.fixed, rest.remaining)
+
+
+def _overlaps(analysis: _Analysis, spec: FixSpec, chosen: set[int]) -> bool:
+    """Whether a node `spec` replaces is inside, or contains, a node already chosen: the
+    transform does not descend into replaced nodes, so only one of them can apply per round."""
+    if not chosen:
+        return False
+    from tpulint.analysis.walker import iter_children
+
+    parents = analysis.parents
+    for old, _ in spec.replacements:
+        ancestor = parents.get(id(old))
+        while ancestor is not None:
+            if id(ancestor) in chosen:
+                return True
+            ancestor = parents.get(id(ancestor))
+        stack = list(iter_children(old))
+        while stack:
+            node = stack.pop()
+            if id(node) in chosen:
+                return True
+            stack.extend(iter_children(node))
+    return False

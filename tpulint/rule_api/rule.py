@@ -1,0 +1,261 @@
+"""The rule base class: one readable, self-documenting class per check (Fixit's model).
+
+A rule declares its code, name and fix safety, documents itself in its docstring with Ruff's
+sections (What it does / Why is this bad on TPU? / Example / Use instead / Fix safety /
+References), carries VALID and INVALID examples that run as tests, and implements libcst-style
+`visit_<Node>` / `leave_<Node>` methods that call `self.report(...)`.
+
+Rules never parse files, compute positions, read configuration files or print: the engine does
+that. A rule reads `self.ctx` (the FileContext) and reports nodes, with an optional fix made of
+node replacements and import changes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+import libcst as cst
+
+from tpulint.datatypes.diagnostics import Applicability, Fix, Severity
+
+if TYPE_CHECKING:
+    from tpulint.analysis.context import FileContext
+    from tpulint.analysis.project import FileView
+    from tpulint.analysis.yaml_config import YamlDocument
+    from tpulint.config.settings import Config
+    from tpulint.datatypes.diagnostics import Edit, Location
+
+NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]  # noqa: UP007 (a runtime alias)
+
+CODE_PATTERN = re.compile(r"^[A-Z]{3}\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad on TPU?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+)
+
+
+@dataclass(frozen=True)
+class ImportSpec:
+    """An import a fix needs: `import <module> as <alias>` or `from <module> import <name>`."""
+
+    module: str
+    name: str | None = None
+    alias: str | None = None
+
+    @property
+    def local_name(self) -> str:
+        if self.alias:
+            return self.alias
+        if self.name:
+            return self.name
+        return self.module.split(".", 1)[0]
+
+
+@dataclass
+class FixSpec:
+    """A fix as node replacements applied in one transform, plus import changes."""
+
+    applicability: Applicability
+    message: str
+    replacements: list[tuple[cst.CSTNode, NewNode]]
+    add_imports: tuple[ImportSpec, ...] = ()
+    # Local names whose import is removed if nothing uses them after the fix.
+    remove_unused_imports: tuple[str, ...] = ()
+
+
+@dataclass
+class Report:
+    """What a rule reported, before positions and suppressions are applied."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    message: str
+    fix: FixSpec | None = None
+
+
+@dataclass
+class YamlReport:
+    """What a rule reported on a YAML config: a span and an optional fix of text edits."""
+
+    rule: type[Rule]
+    start: Location
+    end: Location
+    message: str
+    fix: Fix | None = None
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must not report."""
+
+    code: str
+    config: dict[str, Any] = field(default_factory=dict)
+    path: str = "example.py"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must report.
+
+    `expected_fix` is the source after applying this rule's safe and unsafe fixes;
+    `expected_suggestion` the source after applying its display-only suggestions. `count` is
+    the number of diagnostics expected from this rule, `line` the line of the first one, and
+    `message` a substring of the first message.
+    """
+
+    code: str
+    expected_fix: str | None = None
+    expected_suggestion: str | None = None
+    count: int = 1
+    line: int | None = None
+    message: str | None = None
+    applicability: Applicability | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    path: str = "example.py"
+
+
+class Rule:
+    """Base class of all rules. Subclasses set the class attributes below."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    # One line: what the rule finds (used in `tpulint rules`, SARIF and the docs index).
+    summary: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.WARNING
+    # The fix the rule offers at best: SAFE, UNSAFE, DISPLAY_ONLY, or None (no fix).
+    fix_applicability: ClassVar[Applicability | None] = None
+    # Whether some findings of the rule come without a fix ("Fix is sometimes available").
+    fix_sometimes: ClassVar[bool] = False
+    default_enabled: ClassVar[bool] = True
+    # The file must contain one of these substrings for the rule to be able to fire; the
+    # engine does not parse a file that no enabled rule can fire on.
+    requires: ClassVar[tuple[str, ...]] = ()
+    # The rule reports only in hot code (code that runs every step): the engine does not
+    # parse a file in which the project model finds no hot function for such rules.
+    hot_only: ClassVar[bool] = False
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+    # The default title of the rule's fixes ("Drop `.item()`").
+    fix_message: ClassVar[str | None] = None
+    # Rules enabled when this rule's examples run (default: this rule alone).
+    example_selection: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        """Whether the rule can fire in this file at all, from its text and the project
+        model's view of it (after `requires` matched): the engine does not run the rule
+        otherwise, and does not parse a file no rule applies to. Hot-only rules need hot
+        code; rules override this with their own scope."""
+        return not cls.hot_only or view.has_hot_code
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.reports: list[Report] = []
+        self.yaml_reports: list[YamlReport] = []
+        self.yaml_config: Config | None = None  # set when checking a YAML config
+
+    # --- reporting -------------------------------------------------------------------
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        replacement: NewNode | None = None,
+        replaces: cst.CSTNode | None = None,
+        fix: FixSpec | None = None,
+        applicability: Applicability | None = None,
+        fix_message: str | None = None,
+        add_imports: Sequence[ImportSpec] = (),
+        remove_unused_imports: Sequence[str] = (),
+    ) -> None:
+        """Report `node`. A fix is either a full FixSpec or a single `replacement` for
+        `replaces` (default: `node`) with `applicability` (default: the rule's)."""
+        if fix is None and replacement is not None:
+            fix = FixSpec(
+                applicability=applicability or self.fix_applicability or Applicability.DISPLAY_ONLY,
+                message=fix_message or self.fix_title(),
+                replacements=[(replaces if replaces is not None else node, replacement)],
+                add_imports=tuple(add_imports),
+                remove_unused_imports=tuple(remove_unused_imports),
+            )
+        self.reports.append(Report(type(self), node, message, fix))
+
+    # --- LightningCLI YAML configs -----------------------------------------------------
+
+    def check_yaml(self, document: YamlDocument) -> None:
+        """Rules that also apply to LightningCLI YAML configs (`trainer:` keys,
+        `data: init_args: batch_size`) override this and call `report_yaml`."""
+
+    def report_yaml(
+        self,
+        start: Location,
+        end: Location,
+        message: str,
+        *,
+        edits: Sequence[Edit] = (),
+        applicability: Applicability | None = None,
+        fix_message: str | None = None,
+    ) -> None:
+        """Report a span of a YAML config, with an optional fix made of text edits."""
+        fix = None
+        if edits:
+            fix = Fix(
+                applicability or self.fix_applicability or Applicability.DISPLAY_ONLY,
+                fix_message or self.fix_title(),
+                tuple(edits),
+            )
+        self.yaml_reports.append(YamlReport(type(self), start, end, message, fix))
+
+    @classmethod
+    def fix_title(cls) -> str:
+        return cls.fix_message or f"Apply the {cls.name} fix"
+
+    # --- documentation ---------------------------------------------------------------
+
+    @classmethod
+    def family(cls) -> str:
+        from tpulint.config.registry import family_of
+
+        return family_of(cls.code)
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        """The docstring's `## Section` blocks, dedented, by title."""
+        doc = inspect.cleandoc(cls.__doc__ or "")
+        sections: dict[str, str] = {}
+        title = None
+        lines: list[str] = []
+        for line in doc.splitlines():
+            if line.startswith("## "):
+                if title is not None:
+                    sections[title] = textwrap.dedent("\n".join(lines)).strip()
+                title = line[3:].strip()
+                lines = []
+            elif title is not None:
+                lines.append(line)
+        if title is not None:
+            sections[title] = textwrap.dedent("\n".join(lines)).strip()
+        return sections
+
+    @classmethod
+    def fix_availability(cls) -> str:
+        from tpulint.config.registry import fix_availability
+
+        return fix_availability(cls.fix_applicability, cls.fix_sometimes)
+
+
+def code_block(section: str) -> str | None:
+    """The first ```python fenced block of a doc section."""
+    match = re.search(r"```(?:python|py)?\n(.*?)```", section, re.DOTALL)
+    return match.group(1) if match else None
