@@ -446,10 +446,12 @@ def _one_time(
     second_step = _second_optimizer_step(rows)
     for graph in graphs:
         explanation = explained.get(id(graph))
-        if explanation is not None and explanation.site is not None:
+        why = _why_one_time(graph, rows, second_step)
+        # A ragged last batch's new shapes are its own cause, whatever line they reach.
+        if explanation is not None and explanation.site is not None and why != "ragged_last_batch":
             kinds[("graph_change", *map(str, explanation.key))].append(graph)
         else:
-            kinds[(_why_one_time(graph, rows, second_step),)].append(graph)
+            kinds[(why,)].append(graph)
     causes = []
     for key, group in kinds.items():
         kind = key[0]
