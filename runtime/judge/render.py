@@ -306,6 +306,12 @@ def render(report: VerifyReport, *, verbose: bool = False) -> str:
             lines += _cause_line(cause)
     if report.run.get("status") not in (None, "finished"):
         lines += ["", f"run: {report.run['status']}: {report.run.get('detail')}"]
+    if verbose and report.error_detail:
+        # The traceback of the replica that raised, or the stacks of the one that crashed.
+        title = {"crashed": "The crashed replica's stacks (faulthandler)"}.get(
+            report.run.get("status") or "", "Traceback of the replica that raised"
+        )
+        lines += ["", title, *["  " + line for line in report.error_detail.rstrip().splitlines()]]
     if verbose and report.log:
         lines += [
             "",
