@@ -36,6 +36,7 @@ from tpulint.runtime.pods import refuse_pod
 from tpulint.runtime.runner import run_child
 from tpulint.runtime.spec import RunSpec, TargetRef, parse_json_object
 from tpulint.runtime.topology import Topology, emulated_topology, tpu_topology
+from tpulint.runtime.tpu_hbm import memory_limit
 from tpulint.runtime.trainer_args import check_names, trainer_parameters
 
 DEFAULT_STEPS = 32
@@ -299,6 +300,8 @@ def verify(
     emulate: str | None = None,
     script: str | os.PathLike[str] | None = None,
     script_args: list[str] | None = None,
+    tpu_type: str | None = None,
+    hbm: str | int | None = None,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
     _equivalence: dict[str, Any] | None = None,
@@ -311,9 +314,16 @@ def verify(
 
     With `test`, the test loop runs after training and is judged too.
 
+    Memory: every run estimates the training step's peak per core; `tpu_type` ("v5e",
+    "v4-8", ...) or `hbm` (bytes, or a size such as "16GiB") makes it a verdict against that
+    limit (judge/check_memory.py).
+
     `timeout` bounds the whole run; `barrier_timeout` (default: a quarter of it, 10 to 300
-    seconds) is how long one core may wait for the others at a step boundary before the run
-    counts as hung.
+    seconds; 3 times the slowest step if that is longer) is how long no core may record
+    anything before verify looks at the cores' stacks for a hang.
+
+    `emulate` ("v4-8", "v5e-8", ...) reproduces that TPU VM's processes on emulated cores;
+    `script` (with `target=None`) runs the user's own training script with `script_args`.
 
     The user's real run: `trainer_args` (keyword arguments for the Trainer; verify's own
     settings win where they conflict, and the report says so), `datamodule_args`, and
@@ -347,6 +357,7 @@ def verify(
             chosen = batch_multiple or configured_batch_multiple(directory)
             settings.batch_multiple = chosen or 8
             settings.batch_multiple_explicit = chosen is not None
+            settings.memory_limit = memory_limit(tpu_type, hbm)
             topology = resolve_topology(backend, emulate, cores)
             spec = _build_spec(
                 target,

@@ -74,10 +74,15 @@ class Bridge:
         store = self._store()
         sequence = self._local.sequence
         self._local.sequence = sequence + 1
-        store.set(f"{sequence}/{rank}", pickle.dumps((call, payload), protocol=5))
+        parts = getattr(self._local, "parts", None)
+        if parts is None:
+            parts = self._local.parts = {}
+        parts[sequence] = _publish(
+            store, f"{sequence}/{rank}", pickle.dumps((call, payload), protocol=5)
+        )
         if sequence >= 2:  # every core finished collective k-2 before anyone reached k
-            store.delete_key(f"{sequence - 2}/{rank}")
-        entries = [pickle.loads(store.get(f"{sequence}/{r}")) for r in range(self.world_size)]
+            _delete(store, f"{sequence - 2}/{rank}", parts.pop(sequence - 2, 0))
+        entries = [pickle.loads(_fetch(store, f"{sequence}/{r}")) for r in range(self.world_size)]
         calls = [entry[0] for entry in entries]
         if any(_signature(c) != _signature(calls[0]) for c in calls):
             raise ReplicasDiverged(sequence, calls)
@@ -98,6 +103,39 @@ class Bridge:
             "site": site.to_json() if site else None,
             **details,
         }
+
+
+# torch's TCPStore server (its libuv backend, the default) closes the connection of a client
+# that sends a value over 8 MiB (MAX_PAYLOAD_LEN in TCPStoreLibUvBackend.cpp): a model's
+# parameters broadcast at setup are more. Larger values go in parts under keys of their own.
+_PART_BYTES = 4 << 20
+_WHOLE, _IN_PARTS = b"w", b"p"
+
+
+def _publish(store: Any, key: str, data: bytes) -> int:
+    """Set `key` to `data`; the number of parts it took (0: one value)."""
+    if len(data) <= _PART_BYTES:
+        store.set(key, _WHOLE + data)
+        return 0
+    count = 0
+    for start in range(0, len(data), _PART_BYTES):
+        store.set(f"{key}/{count}", data[start : start + _PART_BYTES])
+        count += 1
+    store.set(key, _IN_PARTS + str(count).encode())  # last: readers wait for it
+    return count
+
+
+def _fetch(store: Any, key: str) -> bytes:
+    head = store.get(key)  # waits until the core has published
+    if head[:1] == _WHOLE:
+        return head[1:]
+    return b"".join(store.get(f"{key}/{i}") for i in range(int(head[1:])))
+
+
+def _delete(store: Any, key: str, parts: int) -> None:
+    store.delete_key(key)
+    for index in range(parts):
+        store.delete_key(f"{key}/{index}")
 
 
 def _signature(call: dict[str, Any]) -> tuple[Any, ...]:

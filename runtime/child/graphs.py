@@ -32,6 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tpulint.runtime.child import hlo_dump
 from tpulint.runtime.events import host_index
 from tpulint.runtime.graph_files import GraphLog, compiling_now, parse  # noqa: F401
 
@@ -67,6 +68,7 @@ def configure(run_dir: str | Path, level: int = 2) -> Path:
     os.environ["PT_XLA_DEBUG_FILE"] = str(path)
     os.environ["PT_XLA_DEBUG_MAX_FRAME"] = str(_MAX_FRAMES)
     os.environ.pop("PT_XLA_DEBUG", None)  # the Python-side function tracker: not wanted
+    hlo_dump.configure(run_dir)  # the HLO of each compiled graph, for the judge's diff
     return path
 
 

@@ -37,7 +37,7 @@ from tpulint.runtime.spec import (
 def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
     """What records the run and does not depend on which Lightning package the module uses:
     installed before the user's code is imported (see run())."""
-    from tpulint.runtime.child import cores
+    from tpulint.runtime.child import cores, distributed, optimizers
     from tpulint.runtime.child.board import Board
     from tpulint.runtime.child.evidence import ProcessEvidence
     from tpulint.runtime.child.ledger import Ledger
@@ -61,6 +61,8 @@ def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
     if spec.device == "CPU":
         _install_emulation(spec, recorder, code)
     record_collectives(ledger)
+    optimizers.install(log, code)
+    distributed.install(log, code)
     board = Board.create(spec.run_dir, spec.cores) if spec.cores else None
     cores.install(ledger, board)
     SamplerRecorder(ledger, spec.run_dir).install()
@@ -170,6 +172,7 @@ def _trainer(
     """The Trainer: the user's arguments (their --config `trainer:` section, then
     --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
     are listed with their reasons); what was overridden goes to the event log for the report."""
+    from tpulint.runtime.child import stand_ins
     from tpulint.runtime.child.accelerator import trainer_accelerator
     from tpulint.runtime.child.flavour import with_base
     from tpulint.runtime.trainer_args import Override, check_names, merge, own_settings
@@ -192,6 +195,7 @@ def _trainer(
         emulated=spec.device == "CPU",
         eval_steps=spec.val_steps,
     )
+    extra = [*extra, stand_ins.CallbackStandIns(package, log)]
     callbacks = [with_base(c, package.Callback) for c in (recorder, *extra)]
     args = merge(requested, own, callbacks)
     args.overridden += [
@@ -210,7 +214,7 @@ def _trainer(
         **shown,
     )
     try:
-        trainer = trainer_class(**args.used)
+        trainer = trainer_class(**stand_ins.resolve(args.used, package, spec.run_dir))
     except (Exception, SystemExit) as exc:
         asked = ", ".join(sorted(requested)) or "none"
         raise VerifyError(
@@ -271,11 +275,17 @@ def run(spec: RunSpec, log: EventLog) -> int:
         from tpulint.runtime.child import equivalence
 
         extra.append(equivalence.install(spec.equivalence, log))
+    from tpulint.runtime.child import memory
+
+    extra.append(memory.install(log))
     # Before the user's code is imported and built: a DataLoader made in a module's __init__
     # is recorded with its line, and a module that binds torch_xla's functions at import
     # gets the recorded ones. The target's package joins the user's code once it is known.
     code = CodeFilter(_early_roots(spec))
     recorder = _install_recorders(spec, log, code)
+    from tpulint.runtime.child.optimizers import OptimizerCheck
+
+    extra.append(OptimizerCheck())
     if spec.script:
         from tpulint.runtime.child.script import run_script
 
@@ -325,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     graphs.configure(spec.run_dir)
     # When progress stops the parent sends SIGUSR1: every thread of every process of the run
     # dumps its stack to that process's own file, which is how a hang gets a user file:line.
+    # A process that dies of a signal (SIGSEGV in a native extension, SIGABRT in XLA) dumps
+    # every thread's stack to the same file: the judge finds the core, the step and the
+    # user's line in it (judge/crash.py).
     stacks.install(spec.run_dir)
     log.write("child_start", pid=os.getpid(), thread=threading.get_ident())
     try:

@@ -10,7 +10,9 @@ each core's rows (its batches, host reads, data-dependent shapes, CPU fallbacks,
 steps; with the process's compiles, transfers and graphs in the row of the last core of the
 process to finish it), each loader epoch with the shard its DistributedSampler draws
 (recomputed from the sampler's replica count, rank, seed and epoch), each collective change,
-and on a TPU a few samples of device step time and HBM.
+and on a TPU a few samples of device step time and HBM; and, through verify's memory probe
+(memory.py), the shapes of what core 0's first training step keeps, for the memory estimate
+(on a TPU beside the HBM measured).
 
 What it does not do, by design: nothing waits for another core or host (every core writes its
 own files; on a pod each host writes into its own copy of `dirpath`, to be gathered into one
@@ -37,6 +39,7 @@ from typing import Any
 from tpulint.runtime.child import graphs
 from tpulint.runtime.child.evidence import ProcessEvidence
 from tpulint.runtime.child.ledger import Ledger
+from tpulint.runtime.child.memory import MemoryProbe
 from tpulint.runtime.child.recorder import Recorder
 from tpulint.runtime.events import EventLog, host_index
 from tpulint.runtime.frames import CodeFilter
@@ -88,6 +91,7 @@ class _Readiness(Recorder):
             ledger, log, ProcessEvidence(self.dirpath), warmup=warmup, hardware=bool(hardware)
         )
         self._hardware_auto = hardware is None
+        self.memory = MemoryProbe(log)
         self._observe()
         log.write(
             "recording",
@@ -164,6 +168,27 @@ class _Readiness(Recorder):
             cores=trainer.world_size,
             strategy=type(trainer.strategy).__name__,
         )
+
+    # The memory probe's hooks (it reads shapes only: nothing syncs or changes).
+    def on_train_batch_start(
+        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+    ) -> None:
+        super().on_train_batch_start(trainer, pl_module, batch, batch_idx)
+        self.memory.on_train_batch_start(trainer, pl_module, batch, batch_idx)
+
+    def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
+        super().on_before_optimizer_step(trainer, pl_module, optimizer)
+        self.memory.on_before_optimizer_step(trainer, pl_module, optimizer)
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        self.memory.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+        super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self.memory.on_train_end(trainer, pl_module)
+        super().on_train_end(trainer, pl_module)
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         self.record_failure(exception)

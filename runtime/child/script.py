@@ -4,8 +4,9 @@ or argparse), on the cores, with verify's limits and recording attached.
 
 Every Trainer the script builds (directly, or LightningCLI's) gets the script's arguments with
 verify's own settings on top, as a module target's does (trainer_args.own_settings: the
-cores, the run's length, no logger or checkpoints, verify's recorder among the callbacks),
-and the run is recorded and judged as a module target's is. The script's `fit` is the run:
+cores, the run's length, stand-ins for the logger, checkpoints and progress bar that write
+nothing, verify's recorder among the callbacks), and the run is recorded and judged as a
+module target's is. The script's `fit` is the run:
 verify reads the module and DataModule it is given (the user's code roots, the report's
 classes). Child process only: imports lightning.
 """
@@ -47,6 +48,7 @@ def _display(path: str) -> str:
 
 def _patch(package: Flavour, state: _Script) -> None:
     """Give every Trainer of `package` verify's settings, and note what it fits."""
+    from tpulint.runtime.child import stand_ins
     from tpulint.runtime.child.accelerator import trainer_accelerator
     from tpulint.runtime.trainer_args import merge, own_settings
 
@@ -67,7 +69,8 @@ def _patch(package: Flavour, state: _Script) -> None:
             emulated=spec.device == "CPU",
             eval_steps=spec.val_steps,
         )
-        callbacks = [with_base(c, package.Callback) for c in (state.recorder, *state.extra)]
+        extra = [*state.extra, stand_ins.CallbackStandIns(package, state.log)]
+        callbacks = [with_base(c, package.Callback) for c in (state.recorder, *extra)]
         merged = merge(requested, own, callbacks)
         state.log.write(
             "trainer",
@@ -79,7 +82,7 @@ def _patch(package: Flavour, state: _Script) -> None:
             state.hooked.add(package.distribution)
             state.hooks(state.recorder, package, spec.run_dir)
         state.trainers += 1
-        original_init(self, *args, **merged.used)
+        original_init(self, *args, **stand_ins.resolve(merged.used, package, spec.run_dir))
 
     @functools.wraps(original_fit)
     def fit(self: Any, model: Any, *args: Any, **kwargs: Any) -> Any:

@@ -1,9 +1,12 @@
 """Every process of a run dumps the stack of each of its threads to a file of its own when the
 verify parent sends SIGUSR1: that is how the parent sees where each core stopped (a line of
 the user's, a collective, the emulation's wait) without stopping anything, and without the
-dumps of 4 to 8 processes interleaving on one stderr. Standard library only.
+dumps of 4 to 8 processes interleaving on one stderr. A process that dies of a fatal signal
+(SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) writes "Fatal Python error" and every thread's
+stack to the same file before it dies (judge/crash.py reads it: the file names the process,
+and the process's `replica_thread` events map its threads to cores). Standard library only.
 
-    stacks-<host>-<pid>.txt   faulthandler's dumps, appended at each request
+    stacks-<host>-<pid>.txt   faulthandler's dumps, appended at each request or fatal error
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def _register() -> None:
     # Kept open for the process's life: faulthandler writes to its descriptor from a signal.
     _handle = open(stacks_file(_directory), "a", encoding="utf-8")  # noqa: SIM115
     faulthandler.register(signal.SIGUSR1, file=_handle, all_threads=True, chain=False)
+    faulthandler.enable(file=_handle, all_threads=True)
 
 
 def install(directory: str | Path) -> None:

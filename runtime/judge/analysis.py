@@ -20,12 +20,16 @@ from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.judge.attribution import RuleIndex
 from tpulint.runtime.judge.check_batches import check_batches, loader_site
 from tpulint.runtime.judge.check_compiles import check_compiles, window_rows
+from tpulint.runtime.judge.check_distributed import check_distributed
 from tpulint.runtime.judge.check_eval import check_eval
 from tpulint.runtime.judge.check_fallbacks import check_fallbacks
+from tpulint.runtime.judge.check_memory import check_memory, tpu_precision
 from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.crash import crash_cause, crash_place, find_crash
+from tpulint.runtime.judge.graph_causes import GraphCauses
 from tpulint.runtime.judge.graphs import follow_graphs
 from tpulint.runtime.judge.hardware import hardware_evidence
 from tpulint.runtime.judge.loader_counts import uneven_loader_causes
@@ -34,7 +38,8 @@ from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
 from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, MIN_STEADY_STEPS
-from tpulint.runtime.trainer_args import BF16_PRECISIONS
+from tpulint.runtime.tpu_hbm import MemoryLimit
+from tpulint.runtime.tpu_layout import batch_tile_rows
 
 CHECK_LABELS = {
     "sharding": "sharding",
@@ -44,6 +49,8 @@ CHECK_LABELS = {
     "batch_geometry": "batch geometry",
     "validation": "validation",
     "test": "test",
+    "memory": "memory",
+    "distributed": "torch.distributed",
 }
 
 
@@ -63,6 +70,7 @@ class Settings:
     timeout: float = 600.0
     # Fixed copies of user files (--compare) -> how to show them.
     aliases: dict[str, str] = field(default_factory=dict)
+    memory_limit: MemoryLimit | None = None  # --tpu-type / --hbm
 
 
 def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> VerifyReport:
@@ -83,6 +91,11 @@ def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> V
             "warmup": settings.warmup,
             "batch_multiple": settings.batch_multiple,
             "timeout": settings.timeout,
+            **(
+                {"memory_limit": settings.memory_limit.to_json()}
+                if settings.memory_limit is not None
+                else {}
+            ),
         },
     )
 
@@ -114,14 +127,23 @@ def analyze(
     if outcome.status == "error":
         error = outcome.first("error") or {}
         return error_report(report, outcome.detail, error.get("detail") or _tail(outcome.log))
-    if outcome.status == "crashed":
-        return error_report(report, f"the run crashed: {outcome.detail}", _tail(outcome.log))
     if outcome.status == "compiling" and not outcome.first("train_start"):
         return error_report(report, outcome.detail, None)
 
     starts = outcome.all("train_start")
     start = starts[0] if starts else {}
     target = outcome.first("target") or {}
+    crash = None
+    if outcome.status == "crashed":
+        crash = find_crash(
+            outcome.log, outcome.events, CodeFilter(target.get("roots", [])), spec.run_dir
+        )
+        if crash is None or crash.user is None:
+            return error_report(
+                report,
+                f"the run crashed: {outcome.detail}" + crash_place(crash, outcome),
+                (crash.text if crash is not None else "") or _tail(outcome.log, 80),
+            )
     cores = int(report.backend.get("cores") or start.get("world_size") or spec.cores or 1)
     ctx = Context(
         cores=cores,
@@ -133,11 +155,15 @@ def analyze(
         user_code=CodeFilter(target.get("roots", [])),
         aliases=settings.aliases,
         run_dir=spec.run_dir,
+        emulated=backend.emulated,
     )
-    precision = tpu_precision(outcome.events, spec)
-    if not settings.batch_multiple_explicit and precision in BF16_PRECISIONS:
-        ctx.batch_multiple = 16  # bf16 fills a TPU tile with 16 rows (8 for 32-bit)
-        ctx.tile_dtype = "bf16"
+    # The precision a TPU runs: the one asked for, whatever the emulated cores ran.
+    precision = tpu_precision(outcome.events, spec.trainer_args.get("precision"))
+    if not settings.batch_multiple_explicit:
+        # A full TPU tile of the dtype the step computes in (tpu_layout.py: 16 rows for bf16,
+        # 8 for 32-bit types).
+        ctx.batch_multiple = batch_tile_rows(precision)
+        ctx.tile_dtype = "bf16" if ctx.batch_multiple == 16 else "32-bit"
     report.settings["batch_multiple"] = ctx.batch_multiple
     all_rows = build_all_rows(outcome.events, settings.warmup)
     rows = all_rows["train"]
@@ -156,12 +182,15 @@ def analyze(
         report.run["extended_because"] = extended[-1].get("reason")
 
     from_run = run_causes(ctx, outcome, rows)
+    if crash is not None:
+        from_run.insert(0, crash_cause(ctx, crash, rows, outcome))
     compiles, compile_causes = check_compiles(
         ctx,
         rows,
         outcome.events,
         [c for c in from_run if c.check == "compile_stability"],
         graphs,
+        GraphCauses(ctx, spec.run_dir, outcome.events, all_rows),
     )
     sharding, sharding_causes, shards = check_sharding(
         ctx, rows, outcome.events, Path(spec.run_dir)
@@ -182,6 +211,10 @@ def analyze(
         + transfer_causes
         + batch_causes
     )
+    distributed = check_distributed(ctx, outcome.events)
+    if distributed is not None:
+        report.checks["distributed"] = distributed[0]
+        report.causes += distributed[1]
     for stage in ("validate", "test"):
         judged = check_eval(
             ctx, stage, all_rows.get(stage, []), outcome.events, graphs, Path(spec.run_dir)
@@ -191,6 +224,20 @@ def analyze(
             report.checks[check.name] = check
             report.causes += causes
             report.eval_shards[check.name] = eval_shards
+
+    # The estimate (report.memory) holds however far the run got; its check, like the others,
+    # reads "skipped" rather than "pass" in a run that stopped early (_not_judged).
+    memory, memory_causes, report.memory = check_memory(
+        ctx,
+        outcome.events,
+        rows,
+        settings.memory_limit,
+        graphs,
+        report.hardware,
+        precision,
+    )
+    report.checks[memory.name] = memory
+    report.causes += memory_causes
 
     if outcome.status == "raised":
         replica = root_errors(outcome.events)[0]
@@ -202,6 +249,8 @@ def analyze(
                 replica.get("traceback"),
             )
         report.error_detail = replica.get("traceback")
+    if crash is not None:
+        report.error_detail = crash.text or _tail(outcome.log, 80)
     if outcome.status in PARTIAL:
         _partly_judged(report, outcome, rows)
     elif outcome.status != "finished":
@@ -215,11 +264,12 @@ def analyze(
     if outcome.status in PARTIAL and not failing and not run_failed:
         # Judged as far as it went: nothing failed, but the rest could not be seen.
         return error_report(report, outcome.detail, None)
-    if failing or outcome.status in ("diverged", "hung", "raised") or not rows or run_failed:
+    stopped = ("diverged", "hung", "raised", "crashed")
+    if failing or outcome.status in stopped or not rows or run_failed:
         report.verdict = FAIL
         parts = [f"{CHECK_LABELS[c.name]}: {c.summary}" for c in failing]
         if run_cause is not None and (
-            outcome.status in ("hung", "raised") or not rows or run_failed
+            outcome.status in ("hung", "raised", "crashed") or not rows or run_failed
         ):
             where = f" ({run_cause.location})" if run_cause.location else ""
             label = {"hung": "hung: ", "raised": ""}.get(outcome.status, "")
@@ -290,6 +340,7 @@ def _not_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) 
     failures and warnings found before it stopped, and none of them reads "pass"."""
     reason = {
         "raised": "training raised",
+        "crashed": "a replica process crashed",
         "hung": "the cores stopped making progress",
         "diverged": "the cores' collectives did not match",
         "too_slow": "--timeout ran out while the cores were still stepping",
@@ -301,15 +352,6 @@ def _not_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) 
         if check.status == "pass":
             check.status = "skipped"
             check.summary = f"not judged: {reason} {where}".rstrip()
-
-
-def tpu_precision(events: list[dict[str, Any]], spec: RunSpec) -> str | None:
-    """The precision a TPU runs: what the user asked for (their config, --trainer-args),
-    whatever the emulated cores ran."""
-    trainer = next((e for e in events if e["kind"] == "trainer"), None)
-    requested = (trainer or {}).get("requested") or {}
-    value = requested.get("precision", spec.trainer_args.get("precision"))
-    return str(value) if value is not None else None
 
 
 def _partly_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) -> None:

@@ -25,6 +25,7 @@ class Context:
     aliases: dict[str, str] = field(default_factory=dict)  # fixed copy -> "model.py (fixed)"
     run_dir: str = ""  # the run's files (stacks, shards); "" when none are left
     tile_dtype: str = "32-bit"  # whose TPU tile the batch multiple is (bf16: 16 rows)
+    emulated: bool = True  # PJRT CPU standing in for TPU cores (what falls back differs)
 
     def location(self, site: dict[str, Any] | None) -> Location | None:
         if not site:

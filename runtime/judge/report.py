@@ -211,6 +211,8 @@ class VerifyReport:
     shards: list[ShardEpoch] = field(default_factory=list)
     eval_shards: dict[str, list[ShardEpoch]] = field(default_factory=dict)  # per loop, per run
     causes: list[Cause] = field(default_factory=list)
+    # The step's memory per core: estimate, parts, XLA's sizes, verdict (judge/check_memory.py).
+    memory: dict[str, Any] = field(default_factory=dict)
     setup: dict[str, int] = field(default_factory=dict)
     # What only a TPU shows (judge/hardware.py): compile seconds, HBM, device step time.
     hardware: dict[str, Any] = field(default_factory=dict)
@@ -255,6 +257,7 @@ class VerifyReport:
             "eval_shards": {
                 name: [run.to_json() for run in runs] for name, runs in self.eval_shards.items()
             },
+            "memory": self.memory or None,
             "setup": self.setup,
             "hardware": self.hardware,
             "wall_seconds": round(self.wall_seconds, 2),

@@ -74,6 +74,12 @@ class Snapshot:
         return sorted(r for r, c in self.cores.items() if not c.waiting)
 
 
+def stacks_pid(path: Path) -> int | None:
+    """The process whose stacks file this is."""
+    match = _PID.search(path.name)
+    return int(match.group(1)) if match else None
+
+
 def parse_dump(text: str) -> dict[int, list[tuple[str, int, str]]]:
     """Thread ident -> frames (innermost first) of the last dump in a stacks file."""
     dumps = re.split(
@@ -158,10 +164,9 @@ def snapshot(
     }
     found = Snapshot()
     for path in sorted(Path(run_dir).glob(STACKS_GLOB)):
-        match = _PID.search(path.name)
-        if not match:
+        pid = stacks_pid(path)
+        if pid is None:
             continue
-        pid = int(match.group(1))
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:

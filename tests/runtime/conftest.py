@@ -9,7 +9,8 @@ about it reads that one report. The wall time of every verify run is printed at 
 
 Verdict scenarios run in every layout of verify_helpers.LAYOUTS (the cores as threads, and as
 a v5e-8's processes); TPULINT_TEST_LAYOUTS=threads (a comma-separated list) runs only those,
-for a quicker local run. CI runs them all.
+for a quicker local run. Scenarios marked `threads_only` run in the process layout only with
+TPULINT_TEST_ALL_LAYOUTS=1 (verify_helpers.py says why).
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from verify_helpers import CORES, LAYOUTS, ROOT, SESSION_MARKER, SESSION_VARIABLE
+from verify_helpers import (
+    CORES,
+    LAYOUTS,
+    ROOT,
+    SESSION_MARKER,
+    SESSION_VARIABLE,
+    THREADS,
+    every_scenario_in_every_layout,
+)
 
 _WALL_TIMES: list[tuple[str, float]] = []
 _XLA_STATUS: dict[str, str | None] = {}
@@ -80,15 +89,16 @@ def _runtime_marker_needs_xla(request: pytest.FixtureRequest) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     chosen = os.environ.get("TPULINT_TEST_LAYOUTS")
-    if not chosen:
-        return
-    keep = {name.strip() for name in chosen.split(",")}
+    keep = {name.strip() for name in chosen.split(",")} if chosen else None
+    subset = not every_scenario_in_every_layout()
     selected, deselected = [], []
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        (deselected if params.get("layout", next(iter(keep))) not in keep else selected).append(
-            item
+        layout = getattr(getattr(item, "callspec", None), "params", {}).get("layout")
+        dropped = layout is not None and (
+            (keep is not None and layout not in keep)
+            or (subset and layout != THREADS and item.get_closest_marker("threads_only"))
         )
+        (deselected if dropped else selected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected

@@ -35,6 +35,7 @@ def test_passes(report: VerifyReport) -> None:
         "transfers": "pass",
         "cpu_fallbacks": "pass",
         "batch_geometry": "pass",
+        "memory": "pass",
     }
     assert not [c for c in report.causes if c.severity in ("fail", "warn")]
 
@@ -71,20 +72,27 @@ def test_compiles_stop_after_warmup(report: VerifyReport) -> None:
     assert details["graphs_warmup"] >= 3  # fwd/bwd, all-reduce, optimizer
     assert details["graphs_in_window"] == 0
     assert details["window"] == {"epochs": [2], "steps": [8, 11], "min_steps": 3}
-    # the graphs of the first epoch boundary, compiled at step 4 and reused at step 8
+    # the graphs of the first epoch boundary, compiled at step 4 and reused at step 8. As
+    # threads, a core that ends epoch 0 first can compile them while a slower core's step 3
+    # is still open: then step 3 holds them (or some), still the boundary's
     boundary = [c for c in report.causes if c.kind == "epoch_boundary"]
-    assert [(c.severity, c.steps) for c in boundary] == [("info", [4])]
-    assert [r.new_graphs for r in report.steps if r.phase != "warmup"] == [0, 0] + [
-        boundary[0].count,
-        0,
-        0,
-        0,
-    ] + [0] * 4
+    assert [c.severity for c in boundary] == ["info"] and set(boundary[0].steps) <= {3, 4}
+    late = {r.step: r.new_graphs for r in report.steps if r.phase != "warmup" and r.new_graphs}
+    assert set(late) == set(boundary[0].steps) and sum(late.values()) == boundary[0].count
+    edges = {3, 4, 7, 8}  # epochs of 4 steps: each one's last and the next one's first
     for row in report.steps:
-        if row.phase == "steady":
+        if row.phase == "steady" and row.step not in edges:
             assert row.uncached_compiles == 0, row
             assert row.cached_executions > 0
-    assert all(row.transfers == 0 for row in report.steps if row.phase != "warmup")
+    # no transfer in the steps themselves; at the epochs' edges the rows hold Lightning's
+    # end-of-epoch bookkeeping (its default checkpoint callback decides across the cores)
+    assert all(
+        row.transfers == 0
+        for row in report.steps
+        if row.phase == "steady" and row.step not in edges
+    )
+    assert report.checks["transfers"].status == "pass"
+    assert report.checks["transfers"].details["per_step_per_core"] == 0
     # every graph is identified by torch_xla's hash, with where it was first compiled
     assert all(len(g["hash"]) >= 16 for g in report.graphs)
     assert {g["stage"] for g in report.graphs} == {"setup", "train"}
@@ -137,6 +145,7 @@ def test_json_schema(report: VerifyReport) -> None:
         "transfers",
         "cpu_fallbacks",
         "batch_geometry",
+        "memory",
     }
     for check in data["checks"].values():
         assert check["status"] in ("pass", "warn", "fail", "skipped")

@@ -103,12 +103,19 @@ def _passes_without_new_graphs_at_the_end(report: VerifyReport) -> None:
     assert details["compiles_after_warmup"] > 0
 
 
+@pytest.mark.threads_only
 def test_manual_optimization_with_logging_passes(manual: VerifyReport) -> None:
     _passes_without_new_graphs_at_the_end(manual)
     assert manual.verdict == "pass" and manual.summary == "pass"
     # the logged value joins the next step's graph: it settles at step 2, then the first
-    # epoch boundary (steps 4 and 5) compiles once; both reused afterwards
-    assert _one_time(manual) == {"settling": ("info", [2]), "epoch_boundary": ("info", [4, 5])}
+    # epoch boundary (steps 4 and 5) compiles once; both reused afterwards. As threads of one
+    # process, a core that ends epoch 0 first compiles the checkpoint decision's reduction
+    # while a slower core's step 3 is still open: then step 3 holds it, still the boundary.
+    one_time = _one_time(manual)
+    assert set(one_time) == {"settling", "epoch_boundary"}
+    assert one_time["settling"] == ("info", [2])
+    severity, steps = one_time["epoch_boundary"]
+    assert severity == "info" and {4, 5} <= set(steps) <= {3, 4, 5}
     assert "1 once as the step settled (step 2)" in manual.checks["compile_stability"].summary
 
 
@@ -125,16 +132,18 @@ def test_accumulation_passes_with_the_late_compiles_reported(accumulation: Verif
     assert "once for gradient accumulation (step 2..5)" in summary
 
 
+@pytest.mark.threads_only
 def test_a_phase_switch_passes_with_a_warning(burn_in: VerifyReport) -> None:
     _passes_without_new_graphs_at_the_end(burn_in)
     assert burn_in.verdict == "pass"
     assert burn_in.summary == "pass with warnings (compile stability)"
-    severity, steps = _one_time(burn_in)["graph_change"]
-    # Epoch 1, after its boundary step. Where the epoch boundary's bookkeeping goes depends
-    # on where the emulation cuts the step's graphs (the processes' host-side collectives sync
-    # elsewhere than XLA:CPU's in-graph ones): as processes, the new loss's graph is cut from
-    # the boundary's and is new at the boundary step already.
-    assert severity == "warn" and 5 in steps and set(steps) <= {4, 5}
+    changes = [c for c in burn_in.causes_for("compile_stability") if c.kind == "graph_change"]
+    steps = {step for c in changes for step in c.steps}
+    # Epoch 1, at or after its boundary step. Where the epoch boundary's bookkeeping goes
+    # depends on where the emulation cuts the step's graphs (the processes' host-side
+    # collectives sync elsewhere than XLA:CPU's in-graph ones) and, as threads, on which core
+    # ends epoch 0 first: the new loss's graph is new at step 4 or 5, or both.
+    assert {c.severity for c in changes} == {"warn"} and steps and steps <= {4, 5}
     cause = next(c for c in burn_in.causes if c.kind == "graph_change")
     assert "a phase switch" in cause.message and "reused later without compiling" in cause.message
 
@@ -153,6 +162,7 @@ def test_zero_steps_is_a_failure_that_says_why(too_small: VerifyReport) -> None:
     assert "pass" not in {check.status for check in too_small.checks.values()}
 
 
+@pytest.mark.threads_only
 def test_too_few_steps_to_judge_is_not_a_verdict(
     too_short: subprocess.CompletedProcess[str],
 ) -> None:
@@ -215,7 +225,10 @@ def test_a_cpu_fallback_every_step_fails_at_its_line(fallback: VerifyReport) -> 
     (cause,) = fallback.causes_for("cpu_fallbacks")
     assert cause.kind == "cpu_fallback" and cause.severity == "fail"
     assert str(cause.location) == "tests/runtime/targets/cpu_fallback.py:19"
-    assert cause.message.startswith("`median.dim_values` has no XLA lowering")
+    assert cause.message.startswith("`median.dim_values` (`median` / `mode`) runs on the CPU")
+    # why (from torch_xla's sources) and what to write instead, for this op
+    assert "median, nanmedian and mode have no XLA kernel in torch_xla 2.9" in cause.message
+    assert "torch.quantile(x, 0.5, dim)" in cause.message
     assert len(cause.cores) == CORES
     assert all(
         row.fallbacks.get("aten::median.dim_values") == CORES

@@ -122,6 +122,10 @@ def test_report_judges_the_recorded_run(recorded) -> None:
     assert report.checks["sharding"].status == "pass"
     assert report.checks["compile_stability"].status == "pass"
     assert report.backend["cores"] == CORES
+    # TPUReadiness carries verify's memory probe: the same estimate of core 0's first step
+    assert report.checks["memory"].status == "pass"
+    assert report.memory["recorded"]["epoch"] == 0 and report.memory["recorded"]["batch_idx"] == 0
+    assert report.memory["estimated_bytes_per_core"] > 0
     run = subprocess.run(
         [*VERIFY[:-1], "report", str(directory), "-q"],
         cwd=ROOT,

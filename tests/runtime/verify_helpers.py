@@ -23,6 +23,17 @@ THREADS = "threads"
 PROCESSES = "v5e-8"
 LAYOUTS = (THREADS, PROCESSES)
 
+# The process layout runs a representative subset of the scenarios: one per kind of verdict
+# and per part of verify that differs between the layouts (per-process files, stacks, the
+# collective bridge, graph dumps). Scenarios marked `threads_only` run as threads only, which
+# keeps CI (.ci/run) within its 20 minutes on a 2-core machine; TPULINT_TEST_ALL_LAYOUTS=1
+# runs every scenario in every layout.
+ALL_LAYOUTS_VARIABLE = "TPULINT_TEST_ALL_LAYOUTS"
+
+
+def every_scenario_in_every_layout() -> bool:
+    return os.environ.get(ALL_LAYOUTS_VARIABLE) == "1"
+
 
 def emulate(layout: str) -> str | None:
     """The `emulate=` argument of verify() for a layout."""
