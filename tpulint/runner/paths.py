@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.modules import table_digest
 from tpulint.config.settings import Config
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit
 from tpulint.runner.cache import (
     FactsCache,
     ListingCache,
@@ -237,6 +237,9 @@ class _Prepared:
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
     results: ResultCache | None = None
     facts: dict[str, str] = field(default_factory=dict)  # path -> ProjectModel.file_digest
+    # A digest of every file of the run and its context: the key under which results that
+    # depend on other files (Diagnostic.project_dependent) are cached.
+    project_key: str = ""
     project: ProjectModel | None = None
 
     def model(self) -> ProjectModel:
@@ -289,6 +292,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         + [context_signature(path) for path in context]
         + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
     )
+    prepared.project_key = facts_key
     found = facts_cache.get(facts_key)
     if found is not None:
         table, prepared.facts = found
@@ -332,7 +336,7 @@ def check_paths(
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
         key = prepared.key(source, prepared.digests[source.display])
-        cached = cache.get(key) if cache else None
+        cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
             continue
@@ -357,7 +361,7 @@ def check_paths(
             continue
         run.files.append(FileOutcome(display, diagnostics))
         if cache:
-            cache.put(keys[display], diagnostics)
+            cache.put(keys[display], diagnostics, prepared.project_key)
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
@@ -413,7 +417,7 @@ def fix_paths(
                 continue
             first_name[identity] = source.display
         key = prepared.key(source, prepared.digests[source.display])
-        cached = cache.get(key) if cache else None
+        cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
             continue
@@ -422,6 +426,7 @@ def fix_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
+    done: list[tuple[SourcePath, str, FixResult]] = []
     for display, result, error in _run(
         todo,
         _fix_one,
@@ -437,6 +442,11 @@ def fix_paths(
             run.internal_errors.append(f"{display}: {error}")
             run.files.append(FileOutcome(display, error=error))
             continue
+        done.append((source, original, result))
+    if unsafe and done:
+        done = _apply_groups(done, prepared, run, apply)
+    for source, original, result in done:
+        display = source.display
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
             _write(outcome, source, original, result, config, prepared.model(), run)
@@ -444,7 +454,12 @@ def fix_paths(
                 on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
-            cache.put(prepared.key(source, text_digest(new_text)), result.remaining)
+            # A written file changes the project: results that depend on it are not kept.
+            cache.put(
+                prepared.key(source, text_digest(new_text)),
+                result.remaining,
+                "" if outcome.written else prepared.project_key,
+            )
         run.files.append(outcome)
     by_path = {f.path: f for f in run.files}
     for display, through in aliases:
@@ -455,6 +470,152 @@ def fix_paths(
         cache.save()
     run.files.sort(key=lambda f: f.path)
     return run
+
+
+# --- fixes that span files -------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """A fix that edits several files (Fix.group): applied whole or not at all."""
+
+    key: str
+    edits: dict[str, list[Edit]] = field(default_factory=dict)  # absolute path -> edits
+    digests: dict[str, str] = field(default_factory=dict)  # absolute path -> sha1 of the text
+    findings: list[tuple[str, Diagnostic]] = field(default_factory=list)  # (absolute, finding)
+
+
+def _sha1(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _apply_groups(
+    done: list[tuple[SourcePath, str, FixResult]],
+    prepared: _Prepared,
+    run: RunResult,
+    apply: bool,
+) -> list[tuple[SourcePath, str, FixResult]]:
+    """Apply the fixes that span files: each file they touch is fixed again from its text as
+    read, with the edits of every such fix that can be applied whole (all its files are part
+    of this run, unchanged since the fix was computed, writable when applying, and its edits
+    overlap no other's), then with its own fixes. Returns `done` with those files' results
+    replaced (files only such a fix touches are added)."""
+    from tpulint.engine.source import fix_source
+
+    texts = {os.path.realpath(s.path): (s, text) for s, text in prepared.sources}
+    groups: dict[str, _Group] = {}
+    for source, original, result in done:
+        for diagnostic in result.remaining:
+            fix = diagnostic.fix
+            if fix is None or not fix.group or not fix.related or not diagnostic.fixable(True):
+                continue
+            group = groups.setdefault(fix.group, _Group(fix.group))
+            own = os.path.realpath(source.path)
+            group.edits.setdefault(own, list(fix.edits))
+            group.digests.setdefault(own, _sha1(original))
+            for other in fix.related:
+                path = os.path.realpath(other.path)
+                group.edits.setdefault(path, list(other.edits))
+                group.digests.setdefault(path, other.digest)
+            group.findings.append((own, diagnostic))
+    if not groups:
+        return done
+    accepted: list[_Group] = []
+    for group in groups.values():
+        problem = _group_problem(group, texts, apply)
+        if problem is not None:
+            run.notices.append(
+                f"{problem}; the fix of {_finding_label(group, texts)} is not applied"
+            )
+            continue
+        if any(_edits_overlap(group, other) for other in accepted):
+            continue  # applied by a later run, once the other fix is in
+        accepted.append(group)
+    while True:
+        touched: dict[str, list[Edit]] = {}
+        for group in accepted:
+            for path, edits in group.edits.items():
+                touched.setdefault(path, []).extend(edits)
+        results: dict[str, FixResult] = {}
+        failed: _Group | None = None
+        for path, edits in touched.items():
+            source, text = texts[path]
+            result = fix_source(
+                text,
+                str(source.path),
+                prepared.config,
+                unsafe=True,
+                project=prepared.model(),
+                extra_edits=edits,
+            )
+            if result.error is not None:
+                failed = next(g for g in accepted if path in g.edits)
+                run.notices.append(
+                    f"{source.display}: {result.error}; the fix of"
+                    f" {_finding_label(failed, texts)} is not applied"
+                )
+                break
+            results[path] = result
+        if failed is None:
+            break
+        accepted.remove(failed)
+    if not accepted:
+        return done
+    for group in accepted:
+        for own, diagnostic in group.findings:
+            results[own].fixed.append(
+                diagnostic.with_path(texts[own][0].display) if own in texts else diagnostic
+            )
+    out = []
+    for source, original, result in done:
+        key = os.path.realpath(source.path)
+        out.append((source, original, results.pop(key, result)))
+    for key, result in results.items():
+        source, text = texts[key]
+        out = [item for item in out if os.path.realpath(item[0].path) != key]
+        out.append((source, text, result))
+        run.files = [f for f in run.files if f.path != source.display]
+    return out
+
+
+def _group_problem(
+    group: _Group, texts: dict[str, tuple[SourcePath, str]], apply: bool
+) -> str | None:
+    for path, digest in group.digests.items():
+        found = texts.get(path)
+        if found is None:
+            return f"{path} is not among the files being fixed"
+        source, text = found
+        if _sha1(text) != digest:
+            return f"{source.display} changed since the fix was computed"
+        if apply:
+            from tpulint.runner.writing import may_write
+
+            problem = may_write(source.path, text)
+            if problem is not None:
+                return f"{source.display}: {problem}"
+    return None
+
+
+def _finding_label(group: _Group, texts: dict[str, tuple[SourcePath, str]]) -> str:
+    own, diagnostic = group.findings[0]
+    shown = texts[own][0].display if own in texts else own
+    return f"{shown}:{diagnostic.start.line} {diagnostic.code}"
+
+
+def _edits_overlap(a: _Group, b: _Group) -> bool:
+    for path, edits in a.edits.items():
+        for x in edits:
+            for y in b.edits.get(path, ()):
+                if x == y:
+                    continue  # the same edit (two fixes that both add `import torch`)
+                if x.start < y.end and y.start < x.end:
+                    return True
+                if x.start == x.end == y.start == y.end:
+                    return True
+    return False
 
 
 def _write(
