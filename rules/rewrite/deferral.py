@@ -552,23 +552,61 @@ def _bindings(function: ast.AST, name: str) -> list[ast.expr] | None:
     return values
 
 
-def _zero_dim(node: ast.expr, function: ast.AST, depth: int = 0) -> bool:
+def _reaching(function: ast.AST, node: ast.Name) -> list[ast.expr] | None:
+    """The values local `node` may hold where it is read: when the last assignment of the
+    name before the read's statement is a statement of the function's own body and nothing
+    between them (or in the read's statement itself) assigns it, that assignment's value;
+    else every value the name is assigned (None: bound otherwise too)."""
+    values = _bindings(function, node.id)
+    if not values:
+        return values
+    body = list(getattr(function, "body", []))
+    statement = next(
+        (s for s in body if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None
+    )
+    if statement is None:
+        return values
+    earlier = [
+        s
+        for s in body[: body.index(statement)]
+        if isinstance(s, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == node.id for t in s.targets)
+    ]
+    if not earlier:
+        return values
+    last = earlier[-1]
+    between = [
+        v
+        for v in values
+        if v is not last.value
+        and last.lineno <= v.lineno <= (statement.end_lineno or statement.lineno)
+    ]
+    return values if between else [last.value]
+
+
+def _zero_dim(
+    node: ast.expr, function: ast.AST, depth: int = 0, seen: frozenset[str] = frozenset()
+) -> bool:
     """Provably one value: a whole-tensor reduction, a functional loss with its default
     reduction, arithmetic of those and numbers, or a local bound only to such values."""
-    if depth > 6:
+    if depth > 8:
         return False
     node = _strip(node, _SHAPE_KEEPING - {"squeeze", "flatten", "view", "reshape"})
     if isinstance(node, ast.Constant):
         return isinstance(node.value, (int, float))
     if isinstance(node, ast.BinOp):
-        return _zero_dim(node.left, function, depth + 1) and _zero_dim(
-            node.right, function, depth + 1
+        return _zero_dim(node.left, function, depth + 1, seen) and _zero_dim(
+            node.right, function, depth + 1, seen
         )
     if isinstance(node, ast.UnaryOp):
-        return _zero_dim(node.operand, function, depth + 1)
+        return _zero_dim(node.operand, function, depth + 1, seen)
     if isinstance(node, ast.Name):
-        values = _bindings(function, node.id)
-        return bool(values) and all(_zero_dim(v, function, depth + 1) for v in values)
+        if node.id in seen:
+            return True  # `loss = loss + ...`: holds if every other binding does
+        values = _reaching(function, node)
+        return bool(values) and all(
+            _zero_dim(v, function, depth + 1, seen | {node.id}) for v in values
+        )
     if not isinstance(node, ast.Call):
         return False
     name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -930,10 +968,18 @@ def _rewrite_read(
             converted = f"[{p.wrapper}(v) for v in {converted}]"
         if not _non_empty(file, container, access.function):
             converted = f"{converted} if {name} else []"
-            sole_argument = (
-                isinstance(parent, ast.Call) and parent.args == [container] and not parent.keywords
+            # Parenthesized unless it stands alone: the sole argument of a call, the value
+            # of an assignment or a keyword argument.
+            alone = (
+                (
+                    isinstance(parent, ast.Call)
+                    and parent.args == [container]
+                    and not parent.keywords
+                )
+                or (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is container)
+                or isinstance(parent, ast.keyword)
             )
-            if not sole_argument:
+            if not alone:
                 converted = f"({converted})"
         begin, end = file.span(container)
         edits.add(file, begin, end, converted)
@@ -1111,6 +1157,12 @@ def _emptied(
         if access.gkey is not None and access.through_self:
             by_function.setdefault(access.gkey, []).append(access)
     classes = [owner, *model.subclasses(owner)]
+    producer = p.file.function_of(p.append)
+    entry = attribute_index(model).function_entry(p.file.path, producer)
+    if producer is not None and entry is not None:
+        # A subclass that overrides the producing method without calling it never fills
+        # the container: it need not empty it.
+        classes = [c for c in classes if _runs_producer(model, c, entry.gkey, producer.name)]
     for loop in sorted(loops):
         hooks = EPOCH_END_HOOKS.get(loop)
         if not hooks:
@@ -1124,6 +1176,25 @@ def _emptied(
                     " epochs"
                 )
     return None
+
+
+def _runs_producer(model: ProjectModel, cls: str, gkey: str, name: str) -> bool:
+    fn = model.find_method(cls, name)
+    if fn is None:
+        return False
+    if fn.gkey == gkey:
+        return True
+    node = access_function_node(model, fn)
+    if node is None:
+        return True
+    for inner in ast.walk(node):
+        if (
+            _method(inner, name)
+            and isinstance(inner.func.value, ast.Call)  # type: ignore[attr-defined]
+            and _dotted(inner.func.value.func, "super")  # type: ignore[attr-defined]
+        ):
+            return True
+    return False
 
 
 def _empties(

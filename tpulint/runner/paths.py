@@ -475,147 +475,67 @@ def fix_paths(
 # --- fixes that span files -------------------------------------------------------------------
 
 
-@dataclass
-class _Group:
-    """A fix that edits several files (Fix.group): applied whole or not at all."""
-
-    key: str
-    edits: dict[str, list[Edit]] = field(default_factory=dict)  # absolute path -> edits
-    digests: dict[str, str] = field(default_factory=dict)  # absolute path -> sha1 of the text
-    findings: list[tuple[str, Diagnostic]] = field(default_factory=list)  # (absolute, finding)
-
-
-def _sha1(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-
 def _apply_groups(
     done: list[tuple[SourcePath, str, FixResult]],
     prepared: _Prepared,
     run: RunResult,
     apply: bool,
 ) -> list[tuple[SourcePath, str, FixResult]]:
-    """Apply the fixes that span files: each file they touch is fixed again from its text as
-    read, with the edits of every such fix that can be applied whole (all its files are part
-    of this run, unchanged since the fix was computed, writable when applying, and its edits
-    overlap no other's), then with its own fixes. Returns `done` with those files' results
-    replaced (files only such a fix touches are added)."""
+    """Apply the fixes that span files (tpulint.runner.groups): each file they touch is
+    fixed again from its text as read, with their edits, then its own fixes. Returns `done`
+    with those files' results replaced (files only such a fix touches are added)."""
     from tpulint.engine.source import fix_source
+    from tpulint.runner import groups
+    from tpulint.runner.writing import may_write
 
-    texts = {os.path.realpath(s.path): (s, text) for s, text in prepared.sources}
-    groups: dict[str, _Group] = {}
-    for source, original, result in done:
-        for diagnostic in result.remaining:
-            fix = diagnostic.fix
-            if fix is None or not fix.group or not fix.related or not diagnostic.fixable(True):
-                continue
-            group = groups.setdefault(fix.group, _Group(fix.group))
-            own = os.path.realpath(source.path)
-            group.edits.setdefault(own, list(fix.edits))
-            group.digests.setdefault(own, _sha1(original))
-            for other in fix.related:
-                path = os.path.realpath(other.path)
-                group.edits.setdefault(path, list(other.edits))
-                group.digests.setdefault(path, other.digest)
-            group.findings.append((own, diagnostic))
-    if not groups:
+    texts = {groups.real(str(s.path)): (s, text) for s, text in prepared.sources}
+
+    def shown(path: str) -> str:
+        found = texts.get(path)
+        return found[0].display if found is not None else path
+
+    found = groups.collect(
+        (str(source.path), original, d)
+        for source, original, result in done
+        for d in result.remaining
+        if d.fixable(True)
+    )
+    if not found:
         return done
-    accepted: list[_Group] = []
-    for group in groups.values():
-        problem = _group_problem(group, texts, apply)
-        if problem is not None:
-            run.notices.append(
-                f"{problem}; the fix of {_finding_label(group, texts)} is not applied"
-            )
-            continue
-        if any(_edits_overlap(group, other) for other in accepted):
-            continue  # applied by a later run, once the other fix is in
-        accepted.append(group)
-    while True:
-        touched: dict[str, list[Edit]] = {}
-        for group in accepted:
-            for path, edits in group.edits.items():
-                touched.setdefault(path, []).extend(edits)
-        results: dict[str, FixResult] = {}
-        failed: _Group | None = None
-        for path, edits in touched.items():
-            source, text = texts[path]
-            result = fix_source(
-                text,
-                str(source.path),
-                prepared.config,
-                unsafe=True,
-                project=prepared.model(),
-                extra_edits=edits,
-            )
-            if result.error is not None:
-                failed = next(g for g in accepted if path in g.edits)
-                run.notices.append(
-                    f"{source.display}: {result.error}; the fix of"
-                    f" {_finding_label(failed, texts)} is not applied"
-                )
-                break
-            results[path] = result
-        if failed is None:
-            break
-        accepted.remove(failed)
+    accepted, notices = groups.accept(
+        found.values(),
+        lambda path: texts[path][1] if path in texts else None,
+        (lambda path, text: may_write(texts[path][0].path, text)) if apply else None,
+        shown,
+    )
+    run.notices += notices
     if not accepted:
         return done
-    for group in accepted:
-        for own, diagnostic in group.findings:
-            results[own].fixed.append(
-                diagnostic.with_path(texts[own][0].display) if own in texts else diagnostic
-            )
+
+    def fix_file(path: str, edits: list[Edit]) -> FixResult:
+        source, text = texts[path]
+        return fix_source(
+            text,
+            str(source.path),
+            prepared.config,
+            unsafe=True,
+            project=prepared.model(),
+            extra_edits=edits,
+        )
+
+    results, _, notices = groups.refix(accepted, fix_file, shown)
+    run.notices += notices
+    for result in results.values():
+        result.fixed = [d.with_path(shown(groups.real(d.path))) for d in result.fixed]
+        result.remaining = [d.with_path(shown(groups.real(d.path))) for d in result.remaining]
     out = []
     for source, original, result in done:
-        key = os.path.realpath(source.path)
-        out.append((source, original, results.pop(key, result)))
+        out.append((source, original, results.pop(groups.real(str(source.path)), result)))
     for key, result in results.items():
         source, text = texts[key]
-        out = [item for item in out if os.path.realpath(item[0].path) != key]
         out.append((source, text, result))
         run.files = [f for f in run.files if f.path != source.display]
     return out
-
-
-def _group_problem(
-    group: _Group, texts: dict[str, tuple[SourcePath, str]], apply: bool
-) -> str | None:
-    for path, digest in group.digests.items():
-        found = texts.get(path)
-        if found is None:
-            return f"{path} is not among the files being fixed"
-        source, text = found
-        if _sha1(text) != digest:
-            return f"{source.display} changed since the fix was computed"
-        if apply:
-            from tpulint.runner.writing import may_write
-
-            problem = may_write(source.path, text)
-            if problem is not None:
-                return f"{source.display}: {problem}"
-    return None
-
-
-def _finding_label(group: _Group, texts: dict[str, tuple[SourcePath, str]]) -> str:
-    own, diagnostic = group.findings[0]
-    shown = texts[own][0].display if own in texts else own
-    return f"{shown}:{diagnostic.start.line} {diagnostic.code}"
-
-
-def _edits_overlap(a: _Group, b: _Group) -> bool:
-    for path, edits in a.edits.items():
-        for x in edits:
-            for y in b.edits.get(path, ()):
-                if x == y:
-                    continue  # the same edit (two fixes that both add `import torch`)
-                if x.start < y.end and y.start < x.end:
-                    return True
-                if x.start == x.end == y.start == y.end:
-                    return True
-    return False
 
 
 def _write(
