@@ -60,6 +60,8 @@ from tpulint.datatypes import roundtrip
 from tpulint.datatypes.diagnostics import Applicability, Edit, FileEdits
 from tpulint.rule_api.rule import FixSpec
 
+from .sync import _uses_other_arrays
+
 # What `.item()`'s number may be wrapped in before it is collected.
 _NUMBER_WRAPPERS = frozenset({"int", "float", "bool", "round"})
 # Methods that may follow `.cpu()` in the collected expression: conversions, reshapes and
@@ -196,6 +198,7 @@ class _Producer:
     replacement: str  # the collected expression once deferred
     attr: str
     key: ast.expr | None  # the constant key of `self.metrics["loss"]`
+    model: ProjectModel | None = None
 
 
 @dataclass
@@ -213,8 +216,8 @@ def defer(ctx: FileContext, node: cst.Call, sync: str) -> Deferral | None:
     """The deferral of the value read back by `node` (`x.item()`: sync "item"; `float(x)`:
     "number"; `x.cpu()`, `x.to("cpu")`: "host"; `x.tolist()`: "list"), or None when the value
     is not collected into a container of the module (then this rewrite has nothing to say)."""
-    if not _may_collect(ctx, node):
-        return None
+    if not _may_collect(ctx, node) or _uses_other_arrays(ctx):
+        return None  # an MLX or JAX array has `.item()` but no `.detach()`
     view = ctx.analysis.view
     owner = ctx.owner
     if view is None or owner is None or ctx.function is None:
@@ -675,6 +678,7 @@ def _small(node: ast.expr, function: ast.AST, depth: int = 0) -> bool:
 def _plan(
     ctx: FileContext, model: ProjectModel, index: AttributeIndex, owner: str, p: _Producer
 ) -> Deferral:
+    p.model = model
     name = _container_text(p)
     kind = model.class_kind(owner)
     if not kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK):
@@ -799,7 +803,8 @@ def _access(
     before = len(edits.by_file.get(file.path, []))
     reason = _rewrite_read(p, file, container, alias or "torch", access, edits)
     if reason is None:
-        edits.readers.append(_where(access))
+        if _where(access) not in edits.readers:
+            edits.readers.append(_where(access))
         added = [text for *_, text in edits.by_file.get(file.path, [])][before:]
         if any(f"{alias or 'torch'}." in text for text in added):
             torch_names.setdefault(file.path, alias)
@@ -948,7 +953,7 @@ def _rewrite_read(
     name = file.source(container)
     parent = file.parent(container)
     if p.kind == "number":
-        use = _number_use(file, container, access.function)
+        use = _number_use(file, container, access.function, _Callees(p.model))
         if use is not None:
             return f"`{name}` is {use} in {_where(access)}"
         if (
@@ -1015,11 +1020,84 @@ def _rewrite_read(
     return None
 
 
-def _number_use(file: ParsedFile, node: ast.expr, function: ast.AST | None) -> str | None:
+class _Callees:
+    """Project functions a list is passed to, followed to see that they only read it."""
+
+    def __init__(self, model: ProjectModel | None) -> None:
+        self.model = model
+        self.depth = 0
+
+    def reads_only(self, file: ParsedFile, call: ast.Call, argument: ast.AST) -> bool:
+        """Whether the project function `call` calls only reads the parameter `argument` is
+        passed as (aggregates it, iterates it, passes it on to such functions)."""
+        if self.model is None or self.depth > 3:
+            return False
+        found = self._callee(file, call)
+        if found is None:
+            return False
+        callee_file, function, bound = found
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        name = None
+        if isinstance(argument, ast.keyword):
+            name = argument.arg
+        elif argument in call.args:
+            index = call.args.index(argument) + (1 if bound else 0)
+            name = params[index] if index < len(params) else None
+        if name is None or name not in params:
+            return False
+        loads, stores = _uses(function, name)
+        if len(stores) != 1:  # the parameter itself, never rebound
+            return False
+        self.depth += 1
+        try:
+            return all(_number_use(callee_file, load, function, self) is None for load in loads)
+        finally:
+            self.depth -= 1
+
+    def _callee(self, file: ParsedFile, call: ast.Call):
+        model = self.model
+        assert model is not None
+        module = model.module_at(file.path)
+        if module is None:
+            return None
+        func = call.func
+        target = None
+        bound = False
+        if isinstance(func, ast.Name):
+            target = module.imports.get(func.id, f".{func.id}")
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in module.imports
+        ):
+            target = f"{module.imports[func.value.id]}.{func.attr}"
+        if target is None:
+            return None
+        found = model.lookup(target, module)
+        from tpulint.analysis.project import _Function
+
+        if not isinstance(found, _Function) or found.summary.cls is not None:
+            return None  # module-level functions only: a method may be overridden
+        index = attribute_index(model)
+        callee_file = index.file(found.module.path)
+        node = access_function_node(model, found)
+        if callee_file is None or node is None:
+            return None
+        if node.args.vararg or node.args.kwarg:
+            return None
+        return callee_file, node, bound
+
+
+def _number_use(
+    file: ParsedFile, node: ast.expr, function: ast.AST | None, callees: _Callees | None = None
+) -> str | None:
     """None when a read of the list of numbers may get a converted copy instead: it is only
-    read (aggregated, iterated, indexed, printed); else how it is used."""
+    read (aggregated, iterated, indexed, printed, passed to a project function that only
+    reads it); else how it is used."""
     parent = file.parent(node)
+    argument: ast.AST = node
     if isinstance(parent, ast.keyword):
+        argument = parent
         parent = file.parent(parent)
     if isinstance(parent, ast.Starred):
         parent = file.parent(parent)
@@ -1035,6 +1113,8 @@ def _number_use(file: ParsedFile, node: ast.expr, function: ast.AST | None) -> s
                 return None
             if func.attr in _LOGGING_METHODS:
                 return None
+        if callees is not None and callees.reads_only(file, parent, argument):
+            return None
         callee = file.source(func)
         return f"passed to `{callee}`"
     if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:

@@ -14,7 +14,8 @@ What the user's code computes besides the training is recorded too, at the end o
 module's and the user's callbacks' host-side state (attributes holding numbers, strings,
 lists, dicts, numpy arrays and tensors on the host, with their Python types; tensors on the
 device by type, dtype and shape only: reading their values would add transfers and graphs to
-the run) and the values logged (`trainer.callback_metrics`, read as loggers read them). A
+the run) and the values logged (`trainer.callback_metrics`: each epoch's values are new
+tensors, kept and read once when training ends, so the steps measured do not change). A
 rewrite that leaves a tensor where a float was, or a different number, shows there with the
 attribute's name.
 
@@ -324,8 +325,16 @@ def _is_framework(obj: Any) -> bool:
     return type(obj).__module__.split(".", 1)[0] in _FRAMEWORK_ROOTS
 
 
-def host_state(trainer: Any, pl_module: Any, framework: frozenset[str]) -> dict[str, Any]:
-    """The module's and the user's callbacks' attributes, and the logged values."""
+def host_state(
+    trainer: Any,
+    pl_module: Any,
+    framework: frozenset[str],
+    pending: list[tuple[dict[str, Any], Any]],
+) -> dict[str, Any]:
+    """The module's and the user's callbacks' attributes, and the logged values. A logged
+    value on the device is described now and read when training ends (`pending`): Lightning
+    computes a new tensor for each epoch's value, and reading it now would add a transfer
+    to the run being measured."""
     module = {name: encode(value) for name, value in _user_attributes(pl_module, framework).items()}
     callbacks: dict[str, Any] = {}
     for callback in getattr(trainer, "callbacks", []) or []:
@@ -339,11 +348,22 @@ def host_state(trainer: Any, pl_module: Any, framework: frozenset[str]) -> dict[
         }
     logged = {}
     for name, value in sorted(dict(getattr(trainer, "callback_metrics", {}) or {}).items()):
-        if isinstance(value, torch.Tensor):
-            # Read as a logger reads it at the end of an epoch.
-            value = value.detach().cpu()
-        logged[str(name)] = encode(value)
+        entry = encode(value)
+        if isinstance(value, torch.Tensor) and value.device.type != "cpu" and value.numel() <= 4096:
+            pending.append((entry, value))
+        logged[str(name)] = entry
     return {"module": module, "callbacks": callbacks, "logged": logged}
+
+
+def read_pending(pending: list[tuple[dict[str, Any], Any]]) -> None:
+    """Fill in the values of the logged device tensors (at the end of training)."""
+    for entry, tensor in pending:
+        try:
+            values = tensor.detach().reshape(-1).cpu()
+        except Exception:  # a tensor that cannot be read back is described by type only
+            continue
+        if not values.is_complex():
+            entry.update(_stats(values.double().numpy()))
 
 
 def _scalar(value: Any) -> torch.Tensor | None:
@@ -391,6 +411,7 @@ class EquivalenceRecorder:
         self._local.planned_steps = None
         self._local.saved = False
         self._local.states = []
+        self._local.logged_reads = []  # logged device tensors, read when training ends
         self._local.framework = _framework_names(pl_module)
         xm.set_rng_state(_derived_seed(self.seed, rank), device=str(pl_module.device))
 
@@ -408,8 +429,9 @@ class EquivalenceRecorder:
         if states is None or any(s["epoch"] == epoch for s in states):
             return
         framework = getattr(self._local, "framework", None) or _framework_names(pl_module)
+        pending = self._local.__dict__.setdefault("logged_reads", [])
         try:
-            state = host_state(trainer, pl_module, framework)
+            state = host_state(trainer, pl_module, framework, pending)
         except Exception as exc:  # a state that cannot be described is said, not fatal
             state = {"error": f"{type(exc).__name__}: {exc}"}
         states.append({"epoch": epoch, **state})
@@ -472,6 +494,7 @@ class EquivalenceRecorder:
         # The last epoch's state: every `on_train_epoch_end` has run (the epoch counter has
         # moved past it, unless the run stopped inside its first epoch).
         self._snapshot(trainer, pl_module, max(int(trainer.current_epoch) - 1, 0))
+        read_pending(getattr(self._local, "logged_reads", []))
         self.events.write(
             "equivalence_state",
             rank=rank,

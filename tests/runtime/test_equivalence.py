@@ -65,7 +65,7 @@ def exact(xla: None, timed) -> CompareReport:
 def wrong(xla: None, timed) -> Iterator[CompareReport]:
     patch = _wrong_mean()
     try:
-        yield timed(
+        report = timed(
             "--compare, a wrong rewrite",
             compare,
             target("equivalence.py:WrongRewriteModel"),
@@ -73,7 +73,8 @@ def wrong(xla: None, timed) -> Iterator[CompareReport]:
             cwd=ROOT,
         )
     finally:
-        patch.undo()
+        patch.undo()  # before the next scenario's fixes are made
+    yield report
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def readers_left_alone(xla: None, timed) -> Iterator[CompareReport]:
     patch = pytest.MonkeyPatch()
     patch.setattr(deferral, "_rewrite_read", lambda *args, **kwargs: None)
     try:
-        yield timed(
+        report = timed(
             "--compare, a producer rewritten without its reader",
             compare,
             target("equivalence.py:NoisyMaskedModel"),
@@ -94,7 +95,8 @@ def readers_left_alone(xla: None, timed) -> Iterator[CompareReport]:
             cwd=ROOT,
         )
     finally:
-        patch.undo()
+        patch.undo()  # before the next scenario's fixes are made
+    yield report
 
 
 @pytest.fixture(scope="module")

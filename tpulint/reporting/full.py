@@ -26,12 +26,22 @@ def _apply_edits(text: str, d: Diagnostic) -> str:
     return apply_text_edits(text, [d])[0]
 
 
-def _related_diff(other: FileEdits, options: ReportOptions) -> list[str]:
-    """The diff a fix makes in another file (it edits several at once)."""
+def _shown(path: str, finding: Diagnostic) -> str:
+    """Another file's path as the finding's own path is shown: relative to the same folder
+    when the finding's path is relative."""
     import os
 
-    shown = os.path.relpath(other.path)
-    shown = other.path if shown.startswith("..") else shown
+    own = os.path.abspath(finding.path)
+    if not os.path.isabs(finding.path) and own.endswith(finding.path) and os.path.exists(own):
+        base = own[: len(own) - len(finding.path)]
+        if path.startswith(base):
+            return path[len(base) :]
+    return path
+
+
+def _related_diff(other: FileEdits, d: Diagnostic, options: ReportOptions) -> list[str]:
+    """The diff a fix makes in another file (it edits several at once)."""
+    shown = _shown(other.path, d)
     text = options.source_lookup(shown) if options.source_lookup else None
     if text is None:
         try:
@@ -107,7 +117,7 @@ def render_full(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> st
             if text is not None and d.fix.edits:
                 diff = _fix_diff(text, d, options.color)
                 for other in d.fix.related:
-                    diff += _related_diff(other, options)
+                    diff += _related_diff(other, d, options)
                 if diff:
                     block.append("")
                     block.append(f"  {_FIX_TITLES[d.fix.applicability]}:")
