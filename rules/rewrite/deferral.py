@@ -369,38 +369,56 @@ def _collected(
 ) -> tuple[ast.Call, ast.expr, str, ast.expr | None] | str | None:
     """(the append call, the container, its attribute, its key) when `element` is appended to
     `self.<attr>` or `self.<attr>[<constant>]`, directly or through a local read only there; a
-    reason when it is collected but not in a form this rewrite follows; None otherwise."""
+    reason when it goes into such a container of the module but not in a form this rewrite
+    follows; None when it goes into no container of the module (a local list, another
+    object: then this rewrite has nothing to say)."""
+    self_name = _self_name(function)
     parent = file.parent(element)
+    local = None
     if isinstance(parent, ast.Assign):
         if len(parent.targets) != 1 or not isinstance(parent.targets[0], ast.Name):
             return None
-        name = parent.targets[0].id
-        loads, stores = _uses(function, name)
-        appended = [n for n in loads if _is_append_arg(file, n)]
+        local = parent.targets[0].id
+        loads, stores = _uses(function, local)
+        appended = [
+            n
+            for n in loads
+            if _is_append_arg(file, n) and _is_module_state(file.parent(n).func.value, self_name)  # type: ignore[union-attr]
+        ]
         if not appended:
             return None
         if len(stores) != 1 or len(loads) != 1:
             other = next((n for n in loads if n not in appended), None)
             if other is not None:
-                return f"`{name}` is also {_use_of(file, other)} in the step"
-            return f"`{name}` is bound more than once in the step"
+                return f"`{local}` is also {_use_of(file, other)} in the step"
+            return f"`{local}` is bound more than once in the step"
         element = appended[0]
-        parent = file.parent(element)
     if not _is_append_arg(file, element):
         return None
     append = file.parent(element)
     assert isinstance(append, ast.Call) and isinstance(append.func, ast.Attribute)
-    statement = file.parent(append)
     container = append.func.value
-    self_name = _self_name(function)
+    if not _is_module_state(container, self_name):
+        return None
     attr, key = _container_of(container, self_name)
     if attr is None:
-        if isinstance(container, ast.Name):
-            return None  # a local list: returned or used in the step itself
-        return "the container is not an attribute of the module (`self.<name>`)"
-    if not isinstance(statement, ast.Expr):
+        return (
+            f"`{file.source(container)}` is a container of the module indexed by a key that varies"
+        )
+    if not isinstance(file.parent(append), ast.Expr):
         return None
     return append, container, attr, key
+
+
+def _is_module_state(node: ast.expr, self_name: str | None) -> bool:
+    """`self.<attr>`, possibly indexed (`self.<attr>[k]`)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    )
 
 
 def _is_append_arg(file: ParsedFile, node: ast.expr) -> bool:
@@ -447,7 +465,11 @@ def _uses(function: ast.AST, name: str) -> tuple[list[ast.Name], list[ast.AST]]:
 
 def _use_of(file: ParsedFile, node: ast.AST) -> str:
     """What a read of the collected value does, for messages."""
+    child: ast.AST = node
     for ancestor in file.ancestors(node):
+        if isinstance(ancestor, ast.Attribute) and ancestor.value is child:
+            return "used"  # `value.method(...)`: the value's own method, not a consumer
+        child = ancestor
         if isinstance(ancestor, ast.Call):
             func = ancestor.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
