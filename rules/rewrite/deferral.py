@@ -387,11 +387,11 @@ def _collected(
         ]
         if not appended:
             return None
-        if len(stores) != 1 or len(loads) != 1:
-            other = next((n for n in loads if n not in appended), None)
-            if other is not None:
-                return f"`{local}` is also {_use_of(file, other)} in the step"
+        if len(stores) != 1:
             return f"`{local}` is bound more than once in the step"
+        if len(loads) != 1:
+            other = next((n for n in loads if n not in appended), appended[0])
+            return f"`{local}` is also {_use_of(file, other)} in the step"
         element = appended[0]
     if not _is_append_arg(file, element):
         return None
