@@ -49,13 +49,12 @@ from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     table_digest,
 )
 from tpulint.analysis.summary import (
-    MODULE_SELF_METHODS,
-    TENSOR_METHODS_OF_MODULES,
     Atom,
     ClassSummary,
     FunctionSummary,
     ModuleSummary,
 )
+from tpulint.analysis.value_tables import MODULE_SELF_METHODS, TENSOR_METHODS_OF_MODULES
 
 
 class ClassKind(enum.Flag):
@@ -783,7 +782,13 @@ class ProjectModel:
                 value = self.resolve_atoms(inner, module, owner, depth)
                 elements.append(value if value is not None else Value("host"))
             return Value("host", elements=tuple(elements))
+        if tag == "s":
+            return UNKNOWN_VALUE  # a container: of tensors as often as not (`{"loss": loss}`)
         if tag == "e":
+            container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
+            if container and len(container) == len(atom[2]):
+                held = [a for c in container for a in c[1]]
+                return self.resolve_atoms(held, module, owner, depth) if held else UNKNOWN_VALUE
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is None:
                 return UNKNOWN_VALUE
