@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.values import CPU
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
@@ -152,6 +153,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        y = x[order][:, None, ..., 0][idx][1:3]\n"
             "        keep = torch.topk(x, 3).indices\n"
             "        return y + x[keep]\n"
+        ),
+        # A mask built on the host from shapes and constants (a factory without `device=`,
+        # never moved): its count is taken on the CPU and fixed, the device gets a fixed
+        # index list.
+        Valid(
+            _MOD + "    def forward(self, emb, n_steps):\n"
+            "        drop = torch.full((n_steps * 4,), False)\n"
+            "        drop[torch.arange(n_steps - 1) + 1] = True\n"
+            "        return emb[:, ~drop]\n"
         ),
         # Not hot: __init__ and epoch-level hooks.
         Valid(
@@ -402,6 +412,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         if found is None:
             return
         mask, _reason = found
+        if ctx.value_kind(mask) is CPU:
+            # A mask on the host: its `nonzero` runs on the CPU (no device sync); a mask
+            # copied there from the device is TPU103's finding.
+            return
         base = node.value
         kind = ctx.value_kind(base)
         if not _maybe_device(kind):

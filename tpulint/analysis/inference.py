@@ -17,6 +17,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    resolve to a module (`make_model().to(device)`)
     ["m", atom, ...]               a boolean mask when the atoms are tensors
                                    (`x > 0` on a parameter `x`)
+    ["v", atom, ...]               a tensor computed by torch from these operands: where they
+                                   are, unknown when they turn out not to be tensors
+    ["x", atom, ...]               an elementwise result of a CPU tensor and symbolic operands:
+                                   on the device if one of them is, else on the CPU
 """
 
 from __future__ import annotations
@@ -141,7 +145,7 @@ class ValueEvaluator:
             shadowed = name in scope.env or name in scope.imports
             if name == "range" and not shadowed:
                 return ["number"]
-            if name == "zip" and not shadowed and isinstance(target, (ast.Tuple, ast.List)):
+            if name == "zip" and not shadowed and iterator.args:
                 return [
                     ["t", *(self.element_atoms(a, ast.Name("_"), scope) for a in iterator.args)]
                 ]
@@ -316,7 +320,7 @@ class ValueEvaluator:
                 if any(is_tensorish(a) for a in inner):
                     return ["mask"]
                 if any(isinstance(a, list) and a[0] in ("p", "m", "a", "c", "e") for a in inner):
-                    return [["m", *(a for a in inner if isinstance(a, list))]]
+                    return [["m", *(a for a in inner if isinstance(a, list) or a == "unknown")]]
             return inner
         if isinstance(node, ast.Compare):
             return self.compare(node, scope, d)
@@ -362,11 +366,7 @@ class ValueEvaluator:
             return ["numpy"] if "numpy" in flat else ["number"]
         if any(a in ("device", "mask") for a in flat):
             return ["mask"]
-        if "cpu" in flat:
-            # torch compares a CPU tensor only with numbers and other CPU tensors
-            return ["cpu"]
-        # A comparison of parameters or unknown values: a mask when they are tensors.
-        return [["m", *(a for a in flat if isinstance(a, list))]]
+        return mask_of(kinds)
 
     def attribute(self, node: ast.Attribute, scope: Scope, d: int) -> list[Atom]:
         attr = node.attr
@@ -580,7 +580,12 @@ class ValueEvaluator:
             if device_arg is not None:
                 return ["cpu"] if device_literal(device_arg) == "cpu" else ["device"]
             return self.atoms(node.args[0], scope, d) if node.args else ["unknown"]
-        kinds = [self.atoms(a, scope, d) for a in node.args if not isinstance(a, ast.Starred)]
+        # Containers passed to torch (`torch.cat([a, b])`) count as the tensors they hold.
+        kinds = [
+            _tensors_in(self.atoms(a, scope, d))
+            for a in node.args
+            if not isinstance(a, ast.Starred)
+        ]
         flat = [a for k in kinds for a in k]
         if kinds and kinds[0] == ["cpu"] and not any(a in ("device", "mask") for a in flat):
             # `torch.multinomial(torch.tensor(p), n)`: the result lives with its input
@@ -595,6 +600,8 @@ class ValueEvaluator:
         ):
             return ["mask"]
         out = ["device" if a == "mask" else a for a in out]
+        if any(isinstance(a, list) for a in out):
+            return [["v", *out]]  # a tensor whatever its symbolic inputs turn out to be
         return out or ["unknown"]
 
 
@@ -626,6 +633,8 @@ def as_mask(left: list[Atom], right: list[Atom]) -> list[Atom]:
     for atom in (*left, *right):
         if isinstance(atom, list):
             parts.extend(atom[1:] if atom[0] == "m" else [atom])
+        elif atom == "unknown":
+            parts.append(atom)
     return [["m", *parts]]
 
 
@@ -635,9 +644,11 @@ def mask_of(operands: list[list[Atom]]) -> list[Atom]:
     flat = [a for atoms in operands for a in atoms]
     if any(a in ("device", "mask") for a in flat):
         return ["mask"]
-    if "cpu" in flat:
+    symbolic = [a for a in flat if isinstance(a, list) or a == "unknown"]
+    if "cpu" in flat and not any(isinstance(a, list) for a in symbolic):
+        # torch combines a CPU tensor elementwise only with numbers and other CPU tensors
         return ["cpu"]
-    return [["m", *(a for a in flat if isinstance(a, list))]]
+    return [["m", *symbolic, *(["cpu"] if "cpu" in flat else [])]]
 
 
 def is_param(atom: Atom) -> bool:
@@ -677,11 +688,20 @@ def container_elements(atoms: list[Atom]) -> list[Atom]:
     return out or ["unknown"]
 
 
+def _tensors_in(atoms: list[Atom]) -> list[Atom]:
+    if any(isinstance(a, list) and a[0] in ("s", "t") for a in atoms):
+        return container_elements(atoms)
+    return atoms
+
+
 def arith(left: list[Atom], right: list[Atom]) -> list[Atom]:
     """`a + b`: a tensor if either side is one; numbers stay numbers."""
     both = union(left, right)
     if "cpu" in both and not any(a in ("device", "mask") for a in both):
-        return ["cpu"]  # torch combines a CPU tensor only with numbers and CPU tensors
+        # torch combines a CPU tensor elementwise only with numbers and other CPU tensors: on
+        # the CPU, unless a symbolic operand turns out to be a device tensor.
+        symbolic = [a for a in both if isinstance(a, list)]
+        return [["x", "cpu", *symbolic]] if symbolic else ["cpu"]
     tensors = [a for a in both if a not in _HOSTLIKE]
     if tensors:
         return [a if a != "mask" else "device" for a in tensors]

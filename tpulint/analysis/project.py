@@ -161,10 +161,14 @@ class Value:
     params: frozenset[int] = frozenset()
     elements: tuple[Value, ...] | None = None
     cls: str | None = None
+    tensor: bool = False  # surely a tensor (a torch function's result), whatever its params
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
-        return f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+        return (
+            f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+            f"/{int(self.tensor)}"
+        )
 
 
 UNKNOWN_VALUE = Value()
@@ -203,7 +207,8 @@ def combine_values(values: list[Value]) -> Value:
             for i in range(count)
         )
     classes = {v.cls for v in values}
-    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None)
+    tensor = all(v.tensor for v in values)
+    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
 
 
 @dataclass(frozen=True)
@@ -806,6 +811,17 @@ class ProjectModel:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
             return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+        if tag == "v":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
+            if not tensors:
+                return UNKNOWN_VALUE
+            params = frozenset().union(*(p.params for p in tensors))
+            return Value(combine_kinds(p.kind for p in tensors), False, params, tensor=True)
+        if tag == "x":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            kinds = {p.kind for p in parts if p is not None}
+            return Value("device" if "device" in kinds else "cpu")
         if tag == "mv":
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
@@ -859,6 +875,9 @@ class ProjectModel:
                     continue
             kinds.append("unknown")
         mask = value.mask
+        if value.tensor:
+            # A torch function of the arguments: a tensor even when they are not.
+            kinds = [k for k in kinds if k not in _HOSTLIKE] or ["unknown"]
         return Value(combine_kinds(kinds), mask, frozenset(), value.elements, value.cls)
 
     def _attribute_call(

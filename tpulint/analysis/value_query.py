@@ -123,6 +123,9 @@ class PositionValues:
         self._functions: dict[int, list[ast.AST]] = {}  # ast function depth chain lookups
         self._line_starts: list[int] = []
         self._statement_starts: list[int] = []
+        self._last: Any = None  # the environment of the last expression evaluated
+        # Tuples and generators by the start of their span: `ast` counts their parentheses.
+        self._parenthesized: dict[int, _Site] = {}
 
     # --- the public question -----------------------------------------------------------------
 
@@ -230,18 +233,15 @@ class PositionValues:
                 span = self._span(node)
                 if span is not None and span not in sites:
                     sites[span] = _Site(node, env_key, layers)
+                    if isinstance(node, (ast.Tuple, ast.GeneratorExp)):
+                        self._parenthesized.setdefault(span[0], sites[span])
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 # Decorators, defaults and annotations run where the `def` is; the parameters
                 # and the body in the function.
-                for child in (*node.decorator_list, *_defaults(node.args)):
+                returns = [node.returns] if node.returns is not None else []
+                for child in (*node.decorator_list, *_defaults(node.args), *returns):
                     stack.append((child, env_key, layers))
-                for index, arg in enumerate(_params(node.args)):
-                    line, col = arg.lineno, arg.col_offset
-                    start = self._offset(line, col)
-                    sites.setdefault(
-                        (start, start + len(arg.arg)),
-                        _Site(arg, id(node.args), layers, index, node),
-                    )
+                self._index_params(node.args, id(node.args), layers, node)
                 for child in node.body:
                     stack.append((child, env_key, layers))
                 continue
@@ -272,6 +272,7 @@ class PositionValues:
                     stack.append((node.elt, env_key, inner))
                 continue
             if isinstance(node, ast.Lambda):
+                self._index_params(node.args, None, layers, node)
                 stack.append((node.body, env_key, (*layers, node)))
                 for child in _defaults(node.args):
                     stack.append((child, env_key, layers))
@@ -279,6 +280,19 @@ class PositionValues:
             for child in ast.iter_child_nodes(node):
                 if not isinstance(child, _NOT_WALKED):
                     stack.append((child, env_key, layers))
+
+    def _index_params(
+        self, arguments: ast.arguments, env_key: int | None, layers: tuple, owner: ast.AST
+    ) -> None:
+        """Parameter names (`ast.arg` spans the annotation too: the name alone is keyed)."""
+        params = _params(arguments)
+        starred = [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        for index, arg in enumerate([*params, *starred]):
+            start = self._offset(arg.lineno, arg.col_offset)
+            self._sites.setdefault(
+                (start, start + len(arg.arg)),
+                _Site(arg, env_key if env_key is not None else 0, layers, index, owner),
+            )
 
     # --- finding the twin --------------------------------------------------------------------
 
@@ -329,8 +343,14 @@ class PositionValues:
         except KeyError:
             return None
         site = self._sites.get(span)
-        if site is None and isinstance(node, cst.Tuple) and node.lpar:
-            site = self._sites.get((span[0] - 1, span[1] + 1))  # `ast` counts the parentheses
+        if site is None and isinstance(node, (cst.Tuple, cst.GeneratorExp)):
+            # `ast` counts the parentheses of a tuple, and those of a generator that is a
+            # call's only argument: its span starts at the `(` before the first element.
+            start = span[0] - 1
+            while start > 0 and self.source[start] in " \t\r\n\\\x0c":
+                start -= 1
+            if start >= 0 and self.source[start] == "(":
+                site = self._parenthesized.get(start)
         if site is None:
             return None
         if isinstance(site.node, ast.arg):
@@ -370,6 +390,7 @@ class PositionValues:
         snapshot = self._snapshots.get(site.env_key)
         if snapshot is None:
             return ["unknown"]
+        self._last = snapshot
         if site.param is not None:
             return snapshot[0].get(site.node.arg, ["unknown"])  # type: ignore[attr-defined]
         scope = self._scope(snapshot)
@@ -384,6 +405,10 @@ class PositionValues:
 
     def _evaluate_text(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> list[Atom]:
         snapshot = self._env_near(node, function)
+        if snapshot is None:
+            # A node a rule built (a candidate rewrite): rules ask about it right after the
+            # code it is made from, so the environment of the last answered question is its.
+            snapshot = self._last
         if snapshot is None:
             return ["unknown"]
         try:
@@ -440,6 +465,11 @@ class PositionValues:
                 return UNKNOWN
             result = combine_elementwise(parts)
             return NUMBER if result.is_host else result
+        if tag == "v":
+            kinds = [k for k in (self._atom(a, function, depth) for a in atom[1:]) if not k.is_host]
+            return combine(kinds) if kinds else UNKNOWN
+        if tag == "x":
+            return combine_elementwise([self._atom(a, function, depth) for a in atom[1:]])
         if tag == "c":
             return self._call(atom, function, depth)[0]
         return UNKNOWN
