@@ -53,13 +53,12 @@ def _is_value(node: cst.CSTNode, parent: cst.CSTNode | None) -> bool:
         return parent.name is node  # parameter names map to `ast.arg`
     if isinstance(parent, cst.ConcatenatedString):
         return False  # the parts of `"a" "b"`: one `ast` constant
-    if (
+    # `a and b` inside `a and b and c`: one `ast` BoolOp
+    return not (
         isinstance(parent, cst.BooleanOperation)
         and parent.left is node
         and isinstance(node, cst.BooleanOperation)
-    ):
-        return False  # `a and b` inside `a and b and c`: one `ast` BoolOp
-    return True
+    )
 
 
 def unmatched(source: str, counts: list[int] | None = None) -> list[str]:
@@ -83,10 +82,8 @@ def unmatched(source: str, counts: list[int] | None = None) -> list[str]:
     skipped: set[int] = set()
     for node in order:
         parent = parents.get(id(node))
-        if (
-            parent is not None
-            and id(parent) in skipped
-            or isinstance(node, (cst.Import, cst.ImportFrom))
+        if (parent is not None and id(parent) in skipped) or isinstance(
+            node, (cst.Import, cst.ImportFrom)
         ):
             skipped.add(id(node))  # the dotted names of imports
             continue
