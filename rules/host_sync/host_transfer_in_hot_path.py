@@ -15,7 +15,7 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, source_of, walk
 from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
-from .helpers import _HEAD, _LOSS, logged_value, quiet
+from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
 _PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
 _CONVERSIONS = ("float", "int", "bool")
@@ -76,20 +76,6 @@ def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
             for inner in walk(target):
                 if isinstance(inner, cst.Name) and inner.value in returned:
                     return True
-    return False
-
-
-def _in_exception_path(ctx: FileContext, node: cst.CSTNode) -> bool:
-    """Inside `raise ...(f"...")` or an assert message: only evaluated on failure."""
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, cst.Raise):
-            return True
-        if isinstance(ancestor, cst.Assert):
-            return child is ancestor.msg
-        if isinstance(ancestor, (cst.FunctionDef, cst.SimpleStatementLine)):
-            return False
-        child = ancestor
     return False
 
 
@@ -397,7 +383,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             index.value, cst.Call
         ):
             return  # a name or element of the step's data that may be a Python number
-        if quiet(ctx, node) or _in_exception_path(ctx, node):
+        if quiet(ctx, node) or in_exception_path(ctx, node):
             return
         self.report(
             node,
@@ -414,7 +400,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         tensors = [v for v in values if ctx.value_kind(v) is ValueKind.DEVICE]
         if not tensors:
             return
-        if quiet(ctx, node) or _in_exception_path(ctx, node) or logged_value(ctx, node):
+        if quiet(ctx, node) or in_exception_path(ctx, node) or logged_value(ctx, node):
             return
         tensor = source_of(ctx, tensors[0])
         torch_name = "clamp" if len(tensors) < len(values) else f"{name}imum"
@@ -435,7 +421,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 arg = positional[position] if len(positional) > position else None
             if arg is None or ctx.value_kind(arg.value) is not ValueKind.DEVICE:
                 continue
-            if quiet(ctx, node) or _in_exception_path(ctx, node):
+            if quiet(ctx, node) or in_exception_path(ctx, node):
                 return
             self.report(
                 arg.value,
@@ -453,7 +439,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         value = node.expression
         if not computed_tensor(ctx, value, self.bindings):
             return
-        if _in_exception_path(ctx, node) or quiet(ctx, node):
+        if in_exception_path(ctx, node) or quiet(ctx, node):
             return
         printed = enclosing_print(ctx, node)
         self.report(
@@ -475,7 +461,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             and not is_torch_tensor(ctx, tensor, self.bindings)
         ):
             return  # `.tolist()` of an unknown value may be a numpy array
-        if quiet(ctx, node) or returned_from_predict(ctx, node) or _in_exception_path(ctx, node):
+        if quiet(ctx, node) or returned_from_predict(ctx, node) or in_exception_path(ctx, node):
             return
         code = source_of(ctx, node)
         replacement = strip_call_suffix(node) if method == "cpu" and not node.args else None
@@ -494,7 +480,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return  # TPU101
         if ctx.value_kind(value) is not ValueKind.DEVICE:
             return
-        if logged_value(ctx, node) or quiet(ctx, node) or _in_exception_path(ctx, node):
+        if logged_value(ctx, node) or quiet(ctx, node) or in_exception_path(ctx, node):
             return
         if returned_from_predict(ctx, node):
             return
