@@ -59,6 +59,8 @@ from tpulint.analysis.value_tables import (
 Atom = Any  # str | list (see the module docstring)
 
 MAX_ATOMS = 8
+# Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "v", "x", "m", "mv"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none")
 
 
@@ -177,7 +179,7 @@ class ValueEvaluator:
             return ["device" if a == "mask" else a for a in rows]
         if any(isinstance(a, list) and a[0] in ("s", "t") for a in base):
             return container_elements(base)
-        if any(isinstance(a, list) and a[0] in ("p", "a", "c", "e") for a in base):
+        if any(isinstance(a, list) and a[0] in _SYMBOLIC for a in base):
             return [["e", -1, base]]  # rows of a parameter: tensors if it is one
         if base == ["numpy"]:
             return ["numpy"]
@@ -600,6 +602,8 @@ class ValueEvaluator:
         ):
             return ["mask"]
         out = ["device" if a == "mask" else a for a in out]
+        if "device" in out:
+            return ["device"]
         if any(isinstance(a, list) for a in out):
             return [["v", *out]]  # a tensor whatever its symbolic inputs turn out to be
         return out or ["unknown"]
@@ -717,7 +721,7 @@ def tuple_elements(value: list[Atom], count: int) -> list[list[Atom]] | None:
     tuples = [a for a in value if isinstance(a, list) and a[0] == "t" and len(a) - 1 == count]
     if len(tuples) == 1 and len(value) == 1:
         return [list(e) for e in tuples[0][1:]]
-    if any(isinstance(a, list) and a[0] in ("c", "p", "a", "e") for a in value):
+    if any(isinstance(a, list) and a[0] in _SYMBOLIC for a in value):
         # Unpacking a call's or a parameter's value: element i of it, resolved later.
         return [[["e", i, value]] for i in range(count)]
     if any(isinstance(a, list) and a[0] in ("s", "t") for a in value):
