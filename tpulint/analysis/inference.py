@@ -436,6 +436,11 @@ class ValueEvaluator:
                 )
             if name in HOST_BUILTINS:
                 return ["host"]
+            if name == "getattr" and positional:
+                # `getattr(outputs, "anomaly_map", None)`: an attribute of the object
+                return self.attribute(
+                    ast.Attribute(value=positional[0], attr="_", ctx=ast.Load()), scope, d
+                )
             if name in CHOOSING_BUILTINS and positional:
                 out: list[Atom] = []
                 for arg in positional:

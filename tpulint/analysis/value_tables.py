@@ -63,7 +63,6 @@ HOST_BUILTINS = frozenset(
         "repr",
         "isinstance",
         "hasattr",
-        "getattr",
         "type",
         "chr",
         "format",
