@@ -420,7 +420,12 @@ class ValueEvaluator:
             if name in scope.env:
                 bound = scope.env[name]
                 # calling a host callable (an MLX/numpy function bound locally)
-                return ["host"] if all_host(bound) else ["unknown"]
+                if all_host(bound):
+                    return ["host"]
+                given = [a for arg in args() for a in arg]
+                if "cpu" in given and all(a == "cpu" or a in _HOSTLIKE for a in given):
+                    return ["cpu"]  # a callable of CPU tensors: its result stays with them
+                return ["unknown"]
             if name in scope.imports:
                 return self.qualified_call(scope.imports[name], node, scope, d, args)
             if name == "self":
