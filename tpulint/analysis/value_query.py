@@ -19,7 +19,6 @@ import ast
 import bisect
 import re
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +119,6 @@ class PositionValues:
         self._snapshots: dict[int, tuple[Any, ...]] = {}
         self._sites: dict[tuple[int, int], _Site] = {}
         self._statements: list[tuple[int, int, int]] = []  # (start, end, env key), sorted
-        self._functions: dict[int, list[ast.AST]] = {}  # ast function depth chain lookups
         self._line_starts: list[int] = []
         self._statement_starts: list[int] = []
         self._last: Any = None  # the environment of the last expression evaluated
@@ -608,11 +606,3 @@ _SHAPES: dict[type, tuple[type, ...]] = {
 def _same_shape(node: cst.CSTNode, twin: ast.AST) -> bool:
     expected = _SHAPES.get(type(node))
     return expected is not None and isinstance(twin, expected)
-
-
-def resolver_callbacks(**callbacks: Callable[..., Any]) -> Resolver:
-    """A Resolver from plain functions (tests)."""
-    resolver = Resolver()
-    for name, function in callbacks.items():
-        setattr(resolver, name, function)
-    return resolver
