@@ -121,6 +121,13 @@ class PositionValues:
         self._statements: list[tuple[int, int, int]] = []  # (start, end, env key), sorted
         self._line_starts: list[int] = []
         self._statement_starts: list[int] = []
+        self._ascii = False
+        # Top-level statements (first offset of their first line, end, node), and which of
+        # them are indexed.
+        self._chunks: list[tuple[int, int, ast.stmt]] = []
+        self._chunk_starts: list[int] = []
+        self._indexed: set[int] = set()
+        self._tree_key = 0
         self._last: Any = None  # the environment of the last expression evaluated
         # Tuples and generators by the start of their span: `ast` counts their parentheses.
         self._parenthesized: dict[int, _Site] = {}
@@ -186,19 +193,42 @@ class PositionValues:
         starts = [0]
         starts += [m.end() for m in _LINE_BREAK.finditer(self.source)]
         self._line_starts = starts
+        self._ascii = self.source.isascii()
+        # Indexed lazily, one top-level statement at a time: rules ask about a few functions.
+        for statement in tree.body:
+            span = self._span(statement)
+            if span is not None:
+                decorators = getattr(statement, "decorator_list", [])
+                line = min([statement.lineno, *(d.lineno for d in decorators)])
+                self._chunks.append((self._offset(line, 0), span[1], statement))
+        self._chunks.sort(key=lambda chunk: chunk[0])
+        self._chunk_starts = [first for first, _, _ in self._chunks]
+        self._tree_key = id(tree)
+        self._ok = True
+
+    def _ensure(self, offset: int) -> None:
+        """Index the top-level statement around `offset`, if it is not yet."""
+        index = bisect.bisect_right(self._chunk_starts, offset) - 1
+        if index < 0 or index in self._indexed:
+            return
+        self._indexed.add(index)
+        _, end, statement = self._chunks[index]
+        if offset > end:
+            return
         try:
-            self._index(tree)
+            self._index(statement, self._tree_key)
         except RecursionError:
             return
         self._statements.sort()
         self._statement_starts = [start for start, _, _ in self._statements]
-        self._ok = True
 
     def _offset(self, line: int, column: int) -> int:
         """The character offset of an `ast` (line, UTF-8 byte column)."""
         start = self._line_starts[line - 1] if line - 1 < len(self._line_starts) else 0
         if column == 0:
             return start
+        if self._ascii:
+            return start + column
         end = self._line_starts[line] if line < len(self._line_starts) else len(self.source)
         text = self.source[start:end]
         if text.isascii():
@@ -216,9 +246,9 @@ class PositionValues:
             self._offset(end_line, end_col),
         )
 
-    def _index(self, tree: ast.Module) -> None:
-        """Every expression of the module by its span, with where it is evaluated."""
-        stack: list[tuple[ast.AST, int, tuple[ast.AST, ...]]] = [(tree, id(tree), ())]
+    def _index(self, root: ast.AST, env_key: int) -> None:
+        """Every expression under `root` by its span, with where it is evaluated."""
+        stack: list[tuple[ast.AST, int, tuple[ast.AST, ...]]] = [(root, env_key, ())]
         sites = self._sites
         while stack:
             node, env_key, layers = stack.pop()
@@ -340,6 +370,7 @@ class PositionValues:
             span = self._span_of(node, function)
         except KeyError:
             return None
+        self._ensure(span[0])
         site = self._sites.get(span)
         if site is None and isinstance(node, (cst.Tuple, cst.GeneratorExp)):
             # `ast` counts the parentheses of a tuple, and those of a generator that is a
@@ -370,6 +401,7 @@ class PositionValues:
                 stack.extend(reversed(list(iter_children(current))))
         if span is None:
             return None
+        self._ensure(span[0])
         index = bisect.bisect_right(self._statement_starts, span[0]) - 1
         while index >= 0:
             _, end, key = self._statements[index]
