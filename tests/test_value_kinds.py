@@ -356,3 +356,125 @@ def test_rows_of_a_tensor_moved_to_the_cpu_stay_on_the_cpu() -> None:
         """
     assert codes(source, select="TPU2") == []
     assert [code for code, _ in codes(source, select="TPU1")] == ["TPU103", "TPU103"]
+
+
+# --- one value semantics (issue 21): shapes the merged inference decides ------------------
+
+SILENT_SHAPES = {
+    "isinstance narrows to host data": """
+        import pandas as pd
+
+        def as_list(x):
+            if isinstance(x, list):
+                return x
+            elif isinstance(x, pd.Series):
+                return x.tolist()
+            elif isinstance(x, str):
+                return [x.upper()]
+            return x
+
+        class Scorer(nn.Module):
+            def forward(self, x):
+                return as_list(x)
+        """,
+    "an annotated list of strings reaches a helper": """
+        from typing import List
+
+        def count(values):
+            return values.tolist()
+
+        class MotifScore(nn.Module):
+            def forward(self, seqs: List[str]):
+                return count(seqs)
+        """,
+    "Tensor.type() is a string": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if batch.type() == "torch.cuda.HalfTensor":
+                    batch = batch.float()
+                return self(batch)
+        """,
+    "a mask built on the host from shapes": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                drop = torch.full((8,), False)
+                drop[torch.arange(3) + 2] = True
+                keep = ~drop
+                return self(batch[:, keep])
+        """,
+    "a CPU tensor times a parameter of unknown kind stays a CPU tensor": """
+        def weigh(weights, loss):
+            w = torch.tensor(weights)
+            scaled = w * 2
+            return scaled.cpu().numpy()
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return weigh([1.0, 2.0], batch)
+        """,
+}
+
+REPORTED_SHAPES = {
+    "isinstance narrows to a tensor": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self.heads(batch)
+                for name, v in out.items():
+                    if isinstance(v, torch.Tensor):
+                        v = v.item()
+                return out
+        """,
+        [("TPU101", 6)],
+    ),
+    "rows of a zip inside enumerate": (
+        """
+        class M(nn.Module):
+            def forward(self, x):
+                feats = self.backbone(x)
+                for i, (_, f) in enumerate(zip(self.layers, feats)):
+                    self.store.append(f.cpu())
+                return x
+        """,
+        [("TPU103", 5)],
+    ),
+    "torch functions of lists of tensors are tensors": (
+        """
+        class M(nn.Module):
+            def forward(self, a, b):
+                both = torch.cat([a, b])
+                return both.cpu()
+        """,
+        [("TPU103", 4)],
+    ),
+    "attributes of the step's data are step data": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                n = batch.lengths.max().item()
+                return self(batch.x[:, :n])
+        """,
+        [("TPU101", 3), ("TPU205", 3)],
+    ),
+    "a comprehension variable over a device tensor": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch)
+                values = [int(v) for v in loss]
+                return loss
+        """,
+        [("TPU103", 4)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT_SHAPES))
+def test_value_semantics_silent(name: str) -> None:
+    assert codes(SILENT_SHAPES[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED_SHAPES))
+def test_value_semantics_reported(name: str) -> None:
+    source, expected = REPORTED_SHAPES[name]
+    assert codes(source) == expected

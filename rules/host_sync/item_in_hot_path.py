@@ -11,7 +11,7 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 from ..rewrite.deferral import defer
 from ..rewrite.sync import item_fix
 from ..shared.matchers import is_method_call, source_of
-from .helpers import _HEAD, _LOSS, logged_value
+from .helpers import _HEAD, _LOSS, in_exception_path, logged_value
 
 
 class ItemInHotPath(Rule):
@@ -117,6 +117,13 @@ class ItemInHotPath(Rule):
     requires = (".item()",)
 
     VALID = (
+        # Read only on the error path: the message of a `raise`.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        if (batch < 0).any():\n"
+            "            raise ValueError(f'negative ids, min={batch.min().item()}')\n"
+            "        return self(batch)\n"
+        ),
         # Once per epoch is fine.
         Valid(_HEAD + "    def on_train_epoch_end(self):\n        print(self.total.item())\n"),
         # CPU tensors, numpy values and MLX arrays are not device syncs.
@@ -285,6 +292,8 @@ class ItemInHotPath(Rule):
             return
         if logged_value(ctx, node) or "rare" in ctx.guards(node):
             return
+        if in_exception_path(ctx, node):
+            return  # `raise ValueError(f"... {t.max().item()}")`: read only on failure
         where = ctx.hot_reason
         message = (
             f"`{source_of(ctx, node)}` in {where} waits for the TPU and copies the value to the "

@@ -459,7 +459,7 @@ def _input_device(ctx) -> str | None:
         name = param.name.value
         if name in ("self", "cls"):
             continue
-        if ctx.value_kind(cst.Name(name)).may_be_device and param.star == "":
+        if ctx.value_kind(param.name).may_be_device and param.star == "":
             return f"{name}.device"
         return None
     return None

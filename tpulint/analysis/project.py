@@ -49,13 +49,12 @@ from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     table_digest,
 )
 from tpulint.analysis.summary import (
-    MODULE_SELF_METHODS,
-    TENSOR_METHODS_OF_MODULES,
     Atom,
     ClassSummary,
     FunctionSummary,
     ModuleSummary,
 )
+from tpulint.analysis.value_tables import MODULE_SELF_METHODS, TENSOR_METHODS_OF_MODULES
 
 
 class ClassKind(enum.Flag):
@@ -162,10 +161,14 @@ class Value:
     params: frozenset[int] = frozenset()
     elements: tuple[Value, ...] | None = None
     cls: str | None = None
+    tensor: bool = False  # surely a tensor (a torch function's result), whatever its params
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
-        return f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+        return (
+            f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+            f"/{int(self.tensor)}"
+        )
 
 
 UNKNOWN_VALUE = Value()
@@ -204,7 +207,8 @@ def combine_values(values: list[Value]) -> Value:
             for i in range(count)
         )
     classes = {v.cls for v in values}
-    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None)
+    tensor = all(v.tensor for v in values)
+    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
 
 
 @dataclass(frozen=True)
@@ -783,7 +787,13 @@ class ProjectModel:
                 value = self.resolve_atoms(inner, module, owner, depth)
                 elements.append(value if value is not None else Value("host"))
             return Value("host", elements=tuple(elements))
+        if tag == "s":
+            return UNKNOWN_VALUE  # a container: of tensors as often as not (`{"loss": loss}`)
         if tag == "e":
+            container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
+            if container and len(container) == len(atom[2]):
+                held = [a for c in container for a in c[1]]
+                return self.resolve_atoms(held, module, owner, depth) if held else UNKNOWN_VALUE
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is None:
                 return UNKNOWN_VALUE
@@ -801,6 +811,17 @@ class ProjectModel:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
             return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+        if tag == "v":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
+            if not tensors:
+                return UNKNOWN_VALUE
+            params = frozenset().union(*(p.params for p in tensors))
+            return Value(combine_kinds(p.kind for p in tensors), False, params, tensor=True)
+        if tag == "x":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            kinds = {p.kind for p in parts if p is not None}
+            return Value("device" if "device" in kinds else "cpu")
         if tag == "mv":
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
@@ -854,6 +875,9 @@ class ProjectModel:
                     continue
             kinds.append("unknown")
         mask = value.mask
+        if value.tensor:
+            # A torch function of the arguments: a tensor even when they are not.
+            kinds = [k for k in kinds if k not in _HOSTLIKE] or ["unknown"]
         return Value(combine_kinds(kinds), mask, frozenset(), value.elements, value.cls)
 
     def _attribute_call(
