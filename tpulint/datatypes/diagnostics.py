@@ -97,6 +97,9 @@ class Diagnostic:
     fix: Fix | None = None
     # Lines on which a suppression comment silences this diagnostic (start..end of the node).
     noqa_lines: tuple[int, ...] = field(default=(), compare=False)
+    # Why the code is outside the default scope (it never trains on a TPU: a CUDA-only
+    # branch, inference, unreached from the TPU entry points), or None when it is inside.
+    scope: str | None = field(default=None, compare=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -120,6 +123,21 @@ class Diagnostic:
             self.severity,
             self.fix,
             self.noqa_lines,
+            self.scope,
+        )
+
+    def with_scope(self, scope: str | None) -> Diagnostic:
+        return Diagnostic(
+            self.code,
+            self.name,
+            self.message,
+            self.path,
+            self.start,
+            self.end,
+            self.severity,
+            self.fix,
+            self.noqa_lines,
+            scope,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +151,7 @@ class Diagnostic:
             "severity": self.severity.value,
             "fix": self.fix.to_json() if self.fix else None,
             "noqa_lines": list(self.noqa_lines),
+            "scope": self.scope,
         }
 
     @classmethod
@@ -147,4 +166,5 @@ class Diagnostic:
             severity=Severity(data["severity"]),
             fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
             noqa_lines=tuple(data.get("noqa_lines", ())),
+            scope=data.get("scope"),
         )

@@ -24,7 +24,9 @@ from tpulint.analysis.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
+from tpulint.analysis.scope_facts import text_digest
 from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
 from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
@@ -113,7 +115,7 @@ def file_view(
     view = project.view(path) if project is not None else None
     if view is None:
         name = path if path not in ("-", "<stdin>") else "<stdin>"
-        model = build_model([(name, source)], config.hot_methods)
+        model = build_model([(name, source)], config.hot_methods, config.lightning_version)
         view = model.view(name)
         assert view is not None
     view.base = str(config.root)
@@ -323,7 +325,27 @@ def _analyze(
         if report.fix is not None:
             fix_specs[len(diagnostics)] = report.fix
         diagnostics.append(diagnostic)
+    diagnostics = _mark_scope(diagnostics, view, source, path, module_name, is_package)
     return _Analysis(module, reports, diagnostics, fix_specs, suppressions, ctx.parents)
+
+
+def _mark_scope(
+    diagnostics: list[Diagnostic],
+    view: FileView,
+    source: str,
+    path: str,
+    module_name: str | None,
+    is_package: bool,
+) -> list[Diagnostic]:
+    """Each finding with why its code is outside the default scope (tpulint.analysis.scope),
+    if it is. When the text checked is not the text the model was built from (a fix round),
+    the file's own facts are read again from it."""
+    current = None
+    if view.module.scope.digest != text_digest(source):
+        current = summarize(source, view.module.path, module_name, is_package)
+    return [
+        d.with_scope(view.scope_reason(d.start.line, d.start.column, current)) for d in diagnostics
+    ]
 
 
 def _finish(
@@ -614,6 +636,8 @@ def _fix_code(
             spec = analysis.fix_specs.get(index)
             if spec is None or spec.applicability not in allowed:
                 continue
+            if diagnostic.scope is not None and config.scope != "all":
+                continue  # not reported in the default scope: not fixed either
             if suppressions.suppresses(diagnostic):
                 continue
             replaced = {id(old) for old, _ in spec.replacements}

@@ -310,6 +310,7 @@ def _diagnostic(value: Any) -> Diagnostic:
         severity=Severity(value["severity"]),
         fix=_fix(value.get("fix")),
         noqa_lines=tuple(_number(n) for n in noqa),
+        scope=_text(value["scope"]) if value.get("scope") is not None else None,
     )
 
 
