@@ -681,3 +681,104 @@ def test_modules_a_config_names_under_data_transforms(tmp_path: Path) -> None:
     hot = hot_names(model)
     assert "DropSelfPairs.forward" not in hot
     assert "CastTo32.forward" in hot  # a model's postprocessor too
+
+
+def test_breakage_in_inference_code_stays_in_scope(tmp_path: Path) -> None:
+    """A removed API breaks inference on a TPU too; a per-step sync there costs no training."""
+    from tpulint.config.settings import Config
+    from tpulint.runner.paths import check_paths
+
+    root = tmp_path / "proj"
+    project(
+        root,
+        {
+            "model.py": """\
+                import lightning as L
+                import torch
+                import torch_xla.core.xla_model as xm
+
+
+                class Model(L.LightningModule):
+                    def training_step(self, batch, i):
+                        return self(batch).sum()
+
+                    def predict_step(self, batch, i):
+                        xm.mark_step()
+                        return self(batch).max().item()
+            """
+        },
+    )
+    config = Config.from_mapping({"select": ["TPU101", "TPU501"]}, root=root)
+    run = check_paths([str(root)], config, use_cache=False, jobs=1)
+    found = {d.code: d.scope for d in run.diagnostics}
+    assert found["TPU501"] is None
+    assert found["TPU101"] == "inference only (reached from `predict_step`)"
+
+
+# --- hot code the call graph reaches through hooks, attributes and loops ----------------------
+
+
+def test_hot_code_reached_through_references_mixins_optimizers_and_loops(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+from functools import partial
+
+
+def focal(logits, target):
+    return logits.mean()
+
+
+def dice(logits, target):
+    return logits.sum()
+
+
+def block(x):
+    return x
+
+
+class SignSGD(torch.optim.Optimizer):
+    def step(self, closure=None):
+        return None
+
+
+class EmaMixin:
+    def on_train_batch_end(self, outputs, batch, i):
+        self.update_ema()
+
+    def update_ema(self):
+        return None
+
+
+class Model(EmaMixin, L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.loss_fn = focal
+        self.aux = partial(dice, smooth=1.0)
+
+    def training_step(self, batch, i):
+        h = torch.utils.checkpoint.checkpoint(block, batch)
+        return self.loss_fn(h, batch) + self.aux(h, batch)
+
+
+def train(model, optimizer, loader):
+    setup_logging()
+    for x, y in loader:
+        loss = focal(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+def setup_logging():
+    return None
+"""
+        },
+    )
+    hot = hot_names(model)
+    for name in ("focal", "dice", "block", "SignSGD.step", "EmaMixin.on_train_batch_end"):
+        assert name in hot, name
+    assert "EmaMixin.update_ema" in hot
+    assert "train" in hot  # a training loop
+    assert "setup_logging" not in hot  # called before the loop, not in it

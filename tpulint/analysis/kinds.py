@@ -13,6 +13,7 @@ class ClassKind(enum.Flag):
     CALLBACK = enum.auto()
     TORCH_MODULE = enum.auto()
     METRIC = enum.auto()  # a torchmetrics Metric: `update` runs every step
+    OPTIMIZER = enum.auto()  # a torch.optim.Optimizer: `step` runs every step
 
     @property
     def is_lightning(self) -> bool:

@@ -60,6 +60,9 @@ from tpulint.analysis.summary import (
 )
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
+# How a hand-written training loop's function is named as the root of hot code (the per-file
+# context reads it: code of that function outside the loop runs once).
+TRAINING_LOOP = "the training loop of"
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
@@ -83,6 +86,12 @@ def kind_of_external(qualname: str) -> ClassKind:
         return ClassKind.TORCH_MODULE
     if root == "torchmetrics" and last[:1].isupper() and "Collection" not in last:
         return ClassKind.TORCH_MODULE | ClassKind.METRIC
+    if (
+        qualname.startswith("torch.optim.")
+        and ".lr_scheduler." not in qualname
+        and last[:1].isupper()
+    ):
+        return ClassKind.OPTIMIZER
     return ClassKind.NONE
 
 
@@ -122,6 +131,8 @@ def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str])
         return name
     if kind & ClassKind.METRIC and name == "update":
         return "update"
+    if kind & ClassKind.OPTIMIZER and name == "step":
+        return "optimizer step"  # `optimizer.step()` runs every training step
     return None
 
 
@@ -557,6 +568,9 @@ class ProjectModel:
             found = self.find_method(owner, target)
             if found is not None:
                 out.append(found)
+            else:
+                # `self.loss_fn(...)` after `self.loss_fn = focal_loss`
+                out.extend(self._assigned_callables(owner, target, ""))
             if virtual:
                 for sub in self.subclasses(owner):
                     cls = self.classes[sub]
@@ -584,7 +598,7 @@ class ProjectModel:
             attr, _, method = target.partition(".")
             value = self.attribute_value(owner, attr)
             if value is None or value.cls is None:
-                return out
+                return self._assigned_callables(owner, attr, method)
             return self._instance_call(value.cls, method or "__call__")
         if form in ("name", "inst"):
             found = self.lookup(target, module)
@@ -594,6 +608,23 @@ class ProjectModel:
                 cls = self.lookup(target[: -len(".__call__")], module)
                 if isinstance(cls, _Class):
                     out.extend(self._instance_call(cls.gkey, "__call__"))
+        return out
+
+    def _assigned_callables(self, owner: str, attr: str, method: str) -> list[_Function | _Class]:
+        """What `self.<attr>(...)` calls when the attribute was assigned a function or a class
+        (`self.loss_fn = focal_loss`, `self.norm_cls = RMSNorm`)."""
+        out: list[_Function | _Class] = []
+        for gkey in self.mro(owner):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            refs = cls.module.scope.attribute_refs.get(cls.summary.qualname, {}).get(attr, ())
+            for name in refs:
+                found = self.lookup(name, cls.module)
+                if isinstance(found, _Function) and not method:
+                    out.append(found)
+                elif isinstance(found, _Class):
+                    out.extend(self._instance_call(found.gkey, method or "__call__"))
         return out
 
     def _instance_call(self, class_gkey: str, method: str) -> list[_Function | _Class]:
@@ -632,15 +663,19 @@ class ProjectModel:
             parent = fn.summary.parent
             if parent is not None:
                 nested.setdefault(f"{fn.module.path}:{parent}", []).append(fn)
+        data_classes = self.scope.data_classes()
         for gkey, fn in self.functions.items():
             kind = None
             if fn.summary.cls is not None and fn.owner is not None:
-                kind = self.class_kind(fn.owner)
+                kind = self._kind_with_subclasses(fn.owner)
             elif fn.summary.cls is not None:
                 kind = ClassKind.NONE
             reason = entry_reason(fn.summary.name, kind, self.hot_methods)
-            if reason == "forward" and fn.owner in self.scope.data_classes():
+            if reason == "forward" and fn.owner in data_classes:
                 continue  # a transform of the data pipeline: host tensors, per sample
+            if reason is None and fn.summary.key in fn.module.scope.step_loops:
+                # A hand-written training loop (Fabric, torch_xla): it steps the optimizer.
+                reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
             if reason is not None and not _for_other_accelerator(fn):
                 hot[gkey] = HotInfo(reason, fn.summary.name)
                 queue.append(gkey)
@@ -648,7 +683,11 @@ class ProjectModel:
             gkey = queue.popleft()
             info = hot[gkey]
             fn = self.functions[gkey]
-            for call in fn.summary.calls:
+            # A training loop's own function runs every step only inside the loop: what it
+            # calls before or after (setup, a final report) is not hot; its loop's calls are
+            # followed below.
+            loop_root = not info.chain and info.root.startswith(TRAINING_LOOP)
+            for call in () if loop_root else fn.summary.calls:
                 edge_guards = info.guards | frozenset(call.guards)
                 for target in self.resolve_call(
                     fn.module, fn.owner, call.form, call.target, virtual=True
@@ -662,7 +701,32 @@ class ProjectModel:
                     self._reach(hot, queue, target, info, (fn.module.path, call.line), edge_guards)
             for inner in nested.get(gkey, ()):
                 self._reach(hot, queue, inner, info, None, info.guards)
+            # What the step hands on runs in it too (`checkpoint(self._block, x)`,
+            # `torch.vmap(loss_fn)`), and what a training loop's body calls runs every step.
+            facts = fn.module.scope
+            uses = (
+                []
+                if loop_root
+                else [u for u in facts.uses.get(fn.summary.key, ()) if u[0] in ("ref", "selfref")]
+            )
+            uses += facts.step_uses.get(fn.summary.key, [])
+            for use in uses:
+                line = use[2] if len(use) > 2 else fn.summary.line
+                for target in self.scope.use_targets(gkey, use[:2]):
+                    if is_cold_name(target.summary.name) or _for_other_accelerator(target):
+                        continue
+                    self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
         return hot
+
+    def _kind_with_subclasses(self, gkey: str) -> ClassKind:
+        """A class's kind, with its project subclasses' (a mixin's `on_train_batch_end` is a
+        hook of the LightningModules that derive from it)."""
+        kind = self.class_kind(gkey)
+        if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK):
+            return kind
+        for sub in self.subclasses(gkey):
+            kind |= self.class_kind(sub)
+        return kind
 
     @staticmethod
     def _reach(
@@ -1114,12 +1178,16 @@ class FileView:
         return after_fit and not scope._gpu_launcher(self.module)
 
     def scope_reason(
-        self, line: int, column: int, current: ModuleSummary | None = None
+        self,
+        line: int,
+        column: int,
+        current: ModuleSummary | None = None,
+        per_step: bool = True,
     ) -> str | None:
         """Why code at `line:column` is outside the default scope (None: inside).
         `current` is the summary of the file's text as checked, when it is not the text the
         model was built from (a fix round)."""
-        return self.model.scope.reason(self.module.path, line, column, current)
+        return self.model.scope.reason(self.module.path, line, column, current, per_step)
 
     @property
     def has_hot_code(self) -> bool:

@@ -244,7 +244,9 @@ class ProjectScope:
         fn = self.model.functions.get(node) if key not in ("", "__main__") else None
         owner = fn.owner if fn is not None else None
         form, target = use
-        if form == "name":
+        if form == "selfref":
+            form = "self"
+        if form in ("name", "ref"):
             found = self.model.lookup(target, module)
             if found is None and "." in target.lstrip("."):
                 # `Model.load_from_checkpoint(...)`: a classmethod from outside the project.
@@ -268,6 +270,14 @@ class ProjectScope:
         if form == "meth":
             return [], target
         return [], None
+
+    def use_targets(self, node: str, use: list[str]) -> list[_Function]:
+        """The project functions a use of `node` may run (resolved calls and references; a
+        method of a value of unknown class is not followed)."""
+        if use[0] == "meth":
+            return []
+        targets, _ = self._targets(node, use)
+        return [t for t in targets if _is_function(t)]
 
     def _index_of_uses(self) -> dict[str, list[tuple[str, list[str]]]]:
         """Simple name -> (node, use) for every use of the project: the callers of a
@@ -685,7 +695,7 @@ class ProjectScope:
                 if fn is None:
                     continue
                 for use in self._uses(fn.gkey):
-                    if use[0] == "name":
+                    if use[0] in ("name", "ref"):
                         found = self.model.lookup(use[1], cls.module)
                         if _is_class(found):
                             candidates.add(found.gkey)
@@ -730,7 +740,7 @@ class ProjectScope:
         """Whether code other than the class's own (`super(Cls, self)`) names it."""
         cls = self.model.classes[gkey]
         for node, use in self._index_of_uses().get(cls.summary.name, ()):
-            if use[0] != "name" or node.endswith((":", ":__main__")):
+            if use[0] not in ("name", "ref") or node.endswith((":", ":__main__")):
                 continue  # a base class list or a registry at the top level builds nothing
             fn = self._function(node)
             if fn is not None and fn.owner == gkey:
@@ -766,7 +776,7 @@ class ProjectScope:
         model's `__init__`, a step): then its instances may be layers of a model."""
         cls = self.model.classes[gkey]
         for node, use in self._index_of_uses().get(cls.summary.name, ()):
-            if use[0] != "name" or node.endswith((":", ":__main__")):
+            if use[0] not in ("name", "ref") or node.endswith((":", ":__main__")):
                 continue  # top-level code (registries, scripts) says nothing either way
             path = node.rpartition(":")[0]
             module = self.model.modules.get(path)
@@ -991,11 +1001,19 @@ class ProjectScope:
         return "|".join(parts)
 
     def reason(
-        self, path: str, line: int, column: int, current: ModuleSummary | None = None
+        self,
+        path: str,
+        line: int,
+        column: int,
+        current: ModuleSummary | None = None,
+        per_step: bool = True,
     ) -> str | None:
         """Why a finding at `path:line:column` is outside the scope (None: inside).
         `current`: the summary of the text being checked when it differs from the model's
-        (its functions, lines and regions are used; roles are looked up by function key)."""
+        (its functions, lines and regions are used; roles are looked up by function key).
+        `per_step`: the finding is about a cost paid every training step (a host sync, a
+        recompilation, the data pipeline); one about a breakage (a removed API, a Trainer
+        argument, a precision) stands in inference code too, which also runs on the TPU."""
         module = self.model.modules.get(path)
         if module is None:
             return None
@@ -1036,6 +1054,8 @@ class ProjectScope:
         if role == TRAIN:
             return None
         if role == INFER:
+            if not per_step:
+                return None
             return f"inference only (reached from {state.why.get(node, 'inference code')})"
         if claimed:
             return self._unreached()

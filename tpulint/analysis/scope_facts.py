@@ -135,6 +135,14 @@ class ScopeFacts:
     # Per function: what it calls after its `trainer.fit(...)` (in the launching process).
     after_fit_uses: dict[str, list[list[str]]] = field(default_factory=dict)
     handlers: list[list[str]] = field(default_factory=list)  # uses registered as handlers
+    # function key -> [first, last line] of its hand-written training loops (a loop whose body
+    # calls `backward`, `fabric.backward`, `xm.optimizer_step` or `optimizer.step`), and what
+    # their bodies call.
+    step_loops: dict[str, list[list[int]]] = field(default_factory=dict)
+    step_uses: dict[str, list[list[Any]]] = field(default_factory=dict)  # [form, target, line]
+    # class qualname -> attribute -> the functions or classes assigned to it (`self.loss_fn =
+    # focal_loss`): what calling the attribute runs.
+    attribute_refs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     # Modules the top level imports everything from (`from .neighborlist import *`).
     star_imports: list[str] = field(default_factory=list)
     # Names built or named in data-pipeline arguments (`transforms=`, `collate_fn=`).
@@ -157,6 +165,9 @@ class ScopeFacts:
             "af": self.after_fit,
             "au": self.after_fit_uses,
             "h": self.handlers,
+            "sl": self.step_loops,
+            "su": self.step_uses,
+            "ar": self.attribute_refs,
             "si": self.star_imports,
             "du": self.data_uses,
             "d": self.digest,
@@ -179,6 +190,9 @@ class ScopeFacts:
             data["af"],
             data["au"],
             data["h"],
+            data["sl"],
+            data["su"],
+            data["ar"],
             data["si"],
             data["du"],
             data["d"],
@@ -458,6 +472,8 @@ class _Walker:
             self.body(node.body, key, imports, local, klass, truths)
             self.body(node.orelse, key, imports, local, klass, truths)
             return
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and key and _steps(node):
+            self.step_loop(node, key, imports, local)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.expression(node.iter, key, imports, local)
             _stores(node.target, local)
@@ -492,6 +508,8 @@ class _Walker:
                 self.expression(value, key, imports, local)
                 if not self.cheap and not isinstance(node, ast.AugAssign):
                     self.assigned(targets, value, key, imports, klass, truths)
+            if value is not None and klass is not None and key:
+                self.attribute_refs(targets, value, klass, imports, local)
             for target in targets:
                 if isinstance(target, ast.Name):
                     if value is not None:
@@ -515,6 +533,35 @@ class _Walker:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.expression(child, key, imports, local)
+
+    def attribute_refs(
+        self,
+        targets: list[ast.expr],
+        value: ast.expr,
+        klass: str,
+        imports: dict[str, str],
+        local: set[str],
+    ) -> None:
+        """`self.loss_fn = focal_loss` (or `partial(focal_loss, gamma=2)`, or a list of them):
+        what a later `self.loss_fn(...)` calls."""
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        names = []
+        for item in items:
+            if isinstance(item, ast.Call) and (dotted(item.func) or "").endswith("partial"):
+                item = item.args[0] if item.args else item
+            text = dotted(item) if isinstance(item, (ast.Name, ast.Attribute)) else None
+            if text is not None and self.known(text.split(".", 1)[0], imports, local):
+                names.append(self.qualify(text, imports))
+        if not names:
+            return
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                refs = self.facts.attribute_refs.setdefault(klass, {}).setdefault(target.attr, [])
+                refs.extend(n for n in names if n not in refs)
 
     def assigned(
         self,
@@ -654,7 +701,7 @@ class _Walker:
                 continue
             if isinstance(current, ast.Name):
                 if isinstance(current.ctx, ast.Load) and self.known(current.id, imports, local):
-                    use = ["name", self.qualify(current.id, imports)]
+                    use = ["ref", self.qualify(current.id, imports)]
                     if _useful(use):
                         self._add(uses, seen, use)
                 continue
@@ -662,11 +709,11 @@ class _Walker:
                 if isinstance(current.ctx, ast.Load):
                     base = current.value
                     if isinstance(base, ast.Name) and base.id == "self":
-                        self._add(uses, seen, ["self", current.attr])
+                        self._add(uses, seen, ["selfref", current.attr])
                         continue
                     text = dotted(current)
                     if text is not None and self.known(text.split(".", 1)[0], imports, local):
-                        use = ["name", self.qualify(text, imports)]
+                        use = ["ref", self.qualify(text, imports)]
                         if _useful(use):
                             self._add(uses, seen, use)
                         continue
@@ -748,6 +795,24 @@ class _Walker:
         return ["meth", method]
 
     # --- launches ------------------------------------------------------------------------
+
+    def step_loop(
+        self,
+        loop: ast.For | ast.AsyncFor | ast.While,
+        key: str,
+        imports: dict[str, str],
+        local: set[str],
+    ) -> None:
+        """A hand-written training loop (Fabric, torch_xla): what its body calls runs every
+        step, like what `training_step` calls."""
+        spans = self.facts.step_loops.setdefault(key, [])
+        spans.append([loop.lineno, loop.end_lineno or loop.lineno])
+        uses = self.facts.step_uses.setdefault(key, [])
+        for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+            if isinstance(node, ast.Call):
+                use = self.call_use(node, imports, local, key)
+                if use is not None and _useful(use) and all(u[:2] != use for u in uses):
+                    uses.append([*use, node.lineno])
 
     def data_argument(self, value: ast.expr, imports: dict[str, str], local: set[str]) -> None:
         """The classes built or named in a data-pipeline argument (`transforms=[Crop(64)]`,
@@ -1090,7 +1155,7 @@ _EXTERNAL_ROOTS = frozenset(
 
 def _useful(use: list[str]) -> bool:
     """Whether a use may name the project's code (not `torch.nn.Linear`, `os.path.join`)."""
-    return use[0] != "name" or use[1].split(".", 1)[0] not in _EXTERNAL_ROOTS
+    return use[0] not in ("name", "ref") or use[1].split(".", 1)[0] not in _EXTERNAL_ROOTS
 
 
 # Libraries whose functions transform a tensor (never a model a loop feeds back into).
@@ -1103,6 +1168,20 @@ def _runs_as_command(decorator: str) -> bool:
     root = decorator.lstrip(".").split(".", 1)[0]
     last = decorator.rsplit(".", 1)[-1]
     return root in ("hydra", "click", "typer", "fire") or last in ("command", "main", "group")
+
+
+def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """Whether a loop's body takes an optimizer step: `loss.backward()`,
+    `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()`."""
+    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name = node.func.attr
+        if name in ("backward", "optimizer_step", "manual_backward"):
+            return True
+        if name == "step" and "opt" in (dotted(node.func.value) or "").lower():
+            return True
+    return False
 
 
 def _is_main_test(test: ast.expr) -> bool:

@@ -30,7 +30,13 @@ from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
 from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
-from tpulint.config.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
+from tpulint.config.registry import (
+    catalogue,
+    family_of,
+    infos_by_code,
+    infos_by_name,
+    rules_by_code,
+)
 from tpulint.config.settings import Config
 from tpulint.datatypes import roundtrip
 from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
@@ -344,8 +350,18 @@ def _mark_scope(
     if view.module.scope.digest != text_digest(source):
         current = summarize(source, view.module.path, module_name, is_package)
     return [
-        d.with_scope(view.scope_reason(d.start.line, d.start.column, current)) for d in diagnostics
+        d.with_scope(
+            view.scope_reason(
+                d.start.line, d.start.column, current, family_of(d.code) in _PER_STEP_FAMILIES
+            )
+        )
+        for d in diagnostics
     ]
+
+
+# Families of rules about a cost paid every training step (their findings in inference code are
+# outside the default scope); the others report what breaks on a TPU, also when it infers.
+_PER_STEP_FAMILIES = frozenset({"host-sync", "dynamic-shapes", "data-pipeline", "opt-in"})
 
 
 def _finish(
