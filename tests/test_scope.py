@@ -782,3 +782,50 @@ def setup_logging():
     assert "EmaMixin.update_ema" in hot
     assert "train" in hot  # a training loop
     assert "setup_logging" not in hot  # called before the loop, not in it
+
+
+def test_loops_that_are_not_generation(tmp_path: Path) -> None:
+    """A list of per-parameter numbers under no_grad, a chain of tensor operations, and a
+    step hook that samples are not generation functions (the hook stays validation code)."""
+    from tpulint.analysis.summary import summarize
+
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+
+        class Model:
+            @torch.no_grad()
+            def norms(self, groups):
+                out = []
+                for group in groups:
+                    values = []
+                    for p in group:
+                        values.append(p.norm().item())
+                    out.extend(values)
+                return out
+
+            @torch.no_grad()
+            def sample_noise(self, noise, steps):
+                for _ in range(steps):
+                    noise = F.interpolate(noise, scale_factor=2)
+                return noise
+
+            @torch.no_grad()
+            def validation_step(self, batch, i):
+                x = batch
+                for _ in range(4):
+                    x = torch.cat([x, self(x)[:, -1:]], dim=1)
+                return x
+
+            @torch.no_grad()
+            def sample(self, x, steps):
+                for _ in range(steps):
+                    nxt = self(x)[:, -1:]
+                    x = torch.cat([x, nxt], dim=1)
+                return x
+        """
+    )
+    facts = summarize(source, str(tmp_path / "m.py"), "m", False).scope
+    assert facts.generation == ["Model.sample#0"]

@@ -638,8 +638,10 @@ class _Walker:
         inner_truths = [*truths, {}] if outer else [{}]
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
         tokens = name_tokens(node.name)
-        if (tokens & GENERATION_TOKENS or _NO_GRAD & set(qualified)) and _feedback_loop(
-            node, imports
+        if (
+            (tokens & GENERATION_TOKENS or _NO_GRAD & set(qualified))
+            and not _is_hook_name(node.name)
+            and _feedback_loop(node, imports)
         ):
             self.facts.generation.append(key)
 
@@ -1184,6 +1186,11 @@ def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     return False
 
 
+def _is_hook_name(name: str) -> bool:
+    """A Lightning step or hook (`validation_step` that generates is still validation code)."""
+    return name.endswith("_step") or name.startswith("on_") or name == "forward"
+
+
 def _is_main_test(test: ast.expr) -> bool:
     return (
         isinstance(test, ast.Compare)
@@ -1227,50 +1234,71 @@ def _imports_cuda_package(body: list[ast.stmt]) -> bool:
 def _feedback_loop(
     function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]
 ) -> bool:
-    """An autoregressive loop: its body grows a sequence from what a call of the model gives
-    (`x = torch.cat((x, nxt))` or `tokens.append(token)` next to `model(x)`), or feeds a
-    call's result back into the same call of the model (`token = next_token(model, token)`,
-    `img = self.p_sample(img, t)`). A chain of tensor operations on one value
-    (`noise = F.interpolate(noise, ...)`) is not one."""
+    """An autoregressive loop: its body grows a sequence with an element computed from that
+    sequence (`nxt = self(x)[:, -1:]; x = torch.cat((x, nxt))`, `token = next_token(model,
+    token); tokens.append(token)`), or feeds a call's result back into the same call of the
+    model (`img = self.p_sample(img, t)`). A chain of tensor operations on one value
+    (`noise = F.interpolate(noise, ...)`) or a list of per-parameter numbers is not one."""
     for loop in _loops(function.body):
-        grown: set[str] = set()
-        fed: set[str] = set()
-        uses_in_calls: set[str] = set()
-        for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-            if isinstance(node, ast.Call):
-                callee = dotted(node.func) or ""
-                root = callee.split(".", 1)[0]
-                external = imports.get(root, "").split(".", 1)[0] in _TENSOR_LIBRARIES
-                if callee.rsplit(".", 1)[-1] == "append" and isinstance(node.func, ast.Attribute):
-                    if isinstance(node.func.value, ast.Name):
-                        grown.add(node.func.value.id)
-                elif not external:
-                    for argument in [*node.args, *(k.value for k in node.keywords)]:
-                        uses_in_calls |= {
-                            n.id for n in ast.walk(argument) if isinstance(n, ast.Name)
-                        }
-            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        body = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+        assigns = [
+            (node.targets[0].id, node.value)
+            for node in body
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ]
+        growth: list[tuple[str, ast.expr]] = []  # (sequence, what is added to it)
+        for node in body:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append"
+                and isinstance(node.func.value, ast.Name)
+                and node.args
+            ):
+                growth.append((node.func.value.id, node.args[0]))
+        for target, value in assigns:
+            callee = dotted(value.func) if isinstance(value, ast.Call) else None
+            if callee is None:
                 continue
-            target, value = node.targets[0], node.value
-            if not isinstance(target, ast.Name) or not isinstance(value, ast.Call):
+            arguments = [*value.args, *(k.value for k in value.keywords)]  # type: ignore[union-attr]
+            if callee.split(".", 1)[0] == target and callee.rsplit(".", 1)[-1] in _WRITES:
+                # `idx = idx.index_copy(0, pos, nxt)`: the sequence written with new elements
+                growth.extend((target, argument) for argument in arguments)
                 continue
-            callee = dotted(value.func) or ""
-            names = {
-                n.id
-                for argument in [*value.args, *(k.value for k in value.keywords)]
-                for n in ast.walk(argument)
-                if isinstance(n, ast.Name)
-            }
-            if target.id not in names:
+            names = _names_in(arguments)
+            if target not in names:
                 continue
-            root = callee.split(".", 1)[0]
             if callee.rsplit(".", 1)[-1] in ("cat", "concat", "concatenate", "hstack"):
-                grown.add(target.id)
-            elif imports.get(root, "").split(".", 1)[0] not in _TENSOR_LIBRARIES and callee:
-                fed.add(target.id)
-        if fed or (grown & uses_in_calls):
-            return True
+                for argument in value.args:
+                    for element in getattr(argument, "elts", [argument]):
+                        if not (isinstance(element, ast.Name) and element.id == target):
+                            growth.append((target, element))
+            elif imports.get(callee.split(".", 1)[0], "").split(".", 1)[0] not in _TENSOR_LIBRARIES:
+                return True  # `img = self.p_sample(img, t)`
+        for sequence, added in growth:
+            derived = {sequence}
+            changed = True
+            while changed:  # the names computed from the sequence in the loop
+                changed = False
+                for target, value in assigns:
+                    if target not in derived and _names_in([value]) & derived:
+                        derived.add(target)
+                        changed = True
+            if _names_in([added]) & (derived - {sequence}):
+                return True
     return False
+
+
+# Tensor methods that return the tensor with new elements written in.
+_WRITES = frozenset(
+    {"index_copy", "index_put", "scatter", "masked_scatter", "index_add", "index_fill"}
+)
+
+
+def _names_in(nodes: list[ast.expr]) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFor]:
