@@ -169,7 +169,7 @@ def test_full_output_shows_source_and_fix(project: Path) -> None:
     assert '+        self.log("train_loss", loss)' in out
     # unsafe fixes are shown with how to apply them
     assert "Unsafe fix (applied with --unsafe-fixes):" in out
-    assert "+        self.total += loss.detach()" in out
+    assert "+        self.task.log('total', loss.detach())" in out
 
 
 def test_full_output_shows_display_only_suggestions(project: Path) -> None:

@@ -724,6 +724,10 @@ def _fix(
         # Said as each file is written, so an error or an interruption later in the run
         # never leaves a written file unreported.
         count = len(outcome.fix.fixed) if outcome.fix else 0
+        if count == 0 and outcome.fix is not None and outcome.fix.rewritten:
+            # Edited only by a fix of findings in other files (it reads their values).
+            reporter.info(f"Rewrote {outcome.path} with the fix of a finding in another file")
+            return
         reporter.info(f"Fixed {count} finding{'s' if count != 1 else ''} in {outcome.path}")
 
     run = fix_paths(

@@ -32,9 +32,11 @@ from pygls.workspace.position_codec import ServerTextPosition
 from tpulint import __version__
 from tpulint.analysis.yaml_config import is_yaml_path
 from tpulint.config.settings import Config, ConfigError, find_pyproject, load_config
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Location, Severity
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, FileEdits, Location, Severity
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from tpulint.analysis.project import ProjectModel
 
 LOG = logging.getLogger("tpulint.server")
@@ -272,6 +274,57 @@ def _server_location(document: TextDocument, position: types.Position) -> Locati
     return Location(server.line + 1, server.character + 1)
 
 
+def _workspace_edit(
+    server: TpulintServer,
+    document: TextDocument,
+    edits: list[types.TextEdit],
+    related: Sequence[FileEdits],
+) -> types.WorkspaceEdit | None:
+    """One edit of several documents (None when another file no longer holds the text the
+    fix was computed on)."""
+    import hashlib
+
+    parts = [(document, edits)]
+    for other in related:
+        other_document = server.workspace.get_text_document(Path(other.path).as_uri())
+        try:
+            text = other_document.source
+        except OSError:
+            return None
+        if hashlib.sha1(text.encode("utf-8")).hexdigest() != other.digest:
+            return None
+        parts.append(
+            (
+                other_document,
+                [
+                    types.TextEdit(
+                        range=client_range(other_document, e.start, e.end), new_text=e.content
+                    )
+                    for e in other.edits
+                ],
+            )
+        )
+    capabilities = server.client_capabilities.workspace
+    versioned = bool(
+        capabilities
+        and capabilities.workspace_edit
+        and capabilities.workspace_edit.document_changes
+    )
+    if versioned:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=doc.uri, version=doc.version
+                    ),
+                    edits=doc_edits,
+                )
+                for doc, doc_edits in parts
+            ]
+        )
+    return types.WorkspaceEdit(changes={doc.uri: doc_edits for doc, doc_edits in parts})
+
+
 def _document_edit(
     server: TpulintServer, document: TextDocument, edits: list[types.TextEdit]
 ) -> types.WorkspaceEdit:
@@ -439,15 +492,24 @@ def _quick_fixes(
             types.TextEdit(range=client_range(document, e.start, e.end), new_text=e.content)
             for e in fix.edits
         ]
-        actions.append(
-            types.CodeAction(
-                title=title,
-                kind=types.CodeActionKind.QuickFix,
-                diagnostics=[lsp_diagnostic],
-                edit=_document_edit(ls, document, edits),
-                is_preferred=safe,
+        edit: types.WorkspaceEdit | None = _document_edit(ls, document, edits)
+        if fix.related:
+            # The fix edits other files too: offered only as a whole, and only while those
+            # files hold the text it was computed on.
+            edit = _workspace_edit(ls, document, edits, fix.related)
+            title += (
+                f" (also edits {len(fix.related)} other file{'s' if len(fix.related) > 1 else ''})"
             )
-        )
+        if edit is not None:
+            actions.append(
+                types.CodeAction(
+                    title=title,
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[lsp_diagnostic],
+                    edit=edit,
+                    is_preferred=safe,
+                )
+            )
     if diagnostic.code not in _NO_NOQA:
         from tpulint.engine.source import add_noqa_comments
 

@@ -12,6 +12,7 @@ from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
+from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, source_of, walk
 from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
@@ -137,6 +138,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
     ## Use instead
     ```python
     import lightning as L
+    import torch
 
 
     class Model(L.LightningModule):
@@ -146,21 +148,44 @@ class HostTransferInHotPath(TrackingRule, Rule):
             self.val_preds.append(preds.detach())
 
         def on_validation_epoch_end(self):
-            preds = [p.cpu() for p in self.val_preds]
+            preds = torch.cat(self.val_preds).cpu()
+            self.val_preds.clear()
     ```
 
     Keep values as tensors during the step (a torchmetrics metric, `self.log`, a list of
     device tensors) and move them to the host once, in an epoch-end hook.
 
     ## Fix safety
-    `print(t)` of a device tensor (or a `print` of an f-string that formats one) has an
-    **unsafe** fix that removes the `print` statement: the training computes the same, but
-    the output is gone (log the value with `self.log`, or print it in an epoch-end hook).
-    `tpulint fix --prove module:Class --apply --unsafe-fixes` checks that the training is
-    unchanged before writing it.
+    The fixes are **unsafe** (`--unsafe-fixes`):
 
-    For `.cpu()` and the conversions the suggestion (drop `.cpu()` or the conversion) is
-    display-only: the code after it may need a host value (numpy, a Python list or number).
+    - **Values collected for the end of the epoch.** When the copy is appended to a list of
+      the module (`self.preds.append(preds.cpu())`, `.to("cpu")`, `.detach().cpu()`,
+      `.cpu().numpy()`, or a number: `float(loss)`) and that list is read only when an epoch
+      ends or starts, the fix keeps the tensors on the device while the epoch runs and moves
+      them once where they are joined: the producer collects `preds.detach()` and every
+      reader in the project (the module's epoch-end hooks, callbacks reading
+      `pl_module.preds`, helpers only those call, in any file) gets what it got before:
+      `torch.cat(self.preds)` becomes `torch.cat(self.preds).cpu()`,
+      `np.concatenate(self.preds)` becomes `torch.cat(self.preds).cpu().numpy()`, a list of
+      numbers `torch.stack(...).tolist()`. It applies when what each step keeps is visibly
+      small (a number, or one prediction per sample: `logits.argmax(1)`,
+      `scores.max(dim=1)[1]`; the device holds it until the epoch ends, so images, features
+      or logits over a vocabulary get the message instead), the list is filled in one place,
+      no code that runs every step reads it, its readers join the tensors (reading them one
+      by one would need one copy each), and it is emptied when the producer's epoch ends
+      (`self.preds.clear()` in `on_validation_epoch_end`). The fix edits every file
+      involved at once, or none; the finding says why when there is none.
+    - **`print(t)`** of a device tensor (or a `print` of an f-string that formats one): the
+      fix removes the `print` statement; the training computes the same, but the output is
+      gone (log the value with `self.log`, or print it in an epoch-end hook).
+
+    `tpulint fix --prove module:Class --apply --unsafe-fixes` trains the module both ways and
+    applies a rewrite only if the training, the module's and callbacks' state at the end of
+    every epoch and the logged values are the same.
+
+    For other uses of `.cpu()` and the conversions the suggestion (drop `.cpu()` or the
+    conversion) is display-only: the code after it may need a host value (numpy, a Python
+    list or number).
 
     ## References
     - [torch_xla troubleshooting: known performance caveats and compilation causes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -285,6 +310,33 @@ class HostTransferInHotPath(TrackingRule, Rule):
             + _LOSS
             + "        self.total += float(loss)\n        return loss\n",
         ),
+        # Predictions collected for the epoch end, joined there: deferred.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        preds = self(x).argmax(dim=1)\n"
+            "        self.preds.append(preds.cpu())\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        preds = torch.cat(self.preds)\n"
+            "        self.preds.clear()\n",
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        preds = self(x).argmax(dim=1)\n"
+            "        self.preds.append(preds.detach())\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        preds = torch.cat(self.preds).cpu()\n"
+            "        self.preds.clear()\n",
+        ),
+        # Whole outputs kept per step: too large to keep on the device, said in the message.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        self.logits.append(self(x).cpu())\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        logits = torch.cat(self.logits)\n"
+            "        self.logits.clear()\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            message="not visibly small",
+        ),
         # A helper called from the step, and a tolist() on a device tensor.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -353,12 +405,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return
         code = source_of(ctx, node)
         replacement = strip_call_suffix(node) if method == "cpu" and not node.args else None
+        message = (
+            f"`{code}` in {ctx.hot_reason} copies a device tensor to the host and waits for "
+            "the TPU every step; keep it on the device and move it once in an epoch-end hook"
+        )
+        deferral = defer(ctx, node, "list" if method == "tolist" else "host")
+        if deferral is not None and deferral.reason is not None:
+            message += f" (no fix: {deferral.reason})"
         self.report(
             node,
-            f"`{code}` in {ctx.hot_reason} copies a device tensor to the host and waits for "
-            "the TPU every step; keep it on the device and move it once in an epoch-end hook",
+            message,
+            fix=deferral.fix if deferral is not None else None,
             replacement=replacement,
             applicability=Applicability.DISPLAY_ONLY,
+            project_dependent=deferral is not None,
         )
 
     def _check_conversion(self, node: cst.Call, name: str) -> None:
@@ -372,12 +432,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return
         if returned_from_predict(ctx, node):
             return
+        message = (
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads a device tensor on the host, "
+            f"a sync every step; keep `{source_of(ctx, value)}` a tensor"
+        )
+        deferral = defer(ctx, node, "number")
+        if deferral is not None and deferral.reason is not None:
+            message += f" (no fix: {deferral.reason})"
         self.report(
             node,
-            f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads a device tensor on the host, "
-            f"a sync every step; keep `{source_of(ctx, value)}` a tensor",
+            message,
+            fix=deferral.fix if deferral is not None else None,
             replacement=value if name in ("float", "int") else None,
             applicability=Applicability.DISPLAY_ONLY,
+            project_dependent=deferral is not None,
         )
 
     def _check_print(self, node: cst.Call) -> None:

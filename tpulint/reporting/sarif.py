@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tpulint import __version__
-from tpulint.datatypes.diagnostics import Diagnostic, Severity
+from tpulint.datatypes.diagnostics import Diagnostic, Edit, Severity
 from tpulint.reporting.options import ReportOptions
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -65,29 +65,43 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
     if d.scope is not None:
         result["properties"] = {"outsideTpuScope": d.scope}
     if d.fix is not None and d.fix.edits:
+        changes = [_change(location["physicalLocation"]["artifactLocation"], d.fix.edits)]
+        for other in d.fix.related:  # a fix that edits other files changes them too
+            changes.append(
+                _change({"uri": _shown(other.path), "uriBaseId": "%SRCROOT%"}, other.edits)
+            )
         result["fixes"] = [
             {
                 "description": {"text": f"{d.fix.message} ({d.fix.applicability.value})"},
-                "artifactChanges": [
-                    {
-                        "artifactLocation": location["physicalLocation"]["artifactLocation"],
-                        "replacements": [
-                            {
-                                "deletedRegion": {
-                                    "startLine": e.start.line,
-                                    "startColumn": e.start.column,
-                                    "endLine": e.end.line,
-                                    "endColumn": e.end.column,
-                                },
-                                "insertedContent": {"text": e.content},
-                            }
-                            for e in d.fix.edits
-                        ],
-                    }
-                ],
+                "artifactChanges": changes,
             }
         ]
     return result
+
+
+def _shown(path: str) -> str:
+    import os
+
+    relative = os.path.relpath(path)
+    return Path(path if relative.startswith("..") else relative).as_posix()
+
+
+def _change(location: dict[str, Any], edits: Sequence[Edit]) -> dict[str, Any]:
+    return {
+        "artifactLocation": location,
+        "replacements": [
+            {
+                "deletedRegion": {
+                    "startLine": e.start.line,
+                    "startColumn": e.start.column,
+                    "endLine": e.end.line,
+                    "endColumn": e.end.column,
+                },
+                "insertedContent": {"text": e.content},
+            }
+            for e in edits
+        ],
+    }
 
 
 def report_sarif(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> dict[str, Any]:

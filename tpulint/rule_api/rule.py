@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import libcst as cst
 
-from tpulint.datatypes.diagnostics import Applicability, Fix, Severity
+from tpulint.datatypes.diagnostics import Applicability, FileEdits, Fix, Severity
 
 if TYPE_CHECKING:
     from tpulint.analysis.context import FileContext
@@ -63,7 +63,13 @@ class ImportSpec:
 
 @dataclass
 class FixSpec:
-    """A fix as node replacements applied in one transform, plus import changes."""
+    """A fix as node replacements applied in one transform, plus import changes.
+
+    A fix that rewrites code across files (the values a step collects and the epoch-end code
+    in other modules that reads them) is given as text edits instead: `text_edits` holds the
+    edits of every file it touches, the file being checked included, computed on the texts
+    the project's files have now; `replacements` is then empty. The engine applies such a fix
+    whole: alone when it edits only the checked file, through the runner otherwise."""
 
     applicability: Applicability
     message: str
@@ -71,6 +77,21 @@ class FixSpec:
     add_imports: tuple[ImportSpec, ...] = ()
     # Local names whose import is removed if nothing uses them after the fix.
     remove_unused_imports: tuple[str, ...] = ()
+    text_edits: tuple[FileEdits, ...] = ()
+
+    @property
+    def group(self) -> str:
+        """A digest of all the text edits: the identity of a fix given as text edits."""
+        if not self.text_edits:
+            return ""
+        import hashlib
+
+        h = hashlib.sha1(self.message.encode())
+        for file in sorted(self.text_edits, key=lambda f: f.path):
+            h.update(f"\0{file.path}\0{file.digest}".encode())
+            for edit in file.edits:
+                h.update(repr((edit.start, edit.end, edit.content)).encode())
+        return h.hexdigest()[:16]
 
 
 @dataclass
@@ -81,6 +102,9 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixSpec | None = None
+    # The message or fix depends on other files than the project model digests for this
+    # file (see Diagnostic.project_dependent).
+    project_dependent: bool = False
 
 
 @dataclass
@@ -178,9 +202,12 @@ class Rule:
         fix_message: str | None = None,
         add_imports: Sequence[ImportSpec] = (),
         remove_unused_imports: Sequence[str] = (),
+        project_dependent: bool = False,
     ) -> None:
         """Report `node`. A fix is either a full FixSpec or a single `replacement` for
-        `replaces` (default: `node`) with `applicability` (default: the rule's)."""
+        `replaces` (default: `node`) with `applicability` (default: the rule's).
+        `project_dependent`: the message or fix was read from other files of the project
+        (a cached result is reused only for the same project)."""
         if fix is None and replacement is not None:
             fix = FixSpec(
                 applicability=applicability or self.fix_applicability or Applicability.DISPLAY_ONLY,
@@ -189,7 +216,7 @@ class Rule:
                 add_imports=tuple(add_imports),
                 remove_unused_imports=tuple(remove_unused_imports),
             )
-        self.reports.append(Report(type(self), node, message, fix))
+        self.reports.append(Report(type(self), node, message, fix, project_dependent))
 
     # --- LightningCLI YAML configs -----------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.modules import table_digest
 from tpulint.config.settings import Config
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit
 from tpulint.runner.cache import (
     FactsCache,
     ListingCache,
@@ -238,6 +238,9 @@ class _Prepared:
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
     results: ResultCache | None = None
     facts: dict[str, str] = field(default_factory=dict)  # path -> ProjectModel.file_digest
+    # A digest of every file of the run and its context: the key under which results that
+    # depend on other files (Diagnostic.project_dependent) are cached.
+    project_key: str = ""
     project: ProjectModel | None = None
 
     def model(self) -> ProjectModel:
@@ -295,6 +298,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
         + [f"lightning-version:{config.lightning_version}"]
     )
+    prepared.project_key = facts_key
     found = facts_cache.get(facts_key)
     if found is not None:
         table, prepared.facts = found
@@ -338,7 +342,7 @@ def check_paths(
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
         key = prepared.key(source, prepared.digests[source.display])
-        cached = cache.get(key) if cache else None
+        cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
             continue
@@ -363,7 +367,7 @@ def check_paths(
             continue
         run.files.append(FileOutcome(display, diagnostics))
         if cache:
-            cache.put(keys[display], diagnostics)
+            cache.put(keys[display], diagnostics, prepared.project_key)
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
@@ -419,7 +423,7 @@ def fix_paths(
                 continue
             first_name[identity] = source.display
         key = prepared.key(source, prepared.digests[source.display])
-        cached = cache.get(key) if cache else None
+        cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
             continue
@@ -428,6 +432,7 @@ def fix_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
+    done: list[tuple[SourcePath, str, FixResult]] = []
     for display, result, error in _run(
         todo,
         _fix_one,
@@ -443,6 +448,11 @@ def fix_paths(
             run.internal_errors.append(f"{display}: {error}")
             run.files.append(FileOutcome(display, error=error))
             continue
+        done.append((source, original, result))
+    if unsafe and done:
+        done = _apply_groups(done, prepared, run, apply)
+    for source, original, result in done:
+        display = source.display
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
             _write(outcome, source, original, result, config, prepared.model(), run)
@@ -450,7 +460,12 @@ def fix_paths(
                 on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
-            cache.put(prepared.key(source, text_digest(new_text)), result.remaining)
+            # A written file changes the project: results that depend on it are not kept.
+            cache.put(
+                prepared.key(source, text_digest(new_text)),
+                result.remaining,
+                "" if outcome.written else prepared.project_key,
+            )
         run.files.append(outcome)
     by_path = {f.path: f for f in run.files}
     for display, through in aliases:
@@ -461,6 +476,72 @@ def fix_paths(
         cache.save()
     run.files.sort(key=lambda f: f.path)
     return run
+
+
+# --- fixes that span files -------------------------------------------------------------------
+
+
+def _apply_groups(
+    done: list[tuple[SourcePath, str, FixResult]],
+    prepared: _Prepared,
+    run: RunResult,
+    apply: bool,
+) -> list[tuple[SourcePath, str, FixResult]]:
+    """Apply the fixes that span files (tpulint.runner.groups): each file they touch is
+    fixed again from its text as read, with their edits, then its own fixes. Returns `done`
+    with those files' results replaced (files only such a fix touches are added)."""
+    from tpulint.engine.source import fix_source
+    from tpulint.runner import groups
+    from tpulint.runner.writing import may_write
+
+    texts = {groups.real(str(s.path)): (s, text) for s, text in prepared.sources}
+
+    def shown(path: str) -> str:
+        found = texts.get(path)
+        return found[0].display if found is not None else path
+
+    found = groups.collect(
+        (str(source.path), original, d)
+        for source, original, result in done
+        for d in result.remaining
+        if d.fixable(True) and prepared.config.shows(d)
+    )
+    if not found:
+        return done
+    accepted, notices = groups.accept(
+        found.values(),
+        lambda path: texts[path][1] if path in texts else None,
+        (lambda path, text: may_write(texts[path][0].path, text)) if apply else None,
+        shown,
+    )
+    run.notices += notices
+    if not accepted:
+        return done
+
+    def fix_file(path: str, edits: list[Edit]) -> FixResult:
+        source, text = texts[path]
+        return fix_source(
+            text,
+            str(source.path),
+            prepared.config,
+            unsafe=True,
+            project=prepared.model(),
+            extra_edits=edits,
+        )
+
+    results, _, notices = groups.refix(accepted, fix_file, shown)
+    run.notices += notices
+    for result in results.values():
+        result.fixed = [d.with_path(shown(groups.real(d.path))) for d in result.fixed]
+        result.remaining = [d.with_path(shown(groups.real(d.path))) for d in result.remaining]
+    out = []
+    for source, original, result in done:
+        out.append((source, original, results.pop(groups.real(str(source.path)), result)))
+    for key, result in results.items():
+        source, text = texts[key]
+        out.append((source, text, result))
+        run.files = [f for f in run.files if f.path != source.display]
+    return out
 
 
 def _write(
