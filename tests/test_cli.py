@@ -110,6 +110,8 @@ def test_json_output_matches_schema(project: Path) -> None:
         "findings": 3,
         "fixable": 2,
         "by_code": {"TPU001": 1, "TPU101": 1, "TPU102": 1},
+        "scope": "tpu",
+        "outside_scope": 0,
     }
     first = report["diagnostics"][0]
     assert first["code"] == "TPU102" and first["path"] == "src/model.py"

@@ -20,6 +20,7 @@ from tpulint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("text", "full", "json", "sarif", "github")
+SCOPES = ("tpu", "all")  # tpulint.config.settings.SCOPES (not imported: the CLI starts light)
 
 
 class UserError(Exception):
@@ -111,6 +112,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Read configuration from this TOML file instead of the nearest pyproject.toml.",
         ),
+        click.option(
+            "--scope",
+            type=click.Choice(SCOPES),
+            default=None,
+            help="Which findings to report: `tpu` (default: code that trains on a TPU, "
+            "reached from the project's TPU entry points when it has some) or `all`.",
+        ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write .tpulint_cache/."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported."),
         click.option(
@@ -169,6 +177,7 @@ def _load(
     force_exclude: bool | None,
     output_format: str | None,
     max_file_size: str | None = None,
+    scope: str | None = None,
 ):
     from tpulint.config.settings import ConfigError, load_config, parse_size
 
@@ -195,6 +204,8 @@ def _load(
             changes["output_format"] = output_format
         if max_file_size is not None:
             changes["max_file_size"] = parse_size(max_file_size, "--max-file-size")
+        if scope is not None:
+            changes["scope"] = scope
         if select and not _split(select):
             fail(
                 "--select was given an empty value: name the rules to run (codes like "
@@ -258,6 +269,12 @@ def _source_lookup(stdin_text: dict[str, str]) -> Callable[[str], str | None]:
     return lookup
 
 
+def _scoped(config, diagnostics) -> tuple[list, int]:
+    """The findings the configured scope reports, and how many it leaves out."""
+    shown = [d for d in diagnostics if config.shows(d)]
+    return shown, len(diagnostics) - len(shown)
+
+
 def _emit(
     reporter: _Reporter,
     config,
@@ -266,6 +283,7 @@ def _emit(
     statistics: bool,
     stdin_text: dict[str, str],
     summary_command: str = "tpulint fix --apply",
+    outside: int = 0,
 ) -> None:
     from tpulint.reporting import ReportOptions, render
     from tpulint.reporting.text import render_statistics, summary
@@ -276,6 +294,8 @@ def _emit(
         color=_use_color(sys.stdout) and fmt in ("text", "full"),
         files_checked=files_checked,
         source_lookup=_source_lookup(stdin_text),
+        scope=config.scope,
+        outside_scope=outside,
     )
     if reporter.quiet >= 2:
         return
@@ -460,6 +480,7 @@ def _check(
     unsafe_fixes,
     output_format,
     config_file,
+    scope,
     no_cache,
     exit_zero,
     statistics,
@@ -481,6 +502,7 @@ def _check(
         force_exclude,
         output_format,
         max_file_size,
+        scope,
     )
     if diff:
         return _fix(
@@ -493,6 +515,7 @@ def _check(
             unsafe_fixes=config.unsafe_fixes,
             output_format=config.output_format,
             config_file=config_file,
+            scope=config.scope,
             no_cache=no_cache,
             exit_zero=exit_zero,
             statistics=statistics,
@@ -539,9 +562,10 @@ def _check(
         )
     for error in internal_errors:
         reporter.error(f"internal error in {error}")
+    diagnostics, outside = _scoped(config, diagnostics)
     if add_noqa:
         return _add_noqa(reporter, diagnostics, internal_errors)
-    _emit(reporter, config, diagnostics, files_checked, statistics, stdin_text)
+    _emit(reporter, config, diagnostics, files_checked, statistics, stdin_text, outside=outside)
     if internal_errors:
         return EXIT_ERROR
     if diagnostics and not exit_zero:
@@ -646,6 +670,7 @@ def _fix(
     unsafe_fixes,
     output_format,
     config_file,
+    scope,
     no_cache,
     exit_zero,
     statistics,
@@ -668,6 +693,7 @@ def _fix(
         force_exclude,
         output_format,
         max_file_size,
+        scope,
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
@@ -682,6 +708,7 @@ def _fix(
             reporter.warn(f"{name}: {result.error}")
         sys.stdout.write(result.source)
         sys.stdout.flush()
+        result.remaining, _ = _scoped(config, result.remaining)
         for d in result.remaining:
             click.echo(f"{d.path}:{d.start.line}:{d.start.column}: {d.code} {d.message}", err=True)
         if result.remaining and not exit_zero:
@@ -726,18 +753,21 @@ def _fix(
         reporter.warn(f"{outcome.path}: {outcome.error}")
     changed = [f for f in run.files if f.fix and f.fix.changed and not f.error]
     fixed_count = sum(len(f.fix.fixed) for f in changed if f.fix)
-    remaining = run.diagnostics
+    remaining, outside = _scoped(config, run.diagnostics)
     if not apply:
         diffs = "".join(
             _unified_diff(f.path, f.original or "", f.fix.source) for f in changed if f.fix
         )
         if reporter.quiet < 2:
             reporter.out(_colour_diff(diffs))
-        would_remain = [
-            d
-            for f in run.files
-            for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
-        ]
+        would_remain, _ = _scoped(
+            config,
+            [
+                d
+                for f in run.files
+                for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
+            ],
+        )
         reporter.info(
             f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
             f"file{'s' if len(changed) != 1 else ''}"
@@ -758,6 +788,7 @@ def _fix(
             statistics,
             {},
             summary_command="tpulint fix --apply",
+            outside=outside,
         )
     reporter.info(
         f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "

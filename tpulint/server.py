@@ -162,7 +162,8 @@ class TpulintServer(LanguageServer):
         if path is not None and self.excluded(path, config):
             return [], config
         project = self.project_for(name, source, config)
-        return check_source(source, name, config, project=project), config
+        found = check_source(source, name, config, project=project)
+        return [d for d in found if config.shows(d)], config
 
     async def check_and_publish(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)

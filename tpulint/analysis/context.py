@@ -16,7 +16,7 @@ import libcst as cst
 
 from tpulint.analysis.guards import condition_kinds, effective, lazy_attribute
 from tpulint.analysis.imports import Aliases, dotted_name
-from tpulint.analysis.project import ClassKind, Value
+from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
 from tpulint.analysis.value_tables import HOST_ANNOTATIONS, annotation_kind
@@ -45,6 +45,8 @@ _HOST_PARAMS = frozenset(
         "hiddens",
     }
 )
+# Batch hooks whose `outputs` is what the step returned.
+_BATCH_END_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "on_test_batch_end"})
 _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|Sequence)\b")
 # Annotations of modules (`nn.Module`, `L.LightningModule`, `Metric`, containers).
 
@@ -131,6 +133,7 @@ class FileContext(Resolver):
         self._classes: list[ClassInfo | None] = []
         self._values: PositionValues | None = None
         self._guard_cache: dict[int, frozenset[str]] = {}
+        self._step_loops: dict[int, bool] = {}
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
         self.shared: dict[str, Any] = {}
@@ -385,7 +388,29 @@ class FileContext(Resolver):
             if info is not None and info.hot:
                 kinds |= info.call_guards
                 root = info.root_hook
+                if (
+                    info.hot_reason == root
+                    and (root or "").startswith(TRAINING_LOOP)
+                    and not self._in_step_loop(node)
+                ):
+                    kinds.add("rare")  # before or after the training loop: once per run
         return effective(kinds, root)
+
+    def _in_step_loop(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is in the body of a loop of its function that steps the optimizer
+        (`loss.backward()`, `fabric.backward(loss)`, `xm.optimizer_step(opt)`)."""
+        child: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
+                cached = self._step_loops.get(id(ancestor))
+                if cached is None:
+                    cached = self._step_loops[id(ancestor)] = _loop_steps(ancestor)
+                if cached:
+                    return True
+            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            child = ancestor
+        return False
 
     def _method_resolver(
         self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
@@ -498,8 +523,12 @@ class FileContext(Resolver):
             return HOST
         if name == "pl_module":
             return ValueKind.MODULE
+        if name == "outputs" and hot and info.name in _BATCH_END_HOOKS:
+            # `on_train_batch_end(..., outputs, ...)`: what the step returned, its tensors
+            # still on the device.
+            return DEVICE
         if name == "outputs" and hot:
-            return UNKNOWN  # a batch hook's `outputs`: what the step returned (tensors)
+            return UNKNOWN
         if name in _HOST_PARAMS:
             return HOST
         if batch_like:
@@ -538,6 +567,27 @@ class FileContext(Resolver):
         "leave_ClassDef",
         "leave_FunctionDef",
     )
+
+
+def _loop_steps(loop: cst.For | cst.While) -> bool:
+    """Whether a loop's body takes an optimizer step (as tpulint.analysis.scope_facts reads
+    training loops)."""
+    from tpulint.analysis.walker import iter_children
+
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
+            name = current.func.attr.value
+            if name in ("backward", "optimizer_step", "manual_backward"):
+                return True
+            receiver = dotted_name(current.func.value) or ""
+            if name == "step" and "opt" in receiver.lower():
+                return True
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(iter_children(current))
+    return False
 
 
 def _lazy_block(

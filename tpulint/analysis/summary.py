@@ -40,6 +40,8 @@ from tpulint.analysis.inference import (
     set_local,
     union,
 )
+from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import annotation_kind
 
 _MAX_ATOMS = 8
@@ -254,6 +256,7 @@ class ModuleSummary:
     functions: list[FunctionSummary] = field(default_factory=list)
     parsed: bool = True  # False when `ast` could not parse the file
     sampler_injection_off: bool = False  # see SAMPLER_INJECTION_OFF
+    scope: ScopeFacts = field(default_factory=ScopeFacts)  # where its code runs
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -264,6 +267,7 @@ class ModuleSummary:
             "f": [f.to_json() for f in self.functions],
             "ok": self.parsed,
             "so": self.sampler_injection_off,
+            "sc": self.scope.to_json(),
         }
 
     @classmethod
@@ -277,24 +281,8 @@ class ModuleSummary:
             [FunctionSummary.from_json(f) for f in data["f"]],
             data["ok"],
             data["so"],
+            ScopeFacts.from_json(data["sc"]),
         )
-
-
-def resolve_relative(module: str | None, is_package: bool, level: int, target: str) -> str | None:
-    """The absolute module for `from <level dots><target> import ...` inside `module`."""
-    if level == 0:
-        return target
-    if module is None:
-        return None
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    if target:
-        base.append(target)
-    return ".".join(base) if base else None
 
 
 def summarize(text: str, path: str, module: str | None, is_package: bool) -> ModuleSummary:
@@ -309,7 +297,9 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
         summary.parsed = False
         return summary
     try:
-        _Summarizer(summary, text).module(tree)
+        summarizer = _Summarizer(summary, text)
+        summarizer.module(tree)
+        summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
     except RecursionError:
         summary.parsed = False
     return summary
@@ -349,6 +339,8 @@ class _Summarizer(ValueEvaluator):
         self.counts: dict[str, int] = {}
         self.module_imports: dict[str, str] = {}
         self.module_names: set[str] = set()  # module-level defs and classes
+        # The function keys and class qualnames by `id` of their node (for the scope facts).
+        self.node_keys: dict[int, str] = {}
 
     # --- structure ---------------------------------------------------------------------
 
@@ -573,6 +565,7 @@ class _Summarizer(ValueEvaluator):
             returns_annotation=ast.unparse(node.returns) if node.returns is not None else None,
         )
         self.summary.functions.append(info)
+        self.node_keys[id(node)] = info.key
         info.rank_aware = self._spans_rank_line(node)
         info.dist_rank = self._spans(self.dist_rank_lines, node)
         info.rank_source = self._spans(self.rank_source_lines, node)
@@ -625,6 +618,7 @@ class _Summarizer(ValueEvaluator):
         for keyword in node.keywords:
             self.expression(keyword.value, outer)
         info = ClassSummary(node.name, qualname, node.lineno, bases)
+        self.node_keys[id(node)] = qualname
         info.rank_aware = self._spans_rank_line(node)
         info.dist_rank = self._spans(self.dist_rank_lines, node)
         info.rank_source = self._spans(self.rank_source_lines, node)

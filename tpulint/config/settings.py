@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpulint.config.globs import path_matches
 from tpulint.config.registry import (
@@ -29,6 +29,9 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
+
+if TYPE_CHECKING:
+    from tpulint.datatypes.diagnostics import Diagnostic
 
 DEFAULT_EXCLUDES = (
     ".bzr",
@@ -101,6 +104,9 @@ class Config:
     output_format: str = "text"
     cache_dir: str = ".tpulint_cache"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped (0: no limit)
+    # Which findings are shown: "tpu" (code that trains on a TPU: tpulint.analysis.scope) or
+    # "all". Every finding is marked either way; the scope only chooses what is reported.
+    scope: str = "tpu"
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
 
@@ -123,6 +129,11 @@ class Config:
             if path_matches(relpath, pattern):
                 ignored |= codes_matching(selectors)
         return self.enabled - ignored
+
+    def shows(self, diagnostic: Diagnostic) -> bool:
+        """Whether the scope reports a finding (every finding under `scope = "all"`; those
+        whose code trains on a TPU under "tpu")."""
+        return self.scope == "all" or diagnostic.scope is None
 
     def fingerprint(self) -> str:
         """A hash of everything that changes what a check reports (for the cache key)."""
@@ -312,6 +323,15 @@ def parse_size(value: Any, where: str) -> int:
     return int(number * _SIZE_UNITS[unit])
 
 
+SCOPES = ("tpu", "all")
+
+
+def _scope(value: Any, where: str) -> str:
+    if value not in SCOPES:
+        raise ConfigError(f'{where} must be "tpu" or "all", got {value!r}')
+    return str(value)
+
+
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where} must be a non-empty string, got {value!r}")
@@ -335,6 +355,7 @@ _KEYS = {
     "output-format": ("output_format", _output_format),
     "cache-dir": ("cache_dir", _string),
     "max-file-size": ("max_file_size", parse_size),
+    "scope": ("scope", _scope),
 }
 
 

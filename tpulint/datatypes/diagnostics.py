@@ -7,7 +7,7 @@ parallel runner), are stored in the cache, and are what every reporter renders.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -135,6 +135,9 @@ class Diagnostic:
     # Its fix or message depends on other files of the project (not only on facts the
     # project model digests per file): a cached copy is valid only for the same project.
     project_dependent: bool = field(default=False, compare=False)
+    # Why the code is outside the default scope (it never trains on a TPU: a CUDA-only
+    # branch, inference, unreached from the TPU entry points), or None when it is inside.
+    scope: str | None = field(default=None, compare=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -159,7 +162,11 @@ class Diagnostic:
             self.fix,
             self.noqa_lines,
             self.project_dependent,
+            self.scope,
         )
+
+    def with_scope(self, scope: str | None) -> Diagnostic:
+        return replace(self, scope=scope)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -172,6 +179,7 @@ class Diagnostic:
             "severity": self.severity.value,
             "fix": self.fix.to_json() if self.fix else None,
             "noqa_lines": list(self.noqa_lines),
+            "scope": self.scope,
             **({"project_dependent": True} if self.project_dependent else {}),
         }
 
@@ -188,4 +196,5 @@ class Diagnostic:
             fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
             noqa_lines=tuple(data.get("noqa_lines", ())),
             project_dependent=bool(data.get("project_dependent", False)),
+            scope=data.get("scope"),
         )

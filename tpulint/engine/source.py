@@ -25,11 +25,19 @@ from tpulint.analysis.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
+from tpulint.analysis.scope_facts import text_digest
 from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
 from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
-from tpulint.config.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
+from tpulint.config.registry import (
+    catalogue,
+    family_of,
+    infos_by_code,
+    infos_by_name,
+    rules_by_code,
+)
 from tpulint.config.settings import Config
 from tpulint.datatypes import roundtrip
 from tpulint.datatypes.diagnostics import (
@@ -123,7 +131,7 @@ def file_view(
     view = project.view(path) if project is not None else None
     if view is None:
         name = path if path not in ("-", "<stdin>") else "<stdin>"
-        model = build_model([(name, source)], config.hot_methods)
+        model = build_model([(name, source)], config.hot_methods, config.lightning_version)
         view = model.view(name)
         assert view is not None
     view.base = str(config.root)
@@ -336,7 +344,37 @@ def _analyze(
         if report.fix is not None:
             fix_specs[len(diagnostics)] = report.fix
         diagnostics.append(diagnostic)
+    diagnostics = _mark_scope(diagnostics, view, source, path, module_name, is_package)
     return _Analysis(module, reports, diagnostics, fix_specs, suppressions, ctx.parents)
+
+
+def _mark_scope(
+    diagnostics: list[Diagnostic],
+    view: FileView,
+    source: str,
+    path: str,
+    module_name: str | None,
+    is_package: bool,
+) -> list[Diagnostic]:
+    """Each finding with why its code is outside the default scope (tpulint.analysis.scope),
+    if it is. When the text checked is not the text the model was built from (a fix round),
+    the file's own facts are read again from it."""
+    current = None
+    if view.module.scope.digest != text_digest(source):
+        current = summarize(source, view.module.path, module_name, is_package)
+    return [
+        d.with_scope(
+            view.scope_reason(
+                d.start.line, d.start.column, current, family_of(d.code) in _PER_STEP_FAMILIES
+            )
+        )
+        for d in diagnostics
+    ]
+
+
+# Families of rules about a cost paid every training step (their findings in inference code are
+# outside the default scope); the others report what breaks on a TPU, also when it infers.
+_PER_STEP_FAMILIES = frozenset({"host-sync", "dynamic-shapes", "data-pipeline", "opt-in"})
 
 
 def same_file(a: str, b: str) -> bool:
@@ -676,6 +714,7 @@ def _fix_code(
             and d.fix is not None
             and not d.fix.related
             and d.fix.applicability in allowed
+            and config.shows(d)
             and not suppressions.suppresses(d)
         ]
         if texts:
@@ -704,6 +743,8 @@ def _fix_code(
             spec = analysis.fix_specs.get(index)
             if spec is None or spec.applicability not in allowed or _is_text_fix(spec):
                 continue
+            if not config.shows(diagnostic):
+                continue  # not reported in the configured scope: not fixed either
             if suppressions.suppresses(diagnostic):
                 continue
             replaced = {id(old) for old, _ in spec.replacements}

@@ -25,6 +25,7 @@ def diagnostic_json(d: Diagnostic, options: ReportOptions) -> dict[str, Any]:
         "end": d.end.to_json(),
         "fixable": d.fixable(options.unsafe_fixes),
         "fix": d.fix.to_json() if d.fix else None,
+        "scope": d.scope,
     }
 
 
@@ -37,6 +38,8 @@ def report_json(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> di
             "findings": len(diagnostics),
             "fixable": sum(d.fixable(options.unsafe_fixes) for d in diagnostics),
             "by_code": dict(sorted(Counter(d.code for d in diagnostics).items())),
+            "scope": options.scope,
+            "outside_scope": options.outside_scope,
         },
         "diagnostics": [diagnostic_json(d, options) for d in diagnostics],
     }

@@ -62,6 +62,8 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
         "message": {"text": d.message},
         "locations": [location],
     }
+    if d.scope is not None:
+        result["properties"] = {"outsideTpuScope": d.scope}
     if d.fix is not None and d.fix.edits:
         changes = [_change(location["physicalLocation"]["artifactLocation"], d.fix.edits)]
         for other in d.fix.related:  # a fix that edits other files changes them too
@@ -123,6 +125,8 @@ def report_sarif(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> d
                 },
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
                 "results": [_result(d, index[d.code]) for d in diagnostics],
+                # Findings the scope left out: in code that does not train on a TPU.
+                "properties": {"scope": options.scope, "outsideScope": options.outside_scope},
             }
         ],
     }

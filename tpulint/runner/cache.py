@@ -348,6 +348,7 @@ def _diagnostic(value: Any) -> Diagnostic:
         fix=_fix(value.get("fix")),
         noqa_lines=tuple(_number(n) for n in noqa),
         project_dependent=value.get("project_dependent", False) is True,
+        scope=_text(value["scope"]) if value.get("scope") is not None else None,
     )
 
 

@@ -232,6 +232,7 @@ class _Prepared:
     config: Config
     checked: list[tuple[str, str]]  # the checked Python files: (absolute path, text)
     context: list[str]  # the files that give them context, read only to build the model
+    configs: list[str]  # YAML files of the folders walked (what classes configs build)
     jobs: int
     use_cache: bool
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
@@ -248,7 +249,8 @@ class _Prepared:
             cache_dir = self.config.root / self.config.cache_dir
             scans = ScanCache(cache_dir) if self.use_cache else None
             items = self.checked + read_context(self.context, self.config)
-            self.project = model_of(items, self.config, scans, self.jobs)
+            configs = read_context(self.configs, self.config)
+            self.project = model_of(items, self.config, scans, self.jobs, configs)
             if scans:
                 scans.save()
         return self.project
@@ -263,7 +265,8 @@ class _Prepared:
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
-    files, problems = discover(paths, config, notices=notices)
+    configs: list[Path] = []
+    files, problems = discover(paths, config, notices=notices, configs=configs)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:
@@ -278,8 +281,9 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     covered = [path for path in paths if path != "-" and os.path.isdir(path)]
     listings = ListingCache(config.root / config.cache_dir) if use_cache else None
     context = context_files([s.path for s, _ in sources], config, covered, listings)
+    config_paths = [str(path) for path in configs]
     prepared = _Prepared(
-        sources, outcomes, notices, config, checked, context, jobs, use_cache, digests
+        sources, outcomes, notices, config, checked, context, config_paths, jobs, use_cache, digests
     )
     if not use_cache:
         return prepared
@@ -290,7 +294,9 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     facts_key = FactsCache.key(
         [f"{path}:{(known.get(path) or text_digest(text)).hex()}" for path, text in checked]
         + [context_signature(path) for path in context]
+        + [context_signature(path) for path in config_paths]
         + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
+        + [f"lightning-version:{config.lightning_version}"]
     )
     prepared.project_key = facts_key
     found = facts_cache.get(facts_key)
@@ -498,7 +504,7 @@ def _apply_groups(
         (str(source.path), original, d)
         for source, original, result in done
         for d in result.remaining
-        if d.fixable(True)
+        if d.fixable(True) and prepared.config.shows(d)
     )
     if not found:
         return done

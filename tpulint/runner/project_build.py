@@ -22,6 +22,7 @@ from tpulint.runner.cache import ListingCache, ScanCache, content_key
 from tpulint.runner.discovery import SourcePath, read_source
 
 if TYPE_CHECKING:
+    from tpulint.analysis.config_facts import ConfigFacts
     from tpulint.analysis.project import ProjectModel
     from tpulint.analysis.summary import ModuleSummary
 
@@ -34,7 +35,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 200
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s18"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s20"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
@@ -251,17 +252,45 @@ def context_signature(path: str) -> str:
 
 
 def model_of(
-    items: Sequence[tuple[str, str]], config: Config, cache: ScanCache | None, jobs: int
+    items: Sequence[tuple[str, str]],
+    config: Config,
+    cache: ScanCache | None,
+    jobs: int,
+    configs: Sequence[tuple[str, str]] = (),
 ) -> ProjectModel:
-    """The model of (absolute path, text) pairs, with what every check reads computed once
-    here, before the checking workers fork and inherit it."""
+    """The model of (absolute path, text) pairs and of the project's YAML configs, with what
+    every check reads computed once here, before the checking workers fork and inherit it."""
     from tpulint.analysis.project import ProjectModel
 
-    model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
+    model = ProjectModel(
+        summarize_files(items, cache, jobs),
+        config.hot_methods,
+        config.lightning_version,
+        configs=read_configs(configs, cache),
+    )
     model.lightning_table()
     model.hot  # noqa: B018
     model.precompute_callers()
     return model
+
+
+def read_configs(items: Sequence[tuple[str, str]], cache: ScanCache | None) -> list[ConfigFacts]:
+    """What each YAML config names (tpulint.analysis.config_facts), from the cache where it
+    has them."""
+    from tpulint.analysis.config_facts import ConfigFacts, config_facts
+
+    out = []
+    for path, text in items:
+        key = content_key(f"{SUMMARY_FORMAT}:config", text)
+        cached = cache.get_raw(key) if cache is not None else None
+        if isinstance(cached, dict) and cached.keys() == {"c", "t"}:
+            out.append(ConfigFacts.from_json(path, cached))
+            continue
+        facts = config_facts(path, text)
+        if cache is not None:
+            cache.put_raw(key, facts.to_json())
+        out.append(facts)
+    return out
 
 
 def build_project(
@@ -296,4 +325,6 @@ def with_source(model: ProjectModel, path: str, text: str, config: Config) -> Pr
     module, is_package = module_name_for_path(absolute)
     mine = summarize(text, absolute, module, is_package)
     others = (m for p, m in model.modules.items() if p != absolute)
-    return ProjectModel([*others, mine], config.hot_methods)
+    return ProjectModel(
+        [*others, mine], config.hot_methods, config.lightning_version, model.configs
+    )
