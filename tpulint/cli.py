@@ -93,6 +93,12 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
         click.option(
+            "--preview/--no-preview",
+            default=None,
+            help="Also run the rules (and shapes of rules) in preview: not yet 95% precise on "
+            "code read after they were frozen (`preview` in config).",
+        ),
+        click.option(
             "--unsafe-fixes/--no-unsafe-fixes",
             default=None,
             help="Also apply (or count as fixable) fixes that may change behaviour.",
@@ -169,6 +175,8 @@ def _load(
     force_exclude: bool | None,
     output_format: str | None,
     max_file_size: str | None = None,
+    preview: bool | None = None,
+    quiet: int = 0,
 ):
     from tpulint.config.settings import ConfigError, load_config, parse_size
 
@@ -195,6 +203,8 @@ def _load(
             changes["output_format"] = output_format
         if max_file_size is not None:
             changes["max_file_size"] = parse_size(max_file_size, "--max-file-size")
+        if preview is not None:
+            changes["preview"] = preview
         if select and not _split(select):
             fail(
                 "--select was given an empty value: name the rules to run (codes like "
@@ -209,6 +219,9 @@ def _load(
         config.enabled  # noqa: B018 - resolve the selection now, so errors surface here
     except ConfigError as exc:
         fail(str(exc))
+    if not quiet:
+        for warning in config.selection_warnings():
+            click.echo(f"tpulint: warning: {warning}", err=True)
     return config
 
 
@@ -457,6 +470,7 @@ def _check(
     select,
     extend_select,
     ignore,
+    preview,
     unsafe_fixes,
     output_format,
     config_file,
@@ -481,6 +495,8 @@ def _check(
         force_exclude,
         output_format,
         max_file_size,
+        preview=preview,
+        quiet=quiet,
     )
     if diff:
         return _fix(
@@ -490,6 +506,7 @@ def _check(
             select=(),
             extend_select=(),
             ignore=(),
+            preview=config.preview,
             unsafe_fixes=config.unsafe_fixes,
             output_format=config.output_format,
             config_file=config_file,
@@ -643,6 +660,7 @@ def _fix(
     select,
     extend_select,
     ignore,
+    preview,
     unsafe_fixes,
     output_format,
     config_file,
@@ -668,6 +686,8 @@ def _fix(
         force_exclude,
         output_format,
         max_file_size,
+        preview=preview,
+        quiet=quiet,
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
@@ -777,7 +797,7 @@ def _fix(
 @click.option("--output-format", "-o", type=click.Choice(["text", "json"]), default="text")
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
 def rules(output_format: str, show_all: bool) -> None:
-    """List the rules with their fix safety and default state."""
+    """List the rules with their status (stable or preview), fix safety and default state."""
     from tpulint.config.registry import FAMILY_TITLES, catalogue
 
     # The manifest's metadata: listing the rules imports none of them.
@@ -795,6 +815,8 @@ def rules(output_format: str, show_all: bool) -> None:
                         "family": r.family(),
                         "severity": r.severity.value,
                         "fix": r.fix_availability(),
+                        "status": r.status,
+                        "preview": r.preview,
                         "default_enabled": r.default_enabled or r.always_on,
                     }
                     for r in selected
@@ -815,10 +837,12 @@ def rules(output_format: str, show_all: bool) -> None:
             )
         default = "on " if rule.default_enabled or rule.always_on else "off"
         click.echo(
-            f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
-            f"{default}  {rule.summary}"
+            f"  {rule.code}  {rule.name:<{name_width}}  {rule.status:<7}  "
+            f"{rule.fix_availability():<{fix_width}}  {default}  {rule.summary}"
         )
     click.echo(
+        "\nstatus: stable = in the default set; preview = runs only with --preview "
+        "(`preview = true`) until it is 95% precise on code read after it was frozen."
         "\nfix: safe = applied by `tpulint fix --apply`; unsafe = with --unsafe-fixes; "
         "display-only = shown, never applied.  Default: on/off (opt-in)."
     )

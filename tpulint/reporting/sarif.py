@@ -30,11 +30,13 @@ def _rule_descriptor(rule: Any) -> dict[str, Any]:
         "help": {"text": f"{what}\n\n{why}".strip(), "markdown": render_rule(rule)},
         "defaultConfiguration": {
             "level": _LEVELS[rule.severity],
-            "enabled": bool(rule.default_enabled),
+            # A preview rule is not in the default set (it runs only with --preview).
+            "enabled": bool(rule.default_enabled and not rule.preview),
         },
         "properties": {
-            "tags": [rule.family()],
+            "tags": [rule.family(), *(["preview"] if rule.preview else [])],
             "fix": rule.fix_availability(),
+            "status": "preview" if rule.preview else "stable",
         },
     }
 

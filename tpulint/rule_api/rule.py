@@ -137,6 +137,10 @@ class Rule:
     # Whether some findings of the rule come without a fix ("Fix is sometimes available").
     fix_sometimes: ClassVar[bool] = False
     default_enabled: ClassVar[bool] = True
+    # Status: a preview rule runs only with preview on (`--preview`, `preview = true`), as in
+    # Ruff. A rule stays in preview until its precision on code read after it was frozen is
+    # 95% or better; its page's "Status" section gives the evidence either way.
+    preview: ClassVar[bool] = False
     # The file must contain one of these substrings for the rule to be able to fire; the
     # engine does not parse a file that no enabled rule can fire on.
     requires: ClassVar[tuple[str, ...]] = ()
@@ -160,6 +164,9 @@ class Rule:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+        # Preview mode: shapes of a stable rule that have not earned the default set yet
+        # report only when it is on.
+        self.preview_mode = bool(getattr(ctx.config, "preview", False))
         self.reports: list[Report] = []
         self.yaml_reports: list[YamlReport] = []
         self.yaml_config: Config | None = None  # set when checking a YAML config
