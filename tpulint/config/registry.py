@@ -264,9 +264,7 @@ def resolve_selection(
     """The codes of the enabled rules after applying `layers` in order. Preview rules take
     part only when `preview` is on (Ruff's preview mode)."""
     rules = [r for r in catalogue() if not r.always_on and (preview or not r.preview)]
-    enabled = {
-        r.code for r in rules if r.default_enabled and not (r.preview and explicit_preview)
-    }
+    enabled = {r.code for r in rules if r.default_enabled and not (r.preview and explicit_preview)}
     for layer in layers:
         if layer.select is not None:
             enabled = set()
