@@ -355,4 +355,5 @@ def test_rows_of_a_tensor_moved_to_the_cpu_stay_on_the_cpu() -> None:
                 return tokens_to_text(self(batch), batch, self.tokenizer)
         """
     assert codes(source, select="TPU2") == []
-    assert [code for code, _ in codes(source, select="TPU1")] == ["TPU103", "TPU103"]
+    # The two copies of one `for` header are one finding (one statement, issue 21 item 7).
+    assert [code for code, _ in codes(source, select="TPU1")] == ["TPU103"]

@@ -403,7 +403,7 @@ class TpuUnfriendlyBatchSize(_DataRule):
             "    def __init__(self):\n"
             '        self.resize_schedule = {0: {"batch_size": 4, "size": 64}, 10: {"batch_size": '
             '2, "size": 128}}\n',
-            count=2,
+            message="and in the same statement: `2`",
             applicability=Applicability.DISPLAY_ONLY,
         ),
         # LightningCLI YAML with a fixed DataModule class: `data:` holds the arguments.

@@ -140,6 +140,8 @@ class RemovedXlaApi(Rule):
     """
 
     code = "TPU501"
+    # Each removed name is its own break with its own replacement, even on one line.
+    one_per_statement = False
     name = "removed-xla-api"
     summary = (
         "Removed or deprecated `xla_model` APIs (`xrt_world_size`, `get_ordinal`, `mark_step`, "

@@ -86,6 +86,31 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class RelatedLocation:
+    """Another place that belongs to a finding (the other tensors of one f-string, the
+    config field that feeds a Trainer argument): SARIF's `relatedLocations`."""
+
+    path: str
+    start: Location
+    end: Location
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "start": self.start.to_json(),
+            "end": self.end.to_json(),
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RelatedLocation:
+        return cls(
+            data["path"], Location(**data["start"]), Location(**data["end"]), data["message"]
+        )
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     code: str
     name: str
@@ -97,6 +122,8 @@ class Diagnostic:
     fix: Fix | None = None
     # Lines on which a suppression comment silences this diagnostic (start..end of the node).
     noqa_lines: tuple[int, ...] = field(default=(), compare=False)
+    # The other places of the same problem (one problem, one finding).
+    related: tuple[RelatedLocation, ...] = field(default=(), compare=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -120,6 +147,10 @@ class Diagnostic:
             self.severity,
             self.fix,
             self.noqa_lines,
+            tuple(
+                RelatedLocation(path, r.start, r.end, r.message) if r.path == self.path else r
+                for r in self.related
+            ),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +164,7 @@ class Diagnostic:
             "severity": self.severity.value,
             "fix": self.fix.to_json() if self.fix else None,
             "noqa_lines": list(self.noqa_lines),
+            "related": [r.to_json() for r in self.related],
         }
 
     @classmethod
@@ -147,4 +179,5 @@ class Diagnostic:
             severity=Severity(data["severity"]),
             fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
             noqa_lines=tuple(data.get("noqa_lines", ())),
+            related=tuple(RelatedLocation.from_json(r) for r in data.get("related", ())),
         )

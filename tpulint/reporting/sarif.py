@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tpulint import __version__
-from tpulint.datatypes.diagnostics import Diagnostic, Severity
+from tpulint.datatypes.diagnostics import Diagnostic, RelatedLocation, Severity
 from tpulint.reporting.options import ReportOptions
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -41,7 +41,7 @@ def _rule_descriptor(rule: Any) -> dict[str, Any]:
     }
 
 
-def _region(d: Diagnostic) -> dict[str, int]:
+def _region(d: Diagnostic | RelatedLocation) -> dict[str, int]:
     return {
         "startLine": d.start.line,
         "startColumn": d.start.column,
@@ -64,6 +64,22 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
         "message": {"text": d.message},
         "locations": [location],
     }
+    if d.related:
+        # The other places of the same problem (SARIF 2.1.0 §3.27.22, relatedLocations).
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "physicalLocation": {
+                    "artifactLocation": {
+                        "uri": Path(r.path).as_posix(),
+                        "uriBaseId": "%SRCROOT%",
+                    },
+                    "region": _region(r),
+                },
+                "message": {"text": r.message},
+            }
+            for number, r in enumerate(d.related, start=1)
+        ]
     if d.fix is not None and d.fix.edits:
         result["fixes"] = [
             {

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tpulint.analysis.project import FileView
     from tpulint.analysis.yaml_config import YamlDocument
     from tpulint.config.settings import Config
-    from tpulint.datatypes.diagnostics import Edit, Location
+    from tpulint.datatypes.diagnostics import Edit, Location, RelatedLocation
 
 NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]  # noqa: UP007 (a runtime alias)
 
@@ -73,14 +73,28 @@ class FixSpec:
     remove_unused_imports: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RelatedNode:
+    """Another node of the same problem, shown with the finding (SARIF relatedLocations)."""
+
+    node: cst.CSTNode
+    message: str
+
+
 @dataclass
 class Report:
-    """What a rule reported, before positions and suppressions are applied."""
+    """What a rule reported, before positions and suppressions are applied.
+
+    `related`: the other places of the same problem (nodes of this file, or locations in
+    other files). `note`: a short clause that says what this finding adds when the engine
+    folds it into another rule's finding of the same expression (`folds_into`)."""
 
     rule: type[Rule]
     node: cst.CSTNode
     message: str
     fix: FixSpec | None = None
+    related: list[RelatedNode | RelatedLocation] = field(default_factory=list)
+    note: str | None = None
 
 
 @dataclass
@@ -153,6 +167,13 @@ class Rule:
     fix_message: ClassVar[str | None] = None
     # Rules enabled when this rule's examples run (default: this rule alone).
     example_selection: ClassVar[tuple[str, ...] | None] = None
+    # One problem, one finding: the engine merges this rule's findings within one statement
+    # into the first (the others become related places), unless this is False.
+    one_per_statement: ClassVar[bool] = True
+    # Codes of rules whose finding on the same expression is the same problem: a finding
+    # of this rule whose node overlaps one of theirs in the same statement is folded into
+    # that finding (its `note` appended to the message) instead of reported twice.
+    folds_into: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
@@ -164,12 +185,16 @@ class Rule:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        # Preview mode: shapes of a stable rule that have not earned the default set yet
-        # report only when it is on.
-        self.preview_mode = bool(getattr(ctx.config, "preview", False))
         self.reports: list[Report] = []
         self.yaml_reports: list[YamlReport] = []
         self.yaml_config: Config | None = None  # set when checking a YAML config
+
+    @property
+    def preview_mode(self) -> bool:
+        """Whether preview mode is on: shapes of a stable rule that have not earned the
+        default set yet report only then."""
+        config = self.ctx.config if self.ctx is not None else self.yaml_config
+        return bool(getattr(config, "preview", False))
 
     # --- reporting -------------------------------------------------------------------
 
@@ -185,9 +210,13 @@ class Rule:
         fix_message: str | None = None,
         add_imports: Sequence[ImportSpec] = (),
         remove_unused_imports: Sequence[str] = (),
+        related: Sequence[RelatedNode | RelatedLocation] = (),
+        note: str | None = None,
     ) -> None:
         """Report `node`. A fix is either a full FixSpec or a single `replacement` for
-        `replaces` (default: `node`) with `applicability` (default: the rule's)."""
+        `replaces` (default: `node`) with `applicability` (default: the rule's). `related`
+        are the other places of the same problem; `note` is what this finding adds when it
+        is folded into another rule's finding (see `folds_into`)."""
         if fix is None and replacement is not None:
             fix = FixSpec(
                 applicability=applicability or self.fix_applicability or Applicability.DISPLAY_ONLY,
@@ -196,7 +225,7 @@ class Rule:
                 add_imports=tuple(add_imports),
                 remove_unused_imports=tuple(remove_unused_imports),
             )
-        self.reports.append(Report(type(self), node, message, fix))
+        self.reports.append(Report(type(self), node, message, fix, list(related), note))
 
     # --- LightningCLI YAML configs -----------------------------------------------------
 

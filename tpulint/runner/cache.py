@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from tpulint import __version__
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from tpulint.datatypes.diagnostics import (
+    Applicability,
+    Diagnostic,
+    Edit,
+    Fix,
+    Location,
+    RelatedLocation,
+    Severity,
+)
 
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -310,6 +318,18 @@ def _diagnostic(value: Any) -> Diagnostic:
         severity=Severity(value["severity"]),
         fix=_fix(value.get("fix")),
         noqa_lines=tuple(_number(n) for n in noqa),
+        related=tuple(_related(r) for r in value.get("related", ())),
+    )
+
+
+def _related(value: Any) -> RelatedLocation:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a related location, got {value!r}")
+    return RelatedLocation(
+        _text(value["path"]),
+        _location(value["start"]),
+        _location(value["end"]),
+        _text(value["message"]),
     )
 
 
