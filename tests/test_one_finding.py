@@ -52,7 +52,7 @@ def test_several_tensors_in_one_statement_are_one_finding() -> None:
 def test_a_size_read_with_item_is_one_finding_with_the_size_in_its_message() -> None:
     both = _check(STEP, "TPU101", "TPU205")
     assert [(d.code, d.start.line) for d in both] == [("TPU101", 9)]
-    assert "TPU205" in both[0].message and "batch[\"x\"][:, :n]" in both[0].message
+    assert "TPU205" in both[0].message and 'batch["x"][:, :n]' in both[0].message
     assert both[0].related and both[0].related[0].start.line == 9
     # Without the host-read rule, the size is reported on its own.
     alone = _check(STEP, "TPU205")
