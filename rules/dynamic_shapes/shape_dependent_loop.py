@@ -28,8 +28,27 @@ from .helpers import _HEAD, _MOD, _quiet
 _VALUE_SHAPED_OPS = frozenset(
     {"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"}
 )
-# Methods whose result has the rows of their receiver (`idx[:, 0]`, `idx.long()`).
-_SAME_ROWS = frozenset({"long", "int", "float", "to", "detach", "clone", "contiguous", "squeeze"})
+# Methods whose result keeps the data-dependent size of their receiver (`idx.long()`,
+# `sel.view(b, -1)`: every dimension of a reshaped value-shaped tensor depends on the count).
+_KEEPS_SIZE = frozenset(
+    {
+        "long",
+        "int",
+        "float",
+        "to",
+        "detach",
+        "clone",
+        "contiguous",
+        "squeeze",
+        "unsqueeze",
+        "view",
+        "reshape",
+        "flatten",
+        "transpose",
+        "permute",
+        "t",
+    }
+)
 _HOST_READS = frozenset({"item", "tolist"})
 
 
@@ -179,6 +198,17 @@ class ShapeDependentLoop(TrackingRule, Rule):
             "            out.append(x[idx[i, 0]].sum())\n        return out\n",
             line=9,
             message="comes from `mask.nonzero()`",
+        ),
+        # Tokens kept by a mask, reshaped: every dimension depends on the count.
+        Invalid(
+            _MOD + "    def forward(self, targets, memory, eos: int):\n"
+            "        targets = targets[targets != eos].view(targets.size(0), -1)\n"
+            "        out = memory\n"
+            "        for t in range(targets.size(1)):\n"
+            "            out = self.step(targets[:, t], out)\n"
+            "        return out\n",
+            line=9,
+            message="comes from `targets[targets != eos]`",
         ),
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -337,7 +367,7 @@ def _value_shaped(
         method = method_name(node)
         if method in _VALUE_SHAPED_OPS and _device_tensor(ctx, receiver(node), bindings):
             return node
-        if method in _SAME_ROWS:
+        if method in _KEEPS_SIZE:
             return _value_shaped(ctx, receiver(node), bindings, d)
     return None
 
