@@ -372,6 +372,11 @@ def literal_candidates(ctx: FileContext, node: cst.BaseExpression) -> list[objec
 # --- TPU Trainers ------------------------------------------------------------------------------
 
 _NOT_TPU_ACCELERATORS = frozenset({"gpu", "cuda", "cpu", "mps", "ipu", "hpu"})
+# Lightning 1.x took strategies as `accelerator=` ("ddp" meant DDP on GPUs or CPUs): a
+# Trainer given one of these does not run on TPUs, whatever its `tpu_cores` says.
+_LEGACY_NON_TPU_ACCELERATORS = frozenset(
+    {"ddp", "ddp_spawn", "ddp2", "dp", "ddp_cpu", "horovod", "ddp_sharded", "deepspeed"}
+)
 
 
 def trainer_tpu(ctx: FileContext, call: cst.Call) -> str:
@@ -392,6 +397,10 @@ def trainer_tpu(ctx: FileContext, call: cst.Call) -> str:
                 return "yes"
             if "tpu" in lowered:
                 verdicts.append("maybe")
+            elif lowered and lowered <= _LEGACY_NON_TPU_ACCELERATORS and not open_ended:
+                strategy = keyword_arg(call, "strategy")
+                if strategy is None or not strategy_is_xla(ctx, strategy.value):
+                    return "no"
             elif lowered <= _NOT_TPU_ACCELERATORS and not open_ended:
                 verdicts.append("no")
         else:

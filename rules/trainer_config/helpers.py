@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.project import ClassKind
-from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 
 from ..shared.matchers import LEGACY_TPU_KEYWORDS, walk
 
@@ -22,7 +22,9 @@ def _root_local(node: cst.BaseExpression) -> str:
 
 
 def _tpu_condition(ctx, call: cst.Call) -> str:
-    """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages."""
+    """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages. An
+    argument whose literal says something else (`accelerator="gpu"`) is never named as the
+    one asking for TPUs."""
     for keyword in ("accelerator", *LEGACY_TPU_KEYWORDS):
         arg = keyword_arg(call, keyword)
         if arg is None:
@@ -30,6 +32,9 @@ def _tpu_condition(ctx, call: cst.Call) -> str:
         value = arg.value
         if isinstance(value, cst.IfExp):
             return f"`{ctx.module.code_for_node(value.test)}`"
+        literal = string_value(value)
+        if keyword == "accelerator" and literal is not None and literal.lower() != "tpu":
+            continue
         return f"`{keyword}={ctx.module.code_for_node(value)}` asks for TPUs"
     return "its arguments ask for TPUs"
 

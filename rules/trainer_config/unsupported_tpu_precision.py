@@ -203,6 +203,13 @@ class UnsupportedTpuPrecision(Rule):
     VALID = (
         # GPU Trainers: TPU rules stay silent.
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision=16)\n'),
+        # Lightning 1.x's `accelerator="ddp"` is DDP on GPUs: not a TPU Trainer, whatever
+        # the (None on this path) `tpu_cores` says.
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            "def build(args, cores):\n"
+            "    return pl.Trainer(tpu_cores=cores, precision=16, accelerator='ddp')\n"
+        ),
         Valid(
             "import pytorch_lightning as pl\n\n"
             "trainer = pl.Trainer(tpu_cores=None, gpus=1, precision=16)\n"

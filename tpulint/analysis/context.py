@@ -460,6 +460,10 @@ class FileContext:
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test)
+                if isinstance(ancestor, cst.IndentedBlock) and _raises_after(ancestor, child):
+                    # The error path: `print(t)` just before `raise` runs when the step
+                    # fails, not every step.
+                    kinds.add("rare")
             elif isinstance(ancestor, cst.FunctionDef):
                 return kinds, ancestor
             elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
@@ -808,6 +812,23 @@ def _sets_self_attribute(body: cst.CSTNode, attribute: str) -> bool:
         if isinstance(current, cst.BaseExpression):
             continue
         stack.extend(iter_children(current))
+    return False
+
+
+def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
+    """Whether the block raises, unconditionally, after `child`: `child` is on an error path
+    (a message printed before `raise ValueError(...)`)."""
+    seen = False
+    for statement in block.body:
+        if statement is child:
+            seen = True
+            continue
+        if (
+            seen
+            and isinstance(statement, cst.SimpleStatementLine)
+            and any(isinstance(small, cst.Raise) for small in statement.body)
+        ):
+            return True
     return False
 
 
