@@ -145,6 +145,16 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # A branch that returns before the function's final `raise` is not the error path.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        if self.mode == 'trim':\n"
+            "            scale = lengths.float().mean().item()\n"
+            "            return x * scale\n"
+            "        raise ValueError(self.mode)\n",
+            line=8,
+        ),
         Invalid(
             _HEAD
             + "    def training_step(self, batch, batch_idx):\n"

@@ -434,6 +434,7 @@ class FileContext:
         kinds: set[str] = set()
         child: cst.CSTNode = node
         ancestor = parents.get(id(node))
+        innermost_block = True
         while ancestor is not None:
             if isinstance(ancestor, cst.If):
                 test = ancestor.test
@@ -460,10 +461,16 @@ class FileContext:
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test)
-                if isinstance(ancestor, cst.IndentedBlock) and _raises_after(ancestor, child):
-                    # The error path: `print(t)` just before `raise` runs when the step
-                    # fails, not every step.
+                if (
+                    isinstance(ancestor, cst.IndentedBlock)
+                    and innermost_block
+                    and _raises_after(ancestor, child)
+                ):
+                    # The error path: `print(t)` just before `raise` in the same block runs
+                    # when the step fails, not every step. (Only the innermost block: an
+                    # outer `raise` may be reached only by paths that skip the node.)
                     kinds.add("rare")
+                innermost_block = False
             elif isinstance(ancestor, cst.FunctionDef):
                 return kinds, ancestor
             elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
