@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tpulint.analysis.imports import dotted_name
@@ -37,6 +39,7 @@ CUDA_ONLY_PACKAGES = {
     "nvdiffrast": "nvdiffrast's CUDA rasteriser",
     "nvidia.dali": "NVIDIA DALI",
 }
+_KERNEL_MODULE = re.compile(r"^\s*@triton\.(jit|autotune|heuristics)\b", re.MULTILINE)
 _IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError", "Exception", "OSError", "RuntimeError")
 
 
@@ -55,7 +58,9 @@ class CudaOnlyPackage(Rule):
     CUDA extensions such as `rotary_emb` and `dropout_layer_norm`, Transformer Engine,
     CuPy...) in files that hold training code (a Lightning class, or code that runs every
     step). Imports inside `try` blocks that catch ImportError, under an `if` (an availability
-    flag or a CUDA check), or in version-gated compatibility code are not reported.
+    flag or a CUDA check), or in version-gated compatibility code are not reported, and
+    neither is `triton` in a module of Triton kernels (`@triton.jit`): its importers decide
+    whether it is loaded.
 
     ## Why is this bad on TPU?
     A TPU VM has no CUDA: these packages either are not installable there or fail to load
@@ -126,6 +131,13 @@ class CudaOnlyPackage(Rule):
             "    from xformers.ops import memory_efficient_attention\n\n\n"
             "class M(nn.Module):\n    def forward(self, x):\n        return x\n"
         ),
+        # A module of Triton kernels: GPU code by design, imported by others under a check.
+        Valid(
+            "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+            "@triton.jit\ndef _kernel(x_ptr):\n    pass\n\n\n"
+            "class Op(torch.autograd.Function):\n    @staticmethod\n"
+            "    def forward(ctx, x):\n        return x\n"
+        ),
         # A file without training code (a benchmark helper).
         Valid("import triton\n\n\ndef bench():\n    return triton.testing.do_bench(lambda: 0)\n"),
         # A package whose name only starts the same.
@@ -175,6 +187,10 @@ class CudaOnlyPackage(Rule):
     def _report(self, node: cst.CSTNode, module: str, package: str) -> None:
         ctx = self.ctx
         if is_framework_file(ctx) or _guarded(ctx, node) or version_gated(ctx, node):
+            return
+        if package in ("triton", "liger_kernel") and _KERNEL_MODULE.search(ctx.source):
+            # A module of Triton kernels (`@triton.jit`): GPU code by design; whether it is
+            # imported on a TPU path is its importers' business.
             return
         self.report(
             node,

@@ -90,6 +90,8 @@ class NonXlaStrategy(Rule):
         # A strategy the file cannot tell.
         Valid(_LIGHTNING_IMPORT + "def make(s):\n    return L.Trainer(strategy=s)\n"),
         Valid("trainer:\n  accelerator: cuda\n  strategy: ddp\n", path="config.yaml"),
+        # The accelerator may come with the keyword arguments.
+        Valid(_LIGHTNING_IMPORT + "def fit(kw):\n    return L.Trainer(strategy='ddp', **kw)\n"),
         Valid(
             _CLI_HEAD + "class CLI(LightningCLI):\n"
             "    def add_arguments_to_parser(self, parser):\n"
@@ -135,6 +137,8 @@ class NonXlaStrategy(Rule):
             if strategy is None:
                 return
             accelerator = keyword_arg(node, "accelerator")
+            if accelerator is None and any(a.star == "**" for a in node.args):
+                return  # `Trainer(strategy="ddp", **kwargs)`: the accelerator may be in kwargs
             self._check(strategy.value, accelerator.value if accelerator is not None else None)
             return
         defaults = cli_trainer_defaults(ctx, node)
