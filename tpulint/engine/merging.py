@@ -7,9 +7,10 @@ Two cases, both decided from the rules' declarations and the tree, never from a 
   one problem: the first node keeps the finding, the others become its related places, and
   their fixes are applied with it (`Rule.one_per_statement`).
 - A rule that declares `folds_into = (codes...)` reports the same problem as those rules when
-  its node overlaps one of their nodes in the same statement (a size read with `.item()`
-  reported as a host read and as a data-dependent size): its finding is folded into theirs,
-  its `note` appended to their message, its node kept as a related place.
+  its node, or one of its related places, overlaps one of their nodes in that node's
+  statement (a size read with `.item()` reported as a host read and as a data-dependent size;
+  an offset read with `int(self.ptr)` and used in a later slice): its finding is folded into
+  theirs, its `note` appended to their message, its node kept as a related place.
 """
 
 from __future__ import annotations
@@ -125,18 +126,24 @@ def merge_reports(
         )
         dropped.update(indexes[1:])
     current = [merged.get(i, r) for i, r in enumerate(reports)]
-    # 2. Findings folded into another rule's finding of the same expression.
+    # 2. Findings folded into another rule's finding of the same expression: the finding's
+    # own node, or one of its related places (the host read a later offset comes from),
+    # overlaps the other finding's node in that node's statement.
     for index, report in enumerate(current):
         if index in dropped or not report.rule.folds_into:
             continue
+        places = [report.node, *(r.node for r in report.related if isinstance(r, RelatedNode))]
         for target_index, target in enumerate(current):
             if (
                 target_index == index
                 or target_index in dropped
                 or target.rule.code not in report.rule.folds_into
                 or statements[target_index] is None
-                or statements[target_index] is not statements[index]
-                or not _overlap(report.node, target.node, parents)
+                or not any(
+                    _statement(place, parents) is statements[target_index]
+                    and _overlap(place, target.node, parents)
+                    for place in places
+                )
             ):
                 continue
             note = report.note or f"{report.rule.summary} ({report.rule.code})"
