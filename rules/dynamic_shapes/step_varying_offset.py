@@ -104,8 +104,9 @@ class StepVaryingOffset(TrackingRule, Rule):
     summary = "A slice of a device tensor at a Python offset that changes every step"
     hot_only = True
     preview = True
-    # `ptr = int(self.ptr)`: the host read (TPU101/TPU103) and the offset are one problem.
-    folds_into = ("TPU101", "TPU103")
+    # `ptr = int(self.ptr)`: the host read (TPU101/TPU103), or the size read from values
+    # (TPU205), and the slice at it are one problem.
+    folds_into = ("TPU101", "TPU103", "TPU205")
 
     VALID = (
         # Offsets from shapes, configuration and a loop over a fixed range.
@@ -123,6 +124,20 @@ class StepVaryingOffset(TrackingRule, Rule):
             "        index = self.ptr + torch.arange(keys.shape[0], device=keys.device)\n"
             "        self.queue.index_copy_(1, index % self.size, keys.T)\n"
             "        return self.queue\n"
+        ),
+        # A host tensor built from shapes: its value is static.
+        Valid(
+            _MOD + "    def forward(self, est, ref):\n"
+            "        n = int(torch.min(torch.tensor([est.size(-1), ref.size(-1)])))\n"
+            "        return est[..., :n] - ref[..., :n]\n"
+        ),
+        # An attribute set from another module's, not advanced by the step.
+        Valid(
+            _MOD + "    def __init__(self, encoder):\n"
+            "        super().__init__()\n"
+            "        self.patch = self.encoder_patch(encoder)\n\n"
+            "    def forward(self, x):\n"
+            "        return x[:, :, self.patch :]\n"
         ),
         # A Python list sliced at a step offset: no graph.
         Valid(
@@ -155,6 +170,22 @@ class StepVaryingOffset(TrackingRule, Rule):
             line=9,
             message="the step counter",
         ),
+        # One offset read once and used by two writes: one finding.
+        Invalid(
+            _MOD + "    def __init__(self, size: int = 4096):\n"
+            "        super().__init__()\n"
+            "        self.size = size\n"
+            "        self.register_buffer('bank', torch.zeros(size, 128))\n"
+            "        self.register_buffer('ptr_buffer', torch.zeros(1, dtype=torch.long))\n\n"
+            "    def forward(self, z):\n"
+            "        ptr = int(self.ptr_buffer[0])\n"
+            "        if ptr + z.shape[0] > self.size:\n"
+            "            self.bank[ptr:] = z[: self.size - ptr]\n"
+            "        else:\n"
+            "            self.bank[ptr : ptr + z.shape[0]] = z\n"
+            "        return self.bank\n",
+            line=15,
+        ),
         # Offsets drawn on the host for each sample.
         Invalid(
             "import random\n\nimport torch\nfrom torch import nn\n\n\n"
@@ -179,6 +210,9 @@ class StepVaryingOffset(TrackingRule, Rule):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self._by_origin: dict[int, object] = {}
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not hasattr(self, "_counters"):
             self._counters: dict[int, frozenset[str]] = {}
@@ -202,7 +236,14 @@ class StepVaryingOffset(TrackingRule, Rule):
                     continue
                 if _quiet(ctx, node):
                     return
+                reported = self._by_origin.get(id(origin[1])) if origin[1] is not bound else None
+                if reported is not None:
+                    # The same offset used again: one problem, this slice a related place.
+                    reported.related.append(RelatedNode(node, "the same offset is used here"))
+                    return
                 self._report(node, bound, *origin)
+                if origin[1] is not bound:
+                    self._by_origin[id(origin[1])] = self.reports[-1]
                 return
 
     def _origin(self, node: cst.BaseExpression, depth: int) -> tuple[str, cst.CSTNode] | None:
@@ -277,8 +318,13 @@ class StepVaryingOffset(TrackingRule, Rule):
         )
 
     def _tensor(self, node: cst.BaseExpression) -> bool:
-        if _tensor(self.ctx, node, self.bindings):
+        """A tensor whose values a read brings from the device (a step tensor, a module's
+        buffer), or a host random draw (`torch.randint(...)`); not a host tensor built from
+        Python numbers (`torch.tensor([a.size(-1), b.size(-1)])`)."""
+        if self.ctx.value_kind(node) is DEVICE or _host_random_tensor(self.ctx, node):
             return True
+        while isinstance(node, cst.Subscript):
+            node = node.value  # `self.ptr[0]`: an element of the buffer
         klass = self.ctx.klass
         return (
             klass is not None
@@ -312,20 +358,13 @@ class StepVaryingOffset(TrackingRule, Rule):
         related = [RelatedNode(source, "the offset comes from here")] if source is not bound else []
         self.report(
             node,
-            f"`{written}` in {where} slices at an offset that changes every step ({why}): a "
-            f"Python offset is a constant of the traced graph, so XLA compiles a new graph for "
-            f"every offset; {advice}",
+            f"`{written}` in {where} slices at a bound that changes every step ({why}): a "
+            f"Python number in a slice is a constant of the traced graph, so XLA compiles a new "
+            f"graph for every value; {advice}",
             related=related,
             note=f"the value is then an offset into `{written}`, a new graph for every offset "
             f"(TPU206): {advice}",
         )
-
-
-def _tensor(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -> bool:
-    kind = ctx.value_kind(node)
-    if kind is DEVICE or kind is ValueKind.CPU:
-        return True
-    return kind is ValueKind.UNKNOWN and is_torch_tensor(ctx, node, bindings)
 
 
 def _host_random_tensor(ctx: FileContext, node: cst.BaseExpression) -> bool:
@@ -376,24 +415,34 @@ def _tensor_attributes(ctx: FileContext, klass: cst.ClassDef) -> frozenset[str]:
 
 
 def _advanced_attributes(klass: cst.ClassDef) -> frozenset[str]:
-    """`self.<name>` attributes the class advances from their own value (`self.pos =
-    (self.pos + n) % size`, `self.pos += n`): step counters kept on the module."""
+    """`self.<name>` attributes a method other than `__init__` advances from their own value
+    (`self.pos = (self.pos + n) % size`, `self.pos += n`): step counters kept on the
+    module."""
     out: set[str] = set()
-    for node in walk(klass.body):
-        if isinstance(node, cst.AugAssign):
-            target = node.target
-            if is_self_attribute(target) and isinstance(target, cst.Attribute):
-                out.add(target.attr.value)
-        elif isinstance(node, cst.Assign) and len(node.targets) == 1:
-            target = node.targets[0].target
-            if not (is_self_attribute(target) and isinstance(target, cst.Attribute)):
-                continue
-            name = target.attr.value
-            if any(
-                isinstance(part, cst.Attribute)
-                and is_self_attribute(part)
-                and part.attr.value == name
-                for part in walk(node.value)
-            ):
-                out.add(name)
+    for method in walk(klass.body):
+        if not isinstance(method, cst.FunctionDef) or method.name.value in _SETUP_METHODS:
+            continue
+        for node in walk(method.body):
+            if isinstance(node, cst.AugAssign) and _own_attribute(node.target) is not None:
+                out.add(_own_attribute(node.target))  # type: ignore[arg-type]
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                name = _own_attribute(node.targets[0].target)
+                if name is not None and any(
+                    _own_attribute(part) == name for part in walk(node.value)
+                ):
+                    out.add(name)
     return frozenset(out)
+
+
+_SETUP_METHODS = frozenset({"__init__", "setup", "reset", "reset_parameters", "build"})
+
+
+def _own_attribute(node: cst.CSTNode) -> str | None:
+    """`name` for exactly `self.<name>` (not `self.model.<name>`)."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
