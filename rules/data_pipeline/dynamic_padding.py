@@ -26,6 +26,7 @@ _NOT_TRAINING = re.compile(
 )
 _TOKENIZER_METHODS = frozenset({"batch_encode_plus", "encode_plus", "pad", "__call__", "encode"})
 _COLLATE_NAME = re.compile(r"(collat|padder|pad_batch|batchify)", re.IGNORECASE)
+_SURE_COLLATE = re.compile(r"(^_?collate(_fn|_batch)?$|collate_fn$)", re.IGNORECASE)
 
 
 # Keywords of a multimodal processor call that carry no sequence to pad: a processor given
@@ -243,6 +244,14 @@ class DynamicPadding(_DataRule):
             "from transformers import DataCollatorWithPadding\n\n"
             "collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)\n"
         ),
+        # A label helper named like a collate but called by models, not passed as collate_fn.
+        Valid(
+            "import numpy as np\nimport torch\n\n\n"
+            "def label_collate(labels):\n"
+            "    max_len = max(len(label) for label in labels)\n"
+            "    out = np.full((len(labels), max_len), 0)\n"
+            "    return torch.tensor(out)\n"
+        ),
         # The longest of a batch used for something other than a size (a statistic).
         Valid(
             "def collate(batch):\n"
@@ -392,7 +401,7 @@ class DynamicPadding(_DataRule):
         if not isinstance(target, cst.Name) or not _longest_length(node.value):
             return
         collate = self._collate_function()
-        if collate is None or self._not_training():
+        if collate is None or self._not_training() or not self._surely_collate(collate[0]):
             return
         function, name = collate
         info = self.ctx.function
@@ -551,6 +560,19 @@ class DynamicPadding(_DataRule):
             "own longest sequence: each new length is a new input shape and XLA compiles the "
             "step again; pad to a fixed maximum length (or bucket lengths to a few sizes)",
         )
+
+    def _surely_collate(self, function: cst.FunctionDef) -> bool:
+        """For hand-rolled padding, a stricter test than a name that mentions collating
+        (`label_collate`, a label helper models call): a function passed as `collate_fn=`,
+        one named `collate`/`collate_fn`/`*_collate_fn`, a method of a class, a collator's
+        `__call__`, or a helper one of those calls."""
+        name = function.name.value
+        if name in (self._collate_names or set()) or _SURE_COLLATE.search(name):
+            return True
+        if self._collate_helpers and id(function) in self._collate_helpers:
+            return True
+        info = self.ctx.analysis.function(function)
+        return info is not None and info.cls is not None
 
     def _collate_function(self) -> tuple[cst.FunctionDef, str] | None:
         ctx = self.ctx
