@@ -1,4 +1,4 @@
-"""TPU506 spawn-nprocs."""
+"""TPU507 spawn-nprocs."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class SpawnNprocs(Rule):
     - [torch_xla docs: PJRT runtime, multiprocessing](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
     """
 
-    code = "TPU506"
+    code = "TPU507"
     name = "spawn-nprocs"
     summary = "`xmp.spawn(fn, nprocs=8)`: torch_xla 2.9 accepts only `nprocs=1` or `None`"
     severity = Severity.ERROR
