@@ -121,13 +121,13 @@ REAL = [
     ("4.11", "terratorch-1.2.13/terratorch/datamodules/sen4map.py:214", ("TPU303",)),
     ("4.12", "terratorch-1.2.13/terratorch/tasks/wxc_task.py:41", ("TPU303",)),
     ("4.14", "terratorch-1.2.13/terratorch/datamodules/dummy_datamodule.py:162", ("TPU303",)),
-    ("6.5", "aitextgen-0.6.0/aitextgen/aitextgen.py:558", ("TPU001",)),
+    # 6.5 (the `tpu_cores` parameter at aitextgen.py:558) and 6.10/6.11 (the `tpu_cores` config
+    # fields of openspeech's configurations.py) feed the findings at 6.6 and 6.7-6.9: one
+    # problem, one finding, with them as related places (issue 21 item 7).
     ("6.6", "aitextgen-0.6.0/aitextgen/aitextgen.py:739", ("TPU001",)),
     ("6.7", "openspeech-core-0.4.0/openspeech/utils.py:255", ("TPU001",)),
     ("6.8", "openspeech-core-0.4.0/openspeech/utils.py:284", ("TPU001",)),
     ("6.9", "openspeech-core-0.4.0/openspeech/utils.py:341", ("TPU001",)),
-    ("6.10", "openspeech-core-0.4.0/openspeech/dataclass/configurations.py:270", ("TPU001",)),
-    ("6.11", "openspeech-core-0.4.0/openspeech/dataclass/configurations.py:319", ("TPU001",)),
     (
         "7.1",
         "lightning-bolts-0.7.0/src/pl_bolts/models/self_supervised/moco/moco2_module.py:180",

@@ -1117,6 +1117,31 @@ class FileView:
             found = cache[key] = "".join(sorted(letters))
         return found
 
+    def _package_modules(self) -> list[ModuleSummary]:
+        """The modules of this file's top-level package (or of its folder, for scripts)."""
+        top = (self.module.module or "").split(".", 1)[0]
+        here = os.path.dirname(self.module.path) or "\0"
+        return [
+            m
+            for m in self.model.modules.values()
+            if (bool(top) and (m.module or "").split(".", 1)[0] == top)
+            or m.path.startswith(here + os.sep)
+            or m is self.module
+        ]
+
+    def legacy_keyword_passed(self, keyword: str) -> bool:
+        """Whether a call of this file's project passes the removed Trainer `keyword`."""
+        return any(keyword in m.legacy_keywords for m in self._package_modules())
+
+    def legacy_fields(self, keyword: str) -> list[tuple[str, int, int]]:
+        """(path, line, column) of the config fields named `keyword` in this project."""
+        return [
+            (m.path, line, column)
+            for m in self._package_modules()
+            for name, line, column in m.legacy_fields
+            if name == keyword
+        ]
+
     def base_init_takes(self, qualname: str, parameter: str) -> bool:
         """Whether a project base class of the class `qualname` (this file's) has an
         `__init__` that takes `parameter`: a subclass repeating the base's default."""

@@ -293,6 +293,32 @@ MODEL_LAYERS = {
 }
 
 
+# The Trainer arguments Lightning 2 removed, read from the text: where a call passes one as a
+# keyword, and where a class declares a field of that name (`tpu_cores: int = 8`). TPU001
+# reports the problem once, at the call, with the fields that feed it as related places.
+LEGACY_TRAINER_KEYWORDS = ("tpu_cores", "num_tpu_cores")
+_LEGACY_KEYWORD_USE = re.compile(r"[(,]\s*(tpu_cores|num_tpu_cores)\s*=(?!=)")
+# An indented `name = value` / `name: type = value` line that does not end with a comma (a
+# parameter of a multi-line `def` or call does).
+_LEGACY_FIELD = re.compile(
+    r"^([ \t]+)(tpu_cores|num_tpu_cores)\s*(?::[^=\n]*)?=(?!=)[^\n]*?(?<!,)[ \t]*(?:#[^\n]*)?$",
+    re.M,
+)
+
+
+def legacy_trainer_args(text: str) -> tuple[list[str], list[list]]:
+    """The removed Trainer keywords a file passes to calls, and its indented `name =` /
+    `name: type =` fields of those names as [name, line, column] (1-based)."""
+    if "tpu_cores" not in text:
+        return [], []
+    used = sorted({m.group(1) for m in _LEGACY_KEYWORD_USE.finditer(text)})
+    fields = []
+    for match in _LEGACY_FIELD.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        fields.append([match.group(2), line, len(match.group(1)) + 1])
+    return used, fields
+
+
 def model_layers(text: str) -> str:
     """The letters of MODEL_LAYERS whose pattern the text matches ("cl": convolutions and
     linear layers)."""
@@ -442,6 +468,9 @@ class ModuleSummary:
     parsed: bool = True  # False when `ast` could not parse the file
     sampler_injection_off: bool = False  # see SAMPLER_INJECTION_OFF
     model_layers: str = ""  # see MODEL_LAYERS
+    # See LEGACY_TRAINER_KEYWORDS: keywords passed to calls, and fields [name, line, column].
+    legacy_keywords: list[str] = field(default_factory=list)
+    legacy_fields: list[list] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -453,6 +482,8 @@ class ModuleSummary:
             "ok": self.parsed,
             "so": self.sampler_injection_off,
             "ml": self.model_layers,
+            "lk": self.legacy_keywords,
+            "lf": self.legacy_fields,
         }
 
     @classmethod
@@ -467,6 +498,8 @@ class ModuleSummary:
             data["ok"],
             data["so"],
             data.get("ml", ""),
+            data.get("lk", []),
+            data.get("lf", []),
         )
 
 
@@ -492,6 +525,7 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
     summary = ModuleSummary(path, module, is_package)
     summary.sampler_injection_off = bool(SAMPLER_INJECTION_OFF.search(text))
     summary.model_layers = model_layers(text)
+    summary.legacy_keywords, summary.legacy_fields = legacy_trainer_args(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
