@@ -38,6 +38,8 @@ def render_rule(rule: type[Rule]) -> str:
         else (f"opt-in (enable with `--extend-select {rule.code}`)")
     )
     status = "preview" if rule.preview else "stable"
+    if rule.preview and rule.default_enabled:
+        default = "in the default set with `--preview`"
     lines = [
         f"# {rule.code}: {rule.name}",
         "",

@@ -156,6 +156,12 @@ class RaggedLastBatch(_DataRule):
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
     - [Lightning source: sampler injection leaves `drop_last` alone (`data_connector.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
     - [litgpt #794: constant batch size to avoid recompiles](https://github.com/Lightning-AI/litgpt/issues/794)
+
+    ## Status
+    Stable. On sci1 and tpu1 it was right on every finding in code that runs on a TPU (12 of
+    12; 9 more were in code that never does). Issue 21 added the loader forms it missed: a
+    keyword dict (`DataLoader(**kwargs)`), project subclasses of `DataLoader`, and a
+    `train_dataloader` property.
     """
 
     code = "TPU303"

@@ -75,6 +75,11 @@ class DataDependentSize(TrackingRule, Rule):
     ## References
     - [torch_xla: recompilation causes (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+
+    ## Status
+    Stable. On sci1 it was right once in two findings in code that runs on a TPU: the other was
+    the same host read reported by TPU101 on the same line, which is now folded into that
+    finding (issue 21 item 7); loop counts moved to TPU203.
     """
 
     code = "TPU205"

@@ -59,6 +59,11 @@ class HardcodedTpuDeviceCount(Rule):
     - [Lightning source: `_check_tpu_devices_valid`](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/accelerators/xla.py)
     - [torch_xla docs: PJRT runtime (devices per host)](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
     - [Cloud TPU docs: TPU versions and chips per host](https://cloud.google.com/tpu/docs/system-architecture-tpu-vm)
+
+    ## Status
+    Stable. On tpu1 it was right on its one finding (`devices=32`, whose message now says that
+    no TPU host has that many devices); dictionaries of Trainer arguments and YAML configs with
+    the XLA strategy given by name are checked since (three misses of tpu1).
     """
 
     code = "TPU007"

@@ -85,6 +85,11 @@ class LegacyTpuCores(Rule):
     ## References
     - [Lightning 2.0 changelog: removed `tpu_cores` (#16171)](https://github.com/Lightning-AI/pytorch-lightning/pull/16171)
     - [Lightning docs: TPU basics](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_basic.html)
+
+    ## Status
+    Stable. On tpu1 it was right on every finding in code that runs on a TPU (4 of 4). Issue 21
+    made one problem one finding: the config fields and parameters that feed the removed
+    argument are related places of the finding at the call, not findings of their own.
     """
 
     code = "TPU001"
