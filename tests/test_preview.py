@@ -103,3 +103,41 @@ def test_the_manifest_and_rules_listing_record_each_rules_status(tmp_path: Path)
             assert by_code[info.code]["preview"] is info.preview
     text = run_cli(["rules"], root).stdout
     assert "status: stable = in the default set; preview = runs only with --preview" in text
+
+
+MLP_DATAMODULE = """\
+import lightning as L
+from torch import nn
+
+
+class Tabular(L.LightningDataModule):
+    def __init__(self, batch_size: int = 10):
+        super().__init__()
+
+
+head = nn.Sequential(nn.Linear(16, 64), nn.Linear(64, 1))
+"""
+
+
+def test_a_real_preview_rule_through_the_cli(tmp_path: Path) -> None:
+    """TPU302 is in preview: selected without preview it warns and reports nothing; with
+    --preview (or `preview = true`) it reports; SARIF marks it not enabled by default."""
+    assert registry.infos_by_code()["TPU302"].preview
+    root = make_project(tmp_path / "p", {"dm.py": MLP_DATAMODULE}, pyproject='select = ["TPU3"]\n')
+    quiet = run_cli(["check", ".", "--select", "TPU302", "--no-cache"], root)
+    assert quiet.exit_code == 0
+    assert "Selection `TPU302` has no effect because preview is not enabled" in quiet.stderr
+    loud = run_cli(["check", ".", "--select", "TPU302", "--preview", "--no-cache"], root)
+    assert loud.exit_code == 1 and "TPU302" in loud.stdout and not loud.stderr.strip()
+    # The project's own default set (TPU3) with preview on includes it; without, it does not.
+    assert "TPU302" not in run_cli(["check", ".", "--no-cache"], root).stdout
+    configured = make_project(
+        tmp_path / "q", {"dm.py": MLP_DATAMODULE}, pyproject='select = ["TPU3"]\npreview = true\n'
+    )
+    assert "TPU302" in run_cli(["check", ".", "--no-cache"], configured).stdout
+    sarif = json.loads(run_cli(["check", ".", "-o", "sarif", "--no-cache"], configured).stdout)
+    rule = next(r for r in sarif["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "TPU302")
+    assert rule["defaultConfiguration"]["enabled"] is False
+    assert rule["properties"]["status"] == "preview"
+    page = run_cli(["explain", "TPU302"], root).stdout
+    assert "This rule is in preview" in page and "## Status" in page
