@@ -334,14 +334,14 @@ def test_cached_results_follow_other_files(tmp_path: Path) -> None:
 
 SAMPLER_DATAMODULE = """\
 import lightning as L
-import torch_xla.core.xla_model as xm
+import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 
 class Data(L.LightningDataModule):
     def train_dataloader(self):
         sampler = DistributedSampler(
-            self.train_set, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()
+            self.train_set, num_replicas=dist.get_world_size(), rank=dist.get_rank()
         )
         return DataLoader(self.train_set, batch_size=64, sampler=sampler)
 """

@@ -292,7 +292,7 @@ def test_explicit_config_file(tmp_path: Path) -> None:
 def test_rules_and_explain(project: Path) -> None:
     listing = run_cli(["rules"], project)
     assert listing.exit_code == 0
-    assert re.search(r"TPU102\s+log-item-unwrap\s+safe\s+on", listing.stdout)
+    assert re.search(r"TPU102\s+log-item-unwrap\s+stable\s+safe\s+on", listing.stdout)
     as_json = json.loads(run_cli(["rules", "--output-format", "json", "--all"], project).stdout)
     assert {"code": "TPL001"}.items() <= as_json[0].items()
     page = run_cli(["explain", "TPU102"], project)

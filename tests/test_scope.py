@@ -703,8 +703,8 @@ def test_breakage_in_inference_code_stays_in_scope(tmp_path: Path) -> None:
                         return self(batch).sum()
 
                     def predict_step(self, batch, i):
-                        xm.mark_step()
-                        return self(batch).max().item()
+                        scale = xm.xrt_world_size()  # removed in torch_xla 2.7
+                        return self(batch).max().item() * scale
             """
         },
     )

@@ -94,6 +94,12 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
         click.option(
+            "--preview/--no-preview",
+            default=None,
+            help="Also run the rules (and shapes of rules) in preview: not yet 95% precise on "
+            "code read after they were frozen (`preview` in config).",
+        ),
+        click.option(
             "--unsafe-fixes/--no-unsafe-fixes",
             default=None,
             help="Also apply (or count as fixable) fixes that may change behaviour.",
@@ -178,6 +184,8 @@ def _load(
     output_format: str | None,
     max_file_size: str | None = None,
     scope: str | None = None,
+    preview: bool | None = None,
+    quiet: int = 0,
 ):
     from tpulint.config.settings import ConfigError, load_config, parse_size
 
@@ -206,6 +214,8 @@ def _load(
             changes["max_file_size"] = parse_size(max_file_size, "--max-file-size")
         if scope is not None:
             changes["scope"] = scope
+        if preview is not None:
+            changes["preview"] = preview
         if select and not _split(select):
             fail(
                 "--select was given an empty value: name the rules to run (codes like "
@@ -220,6 +230,9 @@ def _load(
         config.enabled  # noqa: B018 - resolve the selection now, so errors surface here
     except ConfigError as exc:
         fail(str(exc))
+    if not quiet:
+        for warning in config.selection_warnings():
+            click.echo(f"tpulint: warning: {warning}", err=True)
     return config
 
 
@@ -477,6 +490,7 @@ def _check(
     select,
     extend_select,
     ignore,
+    preview,
     unsafe_fixes,
     output_format,
     config_file,
@@ -503,6 +517,8 @@ def _check(
         output_format,
         max_file_size,
         scope,
+        preview=preview,
+        quiet=quiet,
     )
     if diff:
         return _fix(
@@ -512,6 +528,7 @@ def _check(
             select=(),
             extend_select=(),
             ignore=(),
+            preview=config.preview,
             unsafe_fixes=config.unsafe_fixes,
             output_format=config.output_format,
             config_file=config_file,
@@ -667,6 +684,7 @@ def _fix(
     select,
     extend_select,
     ignore,
+    preview,
     unsafe_fixes,
     output_format,
     config_file,
@@ -694,6 +712,8 @@ def _fix(
         output_format,
         max_file_size,
         scope,
+        preview=preview,
+        quiet=quiet,
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
@@ -812,7 +832,7 @@ def _fix(
 @click.option("--output-format", "-o", type=click.Choice(["text", "json"]), default="text")
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
 def rules(output_format: str, show_all: bool) -> None:
-    """List the rules with their fix safety and default state."""
+    """List the rules with their status (stable or preview), fix safety and default state."""
     from tpulint.config.registry import FAMILY_TITLES, catalogue
 
     # The manifest's metadata: listing the rules imports none of them.
@@ -830,6 +850,8 @@ def rules(output_format: str, show_all: bool) -> None:
                         "family": r.family(),
                         "severity": r.severity.value,
                         "fix": r.fix_availability(),
+                        "status": r.status,
+                        "preview": r.preview,
                         "default_enabled": r.default_enabled or r.always_on,
                     }
                     for r in selected
@@ -850,10 +872,12 @@ def rules(output_format: str, show_all: bool) -> None:
             )
         default = "on " if rule.default_enabled or rule.always_on else "off"
         click.echo(
-            f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
-            f"{default}  {rule.summary}"
+            f"  {rule.code}  {rule.name:<{name_width}}  {rule.status:<7}  "
+            f"{rule.fix_availability():<{fix_width}}  {default}  {rule.summary}"
         )
     click.echo(
+        "\nstatus: stable = in the default set; preview = runs only with --preview "
+        "(`preview = true`) until it is 95% precise on code read after it was frozen."
         "\nfix: safe = applied by `tpulint fix --apply`; unsafe = with --unsafe-fixes; "
         "display-only = shown, never applied.  Default: on/off (opt-in)."
     )

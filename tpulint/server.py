@@ -256,7 +256,30 @@ def to_lsp(document: TextDocument, diagnostic: Diagnostic) -> types.Diagnostic:
         source=SOURCE,
         tags=[types.DiagnosticTag.Unnecessary] if diagnostic.code == "TPL001" else None,
         data={"name": diagnostic.name, "fixable": bool(fixable)},
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(
+                    uri=_related_uri(document, diagnostic, place.path),
+                    range=client_range(document, place.start, place.end)
+                    if place.path == diagnostic.path
+                    else types.Range(
+                        types.Position(place.start.line - 1, place.start.column - 1),
+                        types.Position(place.end.line - 1, place.end.column - 1),
+                    ),
+                ),
+                message=place.message,
+            )
+            for place in diagnostic.related
+        ]
+        or None,
     )
+
+
+def _related_uri(document: TextDocument, diagnostic: Diagnostic, path: str) -> str:
+    """The URI of a related place: the document's own, or another file's."""
+    if path == diagnostic.path:
+        return document.uri
+    return Path(path).resolve().as_uri()
 
 
 def _contains(diagnostic: Diagnostic, line: int, column: int) -> bool:

@@ -242,7 +242,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "    def forward(self, x):\n"
             "        hard = x >= 0.5\n"
             "        return x[hard].mean() + x[x > 0].sum()\n",
-            count=2,
+            message="and in the same statement: `x[x > 0]`",  # one statement, one finding
             applicability=Applicability.SAFE,
             expected_fix="from torch import nn\nimport torch\n\n\nclass Loss(nn.Module):\n"
             "    def forward(self, x):\n"
@@ -340,7 +340,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        seen = counts > 0\n"
             "        hist[seen] = mag[seen] / counts[seen]\n"
             "        return hist\n",
-            count=2,  # the write, and one finding for both reads
+            # The write and the reads of one statement: one finding, the reads related.
+            message="writes through a boolean mask",
             applicability=Applicability.UNSAFE,
             expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
             "        seen = counts > 0\n"

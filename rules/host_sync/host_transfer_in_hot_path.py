@@ -230,6 +230,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        m = torch.minimum(y, torch.zeros_like(y))\n"
             "        return self.heads[batch_idx % 3](y[:n] + m[:n])\n"
         ),
+        # The error path: printed just before the step raises, not every step.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self.loss_fn(self(batch))\n"
+            "        if self.check_finite:\n"
+            "            bad = loss * 0\n"
+            "            print(f'non-finite loss {loss} ({bad})')\n"
+            "            raise FloatingPointError('non-finite loss')\n"
+            "        return loss\n"
+        ),
         # The first validation batch only (EXAMPLES T9).
         Valid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"

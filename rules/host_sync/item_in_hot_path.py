@@ -124,6 +124,15 @@ class ItemInHotPath(Rule):
             "            raise ValueError(f'negative ids, min={batch.min().item()}')\n"
             "        return self(batch)\n"
         ),
+        # A table allocated once and grown when a longer batch comes: not every step.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass Positions(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        if self.table is None or self.table.size(0) < x.size(1):\n"
+            "            longest = int(lengths.max().item())\n"
+            "            self.table = torch.arange(longest, device=x.device)\n"
+            "        return x + self.table[: x.size(1)]\n"
+        ),
         # Once per epoch is fine.
         Valid(_HEAD + "    def on_train_epoch_end(self):\n        print(self.total.item())\n"),
         # CPU tensors, numpy values and MLX arrays are not device syncs.
@@ -166,6 +175,16 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # A branch that returns before the function's final `raise` is not the error path.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        if self.mode == 'trim':\n"
+            "            scale = lengths.float().mean().item()\n"
+            "            return x * scale\n"
+            "        raise ValueError(self.mode)\n",
+            line=8,
+        ),
         # Module state read by other code: no fix (it would hold a tensor).
         Invalid(
             _HEAD

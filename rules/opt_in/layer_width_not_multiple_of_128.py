@@ -113,8 +113,8 @@ class LayerWidthNotMultipleOf128(Rule):
     INVALID = (
         Invalid(
             "from torch import nn\n\n"
+            # One width in two layers of one statement: one finding.
             "mlp = nn.Sequential(nn.Linear(512, 300), nn.ReLU(), nn.Linear(300, 512))\n",
-            count=2,
             line=3,
             message="padded to 384",
             expected_suggestion="from torch import nn\n\n"

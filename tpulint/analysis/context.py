@@ -429,6 +429,7 @@ class FileContext(Resolver):
         kinds: set[str] = set()
         child: cst.CSTNode = node
         ancestor = parents.get(id(node))
+        innermost_block = True
         while ancestor is not None:
             if isinstance(ancestor, cst.If):
                 test = ancestor.test
@@ -455,6 +456,16 @@ class FileContext(Resolver):
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test)
+                if (
+                    isinstance(ancestor, cst.IndentedBlock)
+                    and innermost_block
+                    and _raises_after(ancestor, child)
+                ):
+                    # The error path: `print(t)` just before `raise` in the same block runs
+                    # when the step fails, not every step. (Only the innermost block: an
+                    # outer `raise` may be reached only by paths that skip the node.)
+                    kinds.add("rare")
+                innermost_block = False
             elif isinstance(ancestor, cst.FunctionDef):
                 return kinds, ancestor
             elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
@@ -670,6 +681,23 @@ def _sets_self_attribute(body: cst.CSTNode, attribute: str) -> bool:
         if isinstance(current, cst.BaseExpression):
             continue
         stack.extend(iter_children(current))
+    return False
+
+
+def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
+    """Whether the block raises, unconditionally, after `child`: `child` is on an error path
+    (a message printed before `raise ValueError(...)`)."""
+    seen = False
+    for statement in block.body:
+        if statement is child:
+            seen = True
+            continue
+        if (
+            seen
+            and isinstance(statement, cst.SimpleStatementLine)
+            and any(isinstance(small, cst.Raise) for small in statement.body)
+        ):
+            return True
     return False
 
 

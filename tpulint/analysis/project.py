@@ -1276,6 +1276,59 @@ class FileView:
         ]
         return sorted(others, key=lambda p: (os.path.commonpath([here, p]) != here, p))
 
+    def model_layers(self) -> str:
+        """What the models of this file's project are built from (summary.MODEL_LAYERS):
+        the union over the file's top-level package and the files of its folder and below
+        (a script's own modules)."""
+        cache = self.model.__dict__.setdefault("_model_layers", {})
+        top = (self.module.module or "").split(".", 1)[0]
+        here = os.path.dirname(self.module.path) or "\0"  # a path-less source: itself only
+        key = (top, here)
+        found = cache.get(key)
+        if found is None:
+            letters: set[str] = set()
+            for m in self.model.modules.values():
+                same_package = bool(top) and (m.module or "").split(".", 1)[0] == top
+                if same_package or m.path.startswith(here + os.sep) or m.path == self.module.path:
+                    letters.update(m.model_layers)
+            found = cache[key] = "".join(sorted(letters))
+        return found
+
+    def _package_modules(self) -> list[ModuleSummary]:
+        """The modules of this file's top-level package (or of its folder, for scripts)."""
+        top = (self.module.module or "").split(".", 1)[0]
+        here = os.path.dirname(self.module.path) or "\0"
+        return [
+            m
+            for m in self.model.modules.values()
+            if (bool(top) and (m.module or "").split(".", 1)[0] == top)
+            or m.path.startswith(here + os.sep)
+            or m is self.module
+        ]
+
+    def legacy_keyword_passed(self, keyword: str) -> bool:
+        """Whether a call of this file's project passes the removed Trainer `keyword`."""
+        return any(keyword in m.legacy_keywords for m in self._package_modules())
+
+    def legacy_fields(self, keyword: str) -> list[tuple[str, int, int]]:
+        """(path, line, column) of the config fields named `keyword` in this project."""
+        return [
+            (m.path, line, column)
+            for m in self._package_modules()
+            for name, line, column in m.legacy_fields
+            if name == keyword
+        ]
+
+    def base_init_takes(self, qualname: str, parameter: str) -> bool:
+        """Whether a project base class of the class `qualname` (this file's) has an
+        `__init__` that takes `parameter`: a subclass repeating the base's default."""
+        model = self.model
+        for base in model.mro(self.class_gkey(qualname))[1:]:
+            init = model.find_method(base, "__init__")
+            if init is not None and parameter in init.summary.params:
+                return True
+        return False
+
     def display(self, path: str) -> str:
         return _display(path, self.base)
 

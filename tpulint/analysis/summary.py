@@ -113,6 +113,55 @@ SAMPLER_INJECTION_OFF = re.compile(
     r"\b(use_distributed_sampler|replace_sampler_ddp)\b\s*[=:]\s*False\b"
 )
 
+# What a file builds its models from, read from its text: convolutions (rows are
+# batch x height x width), token or sequence layers (rows are batch x tokens), plain linear
+# layers (rows are the batch). TPU302 grades a per-core batch's padding only where the batch
+# is the row dimension of the model's matmuls (issue 21 item 5).
+MODEL_LAYERS = {
+    "c": re.compile(
+        r"\b(?:Conv(?:Transpose)?[123]d|conv[123]d|create_model|resnet\d+|efficientnet\w*|"
+        r"vit_\w+|UNet\w*|Unet\w*|torchvision\.models|segmentation_models_pytorch)\b"
+    ),
+    "s": re.compile(
+        r"\b(?:input_ids|Embedding|MultiheadAttention|Transformer(?:Encoder|Decoder)?\w*|"
+        r"LSTM|GRU|RNN|from_pretrained|AutoModel\w*|attention_mask|scaled_dot_product_attention"
+        r"|PatchEmbed\w*)\b"
+    ),
+    "l": re.compile(r"\b(?:nn\.)?Linear\s*\("),
+}
+
+
+# The Trainer arguments Lightning 2 removed, read from the text: where a call passes one as a
+# keyword, and where a class declares a field of that name (`tpu_cores: int = 8`). TPU001
+# reports the problem once, at the call, with the fields that feed it as related places.
+LEGACY_TRAINER_KEYWORDS = ("tpu_cores", "num_tpu_cores")
+_LEGACY_KEYWORD_USE = re.compile(r"[(,]\s*(tpu_cores|num_tpu_cores)\s*=(?!=)")
+# An indented `name = value` / `name: type = value` line that does not end with a comma (a
+# parameter of a multi-line `def` or call does).
+_LEGACY_FIELD = re.compile(
+    r"^([ \t]+)(tpu_cores|num_tpu_cores)\s*(?::[^=\n]*)?=(?!=)[^\n]*?(?<!,)[ \t]*(?:#[^\n]*)?$",
+    re.M,
+)
+
+
+def legacy_trainer_args(text: str) -> tuple[list[str], list[list]]:
+    """The removed Trainer keywords a file passes to calls, and its indented `name =` /
+    `name: type =` fields of those names as [name, line, column] (1-based)."""
+    if "tpu_cores" not in text:
+        return [], []
+    used = sorted({m.group(1) for m in _LEGACY_KEYWORD_USE.finditer(text)})
+    fields = []
+    for match in _LEGACY_FIELD.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        fields.append([match.group(2), line, len(match.group(1)) + 1])
+    return used, fields
+
+
+def model_layers(text: str) -> str:
+    """The letters of MODEL_LAYERS whose pattern the text matches ("cl": convolutions and
+    linear layers)."""
+    return "".join(key for key, pattern in MODEL_LAYERS.items() if pattern.search(text))
+
 
 @dataclass
 class CallSite:
@@ -257,6 +306,10 @@ class ModuleSummary:
     parsed: bool = True  # False when `ast` could not parse the file
     sampler_injection_off: bool = False  # see SAMPLER_INJECTION_OFF
     scope: ScopeFacts = field(default_factory=ScopeFacts)  # where its code runs
+    model_layers: str = ""  # see MODEL_LAYERS
+    # See LEGACY_TRAINER_KEYWORDS: keywords passed to calls, and fields [name, line, column].
+    legacy_keywords: list[str] = field(default_factory=list)
+    legacy_fields: list[list] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -268,6 +321,9 @@ class ModuleSummary:
             "ok": self.parsed,
             "so": self.sampler_injection_off,
             "sc": self.scope.to_json(),
+            "ml": self.model_layers,
+            "lk": self.legacy_keywords,
+            "lf": self.legacy_fields,
         }
 
     @classmethod
@@ -282,6 +338,9 @@ class ModuleSummary:
             data["ok"],
             data["so"],
             ScopeFacts.from_json(data["sc"]),
+            data.get("ml", ""),
+            data.get("lk", []),
+            data.get("lf", []),
         )
 
 
@@ -289,6 +348,8 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
     """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it)."""
     summary = ModuleSummary(path, module, is_package)
     summary.sampler_injection_off = bool(SAMPLER_INJECTION_OFF.search(text))
+    summary.model_layers = model_layers(text)
+    summary.legacy_keywords, summary.legacy_fields = legacy_trainer_args(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

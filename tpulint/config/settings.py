@@ -22,6 +22,7 @@ from tpulint.config.registry import (
     SelectionLayer,
     codes_matching,
     resolve_selection,
+    selection_warnings,
     validate_selector,
 )
 
@@ -97,6 +98,10 @@ class Config:
     respect_gitignore: bool = True
     force_exclude: bool = False
     unsafe_fixes: bool = False
+    # Ruff's preview mode: rules (and shapes of rules) that have not earned the default set
+    # run only with it; `explicit_preview_rules` enables preview rules only by exact code.
+    preview: bool = False
+    explicit_preview_rules: bool = False
     batch_multiple: int = 8
     hot_methods: tuple[str, ...] = ()
     lightning_version: str = "2.6"
@@ -116,9 +121,18 @@ class Config:
     def enabled(self) -> frozenset[str]:
         cached = self.__dict__.get("_enabled")
         if cached is None:
-            cached = resolve_selection(self.layers)
+            cached = resolve_selection(
+                self.layers,
+                preview=self.preview,
+                explicit_preview=self.preview and self.explicit_preview_rules,
+            )
             object.__setattr__(self, "_enabled", cached)
         return cached
+
+    def selection_warnings(self) -> list[str]:
+        """Selections that enable nothing because their rules are in preview and preview is
+        off (the CLI prints them as warnings, as Ruff does)."""
+        return selection_warnings(self.layers, self.preview)
 
     def enabled_for(self, relpath: str) -> frozenset[str]:
         """Enabled codes for a file, after per-file ignores."""
@@ -140,6 +154,7 @@ class Config:
         payload = {
             "enabled": sorted(self.enabled),
             "per_file_ignores": self.per_file_ignores,
+            "preview": self.preview,
             "batch_multiple": self.batch_multiple,
             "hot_methods": self.hot_methods,
             "lightning_version": self.lightning_version,
@@ -348,6 +363,8 @@ _KEYS = {
     "respect-gitignore": ("respect_gitignore", _bool),
     "force-exclude": ("force_exclude", _bool),
     "unsafe-fixes": ("unsafe_fixes", _bool),
+    "preview": ("preview", _bool),
+    "explicit-preview-rules": ("explicit_preview_rules", _bool),
     "batch-multiple": ("batch_multiple", _batch_multiple),
     "hot-methods": ("hot_methods", _identifier_list),
     "lightning-version": ("lightning_version", _version),

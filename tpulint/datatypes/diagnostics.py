@@ -121,6 +121,31 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class RelatedLocation:
+    """Another place that belongs to a finding (the other tensors of one f-string, the
+    config field that feeds a Trainer argument): SARIF's `relatedLocations`."""
+
+    path: str
+    start: Location
+    end: Location
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "start": self.start.to_json(),
+            "end": self.end.to_json(),
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RelatedLocation:
+        return cls(
+            data["path"], Location(**data["start"]), Location(**data["end"]), data["message"]
+        )
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     code: str
     name: str
@@ -138,6 +163,8 @@ class Diagnostic:
     # Why the code is outside the default scope (it never trains on a TPU: a CUDA-only
     # branch, inference, unreached from the TPU entry points), or None when it is inside.
     scope: str | None = field(default=None, compare=False)
+    # The other places of the same problem (one problem, one finding).
+    related: tuple[RelatedLocation, ...] = field(default=(), compare=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -163,6 +190,10 @@ class Diagnostic:
             self.noqa_lines,
             self.project_dependent,
             self.scope,
+            tuple(
+                RelatedLocation(path, r.start, r.end, r.message) if r.path == self.path else r
+                for r in self.related
+            ),
         )
 
     def with_scope(self, scope: str | None) -> Diagnostic:
@@ -180,6 +211,7 @@ class Diagnostic:
             "fix": self.fix.to_json() if self.fix else None,
             "noqa_lines": list(self.noqa_lines),
             "scope": self.scope,
+            "related": [r.to_json() for r in self.related],
             **({"project_dependent": True} if self.project_dependent else {}),
         }
 
@@ -197,4 +229,5 @@ class Diagnostic:
             noqa_lines=tuple(data.get("noqa_lines", ())),
             project_dependent=bool(data.get("project_dependent", False)),
             scope=data.get("scope"),
+            related=tuple(RelatedLocation.from_json(r) for r in data.get("related", ())),
         )

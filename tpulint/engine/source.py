@@ -46,10 +46,12 @@ from tpulint.datatypes.diagnostics import (
     Edit,
     Fix,
     Location,
+    RelatedLocation,
     Severity,
 )
 from tpulint.engine.deep_stack import TooDeep, call_deep
-from tpulint.rule_api.rule import FixSpec, Report, Rule
+from tpulint.engine.merging import merge_reports
+from tpulint.rule_api.rule import FixSpec, RelatedNode, Report, Rule
 
 MAX_FIX_ITERATIONS = 10
 
@@ -307,12 +309,15 @@ def _analyze(
         ) from exc
 
     reports = [r for instance in instances for r in instance.reports]
+    # One problem, one finding (engine/merging.py).
+    reports = merge_reports(reports, ctx.parents, module.code_for_node)
     ctx.release()
     if not reports:
         return _Analysis(module, [], [], {}, suppressions, ctx.parents)
 
     positions = PositionIndex(module, source)
     wanted: list[cst.CSTNode] = [r.node for r in reports]
+    wanted += [x.node for r in reports for x in r.related if isinstance(x, RelatedNode)]
     fixes = [r.fix for r in reports if r.fix is not None]
     if with_edits and fixes:
         wanted += positions_needed(module, fixes, ctx.parents)
@@ -329,6 +334,16 @@ def _analyze(
         elif report.fix is not None:
             edits = fix_edits(module, report.fix, positions, ctx.parents) if with_edits else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
+        related = []
+        noqa_lines = set(range(start.line, end.line + 1))
+        for place in report.related:
+            if isinstance(place, RelatedNode):
+                r_start, r_end = positions.range(place.node)
+                related.append(RelatedLocation(path, r_start, r_end, place.message))
+                # A suppression on any line of the merged places silences the finding.
+                noqa_lines.update(range(r_start.line, r_end.line + 1))
+            else:
+                related.append(place)
         diagnostic = Diagnostic(
             code=rule.code,
             name=rule.name,
@@ -338,7 +353,8 @@ def _analyze(
             end=end,
             severity=rule.severity,
             fix=fix,
-            noqa_lines=tuple(range(start.line, end.line + 1)),
+            noqa_lines=tuple(sorted(noqa_lines)),
+            related=tuple(related),
             project_dependent=report.project_dependent,
         )
         if report.fix is not None:

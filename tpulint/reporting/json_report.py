@@ -15,7 +15,7 @@ SCHEMA_VERSION = 1
 
 
 def diagnostic_json(d: Diagnostic, options: ReportOptions) -> dict[str, Any]:
-    return {
+    out = {
         "code": d.code,
         "name": d.name,
         "message": d.message,
@@ -27,6 +27,9 @@ def diagnostic_json(d: Diagnostic, options: ReportOptions) -> dict[str, Any]:
         "fix": d.fix.to_json() if d.fix else None,
         "scope": d.scope,
     }
+    if d.related:
+        out["related"] = [r.to_json() for r in d.related]
+    return out
 
 
 def report_json(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> dict[str, Any]:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tpulint.analysis.project import FileView
     from tpulint.analysis.yaml_config import YamlDocument
     from tpulint.config.settings import Config
-    from tpulint.datatypes.diagnostics import Edit, Location
+    from tpulint.datatypes.diagnostics import Edit, Location, RelatedLocation
 
 NewNode = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]  # noqa: UP007 (a runtime alias)
 
@@ -94,14 +94,28 @@ class FixSpec:
         return h.hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class RelatedNode:
+    """Another node of the same problem, shown with the finding (SARIF relatedLocations)."""
+
+    node: cst.CSTNode
+    message: str
+
+
 @dataclass
 class Report:
-    """What a rule reported, before positions and suppressions are applied."""
+    """What a rule reported, before positions and suppressions are applied.
+
+    `related`: the other places of the same problem (nodes of this file, or locations in
+    other files). `note`: a short clause that says what this finding adds when the engine
+    folds it into another rule's finding of the same expression (`folds_into`)."""
 
     rule: type[Rule]
     node: cst.CSTNode
     message: str
     fix: FixSpec | None = None
+    related: list[RelatedNode | RelatedLocation] = field(default_factory=list)
+    note: str | None = None
     # The message or fix depends on other files than the project model digests for this
     # file (see Diagnostic.project_dependent).
     project_dependent: bool = False
@@ -161,6 +175,10 @@ class Rule:
     # Whether some findings of the rule come without a fix ("Fix is sometimes available").
     fix_sometimes: ClassVar[bool] = False
     default_enabled: ClassVar[bool] = True
+    # Status: a preview rule runs only with preview on (`--preview`, `preview = true`), as in
+    # Ruff. A rule stays in preview until its precision on code read after it was frozen is
+    # 95% or better; its page's "Status" section gives the evidence either way.
+    preview: ClassVar[bool] = False
     # The file must contain one of these substrings for the rule to be able to fire; the
     # engine does not parse a file that no enabled rule can fire on.
     requires: ClassVar[tuple[str, ...]] = ()
@@ -173,6 +191,13 @@ class Rule:
     fix_message: ClassVar[str | None] = None
     # Rules enabled when this rule's examples run (default: this rule alone).
     example_selection: ClassVar[tuple[str, ...] | None] = None
+    # One problem, one finding: the engine merges this rule's findings within one statement
+    # into the first (the others become related places), unless this is False.
+    one_per_statement: ClassVar[bool] = True
+    # Codes of rules whose finding on the same expression is the same problem: a finding
+    # of this rule whose node overlaps one of theirs in the same statement is folded into
+    # that finding (its `note` appended to the message) instead of reported twice.
+    folds_into: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
@@ -188,6 +213,13 @@ class Rule:
         self.yaml_reports: list[YamlReport] = []
         self.yaml_config: Config | None = None  # set when checking a YAML config
 
+    @property
+    def preview_mode(self) -> bool:
+        """Whether preview mode is on: shapes of a stable rule that have not earned the
+        default set yet report only then."""
+        config = self.ctx.config if self.ctx is not None else self.yaml_config
+        return bool(getattr(config, "preview", False))
+
     # --- reporting -------------------------------------------------------------------
 
     def report(
@@ -202,12 +234,16 @@ class Rule:
         fix_message: str | None = None,
         add_imports: Sequence[ImportSpec] = (),
         remove_unused_imports: Sequence[str] = (),
+        related: Sequence[RelatedNode | RelatedLocation] = (),
+        note: str | None = None,
         project_dependent: bool = False,
     ) -> None:
         """Report `node`. A fix is either a full FixSpec or a single `replacement` for
-        `replaces` (default: `node`) with `applicability` (default: the rule's).
-        `project_dependent`: the message or fix was read from other files of the project
-        (a cached result is reused only for the same project)."""
+        `replaces` (default: `node`) with `applicability` (default: the rule's). `related`
+        are the other places of the same problem; `note` is what this finding adds when it
+        is folded into another rule's finding (see `folds_into`). `project_dependent`: the
+        message or fix was read from other files of the project (a cached result is reused
+        only for the same project)."""
         if fix is None and replacement is not None:
             fix = FixSpec(
                 applicability=applicability or self.fix_applicability or Applicability.DISPLAY_ONLY,
@@ -216,7 +252,17 @@ class Rule:
                 add_imports=tuple(add_imports),
                 remove_unused_imports=tuple(remove_unused_imports),
             )
-        self.reports.append(Report(type(self), node, message, fix, project_dependent))
+        self.reports.append(
+            Report(
+                type(self),
+                node,
+                message,
+                fix,
+                related=list(related),
+                note=note,
+                project_dependent=project_dependent,
+            )
+        )
 
     # --- LightningCLI YAML configs -----------------------------------------------------
 

@@ -39,6 +39,7 @@ from tpulint.datatypes.diagnostics import (
     FileEdits,
     Fix,
     Location,
+    RelatedLocation,
     Severity,
 )
 
@@ -349,6 +350,18 @@ def _diagnostic(value: Any) -> Diagnostic:
         noqa_lines=tuple(_number(n) for n in noqa),
         project_dependent=value.get("project_dependent", False) is True,
         scope=_text(value["scope"]) if value.get("scope") is not None else None,
+        related=tuple(_related(r) for r in value.get("related", ())),
+    )
+
+
+def _related(value: Any) -> RelatedLocation:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a related location, got {value!r}")
+    return RelatedLocation(
+        _text(value["path"]),
+        _location(value["start"]),
+        _location(value["end"]),
+        _text(value["message"]),
     )
 
 
