@@ -118,6 +118,7 @@ class RaggedLastBatch(_DataRule):
     fix_sometimes = True
     fix_message = "Drop the incomplete last batch: `drop_last=True`"
     requires = ("DataLoader",)
+    screen_calls = frozenset({"DataLoader"})  # is_dataloader_call
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from tpulint.datatypes.diagnostics import Severity
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.matchers import source_of
 
@@ -129,6 +129,7 @@ class CollectiveInRankBranch(Rule):
         "collective_permute",
         "optimizer_step",
     )
+    screen_calls = last_names(_COLLECTIVES, _LIGHTNING_COLLECTIVES)
 
     @classmethod
     def applies(cls, source: str, view: object) -> bool:

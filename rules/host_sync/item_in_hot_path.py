@@ -92,6 +92,7 @@ class ItemInHotPath(Rule):
     fix_sometimes = True
     fix_message = "Keep the value as a tensor: drop `.item()`"
     requires = (".item()",)
+    screen_calls = frozenset({"item"})
 
     VALID = (
         # Once per epoch is fine.

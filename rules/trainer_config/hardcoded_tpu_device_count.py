@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.project import FileView
 from tpulint.analysis.yaml_config import YamlDocument
 from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
 from tpulint.rule_api.cst_helpers import keyword_arg
@@ -59,6 +60,12 @@ class HardcodedTpuDeviceCount(Rule):
     fix_applicability = Applicability.UNSAFE
     fix_message = 'Use `devices="auto"`'
     requires = ("devices",)
+    screen_calls = frozenset({"Trainer", "from_argparse_args"})  # is_trainer_call
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        return syntax is None or "devices" in syntax.literal_keywords  # `devices=8`
 
     VALID = (
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices="auto")\n'),

@@ -266,6 +266,7 @@ class ProjectModel:
         self.hot_methods = frozenset(hot_methods)
         self.modules: dict[str, ModuleSummary] = {}  # by path
         self.by_name: dict[str, list[ModuleSummary]] = {}
+        self._roots: set[str] = set()  # the first part of every module name
         self.classes: dict[str, _Class] = {}
         self.functions: dict[str, _Function] = {}
         self._module_classes: dict[int, dict[str, _Class]] = {}
@@ -290,6 +291,7 @@ class ProjectModel:
         self.modules[summary.path] = summary
         if summary.module is not None:
             self.by_name.setdefault(summary.module, []).append(summary)
+            self._roots.add(summary.module.partition(".")[0])
         prefix = summary.module or summary.path
         classes: dict[str, _Class] = {}
         for cls in summary.classes:
@@ -348,6 +350,8 @@ class ProjectModel:
                 return None
             return self._in_module(near, qualified[1:], depth)
         parts = qualified.split(".")
+        if parts[0] not in self._roots:
+            return None  # outside the project (torch, numpy, ...): most names calls resolve
         for i in range(len(parts), 0, -1):
             module = self.module_named(".".join(parts[:i]), near)
             if module is not None:

@@ -292,9 +292,12 @@ class FunctionSummary:
     returns_annotation: str | None = None
     const_return: int | None = None  # the int literal every `return` returns (`__len__`)
     rank_aware: bool = False  # its code reads the rank or world size (see RANK_TOKENS)
+    # The lines of its code, decorators included (first, last): where its findings can be.
+    span: tuple[int, int] = (0, 0)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "sp": list(self.span),
             "k": self.key,
             "n": self.name,
             "q": self.qualname,
@@ -328,6 +331,7 @@ class FunctionSummary:
             data["ra"],
             data["cr"],
             data["rk"],
+            tuple(data["sp"]),  # type: ignore[arg-type]
         )
 
 
@@ -361,6 +365,85 @@ class ClassSummary:
         return cls(data["n"], data["q"], data["l"], data["b"], data["m"], data["a"], data["pa"])
 
 
+@dataclass(frozen=True)
+class Syntax:
+    """What a file's code contains, whatever the scope (module level, classes, functions,
+    lambdas): the facts the rules' screens read to rule a file out without parsing it with
+    libcst (`Rule.can_fire`). Every set over-approximates what a libcst walk of the same code
+    can meet, so a screen that asks for one of these never skips a file the rule fires in.
+
+    calls: the last name of every called expression (`f(...)` -> `f`, `a.b.c(...)` -> `c`),
+    plus the last name of every imported name bound under an alias (`from torch.cuda.amp
+    import autocast as ac` -> `autocast`), so that a call the imports qualify to `x.y.name`
+    always has `name` here. keywords: keyword argument names of calls. literal_keywords: those
+    given a literal (a number, string or f-string, a signed number, True/False/None).
+    class_fields: names assigned in class bodies (`precision: str = "16"`)."""
+
+    calls: frozenset[str] = frozenset()
+    keywords: frozenset[str] = frozenset()
+    literal_keywords: frozenset[str] = frozenset()
+    class_fields: frozenset[str] = frozenset()
+
+    def to_json(self) -> list[list[str]]:
+        return [
+            sorted(self.calls),
+            sorted(self.keywords),
+            sorted(self.literal_keywords),
+            sorted(self.class_fields),
+        ]
+
+    @classmethod
+    def from_json(cls, data: list[list[str]]) -> Syntax:
+        return cls(*(frozenset(part) for part in data))
+
+
+def syntax_of(tree: ast.AST) -> Syntax:
+    """The Syntax facts of a parsed tree (one iterative walk)."""
+    calls: set[str] = set()
+    keywords: set[str] = set()
+    literal: set[str] = set()
+    fields: set[str] = set()
+    call_type, name_type, attribute_type = ast.Call, ast.Name, ast.Attribute
+    literal_types = (ast.Constant, ast.JoinedStr)
+    stack: list[ast.AST] = [tree]
+    iter_children = ast.iter_child_nodes
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is call_type:
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is attribute_type:
+                calls.add(func.attr)
+            elif type(func) is name_type:
+                calls.add(func.id)
+            for keyword in node.keywords:  # type: ignore[attr-defined]
+                name = keyword.arg
+                if name is None:
+                    continue
+                keywords.add(name)
+                value = keyword.value
+                if isinstance(value, ast.UnaryOp):
+                    value = value.operand
+                if isinstance(value, literal_types):
+                    literal.add(name)
+        elif kind is ast.ClassDef:
+            for statement in node.body:  # type: ignore[attr-defined]
+                targets: list[ast.expr] = []
+                if isinstance(statement, ast.Assign):
+                    targets = statement.targets
+                elif isinstance(statement, ast.AnnAssign):
+                    targets = [statement.target]
+                for target in targets:
+                    if isinstance(target, name_type):
+                        fields.add(target.id)
+        elif kind is ast.ImportFrom or kind is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.asname is not None:
+                    calls.add(alias.name.rsplit(".", 1)[-1])
+        stack.extend(iter_children(node))
+    return Syntax(frozenset(calls), frozenset(keywords), frozenset(literal), frozenset(fields))
+
+
 @dataclass
 class ModuleSummary:
     path: str
@@ -371,6 +454,8 @@ class ModuleSummary:
     functions: list[FunctionSummary] = field(default_factory=list)
     parsed: bool = True  # False when `ast` could not parse the file
     sampler_injection_off: bool = False  # see SAMPLER_INJECTION_OFF
+    # What the code contains, for the rules' screens (None when `ast` could not parse it).
+    syntax: Syntax | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -381,6 +466,7 @@ class ModuleSummary:
             "f": [f.to_json() for f in self.functions],
             "ok": self.parsed,
             "so": self.sampler_injection_off,
+            "sx": self.syntax.to_json() if self.syntax is not None else None,
         }
 
     @classmethod
@@ -394,6 +480,7 @@ class ModuleSummary:
             [FunctionSummary.from_json(f) for f in data["f"]],
             data["ok"],
             data["so"],
+            Syntax.from_json(data["sx"]) if data["sx"] is not None else None,
         )
 
 
@@ -426,9 +513,11 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
         summary.parsed = False
         return summary
     try:
+        summary.syntax = syntax_of(tree)
         _Summarizer(summary, text).module(tree)
     except RecursionError:
         summary.parsed = False
+        summary.syntax = None
     return summary
 
 
@@ -696,6 +785,10 @@ class _Summarizer:
             bound=klass is not None and not is_static,
             decorators=decorators,
             returns_annotation=ast.unparse(node.returns) if node.returns is not None else None,
+            span=(
+                min([node.lineno, *(d.lineno for d in node.decorator_list)]),
+                node.end_lineno or node.lineno,
+            ),
         )
         self.summary.functions.append(info)
         info.rank_aware = self._spans_rank_line(node)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -64,15 +65,32 @@ class _Analysis:
     parents: dict[int, cst.CSTNode] = field(default_factory=dict)
 
 
+# Whether the prefilters and screens rule files out (see `unscreened`).
+_SCREENED = [True]
+
+
+@contextmanager
+def unscreened() -> Iterator[None]:
+    """Within it, every enabled rule runs on every file: no text prefilter, no screen. What
+    the screens' soundness is tested against (tests/test_screens.py); worker processes forked
+    inside it inherit it."""
+    _SCREENED[0] = False
+    try:
+        yield
+    finally:
+        _SCREENED[0] = True
+
+
 def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     """The enabled rules whose prefilter matches `source` (each distinct token is searched
     for once per file, however many rules share it)."""
     out = []
     found: dict[str, bool] = {}
+    screened = _SCREENED[0]
     for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
-        if rule.requires:
+        if rule.requires and screened:
             for token in rule.requires:
                 hit = found.get(token)
                 if hit is None:
@@ -85,6 +103,15 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     return out
 
 
+_LIBCST_PARSES = [0]  # source texts this process parsed with libcst to analyse them
+
+
+def libcst_parses() -> int:
+    """How many texts this process has parsed with libcst for analysis (the runner reports
+    per file whether it was parsed: `-v` prints how many files the screens let through)."""
+    return _LIBCST_PARSES[0]
+
+
 def parse_trusted(source: str) -> cst.Module:
     """`cst.parse_module` without re-validating every node the parser builds.
 
@@ -93,6 +120,7 @@ def parse_trusted(source: str) -> cst.Module:
     `CSTNode.__post_init__` suggests skipping it when parsing). Skipping it saves a tenth of
     the parse. Nodes built later (by fixes) are validated as usual, and fixed code is still
     re-parsed with validation before it is written."""
+    _LIBCST_PARSES[0] += 1
     validate = cst.CSTNode.__post_init__
     cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
@@ -233,11 +261,12 @@ def _analyze(
         errors = _python_syntax_error(source, path, view)
         return _Analysis(None, [], errors, {}, suppressions)
     view = file_view(source, path, config, project)
-    if view.module.parsed:
-        # What the project model knows (no code here runs every step, no Lightning class)
-        # rules out more rules than their text prefilter; a file no rule can fire in is not
-        # parsed at all. (A file `ast` rejects is parsed, to report the syntax error.)
-        rules = [rule for rule in rules if rule.applies(source, view)]
+    if view.module.parsed and _SCREENED[0]:
+        # What the project model knows (what the code contains, which code runs every step,
+        # the classes' kinds) rules out more rules than their text prefilter; a file no rule
+        # can fire in is not parsed at all. (A file `ast` rejects is parsed, to report the
+        # syntax error.)
+        rules = [rule for rule in rules if rule.can_fire(source, view)]
         if not rules:
             return _Analysis(None, [], [], {}, suppressions)
     if module is None:

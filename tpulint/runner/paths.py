@@ -62,6 +62,7 @@ class RunResult:
     files: list[FileOutcome]
     checked: int = 0  # files looked at
     parsed: int = 0  # files that were not answered from the cache
+    libcst_parsed: int = 0  # of those, files some rule needed parsed with libcst
     cache_hits: int = 0
     internal_errors: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # files skipped unopened (FIFOs, ...)
@@ -116,48 +117,67 @@ def _failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
 
 
-def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
-    """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
-    from tpulint.engine.source import check_source
+def _check_one(
+    item: tuple[str, str, str],
+) -> tuple[str, list[Diagnostic] | None, str | None, bool]:
+    """(display path, abs path, text) -> (display path, diagnostics, internal error, whether
+    libcst parsed the file)."""
+    from tpulint.engine.source import check_source, libcst_parses
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
+    before = libcst_parses()
     try:
         diagnostics = [
             d.with_path(display) for d in check_source(text, absolute, config, project=project)
         ]
-        out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
+        out: tuple[str, list[Diagnostic] | None, str | None, bool] = (
+            display,
+            diagnostics,
+            None,
+            libcst_parses() > before,
+        )
     except Exception as exc:  # one file's failure is reported; the run goes on
-        out = (display, None, _failure(exc))
+        out = (display, None, _failure(exc), libcst_parses() > before)
     _after_file()
     return out
 
 
-def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
-    from tpulint.engine.source import fix_source
+def _fix_one(
+    item: tuple[str, str, str], unsafe: bool
+) -> tuple[str, FixResult | None, str | None, bool]:
+    from tpulint.engine.source import fix_source, libcst_parses
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
+    before = libcst_parses()
     try:
         result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
         result.fixed = [d.with_path(display) for d in result.fixed]
         result.remaining = [d.with_path(display) for d in result.remaining]
-        out: tuple[str, FixResult | None, str | None] = (display, result, None)
+        out: tuple[str, FixResult | None, str | None, bool] = (
+            display,
+            result,
+            None,
+            libcst_parses() > before,
+        )
     except Exception as exc:
-        out = (display, None, _failure(exc))
+        out = (display, None, _failure(exc), libcst_parses() > before)
     _after_file()
     return out
 
 
-def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diagnostic], None]:
-    return item[0], [_crash_diagnostic(item[0], why)], None
+def _crashed_check(
+    item: tuple[str, str, str], why: str
+) -> tuple[str, list[Diagnostic], None, bool]:
+    return item[0], [_crash_diagnostic(item[0], why)], None, True
 
 
-def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None, bool]:
     from tpulint.engine.source import FixResult
 
     display, _, text = item
-    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
+    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None, True
 
 
 def _crash_diagnostic(display: str, why: str) -> Diagnostic:
@@ -341,7 +361,7 @@ def check_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
-    for display, diagnostics, error in _run(
+    for display, diagnostics, error, parsed in _run(
         todo,
         _check_one,
         (),
@@ -351,6 +371,7 @@ def check_paths(
         jobs,
         progress,
     ):
+        run.libcst_parsed += parsed
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
             run.files.append(FileOutcome(display, error=error))
@@ -422,7 +443,7 @@ def fix_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
-    for display, result, error in _run(
+    for display, result, error, parsed in _run(
         todo,
         _fix_one,
         (unsafe,),
@@ -432,6 +453,7 @@ def fix_paths(
         jobs,
         progress,
     ):
+        run.libcst_parsed += parsed
         source, original = originals[display]
         if error is not None or result is None:
             run.internal_errors.append(f"{display}: {error}")
