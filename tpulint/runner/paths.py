@@ -7,8 +7,11 @@ and a process pool over the files that need work.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -234,11 +237,40 @@ def _run(
 
 def _load_engine() -> None:
     """Import the engine and every rule class once, before forking the workers, which share
-    them (a serial run loads only the rules whose prefilter matches a file)."""
+    them (a serial run loads only the rules whose prefilter matches a file). When the import
+    was started while the model's workers summarised the files, wait for it to end."""
+    thread = _ENGINE_IMPORT.pop("thread", None)
+    if thread is not None:
+        thread.join()
+    _import_engine()  # nothing left to do after the thread, or raises what it met
+
+
+def _import_engine() -> None:
     from tpulint.config.registry import all_rules
     from tpulint.engine.source import check_source  # noqa: F401  (libcst, analysis)
 
     all_rules()
+
+
+_ENGINE_IMPORT: dict[str, threading.Thread] = {}
+
+
+def _import_engine_meanwhile() -> None:
+    """Start importing the engine on a thread while the model's worker processes summarise
+    the files (the parent mostly waits for them then): the import (libcst, every rule: over
+    half a second) leaves the run's serial path. Started only after those workers are
+    forked, and joined before the checking workers are (`_load_engine`): no fork happens
+    while it may hold an import lock."""
+    if "thread" in _ENGINE_IMPORT or "tpulint.engine.source" in sys.modules:
+        return
+
+    def run() -> None:
+        with contextlib.suppress(BaseException):  # _load_engine imports again and raises
+            _import_engine()
+
+    thread = threading.Thread(target=run, name="tpulint-engine-import", daemon=True)
+    _ENGINE_IMPORT["thread"] = thread
+    thread.start()
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -265,7 +297,8 @@ class _Prepared:
             cache_dir = self.config.root / self.config.cache_dir
             scans = ScanCache(cache_dir) if self.use_cache else None
             items = self.checked + read_context(self.context, self.config)
-            self.project = model_of(items, self.config, scans, self.jobs)
+            meanwhile = _import_engine_meanwhile if self.jobs > 1 else None
+            self.project = model_of(items, self.config, scans, self.jobs, meanwhile)
             if scans:
                 scans.save()
         return self.project
