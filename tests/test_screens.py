@@ -23,6 +23,8 @@ from tpulint.engine.source import check_source, libcst_parses, unscreened
 from tpulint.rule_api.rule import Rule
 from tpulint.runner.paths import check_paths
 
+from .helpers import LEGACY_TRAINER, make_project, run_subprocess
+
 TESTS = Path(__file__).parent
 ALL = Config.from_mapping({"select": ["ALL"]})
 
@@ -105,6 +107,24 @@ def test_a_file_no_rule_can_fire_in_is_not_parsed() -> None:
     with unscreened():
         assert check_source(source, "items.py", ALL) == []
     assert libcst_parses() == before + 1
+
+
+def test_verbose_counts_the_files_parsed_with_libcst(tmp_path: Path) -> None:
+    """`-v` says how many of the analysed files were parsed: here the Trainer script, not
+    the data tool."""
+    root = make_project(
+        tmp_path / "p",
+        {
+            "train.py": LEGACY_TRAINER,
+            "tools.py": "import json\n\n\ndef load(p):\n"
+            "    with open(p) as f:\n        return json.load(f)\n",
+        },
+        pyproject='select = ["ALL"]\n',
+    )
+    done = run_subprocess(["check", ".", "-v", "--no-cache"], root)
+    assert "(0 from cache, 2 analysed, 1 parsed with libcst)" in done.stderr, done.stderr
+    fixed = run_subprocess(["fix", ".", "-v", "--no-cache"], root)
+    assert "2 analysed, 1 parsed with libcst)" in fixed.stderr, fixed.stderr
 
 
 def test_an_unsound_screen_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:

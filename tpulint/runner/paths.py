@@ -323,7 +323,8 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         else:
             assert text is not None
             sources.append((source, text))
-    digests = {source.display: text_digest(text) for source, text in sources}
+    # Content hashes key the caches: without them nothing needs them.
+    digests = {source.display: text_digest(text) for source, text in sources} if use_cache else {}
     checked = checked_inputs([(s.path, text) for s, text in sources])
     covered = [path for path in paths if path != "-" and os.path.isdir(path)]
     listings = ListingCache(config.root / config.cache_dir) if use_cache else None
@@ -384,7 +385,7 @@ def check_paths(
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = prepared.key(source, prepared.digests[source.display])
+        key = prepared.key(source, prepared.digests[source.display]) if cache else ""
         cached = cache.get(key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -466,7 +467,7 @@ def fix_paths(
                 aliases.append((source.display, first_name[identity]))
                 continue
             first_name[identity] = source.display
-        key = prepared.key(source, prepared.digests[source.display])
+        key = prepared.key(source, prepared.digests[source.display]) if cache else ""
         cached = cache.get(key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))

@@ -76,9 +76,12 @@ def summarize_files(
     todo: list[tuple[str, str]] = []
     keys: dict[str, str] = {}
     for path, text in items:
+        if cache is None:
+            todo.append((path, text))
+            continue
         module, is_package = module_name_for_path(path)
         key = _summary_key(module, is_package, text)
-        cached = cache.get_raw(key) if cache is not None else None
+        cached = cache.get_raw(key)
         if cached is not None:
             try:
                 summaries.append(ModuleSummary.from_json(path, cached))
