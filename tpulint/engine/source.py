@@ -229,6 +229,19 @@ def _python_syntax_error(source: str, path: str, view: FileView | None) -> list[
     return []
 
 
+# A directive TPL001 can find unused: one of tpulint's own, or one naming a TPU/TPL code.
+_OUR_DIRECTIVE = re.compile(r"tpulint:|\bTP[UL]\d", re.IGNORECASE)
+
+
+def _quiet_suppressions(source: str) -> Suppressions:
+    """The suppressions of a file with no findings. Only TPL001 reads them then, and it
+    reports only directives that are tpulint's own or name its codes: without such text they
+    are not parsed (finding comments runs Python's tokenizer over the whole file)."""
+    if _OUR_DIRECTIVE.search(source) is None:
+        return Suppressions()
+    return parse_suppressions(source)
+
+
 def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
     """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
     where = location or Location(1, 1)
@@ -254,11 +267,11 @@ def _analyze(
 ) -> _Analysis:
     """`module`, when given, is `source` already parsed."""
     rules = _rule_classes(enabled, source)
-    suppressions = parse_suppressions(source)
     if not rules:
         # No rule can fire here, but a file Python cannot parse is reported all the same.
         view = project.view(path) if project is not None else None
         errors = _python_syntax_error(source, path, view)
+        suppressions = parse_suppressions(source) if errors else _quiet_suppressions(source)
         return _Analysis(None, [], errors, {}, suppressions)
     view = file_view(source, path, config, project)
     if view.module.parsed and _SCREENED[0]:
@@ -268,7 +281,8 @@ def _analyze(
         # syntax error.)
         rules = [rule for rule in rules if rule.can_fire(source, view)]
         if not rules:
-            return _Analysis(None, [], [], {}, suppressions)
+            return _Analysis(None, [], [], {}, _quiet_suppressions(source))
+    suppressions = parse_suppressions(source)
     if module is None:
         try:
             module = parse_trusted(source)
