@@ -377,12 +377,16 @@ class Syntax:
     import autocast as ac` -> `autocast`), so that a call the imports qualify to `x.y.name`
     always has `name` here. keywords: keyword argument names of calls. literal_keywords: those
     given a literal (a number, string or f-string, a signed number, True/False/None).
-    class_fields: names assigned in class bodies (`precision: str = "16"`)."""
+    class_fields: names assigned in class bodies (`precision: str = "16"`). int_names: names
+    given an integer literal other than by a keyword argument: parameter defaults
+    (`batch_size=10`), assignments to a name or an attribute (`args.batch_size = 10`, also
+    `= field(default=10)`), string keys of dict entries (`{"batch_size": 10}`)."""
 
     calls: frozenset[str] = frozenset()
     keywords: frozenset[str] = frozenset()
     literal_keywords: frozenset[str] = frozenset()
     class_fields: frozenset[str] = frozenset()
+    int_names: frozenset[str] = frozenset()
 
     def to_json(self) -> list[list[str]]:
         return [
@@ -390,6 +394,7 @@ class Syntax:
             sorted(self.keywords),
             sorted(self.literal_keywords),
             sorted(self.class_fields),
+            sorted(self.int_names),
         ]
 
     @classmethod
@@ -405,7 +410,9 @@ def syntax_of(tree: ast.AST) -> Syntax:
     keywords: set[str] = set()
     literal: set[str] = set()
     fields: set[str] = set()
+    ints: set[str] = set()
     call_type, name_type, attribute_type = ast.Call, ast.Name, ast.Attribute
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     constant_type, unary_type = ast.Constant, ast.UnaryOp
     literal_types = (ast.Constant, ast.JoinedStr)
     leaves = (name_type, constant_type)
@@ -444,6 +451,30 @@ def syntax_of(tree: ast.AST) -> Syntax:
                 if alias.asname is not None:
                     calls.add(alias.name.rsplit(".", 1)[-1])
             continue
+        elif kind is ast.Assign or kind is ast.AnnAssign:
+            if _int_value(node.value):  # type: ignore[attr-defined]
+                targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
+                for target in targets:
+                    if type(target) is name_type:
+                        ints.add(target.id)
+                    elif type(target) is attribute_type:
+                        ints.add(target.attr)
+        elif kind in functions:
+            arguments = node.args  # type: ignore[attr-defined]
+            positional = [*arguments.posonlyargs, *arguments.args]
+            defaults = arguments.defaults
+            for argument, default in zip(
+                positional[len(positional) - len(defaults) :], defaults, strict=True
+            ):
+                if _int_value(default):
+                    ints.add(argument.arg)
+            for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+                if default is not None and _int_value(default):
+                    ints.add(argument.arg)
+        elif kind is ast.Dict:
+            for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+                if type(key) is constant_type and type(key.value) is str and _int_value(value):
+                    ints.add(key.value)
         for field_name in _child_fields(kind):
             child = getattr(node, field_name)
             if type(child) is list:
@@ -452,7 +483,20 @@ def syntax_of(tree: ast.AST) -> Syntax:
                         push(item)
             elif isinstance(child, node_type) and type(child) not in leaves:
                 push(child)
-    return Syntax(frozenset(calls), frozenset(keywords), frozenset(literal), frozenset(fields))
+    return Syntax(
+        frozenset(calls),
+        frozenset(keywords),
+        frozenset(literal),
+        frozenset(fields),
+        frozenset(ints),
+    )
+
+
+def _int_value(node: ast.expr | None) -> bool:
+    """An integer literal, or a call given one as `default=` (`field(default=10)`)."""
+    if type(node) is ast.Call:
+        node = next((k.value for k in node.keywords if k.arg == "default"), None)
+    return type(node) is ast.Constant and type(node.value) is int  # type: ignore[union-attr]
 
 
 @dataclass
