@@ -14,9 +14,9 @@ the load average. The floor's time is measured inside it (after `import libcst`)
 ratio charges tpulint its start-up; `-v` gives the files each version parsed with libcst.
 
 Then, once per version and scope (alternating), `serial_part.py` measures what the parent
-process does alone, and from it and the single-process CPU time of the run the figures for
-16 processes are projected (Amdahl): T(16) = S + (T(1) - S) / 16, with S the serial part
-(the parent's CPU time in its serial phases) and T(1) the run's CPU time (all processes),
+process does alone, and from it and the run's CPU time the figures for 16 processes are
+projected (Amdahl): T(16) = S + (T(1) - S) / 16, with S the serial part (the CPU time of
+the parent's main thread in its serial phases) and T(1) the run's CPU time (all processes),
 against the floor's T(1) / 16 (parsing files is all parallel).
 
 Writes bench/results/cold.json and prints the tables.
@@ -195,7 +195,7 @@ def summarise(runs, serial, versions, args) -> dict[str, object]:  # type: ignor
         for scope, by_version in serial.items():
             floor_cpu = statistics.median(e["cpu"] for e in runs[scope]["floor"])
             for name, part in by_version.items():
-                s = part["serial"]["cpu"]
+                s = part["serial"].get("thread", part["serial"]["cpu"])
                 t1 = statistics.median(e["cpu"] for e in runs[scope][name])
                 t16 = s + (t1 - s) / 16
                 f16 = floor_cpu / 16

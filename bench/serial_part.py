@@ -14,7 +14,9 @@ its worker pools) with timestamps at the phase boundaries, and prints one JSON o
 - `after_pool`: from the last checking result to the rendered report (sorting, rendering);
 - `serial`: their sum; `total`: the whole run. Each as wall seconds and as the parent's CPU
   seconds (on a loaded machine the parent's CPU time is the better estimate of what the
-  serial part costs on an idle one: wall time also counts waiting for a CPU).
+  serial part costs on an idle one: wall time also counts waiting for a CPU), and as the CPU
+  seconds of the parent's main thread alone (`thread`: the process's CPU time also counts
+  the engine's import, which runs on another thread while the workers summarise the files).
 
 Receiving the summaries while the workers still compute them overlaps with the workers and
 is not counted as serial; what the parent does after the last summary is. Works with any
@@ -31,6 +33,7 @@ from pathlib import Path
 
 START_WALL = time.perf_counter()
 START_CPU = time.process_time()
+START_THREAD = time.thread_time()
 
 
 def main() -> int:
@@ -45,10 +48,14 @@ def main() -> int:
     from tpulint.reporting import ReportOptions, render
     from tpulint.runner.paths import check_paths
 
-    marks: dict[str, tuple[float, float]] = {}
+    marks: dict[str, tuple[float, float, float]] = {}
 
     def mark(name: str) -> None:
-        marks[name] = (time.perf_counter() - START_WALL, time.process_time() - START_CPU)
+        marks[name] = (
+            time.perf_counter() - START_WALL,
+            time.process_time() - START_CPU,
+            time.thread_time() - START_THREAD,
+        )
 
     original_map = pool.Pool.map
     pools: list[str] = []
@@ -70,8 +77,8 @@ def main() -> int:
     mark("end")
 
     def span(start: str, end: str) -> dict[str, float]:
-        (w0, c0), (w1, c1) = marks[start], marks[end]
-        return {"wall": round(w1 - w0, 3), "cpu": round(c1 - c0, 3)}
+        (w0, c0, t0), (w1, c1, t1) = marks[start], marks[end]
+        return {"wall": round(w1 - w0, 3), "cpu": round(c1 - c0, 3), "thread": round(t1 - t0, 3)}
 
     if pools == ["_summarize_one", "_check_one"]:
         parts = {
@@ -82,12 +89,12 @@ def main() -> int:
     elif pools == ["_check_one"]:  # few files: summarised in this process, all serial
         parts = {
             "before_pool": span("start", "pool0 start"),
-            "between_pools": {"wall": 0.0, "cpu": 0.0},
+            "between_pools": {"wall": 0.0, "cpu": 0.0, "thread": 0.0},
             "after_pool": span("pool0 end", "end"),
         }
     else:
         raise SystemExit(f"serial_part: unexpected worker pools {pools}")
-    serial = {k: round(sum(p[k] for p in parts.values()), 3) for k in ("wall", "cpu")}
+    serial = {k: round(sum(p[k] for p in parts.values()), 3) for k in ("wall", "cpu", "thread")}
     print(
         json.dumps(
             {

@@ -284,6 +284,7 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
+        self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
 
     # --- building ------------------------------------------------------------------------
 
@@ -343,6 +344,20 @@ class ProjectModel:
         self, qualified: str, near: ModuleSummary | None, depth: int = 0
     ) -> _Class | _Function | ModuleSummary | None:
         """What a qualified name (or `.name` of the module `near`) refers to in the project."""
+        if depth == 0:
+            # Memoised: the calls of a module name the same things over and over, and the
+            # model does not change once built (the caller index resolves every call).
+            key = (qualified, id(near))
+            if key in self._lookups:
+                return self._lookups[key]
+            found = self._lookup(qualified, near, 0)
+            self._lookups[key] = found
+            return found
+        return self._lookup(qualified, near, depth)
+
+    def _lookup(
+        self, qualified: str, near: ModuleSummary | None, depth: int
+    ) -> _Class | _Function | ModuleSummary | None:
         if depth > 12:
             return None
         if qualified.startswith("."):
