@@ -216,6 +216,7 @@ def _run(
     progress: Progress | None,
 ) -> Iterator[Any]:
     total = len(items)
+    _join_engine_import()
     if jobs <= 1 or total < 4:
         _init_worker(config, project)
         for done, item in enumerate(items, start=1):
@@ -239,10 +240,16 @@ def _load_engine() -> None:
     """Import the engine and every rule class once, before forking the workers, which share
     them (a serial run loads only the rules whose prefilter matches a file). When the import
     was started while the model's workers summarised the files, wait for it to end."""
+    _join_engine_import()
+    _import_engine()  # nothing left to do after the thread, or raises what it met
+
+
+def _join_engine_import() -> None:
+    """Wait for the engine's import started by `_import_engine_meanwhile`, if any: before
+    any fork (a child forked while the thread holds an import lock could deadlock)."""
     thread = _ENGINE_IMPORT.pop("thread", None)
     if thread is not None:
         thread.join()
-    _import_engine()  # nothing left to do after the thread, or raises what it met
 
 
 def _import_engine() -> None:
@@ -297,6 +304,7 @@ class _Prepared:
             cache_dir = self.config.root / self.config.cache_dir
             scans = ScanCache(cache_dir) if self.use_cache else None
             items = self.checked + read_context(self.context, self.config)
+            _join_engine_import()  # one a previous run in this process started (server)
             meanwhile = _import_engine_meanwhile if self.jobs > 1 else None
             self.project = model_of(items, self.config, scans, self.jobs, meanwhile)
             if scans:
