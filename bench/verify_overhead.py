@@ -14,6 +14,11 @@ starting Python and importing torch and torch_xla; verify also starts its child 
 imports Lightning, builds a Trainer, records every step and judges.
 
     .venv/bin/python bench/verify_overhead.py --runs 5      # standalone: prints the table
+
+With `--baseline REPO` (another checkout with its own .venv, e.g. the main branch), a fourth
+command runs that checkout's `tpulint verify` on the same module from its directory, in the
+same alternation: `verify / baseline` is what the changes between the two cost (the memory
+probe's saved-tensor hooks, for instance), measured under the same load.
 """
 
 from __future__ import annotations
@@ -112,6 +117,7 @@ def run_verify_overhead(
     log_dir: Path,
     progress: Progress,
     nice: int,
+    baseline: Path | None = None,
 ) -> Results:
     out: Results = {}
     with tempfile.TemporaryDirectory(prefix="tpulint-bench-") as scratch:
@@ -122,11 +128,22 @@ def run_verify_overhead(
             "verify_noval": verify_argv(tpulint, f"{module}:WithoutValidation", cores),
             "bare": bare_argv(python, cores, steps, epochs),
         }
+        directories = {name: repo for name in commands}
+        if baseline is not None:
+            # Right after verify: the pair runs under the same load.
+            baseline_argv = verify_argv(baseline / ".venv/bin/tpulint", TARGET, cores)
+            commands = {"verify": commands["verify"], "baseline": baseline_argv, **commands}
+            directories["baseline"] = baseline
         for rep in range(runs):
             for name, argv in commands.items():
                 log_name = f"verify.r{rep}.{name}"
                 result = run_measured(
-                    argv, cwd=repo, log_dir=log_dir, name=log_name, timeout=1800, nice=nice
+                    argv,
+                    cwd=directories[name],
+                    log_dir=log_dir,
+                    name=log_name,
+                    timeout=1800,
+                    nice=nice,
                 )
                 if name == "bare":
                     result.extra = _json_tail(result.stdout_tail)
@@ -153,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--log-dir", type=Path, default=Path(tempfile.mkdtemp(prefix="bench-")))
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="REPO",
+        help="another checkout (with its .venv) whose verify runs alongside, e.g. ../main",
+    )
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
     results = run_verify_overhead(
@@ -166,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         log_dir=args.log_dir,
         progress=lambda message: print(message, file=sys.stderr, flush=True),
         nice=args.nice,
+        baseline=args.baseline.resolve() if args.baseline else None,
     )
     for name, runs in results.items():
         walls = sorted(r["wall"] for r in runs)
@@ -175,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"verify / bare loop:       {paired_ratio(results, 'verify', 'bare'):.2f}x")
     print(f"verify / without validation: {paired_ratio(results, 'verify', 'verify_noval'):.2f}x")
+    if args.baseline:
+        ratio = paired_ratio(results, "verify", "baseline")
+        print(f"verify / baseline ({args.baseline}): {ratio:.3f}x")
     print(json.dumps(results))
     return 0
 

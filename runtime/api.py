@@ -33,6 +33,7 @@ from tpulint.runtime.judge.report import CompareReport, VerifyReport
 from tpulint.runtime.judge.run_inputs import record_run_inputs
 from tpulint.runtime.runner import run_child
 from tpulint.runtime.spec import RunSpec, TargetRef, parse_json_object
+from tpulint.runtime.tpu_hbm import memory_limit
 from tpulint.runtime.trainer_args import check_names, trainer_parameters
 
 DEFAULT_STEPS = 32
@@ -215,6 +216,8 @@ def verify(
     keep_run_dir: bool = False,
     barrier_timeout: float | None = None,
     test: bool = False,
+    tpu_type: str | None = None,
+    hbm: str | int | None = None,
     _overrides: dict[str, str] | None = None,
     _aliases: dict[str, str] | None = None,
     _equivalence: dict[str, Any] | None = None,
@@ -226,6 +229,10 @@ def verify(
     and batch geometry. Never raises for a problem with the target: the report says it.
 
     With `test`, the test loop runs after training and is judged too.
+
+    Memory: every run estimates the training step's peak per core; `tpu_type` ("v5e",
+    "v4-8", ...) or `hbm` (bytes, or a size such as "16GiB") makes it a verdict against that
+    limit (judge/check_memory.py).
 
     `timeout` bounds the whole run; `barrier_timeout` (default: a quarter of it, 10 to 300
     seconds) is how long one core may wait for the others at a step boundary before the run
@@ -260,6 +267,7 @@ def verify(
                 batch_multiple=batch_multiple,
             )
             settings.batch_multiple = batch_multiple or default_batch_multiple(directory)
+            settings.memory_limit = memory_limit(tpu_type, hbm)
             spec = _build_spec(
                 target,
                 datamodule=datamodule,

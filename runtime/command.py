@@ -119,6 +119,17 @@ def _batch_multiple(value: int | None, verbose: bool) -> int:
     help="Also verify the `tpulint fix --unsafe-fixes` output of the target's file and show both",
 )
 @click.option(
+    "--tpu-type",
+    metavar="TYPE",
+    help="Judge the step's estimated memory per core against this TPU type's HBM: v2, v3, v4,"
+    " v5e, v5p, v6e (also as v5e-8, v5litepod-16)",
+)
+@click.option(
+    "--hbm",
+    metavar="SIZE",
+    help="Judge the step's estimated memory per core against SIZE (16GiB, 512MiB, bytes)",
+)
+@click.option(
     "--batch-multiple",
     type=int,
     default=None,
@@ -145,6 +156,8 @@ def verify_command(
     run_test: bool,
     as_json: bool,
     compare: bool,
+    tpu_type: str | None,
+    hbm: str | None,
     batch_multiple: int | None,
     timeout: float | None,
     verbose: bool,
@@ -162,6 +175,10 @@ def verify_command(
         "config": list(configs),
         "batch_multiple": _batch_multiple(batch_multiple, verbose),
     }
+    if tpu_type is not None:
+        options["tpu_type"] = tpu_type
+    if hbm is not None:
+        options["hbm"] = hbm
     if run_test:
         options["test"] = True
     for name, value in (

@@ -1,4 +1,5 @@
-"""The one exception type verify raises for "could not run" (exit status 2)."""
+"""The exception verify raises for "could not run" (exit status 2), and those it raises in a
+replica on purpose, about the user's code (a verdict, never a bug of tpulint)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,17 @@ class VerifyError(Exception):
         self.detail = detail
 
 
-class ReplicasOutOfStep(RuntimeError):
+class VerdictError(RuntimeError):
+    """Raised by verify in a replica to stop a run that can only fail: the judge reads the
+    event written with it, and it is never reported as an internal error."""
+
+
+class StaleOptimizerParameters(VerdictError):
+    """An optimizer holds parameters the module no longer has after its move to the XLA
+    device (child/optimizers.py): the run would train nothing."""
+
+
+class ReplicasOutOfStep(VerdictError):
     """A replica waited longer than the barrier timeout for the others (at `where`): some
     replica is stuck, or the replicas do different numbers of steps or syncs."""
 
@@ -33,7 +44,7 @@ class ReplicasOutOfStep(RuntimeError):
         self.released = released
 
 
-class CoreOutOfData(RuntimeError):
+class CoreOutOfData(VerdictError):
     """In one epoch of a loader (`stage` is train, validate, ...), the cores in `short` got
     no further batch after the counts given, while the cores in `longer` got more: on a TPU
     the cores with more data wait in their next collective for a core that has left the

@@ -151,6 +151,21 @@ def reader_of(frame: FrameType | None, code: CodeFilter) -> Site | None:
     return None
 
 
+def entry_of(frame: FrameType | None, code: CodeFilter) -> Site | None:
+    """The library function the user's innermost line called (torchmetrics' `accuracy`, for
+    a `unique` deep inside it): the outermost frame that is neither plumbing nor tpulint's
+    below the first user frame; None when the op is the user's own call."""
+    entry: Site | None = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if code.is_user(filename):
+            return entry
+        if not is_plumbing(filename):
+            entry = Site(filename, frame.f_lineno, frame.f_code.co_name, False)
+        frame = frame.f_back
+    return None
+
+
 def _is_reportable_library(filename: str) -> bool:
     # torch's own Python layers (tensor methods, functional wrappers, overrides) and tpulint's
     # recorder are never the interesting caller; Lightning or torch_xla frames are.

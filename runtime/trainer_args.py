@@ -35,6 +35,11 @@ def _never(_: Any) -> bool:
     return False
 
 
+# Stand-ins only the training child can build (runtime/child/stand_ins.py): a logger that
+# accepts every call and writes nothing, and a progress bar that prints nothing.
+STAND_IN_LOGGER = "<tpulint stand-in logger>"
+STAND_IN_PROGRESS_BAR = "<tpulint silent progress bar>"
+
 # `Own.value` for a setting verify only adjusts when the user gave it (see `combine`).
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 
@@ -141,12 +146,13 @@ def own_settings(
         ),
         Own(
             "logger",
-            False,
-            "verify writes no logs (a logger writes files and may need the network)",
-            agrees=_falsy,
+            STAND_IN_LOGGER,
+            "verify logs to a stand-in that takes every call your code and Lightning make"
+            " (log_metrics, log_hyperparams, its experiment object) and writes nothing: no"
+            " files, no network",
+            # False stays False: the module is run without a logger, as the user runs it.
+            combine=lambda v: False if _falsy(v) else STAND_IN_LOGGER,
         ),
-        Own("enable_checkpointing", False, "verify saves no checkpoints", agrees=_falsy),
-        Own("enable_progress_bar", False, "verify prints its own report", agrees=_falsy),
         Own("enable_model_summary", False, "verify prints its own report", agrees=_falsy),
         Own("default_root_dir", run_dir, "verify writes only in its temporary run directory"),
     ]
@@ -178,12 +184,10 @@ def _at_most(requested: Any, budget: int | None) -> Any:
 # Lightning callbacks verify removes from the user's list: matched by the name of a Lightning
 # class the callback derives from (in either package).
 DROPPED_CALLBACKS = {
-    "ModelCheckpoint": "verify saves no checkpoints (enable_checkpointing=False)",
-    "EarlyStopping": "stopping early would cut the run verify judges short",
-    "LearningRateMonitor": "it needs a logger, and verify runs without one",
-    "DeviceStatsMonitor": "it needs a logger, and verify runs without one",
-    "ProgressBar": "verify prints its own report (enable_progress_bar=False)",
+    "ProgressBar": "verify prints its own report; a silent progress bar takes its place",
 }
+# Kept, and changed in the replica (runtime/child/stand_ins.py): ModelCheckpoint runs its
+# logic but writes no file; EarlyStopping runs its check but does not end the run.
 
 
 def drop_reason(callback: Any) -> str | None:
@@ -265,7 +269,8 @@ def merge(
             kept.append(callback)
         else:
             overridden.append(Override("callbacks", callback, None, reason))
-    used["callbacks"] = [*kept, *verify_callbacks]
+    bar = [] if used.get("enable_progress_bar") is False else [STAND_IN_PROGRESS_BAR]
+    used["callbacks"] = [*kept, *bar, *verify_callbacks]
     return TrainerArgs(used, dict(requested), overridden)
 
 

@@ -252,6 +252,7 @@ def test_iteration_split_by_rank_through_helpers(tmp_path: Path) -> None:
     source = textwrap.dedent(
         """\
         import torch.distributed as dist
+        import torch_xla.runtime as xr
         from torch.utils.data import IterableDataset
 
         class Direct(IterableDataset):
@@ -259,7 +260,15 @@ def test_iteration_split_by_rank_through_helpers(tmp_path: Path) -> None:
                 return iter(self._shard())
 
             def _shard(self):
-                return range(dist.get_rank(), 100, dist.get_world_size())
+                return range(xr.global_ordinal(), 100, xr.world_size())
+
+        class DistributedOnly(IterableDataset):
+            def __iter__(self):
+                return iter(self._shard())
+
+            def _shard(self):
+                rank, world = dist.get_rank(), dist.get_world_size()
+                return range(rank, 100, world)
 
         class ThroughSetup(IterableDataset):
             def __iter__(self):
@@ -284,6 +293,8 @@ def test_iteration_split_by_rank_through_helpers(tmp_path: Path) -> None:
     model = build_model([(str(path), source)])
     prefix = "data."  # module name of data.py
     assert model.iteration_splits_by_rank(prefix + "Direct") is True
+    # torch.distributed's rank is rank 0 of 1 on every TPU core: no split
+    assert model.iteration_splits_by_rank(prefix + "DistributedOnly") is False
     assert model.iteration_splits_by_rank(prefix + "Plain") is False
     # Summaries keep no calls made in cold-named hooks (`setup`): not visible, not "unsplit".
     assert model.iteration_splits_by_rank(prefix + "ThroughSetup") is None

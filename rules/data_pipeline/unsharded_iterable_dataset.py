@@ -8,6 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
+from tpulint.analysis.summary import distributed_rank_pattern
 from tpulint.rule_api.cst_helpers import keyword_arg
 from tpulint.rule_api.rule import Invalid, Valid
 
@@ -40,7 +41,8 @@ class UnshardedIterableDataset(_DataRule):
     (`train_dataloader`, `val_dataloader`, ...) that nothing splits by process: a
     `torch.utils.data.IterableDataset` subclass of the project whose code never reads the
     rank or world size (nor does anything its `__iter__` calls; when `__iter__` hands off to
-    code the project model cannot see, it is not reported), or a Hugging Face
+    code the project model cannot see, it is not reported), or reads them only from
+    `torch.distributed` (`dist.get_rank()`, `dist.get_world_size()`), or a Hugging Face
     `load_dataset(..., streaming=True)` stream that the hook does not pass through
     `split_dataset_by_node` / `.shard(...)`.
 
@@ -49,7 +51,10 @@ class UnshardedIterableDataset(_DataRule):
     An iterable dataset has no sampler, so Lightning leaves it alone: every TPU core iterates
     the same stream and trains on the same batches. An epoch then costs N times the data
     for the work of one core, and gradient averaging over identical batches wastes the
-    other cores.
+    other cores. A dataset that asks `torch.distributed` for its rank does no better on TPU
+    cores: Lightning's XLA strategy communicates through torch_xla and never initialises
+    `torch.distributed`, so such code sees rank 0 of 1 (or falls back to it) on every core
+    (`tpulint verify` finds the identical batches at run time).
 
     ## Example
     ```python
@@ -83,7 +88,8 @@ class UnshardedIterableDataset(_DataRule):
 
     In your own `IterableDataset`, skip the items of the other processes in `__iter__`
     (for example `itertools.islice(items, rank, None, world_size)` with the rank and world
-    size from `torch.distributed` or the Trainer).
+    size from the Trainer, passed in by the hook, or from `torch_xla.runtime`:
+    `xr.global_ordinal()` and `xr.world_size()`; not from `torch.distributed`).
 
     ## Fix safety
     No fix: how to split depends on the stream.
@@ -118,17 +124,30 @@ class UnshardedIterableDataset(_DataRule):
             "    def train_dataloader(self):\n"
             "        return DataLoader(TrainDataset(self), batch_size=8)\n"
         ),
-        # It reads the rank: it shards itself.
+        # It reads the rank from torch_xla: it shards itself.
         Valid(
-            _PL + "import torch.distributed as dist\n"
+            _PL + "import torch_xla.runtime as xr\n"
             "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
             "class Stream(IterableDataset):\n"
             "    def __iter__(self):\n"
-            "        rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "        rank, world = xr.global_ordinal(), xr.world_size()\n"
             "        yield from range(rank, 1000, world)\n\n\n"
             "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
             "        return DataLoader(Stream(), batch_size=8)\n"
+        ),
+        # The rank is handed in by the hook, from the Trainer.
+        Valid(
+            _PL + "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n"
+            "    def __init__(self, rank, world_size):\n"
+            "        self.rank, self.world_size = rank, world_size\n\n"
+            "    def __iter__(self):\n"
+            "        yield from range(self.rank, 1000, self.world_size)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        stream = Stream(self.trainer.global_rank, self.trainer.world_size)\n"
+            "        return DataLoader(stream, batch_size=8)\n"
         ),
         # A streaming dataset split by node in the hook.
         Valid(
@@ -173,6 +192,22 @@ class UnshardedIterableDataset(_DataRule):
             line=9,
             message="`load_dataset(..., streaming=True)`",
         ),
+        # Its only rank is torch.distributed's, which the XLA strategy never initialises.
+        Invalid(
+            _PL + "import torch.distributed as dist\n"
+            "from torch.utils.data import DataLoader, IterableDataset\n\n\n"
+            "class Stream(IterableDataset):\n"
+            "    def __iter__(self):\n"
+            "        rank, world = 0, 1\n"
+            "        if dist.is_available() and dist.is_initialized():\n"
+            "            rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "        yield from range(rank, 1000, world)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(Stream(), batch_size=8)\n",
+            line=16,
+            message="takes its rank from `torch.distributed`, which Lightning's XLA strategy never",
+        ),
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -192,7 +227,9 @@ class UnshardedIterableDataset(_DataRule):
         what = self._unsharded(resolve_local(ctx, dataset.value))
         if what is None:
             return
-        if _SPLIT_CALLS.search(ctx.module.code_for_node(ctx.function.node)):
+        hook = ctx.module.code_for_node(ctx.function.node)
+        # torch.distributed's rank passed on is rank 0 of 1 on every TPU core.
+        if _SPLIT_CALLS.search(distributed_rank_pattern(ctx.module.code).sub("", hook)):
             return  # the hook splits it (or passes the rank to it)
         where = stage_where(ctx, stages)
         uses = "trains on" if "train" in stages else "evaluates"
@@ -227,4 +264,10 @@ class UnshardedIterableDataset(_DataRule):
         bases, rank_aware = found
         if rank_aware or not any(_ITERABLE_BASES.search(b) for b in bases):
             return None
+        if view.dataset_reads_distributed_rank(target[1]):
+            return (
+                f"`{code(ctx, value.func)}`, an IterableDataset that takes its rank from"
+                " `torch.distributed`, which Lightning's XLA strategy never initialises (rank 0"
+                " of 1 on every core)"
+            )
         return f"`{code(ctx, value.func)}`, an IterableDataset that never reads the rank"

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpulint.runtime.child import hlo_dump
+
 DEBUG_FILE = "xla-graphs.txt"
 # Compiles need enough frames to reach the user's line from the sync that compiled (a host
 # read in the user's step is a few frames up; a sync in Lightning's loops has no user line at
@@ -43,6 +45,7 @@ def configure(run_dir: str) -> Path:
     os.environ["PT_XLA_DEBUG_FILE"] = str(path)
     os.environ["PT_XLA_DEBUG_MAX_FRAME"] = str(_MAX_FRAMES)
     os.environ.pop("PT_XLA_DEBUG", None)  # the Python-side function tracker: not wanted
+    hlo_dump.configure(run_dir)  # the HLO of each compiled graph, for the judge's diff
     return path
 
 

@@ -52,6 +52,7 @@ class _Bucket:
                     "kind": kind,
                     "count": data["count"],
                     "shapes": sorted(data["shapes"]),
+                    "reader": data["reader"].to_json() if data.get("reader") else None,
                 }
                 for (site, kind), data in self.shape_ops.items()
             ],
@@ -122,11 +123,16 @@ class Ledger:
                 entry[0] += 1
                 entry[1] += compiles
 
-    def shape_op(self, kind: str, site: Site, shape: Sequence[int] | None) -> None:
+    def shape_op(
+        self, kind: str, site: Site, shape: Sequence[int] | None, reader: Site | None = None
+    ) -> None:
+        """`reader`: the library function that ran the op for the user's line, if any."""
         with self._lock:
             bucket = self._bucket()
             if bucket is not None:
-                entry = bucket.shape_ops.setdefault((site, kind), {"count": 0, "shapes": set()})
+                entry = bucket.shape_ops.setdefault(
+                    (site, kind), {"count": 0, "shapes": set(), "reader": reader}
+                )
                 entry["count"] += 1
                 if shape is not None:
                     entry["shapes"].add("x".join(str(d) for d in shape) or "scalar")
@@ -147,9 +153,10 @@ class Ledger:
         """Watch the Python names of these `aten::*` fallback counters from now on."""
         known = dict(self.fallback_counters)
         for counter in counters:
-            name = name_of(counter)
-            if counter not in known.get(name, ()):
-                known[name] = (*known.get(name, ()), counter)
+            names = name_of(counter)  # one name, or all the names that run the op
+            for name in names if isinstance(names, tuple) else (names,):
+                if counter not in known.get(name, ()):
+                    known[name] = (*known.get(name, ()), counter)
         self.fallback_counters = known  # replaced whole: readers never see it half-built
 
     def optimizer_step(self) -> None:

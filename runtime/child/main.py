@@ -39,7 +39,7 @@ from tpulint.runtime.spec import (
 def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
     """What records the run and does not depend on which Lightning package the module uses:
     installed before the user's code is imported (see run())."""
-    from tpulint.runtime.child import cores
+    from tpulint.runtime.child import cores, distributed, optimizers
     from tpulint.runtime.child.graphs import DEBUG_FILE, GraphLog
     from tpulint.runtime.child.ledger import Ledger
     from tpulint.runtime.child.recorder import StepRecorder
@@ -67,6 +67,8 @@ def _install_recorders(spec: RunSpec, log: EventLog, code: CodeFilter) -> Any:
         workarounds.install()
         recorder.on_abort.append(workarounds.abort)
     record_collectives(ledger)
+    optimizers.install(log, code)
+    distributed.install(log, code)
     cores.install(ledger)
     SamplerRecorder(ledger, spec.run_dir).install()
     return recorder
@@ -134,6 +136,7 @@ def _trainer(
     """The Trainer: the user's arguments (their --config `trainer:` section, then
     --trainer-args) with verify's own settings on top (trainer_args.own_settings, where they
     are listed with their reasons); what was overridden goes to the event log for the report."""
+    from tpulint.runtime.child import stand_ins
     from tpulint.runtime.child.accelerator import trainer_accelerator
     from tpulint.runtime.child.flavour import with_base
     from tpulint.runtime.trainer_args import Override, check_names, merge, own_settings
@@ -156,6 +159,7 @@ def _trainer(
         emulated=spec.device == "CPU",
         eval_steps=spec.val_steps,
     )
+    extra = [*extra, stand_ins.CallbackStandIns(package, log)]
     callbacks = [with_base(c, package.Callback) for c in (recorder, *extra)]
     args = merge(requested, own, callbacks)
     args.overridden += [
@@ -174,7 +178,7 @@ def _trainer(
         **shown,
     )
     try:
-        trainer = trainer_class(**args.used)
+        trainer = trainer_class(**stand_ins.resolve(args.used, package, spec.run_dir))
     except (Exception, SystemExit) as exc:
         asked = ", ".join(sorted(requested)) or "none"
         raise VerifyError(
@@ -233,11 +237,17 @@ def run(spec: RunSpec, log: EventLog) -> int:
         from tpulint.runtime.child import equivalence
 
         extra.append(equivalence.install(spec.equivalence, log))
+    from tpulint.runtime.child import memory
+
+    extra.append(memory.install(log, spec.device, spec.run_dir))
     # Before the user's code is imported and built: a DataLoader made in a module's __init__
     # is recorded with its line, and a module that binds torch_xla's functions at import
     # gets the recorded ones. The target's package joins the user's code once it is known.
     code = CodeFilter(_early_roots(spec))
     recorder = _install_recorders(spec, log, code)
+    from tpulint.runtime.child.optimizers import OptimizerCheck
+
+    extra.append(OptimizerCheck())
     loaded = targets.load(spec)
     code.add_roots(loaded.roots)
     _install_package_hooks(recorder, loaded.package)
@@ -287,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     # run (the forked replica process inherits the handler) dumps its stack to stderr, which
     # is how a hang gets a user file:line.
     faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    # A replica that dies of a signal (SIGSEGV in a native extension, SIGABRT in XLA) dumps
+    # every thread's stack too: the judge finds the core, the step and the user's line in it.
+    faulthandler.enable(all_threads=True)
     log.write("child_start", pid=os.getpid(), thread=threading.get_ident())
     try:
         return run(spec, log)

@@ -19,12 +19,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import torch
 from lightning.pytorch import Callback
+from tpulint.runtime.child import batch_tensors
 from tpulint.runtime.child.graphs import GraphLog
 from tpulint.runtime.child.ledger import Ledger
 from tpulint.runtime.child.tracing import OpTracer, fallback_name
-from tpulint.runtime.errors import CoreOutOfData, ReplicasOutOfStep
+from tpulint.runtime.errors import CoreOutOfData, ReplicasOutOfStep, VerdictError
 from tpulint.runtime.events import EventLog
 from tpulint.runtime.frames import is_tpulint_frame
 from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, steady_window, window_is_steady
@@ -84,31 +84,12 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in now.items() if v != before.get(k, 0)}
 
 
-def _batch_shapes(batch: Any, limit: int = 8) -> list[list[int]]:
-    shapes: list[list[int]] = []
-
-    def visit(item: Any) -> None:
-        if len(shapes) >= limit:
-            return
-        if isinstance(item, torch.Tensor):
-            shapes.append(list(item.shape))
-        elif isinstance(item, dict):
-            for value in item.values():
-                visit(value)
-        elif isinstance(item, (list, tuple)):
-            for value in item:
-                visit(value)
-
-    visit(batch)
-    return shapes
-
-
 def _raised_by_tpulint(exc: BaseException) -> bool:
     """The exception started in tpulint's own recorders (a bug of tpulint, not a verdict):
     its innermost frame is tpulint's and it is none of the exceptions tpulint raises on
     purpose. (An exception from a torch op the user called through the op tracer has the
     tracer as innermost Python frame, but the user's frame is on the stack too.)"""
-    if isinstance(exc, (CoreOutOfData, ReplicasOutOfStep, threading.BrokenBarrierError)):
+    if isinstance(exc, (VerdictError, threading.BrokenBarrierError)):
         return False
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -237,7 +218,7 @@ class StepRecorder(Callback):
     def on_train_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
     ) -> None:
-        self.ledger.batch(_batch_shapes(batch))
+        self.ledger.batch(batch_tensors.record(batch, self.events, "train"))
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         self.ledger.optimizer_step()
@@ -312,7 +293,7 @@ class StepRecorder(Callback):
     def on_validation_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
     ) -> None:
-        self.ledger.batch(_batch_shapes(batch))
+        self.ledger.batch(batch_tensors.record(batch, self.events, self.ledger.stage()))
 
     on_test_batch_start = on_validation_batch_start
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset
+from tpulint.runtime.child.fingerprints import fingerprinted
 from tpulint.runtime.child.ledger import Ledger
 
 _ids = itertools.count()
@@ -112,7 +113,13 @@ class SamplerRecorder:
             stage = getattr(self, "_tpulint_stage", None) or recorder.ledger.stage()
             recorder._local.context = (rank, epoch, stage)
             recorder._loader_epoch(self, rank, epoch, stage)
-            return original(self)
+            iterator = original(self)
+            if isinstance(self.dataset, IterableDataset):
+                # No sampler to record: the batches themselves are compared across cores.
+                iterator = fingerprinted(
+                    iterator, functools.partial(recorder._batch, rank, epoch, stage)
+                )
+            return iterator
 
         DataLoader.__iter__ = __iter__
 
@@ -147,6 +154,11 @@ class SamplerRecorder:
             iterable=isinstance(loader.dataset, IterableDataset),
             num_workers=loader.num_workers,
             sampler=info,
+        )
+
+    def _batch(self, rank: int | None, epoch: int, stage: str, index: int, digest: str) -> None:
+        self.ledger.events.write(
+            "batch_digest", rank=rank, epoch=epoch, stage=stage, index=index, digest=digest
         )
 
     # --- the shard itself ---------------------------------------------------------------

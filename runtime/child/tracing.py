@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 from tpulint.runtime.child.ledger import Ledger
-from tpulint.runtime.frames import reader_of
+from tpulint.runtime.frames import entry_of, reader_of
+from tpulint.runtime.xla_ops import python_names, runs_in_backward
 
 Tensor = torch.Tensor
 
@@ -54,6 +57,33 @@ _SHAPE_OPS: dict[Any, str] = {
     torch.bincount: "bincount",
     Tensor.bincount: "bincount",
 }
+
+
+def _call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return func(*args, **kwargs)  # the line right after the def: see _as_caller
+
+
+_CALLERS: dict[tuple[str, int, str], Callable[..., Any]] = {}
+
+
+def _as_caller(frame: types.FrameType) -> Callable[..., Any]:
+    """`_call` dressed as the line that called the torch function. torch_xla records the
+    innermost Python frame of every op it traces (XLA_IR_DEBUG, hlo_dump.py) as the op's
+    source line; without this, every op the tracer passes on would be placed at the tracer's
+    own `func(*args, **kwargs)` instead of the user's line. One code object per call site."""
+    key = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    caller = _CALLERS.get(key)
+    if caller is None:
+        code = _call.__code__.replace(
+            co_filename=key[0],
+            co_firstlineno=max(key[1] - 1, 0),  # the call is on the next line
+            co_name=key[2],
+            co_qualname=key[2],
+        )
+        # The caller's globals: code that looks at the calling frame (warnings' module name
+        # and registry, builtins) sees the caller's module, as it would without the tracer.
+        caller = _CALLERS[key] = types.FunctionType(code, frame.f_globals)
+    return caller
 
 
 def _is_xla(value: Any) -> bool:
@@ -121,16 +151,15 @@ class OpTracer(TorchFunctionMode):
                 args, kwargs
             ):
                 kind = "repeat_interleave"
-            elif self.ledger.fallback_counters:
-                return self._maybe_fallback(func, args, kwargs)
             else:
-                return func(*args, **kwargs)
+                return self._pass_through(func, args, kwargs, sys._getframe(1))
         if not args or not _is_xla(args[0]):
-            return func(*args, **kwargs)
+            return _as_caller(sys._getframe(1))(func, args, kwargs)
         site = self.ledger.code.site_of(sys._getframe(1))
         if op is not None:
             before = self.uncached_compiles()
-            result = func(*args, **kwargs)
+            with _READING:
+                result = _as_caller(sys._getframe(1))(func, args, kwargs)
             if site is not None:
                 # Compiles during the read are the graph that produces the value (an implicit
                 # sync); the process counter can also catch another replica's compile, which
@@ -140,38 +169,113 @@ class OpTracer(TorchFunctionMode):
                     reader = None
                 self.ledger.transfer(op, site, self.uncached_compiles() - before, reader)
             return result
-        result = func(*args, **kwargs)
+        result = _as_caller(sys._getframe(1))(func, args, kwargs)
         if site is not None:
+            # The library function the user's line called (torchmetrics' metric, not the
+            # torch.unique deep inside it): what the advice is about.
+            reader = entry_of(sys._getframe(1), self.ledger.code) if site.user else None
             self.ledger.shape_op(
-                kind, site, None if kind == "boolean_mask_assign" else _shape(result)
+                kind, site, None if kind == "boolean_mask_assign" else _shape(result), reader
             )
         return result
 
-    def _maybe_fallback(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Ops torch_xla has already run on the host in this run (learned from its `aten::*`
-        counters) are watched: a call that bumps the op's counter fell back to the CPU here."""
-        name = getattr(func, "__name__", "")
-        counters = self.ledger.fallback_counters.get(name.lstrip("_")) if name else None
-        if not counters:
-            return func(*args, **kwargs)
+    def _pass_through(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], frame: types.FrameType
+    ) -> Any:
+        """Any other op, watched for two things torch_xla does in C++ with no Python call to
+        see: running an op on the host (a CPU fallback: its `aten::*` counter grows; the ops
+        learned from the counters at each step boundary are watched, by the Python names that
+        run them, xla_ops.py), and reading a tensor back to use it as a number (a size, a
+        count: `torch.zeros(n)`, `x.view(n, -1)` with `n` a device tensor), which grows
+        `aten::_local_scalar_dense` as `.item()` does."""
+        name = getattr(func, "__name__", "") or ""
+        watched = self.ledger.fallback_counters.get(name.lstrip("_")) if name else None
+        number = _integer_device_argument(func, args, kwargs)
+        if not watched and not number:
+            return _as_caller(frame)(func, args, kwargs)
         import torch_xla
 
         value = torch_xla._XLAC._xla_counter_value
+        counters = [*(watched or ()), *((_SCALAR_READ,) if number else ())]
         before = {c: value(c) or 0 for c in counters}
-        result = func(*args, **kwargs)
-        ran = [c for c in counters if (value(c) or 0) > before[c]]
-        if ran:
-            site = self.ledger.code.site_of(sys._getframe(2))
-            if site is not None:
-                for counter in ran:
+        compiles = self.uncached_compiles() if number else 0
+        reading = _READING.active
+        result = _as_caller(frame)(func, args, kwargs)
+        site = None
+        for counter in watched or ():
+            # An op that runs in the backward has no frame of its own: its place is the
+            # forward call (every call of it is one, whether its backward falls back or not).
+            if (value(counter) or 0) > before[counter] or runs_in_backward(counter):
+                site = site or self.ledger.code.site_of(frame)
+                if site is not None:
                     self.ledger.fallback(counter, site)
+        # Another replica's explicit read at the same moment also grows the counter: then
+        # this read cannot be told apart, and is left to the unattributed ones.
+        grew = number and (value(_SCALAR_READ) or 0) > before[_SCALAR_READ]
+        if grew and not reading and not _READING.active:
+            site = site or self.ledger.code.site_of(frame)
+            if site is not None:
+                reader = reader_of(frame, self.ledger.code)
+                if reader is not None and (reader.path, reader.line) == (site.path, site.line):
+                    reader = None
+                compiled = self.uncached_compiles() - compiles
+                self.ledger.transfer(f"{name} (a tensor as a number)", site, compiled, reader)
         return result
 
 
-def fallback_name(counter: str) -> str:
-    """`aten::median.dim_values` -> `median`, `aten::_unique2` -> `unique2`: the name the
-    Python function of an aten op usually has (torch.median, Tensor.median)."""
-    return counter.removeprefix("aten::").split(".")[0].lstrip("_")
+_SCALAR_READ = "aten::_local_scalar_dense"  # a read into a C++ number (.item() and friends)
+_INTEGERS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+
+
+class _ReadsInFlight:
+    """How many explicit reads (`.item()`, `int(t)`...) the replica threads are in."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @property
+    def active(self) -> bool:
+        return self._count > 0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+_READING = _ReadsInFlight()
+
+
+def _small_integer(value: Any) -> bool:
+    return (
+        isinstance(value, Tensor)
+        and value.dtype in _INTEGERS
+        and value.dim() == 0
+        and value.device.type == "xla"
+    )
+
+
+def _integer_device_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """An integer scalar on the device given where a number goes (a size, a count, an index
+    range): torch reads it back in C++. A method's own tensor (`self`) is not such a place."""
+    qualname = getattr(func, "__qualname__", "") or ""
+    start = 1 if qualname.startswith(("Tensor.", "TensorBase.", "_TensorBase.")) else 0
+    for value in (*args[start:], *kwargs.values()):
+        if _small_integer(value):
+            return True
+        if isinstance(value, (tuple, list)) and any(_small_integer(v) for v in value):
+            return True
+    return False
+
+
+def fallback_name(counter: str) -> tuple[str, ...]:
+    """The Python names that run an `aten::*` op (xla_ops.py): `aten::median.dim_values` ->
+    median; `aten::upsample_nearest2d_backward` -> interpolate (its forward); ..."""
+    return tuple(name.lstrip("_") for name in python_names(counter))
 
 
 def _tensor_repeats(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -18,18 +18,23 @@ from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.judge.attribution import RuleIndex
 from tpulint.runtime.judge.check_batches import check_batches, loader_site
 from tpulint.runtime.judge.check_compiles import check_compiles, window_rows
+from tpulint.runtime.judge.check_distributed import check_distributed
 from tpulint.runtime.judge.check_eval import check_eval
 from tpulint.runtime.judge.check_fallbacks import check_fallbacks
+from tpulint.runtime.judge.check_memory import check_memory
 from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.crash import crash_cause, crash_place, find_crash
+from tpulint.runtime.judge.graph_causes import GraphCauses
 from tpulint.runtime.judge.graphs import follow_graphs
 from tpulint.runtime.judge.report import ERROR, FAIL, PASS, Cause, StepRow, VerifyReport
 from tpulint.runtime.judge.steps import build_all_rows
 from tpulint.runtime.runner import RunOutcome, root_errors
 from tpulint.runtime.spec import RunSpec
 from tpulint.runtime.steady import MAX_EXTRA_EPOCHS, MIN_STEADY_STEPS
+from tpulint.runtime.tpu_hbm import MemoryLimit
 
 CHECK_LABELS = {
     "sharding": "sharding",
@@ -39,6 +44,8 @@ CHECK_LABELS = {
     "batch_geometry": "batch geometry",
     "validation": "validation",
     "test": "test",
+    "memory": "memory",
+    "distributed": "torch.distributed",
 }
 
 
@@ -51,6 +58,7 @@ class Settings:
     timeout: float = 600.0
     # Fixed copies of user files (--compare) -> how to show them.
     aliases: dict[str, str] = field(default_factory=dict)
+    memory_limit: MemoryLimit | None = None  # --tpu-type / --hbm
 
 
 def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> VerifyReport:
@@ -71,6 +79,11 @@ def base_report(spec: RunSpec, settings: Settings, backend: Backend | None) -> V
             "warmup": settings.warmup,
             "batch_multiple": settings.batch_multiple,
             "timeout": settings.timeout,
+            **(
+                {"memory_limit": settings.memory_limit.to_json()}
+                if settings.memory_limit is not None
+                else {}
+            ),
         },
     )
 
@@ -102,11 +115,17 @@ def analyze(
     if outcome.status == "error":
         error = outcome.first("error") or {}
         return error_report(report, outcome.detail, error.get("detail") or _tail(outcome.log))
-    if outcome.status == "crashed":
-        return error_report(report, f"the run crashed: {outcome.detail}", _tail(outcome.log))
-
     start = outcome.first("train_start") or {}
     target = outcome.first("target") or {}
+    crash = None
+    if outcome.status == "crashed":
+        crash = find_crash(outcome.log, outcome.events, CodeFilter(target.get("roots", [])))
+        if crash is None or crash.user is None:
+            return error_report(
+                report,
+                f"the run crashed: {outcome.detail}" + crash_place(crash, outcome),
+                _tail(outcome.log, 80),
+            )
     cores = int(report.backend.get("cores") or start.get("world_size") or spec.cores or 1)
     ctx = Context(
         cores=cores,
@@ -117,6 +136,7 @@ def analyze(
         steps_per_epoch=spec.steps,
         user_code=CodeFilter(target.get("roots", [])),
         aliases=settings.aliases,
+        emulated=backend.emulated,
     )
     all_rows = build_all_rows(outcome.events, settings.warmup)
     rows = all_rows["train"]
@@ -134,12 +154,15 @@ def analyze(
         report.run["extended_because"] = extended[-1].get("reason")
 
     from_run = run_causes(ctx, outcome, rows)
+    if crash is not None:
+        from_run.insert(0, crash_cause(ctx, crash, rows, outcome))
     compiles, compile_causes = check_compiles(
         ctx,
         rows,
         outcome.events,
         [c for c in from_run if c.check == "compile_stability"],
         graphs,
+        GraphCauses(ctx, spec.run_dir, outcome.events, all_rows),
     )
     sharding, sharding_causes, shards = check_sharding(
         ctx, rows, outcome.events, Path(spec.run_dir)
@@ -159,6 +182,10 @@ def analyze(
         + transfer_causes
         + batch_causes
     )
+    distributed = check_distributed(ctx, outcome.events)
+    if distributed is not None:
+        report.checks["distributed"] = distributed[0]
+        report.causes += distributed[1]
     for stage in ("validate", "test"):
         judged = check_eval(
             ctx, stage, all_rows.get(stage, []), outcome.events, graphs, Path(spec.run_dir)
@@ -168,6 +195,14 @@ def analyze(
             report.checks[check.name] = check
             report.causes += causes
             report.eval_shards[check.name] = eval_shards
+
+    # The estimate (report.memory) holds however far the run got; its check, like the others,
+    # reads "skipped" rather than "pass" in a run that stopped early (_not_judged).
+    memory, memory_causes, report.memory = check_memory(
+        ctx, outcome.events, rows, settings.memory_limit
+    )
+    report.checks[memory.name] = memory
+    report.causes += memory_causes
 
     if outcome.status == "raised":
         replica = root_errors(outcome.events)[0]
@@ -179,6 +214,8 @@ def analyze(
                 replica.get("traceback"),
             )
         report.error_detail = replica.get("traceback")
+    if crash is not None:
+        report.error_detail = _tail(outcome.log, 80)
     if outcome.status != "finished":
         _not_judged(report, outcome, rows)
     elif not rows:
@@ -186,10 +223,11 @@ def analyze(
         _not_judged(report, outcome, rows)
     failing = [c for c in report.checks.values() if c.status == "fail"]
     run_cause = next((c for c in report.causes if c.check == "run"), None)
-    if failing or outcome.status in ("diverged", "hung", "raised") or not rows:
+    stopped = ("diverged", "hung", "raised", "crashed")
+    if failing or outcome.status in stopped or not rows:
         report.verdict = FAIL
         parts = [f"{CHECK_LABELS[c.name]}: {c.summary}" for c in failing]
-        if run_cause is not None and (outcome.status in ("hung", "raised") or not rows):
+        if run_cause is not None and (outcome.status in ("hung", "raised", "crashed") or not rows):
             where = f" ({run_cause.location})" if run_cause.location else ""
             label = {"hung": "hung: ", "raised": ""}.get(outcome.status, "")
             parts.insert(0, f"{label}{run_cause.message.split('; ')[0]}{where}")
@@ -257,6 +295,7 @@ def _not_judged(report: VerifyReport, outcome: RunOutcome, rows: list[StepRow]) 
     failures and warnings found before it stopped, and none of them reads "pass"."""
     reason = {
         "raised": "training raised",
+        "crashed": "a replica process crashed",
         "hung": "the cores stopped making progress",
         "diverged": "XLA aborted the run",
     }.get(outcome.status, "no training step ran")

@@ -11,8 +11,9 @@ import math
 from collections import Counter
 from typing import Any
 
-from tpulint.runtime.judge.context import Context, status_of
+from tpulint.runtime.judge.context import Context, plural, span, status_of
 from tpulint.runtime.judge.report import Cause, Check, StepRow
+from tpulint.runtime.judge.steps import core_batch_size, row_batch_position
 
 
 def loader_site(events: list[dict[str, Any]], stage: str = "train") -> dict[str, Any] | None:
@@ -38,15 +39,60 @@ def _shape_text(shape: list[int]) -> str:
     return "x".join(map(str, shape)) or "scalar"
 
 
+def batch_names(events: list[dict[str, Any]], stage: str = "train") -> list[str]:
+    """The names of the batch's tensors, as the step receives them (child/batch_tensors.py)."""
+    layout = next(
+        (e for e in events if e["kind"] == "batch_layout" and e.get("stage") == stage), None
+    )
+    return list(layout["names"]) if layout else []
+
+
+def varying_tensors(
+    rows: list[StepRow], names: list[str]
+) -> list[tuple[str, list[int], list[list[int]]]]:
+    """Tensors whose shape changes between full batches: (name, the dimensions that vary,
+    the distinct shapes). A ragged last batch (smaller in the batch dimension) is not
+    variation: it is judged on its own."""
+    shapes: dict[int, list[list[int]]] = {}
+    for row in rows:
+        if row.phase == "ragged":
+            continue
+        for core in row.cores.values():
+            for index, shape in enumerate(core.batch or []):
+                known = shapes.setdefault(index, [])
+                if shape not in known:
+                    known.append(shape)
+    found = []
+    for index, seen in sorted(shapes.items()):
+        if len(seen) < 2 or len({len(s) for s in seen}) > 1:
+            continue
+        dims = [d for d in range(len(seen[0])) if len({s[d] for s in seen}) > 1]
+        name = names[index] if index < len(names) else f"tensor {index}"
+        found.append((name, dims, seen))
+    return found
+
+
+def _described(shapes: list[list[int]], names: list[str], limit: int = 6) -> str:
+    parts = []
+    for index, shape in enumerate(shapes[:limit]):
+        name = names[index] if index < len(names) else ""
+        parts.append(f"{name} {_shape_text(shape)}".strip())
+    more = len(shapes) - limit
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
 def check_batches(
     ctx: Context, rows: list[StepRow], events: list[dict[str, Any]]
 ) -> tuple[Check, list[Cause]]:
+    position = row_batch_position(rows)
+    names = batch_names(events)
     sizes: Counter[int] = Counter()
     shapes: Counter[str] = Counter()
     for row in rows:
         for core in row.cores.values():
             if core.batch:
-                sizes[core.batch[0][0] if core.batch[0] else 0] += 1
+                size = core_batch_size(core.batch, position)
+                sizes[size if size is not None else 0] += 1
                 shapes[", ".join(_shape_text(s) for s in core.batch)] += 1
     if not sizes:
         return Check("batch_geometry", "skipped", "no batch was seen", {}), []
@@ -55,6 +101,36 @@ def check_batches(
     multiple = ctx.batch_multiple
     site = loader_site(events)
     causes: list[Cause] = []
+    varying = varying_tensors(rows, names)
+    if varying:
+        parts = []
+        for name, dims, seen in varying[:4]:
+            spans = ", ".join(f"dim {d}: {span([s[d] for s in seen])}" for d in dims)
+            parts.append(f"`{name}` ({spans}; {plural(len(seen), 'shape')})")
+        fixed = [
+            n for i, n in enumerate(names) if n not in {v[0] for v in varying} and i < len(names)
+        ]
+        causes.append(
+            ctx.cause(
+                "batch_geometry",
+                "varying_batch_shapes",
+                "warn",
+                "the batches the step receives change shape from batch to batch: "
+                + "; ".join(parts)
+                + (
+                    f" (while {', '.join(f'`{n}`' for n in fixed[:3])}"
+                    f" {'stays' if len(fixed) == 1 else 'stay'} fixed)"
+                    if fixed
+                    else ""
+                )
+                + ": every distinct shape is a distinct XLA graph, compiled when it first comes"
+                " (on a TPU each compile takes seconds to minutes); pad them to a fixed size, or"
+                " to a few bucket sizes, in the collate function or the dataset",
+                site,
+                codes=("TPU304",),
+                count=sum(len(v[2]) for v in varying),
+            )
+        )
     if full % multiple:
         padded = math.ceil(full / multiple) * multiple
         waste = (padded - full) / padded
@@ -107,13 +183,22 @@ def check_batches(
     summary = f"per-core batch {full}" + (
         f", a multiple of {multiple}" if full % multiple == 0 else f", not a multiple of {multiple}"
     )
+    if varying:
+        summary += "; shapes vary: " + ", ".join(f"`{v[0]}`" for v in varying[:4])
     if smaller:
         summary += f"; last batch {'/'.join(map(str, smaller))}"
+    first = next((core.batch for row in rows for core in row.cores.values() if core.batch), None)
     details = {
         "batch_multiple": multiple,
         "per_core_batch": full,
         "sizes_seen": {str(k): v for k, v in sorted(sizes.items())},
         "shapes_seen": dict(shapes.most_common()),
+        "tensors": names,
+        "first_batch": _described(first or [], names, limit=len(first or [])),
+        "varying": [
+            {"name": name, "dims": dims, "shapes": [_shape_text(s) for s in seen]}
+            for name, dims, seen in varying
+        ],
     }
     return Check("batch_geometry", status, summary, details), causes
 

@@ -28,9 +28,10 @@ from collections import defaultdict
 from typing import Any
 
 from tpulint.runtime.judge.context import Context, plural, span, status_of
+from tpulint.runtime.judge.graph_causes import Explanation, GraphCauses
 from tpulint.runtime.judge.graphs import Graph, compile_sites
 from tpulint.runtime.judge.report import Cause, Check, StepRow
-from tpulint.runtime.judge.steps import raw_rank_buckets
+from tpulint.runtime.judge.steps import core_batch_size, raw_rank_buckets, row_batch_position
 from tpulint.runtime.steady import MIN_STEADY_STEPS, steady_window
 
 # How a data-dependent-size op reads in a message, and the static alternative.
@@ -66,6 +67,7 @@ def shape_op_sites(events: list[dict[str, Any]], stage: str = "train") -> list[d
                 {
                     "site": site,
                     "kind": op["kind"],
+                    "reader": op.get("reader"),
                     "count": 0,
                     "shapes": set(),
                     "steps": set(),
@@ -88,33 +90,83 @@ def _first_dims(shapes: set[str]) -> list[int]:
     return dims
 
 
+# Library functions that run a data-dependent op for the user's line and use its result on
+# the host only (it never enters a graph), with the fix.
+_KNOWN_SHAPE_READERS = (
+    (
+        "/torchmetrics/",
+        "torchmetrics checks its arguments with `unique` on every call (`validate_args=True`,"
+        " the default): pass `validate_args=False` to the metric (`accuracy(...,"
+        " validate_args=False)`, `Accuracy(..., validate_args=False)`) once the inputs are known"
+        " to be valid",
+    ),
+)
+
+
+def _known_shape_reader(reader: dict[str, Any] | None) -> str | None:
+    path = (reader or {}).get("path", "").replace("\\", "/")
+    return next((advice for marker, advice in _KNOWN_SHAPE_READERS if marker in path), None)
+
+
 def shape_causes(
-    ctx: Context, sites: list[dict[str, Any]], check: str = "compile_stability"
+    ctx: Context,
+    sites: list[dict[str, Any]],
+    check: str = "compile_stability",
+    graph_steps: set[int] | None = None,
 ) -> list[Cause]:
+    """`graph_steps`: the steps (batches) in which new graphs were compiled after warm-up;
+    a varying size that compiled none is only used on the host (a host round trip per step,
+    not a stream of graphs)."""
     causes = []
     unit, units = ("step", "steps") if check == "compile_stability" else ("batch", "batches")
     for entry in sorted(sites, key=lambda e: (e["site"]["path"], e["site"]["line"])):
         what, instead = _SHAPE_OPS.get(entry["kind"], (f"`{entry['kind']}`", ""))
+        reader = entry.get("reader")
+        known = _known_shape_reader(reader)
+        if known:
+            instead = known
+        via = ""
+        if reader:
+            via = f" (in `{reader['function']}`, {_library_path(reader['path'])}:{reader['line']})"
         dims = _first_dims(entry["shapes"])
         cores = sorted(entry["cores"])
         varying = len(set(dims)) > 1
-        if varying:
+        # Its result enters a graph unless a library only checks it on the host, or (for
+        # `unique`, which Python code usually inspects) no new graph came in its steps.
+        compiled = not known and (
+            graph_steps is None
+            or bool(graph_steps & entry["steps"])
+            or entry["kind"] not in ("unique", "unique_consecutive")
+        )
+        if varying and compiled:
             message = (
-                f"{what} has a data-dependent size ({span(dims)} seen across"
+                f"{what}{via} has a data-dependent size ({span(dims)} seen across"
                 f" {plural(len(cores), 'core')} and {plural(len(entry['steps']), unit, units)}):"
                 " each new size compiles a new graph, and torch_xla computes the size on the"
                 f" host every {unit}; {instead}"
             )
+        elif varying:
+            came = sorted((graph_steps or set()) & entry["steps"])
+            graphs = (
+                f"; new graphs came of it only at {unit} {span(came)}"
+                if came
+                else " (no new graph came of it)"
+            )
+            message = (
+                f"{what}{via} has a data-dependent size ({span(dims)} seen), computed on the"
+                f" host every {unit} and used there{graphs}, so each {unit} pays a host round"
+                f" trip; {instead}"
+            )
         else:
             message = (
-                f"{what} needs a host round trip to size its result every {unit}"
+                f"{what}{via} needs a host round trip to size its result every {unit}"
                 f"{' (the size did not vary in this run)' if dims else ''}; {instead}"
             )
         causes.append(
             ctx.cause(
                 check,
                 "data_dependent_shape",
-                "fail" if varying else "warn",
+                "fail" if varying and compiled else "warn",
                 message,
                 entry["site"],
                 steps=sorted(entry["steps"]),
@@ -123,6 +175,14 @@ def shape_causes(
             )
         )
     return causes
+
+
+def _library_path(path: str) -> str:
+    shown = path.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in shown:
+            return shown.split(marker, 1)[1]
+    return shown
 
 
 def steps_after_warmup(rows: list[StepRow], warmup: int) -> dict[int, int]:
@@ -146,12 +206,15 @@ def check_compiles(
     events: list[dict[str, Any]],
     extra: list[Cause],
     graphs: list[Graph] | None = None,
+    differences: GraphCauses | None = None,
 ) -> tuple[Check, list[Cause]]:
-    """`extra`: causes decided elsewhere that belong to this check (diverged replicas)."""
+    """`extra`: causes decided elsewhere that belong to this check (diverged replicas);
+    `differences`: what differs between the run's graphs (graph_causes.py)."""
     graphs = graphs or []
     causes: list[Cause] = list(extra)
     sites = shape_op_sites(events)
-    causes += shape_causes(ctx, sites)
+    graph_steps = {r.step for r in rows if r.phase != "warmup" and r.new_graphs}
+    causes += shape_causes(ctx, sites, graph_steps=graph_steps)
     varying = any(c.kind == "data_dependent_shape" and c.severity == "fail" for c in causes)
 
     train_graphs = [g for g in graphs if g.row is not None and g.row.stage == "train"]
@@ -188,9 +251,16 @@ def check_compiles(
     if shaped:
         cause = next(c for c in causes if c.kind == "data_dependent_shape" and c.severity == "fail")
         cause.message += f"; {plural(len(shaped), 'new graph')} in the final steps of this run"
+    explained = _explanations(differences, late)
+    # A graph compiled once earlier for the same reason as those that keep coming (the same
+    # line, another value) is part of that failure, not a harmless one-time compile.
+    failing = {explained[id(g)].key for g in keep_coming if id(g) in explained}
+    earlier = [g for g in one_time if id(g) in explained and explained[id(g)].key in failing]
+    one_time = [g for g in one_time if g not in earlier]
     if keep_coming:
-        causes += _keep_coming(ctx, keep_coming, window or [])
-    causes += _one_time(ctx, one_time, rows, events)
+        causes += _keep_coming(ctx, keep_coming, earlier, window or [], explained)
+    diffed = differences is not None and differences.available
+    causes += _one_time(ctx, one_time, rows, events, explained, diffed)
 
     status = status_of(causes)
     not_judged = window is None and bool(rows)
@@ -254,11 +324,35 @@ def _via(library: dict[str, Any] | None, user: dict[str, Any] | None) -> str:
         if marker in shown:
             shown = shown.split(marker, 1)[1]
     what = f"`{library['function']}` ({shown}:{library['line']})"
-    return f", through {what}" if user else f" at {what}"
+    if user:
+        return f", through {what}"
+    # A library's sync point (Lightning's optimizer step) is where the graph was cut and
+    # compiled, not what changed it.
+    return f" (compiled where {what} cuts the step's graph; no line of yours was on the stack)"
 
 
-def _keep_coming(ctx: Context, graphs: list[Graph], window: list[StepRow]) -> list[Cause]:
-    """New graphs inside the final steady window, one cause per line that triggered them."""
+def _explanations(differences: GraphCauses | None, graphs: list[Graph]) -> dict[int, Explanation]:
+    """id(graph) -> what differs in the graphs of its row, where the diff says anything."""
+    if differences is None:
+        return {}
+    found: dict[int, Explanation] = {}
+    for graph in graphs:
+        explanation = differences.explain([graph.row]) if graph.row is not None else None
+        if explanation is not None:
+            found[id(graph)] = explanation
+    return found
+
+
+def _keep_coming(
+    ctx: Context,
+    graphs: list[Graph],
+    earlier: list[Graph],
+    window: list[StepRow],
+    explained: dict[int, Explanation],
+) -> list[Cause]:
+    """New graphs inside the final steady window, one cause per line that made them differ
+    (else per user line that triggered them); `earlier`: graphs compiled before the window
+    for one of the same reasons."""
     epochs = sorted({r.epoch for r in window})
     where = (
         f"the final steady window (epoch{'s' if len(epochs) > 1 else ''}"
@@ -266,24 +360,55 @@ def _keep_coming(ctx: Context, graphs: list[Graph], window: list[StepRow]) -> li
         if window
         else "the final steps"
     )
+    groups: dict[tuple[Any, ...], list[Graph]] = defaultdict(list)
+    for graph in graphs:
+        explanation = explained.get(id(graph))
+        if explanation is not None:
+            groups[("explained", *explanation.key)].append(graph)
+        else:
+            user, library = compile_sites(graph, ctx.user_code)
+            site = user or library or {}
+            groups[("site", site.get("path"), site.get("line"))].append(graph)
     causes = []
-    for user, library, group in _by_site(ctx, graphs).values():
+    for key, group in groups.items():
         steps = sorted({g.row.step for g in group if g.row is not None})
+        lead = f"{plural(len(group), 'new graph')} in {where}, at step {span(steps)}"
+        if key[0] == "explained":
+            explanation = explained[id(group[0])]
+            before = [g for g in earlier if explained[id(g)].key == explanation.key]
+            since = min((g.row.step for g in before if g.row is not None), default=None)
+            if since is not None:
+                lead += f" (and {len(before)} more since step {since})"
+            causes.append(
+                ctx.cause(
+                    "compile_stability",
+                    "new_graphs_in_window",
+                    "fail",
+                    f"{lead}: {explanation.text}"
+                    + (f"; {explanation.advice}" if explanation.advice else ""),
+                    explanation.site,
+                    codes=("TPU302", "TPU303", "TPU304") if explanation.kind == "inputs" else (),
+                    steps=steps,
+                    count=len(group) + len(before),
+                )
+            )
+            continue
+        user, library = compile_sites(group[0], ctx.user_code)
         read = bool(user) and _at_host_read(group[0])
         how = (
             "compiled to read a value on the host here: the value's graph changes from step to step"
             if read
             else "the step's graph changed again: a Python value or a shape that varies per"
-            " step is baked into the graph (PT_XLA_DEBUG_LEVEL=2 shows each graph's frames)"
+            " step is baked into the graph"
         )
+        # Lightning's or torch_xla's frame is where the graph was cut, never the cause.
         causes.append(
             ctx.cause(
                 "compile_stability",
                 "new_graphs_in_window",
                 "fail",
-                f"{plural(len(group), 'new graph')} in {where}, at step {span(steps)}"
-                f"{_via(library, user)}: new graphs keep coming; {how}",
-                user or library,
+                f"{lead}{_via(library, user)}: new graphs keep coming; {how}",
+                user,
                 steps=steps,
                 count=len(group),
             )
@@ -304,18 +429,32 @@ def _at_host_read(graph: Graph) -> bool:
 
 
 def _one_time(
-    ctx: Context, graphs: list[Graph], rows: list[StepRow], events: list[dict[str, Any]]
+    ctx: Context,
+    graphs: list[Graph],
+    rows: list[StepRow],
+    events: list[dict[str, Any]],
+    explained: dict[int, Explanation] | None = None,
+    diffed: bool = False,
 ) -> list[Cause]:
     """Graphs compiled once after warm-up and not again in the window: each reported with its
-    step and cause."""
+    step and cause. A graph whose difference is at a line of the user's is reported at that
+    line with what differs; the others by when they came (accumulation, epoch boundary...)."""
     if not graphs:
         return []
-    kinds: dict[str, list[Graph]] = defaultdict(list)
+    explained = explained or {}
+    kinds: dict[tuple[str, ...], list[Graph]] = defaultdict(list)
     second_step = _second_optimizer_step(rows)
     for graph in graphs:
-        kinds[_why_one_time(graph, rows, second_step)].append(graph)
+        explanation = explained.get(id(graph))
+        why = _why_one_time(graph, rows, second_step)
+        # A ragged last batch's new shapes are its own cause, whatever line they reach.
+        if explanation is not None and explanation.site is not None and why != "ragged_last_batch":
+            kinds[("graph_change", *map(str, explanation.key))].append(graph)
+        else:
+            kinds[(why,)].append(graph)
     causes = []
-    for kind, group in kinds.items():
+    for key, group in kinds.items():
+        kind = key[0]
         steps = sorted({g.row.step for g in group if g.row is not None})
         count = len(group)
         reused = sum(1 for g in group if g.reused())
@@ -331,9 +470,21 @@ def _one_time(
         text, severity, site = _ONE_TIME_TEXT[kind], "info", None
         if kind == "graph_change":
             severity = "warn"
-            # The compile happens where the graph is cut (Lightning's optimizer step), not
-            # where it changed: only a line of the user's is worth showing.
-            site, _ = compile_sites(group[0], ctx.user_code)
+            explanation = explained.get(id(group[0]))
+            if explanation is not None and explanation.site is not None:
+                text = (
+                    "the training step's graphs changed and the new ones stayed:"
+                    f" {explanation.text}"
+                )
+                site = explanation.site
+            else:
+                # The compile happens where the graph is cut (Lightning's optimizer step),
+                # not where it changed: only a line of the user's is worth showing.
+                site, _ = compile_sites(group[0], ctx.user_code)
+                if explanation is not None:
+                    text += f"; {explanation.text}"
+                elif diffed:
+                    text += "; no line of yours differs between the graphs"
         causes.append(
             ctx.cause(
                 "compile_stability",
@@ -366,9 +517,7 @@ _ONE_TIME_TEXT = {
         " step's graph); then reused at every step"
     ),
     "graph_change": (
-        "the training step's graphs changed after they had been steady, and the new ones"
-        " stayed: a phase switch (a schedule keyed on the epoch or step, a frozen or unfrozen"
-        " layer, a new loss term); each switch costs a compile on the TPU"
+        "the training step's graphs changed after they had been steady, and the new ones stayed"
     ),
 }
 
@@ -404,12 +553,13 @@ def _ragged_cause(
 ) -> Cause:
     from tpulint.runtime.judge.check_batches import loader_site
 
+    position = row_batch_position(ragged)
     sizes = sorted(
         {
             size
             for row in ragged
             for core in row.cores.values()
-            if core.batch and core.batch[0] and (size := core.batch[0][0])
+            if (size := core_batch_size(core.batch, position))
         }
     )
     steps = sorted({r.step for r in ragged})

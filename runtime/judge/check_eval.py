@@ -25,6 +25,7 @@ from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural, span, status_of
 from tpulint.runtime.judge.graphs import Graph, compile_sites
 from tpulint.runtime.judge.report import Cause, Check, ShardEpoch, StepRow
+from tpulint.runtime.judge.steps import core_batch_size, row_batch_position
 
 NAMES = {"validate": "validation", "test": "test"}
 
@@ -97,7 +98,7 @@ def _graph_causes(
     causes: list[Cause] = []
     smaller = [r for r in rows if _ragged(r, rows)]
     if smaller:
-        sizes = sorted({s for r in rows for s in _sizes(r)})
+        sizes = sorted({s for r in rows for s in _sizes(r, row_batch_position(rows))})
         compiled = (
             f" ({plural(len(ragged), 'graph')} in {name} run {ragged[0].row.run})"  # type: ignore[union-attr]
             if ragged and not varying
@@ -163,16 +164,19 @@ def _recompiles(ctx: Context, name: str, graphs: list[Graph], where: str) -> Cau
     )
 
 
-def _sizes(row: StepRow) -> list[int]:
-    return [c.batch[0][0] for c in row.cores.values() if c.batch and c.batch[0]]
+def _sizes(row: StepRow, position: int = 0) -> list[int]:
+    return [
+        size for c in row.cores.values() if (size := core_batch_size(c.batch, position)) is not None
+    ]
 
 
 def _ragged(row: StepRow | None, rows: list[StepRow]) -> bool:
     """A smaller batch than the loop's full one (also in its first run)."""
     if row is None:
         return False
-    full = max((s for r in rows for s in _sizes(r)), default=None)
-    sizes = _sizes(row)
+    position = row_batch_position(rows)
+    full = max((s for r in rows for s in _sizes(r, position)), default=None)
+    sizes = _sizes(row, position)
     return full is not None and bool(sizes) and min(sizes) < full
 
 

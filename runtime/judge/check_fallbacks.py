@@ -3,13 +3,18 @@
 Each one cuts the graph, copies its inputs to the host, runs the op on the CPU and copies
 the result back: a device-host round trip in the middle of the step, one of the most common
 TPU slowdowns. torch_xla counts them per op (`aten::median.dim_values`, `aten::histc`, ...);
-the op tracer places each at the user's line (child/tracing.py).
+the op tracer places each at the user's line (child/tracing.py), an op of the backward at the
+forward call it is the gradient of.
 
-The rule: an op that falls back in at least half of the steps of the final steady window
-runs on the host every step (or nearly): a failure. One that falls back less often (once,
-once per epoch, only in warm-up) is a warning. Ops whose output size depends on the data
-(`nonzero` behind `x[mask]`, `unique`, ...) also run on the host, but they are judged, with
-their varying sizes, by compile stability. Parent process only; standard library only.
+Judged as a TPU would judge it: torch_xla lowers some ops on TPU and falls back only on other
+devices (xla_ops.py, from its sources); on emulated cores those are listed as emulation-only,
+never a finding. The rule for the rest: an op that falls back in at least half of the steps
+of the final steady window runs on the host every step (or nearly): a failure. One that
+falls back less often (once, once per epoch, only in warm-up) is a warning. Each cause says
+why torch_xla falls back for that op and what to write instead. Ops whose output size
+depends on the data (`nonzero` behind `x[mask]`, `unique`, ...) also run on the host, but
+they are judged, with their varying sizes, by compile stability. Parent process only;
+standard library only.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Any
 from tpulint.runtime.judge.context import Context, plural, span, status_of
 from tpulint.runtime.judge.report import Cause, Check, StepRow
 from tpulint.runtime.judge.steps import raw_rank_buckets
+from tpulint.runtime.xla_ops import ON_TPU_LOWERED, SHAPE_OPS, lookup
 
 # Host ops compile stability already judges (data-dependent output sizes).
-SHAPE_FALLBACKS = ("nonzero", "unique2", "unique_dim", "unique_consecutive", "masked_select")
+SHAPE_FALLBACKS = SHAPE_OPS
 
 
 def _base(counter: str) -> str:
@@ -64,38 +70,71 @@ def fallback_causes(
             found["count"] += entry["count"]
             found["cores"].add(rank)
 
-    causes = []
     steady_steps = {r.step for r in steady}
     per = max(len(judged) * max(ctx.cores, 1), 1)
+    where = "step" if stage == "train" else "loop"
+    # One cause per family of ops (xla_ops.py) and line: lgamma and its gradient digamma at
+    # the same line are one thing to change.
+    groups: dict[tuple[Any, ...], list[tuple[str, dict[str, Any] | None]]] = defaultdict(list)
     for counter in sorted(steps_of):
-        steps = sorted(steps_of[counter])
-        in_steady = len(steady_steps & set(steps))
-        every = bool(steady_steps) and in_steady * 2 >= len(steady_steps)
         placed = sorted(sites.get(counter, {}).values(), key=lambda e: -e["count"])
         site = next((e["site"] for e in placed if e["site"].get("user")), None)
         if site is None and placed:
             site = placed[0]["site"]
+        entry = lookup(counter)
+        family = entry.shows_as if entry else counter
+        groups[(family, (site or {}).get("path"), (site or {}).get("line"))].append((counter, site))
+    causes = []
+    for (_family, _path, _line), members in groups.items():
+        counters = [counter for counter, _ in members]
+        site = members[0][1]
+        steps = sorted(set().union(*(steps_of[c] for c in counters)))
+        in_steady = len(steady_steps & set(steps))
+        every = bool(steady_steps) and in_steady * 2 >= len(steady_steps)
+        total = sum(totals[c] for c in counters)
+        cores = sorted({c for k in counters for e in sites.get(k, {}).values() for c in e["cores"]})
         how_often = (
-            f"{plural(totals[counter] / per, 'time')} per {unit} per core, in"
+            f"{plural(total / per, 'time')} per {unit} per core, in"
             f" {in_steady} of the last {plural(len(steady_steps), unit)}"
             if every
-            else f"at {unit} {span(steps)} ({plural(totals[counter], 'call')} over the cores)"
+            else f"at {unit} {span(steps)} ({plural(total, 'call')} over the cores)"
         )
-        name = counter.removeprefix("aten::")
+        names = ", ".join(f"`{c.removeprefix('aten::')}`" for c in counters)
+        entry = lookup(counters[0])
+        shown = f"{names} ({entry.shows_as})" if entry else names
+        verb = "run" if len(counters) > 1 else "runs"
+        if entry is not None and entry.on_tpu == ON_TPU_LOWERED and ctx.emulated:
+            causes.append(
+                ctx.cause(
+                    check,
+                    "emulation_only_fallback",
+                    "info",
+                    f"{shown} ran on the CPU {how_often} only because the cores are emulated:"
+                    f" {entry.why}; on a TPU it runs in the graph, so this is not a TPU finding",
+                    site,
+                    explain=False,
+                    steps=steps,
+                    cores=cores,
+                    count=total,
+                )
+            )
+            continue
+        if entry is not None:
+            why, instead = entry.why, entry.advice
+        else:
+            why = "torch_xla 2.9 has no XLA lowering for it"
+            instead = f"compute it with ops XLA lowers, or move it out of the {where}"
         causes.append(
             ctx.cause(
                 check,
                 "cpu_fallback",
                 "fail" if every else "warn",
-                f"`{name}` has no XLA lowering, so torch_xla runs it on the CPU {how_often}:"
-                " each call cuts the graph and copies its inputs to the host and the result"
-                " back; compute it with ops XLA lowers (e.g. sort/topk/gather instead of"
-                " median or mode, one-hot sums instead of histc or bincount), or move it out"
-                f" of the {'step' if stage == 'train' else 'loop'}",
+                f"{shown} {verb} on the CPU {how_often}: {why}. Each call cuts the graph and"
+                f" copies its inputs to the host and the result back; {instead}",
                 site,
                 steps=steps,
-                cores=sorted({c for e in placed for c in e["cores"]}),
-                count=totals[counter],
+                cores=cores,
+                count=total,
             )
         )
     return causes
@@ -115,18 +154,36 @@ def check_fallbacks(
         ctx, rows, events, stage="train", check="cpu_fallbacks", judged=judged, steady=steady
     )
     status = status_of(causes)
-    if causes:
-        first = causes[0]
+    findings = [c for c in causes if c.kind == "cpu_fallback"]
+    emulated = sorted({n for c in causes if c.kind != "cpu_fallback" for n in _op_names(c.message)})
+    only_here = (
+        f"; {plural(len(emulated), 'emulation-only fallback')} ({', '.join(emulated)}): a TPU"
+        " lowers it"
+        if emulated
+        else ""
+    )
+    if findings:
+        first = findings[0]
         where = f" at {first.location}" if first.location else ""
-        ops = ", ".join(sorted({c.message.split("`")[1] for c in causes}))
-        summary = f"{plural(len(causes), 'op')} ran on the CPU after warm-up ({ops}){where}" + (
-            "; every step" if status == "fail" else ""
+        names = sorted({n for c in findings for n in _op_names(c.message)})
+        summary = (
+            f"{plural(len(names), 'op')} ran on the CPU after warm-up ({', '.join(names)}){where}"
+            + ("; every step" if status == "fail" else "")
+            + only_here
         )
     else:
-        summary = "no op fell back to the CPU after warm-up"
+        summary = "no op falls back to the CPU on a TPU after warm-up" + only_here
+        if not emulated:
+            summary = "no op fell back to the CPU after warm-up"
     details = {
         "per_step": [
             {k: v for k, v in r.fallbacks.items() if _base(k) not in SHAPE_FALLBACKS} for r in rows
         ],
     }
     return Check("cpu_fallbacks", status, summary, details), causes
+
+
+def _op_names(message: str) -> list[str]:
+    """The op names a fallback cause starts with: "`lgamma`, `digamma` (...)"."""
+    head = message.split(" (", 1)[0].split(" ran ", 1)[0].split(" run", 1)[0]
+    return [part.strip("` ") for part in head.split(",") if part.strip("` ")]

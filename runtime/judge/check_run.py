@@ -18,6 +18,13 @@ from tpulint.runtime.frames import is_plumbing
 from tpulint.runtime.judge.check_batches import loader_site
 from tpulint.runtime.judge.check_compiles import shape_op_sites
 from tpulint.runtime.judge.context import Context, plural
+from tpulint.runtime.judge.hooks import (
+    LEGACY_HOOKS,
+    hook_site,
+    library_line,
+    loader_hook,
+    removed_hook,
+)
 from tpulint.runtime.judge.report import Cause, StepRow
 from tpulint.runtime.runner import RunOutcome, out_of_data, root_errors
 
@@ -279,16 +286,79 @@ _RAISED_WHERE = {
 def _raised(ctx: Context, outcome: RunOutcome) -> Cause:
     """The exception is a failure, not a could-not-run: it raises on a TPU too."""
     error = root_errors(outcome.events)[0]
-    message = brief(error["message"]) if error["message"] else ""
-    text = f"{error['type']}: {message}" if message else error["type"]
+    stale = outcome.first("stale_optimizer")
+    if error["type"] == "StaleOptimizerParameters" and stale is not None:
+        site = stale.get("site") or next(
+            (
+                e["site"]
+                for e in outcome.all("optimizer_built")
+                if e["optimizer"] == stale["optimizer"] and e["params"] == stale.get("params")
+            ),
+            None,
+        )
+        return ctx.cause(
+            "run",
+            "stale_optimizer",
+            "fail",
+            f"before the first step: {stale['message']}",
+            site,
+            codes=("TPU506",),
+            cores=sorted({e["rank"] for e in outcome.all("stale_optimizer")}),
+        )
     rank = error.get("rank")
     on = f" on core {rank}" if rank is not None else ""
+    legacy = removed_hook(error["message"] or "")
+    if legacy is not None:
+        return ctx.cause(
+            "run",
+            "legacy_hook",
+            "fail",
+            f"Lightning 2 refuses the Lightning 1.x hook `{legacy}` defined here"
+            f" ({error['type']}{on}): rename it `{LEGACY_HOOKS[legacy]}(self)`; it gets no"
+            " outputs, so keep what the steps return yourself (append to a list in the step,"
+            " read and clear it in the new hook)",
+            hook_site(outcome.events, legacy),
+            explain=False,
+            cores=[rank] if rank is not None else [],
+        )
+    message = brief(error["message"]) if error["message"] else ""
+    text = f"{error['type']}: {message}" if message else error["type"]
+    site = error.get("site")
     where = _RAISED_WHERE.get(error.get("site_reason") or "")
+    raised_in = ""
+    if not (site or {}).get("user") or error.get("site_reason"):
+        # Raised inside a library about the user's objects: the library line that raised,
+        # and the hook that produced what it was handling.
+        library = library_line(error.get("traceback"))
+        if library is not None:
+            raised_in = (
+                f"; raised in `{library['function']}`"
+                f" ({ctx.location(library)}) of {_package(library['path'])}"
+            )
+        hook = loader_hook(error.get("traceback")) if site is None else None
+        found = hook_site(outcome.events, hook) if hook else None
+        if found is not None:
+            site = found
+            where = f"Lightning raised it handling what `{hook}()` returned"
     return ctx.cause(
         "run",
         "exception",
         "fail",
-        f"training raised {text}{on}" + (f" ({where})" if where else ""),
-        error.get("site"),
+        f"training raised {text}{on}" + (f" ({where})" if where else "") + raised_in,
+        site,
         cores=[rank] if rank is not None else [],
     )
+
+
+_PACKAGES = {
+    "lightning": "Lightning",
+    "pytorch_lightning": "Lightning",
+    "torch_xla": "torch_xla",
+    "torchmetrics": "torchmetrics",
+    "torch": "torch",
+}
+
+
+def _package(path: str) -> str:
+    norm = path.replace("\\", "/")
+    return next((shown for name, shown in _PACKAGES.items() if f"/{name}/" in norm), "a library")

@@ -69,17 +69,7 @@ def check_sharding(
     if not loaders:
         return Check("sharding", "skipped", "no training data loader was iterated", {}), [], []
     if any(e.get("iterable") for e in loaders.values()):
-        causes.append(
-            ctx.cause(
-                "sharding",
-                "iterable_dataset",
-                "warn",
-                "the training dataset is an IterableDataset: Lightning does not shard it, so every"
-                " core iterates the whole stream unless the dataset splits itself by rank",
-                _loader_site(loaders),
-                explain=False,
-            )
-        )
+        causes += _iterable_causes(ctx, events, stage, _loader_site(loaders), world)
 
     epochs: list[ShardEpoch] = []
     for epoch in sorted({key[1] for key in loaders}):
@@ -105,6 +95,121 @@ def check_sharding(
     summary = _summary(causes, epochs, world)
     details = {"world_size": world, "epochs": len(epochs)}
     return Check("sharding", status, summary, details), causes, epochs
+
+
+_STAGE_DATA = {"train": "trains", "validate": "validates", "test": "tests"}
+
+
+def _iterable_causes(
+    ctx: Context,
+    events: list[dict[str, Any]],
+    stage: str,
+    loader: dict[str, Any] | None,
+    world: int,
+) -> list[Cause]:
+    """An IterableDataset has no sampler for Lightning to shard it: the first batches of each
+    epoch are compared across cores instead (child/fingerprints.py). Identical batches on every
+    core mean every core trains on the same data; some cores sharing batches, that those do."""
+    digests: dict[tuple[int, int], dict[int, str]] = defaultdict(dict)
+    for event in events:
+        if (
+            event["kind"] == "batch_digest"
+            and _of_stage(event, stage)
+            and event["rank"] is not None
+        ):
+            digests[(event["epoch"], event["index"])][int(event["rank"])] = event["digest"]
+    compared = {key: ranks for key, ranks in digests.items() if len(ranks) > 1}
+    name = "training" if stage == "train" else {"validate": "validation"}.get(stage, stage)
+    if not compared:
+        return [
+            ctx.cause(
+                "sharding",
+                "iterable_dataset",
+                "warn",
+                f"the {name} dataset is an IterableDataset: Lightning does not shard it, so every"
+                " core iterates the whole stream unless the dataset splits itself by rank (its"
+                " batches could not be compared across cores)",
+                loader,
+                explain=False,
+            )
+        ]
+    same_everywhere = all(
+        len(ranks) == world and len(set(ranks.values())) == 1 for ranks in compared.values()
+    )
+    shared: set[tuple[int, ...]] = set()
+    for ranks in compared.values():
+        by_digest: dict[str, list[int]] = defaultdict(list)
+        for rank, value in ranks.items():
+            by_digest[value].append(rank)
+        shared.update(tuple(sorted(r)) for r in by_digest.values() if len(r) > 1)
+    epochs = sorted({epoch for epoch, _ in compared})
+    batches = len({index for _, index in compared})
+    guard = _distributed_rank_site(events)
+    why = (
+        "; the dataset asks torch.distributed for its rank here, and Lightning's XLA strategy"
+        " never initialises torch.distributed (it communicates through torch_xla), so every"
+        " core reads rank 0's share: take the rank from Lightning or torch_xla instead"
+        " (`torch_xla.runtime.global_ordinal()` and `world_size()`, or the trainer's"
+        " `global_rank` and `world_size` passed to the dataset)"
+        if guard
+        else "; split the stream by the core's rank in the dataset's __iter__"
+        " (`torch_xla.runtime.global_ordinal()` and `world_size()`)"
+    )
+    if same_everywhere:
+        return [
+            ctx.cause(
+                "sharding",
+                "same_data_everywhere",
+                "fail",
+                f"every core {_STAGE_DATA.get(stage, 'runs')} on the same data: the first"
+                f" {plural(batches, 'batch', 'batches')} of epoch {'/'.join(map(str, epochs))}"
+                f" are identical on all {world} cores (an IterableDataset, which Lightning does"
+                f" not shard){why}",
+                guard or loader,
+                explain=False,
+            )
+        ]
+    if shared:
+        groups = "; ".join("cores " + ", ".join(map(str, g)) for g in sorted(shared)[:4])
+        return [
+            ctx.cause(
+                "sharding",
+                "shared_data",
+                "fail",
+                f"some cores {_STAGE_DATA.get(stage, 'run')} on the same batches ({groups} got"
+                f" identical batches among the first {batches} of epoch"
+                f" {'/'.join(map(str, epochs))}): the IterableDataset does not split its"
+                f" stream by rank correctly{why}",
+                guard or loader,
+                explain=False,
+            )
+        ]
+    return [
+        ctx.cause(
+            "sharding",
+            "iterable_dataset",
+            "info",
+            f"the {name} dataset is an IterableDataset, which Lightning does not shard; it"
+            f" splits itself: the first {plural(batches, 'batch', 'batches')} of each epoch"
+            " differ on every core",
+            loader,
+            explain=False,
+        )
+    ]
+
+
+def _distributed_rank_site(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A user line asking torch.distributed for the rank or the world size (or whether it
+    is initialised) while it is not: one in a data loader's thread (the dataset) first."""
+    replicas = {e["ident"] for e in events if e["kind"] == "replica_thread"}
+    asked = [
+        event
+        for event in events
+        if event["kind"] == "torch_distributed"
+        and event["name"].rsplit(".", 1)[-1] in ("is_initialized", "get_rank", "get_world_size")
+    ]
+    asked.sort(key=lambda e: e.get("thread") in replicas)
+    return asked[0]["site"] if asked else None
 
 
 def _loader_site(loaders: dict[tuple[int, int], dict[str, Any]]) -> dict[str, Any] | None:
@@ -288,12 +393,17 @@ def _summary(causes: list[Cause], epochs: list[ShardEpoch], world: int) -> str:
             "incomplete_coverage": "the shards miss samples",
             "unequal_batches": "unequal batch counts per core",
             "cores_without_data": "cores without data",
+            "same_data_everywhere": "every core gets the same batches (an unsplit stream)",
+            "shared_data": "some cores get the same batches (a stream split wrongly)",
         }
         where = f" at {first.location}" if first.location else ""
         overlap = max((e.shared - e.allowed_padding for e in epochs), default=0)
         extra = f"; shards overlap by {overlap} indices per epoch" if overlap > 0 else ""
         return f"{labels.get(first.kind, first.kind)}{where}{extra}"
     if not epochs:
+        split = next((c for c in causes if c.kind == "iterable_dataset"), None)
+        if split is not None and split.severity == "info":
+            return "an IterableDataset that splits itself: the cores' first batches differ"
         return causes[0].message if causes else "not recorded"
     first = epochs[0]
     sizes = sorted({c.indices for c in first.cores})

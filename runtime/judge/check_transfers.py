@@ -13,9 +13,10 @@ from collections import defaultdict
 from typing import Any
 
 from tpulint.runtime.judge.check_compiles import shape_op_sites
-from tpulint.runtime.judge.context import Context, plural, status_of
+from tpulint.runtime.judge.context import Context, plural, span, status_of
 from tpulint.runtime.judge.report import Cause, Check, StepRow
 from tpulint.runtime.judge.steps import raw_rank_buckets
+from tpulint.runtime.xla_ops import is_shape_op, lowered_on_tpu
 
 _ADVICE = {
     "item": "keep it a tensor (self.log and torchmetrics take tensors)",
@@ -68,9 +69,10 @@ _KNOWN_READERS: tuple[tuple[str, str, str], ...] = (
     (
         "/lightning/pytorch/strategies/xla.py",
         "reduce",
-        "`self.log(..., sync_dist=True)` reduces the value over the cores through the host"
-        " (xm.mesh_reduce) each time it logs: log on_step=False, on_epoch=True, or without"
-        " sync_dist",
+        "Lightning's XLA strategy reduces a value over the cores through the host"
+        " (xm.mesh_reduce): `self.log(..., sync_dist=True)` does it each time it logs (log"
+        " on_step=False, on_epoch=True, or without sync_dist), and callbacks do it for their"
+        " decisions across cores (EarlyStopping, ModelCheckpoint) at the end of validation",
     ),
     (
         "/torch/nn/modules/transformer.py",
@@ -86,6 +88,16 @@ def known_reader(site: dict[str, Any] | None) -> str | None:
     if not site:
         return None
     path = site["path"].replace("\\", "/")
+    if "/torchmetrics/" in path and "_validation" in str(site.get("function")):
+        return (
+            "torchmetrics validates the metric's arguments on every call"
+            " (`validate_args=True`, the default), reading them on the host: pass"
+            " `validate_args=False` to the metric once its inputs are known to be valid"
+        )
+    # pytorch_lightning and lightning_fabric are the same code as lightning.pytorch/fabric
+    path = path.replace("/pytorch_lightning/", "/lightning/pytorch/").replace(
+        "/lightning_fabric/", "/lightning/fabric/"
+    )
     for suffix, function, hint in _KNOWN_READERS:
         if path.endswith(suffix) and site.get("function") == function:
             return hint
@@ -124,23 +136,34 @@ def check_transfers(
     events: list[dict[str, Any]],
     stage: str = "train",
     name: str = "transfers",
+    steady: list[StepRow] | None = None,
 ) -> tuple[Check, list[Cause]]:
     """Transfers per step (per validation or test batch for those `stage`s: then `name` is
-    that check's and only its later runs are judged when it has more than one)."""
+    that check's and only its later runs are judged when it has more than one).
+
+    The headline is the steady rate: the reads of the final steady window (training; the last
+    run for validation and test), per step and core. Reads at the ends of epochs or runs are
+    bookkeeping, reported apart; reads outside the steady window only (a step that logs every
+    `log_every_n_steps`, a one-off) are reported with their steps."""
     unit = "step" if stage == "train" else f"{_STAGE_NOUN.get(stage, stage)} batch"
     first = "warmup" if stage == "train" else "first_run"
     judged = [r for r in rows if r.phase != first] or ([] if stage == "train" else list(rows))
     judged_steps = {r.step for r in judged}
     if not judged:
         return Check(name, "skipped", f"no {unit} after warm-up", {}), []
+    if steady is None:
+        steady = _steady_rows(rows, judged, stage, ctx.warmup)
+    steady_steps = {r.step for r in steady}
     cores = max(ctx.cores, 1)
-    per_core_step = len(judged) * cores
+    per_core_steady = max(len(steady) * cores, 1)
 
     sites: dict[tuple[Any, ...], dict[str, Any]] = {}
+    traced_at: dict[int, int] = defaultdict(int)
     for step, rank, bucket in raw_rank_buckets(events, stage):
         if step not in judged_steps:
             continue
         for read in bucket.get("transfers", []):
+            traced_at[step] += read["count"]
             reader = read.get("reader") or {}
             key = (
                 read["site"]["path"],
@@ -156,11 +179,13 @@ def check_transfers(
                     "reader": read.get("reader"),
                     "op": read["op"],
                     "count": 0,
+                    "steady": 0,
                     "steps": set(),
                     "cores": set(),
                 },
             )
             entry["count"] += read["count"]
+            entry["steady"] += read["count"] if step in steady_steps else 0
             entry["steps"].add(step)
             entry["cores"].add(rank)
 
@@ -168,32 +193,42 @@ def check_transfers(
     # The user's own lines first: those are the ones to change.
     ordered = sorted(sites.values(), key=lambda e: (not e["site"].get("user", True), -e["count"]))
     groups = _loop_groups(rows, stage)
+    bookkeeping = 0
     for entry in ordered:
-        rate = entry["count"] / per_core_step
         once = _once_per_loop(entry["steps"], groups)
+        per_step = bool(entry["steady"]) and not once
         reader = entry.get("reader")
         known = known_reader(reader or entry["site"])
         if known:
             why = known
         elif entry["site"].get("user", True):
             why = "the core waits for the step so far to finish; " + _ADVICE.get(
-                entry["op"], "keep it on the device"
+                entry["op"].split(" ")[0], "keep it on the device"
             )
         else:
             why = _library_reader(entry["site"])
         who = f"`{entry['op']}`"
         if reader:
             who += f" in {_function(reader)}, called from this line,"
-        how_often = (
-            f"once per {'epoch' if stage == 'train' else 'run'}, at its start or end"
-            if once
-            else f"{plural(rate, 'time')} per {unit} per core"
-        )
+        if once:
+            bookkeeping += entry["count"]
+            how_often = f"once per {'epoch' if stage == 'train' else 'run'}, at its start or end"
+        elif per_step:
+            how_often = (
+                f"{plural(entry['steady'] / per_core_steady, 'time')} per {unit} per core in"
+                f" the steady {'window' if stage == 'train' else 'run'}"
+            )
+        else:
+            how_often = (
+                f"at {unit} {span(sorted(entry['steps']))} only"
+                f" ({plural(entry['count'], 'read')} over the cores, none in the steady"
+                f" {'window' if stage == 'train' else 'run'})"
+            )
         causes.append(
             ctx.cause(
                 name,
                 "host_read",
-                "info" if once else "warn",
+                "warn" if per_step else "info",
                 f"{who} reads a value back to the host {how_often}: {why}",
                 entry["site"],
                 steps=sorted(entry["steps"]),
@@ -202,27 +237,60 @@ def check_transfers(
             )
         )
 
+    # What the counters saw and no Python call explains, step by step: at the ends of loops
+    # it is bookkeeping (Lightning's reductions, torch_xla's own), in the steady window's
+    # steps a per-step cost to explain.
+    traced_steady = sum(
+        e["steady"] for e in sites.values() if not _once_per_loop(e["steps"], groups)
+    )
     traced = sum(e["count"] for e in sites.values())
-    per_step_reads = [c for c in causes if c.severity == "warn"]
     counted = sum(r.transfers for r in judged)
-    unexplained = max(counted - traced, 0)
-    if unexplained:
-        causes += _unexplained(
-            ctx, events, judged_steps, unexplained, per_core_step, stage, name, unit
+    missing = {r.step: r.transfers - traced_at.get(r.step, 0) for r in judged}
+    missing = {step: count for step, count in missing.items() if count > 0}
+    at_ends = _once_per_loop(set(missing), groups)
+    unexplained_steady = 0 if at_ends else sum(missing.get(step, 0) for step in steady_steps)
+    unexplained_elsewhere = sum(missing.values()) - unexplained_steady
+    emulation_only = 0
+    if unexplained_steady:
+        found, emulation_only = _unexplained(
+            ctx, events, steady_steps, unexplained_steady, per_core_steady, stage, name, unit
         )
+        causes += found
+    if unexplained_elsewhere:
+        causes.append(
+            ctx.cause(
+                name,
+                "unattributed_transfers",
+                "info",
+                f"{plural(unexplained_elsewhere, 'transfer')}"
+                + (
+                    f" at the ends of {'epochs' if stage == 'train' else 'runs'}"
+                    if at_ends
+                    else f" outside the steady {'window' if stage == 'train' else 'run'}"
+                )
+                + " were not made from Python (torch_xla's own reads, in Lightning's"
+                " collectives and bookkeeping)",
+                count=unexplained_elsewhere,
+            )
+        )
+        bookkeeping += unexplained_elsewhere
 
-    rate = counted / per_core_step
-    status = status_of(causes) if causes else ("warn" if counted else "pass")
+    rate = max(traced_steady + unexplained_steady - emulation_only, 0) / per_core_steady
+    per_step_reads = [c for c in causes if c.severity == "warn"]
+    status = status_of(causes) if causes else "pass"
     after = " after warm-up" if stage == "train" else ""
-    if status != "pass":
+    apart = (
+        f"; {plural(bookkeeping, 'read')} at the ends of {'epochs' if stage == 'train' else 'runs'}"
+        " and outside the steady window (bookkeeping)"
+        if bookkeeping
+        else ""
+    )
+    if status == "warn" or status == "fail":
         top = per_step_reads[0] if per_step_reads else (causes[0] if causes else None)
         where = f"; most at {top.location}" if top and top.location else ""
-        summary = f"{plural(rate, 'transfer')} per {unit} per core{after}{where}"
+        summary = f"{plural(rate, 'transfer')} per {unit} per core{after}{where}{apart}"
     elif counted:
-        summary = (
-            f"no transfer per {unit}{after}; {plural(counted, 'read')} at the ends of"
-            f" {'epochs' if stage == 'train' else 'runs'} (bookkeeping)"
-        )
+        summary = f"no transfer per {unit}{after}{apart}"
     else:
         summary = (
             f"no device-to-host transfer{after}" if stage == "train" else f"no transfer per {unit}"
@@ -230,10 +298,25 @@ def check_transfers(
     details = {
         "after_warmup": counted,
         "per_step_per_core": round(rate, 3),
+        "steady_steps": len(steady),
+        "bookkeeping": bookkeeping,
         "traced": traced,
         "per_step": [r.transfers for r in rows],
     }
     return Check("transfers", status, summary, details), causes
+
+
+def _steady_rows(
+    rows: list[StepRow], judged: list[StepRow], stage: str, warmup: int
+) -> list[StepRow]:
+    """The rows whose reads make the headline: training's final steady window (all rows
+    after warm-up when the run has none), a validation or test loop's last run."""
+    if stage == "train":
+        from tpulint.runtime.judge.check_compiles import window_rows
+
+        return window_rows(rows, warmup) or judged
+    last = max((r.run for r in judged if r.run is not None), default=None)
+    return [r for r in judged if r.run == last] or judged
 
 
 def _unexplained(
@@ -245,7 +328,11 @@ def _unexplained(
     stage: str,
     name: str,
     unit: str,
-) -> list[Cause]:
+) -> tuple[list[Cause], int]:
+    """The steady window's transfers no Python call made, explained by the host ops of those
+    steps, each at its own line: a CPU fallback copies its inputs to the host, an op whose
+    output size depends on the data sizes it there. Returns the causes and how many of the
+    transfers only the emulation makes (fallbacks a TPU lowers)."""
     counters = _per_step_counters(events, stage)
     host_ops = sorted(
         {
@@ -255,30 +342,24 @@ def _unexplained(
             if counter.startswith("aten::") and counter != "aten::_local_scalar_dense" and value
         }
     )
-    shape_sites = [e for e in shape_op_sites(events, stage) if e["steps"] & steps]
     rate = count / per_core_step
-    fallen: dict[tuple[str, int], dict[str, Any]] = {}
-    for step, _rank, bucket in raw_rank_buckets(events, stage):
-        if step in steps:
-            for entry in bucket.get("fallbacks", []):
-                key = (entry["site"]["path"], entry["site"]["line"])
-                fallen.setdefault(key, {"site": entry["site"], "ops": set()})["ops"].add(
-                    entry["op"].removeprefix("aten::")
-                )
-    if fallen and not shape_sites:
-        entry = next(iter(fallen.values()))
+    shape_ops = [c for c in host_ops if is_shape_op(c)]
+    fallbacks = [c for c in host_ops if not is_shape_op(c)]
+    if fallbacks and not shape_ops and all(lowered_on_tpu(c) for c in fallbacks):
+        names = ", ".join(c.removeprefix("aten::") for c in fallbacks)
         return [
             ctx.cause(
                 name,
-                "host_fallback_transfers",
-                "warn",
-                f"{plural(rate, 'transfer')} per {unit} per core: torch_xla runs"
-                f" {', '.join(sorted(entry['ops']))} on the CPU at this line (a CPU fallback)",
-                entry["site"],
+                "emulation_only_transfers",
+                "info",
+                f"{plural(rate, 'transfer')} per {unit} per core come from {names} falling back to"
+                " the CPU, which happens only on emulated cores: a TPU runs it in the graph, with"
+                " no transfer (see cpu fallbacks)",
                 count=count,
             )
-        ]
-    if shape_sites and host_ops:
+        ], count
+    shape_sites = [e for e in shape_op_sites(events, stage) if e["steps"] & steps]
+    if shape_sites and shape_ops:
         entry = max(shape_sites, key=lambda e: e["count"])
         return [
             ctx.cause(
@@ -286,20 +367,46 @@ def _unexplained(
                 "host_shape_computation",
                 "warn",
                 f"{plural(rate, 'transfer')} per {unit} per core: torch_xla runs"
-                f" {', '.join(host_ops)} on the host to size the result of this line",
+                f" {', '.join(shape_ops)} on the host to size"
+                " the result of this line",
                 entry["site"],
                 steps=sorted(entry["steps"]),
                 cores=sorted(entry["cores"]),
                 count=count,
             )
-        ]
+        ], 0
+    fallen: dict[tuple[str, int], dict[str, Any]] = {}
+    for step, _rank, bucket in raw_rank_buckets(events, stage):
+        if step in steps:
+            for entry in bucket.get("fallbacks", []):
+                if lowered_on_tpu(entry["op"]):
+                    continue
+                key = (entry["site"]["path"], entry["site"]["line"])
+                fallen.setdefault(key, {"site": entry["site"], "ops": set()})["ops"].add(
+                    entry["op"].removeprefix("aten::")
+                )
+    if fallen:
+        entry = next(iter(fallen.values()))
+        return [
+            ctx.cause(
+                name,
+                "host_fallback_transfers",
+                "warn",
+                f"{plural(rate, 'transfer')} per {unit} per core: torch_xla runs"
+                f" {', '.join(sorted(entry['ops']))} on the CPU at this line (a CPU fallback),"
+                " copying its inputs to the host and its result back",
+                entry["site"],
+                count=count,
+            )
+        ], 0
     return [
         ctx.cause(
             name,
             "unattributed_transfers",
-            "info",
-            f"{plural(rate, 'transfer')} per {unit} per core were not made from Python (torch_xla"
-            f" internals{': ' + ', '.join(host_ops) if host_ops else ''})",
+            "warn",
+            f"{plural(rate, 'transfer')} per {unit} per core were not made from Python (torch_xla's"
+            f" own reads{': ' + ', '.join(host_ops) if host_ops else ''}), and no line of yours"
+            " could be tied to them",
             count=count,
         )
-    ]
+    ], 0

@@ -23,6 +23,7 @@ class Context:
     steps_per_epoch: int | None = None
     user_code: CodeFilter | None = None  # the child's notion of the user's files
     aliases: dict[str, str] = field(default_factory=dict)  # fixed copy -> "model.py (fixed)"
+    emulated: bool = True  # PJRT CPU standing in for TPU cores (what falls back differs)
 
     def location(self, site: dict[str, Any] | None) -> Location | None:
         if not site:

@@ -44,7 +44,7 @@ class Graph:
 
 def follow_graphs(events: list[dict[str, Any]], rows: dict[str, list[StepRow]]) -> list[Graph]:
     """All graphs of the run, in the order they were first compiled."""
-    by_key = _rows_by_event(events, rows)
+    by_key = rows_by_event(events, rows)
     graphs: dict[str, Graph] = {}
     for event in events:
         data = event.get("graphs")
@@ -70,7 +70,7 @@ def follow_graphs(events: list[dict[str, Any]], rows: dict[str, list[StepRow]]) 
     return list(graphs.values())
 
 
-def _rows_by_event(
+def rows_by_event(
     events: list[dict[str, Any]], rows: dict[str, list[StepRow]]
 ) -> dict[int, StepRow]:
     """Each row event (by identity) to its row; validation and test rows are numbered in

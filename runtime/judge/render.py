@@ -8,7 +8,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from tpulint.runtime.judge.analysis import CHECK_LABELS
+from tpulint.runtime.judge.check_memory import LABELS, PARTS
 from tpulint.runtime.judge.report import Cause, CompareReport, StepRow, VerifyReport
+from tpulint.runtime.tpu_hbm import format_bytes
 
 _MAX_ROWS = 40  # longer runs show warm-up, every step that compiled, and the edges
 
@@ -157,6 +159,52 @@ def _core_table(report: VerifyReport) -> list[str]:
     return [title, *_table(headers, rows, right={0, 4, 5, 6, 7, 8, 9})]
 
 
+def _memory_lines(report: VerifyReport) -> list[str]:
+    """The estimate's parts, XLA's own sizes beside it, and on a TPU the measured peak."""
+    memory = report.memory
+    if not memory:
+        return []
+    parts = memory["parts"]
+    floats = "float32 stored as bf16" if memory["precision"] == "bf16-true" else "dtypes as run"
+    shown = []
+    for name in PARTS:
+        label, part = LABELS[name], parts[name]
+        ahead = part.get("batches_on_device", 1) - 1 if name == "batch" else 0
+        extra = f" (this step's and {ahead} prefetched)" if ahead > 0 else ""
+        shown.append(f"{label} {format_bytes(part['bytes'])}{extra}")
+    lines = [
+        f"Memory per core (an estimate for the TPU under precision {memory['precision']}:"
+        f" {floats}, arrays padded to the TPU's tiles)",
+        f"  {format_bytes(memory['estimated_bytes_per_core'])} = " + " + ".join(shown),
+    ]
+    xla = memory.get("xla") or {}
+    largest = xla.get("largest")
+    # Emulated, the run's own arrays are the float32 CPU program's; a TPU's are the estimate's.
+    emulated = report.backend.get("emulated", True)
+    parts_here = [f"as run here (emulated, untiled): {format_bytes(memory['as_run_bytes'])}"]
+    if largest:
+        parts_here.append(
+            f"XLA's sizes for the largest of the {xla['graphs']} graphs compiled: inputs"
+            f" {format_bytes(largest['input_bytes'])}, outputs"
+            f" {format_bytes(largest['output_bytes'])}, aliased"
+            f" {format_bytes(largest['aliased_bytes'])}, intermediates"
+            f" {format_bytes(largest['intermediate_bytes'])}"
+        )
+    if not emulated:
+        parts_here = parts_here[1:]
+    if parts_here:
+        lines.append("  " + "; ".join(parts_here))
+    measured = memory.get("measured")
+    if measured and measured.get("peak_bytes_used"):
+        limit = measured.get("bytes_limit")
+        lines.append(
+            f"  measured on this TPU: peak {format_bytes(measured['peak_bytes_used'])}"
+            + (f" of {format_bytes(limit)}" if limit else "")
+            + " (xm.get_memory_info)"
+        )
+    return lines
+
+
 def _cause_line(cause: Cause) -> list[str]:
     where = f"{cause.location}: " if cause.location else ""
     codes = f" [{', '.join(_rule_refs(cause))}]" if cause.rules else ""
@@ -245,6 +293,9 @@ def render(report: VerifyReport, *, verbose: bool = False) -> str:
         return "\n".join(lines) + "\n"
     if report.steps:
         lines += ["", *_step_table(report), "", *_core_table(report)]
+    memory = _memory_lines(report)
+    if memory:
+        lines += ["", *memory]
     lines += ["", "Checks"]
     for name, check in report.checks.items():
         lines.append(f"  {check.status.upper():7} {CHECK_LABELS[name]:17}  {check.summary}")
@@ -255,6 +306,12 @@ def render(report: VerifyReport, *, verbose: bool = False) -> str:
             lines += _cause_line(cause)
     if report.run.get("status") not in (None, "finished"):
         lines += ["", f"run: {report.run['status']}: {report.run.get('detail')}"]
+    if verbose and report.error_detail:
+        # The traceback of the replica that raised, or the stacks of the one that crashed.
+        title = {"crashed": "The crashed replica's stacks (faulthandler)"}.get(
+            report.run.get("status") or "", "Traceback of the replica that raised"
+        )
+        lines += ["", title, *["  " + line for line in report.error_detail.rstrip().splitlines()]]
     if verbose and report.log:
         lines += [
             "",
@@ -312,6 +369,10 @@ def _metric_rows(report: VerifyReport) -> list[tuple[str, str]]:
         ),
         ("sharding", _sharding_cell(report)),
         ("per-core batch", _batch_cell(report)),
+        (
+            "memory per core (estimate)",
+            format_bytes(report.memory["estimated_bytes_per_core"]) if report.memory else "-",
+        ),
         ("steps run", str(len(report.steps))),
         ("wall time", f"{report.wall_seconds:.1f}s"),
     ]

@@ -211,6 +211,8 @@ class VerifyReport:
     shards: list[ShardEpoch] = field(default_factory=list)
     eval_shards: dict[str, list[ShardEpoch]] = field(default_factory=dict)  # per loop, per run
     causes: list[Cause] = field(default_factory=list)
+    # The step's memory per core: estimate, parts, XLA's sizes, verdict (judge/check_memory.py).
+    memory: dict[str, Any] = field(default_factory=dict)
     setup: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
     error: str | None = None  # the one-line reason when verify could not run
@@ -253,6 +255,7 @@ class VerifyReport:
             "eval_shards": {
                 name: [run.to_json() for run in runs] for name, runs in self.eval_shards.items()
             },
+            "memory": self.memory or None,
             "setup": self.setup,
             "wall_seconds": round(self.wall_seconds, 2),
         }

@@ -21,18 +21,39 @@ from typing import Any
 from tpulint.runtime.judge.report import CoreStep, StepRow
 
 
-def _core_batch_size(batch: list[list[int]] | None) -> int | None:
-    if not batch or not batch[0]:
+def batch_position(batches: list[list[list[int]] | None]) -> int:
+    """Which tensor of the batch holds its batch dimension first: the one whose leading size
+    takes the fewest values over the run, then the largest (a graph's `edge_index` leads
+    with its 2 endpoints), then the earliest. For `(features, labels)` both do; for a graph
+    batch the node and edge tensors change size with every batch and the targets (one row per
+    graph) do not."""
+    sizes: dict[int, set[int]] = defaultdict(set)
+    for batch in batches:
+        for index, shape in enumerate(batch or []):
+            if shape:
+                sizes[index].add(shape[0])
+    if not sizes:
+        return 0
+    return min(sizes, key=lambda index: (len(sizes[index]), -max(sizes[index]), index))
+
+
+def core_batch_size(batch: list[list[int]] | None, position: int = 0) -> int | None:
+    if not batch or len(batch) <= position or not batch[position]:
         return None
-    return batch[0][0]
+    return batch[position][0]
+
+
+def row_batch_position(rows: list[StepRow]) -> int:
+    return batch_position([core.batch for row in rows for core in row.cores.values()])
 
 
 def full_batch_size(rows: list[StepRow]) -> int | None:
+    position = row_batch_position(rows)
     sizes = [
         size
         for row in rows
         for core in row.cores.values()
-        if (size := _core_batch_size(core.batch)) is not None
+        if (size := core_batch_size(core.batch, position)) is not None
     ]
     return max(sizes) if sizes else None
 
@@ -106,7 +127,6 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
             )
             for rank, bucket in data["ranks"].items()
         }
-        sizes = {_core_batch_size(core.batch) for core in cores.values()}
         stage_rows = rows.setdefault(stage, [])
         stage_rows.append(
             StepRow(
@@ -119,7 +139,7 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
                 transfers=counters.get("TransferFromDeviceTime", 0),
                 host_ops=sum(v for k, v in counters.items() if k.startswith("aten::")),
                 seconds=data["seconds"],
-                batch_size=sizes.pop() if len(sizes) == 1 else None,
+                batch_size=None,  # below, once the batch dimension is known
                 cores=cores,
                 stage=stage,
                 run=data["run"],
@@ -136,6 +156,11 @@ def build_all_rows(events: list[dict[str, Any]], warmup: int) -> dict[str, list[
             )
         )
     rows["train"].sort(key=lambda r: r.step)
+    for stage_rows in rows.values():
+        position = row_batch_position(stage_rows)
+        for row in stage_rows:
+            sizes = {core_batch_size(core.batch, position) for core in row.cores.values()}
+            row.batch_size = sizes.pop() if len(sizes) == 1 else None
     _assign_phases(rows["train"], warmup)
     for stage in ("validate", "test"):
         _assign_eval_phases(rows[stage])
@@ -149,8 +174,11 @@ def build_rows(events: list[dict[str, Any]], warmup: int) -> list[StepRow]:
 
 def _assign_phases(rows: list[StepRow], warmup: int) -> None:
     full = full_batch_size(rows)
+    position = row_batch_position(rows)
     for row in rows:
-        sizes = [s for c in row.cores.values() if (s := _core_batch_size(c.batch)) is not None]
+        sizes = [
+            s for c in row.cores.values() if (s := core_batch_size(c.batch, position)) is not None
+        ]
         if row.step < warmup:
             row.phase = "warmup"
         elif full is not None and sizes and min(sizes) < full:
@@ -164,9 +192,12 @@ def _assign_phases(rows: list[StepRow], warmup: int) -> None:
 def _assign_eval_phases(rows: list[StepRow]) -> None:
     """A validation or test loop's first run is its warm-up: its graphs compile there."""
     full = full_batch_size(rows)
+    position = row_batch_position(rows)
     first = min((r.run for r in rows if r.run is not None), default=0)
     for row in rows:
-        sizes = [s for c in row.cores.values() if (s := _core_batch_size(c.batch)) is not None]
+        sizes = [
+            s for c in row.cores.values() if (s := core_batch_size(c.batch, position)) is not None
+        ]
         if row.run == first:
             row.phase = "first_run"
         elif full is not None and sizes and min(sizes) < full:

@@ -26,7 +26,7 @@ PROJECT = TARGETS / "cli_project"  # the user's project: main.py, models.py, bas
 
 def _more_config(path: Path, snapshot: Path) -> Path:
     """The second config: overrides one model argument, adds the recording callback and a
-    ModelCheckpoint (which verify removes: it saves no checkpoints)."""
+    ModelCheckpoint (which verify keeps, writing no file)."""
     path.write_text(
         "model:\n"
         "  init_args:\n"
@@ -117,9 +117,19 @@ def test_verify_builds_what_the_users_cli_builds(runs: dict[str, Any]) -> None:
     assert ours["hparams"]["hidden"] == 48 and ours["hparams"]["lr"] == 0.05
     assert ours["data"] == {"size": 512, "batch_size": 8}
     assert ours["seed"] == "1234" and ours["gradient_clip_val"] == 0.5
-    # the user's callback from the config is there; verify's recorder replaces the CLI's
-    # progress bar, summary and checkpoint callbacks
-    assert ours["callbacks"] == ["Snapshot", "StepRecorder"]
+    # the user's callbacks from the config are there (the checkpoint callback writes no
+    # file); a silent progress bar replaces the CLI's, and verify's recorders come last
+    # (Lightning moves checkpoint callbacks to the end of the list)
+    assert ours["callbacks"][0] == "Snapshot" and "ModelCheckpoint" in ours["callbacks"]
+    assert set(ours["callbacks"]) == {
+        "Snapshot",
+        "ModelCheckpoint",
+        "SilentProgressBar_lightning",
+        "StepRecorder",
+        "MemoryProbe",
+        "OptimizerCheck",
+        "CallbackStandIns",
+    }
     assert "Snapshot" in theirs["callbacks"] and "ModelCheckpoint" in theirs["callbacks"]
 
 
@@ -128,10 +138,7 @@ def test_verify_settings_win_and_are_reported(runs: dict[str, Any]) -> None:
     ours = runs["verify_snapshot"]
     assert ours["max_epochs"] == 3 and ours["num_devices"] == CORES
     overridden = [(o["name"], o["requested"], o["used"]) for o in report.trainer["overridden"]]
-    assert overridden == [
-        ("max_epochs", 100, 3),
-        ("callbacks", "<lightning.pytorch.callbacks.model_checkpoint.ModelCheckpoint>", None),
-    ]
+    assert overridden == [("max_epochs", 100, 3)]
     requested = report.trainer["requested"]
     assert requested["gradient_clip_val"] == 0.5 and requested["max_epochs"] == 100
     assert [c["class_path"] for c in requested["callbacks"]] == [
@@ -141,10 +148,7 @@ def test_verify_settings_win_and_are_reported(runs: dict[str, Any]) -> None:
     text = render(report)
     assert "--config base.yaml --config" in text.splitlines()[0]
     assert "    max_epochs=100 -> 3: --epochs sets the run's length" in text
-    assert (
-        "    callbacks=ModelCheckpoint -> not used: verify saves no checkpoints"
-        " (enable_checkpointing=False)" in text
-    )
+    assert "callbacks=ModelCheckpoint" not in text
 
 
 def test_the_report_records_what_was_built(runs: dict[str, Any]) -> None:

@@ -72,7 +72,11 @@ def test_lightning_refusing_a_none_step_names_the_hook(reports: dict[str, Any]) 
         "training raised RuntimeError: Skipping the `training_step` by returning None in"
         " distributed training is not supported."
     )
-    assert cause.message.endswith("(Lightning raised it about this hook)")
+    # the hook, and the library line that raised
+    assert cause.message.endswith(
+        "(Lightning raised it about this hook); raised in `_training_step`"
+        " (lightning/pytorch/loops/optimization/automatic.py:323) of Lightning"
+    )
     assert str(cause.location) == "tests/runtime/targets/raising.py:36"  # def training_step
     assert cause.location.function == "training_step"
 
@@ -91,7 +95,10 @@ def test_an_op_xla_cannot_run(reports: dict[str, Any]) -> None:
 def test_lightning_refusing_to_inject_a_sampler(reports: dict[str, Any]) -> None:
     cause = _failed(reports["sampler-refused"])
     assert "Trying to inject custom `Sampler` into the `TaggedLoader` instance" in cause.message
-    assert cause.message.endswith("(Lightning raised it about the DataLoader built at this line)")
+    assert (
+        "(Lightning raised it about the DataLoader built at this line); raised in"
+        " `_get_dataloader_init_args_and_kwargs` (lightning/pytorch/utilities/data.py:"
+    ) in cause.message
     assert str(cause.location) == "tests/runtime/targets/raising.py:59"
 
 

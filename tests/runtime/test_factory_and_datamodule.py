@@ -32,6 +32,8 @@ def test_factory_with_datamodule_passes(report: VerifyReport) -> None:
 
 def test_the_datamodule_data_is_sharded(report: VerifyReport) -> None:
     assert report.checks["sharding"].status == "pass"
-    assert [e.dataset_size for e in report.shards] == [256, 256, 256]
+    # every epoch trained (2 steps each: verify may add one to find a steady window)
+    assert [e.dataset_size for e in report.shards] == [256] * report.run["epochs"]
+    assert report.run["epochs"] >= 3
     assert {c.indices for e in report.shards for c in e.cores} == {32}
     assert report.checks["batch_geometry"].details["per_core_batch"] == 16

@@ -45,22 +45,27 @@ def test_passes_with_a_transfer_warning(run: subprocess.CompletedProcess[str], r
     assert run.stderr == ""
     assert report["verdict"] == "pass"
     assert report["checks"]["compile_stability"]["status"] == "pass"
-    assert report["checks"]["compile_stability"]["compiles_after_warmup"] == 0
+    assert report["checks"]["compile_stability"]["graphs_in_window"] == 0
     assert report["checks"]["transfers"]["status"] == "warn"
     assert report["checks"]["sharding"]["status"] == "pass"
 
 
 def test_one_transfer_per_step_per_core(report: dict[str, Any]) -> None:
     assert report["checks"]["transfers"]["per_step_per_core"] == 1.0
-    judged = [row for row in report["steps"] if row["phase"] != "warmup"]
-    assert judged
-    for row in judged:
+    steady = [row for row in report["steps"] if row["phase"] == "steady"]
+    assert steady
+    for row in steady:
         assert row["transfers"] == CORES  # torch_xla's own count, summed over the cores
         assert {core["transfers"] for core in row["cores"].values()} == {1}  # the tracer's
+    # Lightning's default checkpointing decides across the cores at each epoch's end (a
+    # reduction through the host): bookkeeping, apart from the steady rate
+    assert report["checks"]["transfers"]["bookkeeping"] > 0
 
 
 def test_the_transfer_is_attributed_to_the_line_and_rule(report: dict[str, Any]) -> None:
-    (cause,) = [c for c in report["causes"] if c["check"] == "transfers"]
+    (cause,) = [
+        c for c in report["causes"] if c["check"] == "transfers" and c["severity"] == "warn"
+    ]
     assert cause["kind"] == "host_read"
     assert cause["location"]["path"] == "tests/runtime/targets/item_in_step.py"
     assert cause["location"]["line"] == ITEM_LINE

@@ -12,7 +12,15 @@ import pytest
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 HEAVY = ("torch", "torch_xla", "lightning", "pytorch_lightning", "numpy")
-SHARED = {"spec.py", "events.py", "errors.py", "frames.py", "steady.py", "trainer_args.py"}
+SHARED = {
+    "spec.py",
+    "events.py",
+    "errors.py",
+    "frames.py",
+    "steady.py",
+    "trainer_args.py",
+    "tpu_layout.py",
+}
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

@@ -89,7 +89,13 @@ def test_verify_settings_win_and_the_report_says_so(run: tuple[VerifyReport, dic
     assert all(o["reason"] for o in trainer["overridden"])
     used = trainer["used"]
     assert used["accumulate_grad_batches"] == 4 and used["limit_train_batches"] == 8
-    assert used["callbacks"] == ["<tpulint.runtime.child.recorder.StepRecorder>"]
+    assert used["callbacks"] == [
+        "<tpulint silent progress bar>",
+        "<tpulint.runtime.child.recorder.StepRecorder>",
+        "<tpulint.runtime.child.memory.MemoryProbe>",
+        "<tpulint.runtime.child.optimizers.OptimizerCheck>",
+        "<tpulint.runtime.child.stand_ins.CallbackStandIns>",
+    ]
     as_json = report.to_json()
     assert as_json["trainer"] == trainer and as_json["datamodule_args"] == report.datamodule_args
 

@@ -9,6 +9,8 @@ import sys
 import pytest
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.trainer_args import (
+    STAND_IN_LOGGER,
+    STAND_IN_PROGRESS_BAR,
     check_names,
     describe,
     drop_reason,
@@ -35,9 +37,25 @@ def test_without_user_arguments_verify_sets_everything_and_overrides_nothing() -
     assert args.used["devices"] == 8
     assert args.used["max_epochs"] == 2
     assert args.used["limit_train_batches"] == 32
-    assert args.used["logger"] is False
+    assert args.used["logger"] == STAND_IN_LOGGER  # built by the child: takes every call
+    assert "enable_checkpointing" not in args.used  # Lightning's default checkpointing stays
     assert args.used["default_root_dir"] == "/run"
+    assert args.used["callbacks"] == [STAND_IN_PROGRESS_BAR, "recorder"]
+
+
+def test_a_logger_of_the_users_is_replaced_by_the_stand_in_and_false_stays_false() -> None:
+    args = merge({"logger": object()}, _own())
+    assert args.used["logger"] == STAND_IN_LOGGER
+    assert "writes nothing" in args.overridden[0].reason
+    assert merge({"logger": False}, _own()).used["logger"] is False
+    assert merge({"logger": True}, _own()).used["logger"] == STAND_IN_LOGGER
+
+
+def test_no_progress_bar_is_added_when_the_user_turned_it_off() -> None:
+    # Lightning refuses a progress bar callback with enable_progress_bar=False
+    args = merge({"enable_progress_bar": False}, _own(), ["recorder"])
     assert args.used["callbacks"] == ["recorder"]
+    assert args.used["enable_progress_bar"] is False
 
 
 def test_the_users_arguments_pass_through() -> None:
@@ -74,6 +92,7 @@ def test_conflicts_go_to_verify_and_are_recorded_with_the_reason() -> None:
         ("strategy", "xla"),
         ("logger", False),
         ("enable_checkpointing", False),
+        ("enable_checkpointing", True),
         ("num_nodes", 1),
     ],
 )
@@ -108,20 +127,19 @@ TQDMProgressBar = _class(
 UserCheckpoint = _class("ModelCheckpoint", "myproject.callbacks")  # the user's own, same name
 
 
-def test_callbacks_verify_rules_out_are_removed_with_the_reason_others_kept() -> None:
+def test_progress_bars_are_replaced_with_the_reason_other_callbacks_kept() -> None:
     checkpoint, bar, mine, other = ModelCheckpoint(), TQDMProgressBar(), UserCheckpoint(), object()
-    assert "checkpoints" in drop_reason(checkpoint)
-    assert "report" in drop_reason(bar)  # through its base class, in pytorch_lightning
+    # checkpoint callbacks stay (the child keeps their logic and skips the file)
+    assert drop_reason(checkpoint) is None
+    assert "silent progress bar" in drop_reason(bar)  # through its base, in pytorch_lightning
     assert drop_reason(mine) is None
     args = merge({"callbacks": [checkpoint, mine, bar, other]}, _own(), ["recorder"])
-    assert args.used["callbacks"] == [mine, other, "recorder"]
-    assert [(o.name, o.requested, o.used) for o in args.overridden] == [
-        ("callbacks", checkpoint, None),
-        ("callbacks", bar, None),
-    ]
+    assert args.used["callbacks"] == [checkpoint, mine, other, STAND_IN_PROGRESS_BAR, "recorder"]
+    assert [(o.name, o.requested, o.used) for o in args.overridden] == [("callbacks", bar, None)]
     # a single callback, not in a list, is accepted as Lightning accepts it
     assert merge({"callbacks": other}, _own(), ["recorder"]).used["callbacks"] == [
         other,
+        STAND_IN_PROGRESS_BAR,
         "recorder",
     ]
 
@@ -139,7 +157,10 @@ def test_describe_makes_any_argument_json_able() -> None:
         "used": 8,
         "reason": "verify trains on --cores 8 (pass --cores to choose)",
     }
-    assert as_json["used"]["callbacks"] == []
+    assert as_json["used"]["callbacks"] == [
+        "<lightning.pytorch.callbacks.model_checkpoint.ModelCheckpoint>",
+        STAND_IN_PROGRESS_BAR,
+    ]
 
 
 def test_unknown_names_are_one_line_with_a_suggestion() -> None:

@@ -917,8 +917,10 @@ class ProjectModel:
     def iteration_splits_by_rank(self, class_gkey: str) -> bool | None:
         """Whether iterating instances of the class reads the rank or world size: True when
         `__iter__` or anything it calls in the project does, False when everything it calls
-        is visible and none does, None when it hands off to code the model cannot see
-        (`self.task.train__iter__()` on an attribute of unknown type)."""
+        is visible and none does, or when the only rank it reads is torch.distributed's
+        (never initialised under Lightning's XLA strategy: rank 0 of 1 on every core), None
+        when it hands off to code the model cannot see (`self.task.train__iter__()` on an
+        attribute of unknown type)."""
         start = self.find_method(class_gkey, "__iter__")
         if start is None:
             return None
@@ -929,7 +931,7 @@ class ProjectModel:
             if fn.gkey in seen:
                 continue
             seen.add(fn.gkey)
-            if fn.summary.rank_aware:
+            if fn.summary.rank_source or (fn.summary.rank_aware and not fn.summary.dist_rank):
                 return True
             if len(seen) > 50 or is_cold_name(fn.summary.name):
                 # Summaries keep no calls of cold-named functions (`self.setup()` from
@@ -1126,15 +1128,33 @@ class FileView:
         found = self.model.lookup(target, self.module)
         if not isinstance(found, _Class):
             return None
-        aware = any(
-            self.model.classes[name].summary.rank_aware
+        summaries = [
+            self.model.classes[name].summary
             for name in self.model.mro(found.gkey)
             if name in self.model.classes
+        ]
+        # A rank from torch.distributed alone is no split on TPU cores (see
+        # iteration_splits_by_rank); a rank from anywhere else, or a `rank` of unknown origin,
+        # is.
+        aware = any(s.rank_source for s in summaries) or any(
+            s.rank_aware and not s.dist_rank for s in summaries
         )
         if not aware:
             splits = self.model.iteration_splits_by_rank(found.gkey)
             aware = splits is None or splits
         return self.model.external_bases(found.gkey), aware
+
+    def dataset_reads_distributed_rank(self, target: str) -> bool:
+        """Whether the project class `target` (or a project base) asks torch.distributed for
+        its rank or world size."""
+        found = self.model.lookup(target, self.module)
+        if not isinstance(found, _Class):
+            return False
+        names = self.model.mro(found.gkey)
+        if any(self.model.classes[n].summary.dist_rank for n in names if n in self.model.classes):
+            return True
+        method = self.model.find_method(found.gkey, "__iter__")
+        return bool(method is not None and method.summary.dist_rank)
 
     def dataset_length(
         self, target: str, args: list[int | None], keywords: dict[str, int | None]

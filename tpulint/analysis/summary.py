@@ -244,6 +244,31 @@ RANK_TOKENS = (
     "process_index",
     "num_processes",
 )
+# Where a rank comes from other than torch.distributed, which Lightning's XLA strategy never
+# initialises: the trainer's or torch_xla's rank and world size, a sampler's replicas, a
+# node split. (A bare `rank` is a name: it may hold any of them.)
+RANK_SOURCES = re.compile(
+    r"global_rank|local_rank|ordinal|num_replicas|split_by_node|node_split|\.shard\("
+    r"|process_index|num_processes|(?<!get_)world_size"
+)
+# torch.distributed's rank and world size: under a TPU Trainer, rank 0 of 1 on every core.
+_DIST_ALIAS = re.compile(
+    r"^\s*(?:import\s+torch\.distributed\s+as\s+(\w+)|from\s+torch\s+import\s+distributed"
+    r"\s+as\s+(\w+))",
+    re.MULTILINE,
+)
+
+
+def distributed_rank_pattern(text: str) -> re.Pattern[str]:
+    """Calls of torch.distributed's get_rank/get_world_size in `text`, through its aliases."""
+    aliases = {"torch.distributed", "dist"}
+    for found in _DIST_ALIAS.finditer(text):
+        aliases.add(found.group(1) or found.group(2))
+    names = "|".join(sorted(re.escape(a) for a in aliases))
+    bare = r"(?<![\w.])" if re.search(r"from\s+torch\.distributed\s+import", text) else r"(?!)"
+    return re.compile(rf"(?:\b(?:{names})\.|{bare})(?:get_rank|get_world_size)\s*\(")
+
+
 # `use_distributed_sampler=False` (or Lightning 1.x's `replace_sampler_ddp=False`): the file
 # turns Lightning's sampler injection off, so every hand-built sampler of the project counts.
 SAMPLER_INJECTION_OFF = re.compile(
@@ -292,6 +317,8 @@ class FunctionSummary:
     returns_annotation: str | None = None
     const_return: int | None = None  # the int literal every `return` returns (`__len__`)
     rank_aware: bool = False  # its code reads the rank or world size (see RANK_TOKENS)
+    dist_rank: bool = False  # ... from torch.distributed (get_rank, get_world_size)
+    rank_source: bool = False  # ... from elsewhere (RANK_SOURCES)
     # The lines of its code, decorators included (first, last): where its findings can be.
     span: tuple[int, int] = (0, 0)
 
@@ -312,6 +339,8 @@ class FunctionSummary:
             "ra": self.returns_annotation,
             "cr": self.const_return,
             "rk": self.rank_aware,
+            "dr": self.dist_rank,
+            "rs": self.rank_source,
         }
 
     @classmethod
@@ -331,6 +360,8 @@ class FunctionSummary:
             data["ra"],
             data["cr"],
             data["rk"],
+            data.get("dr", False),
+            data.get("rs", False),
             tuple(data["sp"]),  # type: ignore[arg-type]
         )
 
@@ -345,8 +376,11 @@ class ClassSummary:
     attributes: dict[str, list[Atom]] = field(default_factory=dict)  # self.<name> values
     # `self.<name> = <parameter>` in `__init__`: the parameter's index (dataset lengths)
     param_attributes: dict[str, int] = field(default_factory=dict)
-    # The class's code reads the process rank or world size (a dataset that shards itself).
+    # The class's code reads the process rank or world size (a dataset that shards itself),
+    # from torch.distributed, from elsewhere.
     rank_aware: bool = False
+    dist_rank: bool = False
+    rank_source: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -358,11 +392,24 @@ class ClassSummary:
             "a": self.attributes,
             "pa": self.param_attributes,
             "ra": self.rank_aware,
+            "dr": self.dist_rank,
+            "rs": self.rank_source,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClassSummary:
-        return cls(data["n"], data["q"], data["l"], data["b"], data["m"], data["a"], data["pa"])
+        return cls(
+            data["n"],
+            data["q"],
+            data["l"],
+            data["b"],
+            data["m"],
+            data["a"],
+            data["pa"],
+            data.get("ra", False),
+            data.get("dr", False),
+            data.get("rs", False),
+        )
 
 
 @dataclass(frozen=True)
@@ -624,8 +671,13 @@ class _Summarizer:
         # Lines that read the rank or world size, where classes may be datasets (only their
         # rank-awareness is ever asked).
         self.rank_lines: list[int] = []
+        self.dist_rank_lines: list[int] = []
+        self.rank_source_lines: list[int] = []
         if "Dataset" in text or "DataPipe" in text or "Iterable" in text:
             self.rank_lines = self._lines_with(RANK_TOKENS)
+            if self.rank_lines:
+                self.dist_rank_lines = self._lines_matching(distributed_rank_pattern(text))
+                self.rank_source_lines = self._lines_matching(RANK_SOURCES)
         self.counts: dict[str, int] = {}
         self.module_imports: dict[str, str] = {}
         self.module_names: set[str] = set()  # module-level defs and classes
@@ -847,6 +899,8 @@ class _Summarizer:
         )
         self.summary.functions.append(info)
         info.rank_aware = self._spans_rank_line(node)
+        info.dist_rank = self._spans(self.dist_rank_lines, node)
+        info.rank_source = self._spans(self.rank_source_lines, node)
         if klass is not None:
             klass.methods.setdefault(node.name, info.key)
         scope = _Scope(
@@ -885,6 +939,8 @@ class _Summarizer:
             self.expression(keyword.value, outer)
         info = ClassSummary(node.name, qualname, node.lineno, bases)
         info.rank_aware = self._spans_rank_line(node)
+        info.dist_rank = self._spans(self.dist_rank_lines, node)
+        info.rank_source = self._spans(self.rank_source_lines, node)
         self.summary.classes.append(info)
         self.class_methods[qualname] = {
             item.name: item
@@ -906,12 +962,18 @@ class _Summarizer:
         return f"{target}.{rest}" if rest else target
 
     def _spans_rank_line(self, node: ast.stmt) -> bool:
-        if not self.rank_lines:
+        return self._spans(self.rank_lines, node)
+
+    @staticmethod
+    def _spans(lines: list[int], node: ast.stmt) -> bool:
+        if not lines:
             return False
-        first = bisect.bisect_left(self.rank_lines, node.lineno)
-        return first < len(self.rank_lines) and self.rank_lines[first] <= (
-            node.end_lineno or node.lineno
-        )
+        first = bisect.bisect_left(lines, node.lineno)
+        return first < len(lines) and lines[first] <= (node.end_lineno or node.lineno)
+
+    def _lines_matching(self, pattern: re.Pattern[str]) -> list[int]:
+        starts = self._starts()
+        return sorted({bisect.bisect_right(starts, m.start()) for m in pattern.finditer(self.text)})
 
     def _lines_with(self, tokens: tuple[str, ...]) -> list[int]:
         """The sorted line numbers where any of `tokens` occurs (substring search)."""
