@@ -320,15 +320,15 @@ def test_subprocess_round_trip(project: Path) -> None:
 
 def test_verbose_shows_cache_use(project: Path) -> None:
     first = run_cli(["check", ".", "-v"], project)
-    assert "(0 from cache, 3 analysed)" in first.stderr
+    assert "(0 from cache, 3 analysed, " in first.stderr
     assert (project / ".tpulint_cache" / "CACHEDIR.TAG").is_file()
     assert (project / ".tpulint_cache" / ".gitignore").read_text().endswith("*\n")
     second = run_cli(["check", ".", "-v"], project)
-    assert "(3 from cache, 0 analysed)" in second.stderr
+    assert "(3 from cache, 0 analysed, " in second.stderr
     assert second.stdout == first.stdout
     (project / "train.py").write_text(LEGACY_TRAINER + "# changed\n")
     third = run_cli(["check", ".", "-v"], project)
-    assert "(2 from cache, 1 analysed)" in third.stderr
+    assert "(2 from cache, 1 analysed, " in third.stderr
 
 
 def test_no_cache(tmp_path: Path) -> None:

@@ -574,8 +574,8 @@ def _check(
         internal_errors = run.internal_errors
         files_checked = run.checked
         reporter.debug(
-            f"checked {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed) "
-            f"in {time.perf_counter() - started:.2f}s"
+            f"checked {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed, "
+            f"{run.libcst_parsed} parsed with libcst) in {time.perf_counter() - started:.2f}s"
         )
     for error in internal_errors:
         reporter.error(f"internal error in {error}")
@@ -763,8 +763,8 @@ def _fix(
     for notice in run.notices:
         reporter.warn(notice)
     reporter.debug(
-        f"looked at {run.checked} files ({run.cache_hits} from cache) in "
-        f"{time.perf_counter() - started:.2f}s"
+        f"looked at {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed, "
+        f"{run.libcst_parsed} parsed with libcst) in {time.perf_counter() - started:.2f}s"
     )
     for error in run.internal_errors:
         reporter.error(f"internal error in {error}")

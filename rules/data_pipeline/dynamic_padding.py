@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
@@ -381,6 +382,18 @@ class DynamicPadding(_DataRule):
             line=6,
         ),
     )
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        return (
+            syntax is None
+            or "padding" in syntax.keywords  # tokenizer calls
+            or "padding" in syntax.class_fields  # collator dataclasses
+            or not syntax.calls.isdisjoint(_PADDING_COLLATORS | {"pad_sequence"})
+            # hand-rolled padding to `max(len(x) for x in batch)` (_longest_length)
+            or "max" in syntax.calls
+        )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -58,6 +58,8 @@ _INFERENCE_FUNCTION = re.compile(
     re.IGNORECASE,
 )
 _ARGPARSE_METHODS = frozenset({"add_argument", "add_option"})
+# Calls the rule reports at without a batch-size name in the code (see `applies`).
+_REPORTING_CALLS = frozenset({"DataLoader", *_ARGPARSE_METHODS})  # is_dataloader_call
 _CONFIG_DECORATORS = frozenset(
     {
         "dataclass",
@@ -203,6 +205,16 @@ class TpuUnfriendlyBatchSize(_DataRule):
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        if (
+            syntax is not None
+            and syntax.calls.isdisjoint(_REPORTING_CALLS)
+            and not any(map(is_batch_size_name, syntax.literal_keywords | syntax.int_names))
+        ):
+            # Every finding is a DataLoader, an argparse option, or an integer literal given
+            # to a batch-size name: a keyword argument, a parameter default, an assignment
+            # or field, a dict entry.
+            return False
         # Outside Lightning code the rule reports only integer literals on the line of a
         # batch-size name (defaults, config fields, argparse options, `batch_size=4`).
         return cls.lightning_code(source, view) or bool(_BATCH_LITERAL_LINE.search(source))

@@ -9,7 +9,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.datatypes.diagnostics import Severity
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.matchers import source_of
 
@@ -138,6 +138,7 @@ class CollectiveInRankBranch(Rule):
         "collective_permute",
         "optimizer_step",
     )
+    screen_calls = last_names(_COLLECTIVES, _LIGHTNING_COLLECTIVES)
 
     @classmethod
     def applies(cls, source: str, view: object) -> bool:

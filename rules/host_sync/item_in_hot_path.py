@@ -115,6 +115,7 @@ class ItemInHotPath(Rule):
     fix_sometimes = True
     fix_message = "Keep the value as a tensor: drop `.item()`"
     requires = (".item()",)
+    screen_calls = frozenset({"item"})
 
     VALID = (
         # Read only on the error path: the message of a `raise`.

@@ -69,6 +69,7 @@ class LogItemUnwrap(Rule):
     fix_applicability = Applicability.SAFE
     fix_message = "Log the tensor: drop the conversion"
     requires = (".log(", ".log_dict(")
+    screen_calls = frozenset({"log", "log_dict"})
 
     VALID = (
         Valid(

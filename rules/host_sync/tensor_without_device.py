@@ -150,6 +150,7 @@ class TensorWithoutDevice(TrackingRule, Rule):
     fix_applicability = Applicability.UNSAFE
     fix_message = "Create it on the device of the tensor it is combined with"
     requires = tuple(f"{name}(" for name in sorted(_HOST_FACTORIES))
+    screen_calls = _HOST_FACTORIES  # every finding is a factory call (_host_factory)
 
     VALID = (
         # A registered buffer moves with the module.

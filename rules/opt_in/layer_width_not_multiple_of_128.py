@@ -10,7 +10,7 @@ import libcst as cst
 from tpulint.analysis.context import get_arg
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import int_value
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.matchers import source_of
 
@@ -98,6 +98,7 @@ class LayerWidthNotMultipleOf128(Rule):
     fix_message = "Round the width to a multiple of 128"
     default_enabled = False
     requires = ("Linear", "Conv", "Embedding")
+    screen_calls = last_names(_LAYERS)
 
     VALID = (
         Valid("from torch import nn\n\nlayer = nn.Linear(512, 1024)\n"),

@@ -118,7 +118,7 @@ class CudaOnlyPackage(Rule):
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        return view.has_hot_code or view.has_lightning_class
+        return _training_code(view)
 
     VALID = (
         Valid(
@@ -186,6 +186,9 @@ class CudaOnlyPackage(Rule):
 
     def _report(self, node: cst.CSTNode, module: str, package: str) -> None:
         ctx = self.ctx
+        view = ctx.analysis.view
+        if view is not None and not _training_code(view):
+            return  # a file without training code (a benchmark helper, a kernel library)
         if is_framework_file(ctx) or _guarded(ctx, node) or version_gated(ctx, node):
             return
         if package in ("triton", "liger_kernel") and _KERNEL_MODULE.search(ctx.source):
@@ -199,6 +202,12 @@ class CudaOnlyPackage(Rule):
             "torch_xla layer (`scaled_dot_product_attention`, `nn.LayerNorm`, "
             "`torch.optim.AdamW`) or import it only when CUDA is available",
         )
+
+
+def _training_code(view: FileView) -> bool:
+    """Whether the file holds training code: hot code or a Lightning class (the rule's
+    logic, which its screen `applies` repeats)."""
+    return view.has_hot_code or view.has_lightning_class
 
 
 def _guarded(ctx, node: cst.CSTNode) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.project import FileView
 from tpulint.analysis.yaml_config import YamlDocument
 from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
 from tpulint.rule_api.cst_helpers import keyword_arg
@@ -18,6 +19,11 @@ from ..shared.configuration import (
 )
 from ..shared.matchers import is_trainer_call
 from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+
+# Calls that take a literal `devices=` the rule reports: Trainer calls and `dict(...)`.
+_DEVICE_CALLS = frozenset({"Trainer", "from_argparse_args", "dict"})
+# What makes a dict of Trainer arguments a TPU one (tpu_arguments).
+_TPU_KEYS = frozenset({"accelerator", "strategy"})
 
 
 class HardcodedTpuDeviceCount(Rule):
@@ -74,6 +80,17 @@ class HardcodedTpuDeviceCount(Rule):
     fix_applicability = Applicability.UNSAFE
     fix_message = 'Use `devices="auto"`'
     requires = ("devices",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        if syntax is None:
+            return True
+        # `Trainer(devices=8)` (is_trainer_call) or `dict(accelerator="tpu", devices=8)`.
+        if "devices" in syntax.literal_keywords and not syntax.calls.isdisjoint(_DEVICE_CALLS):
+            return True
+        # `{"accelerator": "tpu", "devices": 8}` (tpu_arguments: accelerator or strategy).
+        return "devices" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(_TPU_KEYS)
 
     VALID = (
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices="auto")\n'),

@@ -24,6 +24,9 @@ from ..shared.configuration import (
 from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call
 from .helpers import _LIGHTNING_IMPORT, _tpu_condition
 
+# The keywords that can make a Trainer call a TPU one (see trainer_tpu).
+_TPU_KEYWORDS = frozenset({"accelerator", "strategy", *LEGACY_TPU_KEYWORDS})
+
 _BAD_TPU_PRECISION = {
     16: "16-mixed",
     "16": "16-mixed",
@@ -209,7 +212,19 @@ class UnsupportedTpuPrecision(Rule):
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
         # A Trainer call, or a config class of a TPU trainer.
-        return "Trainer" in source or "tpu" in source.lower()
+        if "Trainer" not in source and "tpu" not in source.lower():
+            return False
+        syntax = view.module.syntax
+        if syntax is None or "precision" in syntax.class_fields:
+            return True
+        # `precision=` beside what makes a Trainer a TPU one (trainer_tpu), also in
+        # `dict(accelerator="tpu", precision=...)`.
+        if "precision" in syntax.keywords and not syntax.keywords.isdisjoint(_TPU_KEYWORDS):
+            return True
+        # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments).
+        return "precision" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(
+            {"accelerator", "strategy"}
+        )
 
     VALID = (
         # GPU Trainers: TPU rules stay silent.

@@ -305,6 +305,7 @@ class ProjectModel:
         self._scope: ProjectScope | None = None
         self.modules: dict[str, ModuleSummary] = {}  # by path
         self.by_name: dict[str, list[ModuleSummary]] = {}
+        self._roots: set[str] = set()  # the first part of every module name
         self.classes: dict[str, _Class] = {}
         self.functions: dict[str, _Function] = {}
         self._module_classes: dict[int, dict[str, _Class]] = {}
@@ -323,6 +324,7 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
+        self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
 
     # --- building ------------------------------------------------------------------------
 
@@ -330,8 +332,11 @@ class ProjectModel:
         self.modules[summary.path] = summary
         if summary.module is not None:
             self.by_name.setdefault(summary.module, []).append(summary)
+            self._roots.add(summary.module.partition(".")[0])
             for alias in namespace_names(summary.path, summary.module):
                 self.by_name.setdefault(alias, []).append(summary)
+                # Imported by its namespace name: lookups of that root are project names.
+                self._roots.add(alias.partition(".")[0])
         prefix = summary.module or summary.path
         if summary.module is not None and len(self.by_name.get(summary.module, ())) > 1:
             # Another file has the module's name (`pretrain.py` in several script folders):
@@ -394,6 +399,20 @@ class ProjectModel:
         self, qualified: str, near: ModuleSummary | None, depth: int = 0
     ) -> _Class | _Function | ModuleSummary | None:
         """What a qualified name (or `.name` of the module `near`) refers to in the project."""
+        if depth == 0:
+            # Memoised: the calls of a module name the same things over and over, and the
+            # model does not change once built (the caller index resolves every call).
+            key = (qualified, id(near))
+            if key in self._lookups:
+                return self._lookups[key]
+            found = self._lookup(qualified, near, 0)
+            self._lookups[key] = found
+            return found
+        return self._lookup(qualified, near, depth)
+
+    def _lookup(
+        self, qualified: str, near: ModuleSummary | None, depth: int
+    ) -> _Class | _Function | ModuleSummary | None:
         if depth > 12:
             return None
         if qualified.startswith("."):
@@ -401,6 +420,8 @@ class ProjectModel:
                 return None
             return self._in_module(near, qualified[1:], depth)
         parts = qualified.split(".")
+        if parts[0] not in self._roots:
+            return None  # outside the project (torch, numpy, ...): most names calls resolve
         for i in range(len(parts), 0, -1):
             module = self.module_named(".".join(parts[:i]), near)
             if module is not None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import re
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -84,15 +85,32 @@ class _Analysis:
     parents: dict[int, cst.CSTNode] = field(default_factory=dict)
 
 
+# Whether the prefilters and screens rule files out (see `unscreened`).
+_SCREENED = [True]
+
+
+@contextmanager
+def unscreened() -> Iterator[None]:
+    """Within it, every enabled rule runs on every file: no text prefilter, no screen. What
+    the screens' soundness is tested against (tests/test_screens.py); worker processes forked
+    inside it inherit it."""
+    _SCREENED[0] = False
+    try:
+        yield
+    finally:
+        _SCREENED[0] = True
+
+
 def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     """The enabled rules whose prefilter matches `source` (each distinct token is searched
     for once per file, however many rules share it)."""
     out = []
     found: dict[str, bool] = {}
+    screened = _SCREENED[0]
     for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
-        if rule.requires:
+        if rule.requires and screened:
             for token in rule.requires:
                 hit = found.get(token)
                 if hit is None:
@@ -105,6 +123,15 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     return out
 
 
+_LIBCST_PARSES = [0]  # source texts this process parsed with libcst to analyse them
+
+
+def libcst_parses() -> int:
+    """How many texts this process has parsed with libcst for analysis (the runner reports
+    per file whether it was parsed: `-v` prints how many files the screens let through)."""
+    return _LIBCST_PARSES[0]
+
+
 def parse_trusted(source: str) -> cst.Module:
     """`cst.parse_module` without re-validating every node the parser builds.
 
@@ -113,6 +140,7 @@ def parse_trusted(source: str) -> cst.Module:
     `CSTNode.__post_init__` suggests skipping it when parsing). Skipping it saves a tenth of
     the parse. Nodes built later (by fixes) are validated as usual, and fixed code is still
     re-parsed with validation before it is written."""
+    _LIBCST_PARSES[0] += 1
     validate = cst.CSTNode.__post_init__
     cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
@@ -221,6 +249,19 @@ def _python_syntax_error(source: str, path: str, view: FileView | None) -> list[
     return []
 
 
+# A directive TPL001 can find unused: one of tpulint's own, or one naming a TPU/TPL code.
+_OUR_DIRECTIVE = re.compile(r"tpulint:|\bTP[UL]\d", re.IGNORECASE)
+
+
+def _quiet_suppressions(source: str) -> Suppressions:
+    """The suppressions of a file with no findings. Only TPL001 reads them then, and it
+    reports only directives that are tpulint's own or name its codes: without such text they
+    are not parsed (finding comments runs Python's tokenizer over the whole file)."""
+    if _OUR_DIRECTIVE.search(source) is None:
+        return Suppressions()
+    return parse_suppressions(source)
+
+
 def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
     """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
     where = location or Location(1, 1)
@@ -246,20 +287,22 @@ def _analyze(
 ) -> _Analysis:
     """`module`, when given, is `source` already parsed."""
     rules = _rule_classes(enabled, source)
-    suppressions = parse_suppressions(source)
     if not rules:
         # No rule can fire here, but a file Python cannot parse is reported all the same.
         view = project.view(path) if project is not None else None
         errors = _python_syntax_error(source, path, view)
+        suppressions = parse_suppressions(source) if errors else _quiet_suppressions(source)
         return _Analysis(None, [], errors, {}, suppressions)
     view = file_view(source, path, config, project)
-    if view.module.parsed:
-        # What the project model knows (no code here runs every step, no Lightning class)
-        # rules out more rules than their text prefilter; a file no rule can fire in is not
-        # parsed at all. (A file `ast` rejects is parsed, to report the syntax error.)
-        rules = [rule for rule in rules if rule.applies(source, view)]
+    if view.module.parsed and _SCREENED[0]:
+        # What the project model knows (what the code contains, which code runs every step,
+        # the classes' kinds) rules out more rules than their text prefilter; a file no rule
+        # can fire in is not parsed at all. (A file `ast` rejects is parsed, to report the
+        # syntax error.)
+        rules = [rule for rule in rules if rule.can_fire(source, view)]
         if not rules:
-            return _Analysis(None, [], [], {}, suppressions)
+            return _Analysis(None, [], [], {}, _quiet_suppressions(source))
+    suppressions = parse_suppressions(source)
     if module is None:
         try:
             module = parse_trusted(source)

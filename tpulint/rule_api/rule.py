@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
@@ -185,6 +185,11 @@ class Rule:
     # The rule reports only in hot code (code that runs every step): the engine does not
     # parse a file in which the project model finds no hot function for such rules.
     hot_only: ClassVar[bool] = False
+    # The rule reports only at, or because of, a call whose callee's last name is one of
+    # these (`Trainer` for `pl.Trainer(...)`, or for a name the imports qualify to
+    # `lightning.Trainer`): the engine does not run it on a file without such a call
+    # (`Syntax.calls` of the project model). Empty: no such screen.
+    screen_calls: ClassVar[frozenset[str]] = frozenset()
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
     # The default title of the rule's fixes ("Drop `.item()`").
@@ -200,12 +205,26 @@ class Rule:
     folds_into: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
+    def can_fire(cls, source: str, view: FileView) -> bool:
+        """Whether the rule can fire in this file at all (after `requires` matched): its
+        declared screens (`hot_only`, `screen_calls`), then its own `applies`. The engine
+        does not run the rule otherwise, and does not parse a file in which no rule can
+        fire. Every screen must be implied by the rule's logic: tests/test_screens.py checks
+        that screened and unscreened runs report the same on every fixture."""
+        if cls.hot_only and not view.has_hot_code:
+            return False
+        syntax = view.module.syntax
+        if syntax is not None and cls.screen_calls and syntax.calls.isdisjoint(cls.screen_calls):
+            return False
+        return cls.applies(source, view)
+
+    @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        """Whether the rule can fire in this file at all, from its text and the project
-        model's view of it (after `requires` matched): the engine does not run the rule
-        otherwise, and does not parse a file no rule applies to. Hot-only rules need hot
-        code; rules override this with their own scope."""
-        return not cls.hot_only or view.has_hot_code
+        """The rule's own screen, from the file's text and the project model's view of it
+        (`view.module.syntax`: what the code contains; the classes' kinds; hot functions).
+        It must be implied by the rule's logic: a file it rules out is one the rule would
+        report nothing in."""
+        return True
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -326,6 +345,12 @@ class Rule:
         from tpulint.config.registry import fix_availability
 
         return fix_availability(cls.fix_applicability, cls.fix_sometimes)
+
+
+def last_names(*groups: Iterable[str]) -> frozenset[str]:
+    """The last names of qualified names (`torch.cuda.amp.autocast` -> `autocast`): a rule's
+    `screen_calls` from the qualified callees it reports."""
+    return frozenset(name.rsplit(".", 1)[-1] for group in groups for name in group)
 
 
 def code_block(section: str) -> str | None:

@@ -7,8 +7,11 @@ and a process pool over the files that need work.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +65,7 @@ class RunResult:
     files: list[FileOutcome]
     checked: int = 0  # files looked at
     parsed: int = 0  # files that were not answered from the cache
+    libcst_parsed: int = 0  # of those, files some rule needed parsed with libcst
     cache_hits: int = 0
     internal_errors: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # files skipped unopened (FIFOs, ...)
@@ -116,48 +120,67 @@ def _failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
 
 
-def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
-    """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
-    from tpulint.engine.source import check_source
+def _check_one(
+    item: tuple[str, str, str],
+) -> tuple[str, list[Diagnostic] | None, str | None, bool]:
+    """(display path, abs path, text) -> (display path, diagnostics, internal error, whether
+    libcst parsed the file)."""
+    from tpulint.engine.source import check_source, libcst_parses
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
+    before = libcst_parses()
     try:
         diagnostics = [
             d.with_path(display) for d in check_source(text, absolute, config, project=project)
         ]
-        out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
+        out: tuple[str, list[Diagnostic] | None, str | None, bool] = (
+            display,
+            diagnostics,
+            None,
+            libcst_parses() > before,
+        )
     except Exception as exc:  # one file's failure is reported; the run goes on
-        out = (display, None, _failure(exc))
+        out = (display, None, _failure(exc), libcst_parses() > before)
     _after_file()
     return out
 
 
-def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
-    from tpulint.engine.source import fix_source
+def _fix_one(
+    item: tuple[str, str, str], unsafe: bool
+) -> tuple[str, FixResult | None, str | None, bool]:
+    from tpulint.engine.source import fix_source, libcst_parses
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
+    before = libcst_parses()
     try:
         result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
         result.fixed = [d.with_path(display) for d in result.fixed]
         result.remaining = [d.with_path(display) for d in result.remaining]
-        out: tuple[str, FixResult | None, str | None] = (display, result, None)
+        out: tuple[str, FixResult | None, str | None, bool] = (
+            display,
+            result,
+            None,
+            libcst_parses() > before,
+        )
     except Exception as exc:
-        out = (display, None, _failure(exc))
+        out = (display, None, _failure(exc), libcst_parses() > before)
     _after_file()
     return out
 
 
-def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diagnostic], None]:
-    return item[0], [_crash_diagnostic(item[0], why)], None
+def _crashed_check(
+    item: tuple[str, str, str], why: str
+) -> tuple[str, list[Diagnostic], None, bool]:
+    return item[0], [_crash_diagnostic(item[0], why)], None, True
 
 
-def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None, bool]:
     from tpulint.engine.source import FixResult
 
     display, _, text = item
-    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
+    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None, True
 
 
 def _crash_diagnostic(display: str, why: str) -> Diagnostic:
@@ -193,6 +216,7 @@ def _run(
     progress: Progress | None,
 ) -> Iterator[Any]:
     total = len(items)
+    _join_engine_import()
     if jobs <= 1 or total < 4:
         _init_worker(config, project)
         for done, item in enumerate(items, start=1):
@@ -214,11 +238,46 @@ def _run(
 
 def _load_engine() -> None:
     """Import the engine and every rule class once, before forking the workers, which share
-    them (a serial run loads only the rules whose prefilter matches a file)."""
+    them (a serial run loads only the rules whose prefilter matches a file). When the import
+    was started while the model's workers summarised the files, wait for it to end."""
+    _join_engine_import()
+    _import_engine()  # nothing left to do after the thread, or raises what it met
+
+
+def _join_engine_import() -> None:
+    """Wait for the engine's import started by `_import_engine_meanwhile`, if any: before
+    any fork (a child forked while the thread holds an import lock could deadlock)."""
+    thread = _ENGINE_IMPORT.pop("thread", None)
+    if thread is not None:
+        thread.join()
+
+
+def _import_engine() -> None:
     from tpulint.config.registry import all_rules
     from tpulint.engine.source import check_source  # noqa: F401  (libcst, analysis)
 
     all_rules()
+
+
+_ENGINE_IMPORT: dict[str, threading.Thread] = {}
+
+
+def _import_engine_meanwhile() -> None:
+    """Start importing the engine on a thread while the model's worker processes summarise
+    the files (the parent mostly waits for them then): the import (libcst, every rule: over
+    half a second) leaves the run's serial path. Started only after those workers are
+    forked, and joined before the checking workers are (`_load_engine`): no fork happens
+    while it may hold an import lock."""
+    if "thread" in _ENGINE_IMPORT or "tpulint.engine.source" in sys.modules:
+        return
+
+    def run() -> None:
+        with contextlib.suppress(BaseException):  # _load_engine imports again and raises
+            _import_engine()
+
+    thread = threading.Thread(target=run, name="tpulint-engine-import", daemon=True)
+    _ENGINE_IMPORT["thread"] = thread
+    thread.start()
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -250,7 +309,11 @@ class _Prepared:
             scans = ScanCache(cache_dir) if self.use_cache else None
             items = self.checked + read_context(self.context, self.config)
             configs = read_context(self.configs, self.config)
-            self.project = model_of(items, self.config, scans, self.jobs, configs)
+            _join_engine_import()  # one a previous run in this process started (server)
+            meanwhile = _import_engine_meanwhile if self.jobs > 1 else None
+            self.project = model_of(
+                items, self.config, scans, self.jobs, configs=configs, meanwhile=meanwhile
+            )
             if scans:
                 scans.save()
         return self.project
@@ -276,7 +339,8 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         else:
             assert text is not None
             sources.append((source, text))
-    digests = {source.display: text_digest(text) for source, text in sources}
+    # Content hashes key the caches: without them nothing needs them.
+    digests = {source.display: text_digest(text) for source, text in sources} if use_cache else {}
     checked = checked_inputs([(s.path, text) for s, text in sources])
     covered = [path for path in paths if path != "-" and os.path.isdir(path)]
     listings = ListingCache(config.root / config.cache_dir) if use_cache else None
@@ -341,7 +405,7 @@ def check_paths(
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = prepared.key(source, prepared.digests[source.display])
+        key = prepared.key(source, prepared.digests[source.display]) if cache else ""
         cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
@@ -351,7 +415,7 @@ def check_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
-    for display, diagnostics, error in _run(
+    for display, diagnostics, error, parsed in _run(
         todo,
         _check_one,
         (),
@@ -361,6 +425,7 @@ def check_paths(
         jobs,
         progress,
     ):
+        run.libcst_parsed += parsed
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
             run.files.append(FileOutcome(display, error=error))
@@ -422,7 +487,7 @@ def fix_paths(
                 aliases.append((source.display, first_name[identity]))
                 continue
             first_name[identity] = source.display
-        key = prepared.key(source, prepared.digests[source.display])
+        key = prepared.key(source, prepared.digests[source.display]) if cache else ""
         cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
@@ -433,7 +498,7 @@ def fix_paths(
     run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
     done: list[tuple[SourcePath, str, FixResult]] = []
-    for display, result, error in _run(
+    for display, result, error, parsed in _run(
         todo,
         _fix_one,
         (unsafe,),
@@ -443,6 +508,7 @@ def fix_paths(
         jobs,
         progress,
     ):
+        run.libcst_parsed += parsed
         source, original = originals[display]
         if error is not None or result is None:
             run.internal_errors.append(f"{display}: {error}")
