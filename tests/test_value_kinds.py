@@ -480,3 +480,33 @@ def test_value_semantics_silent(name: str) -> None:
 def test_value_semantics_reported(name: str) -> None:
     source, expected = REPORTED_SHAPES[name]
     assert codes(source) == expected
+
+
+def test_branching_chains_resolve_in_polynomial_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x = self.a(x)` in the three arms of 24 branches: the environment is a DAG of shared
+    atom lists whose tree has 3**24 paths. Each list is resolved once per depth, not once per
+    path (a real file with a deep conditional chain of layers took minutes before)."""
+    from tpulint.analysis.value_query import PositionValues
+
+    calls = 0
+    original = PositionValues._atom
+
+    def counting(self, atom, function, depth):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        assert calls < 5_000, "resolution walks every path of the environment"
+        return original(self, atom, function, depth)
+
+    monkeypatch.setattr(PositionValues, "_atom", counting)
+    arms = "".join(
+        f"        if self.flag{i}:\n            x = self.a{i}(x)\n"
+        f"        elif self.other{i}:\n            x = self.b{i}(x)\n"
+        f"        else:\n            x = self.c{i}(x)\n"
+        for i in range(24)
+    )
+    source = (
+        "class Model(L.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        x = batch\n" + arms + "        print(x.item())\n        return x\n"
+    )
+    assert codes(source) == [("TPU101", 148)]

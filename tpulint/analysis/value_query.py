@@ -129,6 +129,7 @@ class PositionValues:
         self._indexed: set[int] = set()
         self._tree_key = 0
         self._last: Any = None  # the environment of the last expression evaluated
+        self._resolved: dict[tuple[int, int, int], tuple[Any, Any, ValueKind]] = {}
         # Tuples and generators by the start of their span: `ast` counts their parentheses.
         self._parenthesized: dict[int, _Site] = {}
 
@@ -464,10 +465,17 @@ class PositionValues:
     ) -> ValueKind:
         if depth > 12:
             return UNKNOWN
+        # Environments share atom lists, so a chain like `x = f(x)` repeated over branches is
+        # a DAG whose tree is exponential: resolve each list once per depth (the answer
+        # depends on the depth bound), kept alive with its answer so its id is not reused.
+        key = (id(atoms), id(function), depth)
+        known = self._resolved.get(key)
+        if known is not None and known[0] is atoms and known[1] is function:
+            return known[2]
         kinds = [self._atom(a, function, depth + 1) for a in atoms if a != "none"]
-        if not kinds:
-            return HOST
-        return combine(kinds)
+        kind = combine(kinds) if kinds else HOST
+        self._resolved[key] = (atoms, function, kind)
+        return kind
 
     def _atom(self, atom: Atom, function: cst.FunctionDef | None, depth: int) -> ValueKind:
         if isinstance(atom, str):
