@@ -50,7 +50,8 @@ def ensure_corpus(path: Path) -> Path:
 
 
 def check_corpus(corpus: Path) -> tuple[list, float, int]:
-    config = Config.from_mapping({"select": ["ALL"]}, root=corpus)
+    # Every rule, the preview ones too: the index gives each rule's corpus count.
+    config = Config.from_mapping({"select": ["ALL"], "preview": True}, root=corpus)
     started = time.perf_counter()
     run = check_paths([str(corpus / "pkgs")], config, use_cache=False)
     elapsed = time.perf_counter() - started
@@ -174,7 +175,9 @@ def fix_sweep(corpus: Path) -> dict[str, int]:
     scratch = Path(tempfile.mkdtemp(prefix="tpulint-fix-sweep-"))
     try:
         shutil.copytree(corpus / "pkgs", scratch / "pkgs")
-        config = Config.from_mapping({"select": ["ALL"], "unsafe-fixes": True}, root=scratch)
+        config = Config.from_mapping(
+            {"select": ["ALL"], "preview": True, "unsafe-fixes": True}, root=scratch
+        )
         started = time.perf_counter()
         first = fix_paths([str(scratch / "pkgs")], config, unsafe=True, apply=True, use_cache=False)
         elapsed = time.perf_counter() - started

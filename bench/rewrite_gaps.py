@@ -313,9 +313,40 @@ _FIXED_REASONS = {
 }
 
 
+# What the deferral of collected values (rules/rewrite/deferral.py) says when it offers no
+# fix: "(no fix: <why>)" at the end of a TPU101/TPU103 message, by the words of <why>.
+_DEFERRAL_REASONS = (
+    ("read every step", "collected for later, but also read every step"),
+    ("not visibly small", "collected for later, but too large per step to keep on the device"),
+    ("is not emptied", "collected for later, kept across epochs (not emptied at the epoch end)"),
+    ("also filled", "collected for later in several places"),
+    ("does not run only", "collected for later, read by code that may run at any time"),
+    ("passed to", "collected for later, handed to code that may keep it"),
+    ("tensor by tensor", "collected for later, read tensor by tensor"),
+    ("array by array", "collected for later, read array by array"),
+    ("Python lists", "collected for later as Python lists (`.tolist()`)"),
+    ("not a Lightning module", "collected in an object that is not a Lightning module"),
+    ("no epoch end", "collected for later in a loop with no epoch end"),
+)
+
+
+def deferral_reason(message: str) -> str | None:
+    """The deferral's reason for no fix, in a few words, when the message gives one."""
+    if "(no fix: " not in message:
+        return None
+    why = message.rsplit("(no fix: ", 1)[1]
+    for words, reason in _DEFERRAL_REASONS:
+        if words in why:
+            return reason
+    return "collected for later, in a form the deferral does not rewrite"
+
+
 def reason(code: str, f: _File | None, node: ast.AST | None, message: str) -> str:
     if code in _FIXED_REASONS:
         return _FIXED_REASONS[code]
+    deferred = deferral_reason(message)
+    if deferred is not None:
+        return deferred
     if f is None or node is None:
         return "not located"
     if code == "TPU101":

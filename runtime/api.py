@@ -489,17 +489,39 @@ def _fix_files(
     # The whole-project model `tpulint fix` uses (one per project root): a helper in another
     # module is hot through its callers there, so the copies get the fixes `fix` would make.
     projects: dict[Path, Any] = {}
-    fixed = _FixedSources()
-    for index, path in enumerate(files):
-        config = configs[path]
+
+    def config_of(path: str) -> Config:
+        if path not in configs:
+            try:
+                configs[path] = load_config(start=Path(path).parent)
+            except ConfigError:
+                configs[path] = Config()
+            if ignore:
+                configs[path] = configs[path].with_cli(ignore=ignore)
+        return configs[path]
+
+    def project_of(path: str) -> Any:
+        config = config_of(path)
         if config.root not in projects:
-            same_root = [f for f in files if configs[f].root == config.root]
+            same_root = [f for f in files if config_of(f).root == config.root] or [path]
             projects[config.root] = project_model(same_root, config)
-        source = Path(path).read_text(encoding="utf-8")
-        result = fix_source(source, path, config, unsafe=True, project=projects[config.root])
+        return projects[config.root]
+
+    sources: dict[str, str] = {}
+    results: dict[str, Any] = {}
+    for path in files:
+        sources[path] = Path(path).read_text(encoding="utf-8")
+        results[path] = fix_source(
+            sources[path], path, config_of(path), unsafe=True, project=project_of(path)
+        )
+        if results[path].error:
+            shown = _shown(path, cwd)
+            raise VerifyError(f"--compare: tpulint fix failed on {shown}: {results[path].error}")
+    _fix_groups(files, sources, results, config_of, project_of)
+    fixed = _FixedSources()
+    for index, (path, result) in enumerate(results.items()):
+        source = sources[path]
         shown = _shown(path, cwd)
-        if result.error:
-            raise VerifyError(f"--compare: tpulint fix failed on {shown}: {result.error}")
         fixed.fixes += [
             {
                 "path": shown,
@@ -532,6 +554,57 @@ def _fix_files(
                 )
             )
     return fixed
+
+
+def _fix_groups(
+    files: list[str],
+    sources: dict[str, str],
+    results: dict[str, Any],
+    config_of: Any,
+    project_of: Any,
+) -> None:
+    """Fixes that span files (a collected value's readers in a callback or a metrics module)
+    are applied whole: every file they touch, in the target's files or elsewhere in its
+    project, is fixed again with their edits (tpulint.runner.groups); `sources` and
+    `results` gain the files outside the target's."""
+    from tpulint.engine.source import fix_source
+    from tpulint.runner import groups
+
+    found = groups.collect(
+        (path, sources[path], d)
+        for path, result in results.items()
+        for d in result.remaining
+        if d.fixable(True)
+    )
+    if not found:
+        return
+    by_real = {groups.real(path): path for path in files}
+
+    def text_of(real: str) -> str | None:
+        path = by_real.get(real, real)
+        if path not in sources:
+            try:
+                sources[path] = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+        return sources[path]
+
+    accepted, _ = groups.accept(found.values(), text_of)
+
+    def fix_file(real: str, edits: list[Any]) -> Any:
+        path = by_real.get(real, real)
+        return fix_source(
+            sources[path],
+            path,
+            config_of(path),
+            unsafe=True,
+            project=project_of(path),
+            extra_edits=edits,
+        )
+
+    refixed, _, _ = groups.refix(accepted, fix_file)
+    for real, result in refixed.items():
+        results[by_real.get(real, real)] = result
 
 
 def compare(
@@ -619,15 +692,26 @@ def compare(
                 **options,
             )
         if compared.overrides and not after.error:
-            equivalence = judge(
-                original_events,
-                fixed_events,
-                rewrites=compared.fixes,
-                excluded=[f for f in fixed.fixes if f["code"] in CHANGES_BY_DESIGN],
-                precision=after.trainer.get("used", {}).get("precision")
+            arguments: dict[str, Any] = {
+                "rewrites": compared.fixes,
+                "excluded": [f for f in fixed.fixes if f["code"] in CHANGES_BY_DESIGN],
+                "precision": after.trainer.get("used", {}).get("precision")
                 if isinstance(after.trainer, dict)
                 else None,
-            )
+            }
+            equivalence = judge(original_events, fixed_events, **arguments)
+            if equivalence is not None and equivalence.needs_baseline:
+                # A state value differs: is it the same in two runs as written?
+                baseline: list[dict[str, Any]] = []
+                verify(
+                    target,
+                    datamodule=datamodule,
+                    cwd=directory,
+                    _equivalence=record("baseline"),
+                    _events=baseline,
+                    **options,
+                )
+                equivalence = judge(original_events, fixed_events, baseline=baseline, **arguments)
         return CompareReport(
             original,
             after,

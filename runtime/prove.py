@@ -244,6 +244,7 @@ class _Prover:
         self.original_events: list[dict[str, Any]] = []
         self.trials = 0
         self._projects: dict[Path, Any] = {}
+        self._baseline: list[dict[str, Any]] | None = None
 
     def project(self, path: str) -> Any:
         """The whole-project model `tpulint fix` would use for `path` (built once per project
@@ -254,7 +255,7 @@ class _Prover:
         config = self.configs[path]
         if config.root not in self._projects:
             same_root = [f for f in self.files if self.configs[f].root == config.root]
-            self._projects[config.root] = project_model(same_root, config)
+            self._projects[config.root] = project_model(same_root or [path], config)
         return self._projects[config.root]
 
     def shown(self, path: str) -> str:
@@ -280,16 +281,56 @@ class _Prover:
                 if key in grouped:
                     grouped[key].findings.append(diagnostic)
                     continue
+                if fix.related and not self._current(fix):
+                    continue  # another file changed since: `fix` would not apply it either
                 rewrite = Rewrite(self.shown(path), path, [diagnostic])
                 grouped[key] = rewrite
                 (by_design if diagnostic.code in CHANGES_BY_DESIGN else candidates).append(rewrite)
         return candidates, by_design
 
+    def _text(self, path: str) -> str | None:
+        """A file's text: the target's files as read, other files of the project on first
+        use (a callback or a metrics module that a rewrite spanning files edits)."""
+        if path not in self.sources:
+            try:
+                self.sources[path] = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+            if path not in self.configs:
+                from tpulint.config.settings import ConfigError, load_config
+
+                try:
+                    self.configs[path] = load_config(start=Path(path).parent)
+                except ConfigError:
+                    self.configs[path] = Config()
+        return self.sources[path]
+
+    def _current(self, fix: Any) -> bool:
+        """Whether every other file a fix edits still holds the text it was computed on."""
+        from tpulint.runner.groups import sha1
+
+        for other in fix.related:
+            text = self._text(other.path)
+            if text is None or sha1(text) != other.digest:
+                return False
+        return True
+
     def fixed_sources(self, rewrites: list[Rewrite]) -> dict[str, Any]:
-        """path -> FixResult with the safe fixes and `rewrites` applied."""
+        """path -> FixResult with the safe fixes and `rewrites` applied (files outside the
+        target's that a chosen rewrite spanning files edits included)."""
         from tpulint.engine.source import fix_subset
 
         keys = set().union(*(r.keys for r in rewrites)) if rewrites else set()
+        extra: dict[str, list[Any]] = {}
+        for rewrite in rewrites:
+            fix = rewrite.first.fix
+            for other in fix.related if fix is not None else ():
+                edits = extra.setdefault(os.path.realpath(other.path), [])
+                edits.extend(e for e in other.edits if e not in edits)
+                self._text(other.path)
+        paths = list(self.files)
+        known = {os.path.realpath(p) for p in paths}
+        paths += [p for p in extra if p not in known]
 
         def accept(diagnostic: Diagnostic) -> bool:
             fix = diagnostic.fix
@@ -298,9 +339,16 @@ class _Prover:
             return _key(diagnostic) in keys
 
         results = {}
-        for path in self.files:
+        for path in paths:
+            if self._text(path) is None:
+                raise VerifyError(f"cannot read {self.shown(path)}, which a rewrite edits")
             result = fix_subset(
-                self.sources[path], path, self.configs[path], accept, project=self.project(path)
+                self.sources[path],
+                path,
+                self.configs[path],
+                accept,
+                project=self.project(path),
+                extra_edits=extra.get(os.path.realpath(path), ()),
             )
             if result.error:
                 raise VerifyError(f"tpulint fix failed on {self.shown(path)}: {result.error}")
@@ -356,21 +404,34 @@ class _Prover:
         if report.error:
             return Trial(rewrites, None, report.error, time.perf_counter() - started)
         precision = report.trainer.get("used", {}).get("precision") if report.trainer else None
-        equivalence = judge(
-            self.original_events,
-            events,
-            rewrites=[
-                {
-                    "path": r.path,
-                    "line": r.first.start.line,
-                    "code": r.first.code,
-                    "applicability": "unsafe",
-                }
-                for r in rewrites
-            ],
-            precision=precision,
-        )
+        described = [
+            {
+                "path": r.path,
+                "line": r.first.start.line,
+                "code": r.first.code,
+                "applicability": "unsafe",
+            }
+            for r in rewrites
+        ]
+        equivalence = judge(self.original_events, events, rewrites=described, precision=precision)
+        if equivalence is not None and equivalence.needs_baseline:
+            # A state value differs: does it differ between two runs as written too?
+            equivalence = judge(
+                self.original_events,
+                events,
+                rewrites=described,
+                precision=precision,
+                baseline=self.baseline(),
+            )
         return Trial(rewrites, equivalence, None, time.perf_counter() - started)
+
+    def baseline(self) -> list[dict[str, Any]]:
+        """A second training of the module as written (once per prove)."""
+        if self._baseline is None:
+            events: list[dict[str, Any]] = []
+            report = self._verify("baseline", events)
+            self._baseline = events if not report.error else []
+        return self._baseline
 
 
 def prove(

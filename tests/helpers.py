@@ -23,7 +23,7 @@ UNREADY_MODULE = textwrap.dedent(
         def training_step(self, batch, batch_idx):
             loss = self.loss_fn(self(batch))
             self.log("train_loss", loss.item())
-            self.total += loss.item()
+            self.task.log('total', loss.item())
             return loss
     """
 )

@@ -30,7 +30,7 @@ def test_entries_of_the_wrong_shape_are_misses_and_are_rewritten(tmp_path: Path)
     files = {f"m{i}.py": (UNREADY_MODULE if i % 2 else LEGACY_TRAINER) for i in range(6)}
     root = make_project(tmp_path / "p", files)
     first = run_subprocess(["check", ".", "-v", "-j", "1"], root)
-    assert "(0 from cache, 6 analysed)" in first.stderr
+    assert "(0 from cache, 6 analysed, " in first.stderr
     results = _results_file(root)
     data = json.loads(results.read_text())
     bad_values = [
@@ -63,10 +63,10 @@ def test_entries_of_the_wrong_shape_are_misses_and_are_rewritten(tmp_path: Path)
     second = run_subprocess(["check", ".", "-v", "-j", "1"], root)
     assert second.stdout == first.stdout
     assert second.exit_code == 1
-    assert "(1 from cache, 5 analysed)" in second.stderr
+    assert "(1 from cache, 5 analysed, " in second.stderr
     third = run_subprocess(["check", ".", "-v", "-j", "1"], root)
     assert third.stdout == first.stdout
-    assert "(6 from cache, 0 analysed)" in third.stderr
+    assert "(6 from cache, 0 analysed, " in third.stderr
 
 
 def test_a_cache_file_of_the_wrong_shape_is_replaced(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_a_cache_file_of_the_wrong_shape_is_replaced(tmp_path: Path) -> None:
         _store(root, "scans.json").write_text(value)
         again = run_subprocess(["check", ".", "-v"], root)
         assert (again.exit_code, again.stdout) == (1, first.stdout)
-        assert "(0 from cache, 1 analysed)" in again.stderr
+        assert "(0 from cache, 1 analysed, " in again.stderr
     assert "(1 from cache" in run_subprocess(["check", ".", "-v"], root).stderr
 
 
@@ -94,16 +94,16 @@ def test_the_cache_key_covers_the_code_of_tpulint_and_its_rules(tmp_path: Path) 
     env = {"PYTHONPATH": str(install), "PYTHONDONTWRITEBYTECODE": "1"}
     root = make_project(tmp_path / "p", {"train.py": LEGACY_TRAINER})
     first = run_subprocess(["check", ".", "-v"], root, env=env)
-    assert "(0 from cache, 1 analysed)" in first.stderr, first.stderr
+    assert "(0 from cache, 1 analysed, " in first.stderr, first.stderr
     assert "removed in Lightning 2.0" in first.stdout
     warm = run_subprocess(["check", ".", "-v"], root, env=env)
-    assert "(1 from cache, 0 analysed)" in warm.stderr
+    assert "(1 from cache, 0 analysed, " in warm.stderr
     rule = install / "tpulint" / "rules" / "trainer_config" / "legacy_tpu_cores.py"
     text = rule.read_text()
     assert text.count("was removed in Lightning 2.0") >= 1
     rule.write_text(text.replace("was removed in Lightning 2.0", "is gone since Lightning 2.0"))
     edited = run_subprocess(["check", ".", "-v"], root, env=env)
-    assert "(0 from cache, 1 analysed)" in edited.stderr, edited.stderr
+    assert "(0 from cache, 1 analysed, " in edited.stderr, edited.stderr
     assert "is gone since Lightning 2.0" in edited.stdout
 
 

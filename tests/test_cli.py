@@ -110,6 +110,8 @@ def test_json_output_matches_schema(project: Path) -> None:
         "findings": 3,
         "fixable": 2,
         "by_code": {"TPU001": 1, "TPU101": 1, "TPU102": 1},
+        "scope": "tpu",
+        "outside_scope": 0,
     }
     first = report["diagnostics"][0]
     assert first["code"] == "TPU102" and first["path"] == "src/model.py"
@@ -167,7 +169,7 @@ def test_full_output_shows_source_and_fix(project: Path) -> None:
     assert '+        self.log("train_loss", loss)' in out
     # unsafe fixes are shown with how to apply them
     assert "Unsafe fix (applied with --unsafe-fixes):" in out
-    assert "+        self.total += loss.detach()" in out
+    assert "+        self.task.log('total', loss.detach())" in out
 
 
 def test_full_output_shows_display_only_suggestions(project: Path) -> None:
@@ -290,7 +292,7 @@ def test_explicit_config_file(tmp_path: Path) -> None:
 def test_rules_and_explain(project: Path) -> None:
     listing = run_cli(["rules"], project)
     assert listing.exit_code == 0
-    assert re.search(r"TPU102\s+log-item-unwrap\s+safe\s+on", listing.stdout)
+    assert re.search(r"TPU102\s+log-item-unwrap\s+stable\s+safe\s+on", listing.stdout)
     as_json = json.loads(run_cli(["rules", "--output-format", "json", "--all"], project).stdout)
     assert {"code": "TPL001"}.items() <= as_json[0].items()
     page = run_cli(["explain", "TPU102"], project)
@@ -318,15 +320,15 @@ def test_subprocess_round_trip(project: Path) -> None:
 
 def test_verbose_shows_cache_use(project: Path) -> None:
     first = run_cli(["check", ".", "-v"], project)
-    assert "(0 from cache, 3 analysed)" in first.stderr
+    assert "(0 from cache, 3 analysed, " in first.stderr
     assert (project / ".tpulint_cache" / "CACHEDIR.TAG").is_file()
     assert (project / ".tpulint_cache" / ".gitignore").read_text().endswith("*\n")
     second = run_cli(["check", ".", "-v"], project)
-    assert "(3 from cache, 0 analysed)" in second.stderr
+    assert "(3 from cache, 0 analysed, " in second.stderr
     assert second.stdout == first.stdout
     (project / "train.py").write_text(LEGACY_TRAINER + "# changed\n")
     third = run_cli(["check", ".", "-v"], project)
-    assert "(2 from cache, 1 analysed)" in third.stderr
+    assert "(2 from cache, 1 analysed, " in third.stderr
 
 
 def test_no_cache(tmp_path: Path) -> None:

@@ -23,15 +23,24 @@ from tpulint.engine.source import check_source, fix_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "data_pipeline"
 INPUTS = sorted(p for p in FIXTURES.iterdir() if ".in." in p.name)
-CONFIG = Config.from_mapping({"select": ["TPU301", "TPU302", "TPU303", "TPU304", "TPU305"]})
+# TPU302 is a preview rule: preview mode runs it.
+CONFIG = Config.from_mapping(
+    {"select": ["TPU301", "TPU302", "TPU303", "TPU304", "TPU305"], "preview": True}
+)
 
 # What each fixture must report (code -> count), so a rule that goes silent is caught even
-# when the snapshot happens to be unchanged.
+# when the snapshot happens to be unchanged. TPU302 grades only the MNIST project, whose
+# model is linear layers over flattened images (the batch is the rows of its matmuls); the
+# text classifier feeds a pretrained transformer (rows are batch x tokens), and the speech
+# data module and the LightningCLI config show no model at all.
+# The TPU-era samplers of both take `xm.xrt_world_size()`/`xm.get_ordinal()`: the world size
+# and rank of the XLA processes, so they shard right (TPU301 is silent; the removed names are
+# TPU501's).
 EXPECTED = {
-    "mnist_tpu_era": {"TPU301": 2, "TPU302": 2, "TPU303": 1},
-    "text_classifier": {"TPU301": 1, "TPU302": 2, "TPU303": 1, "TPU304": 1, "TPU305": 1},
-    "speech_datamodule": {"TPU302": 3, "TPU303": 2, "TPU304": 1},
-    "lightningcli_config": {"TPU302": 2},
+    "mnist_tpu_era": {"TPU302": 2, "TPU303": 1},
+    "text_classifier": {"TPU303": 1, "TPU304": 1, "TPU305": 1},
+    "speech_datamodule": {"TPU303": 2, "TPU304": 1},
+    "lightningcli_config": {},
 }
 
 
@@ -79,26 +88,25 @@ def test_fixture_fix(path: Path, update_snapshots: bool) -> None:
         )
 
 
-def test_safe_fixes_only_remove_the_textbook_samplers() -> None:
-    """Without --unsafe-fixes only the textbook samplers go; batch sizes and drop_last stay."""
+def test_safe_fixes_leave_samplers_with_the_xla_world_alone() -> None:
+    """The TPU-era samplers shard with the XLA world size and rank: nothing to remove, and the
+    batch sizes and drop_last changes are unsafe, so a safe run changes nothing."""
     path = FIXTURES / "mnist_tpu_era.in.py"
     text = path.read_text(encoding="utf-8")
     result = fix_source(text, _checked_path(path), CONFIG, unsafe=False)
-    assert {d.code for d in result.fixed} == {"TPU301"}
-    assert "DistributedSampler" not in result.source
-    assert "batch_size: int = 10" in result.source
-    assert "drop_last" not in result.source
-    # The train loader keeps shuffling (DistributedSampler shuffles by default, DataLoader
-    # does not); the val loader's `shuffle=False` needs nothing.
-    train = result.source.split("def train_dataloader", 1)[1].split("def val_dataloader", 1)[0]
-    val = result.source.split("def val_dataloader", 1)[1].split("def test_dataloader", 1)[0]
-    assert "shuffle=True" in train
-    assert "shuffle" not in val
+    assert result.fixed == [] and result.source == text
+    assert "batch_size: int = 10" in result.source and "DistributedSampler(" in result.source
 
 
 def test_batch_multiple_128() -> None:
-    path = FIXTURES / "lightningcli_config.in.yaml"
-    config = Config.from_mapping({"select": ["TPU302"], "batch-multiple": 128})
+    path = FIXTURES / "mnist_tpu_era.in.py"
+    config = Config.from_mapping({"select": ["TPU302"], "batch-multiple": 128, "preview": True})
     found = check_source(path.read_text(encoding="utf-8"), _checked_path(path), config)
-    assert [d.start.line for d in found] == [11, 16]
-    assert "fills 20 of the 128 rows of one 128-row tile: 84%" in found[1].message
+    assert [d.start.line for d in found] == [21, 88]
+    assert "fills 10 of the 128 rows of one 128-row tile: 92%" in found[1].message
+
+
+def test_the_batch_sizes_of_a_preview_rule_need_preview() -> None:
+    path = FIXTURES / "mnist_tpu_era.in.py"
+    config = Config.from_mapping({"select": ["TPU302"]})
+    assert check_source(path.read_text(encoding="utf-8"), _checked_path(path), config) == []

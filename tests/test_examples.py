@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from tests.helpers import run_subprocess
-from tpulint.config.settings import Config
+from tpulint.config.settings import load_config
 from tpulint.engine.source import check_source
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -22,7 +22,9 @@ def _load_make_ready():
 
 
 def test_unready_findings() -> None:
-    config = Config.from_mapping({}, root=EXAMPLES)
+    # The examples' own configuration (examples/pyproject.toml: preview on, for TPU302).
+    config = load_config(start=EXAMPLES / "tpu_unready")
+    assert config.preview
     found = []
     for path in sorted((EXAMPLES / "tpu_unready").glob("*.py")):
         for d in check_source(path.read_text(), str(path), config):

@@ -14,6 +14,7 @@ import pytest
 
 from tpulint.config.settings import Config
 from tpulint.reporting import ReportOptions, render
+from tpulint.reporting.text import summary
 from tpulint.runner.paths import check_paths, fix_paths
 
 PROJECTS = Path(__file__).parent / "projects"
@@ -25,14 +26,22 @@ def render_project(root: Path) -> str:
     run = check_paths([str(root)], config, use_cache=False, jobs=1)
     assert not run.internal_errors, run.internal_errors
     prefix = str(root) + "/"
-    diagnostics = [
-        d.with_path(str(Path(d.path).resolve()).replace(prefix, "")) for d in run.diagnostics
-    ]
+    found = [d.with_path(str(Path(d.path).resolve()).replace(prefix, "")) for d in run.diagnostics]
+    diagnostics = [d for d in found if config.shows(d)]
+    left_out = [d for d in found if not config.shows(d)]
     sources = {str(p.relative_to(root)): p.read_text(encoding="utf-8") for p in root.rglob("*.py")}
     options = ReportOptions(
-        unsafe_fixes=True, files_checked=run.checked, source_lookup=lambda path: sources.get(path)
+        unsafe_fixes=True,
+        files_checked=run.checked,
+        source_lookup=lambda path: sources.get(path),
+        outside_scope=len(left_out),
     )
     report = render("full", diagnostics, options).replace(prefix, "")
+    report += summary(diagnostics, options) + "\n"
+    if left_out:
+        # What `--scope all` adds, with why each is outside the default scope.
+        report += "# left out by the default scope (tpulint check --scope all adds them)\n\n"
+        report += render("text", left_out, options) + "\n"
     fixed = fix_paths([str(root)], config, unsafe=True, apply=False, use_cache=False, jobs=1)
     diffs = []
     for outcome in sorted(fixed.files, key=lambda f: f.path):

@@ -52,7 +52,7 @@ def test_doc_examples_are_true(rule) -> None:
     example = code_block(sections["Example"])
     instead = code_block(sections["Use instead"])
     assert example and instead, f"{rule.code}: Example and Use instead need ```python blocks"
-    config = Config.from_mapping({"select": [rule.code]})
+    config = Config.from_mapping({"select": [rule.code], "preview": rule.preview})
     found = [d for d in check_source(example, "example.py", config) if d.code == rule.code]
     assert found, f"{rule.code}: its documented Example is not reported"
     clean = [d for d in check_source(instead, "example.py", config) if d.code == rule.code]

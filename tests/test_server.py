@@ -28,7 +28,7 @@ MODULE = textwrap.dedent(
         def training_step(self, batch, batch_idx):
             loss = self.loss_fn(self(batch))
             self.log("train_loss", loss.item())
-            self.total += loss.item()
+            self.task.log('total', loss.item())
             return loss
     """
 )
@@ -133,7 +133,7 @@ async def test_editor_session_end_to_end(client: LanguageClient, tmp_path: Path)
     found = await _diagnostics(client, uri)
     assert [(d.code, d.range.start.line, d.range.start.character) for d in found] == [
         ("TPU102", 6, 31),
-        ("TPU101", 7, 22),
+        ("TPU101", 7, 31),
     ]
     assert all(d.source == "tpulint" for d in found)
     assert found[0].severity == types.DiagnosticSeverity.Warning
@@ -156,7 +156,7 @@ async def test_editor_session_end_to_end(client: LanguageClient, tmp_path: Path)
     found = await _diagnostics(client, uri)
     assert [d.code for d in found] == ["TPU101", "TPU001"]
 
-    # code actions for TPU101 (`self.total += loss.item()`): its unsafe fix (`.detach()`,
+    # code actions for TPU101 (`self.task.log('total', loss.item())`): its unsafe fix (`.detach()`,
     # marked as such), "add noqa"; the noqa one is applied.
     actions = await _actions(client, uri, found[0])
     titles = [a.title for a in actions]
@@ -168,7 +168,7 @@ async def test_editor_session_end_to_end(client: LanguageClient, tmp_path: Path)
     ]
     assert actions[1].edit is not None
     text = _apply(text, actions[1].edit, uri)
-    assert "self.total += loss.item()  # noqa: TPU101\n" in text
+    assert "self.task.log('total', loss.item())  # noqa: TPU101\n" in text
     _change(client, uri, 4, text)
     found = await _diagnostics(client, uri)
     assert [d.code for d in found] == ["TPU001"]
@@ -187,12 +187,14 @@ async def test_editor_session_end_to_end(client: LanguageClient, tmp_path: Path)
     assert hover.contents.kind == types.MarkupKind.Markdown
     assert hover.contents.value.startswith("# TPU001: legacy-tpu-cores")
     assert "## Why is this bad on TPU?" in hover.contents.value
-    noqa_line = text.splitlines().index("        self.total += loss.item()  # noqa: TPU101")
+    noqa_line = text.splitlines().index(
+        "        self.task.log('total', loss.item())  # noqa: TPU101"
+    )
     hover = await asyncio.wait_for(
         client.text_document_hover_async(
             types.HoverParams(
                 text_document=types.TextDocumentIdentifier(uri=uri),
-                position=types.Position(line=noqa_line, character=48),
+                position=types.Position(line=noqa_line, character=58),
             )
         ),
         TIMEOUT,

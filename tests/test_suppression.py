@@ -127,7 +127,7 @@ def test_add_noqa(tmp_path: Path) -> None:
     assert "Added 5 noqa comments." in result.stderr
     text = (root / "m.py").read_text()
     assert 'self.log("train_loss", loss.item())  # noqa: TPU102\n' in text
-    assert "self.total += loss.item()  # noqa: TPU101\n" in text
+    assert "self.task.log('total', loss.item())  # noqa: TPU101\n" in text
     # not inside the multi-line string: after it
     assert '""" + str(batch.sum().item())  # noqa: TPU101\n' in text
     assert "self.total += batch.sum(  # noqa: TPU101\n" in text

@@ -20,6 +20,7 @@ from tpulint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("text", "full", "json", "sarif", "github")
+SCOPES = ("tpu", "all")  # tpulint.config.settings.SCOPES (not imported: the CLI starts light)
 
 
 class UserError(Exception):
@@ -93,6 +94,12 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
         click.option(
+            "--preview/--no-preview",
+            default=None,
+            help="Also run the rules (and shapes of rules) in preview: not yet 95% precise on "
+            "code read after they were frozen (`preview` in config).",
+        ),
+        click.option(
             "--unsafe-fixes/--no-unsafe-fixes",
             default=None,
             help="Also apply (or count as fixable) fixes that may change behaviour.",
@@ -110,6 +117,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Path(dir_okay=False),
             default=None,
             help="Read configuration from this TOML file instead of the nearest pyproject.toml.",
+        ),
+        click.option(
+            "--scope",
+            type=click.Choice(SCOPES),
+            default=None,
+            help="Which findings to report: `tpu` (default: code that trains on a TPU, "
+            "reached from the project's TPU entry points when it has some) or `all`.",
         ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write .tpulint_cache/."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported."),
@@ -169,6 +183,9 @@ def _load(
     force_exclude: bool | None,
     output_format: str | None,
     max_file_size: str | None = None,
+    scope: str | None = None,
+    preview: bool | None = None,
+    quiet: int = 0,
 ):
     from tpulint.config.settings import ConfigError, load_config, parse_size
 
@@ -195,6 +212,10 @@ def _load(
             changes["output_format"] = output_format
         if max_file_size is not None:
             changes["max_file_size"] = parse_size(max_file_size, "--max-file-size")
+        if scope is not None:
+            changes["scope"] = scope
+        if preview is not None:
+            changes["preview"] = preview
         if select and not _split(select):
             fail(
                 "--select was given an empty value: name the rules to run (codes like "
@@ -209,6 +230,9 @@ def _load(
         config.enabled  # noqa: B018 - resolve the selection now, so errors surface here
     except ConfigError as exc:
         fail(str(exc))
+    if not quiet:
+        for warning in config.selection_warnings():
+            click.echo(f"tpulint: warning: {warning}", err=True)
     return config
 
 
@@ -258,6 +282,12 @@ def _source_lookup(stdin_text: dict[str, str]) -> Callable[[str], str | None]:
     return lookup
 
 
+def _scoped(config, diagnostics) -> tuple[list, int]:
+    """The findings the configured scope reports, and how many it leaves out."""
+    shown = [d for d in diagnostics if config.shows(d)]
+    return shown, len(diagnostics) - len(shown)
+
+
 def _emit(
     reporter: _Reporter,
     config,
@@ -266,6 +296,7 @@ def _emit(
     statistics: bool,
     stdin_text: dict[str, str],
     summary_command: str = "tpulint fix --apply",
+    outside: int = 0,
 ) -> None:
     from tpulint.reporting import ReportOptions, render
     from tpulint.reporting.text import render_statistics, summary
@@ -276,6 +307,8 @@ def _emit(
         color=_use_color(sys.stdout) and fmt in ("text", "full"),
         files_checked=files_checked,
         source_lookup=_source_lookup(stdin_text),
+        scope=config.scope,
+        outside_scope=outside,
     )
     if reporter.quiet >= 2:
         return
@@ -463,9 +496,11 @@ def _check(
     select,
     extend_select,
     ignore,
+    preview,
     unsafe_fixes,
     output_format,
     config_file,
+    scope,
     no_cache,
     exit_zero,
     statistics,
@@ -487,6 +522,9 @@ def _check(
         force_exclude,
         output_format,
         max_file_size,
+        scope,
+        preview=preview,
+        quiet=quiet,
     )
     if diff:
         return _fix(
@@ -496,9 +534,11 @@ def _check(
             select=(),
             extend_select=(),
             ignore=(),
+            preview=config.preview,
             unsafe_fixes=config.unsafe_fixes,
             output_format=config.output_format,
             config_file=config_file,
+            scope=config.scope,
             no_cache=no_cache,
             exit_zero=exit_zero,
             statistics=statistics,
@@ -540,14 +580,15 @@ def _check(
         internal_errors = run.internal_errors
         files_checked = run.checked
         reporter.debug(
-            f"checked {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed) "
-            f"in {time.perf_counter() - started:.2f}s"
+            f"checked {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed, "
+            f"{run.libcst_parsed} parsed with libcst) in {time.perf_counter() - started:.2f}s"
         )
     for error in internal_errors:
         reporter.error(f"internal error in {error}")
+    diagnostics, outside = _scoped(config, diagnostics)
     if add_noqa:
         return _add_noqa(reporter, diagnostics, internal_errors)
-    _emit(reporter, config, diagnostics, files_checked, statistics, stdin_text)
+    _emit(reporter, config, diagnostics, files_checked, statistics, stdin_text, outside=outside)
     if internal_errors:
         return EXIT_ERROR
     if diagnostics and not exit_zero:
@@ -649,9 +690,11 @@ def _fix(
     select,
     extend_select,
     ignore,
+    preview,
     unsafe_fixes,
     output_format,
     config_file,
+    scope,
     no_cache,
     exit_zero,
     statistics,
@@ -674,6 +717,9 @@ def _fix(
         force_exclude,
         output_format,
         max_file_size,
+        scope,
+        preview=preview,
+        quiet=quiet,
     )
     unsafe = config.unsafe_fixes
     if paths == ["-"]:
@@ -688,6 +734,7 @@ def _fix(
             reporter.warn(f"{name}: {result.error}")
         sys.stdout.write(result.source)
         sys.stdout.flush()
+        result.remaining, _ = _scoped(config, result.remaining)
         for d in result.remaining:
             click.echo(f"{d.path}:{d.start.line}:{d.start.column}: {d.code} {d.message}", err=True)
         if result.remaining and not exit_zero:
@@ -703,6 +750,10 @@ def _fix(
         # Said as each file is written, so an error or an interruption later in the run
         # never leaves a written file unreported.
         count = len(outcome.fix.fixed) if outcome.fix else 0
+        if count == 0 and outcome.fix is not None and outcome.fix.rewritten:
+            # Edited only by a fix of findings in other files (it reads their values).
+            reporter.info(f"Rewrote {outcome.path} with the fix of a finding in another file")
+            return
         reporter.info(f"Fixed {count} finding{'s' if count != 1 else ''} in {outcome.path}")
 
     run = fix_paths(
@@ -718,8 +769,8 @@ def _fix(
     for notice in run.notices:
         reporter.warn(notice)
     reporter.debug(
-        f"looked at {run.checked} files ({run.cache_hits} from cache) in "
-        f"{time.perf_counter() - started:.2f}s"
+        f"looked at {run.checked} files ({run.cache_hits} from cache, {run.parsed} analysed, "
+        f"{run.libcst_parsed} parsed with libcst) in {time.perf_counter() - started:.2f}s"
     )
     for error in run.internal_errors:
         reporter.error(f"internal error in {error}")
@@ -728,18 +779,21 @@ def _fix(
         reporter.warn(f"{outcome.path}: {outcome.error}")
     changed = [f for f in run.files if f.fix and f.fix.changed and not f.error]
     fixed_count = sum(len(f.fix.fixed) for f in changed if f.fix)
-    remaining = run.diagnostics
+    remaining, outside = _scoped(config, run.diagnostics)
     if not apply:
         diffs = "".join(
             _unified_diff(f.path, f.original or "", f.fix.source) for f in changed if f.fix
         )
         if reporter.quiet < 2:
             reporter.out(_colour_diff(diffs))
-        would_remain = [
-            d
-            for f in run.files
-            for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
-        ]
+        would_remain, _ = _scoped(
+            config,
+            [
+                d
+                for f in run.files
+                for d in (f.diagnostics if not (f.fix and f.fix.changed) else f.fix.remaining)
+            ],
+        )
         reporter.info(
             f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
             f"file{'s' if len(changed) != 1 else ''}"
@@ -760,6 +814,7 @@ def _fix(
             statistics,
             {},
             summary_command="tpulint fix --apply",
+            outside=outside,
         )
     reporter.info(
         f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
@@ -783,7 +838,7 @@ def _fix(
 @click.option("--output-format", "-o", type=click.Choice(["text", "json"]), default="text")
 @click.option("--all", "show_all", is_flag=True, help="Also list tpulint's own TPL rules.")
 def rules(output_format: str, show_all: bool) -> None:
-    """List the rules with their fix safety and default state."""
+    """List the rules with their status (stable or preview), fix safety and default state."""
     from tpulint.config.registry import FAMILY_TITLES, catalogue
 
     # The manifest's metadata: listing the rules imports none of them.
@@ -801,6 +856,8 @@ def rules(output_format: str, show_all: bool) -> None:
                         "family": r.family(),
                         "severity": r.severity.value,
                         "fix": r.fix_availability(),
+                        "status": r.status,
+                        "preview": r.preview,
                         "default_enabled": r.default_enabled or r.always_on,
                     }
                     for r in selected
@@ -821,10 +878,12 @@ def rules(output_format: str, show_all: bool) -> None:
             )
         default = "on " if rule.default_enabled or rule.always_on else "off"
         click.echo(
-            f"  {rule.code}  {rule.name:<{name_width}}  {rule.fix_availability():<{fix_width}}  "
-            f"{default}  {rule.summary}"
+            f"  {rule.code}  {rule.name:<{name_width}}  {rule.status:<7}  "
+            f"{rule.fix_availability():<{fix_width}}  {default}  {rule.summary}"
         )
     click.echo(
+        "\nstatus: stable = in the default set; preview = runs only with --preview "
+        "(`preview = true`) until it is 95% precise on code read after it was frozen."
         "\nfix: safe = applied by `tpulint fix --apply`; unsafe = with --unsafe-fixes; "
         "display-only = shown, never applied.  Default: on/off (opt-in)."
     )

@@ -20,6 +20,15 @@ FIX_SENTENCES = {
 }
 
 
+# The docstring section that records a rule's status (stable or preview) and its evidence:
+# rendered last, after the references.
+STATUS_SECTION = "Status"
+PREVIEW_SENTENCE = (
+    "This rule is in preview: it runs only with `--preview` (or `preview = true`), until its "
+    "precision on code read after it was frozen reaches 95%. See the Status section."
+)
+
+
 def render_rule(rule: type[Rule]) -> str:
     """The Markdown page of one rule."""
     sections = rule.doc_sections()
@@ -28,23 +37,30 @@ def render_rule(rule: type[Rule]) -> str:
         if rule.default_enabled or getattr(rule, "always_on", False)
         else (f"opt-in (enable with `--extend-select {rule.code}`)")
     )
+    status = "preview" if rule.preview else "stable"
+    if rule.preview and rule.default_enabled:
+        default = "in the default set with `--preview`"
     lines = [
         f"# {rule.code}: {rule.name}",
         "",
-        f"*{FAMILY_TITLES.get(rule.family(), rule.family())}* · severity: {rule.severity.value}"
-        f" · {default}",
+        f"*{FAMILY_TITLES.get(rule.family(), rule.family())}* · {status} · severity: "
+        f"{rule.severity.value} · {default}",
         "",
         FIX_SENTENCES[rule.fix_availability()],
         "",
     ]
+    if rule.preview:
+        lines += [PREVIEW_SENTENCE, ""]
     for title in DOC_SECTIONS:
         body = sections.get(title)
         if body is None:
             continue
         lines += [f"## {title}", "", body, ""]
     for title, body in sections.items():
-        if title not in DOC_SECTIONS:
+        if title not in DOC_SECTIONS and title != STATUS_SECTION:
             lines += [f"## {title}", "", body, ""]
+    if STATUS_SECTION in sections:
+        lines += [f"## {STATUS_SECTION}", "", sections[STATUS_SECTION], ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -60,13 +76,14 @@ def render_index(rules: list[type[Rule]], corpus_counts: dict[str, int] | None =
         if rule.family() != family:
             family = rule.family()
             lines += ["", f"## {FAMILY_TITLES.get(family, family)}", ""]
-            header = "| code | name | summary | fix | default |"
+            header = "| code | name | summary | status | fix | default |"
             if corpus_counts is not None:
-                header = "| code | name | summary | fix | default | corpus findings |"
+                header = "| code | name | summary | status | fix | default | corpus findings |"
             lines += [header, "|" + "---|" * (header.count("|") - 1)]
         default = "on" if rule.default_enabled else "opt-in"
+        status = "preview" if rule.preview else "stable"
         row = (
-            f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.summary} | "
+            f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.summary} | {status} | "
             f"{rule.fix_availability()} | {default} |"
         )
         if corpus_counts is not None:

@@ -26,6 +26,7 @@ def info_of(rule: type[Rule]) -> RuleInfo:
         fix_sometimes=rule.fix_sometimes,
         default_enabled=rule.default_enabled,
         always_on=bool(getattr(rule, "always_on", False)),
+        preview=bool(rule.preview),
         requires=tuple(rule.requires),
         checks_yaml=rule.check_yaml is not Rule.check_yaml,
         module=rule.__module__,

@@ -32,9 +32,11 @@ from pygls.workspace.position_codec import ServerTextPosition
 from tpulint import __version__
 from tpulint.analysis.yaml_config import is_yaml_path
 from tpulint.config.settings import Config, ConfigError, find_pyproject, load_config
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Location, Severity
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, FileEdits, Location, Severity
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from tpulint.analysis.project import ProjectModel
 
 LOG = logging.getLogger("tpulint.server")
@@ -160,7 +162,8 @@ class TpulintServer(LanguageServer):
         if path is not None and self.excluded(path, config):
             return [], config
         project = self.project_for(name, source, config)
-        return check_source(source, name, config, project=project), config
+        found = check_source(source, name, config, project=project)
+        return [d for d in found if config.shows(d)], config
 
     async def check_and_publish(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)
@@ -253,7 +256,30 @@ def to_lsp(document: TextDocument, diagnostic: Diagnostic) -> types.Diagnostic:
         source=SOURCE,
         tags=[types.DiagnosticTag.Unnecessary] if diagnostic.code == "TPL001" else None,
         data={"name": diagnostic.name, "fixable": bool(fixable)},
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(
+                    uri=_related_uri(document, diagnostic, place.path),
+                    range=client_range(document, place.start, place.end)
+                    if place.path == diagnostic.path
+                    else types.Range(
+                        types.Position(place.start.line - 1, place.start.column - 1),
+                        types.Position(place.end.line - 1, place.end.column - 1),
+                    ),
+                ),
+                message=place.message,
+            )
+            for place in diagnostic.related
+        ]
+        or None,
     )
+
+
+def _related_uri(document: TextDocument, diagnostic: Diagnostic, path: str) -> str:
+    """The URI of a related place: the document's own, or another file's."""
+    if path == diagnostic.path:
+        return document.uri
+    return Path(path).resolve().as_uri()
 
 
 def _contains(diagnostic: Diagnostic, line: int, column: int) -> bool:
@@ -269,6 +295,57 @@ def _overlaps(diagnostic: Diagnostic, start: Location, end: Location) -> bool:
 def _server_location(document: TextDocument, position: types.Position) -> Location:
     server = document.position_from_client_units(position)
     return Location(server.line + 1, server.character + 1)
+
+
+def _workspace_edit(
+    server: TpulintServer,
+    document: TextDocument,
+    edits: list[types.TextEdit],
+    related: Sequence[FileEdits],
+) -> types.WorkspaceEdit | None:
+    """One edit of several documents (None when another file no longer holds the text the
+    fix was computed on)."""
+    import hashlib
+
+    parts = [(document, edits)]
+    for other in related:
+        other_document = server.workspace.get_text_document(Path(other.path).as_uri())
+        try:
+            text = other_document.source
+        except OSError:
+            return None
+        if hashlib.sha1(text.encode("utf-8")).hexdigest() != other.digest:
+            return None
+        parts.append(
+            (
+                other_document,
+                [
+                    types.TextEdit(
+                        range=client_range(other_document, e.start, e.end), new_text=e.content
+                    )
+                    for e in other.edits
+                ],
+            )
+        )
+    capabilities = server.client_capabilities.workspace
+    versioned = bool(
+        capabilities
+        and capabilities.workspace_edit
+        and capabilities.workspace_edit.document_changes
+    )
+    if versioned:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=doc.uri, version=doc.version
+                    ),
+                    edits=doc_edits,
+                )
+                for doc, doc_edits in parts
+            ]
+        )
+    return types.WorkspaceEdit(changes={doc.uri: doc_edits for doc, doc_edits in parts})
 
 
 def _document_edit(
@@ -438,15 +515,24 @@ def _quick_fixes(
             types.TextEdit(range=client_range(document, e.start, e.end), new_text=e.content)
             for e in fix.edits
         ]
-        actions.append(
-            types.CodeAction(
-                title=title,
-                kind=types.CodeActionKind.QuickFix,
-                diagnostics=[lsp_diagnostic],
-                edit=_document_edit(ls, document, edits),
-                is_preferred=safe,
+        edit: types.WorkspaceEdit | None = _document_edit(ls, document, edits)
+        if fix.related:
+            # The fix edits other files too: offered only as a whole, and only while those
+            # files hold the text it was computed on.
+            edit = _workspace_edit(ls, document, edits, fix.related)
+            title += (
+                f" (also edits {len(fix.related)} other file{'s' if len(fix.related) > 1 else ''})"
             )
-        )
+        if edit is not None:
+            actions.append(
+                types.CodeAction(
+                    title=title,
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[lsp_diagnostic],
+                    edit=edit,
+                    is_preferred=safe,
+                )
+            )
     if diagnostic.code not in _NO_NOQA:
         from tpulint.engine.source import add_noqa_comments
 

@@ -34,7 +34,9 @@ def iter_cases(rules: list[type[Rule]]) -> Iterator[ExampleCase]:
 
 
 def example_config(rule: type[Rule], overrides: dict[str, Any]) -> Config:
-    data = {"select": list(rule.example_selection or (rule.code,))}
+    data: dict[str, Any] = {"select": list(rule.example_selection or (rule.code,))}
+    if rule.preview:
+        data["preview"] = True  # a preview rule runs only in preview mode
     data.update(overrides)
     return Config.from_mapping(data)
 

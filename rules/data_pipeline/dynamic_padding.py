@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
@@ -26,6 +27,7 @@ _NOT_TRAINING = re.compile(
 )
 _TOKENIZER_METHODS = frozenset({"batch_encode_plus", "encode_plus", "pad", "__call__", "encode"})
 _COLLATE_NAME = re.compile(r"(collat|padder|pad_batch|batchify)", re.IGNORECASE)
+_SURE_COLLATE = re.compile(r"(^_?collate(_fn|_batch)?$|collate_fn$)", re.IGNORECASE)
 
 
 # Keywords of a multimodal processor call that carry no sequence to pad: a processor given
@@ -64,14 +66,118 @@ _CALL_OPTIONS = frozenset(
 )
 
 
+_SIZED_FACTORIES = frozenset(
+    {
+        "zeros",
+        "ones",
+        "full",
+        "empty",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "new_empty",
+        "pad",
+        "pad_tensor",
+        "pad_to",
+        "expand",
+        "arange",
+    }
+)
+
+
+def _longest_length(value: cst.BaseExpression) -> bool:
+    """`max(len(x) for x in batch)`, `max([s.shape[0] for s in batch])`, `max(lengths)` where
+    the argument holds lengths: the batch's longest element."""
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "max"
+        and len(value.args) == 1
+    ):
+        return False
+    argument = value.args[0].value
+    if isinstance(argument, (cst.GeneratorExp, cst.ListComp)):
+        text = argument.elt
+        return any(
+            (isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len")
+            or (isinstance(n, cst.Attribute) and n.attr.value == "shape")
+            or (
+                isinstance(n, cst.Call)
+                and isinstance(n.func, cst.Attribute)
+                and n.func.attr.value == "size"
+            )
+            for n in walk(text)
+        )
+    if isinstance(argument, cst.Name):
+        return bool(re.search(r"(?i)(len|length|size)", argument.value))
+    return False
+
+
+def _sizes_something(body: cst.CSTNode, name: str) -> bool:
+    """Whether `name` is used to size a tensor or a pad in `body`: an argument of a tensor
+    factory or a padding call, or part of a slice or a `range` that fills a padded buffer."""
+    for node in walk(body):
+        if isinstance(node, cst.Call):
+            callee = _callee_name(node)
+            if callee in _SIZED_FACTORIES and any(
+                isinstance(n, cst.Name) and n.value == name
+                for arg in node.args
+                for n in walk(arg.value)
+            ):
+                return True
+        if isinstance(node, cst.Slice) and any(
+            isinstance(n, cst.Name) and n.value == name
+            for bound in (node.lower, node.upper)
+            if bound is not None
+            for n in walk(bound)
+        ):
+            return True
+    return False
+
+
+def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str]:
+    """Functions of the file that a collate function calls (transitively, through `self.` or
+    by name), each with the collate function it is reached from."""
+    functions = list(ctx.analysis.functions.values())
+    by_name: dict[str, list] = {}
+    for info in functions:
+        by_name.setdefault(info.name, []).append(info)
+    roots = [
+        info
+        for info in functions
+        if _COLLATE_NAME.search(info.name)
+        or info.name in collate_names
+        or (
+            info.name == "__call__" and info.cls is not None and _COLLATE_NAME.search(info.cls.name)
+        )
+    ]
+    out: dict[int, str] = {}
+    worklist = [(info, info.name) for info in roots]
+    seen = {id(info.node) for info in roots}
+    while worklist:
+        info, root = worklist.pop()
+        for called in (*info.calls_self, *info.calls_bare):
+            for target in by_name.get(called, ()):
+                if id(target.node) in seen:
+                    continue
+                seen.add(id(target.node))
+                out[id(target.node)] = root
+                worklist.append((target, root))
+    return out
+
+
 class DynamicPadding(_DataRule):
     """
     ## What it does
     Finds padding to the longest sequence of each batch: Hugging Face tokenizer calls with
     `padding=True` or `padding="longest"`, `DataCollatorWithPadding(...)` (and the
     Seq2Seq / TokenClassification / LanguageModeling collators) without `pad_to_multiple_of`
-    or `padding="max_length"`, and `pad_sequence(...)` in a collate function (a function
-    named like `collate_fn`, a `*Collator` class, or a function passed as `collate_fn=`).
+    or `padding="max_length"`, and, in a collate function (a function named like
+    `collate_fn`, a `*Collator` class, a function passed as `collate_fn=`, or a helper of the
+    same file that one of those calls), `pad_sequence(...)` and hand-rolled padding to the
+    batch's longest element: a length taken as `max(len(x) for x in batch)` (or the `max`
+    of the elements' shapes, or of a list of lengths) that then sizes a pad, a new tensor or
+    a slice.
 
     Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
     and batch sizes are sized for fast CPU runs.
@@ -109,6 +215,12 @@ class DynamicPadding(_DataRule):
     - [torch_xla: recompilation and dynamic shapes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
     - [pytorch/xla #1509: bucketing sequence lengths](https://github.com/pytorch/xla/issues/1509)
+
+    ## Status
+    Stable. On sci1 it was right on its one finding (tpu1: two, in code that never runs on a
+    TPU). Issue 21 added hand-rolled padding to the batch's longest element in collate
+    functions and their helpers (two misses of sci1), only in functions surely used as
+    collates.
     """
 
     code = "TPU304"
@@ -126,6 +238,7 @@ class DynamicPadding(_DataRule):
         "padding:",
         "pad_sequence",
         "DataCollator",
+        "max(",
     )
 
     VALID = (
@@ -137,6 +250,21 @@ class DynamicPadding(_DataRule):
         Valid(
             "from transformers import DataCollatorWithPadding\n\n"
             "collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)\n"
+        ),
+        # A label helper named like a collate but called by models, not passed as collate_fn.
+        Valid(
+            "import numpy as np\nimport torch\n\n\n"
+            "def label_collate(labels):\n"
+            "    max_len = max(len(label) for label in labels)\n"
+            "    out = np.full((len(labels), max_len), 0)\n"
+            "    return torch.tensor(out)\n"
+        ),
+        # The longest of a batch used for something other than a size (a statistic).
+        Valid(
+            "def collate(batch):\n"
+            "    longest = max(len(x) for x in batch)\n"
+            "    print('longest', longest)\n"
+            "    return batch\n"
         ),
         # pad_sequence in a model's forward is not a collate function (TPU2xx's business).
         Valid(
@@ -222,6 +350,29 @@ class DynamicPadding(_DataRule):
             "    max_length: int = None\n",
             line=7,
         ),
+        # Hand-rolled padding to the batch's longest element, in a helper of the collate.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n\n\n"
+            "class Pipeline:\n"
+            "    def collate_fn(self, samples):\n"
+            "        return self._stack([s['ids'] for s in samples])\n\n"
+            "    def _stack(self, seqs):\n"
+            "        longest = max(len(s) for s in seqs)\n"
+            "        return torch.stack([F.pad(s, (0, longest - len(s))) for s in seqs])\n",
+            line=10,
+            message="(called from `collate_fn`) pads every batch to its own longest element",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def collate(batch, pad_id: int = 0):\n"
+            "    lengths = [len(x) for x in batch]\n"
+            "    max_len = max(lengths)\n"
+            "    out = torch.full((len(batch), max_len), pad_id)\n"
+            "    for i, x in enumerate(batch):\n"
+            "        out[i, : len(x)] = x\n"
+            "    return out\n",
+            line=6,
+        ),
         # A function passed as collate_fn=.
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
@@ -232,9 +383,22 @@ class DynamicPadding(_DataRule):
         ),
     )
 
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        return (
+            syntax is None
+            or "padding" in syntax.keywords  # tokenizer calls
+            or "padding" in syntax.class_fields  # collator dataclasses
+            or not syntax.calls.isdisjoint(_PADDING_COLLATORS | {"pad_sequence"})
+            # hand-rolled padding to `max(len(x) for x in batch)` (_longest_length)
+            or "max" in syntax.calls
+        )
+
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._collate_names: set[str] | None = None
+        self._collate_helpers: dict[int, str] | None = None
         self._reported_functions: set[int] = set()
 
     def _not_training(self) -> bool:
@@ -248,6 +412,29 @@ class DynamicPadding(_DataRule):
                 return True
             info = info.parent
         return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._skip or len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if not isinstance(target, cst.Name) or not _longest_length(node.value):
+            return
+        collate = self._collate_function()
+        if collate is None or self._not_training() or not self._surely_collate(collate[0]):
+            return
+        function, name = collate
+        info = self.ctx.function
+        body = info.node.body if info is not None else function.body
+        if id(function) in self._reported_functions or not _sizes_something(body, target.value):
+            return
+        self._reported_functions.add(id(function))
+        self.report(
+            node,
+            f"`{code(self.ctx, node)}` in collate function {name} pads every batch to its own "
+            "longest element: each new length is a new input shape and XLA compiles the step "
+            "again; pad to a fixed maximum length (the tokenizer's `max_length`, or a bucket of "
+            "a few sizes)",
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         name = _callee_name(node)
@@ -388,10 +575,23 @@ class DynamicPadding(_DataRule):
         calls = f" (and {count - 1} more in it)" if count > 1 else ""
         self.report(
             node,
-            f"`pad_sequence(...)` in collate function `{name}`{calls} pads every batch to its "
+            f"`pad_sequence(...)` in collate function {name}{calls} pads every batch to its "
             "own longest sequence: each new length is a new input shape and XLA compiles the "
             "step again; pad to a fixed maximum length (or bucket lengths to a few sizes)",
         )
+
+    def _surely_collate(self, function: cst.FunctionDef) -> bool:
+        """For hand-rolled padding, a stricter test than a name that mentions collating
+        (`label_collate`, a label helper models call): a function passed as `collate_fn=`,
+        one named `collate`/`collate_fn`/`*_collate_fn`, a method of a class, a collator's
+        `__call__`, or a helper one of those calls."""
+        name = function.name.value
+        if name in (self._collate_names or set()) or _SURE_COLLATE.search(name):
+            return True
+        if self._collate_helpers and id(function) in self._collate_helpers:
+            return True
+        info = self.ctx.analysis.function(function)
+        return info is not None and info.cls is not None
 
     def _collate_function(self) -> tuple[cst.FunctionDef, str] | None:
         ctx = self.ctx
@@ -405,15 +605,20 @@ class DynamicPadding(_DataRule):
                         self._collate_names.add(value.value)
                     elif isinstance(value, cst.Attribute):
                         self._collate_names.add(value.attr.value)
+        if self._collate_helpers is None:
+            self._collate_helpers = _collate_helpers(ctx, self._collate_names)
         info = ctx.function
         while info is not None:
             if _COLLATE_NAME.search(info.name) or info.name in self._collate_names:
-                return info.node, info.name
+                return info.node, f"`{info.name}`"
+            caller = self._collate_helpers.get(id(info.node))
+            if caller is not None:
+                return info.node, f"`{info.name}` (called from `{caller}`)"
             if (
                 info.name == "__call__"
                 and info.cls is not None
                 and _COLLATE_NAME.search(info.cls.name)
             ):
-                return info.node, f"{info.cls.name}.__call__"
+                return info.node, f"`{info.cls.name}.__call__`"
             info = info.parent
         return None

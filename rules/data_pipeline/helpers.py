@@ -194,7 +194,12 @@ def loader_stages(ctx: FileContext) -> dict[int, frozenset[str]]:
             owner = owner.parent
         targets: list[FunctionInfo] = []
         if owner.cls is not None:
-            for name in info.calls_self:
+            names = set(info.calls_self)
+            if info is owner and hook_stage(info.name) is not None:
+                # A hook that is a property returning the method Lightning will call
+                # (`return self._train_dataloader`): that method builds the loaders.
+                names |= _returned_methods(info.node)
+            for name in names:
                 node = owner.cls.resolve_method(name)
                 target = functions.get(id(node)) if node is not None else None
                 if target is not None and hook_stage(target.name) is None:
@@ -206,6 +211,27 @@ def loader_stages(ctx: FileContext) -> dict[int, frozenset[str]]:
         targets.extend(nested.get(id(info), ()))
         worklist.extend((target, stage) for target in targets)
     return {key: frozenset(value) for key, value in stages.items()}
+
+
+def _returned_methods(function: cst.FunctionDef) -> set[str]:
+    """`name` for each `return self.<name>` (not called) in a function."""
+    out: set[str] = set()
+    for node in walk_nodes(function.body):
+        if isinstance(node, cst.Return) and isinstance(node.value, cst.Attribute):
+            value = node.value
+            if isinstance(value.value, cst.Name) and value.value.value == "self":
+                out.add(value.attr.value)
+    return out
+
+
+def walk_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    from tpulint.analysis.walker import iter_children
+
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(iter_children(node))
 
 
 def function_stages(ctx: FileContext, table: dict[int, frozenset[str]]) -> frozenset[str]:

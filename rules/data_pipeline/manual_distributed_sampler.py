@@ -44,6 +44,12 @@ _DATA_IMPORTS = (
     "from torch.utils.data import DataLoader\n"
     "from torch.utils.data.distributed import DistributedSampler\n\n\n"
 )
+_DIST_IMPORTS = (
+    "import lightning as L\n"
+    "import torch.distributed as dist\n"
+    "from torch.utils.data import DataLoader\n"
+    "from torch.utils.data.distributed import DistributedSampler\n\n\n"
+)
 _TEXTBOOK_IMPORTS = (
     "import lightning as L\n"
     "import torch\n"
@@ -95,6 +101,51 @@ _GLOBAL_RANK_ATTRS = frozenset(
     {"self.global_rank", "self.trainer.global_rank", "trainer.global_rank"}
 )
 _LOCAL_RANK_ATTRS = frozenset({"self.local_rank", "self.trainer.local_rank", "trainer.local_rank"})
+
+
+_TORCH_DISTRIBUTED = "torch.distributed."
+_ENVIRON = ("os.environ", "os.getenv", "environ")
+
+
+def wrong_sharding(ctx: FileContext, shape: _SamplerShape) -> str | None:
+    """Why a hand-built sampler shards wrongly on TPU cores, or None when its world size and
+    rank come from the XLA world (the Trainer's `world_size`/`global_rank`, `xr`/`xm`
+    ordinals) or cannot be judged (a parameter, an attribute of unknown origin). Under
+    Lightning's XLA strategy `torch.distributed` is never initialised (strategies/xla.py
+    `setup_distributed` only sets `rank_zero_only.rank`), so a sampler that asks it fails."""
+    reasons = []
+    for arg, kind in ((shape.num_replicas, "num_replicas"), (shape.rank, "rank")):
+        if arg is None:
+            reasons.append(
+                f"without `{kind}=` it asks `torch.distributed`, which Lightning's XLA strategy "
+                "never initialises (RuntimeError: default process group not initialized)"
+            )
+            continue
+        value = arg.value
+        written = code(ctx, value)
+        qualified = ctx.qualify(value.func) if isinstance(value, cst.Call) else None
+        if qualified is not None and qualified.startswith(_TORCH_DISTRIBUTED):
+            reasons.append(
+                f"`{written}` asks `torch.distributed`, which Lightning's XLA strategy never "
+                "initialises"
+            )
+        elif kind == "num_replicas" and isinstance(value, cst.Integer):
+            reasons.append(
+                f"the hard-coded `num_replicas={written}` reads the wrong share of the data on "
+                "any TPU with a different number of devices (v4 and later hosts have 4)"
+            )
+        elif kind == "rank" and (
+            qualified in _LOCAL_RANK_CALLS or dotted_name(value) in _LOCAL_RANK_ATTRS
+        ):
+            reasons.append(
+                f"`rank={written}` is the rank within one host, so every host of a pod reads "
+                "the same shards"
+            )
+        elif any(token in written for token in _ENVIRON):
+            reasons.append(
+                f"`{kind}={written}` is read from the environment, not from the XLA runtime"
+            )
+    return "; ".join(reasons) if reasons else None
 
 
 def _root_name(node: cst.BaseExpression) -> str | None:
@@ -172,9 +223,14 @@ class ManualDistributedSampler(_DataRule):
     Finds `DistributedSampler(...)` (torch's, or a subclass defined in the same file) built
     in the dataloader hooks of a LightningModule or LightningDataModule
     (`train_dataloader`, `val_dataloader`, ...) and the helpers they call, or built in
-    another method of such a class (`setup`) and passed to a DataLoader's `sampler=`. The
-    TPU-era shape `DistributedSampler(ds, num_replicas=xm.xrt_world_size(),
-    rank=xm.get_ordinal())` is the common case.
+    another method of such a class (`setup`) and passed to a DataLoader's `sampler=`, whose
+    world size or rank is wrong on TPU cores: left out (the sampler then asks
+    `torch.distributed`), read from `torch.distributed`, hard-coded, a rank within one host,
+    or read from the environment. A sampler whose `num_replicas` and `rank` come from the
+    XLA world (`self.trainer.world_size` and `self.trainer.global_rank`, `self.global_rank`,
+    `xr.world_size()` and `xr.global_ordinal()`, or the removed `xm` spellings of those,
+    which TPU501 reports) shards the data right and is not reported; neither is one whose
+    values cannot be judged (a parameter).
 
     Files that turn Lightning's sampler injection off are not reported: there the
     hand-built sampler is required. A file counts as turning it off when its text says
@@ -194,14 +250,15 @@ class ManualDistributedSampler(_DataRule):
     and global rank, seeded with the `seed_everything` seed. A loader that already has a
     `DistributedSampler` is kept as is, so a hand-built sampler with a wrong `num_replicas`
     or `rank` (a hard-coded 8 on a 4-device v4 host, a per-host ordinal on a pod) silently
-    duplicates or skips data on every core. The TPU-era calls `xm.xrt_world_size()` and
-    `xm.get_ordinal()` were removed in torch_xla 2.7, and on a single device a sampler that
-    asks the process group for its size fails because there is none.
+    duplicates or skips data on every core. Lightning's XLA strategy never initialises
+    `torch.distributed` (lightning/pytorch/strategies/xla.py, `setup_distributed`), so a
+    sampler that asks it for the world size or rank (explicitly, or by leaving them out)
+    fails with "Default process group has not been initialized".
 
     ## Example
     ```python
     import lightning as L
-    import torch_xla.core.xla_model as xm
+    import torch.distributed as dist
     from torch.utils.data import DataLoader
     from torch.utils.data.distributed import DistributedSampler
 
@@ -209,7 +266,7 @@ class ManualDistributedSampler(_DataRule):
     class Model(L.LightningModule):
         def train_dataloader(self):
             sampler = DistributedSampler(
-                self.train_set, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()
+                self.train_set, num_replicas=dist.get_world_size(), rank=dist.get_rank()
             )
             return DataLoader(self.train_set, batch_size=32, sampler=sampler)
     ```
@@ -233,8 +290,8 @@ class ManualDistributedSampler(_DataRule):
     `DistributedSampler` import.
 
     It is safe for the textbook shape `DistributedSampler(ds, num_replicas=<world size>,
-    rank=<global rank>[, shuffle=S])` (world size and rank from `xm`/`xr`/
-    `torch.distributed`/`self.trainer`, or omitted) built unconditionally in
+    rank=<global rank>[, shuffle=S])` (world size and rank from `torch.distributed`, or
+    omitted) built unconditionally in
     `train_dataloader` (with shuffling), `val_dataloader` or `test_dataloader` for the
     DataLoader's own dataset: Lightning then builds the same sampler itself. The only
     difference is the shuffling seed, which follows `seed_everything` instead of the
@@ -251,6 +308,13 @@ class ManualDistributedSampler(_DataRule):
     - [Lightning docs: hardware-agnostic training, "Remove samplers"](https://lightning.ai/docs/pytorch/stable/accelerators/accelerator_prepare.html)
     - [Lightning source: sampler injection (`data_connector.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
     - [torch_xla #7679: removal of `xrt_world_size` and `get_ordinal`](https://github.com/pytorch/xla/pull/7679)
+
+    ## Status
+    Stable. On code read after it was frozen it was wrong once in one finding (sci1): a
+    sampler built from `trainer.world_size` and `trainer.global_rank`, which shards right on
+    TPU cores (the project turns Lightning's own sampler off in its CLI). Such samplers are no
+    longer reported; the corpus findings (terratorch's ERA5 samplers, which leave the world
+    size to `torch.distributed`) stay.
     """
 
     code = "TPU301"
@@ -302,6 +366,35 @@ class ManualDistributedSampler(_DataRule):
             "    def on_train_epoch_start(self, trainer, pl_module):\n"
             "        self.sampler = DistributedSampler(trainer.datamodule.ds)\n"
         ),
+        # World size and rank from the XLA world: the sampler shards right (the data module
+        # of a CLI that turns Lightning's sampler off elsewhere, sci1 W8 shape).
+        Valid(
+            _DATA_IMPORTS + "class DM(L.LightningDataModule):\n"
+            "    def val_dataloader(self):\n"
+            "        sampler = DistributedSampler(\n"
+            "            self.ds, num_replicas=self.trainer.world_size,\n"
+            "            rank=self.trainer.global_rank, shuffle=False,\n"
+            "        )\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n"
+        ),
+        Valid(
+            "import lightning as L\nimport torch_xla.runtime as xr\n"
+            "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        sampler = DistributedSampler(self.ds, xr.world_size(), xr.global_ordinal())\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n"
+        ),
+        # The TPU-era spelling: right values; the removed names are TPU501's finding.
+        Valid(
+            _DATA_IMPORTS + "class Model(L.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        sampler = DistributedSampler(\n"
+            "            self.ds, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()\n"
+            "        )\n"
+            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
+            "trainer = L.Trainer(accelerator='tpu', devices=8, replace_sampler_ddp=False)\n"
+        ),
         # `isinstance(..., DistributedSampler)` is not a construction.
         Valid(
             _DATA_IMPORTS + "class DM(L.LightningDataModule):\n"
@@ -328,10 +421,10 @@ class ManualDistributedSampler(_DataRule):
         # Lightning 1.x docs (tpu_advanced.rst): the textbook sampler with the Trainer's
         # `replace_sampler_ddp=False`, which exists only for it: the fix removes both.
         Invalid(
-            _DATA_IMPORTS + "class Model(L.LightningModule):\n"
+            _DIST_IMPORTS + "class Model(L.LightningModule):\n"
             "    def train_dataloader(self):\n"
             "        sampler = DistributedSampler(\n"
-            "            self.ds, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()\n"
+            "            self.ds, num_replicas=dist.get_world_size(), rank=dist.get_rank()\n"
             "        )\n"
             "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
             "trainer = L.Trainer(accelerator='tpu', devices=8, replace_sampler_ddp=False)\n",
@@ -342,28 +435,12 @@ class ManualDistributedSampler(_DataRule):
             applicability=Applicability.SAFE,
             message="`replace_sampler_ddp=False` on the Trainer only exists to keep it",
         ),
+        # The textbook sampler asking torch.distributed: safe.
         Invalid(
-            _DATA_IMPORTS + "class DM(L.LightningDataModule):\n"
-            "    def val_dataloader(self):\n"
-            "        sampler = DistributedSampler(\n"
-            "            self.ds, num_replicas=self.trainer.world_size,\n"
-            "            rank=self.trainer.global_rank, shuffle=False,\n"
-            "        )\n"
-            "        return DataLoader(self.ds, batch_size=16, sampler=sampler)\n\n\n"
-            "def main():\n"
-            "    L.Trainer(use_distributed_sampler=False).fit(Model(), datamodule=DM())\n",
-            expected_fix=_DATA_IMPORTS_KEPT + "class DM(L.LightningDataModule):\n"
-            "    def val_dataloader(self):\n"
-            "        return DataLoader(self.ds, batch_size=16)\n\n\n"
-            "def main():\n"
-            "    L.Trainer().fit(Model(), datamodule=DM())\n",
-        ),
-        # The textbook TPU-era shape: safe.
-        Invalid(
-            _DATA_IMPORTS + "class Model(L.LightningModule):\n"
+            _DIST_IMPORTS + "class Model(L.LightningModule):\n"
             "    def train_dataloader(self):\n"
             "        sampler = DistributedSampler(\n"
-            "            self.train_set, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal()\n"
+            "            self.train_set, num_replicas=dist.get_world_size(), rank=dist.get_rank()\n"
             "        )\n"
             "        return DataLoader(self.train_set, batch_size=32, sampler=sampler)\n",
             expected_fix=_DATA_IMPORTS_FIXED + "class Model(L.LightningModule):\n"
@@ -371,19 +448,18 @@ class ManualDistributedSampler(_DataRule):
             "        return DataLoader(self.train_set, batch_size=32, shuffle=True)\n",
             line=9,
             applicability=Applicability.SAFE,
-            message="`xm.xrt_world_size()` was removed in torch_xla 2.7",
+            message="which Lightning's XLA strategy never initialises",
         ),
         # Inline, shuffle=False in a val loader: the DataLoader's default already does not shuffle.
         Invalid(
-            "import lightning as L\nimport torch_xla.runtime as xr\n"
+            "import lightning as L\n"
             "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
             "class DM(L.LightningDataModule):\n"
             "    def val_dataloader(self):\n"
             "        return DataLoader(\n"
             "            self.val_set,\n"
             "            batch_size=64,\n"
-            "            sampler=DistributedSampler(self.val_set, xr.world_size(), "
-            "xr.global_ordinal(), shuffle=False),\n"
+            "            sampler=DistributedSampler(self.val_set, shuffle=False),\n"
             "        )\n",
             expected_fix="import lightning as L\n"
             "from torch.utils.data import DataLoader\n\n\n"
@@ -431,7 +507,7 @@ class ManualDistributedSampler(_DataRule):
             "        sampler = None\n"
             "        if self.use_tpu:\n"
             "            sampler = torch.utils.data.distributed.DistributedSampler(\n"
-            "                dataset, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal(), "
+            "                dataset, num_replicas=8, rank=xm.get_ordinal(), "
             "shuffle=True\n"
             "            )\n\n"
             "        loader = DataLoader(dataset, sampler=sampler, batch_size=32)\n\n"
@@ -465,23 +541,18 @@ class ManualDistributedSampler(_DataRule):
             "        return DataLoader(self.ds)\n",
             applicability=Applicability.UNSAFE,
         ),
-        # World size and rank from the Trainer: the same values Lightning uses; safe.
+        # A rank read from the environment: the launcher's, not the XLA world's.
         Invalid(
-            "import pytorch_lightning as pl\n"
+            "import os\nimport pytorch_lightning as pl\n"
             "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
             "class DM(pl.LightningDataModule):\n"
             "    def test_dataloader(self):\n"
             "        sampler = DistributedSampler(\n"
-            "            self.test_set, num_replicas=self.trainer.world_size,\n"
-            "            rank=self.trainer.global_rank, shuffle=False,\n"
+            "            self.test_set, num_replicas=int(os.environ['WORLD_SIZE']),\n"
+            "            rank=int(os.environ['RANK']), shuffle=False,\n"
             "        )\n"
             "        return DataLoader(self.test_set, batch_size=32, sampler=sampler)\n",
-            expected_fix="import pytorch_lightning as pl\n"
-            "from torch.utils.data import DataLoader\n\n\n"
-            "class DM(pl.LightningDataModule):\n"
-            "    def test_dataloader(self):\n"
-            "        return DataLoader(self.test_set, batch_size=32)\n",
-            applicability=Applicability.SAFE,
+            message="is read from the environment",
         ),
         # A per-host ordinal on a pod: the message says why it is wrong; unsafe fix.
         Invalid(
@@ -561,6 +632,12 @@ class ManualDistributedSampler(_DataRule):
         is_sampler, exact = self._sampler_class(node)
         if not is_sampler:
             return
+        shape = _SamplerShape(ctx, node, exact)
+        reason = wrong_sharding(ctx, shape)
+        if reason is None:
+            # World size and rank from the XLA world (or not judgeable): the sampler shards
+            # the data right on TPU cores, hand-built or not (issue 21, sci1 W8).
+            return
         if self._injection_off:
             self._with_injection_off(node, exact)
             return
@@ -570,11 +647,10 @@ class ManualDistributedSampler(_DataRule):
         flow = self._flow(node)
         if not stages and flow is None:
             return
-        shape = _SamplerShape(ctx, node, exact)
         where = stage_where(ctx, stages) if stages else f"`{ctx.function.name}`"  # type: ignore[union-attr]
         fix = self._fix(node, shape, stages, flow) if flow is not None else None
         shuffle_hint = self._shuffle_hint(shape)
-        notes = "; ".join(shape.notes)
+        notes = "; ".join([reason, *(n for n in shape.notes if "removed in" in n)])
         notes = f" ({notes})" if notes else ""
         off_elsewhere = ctx.analysis.view.sampler_injection_off() if ctx.analysis.view else []
         if off_elsewhere:

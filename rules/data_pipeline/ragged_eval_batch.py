@@ -94,6 +94,7 @@ class RaggedEvalBatch(_DataRule):
     fix_applicability = Applicability.DISPLAY_ONLY
     fix_message = "Drop the incomplete last batch: `drop_last=True` (changes the metrics)"
     requires = ("DataLoader",)
+    screen_calls = frozenset({"DataLoader"})  # is_dataloader_call
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:

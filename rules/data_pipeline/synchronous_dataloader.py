@@ -94,6 +94,7 @@ class SynchronousDataloader(_DataRule):
     fix_message = "Load batches in worker processes: `num_workers=4`"
     default_enabled = False
     requires = ("DataLoader",)
+    screen_calls = frozenset({"DataLoader"})  # is_dataloader_call
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:

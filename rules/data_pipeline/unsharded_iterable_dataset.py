@@ -104,6 +104,7 @@ class UnshardedIterableDataset(_DataRule):
     name = "unsharded-iterable-dataset"
     summary = "An `IterableDataset` from a dataloader hook that no process split shards"
     requires = ("IterableDataset", "streaming", "IterDataPipe")
+    screen_calls = frozenset({"DataLoader"})  # is_dataloader_call
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.context import FileContext
+from tpulint.analysis.values import CPU
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
 from ..rewrite.masked import read_fix, write_fix
 from ..shared.matchers import source_of
-from ..shared.tensors import TrackingRule, elementwise_mask, is_torch_tensor, mask_in_index
+from ..shared.tensors import (
+    Bindings,
+    TrackingRule,
+    elementwise_mask,
+    is_torch_tensor,
+    mask_in_index,
+)
 from .helpers import _HEAD, _MOD, _maybe_device, _quiet
 
 
@@ -153,6 +161,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        keep = torch.topk(x, 3).indices\n"
             "        return y + x[keep]\n"
         ),
+        # A mask built on the host from shapes and constants (a factory without `device=`,
+        # never moved): its count is taken on the CPU and fixed, the device gets a fixed
+        # index list.
+        Valid(
+            _MOD + "    def forward(self, emb, n_steps):\n"
+            "        drop = torch.full((n_steps * 4,), False)\n"
+            "        drop[torch.arange(n_steps - 1) + 1] = True\n"
+            "        return emb[:, ~drop]\n"
+        ),
         # Not hot: __init__ and epoch-level hooks.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"
@@ -225,7 +242,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "    def forward(self, x):\n"
             "        hard = x >= 0.5\n"
             "        return x[hard].mean() + x[x > 0].sum()\n",
-            count=2,
+            message="and in the same statement: `x[x > 0]`",  # one statement, one finding
             applicability=Applicability.SAFE,
             expected_fix="from torch import nn\nimport torch\n\n\nclass Loss(nn.Module):\n"
             "    def forward(self, x):\n"
@@ -323,7 +340,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        seen = counts > 0\n"
             "        hist[seen] = mag[seen] / counts[seen]\n"
             "        return hist\n",
-            count=2,  # the write, and one finding for both reads
+            # The write and the reads of one statement: one finding, the reads related.
+            message="writes through a boolean mask",
             applicability=Applicability.UNSAFE,
             expected_fix=_MOD + "    def forward(self, hist, mag, counts):\n"
             "        seen = counts > 0\n"
@@ -402,6 +420,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         if found is None:
             return
         mask, _reason = found
+        if ctx.value_kind(mask) is CPU and _static_host_mask(ctx, mask, self.bindings):
+            # A mask built on the host from shapes and constants: its `nonzero` runs on the
+            # CPU and its count is fixed, so the device sees one fixed index list.
+            return
         base = node.value
         kind = ctx.value_kind(base)
         if not _maybe_device(kind):
@@ -529,3 +551,38 @@ _BROADCAST_NOTE = (
     " (check that `{mask}` has the shape of the indexed tensor: a mask over its leading "
     "dimensions only must be broadcast, `{mask}[..., None]`)"
 )
+
+
+# torch factories whose values come from their arguments alone (shapes, numbers).
+_STATIC_FACTORIES = frozenset(
+    {"full", "zeros", "ones", "empty", "arange", "eye", "ones_like", "zeros_like", "full_like"}
+)
+
+
+def _static_host_mask(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
+) -> bool:
+    """Whether a CPU mask's values come from shapes and constants only: a torch factory
+    (`torch.full((n,), False)`, `torch.arange(n) < k`), its negation or comparison with
+    numbers, a name bound to one. A CPU mask computed from data (`lengths.cpu() > 3`, a
+    `repeat_interleave` of per-sample counts) changes its count with the data."""
+    if depth > 6:
+        return False
+    d = depth + 1
+    if isinstance(node, cst.UnaryOperation):
+        return _static_host_mask(ctx, node.expression, bindings, d)
+    if isinstance(node, cst.Comparison):
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        tensors = [o for o in operands if not ctx.value_kind(o).is_host]
+        return bool(tensors) and all(_static_host_mask(ctx, t, bindings, d) for t in tensors)
+    if isinstance(node, cst.Name):
+        binding = bindings.lookup(node.value)
+        if binding is None or binding.value is None or binding.unpack_index is not None:
+            return False
+        return _static_host_mask(ctx, binding.value, bindings, d)
+    if isinstance(node, cst.Call):
+        qualified = ctx.qualify(node.func) or ""
+        if not qualified.startswith("torch.") or qualified[6:] not in _STATIC_FACTORIES:
+            return False
+        return all(ctx.value_kind(a.value).is_host for a in node.args if a.keyword is None)
+    return False

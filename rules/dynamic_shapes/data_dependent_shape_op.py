@@ -111,6 +111,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
     name = "data-dependent-shape-op"
     summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
     requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
+    screen_calls = frozenset({*_SHAPE_OPS, "where", "repeat_interleave"})
 
     VALID = (
         # EXAMPLES T8: a CPU tensor of Python ints (static shapes of the inputs).

@@ -31,9 +31,11 @@ class DataDependentSize(TrackingRule, Rule):
     ## What it does
     Finds sizes read from the values of a device tensor, in code that runs every step:
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
-    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, `range(int(n.max()))`, and
-    names bound to such values (`max_len = lengths.max().item()` used later as a size).
-    Sizes from shapes (`x.size(1)`, `x.shape[0]`) are static and are not reported.
+    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
+    (`max_len = lengths.max().item()` used later as a size). Sizes from shapes (`x.size(1)`,
+    `x.shape[0]`) are static and are not reported; loop counts read from values are TPU203's.
+    When the read itself is already reported as a host read (TPU101, TPU103) in the same
+    statement, the size is said in that finding instead of a second one.
 
     ## Why is this bad on TPU?
     The size must be a Python number before the graph can be built, so the device tensor is
@@ -73,6 +75,11 @@ class DataDependentSize(TrackingRule, Rule):
     ## References
     - [torch_xla: recompilation causes (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+
+    ## Status
+    Stable. On sci1 it was right once in two findings in code that runs on a TPU: the other was
+    the same host read reported by TPU101 on the same line, which is now folded into that
+    finding (issue 21 item 7); loop counts moved to TPU203.
     """
 
     code = "TPU205"
@@ -80,6 +87,8 @@ class DataDependentSize(TrackingRule, Rule):
     name = "data-dependent-size"
     summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
     requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")
+    # `n = lengths.max().item()`: the host read (TPU101/TPU103) and this size are one problem.
+    folds_into = ("TPU101", "TPU103")
 
     VALID = (
         Valid(
@@ -151,10 +160,6 @@ class DataDependentSize(TrackingRule, Rule):
                 sizes = [args[2].value]
             elif name in ("nn.functional.pad",) and len(args) > 1:
                 sizes = _tuple_items(args[1].value)
-        elif isinstance(node.func, cst.Name) and node.func.value == "range" and args:
-            parent = ctx.parent(node)
-            if isinstance(parent, cst.For) and parent.iter is node:
-                sizes = [args[1].value if len(args) > 1 else args[0].value]
         else:
             method = method_name(node)
             if method in _SIZE_METHODS:
@@ -198,6 +203,8 @@ class DataDependentSize(TrackingRule, Rule):
             f"`{source_of(ctx, source)}` reads a device tensor's values and is used as a size "
             f"in `{source_of(ctx, sink, 50)}` ({ctx.hot_reason}): a sync every step and a new "
             "graph per value; use a static size (the padded length) and a mask",
+            note=f"the value is then a size in `{source_of(ctx, sink, 40)}`, so every new value "
+            "also compiles a new graph (TPU205): use a static size and a mask",
         )
 
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tpulint.analysis.project import ClassKind
 from tpulint.datatypes.diagnostics import Applicability
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.tensors import positional
 from .helpers import _MOD
@@ -81,6 +81,7 @@ class PackedSequence(Rule):
     fix_sometimes = True
     fix_message = "Run the RNN on the padded batch and mask"
     requires = ("pack_padded_sequence", "pad_packed_sequence", "pack_sequence")
+    screen_calls = last_names(_PACKED)
 
     VALID = (
         # Data preparation outside model code.

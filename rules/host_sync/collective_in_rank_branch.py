@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from tpulint.analysis.context import FileContext
 from tpulint.datatypes.diagnostics import Severity
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.matchers import source_of
 
@@ -69,6 +70,13 @@ class CollectiveInRankBranch(Rule):
     `if not trainer.is_global_zero: return`), or in a function decorated with
     `@rank_zero_only`.
 
+    Code that runs only in the process that launched training is not reported when that
+    process is no rank: under the XLA strategy (an XLA or "auto" Trainer), Lightning spawns
+    one process per TPU core and the launcher only waits for them, so after `trainer.fit(...)`
+    returned (or raised), and in a signal handler, its `global_rank` is 0 and `barrier()`
+    returns at once (lightning/pytorch/strategies/xla.py, `_launched`): no other process is
+    there to wait. Under DDP on GPUs the launcher is rank 0 and the finding stands.
+
     ## Why is this bad on TPU?
     A collective completes only when every process (one per TPU core, or per host) has
     called it. Under a rank condition the other processes never call it, so the ones that
@@ -110,6 +118,7 @@ class CollectiveInRankBranch(Rule):
     - [torch_xla: `xm.save` "should be called by all processes"](https://github.com/pytorch/xla/blob/master/torch_xla/core/xla_model.py)
     - [torch_xla PJRT: `xm.rendezvous`](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
     - [Lightning docs: `save_checkpoint` must run on all ranks](https://lightning.ai/docs/pytorch/stable/common/checkpointing_intermediate.html)
+    - [Lightning's XLA strategy: the launcher is no rank (`_launched`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/strategies/xla.py)
     """
 
     code = "TPU108"
@@ -129,6 +138,7 @@ class CollectiveInRankBranch(Rule):
         "collective_permute",
         "optimizer_step",
     )
+    screen_calls = last_names(_COLLECTIVES, _LIGHTNING_COLLECTIVES)
 
     @classmethod
     def applies(cls, source: str, view: object) -> bool:
@@ -152,6 +162,24 @@ class CollectiveInRankBranch(Rule):
             "def sync(world_size):\n"
             "    if world_size > 1:\n"
             "        dist.barrier()\n"
+        ),
+        # The launching process of an XLA run is no rank: after `trainer.fit` returned and in
+        # a signal handler, nothing waits for it (`barrier()` returns at once there).
+        Valid(
+            "import signal\nimport lightning as L\n\n"
+            'trainer = L.Trainer(accelerator="tpu", devices="auto")\n\n\n'
+            "def on_preempt(*args):\n"
+            "    if trainer.global_rank == 0:\n"
+            '        trainer.save_checkpoint("preempted.ckpt")\n\n\n'
+            "signal.signal(signal.SIGUSR1, on_preempt)\n"
+            "try:\n"
+            "    trainer.fit(model)\n"
+            "except Exception:\n"
+            "    if trainer.is_global_zero:\n"
+            '        trainer.save_checkpoint("crashed.ckpt")\n'
+            "    raise\n"
+            "if trainer.global_rank == 0:\n"
+            '    trainer.save_checkpoint("final.ckpt")\n'
         ),
         # torch.save is no collective.
         Valid(
@@ -191,6 +219,15 @@ class CollectiveInRankBranch(Rule):
             line=8,
             message="`@rank_zero_only`",
         ),
+        # Under DDP on GPUs the launching process is rank 0 itself: the others wait for it.
+        Invalid(
+            "import lightning as L\n\n"
+            'trainer = L.Trainer(accelerator="gpu", devices=4, strategy="ddp")\n'
+            "trainer.fit(model)\n"
+            "if trainer.global_rank == 0:\n"
+            '    trainer.save_checkpoint("final.ckpt")\n',
+            line=6,
+        ),
         Invalid(
             "import torch.distributed as dist\n\n\n"
             "def write(rank, data):\n"
@@ -208,7 +245,7 @@ class CollectiveInRankBranch(Rule):
         if what is None:
             return
         guard = self._rank_guard(node)
-        if guard is None:
+        if guard is None or self._in_launcher(node):
             return
         where = ctx.hot_reason or (f"`{ctx.function.name}`" if ctx.function else "module code")
         self.report(
@@ -235,6 +272,21 @@ class CollectiveInRankBranch(Rule):
         if method in ("reduce", "broadcast") and "strategy" not in receiver:
             return None
         return _LIGHTNING_COLLECTIVES[method]
+
+    def _in_launcher(self, node: cst.Call) -> bool:
+        """Code that runs only in the process that launched training: after the
+        `trainer.fit(...)` of its own function (or in the `except` around it), or in a
+        signal handler or a function called there. Under the XLA strategy that process is not
+        one of the ranks: its `global_rank` is 0 and `barrier()` returns at once
+        (lightning/pytorch/strategies/xla.py: both test `self._launched`), so no process
+        waits; a GPU launcher (DDP's rank 0) does take part and keeps the finding."""
+        ctx = self.ctx
+        view = ctx.analysis.view
+        if view is None:
+            return False
+        function = ctx.function
+        key = function.key if function is not None else None
+        return view.launcher_code(key, after_fit=_after_fit(ctx, node))
 
     def _rank_guard(self, node: cst.Call) -> str | None:
         """How the call depends on the rank: the condition, the early exit or the
@@ -272,6 +324,49 @@ class CollectiveInRankBranch(Rule):
                 break
             child = ancestor
         return None
+
+
+def _calls_fit(node: cst.CSTNode) -> bool:
+    """Whether a statement calls `<trainer>.fit(...)`."""
+    from tpulint.analysis.walker import iter_children
+
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if (
+            isinstance(current, cst.Call)
+            and isinstance(current.func, cst.Attribute)
+            and current.func.attr.value == "fit"
+            and "trainer" in cst.Module([]).code_for_node(current.func.value).lower()
+        ):
+            return True
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(iter_children(current))
+    return False
+
+
+def _after_fit(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Whether `node` follows a `trainer.fit(...)` of its own function: a later statement
+    of an enclosing block, or an `except`/`else`/`finally` of a `try` around the fit."""
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+            for statement in ancestor.body:
+                if statement is child:
+                    break
+                if _calls_fit(statement):
+                    return True
+        elif (
+            isinstance(ancestor, cst.Try)
+            and child is not ancestor.body
+            and _calls_fit(ancestor.body)
+        ):
+            return True
+        elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = ancestor
+    return False
 
 
 def _early_return_test(statement: cst.CSTNode) -> cst.BaseExpression | None:

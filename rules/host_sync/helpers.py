@@ -69,3 +69,17 @@ def _statement_of_call(ctx: FileContext, node: cst.Call) -> cst.CSTNode | None:
     if isinstance(line, cst.SimpleStatementLine):
         return line if len(line.body) == 1 else expr
     return None
+
+
+def in_exception_path(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Inside `raise ...(f"...")` or an assert message: only evaluated on failure."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Raise):
+            return True
+        if isinstance(ancestor, cst.Assert):
+            return child is ancestor.msg
+        if isinstance(ancestor, (cst.FunctionDef, cst.SimpleStatementLine)):
+            return False
+        child = ancestor
+    return False

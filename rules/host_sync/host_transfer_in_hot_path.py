@@ -12,13 +12,23 @@ from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
+from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, source_of, walk
 from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
-from .helpers import _HEAD, _LOSS, logged_value, quiet
+from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
 _PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
 _CONVERSIONS = ("float", "int", "bool")
+# Python builtins that compare their arguments (`min(t, 3)` is `t if t < 3 else 3`: a
+# `bool()` of a tensor on the host).
+_COMPARING = ("min", "max")
+# torch parameters that take a Python number: a tensor passed there is read on the host.
+_NUMBER_PARAMETERS = {
+    "nan_to_num": (("nan", 1), ("posinf", 2), ("neginf", 3)),
+    "full": (("fill_value", 1),),
+    "full_like": (("fill_value", 1),),
+}
 _WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
 
 
@@ -70,20 +80,6 @@ def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
     return False
 
 
-def _in_exception_path(ctx: FileContext, node: cst.CSTNode) -> bool:
-    """Inside `raise ...(f"...")` or an assert message: only evaluated on failure."""
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, cst.Raise):
-            return True
-        if isinstance(ancestor, cst.Assert):
-            return child is ancestor.msg
-        if isinstance(ancestor, (cst.FunctionDef, cst.SimpleStatementLine)):
-            return False
-        child = ancestor
-    return False
-
-
 def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
     """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`."""
     for arg in node.args:
@@ -106,7 +102,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
     Finds device-to-host copies of tensors in code that runs for every batch: `.cpu()`,
     `.numpy()`, `.tolist()`, `.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
-    and the helpers they call. `.item()` is TPU101's, and conversions passed to `self.log`
+    and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
+    compares on the host), a tensor passed where torch wants a Python number
+    (`torch.nan_to_num(x, nan=t)`, `torch.full(shape, t)`), and a tensor used as a Python
+    index into an `nn.ModuleList` or a list (`self.heads[k]`). `.item()` is TPU101's, and
+    conversions passed to `self.log`
     are TPU102's.
 
     It stays silent where the copy is not paid every step or is the point: under "rare"
@@ -137,6 +137,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
     ## Use instead
     ```python
     import lightning as L
+    import torch
 
 
     class Model(L.LightningModule):
@@ -146,21 +147,44 @@ class HostTransferInHotPath(TrackingRule, Rule):
             self.val_preds.append(preds.detach())
 
         def on_validation_epoch_end(self):
-            preds = [p.cpu() for p in self.val_preds]
+            preds = torch.cat(self.val_preds).cpu()
+            self.val_preds.clear()
     ```
 
     Keep values as tensors during the step (a torchmetrics metric, `self.log`, a list of
     device tensors) and move them to the host once, in an epoch-end hook.
 
     ## Fix safety
-    `print(t)` of a device tensor (or a `print` of an f-string that formats one) has an
-    **unsafe** fix that removes the `print` statement: the training computes the same, but
-    the output is gone (log the value with `self.log`, or print it in an epoch-end hook).
-    `tpulint fix --prove module:Class --apply --unsafe-fixes` checks that the training is
-    unchanged before writing it.
+    The fixes are **unsafe** (`--unsafe-fixes`):
 
-    For `.cpu()` and the conversions the suggestion (drop `.cpu()` or the conversion) is
-    display-only: the code after it may need a host value (numpy, a Python list or number).
+    - **Values collected for the end of the epoch.** When the copy is appended to a list of
+      the module (`self.preds.append(preds.cpu())`, `.to("cpu")`, `.detach().cpu()`,
+      `.cpu().numpy()`, or a number: `float(loss)`) and that list is read only when an epoch
+      ends or starts, the fix keeps the tensors on the device while the epoch runs and moves
+      them once where they are joined: the producer collects `preds.detach()` and every
+      reader in the project (the module's epoch-end hooks, callbacks reading
+      `pl_module.preds`, helpers only those call, in any file) gets what it got before:
+      `torch.cat(self.preds)` becomes `torch.cat(self.preds).cpu()`,
+      `np.concatenate(self.preds)` becomes `torch.cat(self.preds).cpu().numpy()`, a list of
+      numbers `torch.stack(...).tolist()`. It applies when what each step keeps is visibly
+      small (a number, or one prediction per sample: `logits.argmax(1)`,
+      `scores.max(dim=1)[1]`; the device holds it until the epoch ends, so images, features
+      or logits over a vocabulary get the message instead), the list is filled in one place,
+      no code that runs every step reads it, its readers join the tensors (reading them one
+      by one would need one copy each), and it is emptied when the producer's epoch ends
+      (`self.preds.clear()` in `on_validation_epoch_end`). The fix edits every file
+      involved at once, or none; the finding says why when there is none.
+    - **`print(t)`** of a device tensor (or a `print` of an f-string that formats one): the
+      fix removes the `print` statement; the training computes the same, but the output is
+      gone (log the value with `self.log`, or print it in an epoch-end hook).
+
+    `tpulint fix --prove module:Class --apply --unsafe-fixes` trains the module both ways and
+    applies a rewrite only if the training, the module's and callbacks' state at the end of
+    every epoch and the logged values are the same.
+
+    For other uses of `.cpu()` and the conversions the suggestion (drop `.cpu()` or the
+    conversion) is display-only: the code after it may need a host value (numpy, a Python
+    list or number).
 
     ## References
     - [torch_xla troubleshooting: known performance caveats and compilation causes](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -187,9 +211,35 @@ class HostTransferInHotPath(TrackingRule, Rule):
         'f"',
         "f'",
         ".to(",
+        "min(",
+        "max(",
+        "nan_to_num(",
+        "full",
+        "[",
     )
 
     VALID = (
+        # min/max of numbers and shapes, numbers where torch wants them, integer indices.
+        Valid(
+            _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.heads = torch.nn.ModuleList([torch.nn.Linear(4, 2)] * 3)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        n = min(batch.shape[0], 8)\n"
+            "        y = torch.nan_to_num(batch, nan=0.0)\n"
+            "        m = torch.minimum(y, torch.zeros_like(y))\n"
+            "        return self.heads[batch_idx % 3](y[:n] + m[:n])\n"
+        ),
+        # The error path: printed just before the step raises, not every step.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self.loss_fn(self(batch))\n"
+            "        if self.check_finite:\n"
+            "            bad = loss * 0\n"
+            "            print(f'non-finite loss {loss} ({bad})')\n"
+            "            raise FloatingPointError('non-finite loss')\n"
+            "        return loss\n"
+        ),
         # The first validation batch only (EXAMPLES T9).
         Valid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"
@@ -285,6 +335,33 @@ class HostTransferInHotPath(TrackingRule, Rule):
             + _LOSS
             + "        self.total += float(loss)\n        return loss\n",
         ),
+        # Predictions collected for the epoch end, joined there: deferred.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        preds = self(x).argmax(dim=1)\n"
+            "        self.preds.append(preds.cpu())\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        preds = torch.cat(self.preds)\n"
+            "        self.preds.clear()\n",
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        preds = self(x).argmax(dim=1)\n"
+            "        self.preds.append(preds.detach())\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        preds = torch.cat(self.preds).cpu()\n"
+            "        self.preds.clear()\n",
+        ),
+        # Whole outputs kept per step: too large to keep on the device, said in the message.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        self.logits.append(self(x).cpu())\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        logits = torch.cat(self.logits)\n"
+            "        self.logits.clear()\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            message="not visibly small",
+        ),
         # A helper called from the step, and a tolist() on a device tensor.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -298,6 +375,30 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        out = self(batch)\n"
             '        host = out.to("cpu")\n        return out\n',
         ),
+        # Implicit reads: Python's min/max compare on the host, torch wants a number, a
+        # Python index.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch)\n"
+            "        return min(loss, 3.0)\n",
+            message="compares the device tensor `loss` on the host",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        fill = self(x).mean()\n"
+            "        return torch.nan_to_num(y, nan=fill)\n",
+            message="where torch wants a Python number",
+        ),
+        Invalid(
+            _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.heads = torch.nn.ModuleList([torch.nn.Linear(4, 2)] * 3)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, task = batch\n"
+            "        return self.heads[task.argmax()](x)\n",
+            message="as a Python index",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -305,6 +406,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if not ctx.in_hot_code:
             return
         func = node.func
+        qualified = ctx.qualify(func) or ""
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NUMBER_PARAMETERS:
+            self._check_number_arguments(node, qualified.rsplit(".", 1)[-1])
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if (
@@ -319,6 +423,76 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 self._check_conversion(node, func.value)
             elif func.value == "print":
                 self._check_print(node)
+            elif func.value in _COMPARING and len(node.args) >= 2:
+                self._check_comparing(node, func.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`self.heads[k]` with a device tensor `k`: `__index__` reads it on the host."""
+        ctx = self.ctx
+        if not ctx.in_hot_code or len(node.slice) != 1:
+            return
+        index = node.slice[0].slice
+        if not isinstance(index, cst.Index) or isinstance(index.value, (cst.Integer, cst.Slice)):
+            return
+        if ctx.value_kind(node.value) not in (ValueKind.MODULE, ValueKind.HOST):
+            return
+        if (
+            isinstance(node.value, (cst.Dict, cst.Call))
+            or ctx.value_kind(index.value) is not ValueKind.DEVICE
+        ):
+            return
+        if not is_torch_tensor(ctx, index.value, self.bindings) and not isinstance(
+            index.value, cst.Call
+        ):
+            return  # a name or element of the step's data that may be a Python number
+        if quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} uses the device tensor "
+            f"`{source_of(ctx, index.value)}` as a Python index, which reads it on the host: "
+            "a sync every step; select with a number the host already has, or on the device "
+            "(`torch.stack` of the outputs and `index_select`/`gather`)",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def _check_comparing(self, node: cst.Call, name: str) -> None:
+        ctx = self.ctx
+        values = [a.value for a in node.args if a.keyword is None and not a.star]
+        tensors = [v for v in values if ctx.value_kind(v) is ValueKind.DEVICE]
+        if not tensors:
+            return
+        if quiet(ctx, node) or in_exception_path(ctx, node) or logged_value(ctx, node):
+            return
+        tensor = source_of(ctx, tensors[0])
+        torch_name = "clamp" if len(tensors) < len(values) else f"{name}imum"
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} compares the device tensor "
+            f"`{tensor}` on the host (Python's `{name}` calls `bool()` on a comparison): a "
+            f"sync every step; use `torch.{torch_name}` to keep it on the device",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def _check_number_arguments(self, node: cst.Call, name: str) -> None:
+        ctx = self.ctx
+        for keyword_name, position in _NUMBER_PARAMETERS[name]:
+            arg = keyword(node, keyword_name)
+            if arg is None:
+                positional = [a for a in node.args if a.keyword is None and not a.star]
+                arg = positional[position] if len(positional) > position else None
+            if arg is None or ctx.value_kind(arg.value) is not ValueKind.DEVICE:
+                continue
+            if quiet(ctx, node) or in_exception_path(ctx, node):
+                return
+            self.report(
+                arg.value,
+                f"`{source_of(ctx, arg.value)}` passed as `{keyword_name}` of `{name}` in "
+                f"{ctx.hot_reason} is a device tensor where torch wants a Python number: it "
+                "is read on the host, a sync every step; pass a number, or use `torch.where`",
+                applicability=Applicability.DISPLAY_ONLY,
+            )
+            return
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         ctx = self.ctx
@@ -327,7 +501,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         value = node.expression
         if not computed_tensor(ctx, value, self.bindings):
             return
-        if _in_exception_path(ctx, node) or quiet(ctx, node):
+        if in_exception_path(ctx, node) or quiet(ctx, node):
             return
         printed = enclosing_print(ctx, node)
         self.report(
@@ -349,16 +523,24 @@ class HostTransferInHotPath(TrackingRule, Rule):
             and not is_torch_tensor(ctx, tensor, self.bindings)
         ):
             return  # `.tolist()` of an unknown value may be a numpy array
-        if quiet(ctx, node) or returned_from_predict(ctx, node) or _in_exception_path(ctx, node):
+        if quiet(ctx, node) or returned_from_predict(ctx, node) or in_exception_path(ctx, node):
             return
         code = source_of(ctx, node)
         replacement = strip_call_suffix(node) if method == "cpu" and not node.args else None
+        message = (
+            f"`{code}` in {ctx.hot_reason} copies a device tensor to the host and waits for "
+            "the TPU every step; keep it on the device and move it once in an epoch-end hook"
+        )
+        deferral = defer(ctx, node, "list" if method == "tolist" else "host")
+        if deferral is not None and deferral.reason is not None:
+            message += f" (no fix: {deferral.reason})"
         self.report(
             node,
-            f"`{code}` in {ctx.hot_reason} copies a device tensor to the host and waits for "
-            "the TPU every step; keep it on the device and move it once in an epoch-end hook",
+            message,
+            fix=deferral.fix if deferral is not None else None,
             replacement=replacement,
             applicability=Applicability.DISPLAY_ONLY,
+            project_dependent=deferral is not None,
         )
 
     def _check_conversion(self, node: cst.Call, name: str) -> None:
@@ -368,16 +550,24 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return  # TPU101
         if ctx.value_kind(value) is not ValueKind.DEVICE:
             return
-        if logged_value(ctx, node) or quiet(ctx, node) or _in_exception_path(ctx, node):
+        if logged_value(ctx, node) or quiet(ctx, node) or in_exception_path(ctx, node):
             return
         if returned_from_predict(ctx, node):
             return
+        message = (
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads a device tensor on the host, "
+            f"a sync every step; keep `{source_of(ctx, value)}` a tensor"
+        )
+        deferral = defer(ctx, node, "number")
+        if deferral is not None and deferral.reason is not None:
+            message += f" (no fix: {deferral.reason})"
         self.report(
             node,
-            f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads a device tensor on the host, "
-            f"a sync every step; keep `{source_of(ctx, value)}` a tensor",
+            message,
+            fix=deferral.fix if deferral is not None else None,
             replacement=value if name in ("float", "int") else None,
             applicability=Applicability.DISPLAY_ONLY,
+            project_dependent=deferral is not None,
         )
 
     def _check_print(self, node: cst.Call) -> None:

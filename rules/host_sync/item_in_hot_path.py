@@ -8,9 +8,10 @@ from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
+from ..rewrite.deferral import defer
 from ..rewrite.sync import item_fix
 from ..shared.matchers import is_method_call, source_of
-from .helpers import _HEAD, _LOSS, logged_value
+from .helpers import _HEAD, _LOSS, in_exception_path, logged_value
 
 
 class ItemInHotPath(Rule):
@@ -32,52 +33,74 @@ class ItemInHotPath(Rule):
     ## Example
     ```python
     import lightning as L
+    import torch
 
 
     class Model(L.LightningModule):
         def training_step(self, batch, batch_idx):
             loss = self.loss_fn(self(batch))
-            self.running_loss = 0.9 * self.running_loss + 0.1 * loss.item()
+            self.losses.append(loss.item())
             return loss
+
+        def on_train_epoch_end(self):
+            self.log("epoch_loss", sum(self.losses) / len(self.losses))
+            self.losses.clear()
     ```
 
     ## Use instead
     ```python
     import lightning as L
+    import torch
 
 
     class Model(L.LightningModule):
         def training_step(self, batch, batch_idx):
             loss = self.loss_fn(self(batch))
-            self.running_loss = 0.9 * self.running_loss + 0.1 * loss.detach()
+            self.losses.append(loss.detach())
             return loss
+
+        def on_train_epoch_end(self):
+            losses = torch.stack(self.losses).tolist()
+            self.log("epoch_loss", sum(losses) / len(losses))
+            self.losses.clear()
     ```
 
     Keep values as tensors (`self.log` accepts tensors, see TPU102), or read them in an
     epoch-level hook such as `on_train_epoch_end`, where one sync per epoch is harmless.
 
     ## Fix safety
-    Where the number only accumulates into module state or goes to Lightning, the fix is
-    **unsafe** (`--unsafe-fixes`) and replaces `.item()` with `.detach()`: the same value,
-    without the graph, as a 0-dim tensor on the device that is read back only where it is
-    used (an epoch-end hook, a logger). That is when the value, through arithmetic only
-    (`+`, `-`, `*`, `/`), is
+    Two rewrites, both **unsafe** (`--unsafe-fixes`):
 
-    - assigned or added to an attribute (`self.avg = 0.9 * self.avg + 0.1 * loss.item()`,
-      `self.total += loss.item()`), or appended to an attribute's list
-      (`self.losses.append(loss.item())`);
-    - a value of the dict a step returns, or passed to a `.log(...)` / `.log_dict(...)` call
-      (of a module other than `self`; `self.log` is TPU102's).
+    - **Values collected for the end of the epoch.** When the number is appended to a list
+      of the module (`self.losses.append(loss.item())`, also through a local, or wrapped in
+      `int(...)`/`float(...)`) and that list is read only when an epoch ends or starts, the
+      fix keeps the values on the device while the epoch runs and reads them once where they
+      are used: the producer collects `loss.detach()` and every reader of the list in the
+      project (the module's `on_*_epoch_end` hooks, callbacks reading `pl_module.losses`,
+      helpers only those call, in any file) reads `torch.stack(self.losses).tolist()`
+      (`... if self.losses else []` where the list may be empty), the same Python numbers
+      as before. It applies when the list is filled in one place only, no code that runs
+      every step reads it (a progress bar, a `print`, a `self.log` of its last value), it is
+      emptied when the producer's epoch ends (`self.losses.clear()` or `self.losses = []`
+      in `on_train_epoch_end`, for the module and each subclass), and its readers only
+      aggregate, iterate, index or print it. The fix edits every file involved at once, or
+      none; the finding says why when there is none. One number per step stays on the TPU
+      until the list is emptied.
+    - **Values handed to Lightning.** Where the number goes to logging or the step's outputs
+      (a value of the dict a step returns, a `.log(...)` / `.log_dict(...)` call of a module
+      other than `self`; `self.log` is TPU102's), or is combined with a device tensor, the
+      fix replaces `.item()` with `.detach()`: the same value, as a 0-dim tensor, which
+      Lightning and torchmetrics take.
 
-    It is exact under one condition the fix title states: the value is only used as a
-    number later (arithmetic, logging, `torch.stack`). It is now a float32 tensor where it
-    was a Python float (float64): a long running sum rounds differently, `f"{value}"`
-    prints `tensor(...)`, and numpy or `json` need `.item()` in the epoch-end hook. With
-    `tpulint fix --prove module:Class --apply --unsafe-fixes` the training is run both ways
-    and the rewrite applied only if it changes nothing.
+    A number kept in module state (`self.avg = 0.9 * self.avg + 0.1 * loss.item()`) has no
+    fix: the attribute would hold a tensor where it held a float, for every reader.
+    `tpulint fix --prove module:Class --apply --unsafe-fixes` trains the module both ways and
+    applies a rewrite only if the training, the module's and callbacks' state at the end of
+    every epoch and the logged values (with their Python types) are the same.
 
-    Other uses (a size, an index, `int(x.item())`, a Python branch) have a display-only
-    suggestion (drop `.item()`): whether that code works with a tensor depends on the code.
+    Other uses (a size, an index, `int(x.item())` used as a number, a Python branch) have a
+    display-only suggestion (drop `.item()`): whether that code works with a tensor depends
+    on the code.
 
     ## References
     - [torch_xla troubleshooting: known performance caveats](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -92,8 +115,25 @@ class ItemInHotPath(Rule):
     fix_sometimes = True
     fix_message = "Keep the value as a tensor: drop `.item()`"
     requires = (".item()",)
+    screen_calls = frozenset({"item"})
 
     VALID = (
+        # Read only on the error path: the message of a `raise`.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        if (batch < 0).any():\n"
+            "            raise ValueError(f'negative ids, min={batch.min().item()}')\n"
+            "        return self(batch)\n"
+        ),
+        # A table allocated once and grown when a longer batch comes: not every step.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass Positions(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        if self.table is None or self.table.size(0) < x.size(1):\n"
+            "            longest = int(lengths.max().item())\n"
+            "            self.table = torch.arange(longest, device=x.device)\n"
+            "        return x + self.table[: x.size(1)]\n"
+        ),
         # Once per epoch is fine.
         Valid(_HEAD + "    def on_train_epoch_end(self):\n        print(self.total.item())\n"),
         # CPU tensors, numpy values and MLX arrays are not device syncs.
@@ -136,6 +176,17 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # A branch that returns before the function's final `raise` is not the error path.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        if self.mode == 'trim':\n"
+            "            scale = lengths.float().mean().item()\n"
+            "            return x * scale\n"
+            "        raise ValueError(self.mode)\n",
+            line=8,
+        ),
+        # Module state read by other code: no fix (it would hold a tensor).
         Invalid(
             _HEAD
             + "    def training_step(self, batch, batch_idx):\n"
@@ -143,30 +194,66 @@ class ItemInHotPath(Rule):
             + "        self.seen += loss.item()\n        return loss\n",
             line=8,
             message="in training_step",
-            applicability=Applicability.UNSAFE,
-            expected_fix=_HEAD
-            + "    def training_step(self, batch, batch_idx):\n"
-            + _LOSS
-            + "        self.seen += loss.detach()\n        return loss\n",
+            applicability=Applicability.DISPLAY_ONLY,
         ),
-        # Accumulated into module state, returned in the step's outputs, logged elsewhere.
+        # Handed to Lightning: logged by another module, returned in the step's outputs.
         Invalid(
             _HEAD
             + "    def training_step(self, batch, batch_idx):\n"
             + _LOSS
-            + "        self.avg_std = 0.9 * self.avg_std + 0.1 * self(batch).std().item()\n"
-            "        self.losses.append(loss.item())\n"
-            '        self.task.log_dict({"loss": loss.item()})\n'
+            + '        self.task.log_dict({"loss": loss.item()})\n'
             '        return {"loss": loss, "value": loss.item()}\n',
-            count=4,
+            count=2,
             applicability=Applicability.UNSAFE,
             expected_fix=_HEAD
             + "    def training_step(self, batch, batch_idx):\n"
             + _LOSS
-            + "        self.avg_std = 0.9 * self.avg_std + 0.1 * self(batch).std().detach()\n"
-            "        self.losses.append(loss.detach())\n"
-            '        self.task.log_dict({"loss": loss.detach()})\n'
+            + '        self.task.log_dict({"loss": loss.detach()})\n'
             '        return {"loss": loss, "value": loss.detach()}\n',
+        ),
+        # Collected every step, read and emptied when the epoch ends: deferred.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + "        loss = torch.nn.functional.cross_entropy(self(batch), batch)\n"
+            + "        self.losses.append(loss.item())\n"
+            "        return loss\n\n"
+            "    def on_train_epoch_end(self):\n"
+            '        self.log("epoch_loss", sum(self.losses) / len(self.losses))\n'
+            "        self.losses.clear()\n",
+            applicability=Applicability.UNSAFE,
+            expected_fix=_HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + "        loss = torch.nn.functional.cross_entropy(self(batch), batch)\n"
+            + "        self.losses.append(loss.detach())\n"
+            "        return loss\n\n"
+            "    def on_train_epoch_end(self):\n"
+            '        self.log("epoch_loss", sum(torch.stack(self.losses).tolist() if'
+            " self.losses else []) / len(self.losses))\n"
+            "        self.losses.clear()\n",
+        ),
+        # Also read every step: no fix, and the message says why.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        self.losses.append(loss.item())\n"
+            '        self.log("last", self.losses[-1])\n'
+            "        return loss\n\n"
+            "    def on_train_epoch_end(self):\n"
+            "        self.losses.clear()\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            message="`self.losses` is read every step, in `training_step`",
+        ),
+        # Never emptied: the values would stay on the TPU between epochs.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        self.history.append(loss.item())\n"
+            "        return loss\n",
+            applicability=Applicability.DISPLAY_ONLY,
+            message="is not emptied when the train epoch ends",
         ),
         # Used as a size: only the display-only suggestion.
         Invalid(
@@ -225,12 +312,25 @@ class ItemInHotPath(Rule):
             return
         if logged_value(ctx, node) or "rare" in ctx.guards(node):
             return
+        if in_exception_path(ctx, node):
+            return  # `raise ValueError(f"... {t.max().item()}")`: read only on failure
         where = ctx.hot_reason
+        message = (
+            f"`{source_of(ctx, node)}` in {where} waits for the TPU and copies the value to the "
+            "host every step; keep it a tensor or read it in an epoch-end hook"
+        )
+        deferral = defer(ctx, node, "item")
+        if deferral is None:
+            fix = item_fix(ctx, node)
+        else:
+            fix = deferral.fix
+            if deferral.reason is not None:
+                message += f" (no fix: {deferral.reason})"
         self.report(
             node,
-            f"`{source_of(ctx, node)}` in {where} waits for the TPU and copies the value to the "
-            "host every step; keep it a tensor or read it in an epoch-end hook",
-            fix=item_fix(ctx, node),
+            message,
+            fix=fix,
             replacement=strip_call_suffix(node),
             applicability=Applicability.DISPLAY_ONLY,
+            project_dependent=deferral is not None,
         )

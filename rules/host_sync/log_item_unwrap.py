@@ -69,6 +69,7 @@ class LogItemUnwrap(Rule):
     fix_applicability = Applicability.SAFE
     fix_message = "Log the tensor: drop the conversion"
     requires = (".log(", ".log_dict(")
+    screen_calls = frozenset({"log", "log_dict"})
 
     VALID = (
         Valid(
@@ -109,7 +110,7 @@ class LogItemUnwrap(Rule):
             "        g, d = self(batch)\n"
             '        self.log_dict({"g": g, "d": d}, prog_bar=True)\n'
             "        return g + d\n",
-            count=2,
+            message="and in the same statement: `float(d)`",  # one call, one finding
         ),
         Invalid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"

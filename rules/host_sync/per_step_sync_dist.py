@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import add_keywords, keyword_arg, replace_arg
 from tpulint.rule_api.rule import Invalid, Rule, Valid
@@ -104,6 +105,12 @@ class PerStepSyncDist(Rule):
     fix_sometimes = True
     fix_message = "Log once per epoch: `on_step=False, on_epoch=True`"
     requires = ("sync_dist",)
+    screen_calls = frozenset({"log", "log_dict"})
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        return syntax is None or "sync_dist" in syntax.literal_keywords  # `sync_dist=True`
 
     VALID = (
         # Validation defaults to on_epoch: one sync per epoch.

@@ -9,7 +9,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext, get_arg
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import make_arg
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.matchers import source_of
 from .helpers import _HEAD, _statement_of_call
@@ -105,6 +105,7 @@ class RedundantSync(Rule):
     fix_sometimes = True
     fix_message = "Remove the call: Lightning syncs once per step"
     requires = ("mark_step", "sync(", "optimizer_step(")
+    screen_calls = last_names(_SYNC_CALLS, (_OPTIMIZER_STEP,))
 
     VALID = (
         # A raw torch_xla loop outside Lightning is the user's own step boundary.

@@ -66,6 +66,7 @@ class RendezvousInStep(Rule):
     fix_sometimes = True
     fix_message = "Move the barrier out of the step"
     requires = ("rendezvous",)
+    screen_calls = frozenset({"rendezvous"})
 
     VALID = (
         Valid(

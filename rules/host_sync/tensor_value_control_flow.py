@@ -164,6 +164,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The condition of a comprehension is control flow too, once per element.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        losses = self.heads(batch)\n"
+            "        kept = {k: v for k, v in losses.items() if not torch.isnan(v)}\n"
+            "        return sum(kept.values())\n",
+            message="a comprehension's `if`",
+        ),
         Invalid(
             _HEAD
             + "    def training_step(self, batch, batch_idx):\n"
@@ -241,6 +249,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node, node.test, "ternary", node)
 
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        # `[v for v in losses if not torch.isnan(v)]`: one host read per element
+        self._check(node, node.test, "comprehension")
+
     def _check(
         self,
         owner: cst.CSTNode,
@@ -273,6 +285,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "while": "a `while` loop",
             "assert": "an `assert`",
             "ternary": "a conditional expression",
+            "comprehension": "a comprehension's `if`",
         }[kind]
         self.report(
             found,

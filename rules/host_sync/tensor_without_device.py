@@ -93,8 +93,10 @@ class TensorWithoutDevice(TrackingRule, Rule):
     """
     ## What it does
     Finds tensors created in code that runs every step without `device=`
-    (`torch.zeros(n)`, `torch.arange(T)`, `torch.tensor([...])`, `torch.eye(k)`) and then
-    combined with the step's tensors (`x + pos`, `lengths[:, None] > torch.arange(T)`,
+    (`torch.zeros(n)`, `torch.arange(T)`, `torch.tensor([...])`, `torch.eye(k)`, also scaled
+    by a number: `torch.ones(n, 1) * c`), and tensors kept as plain module attributes (not
+    registered buffers, so moving the module leaves them on the host), then combined with or
+    indexed by the step's tensors (`x + pos`, `lengths[:, None] > torch.arange(T)`,
     `torch.cat([x, pad])`). A 0-dimensional `torch.tensor(number)` is not reported (PyTorch
     treats it as a scalar), nor are tensors moved with `.to(...)` / `.type_as(...)` or made
     with `*_like`/`x.new_*`.
@@ -148,8 +150,18 @@ class TensorWithoutDevice(TrackingRule, Rule):
     fix_applicability = Applicability.UNSAFE
     fix_message = "Create it on the device of the tensor it is combined with"
     requires = tuple(f"{name}(" for name in sorted(_HOST_FACTORIES))
+    screen_calls = _HOST_FACTORIES  # every finding is a factory call (_host_factory)
 
     VALID = (
+        # A registered buffer moves with the module.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass Prior(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('table', torch.randn(n, 8))\n\n"
+            "    def forward(self, ids, x):\n"
+            "        return x + self.table[ids]\n"
+        ),
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
             "        x, lengths = batch\n"
@@ -172,6 +184,25 @@ class TensorWithoutDevice(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A tensor kept as a plain attribute: `.to(device)` of the module does not move it.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Prior(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        super().__init__()\n"
+            "        self.table = torch.randn(n, 8)\n\n"
+            "    def forward(self, ids, x):\n"
+            "        return x + self.table[ids]\n",
+            line=11,
+            message="kept as a plain attribute",
+        ),
+        # Scaled by a number: still a host tensor.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x, scale):\n"
+            "        bias = torch.ones(x.size(0), 1) * 0.5\n"
+            "        return torch.cat([x, bias], dim=1)\n",
+            line=7,
+        ),
         # Fed to a sub-module whose weights are on the device.
         Invalid(
             "import torch\nfrom torch import nn\n\n\nclass LM(nn.Module):\n"
@@ -259,6 +290,9 @@ class TensorWithoutDevice(TrackingRule, Rule):
         device = [op for op, found in factories if found is None and self._on_device(op)]
         if not device:
             return
+        for op in operands:
+            if _host_attribute(ctx, op):
+                self._report_attribute(op, device[0])
         seen: set[int] = getattr(self, "_seen", set())
         self._seen = seen
         for _op, factory in factories:
@@ -347,10 +381,56 @@ class TensorWithoutDevice(TrackingRule, Rule):
             if binding is None or binding.value is None or binding.unpack_index is not None:
                 return None
             return self._host_factory(binding.value, d)
+        if isinstance(node, cst.BinaryOperation) and isinstance(
+            node.operator, (cst.Multiply, cst.Add, cst.Subtract, cst.Divide)
+        ):
+            # `torch.ones(n, 1) * c`: scaled by a number, still in host memory
+            for side, other in ((node.left, node.right), (node.right, node.left)):
+                factory = self._host_factory(side, d)
+                if factory is not None and self.ctx.value_kind(other).is_host:
+                    return factory
         return None
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`self.table[ids]`: a host tensor attribute indexed by the step's tensor."""
+        ctx = self.ctx
+        if not ctx.in_hot_code or not _host_attribute(ctx, node.value):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and self._on_device(index.value):
+                self._report_attribute(node.value, index.value)
+                return
+
+    def _report_attribute(self, attribute: cst.BaseExpression, partner: cst.BaseExpression) -> None:
+        ctx = self.ctx
+        seen: set[int] = getattr(self, "_seen", set())
+        self._seen = seen
+        if id(attribute) in seen or quiet(ctx, attribute):
+            return
+        seen.add(id(attribute))
+        self.report(
+            attribute,
+            f"`{source_of(ctx, attribute)}` in {ctx.hot_reason} is a tensor kept as a plain "
+            "attribute (not a registered buffer), so moving the module to the TPU leaves it in "
+            f"host memory, and it meets the step tensor `{source_of(ctx, partner, 30)}`: "
+            '"Input tensor is not an XLA tensor", or a copy to the TPU every step; register '
+            "it with `self.register_buffer(...)` (or `persistent=False`)",
+        )
 
     def _on_device(self, node: cst.BaseExpression) -> bool:
         return self.ctx.value_kind(node) is ValueKind.DEVICE
+
+
+def _host_attribute(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """`self.<name>` holding a CPU tensor: assigned a tensor made without `device=` (not
+    registered as a buffer or parameter, which the module's `.to()` would move)."""
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and ctx.value_kind(node) is ValueKind.CPU
+    )
 
 
 def _first_tensor_param(ctx: FileContext) -> str | None:

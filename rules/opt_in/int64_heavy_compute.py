@@ -224,7 +224,7 @@ class Int64HeavyCompute(Rule):
             "import torch\nfrom torch import nn\n\n\nclass Hash(nn.Module):\n"
             "    def forward(self, x, salt):\n"
             "        return (x * 1000).long() * salt.long() + x.long()\n",
-            count=3,
+            message="and in the same statement: `salt.long()`, `x.long()`",
             line=7,
         ),
     )

@@ -7,7 +7,7 @@ import libcst as cst
 from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import keyword_arg, string_value
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.configuration import TpuFileScan, device_guarded, is_framework_file
 from ..shared.matchers import source_of
@@ -98,6 +98,7 @@ class CudaAmpOnTpu(Rule):
     fix_sometimes = True
     fix_message = 'Use `torch.autocast("xla", dtype=torch.bfloat16)`'
     requires = ("GradScaler", "autocast")
+    screen_calls = last_names(_SCALERS, _CUDA_AUTOCASTS, _GENERIC_AUTOCASTS)
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:

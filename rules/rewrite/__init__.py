@@ -11,6 +11,9 @@ Entry points, one module per kind of rewrite:
     masked     read_fix, write_fix            `x[m].sum()` -> `torch.where(m, x, 0).sum()`,
                                               `x[m] = v` -> `x.masked_fill_(m, v)`
     bound      bound_fix                      `y = y[m]` then only reduced later (via masked)
+    deferral   defer                          `self.losses.append(loss.item())` and its
+                                              epoch-end readers, across files: the values
+                                              stay on the device, read once at the end
 
 The pieces, in the order a TPU202 rewrite goes through them (the others use the subset they
 need: sync uses flow, shapes, purity and expressions; nonzero uses expressions):
@@ -22,6 +25,9 @@ need: sync uses flow, shapes, purity and expressions; nonzero uses expressions):
     5. consumers    what consumes the selection whole: a reduction, or a loss (losses)
     6. masks        how the mask is written (widened where its shape is not provable)
     7. expressions  the replacement: a template filled with the user's source, parsed back
+
+The deferral works on `ast` trees of every file that touches the container (found by the
+project model, tpulint.analysis.containers) and gives its fix as text edits across files.
 
 Helpers shared with the rules themselves (local bindings, mask and tensor matchers) are in
 `tpulint.rules.shared.tensors`.

@@ -1,7 +1,6 @@
 """Rewrites of host syncs in the step (TPU101, TPU103, TPU104).
 
-    self.avg = 0.9 * self.avg + 0.1 * l.item()      self.avg = 0.9 * self.avg + 0.1 * l.detach()
-    self.losses.append(loss.item())                 self.losses.append(loss.detach())
+    self.task.log_dict({"acc": acc.item()})        self.task.log_dict({"acc": acc.detach()})
     return {"loss": loss, "acc": acc.item()}        return {"loss": loss, "acc": acc.detach()}
     print(loss)                                     (removed)
     if loss > 10:                                   loss = torch.where(loss > 10, loss / 10, loss)
@@ -46,14 +45,6 @@ _ACCUMULATING = (
 )
 
 
-def _state_target(node: cst.BaseExpression) -> bool:
-    """An attribute (`self.total`, `self.stats.loss`) or an item of one (`self.logs["a"]`):
-    state that outlives the step, as opposed to a local number that may be used as a size."""
-    while isinstance(node, cst.Subscript):
-        node = node.value
-    return isinstance(node, cst.Attribute)
-
-
 def _is_call_of(node: cst.CSTNode | None, method: str) -> bool:
     return (
         isinstance(node, cst.Call)
@@ -66,10 +57,14 @@ def _sink(
     ctx: FileContext, index: FunctionIndex, node: cst.BaseExpression, depth: int = 0
 ) -> str | None:
     """Where the value of `node` ends up, climbing through arithmetic: "tensor" (an operand
-    of arithmetic with a device tensor: the result is that tensor either way), "state"
-    (assigned or added to an attribute, appended to an attribute's list), "output" (a value
-    of the dict a step returns, of a dict or value given to `.log` / `.log_dict`), through
-    locals whose every later read goes to one of those; else None."""
+    of arithmetic with a device tensor: the result is that tensor either way), "output" (a
+    value of the dict a step returns, of a dict or value given to `.log` / `.log_dict`),
+    through locals whose every later read goes to one of those; else None.
+
+    A number kept in module state (`self.avg = ... + x.item()`, `self.losses.append(...)`)
+    has no rewrite here: the state would hold a tensor where it held a float, for whatever
+    reads it. The values a step collects for the end of the epoch are deferred with their
+    readers (rewrite/deferral.py)."""
     current: cst.CSTNode = node
     with_tensor = False
     while True:
@@ -90,27 +85,19 @@ def _sink(
         return "tensor"
     if isinstance(parent, cst.Assign) and parent.value is current and len(parent.targets) == 1:
         target = parent.targets[0].target
-        if _state_target(target):
-            return "state"
         if isinstance(target, cst.Name) and depth < 2:
             return _local_sink(ctx, index, target.value, parent, depth)
         return None
-    if isinstance(parent, cst.AugAssign) and parent.value is current:
-        if isinstance(parent.operator, _ACCUMULATING) and _state_target(parent.target):
-            return "state"
-        return None
-    if isinstance(parent, cst.Element) and parent.value is current:
-        holder = index.parent(parent)  # `(self.global_step, value)` appended to state
-        if isinstance(holder, cst.Tuple):
-            parent, current = index.parent(holder), holder
+    if (
+        isinstance(parent, cst.AugAssign)
+        and parent.value is current
+        and isinstance(parent.operator, _ACCUMULATING)
+        and depth == 0
+        and ctx.value_kind(parent.target) is DEVICE
+    ):
+        return "tensor"  # `self.total += x.item()` on a device tensor: a tensor either way
     if isinstance(parent, cst.Arg) and parent.keyword is None:
         call = index.parent(parent)
-        if (
-            _is_call_of(call, "append")
-            and len(call.args) == 1  # type: ignore[union-attr]
-            and _state_target(call.func.value)  # type: ignore[union-attr]
-        ):
-            return "state"
         if _log_call_value(call, parent):
             return "output"
         return None
@@ -143,7 +130,7 @@ def _local_sink(
     kinds = {_sink(ctx, index, read, depth + 1) for read in reads}
     if None in kinds:
         return None
-    return "state" if "state" in kinds else "output"
+    return "output"
 
 
 def _dict_logged(index: FunctionIndex, node: cst.Dict) -> bool:
@@ -228,8 +215,8 @@ def _uses_other_arrays(ctx: FileContext) -> bool:
 
 
 def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
-    """`x.item()` -> `x.detach()` where the number is only accumulated into module state or
-    handed to Lightning (step outputs, logging calls)."""
+    """`x.item()` -> `x.detach()` where the number is only handed to Lightning (step outputs,
+    logging calls) or combined with a device tensor."""
     complete_parents(ctx, node)
     if not (isinstance(node.func, cst.Attribute) and not node.args):
         return None
@@ -250,15 +237,10 @@ def item_fix(ctx: FileContext, node: cst.Call) -> FixSpec | None:
             " a 0-dim tensor, in arithmetic with a tensor)"
         )
     else:
-        where = (
-            "module state (float32 on the device instead of a Python float; read it in an"
-            " epoch-end hook)"
-            if sink == "state"
-            else "logging or the step's outputs (Lightning and torchmetrics take tensors)"
-        )
         title = (
             "Keep the value on the device: `.detach()` instead of `.item()` (assumes the value"
-            f" is only used as a number: it goes to {where})"
+            " is only used as a number: it goes to logging or the step's outputs, and"
+            " Lightning and torchmetrics take tensors)"
         )
     return FixSpec(Applicability.UNSAFE, title, [(node, replaced)])
 

@@ -372,6 +372,11 @@ def literal_candidates(ctx: FileContext, node: cst.BaseExpression) -> list[objec
 # --- TPU Trainers ------------------------------------------------------------------------------
 
 _NOT_TPU_ACCELERATORS = frozenset({"gpu", "cuda", "cpu", "mps", "ipu", "hpu"})
+# Lightning 1.x took strategies as `accelerator=` ("ddp" meant DDP on GPUs or CPUs): a
+# Trainer given one of these does not run on TPUs, whatever its `tpu_cores` says.
+_LEGACY_NON_TPU_ACCELERATORS = frozenset(
+    {"ddp", "ddp_spawn", "ddp2", "dp", "ddp_cpu", "horovod", "ddp_sharded", "deepspeed"}
+)
 
 
 def trainer_tpu(ctx: FileContext, call: cst.Call) -> str:
@@ -392,6 +397,10 @@ def trainer_tpu(ctx: FileContext, call: cst.Call) -> str:
                 return "yes"
             if "tpu" in lowered:
                 verdicts.append("maybe")
+            elif lowered and lowered <= _LEGACY_NON_TPU_ACCELERATORS and not open_ended:
+                strategy = keyword_arg(call, "strategy")
+                if strategy is None or not strategy_is_xla(ctx, strategy.value):
+                    return "no"
             elif lowered <= _NOT_TPU_ACCELERATORS and not open_ended:
                 verdicts.append("no")
         else:
@@ -435,6 +444,52 @@ def trainer_is_tpu(ctx: FileContext, call: cst.Call) -> bool:
     return trainer_tpu(ctx, call) in ("yes", "maybe")
 
 
+def tpu_arguments(ctx: FileContext, node: cst.CSTNode) -> dict[str, cst.BaseExpression] | None:
+    """The entries of a dict literal or `dict(...)` call of Trainer (or Fabric) arguments
+    that ask for TPUs (`"accelerator": "tpu"`, an XLA strategy), by key, for configs built
+    as dictionaries and splatted into `Trainer(**cfg)`; None for any other dict. The keys
+    `accelerator` and `strategy` only name Lightning arguments, so such a dict is one."""
+    entries: dict[str, cst.BaseExpression] = {}
+    if isinstance(node, cst.Dict):
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = string_value(element.key)
+                if key is not None:
+                    entries[key] = element.value
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "dict"
+        and "dict" not in ctx.aliases.bindings
+    ):
+        for arg in node.args:
+            if arg.keyword is not None:
+                entries[arg.keyword.value] = arg.value
+    else:
+        return None
+    accelerator = entries.get("accelerator")
+    strategy = entries.get("strategy")
+    if accelerator is not None and (string_value(accelerator) or "").lower() == "tpu":
+        return entries
+    if strategy is not None and strategy_is_xla(ctx, strategy):
+        return entries
+    return None
+
+
+def yaml_strategy_is_xla(strategy: YamlEntry | None) -> bool:
+    """`strategy: xla`, `strategy: {class_path: ...XLAStrategy}` or `strategy: {name: xla}`."""
+    if strategy is None:
+        return False
+    value = strategy.value
+    if isinstance(value, str) and value.lower() in XLA_STRATEGY_NAMES:
+        return True
+    class_path = strategy.child("class_path")
+    if class_path is not None and str(class_path.value).rsplit(".", 1)[-1] in XLA_STRATEGY_CLASSES:
+        return True
+    name = strategy.child("name")
+    return name is not None and str(name.value).lower() in XLA_STRATEGY_NAMES
+
+
 def yaml_trainer_is_tpu(trainer: YamlEntry) -> bool:
     accelerator = trainer.child("accelerator")
     if accelerator is not None:
@@ -449,18 +504,7 @@ def yaml_trainer_is_tpu(trainer: YamlEntry) -> bool:
             return True
     if any(trainer.child(k) is not None for k in LEGACY_TPU_KEYWORDS):
         return True
-    strategy = trainer.child("strategy")
-    if strategy is not None:
-        value = strategy.value
-        if isinstance(value, str) and value.lower() in XLA_STRATEGY_NAMES:
-            return True
-        class_path = strategy.child("class_path")
-        if (
-            class_path is not None
-            and str(class_path.value).rsplit(".", 1)[-1] in XLA_STRATEGY_CLASSES
-        ):
-            return True
-    return False
+    return yaml_strategy_is_xla(trainer.child("strategy"))
 
 
 def imports_torch_xla(ctx: FileContext) -> bool:

@@ -18,9 +18,9 @@ from .helpers import _enclosing_method, device_expression
 _HEAD6 = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
 
 
-# torch.cuda functions that need a CUDA device (they raise "Found no NVIDIA driver" or a CUDA
-# error on a TPU host, measured with torch 2.9). `is_available`, `device_count`,
-# `empty_cache`, the seeding and memory-statistics helpers are harmless there.
+# torch.cuda functions that need a CUDA device (they raise "Found no NVIDIA driver", a CUDA
+# error or a KeyError on a host without CUDA, measured with torch 2.9). `is_available`,
+# `device_count`, `empty_cache` and the seeding helpers are harmless there.
 _CUDA_ONLY_FUNCS = frozenset(
     {
         "synchronize",
@@ -52,6 +52,23 @@ _CUDA_ONLY_FUNCS = frozenset(
         "CharTensor",
         "BoolTensor",
         "is_current_stream_capturing",
+        "memory_summary",
+        "reset_max_memory_allocated",
+        "reset_max_memory_cached",
+        "reset_accumulated_memory_stats",
+    }
+)
+# Memory statistics that do not raise without CUDA but return 0 (or an empty dict): a
+# callback that logs them on a TPU reports no memory at all.
+_CUDA_ZERO_FUNCS = frozenset(
+    {
+        "memory_allocated",
+        "max_memory_allocated",
+        "memory_reserved",
+        "max_memory_reserved",
+        "memory_cached",
+        "max_memory_cached",
+        "memory_stats",
     }
 )
 # Methods that implement device moves themselves (`def cuda(self): ... super().cuda()`).
@@ -74,15 +91,18 @@ class HardcodedCuda(Rule):
     Finds hard-coded CUDA in code that runs on the TPU: `.cuda()`, `.to("cuda")`,
     `torch.device("cuda")`, `device="cuda"` arguments and `torch.cuda.*` calls that need a
     GPU (`synchronize`, `current_device`, `set_device`, streams, events, CUDA graphs, the
-    legacy `torch.cuda.FloatTensor` types), in LightningModules, DataModules and Callbacks,
+    legacy `torch.cuda.FloatTensor` types, `reset_peak_memory_stats`, `memory_summary`), and
+    CUDA memory statistics read in Lightning classes or step code (`max_memory_allocated`,
+    `memory_allocated`, `memory_stats`: 0 on a TPU host, so a callback that logs them
+    reports no memory), in LightningModules, DataModules and Callbacks,
     in every method of `nn.Module` classes, in functions called from `forward` or the step
     methods, and in training scripts (functions that build a Lightning Trainer). Not
     reported: code guarded by a device check (`if torch.cuda.is_available():`,
     `if self.device.type == "cuda":`, `... if torch.cuda.is_available() else ...`),
     overrides that implement device moves (`def cuda(self, device=None): return
     super().cuda(device)`), code that is CUDA-only by design (classes and functions named
-    for CUDA or GPUs, such as `CUDAGraphCallback`, and modules that implement CUDA kernels
-    with numba, CuPy or Triton), and Lightning's own source.
+    for CUDA or GPUs, such as `CUDAGraphCallback`, unless a step calls them, and modules that
+    implement CUDA kernels with numba, CuPy or Triton), and Lightning's own source.
 
     ## Why is this bad on TPU?
     TPU hosts have no CUDA device: `.cuda()` and CUDA factory calls raise
@@ -130,6 +150,15 @@ class HardcodedCuda(Rule):
     ## References
     - [Lightning docs: hardware-agnostic code ("Delete .cuda() or .to() calls")](https://lightning.ai/docs/pytorch/stable/accelerators/accelerator_prepare.html)
     - [Lightning docs: TPU FAQ](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_faq.html)
+
+    ## Status
+    Stable. On sci1 it was right once in five (tpu1: 5 findings, all in code that never runs on
+    a TPU): the four wrong findings were one shape, CUDA calls after `if not
+    self.use_fused: return` where the flag is `torch.cuda.is_available() and ...` (a guard
+    held in an attribute), which the guard analysis owns (issue 21 item 3). Issue 21 added
+    what it missed: CUDA memory statistics in callbacks' hooks (0 on a TPU host) and helpers
+    named for CUDA that a step calls. If the fresh batches read after the guard change still
+    show it below 95%, it moves to preview.
     """
 
     code = "TPU006"
@@ -257,6 +286,36 @@ class HardcodedCuda(Rule):
             "        self.ema = self.ema.to(self.device)\n",
             applicability=Applicability.SAFE,
         ),
+        # A callback's hooks: CUDA memory statistics raise or read 0 on a TPU host.
+        Invalid(
+            "import torch\nfrom lightning.pytorch.callbacks import Callback\n\n\n"
+            "class MemoryMonitor(Callback):\n"
+            "    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):\n"
+            "        torch.cuda.reset_peak_memory_stats()\n\n"
+            "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
+            "        pl_module.log('peak_mem', torch.cuda.max_memory_allocated() / 2**30)\n",
+            count=2,
+            line=7,
+        ),
+        Invalid(
+            "import torch\nfrom lightning.pytorch.callbacks import Callback\n\n\n"
+            "class MemoryMonitor(Callback):\n"
+            "    def on_train_epoch_end(self, trainer, pl_module):\n"
+            "        pl_module.log('mem', torch.cuda.memory_allocated())\n",
+            message="which are 0 on a TPU host",
+        ),
+        # A helper named for CUDA is still called by the step (sci1 shape).
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def _format_cuda_memory():\n"
+            "    return f'{torch.cuda.current_device()}: {torch.cuda.max_memory_allocated()}'\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        if self.verbose:\n            print(_format_cuda_memory())\n"
+            "        return self(batch).sum()\n",
+            line=6,
+            message="needs a CUDA device",
+        ),
         # A training script: the Trainer moves the model itself.
         Invalid(
             "import lightning as L\n\n\ndef main():\n"
@@ -306,6 +365,8 @@ class HardcodedCuda(Rule):
                 attr = qualified[len("torch.cuda.") :]
                 if attr in _CUDA_ONLY_FUNCS:
                     self._check(node, "torch.cuda")
+                elif attr in _CUDA_ZERO_FUNCS:
+                    self._check(node, "torch.cuda-zero")
                 return
         for arg in node.args:
             if (
@@ -343,6 +404,17 @@ class HardcodedCuda(Rule):
                 node,
                 f"`{code}`{where} needs a CUDA device: TPU hosts have none (RuntimeError: no "
                 "NVIDIA driver); guard it with `if torch.cuda.is_available():` or remove it",
+            )
+            return
+        if kind == "torch.cuda-zero":
+            if ctx.lightning_class is None and not ctx.in_hot_code:
+                return  # a script printing its memory: not training code
+            self.report(
+                node,
+                f"`{code}`{where} reads CUDA's memory statistics, which are 0 on a TPU host (no "
+                "CUDA device): the memory it reports is wrong; use torch_xla's "
+                "`xm.get_memory_info(device)` on TPUs, or guard it with "
+                "`if torch.cuda.is_available():`",
             )
             return
         safe = expression is not None and self._runs_after_move()
@@ -417,7 +489,10 @@ class HardcodedCuda(Rule):
             )
         if self._kernel_file:
             return True
-        names = [info.name for info in _function_chain(ctx)]
+        # A function named for CUDA that the step calls runs on the TPU all the same
+        # (`_format_cuda_memory_stats()` printed from training_step): only classes, and
+        # functions no step reaches, are CUDA-only by their name.
+        names = [] if ctx.in_hot_code else [info.name for info in _function_chain(ctx)]
         klass = ctx.klass
         if klass is not None:
             names.append(klass.name)
@@ -459,7 +534,7 @@ def _input_device(ctx) -> str | None:
         name = param.name.value
         if name in ("self", "cls"):
             continue
-        if ctx.value_kind(cst.Name(name)).may_be_device and param.star == "":
+        if ctx.value_kind(param.name).may_be_device and param.star == "":
             return f"{name}.device"
         return None
     return None

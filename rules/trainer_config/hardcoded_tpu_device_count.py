@@ -4,21 +4,36 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.project import FileView
 from tpulint.analysis.yaml_config import YamlDocument
 from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
 from tpulint.rule_api.cst_helpers import keyword_arg
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
-from ..shared.configuration import XLA_STRATEGY_NAMES, is_framework_file, literal_value, trainer_tpu
+from ..shared.configuration import (
+    is_framework_file,
+    literal_value,
+    tpu_arguments,
+    trainer_tpu,
+    yaml_strategy_is_xla,
+)
 from ..shared.matchers import is_trainer_call
 from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+
+# Calls that take a literal `devices=` the rule reports: Trainer calls and `dict(...)`.
+_DEVICE_CALLS = frozenset({"Trainer", "from_argparse_args", "dict"})
+# What makes a dict of Trainer arguments a TPU one (tpu_arguments).
+_TPU_KEYS = frozenset({"accelerator", "strategy"})
 
 
 class HardcodedTpuDeviceCount(Rule):
     """
     ## What it does
     Finds TPU Trainers (`accelerator="tpu"` or an XLA strategy) given a literal device count
-    other than 1, such as `devices=8`, in Python and in LightningCLI YAML configs.
+    other than 1, such as `devices=8`: in `Trainer(...)` calls, in dictionaries of Trainer
+    arguments that ask for TPUs (`{"accelerator": "tpu", "devices": 8}` merged into a config
+    and splatted into `Trainer(**cfg)`), and in LightningCLI YAML configs (an XLA strategy
+    given as `strategy: xla`, by `class_path` or by `name`).
 
     ## Why is this bad on TPU?
     Lightning accepts for TPUs only `"auto"`, `1`, the exact number of TPU devices of the
@@ -50,15 +65,32 @@ class HardcodedTpuDeviceCount(Rule):
     - [Lightning source: `_check_tpu_devices_valid`](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/accelerators/xla.py)
     - [torch_xla docs: PJRT runtime (devices per host)](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
     - [Cloud TPU docs: TPU versions and chips per host](https://cloud.google.com/tpu/docs/system-architecture-tpu-vm)
+
+    ## Status
+    Stable. On tpu1 it was right on its one finding (`devices=32`, whose message now says that
+    no TPU host has that many devices); dictionaries of Trainer arguments and YAML configs with
+    the XLA strategy given by name are checked since (three misses of tpu1).
     """
 
     code = "TPU007"
     name = "hardcoded-tpu-device-count"
     summary = "TPU Trainer with a literal device count (`devices=8`) that only fits some TPU hosts"
     severity = Severity.WARNING
+    fix_sometimes = True
     fix_applicability = Applicability.UNSAFE
     fix_message = 'Use `devices="auto"`'
     requires = ("devices",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        if syntax is None:
+            return True
+        # `Trainer(devices=8)` (is_trainer_call) or `dict(accelerator="tpu", devices=8)`.
+        if "devices" in syntax.literal_keywords and not syntax.calls.isdisjoint(_DEVICE_CALLS):
+            return True
+        # `{"accelerator": "tpu", "devices": 8}` (tpu_arguments: accelerator or strategy).
+        return "devices" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(_TPU_KEYS)
 
     VALID = (
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices="auto")\n'),
@@ -66,6 +98,8 @@ class HardcodedTpuDeviceCount(Rule):
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=[2])\n'),
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", devices=8)\n'),
         Valid("trainer:\n  accelerator: tpu\n  devices: auto\n", path="config.yaml"),
+        # A dict of other arguments (not asking for TPUs).
+        Valid("cfg = {'accelerator': 'gpu', 'devices': 8}\nopts = dict(devices=8, workers=4)\n"),
     )
     INVALID = (
         # Only sometimes a TPU run: reported, not rewritten (`"auto"` would change the GPU run).
@@ -96,9 +130,34 @@ class HardcodedTpuDeviceCount(Rule):
             expected_fix="trainer:\n  accelerator: tpu\n  devices: auto  # v3-8\n",
             line=3,
         ),
+        # The XLA strategy given by name in a config.
+        Invalid(
+            "trainer:\n  strategy:\n    name: xla\n  devices: 4\n",
+            path="config.yaml",
+            line=4,
+        ),
+        # Trainer arguments assembled in a config function and splatted into the Trainer.
+        Invalid(
+            "def tpu_env(cfg):\n"
+            "    cfg['trainer'].update({'accelerator': 'tpu', 'devices': 8, 'max_epochs': 3})\n"
+            "    return cfg\n",
+            expected_fix="def tpu_env(cfg):\n"
+            "    cfg['trainer'].update({'accelerator': 'tpu', 'devices': \"auto\", "
+            "'max_epochs': 3})\n"
+            "    return cfg\n",
+            message="in Trainer arguments that ask for TPUs",
+        ),
+        # More devices than any TPU host has: the message says so.
+        Invalid(
+            _LIGHTNING_IMPORT + 'trainer = L.Trainer(strategy="xla", devices=32)\n',
+            message="no TPU host has that many",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "dict":
+            self._arguments(node)
+            return
         if not is_trainer_call(self.ctx, node) or is_framework_file(self.ctx):
             return
         arg = keyword_arg(node, "devices")
@@ -133,6 +192,30 @@ class HardcodedTpuDeviceCount(Rule):
             replacement=arg.with_changes(value=cst.SimpleString(f"{quote}auto{quote}")),
         )
 
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._arguments(node)
+
+    def _arguments(self, node: cst.Dict | cst.Call) -> None:
+        """`{"accelerator": "tpu", "devices": 8, ...}` merged into a config and splatted into
+        `Trainer(**cfg)`: the same count, the same failure."""
+        entries = tpu_arguments(self.ctx, node)
+        devices = entries.get("devices") if entries is not None else None
+        if devices is None or is_framework_file(self.ctx):
+            return
+        value = literal_value(devices)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if not isinstance(value, int) or value == 1:
+            return
+        self.report(
+            devices,
+            _devices_message(value).replace(
+                f"`devices={value}` on a TPU Trainer",
+                f"`devices: {value}` in Trainer arguments that ask for TPUs",
+            ),
+            replacement=cst.SimpleString('"auto"'),
+        )
+
     def check_yaml(self, document: YamlDocument) -> None:
         trainer = document.find("trainer")
         entry = trainer.child("devices") if trainer is not None else None
@@ -144,11 +227,8 @@ class HardcodedTpuDeviceCount(Rule):
         if not isinstance(value, int) or isinstance(value, bool) or value == 1:
             return
         accelerator = trainer.child("accelerator")
-        strategy = trainer.child("strategy")
         tpu = accelerator is not None and str(accelerator.value).lower() == "tpu"
-        if not tpu and not (
-            strategy is not None and str(strategy.value).lower() in XLA_STRATEGY_NAMES
-        ):
+        if not tpu and not yaml_strategy_is_xla(trainer.child("strategy")):
             return
         self.report_yaml(
             entry.value_start,
@@ -159,6 +239,13 @@ class HardcodedTpuDeviceCount(Rule):
 
 
 def _devices_message(value: int) -> str:
+    if value not in (4, 8):
+        # Lightning counts TPU devices per host, and no TPU host has this many.
+        return (
+            f"`devices={value}` on a TPU Trainer: Lightning counts TPU devices per host, and no "
+            "TPU host has that many (v2-8/v3-8 hosts have 8, v4 and later hosts 4), so it "
+            'raises ValueError on every host; use `devices="auto"` (the hosts of a pod add up)'
+        )
     return (
         f"`devices={value}` on a TPU Trainer works only on hosts with exactly {value} TPU devices "
         "(v2-8/v3-8 have 8, v4 and v5p hosts expose 4; anything else raises ValueError); use "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.project import ClassKind
-from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 
 from ..shared.matchers import LEGACY_TPU_KEYWORDS, walk
 
@@ -22,7 +22,9 @@ def _root_local(node: cst.BaseExpression) -> str:
 
 
 def _tpu_condition(ctx, call: cst.Call) -> str:
-    """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages."""
+    """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages. An
+    argument whose literal says something else (`accelerator="gpu"`) is never named as the
+    one asking for TPUs."""
     for keyword in ("accelerator", *LEGACY_TPU_KEYWORDS):
         arg = keyword_arg(call, keyword)
         if arg is None:
@@ -30,6 +32,9 @@ def _tpu_condition(ctx, call: cst.Call) -> str:
         value = arg.value
         if isinstance(value, cst.IfExp):
             return f"`{ctx.module.code_for_node(value.test)}`"
+        literal = string_value(value)
+        if keyword == "accelerator" and literal is not None and literal.lower() != "tpu":
+            continue
         return f"`{keyword}={ctx.module.code_for_node(value)}` asks for TPUs"
     return "its arguments ask for TPUs"
 
@@ -113,3 +118,110 @@ def _rebinds(method: cst.FunctionDef, name: str) -> bool:
             if any(isinstance(t, cst.Name) and t.value == name for t in targets):
                 return True
     return False
+
+
+# --- LightningCLI defaults and strategies ---------------------------------------------------
+
+# Lightning's non-XLA strategies, by registered name and by class (a strategy for GPUs or
+# CPUs: Lightning's XLA accelerator refuses them).
+NON_XLA_STRATEGY_NAMES = frozenset(
+    {
+        "ddp",
+        "ddp_spawn",
+        "ddp_fork",
+        "ddp_notebook",
+        "ddp_find_unused_parameters_true",
+        "ddp_find_unused_parameters_false",
+        "ddp_spawn_find_unused_parameters_true",
+        "ddp_spawn_find_unused_parameters_false",
+        "dp",
+        "fsdp",
+        "fsdp_cpu_offload",
+        "deepspeed",
+        "deepspeed_stage_1",
+        "deepspeed_stage_2",
+        "deepspeed_stage_2_offload",
+        "deepspeed_stage_3",
+        "deepspeed_stage_3_offload",
+        "deepspeed_stage_3_offload_nvme",
+        "single_device",
+    }
+)
+NON_XLA_STRATEGY_CLASSES = frozenset(
+    {
+        "DDPStrategy",
+        "DDPSpawnStrategy",
+        "DataParallelStrategy",
+        "FSDPStrategy",
+        "DeepSpeedStrategy",
+        "SingleDeviceStrategy",
+        "ModelParallelStrategy",
+    }
+)
+
+
+def cli_trainer_defaults(ctx, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """The Trainer arguments a LightningCLI gets as defaults from code:
+    `parser.set_defaults({"trainer.strategy": ...})` (in `add_arguments_to_parser`) and
+    `LightningCLI(..., trainer_defaults={"strategy": ...})`, by argument name."""
+    out: dict[str, cst.BaseExpression] = {}
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "set_defaults":
+        for arg in call.args:
+            if arg.keyword is None and isinstance(arg.value, cst.Dict):
+                for element in arg.value.elements:
+                    if not isinstance(element, cst.DictElement):
+                        continue
+                    key = string_value(element.key)
+                    if key is not None and key.startswith("trainer."):
+                        out[key.split(".", 1)[1]] = element.value
+        return out
+    qualified = ctx.qualify(func) or ""
+    if qualified.rsplit(".", 1)[-1] == "LightningCLI" or (
+        isinstance(func, cst.Name) and func.value.endswith("CLI")
+    ):
+        defaults = keyword_arg(call, "trainer_defaults")
+        if defaults is not None and isinstance(defaults.value, cst.Dict):
+            for element in defaults.value.elements:
+                if isinstance(element, cst.DictElement):
+                    key = string_value(element.key)
+                    if key is not None:
+                        out[key] = element.value
+    return out
+
+
+def non_xla_strategy(ctx, value: cst.BaseExpression) -> str | None:
+    """The name of a strategy that is not XLA's (`"ddp"`, `DDPStrategy(...)`, a
+    `{"class_path": "...DDPStrategy"}` dict), or None (XLA's, or not known)."""
+    text = string_value(value)
+    if text is not None:
+        return text if text.lower() in NON_XLA_STRATEGY_NAMES else None
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.DictElement) and string_value(element.key) == "class_path":
+                path = string_value(element.value) or ""
+                name = path.rsplit(".", 1)[-1]
+                return name if name in NON_XLA_STRATEGY_CLASSES else None
+        return None
+    func = value.func if isinstance(value, cst.Call) else value
+    qualified = ctx.qualify(func)
+    if qualified is None:
+        return None
+    root, _, _ = qualified.partition(".")
+    name = qualified.rsplit(".", 1)[-1]
+    if root in ("lightning", "pytorch_lightning", "lightning_fabric") and (
+        name in NON_XLA_STRATEGY_CLASSES
+    ):
+        return name
+    return None
+
+
+def explicit_accelerator(ctx, value: cst.BaseExpression | None) -> str | None:
+    """The accelerator a Trainer argument names: "tpu", "auto" (also when missing), another
+    literal ("gpu"), or None when the file cannot tell."""
+    if value is None:
+        return "auto"
+    text = string_value(value)
+    if text is not None:
+        return text.lower()
+    return None

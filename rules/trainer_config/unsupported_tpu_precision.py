@@ -17,11 +17,15 @@ from ..shared.configuration import (
     lightning_at_least,
     literal_candidates,
     literal_value,
+    tpu_arguments,
     trainer_tpu,
     yaml_trainer_is_tpu,
 )
 from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call
 from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+
+# The keywords that can make a Trainer call a TPU one (see trainer_tpu).
+_TPU_KEYWORDS = frozenset({"accelerator", "strategy", *LEGACY_TPU_KEYWORDS})
 
 _BAD_TPU_PRECISION = {
     16: "16-mixed",
@@ -139,8 +143,11 @@ class UnsupportedTpuPrecision(Rule):
     Finds a TPU Trainer (one with `accelerator="tpu"`, a legacy `tpu_cores`, or an XLA
     strategy) configured with a precision the XLA plugin does not support: `16`, `"16"`,
     `"16-mixed"`, `"bf16"`, `"bf16-mixed"` (and `64`). It also looks at the `precision`
-    default of TPU trainer config classes and at `trainer: precision:` in LightningCLI YAML
-    configs that select a TPU.
+    default of TPU trainer config classes, at dictionaries of Trainer arguments that ask for
+    TPUs (`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
+    splatted into `Trainer(**cfg)`), and at `trainer: precision:` in LightningCLI YAML
+    configs that select a TPU. A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
+    1.x's `accelerator="ddp"`) is not a TPU Trainer, whatever its `tpu_cores` says.
 
     ## Why is this bad on TPU?
     Lightning 2 turns `16` into `"16-mixed"` and `"bf16"` into `"bf16-mixed"`, and its
@@ -182,6 +189,13 @@ class UnsupportedTpuPrecision(Rule):
     - [Lightning 1.5 docs: TPU 16-bit precision meant bfloat16](https://lightning.ai/docs/pytorch/1.5.10/advanced/tpu.html)
     - [Lightning 2.0: precision values unified (#16783)](https://github.com/Lightning-AI/pytorch-lightning/pull/16783)
     - [Lightning docs: TPU intermediate (precision)](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_intermediate.html)
+
+    ## Status
+    Stable. On tpu1 it was right three times in four; the wrong one was a Trainer given
+    Lightning 1.x's `accelerator="ddp"` (a GPU run) whose `tpu_cores` was None on that path:
+    such a Trainer is no longer a TPU Trainer, and no message names a non-TPU accelerator as
+    the one asking for TPUs. Dictionaries of Trainer arguments that ask for TPUs are checked
+    since (two misses of tpu1).
     """
 
     code = "TPU004"
@@ -198,11 +212,30 @@ class UnsupportedTpuPrecision(Rule):
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
         # A Trainer call, or a config class of a TPU trainer.
-        return "Trainer" in source or "tpu" in source.lower()
+        if "Trainer" not in source and "tpu" not in source.lower():
+            return False
+        syntax = view.module.syntax
+        if syntax is None or "precision" in syntax.class_fields:
+            return True
+        # `precision=` beside what makes a Trainer a TPU one (trainer_tpu), also in
+        # `dict(accelerator="tpu", precision=...)`.
+        if "precision" in syntax.keywords and not syntax.keywords.isdisjoint(_TPU_KEYWORDS):
+            return True
+        # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments).
+        return "precision" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(
+            {"accelerator", "strategy"}
+        )
 
     VALID = (
         # GPU Trainers: TPU rules stay silent.
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision=16)\n'),
+        # Lightning 1.x's `accelerator="ddp"` is DDP on GPUs: not a TPU Trainer, whatever
+        # the (None on this path) `tpu_cores` says.
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            "def build(args, cores):\n"
+            "    return pl.Trainer(tpu_cores=cores, precision=16, accelerator='ddp')\n"
+        ),
         Valid(
             "import pytorch_lightning as pl\n\n"
             "trainer = pl.Trainer(tpu_cores=None, gpus=1, precision=16)\n"
@@ -307,14 +340,66 @@ class UnsupportedTpuPrecision(Rule):
             line=3,
             applicability=Applicability.UNSAFE,
         ),
+        # Trainer arguments assembled as a dict in a config function (prompt-tuning shape).
+        Invalid(
+            "def tpu_env(cfg):\n"
+            "    cfg['trainer'].update({'accelerator': 'tpu', 'precision': 'bf16-mixed'})\n"
+            "    return cfg\n",
+            expected_fix="def tpu_env(cfg):\n"
+            "    cfg['trainer'].update({'accelerator': 'tpu', 'precision': 'bf16-true'})\n"
+            "    return cfg\n",
+            message="in Trainer arguments that ask for TPUs",
+        ),
+        Invalid(
+            _LIGHTNING_IMPORT
+            + "args = dict(strategy='xla', precision=16)\ntrainer = L.Trainer(**args)\n",
+            message="which Lightning 2 reads as",
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         self._enabled = lightning_at_least(self.ctx, "2.0") and not is_framework_file(self.ctx)
         return None
 
+    def visit_Dict(self, node: cst.Dict) -> None:
+        if self._enabled:
+            self._arguments(node)
+
+    def _arguments(self, node: cst.Dict | cst.Call) -> None:
+        """`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
+        splatted into `Trainer(**cfg)`: the same precision, the same ValueError."""
+        entries = tpu_arguments(self.ctx, node)
+        precision = entries.get("precision") if entries is not None else None
+        if precision is None:
+            return
+        value = literal_value(precision)
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        subject = (
+            f"`precision: {self.ctx.module.code_for_node(precision)}` in Trainer arguments that "
+            "ask for TPUs"
+        )
+        if value in _NO_FIX_TPU_PRECISION:
+            self.report(precision, _precision_message(value, subject, ""))
+            return
+        quote = (
+            "'"
+            if isinstance(precision, cst.SimpleString) and precision.value.startswith("'")
+            else '"'
+        )
+        self.report(
+            precision,
+            _precision_message(value, subject, 'use `"bf16-true"`'),
+            replacement=cst.SimpleString(f"{quote}bf16-true{quote}"),
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._enabled or not is_trainer_call(self.ctx, node):
+        if not self._enabled:
+            return
+        if isinstance(node.func, cst.Name) and node.func.value == "dict":
+            self._arguments(node)
+            return
+        if not is_trainer_call(self.ctx, node):
             return
         arg = keyword_arg(node, "precision")
         if arg is None:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Severity
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
 from ..shared.configuration import is_framework_file
 from ..shared.matchers import launch_position, source_of
@@ -91,10 +91,11 @@ class XlaRuntimeBeforeSpawn(Rule):
     summary = "The XLA runtime started at import or before `trainer.fit` (breaks the spawn)"
     severity = Severity.ERROR
     requires = ("torch_xla",)
+    screen_calls = last_names(_RUNTIME_CALLS)
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        return "lightning" in source or bool(view.model.lightning_table())
+        return _lightning_project(source, view)
 
     VALID = (
         # Inside a LightningModule (TPU005's), and in a plain torch_xla script's spawned fn.
@@ -150,6 +151,9 @@ class XlaRuntimeBeforeSpawn(Rule):
         ctx = self.ctx
         if ctx.qualify(node.func) not in _RUNTIME_CALLS or is_framework_file(ctx):
             return
+        view = ctx.analysis.view
+        if view is None or not _lightning_project(ctx.source, view):
+            return  # Lightning spawns the processes: a plain torch_xla script is not its case
         position = launch_position(ctx, node)
         if position is None:
             return
@@ -165,3 +169,8 @@ class XlaRuntimeBeforeSpawn(Rule):
             "initialized\"), and values read here are the launcher's (world size 1, ordinal "
             '0); use `self.device` in the module and `devices="auto"` on the Trainer',
         )
+
+
+def _lightning_project(source: str, view: FileView) -> bool:
+    """A file that names Lightning, or a project with Lightning classes."""
+    return "lightning" in source or bool(view.model.lightning_table())

@@ -9,6 +9,16 @@ The parent compares the two records (runtime/judge/equivalence.py); the paramete
 the event log, are saved by the first run and compared by the second, which logs one summary
 per parameter.
 
+What the user's code computes besides the training is recorded too, at the end of every epoch
+(when the next one starts, after every epoch-end hook ran, and when training ends): the
+module's and the user's callbacks' host-side state (attributes holding numbers, strings,
+lists, dicts, numpy arrays and tensors on the host, with their Python types; tensors on the
+device by type, dtype and shape only: reading their values would add transfers and graphs to
+the run) and the values logged (`trainer.callback_metrics`: each epoch's values are new
+tensors, kept and read once when training ends, so the steps measured do not change). A
+rewrite that leaves a tensor where a float was, or a different number, shows there with the
+attribute's name.
+
 Determinism, on both sides alike:
 
 * every host RNG (torch, numpy, random) and Lightning's sampler seed are seeded before the
@@ -163,6 +173,199 @@ class LineTrace:
         return self._line
 
 
+# --- host-side state ----------------------------------------------------------------------
+
+# Attributes Lightning and torch set on a module besides those a bare LightningModule has
+# after `__init__` (set lazily, when moved, attached or hooked).
+_FRAMEWORK_ATTRIBUTES = frozenset(
+    {
+        "_device",
+        "_dtype",
+        "_trainer",
+        "_fabric",
+        "_fabric_optimizers",
+        "_hparams",
+        "_hparams_initial",
+        "_hparams_name",
+        "_log_hyperparams",
+        "_current_fx_name",
+        "_metric_attributes",
+        "_compiler_ctx",
+        "_example_input_array",
+        "_param_requires_grad_state",
+        "_jit_is_scripting",
+        "_running_torchscript",
+        "_should_prevent_trainer_and_dataloaders_deepcopy",
+        "_register_sharded_tensor_state_dict_hooks_if_available",
+        "_strict_loading",
+        "_automatic_optimization",
+        "_compiled_call_impl",
+        "_device_mesh",
+        "trainer",
+    }
+)
+_FRAMEWORK_ROOTS = ("lightning", "pytorch_lightning", "lightning_fabric", "tpulint")
+_ITEMS = 64  # elements of a list or dict recorded one by one; longer ones are summarised
+_HEAD = 16  # values of a host tensor or array recorded one by one
+_DEPTH = 4
+
+
+def _framework_names(module: Any) -> frozenset[str]:
+    """The attributes of the LightningModule class the module derives from, as a bare
+    instance has them, and of torch's Module: the framework's, not the user's."""
+    base = next(
+        (
+            cls
+            for cls in type(module).__mro__
+            if cls.__name__ == "LightningModule"
+            and cls.__module__.split(".", 1)[0] in _FRAMEWORK_ROOTS
+        ),
+        None,
+    )
+    names = set(vars(torch.nn.Module()))
+    if base is not None:
+        with contextlib.suppress(Exception):  # a base that cannot be built bare
+            names |= set(vars(base()))
+    return frozenset(names | _FRAMEWORK_ATTRIBUTES)
+
+
+def _number(value: float) -> float | str:
+    import math
+
+    return value if math.isfinite(value) else repr(value)
+
+
+def encode(value: Any, depth: int = 0) -> dict[str, Any]:
+    """A JSON description of a value, with its Python type: numbers, strings, containers
+    (the first _ITEMS elements, and a sum of all numbers), host tensors and numpy arrays
+    (dtype, shape, a sum, the largest magnitude, the first values); device tensors by
+    dtype and shape; anything else by type."""
+    import numpy as np
+
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    if value is None or isinstance(value, (bool, int, str)):
+        if isinstance(value, str):
+            return {"t": name, "v": value[:200], "n": len(value)}
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53:
+            return {"t": name, "v": str(value)}
+        return {"t": name, "v": value}
+    if isinstance(value, float):
+        return {"t": name, "v": _number(value)}
+    if isinstance(value, np.generic) and not isinstance(value, np.object_):
+        item = value.item()
+        return {
+            "t": f"numpy.{kind.__name__}",
+            "v": _number(item) if isinstance(item, float) else item,
+        }
+    if isinstance(value, torch.Tensor):
+        out: dict[str, Any] = {
+            "t": "torch.Tensor",
+            "device": value.device.type,
+            "dtype": str(value.dtype).replace("torch.", ""),
+            "shape": list(value.shape),
+        }
+        if value.device.type == "cpu" and not value.is_complex():
+            out.update(_stats(value.detach().reshape(-1).double().numpy()))
+        return out
+    if isinstance(value, np.ndarray):
+        out = {"t": "numpy.ndarray", "dtype": str(value.dtype), "shape": list(value.shape)}
+        if value.dtype.kind in "biuf":
+            out.update(_stats(value.reshape(-1).astype(np.float64)))
+        return out
+    if depth >= _DEPTH:
+        return {"t": name}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "deque":
+        items = list(value)
+        out = {"t": name, "n": len(items), "items": [encode(v, depth + 1) for v in items[:_ITEMS]]}
+        numbers = [
+            float(v) for v in items if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if len(items) > _ITEMS and len(numbers) == len(items):
+            out["sum"] = _number(sum(numbers))
+        return out
+    if isinstance(value, dict):
+        keys = list(value)[:_ITEMS]
+        return {
+            "t": name,
+            "n": len(value),
+            "items": {repr(k)[:80]: encode(value[k], depth + 1) for k in keys},
+        }
+    if isinstance(value, (set, frozenset)):
+        try:
+            items = sorted(value)
+        except TypeError:
+            return {"t": name, "n": len(value)}
+        return {"t": name, "n": len(items), "items": [encode(v, depth + 1) for v in items[:_ITEMS]]}
+    return {"t": name}
+
+
+def _stats(values: Any) -> dict[str, Any]:
+    import numpy as np
+
+    if values.size == 0:
+        return {"sum": 0.0, "absmax": 0.0, "head": []}
+    finite = values[np.isfinite(values)]
+    return {
+        "sum": _number(float(values.sum())),
+        "absmax": float(np.abs(finite).max()) if finite.size else 0.0,
+        "head": [_number(float(v)) for v in values[:_HEAD]],
+    }
+
+
+def _user_attributes(obj: Any, framework: frozenset[str]) -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in vars(obj).items()
+        if name not in framework and not name.startswith("_tpulint")
+    }
+
+
+def _is_framework(obj: Any) -> bool:
+    return type(obj).__module__.split(".", 1)[0] in _FRAMEWORK_ROOTS
+
+
+def host_state(
+    trainer: Any,
+    pl_module: Any,
+    framework: frozenset[str],
+    pending: list[tuple[dict[str, Any], Any]],
+) -> dict[str, Any]:
+    """The module's and the user's callbacks' attributes, and the logged values. A logged
+    value on the device is described now and read when training ends (`pending`): Lightning
+    computes a new tensor for each epoch's value, and reading it now would add a transfer
+    to the run being measured."""
+    module = {name: encode(value) for name, value in _user_attributes(pl_module, framework).items()}
+    callbacks: dict[str, Any] = {}
+    for callback in getattr(trainer, "callbacks", []) or []:
+        if _is_framework(callback) or isinstance(callback, EquivalenceRecorder):
+            continue
+        label = type(callback).__name__
+        while label in callbacks:
+            label += "'"
+        callbacks[label] = {
+            name: encode(value) for name, value in _user_attributes(callback, frozenset()).items()
+        }
+    logged = {}
+    for name, value in sorted(dict(getattr(trainer, "callback_metrics", {}) or {}).items()):
+        entry = encode(value)
+        if isinstance(value, torch.Tensor) and value.device.type != "cpu" and value.numel() <= 4096:
+            pending.append((entry, value))
+        logged[str(name)] = entry
+    return {"module": module, "callbacks": callbacks, "logged": logged}
+
+
+def read_pending(pending: list[tuple[dict[str, Any], Any]]) -> None:
+    """Fill in the values of the logged device tensors (at the end of training)."""
+    for entry, tensor in pending:
+        try:
+            values = tensor.detach().reshape(-1).cpu()
+        except Exception:  # a tensor that cannot be read back is described by type only
+            continue
+        if not values.is_complex():
+            entry.update(_stats(values.double().numpy()))
+
+
 def _scalar(value: Any) -> torch.Tensor | None:
     if isinstance(value, dict):
         value = value.get("loss")
@@ -207,13 +410,57 @@ class EquivalenceRecorder:
         self._local.planned = int(trainer.fit_loop.max_epochs)
         self._local.planned_steps = None
         self._local.saved = False
+        self._local.states = []
+        self._local.logged_reads = []  # logged device tensors, read when training ends
+        self._local.framework = _framework_names(pl_module)
         xm.set_rng_state(_derived_seed(self.seed, rank), device=str(pl_module.device))
+
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        # Every hook of the previous epoch has run (callbacks' and the module's): its state.
+        epoch = int(trainer.current_epoch)
+        if epoch > 0:
+            self._snapshot(trainer, pl_module, epoch - 1)
+
+    def _snapshot(self, trainer: Any, pl_module: Any, epoch: int) -> None:
+        planned = getattr(self._local, "planned", None)
+        if planned is not None and epoch >= planned:
+            return  # an epoch verify added to find a steady window: not compared
+        states = getattr(self._local, "states", None)
+        if states is None or any(s["epoch"] == epoch for s in states):
+            return
+        framework = getattr(self._local, "framework", None) or _framework_names(pl_module)
+        pending = self._local.__dict__.setdefault("logged_reads", [])
+        try:
+            state = host_state(trainer, pl_module, framework, pending)
+        except Exception as exc:  # a state that cannot be described is said, not fatal
+            state = {"error": f"{type(exc).__name__}: {exc}"}
+        states.append({"epoch": epoch, **state})
 
     def on_train_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
     ) -> None:
         if self.trace is not None:
             self.trace.local.active = True
+
+    def on_validation_batch_start(
+        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        # Validation steps run too, and what they compute shows in the logged values and the
+        # state compared at the end of the epoch: their rewrites are exercised.
+        if self.trace is not None:
+            self.trace.local.active = True
+
+    def on_validation_batch_end(
+        self,
+        trainer: Any,
+        pl_module: Any,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if self.trace is not None:
+            self.trace.local.active = False
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         if trainer.current_epoch + 1 != getattr(self._local, "planned", None):
@@ -244,6 +491,16 @@ class EquivalenceRecorder:
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         rank = getattr(self._local, "rank", int(trainer.global_rank))
+        # The last epoch's state: every `on_train_epoch_end` has run (the epoch counter has
+        # moved past it, unless the run stopped inside its first epoch).
+        self._snapshot(trainer, pl_module, max(int(trainer.current_epoch) - 1, 0))
+        read_pending(getattr(self._local, "logged_reads", []))
+        self.events.write(
+            "equivalence_state",
+            rank=rank,
+            role=self.role,
+            epochs=getattr(self._local, "states", []),
+        )
         losses = getattr(self._local, "losses", [])
         norms = getattr(self._local, "norms", [])
         # One read back at the end, not one per step: the steps stay as they would be.

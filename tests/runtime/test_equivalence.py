@@ -5,6 +5,9 @@ Scenarios (each trains once per run it needs, on 8 emulated cores):
 * exact rewrites of a module with dropout and random augmentation: equivalent (2 runs);
 * a rewrite made wrong on purpose (the masked mean divided by every element): not
   equivalent, and the report names the rewrite (2 runs);
+* the per-step losses kept on the device without rewriting the epoch-end code that averages
+  them: the training is the same, the module's state at the end of the epoch is not (a
+  tensor where a float was), and the report names the attribute (2 runs);
 * `fix --prove` on a copy of the file with that wrong rewrite: the exact rewrite is applied,
   the wrong one refused, the other class's rewrites (never run by this training) left alone
   (4 runs: as written, all, the suspect alone, the rest).
@@ -62,7 +65,7 @@ def exact(xla: None, timed) -> CompareReport:
 def wrong(xla: None, timed) -> Iterator[CompareReport]:
     patch = _wrong_mean()
     try:
-        yield timed(
+        report = timed(
             "--compare, a wrong rewrite",
             compare,
             target("equivalence.py:WrongRewriteModel"),
@@ -70,7 +73,30 @@ def wrong(xla: None, timed) -> Iterator[CompareReport]:
             cwd=ROOT,
         )
     finally:
-        patch.undo()
+        patch.undo()  # before the next scenario's fixes are made
+    yield report
+
+
+@pytest.fixture(scope="module")
+def readers_left_alone(xla: None, timed) -> Iterator[CompareReport]:
+    """The rewrite tpulint made before values collected for the epoch end were deferred with
+    their readers: the step keeps its losses on the device, the epoch-end code that averages
+    them is left alone (it then averages tensors)."""
+    from tpulint.rules.rewrite import deferral
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(deferral, "_rewrite_read", lambda *args, **kwargs: None)
+    try:
+        report = timed(
+            "--compare, a producer rewritten without its reader",
+            compare,
+            target("equivalence.py:NoisyMaskedModel"),
+            cores=CORES,
+            cwd=ROOT,
+        )
+    finally:
+        patch.undo()  # before the next scenario's fixes are made
+    yield report
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +126,8 @@ def test_exact_rewrites_train_the_same(exact: CompareReport) -> None:
     assert equivalence.steps == 8 * DEFAULT_EPOCHS
     assert 0 <= equivalence.max_relative_difference <= equivalence.tolerance == 1e-4
     assert equivalence.parameters == 4  # two Linear layers: weights and biases
+    # The state at the end of every epoch: `losses` (emptied), `epoch_losses`, `lr`, per core.
+    assert equivalence.states >= 3 * DEFAULT_EPOCHS * 8
     codes = sorted((f["code"], f["line"]) for f in equivalence.rewrites)
     assert ("TPU202", CE_LINE) in codes and ("TPU101", RUNNING_LINE) in codes
     # WrongRewriteModel's rewrites are in the file too, but this training never runs them.
@@ -137,6 +165,28 @@ def test_a_wrong_rewrite_is_caught_and_named(wrong: CompareReport) -> None:
     assert data["first_difference"]["step"] == 0
     assert data["first_difference"]["rewrite"]["line"] == MEAN_LINE
     assert len(data["first_difference"]["values"]) == 2
+
+
+def test_a_producer_rewritten_without_its_reader_is_caught(
+    readers_left_alone: CompareReport,
+) -> None:
+    """The training is the same, but the module ends each epoch with a tensor where it had a
+    float: not equivalent, and the report names the attribute."""
+    equivalence = readers_left_alone.equivalence
+    assert equivalence is not None and not equivalence.equivalent
+    first = equivalence.first_difference
+    assert first is not None and first.step is None and first.epoch == 0
+    assert first.quantity == "state module attribute `epoch_losses[0]`"
+    assert str(first.original).startswith("float ")
+    assert first.fixed == "Tensor (xla, float32, [])"
+    assert first.rewrite == {"path": FILE, "line": RUNNING_LINE, "code": "TPU101"}
+    text = render_compare(readers_left_alone)
+    assert (
+        "not equivalent at the end of epoch 0: module attribute `epoch_losses[0]` is float" in text
+    )
+    assert "as written, Tensor (xla, float32, []) rewritten" in text
+    data = json.loads(readers_left_alone.to_json_text())["equivalence"]
+    assert data["first_difference"]["epoch"] == 0
 
 
 def test_prove_applies_the_exact_rewrite_and_refuses_the_wrong_one(

@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
 from tpulint.analysis.guards import condition_kinds, effective, lazy_attribute
 from tpulint.analysis.imports import Aliases, dotted_name
-from tpulint.analysis.project import ClassKind, Value
+from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
-from tpulint.analysis.values import (
-    DEVICE,
-    HOST,
-    NUMBER,
-    UNKNOWN,
-    ValueInference,
-    ValueKind,
-    kind_named,
-)
+from tpulint.analysis.value_query import PositionValues, Resolver
+from tpulint.analysis.value_tables import HOST_ANNOTATIONS, annotation_kind
+from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueKind, kind_named
 
 if TYPE_CHECKING:
     from tpulint.config.settings import Config
@@ -51,24 +45,10 @@ _HOST_PARAMS = frozenset(
         "hiddens",
     }
 )
+# Batch hooks whose `outputs` is what the step returned.
+_BATCH_END_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "on_test_batch_end"})
 _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|Sequence)\b")
 # Annotations of modules (`nn.Module`, `L.LightningModule`, `Metric`, containers).
-_MODULE_ANNOTATIONS = ("Module", "Sequential", "ModuleList", "ModuleDict", "Metric")
-_HOST_ANNOTATIONS = frozenset(
-    {
-        "int",
-        "float",
-        "bool",
-        "str",
-        "dict",
-        "list",
-        "tuple",
-        "Optional[int]",
-        "Optional[bool]",
-        "Optional[str]",
-        "Optional[float]",
-    }
-)
 
 
 # Roots of base classes whose methods are known (so `self.x(...)` that is not one of
@@ -127,10 +107,9 @@ _ATTRIBUTE_NAME = re.compile(
 @dataclass
 class _FunctionScope:
     info: FunctionInfo | None
-    bindings: dict[str, ValueKind] = field(default_factory=dict)
 
 
-class FileContext:
+class FileContext(Resolver):
     """What rules know about the file and the current position of the walk."""
 
     def __init__(
@@ -152,17 +131,9 @@ class FileContext:
         self.parents: dict[int, cst.CSTNode] = {}
         self._scopes: list[_FunctionScope] = [_FunctionScope(None)]
         self._classes: list[ClassInfo | None] = []
-        self._inference = ValueInference(
-            aliases,
-            self._lookup,
-            is_method=self._is_method,
-            attribute=self._project_attribute,
-            call=self._project_call,
-            narrowed=self.narrowed_to_host,
-        )
+        self._values: PositionValues | None = None
         self._guard_cache: dict[int, frozenset[str]] = {}
-        self._narrowing: list[list[str]] = []  # names no tensor in each open block
-        self._narrowed_names: set[str] = set()
+        self._step_loops: dict[int, bool] = {}
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
         self.shared: dict[str, Any] = {}
@@ -172,7 +143,7 @@ class FileContext:
         inference holds a bound method of it; shared rule state holds rules that hold it),
         so the whole tree is freed by reference counting when the file is done, without
         waiting for the cyclic garbage collector."""
-        self._inference = None  # type: ignore[assignment]
+        self._values = None
         self.shared.clear()
 
     # --- structure -------------------------------------------------------------------
@@ -237,13 +208,29 @@ class FileContext:
         -> `torch_xla.core.xla_model.mark_step`)."""
         return self.aliases.qualify(node)
 
-    def value_kind(self, node: cst.BaseExpression) -> ValueKind:
-        return self._inference.kind(node)
+    @property
+    def values(self) -> PositionValues:
+        """The one value inference, asked about this file's nodes by position."""
+        if self._values is None:
+            self._values = PositionValues(
+                self.source,
+                self.module,
+                self.parents,
+                self.aliases.module,
+                self.aliases.is_package,
+                self,
+            )
+        return self._values
 
-    def _is_method(self, name: str) -> bool:
+    def value_kind(self, node: cst.BaseExpression) -> ValueKind:
+        """What the expression holds (a device tensor, a CPU tensor, a module, numpy, ...)."""
+        return self.values.kind(node)
+
+    def _is_method(self, name: str, info: ClassInfo | None = None) -> bool:
         """Whether `self.<name>` names a method of the class being walked (or of a base
         class; unknown external bases count as having it only for Lightning's API)."""
-        info = self.klass
+        if info is None:
+            info = self.klass
         if info is None:
             return True
         seen: set[int] = set()
@@ -276,14 +263,66 @@ class FileContext:
             return view.class_gkey(klass.local_qualname)
         return None
 
-    def _project_attribute(self, attr: str) -> ValueKind | None:
+    # --- what the value inference leaves symbolic (value_query.Resolver) ----------------
+
+    def _class_of(self, function: cst.FunctionDef | None) -> ClassInfo | None:
+        current: cst.CSTNode | None = function
+        while current is not None:
+            if isinstance(current, cst.ClassDef):
+                return self.analysis.klass(current)
+            current = self.parents.get(id(current))
+        return None
+
+    def _owner_of(self, function: cst.FunctionDef | None) -> str | None:
+        """The project model's key of the class whose method `function` is."""
+        info = self.analysis.function(function) if function is not None else None
+        if info is not None and info.owner is not None:
+            return info.owner
+        klass = self._class_of(function)
+        view = self.analysis.view
+        if klass is not None and view is not None:
+            return view.class_gkey(klass.local_qualname)
+        return None
+
+    def current_function(self) -> cst.FunctionDef | None:
+        info = self.function
+        return info.node if info is not None else None
+
+    def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
+        return self._is_method(name, self._class_of(function)) if function is not None else True
+
+    def attribute_kind(self, function: cst.FunctionDef | None, name: str) -> ValueKind:
         view = self.analysis.view
         if view is None:
-            return None
-        value = view.attribute_value(self.owner, attr)
+            return UNKNOWN
+        value = view.attribute_value(self._owner_of(function), name)
         if value is None or value.kind == "unknown" or value.elements is not None:
-            return None
+            return UNKNOWN
         return kind_named(value.kind)
+
+    def call_kind(
+        self, function: cst.FunctionDef | None, form: str, target: str, args: list[ValueKind]
+    ) -> tuple[ValueKind, Value | None]:
+        view = self.analysis.view
+        if view is None:
+            return UNKNOWN, None
+        value = view.call_value(
+            self._owner_of(function), form, target, [Value(k.value) for k in args]
+        )
+        if value is None or value.kind == "unknown" or value.elements is not None:
+            return UNKNOWN, value
+        return kind_named(value.kind), value
+
+    def param_kind(self, function: cst.FunctionDef, index: int) -> ValueKind:
+        info = self.analysis.function(function)
+        params = function.params
+        ordered = [*params.posonly_params, *params.params, *params.kwonly_params]
+        if info is None or not 0 <= index < len(ordered):
+            return UNKNOWN
+        param = ordered[index]
+        if param.name.value in ("self", "cls"):
+            return UNKNOWN
+        return self._param_kind(param, index, info.hot, info)
 
     def call_target(self, node: cst.Call) -> tuple[str, str] | None:
         """(form, target) of a call as the project model names calls (`("self", "_loss")`,
@@ -311,7 +350,7 @@ class FileContext:
         if dotted is None:
             return None
         root = dotted.split(".", 1)[0]
-        if root == "self" or self._lookup(root) is not None:
+        if root == "self" or self.values.is_local(root, node):
             return None  # a local value's method
         qualified = self.aliases.qualify_dotted(dotted)
         return "name", qualified if qualified is not None else "." + dotted
@@ -332,72 +371,6 @@ class FileContext:
         args = [Value(k.value) for k in arg_kinds]
         return view.call_value(self.owner, target[0], target[1], args)
 
-    def _project_call(self, node: cst.Call, arg_kinds: list[ValueKind]) -> ValueKind | None:
-        value = self.call_value(node, arg_kinds)
-        if value is None or value.kind == "unknown" or value.elements is not None:
-            return None
-        return kind_named(value.kind)
-
-    def _lookup(self, name: str) -> ValueKind | None:
-        for scope in reversed(self._scopes):
-            kind = scope.bindings.get(name)
-            if kind is not None:
-                return kind
-        return None
-
-    def narrowed_to_host(self, node: cst.Name) -> bool:
-        """Whether the walk is where an `isinstance(<name>, torch.Tensor)` test has failed
-        (the `else` of `if isinstance(x, torch.Tensor):`, the body of `if not
-        isinstance(...)`): there `x` is no tensor."""
-        return node.value in self._narrowed_names
-
-    def _enter_narrowing(self, owner: cst.CSTNode | None, negated: bool) -> None:
-        names: list[str] = []
-        if isinstance(owner, cst.If):
-            test = owner.test
-            is_not = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-            if is_not == negated:
-                inner = test.expression if is_not else test  # type: ignore[union-attr]
-                name = _tensor_isinstance(self, inner)
-                if name is not None:
-                    names.append(name)
-        self._narrowing.append(names)
-        self._narrowed_names = {n for group in self._narrowing for n in group}
-
-    def _leave_narrowing(self) -> None:
-        if self._narrowing:
-            self._narrowing.pop()
-        self._narrowed_names = {n for group in self._narrowing for n in group}
-
-    def visit_Else(self, node: cst.Else) -> None:
-        self._enter_narrowing(self.parent(node), negated=False)
-
-    def leave_Else(self, node: cst.Else) -> None:
-        self._leave_narrowing()
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        owner = self.parent(node)
-        if isinstance(owner, cst.If) and owner.body is node:
-            self._enter_narrowing(owner, negated=True)
-        else:
-            self._narrowing.append([])
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._leave_narrowing()
-
-    def bind(
-        self, target: cst.BaseAssignTargetExpression | cst.BaseExpression, kind: ValueKind
-    ) -> None:
-        scope = self._scopes[-1]
-        if isinstance(target, cst.Name):
-            scope.bindings[target.value] = kind
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                # Unpacking a batch gives tensors; unpacking host data gives host values.
-                self.bind(element.value, kind if kind is DEVICE or kind.is_host else UNKNOWN)
-        elif isinstance(target, cst.StarredElement):
-            self.bind(target.value, HOST)
-
     # --- guards ----------------------------------------------------------------------
 
     def guards(self, node: cst.CSTNode) -> frozenset[str]:
@@ -415,7 +388,29 @@ class FileContext:
             if info is not None and info.hot:
                 kinds |= info.call_guards
                 root = info.root_hook
+                if (
+                    info.hot_reason == root
+                    and (root or "").startswith(TRAINING_LOOP)
+                    and not self._in_step_loop(node)
+                ):
+                    kinds.add("rare")  # before or after the training loop: once per run
         return effective(kinds, root)
+
+    def _in_step_loop(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is in the body of a loop of its function that steps the optimizer
+        (`loss.backward()`, `fabric.backward(loss)`, `xm.optimizer_step(opt)`)."""
+        child: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
+                cached = self._step_loops.get(id(ancestor))
+                if cached is None:
+                    cached = self._step_loops[id(ancestor)] = _loop_steps(ancestor)
+                if cached:
+                    return True
+            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            child = ancestor
+        return False
 
     def _method_resolver(
         self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
@@ -434,6 +429,7 @@ class FileContext:
         kinds: set[str] = set()
         child: cst.CSTNode = node
         ancestor = parents.get(id(node))
+        innermost_block = True
         while ancestor is not None:
             if isinstance(ancestor, cst.If):
                 test = ancestor.test
@@ -460,6 +456,16 @@ class FileContext:
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test)
+                if (
+                    isinstance(ancestor, cst.IndentedBlock)
+                    and innermost_block
+                    and _raises_after(ancestor, child)
+                ):
+                    # The error path: `print(t)` just before `raise` in the same block runs
+                    # when the step fails, not every step. (Only the innermost block: an
+                    # outer `raise` may be reached only by paths that skip the node.)
+                    kinds.add("rare")
+                innermost_block = False
             elif isinstance(ancestor, cst.FunctionDef):
                 return kinds, ancestor
             elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
@@ -490,23 +496,7 @@ class FileContext:
         self._classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        info = self.analysis.function(node)
-        scope = _FunctionScope(info)
-        self._scopes.append(scope)
-        if info is None:
-            return
-        hot = info.hot
-        params = node.params
-        positional = [*params.posonly_params, *params.params]
-        for index, param in enumerate([*positional, *params.kwonly_params]):
-            name = param.name.value
-            if name in ("self", "cls"):
-                continue
-            scope.bindings[name] = self._param_kind(param, index, hot, info)
-        if isinstance(params.star_arg, cst.Param):
-            scope.bindings[params.star_arg.name.value] = UNKNOWN
-        if params.star_kwarg is not None:
-            scope.bindings[params.star_kwarg.name.value] = HOST
+        self._scopes.append(_FunctionScope(self.analysis.function(node)))
 
     def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
         name = param.name.value
@@ -527,10 +517,12 @@ class FileContext:
             annotation = self.module.code_for_node(param.annotation.annotation).replace(" ", "")
             if batch_like and _CONTAINER_ANNOTATION.match(annotation):
                 return DEVICE  # `batch: dict` holds the step's tensors
-            if annotation in _HOST_ANNOTATIONS:
+            if annotation in HOST_ANNOTATIONS:
                 return HOST
-            if annotation.endswith(_MODULE_ANNOTATIONS):
-                return ValueKind.MODULE  # `core_model: nn.Module`: `.cpu()` is an offload
+            said = annotation_kind(annotation)
+            if said is not None:
+                # `core_model: nn.Module` (`.cpu()` is an offload), `seqs: List[str]`
+                return kind_named(said) if said != "number" else HOST
             if annotation.endswith("Tensor"):
                 return DEVICE if hot else UNKNOWN
         if param.default is not None and isinstance(
@@ -542,8 +534,12 @@ class FileContext:
             return HOST
         if name == "pl_module":
             return ValueKind.MODULE
+        if name == "outputs" and hot and info.name in _BATCH_END_HOOKS:
+            # `on_train_batch_end(..., outputs, ...)`: what the step returned, its tensors
+            # still on the device.
+            return DEVICE
         if name == "outputs" and hot:
-            return UNKNOWN  # a batch hook's `outputs`: what the step returned (tensors)
+            return UNKNOWN
         if name in _HOST_PARAMS:
             return HOST
         if batch_like:
@@ -572,160 +568,37 @@ class FileContext:
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.aliases.bind_import_from(node)
 
-    def leave_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            pairs = _parallel_pairs(target.target, node.value)
-            if pairs is not None:
-                # `a, b = x["a"], x["b"]`: each name gets the kind of its own value
-                for name, value in pairs:
-                    self._bind_value(name, value)
-                continue
-            if isinstance(target.target, (cst.Tuple, cst.List)) and isinstance(
-                node.value, cst.Call
-            ):
-                # `loss, logits = self._shared(batch)`: the helper's tuple, element by element
-                value = self.call_value(node.value)
-                elements = value.elements if value is not None else None
-                if elements is not None and len(elements) == len(target.target.elements):
-                    for element, item in zip(target.target.elements, elements, strict=True):
-                        kind = kind_named("device" if item.mask else item.kind)
-                        self.bind(element.value, kind)
-                    continue
-            self._bind_value(target.target, node.value)
-
-    def _bind_value(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if (
-            isinstance(target, cst.Name)
-            and isinstance(value, cst.Name)
-            and value.value == "None"
-            and self._lookup(target.value) is not None
-        ):
-            return  # `x = None` in a branch: x still holds what the other branches give it
-        self.bind(target, self.value_kind(value))
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self.bind(node.target, self.value_kind(node.value))
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            current = self._lookup(node.target.value) or UNKNOWN
-            added = self.value_kind(node.value)
-            if DEVICE in (current, added):
-                self.bind(node.target, DEVICE)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_elements(node.target, node.iter)
-
-    def _bind_elements(self, target: cst.BaseExpression, iterator: cst.BaseExpression) -> None:
-        """Bind a loop target to what iterating over `iterator` yields: rows of a tensor
-        are tensors, `zip` and `enumerate` pair their arguments' elements."""
-        if isinstance(iterator, cst.Call) and isinstance(iterator.func, cst.Name):
-            name = iterator.func.value
-            args = [a.value for a in iterator.args if a.keyword is None and not a.star]
-            if name not in self.aliases.bindings and self._lookup(name) is None:
-                if name == "range":
-                    self.bind(target, NUMBER)
-                    return
-                if (
-                    name == "zip"
-                    and isinstance(target, (cst.Tuple, cst.List))
-                    and len(target.elements) == len(args)
-                ):
-                    for element, arg in zip(target.elements, args, strict=True):
-                        self._bind_elements(element.value, arg)
-                    return
-                if (
-                    name == "enumerate"
-                    and args
-                    and isinstance(target, (cst.Tuple, cst.List))
-                    and len(target.elements) == 2
-                ):
-                    self.bind(target.elements[0].value, NUMBER)
-                    self._bind_elements(target.elements[1].value, args[0])
-                    return
-        if (
-            isinstance(iterator, cst.Call)
-            and isinstance(iterator.func, cst.Attribute)
-            and iterator.func.attr.value in ("items", "values")
-            and not iterator.args
-            and not self.value_kind(iterator.func.value).is_host
-        ):
-            # `for name, value in batch.items()`: the values of a container of tensors
-            if iterator.func.attr.value == "values":
-                self.bind(target, UNKNOWN)
-            elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-                self.bind(target.elements[0].value, HOST)
-                self.bind(target.elements[1].value, UNKNOWN)
-            else:
-                self.bind(target, HOST)
-            return
-        if isinstance(iterator, (cst.List, cst.Tuple)) and iterator.elements:
-            kinds = [self.value_kind(e.value) for e in iterator.elements]
-            kind = kinds[0] if len(set(kinds)) == 1 else UNKNOWN
-            self.bind(target, kind)
-            return
-        kind = self.value_kind(iterator)
-        if kind in (DEVICE, ValueKind.CPU):
-            self.bind(target, kind)  # iterating over a tensor gives tensors
-        elif kind.is_host:
-            self.bind(target, HOST if kind is not ValueKind.NUMPY else kind)
-        else:
-            self.bind(target, UNKNOWN)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self.bind(node.asname.name, UNKNOWN)
-
     ENTER_HANDLERS = (
-        "visit_Else",
-        "visit_IndentedBlock",
         "visit_ClassDef",
         "visit_FunctionDef",
         "visit_Import",
         "visit_ImportFrom",
-        "visit_For",
-        "visit_WithItem",
     )
     LEAVE_HANDLERS = (
-        "leave_Else",
-        "leave_IndentedBlock",
         "leave_ClassDef",
         "leave_FunctionDef",
-        "leave_Assign",
-        "leave_AnnAssign",
-        "leave_AugAssign",
     )
 
 
-def _parallel_pairs(
-    target: cst.BaseExpression, value: cst.BaseExpression
-) -> list[tuple[cst.BaseExpression, cst.BaseExpression]] | None:
-    """`(a, b)` and `(x, y)` of the same length, without starred items: the pairs."""
-    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
-        return None
-    if len(target.elements) != len(value.elements):
-        return None
-    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
-        return None
-    return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+def _loop_steps(loop: cst.For | cst.While) -> bool:
+    """Whether a loop's body takes an optimizer step (as tpulint.analysis.scope_facts reads
+    training loops)."""
+    from tpulint.analysis.walker import iter_children
 
-
-def _tensor_isinstance(ctx: FileContext, test: cst.BaseExpression) -> str | None:
-    """`x` for `isinstance(x, torch.Tensor)` (or a tuple of classes including it)."""
-    if not (
-        isinstance(test, cst.Call)
-        and isinstance(test.func, cst.Name)
-        and test.func.value == "isinstance"
-        and len(test.args) == 2
-        and isinstance(test.args[0].value, cst.Name)
-    ):
-        return None
-    classes = test.args[1].value
-    options = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
-    if any((ctx.qualify(c) or "").endswith("Tensor") for c in options):
-        return test.args[0].value.value
-    return None
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
+            name = current.func.attr.value
+            if name in ("backward", "optimizer_step", "manual_backward"):
+                return True
+            receiver = dotted_name(current.func.value) or ""
+            if name == "step" and "opt" in receiver.lower():
+                return True
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(iter_children(current))
+    return False
 
 
 def _lazy_block(
@@ -808,6 +681,23 @@ def _sets_self_attribute(body: cst.CSTNode, attribute: str) -> bool:
         if isinstance(current, cst.BaseExpression):
             continue
         stack.extend(iter_children(current))
+    return False
+
+
+def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
+    """Whether the block raises, unconditionally, after `child`: `child` is on an error path
+    (a message printed before `raise ValueError(...)`)."""
+    seen = False
+    for statement in block.body:
+        if statement is child:
+            seen = True
+            continue
+        if (
+            seen
+            and isinstance(statement, cst.SimpleStatementLine)
+            and any(isinstance(small, cst.Raise) for small in statement.body)
+        ):
+            return True
     return False
 
 

@@ -80,7 +80,10 @@ def effective(kinds: frozenset[str] | set[str], root_hook: str | None) -> frozen
 LAZY_TEST = re.compile(
     r"^\s*(?:not\s+self\.(?P<a>\w+)|self\.(?P<b>\w+)\s+is\s+None|"
     r"not\s+hasattr\(\s*self\s*,\s*['\"](?P<c>\w+)['\"]\s*\)|"
-    r"self\.(?P<d>\w+)\s*==\s*False)\s*$"
+    r"self\.(?P<d>\w+)\s*==\s*False)"
+    # `if self.cache is None or self.cache.size(0) < n:` (allocated once, grown rarely)
+    r"(?:\s+or\s+.*)?\s*$",
+    re.DOTALL,
 )
 
 

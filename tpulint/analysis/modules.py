@@ -13,7 +13,12 @@ from pathlib import Path
 
 @lru_cache(maxsize=4096)
 def _is_package_dir(directory: str) -> bool:
-    return os.path.isfile(os.path.join(directory, "__init__.py"))
+    """A folder Python imports as a package: it has an `__init__.py` and a name `import` can
+    spell (a repository folder `prompt-tuning/` with an `__init__.py` is no package: its
+    modules are imported from inside it)."""
+    return os.path.basename(directory).isidentifier() and os.path.isfile(
+        os.path.join(directory, "__init__.py")
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -44,6 +49,23 @@ def module_name_for_path(path: str | os.PathLike[str]) -> tuple[str | None, bool
     if not name.replace(".", "").replace("_", "").isalnum():
         return None, is_package
     return name, is_package
+
+
+def resolve_relative(module: str | None, is_package: bool, level: int, target: str) -> str | None:
+    """The absolute module for `from <level dots><target> import ...` inside `module`."""
+    if level == 0:
+        return target
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if target:
+        base.append(target)
+    return ".".join(base) if base else None
 
 
 def package_root(path: str | os.PathLike[str]) -> Path:

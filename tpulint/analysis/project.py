@@ -25,7 +25,6 @@ feeds it facts.
 from __future__ import annotations
 
 import builtins
-import enum
 import hashlib
 import os
 from collections import deque
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpulint.analysis.config_facts import ConfigFacts
 from tpulint.analysis.guards import condition_kinds  # noqa: F401 (re-exported for rules)
 from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables live there)
     CALLBACK_BATCH_HOOKS,
@@ -43,38 +43,25 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     is_cold_name,
     names_other_accelerator,
 )
+from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     module_name_for_path,
     package_root,
     table_digest,
 )
+from tpulint.analysis.scope import ProjectScope
 from tpulint.analysis.summary import (
-    MODULE_SELF_METHODS,
-    TENSOR_METHODS_OF_MODULES,
     Atom,
     ClassSummary,
     FunctionSummary,
     ModuleSummary,
 )
-
-
-class ClassKind(enum.Flag):
-    NONE = 0
-    LIGHTNING_MODULE = enum.auto()
-    LIGHTNING_DATAMODULE = enum.auto()
-    CALLBACK = enum.auto()
-    TORCH_MODULE = enum.auto()
-    METRIC = enum.auto()  # a torchmetrics Metric: `update` runs every step
-
-    @property
-    def is_lightning(self) -> bool:
-        return bool(
-            self
-            & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK)
-        )
-
+from tpulint.analysis.value_tables import MODULE_SELF_METHODS, TENSOR_METHODS_OF_MODULES
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
+# How a hand-written training loop's function is named as the root of hot code (the per-file
+# context reads it: code of that function outside the loop runs once).
+TRAINING_LOOP = "the training loop of"
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
@@ -98,6 +85,12 @@ def kind_of_external(qualname: str) -> ClassKind:
         return ClassKind.TORCH_MODULE
     if root == "torchmetrics" and last[:1].isupper() and "Collection" not in last:
         return ClassKind.TORCH_MODULE | ClassKind.METRIC
+    if (
+        qualname.startswith("torch.optim.")
+        and ".lr_scheduler." not in qualname
+        and last[:1].isupper()
+    ):
+        return ClassKind.OPTIMIZER
     return ClassKind.NONE
 
 
@@ -137,6 +130,8 @@ def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str])
         return name
     if kind & ClassKind.METRIC and name == "update":
         return "update"
+    if kind & ClassKind.OPTIMIZER and name == "step":
+        return "optimizer step"  # `optimizer.step()` runs every training step
     return None
 
 
@@ -162,10 +157,14 @@ class Value:
     params: frozenset[int] = frozenset()
     elements: tuple[Value, ...] | None = None
     cls: str | None = None
+    tensor: bool = False  # surely a tensor (a torch function's result), whatever its params
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
-        return f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+        return (
+            f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
+            f"/{int(self.tensor)}"
+        )
 
 
 UNKNOWN_VALUE = Value()
@@ -204,7 +203,8 @@ def combine_values(values: list[Value]) -> Value:
             for i in range(count)
         )
     classes = {v.cls for v in values}
-    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None)
+    tensor = all(v.tensor for v in values)
+    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
 
 
 @dataclass(frozen=True)
@@ -229,6 +229,35 @@ class HotInfo:
                 sites = [sites[0], "…", *sites[-2:]]
             text += " via " + " → ".join(sites)
         return text + ")"
+
+
+def namespace_names(path: str, module: str, levels: int = 3) -> list[str]:
+    """Other names a module is imported by through folders without `__init__.py` (namespace
+    packages): `pl_dalle/loader.py`, a module `loader` for the model, is `pl_dalle.loader` to a
+    script beside `pl_dalle/`. Up to `levels` folders above the module's package root whose
+    names are identifiers."""
+    parts = module.split(".")
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(len(parts) - (0 if os.path.basename(path) == "__init__.py" else 1)):
+        folder = os.path.dirname(folder)
+    out = []
+    prefix: list[str] = []
+    for _ in range(levels):
+        name = os.path.basename(folder)
+        if not name.isidentifier() or folder == os.path.dirname(folder):
+            break
+        prefix.insert(0, name)
+        out.append(".".join([*prefix, *parts]))
+        folder = os.path.dirname(folder)
+    return out
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading path characters two paths share."""
+    try:
+        return len(os.path.commonpath([a, b]))
+    except ValueError:  # one relative, one absolute
+        return 0
 
 
 def _display(path: str, base: str | None) -> str:
@@ -262,15 +291,27 @@ class ProjectModel:
     """The model of a set of files. `hot_methods` are extra method names that run every
     step (the `hot-methods` setting)."""
 
-    def __init__(self, summaries: Iterable[ModuleSummary], hot_methods: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        summaries: Iterable[ModuleSummary],
+        hot_methods: Iterable[str] = (),
+        lightning_version: str = "2.6",
+        configs: Iterable[ConfigFacts] = (),
+    ) -> None:
         self.hot_methods = frozenset(hot_methods)
+        self.lightning_version = lightning_version
+        # What the project's YAML configs build (tpulint.analysis.config_facts).
+        self.configs = list(configs)
+        self._scope: ProjectScope | None = None
         self.modules: dict[str, ModuleSummary] = {}  # by path
         self.by_name: dict[str, list[ModuleSummary]] = {}
+        self._roots: set[str] = set()  # the first part of every module name
         self.classes: dict[str, _Class] = {}
         self.functions: dict[str, _Function] = {}
         self._module_classes: dict[int, dict[str, _Class]] = {}
         self._module_functions: dict[int, dict[str, _Function]] = {}
         self._module_defs: dict[int, dict[str, _Function]] = {}  # module-level functions
+        self._prefixes: dict[int, str] = {}  # a module's class keys start with it
         for summary in summaries:
             self.add(summary)
         self._kinds: dict[str, ClassKind] = {}
@@ -283,6 +324,7 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
+        self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
 
     # --- building ------------------------------------------------------------------------
 
@@ -290,7 +332,17 @@ class ProjectModel:
         self.modules[summary.path] = summary
         if summary.module is not None:
             self.by_name.setdefault(summary.module, []).append(summary)
+            self._roots.add(summary.module.partition(".")[0])
+            for alias in namespace_names(summary.path, summary.module):
+                self.by_name.setdefault(alias, []).append(summary)
+                # Imported by its namespace name: lookups of that root are project names.
+                self._roots.add(alias.partition(".")[0])
         prefix = summary.module or summary.path
+        if summary.module is not None and len(self.by_name.get(summary.module, ())) > 1:
+            # Another file has the module's name (`pretrain.py` in several script folders):
+            # its classes are keyed by path, so neither hides the other's.
+            prefix = summary.path
+        self._prefixes[id(summary)] = prefix
         classes: dict[str, _Class] = {}
         for cls in summary.classes:
             entry = _Class(summary, cls, f"{prefix}.{cls.qualname}")
@@ -323,6 +375,11 @@ class ProjectModel:
         self._module_functions[id(summary)] = functions
         self._module_defs[id(summary)] = defs
 
+    def prefix(self, module: ModuleSummary) -> str:
+        """What the keys of a module's classes start with: its module name, or its path when
+        another file of the project has the same name."""
+        return self._prefixes.get(id(module)) or module.module or module.path
+
     # --- name resolution -----------------------------------------------------------------
 
     def module_named(self, name: str, near: ModuleSummary | None = None) -> ModuleSummary | None:
@@ -331,16 +388,31 @@ class ProjectModel:
             return None
         if len(found) == 1 or near is None:
             return found[0]
+        # The one nearest the importing file: in its folder, else sharing most of its path.
         here = os.path.dirname(near.path)
-        for candidate in found:
-            if os.path.dirname(candidate.path) == here:
-                return candidate
-        return found[0]
+        return max(
+            found,
+            key=lambda c: (os.path.dirname(c.path) == here, _shared_prefix(c.path, near.path)),
+        )
 
     def lookup(
         self, qualified: str, near: ModuleSummary | None, depth: int = 0
     ) -> _Class | _Function | ModuleSummary | None:
         """What a qualified name (or `.name` of the module `near`) refers to in the project."""
+        if depth == 0:
+            # Memoised: the calls of a module name the same things over and over, and the
+            # model does not change once built (the caller index resolves every call).
+            key = (qualified, id(near))
+            if key in self._lookups:
+                return self._lookups[key]
+            found = self._lookup(qualified, near, 0)
+            self._lookups[key] = found
+            return found
+        return self._lookup(qualified, near, depth)
+
+    def _lookup(
+        self, qualified: str, near: ModuleSummary | None, depth: int
+    ) -> _Class | _Function | ModuleSummary | None:
         if depth > 12:
             return None
         if qualified.startswith("."):
@@ -348,10 +420,20 @@ class ProjectModel:
                 return None
             return self._in_module(near, qualified[1:], depth)
         parts = qualified.split(".")
+        if parts[0] not in self._roots:
+            return None  # outside the project (torch, numpy, ...): most names calls resolve
         for i in range(len(parts), 0, -1):
             module = self.module_named(".".join(parts[:i]), near)
             if module is not None:
                 if i == len(parts):
+                    if i > 1:
+                        # `pkg.Model` where `pkg/__init__.py` does `from .Model import Model`:
+                        # the package's attribute (the class) hides the submodule.
+                        package = self.module_named(".".join(parts[:-1]), near)
+                        if package is not None and package.is_package:
+                            bound = self._in_module(package, parts[-1], depth + 1)
+                            if bound is not None and bound is not module:
+                                return bound
                     return module
                 return self._in_module(module, ".".join(parts[i:]), depth)
         return None
@@ -369,6 +451,13 @@ class ProjectModel:
         imported = module.imports.get(first)
         if imported is not None:
             return self.lookup(f"{imported}.{tail}" if tail else imported, module, depth + 1)
+        for star in module.scope.star_imports:
+            # `from .neighborlist import *` in a package's `__init__.py`.
+            source = self.module_named(star, module)
+            if source is not None and source is not module and depth < 12:
+                found = self._in_module(source, rest, depth + 1)
+                if found is not None:
+                    return found
         if module.module is not None and module.is_package:
             return self.lookup(f"{module.module}.{rest}", module, depth + 1)
         return None
@@ -470,6 +559,8 @@ class ProjectModel:
             kind = self.class_kind(gkey)
             if kind:
                 table[gkey] = kind.value
+                for alias in namespace_names(cls.module.path, cls.module.module):
+                    table[f"{alias}.{cls.summary.qualname}"] = kind.value
         for module in self.modules.values():
             if module.module is None:
                 continue
@@ -502,6 +593,9 @@ class ProjectModel:
             found = self.find_method(owner, target)
             if found is not None:
                 out.append(found)
+            else:
+                # `self.loss_fn(...)` after `self.loss_fn = focal_loss`
+                out.extend(self._assigned_callables(owner, target, ""))
             if virtual:
                 for sub in self.subclasses(owner):
                     cls = self.classes[sub]
@@ -529,7 +623,7 @@ class ProjectModel:
             attr, _, method = target.partition(".")
             value = self.attribute_value(owner, attr)
             if value is None or value.cls is None:
-                return out
+                return self._assigned_callables(owner, attr, method)
             return self._instance_call(value.cls, method or "__call__")
         if form in ("name", "inst"):
             found = self.lookup(target, module)
@@ -541,6 +635,23 @@ class ProjectModel:
                     out.extend(self._instance_call(cls.gkey, "__call__"))
         return out
 
+    def _assigned_callables(self, owner: str, attr: str, method: str) -> list[_Function | _Class]:
+        """What `self.<attr>(...)` calls when the attribute was assigned a function or a class
+        (`self.loss_fn = focal_loss`, `self.norm_cls = RMSNorm`)."""
+        out: list[_Function | _Class] = []
+        for gkey in self.mro(owner):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            refs = cls.module.scope.attribute_refs.get(cls.summary.qualname, {}).get(attr, ())
+            for name in refs:
+                found = self.lookup(name, cls.module)
+                if isinstance(found, _Function) and not method:
+                    out.append(found)
+                elif isinstance(found, _Class):
+                    out.extend(self._instance_call(found.gkey, method or "__call__"))
+        return out
+
     def _instance_call(self, class_gkey: str, method: str) -> list[_Function | _Class]:
         found = self.find_method(class_gkey, method)
         if (
@@ -550,6 +661,15 @@ class ProjectModel:
         ):
             found = self.find_method(class_gkey, "forward")
         return [found] if found is not None else []
+
+    # --- scope -------------------------------------------------------------------------------
+
+    @property
+    def scope(self) -> ProjectScope:
+        """What code trains on a TPU (tpulint.analysis.scope), computed on first use."""
+        if self._scope is None:
+            self._scope = ProjectScope(self, self.lightning_version)
+        return self._scope
 
     # --- hot code ------------------------------------------------------------------------
 
@@ -568,13 +688,19 @@ class ProjectModel:
             parent = fn.summary.parent
             if parent is not None:
                 nested.setdefault(f"{fn.module.path}:{parent}", []).append(fn)
+        data_classes = self.scope.data_classes()
         for gkey, fn in self.functions.items():
             kind = None
             if fn.summary.cls is not None and fn.owner is not None:
-                kind = self.class_kind(fn.owner)
+                kind = self._kind_with_subclasses(fn.owner)
             elif fn.summary.cls is not None:
                 kind = ClassKind.NONE
             reason = entry_reason(fn.summary.name, kind, self.hot_methods)
+            if reason == "forward" and fn.owner in data_classes:
+                continue  # a transform of the data pipeline: host tensors, per sample
+            if reason is None and fn.summary.key in fn.module.scope.step_loops:
+                # A hand-written training loop (Fabric, torch_xla): it steps the optimizer.
+                reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
             if reason is not None and not _for_other_accelerator(fn):
                 hot[gkey] = HotInfo(reason, fn.summary.name)
                 queue.append(gkey)
@@ -582,7 +708,11 @@ class ProjectModel:
             gkey = queue.popleft()
             info = hot[gkey]
             fn = self.functions[gkey]
-            for call in fn.summary.calls:
+            # A training loop's own function runs every step only inside the loop: what it
+            # calls before or after (setup, a final report) is not hot; its loop's calls are
+            # followed below.
+            loop_root = not info.chain and info.root.startswith(TRAINING_LOOP)
+            for call in () if loop_root else fn.summary.calls:
                 edge_guards = info.guards | frozenset(call.guards)
                 for target in self.resolve_call(
                     fn.module, fn.owner, call.form, call.target, virtual=True
@@ -596,7 +726,32 @@ class ProjectModel:
                     self._reach(hot, queue, target, info, (fn.module.path, call.line), edge_guards)
             for inner in nested.get(gkey, ()):
                 self._reach(hot, queue, inner, info, None, info.guards)
+            # What the step hands on runs in it too (`checkpoint(self._block, x)`,
+            # `torch.vmap(loss_fn)`), and what a training loop's body calls runs every step.
+            facts = fn.module.scope
+            uses = (
+                []
+                if loop_root
+                else [u for u in facts.uses.get(fn.summary.key, ()) if u[0] in ("ref", "selfref")]
+            )
+            uses += facts.step_uses.get(fn.summary.key, [])
+            for use in uses:
+                line = use[2] if len(use) > 2 else fn.summary.line
+                for target in self.scope.use_targets(gkey, use[:2]):
+                    if is_cold_name(target.summary.name) or _for_other_accelerator(target):
+                        continue
+                    self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
         return hot
+
+    def _kind_with_subclasses(self, gkey: str) -> ClassKind:
+        """A class's kind, with its project subclasses' (a mixin's `on_train_batch_end` is a
+        hook of the LightningModules that derive from it)."""
+        kind = self.class_kind(gkey)
+        if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK):
+            return kind
+        for sub in self.subclasses(gkey):
+            kind |= self.class_kind(sub)
+        return kind
 
     @staticmethod
     def _reach(
@@ -783,7 +938,13 @@ class ProjectModel:
                 value = self.resolve_atoms(inner, module, owner, depth)
                 elements.append(value if value is not None else Value("host"))
             return Value("host", elements=tuple(elements))
+        if tag == "s":
+            return UNKNOWN_VALUE  # a container: of tensors as often as not (`{"loss": loss}`)
         if tag == "e":
+            container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
+            if container and len(container) == len(atom[2]):
+                held = [a for c in container for a in c[1]]
+                return self.resolve_atoms(held, module, owner, depth) if held else UNKNOWN_VALUE
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is None:
                 return UNKNOWN_VALUE
@@ -801,6 +962,17 @@ class ProjectModel:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
             return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+        if tag == "v":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
+            if not tensors:
+                return UNKNOWN_VALUE
+            params = frozenset().union(*(p.params for p in tensors))
+            return Value(combine_kinds(p.kind for p in tensors), False, params, tensor=True)
+        if tag == "x":
+            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            kinds = {p.kind for p in parts if p is not None}
+            return Value("device" if "device" in kinds else "cpu")
         if tag == "mv":
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
@@ -854,6 +1026,9 @@ class ProjectModel:
                     continue
             kinds.append("unknown")
         mask = value.mask
+        if value.tensor:
+            # A torch function of the arguments: a tensor even when they are not.
+            kinds = [k for k in kinds if k not in _HOSTLIKE] or ["unknown"]
         return Value(combine_kinds(kinds), mask, frozenset(), value.elements, value.cls)
 
     def _attribute_call(
@@ -994,7 +1169,7 @@ class ProjectModel:
                 value = self.call_value(module, fn.owner, call.form, call.target, [])
                 h.update(f"C{call.form}:{call.target}={value.digest_text()};".encode())
         for cls in module.classes:
-            gkey = f"{module.module or module.path}.{cls.qualname}"
+            gkey = f"{self.prefix(module)}.{cls.qualname}"
             h.update(f"K{gkey}={self.class_kind(gkey).value};".encode())
             for gbase in self.mro(gkey):
                 other = self.classes.get(gbase)
@@ -1010,6 +1185,7 @@ class ProjectModel:
                 h.update(f"I{local}=class{self.class_kind(found.gkey).value};".encode())
             elif isinstance(found, _Function):
                 h.update(f"I{local}=fn{self.return_value(found.gkey).digest_text()};".encode())
+        h.update(self.scope.file_digest(module).encode())
         return h.hexdigest()
 
 
@@ -1036,6 +1212,28 @@ class FileView:
     def hot_reason(self, info: HotInfo) -> str:
         return info.reason(self.module.path, self.base)
 
+    def launcher_code(self, key: str | None, after_fit: bool = False) -> bool:
+        """Whether code of function `key` (None: the top level) runs only in the process that
+        launches training, which is no rank under the XLA strategy: a signal handler or what
+        runs after `trainer.fit(...)` returned (`after_fit`: the code follows a fit call of
+        its own function; see ProjectScope.launcher_function)."""
+        scope = self.model.scope
+        if key is not None and scope.launcher_function(self.module.path, key):
+            return True
+        return after_fit and not scope._gpu_launcher(self.module)
+
+    def scope_reason(
+        self,
+        line: int,
+        column: int,
+        current: ModuleSummary | None = None,
+        per_step: bool = True,
+    ) -> str | None:
+        """Why code at `line:column` is outside the default scope (None: inside).
+        `current` is the summary of the file's text as checked, when it is not the text the
+        model was built from (a fix round)."""
+        return self.model.scope.reason(self.module.path, line, column, current, per_step)
+
     @property
     def has_hot_code(self) -> bool:
         hot = self.model.hot
@@ -1054,7 +1252,7 @@ class FileView:
         return self.class_kinds.is_lightning
 
     def class_gkey(self, qualname: str) -> str:
-        return f"{self.module.module or self.module.path}.{qualname}"
+        return f"{self.model.prefix(self.module)}.{qualname}"
 
     def owner_of(self, key: str) -> str | None:
         fn = self._functions.get(key)
@@ -1098,6 +1296,59 @@ class FileView:
             and (m.module or "").split(".", 1)[0] not in LIGHTNING_ROOTS
         ]
         return sorted(others, key=lambda p: (os.path.commonpath([here, p]) != here, p))
+
+    def model_layers(self) -> str:
+        """What the models of this file's project are built from (summary.MODEL_LAYERS):
+        the union over the file's top-level package and the files of its folder and below
+        (a script's own modules)."""
+        cache = self.model.__dict__.setdefault("_model_layers", {})
+        top = (self.module.module or "").split(".", 1)[0]
+        here = os.path.dirname(self.module.path) or "\0"  # a path-less source: itself only
+        key = (top, here)
+        found = cache.get(key)
+        if found is None:
+            letters: set[str] = set()
+            for m in self.model.modules.values():
+                same_package = bool(top) and (m.module or "").split(".", 1)[0] == top
+                if same_package or m.path.startswith(here + os.sep) or m.path == self.module.path:
+                    letters.update(m.model_layers)
+            found = cache[key] = "".join(sorted(letters))
+        return found
+
+    def _package_modules(self) -> list[ModuleSummary]:
+        """The modules of this file's top-level package (or of its folder, for scripts)."""
+        top = (self.module.module or "").split(".", 1)[0]
+        here = os.path.dirname(self.module.path) or "\0"
+        return [
+            m
+            for m in self.model.modules.values()
+            if (bool(top) and (m.module or "").split(".", 1)[0] == top)
+            or m.path.startswith(here + os.sep)
+            or m is self.module
+        ]
+
+    def legacy_keyword_passed(self, keyword: str) -> bool:
+        """Whether a call of this file's project passes the removed Trainer `keyword`."""
+        return any(keyword in m.legacy_keywords for m in self._package_modules())
+
+    def legacy_fields(self, keyword: str) -> list[tuple[str, int, int]]:
+        """(path, line, column) of the config fields named `keyword` in this project."""
+        return [
+            (m.path, line, column)
+            for m in self._package_modules()
+            for name, line, column in m.legacy_fields
+            if name == keyword
+        ]
+
+    def base_init_takes(self, qualname: str, parameter: str) -> bool:
+        """Whether a project base class of the class `qualname` (this file's) has an
+        `__init__` that takes `parameter`: a subclass repeating the base's default."""
+        model = self.model
+        for base in model.mro(self.class_gkey(qualname))[1:]:
+            init = model.find_method(base, "__init__")
+            if init is not None and parameter in init.summary.params:
+                return True
+        return False
 
     def display(self, path: str) -> str:
         return _display(path, self.base)
@@ -1148,7 +1399,11 @@ class FileView:
         return self.model.dataset_length(found.gkey, args, keywords)
 
 
-def build_model(files: Iterable[tuple[str, str]], hot_methods: Iterable[str] = ()) -> ProjectModel:
+def build_model(
+    files: Iterable[tuple[str, str]],
+    hot_methods: Iterable[str] = (),
+    lightning_version: str = "2.6",
+) -> ProjectModel:
     """A model of (path, text) pairs, summarised without a cache (tests, single sources)."""
     from tpulint.analysis.summary import summarize
 
@@ -1158,7 +1413,7 @@ def build_model(files: Iterable[tuple[str, str]], hot_methods: Iterable[str] = (
             module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
         )
         summaries.append(summarize(text, path, module, is_package))
-    return ProjectModel(summaries, hot_methods)
+    return ProjectModel(summaries, hot_methods, lightning_version)
 
 
 def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugging aid

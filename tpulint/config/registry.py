@@ -8,6 +8,13 @@ with `select` replaces what the previous layers enabled.
 Opt-in rules (TPU9xx) are only enabled by a selector that reaches into their family
 (`TPU9`, `TPU90`, `TPU901`), by their name, or by `ALL`.
 
+Preview rules follow Ruff's preview mode (docs.astral.sh/ruff/preview): a rule whose precision
+on code read after it was frozen is below the bar is `preview`, and is enabled only when
+preview is on (`--preview`, `preview = true`). Then it is selected like a stable rule (the
+default set, prefixes, `ALL`), or only by its exact code or name with
+`explicit-preview-rules = true`. Without preview, selecting it has no effect, and the CLI
+says so (`selection_warnings`).
+
 The registry works from the manifest (`tpulint/data/rules.json`: each rule's code, name,
 summary, severity, fix safety, defaults, prefilter and where its class lives), so selection
 never imports a rule. The classes are loaded by name, only when something needs them (the
@@ -86,6 +93,7 @@ class RuleInfo:
     fix_sometimes: bool
     default_enabled: bool
     always_on: bool
+    preview: bool  # status: preview (enabled only with preview on) or stable
     requires: tuple[str, ...]  # the prefilter: substrings one of which the file must contain
     checks_yaml: bool  # whether the rule also checks LightningCLI configs
     module: str
@@ -97,6 +105,10 @@ class RuleInfo:
     def fix_availability(self) -> str:
         return fix_availability(self.fix_applicability, self.fix_sometimes)
 
+    @property
+    def status(self) -> str:
+        return "preview" if self.preview else "stable"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "code": self.code,
@@ -107,6 +119,7 @@ class RuleInfo:
             "fix_sometimes": self.fix_sometimes,
             "default_enabled": self.default_enabled,
             "always_on": self.always_on,
+            "status": self.status,
             "requires": list(self.requires),
             "checks_yaml": self.checks_yaml,
             "module": self.module,
@@ -124,6 +137,7 @@ class RuleInfo:
             fix_sometimes=data["fix_sometimes"],
             default_enabled=data["default_enabled"],
             always_on=data["always_on"],
+            preview=data["status"] == "preview",
             requires=tuple(data["requires"]),
             checks_yaml=data["checks_yaml"],
             module=data["module"],
@@ -208,8 +222,11 @@ class SelectionLayer:
     ignore: tuple[str, ...] = ()
 
 
-def _matches(selector: str, rule: RuleInfo) -> tuple[bool, int]:
+def _matches(selector: str, rule: RuleInfo, explicit_preview: bool = False) -> tuple[bool, int]:
     """(matches, specificity) of a selector for a rule."""
+    exact = selector == rule.name or selector == rule.code
+    if rule.preview and explicit_preview and not exact:
+        return False, 0  # `explicit-preview-rules`: a preview rule only by its code or name
     if selector == "ALL":
         return True, 0
     if selector == rule.name:
@@ -241,10 +258,13 @@ def validate_selector(selector: str) -> str:
     raise SelectionError(f"unknown rule selector `{selector}`{hint}")
 
 
-def resolve_selection(layers: Sequence[SelectionLayer]) -> frozenset[str]:
-    """The codes of the enabled rules after applying `layers` in order."""
-    rules = [r for r in catalogue() if not r.always_on]
-    enabled = {r.code for r in rules if r.default_enabled}
+def resolve_selection(
+    layers: Sequence[SelectionLayer], preview: bool = False, explicit_preview: bool = False
+) -> frozenset[str]:
+    """The codes of the enabled rules after applying `layers` in order. Preview rules take
+    part only when `preview` is on (Ruff's preview mode)."""
+    rules = [r for r in catalogue() if not r.always_on and (preview or not r.preview)]
+    enabled = {r.code for r in rules if r.default_enabled and not (r.preview and explicit_preview)}
     for layer in layers:
         if layer.select is not None:
             enabled = set()
@@ -258,7 +278,9 @@ def resolve_selection(layers: Sequence[SelectionLayer]) -> frozenset[str]:
             best: tuple[int, int] | None = None  # (specificity, 0 for ignore / 1 select)
             decision = None
             for selector, is_select in selectors:
-                matched, specificity = _matches(selector, rule)
+                matched, specificity = _matches(
+                    selector, rule, explicit_preview=explicit_preview and is_select
+                )
                 if not matched:
                     continue
                 # Higher specificity wins; at equal specificity, ignore (0) beats select (1).
@@ -272,6 +294,29 @@ def resolve_selection(layers: Sequence[SelectionLayer]) -> frozenset[str]:
                 enabled.discard(rule.code)
     enabled |= {r.code for r in catalogue() if r.always_on}
     return frozenset(enabled)
+
+
+def selection_warnings(layers: Sequence[SelectionLayer], preview: bool) -> list[str]:
+    """Ruff's warning for a selection that enables nothing because every rule it names is in
+    preview and preview is off (`--select TPU302` without `--preview`)."""
+    if preview:
+        return []
+    out: list[str] = []
+    for layer in layers:
+        for selector in (*(layer.select or ()), *layer.extend_select):
+            if selector == "ALL":
+                continue
+            matched = [r for r in catalogue() if not r.always_on and _matches(selector, r)[0]]
+            if matched and all(r.preview for r in matched):
+                message = f"Selection `{selector}` has no effect because preview is not enabled"
+                if message not in out:
+                    out.append(message)
+    return out
+
+
+def preview_codes() -> frozenset[str]:
+    """The codes of the rules in preview."""
+    return frozenset(r.code for r in catalogue() if r.preview)
 
 
 def codes_matching(selectors: Iterable[str]) -> frozenset[str]:

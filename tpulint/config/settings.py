@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpulint.config.globs import path_matches
 from tpulint.config.registry import (
@@ -22,6 +22,7 @@ from tpulint.config.registry import (
     SelectionLayer,
     codes_matching,
     resolve_selection,
+    selection_warnings,
     validate_selector,
 )
 
@@ -29,6 +30,9 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
+
+if TYPE_CHECKING:
+    from tpulint.datatypes.diagnostics import Diagnostic
 
 DEFAULT_EXCLUDES = (
     ".bzr",
@@ -94,6 +98,10 @@ class Config:
     respect_gitignore: bool = True
     force_exclude: bool = False
     unsafe_fixes: bool = False
+    # Ruff's preview mode: rules (and shapes of rules) that have not earned the default set
+    # run only with it; `explicit_preview_rules` enables preview rules only by exact code.
+    preview: bool = False
+    explicit_preview_rules: bool = False
     batch_multiple: int = 8
     hot_methods: tuple[str, ...] = ()
     lightning_version: str = "2.6"
@@ -101,6 +109,9 @@ class Config:
     output_format: str = "text"
     cache_dir: str = ".tpulint_cache"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped (0: no limit)
+    # Which findings are shown: "tpu" (code that trains on a TPU: tpulint.analysis.scope) or
+    # "all". Every finding is marked either way; the scope only chooses what is reported.
+    scope: str = "tpu"
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
 
@@ -110,9 +121,18 @@ class Config:
     def enabled(self) -> frozenset[str]:
         cached = self.__dict__.get("_enabled")
         if cached is None:
-            cached = resolve_selection(self.layers)
+            cached = resolve_selection(
+                self.layers,
+                preview=self.preview,
+                explicit_preview=self.preview and self.explicit_preview_rules,
+            )
             object.__setattr__(self, "_enabled", cached)
         return cached
+
+    def selection_warnings(self) -> list[str]:
+        """Selections that enable nothing because their rules are in preview and preview is
+        off (the CLI prints them as warnings, as Ruff does)."""
+        return selection_warnings(self.layers, self.preview)
 
     def enabled_for(self, relpath: str) -> frozenset[str]:
         """Enabled codes for a file, after per-file ignores."""
@@ -124,11 +144,17 @@ class Config:
                 ignored |= codes_matching(selectors)
         return self.enabled - ignored
 
+    def shows(self, diagnostic: Diagnostic) -> bool:
+        """Whether the scope reports a finding (every finding under `scope = "all"`; those
+        whose code trains on a TPU under "tpu")."""
+        return self.scope == "all" or diagnostic.scope is None
+
     def fingerprint(self) -> str:
         """A hash of everything that changes what a check reports (for the cache key)."""
         payload = {
             "enabled": sorted(self.enabled),
             "per_file_ignores": self.per_file_ignores,
+            "preview": self.preview,
             "batch_multiple": self.batch_multiple,
             "hot_methods": self.hot_methods,
             "lightning_version": self.lightning_version,
@@ -312,6 +338,15 @@ def parse_size(value: Any, where: str) -> int:
     return int(number * _SIZE_UNITS[unit])
 
 
+SCOPES = ("tpu", "all")
+
+
+def _scope(value: Any, where: str) -> str:
+    if value not in SCOPES:
+        raise ConfigError(f'{where} must be "tpu" or "all", got {value!r}')
+    return str(value)
+
+
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where} must be a non-empty string, got {value!r}")
@@ -328,6 +363,8 @@ _KEYS = {
     "respect-gitignore": ("respect_gitignore", _bool),
     "force-exclude": ("force_exclude", _bool),
     "unsafe-fixes": ("unsafe_fixes", _bool),
+    "preview": ("preview", _bool),
+    "explicit-preview-rules": ("explicit_preview_rules", _bool),
     "batch-multiple": ("batch_multiple", _batch_multiple),
     "hot-methods": ("hot_methods", _identifier_list),
     "lightning-version": ("lightning_version", _version),
@@ -335,6 +372,7 @@ _KEYS = {
     "output-format": ("output_format", _output_format),
     "cache-dir": ("cache_dir", _string),
     "max-file-size": ("max_file_size", parse_size),
+    "scope": ("scope", _scope),
 }
 
 

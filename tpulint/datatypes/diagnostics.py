@@ -7,7 +7,7 @@ parallel runner), are stored in the cache, and are what every reporter renders.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -64,17 +64,50 @@ class Edit:
 
 
 @dataclass(frozen=True)
-class Fix:
-    applicability: Applicability
-    message: str
-    edits: tuple[Edit, ...] = ()
+class FileEdits:
+    """Text edits of another file that a fix makes together with its own (a rewrite of code
+    shared across files: the values a step collects and the epoch-end code that reads them).
+    `path` is absolute; `digest` is the sha1 of the text the edits were computed on, so they
+    are applied only to that text."""
+
+    path: str
+    edits: tuple[Edit, ...]
+    digest: str
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "path": self.path,
+            "digest": self.digest,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileEdits:
+        return cls(data["path"], tuple(Edit.from_json(e) for e in data["edits"]), data["digest"])
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix: `edits` in the finding's own file. A fix that also edits other files lists them
+    in `related` and names itself with `group`, a digest of all its edits: it is applied
+    whole or not at all, and findings that share it share the group."""
+
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...] = ()
+    related: tuple[FileEdits, ...] = ()
+    group: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "applicability": self.applicability.value,
             "message": self.message,
             "edits": [e.to_json() for e in self.edits],
         }
+        if self.group:
+            out["group"] = self.group
+            out["related"] = [r.to_json() for r in self.related]
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fix:
@@ -82,6 +115,33 @@ class Fix:
             Applicability(data["applicability"]),
             data["message"],
             tuple(Edit.from_json(e) for e in data["edits"]),
+            tuple(FileEdits.from_json(r) for r in data.get("related", ())),
+            data.get("group", ""),
+        )
+
+
+@dataclass(frozen=True)
+class RelatedLocation:
+    """Another place that belongs to a finding (the other tensors of one f-string, the
+    config field that feeds a Trainer argument): SARIF's `relatedLocations`."""
+
+    path: str
+    start: Location
+    end: Location
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "start": self.start.to_json(),
+            "end": self.end.to_json(),
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RelatedLocation:
+        return cls(
+            data["path"], Location(**data["start"]), Location(**data["end"]), data["message"]
         )
 
 
@@ -97,6 +157,14 @@ class Diagnostic:
     fix: Fix | None = None
     # Lines on which a suppression comment silences this diagnostic (start..end of the node).
     noqa_lines: tuple[int, ...] = field(default=(), compare=False)
+    # Its fix or message depends on other files of the project (not only on facts the
+    # project model digests per file): a cached copy is valid only for the same project.
+    project_dependent: bool = field(default=False, compare=False)
+    # Why the code is outside the default scope (it never trains on a TPU: a CUDA-only
+    # branch, inference, unreached from the TPU entry points), or None when it is inside.
+    scope: str | None = field(default=None, compare=False)
+    # The other places of the same problem (one problem, one finding).
+    related: tuple[RelatedLocation, ...] = field(default=(), compare=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -120,7 +188,16 @@ class Diagnostic:
             self.severity,
             self.fix,
             self.noqa_lines,
+            self.project_dependent,
+            self.scope,
+            tuple(
+                RelatedLocation(path, r.start, r.end, r.message) if r.path == self.path else r
+                for r in self.related
+            ),
         )
+
+    def with_scope(self, scope: str | None) -> Diagnostic:
+        return replace(self, scope=scope)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -133,6 +210,9 @@ class Diagnostic:
             "severity": self.severity.value,
             "fix": self.fix.to_json() if self.fix else None,
             "noqa_lines": list(self.noqa_lines),
+            "scope": self.scope,
+            "related": [r.to_json() for r in self.related],
+            **({"project_dependent": True} if self.project_dependent else {}),
         }
 
     @classmethod
@@ -147,4 +227,7 @@ class Diagnostic:
             severity=Severity(data["severity"]),
             fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
             noqa_lines=tuple(data.get("noqa_lines", ())),
+            project_dependent=bool(data.get("project_dependent", False)),
+            scope=data.get("scope"),
+            related=tuple(RelatedLocation.from_json(r) for r in data.get("related", ())),
         )

@@ -12,9 +12,11 @@ into diagnostics with positions and fixes.
 
 from __future__ import annotations
 
+import itertools
 import re
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -24,16 +26,33 @@ from tpulint.analysis.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.analysis.imports import Aliases
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
+from tpulint.analysis.scope_facts import text_digest
 from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
 from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
-from tpulint.config.registry import catalogue, infos_by_code, infos_by_name, rules_by_code
+from tpulint.config.registry import (
+    catalogue,
+    family_of,
+    infos_by_code,
+    infos_by_name,
+    rules_by_code,
+)
 from tpulint.config.settings import Config
 from tpulint.datatypes import roundtrip
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from tpulint.datatypes.diagnostics import (
+    Applicability,
+    Diagnostic,
+    Edit,
+    Fix,
+    Location,
+    RelatedLocation,
+    Severity,
+)
 from tpulint.engine.deep_stack import TooDeep, call_deep
-from tpulint.rule_api.rule import FixSpec, Report, Rule
+from tpulint.engine.merging import merge_reports
+from tpulint.rule_api.rule import FixSpec, RelatedNode, Report, Rule
 
 MAX_FIX_ITERATIONS = 10
 
@@ -48,10 +67,12 @@ class FixResult:
     fixed: list[Diagnostic] = field(default_factory=list)  # findings whose fix was applied
     remaining: list[Diagnostic] = field(default_factory=list)  # findings after fixing
     error: str | None = None  # why nothing was written (e.g. the result did not parse)
+    # The file was edited by a fix of findings in other files (`extra_edits`).
+    rewritten: bool = False
 
     @property
     def changed(self) -> bool:
-        return bool(self.fixed)
+        return bool(self.fixed) or self.rewritten
 
 
 @dataclass
@@ -64,15 +85,32 @@ class _Analysis:
     parents: dict[int, cst.CSTNode] = field(default_factory=dict)
 
 
+# Whether the prefilters and screens rule files out (see `unscreened`).
+_SCREENED = [True]
+
+
+@contextmanager
+def unscreened() -> Iterator[None]:
+    """Within it, every enabled rule runs on every file: no text prefilter, no screen. What
+    the screens' soundness is tested against (tests/test_screens.py); worker processes forked
+    inside it inherit it."""
+    _SCREENED[0] = False
+    try:
+        yield
+    finally:
+        _SCREENED[0] = True
+
+
 def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     """The enabled rules whose prefilter matches `source` (each distinct token is searched
     for once per file, however many rules share it)."""
     out = []
     found: dict[str, bool] = {}
+    screened = _SCREENED[0]
     for rule in catalogue():  # the manifest: a rule module is loaded only if it may fire
         if rule.code not in enabled or rule.code.startswith("TPL"):
             continue
-        if rule.requires:
+        if rule.requires and screened:
             for token in rule.requires:
                 hit = found.get(token)
                 if hit is None:
@@ -85,6 +123,15 @@ def _rule_classes(enabled: frozenset[str], source: str) -> list[type[Rule]]:
     return out
 
 
+_LIBCST_PARSES = [0]  # source texts this process parsed with libcst to analyse them
+
+
+def libcst_parses() -> int:
+    """How many texts this process has parsed with libcst for analysis (the runner reports
+    per file whether it was parsed: `-v` prints how many files the screens let through)."""
+    return _LIBCST_PARSES[0]
+
+
 def parse_trusted(source: str) -> cst.Module:
     """`cst.parse_module` without re-validating every node the parser builds.
 
@@ -93,6 +140,7 @@ def parse_trusted(source: str) -> cst.Module:
     `CSTNode.__post_init__` suggests skipping it when parsing). Skipping it saves a tenth of
     the parse. Nodes built later (by fixes) are validated as usual, and fixed code is still
     re-parsed with validation before it is written."""
+    _LIBCST_PARSES[0] += 1
     validate = cst.CSTNode.__post_init__
     cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
@@ -113,7 +161,7 @@ def file_view(
     view = project.view(path) if project is not None else None
     if view is None:
         name = path if path not in ("-", "<stdin>") else "<stdin>"
-        model = build_model([(name, source)], config.hot_methods)
+        model = build_model([(name, source)], config.hot_methods, config.lightning_version)
         view = model.view(name)
         assert view is not None
     view.base = str(config.root)
@@ -201,6 +249,19 @@ def _python_syntax_error(source: str, path: str, view: FileView | None) -> list[
     return []
 
 
+# A directive TPL001 can find unused: one of tpulint's own, or one naming a TPU/TPL code.
+_OUR_DIRECTIVE = re.compile(r"tpulint:|\bTP[UL]\d", re.IGNORECASE)
+
+
+def _quiet_suppressions(source: str) -> Suppressions:
+    """The suppressions of a file with no findings. Only TPL001 reads them then, and it
+    reports only directives that are tpulint's own or name its codes: without such text they
+    are not parsed (finding comments runs Python's tokenizer over the whole file)."""
+    if _OUR_DIRECTIVE.search(source) is None:
+        return Suppressions()
+    return parse_suppressions(source)
+
+
 def unanalysable_diagnostic(path: str, reason: str, location: Location | None = None) -> Diagnostic:
     """TPL004 for valid Python the engine could not analyse (see meta_rules)."""
     where = location or Location(1, 1)
@@ -226,20 +287,22 @@ def _analyze(
 ) -> _Analysis:
     """`module`, when given, is `source` already parsed."""
     rules = _rule_classes(enabled, source)
-    suppressions = parse_suppressions(source)
     if not rules:
         # No rule can fire here, but a file Python cannot parse is reported all the same.
         view = project.view(path) if project is not None else None
         errors = _python_syntax_error(source, path, view)
+        suppressions = parse_suppressions(source) if errors else _quiet_suppressions(source)
         return _Analysis(None, [], errors, {}, suppressions)
     view = file_view(source, path, config, project)
-    if view.module.parsed:
-        # What the project model knows (no code here runs every step, no Lightning class)
-        # rules out more rules than their text prefilter; a file no rule can fire in is not
-        # parsed at all. (A file `ast` rejects is parsed, to report the syntax error.)
-        rules = [rule for rule in rules if rule.applies(source, view)]
+    if view.module.parsed and _SCREENED[0]:
+        # What the project model knows (what the code contains, which code runs every step,
+        # the classes' kinds) rules out more rules than their text prefilter; a file no rule
+        # can fire in is not parsed at all. (A file `ast` rejects is parsed, to report the
+        # syntax error.)
+        rules = [rule for rule in rules if rule.can_fire(source, view)]
         if not rules:
-            return _Analysis(None, [], [], {}, suppressions)
+            return _Analysis(None, [], [], {}, _quiet_suppressions(source))
+    suppressions = parse_suppressions(source)
     if module is None:
         try:
             module = parse_trusted(source)
@@ -289,12 +352,15 @@ def _analyze(
         ) from exc
 
     reports = [r for instance in instances for r in instance.reports]
+    # One problem, one finding (engine/merging.py).
+    reports = merge_reports(reports, ctx.parents, module.code_for_node)
     ctx.release()
     if not reports:
         return _Analysis(module, [], [], {}, suppressions, ctx.parents)
 
     positions = PositionIndex(module, source)
     wanted: list[cst.CSTNode] = [r.node for r in reports]
+    wanted += [x.node for r in reports for x in r.related if isinstance(x, RelatedNode)]
     fixes = [r.fix for r in reports if r.fix is not None]
     if with_edits and fixes:
         wanted += positions_needed(module, fixes, ctx.parents)
@@ -306,9 +372,21 @@ def _analyze(
         start, end = positions.range(report.node)
         rule = report.rule
         fix = None
-        if report.fix is not None:
+        if report.fix is not None and report.fix.text_edits:
+            fix = _text_fix(report.fix, path)
+        elif report.fix is not None:
             edits = fix_edits(module, report.fix, positions, ctx.parents) if with_edits else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
+        related = []
+        noqa_lines = set(range(start.line, end.line + 1))
+        for place in report.related:
+            if isinstance(place, RelatedNode):
+                r_start, r_end = positions.range(place.node)
+                related.append(RelatedLocation(path, r_start, r_end, place.message))
+                # A suppression on any line of the merged places silences the finding.
+                noqa_lines.update(range(r_start.line, r_end.line + 1))
+            else:
+                related.append(place)
         diagnostic = Diagnostic(
             code=rule.code,
             name=rule.name,
@@ -318,12 +396,73 @@ def _analyze(
             end=end,
             severity=rule.severity,
             fix=fix,
-            noqa_lines=tuple(range(start.line, end.line + 1)),
+            noqa_lines=tuple(sorted(noqa_lines)),
+            related=tuple(related),
+            project_dependent=report.project_dependent,
         )
         if report.fix is not None:
             fix_specs[len(diagnostics)] = report.fix
         diagnostics.append(diagnostic)
+    diagnostics = _mark_scope(diagnostics, view, source, path, module_name, is_package)
     return _Analysis(module, reports, diagnostics, fix_specs, suppressions, ctx.parents)
+
+
+def _mark_scope(
+    diagnostics: list[Diagnostic],
+    view: FileView,
+    source: str,
+    path: str,
+    module_name: str | None,
+    is_package: bool,
+) -> list[Diagnostic]:
+    """Each finding with why its code is outside the default scope (tpulint.analysis.scope),
+    if it is. When the text checked is not the text the model was built from (a fix round),
+    the file's own facts are read again from it."""
+    current = None
+    if view.module.scope.digest != text_digest(source):
+        current = summarize(source, view.module.path, module_name, is_package)
+    return [
+        d.with_scope(
+            view.scope_reason(
+                d.start.line, d.start.column, current, family_of(d.code) in _PER_STEP_FAMILIES
+            )
+        )
+        for d in diagnostics
+    ]
+
+
+# Families of rules about a cost paid every training step (their findings in inference code are
+# outside the default scope); the others report what breaks on a TPU, also when it infers.
+_PER_STEP_FAMILIES = frozenset({"host-sync", "dynamic-shapes", "data-pipeline", "opt-in"})
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (as given, or once symlinks are resolved)."""
+    import os
+
+    if a == b:
+        return True
+    if a in ("-", "<stdin>") or b in ("-", "<stdin>"):
+        return False
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _text_fix(spec: FixSpec, path: str) -> Fix:
+    """A fix given as text edits: those of this file are its edits, those of other files its
+    related edits (then it is a group: applied whole or not at all)."""
+    own: list[Edit] = []
+    related = []
+    for file in spec.text_edits:
+        if same_file(file.path, path):
+            own.extend(file.edits)
+        else:
+            related.append(file)
+    group = spec.group if related else ""
+    return Fix(spec.applicability, spec.message, tuple(own), tuple(related), group)
+
+
+def _is_text_fix(spec: FixSpec | None) -> bool:
+    return spec is not None and bool(spec.text_edits)
 
 
 def _finish(
@@ -494,16 +633,21 @@ def fix_source(
     *,
     unsafe: bool = False,
     project: ProjectModel | None = None,
+    extra_edits: Sequence[Edit] = (),
 ) -> FixResult:
     """Apply every safe fix (and unsafe ones with `unsafe=True`) until none is left.
 
     Fixes are applied in one transform per round, rounds repeat until nothing changes (at
     most MAX_FIX_ITERATIONS), and the result must parse: otherwise the original source is
     returned with `error` set and nothing should be written.
+
+    `extra_edits` are this file's edits of fixes that also edit other files (Fix.related),
+    chosen by the caller for the whole project (the runner): they are applied to `source`
+    first, then the file's own fixes.
     """
     config = config or Config()
     try:
-        return call_deep(_fix_source, source, path, config, unsafe, project)
+        return call_deep(_fix_source, source, path, config, unsafe, project, tuple(extra_edits))
     except (TooDeep, MemoryError) as exc:
         return FixResult(source, [], [unanalysable_diagnostic(path, _too_deep_reason(exc))])
 
@@ -514,8 +658,20 @@ def _fix_source(
     config: Config,
     unsafe: bool,
     project: ProjectModel | None,
+    extra_edits: tuple[Edit, ...] = (),
 ) -> FixResult:
     enabled = config.enabled_for(_relpath(path, config))
+    if extra_edits:
+        edited, problem = _with_extra_edits(source, extra_edits)
+        if problem is not None:
+            return FixResult(
+                source, [], _check_source(source, path, config, project, True), error=problem
+            )
+        result = _fix_source(edited, path, config, unsafe, project)
+        if result.error is not None:
+            return result
+        result.rewritten = True
+        return result
     if is_yaml_path(path):
         return _fix_text_edits(source, path, config, unsafe, project)
     shim = roundtrip.prepare(source)
@@ -607,13 +763,47 @@ def _fix_code(
         if analysis.module is None:
             break
         suppressions = analysis.suppressions
+        # Fixes given as text edits that touch only this file go first, in a round of their
+        # own (their positions are those of the text analysed); those that also edit other
+        # files are the runner's (it applies them whole, with `extra_edits`).
+        texts = [
+            d
+            for index, d in enumerate(analysis.diagnostics)
+            if _is_text_fix(analysis.fix_specs.get(index))
+            and d.fix is not None
+            and not d.fix.related
+            and d.fix.applicability in allowed
+            and config.shows(d)
+            and not suppressions.suppresses(d)
+        ]
+        if texts:
+            candidate, applied = apply_text_edits(current, texts)
+            if applied and candidate != current:
+                analysis = None
+                try:
+                    module = cst.parse_module(candidate)
+                except (RecursionError, MemoryError):
+                    raise
+                except Exception as exc:
+                    return FixResult(
+                        source,
+                        [],
+                        _check_python(source, path, config, project, enabled, True),
+                        error=f"the fixed code does not parse ({type(exc).__name__}); file left"
+                        " unchanged",
+                    )
+                fixed.extend(applied)
+                current = candidate
+                continue
         chosen: list[FixSpec] = []
         chosen_nodes: set[int] = set()
         round_fixed: list[Diagnostic] = []
         for index, diagnostic in enumerate(analysis.diagnostics):
             spec = analysis.fix_specs.get(index)
-            if spec is None or spec.applicability not in allowed:
+            if spec is None or spec.applicability not in allowed or _is_text_fix(spec):
                 continue
+            if not config.shows(diagnostic):
+                continue  # not reported in the configured scope: not fixed either
             if suppressions.suppresses(diagnostic):
                 continue
             replaced = {id(old) for old, _ in spec.replacements}
@@ -684,6 +874,87 @@ def _fix_text_edits(
     return FixResult(current, fixed, remaining)
 
 
+def _with_extra_edits(source: str, edits: Sequence[Edit]) -> tuple[str, str | None]:
+    """`source` with `edits` applied (the same edit given twice, as two fixes that both add
+    `import torch`, once), or why they cannot be: they overlap, or the result does not
+    parse."""
+    if roundtrip.prepare(source) is not None:
+        return source, "a fix spanning several files cannot edit a file with form feeds"
+    unique = list(dict.fromkeys(edits))
+    if _self_overlapping(source, unique):
+        return source, "the edits of fixes spanning several files overlap; file left unchanged"
+    offset = _offsets(source)
+    edited = source
+    for begin, end, content in sorted(
+        ((offset(e.start), offset(e.end), e.content) for e in unique), reverse=True
+    ):
+        edited = edited[:begin] + content + edited[end:]
+    try:
+        cst.parse_module(edited)
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as exc:
+        return source, f"the fixed code does not parse ({type(exc).__name__}); file left unchanged"
+    return edited, None
+
+
+def _offsets(source: str) -> Callable[[Location], int]:
+    lines = roundtrip.physical_lines(source)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(location: Location) -> int:
+        line = min(location.line, len(starts))
+        return min(starts[line - 1] + location.column - 1, len(source))
+
+    return offset
+
+
+def _self_overlapping(source: str, edits: Sequence[Edit]) -> bool:
+    offset = _offsets(source)
+    spans = sorted((offset(e.start), offset(e.end)) for e in edits)
+    return any(
+        b < a_end or (b == a_end == a and b_end == b)
+        for (a, a_end), (b, b_end) in itertools.pairwise(spans)
+    )
+
+
+def location_map(source: str, edits: Sequence[Edit]) -> Callable[[Location], Location | None]:
+    """Where a position of `source` is once `edits` (non-overlapping) are applied; None for a
+    position inside an edited span."""
+    edits = list(dict.fromkeys(edits))
+    offset = _offsets(source)
+    spans = sorted(
+        ((offset(e.start), offset(e.end), len(e.content)) for e in edits), key=lambda s: s[:2]
+    )
+    edited = source
+    for begin, end, content in sorted(
+        ((offset(e.start), offset(e.end), e.content) for e in edits), reverse=True
+    ):
+        edited = edited[:begin] + content + edited[end:]
+    new_lines = roundtrip.physical_lines(edited)
+    new_starts = [0]
+    for line in new_lines:
+        new_starts.append(new_starts[-1] + len(line))
+
+    def where(location: Location) -> Location | None:
+        import bisect
+
+        old = offset(location)
+        shift = 0
+        for begin, end, length in spans:
+            if end <= old and not (begin == end == old):
+                shift += length - (end - begin)
+            elif begin < old < end:
+                return None
+        new = old + shift
+        index = max(0, bisect.bisect_right(new_starts, new) - 1)
+        return Location(index + 1, new - new_starts[index] + 1)
+
+    return where
+
+
 def fix_subset(
     source: str,
     path: str,
@@ -691,13 +962,59 @@ def fix_subset(
     accept: Callable[[Diagnostic], bool],
     *,
     project: ProjectModel | None = None,
+    extra_edits: Sequence[Edit] = (),
 ) -> FixResult:
     """One round of the fixes whose findings `accept` takes (positions and messages are those
     of `source`), then safe fixes to a fixed point. `tpulint fix --prove` uses it to apply a
     chosen subset of the unsafe rewrites; a rewrite that overlaps one already taken, or that
-    only appears once others are applied, is left out (it is in `remaining`)."""
+    only appears once others are applied, is left out (it is in `remaining`).
+
+    Fixes given as text edits (Fix.related: they span files) are applied first: this file's
+    edits of the accepted ones, and `extra_edits` (this file's edits of accepted fixes of
+    findings in other files); the other fixes are then chosen on the edited text, by where
+    their findings were in `source`."""
     enabled = config.enabled_for(_relpath(path, config))
     analysis = _analyze(source, path, config, project, enabled, with_edits=True)
+    if analysis.module is None and not extra_edits:
+        return FixResult(source, [], _finish(analysis, path, enabled, source))
+    text_taken = [
+        d
+        for index, d in enumerate(analysis.diagnostics)
+        if _is_text_fix(analysis.fix_specs.get(index))
+        and d.fix is not None
+        and d.fix.applicability is not Applicability.DISPLAY_ONLY
+        and not analysis.suppressions.suppresses(d)
+        and accept(d)
+    ]
+    edits: list[Edit] = list(extra_edits)
+    for diagnostic in text_taken:
+        assert diagnostic.fix is not None
+        if not set(diagnostic.fix.edits) <= set(edits):
+            edits.extend(e for e in diagnostic.fix.edits if e not in edits)
+    if edits:
+        edited, problem = _with_extra_edits(source, edits)
+        if problem is not None:
+            return FixResult(
+                source, [], check_source(source, path, config, project=project), error=problem
+            )
+        where = location_map(source, edits)
+        wanted = set()
+        for index, d in enumerate(analysis.diagnostics):
+            if _is_text_fix(analysis.fix_specs.get(index)) or not accept(d):
+                continue
+            start, end = where(d.start), where(d.end)
+            if start is not None and end is not None:
+                wanted.add((d.code, start, end, d.message))
+        result = fix_subset(
+            edited,
+            path,
+            config,
+            lambda d: (d.code, d.start, d.end, d.message) in wanted,
+            project=project,
+        )
+        return FixResult(
+            result.source, text_taken + result.fixed, result.remaining, result.error, True
+        )
     if analysis.module is None:
         return FixResult(source, [], _finish(analysis, path, enabled, source))
     chosen: list[FixSpec] = []
@@ -706,6 +1023,8 @@ def fix_subset(
     for index, diagnostic in enumerate(analysis.diagnostics):
         spec = analysis.fix_specs.get(index)
         if spec is None or spec.applicability is Applicability.DISPLAY_ONLY:
+            continue
+        if _is_text_fix(spec):
             continue
         if analysis.suppressions.suppresses(diagnostic) or not accept(diagnostic):
             continue

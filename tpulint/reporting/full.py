@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import click
 
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, FileEdits, Fix
 from tpulint.reporting.options import ReportOptions
 from tpulint.reporting.text import render_line
 
@@ -24,6 +24,36 @@ def _apply_edits(text: str, d: Diagnostic) -> str:
     from tpulint.engine.source import apply_text_edits
 
     return apply_text_edits(text, [d])[0]
+
+
+def _shown(path: str, finding: Diagnostic) -> str:
+    """Another file's path as the finding's own path is shown: relative to the same folder
+    when the finding's path is relative."""
+    import os
+
+    own = os.path.abspath(finding.path)
+    if not os.path.isabs(finding.path) and own.endswith(finding.path) and os.path.exists(own):
+        base = own[: len(own) - len(finding.path)]
+        if path.startswith(base):
+            return path[len(base) :]
+    return path
+
+
+def _related_diff(other: FileEdits, d: Diagnostic, options: ReportOptions) -> list[str]:
+    """The diff a fix makes in another file (it edits several at once)."""
+    shown = _shown(other.path, d)
+    text = options.source_lookup(shown) if options.source_lookup else None
+    if text is None:
+        try:
+            with open(other.path, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError):
+            return [f"    (and {len(other.edits)} edits in {shown})"]
+    holder = Diagnostic(
+        "TPL000", "", "", shown, other.edits[0].start, other.edits[0].start,
+        fix=Fix(Applicability.UNSAFE, "", other.edits),
+    )  # fmt: skip
+    return [f"    in {shown}:", *_fix_diff(text, holder, options.color)]
 
 
 def _excerpt(lines: list[str], d: Diagnostic, color: bool) -> list[str]:
@@ -86,6 +116,8 @@ def render_full(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> st
             block.append(f"  = help: {d.fix.message}")
             if text is not None and d.fix.edits:
                 diff = _fix_diff(text, d, options.color)
+                for other in d.fix.related:
+                    diff += _related_diff(other, d, options)
                 if diff:
                     block.append("")
                     block.append(f"  {_FIX_TITLES[d.fix.applicability]}:")

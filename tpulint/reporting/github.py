@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tpulint.datatypes.diagnostics import Diagnostic, Severity
 from tpulint.reporting.options import ReportOptions
+from tpulint.reporting.text import scope_note
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -31,5 +32,6 @@ def render_github(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> 
                 f"endColumn={d.end.column}",
             ]
         )
-        lines.append(f"::{_LEVELS[d.severity]} {props}::{_escape_data(f'{d.code} {d.message}')}")
+        text = f"{d.code} {d.message}{scope_note(d)}"
+        lines.append(f"::{_LEVELS[d.severity]} {props}::{_escape_data(text)}")
     return "".join(line + "\n" for line in lines)

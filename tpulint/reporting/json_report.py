@@ -15,7 +15,7 @@ SCHEMA_VERSION = 1
 
 
 def diagnostic_json(d: Diagnostic, options: ReportOptions) -> dict[str, Any]:
-    return {
+    out = {
         "code": d.code,
         "name": d.name,
         "message": d.message,
@@ -25,7 +25,11 @@ def diagnostic_json(d: Diagnostic, options: ReportOptions) -> dict[str, Any]:
         "end": d.end.to_json(),
         "fixable": d.fixable(options.unsafe_fixes),
         "fix": d.fix.to_json() if d.fix else None,
+        "scope": d.scope,
     }
+    if d.related:
+        out["related"] = [r.to_json() for r in d.related]
+    return out
 
 
 def report_json(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> dict[str, Any]:
@@ -37,6 +41,8 @@ def report_json(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> di
             "findings": len(diagnostics),
             "fixable": sum(d.fixable(options.unsafe_fixes) for d in diagnostics),
             "by_code": dict(sorted(Counter(d.code for d in diagnostics).items())),
+            "scope": options.scope,
+            "outside_scope": options.outside_scope,
         },
         "diagnostics": [diagnostic_json(d, options) for d in diagnostics],
     }

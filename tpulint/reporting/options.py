@@ -14,3 +14,5 @@ class ReportOptions:
     files_checked: int = 0
     # Reads a file's current text (for source excerpts); None when unavailable.
     source_lookup: Callable[[str], str | None] | None = None
+    scope: str = "tpu"  # the scope the findings were chosen by (tpulint.analysis.scope)
+    outside_scope: int = 0  # findings the scope left out

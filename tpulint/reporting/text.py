@@ -26,7 +26,13 @@ def render_line(diagnostic: Diagnostic, options: ReportOptions) -> str:
             f":{diagnostic.start.line}:{diagnostic.start.column}:", fg="cyan"
         )
         code = click.style(code, fg=_CODE_COLORS[diagnostic.severity], bold=True)
-    return f"{location} {code} {fix_marker(diagnostic, options.unsafe_fixes)}{diagnostic.message}"
+    text = f"{location} {code} {fix_marker(diagnostic, options.unsafe_fixes)}{diagnostic.message}"
+    return text + scope_note(diagnostic)
+
+
+def scope_note(diagnostic: Diagnostic) -> str:
+    """` [outside the TPU scope: why]` for a finding shown under `--scope all`."""
+    return f" [outside the TPU scope: {diagnostic.scope}]" if diagnostic.scope else ""
 
 
 def render_text(diagnostics: Sequence[Diagnostic], options: ReportOptions) -> str:
@@ -51,9 +57,10 @@ def summary(
     *,
     fix_command: str = "tpulint fix --apply",
 ) -> str:
-    """The closing lines of a text run: counts and what `tpulint fix` can do."""
+    """The closing lines of a text run: counts, what `tpulint fix` can do, and (last) how
+    many findings the scope left out."""
     if not diagnostics:
-        return f"All checks passed ({options.files_checked} files checked).\n"
+        return f"All checks passed ({options.files_checked} files checked).\n" + _outside(options)
     files = len({d.path for d in diagnostics})
     noun = "finding" if len(diagnostics) == 1 else "findings"
     lines = [
@@ -71,4 +78,16 @@ def summary(
             "`--unsafe-fixes` (they may change behaviour: review them with "
             "`tpulint fix --unsafe-fixes`)."
         )
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines) + _outside(options)
+
+
+def _outside(options: ReportOptions) -> str:
+    count = options.outside_scope
+    if not count:
+        return ""
+    noun = "finding" if count == 1 else "findings"
+    return (
+        f"{count} more {noun} in code that does not train on a TPU (CUDA-only branches, "
+        "inference, code the TPU entry points do not reach) not shown: `--scope all` "
+        "shows them.\n"
+    )

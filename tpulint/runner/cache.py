@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from tpulint import __version__
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from tpulint.datatypes.diagnostics import (
+    Applicability,
+    Diagnostic,
+    Edit,
+    FileEdits,
+    Fix,
+    Location,
+    RelatedLocation,
+    Severity,
+)
 
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -216,11 +225,18 @@ class JsonStore:
 class ResultCache(JsonStore):
     """Diagnostics per file, for one configuration and project class table."""
 
-    def get(self, key: str) -> list[Diagnostic] | None:
+    def get(self, key: str, project: str = "") -> list[Diagnostic] | None:
+        """The diagnostics stored for `key`. Those of a file whose findings were read from
+        other files of the project (Diagnostic.project_dependent: a fix spanning files) are
+        stored with the project's key and found only for the same project."""
         raw = self.get_raw(key)
         if raw is None:
             return None
         try:
+            if isinstance(raw, dict):
+                if raw.get("project") != project or not project:
+                    return None
+                raw = raw.get("diagnostics")
             if not isinstance(raw, list):
                 raise ValueError("not a list")
             return [_diagnostic(d) for d in raw]
@@ -228,8 +244,15 @@ class ResultCache(JsonStore):
             self.discard(key)
             return None
 
-    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
-        self.put_raw(key, [d.to_json() for d in diagnostics])
+    def put(self, key: str, diagnostics: list[Diagnostic], project: str = "") -> None:
+        found = [d.to_json() for d in diagnostics]
+        if any(d.project_dependent for d in diagnostics):
+            if not project:
+                self.discard(key)
+                return
+            self.put_raw(key, {"project": project, "diagnostics": found})
+            return
+        self.put_raw(key, found)
 
 
 # The fields every summary has (tpulint.analysis.summary.ModuleSummary.to_json).
@@ -285,12 +308,27 @@ def _fix(value: Any) -> Fix | None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("edits"), list):
         raise ValueError(f"expected a fix, got {value!r}")
+    related = value.get("related", [])
+    if not isinstance(related, list):
+        raise ValueError(f"expected related edits, got {related!r}")
+    return Fix(
+        Applicability(value["applicability"]),
+        _text(value["message"]),
+        _edits(value["edits"]),
+        tuple(FileEdits(_text(r["path"]), _edits(r["edits"]), _text(r["digest"])) for r in related),
+        _text(value.get("group", "")),
+    )
+
+
+def _edits(value: Any) -> tuple[Edit, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"expected edits, got {value!r}")
     edits = []
-    for edit in value["edits"]:
+    for edit in value:
         if not isinstance(edit, dict):
             raise ValueError(f"expected an edit, got {edit!r}")
         edits.append(Edit(_location(edit["start"]), _location(edit["end"]), _text(edit["content"])))
-    return Fix(Applicability(value["applicability"]), _text(value["message"]), tuple(edits))
+    return tuple(edits)
 
 
 def _diagnostic(value: Any) -> Diagnostic:
@@ -310,6 +348,20 @@ def _diagnostic(value: Any) -> Diagnostic:
         severity=Severity(value["severity"]),
         fix=_fix(value.get("fix")),
         noqa_lines=tuple(_number(n) for n in noqa),
+        project_dependent=value.get("project_dependent", False) is True,
+        scope=_text(value["scope"]) if value.get("scope") is not None else None,
+        related=tuple(_related(r) for r in value.get("related", ())),
+    )
+
+
+def _related(value: Any) -> RelatedLocation:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a related location, got {value!r}")
+    return RelatedLocation(
+        _text(value["path"]),
+        _location(value["start"]),
+        _location(value["end"]),
+        _text(value["message"]),
     )
 
 

@@ -203,6 +203,9 @@ class _Walker:
         self.problems: list[Diagnostic] = []
         self.notices: list[str] = []
         self.seen_dirs: set[tuple[int, int]] = set()
+        # YAML files met on the walk: not checked unless named, but their configs say which
+        # classes and Trainers the project runs (tpulint.analysis.config_facts).
+        self.configs: list[Path] = []
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
         """Whether `exclude`/`extend-exclude` match the path itself (tpulint.config.globs),
@@ -276,6 +279,9 @@ class _Walker:
                     if self.excluded(path, True) or self.gitignored(path, True):
                         continue
                     subdirs.append(path)
+                elif entry.name.endswith((".yaml", ".yml")):
+                    if not (self.excluded(path, False) or self.gitignored(path, False)):
+                        self.configs.append(path)
                 elif entry.name.endswith(PYTHON_SUFFIXES):
                     if entry.is_symlink() and not path.exists():
                         self.problems.append(
@@ -302,10 +308,13 @@ def discover(
     config: Config,
     cwd: Path | None = None,
     notices: list[str] | None = None,
+    configs: list[Path] | None = None,
 ) -> tuple[list[SourcePath], list[Diagnostic]]:
     """Files to check for `paths` (files or folders), and problems met while walking (TPL003
     diagnostics). Non-regular files (FIFOs, sockets, devices) are skipped without being
-    opened; a line saying so is appended to `notices` when it is given.
+    opened; a line saying so is appended to `notices` when it is given. The YAML files of the
+    folders walked are appended to `configs` when it is given (YAML files named on the command
+    line are among the files to check).
 
     Raises PathError for a command-line path that does not exist, is a broken or looping
     symlink, or is a folder that cannot be read."""
@@ -334,6 +343,8 @@ def discover(
         found.setdefault(path, SourcePath(display_path(path, cwd), path))
     if notices is not None:
         notices.extend(walker.notices)
+    if configs is not None:
+        configs.extend(walker.configs)
     return list(found.values()), walker.problems
 
 

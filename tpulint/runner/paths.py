@@ -7,8 +7,11 @@ and a process pool over the files that need work.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.modules import table_digest
 from tpulint.config.settings import Config
-from tpulint.datatypes.diagnostics import Applicability, Diagnostic
+from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit
 from tpulint.runner.cache import (
     FactsCache,
     ListingCache,
@@ -62,6 +65,7 @@ class RunResult:
     files: list[FileOutcome]
     checked: int = 0  # files looked at
     parsed: int = 0  # files that were not answered from the cache
+    libcst_parsed: int = 0  # of those, files some rule needed parsed with libcst
     cache_hits: int = 0
     internal_errors: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # files skipped unopened (FIFOs, ...)
@@ -116,48 +120,67 @@ def _failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
 
 
-def _check_one(item: tuple[str, str, str]) -> tuple[str, list[Diagnostic] | None, str | None]:
-    """(display path, abs path, text) -> (display path, diagnostics, internal error)."""
-    from tpulint.engine.source import check_source
+def _check_one(
+    item: tuple[str, str, str],
+) -> tuple[str, list[Diagnostic] | None, str | None, bool]:
+    """(display path, abs path, text) -> (display path, diagnostics, internal error, whether
+    libcst parsed the file)."""
+    from tpulint.engine.source import check_source, libcst_parses
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
+    before = libcst_parses()
     try:
         diagnostics = [
             d.with_path(display) for d in check_source(text, absolute, config, project=project)
         ]
-        out: tuple[str, list[Diagnostic] | None, str | None] = (display, diagnostics, None)
+        out: tuple[str, list[Diagnostic] | None, str | None, bool] = (
+            display,
+            diagnostics,
+            None,
+            libcst_parses() > before,
+        )
     except Exception as exc:  # one file's failure is reported; the run goes on
-        out = (display, None, _failure(exc))
+        out = (display, None, _failure(exc), libcst_parses() > before)
     _after_file()
     return out
 
 
-def _fix_one(item: tuple[str, str, str], unsafe: bool) -> tuple[str, FixResult | None, str | None]:
-    from tpulint.engine.source import fix_source
+def _fix_one(
+    item: tuple[str, str, str], unsafe: bool
+) -> tuple[str, FixResult | None, str | None, bool]:
+    from tpulint.engine.source import fix_source, libcst_parses
 
     config, project = _STATE["config"], _STATE["project"]
     display, absolute, text = item
+    before = libcst_parses()
     try:
         result = fix_source(text, absolute, config, unsafe=unsafe, project=project)
         result.fixed = [d.with_path(display) for d in result.fixed]
         result.remaining = [d.with_path(display) for d in result.remaining]
-        out: tuple[str, FixResult | None, str | None] = (display, result, None)
+        out: tuple[str, FixResult | None, str | None, bool] = (
+            display,
+            result,
+            None,
+            libcst_parses() > before,
+        )
     except Exception as exc:
-        out = (display, None, _failure(exc))
+        out = (display, None, _failure(exc), libcst_parses() > before)
     _after_file()
     return out
 
 
-def _crashed_check(item: tuple[str, str, str], why: str) -> tuple[str, list[Diagnostic], None]:
-    return item[0], [_crash_diagnostic(item[0], why)], None
+def _crashed_check(
+    item: tuple[str, str, str], why: str
+) -> tuple[str, list[Diagnostic], None, bool]:
+    return item[0], [_crash_diagnostic(item[0], why)], None, True
 
 
-def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None]:
+def _crashed_fix(item: tuple[str, str, str], why: str) -> tuple[str, FixResult, None, bool]:
     from tpulint.engine.source import FixResult
 
     display, _, text = item
-    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None
+    return display, FixResult(text, [], [_crash_diagnostic(display, why)]), None, True
 
 
 def _crash_diagnostic(display: str, why: str) -> Diagnostic:
@@ -193,6 +216,7 @@ def _run(
     progress: Progress | None,
 ) -> Iterator[Any]:
     total = len(items)
+    _join_engine_import()
     if jobs <= 1 or total < 4:
         _init_worker(config, project)
         for done, item in enumerate(items, start=1):
@@ -214,11 +238,46 @@ def _run(
 
 def _load_engine() -> None:
     """Import the engine and every rule class once, before forking the workers, which share
-    them (a serial run loads only the rules whose prefilter matches a file)."""
+    them (a serial run loads only the rules whose prefilter matches a file). When the import
+    was started while the model's workers summarised the files, wait for it to end."""
+    _join_engine_import()
+    _import_engine()  # nothing left to do after the thread, or raises what it met
+
+
+def _join_engine_import() -> None:
+    """Wait for the engine's import started by `_import_engine_meanwhile`, if any: before
+    any fork (a child forked while the thread holds an import lock could deadlock)."""
+    thread = _ENGINE_IMPORT.pop("thread", None)
+    if thread is not None:
+        thread.join()
+
+
+def _import_engine() -> None:
     from tpulint.config.registry import all_rules
     from tpulint.engine.source import check_source  # noqa: F401  (libcst, analysis)
 
     all_rules()
+
+
+_ENGINE_IMPORT: dict[str, threading.Thread] = {}
+
+
+def _import_engine_meanwhile() -> None:
+    """Start importing the engine on a thread while the model's worker processes summarise
+    the files (the parent mostly waits for them then): the import (libcst, every rule: over
+    half a second) leaves the run's serial path. Started only after those workers are
+    forked, and joined before the checking workers are (`_load_engine`): no fork happens
+    while it may hold an import lock."""
+    if "thread" in _ENGINE_IMPORT or "tpulint.engine.source" in sys.modules:
+        return
+
+    def run() -> None:
+        with contextlib.suppress(BaseException):  # _load_engine imports again and raises
+            _import_engine()
+
+    thread = threading.Thread(target=run, name="tpulint-engine-import", daemon=True)
+    _ENGINE_IMPORT["thread"] = thread
+    thread.start()
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -232,11 +291,15 @@ class _Prepared:
     config: Config
     checked: list[tuple[str, str]]  # the checked Python files: (absolute path, text)
     context: list[str]  # the files that give them context, read only to build the model
+    configs: list[str]  # YAML files of the folders walked (what classes configs build)
     jobs: int
     use_cache: bool
     digests: dict[str, bytes]  # display path -> content hash (each file hashed once)
     results: ResultCache | None = None
     facts: dict[str, str] = field(default_factory=dict)  # path -> ProjectModel.file_digest
+    # A digest of every file of the run and its context: the key under which results that
+    # depend on other files (Diagnostic.project_dependent) are cached.
+    project_key: str = ""
     project: ProjectModel | None = None
 
     def model(self) -> ProjectModel:
@@ -245,7 +308,12 @@ class _Prepared:
             cache_dir = self.config.root / self.config.cache_dir
             scans = ScanCache(cache_dir) if self.use_cache else None
             items = self.checked + read_context(self.context, self.config)
-            self.project = model_of(items, self.config, scans, self.jobs)
+            configs = read_context(self.configs, self.config)
+            _join_engine_import()  # one a previous run in this process started (server)
+            meanwhile = _import_engine_meanwhile if self.jobs > 1 else None
+            self.project = model_of(
+                items, self.config, scans, self.jobs, configs=configs, meanwhile=meanwhile
+            )
             if scans:
                 scans.save()
         return self.project
@@ -260,7 +328,8 @@ class _Prepared:
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
-    files, problems = discover(paths, config, notices=notices)
+    configs: list[Path] = []
+    files, problems = discover(paths, config, notices=notices, configs=configs)
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:
@@ -270,13 +339,15 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         else:
             assert text is not None
             sources.append((source, text))
-    digests = {source.display: text_digest(text) for source, text in sources}
+    # Content hashes key the caches: without them nothing needs them.
+    digests = {source.display: text_digest(text) for source, text in sources} if use_cache else {}
     checked = checked_inputs([(s.path, text) for s, text in sources])
     covered = [path for path in paths if path != "-" and os.path.isdir(path)]
     listings = ListingCache(config.root / config.cache_dir) if use_cache else None
     context = context_files([s.path for s, _ in sources], config, covered, listings)
+    config_paths = [str(path) for path in configs]
     prepared = _Prepared(
-        sources, outcomes, notices, config, checked, context, jobs, use_cache, digests
+        sources, outcomes, notices, config, checked, context, config_paths, jobs, use_cache, digests
     )
     if not use_cache:
         return prepared
@@ -287,8 +358,11 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     facts_key = FactsCache.key(
         [f"{path}:{(known.get(path) or text_digest(text)).hex()}" for path, text in checked]
         + [context_signature(path) for path in context]
+        + [context_signature(path) for path in config_paths]
         + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
+        + [f"lightning-version:{config.lightning_version}"]
     )
+    prepared.project_key = facts_key
     found = facts_cache.get(facts_key)
     if found is not None:
         table, prepared.facts = found
@@ -331,8 +405,8 @@ def check_paths(
     todo: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for source, text in prepared.sources:
-        key = prepared.key(source, prepared.digests[source.display])
-        cached = cache.get(key) if cache else None
+        key = prepared.key(source, prepared.digests[source.display]) if cache else ""
+        cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None:
             run.files.append(FileOutcome(source.display, cached))
             continue
@@ -341,7 +415,7 @@ def check_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo)
     run.parsed = len(todo)
-    for display, diagnostics, error in _run(
+    for display, diagnostics, error, parsed in _run(
         todo,
         _check_one,
         (),
@@ -351,13 +425,14 @@ def check_paths(
         jobs,
         progress,
     ):
+        run.libcst_parsed += parsed
         if error is not None:
             run.internal_errors.append(f"{display}: {error}")
             run.files.append(FileOutcome(display, error=error))
             continue
         run.files.append(FileOutcome(display, diagnostics))
         if cache:
-            cache.put(keys[display], diagnostics)
+            cache.put(keys[display], diagnostics, prepared.project_key)
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
@@ -412,8 +487,8 @@ def fix_paths(
                 aliases.append((source.display, first_name[identity]))
                 continue
             first_name[identity] = source.display
-        key = prepared.key(source, prepared.digests[source.display])
-        cached = cache.get(key) if cache else None
+        key = prepared.key(source, prepared.digests[source.display]) if cache else ""
+        cached = cache.get(key, prepared.project_key) if cache else None
         if cached is not None and not _needs_fix(cached, unsafe):
             run.files.append(FileOutcome(source.display, cached))
             continue
@@ -422,7 +497,8 @@ def fix_paths(
     run.checked = len(prepared.sources)
     run.cache_hits = run.checked - len(todo) - len(aliases)
     run.parsed = len(todo)
-    for display, result, error in _run(
+    done: list[tuple[SourcePath, str, FixResult]] = []
+    for display, result, error, parsed in _run(
         todo,
         _fix_one,
         (unsafe,),
@@ -432,11 +508,17 @@ def fix_paths(
         jobs,
         progress,
     ):
+        run.libcst_parsed += parsed
         source, original = originals[display]
         if error is not None or result is None:
             run.internal_errors.append(f"{display}: {error}")
             run.files.append(FileOutcome(display, error=error))
             continue
+        done.append((source, original, result))
+    if unsafe and done:
+        done = _apply_groups(done, prepared, run, apply)
+    for source, original, result in done:
+        display = source.display
         outcome = FileOutcome(display, result.remaining, result, original, result.error)
         if apply and result.changed and result.error is None:
             _write(outcome, source, original, result, config, prepared.model(), run)
@@ -444,7 +526,12 @@ def fix_paths(
                 on_written(outcome)
         if cache and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
-            cache.put(prepared.key(source, text_digest(new_text)), result.remaining)
+            # A written file changes the project: results that depend on it are not kept.
+            cache.put(
+                prepared.key(source, text_digest(new_text)),
+                result.remaining,
+                "" if outcome.written else prepared.project_key,
+            )
         run.files.append(outcome)
     by_path = {f.path: f for f in run.files}
     for display, through in aliases:
@@ -455,6 +542,72 @@ def fix_paths(
         cache.save()
     run.files.sort(key=lambda f: f.path)
     return run
+
+
+# --- fixes that span files -------------------------------------------------------------------
+
+
+def _apply_groups(
+    done: list[tuple[SourcePath, str, FixResult]],
+    prepared: _Prepared,
+    run: RunResult,
+    apply: bool,
+) -> list[tuple[SourcePath, str, FixResult]]:
+    """Apply the fixes that span files (tpulint.runner.groups): each file they touch is
+    fixed again from its text as read, with their edits, then its own fixes. Returns `done`
+    with those files' results replaced (files only such a fix touches are added)."""
+    from tpulint.engine.source import fix_source
+    from tpulint.runner import groups
+    from tpulint.runner.writing import may_write
+
+    texts = {groups.real(str(s.path)): (s, text) for s, text in prepared.sources}
+
+    def shown(path: str) -> str:
+        found = texts.get(path)
+        return found[0].display if found is not None else path
+
+    found = groups.collect(
+        (str(source.path), original, d)
+        for source, original, result in done
+        for d in result.remaining
+        if d.fixable(True) and prepared.config.shows(d)
+    )
+    if not found:
+        return done
+    accepted, notices = groups.accept(
+        found.values(),
+        lambda path: texts[path][1] if path in texts else None,
+        (lambda path, text: may_write(texts[path][0].path, text)) if apply else None,
+        shown,
+    )
+    run.notices += notices
+    if not accepted:
+        return done
+
+    def fix_file(path: str, edits: list[Edit]) -> FixResult:
+        source, text = texts[path]
+        return fix_source(
+            text,
+            str(source.path),
+            prepared.config,
+            unsafe=True,
+            project=prepared.model(),
+            extra_edits=edits,
+        )
+
+    results, _, notices = groups.refix(accepted, fix_file, shown)
+    run.notices += notices
+    for result in results.values():
+        result.fixed = [d.with_path(shown(groups.real(d.path))) for d in result.fixed]
+        result.remaining = [d.with_path(shown(groups.real(d.path))) for d in result.remaining]
+    out = []
+    for source, original, result in done:
+        out.append((source, original, results.pop(groups.real(str(source.path)), result)))
+    for key, result in results.items():
+        source, text = texts[key]
+        out.append((source, text, result))
+        run.files = [f for f in run.files if f.path != source.display]
+    return out
 
 
 def _write(

@@ -145,14 +145,18 @@ class Pool(Generic[Item, Result]):
         batches: Sequence[list[Item]],
         extra: tuple[Any, ...] = (),
         on_crash: Callable[[Item, str], Result] | None = None,
+        on_started: Callable[[], None] | None = None,
     ) -> Iterator[Result]:
         """Results as they come, one per item. An item during which its worker died
-        yields `on_crash(item, why)`; the other items of its batch are still processed."""
+        yields `on_crash(item, why)`; the other items of its batch are still processed.
+        `on_started` is called once the workers have been started."""
         queue: deque[list[Item]] = deque(b for b in batches if b)
         next_id = 0
         try:
             while len(self.workers) < min(self.jobs, len(queue)):
                 self._start_worker()
+            if on_started is not None:
+                on_started()
             while queue or any(w.task is not None for w in self.workers):
                 for worker in list(self.workers):
                     if worker.task is None and queue:

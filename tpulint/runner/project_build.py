@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from tpulint.runner.cache import ListingCache, ScanCache, content_key
 from tpulint.runner.discovery import SourcePath, read_source
 
 if TYPE_CHECKING:
+    from tpulint.analysis.config_facts import ConfigFacts
     from tpulint.analysis.project import ProjectModel
     from tpulint.analysis.summary import ModuleSummary
 
@@ -34,7 +35,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 200
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s18"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s23"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
@@ -61,18 +62,27 @@ def _summarize_batch(items: list[tuple[str, str]]) -> list[ModuleSummary]:
 
 
 def summarize_files(
-    items: Sequence[tuple[str, str]], cache: ScanCache | None, jobs: int
+    items: Sequence[tuple[str, str]],
+    cache: ScanCache | None,
+    jobs: int,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[ModuleSummary]:
-    """Summaries of (absolute path, text) pairs, from the cache where it has them."""
+    """Summaries of (absolute path, text) pairs, from the cache where it has them.
+    `meanwhile` is called once worker processes summarising them have started (the parent
+    is then mostly waiting); not at all when there are too few files for workers (a run
+    that rebuilds the model of a few files may answer every check from the cache)."""
     from tpulint.analysis.summary import ModuleSummary
 
     summaries: list[ModuleSummary] = []
     todo: list[tuple[str, str]] = []
     keys: dict[str, str] = {}
     for path, text in items:
+        if cache is None:
+            todo.append((path, text))
+            continue
         module, is_package = module_name_for_path(path)
         key = _summary_key(module, is_package, text)
-        cached = cache.get_raw(key) if cache is not None else None
+        cached = cache.get_raw(key)
         if cached is not None:
             try:
                 summaries.append(ModuleSummary.from_json(path, cached))
@@ -82,7 +92,7 @@ def summarize_files(
         keys[path] = key
         todo.append((path, text))
     if len(todo) >= PARALLEL_THRESHOLD and jobs > 1:
-        computed = _parallel(todo, jobs)
+        computed = _parallel(todo, jobs, meanwhile)
     else:
         computed = _summarize_batch(todo)
     for summary in computed:
@@ -95,7 +105,9 @@ def summarize_files(
     return summaries
 
 
-def _parallel(items: list[tuple[str, str]], jobs: int) -> list[ModuleSummary]:
+def _parallel(
+    items: list[tuple[str, str]], jobs: int, meanwhile: Callable[[], None] | None = None
+) -> list[ModuleSummary]:
     from tpulint.runner.pool import Pool
 
     items = sorted(items, key=lambda item: len(item[1]), reverse=True)
@@ -104,7 +116,7 @@ def _parallel(items: list[tuple[str, str]], jobs: int) -> list[ModuleSummary]:
     for index, item in enumerate(items):
         batches[index % count].append(item)
     with Pool(jobs, _pause_collector) as pool:
-        return list(pool.map(_summarize_one, batches, (), _unparsed))
+        return list(pool.map(_summarize_one, batches, (), _unparsed, on_started=meanwhile))
 
 
 def _pause_collector() -> None:
@@ -251,17 +263,63 @@ def context_signature(path: str) -> str:
 
 
 def model_of(
-    items: Sequence[tuple[str, str]], config: Config, cache: ScanCache | None, jobs: int
+    items: Sequence[tuple[str, str]],
+    config: Config,
+    cache: ScanCache | None,
+    jobs: int,
+    configs: Sequence[tuple[str, str]] = (),
+    meanwhile: Callable[[], None] | None = None,
 ) -> ProjectModel:
-    """The model of (absolute path, text) pairs, with what every check reads computed once
-    here, before the checking workers fork and inherit it."""
+    """The model of (absolute path, text) pairs and of the project's YAML configs, with what
+    every check reads computed once here, before the checking workers fork and inherit it.
+    `meanwhile`: see summarize_files."""
     from tpulint.analysis.project import ProjectModel
 
-    model = ProjectModel(summarize_files(items, cache, jobs), config.hot_methods)
-    model.lightning_table()
-    model.hot  # noqa: B018
-    model.precompute_callers()
+    # Receiving the summaries and building the model allocate millions of small containers
+    # and free none: the cyclic collector, which would traverse them over and over while
+    # they are built, is paused (it took more CPU time than the unpickling itself, measured
+    # on the corpus). Nothing built here is garbage until the run ends.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        model = ProjectModel(
+            summarize_files(items, cache, jobs, meanwhile),
+            config.hot_methods,
+            config.lightning_version,
+            configs=read_configs(configs, cache),
+        )
+        model.lightning_table()
+        model.hot  # noqa: B018
+        model.precompute_callers()
+    finally:
+        # The model lives until the run ends: kept out of the collector's generations, so
+        # that the first collections after this do not traverse the millions of objects made
+        # while the collector was paused (a fifth of a second on one package, measured), and
+        # worker processes forked later leave its pages shared. Frozen objects are still
+        # freed by reference counting (the model holds no reference cycles).
+        gc.freeze()
+        if enabled:
+            gc.enable()
     return model
+
+
+def read_configs(items: Sequence[tuple[str, str]], cache: ScanCache | None) -> list[ConfigFacts]:
+    """What each YAML config names (tpulint.analysis.config_facts), from the cache where it
+    has them."""
+    from tpulint.analysis.config_facts import ConfigFacts, config_facts
+
+    out = []
+    for path, text in items:
+        key = content_key(f"{SUMMARY_FORMAT}:config", text)
+        cached = cache.get_raw(key) if cache is not None else None
+        if isinstance(cached, dict) and cached.keys() == {"c", "t"}:
+            out.append(ConfigFacts.from_json(path, cached))
+            continue
+        facts = config_facts(path, text)
+        if cache is not None:
+            cache.put_raw(key, facts.to_json())
+        out.append(facts)
+    return out
 
 
 def build_project(
@@ -296,4 +354,6 @@ def with_source(model: ProjectModel, path: str, text: str, config: Config) -> Pr
     module, is_package = module_name_for_path(absolute)
     mine = summarize(text, absolute, module, is_package)
     others = (m for p, m in model.modules.items() if p != absolute)
-    return ProjectModel([*others, mine], config.hot_methods)
+    return ProjectModel(
+        [*others, mine], config.hot_methods, config.lightning_version, model.configs
+    )

@@ -46,14 +46,7 @@ def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
     """Replace the content of `path` (through symlinks) with `new` if it still holds
     `original` and the user may write it; None when written, else why not."""
     try:
-        target = Path(os.path.realpath(path))
-        info = os.stat(target)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Refused("not a regular file")
-        _check_may_write(target, info)
-        data = target.read_bytes()
-        if _decoded(data) != original:
-            raise _Refused("the file changed on disk since tpulint read it")
+        target, info, data = _writable(path, original)
         new_bytes = encode_like(data, original, new)
         _write(target, info, new_bytes)
     except _Refused as refused:
@@ -61,6 +54,30 @@ def write_if_unchanged(path: Path, original: str, new: str) -> str | None:
     except OSError as exc:
         return f"not written: {exc.strerror or exc}"
     return None
+
+
+def may_write(path: Path, original: str) -> str | None:
+    """Why `write_if_unchanged(path, original, ...)` would refuse now, or None: checked for
+    every file of a fix that spans several files before any of them is written."""
+    try:
+        _writable(path, original)
+    except _Refused as refused:
+        return f"not written: {refused}"
+    except OSError as exc:
+        return f"not written: {exc.strerror or exc}"
+    return None
+
+
+def _writable(path: Path, original: str) -> tuple[Path, os.stat_result, bytes]:
+    target = Path(os.path.realpath(path))
+    info = os.stat(target)
+    if not stat.S_ISREG(info.st_mode):
+        raise _Refused("not a regular file")
+    _check_may_write(target, info)
+    data = target.read_bytes()
+    if _decoded(data) != original:
+        raise _Refused("the file changed on disk since tpulint read it")
+    return target, info, data
 
 
 def _decoded(data: bytes) -> str | None:

@@ -1,11 +1,13 @@
 """Modules for `verify --compare`'s equivalence check and `fix --prove`.
 
 `NoisyMaskedModel` trains with dropout and random augmentation (host RNGs in the dataset, the
-XLA RNG in dropout), a masked cross-entropy (TPU202), a masked L1 term and a running loss
-read with `.item()` (TPU101): every rewrite tpulint makes of it is exact, so the fixed module
-must train the same from the same seed. `WrongRewriteModel` has the same shape, and
-tests/runtime/test_equivalence.py rewrites its masked mean into a plain mean (a rewrite that
-is not exact) to check that the comparison catches it and names the rewrite.
+XLA RNG in dropout), a masked cross-entropy (TPU202), a masked L1 term and per-step losses
+read with `.item()` (TPU101) into a list averaged at the end of each epoch: every rewrite
+tpulint makes of it is exact (the losses stay on the device until the epoch ends), so the
+fixed module must train the same from the same seed and end every epoch with the same
+`epoch_losses`. `WrongRewriteModel` has the same shape, and tests/runtime/test_equivalence.py
+rewrites its masked mean into a plain mean (a rewrite that is not exact) to check that the
+comparison catches it and names the rewrite.
 """
 
 import random
@@ -43,7 +45,8 @@ class NoisyMaskedModel(L.LightningModule):
     def __init__(self, lr: float = 0.1):
         super().__init__()
         self.net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))
-        self.running = 0.0
+        self.losses = []
+        self.epoch_losses = []
         self.lr = lr
 
     def training_step(self, batch, batch_idx):
@@ -53,8 +56,12 @@ class NoisyMaskedModel(L.LightningModule):
         labeled = labels >= 0
         loss = F.cross_entropy(logits[labeled], labels[labeled])
         loss = loss + 0.1 * (value[labeled] - targets[labeled]).abs().mean()
-        self.running = 0.9 * self.running + 0.1 * loss.item()
+        self.losses.append(loss.item())
         return loss
+
+    def on_train_epoch_end(self):
+        self.epoch_losses.append(sum(self.losses) / len(self.losses))
+        self.losses.clear()
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=self.lr)
@@ -66,11 +73,19 @@ class NoisyMaskedModel(L.LightningModule):
 class WrongRewriteModel(NoisyMaskedModel):
     """The same training; its masked mean is the rewrite the test corrupts."""
 
+    def __init__(self, lr: float = 0.1):
+        super().__init__(lr)
+        self.wrong_losses = []
+
     def training_step(self, batch, batch_idx):
         features, labels, _ = batch
         logits = self.net(features)[:, :4]
         labeled = labels >= 0
         loss = F.cross_entropy(logits, labels.clamp(min=0), reduction="none")
         loss = loss[labeled].mean()
-        self.running = 0.9 * self.running + 0.1 * loss.item()
+        self.wrong_losses.append(loss.item())
         return loss
+
+    def on_train_epoch_end(self):
+        self.epoch_losses.append(max(self.wrong_losses))
+        self.wrong_losses = []

@@ -1,0 +1,831 @@
+"""The default scope (tpulint.analysis.scope): which code trains on a TPU. Each test builds a
+small made-up project and asks why a line is (or is not) outside the scope; the multi-file
+behaviour through the real runner is in tests/projects/tpu_scope (a snapshot)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tpulint.analysis.project import ProjectModel, build_model
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
+    items = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        items.append((str(path), path.read_text(encoding="utf-8")))
+    return build_model(items)
+
+
+def reason_at(model: ProjectModel, tmp_path: Path, name: str, marker: str) -> str | None:
+    """The scope reason of the first line of `name` that contains `marker`."""
+    path = str(tmp_path / name)
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if marker in line:
+            column = line.index(marker) + 1
+            return model.scope.reason(path, number, column)
+    raise AssertionError(f"{marker!r} not in {name}")
+
+
+# --- branches that cannot run on XLA ---------------------------------------------------------
+
+MODULE_HEAD = """\
+import lightning as L
+import torch
+
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("condition", "where"),
+    [
+        ("torch.cuda.is_available()", "under"),
+        ("x.is_cuda", "under"),
+        ('self.device.type == "cuda"', "under"),
+        ('str(x.device).startswith("cuda")', "under"),
+        ('"cuda" in str(x.device)', "under"),
+        ("torch.cuda.device_count() > 1", "under"),
+        ("self.trainer.num_gpus > 0", "under"),
+        ("self.use_gpu", "under"),
+        ("isinstance(self.trainer.accelerator, CUDAAccelerator)", "under"),
+        ("torch.backends.cudnn.is_available() and x.sum() > 0", "under"),
+    ],
+)
+def test_a_branch_false_on_xla_is_outside(tmp_path: Path, condition: str, where: str) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x = self(batch)
+        if {condition}:
+            print(x.item())  # marker
+        return x.sum()
+"""
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "print(")
+    assert reason is not None and reason.startswith(where)
+    assert "false on a TPU" in reason
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        'self.device.type == "xla"',
+        "not torch.cuda.is_available()",
+        "x.sum() > 0",
+        "self.training",
+        'self.device.type == "cpu"',
+    ],
+)
+def test_a_branch_that_may_run_on_xla_stays(tmp_path: Path, condition: str) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x = self(batch)
+        if {condition}:
+            print(x.item())
+        return x.sum()
+"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "print(") is None
+
+
+def test_the_else_of_a_tpu_flag_and_code_after_a_cuda_exit(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+def fused_ok():
+    return torch.cuda.is_available() and torch.version.cuda is not None
+
+
+class Model(L.LightningModule):
+    def __init__(self, use_tpu=True):
+        super().__init__()
+        self.use_fused = torch.cuda.is_available() and torch.__version__ >= "2"
+
+    def training_step(self, batch, i):
+        x = self(batch)
+        if args.use_tpu:
+            y = x
+        else:
+            y = x.cuda()  # else-branch
+        if self.use_fused:
+            print(y.item())  # flag-branch
+        if fused_ok() and x.sum() != 0:  # and-operand
+            pass
+        return y.sum()
+
+    def setup_kernels(self):
+        if not fused_ok():
+            return
+        props = torch.cuda.get_device_properties(0)  # after-exit
+"""
+        },
+    )
+    assert "in the `else` of `if args.use_tpu`" in reason_at(model, tmp_path, "m.py", "x.cuda()")
+    assert "under `if self.use_fused`" in reason_at(model, tmp_path, "m.py", "print(y")
+    assert "after `fused_ok() and`" in reason_at(model, tmp_path, "m.py", "x.sum() != 0")
+    after = reason_at(model, tmp_path, "m.py", "props =")
+    assert after is not None and after.startswith("after `if not fused_ok(): return`")
+
+
+def test_a_flag_set_by_another_file_is_resolved_across_files(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/util.py": """\
+                import torch
+
+                def cuda_fp16_autocast_on():
+                    return torch.is_autocast_enabled() and torch.cuda.is_available()
+            """,
+            "pkg/model.py": MODULE_HEAD
+            + """\
+from pkg.util import cuda_fp16_autocast_on
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x = self(batch)
+        if cuda_fp16_autocast_on() and x.sum() != 0.0:
+            x = x.half()
+        return x.sum()
+""",
+        },
+    )
+    reason = reason_at(model, tmp_path, "pkg/model.py", "x.sum() != 0.0")
+    assert reason is not None and "cuda_fp16_autocast_on()" in reason
+
+
+def test_a_branch_importing_a_cuda_only_package(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+def merge(layer, delta):
+    if layer.weight.dtype == torch.uint8:
+        import bitsandbytes as bnb
+
+        layer.weight.cuda()  # marker
+    else:
+        layer.weight.data += delta
+"""
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "layer.weight.cuda()")
+    assert reason is not None and "CUDA-only package" in reason
+    assert reason_at(model, tmp_path, "m.py", "layer.weight.data") is None
+
+
+# --- inference, kernels, dead hooks (no entry point: a library) --------------------------------
+
+
+def test_predict_and_generation_are_inference(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return self.shared(batch)
+
+    def shared(self, batch):
+        return self(batch).sum()  # shared-body
+
+    def predict_step(self, batch, i):
+        return self.decode(self.shared(batch))
+
+    def decode(self, scores):
+        return scores.max().item()  # decode-body
+
+    def validation_step(self, batch, i):
+        tokens = self.sample(batch, 8)
+        return tokens.float().mean()
+
+    @torch.no_grad()
+    def sample(self, prompt, steps):
+        x = prompt
+        for _ in range(steps):
+            nxt = self(x)[:, -1:].argmax(-1)
+            x = torch.cat([x, nxt], dim=1)  # sample-body
+        return x
+"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "# shared-body") is None
+    assert "inference only (reached from `predict_step`)" in reason_at(
+        model, tmp_path, "m.py", "# decode-body"
+    )
+    assert "`sample` (a generation loop)" in reason_at(model, tmp_path, "m.py", "# sample-body")
+    assert reason_at(model, tmp_path, "m.py", "tokens = self.sample") is None
+
+
+def test_a_training_loop_named_sample_is_not_generation(tmp_path: Path) -> None:
+    """A reparameterised `sample` has no loop feeding its output back: it trains."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+class VAE(L.LightningModule):
+    def training_step(self, batch, i):
+        mu, logvar = self.encode(batch)
+        return self.sample(mu, logvar).sum()
+
+    def sample(self, mu, logvar):
+        return mu + torch.randn_like(mu) * (0.5 * logvar).exp()  # marker
+"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "# marker") is None
+
+
+def test_kernels_of_other_compilers_and_lightning1_hooks(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+import numba
+
+
+@numba.njit
+def count(a):
+    return a.nonzero()[0].size  # kernel
+
+
+class Model(L.LightningModule):
+    def on_keyboard_interrupt(self, trainer, pl_module):
+        torch.cuda.synchronize()  # dead-hook
+
+    def on_train_epoch_end(self):
+        torch.cuda.synchronize()  # live-hook
+"""
+        },
+    )
+    assert (
+        reason_at(model, tmp_path, "m.py", "# kernel")
+        == "compiled by `@numba.njit`, not PyTorch code"
+    )
+    assert "not a hook Lightning 2 calls" in reason_at(model, tmp_path, "m.py", "# dead-hook")
+    assert reason_at(model, tmp_path, "m.py", "# live-hook") is None
+
+
+# --- entry points ------------------------------------------------------------------------------
+
+PACKAGE = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import lightning as L
+        from torch import nn
+
+        from .losses import focal
+
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return x * x.sum().item()  # unused-block
+
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(4, 4)
+
+            def training_step(self, batch, i):
+                return focal(self.net(batch[0]), batch[1])  # step
+    """,
+    "pkg/losses.py": """\
+        def focal(logits, target):
+            return logits[target > 0].mean()  # focal
+
+
+        def dice(logits, target):
+            return logits[target > 0].sum()  # dice
+    """,
+    "pkg/data.py": """\
+        import lightning as L
+        from torch.utils.data import DataLoader
+
+
+        class TpuData(L.LightningDataModule):
+            def train_dataloader(self):
+                return DataLoader(self.ds, batch_size=16)  # tpu-data
+
+
+        class GpuData(L.LightningDataModule):
+            def train_dataloader(self):
+                return DataLoader(self.ds, batch_size=16)  # gpu-data
+    """,
+    "train_gpu.py": """\
+        import lightning as L
+
+        from pkg.data import GpuData
+        from pkg.model import Model
+
+        trainer = L.Trainer(accelerator="gpu", devices=2)  # gpu-trainer
+        trainer.fit(Model(), datamodule=GpuData())
+    """,
+}
+
+
+def tpu_script(accelerator: str) -> str:
+    return f"""\
+        import lightning as L
+
+        from pkg.data import TpuData
+        from pkg.model import Model
+
+
+        def build():
+            return L.Trainer({accelerator + ", " if accelerator else ""}max_epochs=1)
+
+
+        def main():
+            build().fit(Model(), datamodule=TpuData())
+
+
+        if __name__ == "__main__":
+            main()
+    """
+
+
+def test_tpu_entry_points_reach_call_by_call(tmp_path: Path) -> None:
+    model = project(tmp_path, {**PACKAGE, "train_tpu.py": tpu_script('accelerator="tpu"')})
+    assert [(Path(e.path).name, e.verdict) for e in model.scope.entries] == [
+        ("train_tpu.py", "tpu")
+    ]
+    unreached = "not reached from the TPU entry points (train_tpu.py)"
+    assert reason_at(model, tmp_path, "pkg/model.py", "# step") is None
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# focal") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") == unreached
+    assert reason_at(model, tmp_path, "pkg/model.py", "# unused-block") == unreached
+    assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") == unreached
+    assert reason_at(model, tmp_path, "train_gpu.py", "# gpu-trainer") == unreached
+
+
+@pytest.mark.parametrize("accelerator", ["", 'accelerator="auto"', "strategy=XLAStrategy()"])
+def test_auto_entry_points_count_once_a_project_targets_tpus(
+    tmp_path: Path, accelerator: str
+) -> None:
+    """With no TPU entry point, "auto" says nothing (a library: everything stays); next to one,
+    an "auto" script runs on the same TPU VMs and its reach is in scope."""
+    files = {**PACKAGE, "train_auto.py": tpu_script(accelerator)}
+    model = project(tmp_path, files)
+    if accelerator.startswith("strategy"):
+        assert [e.verdict for e in model.scope.entries] == ["tpu"]
+    else:
+        assert model.scope.entries == []
+        assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is None
+        assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is None
+    # A TPU script that trains the model on another data module: the "auto" script's data
+    # module is in scope only because the "auto" script counts.
+    files["other/train_tpu.py"] = tpu_script('accelerator="tpu"').replace("TpuData", "GpuData")
+    model = project(tmp_path, files)
+    expected = ["tpu", "tpu"] if accelerator.startswith("strategy") else ["auto", "tpu"]
+    assert sorted(e.verdict for e in model.scope.entries) == expected
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
+
+
+def test_an_entry_point_whose_model_is_not_visible_says_nothing(tmp_path: Path) -> None:
+    """`trainer.fit(load_model(name))` through a registry: the reach shows no model, so the
+    project is judged as a library (nothing is left out for being unreached)."""
+    files = {
+        **PACKAGE,
+        "train_tpu.py": """\
+            import importlib
+
+            import lightning as L
+
+            cls = getattr(importlib.import_module("pkg.model"), "Model")
+            L.Trainer(accelerator="tpu").fit(cls())
+        """,
+    }
+    model = project(tmp_path, files)
+    assert model.scope.entries == []
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is None
+
+
+def test_entry_points_speak_only_for_their_own_folders(tmp_path: Path) -> None:
+    files = {f"proj/{name}": text for name, text in PACKAGE.items()}
+    files["proj/train_tpu.py"] = tpu_script('accelerator="tpu"')
+    files["other/lib/__init__.py"] = ""
+    files["other/lib/ops.py"] = """\
+        def helper(x, m):
+            return x[m]  # other-project
+    """
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "proj/pkg/losses.py", "# dice") is not None
+    assert reason_at(model, tmp_path, "other/lib/ops.py", "# other-project") is None
+
+
+def test_torch_xla_launchers_and_fabric_loops_are_entry_points(tmp_path: Path) -> None:
+    files = {
+        **PACKAGE,
+        "train_xla.py": """\
+            import torch_xla
+            import torch_xla.distributed.xla_multiprocessing as xmp
+
+            from pkg.losses import focal
+            from pkg.model import Block
+
+
+            def _mp_fn(index):
+                net = Block()
+                for batch in loader:
+                    focal(net(batch), batch).backward()
+
+
+            if __name__ == "__main__":
+                xmp.spawn(_mp_fn, args=())
+        """,
+    }
+    model = project(tmp_path, files)
+    assert [e.kind for e in model.scope.entries] == ["xla-spawn"]
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# focal") is None
+    assert reason_at(model, tmp_path, "pkg/model.py", "# unused-block") is None
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
+
+
+def test_tests_are_never_entry_points(tmp_path: Path) -> None:
+    files = {
+        **PACKAGE,
+        "tests/test_tpu.py": """\
+            import lightning as L
+
+            from pkg.model import Model
+
+
+            def test_fit_on_tpu():
+                L.Trainer(accelerator="tpu").fit(Model())
+        """,
+    }
+    model = project(tmp_path, files)
+    assert model.scope.entries == []
+
+
+# --- configs --------------------------------------------------------------------------------
+
+
+def with_configs(tmp_path: Path, files: dict[str, str], configs: dict[str, str]) -> ProjectModel:
+    from tpulint.analysis.config_facts import config_facts
+
+    model = project(tmp_path, files)
+    facts = []
+    for name, text in configs.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        facts.append(config_facts(str(path), path.read_text(encoding="utf-8")))
+    return ProjectModel(model.modules.values(), configs=facts)
+
+
+def test_a_lightning_cli_whose_configs_select_the_tpu(tmp_path: Path) -> None:
+    files = {
+        **PACKAGE,
+        "main.py": """\
+            from lightning.pytorch.cli import LightningCLI
+
+            if __name__ == "__main__":
+                LightningCLI()
+        """,
+    }
+    configs = {
+        "configs/tpu.yaml": """\
+            trainer:
+              accelerator: tpu
+              devices: auto
+            model:
+              class_path: pkg.model.Model
+            data:
+              class_path: pkg.data.TpuData
+        """,
+        "configs/gpu.yaml": """\
+            trainer:
+              accelerator: gpu
+            model:
+              class_path: pkg.model.Model
+            data:
+              class_path: pkg.data.GpuData
+        """,
+    }
+    model = with_configs(tmp_path, files, configs)
+    assert [(Path(e.path).name, e.kind, e.verdict) for e in model.scope.entries] == [
+        ("main.py", "cli", "tpu")
+    ]
+    assert reason_at(model, tmp_path, "pkg/model.py", "# step") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is not None
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
+
+
+def test_classes_a_script_builds_from_its_configs(tmp_path: Path) -> None:
+    """`instantiate_from_config(config.model)`: the classes the configs name are built."""
+    files = {
+        **PACKAGE,
+        "pkg/util.py": """\
+            import importlib
+
+
+            def instantiate_from_config(config):
+                module, name = config["target"].rsplit(".", 1)
+                return getattr(importlib.import_module(module), name)(**config.get("params", {}))
+        """,
+        "main_tpu.py": """\
+            import lightning as L
+            import yaml
+
+            from pkg.util import instantiate_from_config
+
+            if __name__ == "__main__":
+                config = yaml.safe_load(open("configs/caption.yaml"))
+                model = instantiate_from_config(config["model"])
+                data = instantiate_from_config(config["data"])
+                L.Trainer(strategy="xla").fit(model, datamodule=data)
+        """,
+    }
+    configs = {
+        "configs/caption.yaml": """\
+            model:
+              target: pkg.model.Model
+            data:
+              target: pkg.data.TpuData
+        """
+    }
+    model = with_configs(tmp_path, files, configs)
+    assert [Path(e.path).name for e in model.scope.entries] == ["main_tpu.py"]
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# focal") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is not None
+
+
+# --- torch modules that are data code -------------------------------------------------------
+
+TRANSFORMS = {
+    "chem/__init__.py": "",
+    "chem/transforms.py": """\
+        import torch
+        from torch import nn
+
+
+        class Transform(nn.Module):
+            pass
+
+
+        class DropSelfPairs(Transform):
+            def forward(self, sample):
+                keep = [k for k in range(len(sample)) if sample[k].item() != 0]  # drop-pairs
+                return sample[keep]
+
+
+        class CastTo32(Transform):
+            def forward(self, sample):
+                return sample.float() if sample.sum().item() else sample  # cast
+
+
+        class Scale(Transform):
+            def forward(self, x):
+                return x / x.abs().max().item()  # scale
+    """,
+    "chem/data.py": """\
+        from torch import nn
+        from torch.utils.data import Dataset
+
+
+        class Molecules(Dataset):
+            def __init__(self, rows, transforms):
+                self.rows = rows
+                self.tf = nn.Sequential(*transforms)
+
+            def __getitem__(self, n):
+                return self.tf(self.rows[n])
+    """,
+    "chem/model.py": """\
+        import lightning as L
+        from torch import nn
+
+        from chem.transforms import Scale
+
+
+        class Potential(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.scale = Scale()
+                self.net = nn.Linear(8, 1)
+
+            def training_step(self, batch, i):
+                return self.net(self.scale(batch)).sum()
+    """,
+    "train.py": """\
+        from chem.data import Molecules
+        from chem.transforms import CastTo32, DropSelfPairs, Scale
+
+        rows = []
+        data = Molecules(rows, transforms=[DropSelfPairs(), CastTo32(), Scale()])
+    """,
+}
+
+
+def hot_names(model: ProjectModel) -> set[str]:
+    return {model.functions[g].summary.qualname for g in model.hot}
+
+
+def test_modules_built_only_for_the_data_pipeline_are_not_hot(tmp_path: Path) -> None:
+    model = project(tmp_path, TRANSFORMS)
+    hot = hot_names(model)
+    assert "DropSelfPairs.forward" not in hot
+    assert "CastTo32.forward" not in hot
+    # Also a layer of the model (built in its __init__): hot.
+    assert "Scale.forward" in hot
+    assert "Potential.training_step" in hot
+
+
+def test_modules_a_config_names_under_data_transforms(tmp_path: Path) -> None:
+    files = dict(TRANSFORMS)
+    files["train.py"] = "rows = []\n"
+    configs = {
+        "configs/train.yaml": """\
+            data:
+              _target_: chem.data.Molecules
+              transforms:
+                - _target_: chem.transforms.DropSelfPairs
+            model:
+              postprocessors:
+                - _target_: chem.transforms.CastTo32
+        """
+    }
+    model = with_configs(tmp_path, files, configs)
+    hot = hot_names(model)
+    assert "DropSelfPairs.forward" not in hot
+    assert "CastTo32.forward" in hot  # a model's postprocessor too
+
+
+def test_breakage_in_inference_code_stays_in_scope(tmp_path: Path) -> None:
+    """A removed API breaks inference on a TPU too; a per-step sync there costs no training."""
+    from tpulint.config.settings import Config
+    from tpulint.runner.paths import check_paths
+
+    root = tmp_path / "proj"
+    project(
+        root,
+        {
+            "model.py": """\
+                import lightning as L
+                import torch
+                import torch_xla.core.xla_model as xm
+
+
+                class Model(L.LightningModule):
+                    def training_step(self, batch, i):
+                        return self(batch).sum()
+
+                    def predict_step(self, batch, i):
+                        scale = xm.xrt_world_size()  # removed in torch_xla 2.7
+                        return self(batch).max().item() * scale
+            """
+        },
+    )
+    config = Config.from_mapping({"select": ["TPU101", "TPU501"]}, root=root)
+    run = check_paths([str(root)], config, use_cache=False, jobs=1)
+    found = {d.code: d.scope for d in run.diagnostics}
+    assert found["TPU501"] is None
+    assert found["TPU101"] == "inference only (reached from `predict_step`)"
+
+
+# --- hot code the call graph reaches through hooks, attributes and loops ----------------------
+
+
+def test_hot_code_reached_through_references_mixins_optimizers_and_loops(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+from functools import partial
+
+
+def focal(logits, target):
+    return logits.mean()
+
+
+def dice(logits, target):
+    return logits.sum()
+
+
+def block(x):
+    return x
+
+
+class SignSGD(torch.optim.Optimizer):
+    def step(self, closure=None):
+        return None
+
+
+class EmaMixin:
+    def on_train_batch_end(self, outputs, batch, i):
+        self.update_ema()
+
+    def update_ema(self):
+        return None
+
+
+class Model(EmaMixin, L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.loss_fn = focal
+        self.aux = partial(dice, smooth=1.0)
+
+    def training_step(self, batch, i):
+        h = torch.utils.checkpoint.checkpoint(block, batch)
+        return self.loss_fn(h, batch) + self.aux(h, batch)
+
+
+def train(model, optimizer, loader):
+    setup_logging()
+    for x, y in loader:
+        loss = focal(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+def setup_logging():
+    return None
+"""
+        },
+    )
+    hot = hot_names(model)
+    for name in ("focal", "dice", "block", "SignSGD.step", "EmaMixin.on_train_batch_end"):
+        assert name in hot, name
+    assert "EmaMixin.update_ema" in hot
+    assert "train" in hot  # a training loop
+    assert "setup_logging" not in hot  # called before the loop, not in it
+
+
+def test_loops_that_are_not_generation(tmp_path: Path) -> None:
+    """A list of per-parameter numbers under no_grad, a chain of tensor operations, and a
+    step hook that samples are not generation functions (the hook stays validation code)."""
+    from tpulint.analysis.summary import summarize
+
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+
+        class Model:
+            @torch.no_grad()
+            def norms(self, groups):
+                out = []
+                for group in groups:
+                    values = []
+                    for p in group:
+                        values.append(p.norm().item())
+                    out.extend(values)
+                return out
+
+            @torch.no_grad()
+            def sample_noise(self, noise, steps):
+                for _ in range(steps):
+                    noise = F.interpolate(noise, scale_factor=2)
+                return noise
+
+            @torch.no_grad()
+            def validation_step(self, batch, i):
+                x = batch
+                for _ in range(4):
+                    x = torch.cat([x, self(x)[:, -1:]], dim=1)
+                return x
+
+            @torch.no_grad()
+            def sample(self, x, steps):
+                for _ in range(steps):
+                    nxt = self(x)[:, -1:]
+                    x = torch.cat([x, nxt], dim=1)
+                return x
+        """
+    )
+    facts = summarize(source, str(tmp_path / "m.py"), "m", False).scope
+    assert facts.generation == ["Model.sample#0"]

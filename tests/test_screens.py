@@ -1,0 +1,158 @@
+"""The screens are sound: a file the engine does not parse is one no rule would report in.
+
+The engine runs a rule on a file only when the rule's text prefilter (`requires`) matches and
+its screens (`Rule.can_fire`: hot code, `screen_calls`, the rule's `applies`, all read from
+the project model) let it through; a file no rule can fire in is never parsed with libcst.
+Screens are declared per rule and change with the rules and the model, so they are checked
+here against the truth: the same files checked with every enabled rule run on every file
+(`unscreened`). Every rule example, whole-file fixture and project fixture must give the
+same findings both ways (fast); `pytest --corpus PATH` does the same on the public corpus.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tpulint.config.registry import all_rules
+from tpulint.config.settings import Config
+from tpulint.datatypes.diagnostics import Diagnostic
+from tpulint.engine.source import check_source, libcst_parses, unscreened
+from tpulint.rule_api.rule import Rule
+from tpulint.runner.paths import check_paths
+
+from .helpers import LEGACY_TRAINER, make_project, run_subprocess
+
+TESTS = Path(__file__).parent
+# Every rule, preview rules included (their screens must be sound too).
+ALL = Config.from_mapping({"select": ["ALL"], "preview": True})
+
+
+def _key(d: Diagnostic) -> tuple[object, ...]:
+    return (d.path, d.start, d.end, d.code, d.message)
+
+
+def _both_ways(source: str, path: str, config: Config = ALL) -> tuple[list, list]:
+    screened = [_key(d) for d in check_source(source, path, config)]
+    with unscreened():
+        everything = [_key(d) for d in check_source(source, path, config)]
+    return screened, everything
+
+
+def _example_sources() -> list[tuple[str, str, str]]:
+    out = []
+    for rule in all_rules():
+        for kind, examples in (("valid", rule.VALID), ("invalid", rule.INVALID)):
+            for index, example in enumerate(examples):
+                if example.path.endswith(".py"):
+                    name = f"{rule.code}-{kind}-{index}"
+                    out.append((name, textwrap.dedent(example.code), example.path))
+    return out
+
+
+EXAMPLES = _example_sources()
+FILES = sorted(
+    [*(TESTS / "snapshots").glob("*.py"), *(TESTS / "fixtures").rglob("*.py")],
+    key=lambda p: str(p),
+)
+PROJECTS = sorted(p for p in (TESTS / "projects").iterdir() if p.is_dir())
+
+
+def test_every_rule_example_is_screened_soundly() -> None:
+    """All rules on every rule's examples (not only the rule the example is for)."""
+    wrong = []
+    for name, source, path in EXAMPLES:
+        screened, everything = _both_ways(source, path)
+        if screened != everything:
+            missing = sorted(set(everything) - set(screened), key=str)
+            wrong.append(f"{name}: the screens skip {missing}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_whole_file_fixtures_are_screened_soundly(path: Path) -> None:
+    screened, everything = _both_ways(path.read_text(encoding="utf-8"), path.name)
+    assert screened == everything
+
+
+@pytest.mark.parametrize("root", PROJECTS, ids=[p.name for p in PROJECTS])
+def test_project_fixtures_are_screened_soundly(root: Path) -> None:
+    config = Config.from_mapping({"select": ["ALL"], "preview": True}, root=root)
+    screened = check_paths([str(root)], config, use_cache=False, jobs=1)
+    with unscreened():
+        everything = check_paths([str(root)], config, use_cache=False, jobs=1)
+    assert [_key(d) for d in screened.diagnostics] == [_key(d) for d in everything.diagnostics]
+    assert screened.libcst_parsed <= everything.libcst_parsed
+
+
+def test_a_file_no_rule_can_fire_in_is_not_parsed() -> None:
+    """A data tool: loaders, numbers, strings, no hot code, no Trainer, no collective."""
+    source = (
+        "import json\nimport torch\nfrom torch.utils.data import Dataset\n\n\n"
+        "class Items(Dataset):\n"
+        "    def __init__(self, path):\n"
+        "        with open(path) as handle:\n"
+        "            self.items = json.load(handle)\n\n"
+        "    def __len__(self):\n"
+        "        return len(self.items)\n\n"
+        "    def __getitem__(self, index):\n"
+        "        if index < 0:\n"
+        "            index += len(self)\n"
+        "        return torch.tensor(self.items[index]['x'])\n"
+    )
+    before = libcst_parses()
+    assert check_source(source, "items.py", ALL) == []
+    assert libcst_parses() == before
+    with unscreened():
+        assert check_source(source, "items.py", ALL) == []
+    assert libcst_parses() == before + 1
+
+
+def test_verbose_counts_the_files_parsed_with_libcst(tmp_path: Path) -> None:
+    """`-v` says how many of the analysed files were parsed: here the Trainer script, not
+    the data tool."""
+    root = make_project(
+        tmp_path / "p",
+        {
+            "train.py": LEGACY_TRAINER,
+            "tools.py": "import json\n\n\ndef load(p):\n"
+            "    with open(p) as f:\n        return json.load(f)\n",
+        },
+        pyproject='select = ["ALL"]\n',
+    )
+    done = run_subprocess(["check", ".", "-v", "--no-cache"], root)
+    assert "(0 from cache, 2 analysed, 1 parsed with libcst)" in done.stderr, done.stderr
+    fixed = run_subprocess(["fix", ".", "-v", "--no-cache"], root)
+    assert "2 analysed, 1 parsed with libcst)" in fixed.stderr, fixed.stderr
+
+
+def test_an_unsound_screen_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison above fails when a screen rules out a file its rule fires in."""
+    from tpulint.config.registry import rules_by_code
+
+    rule: type[Rule] = rules_by_code()["TPU007"]
+    example = next(e for e in rule.INVALID if e.path.endswith(".py"))
+    source = textwrap.dedent(example.code)
+    assert _both_ways(source, example.path)[0]  # reported, screened or not
+    monkeypatch.setattr(rule, "screen_calls", frozenset({"not_a_trainer"}))
+    screened, everything = _both_ways(source, example.path)
+    assert screened != everything
+
+
+@pytest.mark.corpus
+def test_the_corpus_is_screened_soundly(corpus_dir: Path) -> None:
+    """Default rules and every rule: the same findings, messages included, screened or not."""
+    for selection in (None, ["ALL"]):
+        data = {"select": selection, "preview": True} if selection else {}
+        config = Config.from_mapping(data, root=corpus_dir)
+        screened = check_paths([str(corpus_dir / "pkgs")], config, use_cache=False)
+        with unscreened():
+            everything = check_paths([str(corpus_dir / "pkgs")], config, use_cache=False)
+        assert not screened.internal_errors and not everything.internal_errors
+        mine = [_key(d) for d in screened.diagnostics]
+        truth = [_key(d) for d in everything.diagnostics]
+        missing = sorted(set(truth) - set(mine), key=str)
+        assert mine == truth, f"{selection or 'default'}: the screens skip {missing[:20]}"
+        assert screened.libcst_parsed < everything.libcst_parsed

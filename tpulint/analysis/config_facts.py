@@ -1,0 +1,115 @@
+"""What a project's YAML configs say about its classes and Trainers, for the project scope
+(tpulint.analysis.scope) and the project model's hot code.
+
+Config-driven projects build their model, data and callbacks from YAML: LightningCLI
+(`model: {class_path: pkg.Model}`), Hydra (`_target_: pkg.Model`), `instantiate_from_config`
+(`target: pkg.Model`). A config names:
+- the classes it builds, with where in the config (`data.transforms`, `model.postprocessors`):
+  a class named under a data pipeline key is built for the data loader;
+- the Trainer it runs: `trainer:` (at the top, or under `lightning:`/`fit:`) asking for TPUs
+  (`accelerator: tpu`, an XLA strategy, `tpu_cores`) or for something else (`gpus: 2`,
+  `accelerator: gpu`); an `accelerator:` elsewhere (`experiment: {accelerator: tpu}`) is what a
+  script passes its Trainer.
+
+Read with PyYAML's safe loader; a file that is not YAML, too large, or has no such keys gives
+no facts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Files larger than this are data, not configs.
+MAX_CONFIG_BYTES = 512 * 1024
+CLASS_KEYS = ("class_path", "_target_", "target")
+_PREFILTER = re.compile(r"(?m)^\s*(class_path|_target_|target|trainer|accelerator)\s*:")
+_DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
+_XLA_STRATEGIES = frozenset(
+    {"xla", "xla_debug", "xla_fsdp", "single_xla", "tpu_spawn", "tpu_spawn_debug", "single_tpu"}
+)
+_OTHER = frozenset({"gpu", "cuda", "cpu", "mps", "ipu", "hpu", "ddp", "dp"})
+
+
+@dataclass
+class ConfigFacts:
+    path: str
+    # [key path ("data.init_args.transforms"), qualified class name]
+    classes: list[list[str]] = field(default_factory=list)
+    trainer: str | None = None  # "tpu", "other", "auto" (a trainer section), None (none)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"c": self.classes, "t": self.trainer}
+
+    @classmethod
+    def from_json(cls, path: str, data: dict[str, Any]) -> ConfigFacts:
+        return cls(path, data["c"], data["t"])
+
+
+def config_facts(path: str, text: str) -> ConfigFacts:
+    facts = ConfigFacts(path)
+    if len(text) > MAX_CONFIG_BYTES or not _PREFILTER.search(text):
+        return facts
+    try:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        documents = list(yaml.load_all(text, Loader=loader))  # a safe loader
+    except Exception:  # not YAML (a template, another format): no facts
+        return facts
+    verdicts: list[str] = []
+    for document in documents:
+        _walk(document, [], facts, verdicts)
+    if verdicts:
+        facts.trainer = "tpu" if "tpu" in verdicts else ("other" if "other" in verdicts else "auto")
+    return facts
+
+
+def _walk(
+    node: Any, keys: list[str], facts: ConfigFacts, verdicts: list[str], depth: int = 0
+) -> None:
+    if depth > 40:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            name = str(key)
+            if name in CLASS_KEYS and isinstance(value, str) and _DOTTED.match(value):
+                facts.classes.append([".".join(keys), value])
+                continue
+            if name == "trainer" and isinstance(value, dict):
+                verdicts.append(_trainer_verdict(value))
+            elif name == "accelerator" and "trainer" not in keys:
+                # `experiment: {accelerator: tpu}`, read by the script into its Trainer.
+                verdicts.append(_trainer_verdict({"accelerator": value}))
+            _walk(value, [*keys, name], facts, verdicts, depth + 1)
+    elif isinstance(node, list):
+        for item in node:
+            _walk(item, keys, facts, verdicts, depth + 1)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        for key in ("class_path", "_target_", "target", "name"):
+            if isinstance(value.get(key), str):
+                return value[key]
+        return ""
+    return str(value) if value is not None else ""
+
+
+def _trainer_verdict(trainer: dict[str, Any]) -> str:
+    """How surely a config's Trainer runs on TPUs (as scope_facts reads Trainer calls)."""
+    accelerator = _text(trainer.get("accelerator")).lower()
+    strategy = _text(trainer.get("strategy"))
+    last = strategy.rsplit(".", 1)[-1]
+    if accelerator in ("tpu", "xla") or accelerator.endswith("xlaaccelerator"):
+        return "tpu"
+    if strategy.lower() in _XLA_STRATEGIES or last in ("XLAStrategy", "XLAFSDPStrategy"):
+        return "tpu"
+    if trainer.get("tpu_cores") not in (None, 0):
+        return "tpu"
+    if accelerator in _OTHER or trainer.get("gpus") not in (None, 0, "0"):
+        return "other"
+    if strategy.lower().startswith(("ddp", "deepspeed", "fsdp")):
+        return "other"
+    return "auto"

@@ -1,0 +1,757 @@
+"""The one value inference: what an expression holds, on Python's `ast`, as value atoms.
+
+The project model (tpulint.analysis.summary walks each file with it and keeps what functions
+return and what attributes hold) and the rules (tpulint.analysis.value_query asks it about the
+expression at a position of the libcst tree they run on) share this evaluator and the tables
+of tpulint.analysis.value_tables, so a precision fix lands in both.
+
+Value atoms (JSON-friendly, so summaries cache as they are):
+    "device" "cpu" "mask" "module" "numpy" "number" "host" "unknown" "none"   concrete kinds
+    ["p", i]                       the function's parameter i
+    ["c", form, target, [args]]    the result of a call (args: atoms of positional args)
+    ["a", name]                    the value of `self.<name>`
+    ["t", [atoms], ...]            a tuple of values (element by element)
+    ["s", [atoms]]                 a container (list, dict, set) holding values of these atoms
+    ["e", i, [atoms]]              element i (-1: any) of a tuple or container value
+    ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
+                                   resolve to a module (`make_model().to(device)`)
+    ["m", atom, ...]               a boolean mask when the atoms are tensors
+                                   (`x > 0` on a parameter `x`)
+    ["v", atom, ...]               a tensor computed by torch from these operands: where they
+                                   are, unknown when they turn out not to be tensors
+    ["x", atom, ...]               an elementwise result of a CPU tensor and symbolic operands:
+                                   on the device if one of them is, else on the CPU
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpulint.analysis.value_tables import (
+    CHOOSING_BUILTINS,
+    CONTAINER_METHODS,
+    ELEMENTWISE_BUILTINS,
+    HOST_ATTRIBUTES,
+    HOST_BUILTINS,
+    HOST_CLASS_NAMES,
+    HOST_METHODS,
+    LIKE_FACTORIES,
+    MASK_METHODS,
+    MODULE_SELF_METHODS,
+    NUMBER_BUILTINS,
+    NUMBER_CLASS_NAMES,
+    NUMBER_METHODS,
+    NUMPY_CLASS_NAMES,
+    SAME_TENSOR_ATTRIBUTES,
+    SELF_HOST_ATTRIBUTES,
+    SELF_HOST_METHODS,
+    TENSOR_METHODS_OF_MODULES,
+    TORCH_FACTORIES,
+    TORCH_HOST_FUNCTIONS,
+    TORCH_HOST_PREFIXES,
+    TORCH_MASK_FUNCTIONS,
+    TYPE_NAME_METHODS,
+    package_kind,
+)
+
+Atom = Any  # str | list (see the module docstring)
+
+MAX_ATOMS = 8
+# Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "v", "x", "m", "mv"})
+_HOSTLIKE = ("number", "host", "numpy", "module", "none")
+
+
+@dataclass
+class Scope:
+    """The state of one body being walked: its function's summary (None at module or class
+    level), the visible imports, what each local name holds, the constructor of each local
+    that is an instance of a project class, and the class whose method this is."""
+
+    info: Any
+    imports: dict[str, str]  # visible import bindings (module ones, then local)
+    env: dict[str, list[Atom]] = field(default_factory=dict)  # local name -> value atoms
+    instances: dict[str, str] = field(default_factory=dict)  # local name -> constructor target
+    # The conditions the current code runs under (ast expressions, or guard kinds), turned
+    # into guard kinds only where a call is recorded.
+    guards: tuple[Any, ...] = ()
+    cls: Any = None  # the ClassSummary whose method this is (through nesting)
+    # Whether calls are recorded: not in hooks that never run per step (`__init__`, `setup`,
+    # `on_*_epoch_end`), which no hot chain enters.
+    record_calls: bool = True
+    # Per enclosing `if` branch: name -> its value before the branch (`_MISSING` if unbound).
+    journals: list[dict[str, Any]] = field(default_factory=list)
+
+
+def dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def is_super_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
+
+
+class ValueEvaluator:
+    """The expression evaluator (a mixin of the summarizer, which provides `module_names`
+    and `qualify`)."""
+
+    module_names: set[str]
+
+    def qualify(self, text: str, imports: dict[str, str]) -> str:
+        """The qualified name of a dotted name through the visible imports, or `.name` for
+        a name of this module."""
+        root, _, rest = text.partition(".")
+        target = imports.get(root)
+        if target is None:
+            return "." + text
+        return f"{target}.{rest}" if rest else target
+
+    # --- bindings --------------------------------------------------------------------------
+
+    def bind(self, target: ast.expr, value: list[Atom], scope: Scope) -> None:
+        if isinstance(target, ast.Name):
+            if value == ["none"]:
+                # `x = None` in a branch: x keeps what it may otherwise hold.
+                if target.id not in scope.env:
+                    set_local(scope, target.id, ["unknown"])
+                return
+            set_local(scope, target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elements = tuple_elements(value, len(target.elts))
+            for index, element in enumerate(target.elts):
+                if isinstance(element, ast.Starred):
+                    self.bind(element.value, ["host"], scope)
+                else:
+                    self.bind(element, elements[index] if elements else ["unknown"], scope)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, ["host"], scope)
+
+    def bind_loop(self, target: ast.expr, iterator: ast.expr, scope: Scope) -> None:
+        self.bind(target, self.element_atoms(iterator, target, scope), scope)
+
+    def element_atoms(self, iterator: ast.expr, target: ast.expr, scope: Scope) -> list[Atom]:
+        """What iterating over `iterator` yields."""
+        if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name):
+            name = iterator.func.id
+            shadowed = name in scope.env or name in scope.imports
+            if name == "range" and not shadowed:
+                return ["number"]
+            if name == "zip" and not shadowed and iterator.args:
+                return [
+                    ["t", *(self.element_atoms(a, ast.Name("_"), scope) for a in iterator.args)]
+                ]
+            if name == "enumerate" and not shadowed and iterator.args:
+                inner = self.element_atoms(iterator.args[0], ast.Name("_"), scope)
+                return [["t", ["number"], inner]]
+        if (
+            isinstance(iterator, ast.Call)
+            and isinstance(iterator.func, ast.Attribute)
+            and iterator.func.attr in ("items", "values")
+            and not iterator.args
+        ):
+            base = self.atoms(iterator.func.value, scope)
+            if all_host(base):
+                return ["host"]
+            # `for name, value in batch.items()`: the values of a container of tensors
+            if iterator.func.attr == "values":
+                return container_elements(base)
+            return [["t", ["host"], container_elements(base)]]
+        if isinstance(iterator, (ast.List, ast.Tuple, ast.Set)):
+            atoms: list[Atom] = []
+            for element in iterator.elts:
+                atoms = union(atoms, self.atoms(element, scope))
+            return atoms or ["unknown"]
+        base = self.atoms(iterator, scope)
+        rows = [a for a in base if is_tensorish(a) or (isinstance(a, list) and a[0] == "mv")]
+        if rows:
+            # Rows of a tensor are tensors, where it is (rows of `tokens.cpu()` are on the CPU).
+            return ["device" if a == "mask" else a for a in rows]
+        if any(isinstance(a, list) and a[0] in ("s", "t") for a in base):
+            return container_elements(base)
+        if any(isinstance(a, list) and a[0] in _SYMBOLIC for a in base):
+            return [["e", -1, base]]  # rows of a parameter: tensors if it is one
+        if base == ["numpy"]:
+            return ["numpy"]
+        if all_host(base):
+            return ["host"]
+        return ["unknown"]
+
+    def bind_comprehension(self, node: ast.expr, scope: Scope) -> Scope:
+        """A scope in which the targets of a comprehension's generators are bound."""
+        inner = Scope(scope.info, scope.imports, dict(scope.env), scope.instances, cls=scope.cls)
+        for generator in getattr(node, "generators", ()):
+            self.bind_loop(generator.target, generator.iter, inner)
+        return inner
+
+    # --- narrowing -------------------------------------------------------------------------
+
+    def narrowing(self, test: ast.expr, scope: Scope) -> tuple[dict[str, list[Atom]], dict]:
+        """What an `if` test says about names in its body and in its `else`:
+        `isinstance(x, torch.Tensor)` makes `x` a tensor in the body and no tensor in the
+        `else`; `isinstance(x, (str, np.ndarray, pd.Series))` makes it host data in the body."""
+        negated = False
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+            negated = not negated
+        if not (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0], ast.Name)
+            and test.func.id not in scope.env
+        ):
+            return {}, {}
+        name = test.args[0].id
+        classes = test.args[1]
+        options = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+        texts = [dotted(c) for c in options]
+        if any(t is None for t in texts):
+            return {}, {}
+        qualified = [self.qualify(t, scope.imports) for t in texts if t is not None]
+        tensor = [q for q in qualified if q.startswith("torch.") and q.endswith("Tensor")]
+        lasts = [q.rsplit(".", 1)[-1] for q in qualified]
+        current = scope.env.get(name, ["unknown"])
+        holds: dict[str, list[Atom]] = {}
+        fails: dict[str, list[Atom]] = {}
+        if tensor and len(tensor) == len(qualified):
+            holds[name] = ["cpu"] if current == ["cpu"] else ["device"]
+            fails[name] = ["host"]
+        elif not tensor and all(last in HOST_CLASS_NAMES for last in lasts):
+            if all(last in NUMPY_CLASS_NAMES for last in lasts):
+                holds[name] = ["numpy"]
+            elif all(last in NUMBER_CLASS_NAMES for last in lasts):
+                holds[name] = ["number"]
+            else:
+                holds[name] = ["host"]
+        elif tensor:
+            fails[name] = ["host"]  # a tensor or another class: not a tensor when it fails
+        return (fails, holds) if negated else (holds, fails)
+
+    # --- expressions -----------------------------------------------------------------------
+
+    def value(self, node: ast.expr, scope: Scope) -> list[Atom]:
+        """The atoms of a returned value (a tuple is one `["t", ...]` atom)."""
+        return self.atoms(node, scope)
+
+    def atoms(self, node: ast.expr, scope: Scope, depth: int = 0) -> list[Atom]:
+        if depth > 30:
+            return ["unknown"]
+        d = depth + 1
+        if isinstance(node, ast.Constant):
+            if node.value is None:
+                return ["none"]
+            if isinstance(node.value, (bool, int, float, complex)):
+                return ["number"]
+            return ["host"]
+        if isinstance(node, (ast.JoinedStr, ast.Lambda, ast.FormattedValue)):
+            return ["host"]
+        if isinstance(node, ast.Tuple):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return [["s", self._elements(node.elts, scope, d)]]
+            return [["t", *(self.atoms(e, scope, d) for e in node.elts)]]
+        if isinstance(node, (ast.List, ast.Set)):
+            return [["s", self._elements(node.elts, scope, d)]]
+        if isinstance(node, ast.Dict):
+            values = [v for v in node.values if v is not None]
+            return [["s", self._elements(values, scope, d)]]
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            inner = self.bind_comprehension(node, scope)
+            return [["s", self.atoms(node.elt, inner, d)]]
+        if isinstance(node, ast.DictComp):
+            inner = self.bind_comprehension(node, scope)
+            return [["s", self.atoms(node.value, inner, d)]]
+        if isinstance(node, ast.Name):
+            if node.id in ("True", "False"):
+                return ["number"]
+            bound = scope.env.get(node.id)
+            if bound is not None:
+                return bound
+            imported = scope.imports.get(node.id)
+            if imported is not None:
+                return [package_kind(imported.split(".", 1)[0]) or "unknown"]
+            return ["unknown"]
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node, scope, d)
+        if isinstance(node, ast.Call):
+            return self.call(node, scope, d)
+        if isinstance(node, ast.Subscript):
+            base = self.atoms(node.value, scope, d) or ["unknown"]
+            if all(isinstance(a, str) for a in base):
+                if "module" in base:
+                    return ["host"] if base == ["module"] else ["unknown"]
+                # indexing a tensor gives a tensor, a number stays a number
+                return ["device" if a == "mask" else a for a in base]
+            index = node.slice
+            position = (
+                index.value if isinstance(index, ast.Constant) and type(index.value) is int else -1
+            )
+            return [["e", position, base]]  # element `position` (-1: any) of a tuple
+        if isinstance(node, ast.BinOp):
+            left, right = self.atoms(node.left, scope, d), self.atoms(node.right, scope, d)
+            if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
+                maskish(left) or maskish(right)
+            ):
+                if "cpu" in (*left, *right) and not any(
+                    a in ("device", "mask") for a in (*left, *right)
+                ):
+                    return ["cpu"]
+                return ["mask"] if "mask" in left or "mask" in right else as_mask(left, right)
+            if isinstance(node.op, ast.Mult) and maskish(left) and maskish(right):
+                # (t != 255) * (t < C): a product of masks is a mask
+                return ["mask"] if "mask" in left and "mask" in right else as_mask(left, right)
+            return arith(left, right)
+        if isinstance(node, ast.UnaryOp):
+            inner = self.atoms(node.operand, scope, d)
+            if isinstance(node.op, ast.Not):
+                return ["number"] if all_host(inner) else ["unknown"]
+            if isinstance(node.op, ast.Invert):
+                if "cpu" in inner and not any(a in ("device", "mask") for a in inner):
+                    return ["cpu"]
+                if any(is_tensorish(a) for a in inner):
+                    return ["mask"]
+                if any(isinstance(a, list) and a[0] in ("p", "m", "a", "c", "e") for a in inner):
+                    return [["m", *(a for a in inner if isinstance(a, list) or a == "unknown")]]
+            return inner
+        if isinstance(node, ast.Compare):
+            return self.compare(node, scope, d)
+        if isinstance(node, ast.BoolOp):
+            out: list[Atom] = []
+            for value in node.values:
+                out = union(out, self.atoms(value, scope, d))
+            return [a for a in out if a != "none"] or ["none"]
+        if isinstance(node, ast.IfExp):
+            body, orelse = self.atoms(node.body, scope, d), self.atoms(node.orelse, scope, d)
+            out = union([a for a in body if a != "none"], [a for a in orelse if a != "none"])
+            return out or ["none"]
+        if isinstance(node, ast.NamedExpr):
+            value = self.atoms(node.value, scope, d)
+            self.bind(node.target, value, scope)
+            return value
+        if isinstance(node, ast.Starred):
+            return self.atoms(node.value, scope, d)
+        return ["unknown"]
+
+    def _elements(self, nodes: list[ast.expr], scope: Scope, d: int) -> list[Atom]:
+        out: list[Atom] = []
+        for node in nodes:
+            atoms = self.atoms(node, scope, d)
+            if isinstance(node, ast.Starred):
+                atoms = container_elements(atoms)
+            out = union(out, [a for a in atoms if a != "none"])
+        return out
+
+    def compare(self, node: ast.Compare, scope: Scope, d: int) -> list[Atom]:
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return ["number"]
+        operands = [node.left, *node.comparators]
+        if any(
+            isinstance(o, (ast.JoinedStr,))
+            or (isinstance(o, ast.Constant) and type(o.value) is str)
+            for o in operands
+        ):
+            return ["number"]  # `batch["task"][0] == "asr"`: tensors are not compared to str
+        kinds = [self.atoms(o, scope, d) for o in operands]
+        flat = [a for k in kinds for a in k]
+        if all(all_host(k) for k in kinds):
+            return ["numpy"] if "numpy" in flat else ["number"]
+        if any(a in ("device", "mask") for a in flat):
+            return ["mask"]
+        return mask_of(kinds)
+
+    def attribute(self, node: ast.Attribute, scope: Scope, d: int) -> list[Atom]:
+        attr = node.attr
+        base_node = node.value
+        if isinstance(base_node, ast.Name) and base_node.id == "self":
+            if attr in SELF_HOST_ATTRIBUTES:
+                return ["host"]
+            return [["a", attr]]
+        text = dotted(node)
+        if text is not None:
+            root = text.split(".", 1)[0]
+            if root in scope.imports and root not in scope.env:
+                qualified = scope.imports[root]
+                kind = package_kind(qualified.split(".", 1)[0])
+                if kind is not None:
+                    return [kind]
+                if qualified.split(".", 1)[0] == "torch":
+                    return ["host"]  # torch.float32, torch.nn: not tensors
+                return ["unknown"]
+        if attr in HOST_ATTRIBUTES:
+            return ["host"]
+        base = self.atoms(base_node, scope, d)
+        if attr in SAME_TENSOR_ATTRIBUTES:
+            return base
+        if base == ["numpy"]:
+            return ["numpy"]
+        if all_host(base):
+            return ["host"]
+        if base and all(a in ("device", "mask") for a in base):
+            # An attribute of the step's data (`batch.images`, `target.lengths`): step data.
+            return ["device"]
+        if any(isinstance(a, list) and a[0] == "p" for a in base):
+            return [["e", -1, base]]  # an attribute of a parameter: step data if it is
+        return ["unknown"]
+
+    def call(self, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
+        func = node.func
+        positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+
+        def args() -> list[list[Atom]]:
+            return [self.atoms(a, scope, d) for a in positional]
+
+        if isinstance(func, ast.Name):
+            name = func.id
+            if name == "self" and scope.cls is not None:
+                return ["device"]  # `self(x)`: the module's forward
+            if name in scope.instances:
+                return [["c", "inst", f"{scope.instances[name]}.__call__", args()]]
+            if name in scope.env:
+                bound = scope.env[name]
+                # calling a host callable (an MLX/numpy function bound locally)
+                if all_host(bound):
+                    return ["host"]
+                given = [a for arg in args() for a in arg]
+                if "cpu" in given and all(a == "cpu" or a in _HOSTLIKE for a in given):
+                    return ["cpu"]  # a callable of CPU tensors: its result stays with them
+                return ["unknown"]
+            if name in scope.imports:
+                return self.qualified_call(scope.imports[name], node, scope, d, args)
+            if name == "self":
+                return ["device"]
+            if name in NUMBER_BUILTINS:
+                return ["number"]
+            if name in ELEMENTWISE_BUILTINS and positional:
+                inner = self.atoms(positional[0], scope, d)
+                return (
+                    ["device" if a == "mask" else a for a in inner]
+                    if not all_host(inner)
+                    else ["number"]
+                )
+            if name in HOST_BUILTINS:
+                return ["host"]
+            if name == "getattr" and positional:
+                # `getattr(outputs, "anomaly_map", None)`: an attribute of the object
+                return self.attribute(
+                    ast.Attribute(value=positional[0], attr="_", ctx=ast.Load()), scope, d
+                )
+            if name in CHOOSING_BUILTINS and positional:
+                out: list[Atom] = []
+                for arg in positional:
+                    atoms = self.atoms(arg, scope, d)
+                    if len(positional) == 1:
+                        atoms = container_elements(atoms)  # `max(values)`: one of the values
+                    out = union(out, atoms)
+                return out
+            if name in self.module_names:
+                return [["c", "name", "." + name, args()]]
+            return ["unknown"]
+        if not isinstance(func, ast.Attribute):
+            return ["unknown"]
+        receiver, method = func.value, func.attr
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            if method in SELF_HOST_METHODS:
+                return ["host"]
+            if method == "forward":
+                return ["device"]
+            return [["c", "self", method, args()]]
+        if is_super_call(receiver):
+            return [["c", "super", method, args()]]
+        if method in NUMBER_METHODS:
+            return ["number"]
+        if method in HOST_METHODS:
+            return ["host"]
+        if method == "numpy":
+            return ["numpy"]
+        if method in TYPE_NAME_METHODS and not node.args and not node.keywords:
+            return ["host"]  # `x.type()`: the type's name, a string
+        if (
+            isinstance(receiver, ast.Attribute)
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == "self"
+        ):
+            return [["c", "attr", f"{receiver.attr}.{method}", args()]]
+        if isinstance(receiver, ast.Name) and receiver.id in scope.instances:
+            return [["c", "inst", f"{scope.instances[receiver.id]}.{method}", args()]]
+        text = dotted(func)
+        if text is not None:
+            root = text.split(".", 1)[0]
+            if root not in scope.env:
+                if root in scope.imports:
+                    return self.qualified_call(
+                        self.qualify(text, scope.imports), node, scope, d, args
+                    )
+                if root in self.module_names:
+                    return [["c", "name", "." + text, args()]]  # `Cls.build(...)`
+        # A method of a value.
+        base = self.atoms(receiver, scope, d)
+        if base == ["module"]:
+            if method in MODULE_SELF_METHODS:
+                return ["module"]  # `self.expert.cpu()`: the module itself, offloaded
+            if method in TENSOR_METHODS_OF_MODULES and any(
+                is_tensorish(a) or is_param(a) for arg in args() for a in arg
+            ):
+                return ["device"]  # `model.generate(ids)`
+            return ["unknown"]
+        if all_host(base):
+            return ["numpy"] if "numpy" in base else ["host"]
+        if method in CONTAINER_METHODS:
+            return ["host"]  # `x.copy()`, `x.append(...)`: a list or dict, not a tensor
+        if any(isinstance(a, list) and a[0] in ("s", "t") for a in base):
+            if method in ("get", "pop", "setdefault"):
+                return container_elements(base)
+            return ["unknown"]
+        if method in ("get", "setdefault", "pop") and positional:
+            first = positional[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                # `batch.get("lengths")`: an element of a container of the step's tensors
+                return [["e", -1, base]] if not all(is_tensorish(a) for a in base) else base
+        if method in ("cpu", "cuda", "xla", "to"):
+            moved = (
+                self.to_call(node, base, scope, d)
+                if method == "to"
+                else (["cpu"] if method == "cpu" else ["device"])
+            )
+            symbolic = [a for a in base if isinstance(a, list)]
+            if symbolic and moved in (["cpu"], ["device"]):
+                # `make_model().to(device)`: a module stays a module wherever it moves.
+                return [["mv", moved[0], symbolic]]
+            return moved
+        if method == "type_as" and positional:
+            other = self.atoms(positional[0], scope, d)
+            if other in (["device"], ["cpu"]):
+                return other  # cast to the other's type and device
+            return base
+        if method in MASK_METHODS or (method in ("any", "all") and (positional or node.keywords)):
+            return mask_of([base])
+        if method in ("generate", "sample", "encode", "decode") and any(
+            is_tensorish(a) for arg in args() for a in arg
+        ):
+            return ["device"]
+        return ["device" if a == "mask" else a for a in base]
+
+    def qualified_call(
+        self, qualified: str, node: ast.Call, scope: Scope, d: int, args: Any
+    ) -> list[Atom]:
+        top = qualified.split(".", 1)[0]
+        if top == "torch":
+            return self.torch_call(qualified[len("torch.") :], node, scope, d)
+        kind = package_kind(top)
+        if kind is not None:
+            return [kind]
+        if top == "torchmetrics" and qualified.rsplit(".", 1)[-1][:1].isupper():
+            return ["module"]
+        return [["c", "name", qualified, args()]]
+
+    def to_call(self, node: ast.Call, base: list[Atom], scope: Scope, d: int) -> list[Atom]:
+        """`x.to(...)`: a device move, a dtype cast, or `.to(other_tensor)`."""
+        if all_host(base):
+            return base
+        for arg in [*node.args, *(k.value for k in node.keywords if k.arg in ("device", "other"))]:
+            literal = device_literal(arg)
+            if literal is not None:
+                return [literal]
+            text = dotted(arg)
+            if text is not None and self.qualify(text, scope.imports).startswith("torch."):
+                continue  # a dtype such as torch.float16
+            if isinstance(arg, ast.Attribute) and arg.attr == "device":
+                return ["device"]  # .to(self.device) / .to(x.device)
+            if isinstance(arg, ast.Name) and "device" in arg.id.lower():
+                return ["device"]
+            other = self.atoms(arg, scope, d)
+            if other in (["device"], ["cpu"]):
+                return other
+            return ["unknown"] if base == ["cpu"] else base
+        return base
+
+    def torch_call(self, rest: str, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
+        last = rest.rsplit(".", 1)[-1]
+        if rest.startswith(TORCH_HOST_PREFIXES) or last in TORCH_HOST_FUNCTIONS:
+            return ["host"]
+        if rest.startswith("nn.") and last[:1].isupper():
+            if last in ("Parameter", "Buffer"):
+                return ["device"]
+            return ["module"]
+        device_arg = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if last in TORCH_FACTORIES:
+            if device_arg is None:
+                return ["cpu"]
+            return ["cpu"] if device_literal(device_arg) == "cpu" else ["device"]
+        if last in LIKE_FACTORIES:
+            if device_arg is not None:
+                return ["cpu"] if device_literal(device_arg) == "cpu" else ["device"]
+            return self.atoms(node.args[0], scope, d) if node.args else ["unknown"]
+        # Containers passed to torch (`torch.cat([a, b])`) count as the tensors they hold.
+        kinds = [
+            _tensors_in(self.atoms(a, scope, d))
+            for a in node.args
+            if not isinstance(a, ast.Starred)
+        ]
+        flat = [a for k in kinds for a in k]
+        if kinds and kinds[0] == ["cpu"] and not any(a in ("device", "mask") for a in flat):
+            # `torch.multinomial(torch.tensor(p), n)`: the result lives with its input
+            return ["cpu"]
+        if last in TORCH_MASK_FUNCTIONS:
+            return mask_of(kinds)
+        out: list[Atom] = []
+        for atoms in kinds:
+            out = union(out, [a for a in atoms if a not in _HOSTLIKE])
+        if last in ("any", "all") and (
+            "dim" in [k.arg for k in node.keywords] or len(node.args) > 1
+        ):
+            return ["mask"]
+        out = ["device" if a == "mask" else a for a in out]
+        if "device" in out:
+            return ["device"]
+        if any(isinstance(a, list) for a in out):
+            return [["v", *out]]  # a tensor whatever its symbolic inputs turn out to be
+        return out or ["unknown"]
+
+
+# --- atoms ---------------------------------------------------------------------------------
+
+
+def device_literal(node: ast.expr) -> str | None:
+    """ "cpu" for `"cpu"` / `torch.device("cpu")`, "device" for another literal device."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return "cpu" if node.value.split(":", 1)[0] == "cpu" else "device"
+    if isinstance(node, ast.Call) and node.args:
+        text = dotted(node.func)
+        if text is not None and text.rsplit(".", 1)[-1] == "device":
+            return device_literal(node.args[0])
+    return None
+
+
+def is_tensorish(atom: Atom) -> bool:
+    return atom in ("device", "cpu", "mask")
+
+
+def maskish(atoms: list[Atom]) -> bool:
+    return "mask" in atoms or any(isinstance(a, list) and a[0] == "m" for a in atoms)
+
+
+def as_mask(left: list[Atom], right: list[Atom]) -> list[Atom]:
+    """A mask whose tensor-ness depends on the symbolic parts of its operands."""
+    parts: list[Atom] = []
+    for atom in (*left, *right):
+        if isinstance(atom, list):
+            parts.extend(atom[1:] if atom[0] == "m" else [atom])
+        elif atom == "unknown":
+            parts.append(atom)
+    return [["m", *parts]]
+
+
+def mask_of(operands: list[list[Atom]]) -> list[Atom]:
+    """A boolean mask computed from `operands`: on the device when one of them is, on the CPU
+    when they are CPU tensors, else a mask whose placement is that of its symbolic parts."""
+    flat = [a for atoms in operands for a in atoms]
+    if any(a in ("device", "mask") for a in flat):
+        return ["mask"]
+    symbolic = [a for a in flat if isinstance(a, list) or a == "unknown"]
+    if "cpu" in flat and not any(isinstance(a, list) for a in symbolic):
+        # torch combines a CPU tensor elementwise only with numbers and other CPU tensors
+        return ["cpu"]
+    return [["m", *symbolic, *(["cpu"] if "cpu" in flat else [])]]
+
+
+def is_param(atom: Atom) -> bool:
+    return isinstance(atom, list) and atom[0] == "p"
+
+
+def all_host(atoms: list[Atom]) -> bool:
+    return bool(atoms) and all(a in _HOSTLIKE for a in atoms)
+
+
+def union(a: list[Atom], b: list[Atom]) -> list[Atom]:
+    out = list(a)
+    for atom in b:
+        if atom not in out:
+            out.append(atom)
+    if len(out) > MAX_ATOMS:
+        return ["unknown"]
+    return out
+
+
+def container_elements(atoms: list[Atom]) -> list[Atom]:
+    """What a container value holds: the elements of its tuple and container atoms, rows of
+    its tensors, an element of a symbolic value."""
+    out: list[Atom] = []
+    for atom in atoms:
+        if isinstance(atom, list) and atom[0] == "s":
+            out = union(out, atom[1] or ["unknown"])
+        elif isinstance(atom, list) and atom[0] == "t":
+            for element in atom[1:]:
+                out = union(out, element)
+        elif isinstance(atom, list):
+            out = union(out, [["e", -1, [atom]]])
+        elif atom in ("number", "host", "none"):
+            out = union(out, ["host"])
+        else:
+            out = union(out, ["device" if atom == "mask" else atom])
+    return out or ["unknown"]
+
+
+def _tensors_in(atoms: list[Atom]) -> list[Atom]:
+    if any(isinstance(a, list) and a[0] in ("s", "t") for a in atoms):
+        return container_elements(atoms)
+    return atoms
+
+
+def arith(left: list[Atom], right: list[Atom]) -> list[Atom]:
+    """`a + b`: a tensor if either side is one; numbers stay numbers."""
+    both = union(left, right)
+    if "cpu" in both and not any(a in ("device", "mask") for a in both):
+        # torch combines a CPU tensor elementwise only with numbers and other CPU tensors: on
+        # the CPU, unless a symbolic operand turns out to be a device tensor.
+        symbolic = [a for a in both if isinstance(a, list)]
+        return [["x", "cpu", *symbolic]] if symbolic else ["cpu"]
+    tensors = [a for a in both if a not in _HOSTLIKE]
+    if tensors:
+        return [a if a != "mask" else "device" for a in tensors]
+    if "numpy" in both:
+        return ["numpy"]
+    if all(isinstance(a, str) for a in both) and both and set(both) <= {"host", "none"}:
+        return ["host"]  # strings, lists
+    return ["number"] if both else ["unknown"]
+
+
+def tuple_elements(value: list[Atom], count: int) -> list[list[Atom]] | None:
+    """The per-element atoms of a tuple value of `count` elements (None if unknown)."""
+    tuples = [a for a in value if isinstance(a, list) and a[0] == "t" and len(a) - 1 == count]
+    if len(tuples) == 1 and len(value) == 1:
+        return [list(e) for e in tuples[0][1:]]
+    if any(isinstance(a, list) and a[0] in _SYMBOLIC for a in value):
+        # Unpacking a call's or a parameter's value: element i of it, resolved later.
+        return [[["e", i, value]] for i in range(count)]
+    if any(isinstance(a, list) and a[0] in ("s", "t") for a in value):
+        elements = container_elements(value)
+        return [list(elements) for _ in range(count)]
+    if value and all(is_tensorish(a) for a in value):
+        # unpacking a tensor gives tensors
+        return [["device" if a == "mask" else a for a in value] for _ in range(count)]
+    if all_host(value):
+        return [["numpy"] if value == ["numpy"] else ["host"] for _ in range(count)]
+    return None
+
+
+MISSING = object()
+
+
+def set_local(scope: Scope, name: str, value: list[Atom]) -> None:
+    """Bind a local, journaling its previous value for the enclosing `if` branch."""
+    if scope.journals:
+        journal = scope.journals[-1]
+        if name not in journal:
+            journal[name] = scope.env.get(name, MISSING)
+    scope.env[name] = value

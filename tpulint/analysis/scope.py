@@ -1,0 +1,1164 @@
+"""What code of the project trains on a TPU: the default scope of a check.
+
+A finding is outside the scope, with the reason, when its code:
+- sits in a branch that cannot run on XLA: the body of `if torch.cuda.is_available():`,
+  `if x.is_cuda:`, `if self.device.type == "cuda":`, `if self.use_fused:` where
+  `use_fused = torch.cuda.is_available() and ...`, what follows `if not cuda_ok(): return`,
+  the later operands of `cuda_autocast_on() and x != 0`, the `else` of `if args.use_tpu:`,
+  a branch that imports a CUDA-only package (bitsandbytes, flash_attn);
+- is inference: `predict_step`, `on_predict_*` and what only they reach, and generation
+  loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds
+  its output back into a call in a loop) with what only they reach;
+- is compiled by another system (`@triton.jit`, `@numba.jit`, `@jax.jit`, `@wp.kernel`):
+  its values are that system's, not PyTorch tensors;
+- is a Lightning 1 hook that Lightning 2 never calls (`on_keyboard_interrupt`);
+- is not reached from the project's TPU entry points, when it has some.
+
+Entry points are the places that start training on TPUs: a script (its `__main__` block or
+top level, or a function a CLI framework runs: `@hydra.main`, `@app.command()`) that builds
+a Trainer or Fabric asking for TPUs (`accelerator="tpu"`, an XLA strategy, `tpu_cores`),
+or launches processes with `xmp.spawn` / `torch_xla.launch`. Once a project has one,
+entry points whose accelerator is "auto" (or not given) count too: on a TPU VM Lightning's
+"auto" picks the XLA accelerator (lightning/pytorch/trainer/connectors/
+accelerator_connector.py `_choose_auto_accelerator`), and a project that configures TPUs
+somewhere runs its "auto" scripts on the same machines. Entry points that name another
+accelerator (`accelerator="gpu"`, `gpus=2`, a DDP strategy) do not.
+
+Reach is followed call by call: a class is live once reached code builds it (or names it:
+`LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
+the methods its framework calls are reached (Lightning's hooks, `forward`, dunders, and every
+method of a class with another external base, whose framework may call any); other methods
+run when reached code calls them (`self.m()`, `self.x.m()` through what `x` holds, or, on a
+value whose class is not known, any live class's method of that name). A module's top level
+runs when reached code imports it; decorated top-level functions and classes (registries,
+CLI commands) run with it.
+
+The entry points only speak for the code they could reach: the folders of the packages and
+scripts they reach (and of the entry scripts themselves) and folders inside or around
+those. Code elsewhere (another project checked in the same run, Lightning's own source) is
+judged as a library with no entry point: in scope unless one of the other reasons holds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from tpulint.analysis.hooks import (
+    LIGHTNING1_HOOKS,
+    LIGHTNING_HOOKS,
+    MODULE_API,
+    PREDICT_HOOKS,
+)
+from tpulint.analysis.kinds import ClassKind
+from tpulint.analysis.modules import package_root
+from tpulint.analysis.scope_facts import DATA_KEYS, Truth
+from tpulint.analysis.summary import ClassSummary, FunctionSummary, ModuleSummary
+
+if TYPE_CHECKING:
+    from tpulint.analysis.project import ProjectModel, _Function
+
+TRAIN = 2
+INFER = 1
+# Bases that give a class no framework calling its methods.
+_PLAIN_BASES = frozenset(
+    {
+        "object",
+        "abc.ABC",
+        "typing.Generic",
+        "typing.Protocol",
+        "typing.NamedTuple",
+        "enum.Enum",
+        "enum.IntEnum",
+        "dict",
+        "list",
+        "tuple",
+        "str",
+        "int",
+        "Exception",
+        "ValueError",
+        "RuntimeError",
+    }
+)
+_LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
+_MAX_CLIMB = 400
+# Calls that import a module by a name computed at run time.
+_DYNAMIC_IMPORTS = frozenset(
+    {"import_module", "__import__", "spec_from_file_location", "run_path", "load_source"}
+)
+# Calls that build an object from a name in a config.
+_DYNAMIC_BUILDERS = frozenset(
+    {
+        "instantiate",
+        "instantiate_from_config",
+        "instantiate_class",
+        "get_obj_from_str",
+        "import_module",
+        "locate",
+        "import_string",
+        "build_from_cfg",
+        "from_config",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A place that starts training: `path:line` of the launch, the function (key) it is
+    in, and how surely it runs on TPUs ("tpu", "auto", "other")."""
+
+    path: str
+    line: int
+    key: str
+    kind: str
+    verdict: str
+
+
+@dataclass
+class _State:
+    roles: dict[str, int] = field(default_factory=dict)  # node -> TRAIN / INFER
+    why: dict[str, str] = field(default_factory=dict)  # node -> the inference root's name
+    live: set[str] = field(default_factory=set)  # instantiated class gkeys
+    loaded: set[str] = field(default_factory=set)  # module paths whose top level ran
+    rta: set[str] = field(default_factory=set)  # method names called on unknown values
+    configured: bool = False  # classes named in configs were built
+    queue: deque[tuple[str, int, str]] = field(default_factory=deque)
+
+
+def _is_function(value: Any) -> bool:
+    """A project function of the model (tpulint.analysis.project._Function)."""
+    return isinstance(getattr(value, "summary", None), FunctionSummary)
+
+
+def _is_class(value: Any) -> bool:
+    return isinstance(getattr(value, "summary", None), ClassSummary)
+
+
+def module_node(path: str, main: bool = False) -> str:
+    return f"{path}:{'__main__' if main else ''}"
+
+
+def _is_test_path(path: str) -> bool:
+    """A test module: `test_*.py`, `*_test.py`, `conftest.py`, or a module in a `tests`
+    folder of its package (or a script in a `tests` folder)."""
+    name = os.path.basename(path)
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    path = os.path.abspath(path)
+    root = str(package_root(path))
+    folders = os.path.relpath(os.path.dirname(path), root).split(os.sep)
+    if folders == ["."]:
+        folders = [os.path.basename(root)]
+    return any(f in ("tests", "test", "testing") for f in folders)
+
+
+_REPOSITORY_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+
+
+@lru_cache(maxsize=4096)
+def _repository_of(folder: str) -> str | None:
+    """The nearest folder at or above `folder` that marks a repository (None: none)."""
+    if any(os.path.exists(os.path.join(folder, marker)) for marker in _REPOSITORY_MARKERS):
+        return folder
+    parent = os.path.dirname(folder)
+    return None if parent == folder else _repository_of(parent)
+
+
+def _data_key_path(path: str) -> bool:
+    """A config key path of a data-pipeline object: `data.init_args.transforms`,
+    `datamodule.collate_fn`, `dataset.augmentations`."""
+    keys = path.split(".")
+    if any(DATA_KEYS.search(k) for k in keys):
+        return True
+    return (
+        bool(keys)
+        and keys[0] in ("data", "datamodule", "dataset", "datasets")
+        and not any(k in ("model", "net", "network") for k in keys)
+    )
+
+
+def _nested(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep)
+
+
+class ProjectScope:
+    """The scope of a project model (see the module docstring). `lightning_version` says
+    which hooks run ("1.x" runs Lightning 1's)."""
+
+    def __init__(self, model: ProjectModel, lightning_version: str = "2.6") -> None:
+        self.model = model
+        self.lightning1 = lightning_version.split(".", 1)[0] == "1"
+        self._index: dict[str, list[tuple[str, list[str]]]] | None = None
+        self._dirs: dict[str, str] = {}
+        self._entries: list[Entry] = []
+        self.claimed: list[str] = []  # folders the entry points speak for
+        self.reach: _State | None = None  # from the TPU entry points
+        self.library: _State | None = None  # every root of the rest of the project
+        self._truths: dict[tuple[str, Any, str | None], Truth] = {}
+        self._computed = False
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The TPU entry points whose reach is the scope (empty: the project is judged as a
+        library)."""
+        self.compute()
+        return self._entries
+
+    # --- nodes -----------------------------------------------------------------------------
+
+    def _facts(self, module: ModuleSummary) -> Any:
+        return module.scope
+
+    def _uses(self, node: str) -> list[list[str]]:
+        path, _, key = node.rpartition(":")
+        module = self.model.modules.get(path)
+        if module is None:
+            return []
+        return module.scope.uses.get(key, [])
+
+    def _function(self, node: str) -> _Function | None:
+        return self.model.functions.get(node)
+
+    def directory(self, path: str) -> str:
+        """The folder a module's imports resolve from: its top-level package's parent, or a
+        script's own folder."""
+        found = self._dirs.get(path)
+        if found is None:
+            found = self._dirs[path] = str(package_root(path))
+        return found
+
+    # --- resolving uses --------------------------------------------------------------------
+
+    def _targets(self, node: str, use: list[str]) -> tuple[list[Any], str | None]:
+        """What a use of `node` may run: project functions, classes (built) and modules
+        (imported), and a method name to look for on every live class when the receiver is
+        not known."""
+
+        path, _, key = node.rpartition(":")
+        module = self.model.modules.get(path)
+        if module is None:
+            return [], None
+        fn = self.model.functions.get(node) if key not in ("", "__main__") else None
+        owner = fn.owner if fn is not None else None
+        form, target = use
+        if form == "selfref":
+            form = "self"
+        if form in ("name", "ref"):
+            found = self.model.lookup(target, module)
+            if found is None and "." in target.lstrip("."):
+                # `Model.load_from_checkpoint(...)`: a classmethod from outside the project.
+                prefix = self.model.lookup(target.rsplit(".", 1)[0], module)
+                return ([prefix] if _is_class(prefix) else []), None
+            if _is_function(found) and found.owner is not None:
+                cls = self.model.classes.get(found.owner)
+                return [found, *([cls] if cls is not None else [])], None
+            return ([found] if found is not None else []), None
+        if form in ("self", "super"):
+            if owner is None:
+                return [], None
+            return list(self.model.resolve_call(module, owner, form, target, virtual=True)), None
+        if form == "attr":
+            if owner is None:
+                return [], target.partition(".")[2] or None
+            found = self.model.resolve_call(module, owner, "attr", target)
+            if found:
+                return list(found), None
+            return [], target.partition(".")[2] or None
+        if form == "meth":
+            return [], target
+        return [], None
+
+    def use_targets(self, node: str, use: list[str]) -> list[_Function]:
+        """The project functions a use of `node` may run (resolved calls and references; a
+        method of a value of unknown class is not followed)."""
+        if use[0] == "meth":
+            return []
+        targets, _ = self._targets(node, use)
+        return [t for t in targets if _is_function(t)]
+
+    def _index_of_uses(self) -> dict[str, list[tuple[str, list[str]]]]:
+        """Simple name -> (node, use) for every use of the project: the callers of a
+        function are among the uses of its name."""
+        if self._index is None:
+            index: dict[str, list[tuple[str, list[str]]]] = {}
+            for path, module in self.model.modules.items():
+                for key, uses in module.scope.uses.items():
+                    node = f"{path}:{key}"
+                    for use in uses:
+                        name = use[1].rsplit(".", 1)[-1]
+                        index.setdefault(name, []).append((node, use))
+            self._index = index
+        return self._index
+
+    def callers(self, node: str) -> list[str]:
+        fn = self._function(node)
+        if fn is None:
+            return []
+        out = []
+        for caller, use in self._index_of_uses().get(fn.summary.name, ()):
+            targets, name = self._targets(caller, use)
+            if fn in targets or name == fn.summary.name:
+                out.append(caller)
+        return out
+
+    # --- entry points ----------------------------------------------------------------------
+
+    def _launch_sites(self) -> list[Entry]:
+        sites = []
+        for path, module in self.model.modules.items():
+            if not module.scope.launches:
+                continue
+            if _is_test_path(path) or (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            for launch in module.scope.launches:
+                kind, verdict, key, line = launch[:4]
+                if kind == "cli":
+                    verdict = self._cli_verdict(module, launch)
+                    if verdict is None:
+                        continue
+                fn = self.model.functions.get(f"{path}:{key}")
+                if fn is not None and fn.summary.name.startswith("test_"):
+                    continue
+                if verdict == "auto" and kind in ("trainer", "fabric", "cli"):
+                    verdict = self._config_verdict(path) or verdict
+                sites.append(Entry(path, line, key, kind, verdict))
+        return sites
+
+    def _config_verdict(self, path: str) -> str | None:
+        """What the configs of a script's repository say about its Trainer (`accelerator:
+        tpu` in a config the script reads into `Trainer(accelerator=cfg.accelerator)`):
+        "tpu" if some config asks for TPUs, "other" if all name another accelerator."""
+        verdicts = {
+            config.trainer
+            for config in self.model.configs
+            if config.trainer is not None and self._same_project(config.path, path)
+        }
+        if "tpu" in verdicts:
+            return "tpu"
+        return "other" if verdicts == {"other"} else None
+
+    def _cli_verdict(self, module: ModuleSummary, launch: list[Any]) -> str | None:
+        """A `XxxCLI(...)` call: a LightningCLI when the class is Lightning's or derives from
+        it (None otherwise)."""
+
+        target = launch[4] if len(launch) > 4 else ""
+        qualified = target.lstrip(".")
+        found = self.model.lookup(target, module)
+        lightning = qualified.split(".", 1)[0] in _LIGHTNING_ROOTS or (
+            _is_class(found)
+            and any(
+                base.rsplit(".", 1)[-1] == "LightningCLI"
+                for base in self.model.external_bases(found.gkey)
+            )
+        )
+        if not lightning:
+            return None
+        return launch[1]
+
+    def _runnable(self, node: str) -> bool:
+        """Whether a node is run by someone outside the project: a script's top level or
+        `__main__` block, or a function a CLI framework runs (decorated at the top level)."""
+        path, _, key = node.rpartition(":")
+        module = self.model.modules.get(path)
+        if module is None:
+            return False
+        if key == "__main__":
+            return True
+        if key == "":
+            # A script: it has a `__main__` block, or sits in no package (run as a file).
+            loose = module.module is None or ("." not in module.module and not module.is_package)
+            return "__main__" in module.scope.uses or loose
+        return key in module.scope.commands
+
+    def _entry_roots(self, site: Entry) -> list[str]:
+        """The runnable nodes of the launch's own project whose calls lead to it."""
+        start = (
+            module_node(site.path) if site.key in ("", "__main__") else f"{site.path}:{site.key}"
+        )
+        if site.key == "__main__":
+            start = module_node(site.path, main=True)
+        roots: list[str] = []
+        seen = {start}
+        queue = deque([start])
+        while queue and len(seen) < _MAX_CLIMB:
+            node = queue.popleft()
+            if self._runnable(node):
+                roots.append(node)
+                if node.endswith(":"):
+                    roots.append(node + "__main__")
+                continue
+            for caller in self.callers(node):
+                if caller not in seen and self._same_project(caller.rpartition(":")[0], site.path):
+                    seen.add(caller)
+                    queue.append(caller)
+        return roots
+
+    # --- reach -------------------------------------------------------------------------------
+
+    def compute(self) -> None:
+        if self._computed:
+            return
+        self._computed = True
+        sites = self._launch_sites()
+        tpu = [s for s in sites if s.verdict == "tpu"]
+        if not tpu:
+            self.library = self._library_reach(set())
+            return
+        roots = {root: site for site in tpu for root in self._entry_roots(site)}
+        if not roots:
+            self.library = self._library_reach(set())
+            return
+        reach = self._reach(roots)
+        if not self._informative(reach):
+            # The entry points build their model in a way the project does not show
+            # (a registry, a config read at run time): their reach says nothing.
+            self.library = self._library_reach(set())
+            return
+        claimed = self._claims(reach, roots)
+        auto = [s for s in sites if s.verdict == "auto" and self._claimed(s.path, claimed)]
+        more = {root: site for site in auto for root in self._entry_roots(site)}
+        if set(more) - set(roots):
+            roots.update(more)
+            reach = self._reach(roots)
+            claimed = self._claims(reach, roots)
+        self._entries = sorted(set(roots.values()), key=lambda e: (e.path, e.line))
+        self.reach = reach
+        self.claimed = claimed
+        self.library = self._library_reach(set(claimed))
+
+    def _informative(self, reach: _State) -> bool:
+        """Whether the entry points' reach shows what trains: a LightningModule of the project
+        built, or (a Fabric or torch_xla loop) one of its torch modules; and no module is
+        imported by a name computed at run time (`importlib.import_module(cfg.module)`)
+        unless configs named the classes it builds."""
+        if not reach.configured and self._imports_dynamically(reach):
+            return False
+        for gkey in reach.live:
+            kind = self.model.class_kind(gkey)
+            if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.TORCH_MODULE):
+                return True
+        return False
+
+    def _claims(self, reach: _State, roots: dict[str, Entry]) -> list[str]:
+        """The folders the entry points speak for: each entry script's own folder, and the
+        folders of the packages they reach that hold it (a repository's top-level package
+        beside `scripts/train_tpu.py`). A package reached in a folder of its own (another
+        project checked in the same run) is not theirs to judge."""
+        own = {self.directory(root.rpartition(":")[0]) for root in roots}
+        dirs = set(own)
+        for node in reach.roles:
+            if node.startswith("class:"):
+                continue
+            folder = self.directory(node.rpartition(":")[0])
+            if folder in dirs:
+                continue
+            if any(entry.startswith(folder + os.sep) for entry in own):
+                dirs.add(folder)
+        return sorted(dirs)
+
+    def _claimed(self, path: str, claimed: list[str]) -> bool:
+        """Whether a module's folder is one the entry points speak for, or inside one."""
+        folder = self.directory(path)
+        return any(folder == c or folder.startswith(c + os.sep) for c in claimed)
+
+    def _reach(self, roots: dict[str, Entry]) -> _State:
+        state = _State()
+        for root in roots:
+            self._visit(state, root, TRAIN, "")
+        self._drain(state)
+        cli = any(site.kind == "cli" for site in roots.values())
+        if self.model.configs and (cli or self._builds_from_configs(state)):
+            # The classes the configs of the entry points' repositories name are built at run
+            # time (those of configs for another accelerator are not).
+            scripts = [root.rpartition(":")[0] for root in roots]
+            for config in self.model.configs:
+                if config.trainer == "other" or not any(
+                    self._same_project(config.path, script) for script in scripts
+                ):
+                    continue
+                for _, name in config.classes:
+                    found = self.model.lookup(name, None)
+                    if _is_class(found):
+                        self._instantiate(state, found.gkey, TRAIN, "")
+                        state.configured = True
+                    elif _is_function(found):
+                        self._visit(state, found.gkey, TRAIN, "")
+            self._drain(state)
+        return state
+
+    def _same_project(self, config: str, script: str) -> bool:
+        """Whether a config belongs to a script's project: the same repository (the nearest
+        folder with `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`), or, without one,
+        a folder inside or around the script's."""
+        a = _repository_of(os.path.dirname(os.path.abspath(config)))
+        b = _repository_of(os.path.dirname(os.path.abspath(script)))
+        if a is not None and b is not None:
+            return a == b
+        return _nested(os.path.dirname(os.path.abspath(config)), self.directory(script))
+
+    def _imports_dynamically(self, state: _State) -> bool:
+        for node in state.roles:
+            if node.startswith("class:"):
+                continue
+            for use in self._uses(node):
+                if use[1].rsplit(".", 1)[-1] in _DYNAMIC_IMPORTS:
+                    return True
+        return False
+
+    def _builds_from_configs(self, state: _State) -> bool:
+        """Whether reached code builds objects named in configs: Hydra's `instantiate`,
+        `instantiate_from_config`, `importlib.import_module`, ..."""
+        for node in state.roles:
+            if node.startswith("class:"):
+                continue
+            for use in self._uses(node):
+                if use[1].rsplit(".", 1)[-1] in _DYNAMIC_BUILDERS or use[1].endswith("CLI"):
+                    return True
+        return False
+
+    def _visit(self, state: _State, node: str, role: int, why: str) -> None:
+        path, _, key = node.rpartition(":")
+        if path not in state.loaded:
+            self._load(state, path)
+        fn = self._function(node) if key not in ("", "__main__") else None
+        if fn is not None and role == TRAIN and fn.summary.key in fn.module.scope.generation:
+            role, why = INFER, f"`{fn.summary.name}` (a generation loop)"
+        if state.roles.get(node, 0) >= role:
+            return
+        state.roles[node] = role
+        if why:
+            state.why[node] = why
+        state.queue.append((node, role, why))
+
+    def _load(self, state: _State, path: str) -> None:
+        """A module's top level runs: its imports load, its registered code becomes live."""
+        if path in state.loaded:
+            return
+        state.loaded.add(path)
+        module = self.model.modules.get(path)
+        if module is None:
+            return
+        self._visit(state, module_node(path), TRAIN, "")
+        for kind, name in module.scope.registered:
+            if kind == "function":
+                self._visit(state, f"{path}:{name}", TRAIN, "")
+            else:
+                self._instantiate(state, f"{self.model.prefix(module)}.{name}", TRAIN, "")
+
+    def _drain(self, state: _State) -> None:
+
+        steps = 0
+        while state.queue:
+            node, role, why = state.queue.popleft()
+            if state.roles.get(node, 0) > role:
+                continue
+            steps += 1
+            if node.endswith(":"):
+                module = self.model.modules.get(node[:-1])
+                if module is not None:
+                    for target in module.imports.values():
+                        found = self.model.lookup(target, module)
+                        if found is None:
+                            continue
+                        mod = (
+                            found if not (_is_class(found) or _is_function(found)) else found.module
+                        )
+                        self._load(state, mod.path)
+            for use in self._uses(node):
+                targets, name = self._targets(node, use)
+                for target in targets:
+                    if _is_function(target):
+                        self._visit(state, target.gkey, role, why)
+                    elif _is_class(target):
+                        self._instantiate(state, target.gkey, role, why)
+                    else:
+                        self._load(state, target.path)
+                if name is not None and name not in state.rta:
+                    state.rta.add(name)
+                    for gkey in list(state.live):
+                        found = self.model.find_method(gkey, name)
+                        if found is not None:
+                            self._visit(state, found.gkey, role, why)
+                elif name is not None:
+                    for gkey in list(state.live):
+                        found = self.model.find_method(gkey, name)
+                        if found is not None:
+                            self._visit(state, found.gkey, role, why)
+            fn = self._function(node)
+            if fn is not None:
+                # A nested function runs with its enclosing one (or is handed on from it).
+                for inner in self._nested(fn):
+                    self._visit(state, inner.gkey, role, why)
+
+    def _nested(self, fn: _Function) -> list[_Function]:
+        nested = self.__dict__.get("_nested_index")
+        if nested is None:
+            nested = {}
+            for other in self.model.functions.values():
+                if other.summary.parent is not None:
+                    nested.setdefault(f"{other.module.path}:{other.summary.parent}", []).append(
+                        other
+                    )
+            self.__dict__["_nested_index"] = nested
+        return nested.get(fn.gkey, [])
+
+    def _instantiate(self, state: _State, gkey: str, role: int, why: str) -> None:
+
+        marker = f"class:{gkey}"
+        if state.roles.get(marker, 0) >= role:
+            return
+        state.roles[marker] = role
+        state.live.add(gkey)
+        kind = self.model.class_kind(gkey)
+        lightning = kind & (
+            ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK
+        )
+        external = [b for b in self.model.external_bases(gkey) if b not in _PLAIN_BASES]
+        for name in self.model.mro(gkey):
+            cls = self.model.classes.get(name)
+            if cls is None:
+                continue
+            if cls.module.path not in state.loaded:
+                self._load(state, cls.module.path)
+            functions = self.model._module_functions[id(cls.module)]
+            for method, key in cls.summary.methods.items():
+                fn = functions.get(key)
+                if fn is None:
+                    continue
+                runs = self._framework_calls(method, fn, kind, bool(lightning), bool(external))
+                if not runs and method not in state.rta:
+                    continue
+                if lightning and method in PREDICT_HOOKS:
+                    self._visit(state, fn.gkey, INFER, f"`{method}`")
+                else:
+                    self._visit(state, fn.gkey, role, why)
+
+    def _framework_calls(
+        self, method: str, fn: _Function, kind: Any, lightning: bool, external: bool
+    ) -> bool:
+        """Whether building the class makes `method` run without the project calling it."""
+
+        if method.startswith("__") and method.endswith("__"):
+            return True
+        decorators = fn.summary.decorators
+        if any(
+            d.rsplit(".", 1)[-1] in ("property", "cached_property", "setter") for d in decorators
+        ):
+            return True
+        if lightning:
+            if method in LIGHTNING_HOOKS or (self.lightning1 and method in LIGHTNING1_HOOKS):
+                return True
+            if method.startswith("on_") or method in LIGHTNING1_HOOKS:
+                return False  # a hook this Lightning never calls
+            return method in MODULE_API
+        if kind & (ClassKind.TORCH_MODULE | ClassKind.METRIC):
+            return method in MODULE_API
+        return external
+
+    # --- data pipelines ---------------------------------------------------------------------
+
+    def data_classes(self) -> set[str]:
+        """The torch module classes that are data code: every sign of where their instances
+        go is the data pipeline (built in a `transforms=`/`collate_fn=` argument, in a
+        Dataset's or DataModule's method or a collate function, or named under a data key of
+        a config: `data.transforms`), none is a model (built in a model's method, named
+        under `model:` in a config). Their `forward` runs in the data loader's workers on
+        host tensors, per sample: not every step on the TPU."""
+        cached = self.__dict__.get("_data_classes")
+        if cached is not None:
+            return cached
+        candidates: set[str] = set()
+        for module in self.model.modules.values():
+            for name in module.scope.data_uses:
+                found = self.model.lookup(name, module)
+                if _is_class(found):
+                    candidates.add(found.gkey)
+        model_named: set[str] = set()
+        for config in self.model.configs:
+            for path, name in config.classes:
+                found = self.model.lookup(name, None)
+                if not _is_class(found):
+                    continue
+                if _data_key_path(path):
+                    candidates.add(found.gkey)
+                elif path.split(".", 1)[0] in ("model", "module", "net", "network"):
+                    model_named.add(found.gkey)
+        for gkey, cls in self.model.classes.items():
+            if not self._data_class(gkey):
+                continue
+            functions = self.model._module_functions[id(cls.module)]
+            for key in cls.summary.methods.values():
+                fn = functions.get(key)
+                if fn is None:
+                    continue
+                for use in self._uses(fn.gkey):
+                    if use[0] in ("name", "ref"):
+                        found = self.model.lookup(use[1], cls.module)
+                        if _is_class(found):
+                            candidates.add(found.gkey)
+        out = set()
+        models = set(model_named)
+        for gkey in candidates:
+            if not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
+                continue
+            if gkey in model_named or self._model_evidence(gkey):
+                models.add(gkey)
+                continue
+            out.add(gkey)
+        out |= self._data_families(out, models)
+        self.__dict__["_data_classes"] = out
+        return out
+
+    def _data_families(self, data: set[str], models: set[str]) -> set[str]:
+        """Classes nothing builds in the project (a library's users build them), whose
+        nearest project base has subclasses built somewhere and all of those for the data
+        pipeline: `TorchNeighborList(NeighborListTransform)` beside a
+        `MatScipyNeighborList(NeighborListTransform)` that configs name under
+        `data.transforms`."""
+        if not data:
+            return set()
+        evidenced = data | models
+        out = set()
+        for gkey in self.model.classes:
+            if gkey in evidenced or not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
+                continue
+            if self._built_somewhere(gkey):
+                continue
+            for base in self.model.mro(gkey):
+                family = [c for c in self.model.subclasses(base) if c in evidenced]
+                if not family:
+                    continue
+                if all(c in data for c in family):
+                    out.add(gkey)
+                break
+        return out
+
+    def _built_somewhere(self, gkey: str) -> bool:
+        """Whether code other than the class's own (`super(Cls, self)`) names it."""
+        cls = self.model.classes[gkey]
+        for node, use in self._index_of_uses().get(cls.summary.name, ()):
+            if use[0] not in ("name", "ref") or node.endswith((":", ":__main__")):
+                continue  # a base class list or a registry at the top level builds nothing
+            fn = self._function(node)
+            if fn is not None and fn.owner == gkey:
+                continue
+            module = self.model.modules.get(node.rpartition(":")[0])
+            found = self.model.lookup(use[1], module) if module is not None else None
+            if _is_class(found) and found.gkey == gkey:
+                return True
+        return False
+
+    def _data_class(self, gkey: str) -> bool:
+        """A Dataset, a DataModule, a sampler or a collator: code of the data loader."""
+        if self.model.class_kind(gkey) & ClassKind.LIGHTNING_DATAMODULE:
+            return True
+        return any(
+            base.rsplit(".", 1)[-1].endswith(("Dataset", "DataPipe", "Sampler", "Collator"))
+            for base in self.model.external_bases(gkey)
+        )
+
+    def _data_node(self, node: str) -> bool:
+        fn = self._function(node)
+        while fn is not None:
+            if fn.owner is not None:
+                return self._data_class(fn.owner)
+            if "collate" in fn.summary.name.lower():
+                return True
+            parent = fn.summary.parent
+            fn = self.model.functions.get(f"{fn.module.path}:{parent}") if parent else None
+        return False
+
+    def _model_evidence(self, gkey: str) -> bool:
+        """Whether some code other than the data pipeline builds or names the class (a
+        model's `__init__`, a step): then its instances may be layers of a model."""
+        cls = self.model.classes[gkey]
+        for node, use in self._index_of_uses().get(cls.summary.name, ()):
+            if use[0] not in ("name", "ref") or node.endswith((":", ":__main__")):
+                continue  # top-level code (registries, scripts) says nothing either way
+            path = node.rpartition(":")[0]
+            module = self.model.modules.get(path)
+            if module is None or use[1] in module.scope.data_uses or self._data_node(node):
+                continue
+            found = self.model.lookup(use[1], module)
+            if _is_class(found) and found.gkey == gkey:
+                return True
+        return False
+
+    # --- the library (no entry point) ------------------------------------------------------
+
+    def _library_reach(self, claimed: set[str]) -> _State:
+        """Roles in the modules no entry point speaks for. Everything there may run (a
+        library's users call what they like), except what only inference reaches: the
+        functions reached from the inference roots (predict hooks, generation loops) that no
+        other code calls. Only those get a role (INFER); the rest is in scope."""
+        state = _State()
+        claimed_list = sorted(claimed)
+
+        def unclaimed(path: str) -> bool:
+            return not claimed_list or not self._claimed(path, claimed_list)
+
+        roots: dict[str, str] = {}
+        for path, module in self.model.modules.items():
+            generation = module.scope.generation
+            predict = [
+                fn for fn in module.functions if fn.cls is not None and fn.name in PREDICT_HOOKS
+            ]
+            if not (generation or predict) or not unclaimed(path):
+                continue
+            functions = self.model._module_functions[id(module)]
+            for key in generation:
+                fn = functions.get(key)
+                if fn is not None:
+                    roots[fn.gkey] = f"`{fn.summary.name}` (a generation loop)"
+            for summary in predict:
+                fn = functions.get(summary.key)
+                if (
+                    fn is not None
+                    and fn.owner is not None
+                    and self.model.class_kind(fn.owner).is_lightning
+                ):
+                    roots[fn.gkey] = f"`{summary.name}`"
+        if not roots:
+            return state
+        # What the inference roots reach, through calls the model resolves (a method called on
+        # a value of unknown class is not followed: in doubt, code stays in scope).
+        reached: dict[str, str] = dict(roots)
+        queue = deque(roots)
+        while queue:
+            node = queue.popleft()
+            for target in self._callees(node, by_name=False):
+                if target not in reached and unclaimed(target.rpartition(":")[0]):
+                    reached[target] = reached[node]
+                    queue.append(target)
+        # What other code calls among them trains (and so does what it calls in turn).
+        names = {self.model.functions[n].summary.name for n in reached if n in self.model.functions}
+        # `self.encoder(x)` calls a forward (or `__call__`) by the attribute's name.
+        module_calls = bool(names & {"forward", "__call__"})
+        trained: set[str] = set()
+        for path, module in self.model.modules.items():
+            for key, uses in module.scope.uses.items():
+                node = f"{path}:{key}"
+                if node in reached:
+                    continue
+                for use in uses:
+                    form, target = use
+                    if form == "attr" and "." not in target:
+                        if not module_calls:
+                            continue
+                    elif target.rsplit(".", 1)[-1] not in names:
+                        continue
+                    # A method name on a value of unknown class counts (any class may be
+                    # it); one on `self.x.y` is a component's, never these classes' own.
+                    for callee in self._callees_of_use(node, use, by_name=form == "meth"):
+                        if callee in reached and callee not in roots:
+                            if form == "meth" and not self._same_project(
+                                callee.rpartition(":")[0], path
+                            ):
+                                continue  # another project's value of its own classes
+                            trained.add(callee)
+        queue = deque(trained)
+        while queue:
+            node = queue.popleft()
+            for target in self._callees(node):
+                if target in reached and target not in roots and target not in trained:
+                    trained.add(target)
+                    queue.append(target)
+        for node, why in reached.items():
+            if node not in trained:
+                state.roles[node] = INFER
+                state.why[node] = why
+        return state
+
+    def _callees(self, node: str, by_name: bool = True) -> list[str]:
+        """The functions a node may call or hand on (every class counted live; with
+        `by_name`, any class's method of the name a value of unknown class calls)."""
+        out = []
+        for use in self._uses(node):
+            out += self._callees_of_use(node, use, by_name)
+        fn = self._function(node)
+        if fn is not None:
+            out += [inner.gkey for inner in self._nested(fn)]
+        return out
+
+    def _callees_of_use(self, node: str, use: list[str], by_name: bool = True) -> list[str]:
+        if use[0] == "meth" and not by_name:
+            return []
+        targets, name = self._targets(node, use)
+        out = [t.gkey for t in targets if _is_function(t)]
+        if name is not None and by_name:
+            out += [t.gkey for t in self._methods_named(name)]
+        return out
+
+    def _methods_named(self, name: str) -> list[_Function]:
+        index = self.__dict__.get("_methods_index")
+        if index is None:
+            index = {}
+            for fn in self.model.functions.values():
+                if fn.summary.cls is not None:
+                    index.setdefault(fn.summary.name, []).append(fn)
+            self.__dict__["_methods_index"] = index
+        return index.get(name, [])
+
+    # --- truths ------------------------------------------------------------------------------
+
+    def truth(
+        self, value: Truth, module: ModuleSummary, owner: str | None, depth: int = 0
+    ) -> Truth:
+        """A condition's value on a TPU, with the calls and attributes it names resolved
+        across the project: True, False or None."""
+        if value is None or isinstance(value, bool):
+            return value
+        if depth > 8:
+            return None
+        head = value[0]
+        d = depth + 1
+        if head == "not":
+            inner = self.truth(value[1], module, owner, d)
+            return None if inner is None else not inner
+        if head == "and":
+            parts = [self.truth(v, module, owner, d) for v in value[1:]]
+            if any(p is False for p in parts):
+                return False
+            return True if all(p is True for p in parts) else None
+        if head == "or":
+            parts = [self.truth(v, module, owner, d) for v in value[1:]]
+            if any(p is True for p in parts):
+                return True
+            return False if all(p is False for p in parts) else None
+        key = (module.path, tuple(map(str, value)), owner)
+        if key in self._truths:
+            return self._truths[key]
+        self._truths[key] = None  # cycles
+        result = self._atom_truth(value, module, owner, d)
+        self._truths[key] = result
+        return result
+
+    def _atom_truth(
+        self, value: list[Any], module: ModuleSummary, owner: str | None, d: int
+    ) -> Truth:
+
+        head = value[0]
+        if head == "call":
+            form, target = value[1], value[2]
+            found = self.model.resolve_call(module, owner, form, target)
+            if len(found) != 1 or not _is_function(found[0]):
+                return None
+            fn = found[0]
+            returns = fn.module.scope.returns.get(fn.summary.key)
+            if not returns:
+                return None
+            return self._all(returns, fn.module, fn.owner, d)
+        if head == "attr":
+            if owner is None:
+                return None
+            values: list[Truth] = []
+            for gkey in self.model.mro(owner):
+                cls = self.model.classes.get(gkey)
+                if cls is None:
+                    continue
+                assigned = cls.module.scope.attributes.get(cls.summary.qualname, {}).get(value[1])
+                if assigned is None and value[1] in cls.summary.attributes:
+                    return None  # assigned something that is no device test
+                values += [(t, cls.module, gkey) for t in assigned or ()]
+            if not values:
+                return None
+            results = {self.truth(t, m, o, d) for t, m, o in values}
+            return results.pop() if len(results) == 1 else None
+        if head == "glob":
+            assigned = module.scope.globals.get(value[1])
+            if not assigned:
+                return None
+            return self._all(assigned, module, None, d)
+        return None
+
+    def _all(self, truths: list[Truth], module: ModuleSummary, owner: str | None, d: int) -> Truth:
+        results = {self.truth(t, module, owner, d) for t in truths}
+        return results.pop() if len(results) == 1 else None
+
+    # --- findings ------------------------------------------------------------------------------
+
+    def file_digest(self, module: ModuleSummary) -> str:
+        """Every scope fact the findings of `module` are marked with (for the result cache)."""
+        self.compute()
+        path = module.path
+        claimed = self.reach is not None and self._claimed(path, self.claimed)
+        state = self.reach if claimed else self.library
+        parts = [f"c{int(claimed)}", self._unreached() if claimed else ""]
+        if state is not None:
+            parts.append(f"l{int(path in state.loaded)}")
+            for fn in module.functions:
+                node = f"{path}:{fn.key}"
+                role = state.roles.get(node, 0)
+                parts.append(f"{fn.key}={role}:{state.why.get(node, '')}")
+        for region in module.scope.regions:
+            key = region[0]
+            region_fn = self.model.functions.get(f"{path}:{key}") if key else None
+            owner = region_fn.owner if region_fn is not None else None
+            parts.append(str(self.truth(region[5], module, owner)))
+        return "|".join(parts)
+
+    def reason(
+        self,
+        path: str,
+        line: int,
+        column: int,
+        current: ModuleSummary | None = None,
+        per_step: bool = True,
+    ) -> str | None:
+        """Why a finding at `path:line:column` is outside the scope (None: inside).
+        `current`: the summary of the text being checked when it differs from the model's
+        (its functions, lines and regions are used; roles are looked up by function key).
+        `per_step`: the finding is about a cost paid every training step (a host sync, a
+        recompilation, the data pipeline); one about a breakage (a removed API, a Trainer
+        argument, a precision) stands in inference code too, which also runs on the TPU."""
+        module = self.model.modules.get(path)
+        if module is None:
+            return None
+        self.compute()
+        local = current if current is not None else module
+        facts = local.scope
+        fn = self._innermost(local, line)
+        owner = fn.owner if fn is not None else None
+        for region in facts.regions:
+            key, l1, c1, l2, c2, truth, wanted, how, text = region
+            if not ((l1, c1) <= (line, column) <= (l2, c2)):
+                continue
+            region_owner = owner
+            if key:
+                region_fn = self.model.functions.get(f"{path}:{key}")
+                region_owner = region_fn.owner if region_fn is not None else owner
+            value = self.truth(truth, module, region_owner)
+            if value is None or value == wanted:
+                continue
+            return _region_reason(how, text, value)
+        if fn is not None:
+            kernel = self._kernel(fn)
+            if kernel is not None:
+                return f"compiled by `@{kernel}`, not PyTorch code"
+            dead = self._dead_hook(fn)
+            if dead is not None:
+                return dead
+        node = fn.gkey if fn is not None else module_node(path)
+        claimed = self.reach is not None and self._claimed(path, self.claimed)
+        state = self.reach if claimed else self.library
+        if state is None:
+            return None
+        role = state.roles.get(node, 0)
+        if fn is None:
+            if claimed and path not in state.loaded:
+                return self._unreached()
+            return None
+        if role == TRAIN:
+            return None
+        if role == INFER:
+            if not per_step:
+                return None
+            return f"inference only (reached from {state.why.get(node, 'inference code')})"
+        if claimed:
+            return self._unreached()
+        return None
+
+    def _dead_hook(self, fn: _Function) -> str | None:
+        """A Lightning 1 hook (`on_keyboard_interrupt`) of a Lightning class, which Lightning 2
+        never calls (unless the project calls it itself)."""
+        name = fn.summary.name
+        if self.lightning1 or fn.owner is None or fn.summary.cls is None:
+            return None
+        if not (name.startswith("on_") or name in LIGHTNING1_HOOKS) or name in LIGHTNING_HOOKS:
+            return None
+
+        kind = self.model.class_kind(fn.owner)
+        if not kind & (
+            ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK
+        ):
+            return None
+        if self.callers(fn.gkey):
+            return None
+        return f"`{name}` is not a hook Lightning 2 calls"
+
+    def launcher_function(self, path: str, key: str) -> bool:
+        """Whether a function runs only in the process that launches training: a signal
+        handler, or what a function calls after its `trainer.fit(...)` returned (or raised).
+        Under the XLA strategy that process is not one of the ranks (Lightning's
+        strategies/xla.py: `global_rank` is 0 and `barrier()` returns at once while
+        `_launched` is False), so no other process waits for it there."""
+        module = self.model.modules.get(path)
+        if module is None or self._gpu_launcher(module):
+            return False
+        launchers = self.__dict__.setdefault("_launchers", {})
+        found = launchers.get(path)
+        if found is None:
+            found = set()
+            facts = module.scope
+            uses = [(module_node(path), use) for use in facts.handlers]
+            for caller, later in facts.after_fit_uses.items():
+                uses += [(f"{path}:{caller}", use) for use in later]
+            for node, use in uses:
+                for target in self._callees_of_use(node, use, by_name=False):
+                    found.add(target)
+                    fn = self._function(target)
+                    if fn is not None:
+                        found.update(inner.gkey for inner in self._nested(fn))
+            launchers[path] = found
+        current = self.model.functions.get(f"{path}:{key}")
+        while current is not None:
+            if current.gkey in found:
+                return True
+            parent = current.summary.parent
+            current = self.model.functions.get(f"{path}:{parent}") if parent else None
+        return False
+
+    @staticmethod
+    def _gpu_launcher(module: ModuleSummary) -> bool:
+        """A file whose Trainers all name another accelerator: its launching process is rank
+        0 of DDP, which does take part in collectives."""
+        verdicts = {launch[1] for launch in module.scope.launches if launch[0] == "trainer"}
+        return bool(verdicts) and verdicts == {"other"}
+
+    def _unreached(self) -> str:
+        names = sorted({os.path.basename(e.path) for e in self.entries})
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        return f"not reached from the TPU entry points ({shown})"
+
+    def _kernel(self, fn: _Function) -> str | None:
+        current: _Function | None = fn
+        while current is not None:
+            kernel = current.module.scope.kernels.get(current.summary.key)
+            if kernel is not None:
+                return kernel
+            parent = current.summary.parent
+            current = (
+                self.model.functions.get(f"{current.module.path}:{parent}") if parent else None
+            )
+        return None
+
+    def _innermost(self, module: ModuleSummary, line: int) -> _Function | None:
+        """The project model's function whose body holds `line` in `module` (the summary of
+        the text being checked: functions are matched by key)."""
+        ends = module.scope.ends
+        best = None
+        for fn in module.functions:
+            end = ends.get(fn.key)
+            if end is None or not fn.line <= line <= end:
+                continue
+            if best is None or fn.line >= best.line:
+                best = fn
+        if best is None:
+            return None
+        return self.model.functions.get(f"{module.path}:{best.key}")
+
+
+def _region_reason(how: str, text: str, value: bool) -> str:
+    state = "true" if value else "false"
+    if how == "cuda-import":
+        return f"in a branch that imports a CUDA-only package (under `if {text}`)"
+    if how == "else":
+        return f"in the `else` of `if {text}`, which is {state} on a TPU"
+    if how == "after":
+        return f"after `if {text}: return`, and `{text}` is {state} on a TPU"
+    if how in ("and", "or"):
+        return f"after `{text} {how}`, which is {state} on a TPU"
+    return f"under `if {text}`, which is {state} on a TPU"

@@ -1,0 +1,1329 @@
+"""One file's facts about where its code runs, read with Python's `ast` beside its summary
+(tpulint.analysis.summary) and cached with it: what the project scope
+(tpulint.analysis.scope) needs to tell the code that trains on a TPU from the rest.
+
+- `ends`: the last line of each function (findings are placed in functions by line);
+- `uses`: every name a function (or the module's top level, with class bodies) calls or
+  refers to, also in code the summary's call list leaves out (`__init__`, `setup`, the
+  module's top level): `["name", "pkg.mod.f"]` (a call or a reference, qualified like the
+  summary's calls), `["self", m]` (`self.m(...)` or `self.m` passed on), `["super", m]`,
+  `["attr", "x.m"]` (`self.x.m(...)`), `["meth", m]` (`v.m(...)` on a value the file cannot
+  name: any class's `m` may run);
+- `launches`: where the file starts training: a Trainer or Fabric built here, a
+  LightningCLI, `xmp.spawn`/`torch_xla.launch`, with how surely it runs on TPUs;
+- `regions`: spans of code that run only when a condition has a value (the body of
+  `if torch.cuda.is_available():`, the `else` of `if args.use_tpu:`, what follows
+  `if not cuda_ok: return`), with the condition as a small expression the project resolves
+  (it may name a function's return or an attribute defined in another file);
+- `truths`: what each function returns and each `self.<attr>` is assigned, as the same
+  condition expressions (`self.use_fused = torch.cuda.is_available() and ...`);
+- `kernels`: functions compiled by another system (`@triton.jit`, `@numba.jit`,
+  `@jax.jit`, `@wp.kernel`): their values are not PyTorch tensors;
+- `generation`: functions that run an autoregressive loop (text or image generation,
+  diffusion sampling): inference, not training;
+- `after_fit`, `handlers`: code that runs in the launching process (after `trainer.fit`
+  returned, or in a signal handler).
+
+Conditions on a TPU (`truth` below): `False` (never true on a TPU: `torch.cuda.*`,
+`x.is_cuda`, `device.type == "cuda"`, a flag named for CUDA or GPUs), `True` (always true
+on a TPU: a flag named for the TPU, `device.type == "xla"`), `None` (unknown), or
+`["and", c...]`, `["or", c...]`, `["not", c]`, `["call", form, target]` (the truth of what a
+project function returns), `["attr", name]` (of `self.<name>`), `["glob", name]` (of a
+module-level name of this file).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpulint.analysis.modules import resolve_relative
+
+Truth = Any  # bool | None | list (see the module docstring)
+
+# Name tokens of flags and functions about CUDA or GPUs (false on a TPU) and about TPUs.
+_CUDA_TOKENS = frozenset({"cuda", "gpu", "gpus", "cudnn", "nccl", "mps", "nvidia", "cupy"})
+_TPU_TOKENS = frozenset({"tpu", "tpus", "xla"})
+_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# Packages that exist only for CUDA: a branch that imports one is a CUDA branch.
+CUDA_ONLY_PACKAGES = frozenset(
+    {
+        "bitsandbytes",
+        "flash_attn",
+        "xformers",
+        "apex",
+        "pycuda",
+        "cupy",
+        "pynvml",
+        "tensorrt",
+        "nvidia",
+        "transformer_engine",
+        "deepspeed",
+        "mamba_ssm",
+        "causal_conv1d",
+        "triton",
+    }
+)
+# Decorators of functions compiled by a system other than PyTorch (their values are that
+# system's, not torch tensors), by the root package of the decorator.
+KERNEL_ROOTS = frozenset({"triton", "numba", "jax", "warp", "taichi", "cupy", "tensorflow"})
+_KERNEL_ALIASES = {"wp": "warp", "ti": "taichi", "tf": "tensorflow", "nb": "numba"}
+# Words in a function's name that say it generates or samples.
+GENERATION_TOKENS = frozenset({"generate", "generation", "sample", "sampling", "greedy", "beam"})
+_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Device names compared with a device or its type.
+_CUDA_DEVICE_NAMES = ("cuda", "gpu", "mps")
+_TPU_DEVICE_NAMES = ("xla", "tpu")
+_TORCH_CUDA_CHECKS = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.mps.")
+_LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
+_XLA_STRATEGY_NAMES = frozenset(
+    {"xla", "xla_debug", "xla_fsdp", "single_xla", "tpu_spawn", "tpu_spawn_debug", "single_tpu"}
+)
+_XLA_STRATEGY_CLASSES = frozenset(
+    {
+        "XLAStrategy",
+        "XLAFSDPStrategy",
+        "SingleDeviceXLAStrategy",
+        "TPUSpawnStrategy",
+        "SingleTPUStrategy",
+        "XLAAccelerator",
+        "TPUAccelerator",
+    }
+)
+_OTHER_ACCELERATORS = frozenset({"gpu", "cuda", "cpu", "mps", "ipu", "hpu", "ddp", "dp", "ddp2"})
+_XLA_SPAWNS = frozenset(
+    {
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+        "torch_xla.launch",
+        "torch_xla.distributed.xla_dist",
+    }
+)
+_XLA_DEVICE_CALLS = frozenset(
+    {"torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.devices"}
+)
+
+
+# Keywords and config keys of data-pipeline objects: what they name runs in the data loader.
+DATA_KEYS = re.compile(
+    r"(?:^|_)(?:transforms?|augmentations?|augment|collate_fn|collator|preprocess\w*|"
+    r"preprocessors?)$"
+)
+
+
+def name_tokens(name: str) -> set[str]:
+    return {t.lower() for t in _TOKEN.findall(name)}
+
+
+@dataclass
+class ScopeFacts:
+    ends: dict[str, int] = field(default_factory=dict)
+    uses: dict[str, list[list[str]]] = field(default_factory=dict)  # "" is the top level
+    launches: list[list[Any]] = field(default_factory=list)  # [kind, verdict, key, line]
+    # [key, line, col, end_line, end_col, truth, wanted, condition text]
+    regions: list[list[Any]] = field(default_factory=list)
+    returns: dict[str, list[Truth]] = field(default_factory=dict)  # function key -> truths
+    attributes: dict[str, dict[str, list[Truth]]] = field(default_factory=dict)  # class qualname
+    globals: dict[str, list[Truth]] = field(default_factory=dict)
+    kernels: dict[str, str] = field(default_factory=dict)  # function key -> decorator
+    generation: list[str] = field(default_factory=list)
+    registered: list[list[str]] = field(default_factory=list)  # ["class"|"function", key]
+    commands: list[str] = field(default_factory=list)  # functions a CLI framework runs
+    after_fit: list[list[Any]] = field(default_factory=list)  # [key, line of `trainer.fit`]
+    # Per function: what it calls after its `trainer.fit(...)` (in the launching process).
+    after_fit_uses: dict[str, list[list[str]]] = field(default_factory=dict)
+    handlers: list[list[str]] = field(default_factory=list)  # uses registered as handlers
+    # function key -> [first, last line] of its hand-written training loops (a loop whose body
+    # calls `backward`, `fabric.backward`, `xm.optimizer_step` or `optimizer.step`), and what
+    # their bodies call.
+    step_loops: dict[str, list[list[int]]] = field(default_factory=dict)
+    step_uses: dict[str, list[list[Any]]] = field(default_factory=dict)  # [form, target, line]
+    # class qualname -> attribute -> the functions or classes assigned to it (`self.loss_fn =
+    # focal_loss`): what calling the attribute runs.
+    attribute_refs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # Modules the top level imports everything from (`from .neighborlist import *`).
+    star_imports: list[str] = field(default_factory=list)
+    # Names built or named in data-pipeline arguments (`transforms=`, `collate_fn=`).
+    data_uses: list[str] = field(default_factory=list)
+    digest: int = 0  # text_digest of the text these facts are of
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "e": self.ends,
+            "u": self.uses,
+            "l": self.launches,
+            "r": self.regions,
+            "rt": self.returns,
+            "a": self.attributes,
+            "g": self.globals,
+            "k": self.kernels,
+            "gn": self.generation,
+            "rg": self.registered,
+            "cm": self.commands,
+            "af": self.after_fit,
+            "au": self.after_fit_uses,
+            "h": self.handlers,
+            "sl": self.step_loops,
+            "su": self.step_uses,
+            "ar": self.attribute_refs,
+            "si": self.star_imports,
+            "du": self.data_uses,
+            "d": self.digest,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScopeFacts:
+        return cls(
+            data["e"],
+            data["u"],
+            data["l"],
+            data["r"],
+            data["rt"],
+            data["a"],
+            data["g"],
+            data["k"],
+            data["gn"],
+            data["rg"],
+            data["cm"],
+            data["af"],
+            data["au"],
+            data["h"],
+            data["sl"],
+            data["su"],
+            data["ar"],
+            data["si"],
+            data["du"],
+            data["d"],
+        )
+
+
+def dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+# --- truth of conditions on a TPU ------------------------------------------------------------
+
+
+def _and(parts: list[Truth]) -> Truth:
+    if any(p is False for p in parts):
+        return False
+    rest = [p for p in parts if p is not True]
+    if not rest:
+        return True
+    if all(p is None for p in rest):
+        return None
+    return ["and", *rest] if len(rest) > 1 else rest[0]
+
+
+def _or(parts: list[Truth]) -> Truth:
+    if any(p is True for p in parts):
+        return True
+    rest = [p for p in parts if p is not False]
+    if not rest:
+        return False
+    if all(p is None for p in rest):
+        return None
+    return ["or", *rest] if len(rest) > 1 else rest[0]
+
+
+def _not(part: Truth) -> Truth:
+    if part is None or isinstance(part, bool):
+        return None if part is None else not part
+    return ["not", part]
+
+
+def decided(truth: Truth) -> bool:
+    """Whether a truth is known (or may become known in the project) rather than unknown."""
+    return truth is not None
+
+
+def informative(truth: Truth) -> bool:
+    """Whether a truth says something of its own (a device test, a flag set from one), not
+    only "whatever that call returns"."""
+    if isinstance(truth, bool):
+        return True
+    if isinstance(truth, list):
+        if truth[0] in ("attr", "glob"):
+            return True
+        if truth[0] in ("and", "or", "not"):
+            return any(informative(t) for t in truth[1:])
+    return False
+
+
+class _Walker:
+    def __init__(self, summary: Any, text: str, keys: dict[int, str]) -> None:
+        self.facts = ScopeFacts()
+        self.module = summary.module
+        self.is_package = summary.is_package
+        self.module_imports: dict[str, str] = dict(summary.imports)
+        self.module_names: set[str] = set()
+        # `self.<name>` attributes this file assigns a decided condition (`self.use_fused =
+        # torch.cuda.is_available() and ...`): tests of them are worth a region.
+        self.flag_attributes: set[str] = set()
+        self.fitted: set[str] = set()  # functions whose `trainer.fit(...)` was seen
+        self.fitting: set[str] = set()  # ... in the statement being walked
+        # The last value assigned to a plain name, by (function key, name): what a Trainer's
+        # `strategy=strategy` is.
+        self.values: dict[tuple[str, str], ast.expr] = {}
+        self.keys = keys
+        self.text = text
+        self._lines: list[str] | None = None
+        self.cheap = not any(
+            token in text
+            for token in (
+                "cuda",
+                "cudnn",
+                "gpu",
+                "GPU",
+                "tpu",
+                "TPU",
+                "xla",
+                "XLA",
+                "mps",
+                "CUDA",
+                "bnb",
+            )
+        )
+
+    # --- names ---------------------------------------------------------------------------
+
+    def qualify(self, text: str, imports: dict[str, str]) -> str:
+        root, _, rest = text.partition(".")
+        target = imports.get(root)
+        if target is None:
+            return "." + text
+        return f"{target}.{rest}" if rest else target
+
+    def known(self, name: str, imports: dict[str, str], local: set[str]) -> bool:
+        return name not in local and (name in imports or name in self.module_names)
+
+    def source(self, node: ast.AST) -> str:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        line = getattr(node, "lineno", 0)
+        end = getattr(node, "end_lineno", line)
+        if not line or line > len(self._lines):
+            return ""
+        if line == end:
+            raw = self._lines[line - 1].encode("utf-8", "surrogatepass")
+            start, stop = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            return raw[start:stop].decode("utf-8", "replace")
+        return self._lines[line - 1].strip() + " ..."
+
+    def column(self, line: int, offset: int) -> int:
+        """A 1-based character column from an `ast` UTF-8 byte offset."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        if not 0 < line <= len(self._lines):
+            return offset + 1
+        raw = self._lines[line - 1]
+        if raw.isascii():
+            return offset + 1
+        return len(raw.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "replace")) + 1
+
+    # --- structure -----------------------------------------------------------------------
+
+    def run(self, tree: ast.Module) -> ScopeFacts:
+        stack: list[ast.stmt] = list(tree.body)
+        while stack:
+            # Definitions of the top level, also in its `if`/`try` blocks (a `__main__` block's
+            # helper, a fallback for a missing import).
+            statement = stack.pop()
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.module_names.add(statement.name)
+            elif (
+                isinstance(statement, (ast.If, ast.Try, ast.With))
+                or type(statement).__name__ == "TryStar"
+            ):
+                for name in ("body", "orelse", "finalbody", "handlers"):
+                    for item in getattr(statement, name, ()):
+                        if isinstance(item, ast.ExceptHandler):
+                            stack.extend(item.body)
+                        elif isinstance(item, ast.stmt):
+                            stack.append(item)
+        self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
+        facts = self.facts
+        # Keep only what may decide something: a flag nobody sets from a device test says
+        # nothing.
+        facts.returns = {k: v for k, v in facts.returns.items() if any(map(informative, v))}
+        facts.globals = {k: v for k, v in facts.globals.items() if any(map(informative, v))}
+        facts.attributes = {
+            cls: kept
+            for cls, attrs in facts.attributes.items()
+            if (kept := {a: v for a, v in attrs.items() if any(map(informative, v))})
+        }
+        facts.uses = {k: v for k, v in facts.uses.items() if v}
+        return facts
+
+    def body(
+        self,
+        statements: list[ast.stmt],
+        key: str,
+        imports: dict[str, str],
+        local: set[str],
+        klass: str | None,
+        truths: list[dict[str, Truth]],
+    ) -> None:
+        for index, statement in enumerate(statements):
+            self.statement(statement, key, imports, local, klass, truths)
+            if self.fitting:
+                self.fitted |= self.fitting
+                self.fitting = set()
+            exit_test = _early_exit(statement)
+            if exit_test is not None and index + 1 < len(statements) and not self.cheap:
+                truth = self.truth(exit_test, imports, truths)
+                if decided(truth):
+                    first, last = statements[index + 1], statements[-1]
+                    self.region(key, first, last, truth, False, exit_test, "after")
+
+    def region(
+        self,
+        key: str,
+        first: ast.AST,
+        last: ast.AST,
+        truth: Truth,
+        wanted: bool,
+        test: ast.AST | list[ast.AST],
+        how: str,
+    ) -> None:
+        """Code from `first` to `last` runs only when `truth` is `wanted`. `how` says where
+        it sits: "if" (the body), "else", "after" (after `if test: return`), "and"/"or" (a
+        later operand, after the operands `test`)."""
+        if isinstance(truth, bool) and truth == wanted:
+            return  # it runs on a TPU: nothing to record
+        line, end = first.lineno, last.end_lineno or last.lineno  # type: ignore[attr-defined]
+        parts = test if isinstance(test, list) else [test]
+        text = f" {how} ".join(self.source(part) for part in parts)
+        if len(text) > 60:
+            text = text[:57] + "..."
+        self.facts.regions.append(
+            [
+                key,
+                line,
+                self.column(line, first.col_offset),  # type: ignore[attr-defined]
+                end,
+                self.column(end, last.end_col_offset or 0),  # type: ignore[attr-defined]
+                truth,
+                wanted,
+                how,
+                text,
+            ]
+        )
+
+    def statement(
+        self,
+        node: ast.stmt,
+        key: str,
+        imports: dict[str, str],
+        local: set[str],
+        klass: str | None,
+        truths: list[dict[str, Truth]],
+    ) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.function(node, key, imports, klass, truths)
+            return
+        if isinstance(node, ast.ClassDef):
+            self.klass(node, key, imports, klass, truths)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".", 1)[0]
+                imports[name] = alias.name if alias.asname else name
+            return
+        if isinstance(node, ast.ImportFrom):
+            base = resolve_relative(
+                self.module, self.is_package, node.level or 0, node.module or ""
+            )
+            if base is not None:
+                for alias in node.names:
+                    if alias.name != "*":
+                        imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+                    elif not key and base not in self.facts.star_imports:
+                        self.facts.star_imports.append(base)
+            return
+        if key == "" and klass is None and isinstance(node, ast.If) and _is_main_test(node.test):
+            # `if __name__ == "__main__":` runs only when the file is run as a script.
+            self.body(node.body, "__main__", imports, local, klass, truths)
+            self.body(node.orelse, key, imports, local, klass, truths)
+            return
+        if isinstance(node, (ast.If, ast.While)):
+            self.expression(node.test, key, imports, local)
+            if not self.cheap:
+                truth = self.truth(node.test, imports, truths)
+                if decided(truth) and node.body:
+                    self.region(key, node.body[0], node.body[-1], truth, True, node.test, "if")
+                if decided(truth) and node.orelse and isinstance(node, ast.If):
+                    self.region(
+                        key, node.orelse[0], node.orelse[-1], truth, False, node.test, "else"
+                    )
+                if isinstance(node, ast.If) and node.body and _imports_cuda_package(node.body):
+                    self.region(
+                        key, node.body[0], node.body[-1], False, True, node.test, "cuda-import"
+                    )
+            self.body(node.body, key, imports, local, klass, truths)
+            self.body(node.orelse, key, imports, local, klass, truths)
+            return
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and key and _steps(node):
+            self.step_loop(node, key, imports, local)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            self.expression(node.iter, key, imports, local)
+            _stores(node.target, local)
+            self.body(node.body, key, imports, local, klass, truths)
+            self.body(node.orelse, key, imports, local, klass, truths)
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                self.expression(item.context_expr, key, imports, local)
+                if item.optional_vars is not None:
+                    _stores(item.optional_vars, local)
+            self.body(node.body, key, imports, local, klass, truths)
+            return
+        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.body(node.body, key, imports, local, klass, truths)  # type: ignore[attr-defined]
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                if handler.type is not None:
+                    self.expression(handler.type, key, imports, local)
+                self.body(handler.body, key, imports, local, klass, truths)
+            self.body(node.orelse, key, imports, local, klass, truths)  # type: ignore[attr-defined]
+            self.body(node.finalbody, key, imports, local, klass, truths)  # type: ignore[attr-defined]
+            return
+        if type(node).__name__ == "Match":
+            self.expression(node.subject, key, imports, local)  # type: ignore[attr-defined]
+            for case in node.cases:  # type: ignore[attr-defined]
+                self.body(case.body, key, imports, local, klass, truths)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            value = node.value
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if value is not None:
+                self.expression(value, key, imports, local)
+                if not self.cheap and not isinstance(node, ast.AugAssign):
+                    self.assigned(targets, value, key, imports, klass, truths)
+            if value is not None and klass is not None and key:
+                self.attribute_refs(targets, value, klass, imports, local)
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    if value is not None:
+                        self.values[(key, target.id)] = value
+                    if key:
+                        local.add(target.id)
+                    elif not isinstance(node, ast.AugAssign):
+                        self.module_names.discard(target.id)
+                else:
+                    self.expression(target, key, imports, local)
+            return
+        if isinstance(node, ast.Return):
+            if node.value is not None:
+                self.expression(node.value, key, imports, local)
+                if key and not self.cheap:
+                    truth = self.truth(node.value, imports, truths)
+                    self.facts.returns.setdefault(key, []).append(truth)
+            elif key:
+                self.facts.returns.setdefault(key, []).append(None)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expression(child, key, imports, local)
+
+    def attribute_refs(
+        self,
+        targets: list[ast.expr],
+        value: ast.expr,
+        klass: str,
+        imports: dict[str, str],
+        local: set[str],
+    ) -> None:
+        """`self.loss_fn = focal_loss` (or `partial(focal_loss, gamma=2)`, or a list of them):
+        what a later `self.loss_fn(...)` calls."""
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        names = []
+        for item in items:
+            if isinstance(item, ast.Call) and (dotted(item.func) or "").endswith("partial"):
+                item = item.args[0] if item.args else item
+            text = dotted(item) if isinstance(item, (ast.Name, ast.Attribute)) else None
+            if text is not None and self.known(text.split(".", 1)[0], imports, local):
+                names.append(self.qualify(text, imports))
+        if not names:
+            return
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                refs = self.facts.attribute_refs.setdefault(klass, {}).setdefault(target.attr, [])
+                refs.extend(n for n in names if n not in refs)
+
+    def assigned(
+        self,
+        targets: list[ast.expr],
+        value: ast.expr,
+        key: str,
+        imports: dict[str, str],
+        klass: str | None,
+        truths: list[dict[str, Truth]],
+    ) -> None:
+        """Record what an assignment says about a flag: `self.x = <cond>` (for the class),
+        `X = <cond>` at the top level, `x = <cond>` in a function (for its later tests)."""
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and klass is not None
+            ):
+                truth = self.truth(value, imports, truths)
+                self.facts.attributes.setdefault(klass, {}).setdefault(target.attr, []).append(
+                    truth
+                )
+                if informative(truth):
+                    self.flag_attributes.add(target.attr)
+            elif isinstance(target, ast.Name) and truths:
+                truth = self.truth(value, imports, truths)
+                scope = truths[-1]
+                if target.id in scope and scope[target.id] != truth:
+                    scope[target.id] = None  # assigned twice, differently: unknown
+                else:
+                    scope[target.id] = truth
+                if not key:
+                    self.facts.globals.setdefault(target.id, []).append(truth)
+
+    def function(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        outer: str,
+        imports: dict[str, str],
+        klass: str | None,
+        truths: list[dict[str, Truth]],
+    ) -> None:
+        key = self.keys.get(id(node))
+        for decorator in node.decorator_list:
+            self.expression(decorator, outer, imports, set())
+        if key is None:
+            return
+        self.facts.ends[key] = node.end_lineno or node.lineno
+        decorators = [
+            dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
+        ]
+        qualified = [self.qualify(d, imports) for d in decorators if d]
+        for name in qualified:
+            root = name.lstrip(".").split(".", 1)[0]
+            root = _KERNEL_ALIASES.get(root, root) if name.startswith(".") else root
+            if root in KERNEL_ROOTS and not name.startswith("."):
+                self.facts.kernels[key] = name
+        if (
+            klass is None
+            and not outer
+            and any(isinstance(d, (ast.Call, ast.Attribute)) for d in node.decorator_list)
+        ):
+            # `@app.command()`, `@hydra.main(...)`, `@register("name")`: the function is
+            # run (or registered to be run) by whatever decorates it.
+            self.facts.registered.append(["function", key])
+        local = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+        for star in (node.args.vararg, node.args.kwarg):
+            if star is not None:
+                local.add(star.arg)
+        for default in (*node.args.defaults, *node.args.kw_defaults):
+            if default is not None:
+                self.expression(default, outer, imports, set())
+        inner_truths = [*truths, {}] if outer else [{}]
+        self.body(node.body, key, dict(imports), local, klass, inner_truths)
+        tokens = name_tokens(node.name)
+        if (
+            (tokens & GENERATION_TOKENS or _NO_GRAD & set(qualified))
+            and not _is_hook_name(node.name)
+            and _feedback_loop(node, imports)
+        ):
+            self.facts.generation.append(key)
+
+    def klass(
+        self,
+        node: ast.ClassDef,
+        outer: str,
+        imports: dict[str, str],
+        enclosing: str | None,
+        truths: list[dict[str, Truth]],
+    ) -> None:
+        for base in (*node.bases, *(k.value for k in node.keywords)):
+            self.expression(base, outer, imports, set())
+        for decorator in node.decorator_list:
+            self.expression(decorator, outer, imports, set())
+        qualname = self.keys.get(id(node)) or (
+            node.name if enclosing is None else f"{enclosing}.{node.name}"
+        )
+        decorators = [
+            dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
+        ]
+        if any(
+            d.rsplit(".", 1)[-1] not in ("dataclass", "total_ordering", "final") for d in decorators
+        ):
+            self.facts.registered.append(["class", qualname])
+        self.body(node.body, outer, imports, set(), qualname, [{}])
+
+    # --- expressions -----------------------------------------------------------------------
+
+    def expression(
+        self, node: ast.expr, key: str, imports: dict[str, str], local: set[str]
+    ) -> None:
+        """Record the calls and references of an expression (lambdas and comprehensions
+        included), and the spans `a and b` / `x if c else y` put under a condition."""
+        uses = self.facts.uses.setdefault(key, [])
+        seen = {tuple(u) for u in uses} if len(uses) < 64 else None
+        stack: list[ast.AST] = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, ast.Call):
+                func = current.func
+                use = self.call_use(current, imports, local, key)
+                if use is not None:
+                    if _useful(use):
+                        self._add(uses, seen, use)
+                        if key in self.fitted and use[0] != "meth":
+                            later = self.facts.after_fit_uses.setdefault(key, [])
+                            if use not in later:
+                                later.append(use)
+                    self.launch(current, use, key, imports, local)
+                stack.extend(current.args)
+                stack.extend(k.value for k in current.keywords)
+                for keyword in current.keywords:
+                    if keyword.arg is not None and DATA_KEYS.search(keyword.arg):
+                        self.data_argument(keyword.value, imports, local)
+                if use is None or use[0] == "meth":
+                    # The receiver of a method of a value may hold calls (`make().fit()`).
+                    stack.append(func.value if isinstance(func, ast.Attribute) else func)
+                continue
+            if isinstance(current, ast.Name):
+                if isinstance(current.ctx, ast.Load) and self.known(current.id, imports, local):
+                    use = ["ref", self.qualify(current.id, imports)]
+                    if _useful(use):
+                        self._add(uses, seen, use)
+                continue
+            elif isinstance(current, ast.Attribute):
+                if isinstance(current.ctx, ast.Load):
+                    base = current.value
+                    if isinstance(base, ast.Name) and base.id == "self":
+                        self._add(uses, seen, ["selfref", current.attr])
+                        continue
+                    text = dotted(current)
+                    if text is not None and self.known(text.split(".", 1)[0], imports, local):
+                        use = ["ref", self.qualify(text, imports)]
+                        if _useful(use):
+                            self._add(uses, seen, use)
+                        continue
+            elif isinstance(current, (ast.IfExp, ast.BoolOp)) and not self.cheap and key:
+                self.inline_region(current, key, imports)
+            elif isinstance(current, ast.Lambda):
+                local = local | {a.arg for a in current.args.args}
+            stack.extend(ast.iter_child_nodes(current))
+
+    @staticmethod
+    def _add(uses: list[list[str]], seen: set[tuple[str, ...]] | None, use: list[str]) -> None:
+        if seen is None:
+            if use not in uses:
+                uses.append(use)
+            return
+        item = tuple(use)
+        if item not in seen:
+            seen.add(item)
+            uses.append(use)
+
+    def inline_region(
+        self, node: ast.IfExp | ast.BoolOp, key: str, imports: dict[str, str]
+    ) -> None:
+        if isinstance(node, ast.IfExp):
+            truth = self.truth(node.test, imports, [])
+            if decided(truth):
+                self.region(key, node.body, node.body, truth, True, node.test, "if")
+                self.region(key, node.orelse, node.orelse, truth, False, node.test, "else")
+            return
+        conjunction = isinstance(node.op, ast.And)
+        for index in range(1, len(node.values)):
+            before = node.values[:index]
+            parts = [self.truth(v, imports, []) for v in before]
+            truth = _and(parts) if conjunction else _or(parts)
+            if decided(truth):
+                value = node.values[index]
+                how = "and" if conjunction else "or"
+                self.region(key, value, value, truth, conjunction, list(before), how)
+
+    def call_use(
+        self, node: ast.Call, imports: dict[str, str], local: set[str], key: str = ""
+    ) -> list[str] | None:
+        func = node.func
+        if isinstance(func, ast.Name):
+            if self.known(func.id, imports, local):
+                return ["name", self.qualify(func.id, imports)]
+            return None
+        if not isinstance(func, ast.Attribute):
+            return None
+        receiver, method = func.value, func.attr
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            return ["self", method]
+        if (
+            isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "super"
+        ):
+            return ["super", method]
+        if (
+            isinstance(receiver, ast.Attribute)
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == "self"
+        ):
+            return ["attr", f"{receiver.attr}.{method}"]
+        text = dotted(func)
+        if text is not None and self.known(text.split(".", 1)[0], imports, local):
+            return ["name", self.qualify(text, imports)]
+        if isinstance(receiver, ast.Name):
+            # `runner = Pretrainer(cfg)` ... `runner.run()`: the class's method.
+            built = self.values.get((key, receiver.id))
+            if isinstance(built, ast.Call):
+                name = dotted(built.func)
+                if (
+                    name is not None
+                    and name.rsplit(".", 1)[-1][:1].isupper()
+                    and self.known(name.split(".", 1)[0], imports, set())
+                ):
+                    return ["name", f"{self.qualify(name, imports)}.{method}"]
+        return ["meth", method]
+
+    # --- launches ------------------------------------------------------------------------
+
+    def step_loop(
+        self,
+        loop: ast.For | ast.AsyncFor | ast.While,
+        key: str,
+        imports: dict[str, str],
+        local: set[str],
+    ) -> None:
+        """A hand-written training loop (Fabric, torch_xla): what its body calls runs every
+        step, like what `training_step` calls."""
+        spans = self.facts.step_loops.setdefault(key, [])
+        spans.append([loop.lineno, loop.end_lineno or loop.lineno])
+        uses = self.facts.step_uses.setdefault(key, [])
+        for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+            if isinstance(node, ast.Call):
+                use = self.call_use(node, imports, local, key)
+                if use is not None and _useful(use) and all(u[:2] != use for u in uses):
+                    uses.append([*use, node.lineno])
+
+    def data_argument(self, value: ast.expr, imports: dict[str, str], local: set[str]) -> None:
+        """The classes built or named in a data-pipeline argument (`transforms=[Crop(64)]`,
+        `collate_fn=Pad()`, `transform=nn.Sequential(A(), B())`): built for the data loader."""
+        for node in ast.walk(value):
+            target = node.func if isinstance(node, ast.Call) else node
+            if isinstance(target, (ast.Name, ast.Attribute)):
+                text = dotted(target)
+                if text is not None and self.known(text.split(".", 1)[0], imports, local):
+                    name = self.qualify(text, imports)
+                    if name not in self.facts.data_uses:
+                        self.facts.data_uses.append(name)
+
+    def launch(
+        self, node: ast.Call, use: list[str], key: str, imports: dict[str, str], local: set[str]
+    ) -> None:
+        form, target = use
+        if form == "name":
+            qualified = target.lstrip(".")
+            root = qualified.split(".", 1)[0]
+            last = qualified.rsplit(".", 1)[-1]
+            parts = qualified.split(".")
+            if root in _LIGHTNING_ROOTS and (
+                last in ("Trainer", "Fabric", "LightningLite")
+                or (len(parts) > 1 and parts[-2] == "Trainer" and last.startswith("from_"))
+            ):
+                kind = "fabric" if last in ("Fabric", "LightningLite") else "trainer"
+                verdict = self.verdict(node, key, imports)
+                if verdict == "auto" and any(
+                    target.split(".", 1)[0] == "torch_xla"
+                    for target in self.module_imports.values()
+                ):
+                    verdict = "tpu"  # a launching script written for torch_xla
+                self.facts.launches.append([kind, verdict, key, node.lineno])
+            elif last.endswith("CLI"):
+                self.facts.launches.append(
+                    ["cli", self.cli_verdict(node), key, node.lineno, target]
+                )
+            elif qualified in _XLA_SPAWNS or (root == "torch_xla" and last in ("spawn", "launch")):
+                self.facts.launches.append(["xla-spawn", "tpu", key, node.lineno])
+            elif qualified in _XLA_DEVICE_CALLS and key and "." not in key.split("#", 1)[0]:
+                self.facts.launches.append(["xla-device", "tpu", key, node.lineno])
+            elif qualified in ("signal.signal",) and len(node.args) >= 2:
+                handler = self.reference(node.args[1], imports, local)
+                if handler is not None:
+                    self.facts.handlers.append(handler)
+            return
+        if form == "meth" and target == "fit" and key:
+            receiver = node.func.value  # type: ignore[attr-defined]
+            if isinstance(receiver, ast.Name) and "trainer" in receiver.id.lower():
+                self.facts.after_fit.append([key, node.end_lineno or node.lineno])
+                self.fitting.add(key)  # what follows the statement runs after the fit
+
+    def reference(
+        self, node: ast.expr, imports: dict[str, str], local: set[str]
+    ) -> list[str] | None:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            return ["self", node.attr]
+        text = dotted(node)
+        if text is not None and self.known(text.split(".", 1)[0], imports, local):
+            return ["name", self.qualify(text, imports)]
+        return None
+
+    def verdict(self, node: ast.Call, key: str, imports: dict[str, str]) -> str:
+        """How surely a Trainer or Fabric runs on TPUs: "tpu" (`accelerator="tpu"`, an XLA
+        strategy, `tpu_cores`), "other" (another accelerator named, `gpus=N`, a DDP
+        strategy) or "auto" (nothing says: Lightning picks the TPU on a TPU VM)."""
+        verdicts: set[str] = set()
+        for keyword in node.keywords:
+            name, value = keyword.arg, keyword.value
+            if name is None:
+                continue
+            if isinstance(value, ast.Name):
+                # `strategy=strategy` after `strategy = XLAStrategy(...)`
+                value = self.values.get((key, value.id)) or self.values.get(("", value.id)) or value
+            texts = self.literal_texts(value)
+            if name == "accelerator":
+                if any(t in ("tpu", "xla") for t in texts) or self.is_xla_class(value, imports):
+                    return "tpu"
+                if texts and all(t in _OTHER_ACCELERATORS for t in texts):
+                    verdicts.add("other")
+                elif re.search(r"(?i)tpu|xla", self.source(value)):
+                    return "tpu"
+            elif name == "strategy":
+                if any(t in _XLA_STRATEGY_NAMES for t in texts) or self.is_xla_class(
+                    value, imports
+                ):
+                    return "tpu"
+                if texts and all(t.startswith(("ddp", "dp", "deepspeed", "fsdp")) for t in texts):
+                    verdicts.add("other")
+            elif name in ("tpu_cores", "num_tpu_cores") and not (
+                isinstance(value, ast.Constant) and value.value in (None, 0)
+            ):
+                return "tpu"
+            elif (
+                name in ("gpus", "num_gpus")
+                and isinstance(value, ast.Constant)
+                and value.value not in (None, 0, "0")
+            ):
+                verdicts.add("other")
+        return "other" if verdicts else "auto"
+
+    def literal_texts(self, node: ast.expr) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value.lower()]
+        if isinstance(node, ast.IfExp):
+            return self.literal_texts(node.body) + self.literal_texts(node.orelse)
+        return []
+
+    def is_xla_class(self, node: ast.expr, imports: dict[str, str]) -> bool:
+        if isinstance(node, ast.Call):
+            node = node.func
+        text = dotted(node)
+        if text is None:
+            return False
+        return text.rsplit(".", 1)[-1] in _XLA_STRATEGY_CLASSES
+
+    def cli_verdict(self, node: ast.Call) -> str:
+        for keyword in node.keywords:
+            if keyword.arg == "trainer_defaults":
+                text = self.source(keyword.value)
+                if re.search(r"(?i)['\"](tpu|xla)['\"]|XLAStrategy", text):
+                    return "tpu"
+                if re.search(r"(?i)['\"](gpu|cuda|cpu|mps)['\"]", text):
+                    return "other"
+        return "auto"
+
+    # --- truth -----------------------------------------------------------------------------
+
+    def truth(
+        self, node: ast.expr, imports: dict[str, str], truths: list[dict[str, Truth]]
+    ) -> Truth:
+        """The condition's value on a TPU (see the module docstring)."""
+        if isinstance(node, ast.BoolOp):
+            parts = [self.truth(v, imports, truths) for v in node.values]
+            return _and(parts) if isinstance(node.op, ast.And) else _or(parts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return _not(self.truth(node.operand, imports, truths))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            return self.compare(node.left, node.ops[0], node.comparators[0], imports, truths)
+        if isinstance(node, ast.Call):
+            return self.call_truth(node, imports, truths)
+        if isinstance(node, ast.Name):
+            for scope in reversed(truths):
+                if node.id in scope:
+                    return scope[node.id]
+            if node.id in self.module_imports or node.id in imports:
+                qualified = imports.get(node.id, "")
+                if qualified.startswith("torch.cuda"):
+                    return False
+            tokens = name_tokens(node.id)
+            if tokens & _CUDA_TOKENS:
+                return False
+            if tokens & _TPU_TOKENS:
+                return True
+            if node.id in self.facts.globals:
+                return ["glob", node.id]
+            return None
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("is_cuda", "is_mps"):
+                return False
+            text = dotted(node)
+            if text is not None:
+                qualified = self.qualify(text, imports)
+                if qualified.startswith(("torch.version.cuda", "torch.backends.cudnn.enabled")):
+                    return False
+            tokens = name_tokens(node.attr)
+            if tokens & _CUDA_TOKENS:
+                return False
+            if tokens & _TPU_TOKENS:
+                return True
+            if (
+                isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and node.attr in self.flag_attributes
+            ):
+                return ["attr", node.attr]
+            return None
+        if isinstance(node, ast.NamedExpr):
+            return self.truth(node.value, imports, truths)
+        return None
+
+    def call_truth(
+        self, node: ast.Call, imports: dict[str, str], truths: list[dict[str, Truth]]
+    ) -> Truth:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "startswith" and node.args:
+            return self.device_compare(func.value, node.args[0], True)
+        text = dotted(func)
+        if text is not None:
+            qualified = self.qualify(text, imports)
+            if qualified.startswith(_TORCH_CUDA_CHECKS):
+                return False
+            last = text.rsplit(".", 1)[-1]
+            if last == "isinstance" and len(node.args) == 2:
+                classes = node.args[1]
+                options = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+                names = [dotted(o) or "" for o in options]
+                if names and all(name_tokens(n.rsplit(".", 1)[-1]) & _CUDA_TOKENS for n in names):
+                    return False
+                if any(name_tokens(n.rsplit(".", 1)[-1]) & _TPU_TOKENS for n in names):
+                    return True
+                return None
+            if last in ("bool",) and node.args:
+                return self.truth(node.args[0], imports, truths)
+            tokens = name_tokens(last)
+            if last[:1].isupper():
+                return None  # a constructor (`NVIDIAAutoEncoder(...)`), no device test
+            if tokens & _CUDA_TOKENS and not tokens & {"to", "set", "empty", "synchronize"}:
+                return False
+            if tokens & _TPU_TOKENS and tokens & {"is", "use", "on", "available", "enabled", "has"}:
+                return True
+            if isinstance(func, ast.Name) and func.id in self.module_names:
+                return ["call", "name", "." + func.id]
+            if isinstance(func, ast.Name) and func.id in imports:
+                return ["call", "name", imports[func.id]]
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+            ):
+                return ["call", "self", func.attr]
+        return None
+
+    def compare(
+        self,
+        left: ast.expr,
+        op: ast.cmpop,
+        right: ast.expr,
+        imports: dict[str, str],
+        truths: list[dict[str, Truth]],
+    ) -> Truth:
+        equal = isinstance(op, (ast.Eq, ast.Is))
+        unequal = isinstance(op, (ast.NotEq, ast.IsNot))
+        if isinstance(op, (ast.In, ast.NotIn)):
+            # `"cuda" in str(x.device)`
+            result = self.device_compare(right, left, True)
+            return _not(result) if isinstance(op, ast.NotIn) else result
+        if equal or unequal:
+            for device, other in ((left, right), (right, left)):
+                result = self.device_compare(device, other, False)
+                if result is not None:
+                    return _not(result) if unequal else result
+            return None
+        # `num_gpus > 0`, `torch.cuda.device_count() > 1`: a GPU count is 0 on a TPU.
+        if isinstance(right, ast.Constant) and isinstance(right.value, int):
+            count = self.gpu_count(left, imports)
+            if count and isinstance(op, (ast.Gt, ast.GtE)):
+                limit = right.value if isinstance(op, ast.Gt) else right.value - 1
+                return False if limit >= 0 else None
+        return None
+
+    def gpu_count(self, node: ast.expr, imports: dict[str, str]) -> bool:
+        if isinstance(node, ast.Call):
+            text = dotted(node.func)
+            if text is not None and self.qualify(text, imports).startswith("torch.cuda."):
+                return True
+            if (
+                node.func
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "len"
+                and node.args
+            ):
+                return self.gpu_count(node.args[0], imports)
+            return False
+        text = dotted(node)
+        return text is not None and bool(name_tokens(text.rsplit(".", 1)[-1]) & _CUDA_TOKENS)
+
+    def device_compare(self, device: ast.expr, other: ast.expr, prefix: bool) -> Truth:
+        """`device.type == "cuda"` (False on a TPU), `== "xla"` (True); `prefix`: `other` is
+        a prefix or part of the device's text (`str(d).startswith("cuda")`)."""
+        if not (isinstance(other, ast.Constant) and isinstance(other.value, str)):
+            return None
+        if not _is_device_text(device):
+            return None
+        value = other.value.lower()
+        name = value.split(":", 1)[0]
+        if name in _CUDA_DEVICE_NAMES:
+            return False
+        if name in _TPU_DEVICE_NAMES:
+            return True
+        return None
+
+
+def _is_device_text(node: ast.expr) -> bool:
+    """An expression that holds a device, its type or its text: `x.device`, `x.device.type`,
+    `self.device.type`, `str(x.device)`, `device`, `args.device`, `accelerator`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str":
+        return bool(node.args) and _is_device_text(node.args[0])
+    text = dotted(node)
+    if text is None:
+        return False
+    last = text.rsplit(".", 1)[-1].lower()
+    return last in ("device", "type", "device_type", "accelerator", "backend") or last.endswith(
+        ("_device", "device_type")
+    )
+
+
+# Packages whose names never lead into the project's code.
+_EXTERNAL_ROOTS = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchmetrics",
+        "numpy",
+        "pandas",
+        "scipy",
+        "math",
+        "os",
+        "sys",
+        "re",
+        "json",
+        "time",
+        "random",
+        "typing",
+        "typing_extensions",
+        "collections",
+        "functools",
+        "itertools",
+        "dataclasses",
+        "abc",
+        "logging",
+        "warnings",
+        "pathlib",
+        "einops",
+        "lightning",
+        "pytorch_lightning",
+        "lightning_fabric",
+        "torch_xla",
+        "transformers",
+        "omegaconf",
+    }
+)
+
+
+def _useful(use: list[str]) -> bool:
+    """Whether a use may name the project's code (not `torch.nn.Linear`, `os.path.join`)."""
+    return use[0] not in ("name", "ref") or use[1].split(".", 1)[0] not in _EXTERNAL_ROOTS
+
+
+# Libraries whose functions transform a tensor (never a model a loop feeds back into).
+_TENSOR_LIBRARIES = frozenset({"torch", "numpy", "math", "einops", "scipy", "jax"})
+
+
+def _runs_as_command(decorator: str) -> bool:
+    """A decorator that makes a function a command line's entry: `@hydra.main(...)`,
+    `@click.command()`, `@app.command()` (typer), `@cli.command()`."""
+    root = decorator.lstrip(".").split(".", 1)[0]
+    last = decorator.rsplit(".", 1)[-1]
+    return root in ("hydra", "click", "typer", "fire") or last in ("command", "main", "group")
+
+
+def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """Whether a loop's body takes an optimizer step: `loss.backward()`,
+    `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()`."""
+    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name = node.func.attr
+        if name in ("backward", "optimizer_step", "manual_backward"):
+            return True
+        if name == "step" and "opt" in (dotted(node.func.value) or "").lower():
+            return True
+    return False
+
+
+def _is_hook_name(name: str) -> bool:
+    """A Lightning step or hook (`validation_step` that generates is still validation code)."""
+    return name.endswith("_step") or name.startswith("on_") or name == "forward"
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _stores(target: ast.expr, local: set[str]) -> None:
+    for node in ast.walk(target):
+        if isinstance(node, ast.Name):
+            local.add(node.id)
+
+
+def _early_exit(statement: ast.stmt) -> ast.expr | None:
+    """`if TEST: ...; return` (or raise/continue/break) with no else: what follows runs only
+    when TEST is false."""
+    if not isinstance(statement, ast.If) or statement.orelse or not statement.body:
+        return None
+    if isinstance(statement.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return statement.test
+    return None
+
+
+def _imports_cuda_package(body: list[ast.stmt]) -> bool:
+    for statement in body:
+        if isinstance(statement, ast.Import):
+            names = [a.name for a in statement.names]
+        elif isinstance(statement, ast.ImportFrom) and not statement.level:
+            names = [statement.module or ""]
+        else:
+            continue
+        if any(name.split(".", 1)[0] in CUDA_ONLY_PACKAGES for name in names):
+            return True
+    return False
+
+
+def _feedback_loop(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]
+) -> bool:
+    """An autoregressive loop: its body grows a sequence with an element computed from that
+    sequence (`nxt = self(x)[:, -1:]; x = torch.cat((x, nxt))`, `token = next_token(model,
+    token); tokens.append(token)`), or feeds a call's result back into the same call of the
+    model (`img = self.p_sample(img, t)`). A chain of tensor operations on one value
+    (`noise = F.interpolate(noise, ...)`) or a list of per-parameter numbers is not one."""
+    for loop in _loops(function.body):
+        body = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+        assigns = [
+            (node.targets[0].id, node.value)
+            for node in body
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ]
+        growth: list[tuple[str, ast.expr]] = []  # (sequence, what is added to it)
+        for node in body:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append"
+                and isinstance(node.func.value, ast.Name)
+                and node.args
+            ):
+                growth.append((node.func.value.id, node.args[0]))
+        for target, value in assigns:
+            callee = dotted(value.func) if isinstance(value, ast.Call) else None
+            if callee is None:
+                continue
+            arguments = [*value.args, *(k.value for k in value.keywords)]  # type: ignore[union-attr]
+            if callee.split(".", 1)[0] == target and callee.rsplit(".", 1)[-1] in _WRITES:
+                # `idx = idx.index_copy(0, pos, nxt)`: the sequence written with new elements
+                growth.extend((target, argument) for argument in arguments)
+                continue
+            names = _names_in(arguments)
+            if target not in names:
+                continue
+            if callee.rsplit(".", 1)[-1] in ("cat", "concat", "concatenate", "hstack"):
+                for argument in value.args:
+                    for element in getattr(argument, "elts", [argument]):
+                        if not (isinstance(element, ast.Name) and element.id == target):
+                            growth.append((target, element))
+            elif imports.get(callee.split(".", 1)[0], "").split(".", 1)[0] not in _TENSOR_LIBRARIES:
+                return True  # `img = self.p_sample(img, t)`
+        for sequence, added in growth:
+            derived = {sequence}
+            changed = True
+            while changed:  # the names computed from the sequence in the loop
+                changed = False
+                for target, value in assigns:
+                    if target not in derived and _names_in([value]) & derived:
+                        derived.add(target)
+                        changed = True
+            if _names_in([added]) & (derived - {sequence}):
+                return True
+    return False
+
+
+# Tensor methods that return the tensor with new elements written in.
+_WRITES = frozenset(
+    {"index_copy", "index_put", "scatter", "masked_scatter", "index_add", "index_fill"}
+)
+
+
+def _names_in(nodes: list[ast.expr]) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFor]:
+    out: list[ast.For | ast.While | ast.AsyncFor] = []
+    stack = list(statements)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            out.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+    return out
+
+
+def scope_facts(tree: ast.Module, summary: Any, text: str, keys: dict[int, str]) -> ScopeFacts:
+    """The scope facts of a parsed file whose summary is `summary` (`keys`: the summary's
+    function keys by `id` of their `def` node)."""
+    facts = _Walker(summary, text, keys).run(tree)
+    facts.digest = text_digest(text)
+    return facts
+
+
+def text_digest(text: str) -> int:
+    """A cheap digest of a file's text: whether facts are of the text being checked."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))

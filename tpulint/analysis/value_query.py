@@ -1,0 +1,648 @@
+"""The rules' view of the one value inference: the kind of the libcst expression at a position.
+
+Rules run on libcst; the value inference (tpulint.analysis.inference) runs on `ast`, the tree
+the project model is built from. A rule asks `ctx.value_kind(node)`; this module finds the
+node's span in the source (one targeted code generation of its function, as for reported
+nodes), the `ast` expression with the same span, and what every local name held before its
+statement (the summarizer's walk in query mode), evaluates the expression there, and resolves
+the symbolic atoms (a parameter, `self.<attr>`, a call into the project) with what the rules
+know: the function's hotness, the project model, the class's methods.
+
+A node without an `ast` twin (a libcst-only grouping such as the `a and b` inside
+`a and b and c`, or a node a rule built) is evaluated from its source text in the environment
+of the statement around it.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from tpulint.analysis.inference import Atom, Scope
+from tpulint.analysis.positions import PositionIndex
+from tpulint.analysis.values import (
+    CPU,
+    DEVICE,
+    HOST,
+    MODULE,
+    NUMBER,
+    NUMPY,
+    UNKNOWN,
+    ValueKind,
+    combine,
+    combine_elementwise,
+    kind_named,
+)
+from tpulint.analysis.walker import iter_children
+
+_STRING_KINDS = {
+    "device": DEVICE,
+    "mask": DEVICE,
+    "cpu": CPU,
+    "module": MODULE,
+    "numpy": NUMPY,
+    "number": NUMBER,
+    "host": HOST,
+    "unknown": UNKNOWN,
+}
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+# `ast` children that hold no expression to index (or, for `arguments`, are indexed apart).
+_NOT_WALKED = (ast.arguments, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+@dataclass
+class _Site:
+    """Where an `ast` expression is evaluated: the expression, the key of the environment
+    before its statement, and the comprehensions and lambdas around it (innermost last)."""
+
+    node: ast.AST
+    env_key: int
+    layers: tuple[ast.AST, ...] = ()
+    param: int | None = None  # a parameter's name: its index
+    function: ast.AST | None = None  # the function whose parameter it is
+
+
+class Resolver:
+    """What the rules know that the inference leaves symbolic (given by the file context)."""
+
+    def param_kind(self, function: cst.FunctionDef, index: int) -> ValueKind:  # pragma: no cover
+        raise NotImplementedError
+
+    def attribute_kind(self, function: cst.FunctionDef | None, name: str) -> ValueKind:
+        raise NotImplementedError  # pragma: no cover
+
+    def call_kind(
+        self, function: cst.FunctionDef | None, form: str, target: str, args: list[ValueKind]
+    ) -> tuple[ValueKind, Any]:  # pragma: no cover
+        """The kind a call returns and the project model's value (None when unknown)."""
+        raise NotImplementedError
+
+    def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
+        raise NotImplementedError  # pragma: no cover
+
+    def current_function(self) -> cst.FunctionDef | None:  # pragma: no cover
+        """The function the walk is in: the one around a node whose parents the walk has not
+        linked yet (a rule asks about the children of the node it visits)."""
+        raise NotImplementedError
+
+
+class PositionValues:
+    """Value kinds of one file's libcst nodes, from the `ast` inference."""
+
+    def __init__(
+        self,
+        source: str,
+        module: cst.Module,
+        parents: dict[int, cst.CSTNode],
+        module_name: str | None,
+        is_package: bool,
+        resolver: Resolver,
+    ) -> None:
+        self.source = source
+        self.module = module
+        self.parents = parents
+        self.module_name = module_name
+        self.is_package = is_package
+        self.resolver = resolver
+        self._positions = PositionIndex(module, source)
+        self._placed: set[int] = set()  # ids of the libcst roots whose nodes are placed
+        self._cache: dict[int, ValueKind] = {}
+        self._built = False
+        self._ok = False
+        self._walker: Any = None
+        self._snapshots: dict[int, tuple[Any, ...]] = {}
+        self._sites: dict[tuple[int, int], _Site] = {}
+        self._statements: list[tuple[int, int, int]] = []  # (start, end, env key), sorted
+        self._line_starts: list[int] = []
+        self._statement_starts: list[int] = []
+        self._ascii = False
+        # Top-level statements (first offset of their first line, end, node), and which of
+        # them are indexed.
+        self._chunks: list[tuple[int, int, ast.stmt]] = []
+        self._chunk_starts: list[int] = []
+        self._indexed: set[int] = set()
+        self._tree_key = 0
+        self._last: Any = None  # the environment of the last expression evaluated
+        self._resolved: dict[tuple[int, int, int], tuple[Any, Any, ValueKind]] = {}
+        # Tuples and generators by the start of their span: `ast` counts their parentheses.
+        self._parenthesized: dict[int, _Site] = {}
+
+    # --- the public question -----------------------------------------------------------------
+
+    def kind(self, node: cst.BaseExpression) -> ValueKind:
+        key = id(node)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        result = self._kind(node)
+        self._cache[key] = result
+        return result
+
+    def atoms(self, node: cst.BaseExpression) -> tuple[list[Atom], cst.FunctionDef | None] | None:
+        """The inference's atoms for a node and the function they are resolved in (None when
+        the file has no `ast` tree)."""
+        self._build()
+        if not self._ok:
+            return None
+        function = self._function_of(node)
+        site = self._site(node, function)
+        if site is not None:
+            return self._evaluate(site), function
+        return self._evaluate_text(node, function), function
+
+    def is_local(self, name: str, node: cst.CSTNode) -> bool:
+        """Whether `name` is a local binding (or parameter) where `node` is."""
+        self._build()
+        if not self._ok:
+            return False
+        function = self._function_of(node)
+        env = self._env_near(node, function)
+        return env is not None and name in env[0]
+
+    # --- building ----------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        if self._built:
+            return
+        self._built = True
+        from tpulint.analysis.summary import ModuleSummary, _Summarizer
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(self.source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        snapshots: dict[int, Any] = {}
+        walker = _Summarizer(
+            ModuleSummary("<query>", self.module_name, self.is_package),
+            self.source,
+            snapshots=snapshots,
+        )
+        try:
+            walker.module(tree)
+        except RecursionError:
+            return
+        self._walker = walker
+        self._snapshots = snapshots
+        starts = [0]
+        starts += [m.end() for m in _LINE_BREAK.finditer(self.source)]
+        self._line_starts = starts
+        self._ascii = self.source.isascii()
+        # Indexed lazily, one top-level statement at a time: rules ask about a few functions.
+        for statement in tree.body:
+            span = self._span(statement)
+            if span is not None:
+                decorators = getattr(statement, "decorator_list", [])
+                line = min([statement.lineno, *(d.lineno for d in decorators)])
+                self._chunks.append((self._offset(line, 0), span[1], statement))
+        self._chunks.sort(key=lambda chunk: chunk[0])
+        self._chunk_starts = [first for first, _, _ in self._chunks]
+        self._tree_key = id(tree)
+        self._ok = True
+
+    def _ensure(self, offset: int) -> None:
+        """Index the top-level statement around `offset`, if it is not yet."""
+        index = bisect.bisect_right(self._chunk_starts, offset) - 1
+        if index < 0 or index in self._indexed:
+            return
+        self._indexed.add(index)
+        _, end, statement = self._chunks[index]
+        if offset > end:
+            return
+        try:
+            self._index(statement, self._tree_key)
+        except RecursionError:
+            return
+        self._statements.sort()
+        self._statement_starts = [start for start, _, _ in self._statements]
+
+    def _offset(self, line: int, column: int) -> int:
+        """The character offset of an `ast` (line, UTF-8 byte column)."""
+        start = self._line_starts[line - 1] if line - 1 < len(self._line_starts) else 0
+        if column == 0:
+            return start
+        if self._ascii:
+            return start + column
+        end = self._line_starts[line] if line < len(self._line_starts) else len(self.source)
+        text = self.source[start:end]
+        if text.isascii():
+            return start + column
+        data = text.encode("utf-8", "surrogatepass")[:column]
+        return start + len(data.decode("utf-8", "replace"))
+
+    def _span(self, node: ast.AST) -> tuple[int, int] | None:
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None:
+            return None
+        return (
+            self._offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
+            self._offset(end_line, end_col),
+        )
+
+    def _index(self, root: ast.AST, env_key: int) -> None:
+        """Every expression under `root` by its span, with where it is evaluated."""
+        stack: list[tuple[ast.AST, int, tuple[ast.AST, ...]]] = [(root, env_key, ())]
+        sites = self._sites
+        while stack:
+            node, env_key, layers = stack.pop()
+            if isinstance(node, ast.stmt):
+                env_key = id(node)
+                span = self._span(node)
+                if span is not None:
+                    self._statements.append((span[0], span[1], env_key))
+            elif isinstance(node, ast.expr):
+                span = self._span(node)
+                if span is not None and span not in sites:
+                    sites[span] = _Site(node, env_key, layers)
+                    if isinstance(node, (ast.Tuple, ast.GeneratorExp)):
+                        self._parenthesized.setdefault(span[0], sites[span])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # Decorators, defaults and annotations run where the `def` is; the parameters
+                # and the body in the function.
+                returns = [node.returns] if node.returns is not None else []
+                for child in (*node.decorator_list, *_defaults(node.args), *returns):
+                    stack.append((child, env_key, layers))
+                self._index_params(node.args, id(node.args), layers, node)
+                for child in node.body:
+                    stack.append((child, env_key, layers))
+                continue
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                stack.append((node.target, id(node.target), layers))
+                for child in (node.iter, *node.body, *node.orelse):
+                    stack.append((child, env_key, layers))
+                continue
+            if isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    stack.append((item.context_expr, env_key, layers))
+                    if item.optional_vars is not None:
+                        stack.append((item.optional_vars, id(item.optional_vars), layers))
+                for child in node.body:
+                    stack.append((child, env_key, layers))
+                continue
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                inner = (*layers, node)
+                for generator in node.generators:
+                    stack.append((generator.iter, env_key, inner))
+                    stack.append((generator.target, env_key, inner))
+                    for condition in generator.ifs:
+                        stack.append((condition, env_key, inner))
+                if isinstance(node, ast.DictComp):
+                    stack.append((node.key, env_key, inner))
+                    stack.append((node.value, env_key, inner))
+                else:
+                    stack.append((node.elt, env_key, inner))
+                continue
+            if isinstance(node, ast.Lambda):
+                self._index_params(node.args, None, layers, node)
+                stack.append((node.body, env_key, (*layers, node)))
+                for child in _defaults(node.args):
+                    stack.append((child, env_key, layers))
+                continue
+            for child in ast.iter_child_nodes(node):
+                if not isinstance(child, _NOT_WALKED):
+                    stack.append((child, env_key, layers))
+
+    def _index_params(
+        self, arguments: ast.arguments, env_key: int | None, layers: tuple, owner: ast.AST
+    ) -> None:
+        """Parameter names (`ast.arg` spans the annotation too: the name alone is keyed)."""
+        params = _params(arguments)
+        starred = [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        for index, arg in enumerate([*params, *starred]):
+            start = self._offset(arg.lineno, arg.col_offset)
+            self._sites.setdefault(
+                (start, start + len(arg.arg)),
+                _Site(arg, env_key if env_key is not None else 0, layers, index, owner),
+            )
+
+    # --- finding the twin --------------------------------------------------------------------
+
+    def _function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        current = self.parents.get(id(node))
+        if current is None:
+            return self.resolver.current_function()
+        while current is not None:
+            if isinstance(current, cst.FunctionDef):
+                return current
+            current = self.parents.get(id(current))
+        return None
+
+    def _place(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> None:
+        """Give every node of `node`'s function (or of the module) a span, in one pass."""
+        root: cst.CSTNode = function if function is not None else self.module
+        if id(root) in self._placed:
+            return
+        self._placed.add(id(root))
+        nodes: list[cst.CSTNode] = []
+        stack: list[cst.CSTNode] = [root]
+        while stack:
+            current = stack.pop()
+            if isinstance(
+                current,
+                (cst.BaseExpression, cst.BaseSmallStatement, cst.BaseCompoundStatement),
+            ):
+                nodes.append(current)
+            if current is not root and isinstance(current, cst.FunctionDef) and function is None:
+                continue  # the module's own code only; functions are placed on their own
+            stack.extend(iter_children(current))
+        # Placed from the function's own code (the walk has not linked the parents of the
+        # nodes ahead of it yet, so PositionIndex.resolve's grouping cannot be used).
+        positions = self._positions
+        if function is None or not positions._resolve_in(function, nodes, self.parents):
+            positions._resolve_in(self.module, nodes, None)
+
+    def _span_of(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> tuple[int, int]:
+        self._place(node, function)
+        span = self._positions._spans.get(id(node))
+        if span is None:
+            raise KeyError
+        return span.start, span.end
+
+    def _site(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> _Site | None:
+        try:
+            span = self._span_of(node, function)
+        except KeyError:
+            return None
+        self._ensure(span[0])
+        site = self._sites.get(span)
+        if site is None and isinstance(node, (cst.Tuple, cst.GeneratorExp)):
+            # `ast` counts the parentheses of a tuple, and those of a generator that is a
+            # call's only argument: its span starts at the `(` before the first element.
+            start = span[0] - 1
+            while start > 0 and self.source[start] in " \t\r\n\\\x0c":
+                start -= 1
+            if start >= 0 and self.source[start] == "(":
+                site = self._parenthesized.get(start)
+        if site is None:
+            return None
+        if isinstance(site.node, ast.arg):
+            return site if isinstance(node, cst.Name) else None
+        if not _same_shape(node, site.node):
+            return None
+        return site
+
+    def _env_near(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> Any:
+        """The environment of the innermost statement around `node` (found by the span of the
+        node or of its first placed descendant)."""
+        span = None
+        stack = [node]
+        while stack and span is None:
+            current = stack.pop()
+            try:
+                span = self._span_of(current, function)
+            except KeyError:
+                stack.extend(reversed(list(iter_children(current))))
+        if span is None:
+            return None
+        self._ensure(span[0])
+        index = bisect.bisect_right(self._statement_starts, span[0]) - 1
+        while index >= 0:
+            _, end, key = self._statements[index]
+            if end >= span[1]:
+                return self._snapshots.get(key)
+            index -= 1
+        return None
+
+    # --- evaluating --------------------------------------------------------------------------
+
+    def _scope(self, snapshot: Any) -> Scope:
+        env, imports, instances, cls = snapshot
+        return Scope(None, imports, dict(env), dict(instances), cls=cls)
+
+    def _evaluate(self, site: _Site) -> list[Atom]:
+        snapshot = self._snapshots.get(site.env_key)
+        if snapshot is None:
+            return ["unknown"]
+        self._last = snapshot
+        if site.param is not None:
+            return snapshot[0].get(site.node.arg, ["unknown"])  # type: ignore[attr-defined]
+        scope = self._scope(snapshot)
+        walker = self._walker
+        for layer in site.layers:
+            if isinstance(layer, ast.Lambda):
+                for arg in _params(layer.args):
+                    scope.env[arg.arg] = ["unknown"]
+            else:
+                scope = walker.bind_comprehension(layer, scope)
+        return walker.atoms(site.node, scope)
+
+    def _evaluate_text(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> list[Atom]:
+        snapshot = self._env_near(node, function)
+        if snapshot is None:
+            # A node a rule built (a candidate rewrite): rules ask about it right after the
+            # code it is made from, so the environment of the last answered question is its.
+            snapshot = self._last
+        if snapshot is None:
+            return ["unknown"]
+        try:
+            code = self.module.code_for_node(node)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expression = ast.parse(f"(\n{code}\n)", mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return ["unknown"]
+        return self._walker.atoms(expression, self._scope(snapshot))
+
+    def _kind(self, node: cst.BaseExpression) -> ValueKind:
+        found = self.atoms(node)
+        if found is None:
+            return UNKNOWN
+        atoms, function = found
+        return self.resolve(atoms, function)
+
+    # --- resolving atoms for the rules -------------------------------------------------------
+
+    def resolve(
+        self, atoms: list[Atom], function: cst.FunctionDef | None, depth: int = 0
+    ) -> ValueKind:
+        if depth > 12:
+            return UNKNOWN
+        # Environments share atom lists, so a chain like `x = f(x)` repeated over branches is
+        # a DAG whose tree is exponential: resolve each list once per depth (the answer
+        # depends on the depth bound), kept alive with its answer so its id is not reused.
+        key = (id(atoms), id(function), depth)
+        known = self._resolved.get(key)
+        if known is not None and known[0] is atoms and known[1] is function:
+            return known[2]
+        kinds = [self._atom(a, function, depth + 1) for a in atoms if a != "none"]
+        kind = combine(kinds) if kinds else HOST
+        self._resolved[key] = (atoms, function, kind)
+        return kind
+
+    def _atom(self, atom: Atom, function: cst.FunctionDef | None, depth: int) -> ValueKind:
+        if isinstance(atom, str):
+            return _STRING_KINDS.get(atom, UNKNOWN)
+        tag = atom[0]
+        if tag == "p":
+            owner = self._owner_function(function, atom)
+            if owner is None:
+                return UNKNOWN
+            return self.resolver.param_kind(owner, atom[1])
+        if tag == "a":
+            return self.resolver.attribute_kind(function, atom[1])
+        if tag in ("t", "s"):
+            return HOST
+        if tag == "e":
+            return self._element(atom[1], atom[2], function, depth)
+        if tag == "mv":
+            inner = self.resolve(atom[2], function, depth)
+            if inner is MODULE:
+                return MODULE
+            return CPU if atom[1] == "cpu" else DEVICE
+        if tag == "m":
+            parts = [self._atom(a, function, depth) for a in atom[1:]]
+            if not parts:
+                return UNKNOWN
+            result = combine_elementwise(parts)
+            return NUMBER if result.is_host else result
+        if tag == "v":
+            kinds = [k for k in (self._atom(a, function, depth) for a in atom[1:]) if not k.is_host]
+            return combine(kinds) if kinds else UNKNOWN
+        if tag == "x":
+            return combine_elementwise([self._atom(a, function, depth) for a in atom[1:]])
+        if tag == "c":
+            return self._call(atom, function, depth)[0]
+        return UNKNOWN
+
+    def _call(
+        self, atom: list[Any], function: cst.FunctionDef | None, depth: int
+    ) -> tuple[ValueKind, Any]:
+        _, form, target, args = atom[:4]
+        kinds = [self.resolve(a, function, depth) for a in args]
+        if form == "self" and not self.resolver.is_method(function, target):
+            form = "attr"  # `self.encoder(x)`: a sub-module, loss or metric attribute
+        kind, value = self.resolver.call_kind(function, form, target, kinds)
+        if kind is not UNKNOWN or (value is not None and value.elements is not None):
+            return kind, value
+        if form == "attr":
+            attr, _, method = target.partition(".")
+            if not method:
+                # a module attribute applied to device tensors gives device tensors
+                return (DEVICE if DEVICE in kinds else UNKNOWN), value
+            base = self.resolver.attribute_kind(function, attr)
+            if base is MODULE:
+                return (DEVICE if DEVICE in kinds else UNKNOWN), value
+            if base.is_host:
+                return (NUMPY if base is NUMPY else HOST), value
+            if base in (DEVICE, CPU):
+                return base, value
+        return UNKNOWN, value
+
+    def _element(
+        self, index: int, inner: list[Atom], function: cst.FunctionDef | None, depth: int
+    ) -> ValueKind:
+        kinds: list[ValueKind] = []
+        for atom in inner:
+            if isinstance(atom, list) and atom[0] == "s":
+                kinds.append(self.resolve(atom[1], function, depth) if atom[1] else UNKNOWN)
+            elif isinstance(atom, list) and atom[0] == "t":
+                elements = atom[1:]
+                if 0 <= index < len(elements):
+                    kinds.append(self.resolve(elements[index], function, depth))
+                else:
+                    kinds.append(
+                        combine([self.resolve(e, function, depth) for e in elements])
+                        if elements
+                        else UNKNOWN
+                    )
+            elif isinstance(atom, list) and atom[0] == "c":
+                kind, value = self._call(atom, function, depth)
+                if value is not None and value.elements is not None:
+                    elements = value.elements
+                    in_range = 0 <= index < len(elements)
+                    chosen = [elements[index]] if in_range else list(elements)
+                    kinds.append(
+                        combine([kind_named("device" if e.mask else e.kind) for e in chosen])
+                        if chosen
+                        else UNKNOWN
+                    )
+                else:
+                    kinds.append(_element_of(kind))
+            else:
+                kinds.append(_element_of(self._atom(atom, function, depth)))
+        return combine(kinds) if kinds else UNKNOWN
+
+    def _owner_function(self, function: cst.FunctionDef | None, atom: list[Any]) -> Any:
+        """The libcst function a parameter atom belongs to: atoms carry the nesting depth of
+        their function (a closure sees its enclosing function's parameters)."""
+        if function is None:
+            return None
+        if len(atom) < 3:
+            return function
+        chain: list[cst.FunctionDef] = []
+        current: cst.CSTNode | None = function
+        while current is not None:
+            if isinstance(current, cst.FunctionDef):
+                chain.append(current)
+            current = self.parents.get(id(current))
+        chain.reverse()
+        level = atom[2]
+        return chain[level] if 0 <= level < len(chain) else None
+
+
+def _element_of(kind: ValueKind) -> ValueKind:
+    """An element or row of a value of this kind."""
+    if kind is MODULE:
+        return MODULE  # `self.layers[i]`
+    if kind.is_host and kind is not NUMPY:
+        return HOST
+    return kind
+
+
+def _params(arguments: ast.arguments) -> list[ast.arg]:
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
+def _defaults(arguments: ast.arguments) -> list[ast.AST]:
+    out: list[ast.AST] = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+    for arg in (*_params(arguments), arguments.vararg, arguments.kwarg):
+        if arg is not None and arg.annotation is not None:
+            out.append(arg.annotation)
+    return out
+
+
+# libcst node types and the `ast` types that may share their span.
+_SHAPES: dict[type, tuple[type, ...]] = {
+    cst.Name: (ast.Name, ast.Constant),
+    cst.Attribute: (ast.Attribute,),
+    cst.Call: (ast.Call,),
+    cst.Subscript: (ast.Subscript,),
+    cst.BinaryOperation: (ast.BinOp,),
+    cst.UnaryOperation: (ast.UnaryOp,),
+    cst.BooleanOperation: (ast.BoolOp,),
+    cst.Comparison: (ast.Compare,),
+    cst.IfExp: (ast.IfExp,),
+    cst.Integer: (ast.Constant,),
+    cst.Float: (ast.Constant,),
+    cst.Imaginary: (ast.Constant,),
+    cst.SimpleString: (ast.Constant,),
+    cst.ConcatenatedString: (ast.Constant, ast.JoinedStr),
+    cst.FormattedString: (ast.JoinedStr,),
+    cst.Tuple: (ast.Tuple,),
+    cst.List: (ast.List,),
+    cst.Set: (ast.Set,),
+    cst.Dict: (ast.Dict,),
+    cst.ListComp: (ast.ListComp,),
+    cst.SetComp: (ast.SetComp,),
+    cst.DictComp: (ast.DictComp,),
+    cst.GeneratorExp: (ast.GeneratorExp,),
+    cst.Lambda: (ast.Lambda,),
+    cst.NamedExpr: (ast.NamedExpr,),
+    cst.Await: (ast.Await,),
+    cst.Yield: (ast.Yield, ast.YieldFrom),
+    cst.StarredElement: (ast.Starred,),
+    cst.Ellipsis: (ast.Constant,),
+}
+
+
+def _same_shape(node: cst.CSTNode, twin: ast.AST) -> bool:
+    expected = _SHAPES.get(type(node))
+    return expected is not None and isinstance(twin, expected)

@@ -1,0 +1,377 @@
+"""The tables of what a value is: one module read by the one value inference
+(tpulint.analysis.summary's expression evaluator), which both the project model and the rules
+ask (the rules by position, through tpulint.analysis.value_query).
+
+Everything here is data: names of packages, builtins, torch functions and methods, grouped by
+what they return. A precision fix to a table lands in the project model and in every rule at
+once.
+"""
+
+from __future__ import annotations
+
+# Top-level packages whose values are never torch tensors, by the kind of value they give.
+NUMPY_ROOTS = frozenset({"numpy", "pandas", "scipy", "cupy", "jax", "jaxlib", "mlx"})
+NUMBER_ROOTS = frozenset({"math", "statistics", "random", "time", "operator"})
+HOST_ROOTS = frozenset(
+    {
+        "os",
+        "sys",
+        "re",
+        "json",
+        "itertools",
+        "functools",
+        "collections",
+        "string",
+        "datetime",
+        "pathlib",
+        "typing",
+        "warnings",
+        "logging",
+        "PIL",
+        "cv2",
+        "librosa",
+        "soundfile",
+        "sklearn",
+        "tensorflow",
+        "decimal",
+        "fractions",
+    }
+)
+HOST_PACKAGES = NUMPY_ROOTS | NUMBER_ROOTS | HOST_ROOTS
+
+# Builtins whose result is a Python number whatever the argument (`int(t)` reads a tensor on
+# the host: its result is a number).
+NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "hash", "id", "ord"})
+# Builtins that give a tensor back for a tensor argument (`abs(t)`, `round(t)` call
+# `Tensor.__abs__`/`__round__`), a number for a number.
+ELEMENTWISE_BUILTINS = frozenset({"abs", "round"})
+# Builtins that pick one of their arguments (`min(t, 3)` compares on the host, then gives `t`
+# or `3`): the result is any of the arguments' kinds.
+CHOOSING_BUILTINS = frozenset({"min", "max", "sum"})
+# Builtins whose result is another host value (a string, a container, a type, None).
+HOST_BUILTINS = frozenset(
+    {
+        "str",
+        "range",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "enumerate",
+        "zip",
+        "sorted",
+        "repr",
+        "isinstance",
+        "hasattr",
+        "type",
+        "chr",
+        "format",
+        "print",
+        "open",
+    }
+)
+
+# torch functions that build a tensor from Python data or a shape: on the CPU unless a
+# `device=` says otherwise.
+TORCH_FACTORIES = frozenset(
+    {
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "Tensor",
+        "LongTensor",
+        "FloatTensor",
+        "BoolTensor",
+        "IntTensor",
+        "bernoulli",
+        "normal",
+        "scalar_tensor",
+        "Generator",
+    }
+)
+# `torch.zeros_like(x)`: where `x` is, unless a `device=` says otherwise.
+LIKE_FACTORIES = frozenset(
+    {
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+    }
+)
+# torch functions whose result is a host value, not a tensor.
+TORCH_HOST_FUNCTIONS = frozenset(
+    {
+        "device",
+        "dtype",
+        "Size",
+        "is_tensor",
+        "is_floating_point",
+        "numel",
+        "get_default_dtype",
+        "finfo",
+        "iinfo",
+        "manual_seed",
+        "no_grad",
+        "enable_grad",
+        "is_grad_enabled",
+        "inference_mode",
+        "autocast",
+    }
+)
+# torch sub-packages whose functions return host values (`torch.cuda.is_available()`).
+TORCH_HOST_PREFIXES = ("cuda.", "backends.", "distributed.")
+# torch functions whose result is a boolean mask.
+TORCH_MASK_FUNCTIONS = frozenset(
+    {
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "greater",
+        "less",
+        "greater_equal",
+        "less_equal",
+        "not_equal",
+        "isin",
+        "signbit",
+        "isclose",
+    }
+)
+# Tensor methods whose result is a boolean mask.
+MASK_METHODS = frozenset(
+    {
+        "bool",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isin",
+        "__eq__",
+        "__ne__",
+    }
+)
+
+# Tensor attributes whose value lives on the host.
+HOST_ATTRIBUTES = frozenset(
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "requires_grad",
+        "layout",
+        "is_leaf",
+        "names",
+        "itemsize",
+        "nbytes",
+    }
+)
+# Attributes that are the tensor itself, seen another way (`x.T`, `x.data`).
+SAME_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "data", "grad", "real", "imag"})
+# Methods whose result is a Python number whatever the receiver.
+NUMBER_METHODS = frozenset({"item", "size", "dim", "numel", "nelement", "ndimension", "__len__"})
+# Methods whose result is another host value whatever the receiver (a string, a list, a dict
+# view, a flag).
+HOST_METHODS = frozenset(
+    {
+        "tolist",
+        "element_size",
+        "data_ptr",
+        "get_device",
+        "stride",
+        "is_contiguous",
+        "keys",
+        "values",
+        "items",
+        "is_floating_point",
+        "is_complex",
+        "storage_offset",
+    }
+)
+# `Tensor.type()` with no argument is the type's name, a string
+# (`x.type() == "torch.cuda.FloatTensor"` compares strings).
+TYPE_NAME_METHODS = frozenset({"type"})
+# Methods of lists and dicts that tensors do not have.
+CONTAINER_METHODS = frozenset(
+    {
+        "copy",
+        "reverse",
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "keys",
+        "values",
+        "items",
+        "update",
+        "popitem",
+    }
+)
+# Methods of an nn.Module that return the module itself (`self.expert.cpu()` offloads it).
+MODULE_SELF_METHODS = frozenset(
+    {"cpu", "cuda", "to", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_"}
+)
+# Methods of models that map tensors to tensors (`model.generate(ids)`).
+TENSOR_METHODS_OF_MODULES = frozenset(
+    {"forward", "generate", "encode", "decode", "embed", "sample", "infer", "predict"}
+)
+# Methods of a LightningModule on `self` whose result is not a tensor.
+SELF_HOST_METHODS = frozenset({"log", "log_dict", "print", "save_hyperparameters"})
+# Attributes of a LightningModule on `self` that are never tensors.
+SELF_HOST_ATTRIBUTES = frozenset(
+    {
+        "device",
+        "dtype",
+        "hparams",
+        "trainer",
+        "current_epoch",
+        "global_step",
+        "global_rank",
+        "local_rank",
+        "training",
+        "automatic_optimization",
+        "logger",
+        "loggers",
+        "precision",
+        "on_gpu",
+        "example_input_array",
+        "config",
+        "cfg",
+        "args",
+        "hparams_initial",
+    }
+)
+
+# Classes an `isinstance` test names that are never torch tensors (the branch where the test
+# holds sees host data): by their last dotted part.
+HOST_CLASS_NAMES = frozenset(
+    {
+        "str",
+        "bytes",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "frozenset",
+        "List",
+        "Tuple",
+        "Dict",
+        "Set",
+        "Sequence",
+        "Mapping",
+        "Iterable",
+        "ndarray",
+        "generic",
+        "number",
+        "Series",
+        "DataFrame",
+        "Index",
+        "Image",
+        "Path",
+        "PurePath",
+    }
+)
+NUMPY_CLASS_NAMES = frozenset({"ndarray", "generic", "number", "Series", "DataFrame", "Index"})
+NUMBER_CLASS_NAMES = frozenset({"int", "float", "bool", "complex", "Number", "Integral", "Real"})
+
+# Parameter annotations that say a value is a module, a number, or other host data.
+MODULE_ANNOTATION_SUFFIXES = ("Module", "Sequential", "ModuleList", "ModuleDict", "Metric")
+NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
+HOST_ANNOTATIONS = frozenset(
+    {
+        "int",
+        "float",
+        "bool",
+        "str",
+        "dict",
+        "list",
+        "tuple",
+        "Optional[int]",
+        "Optional[bool]",
+        "Optional[str]",
+        "Optional[float]",
+    }
+)
+
+
+def package_kind(root: str) -> str | None:
+    """The kind of the values of a host package ("numpy", "number", "host"), or None."""
+    if root in NUMPY_ROOTS:
+        return "numpy"
+    if root in NUMBER_ROOTS:
+        return "number"
+    if root in HOST_ROOTS:
+        return "host"
+    return None
+
+
+def annotation_kind(text: str) -> str | None:
+    """The kind an annotation says a value is ("module", "number", "host"), or None when it
+    may be a tensor. `List[str]`, `Optional[str]`, `pd.Series` are host data; a container of
+    tensors (`List[Tensor]`, `Dict[str, torch.Tensor]`) is a container, not host data."""
+    text = text.replace(" ", "").strip("'\"")
+    if text.endswith(MODULE_ANNOTATION_SUFFIXES):
+        return "module"
+    if text in NUMBER_ANNOTATIONS:
+        return "number"
+    inner = text
+    for wrapper in ("Optional[", "typing.Optional["):
+        if inner.startswith(wrapper) and inner.endswith("]"):
+            inner = inner[len(wrapper) : -1]
+    if inner in NUMBER_ANNOTATIONS:
+        return "number"
+    if "Tensor" in inner or "Module" in inner or "Any" in inner or "Batch" in inner:
+        return None
+    last = inner.split("[", 1)[0].rsplit(".", 1)[-1]
+    if last in ("str", "bytes"):
+        return "host"
+    if last in ("ndarray", "Series", "DataFrame"):
+        return "numpy"
+    if "[" in inner and last in ("List", "list", "Sequence", "Tuple", "tuple", "Iterable", "Set"):
+        # `List[str]`, `Sequence[int]`: a container of host values only.
+        args = inner[inner.index("[") + 1 : -1].split(",")
+        if args and all(
+            a.rsplit(".", 1)[-1] in ("str", "int", "float", "bool", "bytes", "...") for a in args
+        ):
+            return "host"
+    return None
