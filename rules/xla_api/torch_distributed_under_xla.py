@@ -3,15 +3,20 @@ Trainer."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import libcst as cst
-import libcst.matchers as m
 
 from tpulint.analysis.project import ClassKind
+from tpulint.analysis.values import CPU, DEVICE
+from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
-from tpulint.rule_api.rule import Invalid, Rule, Valid
+from tpulint.rule_api.rule import Invalid, RelatedNode, Rule, Valid
 
 from ..shared.configuration import is_framework_file
-from ..shared.matchers import source_of
+from ..shared.matchers import source_of, walk
 
 _DIST = "torch.distributed."
 _DIST_NN = "torch.distributed.nn.functional."
@@ -56,6 +61,29 @@ class TorchDistributedUnderXla(Rule):
     ...) in the methods of Lightning classes (LightningModule, LightningDataModule,
     Callback) and in the helpers their training steps call: code that runs under the
     Trainer.
+
+    A guard is one finding: `if dist.is_initialized():` (also with `is_available() and`,
+    another condition `and`-ed in, the early exit `if not dist.is_initialized(): return
+    ...` before the code, `x if dist.is_initialized() else y`, or a helper that is exactly
+    that test, `def is_dist(): return dist.is_available() and dist.is_initialized()`, or
+    one named by the common convention `is_dist_avail_and_initialized`). It is reported at
+    the guard, with what runs instead on TPU cores (the else branch, the early exit, the
+    other value) in the message and the calls it guards as related places: those never
+    run under XLA, so they cannot raise and are not findings of their own.
+
+    Not reported:
+    - a guard whose fallback is harmless, judged conservatively: either everything it
+      skips only prints or logs (a rank in a `print`/log call's arguments), or rank 0
+      shares a value with `broadcast_object_list` (the rank used only to pick rank 0,
+      `get_rank() == 0` in a test) that the `else` branch reads itself (a name, attribute
+      or item read, no call, not a tensor: the same configured path on every process).
+      Any other use of the rank or world size (sharding, scaling a loss), any collective
+      that moves tensors, a skipped barrier (the others no longer wait for rank 0's
+      files), or a fallback that computes something keeps the finding;
+    - calls in a private helper (`_name`) that this file calls only from guarded code;
+    - a DDP-only branch beside an explicit XLA/TPU branch (`if self.use_ddp: ... elif
+      self.on_tpu: xm.all_reduce(...)`, or a test naming XLA/TPU around the call): the TPU
+      path is handled.
 
     ## Why is this bad on TPU?
     Lightning's XLA strategy (`accelerator="tpu"`) communicates through torch_xla
@@ -166,6 +194,44 @@ class TorchDistributedUnderXla(Rule):
             "            dist.barrier()\n"
             "        return batch.sum()\n"
         ),
+        # Only a message is skipped: each core prints nothing, nothing else changes.
+        Valid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        if dist.is_initialized():\n"
+            "            print('epoch done on rank', dist.get_rank())\n"
+        ),
+        # Rank 0 shares a configured path; the fallback reads the same path itself.
+        Valid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def on_fit_start(self):\n"
+            "        if dist.is_initialized():\n"
+            "            if dist.get_rank() == 0:\n"
+            "                shared = [self.hparams.out_dir]\n"
+            "            else:\n"
+            "                shared = [None]\n"
+            "            dist.broadcast_object_list(shared, src=0)\n"
+            "            out_dir = shared[0]\n"
+            "        else:\n"
+            "            out_dir = self.hparams.out_dir\n"
+            "        self.out_dir = out_dir\n"
+        ),
+        # A DDP branch beside the TPU branch: the TPU path is handled.
+        Valid(
+            "import lightning as L\nimport torch.distributed as dist\n"
+            "import torch_xla.core.xla_model as xm\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        total = self.total\n"
+            "        if self.use_ddp:\n"
+            "            dist.all_reduce(total)\n"
+            "            total = total / dist.get_world_size()\n"
+            "        elif self.on_tpu:\n"
+            "            total = xm.all_reduce(xm.REDUCE_SUM, total)\n"
+            "        self.log('total', total)\n"
+        ),
     )
     INVALID = (
         # A guard around a collective: the collective never runs on TPU cores.
@@ -179,7 +245,6 @@ class TorchDistributedUnderXla(Rule):
             "            dist.all_gather(keys, key)\n"
             "            key = torch.cat(keys)\n"
             "        return key.sum()\n",
-            count=2,
             line=9,
             message="the `all_gather` it guards never runs",
             expected_suggestion="import lightning as L\nimport torch\n"
@@ -204,7 +269,7 @@ class TorchDistributedUnderXla(Rule):
             "        dist.barrier()\n",
             count=3,
             line=7,
-            message="rank 0 of 1",
+            message="this raises where no process group exists",
             expected_fix="import lightning as L\nimport torch.distributed as dist\n\n\n"
             "class LM(L.LightningModule):\n"
             "    def on_train_epoch_end(self):\n"
@@ -237,17 +302,110 @@ class TorchDistributedUnderXla(Rule):
             line=7,
             message="raises",
         ),
+        # An early exit: the rest of the function is the guarded region.
+        Invalid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "def mean_over_ranks(loss):\n"
+            "    if not dist.is_initialized():\n"
+            "        return loss\n"
+            "    dist.all_reduce(loss)\n"
+            "    return loss / dist.get_world_size()\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return mean_over_ranks(self(batch).sum())\n",
+            line=6,
+            message="the early exit runs instead (`return loss`)",
+        ),
+        # A helper that is the test: reported where it guards, once.
+        Invalid(
+            "import lightning as L\nimport torch\nimport torch.distributed as dist\n\n\n"
+            "def is_dist():\n"
+            "    return dist.is_available() and dist.is_initialized()\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        z = self(batch)\n"
+            "        if is_dist():\n"
+            "            parts = [torch.zeros_like(z) for _ in range(dist.get_world_size())]\n"
+            "            dist.all_gather(parts, z)\n"
+            "            z = torch.cat(parts)\n"
+            "        return z.sum()\n",
+            line=13,
+            message="the `get_world_size`, `all_gather` it guards never run",
+        ),
+        # A rank-0 default that shards data: every core reads rank 0's share.
+        Invalid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def setup(self, stage):\n"
+            "        rank = dist.get_rank() if dist.is_initialized() else 0\n"
+            "        self.files = self.all_files[rank::8]\n",
+            line=7,
+            message="it evaluates to `0` instead",
+        ),
+        # A private helper called only where the guard holds: reported once, at the guard.
+        Invalid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "def _scale():\n"
+            "    return dist.get_world_size()\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).sum()\n"
+            "        if dist.is_initialized():\n"
+            "            loss = loss * _scale()\n"
+            "        return loss\n",
+            line=12,
+        ),
+        # A skipped barrier: the others no longer wait for rank 0's file.
+        Invalid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "class Saver(L.Callback):\n"
+            "    def on_train_epoch_end(self, trainer, pl_module):\n"
+            "        if trainer.is_global_zero:\n"
+            "            trainer.save_checkpoint('last.ckpt')\n"
+            "        if dist.is_initialized():\n"
+            "            dist.barrier()\n",
+            line=9,
+            message="the processes do not wait for each other there",
+        ),
     )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._guard_helper_cache: dict[int, bool] = {}
+        self._helper_defs: dict[str, cst.FunctionDef] | None = None
+        self._parents: dict[int, cst.CSTNode] | None = None
+        self._called_guarded: dict[int, bool] = {}
+
+    def _parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The parent of any node of the file (the walk's own links exist only for the
+        nodes it reached so far; a guard looks ahead into the code it guards)."""
+        if self._parents is None:
+            self._parents = {}
+            stack: list[cst.CSTNode] = [self.ctx.module]
+            while stack:
+                current = stack.pop()
+                for child in iter_children(current):
+                    self._parents[id(child)] = current
+                    stack.append(child)
+        return self._parents.get(id(node))
+
+    def _ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self._parent(node)
+        while current is not None:
+            yield current
+            current = self._parent(current)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        qualified = ctx.qualify(node.func) or ""
-        if qualified.startswith(_DIST_NN):
-            name = qualified[len(_DIST_NN) :]
-        elif qualified.startswith(_DIST) and "." not in qualified[len(_DIST) :]:
-            name = qualified[len(_DIST) :]
-        else:
-            return
+        name = self._dist_name(node)
+        helper = None
+        if name is None:
+            if node.args:
+                return
+            helper = self._guard_helper(node)
+            if helper is None:
+                return
+            name = "is_initialized"
         if name not in _QUERIES and name not in _COLLECTIVES:
             return
         klass = ctx.lightning_class
@@ -265,50 +423,31 @@ class TorchDistributedUnderXla(Rule):
             f"`{shown}` in {where}: Lightning's XLA strategy never initialises torch.distributed"
             " (it communicates through torch_xla)"
         )
+        if helper is not None:
+            base = (
+                f"`{shown}` in {where} asks whether torch.distributed is initialised: Lightning's"
+                " XLA strategy never initialises it (it communicates through torch_xla)"
+            )
         trainer, module = self._handles(klass)
         if name == "is_initialized":
-            guarded = self._guarded_collectives(node)
-            if guarded:
-                names = ", ".join(f"`{n}`" for n in guarded)
-                message = (
-                    f"{base}, so this is False on every TPU core and the {names} it guards never"
-                    " runs: each core computes with its own batch only, a different training"
-                    " than with DDP on GPUs; use "
-                    + "; ".join(
-                        dict.fromkeys(
-                            "`"
-                            + _INSTEAD.get(n, "{trainer}.strategy").format(
-                                trainer=trainer or "self.trainer", module=module or "self"
-                            )
-                            + "`"
-                            for n in guarded
-                        )
-                    )
-                )
-            else:
-                message = (
-                    f"{base}, so this is False on every TPU core and the code it guards runs as"
-                    f" a single process; ask `{trainer or 'self.trainer'}.world_size > 1`"
-                )
-            if trainer:
-                # Shown, not applied: the guarded collective still needs rewriting.
-                self.report(
-                    node,
-                    message,
-                    replacement=cst.parse_expression(f"{trainer}.world_size > 1"),
-                    applicability=Applicability.DISPLAY_ONLY,
-                    fix_message="Ask the Trainer whether there are several processes",
-                )
-            else:
-                self.report(node, message)
+            guard = self._guard_of(node)
+            if guard is not None and self._in_guarded_region(guard.construct):
+                return  # an inner guard: the outer one is the finding
+            if guard is None and self._in_guarded_region(node):
+                return
+            calls = self._guarded_calls(guard) if guard is not None else []
+            if guard is not None and self._harmless(guard, calls):
+                return
+            self._report_guard(node, base, guard, calls, trainer, module, helper is None)
             return
+        if self._in_guarded_region(node):
+            return  # never runs on TPU cores: a related place of its guard's finding
         replacement = None
         if name in ("get_rank", "get_world_size", "barrier") and trainer and not node.args:
             replacement = cst.parse_expression(_INSTEAD[name].format(trainer=trainer))
         if name in _QUERIES:
             message = (
-                f"{base}: this raises where no process group exists, and guarded code sees rank"
-                " 0 of 1 on every core; use"
+                f"{base}: this raises where no process group exists; use"
                 f" `{_INSTEAD[name].format(trainer=trainer or 'self.trainer')}`"
             )
         else:
@@ -318,14 +457,101 @@ class TorchDistributedUnderXla(Rule):
                 if instead
                 else "the strategy's collectives (`self.all_gather`, `self.trainer.strategy`)"
             )
-            message = (
-                f"{base}: this raises there (no default process group), or never runs behind"
-                f" a guard; use {use}"
-            )
+            message = f"{base}: this raises there (no default process group); use {use}"
         if replacement is not None:
             self.report(node, message, replacement=replacement)
         else:
             self.report(node, message)
+
+    def _report_guard(
+        self,
+        node: cst.Call,
+        base: str,
+        guard: _Guard | None,
+        calls: list[tuple[cst.Call, str]],
+        trainer: str | None,
+        module: str | None,
+        fixable: bool,
+    ) -> None:
+        """One finding at the guard: what runs instead on TPU cores, the guarded calls as
+        related places."""
+        ctx = self.ctx
+        names = list(dict.fromkeys(n for _, n in calls))
+        collectives = [n for n in names if n in _COLLECTIVES and n != "barrier"]
+        message = f"{base}, so this is False on every TPU core"
+        if guard is None:
+            message += (
+                " and whatever it decides takes the single-process path: each core acts"
+                " as the only process"
+            )
+        else:
+            message += self._fallback_clause(guard, names, collectives)
+        related = [
+            RelatedNode(call, f"`{source_of(ctx, call)}` never runs on TPU cores (guarded)")
+            for call, _ in calls
+        ]
+        uses = [
+            "`"
+            + _INSTEAD.get(n, "{trainer}.strategy").format(
+                trainer=trainer or "self.trainer", module=module or "self"
+            )
+            + "`"
+            for n in names
+        ]
+        if not uses:
+            uses = [f"`{trainer or 'self.trainer'}.world_size > 1`"]
+        message += "; use " + "; ".join(dict.fromkeys(uses))
+        if trainer and fixable:
+            # Shown, not applied: the guarded collective still needs rewriting.
+            self.report(
+                node,
+                message,
+                replacement=cst.parse_expression(f"{trainer}.world_size > 1"),
+                applicability=Applicability.DISPLAY_ONLY,
+                fix_message="Ask the Trainer whether there are several processes",
+                related=related,
+            )
+        else:
+            self.report(node, message, related=related)
+
+    def _fallback_clause(self, guard: _Guard, names: list[str], collectives: list[str]) -> str:
+        """What runs on TPU cores instead of the guarded code, in words."""
+        ctx = self.ctx
+        skipped = ", ".join(f"`{n}`" for n in names)
+        verb = "never runs" if len(names) == 1 else "never run"
+        if names == ["barrier"]:
+            what = (
+                " and the `barrier` it guards never runs: the processes do not wait for each"
+                " other there (what rank 0 writes or removes may not be done when the others"
+                " go on)"
+            )
+        elif collectives:
+            what = (
+                f" and the {skipped} it guards {verb}: each core computes with its own"
+                " batch only (one process's view), a different training than with DDP on GPUs"
+            )
+        elif names:
+            what = (
+                f" and the {skipped} it guards {verb}: each core takes the"
+                " single-process path, as rank 0 of a world of 1, and skips everything else"
+                " the guard protects"
+            )
+        else:
+            what = " and the code it guards never runs on a TPU core"
+        if guard.kind == "exit":
+            what += f"; the early exit runs instead (`{_first_line(ctx, guard.fallback[0])}`)"
+        elif guard.kind == "ifexp":
+            what += f"; it evaluates to `{source_of(ctx, guard.fallback[0])}` instead"
+        elif guard.kind == "and":
+            what += "; the condition is False"
+        elif guard.fallback and isinstance(guard.fallback[0], cst.Else):
+            what += f"; the else branch runs instead (`{_first_line(ctx, guard.fallback[0])}`)"
+        elif guard.fallback:
+            # `if not <guard>: A else: B`: A is what runs.
+            what += f"; the `if not` branch runs instead (`{_first_line(ctx, guard.fallback[0])}`)"
+        else:
+            what += "; nothing runs in its place, and nothing says so"
+        return what
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -346,27 +572,481 @@ class TorchDistributedUnderXla(Rule):
             "pl_module" if "pl_module" in params else None,
         )
 
-    def _guarded_collectives(self, node: cst.Call) -> list[str]:
-        """The collectives the `if` whose test holds `node` runs in its body."""
-        for ancestor in self.ctx.ancestors(node):
-            if isinstance(ancestor, cst.If):
-                found = set()
-                for call in m.findall(ancestor.body, m.Call()):
-                    qualified = self.ctx.qualify(call.func) or ""  # type: ignore[attr-defined]
-                    name = qualified.rsplit(".", 1)[-1]
-                    if qualified.startswith(_DIST) and name in _COLLECTIVES:
-                        found.add(name)
-                return sorted(found)
-            if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                return []  # the call is not in an `if`'s test
-        return []
+    # --- process-group guards ----------------------------------------------------------
+
+    def _dist_name(self, call: cst.Call) -> str | None:
+        """The torch.distributed function a call names (`all_gather`, `is_initialized`),
+        or None."""
+        qualified = self.ctx.qualify(call.func) or ""
+        if qualified.startswith(_DIST_NN):
+            return qualified[len(_DIST_NN) :]
+        if qualified.startswith(_DIST) and "." not in qualified[len(_DIST) :]:
+            return qualified[len(_DIST) :]
+        return None
+
+    def _is_guard_call(self, node: cst.CSTNode) -> bool:
+        """`dist.is_initialized()`, or a call of a helper that is exactly that test."""
+        if not isinstance(node, cst.Call):
+            return False
+        if self._dist_name(node) == "is_initialized":
+            return True
+        return not node.args and self._guard_helper(node) is not None
+
+    def _guard_helper(self, call: cst.Call) -> str | None:
+        """The name of the helper `call` calls when the helper is the process-group test:
+        a function of this file (or a method of this class, through `self.`) whose body
+        only answers `is_available() and is_initialized()` (`return dist.is_available() and
+        dist.is_initialized()`, or the `if not ...: return False` / `return True` form), or
+        one named by the common convention (`is_dist_avail_and_initialized`,
+        `_distributed_is_initialized`) wherever it is defined."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in ("self", "cls")
+        ):
+            name = func.attr.value
+        else:
+            qualified = self.ctx.qualify(func) or ""
+            name = qualified.rsplit(".", 1)[-1]
+            return name if _GUARD_HELPER_NAME.match(name) else None
+        definition = self._helpers().get(name)
+        if definition is not None:
+            return name if self._is_guard_helper(definition) else None
+        return name if _GUARD_HELPER_NAME.match(name) else None
+
+    def _helpers(self) -> dict[str, cst.FunctionDef]:
+        cached = getattr(self, "_helper_defs", None)
+        if cached is None:
+            cached = {}
+            for statement in self.ctx.module.body:
+                if isinstance(statement, cst.FunctionDef):
+                    cached.setdefault(statement.name.value, statement)
+                elif isinstance(statement, cst.ClassDef):
+                    for inner in statement.body.body:
+                        if isinstance(inner, cst.FunctionDef):
+                            cached.setdefault(inner.name.value, inner)
+            self._helper_defs = cached
+        return cached
+
+    def _is_guard_helper(self, function: cst.FunctionDef) -> bool:
+        """A function that only answers whether the process group exists (see
+        `_guard_helper`)."""
+        cached = self._guard_helper_cache.get(id(function))
+        if cached is not None:
+            return cached
+        result = False
+        body = function.body
+        statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+        if statements and _is_docstring(statements[0]):
+            statements = statements[1:]
+        asks = False
+        for statement in statements:
+            if isinstance(statement, cst.If) and statement.orelse is None:
+                inner = statement.body
+                small = (
+                    inner.body
+                    if isinstance(inner, cst.SimpleStatementSuite)
+                    else (
+                        inner.body[0].body
+                        if len(inner.body) == 1
+                        and isinstance(inner.body[0], cst.SimpleStatementLine)
+                        else []
+                    )
+                )
+                if not (
+                    len(small) == 1
+                    and isinstance(small[0], cst.Return)
+                    and _is_bool_constant(small[0].value)
+                    and self._only_asks_availability(statement.test)
+                ):
+                    break
+                asks = asks or self._asks_initialized(statement.test)
+            elif (
+                isinstance(statement, cst.SimpleStatementLine)
+                and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Return)
+                and statement.body[0].value is not None
+            ):
+                value = statement.body[0].value
+                if _is_bool_constant(value):
+                    result = asks
+                elif self._only_asks_availability(value) and self._is_positive(value):
+                    result = True
+                break
+            else:
+                break
+        self._guard_helper_cache[id(function)] = result
+        return result
+
+    def _only_asks_availability(self, test: cst.BaseExpression) -> bool:
+        """`is_available()` / `is_initialized()` calls joined by `and`/`or`/`not`."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._only_asks_availability(test.expression)
+        if isinstance(test, cst.BooleanOperation):
+            return self._only_asks_availability(test.left) and self._only_asks_availability(
+                test.right
+            )
+        return isinstance(test, cst.Call) and self._dist_name(test) in (
+            "is_available",
+            "is_initialized",
+        )
+
+    def _asks_initialized(self, test: cst.BaseExpression) -> bool:
+        return any(
+            isinstance(call, cst.Call) and self._dist_name(call) == "is_initialized"
+            for call in walk(test)
+        )
+
+    def _is_positive(self, test: cst.BaseExpression) -> bool:
+        """True only where the process group exists: the guard, or `and` with the guard."""
+        if self._is_guard_call(test):
+            return True
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._is_positive(test.left) or self._is_positive(test.right)
+        return False
+
+    def _is_negative(self, test: cst.BaseExpression) -> bool:
+        """True wherever the process group is missing: `not <guard>`, or `or` with it."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._is_positive(test.expression)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+            return self._is_negative(test.left) or self._is_negative(test.right)
+        return False
+
+    def _guard_of(self, node: cst.CSTNode) -> _Guard | None:
+        """The construct the guard call `node` decides: what runs only with a process
+        group (`region`) and what runs instead on TPU cores (`fallback`)."""
+        child: cst.CSTNode = node
+        for ancestor in self._ancestors(node):
+            if isinstance(ancestor, (cst.BooleanOperation, cst.UnaryOperation)):
+                if (
+                    isinstance(ancestor, cst.BooleanOperation)
+                    and isinstance(ancestor.operator, cst.And)
+                    and child is ancestor.left
+                    and self._is_positive(child)
+                    and not isinstance(self._parent(ancestor), (cst.If, cst.IfExp))
+                ):
+                    # `flag = dist.is_initialized() and dist.get_rank() > 0`
+                    return _Guard(ancestor, [ancestor.right], [], "and")
+                child = ancestor
+                continue
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.test:
+                test = ancestor.test
+                if isinstance(ancestor, cst.IfExp):
+                    if self._is_positive(test):
+                        return _Guard(ancestor, [ancestor.body], [ancestor.orelse], "ifexp")
+                    if self._is_negative(test):
+                        return _Guard(ancestor, [ancestor.orelse], [ancestor.body], "ifexp")
+                    return None
+                if self._is_positive(test):
+                    fallback = [ancestor.orelse] if ancestor.orelse is not None else []
+                    return _Guard(ancestor, [ancestor.body], fallback, "if")
+                if self._is_negative(test):
+                    if ancestor.orelse is not None:
+                        return _Guard(ancestor, [ancestor.orelse], [ancestor.body], "if")
+                    after = self._after_early_exit(ancestor)
+                    if after is not None:
+                        return _Guard(ancestor, after, [ancestor.body], "exit")
+                return None
+            return None
+        return None
+
+    def _after_early_exit(self, statement: cst.If) -> list[cst.CSTNode] | None:
+        """The statements after `if not <guard>: ...; return` in its block (None when the
+        `if` does not always leave the block)."""
+        body = statement.body
+        last = body.body[-1] if isinstance(body, cst.IndentedBlock) else body
+        smalls = (
+            last.body
+            if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+            else []
+        )
+        if not smalls or not isinstance(
+            smalls[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break)
+        ):
+            return None
+        block = self._parent(statement)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return None
+        statements = list(block.body)
+        index = next(i for i, s in enumerate(statements) if s is statement)
+        return statements[index + 1 :]
+
+    def _in_guarded_region(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only where the process group exists: in the region of a
+        guard of its function (its body, the rest of a block after `if not <guard>:
+        return`, the right of `<guard> and ...`), or in a helper that is the guard."""
+        child: cst.CSTNode = node
+        for ancestor in self._ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp)):
+                if child is ancestor.body and self._is_positive(ancestor.test):
+                    return True
+                if child is ancestor.orelse and self._is_negative(ancestor.test):
+                    return True
+            elif isinstance(ancestor, cst.BooleanOperation):
+                if (
+                    isinstance(ancestor.operator, cst.And)
+                    and child is ancestor.right
+                    and self._is_positive(ancestor.left)
+                ):
+                    return True
+            elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                for statement in ancestor.body:
+                    if statement is child:
+                        break
+                    if (
+                        isinstance(statement, cst.If)
+                        and statement.orelse is None
+                        and self._is_negative(statement.test)
+                        and self._after_early_exit(statement) is not None
+                    ):
+                        return True
+            elif isinstance(ancestor, cst.FunctionDef):
+                return self._is_guard_helper(ancestor) or self._only_called_guarded(ancestor)
+            elif isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
+                return False
+            child = ancestor
+        return False
+
+    def _only_called_guarded(self, function: cst.FunctionDef) -> bool:
+        """A private helper (`_name`, so used in this file only) that every use calls from
+        a guarded region: it never runs under XLA either."""
+        name = function.name.value
+        if not name.startswith("_") or name.startswith("__"):
+            return False
+        cached = self._called_guarded.get(id(function))
+        if cached is not None:
+            return cached
+        self._called_guarded[id(function)] = False  # a recursive use proves nothing
+        uses = [
+            node
+            for node in _in_order(self.ctx.module)
+            if (isinstance(node, cst.Name) and node.value == name)
+            or (isinstance(node, cst.Attribute) and node.attr.value == name)
+        ]
+        result = bool(uses)
+        for use in uses:
+            parent = self._parent(use)
+            if (isinstance(parent, cst.Attribute) and parent.attr is use) or (
+                isinstance(parent, cst.FunctionDef) and parent.name is use
+            ):
+                continue  # the attribute is the use; the definition is none
+            call = self._parent(use)
+            if not (
+                isinstance(call, cst.Call) and call.func is use and self._in_guarded_region(call)
+            ):
+                result = False
+                break
+        self._called_guarded[id(function)] = result
+        return result
+
+    def _guarded_calls(self, guard: _Guard) -> list[tuple[cst.Call, str]]:
+        """The torch.distributed calls in the guard's region (not the guard itself)."""
+        found = []
+        for root in guard.region:
+            for call in _in_order(root):
+                if isinstance(call, cst.Call):
+                    name = self._dist_name(call)
+                    if name != "is_initialized" and (name in _QUERIES or name in _COLLECTIVES):
+                        found.append((call, name))
+        return found
+
+    def _harmless(self, guard: _Guard, calls: list[tuple[cst.Call, str]]) -> bool:
+        """Whether what runs on TPU cores instead of the region changes nothing a user
+        would care about (see the module docstring's "not reported"). Conservative: any
+        tensor collective, any rank or world size used outside an output call or a
+        rank-0 test, and any fallback that computes something, keep the finding."""
+        if guard.kind not in ("if", "exit"):
+            return False
+        names = {name for _, name in calls}
+        if names - _NO_DATA:
+            return False  # a tensor moves between processes, or is reduced
+        for call, name in calls:
+            if name in ("get_rank", "get_world_size") and not self._rank_for_output(call):
+                return False
+        if all(_output_only(self.ctx, root) for root in guard.region) and (
+            guard.kind == "if" and all(_output_only(self.ctx, root) for root in guard.fallback)
+        ):
+            return True  # only messages (and barriers) are skipped
+        if guard.kind == "if" and guard.fallback:
+            # Rank 0 shares a value; the fallback reads it itself: the same value on every
+            # process (a configured path), as long as it is read, not computed.
+            assigned = _assigned_names(guard.region)
+            reads = _plain_reads(guard.fallback[0])
+            return (
+                "broadcast_object_list" in names
+                and reads is not None
+                and set(reads) <= assigned
+                and all(self.ctx.value_kind(v) not in (DEVICE, CPU) for v in reads.values())
+            )
+        return False
+
+    def _rank_for_output(self, call: cst.Call) -> bool:
+        """A rank or world size used only to choose rank 0 (`get_rank() == 0` in a test) or
+        in an output call's arguments."""
+        for ancestor in self._ancestors(call):
+            if isinstance(ancestor, cst.Comparison) and _compares_with_constant(ancestor):
+                return isinstance(self._parent(ancestor), (cst.If, cst.BooleanOperation))
+            if isinstance(ancestor, cst.Call) and _is_output_call(self.ctx, ancestor):
+                return True
+            if isinstance(ancestor, (cst.Arg, cst.FormattedString, cst.FormattedStringExpression)):
+                continue
+            return False
+        return False
 
     def _tells_xla_apart(self, node: cst.Call) -> bool:
-        """Inside an `if` (or its else) whose test names XLA or TPU: the code chooses per
-        strategy itself."""
-        for ancestor in self.ctx.ancestors(node):
-            if isinstance(ancestor, (cst.If, cst.IfExp)):
-                test = source_of(self.ctx, ancestor.test).lower()
-                if "xla" in test or "tpu" in test:
+        """Inside an `if`/`elif` chain (or a conditional expression) one of whose tests
+        names XLA or TPU: the code chooses per strategy itself (`if self.use_ddp: ...
+        elif self.use_tpu: xm.all_reduce(...)`)."""
+        for ancestor in self._ancestors(node):
+            if isinstance(ancestor, cst.IfExp):
+                tests = [ancestor.test]
+            elif isinstance(ancestor, cst.If):
+                tests = []
+                branch: cst.CSTNode | None = ancestor
+                while isinstance(branch, cst.If):
+                    tests.append(branch.test)
+                    branch = branch.orelse
+            else:
+                continue
+            for test in tests:
+                text = source_of(self.ctx, test).lower()
+                if "xla" in text or "tpu" in text:
                     return True
         return False
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """What a process-group guard decides: `region` runs only with a process group,
+    `fallback` runs instead on TPU cores. `kind`: "if" (an `if`/`else`), "exit" (`if not
+    <guard>: ... return` and the rest of the block), "ifexp" (`a if <guard> else b`),
+    "and" (`<guard> and ...` outside a test)."""
+
+    construct: cst.CSTNode
+    region: list[cst.CSTNode]
+    fallback: list[cst.CSTNode]
+    kind: str
+
+
+# Helpers named for the test itself, by a common convention (torchvision's and DETR's
+# `is_dist_avail_and_initialized`, Lightning's `_distributed_is_initialized`).
+_GUARD_HELPER_NAME = re.compile(
+    r"^_?(is_)?dist(ributed)?(_is)?(_avail(able)?_and)?_initiali[sz]ed$"
+)
+# Calls that move no tensor between processes: skipping them changes no value by itself.
+_NO_DATA = frozenset({"get_rank", "get_world_size", "barrier", "broadcast_object_list"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
+
+
+def _in_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every semantic node under `root`, in source order."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(iter_children(node))))
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_bool_constant(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
+
+
+def _first_line(ctx, node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Else):
+        node = node.body
+    if isinstance(node, cst.IndentedBlock) and node.body:
+        node = node.body[0]
+    text = source_of(ctx, node).strip().splitlines()
+    return text[0] if text else ""
+
+
+def _is_output_call(ctx, call: cst.Call) -> bool:
+    """`print(...)`, `logging`/a logger's messages, `warnings.warn`, Lightning's
+    `rank_zero_info`/`rank_zero_warn`, `self.print`."""
+    qualified = ctx.qualify(call.func) or ""
+    last = qualified.rsplit(".", 1)[-1]
+    if qualified in ("print", "warnings.warn") or qualified.startswith("logging."):
+        return True
+    if last.startswith("rank_zero_") and last != "rank_zero_only":
+        return True
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        receiver = source_of(ctx, func.value).lower()
+        if func.attr.value in _LOG_METHODS and "log" in receiver.rsplit(".", 1)[-1]:
+            return True
+        if func.attr.value == "print" and receiver == "self":
+            return True
+    return isinstance(func, cst.Name) and func.value == "print"
+
+
+def _output_only(ctx, root: cst.CSTNode) -> bool:
+    """Code that only prints or logs (or passes). A barrier is not: without it the other
+    processes go on before rank 0 has written or removed what they read next."""
+    if isinstance(root, cst.Else):
+        root = root.body
+    if isinstance(root, cst.If):
+        return _output_only(ctx, root.body) and (
+            root.orelse is None or _output_only(ctx, root.orelse)
+        )
+    if isinstance(root, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return all(_output_only(ctx, statement) for statement in root.body)
+    if isinstance(root, cst.SimpleStatementLine):
+        return all(_output_only(ctx, small) for small in root.body)
+    if isinstance(root, cst.Pass):
+        return True
+    if isinstance(root, cst.Expr) and isinstance(root.value, cst.Call):
+        return _is_output_call(ctx, root.value)
+    return False
+
+
+def _assigned_names(roots: list[cst.CSTNode]) -> set[str]:
+    names = set()
+    for root in roots:
+        for node in walk(root):
+            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+                names.add(node.target.value)
+    return names
+
+
+def _plain_reads(fallback: cst.CSTNode) -> dict[str, cst.BaseExpression] | None:
+    """`name = <a name, attribute or item read>` statements, and nothing else (None)."""
+    if not isinstance(fallback, cst.Else) or not isinstance(fallback.body, cst.IndentedBlock):
+        return None
+    reads = {}
+    for statement in fallback.body.body:
+        if not (
+            isinstance(statement, cst.SimpleStatementLine)
+            and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Assign)
+            and len(statement.body[0].targets) == 1
+            and isinstance(statement.body[0].targets[0].target, cst.Name)
+        ):
+            return None
+        value = statement.body[0].value
+        if not isinstance(value, (cst.Attribute, cst.Subscript)) or any(
+            isinstance(n, cst.Call) for n in walk(value)
+        ):
+            return None
+        reads[statement.body[0].targets[0].target.value] = value
+    return reads or None
+
+
+def _compares_with_constant(comparison: cst.Comparison) -> bool:
+    """`<x> == 0`, `<x> > 0`, `0 != <x>`: a rank tested against a number."""
+    if len(comparison.comparisons) != 1:
+        return False
+    sides = (comparison.left, comparison.comparisons[0].comparator)
+    return any(isinstance(side, cst.Integer) for side in sides)

@@ -322,8 +322,11 @@ def test_ddp_gather_is_reported_by_verify_and_check(
     assert "`self.all_gather(tensor)`" in cause.message
     assert "TPU505" in cause.codes
     found = json.loads(checked.stdout)["diagnostics"]
-    lines = sorted(d["start"]["line"] for d in found if d["code"] == "TPU505")
-    assert lines == [33, 34, 35, 36]  # the guard, the world size, the gather, the rank
+    (guard,) = [d for d in found if d["code"] == "TPU505"]  # one problem, one finding
+    assert guard["start"]["line"] == 33  # the guard; what it guards never runs on TPU cores
+    assert "the else branch runs instead (`keys = key`)" in guard["message"]
+    # the world size, the gather, the rank: its related places
+    assert [r["start"]["line"] for r in guard["related"]] == [34, 35, 36]
 
 
 @pytest.mark.threads_only
