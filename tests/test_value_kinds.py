@@ -293,6 +293,214 @@ REPORTED = {
 }
 
 
+# Code that runs only on some steps (issue 21): periodic tests by arithmetic, whatever the
+# names, collect-the-first-N guards, and error-only paths.
+SILENT_GUARDS = {
+    "a periodic test on a counter, whatever its name": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                self.seen += 1
+                if self.seen % self.report_freq == 0:
+                    print(loss.item())
+                return loss
+        """,
+    "a periodic test by a literal, in a conjunction": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if self.trainer.is_global_zero and self.seen % 50 == 0:
+                    print(loss.item())
+                return loss
+        """,
+    "a periodic test negated": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if not self.counter % self.every:
+                    print(loss.item())
+                return loss
+        """,
+    "an early exit on a periodic test": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                self._report(loss)
+                return loss
+
+            def _report(self, loss):
+                if self.counter % self.every != 0:
+                    return
+                print(loss.item())
+        """,
+    "a boolean method returning a periodic test": """
+        class M(L.LightningModule):
+            def _due(self) -> bool:
+                \"\"\"Whether to report now.\"\"\"
+                return self.calls % self.period == 0
+
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if self._due():
+                    self._report(loss)
+                self.calls += 1
+                return loss
+
+            def _report(self, loss):
+                print(loss.item())
+        """,
+    "collecting the first N examples": """
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                out = self(batch)
+                if len(self.samples) < self.max_samples:
+                    self.samples.append(out.mean().item())
+                return out
+        """,
+    "collecting through a helper that grows the container": """
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.keep is not None and len(self.keep) < self.limit:
+                    self._keep(out)
+                return out
+
+            def _keep(self, out):
+                for row in out:
+                    self.keep.append(row.cpu())
+        """,
+    "a counter of what was logged": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                while self.n_shown < 3:
+                    print(loss.item())
+                    self.n_shown += 1
+                return loss
+        """,
+    "the message of an assertion": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                assert out.shape[0] > 0, out.max().item()
+                return out.mean()
+        """,
+    "a helper called only in an assertion's message": """
+        class M(L.LightningModule):
+            def _describe(self, out):
+                return f"{out.max().item()}"
+
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                assert out.shape[0] > 0, self._describe(out)
+                return out.mean()
+        """,
+    "a helper called just before a raise": """
+        class M(L.LightningModule):
+            def _describe(self, out):
+                return f"{out.max().item()}"
+
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if out.shape[0] == 0:
+                    text = self._describe(out)
+                    raise ValueError(text)
+                return out.mean()
+        """,
+}
+
+REPORTED_GUARDS = {
+    "a periodic test by 2 runs every other step": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if self.seen % 2 == 0:
+                    print(loss.item())
+                return loss
+        """,
+        [("TPU101", 5)],
+    ),
+    "a periodic test that fails rarely runs on most steps": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if self.seen % self.every != 0:
+                    print(loss.item())
+                return loss
+        """,
+        [("TPU101", 5)],
+    ),
+    "gradient accumulation is the cadence of every optimizer step": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if self.seen % self.accumulate_batches == 0:
+                    print(loss.item())
+                return loss
+        """,
+        [("TPU101", 5)],
+    ),
+    "a step counter stands still in validation": (
+        """
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if self.step_count % self.every == 0:
+                    print(loss.item())
+        """,
+        [("TPU101", 5)],
+    ),
+    "a local counter bounds a loop that runs every step": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                count = 0
+                while count < 3:
+                    print(loss.item())
+                    count += 1
+                return loss
+        """,
+        [("TPU101", 6)],
+    ),
+    "a bounded test whose body does not grow what it bounds": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                if len(self.history) < self.window:
+                    print(loss.item())
+                return loss
+        """,
+        [("TPU101", 5)],
+    ),
+    "the test of an assertion": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                assert out.max().item() < 10, "diverged"
+                return out.mean()
+        """,
+        [("TPU101", 4)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT_GUARDS))
+def test_guard_shapes_stay_silent(name: str) -> None:
+    assert codes(SILENT_GUARDS[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED_GUARDS))
+def test_guard_shapes_still_reported(name: str) -> None:
+    source, expected = REPORTED_GUARDS[name]
+    assert codes(source) == expected
+
+
 @pytest.mark.parametrize("name", sorted(SILENT))
 def test_false_positive_shapes_stay_silent(name: str) -> None:
     assert codes(SILENT[name]) == []

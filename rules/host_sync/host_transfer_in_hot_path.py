@@ -110,9 +110,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
     are TPU102's.
 
     It stays silent where the copy is not paid every step or is the point: under "rare"
-    guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, plotting and logging
-    flags, or after an early `if batch_idx > 0: return`), under CUDA checks, in
-    `predict_step` for values it returns, in exception messages, and on values that are
+    guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, any periodic test such
+    as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags,
+    collecting the first N samples, or after an early `if batch_idx > 0: return`), under
+    CUDA checks, in `predict_step` for values it returns, in exception messages and
+    assertion messages, and on values that are
     not device tensors (numpy arrays, Python numbers, CPU tensors).
 
     ## Why is this bad on TPU?

@@ -21,7 +21,9 @@ class ItemInHotPath(Rule):
     `validation_step`, `test_step`, `predict_step`, `forward`, batch-level hooks, and the
     helpers they call through `self.` or module-level functions. Values that are not device
     tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`) and
-    code that only runs for some batches (`if batch_idx == 0:`) are not reported.
+    code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
+    `if len(self.samples) < self.max_samples:` that collects samples, an assertion's
+    message, the lines before a `raise`) are not reported.
 
     ## Why is this bad on TPU?
     XLA builds a graph of the step lazily and runs it once per step. `.item()` needs the

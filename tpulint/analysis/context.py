@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from tpulint.analysis.guards import condition_kinds, effective, lazy_attribute
+from tpulint.analysis.guards import (
+    condition_kinds,
+    effective,
+    first_n_targets,
+    grows,
+    lazy_attribute,
+    shape_kinds,
+)
 from tpulint.analysis.imports import Aliases, dotted_name
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
@@ -132,7 +139,7 @@ class FileContext(Resolver):
         self._scopes: list[_FunctionScope] = [_FunctionScope(None)]
         self._classes: list[ClassInfo | None] = []
         self._values: PositionValues | None = None
-        self._guard_cache: dict[int, frozenset[str]] = {}
+        self._guard_cache: dict[Any, frozenset[str]] = {}
         self._step_loops: dict[int, bool] = {}
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
@@ -440,12 +447,21 @@ class FileContext(Resolver):
                     self.module, ancestor, self._method_resolver(ancestor, parents)
                 ):
                     kinds.add("rare")  # a lazy initialisation runs once
+                if child is ancestor.body and self._first_n_block(ancestor, parents):
+                    kinds.add("rare")  # collects from the first N batches only
                 if child is ancestor.body and not negated:
                     kinds |= self._condition_kinds(test)
+                elif child is ancestor.body:
+                    # `if not step % n:` (its names say nothing here: `if not self.debug:`)
+                    kinds |= self._condition_kinds(test, shape_only=True)
                 elif child is ancestor.orelse and negated:
                     kinds |= self._condition_kinds(test.expression)  # type: ignore[union-attr]
             elif isinstance(ancestor, (cst.While, cst.IfExp)) and child is ancestor.body:
                 kinds |= self._condition_kinds(ancestor.test)
+                if isinstance(ancestor, cst.While) and self._first_n_block(ancestor, parents):
+                    kinds.add("rare")
+            elif isinstance(ancestor, cst.Assert) and child is ancestor.msg:
+                kinds.add("rare")  # the message is evaluated only when the assertion fails
             elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
                 if isinstance(ancestor.operator, cst.And):
                     kinds |= self._condition_kinds(ancestor.left)
@@ -455,7 +471,7 @@ class FileContext(Resolver):
                         break
                     test = _early_exit_test(statement)
                     if test is not None:
-                        kinds |= self._condition_kinds(test)
+                        kinds |= self._condition_kinds(test, negated=True)
                 if (
                     isinstance(ancestor, cst.IndentedBlock)
                     and innermost_block
@@ -478,13 +494,44 @@ class FileContext(Resolver):
         """The guard kinds ("rare", "device-check") a condition expression stands for."""
         return self._condition_kinds(test)
 
-    def _condition_kinds(self, test: cst.BaseExpression) -> frozenset[str]:
-        key = id(test)
+    def _condition_kinds(
+        self, test: cst.BaseExpression, negated: bool = False, shape_only: bool = False
+    ) -> frozenset[str]:
+        key = (id(test), negated, shape_only)
         cached = self._guard_cache.get(key)
         if cached is not None:
             return cached
-        result = condition_kinds(self.module.code_for_node(test))
+        resolve = self._method_resolver(test, self.parents)
+
+        def predicate(name: str) -> str | None:
+            method = resolve(name)
+            returned = _single_return(method) if method is not None else None
+            return self.module.code_for_node(returned) if returned is not None else None
+
+        read = shape_kinds if shape_only else condition_kinds
+        result = read(self.module.code_for_node(test), negated, predicate)
         self._guard_cache[key] = result
+        return result
+
+    def _first_n_block(self, node: cst.If | cst.While, parents: dict[int, cst.CSTNode]) -> bool:
+        """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
+        body (or a method of the class it calls) grows that container or counter: it runs
+        for the first N batches only."""
+        key = (id(node), "first-n")
+        cached = self._guard_cache.get(key)
+        if cached is not None:
+            return bool(cached)
+        targets = first_n_targets(self.module.code_for_node(node.test))
+        result = False
+        if targets:
+            texts = [self.module.code_for_node(node.body)]
+            resolve = self._method_resolver(node, parents)
+            for name in _self_calls(node.body):
+                method = resolve(name)
+                if method is not None:
+                    texts.append(self.module.code_for_node(method.body))
+            result = any(grows(text, target) for text in texts for target in targets)
+        self._guard_cache[key] = frozenset({"rare"}) if result else frozenset()
         return result
 
     # --- walk handlers (registered by the engine around the rules' own handlers) ------
@@ -701,9 +748,53 @@ def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
     return False
 
 
+def _single_return(method: cst.FunctionDef) -> cst.BaseExpression | None:
+    """`EXPR` of a method whose body is `return EXPR` (after an optional docstring)."""
+    body = method.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    if (
+        statements
+        and isinstance(statements[0], cst.SimpleStatementLine)
+        and len(statements) > 1
+        and isinstance(statements[0].body[0], cst.Expr)
+        and isinstance(statements[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        statements = statements[1:]
+    if len(statements) != 1:
+        return None
+    only = statements[0]
+    if isinstance(only, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        small = only.body
+        if len(small) == 1 and isinstance(small[0], cst.Return):
+            return small[0].value
+    return None
+
+
+def _self_calls(node: cst.CSTNode) -> list[str]:
+    """The names of the methods `self.<name>(...)` calls under `node` call."""
+    from tpulint.analysis.walker import iter_children
+
+    names: list[str] = []
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if (
+            isinstance(current, cst.Call)
+            and isinstance(current.func, cst.Attribute)
+            and isinstance(current.func.value, cst.Name)
+            and current.func.value.value == "self"
+        ):
+            names.append(current.func.attr.value)
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(iter_children(current))
+    return names
+
+
 def _early_exit_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
     """`if TEST: return` (or continue/raise) with no else: the code after it runs under
-    `not TEST`; the guard kind is the same either way."""
+    `not TEST`: its names mean the same either way, its shape is read where it fails
+    (`if step % n != 0: return`)."""
     if not isinstance(statement, cst.If) or statement.orelse is not None:
         return None
     body = statement.body

@@ -6,16 +6,28 @@ a reported node), so both read conditions the same way.
 
 Guard kinds:
 - "rare": only some batches or epochs (`if batch_idx == 0:`, logging and plotting flags,
-  `if self.current_epoch % 10 == 0:`), or once (a lazy initialisation block);
-- "rare-train": a test on the optimizer step count (`self.global_step % 100 == 0`), which
+  `if self.current_epoch % 10 == 0:`, any periodic test `if n_seen % log_freq == 0:` /
+  `not i % 10`), or once (a lazy initialisation block), or for the first N batches (`if
+  len(self.samples) < self.max_samples:` whose body grows `self.samples`), or on the error
+  path only (an assertion's message, the statements of a block before its `raise`);
+- "rare-train": a test on the optimizer step count (`self.global_step % 100 == 0`, or a
+  periodic test of any counter named for steps: `step_count % log_freq == 0`), which
   is rare in training code but not in validation, test or predict code, where
-  `global_step` does not advance: there the guarded code runs on every batch (or never);
+  the step count does not advance: there the guarded code runs on every batch (or never);
 - "device-check": a test of the device (`torch.cuda.is_available()`, `x.device.type`).
+
+Names are read from the condition's text (`condition_kinds`), shapes from its syntax
+(`shape_kinds`, `first_n_targets`, `grows`), so both walkers pass source text and get one
+reading. A periodic test is rare when its divisor is a setting (a name or attribute) or a
+literal of 4 or more, and not a per-step cadence (gradient accumulation, device counts);
+`% 2` and `% 3` run too often to be rare.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Callable
 
 # Names in a condition that make the guarded code run only for some batches or epochs
 # (logging, visualisation, debugging), so a host sync there is not paid every step.
@@ -51,9 +63,15 @@ EVAL_HOOKS = frozenset(
 )
 
 
-def condition_kinds(text: str) -> frozenset[str]:
-    """The guard kinds the source text of a condition stands for."""
-    kinds = set()
+def condition_kinds(
+    text: str,
+    negated: bool = False,
+    predicate: Callable[[str], str | None] | None = None,
+) -> frozenset[str]:
+    """The guard kinds the source text of a condition stands for: its names (whichever way
+    it is read), and its shape (`shape_kinds`: periodic tests, a boolean method returning
+    one, read for the code that runs where the test holds, or fails under `negated`)."""
+    kinds = set(shape_kinds(text, negated, predicate))
     if DEVICE_CHECK.search(text):
         kinds.add(DEVICE)
     if RARE_NAMES.search(text):
@@ -93,3 +111,161 @@ def lazy_attribute(test_text: str) -> str | None:
     if match is None:
         return None
     return match.group("a") or match.group("b") or match.group("c") or match.group("d")
+
+
+# --- shapes read from the condition's syntax (both walkers pass source text) ------------
+
+# A divisor that is the cadence of every optimizer step or a split across devices, not of a
+# rare event: `steps % accumulate_grad_batches == 0` runs on every optimizer step,
+# `i % world_size == rank` on this device's share of every batch.
+_PER_STEP_DIVISOR = re.compile(r"accum|world|rank|replica|devices|cores|gpus|procs", re.I)
+# A dividend that counts optimizer steps (stands still in evaluation code).
+_STEP_DIVIDEND = re.compile(r"step", re.IGNORECASE)
+# Growing a container or a counter: `self.x.append(...)`, `self.x += ...`, `self.x[k] = v`.
+_GROW = (
+    r"(?:\.(?:append|extend|add|insert|update|put|appendleft)\s*\(|\s*\+=|\[[^\]\n]*\]\s*=(?!=))"
+)
+
+
+def _parse(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(f"(\n{text}\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _conjuncts(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return [c for value in node.values for c in _conjuncts(value)]
+    return [node]
+
+
+def _modulo(node: ast.expr) -> ast.BinOp | None:
+    return node if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) else None
+
+
+def _periodic_kind(modulo: ast.BinOp) -> str | None:
+    """`counter % divisor`: "rare" (or "rare-train" for a step counter) when the divisor is
+    a setting (a name or attribute) or a literal of 4 or more; None for `% 2`, `% 3` and
+    cadences that are per step (gradient accumulation, devices)."""
+    divisor = modulo.right
+    if isinstance(divisor, ast.Constant):
+        if type(divisor.value) is not int or divisor.value < 4:
+            return None
+    elif isinstance(divisor, (ast.Name, ast.Attribute, ast.Subscript)):
+        if _PER_STEP_DIVISOR.search(ast.unparse(divisor)):
+            return None
+    else:
+        return None
+    dividend = ast.unparse(modulo.left)
+    if isinstance(modulo.left, ast.Constant) or _PER_STEP_DIVISOR.search(dividend):
+        return None
+    return RARE_TRAIN if _STEP_DIVIDEND.search(dividend) else RARE
+
+
+def _periodic(node: ast.expr, negated: bool) -> str | None:
+    """The kind of a periodic test (`step % n == 0`, `not i % n`; under `negated`, the code
+    runs where the test fails: `if step % n: return`, `if step % n != 0: continue`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _periodic(node.operand, not negated)
+    modulo = _modulo(node)
+    if modulo is not None:  # `if step % n:` is true on most steps
+        return _periodic_kind(modulo) if negated else None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = node.left, node.comparators[0]
+        modulo = _modulo(left) or _modulo(right)
+        if modulo is None:
+            return None
+        if isinstance(node.ops[0], ast.Eq) and not negated:
+            return _periodic_kind(modulo)
+        if isinstance(node.ops[0], ast.NotEq) and negated:
+            return _periodic_kind(modulo)
+    return None
+
+
+def _self_method_call(node: ast.expr) -> str | None:
+    """`self.<name>()` with no arguments: the name."""
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and not node.keywords
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    ):
+        return node.func.attr
+    return None
+
+
+def shape_kinds(
+    text: str,
+    negated: bool = False,
+    predicate: Callable[[str], str | None] | None = None,
+) -> frozenset[str]:
+    """Guard kinds a condition's syntax says: a periodic test (`step_count % log_freq == 0`,
+    `not i % 10`, one conjunct of `a and b % n == 0`), and a boolean method of the class
+    that returns one (`if self._should_log():`). `negated`: the code runs where the test
+    fails (after `if TEST: return`). `predicate(name)` is the source text of what method
+    `name` of the class returns, if it is a single `return EXPR`."""
+    if "%" not in text and (predicate is None or "self." not in text):
+        return frozenset()
+    node = _parse(text)
+    if node is None:
+        return frozenset()
+    parts = [node] if negated else _conjuncts(node)
+    kinds: set[str] = set()
+    for part in parts:
+        kind = _periodic(part, negated)
+        if kind is not None:
+            kinds.add(kind)
+        elif predicate is not None:
+            holds = not negated  # the code runs where `part` holds
+            while isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+                part, holds = part.operand, not holds
+            name = _self_method_call(part) if holds else None
+            returned = predicate(name) if name is not None else None
+            if returned is not None:
+                kinds |= condition_kinds(returned) - {DEVICE}
+    return frozenset(kinds)
+
+
+def first_n_targets(test_text: str) -> list[str]:
+    """The attributes a collect-the-first-N test bounds: `self.x` in `len(self.x) < N`,
+    `self.n < N`, `N > self.n` (one conjunct of an `and`). Only attributes of `self`: they
+    persist across steps, so the guarded code stops running after N batches; a local counter
+    bounds a loop that runs again on every step."""
+    if "<" not in test_text and ">" not in test_text:
+        return []
+    node = _parse(test_text)
+    if node is None:
+        return []
+    targets = []
+    for part in _conjuncts(node):
+        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+            continue
+        op, left, right = part.ops[0], part.left, part.comparators[0]
+        if isinstance(op, (ast.Gt, ast.GtE)):
+            left, right = right, left
+        elif not isinstance(op, (ast.Lt, ast.LtE)):
+            continue
+        if (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "len"
+            and len(left.args) == 1
+        ):
+            left = left.args[0]
+        name = ast.unparse(left)
+        if isinstance(left, ast.Attribute) and re.fullmatch(r"self(\.\w+)+", name):
+            targets.append(name)
+    return targets
+
+
+def grows(body_text: str, target: str) -> bool:
+    """Whether code grows the container or counter `target` (`self.x.append(...)`,
+    `self.n += 1`, `self.n = self.n + 1`, `self.x[k] = v`)."""
+    name = re.escape(target)
+    return bool(
+        re.search(rf"\b{name}{_GROW}", body_text)
+        or re.search(rf"\b{name}\s*=\s*{name}\s*\+", body_text)
+    )

@@ -77,6 +77,8 @@ class Scope:
     # The conditions the current code runs under (ast expressions, or guard kinds), turned
     # into guard kinds only where a call is recorded.
     guards: tuple[Any, ...] = ()
+    # Whether the current statement precedes a `raise` in its block (an error path).
+    error_path: bool = False
     cls: Any = None  # the ClassSummary whose method this is (through nesting)
     # Whether calls are recorded: not in hooks that never run per step (`__init__`, `setup`,
     # `on_*_epoch_end`), which no hot chain enters.

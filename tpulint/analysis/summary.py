@@ -26,9 +26,15 @@ import bisect
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from tpulint.analysis.guards import RARE, condition_kinds, lazy_attribute
+from tpulint.analysis.guards import (
+    RARE,
+    condition_kinds,
+    first_n_targets,
+    grows,
+    lazy_attribute,
+)
 from tpulint.analysis.hooks import is_cold_name
 from tpulint.analysis.inference import (
     MISSING,
@@ -535,7 +541,7 @@ class _Summarizer(ValueEvaluator):
         self.query = snapshots is not None
         self.depth = 0  # how many functions enclose the code being walked
         self._line_starts: list[int] | None = None
-        self._conditions: dict[int, frozenset[str]] = {}
+        self._conditions: dict[Any, frozenset[str]] = {}
         # class qualname -> its methods (a lazy-initialisation block may call one that sets
         # the flag it tests).
         self.class_methods: dict[str, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
@@ -580,13 +586,19 @@ class _Summarizer(ValueEvaluator):
         """Walk statements in source order; `names` is the qualname prefix; `klass` the class
         whose body this is (directly)."""
         saved = scope.guards
-        for statement in statements:
+        saved_error = scope.error_path
+        # The error path: what a block runs before its `raise` runs when the step fails,
+        # not every step (its own statements; a nested block may leave before the raise).
+        raises = max((i for i, s in enumerate(statements) if isinstance(s, ast.Raise)), default=-1)
+        for index, statement in enumerate(statements):
+            scope.error_path = index < raises
             self.statement(statement, scope, names, klass)
             exit_test = _early_exit_test(statement)
             if exit_test is not None:
-                # Code after `if T: return` runs under `not T`: the same kinds of guard.
-                scope.guards = (*scope.guards, exit_test)
+                # Code after `if T: return` runs where T fails.
+                scope.guards = (*scope.guards, _Test(exit_test, True, scope.cls))
         scope.guards = saved
+        scope.error_path = saved_error
 
     def statement(
         self, node: ast.stmt, scope: Scope, names: list[str], klass: ClassSummary | None
@@ -620,9 +632,11 @@ class _Summarizer(ValueEvaluator):
             return
         if isinstance(node, ast.If):
             self.expression(node.test, scope)
-            lazy = not self.query and self.lazy_block(node, scope)
+            lazy = not self.query and (
+                self.lazy_block(node, scope) or self.first_n_block(node, scope)
+            )
             saved = scope.guards
-            scope.guards = (*saved, node.test, *((RARE,) if lazy else ()))
+            scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if lazy else ()))
             # Each branch's bindings are journaled, so both start from the same state and
             # a name holds, after the `if`, what either branch left in it.
             holds, fails = self.narrowing(node.test, scope)
@@ -636,7 +650,9 @@ class _Summarizer(ValueEvaluator):
                 _restore(scope.env, name, old)
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             scope.guards = (
-                (*saved, node.test.operand) if negated else saved  # type: ignore[attr-defined]
+                (*saved, _Test(node.test.operand, False, scope.cls))  # type: ignore[attr-defined]
+                if negated
+                else saved
             )
             scope.journals.append({})
             for name, atoms in fails.items():
@@ -662,10 +678,23 @@ class _Summarizer(ValueEvaluator):
         if isinstance(node, ast.While):
             self.expression(node.test, scope)
             saved = scope.guards
-            scope.guards = (*saved, node.test)
+            first_n = not self.query and self.first_n_block(node, scope)
+            scope.guards = (
+                *saved,
+                _Test(node.test, False, scope.cls),
+                *((RARE,) if first_n else ()),
+            )
             self.block(node.body, scope, names, klass)
             scope.guards = saved
             self.block(node.orelse, scope, names, klass)
+            return
+        if isinstance(node, ast.Assert):
+            self.expression(node.test, scope)
+            if node.msg is not None:
+                saved = scope.guards
+                scope.guards = (*saved, RARE)  # evaluated only when the assertion fails
+                self.expression(node.msg, scope)
+                scope.guards = saved
             return
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.expression(node.iter, scope)
@@ -899,12 +928,48 @@ class _Summarizer(ValueEvaluator):
         )
         return head + middle + tail
 
-    def condition(self, test: ast.expr) -> frozenset[str]:
-        key = id(test)
+    def condition(self, test: Any) -> frozenset[str]:
+        """The guard kinds of a condition: an expression, or a `_Test` (read where it fails,
+        or with the class whose boolean methods it may call)."""
+        if isinstance(test, _Test):
+            expr, negated, cls = test
+        else:
+            expr, negated, cls = test, False, None
+        key = (id(expr), negated, cls.qualname if cls is not None else None)
         kinds = self._conditions.get(key)
         if kinds is None:
-            kinds = self._conditions[key] = condition_kinds(self.segment(test))
+            methods = self.class_methods.get(cls.qualname, {}) if cls is not None else {}
+
+            def predicate(name: str) -> str | None:
+                method = methods.get(name)
+                returned = _single_return(method) if method is not None else None
+                return self.segment(returned) if returned is not None else None
+
+            kinds = condition_kinds(self.segment(expr), negated, predicate)
+            self._conditions[key] = kinds
         return kinds
+
+    def first_n_block(self, node: ast.If | ast.While, scope: Scope) -> bool:
+        """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
+        body (or a method of the class it calls) grows that container or counter: it runs
+        for the first N batches only."""
+        if not isinstance(node.test, (ast.Compare, ast.BoolOp)):
+            return False
+        targets = first_n_targets(self.segment(node.test))
+        if not targets:
+            return False
+        texts = [self.segment(statement) for statement in node.body]  # type: ignore[arg-type]
+        methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
+        for call in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self"
+                and call.func.attr in methods
+            ):
+                texts.extend(self.segment(s) for s in methods[call.func.attr].body)  # type: ignore[arg-type]
+        return any(grows(text, target) for text in texts for target in targets)
 
     def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
         kinds: set[str] = set()
@@ -943,7 +1008,8 @@ class _Summarizer(ValueEvaluator):
         the guards of `a and b` / `x if c else y` inside it."""
         if scope.info is None or not scope.record_calls or self.query:
             return
-        stack: list[tuple[ast.AST, tuple[Any, ...]]] = [(node, scope.guards)]
+        start = (*scope.guards, RARE) if scope.error_path else scope.guards
+        stack: list[tuple[ast.AST, tuple[Any, ...]]] = [(node, start)]
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
@@ -967,11 +1033,11 @@ class _Summarizer(ValueEvaluator):
                 extra = guards
                 for value in current.values:
                     stack.append((value, extra))
-                    extra = (*extra, value)
+                    extra = (*extra, _Test(value, False, scope.cls))
                 continue
             if isinstance(current, ast.IfExp):
                 stack.append((current.test, guards))
-                stack.append((current.body, (*guards, current.test)))
+                stack.append((current.body, (*guards, _Test(current.test, False, scope.cls))))
                 stack.append((current.orelse, guards))
                 continue
             for name in _child_fields(type(current)):
@@ -1202,9 +1268,34 @@ def _may_be_lazy_test(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and isinstance(test.left, ast.Attribute)
 
 
+class _Test(NamedTuple):
+    """A condition the code runs under: where it fails (`negated`: after `if T: return`),
+    and the class whose boolean methods it may call (`if self._should_log():`)."""
+
+    expr: ast.expr
+    negated: bool
+    cls: Any
+
+
+def _single_return(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    """`EXPR` of a method whose body is `return EXPR` (after an optional docstring)."""
+    body = method.body
+    if (
+        len(body) > 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        return body[0].value
+    return None
+
+
 def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     """`if TEST: return` (or continue/raise/break) with no else: the code after it runs under
-    `not TEST`; the guard kind is the same either way."""
+    `not TEST`: its names mean the same either way, its shape is read where it fails
+    (`if step % n != 0: return`)."""
     if not isinstance(statement, ast.If) or statement.orelse or len(statement.body) != 1:
         return None
     if isinstance(statement.body[0], (ast.Return, ast.Continue, ast.Raise)):
