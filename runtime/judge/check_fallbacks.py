@@ -163,13 +163,8 @@ def check_fallbacks(
         else ""
     )
     if findings:
-        first = findings[0]
-        where = f" at {first.location}" if first.location else ""
-        names = sorted({n for c in findings for n in _op_names(c.message)})
         summary = (
-            f"{plural(len(names), 'op')} ran on the CPU after warm-up ({', '.join(names)}){where}"
-            + ("; every step" if status == "fail" else "")
-            + only_here
+            _where_they_ran(findings) + ("; every step" if status == "fail" else "") + only_here
         )
     else:
         summary = "no op falls back to the CPU on a TPU after warm-up" + only_here
@@ -181,6 +176,27 @@ def check_fallbacks(
         ],
     }
     return Check("cpu_fallbacks", status, summary, details), causes
+
+
+def _where_they_ran(findings: list[Cause], shown: int = 3) -> str:
+    """The check's line: `2 ops ran on the CPU after warm-up (digamma, lgamma) at m.py:43` for
+    one line; with ops at several lines, each line with its own ops, never all at the first."""
+    places: dict[str, list[str]] = {}
+    for cause in findings:
+        ops = places.setdefault(str(cause.location) if cause.location else "", [])
+        ops.extend(n for n in _op_names(cause.message) if n not in ops)
+    names = sorted({n for ops in places.values() for n in ops})
+    head = f"{plural(len(names), 'op')} ran on the CPU after warm-up"
+    if len(places) == 1:
+        (place,) = places
+        return f"{head} ({', '.join(names)})" + (f" at {place}" if place else "")
+    parts = [
+        f"{', '.join(ops)} at {place}" if place else ", ".join(ops)
+        for place, ops in list(places.items())[:shown]
+    ]
+    more = len(places) - shown
+    tail = f"; and at {plural(more, 'more line')}" if more > 0 else ""
+    return f"{head}: " + "; ".join(parts) + tail
 
 
 def _op_names(message: str) -> list[str]:
