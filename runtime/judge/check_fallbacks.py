@@ -31,6 +31,9 @@ from tpulint.runtime.xla_ops import ON_TPU_LOWERED, SHAPE_OPS, lookup
 SHAPE_FALLBACKS = SHAPE_OPS
 
 
+_LOOPS = {"validate": "validation", "test": "test"}
+
+
 def _base(counter: str) -> str:
     return counter.removeprefix("aten::").split(".")[0].lstrip("_")
 
@@ -71,6 +74,11 @@ def fallback_causes(
             found["cores"].add(rank)
 
     steady_steps = {r.step for r in steady}
+    # Validation and test: the last batch of a run also holds the loop's epoch-end work (a
+    # metric's compute(), on_validation_epoch_end), recorded with it; an op seen only there
+    # runs once per run, not every batch, however few batches the run has.
+    run_ends = {max(r.step for r in rows if r.run == run) for run in {r.run for r in rows}}
+    at_run_end = stage != "train" and len({r.step for r in rows}) > 1
     per = max(len(judged) * max(ctx.cores, 1), 1)
     where = "step" if stage == "train" else "loop"
     # One cause per family of ops (xla_ops.py) and line: lgamma and its gradient digamma at
@@ -90,13 +98,18 @@ def fallback_causes(
         site = members[0][1]
         steps = sorted(set().union(*(steps_of[c] for c in counters)))
         in_steady = len(steady_steps & set(steps))
-        every = bool(steady_steps) and in_steady * 2 >= len(steady_steps)
+        epoch_end = at_run_end and set(steps) <= run_ends
+        every = bool(steady_steps) and in_steady * 2 >= len(steady_steps) and not epoch_end
         total = sum(totals[c] for c in counters)
         cores = sorted({c for k in counters for e in sites.get(k, {}).values() for c in e["cores"]})
+        many = "batches" if unit == "batch" else None
         how_often = (
             f"{plural(total / per, 'time')} per {unit} per core, in"
-            f" {in_steady} of the last {plural(len(steady_steps), unit)}"
+            f" {in_steady} of the last {plural(len(steady_steps), unit, many)}"
             if every
+            else f"once per {_LOOPS.get(stage, stage)} run, at its end (a metric's compute(),"
+            f" the epoch-end hooks; {plural(total, 'call')} over the cores)"
+            if epoch_end
             else f"at {unit} {span(steps)} ({plural(total, 'call')} over the cores)"
         )
         names = ", ".join(f"`{c.removeprefix('aten::')}`" for c in counters)
