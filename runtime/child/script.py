@@ -46,6 +46,27 @@ def _display(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
+def _usage_error(exc: SystemExit) -> str | None:
+    """What the script's argument parser (argparse's, or a subclass such as LightningCLI's
+    jsonargparse) printed before exiting: `ArgumentParser.error(message)` writes it to stderr,
+    which the one-line error would otherwise lose."""
+    import argparse
+
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        parser = frame.f_locals.get("self")
+        message = frame.f_locals.get("message")
+        if (
+            frame.f_code.co_name == "error"
+            and isinstance(parser, argparse.ArgumentParser)
+            and isinstance(message, str)
+        ):
+            return f"{parser.prog}: error: {message.strip().splitlines()[0]}"
+        tb = tb.tb_next
+    return None
+
+
 def _patch(package: Flavour, state: _Script) -> None:
     """Give every Trainer of `package` verify's settings, and note what it fits."""
     from tpulint.runtime.child import stand_ins
@@ -159,9 +180,11 @@ def run_script(
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0) and not state.fitted:
+            usage = _usage_error(exc)
             raise VerifyError(
                 f"{shown} exited with status {exc.code} before training"
-                + (f" ({exc.code})" if isinstance(exc.code, str) else ""),
+                + (f" ({exc.code})" if isinstance(exc.code, str) else "")
+                + (f": its argument parser said: {usage}" if usage else ""),
                 "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
             ) from None
     except BaseException as exc:

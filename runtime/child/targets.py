@@ -32,6 +32,7 @@ from tpulint.runtime.child.flavour import (
     flavour,
     package_of,
 )
+from tpulint.runtime.environment import installed_version
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.frames import CodeFilter
 from tpulint.runtime.spec import RunSpec, TargetRef
@@ -137,7 +138,7 @@ def import_target_module(ref: TargetRef) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        _missing_lightning(exc, where)
+        _missing_lightning(exc, where, ref.location if ref.kind == "file" else None)
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise VerifyError(
                 f"cannot import {where}: no module named `{exc.name}`"
@@ -149,19 +150,47 @@ def import_target_module(ref: TargetRef) -> ModuleType:
         raise _user_error(f"importing {where} failed", exc, None, _candidate_files(ref)) from None
 
 
-def _missing_lightning(exc: ModuleNotFoundError, where: str) -> None:
-    """A module written against a Lightning package that is not installed: say what to install."""
+def _missing_lightning(
+    exc: ModuleNotFoundError, where: str, target_file: str | None = None
+) -> None:
+    """A module written against a Lightning package that is not installed: say what to install.
+    A submodule missing from an installed package is another Lightning version's API (Lightning
+    2.0 removed `pytorch_lightning.utilities.apply_func` and many more): installing is no help."""
     top = (exc.name or "").split(".")[0]
-    if top in (PYTORCH_LIGHTNING, LIGHTNING):
+    if top not in (PYTORCH_LIGHTNING, LIGHTNING):
+        return
+    if exc.name != top and importlib.util.find_spec(top) is not None:
+        version = installed_version(top.replace("_", "-")) or "as installed"
+        site = _import_site(exc, target_file)
         raise VerifyError(
-            f"{where} imports `{exc.name}`, which is not installed: {INSTALL[top]}"
-            + (
-                " (verify trains modules written against it with its own Trainer)"
-                if top == PYTORCH_LIGHTNING
-                else ""
-            ),
+            f"{where} imports `{exc.name}`{site}, which {top} {version} does not have: the code"
+            f" is written for another Lightning version; use a release of it made for {top}"
+            f" {version.split('.')[0]}.x, or the {top} version it was written for",
             "".join(traceback.format_exception(exc)),
         ) from None
+    raise VerifyError(
+        f"{where} imports `{exc.name}`, which is not installed: {INSTALL[top]}"
+        + (
+            " (verify trains modules written against it with its own Trainer)"
+            if top == PYTORCH_LIGHTNING
+            else ""
+        ),
+        "".join(traceback.format_exception(exc)),
+    ) from None
+
+
+def _import_site(exc: BaseException, target_file: str | None) -> str:
+    """` (at path:line)`: the import statement that failed, when it is not in the target's file
+    itself (`where` names that already) but in a package the target imports."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    if not frames:
+        return ""
+    last = frames[-1].filename
+    if _same_file(last, __file__) or _same_file(last, importlib.__file__ or ""):
+        return ""
+    if target_file and _same_file(last, target_file):
+        return ""
+    return f" (at {_display(last)}:{frames[-1].lineno})"
 
 
 def _import_file_as(name: str, ref: TargetRef) -> ModuleType:
@@ -175,7 +204,7 @@ def _import_file_as(name: str, ref: TargetRef) -> ModuleType:
     except (Exception, SystemExit) as exc:
         del sys.modules[name]
         if isinstance(exc, ModuleNotFoundError):
-            _missing_lightning(exc, _display(ref.location))
+            _missing_lightning(exc, _display(ref.location), ref.location)
         raise _user_error(
             f"importing {_display(ref.location)} failed", exc, None, [ref.location]
         ) from None

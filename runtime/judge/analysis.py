@@ -28,7 +28,13 @@ from tpulint.runtime.judge.check_run import run_causes
 from tpulint.runtime.judge.check_sharding import check_sharding
 from tpulint.runtime.judge.check_transfers import check_transfers
 from tpulint.runtime.judge.context import Context, plural
-from tpulint.runtime.judge.crash import crash_cause, crash_place, find_crash
+from tpulint.runtime.judge.crash import (
+    crash_cause,
+    crash_place,
+    find_crash,
+    launcher_error,
+    launcher_place,
+)
 from tpulint.runtime.judge.graph_causes import GraphCauses
 from tpulint.runtime.judge.graphs import follow_graphs
 from tpulint.runtime.judge.hardware import hardware_evidence
@@ -138,6 +144,14 @@ def analyze(
         crash = find_crash(
             outcome.log, outcome.events, CodeFilter(target.get("roots", [])), spec.run_dir
         )
+        launcher = launcher_error(outcome) if crash is None else None
+        if launcher is not None:
+            return error_report(
+                report,
+                f"the run crashed: {outcome.detail}"
+                + launcher_place(launcher, CodeFilter(target.get("roots", [])), spec.cwd),
+                launcher.get("traceback") or _tail(outcome.log, 80),
+            )
         if crash is None or crash.user is None:
             return error_report(
                 report,

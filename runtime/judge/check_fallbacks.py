@@ -31,6 +31,9 @@ from tpulint.runtime.xla_ops import ON_TPU_LOWERED, SHAPE_OPS, lookup
 SHAPE_FALLBACKS = SHAPE_OPS
 
 
+_LOOPS = {"validate": "validation", "test": "test"}
+
+
 def _base(counter: str) -> str:
     return counter.removeprefix("aten::").split(".")[0].lstrip("_")
 
@@ -71,6 +74,11 @@ def fallback_causes(
             found["cores"].add(rank)
 
     steady_steps = {r.step for r in steady}
+    # Validation and test: the last batch of a run also holds the loop's epoch-end work (a
+    # metric's compute(), on_validation_epoch_end), recorded with it; an op seen only there
+    # runs once per run, not every batch, however few batches the run has.
+    run_ends = {max(r.step for r in rows if r.run == run) for run in {r.run for r in rows}}
+    at_run_end = stage != "train" and len({r.step for r in rows}) > 1
     per = max(len(judged) * max(ctx.cores, 1), 1)
     where = "step" if stage == "train" else "loop"
     # One cause per family of ops (xla_ops.py) and line: lgamma and its gradient digamma at
@@ -90,13 +98,18 @@ def fallback_causes(
         site = members[0][1]
         steps = sorted(set().union(*(steps_of[c] for c in counters)))
         in_steady = len(steady_steps & set(steps))
-        every = bool(steady_steps) and in_steady * 2 >= len(steady_steps)
+        epoch_end = at_run_end and set(steps) <= run_ends
+        every = bool(steady_steps) and in_steady * 2 >= len(steady_steps) and not epoch_end
         total = sum(totals[c] for c in counters)
         cores = sorted({c for k in counters for e in sites.get(k, {}).values() for c in e["cores"]})
+        many = "batches" if unit == "batch" else None
         how_often = (
             f"{plural(total / per, 'time')} per {unit} per core, in"
-            f" {in_steady} of the last {plural(len(steady_steps), unit)}"
+            f" {in_steady} of the last {plural(len(steady_steps), unit, many)}"
             if every
+            else f"once per {_LOOPS.get(stage, stage)} run, at its end (a metric's compute(),"
+            f" the epoch-end hooks; {plural(total, 'call')} over the cores)"
+            if epoch_end
             else f"at {unit} {span(steps)} ({plural(total, 'call')} over the cores)"
         )
         names = ", ".join(f"`{c.removeprefix('aten::')}`" for c in counters)
@@ -163,13 +176,8 @@ def check_fallbacks(
         else ""
     )
     if findings:
-        first = findings[0]
-        where = f" at {first.location}" if first.location else ""
-        names = sorted({n for c in findings for n in _op_names(c.message)})
         summary = (
-            f"{plural(len(names), 'op')} ran on the CPU after warm-up ({', '.join(names)}){where}"
-            + ("; every step" if status == "fail" else "")
-            + only_here
+            _where_they_ran(findings) + ("; every step" if status == "fail" else "") + only_here
         )
     else:
         summary = "no op falls back to the CPU on a TPU after warm-up" + only_here
@@ -181,6 +189,27 @@ def check_fallbacks(
         ],
     }
     return Check("cpu_fallbacks", status, summary, details), causes
+
+
+def _where_they_ran(findings: list[Cause], shown: int = 3) -> str:
+    """The check's line: `2 ops ran on the CPU after warm-up (digamma, lgamma) at m.py:43` for
+    one line; with ops at several lines, each line with its own ops, never all at the first."""
+    places: dict[str, list[str]] = {}
+    for cause in findings:
+        ops = places.setdefault(str(cause.location) if cause.location else "", [])
+        ops.extend(n for n in _op_names(cause.message) if n not in ops)
+    names = sorted({n for ops in places.values() for n in ops})
+    head = f"{plural(len(names), 'op')} ran on the CPU after warm-up"
+    if len(places) == 1:
+        (place,) = places
+        return f"{head} ({', '.join(names)})" + (f" at {place}" if place else "")
+    parts = [
+        f"{', '.join(ops)} at {place}" if place else ", ".join(ops)
+        for place, ops in list(places.items())[:shown]
+    ]
+    more = len(places) - shown
+    tail = f"; and at {plural(more, 'more line')}" if more > 0 else ""
+    return f"{head}: " + "; ".join(parts) + tail
 
 
 def _op_names(message: str) -> list[str]:

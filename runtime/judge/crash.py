@@ -15,6 +15,7 @@ happened. Parent process only; standard library only.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +130,46 @@ def _where(rows: list[Any], crash: Crash) -> str:
     return f"{core} died of {crash.signal or crash.what} at step {step}"
 
 
+_TRACEBACK_FRAME = re.compile(
+    r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)'
+)
+
+
+def launcher_error(outcome: Any) -> dict[str, Any] | None:
+    """`fit` raised in the process that starts the cores, and no core reported anything: an
+    exception of the launcher (Lightning's XLA launcher pickles fit's arguments for
+    `xmp.spawn`'s process pool: a data loader over a generator cannot be sent), or of the
+    Trainer's setup before any core ran."""
+    if any(e["kind"] in ("replica_error", "step") for e in outcome.events):
+        return None
+    return next((e for e in outcome.events if e["kind"] == "fit_error"), None)
+
+
+def launcher_place(error: dict[str, Any], code: CodeFilter, cwd: str | None = None) -> str:
+    """` (raised by trainer.fit in the process that starts the cores, ...)`: the innermost
+    library frame and the last line of the user's on the traceback."""
+    user = library = None
+    for line in (error.get("traceback") or "").splitlines():
+        match = _TRACEBACK_FRAME.match(line)
+        if not match:
+            continue
+        site = (match["path"], int(match["line"]), match["function"])
+        if code.is_user(site[0]):
+            user = site
+        elif "/tpulint/" not in site[0].replace("\\", "/"):
+            library = site
+    inside = f" in `{library[2]}` ({_shown(library[0])}:{library[1]})" if library else ""
+    yours = (
+        f"; the last line of yours on its stack: {_relative(user[0], cwd)}:{user[1]} in {user[2]}()"
+        if user
+        else ""
+    )
+    return (
+        f" (raised{inside} in the process that starts the cores, before any core ran a step"
+        f"{yours}; -v shows the traceback)"
+    )
+
+
 def crash_place(crash: Crash | None, outcome: Any) -> str:
     """For a crash that is not the user's: where it happened, as far as the log says."""
     if crash is None:
@@ -168,6 +209,11 @@ def crash_cause(ctx: Any, crash: Crash, rows: list[Any], outcome: Any) -> Any:
         cores=[crash.rank] if crash.rank is not None else [],
         steps=[rows[-1].step + 1 if rows else 0],
     )
+
+
+def _relative(path: str, cwd: str | None) -> str:
+    relative = os.path.relpath(path, cwd)
+    return path if relative.startswith("..") else relative
 
 
 def _shown(path: str) -> str:

@@ -10,8 +10,13 @@ import pytest
 from click.testing import CliRunner
 from tpulint.runtime import verify
 from tpulint.runtime.command import verify_command
+from tpulint.runtime.environment import installed_version
 from tpulint.runtime.judge.report import VerifyReport
 from verify_helpers import ROOT, VERIFY, target
+
+# Not "not installed: pip install pytorch-lightning" (lightning-bolts 0.7 under Lightning 2).
+PL_VERSION = installed_version("pytorch-lightning")
+PL_MAJOR = (PL_VERSION or "?").split(".")[0]
 
 
 def _error(report: VerifyReport) -> str:
@@ -70,6 +75,15 @@ UNUSABLE = {
         target("import_error.py:Unreachable"),
         "importing tests/runtime/targets/import_error.py failed: ModuleNotFoundError: No module"
         " named 'tpulint_test_missing_dependency' (tests/runtime/targets/import_error.py:4)",
+    ),
+    "lightning-1-library": (
+        target("lightning1_import.py:UsesLightning1Library"),
+        "tests/runtime/targets/lightning1_import.py imports"
+        " `pytorch_lightning.utilities.apply_func`"
+        " (at tests/runtime/targets/lightning1_library.py:4),"
+        f" which pytorch_lightning {PL_VERSION} does not have: the code is written for another"
+        f" Lightning version; use a release of it made for pytorch_lightning {PL_MAJOR}.x, or the"
+        " pytorch_lightning version it was written for",
     ),
 }
 

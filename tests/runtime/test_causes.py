@@ -56,6 +56,8 @@ RUNS = {
     "scatter": "op_advice.py:ScatterMax",
     "accuracy": "op_advice.py:ValidatedAccuracy",
     "legacy": "op_advice.py:LegacyHooks",
+    "two_lines": "op_advice.py:FallbacksOnTwoLines",
+    "epoch_end": "epoch_end_metric.py:EpochEndBinning",
     "gather": "ddp_code.py:GatheredNegatives",
     "stream": "ddp_code.py:RankShardedStream",
 }
@@ -270,6 +272,33 @@ def test_special_functions_get_their_own_advice(runs: dict[str, Any]) -> None:
     assert "Stirling series" in cause.message
     assert "sort/topk" not in cause.message  # the median advice is for median
     assert str(cause.location) == f"{WHERE}/op_advice.py:43"
+
+
+@pytest.mark.threads_only
+def test_fallbacks_at_two_lines_are_summarised_each_at_its_own(runs: dict[str, Any]) -> None:
+    """The check's line (and the verdict's) puts each op at its line, never every op at the
+    first cause's line (NHITS's unfold and 1-D interpolation were both put at the unfold)."""
+    report = runs["two_lines"]
+    places = {str(c.location) for c in report.causes_for("cpu_fallbacks") if c.severity == "fail"}
+    assert places == {f"{WHERE}/op_advice.py:80", f"{WHERE}/op_advice.py:81"}
+    summary = report.checks["cpu_fallbacks"].summary
+    assert f"lgamma at {WHERE}/op_advice.py:80" in summary, summary
+    assert f"scatter_reduce.two at {WHERE}/op_advice.py:81" in summary, summary
+    assert ") at " not in summary  # not the one-line form "(a, b, c) at <first line>"
+
+
+@pytest.mark.threads_only
+def test_a_fallback_in_a_validation_runs_end_is_once_per_run(runs: dict[str, Any]) -> None:
+    """A metric's compute() at the end of each validation run (torch_uncertainty's calibration
+    error: torch.bucketize) is recorded with the run's last batch; with two batches per core
+    that was "1 of the last 2 batches" and a FAIL "every batch"."""
+    report = runs["epoch_end"]
+    assert report.verdict == "pass", report.summary
+    (cause,) = [c for c in report.causes_for("validation") if c.kind == "cpu_fallback"]
+    assert cause.severity == "warn"
+    assert "`bucketize.Tensor`" in cause.message
+    assert "once per validation run, at its end" in cause.message
+    assert "every batch" not in report.checks["validation"].summary
 
 
 @pytest.mark.threads_only

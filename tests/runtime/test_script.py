@@ -165,10 +165,74 @@ def test_bad_scripts_are_one_line(tmp_path: Path) -> None:
         report.error == "nothing.py built no Lightning Trainer: verify trains what the"
         " script's Trainer fits (`Trainer(...).fit(model)`, or LightningCLI)"
     )
+    # an argument parser's complaint (printed to stderr before it exits) is the line's reason
+    usage = tmp_path / "usage.py"
+    usage.write_text("import argparse\nargparse.ArgumentParser().parse_args()\n")
+    report = verify(None, script=str(usage), script_args=["--epocs", "2"], cwd=tmp_path, cores=2)
+    assert report.error == (
+        "usage.py exited with status 2 before training: its argument parser said:"
+        " usage.py: error: unrecognized arguments: --epocs 2"
+    )
     missing = verify(None, script="missing.py", cwd=tmp_path)
     assert missing.error == "--script missing.py: no such file"
     both = verify("clean.py:CleanModel", script=str(none), cwd=tmp_path)
     assert both.error.startswith("--script runs your script as it is; TARGET cannot")
+
+
+_STREAM_SCRIPT = """\
+import lightning as L
+import torch
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        return self.net(batch[0]).pow(2).mean()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def batches():
+    for _ in range(8):
+        yield (torch.randn(8, 4),)
+
+
+class Stream:  # an iterable over a generator, as gluonts's training loader is
+    def __init__(self):
+        self.batches = batches()
+
+    def __iter__(self):
+        return self.batches
+
+
+trainer = L.Trainer(accelerator="tpu", devices="auto", max_epochs=1)
+trainer.fit(Model(), train_dataloaders=Stream())
+"""
+
+
+@pytest.mark.runtime
+@pytest.mark.threads_only
+def test_a_launcher_error_says_where_it_was_raised(xla: None, tmp_path: Path) -> None:
+    """fit's own arguments go to the cores' processes by pickle (Lightning's XLA launcher ->
+    xmp.spawn's process pool, on a TPU VM too): a loader over a generator fails there, before
+    any core runs. Not "no replica reported a fatal error": the library line, the user's fit
+    call, and the traceback for -v (gluonts's `estimator.train()` does exactly this)."""
+    script = tmp_path / "stream.py"
+    script.write_text(_STREAM_SCRIPT)
+    report = verify(None, script=str(script), cwd=tmp_path, cores=2)
+    assert report.verdict == "error" and report.exit_code == 2
+    assert report.error == (
+        "the run crashed: TypeError: cannot pickle 'generator' object (raised in `dumps`"
+        " (multiprocessing/reduction.py:51) in the process that starts the cores, before any"
+        " core ran a step; the last line of yours on its stack: stream.py:31 in <module>(); -v"
+        " shows the traceback)"
+    )
+    assert "TypeError: cannot pickle 'generator' object" in (report.error_detail or "")
+    assert 'stream.py", line 31' in (report.error_detail or "")
 
 
 def test_no_process_survives(masked_script, cli_script, recorded) -> None:

@@ -69,3 +69,16 @@ class LegacyHooks(_Base):
 
     def training_epoch_end(self, outputs):
         pass
+
+
+class FallbacksOnTwoLines(_Base):
+    # lgamma at one line, scatter_reduce without include_self at another (as neuralforecast's
+    # NHITS has unfold and 1-D interpolation at two lines): the summary puts each op at its own.
+    def training_step(self, batch, batch_idx):
+        features, labels = batch
+        logits = self.net(features)
+        smooth = torch.lgamma(F.softplus(logits) + 1.0).mean()
+        per_class = torch.zeros(4, 4, device=self.device).scatter_reduce(
+            0, labels[:, None].expand(-1, 4), logits, reduce="amax", include_self=False
+        )
+        return F.cross_entropy(logits, labels) + 0.01 * (smooth + per_class.sum())
