@@ -487,6 +487,134 @@ def test_tests_are_never_entry_points(tmp_path: Path) -> None:
     assert model.scope.entries == []
 
 
+# --- launchers pinned to another accelerator --------------------------------------------------
+
+LOOSE_SYSTEM = """\
+    import lightning as L
+    import torch
+
+    from helpers import accuracy
+
+
+    class System(L.LightningModule):
+        def training_step(self, batch, i):
+            loss = self.net(batch).mean()
+            self.log("acc", accuracy(batch).item())  # system-step
+            return loss
+"""
+LOOSE_HELPERS = """\
+    def accuracy(batch):
+        return (batch > 0).float().mean()  # helper
+"""
+
+
+def pinned_launcher(trainer: str) -> str:
+    return f"""\
+        import argparse
+
+        import lightning as L
+        import torch
+
+        from system import System
+
+
+        def main(args):
+            model = System()
+            print(model.net.weight.sum().item())  # launcher-body
+            trainer = L.Trainer({trainer})
+            trainer.fit(model)
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--gpus", type=int, default=1)
+            parser.add_argument("--accelerator", default="gpu")
+            parser.add_argument("--tpu_cores", type=int, default=None)
+            parser.add_argument("--tpu", action="store_true")
+            main(parser.parse_args())
+    """
+
+
+@pytest.mark.parametrize(
+    "trainer",
+    [
+        'accelerator="gpu", devices=2',
+        'accelerator="cpu"',
+        "gpus=args.gpus, max_epochs=3",
+        "devices=torch.cuda.device_count()",
+        "gpus=2",
+    ],
+)
+def test_code_only_a_launcher_pinned_to_gpus_runs_is_outside(tmp_path: Path, trainer: str) -> None:
+    files = {
+        "train.py": pinned_launcher(trainer),
+        "system.py": LOOSE_SYSTEM,
+        "helpers.py": LOOSE_HELPERS,
+    }
+    model = project(tmp_path, files)
+    lines = pinned_launcher(trainer).splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "trainer = L.Trainer(" in text)
+    expected = f"only launched by train.py:{line}, whose Trainer is pinned to a non-TPU accelerator"
+    assert reason_at(model, tmp_path, "train.py", "# launcher-body") == expected
+    assert reason_at(model, tmp_path, "system.py", "# system-step") == expected
+    assert reason_at(model, tmp_path, "helpers.py", "# helper") == expected
+
+
+@pytest.mark.parametrize(
+    "trainer",
+    [
+        "accelerator=args.accelerator",
+        "gpus=args.gpus, tpu_cores=args.tpu_cores",
+        'accelerator="tpu" if args.tpu else "gpu"',
+        "max_epochs=3",
+        "gpus=args.gpus, **vars(args)",
+    ],
+)
+def test_a_launcher_that_may_ask_for_tpus_keeps_its_code(tmp_path: Path, trainer: str) -> None:
+    files = {
+        "train.py": pinned_launcher(trainer),
+        "system.py": LOOSE_SYSTEM,
+        "helpers.py": LOOSE_HELPERS,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "train.py", "# launcher-body") is None
+    assert reason_at(model, tmp_path, "system.py", "# system-step") is None
+    assert reason_at(model, tmp_path, "helpers.py", "# helper") is None
+
+
+def test_code_another_launcher_or_a_library_may_run_stays(tmp_path: Path) -> None:
+    """A loose module another script also runs stays; so does every package module (a
+    library's users train its classes as they like): only the pinned launcher's own file
+    and what only it imports are left out. A file that also builds a TPU Trainer is no
+    pinned launcher."""
+    files = {
+        "train.py": pinned_launcher('accelerator="gpu"'),
+        "system.py": LOOSE_SYSTEM,
+        "helpers.py": LOOSE_HELPERS,
+        "evaluate.py": """\
+            from helpers import accuracy
+
+            if __name__ == "__main__":
+                print(accuracy(None))
+        """,
+        **PACKAGE,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "system.py", "# system-step") is not None
+    assert reason_at(model, tmp_path, "helpers.py", "# helper") is None
+    # The package-based launcher: its own top level is pinned, the package it trains is not.
+    assert reason_at(model, tmp_path, "train_gpu.py", "# gpu-trainer") == (
+        "only launched by train_gpu.py:6, whose Trainer is pinned to a non-TPU accelerator"
+    )
+    assert reason_at(model, tmp_path, "pkg/model.py", "# step") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is None
+    tpu_too = 'trainer.fit(model)\n            L.Trainer(accelerator="tpu").fit(model)'
+    both = pinned_launcher('accelerator="gpu"').replace("trainer.fit(model)", tpu_too)
+    model = project(tmp_path, {**files, "train.py": both})
+    assert reason_at(model, tmp_path, "train.py", "# launcher-body") is None
+    assert reason_at(model, tmp_path, "system.py", "# system-step") is None
+
+
 # --- configs --------------------------------------------------------------------------------
 
 
