@@ -101,9 +101,13 @@ def _all(timed, tmp: Any, layout: str) -> dict[str, Any]:
             emulate=emulate(layout),
         )
 
+    # Threads: three at a time (the modules are small, the machine has two cores). Processes:
+    # one at a time, no slower on two cores: with three runs of eight processes each, one CI
+    # run judged a core out of data (it did not reproduce alone; the cause is still open).
+    workers = 3 if layout == THREADS else 1
+
     def run() -> dict[str, Any]:
-        # Three at a time: the modules are small, the machine has two cores.
-        with ThreadPoolExecutor(max_workers=3) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {name: pool.submit(one, name) for name in names}
             futures["objects"] = pool.submit(objects)
             if everything:
@@ -118,7 +122,7 @@ def _all(timed, tmp: Any, layout: str) -> dict[str, Any]:
             return {name: future.result() for name, future in futures.items()}
 
     count = len(names) + 1 + everything
-    return timed(f"{count} modules with causes to place, 3 at a time ({layout})", run)
+    return timed(f"{count} modules with causes to place, {workers} at a time ({layout})", run)
 
 
 @pytest.fixture(scope="module")
