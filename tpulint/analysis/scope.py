@@ -479,13 +479,7 @@ class ProjectScope:
             if site not in found:
                 found.append(site)
         reach = self._reach(roots)
-        candidates = set(files)
-        for node in reach.roles:
-            path = node.rpartition(":")[0]
-            module = self.model.modules.get(path)
-            if module is not None and _loose(module):
-                candidates.add(path)
-        others = self._reach_without(set(files), candidates)
+        others = self._reach_without(set(files))
         out: dict[str, list[Entry]] = {}
         for path, launchers in files.items():
             module = self.model.modules[path]
@@ -507,35 +501,13 @@ class ProjectScope:
             out[node] = near or every
         return out
 
-    def _reach_without(self, files: set[str], candidates: set[str]) -> _State:
+    def _reach_without(self, files: set[str]) -> _State:
         """What may run when the pinned launcher files are not run: every other script's top
         level and `__main__` block, every CLI command, and every function and class of a
-        package module (a library's users call what they like). Tests are no launchers.
-
-        Only the candidates (the launchers' files and the loose modules they reach) are asked
-        about, and a loose module is reached only from beside it or through an import of its
-        name: so the roots are the modules in a candidate's folder and those importing a
-        candidate (a longer chain ends in one of those, itself a root). Starting from every
-        module of a large tree instead made this the slowest step of a run."""
-        folders = {os.path.dirname(path) for path in candidates}
-        names = {
-            self.model.modules[path].module
-            for path in candidates
-            if path in self.model.modules and self.model.modules[path].module
-        }
-
-        def may_reach(path: str, module: ModuleSummary) -> bool:
-            if os.path.dirname(path) in folders:
-                return True
-            return any(
-                target == name or target.startswith(name + ".")
-                for target in module.imports.values()
-                for name in names
-            )
-
+        package module (a library's users call what they like). Tests are no launchers."""
         state = _State()
         for path, module in self.model.modules.items():
-            if path in files or _is_test_path(path) or not may_reach(path, module):
+            if path in files or _is_test_path(path):
                 continue
             self._load(state, path)
             if "__main__" in module.scope.uses:
