@@ -117,11 +117,10 @@ class LegacyTpuCores(Rule):
         Valid(_LIGHTNING_IMPORT + "num_tpu_cores = 0\nprint(num_tpu_cores)\n"),
     )
     INVALID = (
-        # `tpu_cores=None` asks for no TPU: dropped, never made a TPU run. (In a script whose
-        # Trainer is pinned to GPUs, `gpus=1`, the finding is outside the default scope.)
+        # `tpu_cores=None` on a GPU Trainer asks for no TPU: dropped, never made a TPU run.
         Invalid(
-            "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(tpu_cores=None, devices=1)\n",
-            expected_fix="import pytorch_lightning as pl\n\ntrainer = pl.Trainer(devices=1)\n",
+            "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(tpu_cores=None, gpus=1)\n",
+            expected_fix="import pytorch_lightning as pl\n\ntrainer = pl.Trainer(gpus=1)\n",
             applicability=Applicability.SAFE,
             message="asks for no TPU, so remove it",
         ),

@@ -12,12 +12,7 @@ A finding is outside the scope, with the reason, when its code:
 - is compiled by another system (`@triton.jit`, `@numba.jit`, `@jax.jit`, `@wp.kernel`):
   its values are that system's, not PyTorch tensors;
 - is a Lightning 1 hook that Lightning 2 never calls (`on_keyboard_interrupt`);
-- is not reached from the project's TPU entry points, when it has some;
-- is run only by launchers pinned to another accelerator (a script whose Trainers all ask
-  for `accelerator="gpu"`/`"cpu"`, `gpus=N` with no TPU option, `devices=torch.cuda.
-  device_count()`): the launcher's own file and the loose modules (in no package) only it
-  imports, when no other script, CLI command, configurable launcher or library user (every
-  function and class of a package module counts as run) may run them.
+- is not reached from the project's TPU entry points, when it has some.
 
 Entry points are the places that start training on TPUs: a script (its `__main__` block or
 top level, or a function a CLI framework runs: `@hydra.main`, `@app.command()`) that builds
@@ -172,11 +167,6 @@ def _repository_of(folder: str) -> str | None:
     return None if parent == folder else _repository_of(parent)
 
 
-def _loose(module: ModuleSummary) -> bool:
-    """A module in no package: a file run as a script or imported from beside one."""
-    return module.module is None or ("." not in module.module and not module.is_package)
-
-
 def _data_key_path(path: str) -> bool:
     """A config key path of a data-pipeline object: `data.init_args.transforms`,
     `datamodule.collate_fn`, `dataset.augmentations`."""
@@ -208,8 +198,6 @@ class ProjectScope:
         self.reach: _State | None = None  # from the TPU entry points
         self.library: _State | None = None  # every root of the rest of the project
         self._truths: dict[tuple[str, Any, str | None], Truth] = {}
-        # node -> the pinned launch sites that alone reach it (see `_pinned`)
-        self.pinned: dict[str, list[Entry]] = {}
         self._computed = False
 
     @property
@@ -381,7 +369,8 @@ class ProjectScope:
             return True
         if key == "":
             # A script: it has a `__main__` block, or sits in no package (run as a file).
-            return "__main__" in module.scope.uses or _loose(module)
+            loose = module.module is None or ("." not in module.module and not module.is_package)
+            return "__main__" in module.scope.uses or loose
         return key in module.scope.commands
 
     def _entry_roots(self, site: Entry) -> list[str]:
@@ -414,10 +403,6 @@ class ProjectScope:
             return
         self._computed = True
         sites = self._launch_sites()
-        self._compute_reach(sites)
-        self.pinned = self._pinned(sites)
-
-    def _compute_reach(self, sites: list[Entry]) -> None:
         tpu = [s for s in sites if s.verdict == "tpu"]
         if not tpu:
             self.library = self._library_reach(set())
@@ -443,98 +428,6 @@ class ProjectScope:
         self.reach = reach
         self.claimed = claimed
         self.library = self._library_reach(set(claimed))
-
-    # --- launchers pinned to another accelerator --------------------------------------------
-
-    def _pinned(self, sites: list[Entry]) -> dict[str, list[Entry]]:
-        """The code that only launchers pinned to another accelerator run (a script whose
-        Trainers all ask for `accelerator="gpu"`, `gpus=N`, `devices=torch.cuda.device_count()`):
-        none of it trains on a TPU. A node is pinned when such a launcher reaches it and
-        nothing else may run it: no other script, CLI command or launcher of the project, and
-        no user of a library (every function and class of a package module other than the
-        launchers' own files counts as run). So only the launchers' own files and the loose
-        modules (in no package) they import can be pinned, and only outside the folders TPU
-        entry points speak for. A file that also builds a Trainer that may run on a TPU (or
-        leads to one) is not a pinned launcher."""
-        pinned_sites = [s for s in sites if s.verdict == "other" and s.kind != "xla-spawn"]
-        if not pinned_sites:
-            return {}
-        open_files = set()
-        for site in sites:
-            if site.verdict != "other":
-                open_files.add(site.path)
-                open_files.update(r.rpartition(":")[0] for r in self._entry_roots(site))
-        roots: dict[str, Entry] = {}
-        for site in pinned_sites:
-            for root in self._entry_roots(site):
-                path = root.rpartition(":")[0]
-                if path in open_files or (self.claimed and self._claimed(path, self.claimed)):
-                    continue
-                roots.setdefault(root, site)
-        if not roots:
-            return {}
-        files: dict[str, list[Entry]] = {}
-        for root, site in roots.items():
-            found = files.setdefault(root.rpartition(":")[0], [])
-            if site not in found:
-                found.append(site)
-        reach = self._reach(roots)
-        others = self._reach_without(set(files))
-        out: dict[str, list[Entry]] = {}
-        for path, launchers in files.items():
-            module = self.model.modules[path]
-            for node in (module_node(path), *(f"{path}:{fn.key}" for fn in module.functions)):
-                if node not in others.roles:
-                    out[node] = launchers
-        every = sorted({s for found in files.values() for s in found}, key=lambda e: e.line)
-        for node in reach.roles:
-            if node.startswith("class:") or node in out or node in others.roles:
-                continue
-            path = node.rpartition(":")[0]
-            module = self.model.modules.get(path)
-            if module is None or not _loose(module) or path in open_files:
-                continue
-            if self.claimed and self._claimed(path, self.claimed):
-                continue
-            folder = os.path.dirname(path)
-            near = [s for s in every if os.path.dirname(s.path) == folder]
-            out[node] = near or every
-        return out
-
-    def _reach_without(self, files: set[str]) -> _State:
-        """What may run when the pinned launcher files are not run: every other script's top
-        level and `__main__` block, every CLI command, and every function and class of a
-        package module (a library's users call what they like). Tests are no launchers."""
-        state = _State()
-        for path, module in self.model.modules.items():
-            if path in files or _is_test_path(path):
-                continue
-            self._load(state, path)
-            if "__main__" in module.scope.uses:
-                self._visit(state, module_node(path, main=True), TRAIN, "")
-            for key in module.scope.commands:
-                self._visit(state, f"{path}:{key}", TRAIN, "")
-            if _loose(module):
-                continue
-            functions = self.model._module_functions[id(module)]
-            for summary in module.functions:
-                fn = functions.get(summary.key)
-                if fn is not None:
-                    self._visit(state, fn.gkey, TRAIN, "")
-            prefix = self.model.prefix(module)
-            for cls in module.classes:
-                self._instantiate(state, f"{prefix}.{cls.qualname}", TRAIN, "")
-        for config in self.model.configs:
-            if config.trainer == "other":
-                continue
-            for _, name in config.classes:
-                found = self.model.lookup(name, None)
-                if _is_class(found):
-                    self._instantiate(state, found.gkey, TRAIN, "")
-                elif _is_function(found):
-                    self._visit(state, found.gkey, TRAIN, "")
-        self._drain(state)
-        return state
 
     def _informative(self, reach: _State) -> bool:
         """Whether the entry points' reach shows what trains: a LightningModule of the project
@@ -1100,9 +993,6 @@ class ProjectScope:
                 node = f"{path}:{fn.key}"
                 role = state.roles.get(node, 0)
                 parts.append(f"{fn.key}={role}:{state.why.get(node, '')}")
-        for node in (module_node(path), *(f"{path}:{fn.key}" for fn in module.functions)):
-            if node in self.pinned:
-                parts.append(f"p{node}:{_pinned_reason(self.pinned[node])}")
         for region in module.scope.regions:
             key = region[0]
             region_fn = self.model.functions.get(f"{path}:{key}") if key else None
@@ -1157,8 +1047,6 @@ class ProjectScope:
         if state is None:
             return None
         role = state.roles.get(node, 0)
-        if not claimed and node in self.pinned:
-            return _pinned_reason(self.pinned[node])
         if fn is None:
             if claimed and path not in state.loaded:
                 return self._unreached()
@@ -1261,13 +1149,6 @@ class ProjectScope:
         if best is None:
             return None
         return self.model.functions.get(f"{module.path}:{best.key}")
-
-
-def _pinned_reason(launchers: list[Entry]) -> str:
-    shown = ", ".join(f"{os.path.basename(e.path)}:{e.line}" for e in launchers[:2])
-    more = ", ..." if len(launchers) > 2 else ""
-    whose = "whose Trainer is" if len(launchers) == 1 else "whose Trainers are"
-    return f"only launched by {shown}{more}, {whose} pinned to a non-TPU accelerator"
 
 
 def _region_reason(how: str, text: str, value: bool) -> str:

@@ -885,9 +885,7 @@ class _Walker:
     def verdict(self, node: ast.Call, key: str, imports: dict[str, str]) -> str:
         """How surely a Trainer or Fabric runs on TPUs: "tpu" (`accelerator="tpu"`, an XLA
         strategy, `tpu_cores`), "other" (another accelerator named, `gpus=N`, a DDP
-        strategy, Lightning 1's `gpus=` with no TPU option beside it,
-        `devices=torch.cuda.device_count()`) or "auto" (nothing says: Lightning picks the TPU
-        on a TPU VM)."""
+        strategy) or "auto" (nothing says: Lightning picks the TPU on a TPU VM)."""
         verdicts: set[str] = set()
         for keyword in node.keywords:
             name, value = keyword.arg, keyword.value
@@ -915,35 +913,13 @@ class _Walker:
                 isinstance(value, ast.Constant) and value.value in (None, 0)
             ):
                 return "tpu"
-            elif name in ("gpus", "num_gpus"):
-                literal = isinstance(value, ast.Constant)
-                if (literal and value.value not in (None, 0, "0")) or (
-                    not literal and self.only_gpus(node)
-                ):
-                    verdicts.add("other")
-            elif name == "devices" and self.cuda_count(value, imports):
+            elif (
+                name in ("gpus", "num_gpus")
+                and isinstance(value, ast.Constant)
+                and value.value not in (None, 0, "0")
+            ):
                 verdicts.add("other")
         return "other" if verdicts else "auto"
-
-    @staticmethod
-    def only_gpus(node: ast.Call) -> bool:
-        """`Trainer(gpus=args.gpus, ...)` and nothing that could ask for TPUs: no accelerator,
-        no `tpu_cores`, no `**kwargs` or positional arguments (`from_argparse_args(args)`).
-        Lightning 1 (the only one with `gpus`) picks the TPU only from `tpu_cores` or the
-        accelerator; without them the Trainer runs on GPUs or the CPU."""
-        if node.args:
-            return False
-        return all(
-            k.arg is not None and k.arg not in ("accelerator", "tpu_cores", "num_tpu_cores")
-            for k in node.keywords
-        )
-
-    def cuda_count(self, value: ast.expr, imports: dict[str, str]) -> bool:
-        """`devices=torch.cuda.device_count()`: 0 on a TPU VM, which no Trainer accepts."""
-        if not isinstance(value, ast.Call):
-            return False
-        text = dotted(value.func)
-        return text is not None and self.qualify(text, imports).startswith("torch.cuda.")
 
     def literal_texts(self, node: ast.expr) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
