@@ -13,6 +13,8 @@ from tpulint.analysis.project import ClassKind
 from tpulint.analysis.values import CPU, DEVICE
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.datatypes.torch_distributed import COLLECTIVES as _COLLECTIVES
+from tpulint.datatypes.torch_distributed import QUERIES as _QUERIES
 from tpulint.rule_api.rule import Invalid, RelatedNode, Rule, Valid
 
 from ..shared.configuration import is_framework_file
@@ -20,25 +22,6 @@ from ..shared.matchers import source_of, walk
 
 _DIST = "torch.distributed."
 _DIST_NN = "torch.distributed.nn.functional."
-# The process-group queries and collectives DDP code uses.
-_QUERIES = frozenset({"is_initialized", "get_rank", "get_world_size"})
-_COLLECTIVES = frozenset(
-    {
-        "all_gather",
-        "all_gather_into_tensor",
-        "all_gather_object",
-        "all_reduce",
-        "reduce",
-        "broadcast",
-        "broadcast_object_list",
-        "barrier",
-        "gather",
-        "scatter",
-        "all_to_all",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-    }
-)
 # What Lightning offers instead (in a LightningModule; a Callback has `trainer`/`pl_module`).
 _INSTEAD = {
     "get_rank": "{trainer}.global_rank",

@@ -22,25 +22,10 @@ from typing import Any
 from tpulint.runtime.events import EventLog
 from tpulint.runtime.frames import CodeFilter
 
+from tpulint.datatypes.torch_distributed import COLLECTIVES, QUERIES
+
 # The process-group queries and collectives DDP code uses.
-_FUNCTIONS = (
-    "is_initialized",
-    "get_rank",
-    "get_world_size",
-    "all_gather",
-    "all_gather_into_tensor",
-    "all_gather_object",
-    "all_reduce",
-    "reduce",
-    "broadcast",
-    "broadcast_object_list",
-    "barrier",
-    "gather",
-    "scatter",
-    "all_to_all",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-)
+_FUNCTIONS = (*sorted(QUERIES), *sorted(COLLECTIVES))
 _NN_FUNCTIONS = ("all_gather", "all_reduce", "broadcast", "all_to_all", "reduce_scatter")
 
 

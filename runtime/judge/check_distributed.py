@@ -19,21 +19,8 @@ from typing import Any
 from tpulint.runtime.judge.context import Context, plural, status_of
 from tpulint.runtime.judge.report import Cause, Check
 
-_COLLECTIVES = {
-    "all_gather",
-    "all_gather_into_tensor",
-    "all_gather_object",
-    "all_reduce",
-    "reduce",
-    "broadcast",
-    "broadcast_object_list",
-    "barrier",
-    "gather",
-    "scatter",
-    "all_to_all",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-}
+from tpulint.datatypes.torch_distributed import COLLECTIVES as _COLLECTIVES
+
 # What Lightning gives a LightningModule instead.
 _INSTEAD = {
     "all_gather": "`self.all_gather(tensor)` (stacks every core's tensor on a new first"
