@@ -13,10 +13,9 @@ cores, nothing mocked:
 * torch.distributed under the XLA strategy, at run time and by `tpulint check`;
 * exceptions Lightning raises about a Lightning 1.x hook name the hook and its replacement.
 
-Every verify run here happens as threads of one process; the ones whose recording differs
-between the layouts (IN_PROCESSES, and the module using what verify replaces) also as a TPU
-VM's process per core, with the same assertions (all of them with TPULINT_TEST_ALL_LAYOUTS=1);
-`tpulint check` runs once.
+Every verify run here happens in both layouts (verify_helpers.LAYOUTS), with the same
+assertions: as threads of one process and as a TPU VM's process per core; `tpulint check`
+runs once.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from verify_helpers import (
     VERIFY,
     emulate,
     emulate_args,
-    every_scenario_in_every_layout,
     target,
 )
 
@@ -75,18 +73,8 @@ OVERRIDDEN = {
 }
 
 
-# What the process layout runs (the other scenarios' tests are `threads_only`): the causes
-# whose recording differs between the layouts: graph dumps shared by the processes (queue),
-# a crash read from per-process stacks files, the optimizer check in each replica process,
-# torch.distributed calls told apart by process and thread, the stand-ins in each process.
-IN_PROCESSES = ("queue", "crash", "optimizer", "gather")
-
-
 def _all(timed, tmp: Any, layout: str) -> dict[str, Any]:
-    names = (
-        list(RUNS) if layout == THREADS or every_scenario_in_every_layout() else list(IN_PROCESSES)
-    )
-    everything = len(names) == len(RUNS)
+    names = list(RUNS)
 
     def one(name: str) -> VerifyReport:
         return verify(target(RUNS[name]), cores=CORES, cwd=ROOT, emulate=emulate(layout))
@@ -110,18 +98,17 @@ def _all(timed, tmp: Any, layout: str) -> dict[str, Any]:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {name: pool.submit(one, name) for name in names}
             futures["objects"] = pool.submit(objects)
-            if everything:
-                futures["verbose"] = pool.submit(
-                    subprocess.run,
-                    [*VERIFY, target(RUNS["legacy"]), "-v", *emulate_args(layout)],
-                    cwd=ROOT,
-                    capture_output=True,
-                    text=True,
-                    timeout=900,
-                )
+            futures["verbose"] = pool.submit(
+                subprocess.run,
+                [*VERIFY, target(RUNS["legacy"]), "-v", *emulate_args(layout)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             return {name: future.result() for name, future in futures.items()}
 
-    count = len(names) + 1 + everything
+    count = len(names) + 2
     return timed(f"{count} modules with causes to place, {workers} at a time ({layout})", run)
 
 
@@ -178,7 +165,6 @@ def test_new_graphs_name_the_line_whose_value_changes(runs: dict[str, Any]) -> N
     assert str(read.location) == f"{WHERE}/moco_queue.py:28"
 
 
-@pytest.mark.threads_only
 def test_a_graph_batch_with_varying_node_counts(runs: dict[str, Any]) -> None:
     report = runs["graphs"]
     assert report.error is None, report.error_detail
@@ -224,7 +210,6 @@ def test_a_crashed_replica_names_core_step_and_line(runs: dict[str, Any]) -> Non
     assert "The crashed replica's stacks" in render(report, verbose=True)
 
 
-@pytest.mark.threads_only
 def test_a_list_indexed_by_a_device_tensor_is_one_read_per_step(runs: dict[str, Any]) -> None:
     report = runs["list"]
     assert report.error is None, report.error_detail
@@ -236,7 +221,6 @@ def test_a_list_indexed_by_a_device_tensor_is_one_read_per_step(runs: dict[str, 
     assert "`index` reads a value back to the host 1 time per step per core" in reads[0].message
 
 
-@pytest.mark.threads_only
 def test_a_tensor_used_as_a_size_is_read_at_its_line(runs: dict[str, Any]) -> None:
     report = runs["size"]
     assert report.error is None, report.error_detail
@@ -250,7 +234,6 @@ def test_a_tensor_used_as_a_size_is_read_at_its_line(runs: dict[str, Any]) -> No
     ]
 
 
-@pytest.mark.threads_only
 def test_nearest_upsampling_is_an_emulation_only_fallback(runs: dict[str, Any]) -> None:
     report = runs["upsample"]
     assert report.error is None, report.error_detail
@@ -268,7 +251,6 @@ def test_nearest_upsampling_is_an_emulation_only_fallback(runs: dict[str, Any]) 
     assert report.checks["transfers"].status == "pass"
 
 
-@pytest.mark.threads_only
 def test_special_functions_get_their_own_advice(runs: dict[str, Any]) -> None:
     report = runs["gamma"]
     (cause,) = report.causes_for("cpu_fallbacks")
@@ -278,7 +260,6 @@ def test_special_functions_get_their_own_advice(runs: dict[str, Any]) -> None:
     assert str(cause.location) == f"{WHERE}/op_advice.py:43"
 
 
-@pytest.mark.threads_only
 def test_fallbacks_at_two_lines_are_summarised_each_at_its_own(runs: dict[str, Any]) -> None:
     """The check's line (and the verdict's) puts each op at its line, never every op at the
     first cause's line (NHITS's unfold and 1-D interpolation were both put at the unfold)."""
@@ -291,7 +272,6 @@ def test_fallbacks_at_two_lines_are_summarised_each_at_its_own(runs: dict[str, A
     assert ") at " not in summary  # not the one-line form "(a, b, c) at <first line>"
 
 
-@pytest.mark.threads_only
 def test_a_fallback_in_a_validation_runs_end_is_once_per_run(runs: dict[str, Any]) -> None:
     """A metric's compute() at the end of each validation run (torch_uncertainty's calibration
     error: torch.bucketize) is recorded with the run's last batch; with two batches per core
@@ -305,7 +285,6 @@ def test_a_fallback_in_a_validation_runs_end_is_once_per_run(runs: dict[str, Any
     assert "every batch" not in report.checks["validation"].summary
 
 
-@pytest.mark.threads_only
 def test_scatter_reduce_without_include_self_names_the_argument(runs: dict[str, Any]) -> None:
     (cause,) = runs["scatter"].causes_for("cpu_fallbacks")
     assert "`scatter_reduce.two`" in cause.message
@@ -313,7 +292,6 @@ def test_scatter_reduce_without_include_self_names_the_argument(runs: dict[str, 
     assert "pass include_self=True and start from the reduction's identity" in cause.message
 
 
-@pytest.mark.threads_only
 def test_torchmetrics_validation_is_named_with_its_fix(runs: dict[str, Any]) -> None:
     report = runs["accuracy"]
     assert report.error is None, report.error_detail
@@ -328,7 +306,6 @@ def test_torchmetrics_validation_is_named_with_its_fix(runs: dict[str, Any]) -> 
     assert "torchmetrics validates the metric's arguments on every call" in read.message
 
 
-@pytest.mark.threads_only
 def test_a_lightning_1_hook_is_named_with_its_replacement(runs: dict[str, Any]) -> None:
     report = runs["legacy"]
     cause = _cause(report, "legacy_hook")
@@ -362,7 +339,6 @@ def test_ddp_gather_is_reported_by_verify_and_check(
     assert [r["start"]["line"] for r in guard["related"]] == [34, 35, 36]
 
 
-@pytest.mark.threads_only
 def test_an_iterable_dataset_sharded_by_torch_distributed_fails(runs: dict[str, Any]) -> None:
     report = runs["stream"]
     assert report.error is None, report.error_detail

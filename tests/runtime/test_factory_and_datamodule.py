@@ -7,7 +7,7 @@ from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
 from verify_helpers import CORES, ROOT, emulate, target
 
-pytestmark = [pytest.mark.runtime, pytest.mark.threads_only]
+pytestmark = pytest.mark.runtime
 
 
 @pytest.fixture(scope="module")

@@ -103,7 +103,6 @@ def _passes_without_new_graphs_at_the_end(report: VerifyReport) -> None:
     assert details["compiles_after_warmup"] > 0
 
 
-@pytest.mark.threads_only
 def test_manual_optimization_with_logging_passes(manual: VerifyReport) -> None:
     _passes_without_new_graphs_at_the_end(manual)
     assert manual.verdict == "pass" and manual.summary == "pass"
@@ -132,7 +131,6 @@ def test_accumulation_passes_with_the_late_compiles_reported(accumulation: Verif
     assert "once for gradient accumulation (step 2..5)" in summary
 
 
-@pytest.mark.threads_only
 def test_a_phase_switch_passes_with_a_warning(burn_in: VerifyReport) -> None:
     _passes_without_new_graphs_at_the_end(burn_in)
     assert burn_in.verdict == "pass"
@@ -162,7 +160,6 @@ def test_zero_steps_is_a_failure_that_says_why(too_small: VerifyReport) -> None:
     assert "pass" not in {check.status for check in too_small.checks.values()}
 
 
-@pytest.mark.threads_only
 def test_too_few_steps_to_judge_is_not_a_verdict(
     too_short: subprocess.CompletedProcess[str],
 ) -> None:

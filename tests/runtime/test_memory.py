@@ -159,7 +159,6 @@ def test_xla_sizes_stand_beside_the_estimate(linear_stack: dict[str, Any]) -> No
     assert xla["largest"]["input_bytes"] >= 0.95 * static
 
 
-@pytest.mark.threads_only
 def test_conv_net_estimate_matches_the_shapes(conv_net: VerifyReport) -> None:
     memory = conv_net.memory
     hand = _conv_net_by_hand()
@@ -170,7 +169,6 @@ def test_conv_net_estimate_matches_the_shapes(conv_net: VerifyReport) -> None:
     assert activations > memory["estimated_bytes_per_core"] / 2  # they dominate
 
 
-@pytest.mark.threads_only
 def test_conv_net_over_hbm_fails_with_activation_advice(conv_net: VerifyReport) -> None:
     assert conv_net.verdict == "fail"
     assert conv_net.checks["memory"].status == "fail"

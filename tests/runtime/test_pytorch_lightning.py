@@ -30,7 +30,6 @@ def report(xla: None, timed, layout: str) -> VerifyReport:
 
 
 @pytest.mark.runtime
-@pytest.mark.threads_only
 def test_trained_with_the_pytorch_lightning_trainer(report: VerifyReport) -> None:
     assert report.error is None, report.error_detail
     assert report.verdict == "pass", report.summary
@@ -47,7 +46,6 @@ def test_trained_with_the_pytorch_lightning_trainer(report: VerifyReport) -> Non
 
 
 @pytest.mark.runtime
-@pytest.mark.threads_only
 def test_the_fixed_class_config_reached_model_and_data(report: VerifyReport) -> None:
     assert report.init_args == {"lr": 0.2}
     assert report.datamodule_args == {"size": 512, "batch_size": 8}

@@ -15,7 +15,7 @@ import pytest
 from tpulint.runtime import verify
 from tpulint.runtime.judge.report import VerifyReport
 from tpulint.runtime.recorded import report_directory
-from verify_helpers import CORES, ROOT, VERIFY, child_processes
+from verify_helpers import CORES, ROOT, THREADS, VERIFY, child_processes, emulate
 
 pytestmark = pytest.mark.runtime
 
@@ -215,15 +215,15 @@ trainer.fit(Model(), train_dataloaders=Stream())
 
 
 @pytest.mark.runtime
-@pytest.mark.threads_only
-def test_a_launcher_error_says_where_it_was_raised(xla: None, tmp_path: Path) -> None:
+def test_a_launcher_error_says_where_it_was_raised(xla: None, tmp_path: Path, layout: str) -> None:
     """fit's own arguments go to the cores' processes by pickle (Lightning's XLA launcher ->
     xmp.spawn's process pool, on a TPU VM too): a loader over a generator fails there, before
     any core runs. Not "no replica reported a fatal error": the library line, the user's fit
     call, and the traceback for -v (gluonts's `estimator.train()` does exactly this)."""
     script = tmp_path / "stream.py"
     script.write_text(_STREAM_SCRIPT)
-    report = verify(None, script=str(script), cwd=tmp_path, cores=2)
+    cores = 2 if layout == THREADS else CORES  # an emulated TPU VM takes 1 or all its cores
+    report = verify(None, script=str(script), cwd=tmp_path, cores=cores, emulate=emulate(layout))
     assert report.verdict == "error" and report.exit_code == 2
     assert report.error == (
         "the run crashed: TypeError: cannot pickle 'generator' object (raised in `dumps`"

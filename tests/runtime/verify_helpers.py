@@ -18,21 +18,12 @@ VERIFY = [sys.executable, "-m", "tpulint", "verify"]
 # cores as threads of one process (verify's default emulation), and a TPU VM's layout of one
 # process per core (`--emulate v5e-8`: 8 processes x 1 device, as on v5e-8 and v6e-8; the
 # processes' collectives go through verify's host bridge, child/bridge.py). Same core count,
-# so the scenarios and their numbers are the same in both.
+# so the scenarios and their numbers are the same in both. v5e-8 rather than a v4-8's 4
+# processes: the most processes a TPU VM runs (the bridge, the shared board, the per-process
+# files and graph dumps see 8 writers), and the scenarios' numbers are written for 8 cores.
 THREADS = "threads"
 PROCESSES = "v5e-8"
 LAYOUTS = (THREADS, PROCESSES)
-
-# The process layout runs a representative subset of the scenarios: one per kind of verdict
-# and per part of verify that differs between the layouts (per-process files, stacks, the
-# collective bridge, graph dumps). Scenarios marked `threads_only` run as threads only, which
-# keeps CI (.ci/run) within its 20 minutes on a 2-core machine; TPULINT_TEST_ALL_LAYOUTS=1
-# runs every scenario in every layout.
-ALL_LAYOUTS_VARIABLE = "TPULINT_TEST_ALL_LAYOUTS"
-
-
-def every_scenario_in_every_layout() -> bool:
-    return os.environ.get(ALL_LAYOUTS_VARIABLE) == "1"
 
 
 def emulate(layout: str) -> str | None:
