@@ -30,6 +30,8 @@ from tpulint.runtime.child.board import Board
 from tpulint.runtime.child.ledger import Ledger
 from tpulint.runtime.errors import CoreOutOfData
 
+_LOADER_THREAD_END = 30.0  # seconds, at most: the thread has closed its queue and is ending
+
 
 @dataclass(frozen=True)
 class _Core:
@@ -102,9 +104,18 @@ def _wrap_parallel_loader(cls: type, ledger: Ledger, run_as_core: bool) -> None:
     @functools.wraps(original_loader_worker)
     def _loader_worker(self: Any, *args: Any, **kwargs: Any) -> Any:
         core = getattr(self, "_tpulint_core", None)
-        if core is not None and core.device is not None:
-            _enter(core, ledger, run_as_core)
-        return original_loader_worker(self, *args, **kwargs)
+        try:
+            if core is not None and core.device is not None:
+                _enter(core, ledger, run_as_core)
+            return original_loader_worker(self, *args, **kwargs)
+        except BaseException as exc:
+            # The thread dies and its core's queues are closed (torch_xla closes them in a
+            # `finally`; here too, in case it never started): the core's epoch ends early,
+            # silently. Kept for the core's next() (_loader_error).
+            self._tpulint_loader_error = exc
+            for dqueue in self._queues.values():
+                dqueue.cpu_loader_queue.close_write()
+            raise
 
     @functools.wraps(original_worker)
     def _worker(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -130,6 +141,9 @@ def _wrap_per_device_loader(cls: type, ledger: Ledger, board: Board | None) -> N
         try:
             item = original_next(self)
         except StopIteration:
+            error = _loader_error(self._loader) if board is not None else None
+            if error is not None:
+                raise error from None
             ledger.events.write(
                 "loader_end", rank=core.rank, stage=core.stage, epoch=core.epoch, batches=index
             )
@@ -144,3 +158,16 @@ def _wrap_per_device_loader(cls: type, ledger: Ledger, board: Board | None) -> N
         return item
 
     cls.next = next
+
+
+def _loader_error(parallel_loader: Any) -> BaseException | None:
+    """The exception that ended a ParallelLoader's loader thread (the DataLoader's iterator,
+    the dataset's `__getitem__`, collate), or None when its data simply ran out. torch_xla
+    only prints it and ends that core's epoch, which on a TPU leaves the other cores waiting
+    for it; under verify the core raises it instead, so the verdict names the exception and
+    its line, not a core that ran out of data. The thread closes the queue just before the
+    exception reaches the wrapper that keeps it: wait for the thread to end first."""
+    threads = getattr(parallel_loader, "_threads", None) or []
+    if threads:
+        threads[0].join(timeout=_LOADER_THREAD_END)  # the loader thread is started first
+    return getattr(parallel_loader, "_tpulint_loader_error", None)

@@ -19,6 +19,7 @@ RAISING = {
     "returns-none": target("raising.py:SkipsStep"),
     "no-xla-op": target("raising.py:SparseStep"),
     "sampler-refused": target("raising.py:CustomLoader"),
+    "dataset": target("corrupt_record.py:CorruptRecord"),
 }
 
 
@@ -71,6 +72,21 @@ def test_the_users_exception(reports: dict[str, Any]) -> None:
     assert 'raises_in_step.py", line 18, in training_step' in report.error_detail
     # the other cores were released at once: no wait for a barrier or the watchdog
     assert report.run["seconds"] < 150
+
+
+def test_a_dataset_raising_in_the_loader_thread_is_the_exception(
+    reports: dict[str, Any],
+) -> None:
+    # MpDeviceLoader reads the DataLoader on a thread of its own; torch_xla only prints what
+    # raises there and ends that core's epoch. The verdict is the exception at its line, not
+    # "core 2 ran out of data" with advice about sharding.
+    report = reports["dataset"]
+    cause = _failed(report)
+    assert cause.message.startswith("training raised ValueError: corrupt record "), cause.message
+    assert cause.message.endswith(" on core 2")
+    assert str(cause.location) == "tests/runtime/targets/corrupt_record.py:26"
+    assert "out of data" not in report.summary
+    assert not [c for c in report.causes if c.kind == "out_of_data"]
 
 
 def test_lightning_refusing_a_none_step_names_the_hook(reports: dict[str, Any]) -> None:
