@@ -10,7 +10,10 @@ about it reads that one report. The wall time of every verify run is printed at 
 Every verdict scenario runs in every layout of verify_helpers.LAYOUTS (the cores as threads
 of one process, and as a v5e-8's 8 processes of one device each), with the same assertions;
 TPULINT_TEST_LAYOUTS=threads (a comma-separated list) runs only those, for a quicker local
-run.
+run. Every scenario's process layout is v5e-8's, not a v4-8's 4 processes: 8 writers is the
+most a TPU VM has for the bridge, the shared loader board and the per-process files, and the
+scenarios' numbers are written for 8 cores (a 4-core layout would need every count
+restated); what the 8 processes cost is paid by the quick compiles below.
 
 The runs compile with XLA:CPU's backend optimizations off (`--xla_backend_optimization_level=0`
 in XLA_FLAGS, unless XLA_FLAGS already sets a level): the graphs, their count, their HLO and
