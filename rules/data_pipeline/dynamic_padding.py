@@ -386,11 +386,17 @@ class DynamicPadding(_DataRule):
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
         syntax = view.module.syntax
+        if syntax is None:
+            return True
+        if "padding" in syntax.keywords or not syntax.calls.isdisjoint(_PADDING_COLLATORS):
+            return True  # tokenizer calls, transformers' collators
+        # The rest reports only in a collate function or a collator class, whose name (or
+        # the `collate_fn=` keyword naming it) is in the text.
+        if _COLLATE_NAME.search(source) is None:
+            return False
         return (
-            syntax is None
-            or "padding" in syntax.keywords  # tokenizer calls
-            or "padding" in syntax.class_fields  # collator dataclasses
-            or not syntax.calls.isdisjoint(_PADDING_COLLATORS | {"pad_sequence"})
+            "padding" in syntax.class_fields  # collator dataclasses
+            or "pad_sequence" in syntax.calls
             # hand-rolled padding to `max(len(x) for x in batch)` (_longest_length)
             or "max" in syntax.calls
         )
