@@ -59,6 +59,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes of every tool")
     parser.add_argument("--skip-serial", action="store_true", help="no serial-part runs")
     parser.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="no unmeasured first round (the scratch copy was just written: its files are in"
+        " the page cache, and pip compiled the installed versions' bytecode)",
+    )
+    parser.add_argument(
         "--old-floor",
         action="store_true",
         help="also measure the old floor (text-prefiltered files), as a second figure",
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         lists[scope] = out
     logs = RESULTS / "logs" / "cold"
     # One unmeasured round: bytecode caches written, files in the page cache.
-    for scope, folder in folders.items():
+    for scope, folder in folders.items() if not args.no_warmup else ():
         for name, version in versions.items():
             run_measured(tpulint_argv(args.jobs, folder), cwd=root, env=version["env"],
                          log_dir=logs, name=f"warmup-{name}-{scope}")  # fmt: skip
