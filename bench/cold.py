@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                              "libcst_parsed": int(parsed.group(1)) if parsed else None}  # fmt: skip
                 entry["load"] = m.load_before
                 runs[scope].setdefault(what, []).append(entry)
+                # Each measurement as it is made: a long run stopped early keeps what it has.
+                print(f"measured {tag}: {json.dumps(entry)}", file=sys.stderr, flush=True)
             print(f"repetition {rep + 1}/{args.runs}: {scope} done", file=sys.stderr)
 
     serial: dict[str, dict[str, object]] = {s: {} for s in scopes}
