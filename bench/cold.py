@@ -5,8 +5,11 @@
 
 For each scope (the whole corpus, or a package folder of it) and each repetition, back to
 back and in an order that rotates between repetitions: the floor (`floor.py`: read and
-`libcst.parse_module` every file a rule's text prefilter matches, `select_files.py`'s
-`tpulint_parses`, in a pool of `--jobs` forked processes), `tpulint check --no-cache -v` of
+`libcst.parse_module` every file tpulint reads, `select_files.py`'s `discovered`, in a pool of
+`--jobs` forked processes: issue 18's floor, "tpulint doing all its work faster than merely
+parsing every file with libcst"), with `--old-floor` also the old floor (the files a rule's
+text prefilter matches, `tpulint_parses`; reported, not used for the ratios),
+`tpulint check --no-cache -v` of
 the work tree and, with `--compare REV`, of revision REV (each installed with `pip install
 --no-deps --target` into a scratch folder, as startup.py does). Every tpulint time is divided
 by the floor's time of the same repetition; the medians of those ratios are reported, with
@@ -55,6 +58,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scopes", default=DEFAULT_SCOPES)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes of every tool")
     parser.add_argument("--skip-serial", action="store_true", help="no serial-part runs")
+    parser.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="no unmeasured first round (the scratch copy was just written: its files are in"
+        " the page cache, and pip compiled the installed versions' bytecode)",
+    )
+    parser.add_argument(
+        "--old-floor",
+        action="store_true",
+        help="also measure the old floor (text-prefiltered files), as a second figure",
+    )
     parser.add_argument(
         "--scratch", type=Path, default=Path(tempfile.gettempdir()) / "tpulint-bench-cold"
     )
@@ -107,20 +121,21 @@ def main(argv: list[str] | None = None) -> int:
         lists[scope] = out
     logs = RESULTS / "logs" / "cold"
     # One unmeasured round: bytecode caches written, files in the page cache.
-    for scope, folder in folders.items():
+    for scope, folder in folders.items() if not args.no_warmup else ():
         for name, version in versions.items():
             run_measured(tpulint_argv(args.jobs, folder), cwd=root, env=version["env"],
                          log_dir=logs, name=f"warmup-{name}-{scope}")  # fmt: skip
     runs: dict[str, dict[str, list[dict[str, object]]]] = {s: {} for s in scopes}
-    order = ["floor", *versions]
+    order = ["floor", *(["old-floor"] if args.old_floor else []), *versions]
     for rep in range(args.runs):
         rotated = order[rep % len(order) :] + order[: rep % len(order)]
         for scope, folder in folders.items():
             for what in rotated:
                 tag = f"{what}-{scope}-r{rep}"
-                if what == "floor":
+                if what in ("floor", "old-floor"):
+                    key = "discovered" if what == "floor" else "tpulint_parses"
                     argv = [sys.executable, str(BENCH / "floor.py"), str(lists[scope]),
-                            "tpulint_parses", "--jobs", str(args.jobs)]  # fmt: skip
+                            key, "--jobs", str(args.jobs)]  # fmt: skip
                     m = run_measured(argv, cwd=root, env=env, log_dir=logs, name=tag)
                     inner = json.loads(m.stdout_tail.strip().splitlines()[-1])
                     entry = {"wall": inner["seconds"], "process_wall": m.wall, "cpu": m.cpu,
@@ -135,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                              "libcst_parsed": int(parsed.group(1)) if parsed else None}  # fmt: skip
                 entry["load"] = m.load_before
                 runs[scope].setdefault(what, []).append(entry)
+                # Each measurement as it is made: a long run stopped early keeps what it has.
+                print(f"measured {tag}: {json.dumps(entry)}", file=sys.stderr, flush=True)
             print(f"repetition {rep + 1}/{args.runs}: {scope} done", file=sys.stderr)
 
     serial: dict[str, dict[str, object]] = {s: {} for s in scopes}
@@ -167,8 +184,18 @@ def summarise(runs, serial, versions, args) -> dict[str, object]:  # type: ignor
         fw = statistics.median(e["wall"] for e in floor)
         fc = statistics.median(e["cpu"] for e in floor)
         loads = [e["load"] for e in floor]
-        print(f"| {scope} | floor ({floor[0]['files']} files) | {floor[0]['files']} | {fw:.2f} | "
+        print(f"| {scope} | floor (every file read) | {floor[0]['files']} | {fw:.2f} | "
               f"{fc:.2f} | 1.00x | 1.00x | {min(loads):.1f}-{max(loads):.1f} |")  # fmt: skip
+        old = by_tool.get("old-floor")
+        if old:
+            ow = statistics.median(e["wall"] / f["wall"] for e, f in zip(old, floor, strict=True))
+            oc = statistics.median(e["cpu"] / f["cpu"] for e, f in zip(old, floor, strict=True))
+            report[f"{scope}/old-floor"] = {"wall_ratio": ow, "cpu_ratio": oc}
+            old_loads = [e["load"] for e in old]
+            print(f"| {scope} | old floor (text-prefiltered files) | {old[0]['files']} | "
+                  f"{statistics.median(e['wall'] for e in old):.2f} | "
+                  f"{statistics.median(e['cpu'] for e in old):.2f} | {ow:.2f}x | {oc:.2f}x | "
+                  f"{min(old_loads):.1f}-{max(old_loads):.1f} |")  # fmt: skip
         for name in versions:
             entries = by_tool[name]
             wall_ratio = statistics.median(

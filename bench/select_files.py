@@ -3,9 +3,12 @@
     python bench/select_files.py FOLDER OUT.json
 
 Writes {"discovered": [...], "tpulint_parses": [...], "torchfix_parses": [...], "stats": {...}}:
-- discovered: what `tpulint check FOLDER` walks (tpulint's own discovery, default config);
-- tpulint_parses: the subset `tpulint.engine.source.would_parse` says it parses (some enabled rule's
-  prefilter matches): the libcst floor parses exactly these;
+- discovered: what `tpulint check FOLDER` walks (tpulint's own discovery, default config): the
+  libcst floor parses every one of these (issue 18's floor: tpulint doing all its work against
+  merely parsing every file it reads);
+- tpulint_parses: the subset in which some enabled rule's text prefilter matches
+  (`tpulint.engine.source.would_parse`; the project model's screens then rule out more, see
+  `-v`): the old floor, kept as a second, labelled figure;
 - torchfix_parses: the files with a line containing "torch" (TorchFix's pre-filter).
 Paths are absolute, sorted.
 """

@@ -108,6 +108,7 @@ def export_work_tree(into: Path) -> Path:
     ignore = shutil.ignore_patterns(
         ".venv",
         ".git",
+        ".corpus",  # a worktree's symlink to the fetched corpus: copytree would follow it
         "__pycache__",
         ".tpulint_cache",
         "bench",

@@ -110,6 +110,47 @@ def test_a_file_no_rule_can_fire_in_is_not_parsed() -> None:
     assert libcst_parses() == before + 1
 
 
+_APACHE_HEADER = (
+    '# Licensed under the Apache License, Version 2.0 (the "License");\n'
+    "# Unless required by applicable law or agreed to in writing, software\n"
+    '# distributed under the License is distributed on an "AS IS" BASIS.\n'
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Library model code under an Apache header: "distributed" is in the text, but no
+        # torch.distributed call (TPU505), no hot code, no data or Trainer construct.
+        _APACHE_HEADER + "import torch\nfrom torch import nn\n\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, width):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv1d(width, width, 3, padding=1)\n"
+        "        self.pool = nn.MaxPool1d(2)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.pool(torch.relu(self.conv(x)))\n",
+        # CUDA AMP named next to "xla" in a comment, with neither torch_xla nor a Trainer.
+        "import torch\n\n# also runs on xla devices\n"
+        "def scaler():\n    return torch.cuda.amp.GradScaler()\n",
+        # `padding=` of a convolution, `max(...)` of numbers: no tokenizer, no collate function.
+        "from torch import nn\n\n\ndef layer(width, kernel):\n"
+        "    return nn.Conv2d(width, width, kernel, padding=max(kernel // 2, 1))\n",
+    ],
+    ids=["apache-header-model", "amp-without-tpu", "conv-padding"],
+)
+def test_library_files_are_not_parsed(source: str) -> None:
+    """What the project model says rules these files out for the default rules: the screens
+    of TPU505, TPU304 and TPU402 read the calls and keywords it found, not only the text."""
+    default = Config.from_mapping({})
+    before = libcst_parses()
+    assert check_source(source, "lib.py", default) == []
+    assert libcst_parses() == before
+    with unscreened():
+        assert check_source(source, "lib.py", default) == []
+    assert libcst_parses() == before + 1
+
+
 def test_verbose_counts_the_files_parsed_with_libcst(tmp_path: Path) -> None:
     """`-v` says how many of the analysed files were parsed: here the Trainer script, not
     the data tool."""

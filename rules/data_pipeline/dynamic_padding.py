@@ -27,6 +27,8 @@ _NOT_TRAINING = re.compile(
 )
 _TOKENIZER_METHODS = frozenset({"batch_encode_plus", "encode_plus", "pad", "__call__", "encode"})
 _COLLATE_NAME = re.compile(r"(collat|padder|pad_batch|batchify)", re.IGNORECASE)
+# What a tokenizer call's callee must say (`_is_tokenizer_call`), case-insensitively.
+_TOKENIZER_TEXT = re.compile(r"tok|processor", re.IGNORECASE)
 _SURE_COLLATE = re.compile(r"(^_?collate(_fn|_batch)?$|collate_fn$)", re.IGNORECASE)
 
 
@@ -386,11 +388,19 @@ class DynamicPadding(_DataRule):
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
         syntax = view.module.syntax
+        if syntax is None:
+            return True
+        if not syntax.calls.isdisjoint(_PADDING_COLLATORS):
+            return True  # transformers' collators
+        if "padding" in syntax.literal_keywords and _TOKENIZER_TEXT.search(source):
+            return True  # `padding=True` / `"longest"` of a tokenizer call (_is_tokenizer_call)
+        # The rest reports only in a collate function or a collator class, whose name (or
+        # the `collate_fn=` keyword naming it) is in the text.
+        if _COLLATE_NAME.search(source) is None:
+            return False
         return (
-            syntax is None
-            or "padding" in syntax.keywords  # tokenizer calls
-            or "padding" in syntax.class_fields  # collator dataclasses
-            or not syntax.calls.isdisjoint(_PADDING_COLLATORS | {"pad_sequence"})
+            "padding" in syntax.class_fields  # collator dataclasses
+            or "pad_sequence" in syntax.calls
             # hand-rolled padding to `max(len(x) for x in batch)` (_longest_length)
             or "max" in syntax.calls
         )

@@ -14,6 +14,7 @@ from ..shared.matchers import walk
 from .helpers import (
     _PL,
     BATCH_SAMPLERS,
+    DATA_CLASS_KINDS,
     _DataRule,
     _short,
     callers_of,
@@ -175,7 +176,8 @@ class RaggedLastBatch(_DataRule):
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        return cls.lightning_code(source, view)
+        # Reported only in the methods of a LightningModule or DataModule (`data_class`).
+        return cls.lightning_code(source, view) and bool(view.class_kinds & DATA_CLASS_KINDS)
 
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 

@@ -102,8 +102,16 @@ class CudaAmpOnTpu(Rule):
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        # Only TPU code: a file that imports torch_xla or builds a TPU Trainer.
-        return any(token in source for token in ("tpu", "TPU", "xla", "XLA"))
+        # Only TPU code: a file that imports torch_xla or builds a TPU Trainer
+        # (TpuFileScan: `Trainer(...)` or `Trainer.from_argparse_args(...)`).
+        if not any(token in source for token in ("tpu", "TPU", "xla", "XLA")):
+            return False
+        syntax = view.module.syntax
+        return (
+            "torch_xla" in source
+            or syntax is None
+            or not syntax.calls.isdisjoint(("Trainer", "from_argparse_args"))
+        )
 
     VALID = (
         # A GPU project: CUDA AMP is right there.

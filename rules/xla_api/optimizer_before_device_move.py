@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from tpulint.analysis.project import ClassKind
+from tpulint.analysis.project import ClassKind, FileView
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
@@ -112,6 +112,11 @@ class OptimizerBeforeDeviceMove(Rule):
     summary = "An optimizer over a LightningModule's parameters taken before the move to XLA"
     severity = Severity.ERROR
     requires = ("torch.optim", "optim.")
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        # Reported only in the methods of a LightningModule (visit_FunctionDef).
+        return bool(view.class_kinds & ClassKind.LIGHTNING_MODULE)
 
     VALID = (
         Valid(

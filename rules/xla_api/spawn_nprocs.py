@@ -82,6 +82,7 @@ class SpawnNprocs(Rule):
     fix_sometimes = True
     fix_message = "Remove `nprocs` (spawn one process per device)"
     requires = ("spawn",)
+    screen_calls = frozenset({"spawn"})  # a call the imports qualify to `..._multiprocessing.spawn`
 
     VALID = (
         Valid(_HEAD + "xmp.spawn(train)\nxmp.spawn(train, args=(cfg,), nprocs=None)\n"),

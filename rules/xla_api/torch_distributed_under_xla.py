@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from tpulint.analysis.project import ClassKind
+from tpulint.analysis.project import ClassKind, FileView
 from tpulint.analysis.values import CPU, DEVICE
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
@@ -146,6 +146,22 @@ class TorchDistributedUnderXla(Rule):
     fix_sometimes = True
     fix_message = "Ask the Trainer instead of torch.distributed"
     requires = ("distributed",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        """Findings are calls of torch.distributed's queries and collectives (their last
+        name, or an imported alias's), or of a process-group guard helper (one of this file,
+        which itself calls `is_initialized`, or one named by the convention), in a Lightning
+        class or in hot code. ("distributed" alone is in every Apache license header.)"""
+        if not (view.has_hot_code or view.has_lightning_class):
+            return False
+        syntax = view.module.syntax
+        if syntax is None:
+            return True
+        calls = syntax.calls
+        return not calls.isdisjoint(_DIST_CALLS) or any(
+            _GUARD_HELPER_NAME.match(name) for name in calls
+        )
 
     VALID = (
         # Through the strategy: works under the XLA strategy.
@@ -920,6 +936,7 @@ class _Guard:
 _GUARD_HELPER_NAME = re.compile(
     r"^_?(is_)?dist(ributed)?(_is)?(_avail(able)?_and)?_initiali[sz]ed$"
 )
+_DIST_CALLS = _QUERIES | _COLLECTIVES
 # Calls that move no tensor between processes: skipping them changes no value by itself.
 _NO_DATA = frozenset({"get_rank", "get_world_size", "barrier", "broadcast_object_list"})
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})

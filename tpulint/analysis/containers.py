@@ -127,6 +127,7 @@ class ParsedFile:
         self.tree = tree
         self.lines = physical_lines(text)  # as Python numbers lines (not str.splitlines)
         self.parents: dict[int, ast.AST] = {}
+        self._expressions: dict[tuple[int, int], ast.AST] | None = None  # see node_at
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
@@ -191,10 +192,15 @@ class ParsedFile:
             self._starts[start.line - 1] + start.column - 1 if start.line <= len(self.lines) else -1
         )
         finish = self._starts[end.line - 1] + end.column - 1 if end.line <= len(self.lines) else -1
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.expr) and self.span(node) == (begin, finish):
-                return node
-        return None
+        if self._expressions is None:
+            # Every expression by its span, the first in `ast.walk`'s (breadth-first) order
+            # kept: the outermost. Built once, on the first question (a walk per question
+            # cost a whole-tree walk for every `.item()` a rule asked about).
+            self._expressions = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.expr):
+                    self._expressions.setdefault(self.span(node), node)
+        return self._expressions.get((begin, finish))
 
 
 def parse_file(path: str, text: str) -> ParsedFile | None:

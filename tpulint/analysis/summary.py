@@ -163,10 +163,30 @@ def legacy_trainer_args(text: str) -> tuple[list[str], list[list]]:
     return used, fields
 
 
+# A literal every match of MODEL_LAYERS' pattern contains: a text with none of them is not
+# searched with the pattern (an alternation after `\b` is tried at every word boundary).
+_MODEL_LAYER_LITERALS = {
+    "c": (
+        "Conv", "conv", "create_model", "resnet", "efficientnet", "vit_", "UNet", "Unet",
+        "torchvision.models", "segmentation_models_pytorch",
+    ),
+    "s": (
+        "input_ids", "Embedding", "MultiheadAttention", "Transformer", "LSTM", "GRU", "RNN",
+        "from_pretrained", "AutoModel", "attention_mask", "scaled_dot_product_attention",
+        "PatchEmbed",
+    ),
+    "l": ("Linear",),
+}  # fmt: skip
+
+
 def model_layers(text: str) -> str:
     """The letters of MODEL_LAYERS whose pattern the text matches ("cl": convolutions and
     linear layers)."""
-    return "".join(key for key, pattern in MODEL_LAYERS.items() if pattern.search(text))
+    return "".join(
+        key
+        for key, pattern in MODEL_LAYERS.items()
+        if any(literal in text for literal in _MODEL_LAYER_LITERALS[key]) and pattern.search(text)
+    )
 
 
 @dataclass
