@@ -1038,6 +1038,22 @@ def test_an_inference_flag_turned_on_by_code_that_may_train(
         assert statement_reason(model, tmp_path, name, kept) is None
 
 
+def test_an_inference_flag_turned_on_in_a_validation_step(tmp_path: Path) -> None:
+    """Validation runs on the TPU during fit: a flag it turns on keeps the branch in scope,
+    whichever file's finding the project's flags are first looked up for."""
+    files = dict(INFERENCE_FLAGS)
+    files["pkg/model.py"] = files["pkg/model.py"].replace(
+        "                inference = batch_idx > 3",
+        "                self.block(batch, batch, predict=True)\n"
+        "                inference = batch_idx > 3",
+    )
+    files["other/lib/__init__.py"] = ""  # another project, read last
+    files["other/lib/ops.py"] = "def identity(x):\n    return x\n"
+    model = project(tmp_path, files)
+    assert statement_reason(model, tmp_path, "pkg/layers.py", "# after-predict") is None
+    assert statement_reason(model, tmp_path, "pkg/model.py", "# predict-mode-else") is not None
+
+
 def test_an_inference_flag_turned_on_only_by_inference_code(tmp_path: Path) -> None:
     """`predict_step` passing the flag on is inference: the branch stays out; findings about
     breakage in it stay in (inference runs on the TPU too)."""

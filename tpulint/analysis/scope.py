@@ -1199,10 +1199,10 @@ class ProjectScope:
         index = self.__dict__.get("_flags_on")
         if index is None:
             index = {}
-            for path, module in self.model.modules.items():
+            for where, module in self.model.modules.items():
                 for name, keys in module.scope.flags_on.items():
                     index.setdefault(name, []).extend(
-                        (path, f"{path}:{key}" if key else module_node(path)) for key in keys
+                        (where, f"{where}:{key}" if key else module_node(where)) for key in keys
                     )
             self.__dict__["_flags_on"] = index
         for flag in flags:
