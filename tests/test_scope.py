@@ -879,6 +879,29 @@ def test_modules_gathered_into_a_transforms_list_are_data_code(tmp_path: Path) -
     assert "Scale.forward" in hot  # also built in Potential.__init__
 
 
+def test_transforms_of_a_project_that_transforms_batches_on_the_device(tmp_path: Path) -> None:
+    """A DataModule that applies transforms in `on_after_batch_transfer` runs them on the
+    device every step: the project's `transforms` are not taken for host code."""
+    files = dict(TRANSFORMS)
+    files["chem/datamodule.py"] = """\
+        import lightning as L
+
+
+        class MoleculeData(L.LightningDataModule):
+            def __init__(self, transforms):
+                super().__init__()
+                self.transforms = transforms
+
+            def on_after_batch_transfer(self, batch, dataloader_idx):
+                for transform in self.transforms:
+                    batch = transform(batch)
+                return batch
+    """
+    hot = hot_names(project(tmp_path, files))
+    assert "DropSelfPairs.forward" in hot
+    assert "CastTo32.forward" in hot
+
+
 def test_a_module_a_test_and_a_model_both_build_stays_hot(tmp_path: Path) -> None:
     files = dict(TRANSFORMS)
     files["chem/model.py"] = files["chem/model.py"].replace("Scale", "CastTo32")

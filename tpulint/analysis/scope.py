@@ -708,9 +708,10 @@ class ProjectScope:
         go is the data pipeline (built in a `transforms=`/`collate_fn=` argument or into a
         name or list called so, in a Dataset's or DataModule's method or a collate function,
         or named under a data key of a config: `data.transforms`), none is a model (built in
-        a model's method, named under `model:` in a config; tests say nothing). Their
-        `forward` runs in the data loader's workers on host tensors, per sample: not every
-        step on the TPU."""
+        a model's method, named under `model:` in a config; tests say nothing), in a project
+        that transforms no batch on the device (`on_after_batch_transfer`). Their `forward`
+        runs in the data loader's workers on host tensors, per sample: not every step on the
+        TPU."""
         cached = self.__dict__.get("_data_classes")
         if cached is not None:
             return cached
@@ -745,15 +746,31 @@ class ProjectScope:
                             candidates.add(found.gkey)
         out = set()
         models = set(model_named)
+        on_device = self._device_batch_transforms()
         for gkey in candidates:
             if not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
                 continue
             if gkey in model_named or self._model_evidence(gkey):
                 models.add(gkey)
                 continue
+            path = self.model.classes[gkey].module.path
+            if any(self._same_project(path, hook) for hook in on_device):
+                continue  # its transforms may run on the device, in `on_after_batch_transfer`
             out.add(gkey)
         out |= self._data_families(out, models)
         self.__dict__["_data_classes"] = out
+        return out
+
+    def _device_batch_transforms(self) -> list[str]:
+        """The modules whose classes transform batches on the device: a DataModule's or a
+        LightningModule's `on_after_batch_transfer` (Lightning's own source aside). A project
+        with one may apply its `transforms` there, every step on the TPU."""
+        out = []
+        for path, module in self.model.modules.items():
+            if (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            if any(fn.name == "on_after_batch_transfer" for fn in module.functions):
+                out.append(path)
         return out
 
     def _data_families(self, data: set[str], models: set[str]) -> set[str]:
