@@ -292,6 +292,99 @@ class Model(L.LightningModule):
     assert reason_at(model, tmp_path, "m.py", "# live-hook") is None
 
 
+EPOCH_END = {
+    "pkg/__init__.py": "",
+    "pkg/align.py": """\
+        import torch
+        from torch import nn
+
+
+        class _Align(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, d):
+                return torch.tensor(d.cpu().numpy().cumsum())  # function-forward
+
+
+        class SoftAlign(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fn = _Align.apply
+
+            def forward(self, a, b):
+                return self.fn(a - b).sum().item()  # module-forward
+
+
+        class Shared(nn.Module):
+            def forward(self, a):
+                return a[a > 0]  # shared-forward
+
+
+        def score(table):
+            return table.max().item()  # epoch-helper
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from pkg.align import Shared, SoftAlign, score
+
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.shared = Shared()
+
+            def training_step(self, batch, i):
+                return self.shared(batch).sum()
+
+            def on_validation_epoch_end(self):
+                print(SoftAlign()(self.table, self.table), score(self.table))
+                Shared()(self.table).tolist()  # the-hook
+    """,
+}
+
+
+def test_what_only_an_epoch_end_hook_reaches_runs_once_per_epoch(tmp_path: Path) -> None:
+    """A class only an epoch-end hook builds (and the autograd Function it applies), and a
+    helper only it calls: per-step costs there are paid once per epoch. A class also built
+    for the model, and the hook's own code, stay."""
+    model = project(tmp_path, EPOCH_END)
+    for marker in ("# function-forward", "# module-forward", "# epoch-helper"):
+        reason = reason_at(model, tmp_path, "pkg/align.py", marker)
+        assert reason == "once per epoch (reached only from `on_validation_epoch_end`)"
+    assert reason_at(model, tmp_path, "pkg/align.py", "# shared-forward") is None
+    assert reason_at(model, tmp_path, "pkg/model.py", "# the-hook") is None
+    path = str(tmp_path / "pkg/align.py")
+    lines = Path(path).read_text().splitlines()
+    line = lines.index("    return table.max().item()  # epoch-helper")
+    assert model.scope.reason(path, line + 1, 5, per_step=False) is None
+
+
+def test_a_class_named_elsewhere_too_is_not_epoch_only(tmp_path: Path) -> None:
+    files = dict(EPOCH_END)
+    files["pkg/extra.py"] = "from pkg.align import SoftAlign\n\nDEFAULT = SoftAlign\n"
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/align.py", "# module-forward") is None
+    assert reason_at(model, tmp_path, "pkg/align.py", "# epoch-helper") is not None
+
+
+def test_epoch_end_reach_under_tpu_entry_points(tmp_path: Path) -> None:
+    files = dict(EPOCH_END)
+    files["train_tpu.py"] = """\
+        import lightning as L
+
+        from pkg.model import Model
+
+        if __name__ == "__main__":
+            L.Trainer(accelerator="tpu").fit(Model())
+    """
+    model = project(tmp_path, files)
+    assert model.scope.entries
+    assert reason_at(model, tmp_path, "pkg/align.py", "# module-forward") == (
+        "once per epoch (reached only from `on_validation_epoch_end`)"
+    )
+    assert reason_at(model, tmp_path, "pkg/align.py", "# shared-forward") is None
+
+
 # --- entry points ------------------------------------------------------------------------------
 
 PACKAGE = {
@@ -408,6 +501,70 @@ def test_auto_entry_points_count_once_a_project_targets_tpus(
     assert sorted(e.verdict for e in model.scope.entries) == expected
     assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
     assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "gpus=[0]",
+        "gpus=args.gpus, distributed_backend='ddp' if args.gpus > 1 else None",
+        "amp_backend='apex'",
+        "amp_level='O2'",
+    ],
+)
+def test_lightning1_gpu_trainers_are_not_entry_points(tmp_path: Path, arguments: str) -> None:
+    """Once a project has a TPU entry point, a script whose Trainer names GPUs the Lightning 1
+    way (a list of GPU ids, `distributed_backend="ddp"`, apex's AMP) is not another one."""
+    files = {
+        **PACKAGE,
+        "train_tpu.py": tpu_script('accelerator="tpu"'),
+        "train_gpu.py": PACKAGE["train_gpu.py"].replace('accelerator="gpu", devices=2', arguments),
+    }
+    model = project(tmp_path, files)
+    assert [e.verdict for e in model.scope.entries] == ["tpu"]
+    assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is not None
+
+
+def test_an_evaluation_script_reaches_its_code_as_inference(tmp_path: Path) -> None:
+    """An entry point that tests and never fits runs inference on the TPU: per-step costs only
+    it reaches cost no training (breakage there still counts: `per_step=False`)."""
+    files = {
+        **PACKAGE,
+        "pkg/losses.py": PACKAGE["pkg/losses.py"]
+        + """\
+
+
+        def report(logits):
+            return logits.max().item()  # report
+        """,
+        "train_tpu.py": tpu_script('accelerator="tpu"'),
+        "evaluate_tpu.py": """\
+            import lightning as L
+
+            from pkg.losses import report
+            from pkg.model import Model
+
+
+            def main():
+                trainer = L.Trainer(accelerator="tpu", max_epochs=0)
+                trainer.test(Model())
+                report(None)
+
+
+            if __name__ == "__main__":
+                main()
+        """,
+    }
+    model = project(tmp_path, files)
+    assert len(model.scope.entries) == 2
+    reason = reason_at(model, tmp_path, "pkg/losses.py", "# report")
+    assert reason == (
+        "inference only (reached from `trainer.test` in evaluate_tpu.py, which never fits)"
+    )
+    path = str(tmp_path / "pkg/losses.py")
+    line = Path(path).read_text().splitlines().index("    return logits.max().item()  # report")
+    assert model.scope.reason(path, line + 1, 5, per_step=False) is None
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# focal") is None  # trains too
 
 
 def test_an_entry_point_whose_model_is_not_visible_says_nothing(tmp_path: Path) -> None:
@@ -683,6 +840,84 @@ def test_modules_a_config_names_under_data_transforms(tmp_path: Path) -> None:
     assert "CastTo32.forward" in hot  # a model's postprocessor too
 
 
+def test_modules_gathered_into_a_transforms_list_are_data_code(tmp_path: Path) -> None:
+    """`transforms = [...]`, `transforms.append(...)` and `transform = Cls(...)` build for the
+    data pipeline as a `transforms=` argument does; a test building one by hand says nothing,
+    a model's method building one still makes it a layer."""
+    files = dict(TRANSFORMS)
+    files["train.py"] = """\
+        from chem.data import Molecules
+        from chem.transforms import CastTo32, DropSelfPairs, Scale
+
+
+        def default_transforms(cutoff):
+            transforms = [DropSelfPairs()]
+            if cutoff:
+                transforms.append(CastTo32())
+            return transforms
+
+
+        def sanitize(sample):
+            transform = Scale()
+            return transform(sample)
+
+
+        data = Molecules([], default_transforms(3.0))
+    """
+    files["chem/tests/__init__.py"] = ""
+    files["chem/tests/test_transforms.py"] = """\
+        from chem.transforms import CastTo32, DropSelfPairs
+
+
+        def test_cast(sample):
+            assert DropSelfPairs()(CastTo32()(sample)) is not None
+    """
+    model = project(tmp_path, files)
+    hot = hot_names(model)
+    assert "DropSelfPairs.forward" not in hot
+    assert "CastTo32.forward" not in hot
+    assert "Scale.forward" in hot  # also built in Potential.__init__
+
+
+def test_transforms_of_a_project_that_transforms_batches_on_the_device(tmp_path: Path) -> None:
+    """A DataModule that applies transforms in `on_after_batch_transfer` runs them on the
+    device every step: the project's `transforms` are not taken for host code."""
+    files = dict(TRANSFORMS)
+    files["chem/datamodule.py"] = """\
+        import lightning as L
+
+
+        class MoleculeData(L.LightningDataModule):
+            def __init__(self, transforms):
+                super().__init__()
+                self.transforms = transforms
+
+            def on_after_batch_transfer(self, batch, dataloader_idx):
+                for transform in self.transforms:
+                    batch = transform(batch)
+                return batch
+    """
+    hot = hot_names(project(tmp_path, files))
+    assert "DropSelfPairs.forward" in hot
+    assert "CastTo32.forward" in hot
+
+
+def test_a_module_a_test_and_a_model_both_build_stays_hot(tmp_path: Path) -> None:
+    files = dict(TRANSFORMS)
+    files["chem/model.py"] = files["chem/model.py"].replace("Scale", "CastTo32")
+    files["chem/tests/__init__.py"] = ""
+    files["chem/tests/test_model.py"] = """\
+        from chem.transforms import CastTo32
+
+
+        def test_cast(sample):
+            assert CastTo32()(sample) is not None
+    """
+    hot = hot_names(project(tmp_path, files))
+    assert "CastTo32.forward" in hot
+    assert "DropSelfPairs.forward" not in hot
+
+
 def test_breakage_in_inference_code_stays_in_scope(tmp_path: Path) -> None:
     """A removed API breaks inference on a TPU too; a per-step sync there costs no training."""
     from tpulint.config.settings import Config
@@ -713,6 +948,148 @@ def test_breakage_in_inference_code_stays_in_scope(tmp_path: Path) -> None:
     found = {d.code: d.scope for d in run.diagnostics}
     assert found["TPU501"] is None
     assert found["TPU101"] == "inference only (reached from `predict_step`)"
+
+
+def statement_reason(
+    model: ProjectModel, tmp_path: Path, name: str, marker: str, per_step: bool = True
+) -> str | None:
+    """The scope reason of the statement on the first line of `name` that contains `marker`
+    (a comment after it)."""
+    path = str(tmp_path / name)
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if marker in line:
+            column = len(line) - len(line.lstrip()) + 1
+            return model.scope.reason(path, number, column, per_step=per_step)
+    raise AssertionError(f"{marker!r} not in {name}")
+
+
+INFERENCE_FLAGS = {
+    "pkg/__init__.py": "",
+    "pkg/layers.py": """\
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def forward(self, z, mask, _offload_inference: bool = False, *, predict=None):
+                if _offload_inference and z.dim() > 2:
+                    z = z.cpu()  # offload
+                if not predict:
+                    return z[mask]  # training-branch
+                return z.tolist()  # after-predict
+
+
+        class Stack(nn.Module):
+            def forward(self, z, mask, _offload_inference=False):
+                return Block()(z, mask, _offload_inference=_offload_inference)  # handed on
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from pkg.layers import Block
+
+
+        class Model(L.LightningModule):
+            def __init__(self, predict_mode=False, inference=False):
+                super().__init__()
+                self.block = Block()
+                self.predict_mode = predict_mode
+                self.inference = inference
+                self.predicting = False
+
+            def set_predicting(self):
+                self.predicting = True
+
+            def training_step(self, batch, batch_idx):
+                out = self.block(batch, batch > 0)
+                if self.inference:
+                    out.tolist()  # inference-attribute
+                if self.predicting:
+                    out.tolist()  # predicting-set-on
+                if not self.predict_mode:
+                    return out.sum()
+                else:
+                    print(out.tolist())  # predict-mode-else
+
+            def validation_step(self, batch, batch_idx, inference=False):
+                inference = batch_idx > 3
+                if inference:
+                    batch.tolist()  # reassigned
+    """,
+}
+
+
+def test_branches_of_inference_flags_that_training_leaves_off(tmp_path: Path) -> None:
+    """A parameter named for inference that defaults to False (or an attribute set only from
+    one) is off while training: its branches are inference, unless a flag is reassigned,
+    set on by the class, or passed on by code that may train."""
+    model = project(tmp_path, dict(INFERENCE_FLAGS))
+    offload = statement_reason(model, tmp_path, "pkg/layers.py", "# offload")
+    assert offload == (
+        "inference only (under `if _offload_inference and z.dim() > 2`, an inference flag"
+        " that training leaves off)"
+    )
+    assert statement_reason(model, tmp_path, "pkg/layers.py", "# training-branch") is None
+    after = statement_reason(model, tmp_path, "pkg/layers.py", "# after-predict")
+    assert after is not None and after.startswith("inference only (after `if not predict: ")
+    assert statement_reason(model, tmp_path, "pkg/model.py", "# inference-attribute") is not None
+    assert statement_reason(model, tmp_path, "pkg/model.py", "# predict-mode-else") is not None
+    assert statement_reason(model, tmp_path, "pkg/model.py", "# predicting-set-on") is None
+    assert statement_reason(model, tmp_path, "pkg/model.py", "# reassigned") is None
+
+
+@pytest.mark.parametrize(
+    ("caller", "kept"),
+    [
+        # A script (it may train) turns the flag on: the branch stays.
+        ("if __name__ == '__main__':\n    Model(predict_mode=True)\n", "# predict-mode-else"),
+        ("if __name__ == '__main__':\n    m = Model()\n    m.inference = True\n", None),
+        ("def run(block, x):\n    return block(x, x, _offload_inference=flag)\n", "# offload"),
+    ],
+)
+def test_an_inference_flag_turned_on_by_code_that_may_train(
+    tmp_path: Path, caller: str, kept: str | None
+) -> None:
+    files = dict(INFERENCE_FLAGS)
+    files["run.py"] = "from pkg.layers import Block\nfrom pkg.model import Model\n\n" + caller
+    model = project(tmp_path, files)
+    if kept is None:
+        assert statement_reason(model, tmp_path, "pkg/model.py", "# inference-attribute") is None
+        assert statement_reason(model, tmp_path, "pkg/model.py", "# predict-mode-else") is not None
+    else:
+        name = "pkg/layers.py" if kept == "# offload" else "pkg/model.py"
+        assert statement_reason(model, tmp_path, name, kept) is None
+
+
+def test_an_inference_flag_turned_on_in_a_validation_step(tmp_path: Path) -> None:
+    """Validation runs on the TPU during fit: a flag it turns on keeps the branch in scope,
+    whichever file's finding the project's flags are first looked up for."""
+    files = dict(INFERENCE_FLAGS)
+    files["pkg/model.py"] = files["pkg/model.py"].replace(
+        "                inference = batch_idx > 3",
+        "                self.block(batch, batch, predict=True)\n"
+        "                inference = batch_idx > 3",
+    )
+    files["other/lib/__init__.py"] = ""  # another project, read last
+    files["other/lib/ops.py"] = "def identity(x):\n    return x\n"
+    model = project(tmp_path, files)
+    assert statement_reason(model, tmp_path, "pkg/layers.py", "# after-predict") is None
+    assert statement_reason(model, tmp_path, "pkg/model.py", "# predict-mode-else") is not None
+
+
+def test_an_inference_flag_turned_on_only_by_inference_code(tmp_path: Path) -> None:
+    """`predict_step` passing the flag on is inference: the branch stays out; findings about
+    breakage in it stay in (inference runs on the TPU too)."""
+    files = dict(INFERENCE_FLAGS)
+    files["pkg/model.py"] = files["pkg/model.py"].replace(
+        "def validation_step",
+        "def predict_step(self, batch, batch_idx):\n"
+        "                return self.block(batch, batch, _offload_inference=True)\n\n"
+        "            def validation_step",
+    )
+    model = project(tmp_path, files)
+    assert statement_reason(model, tmp_path, "pkg/layers.py", "# offload") is not None
+    assert statement_reason(model, tmp_path, "pkg/layers.py", "# offload", per_step=False) is None
 
 
 # --- hot code the call graph reaches through hooks, attributes and loops ----------------------

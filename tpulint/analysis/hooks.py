@@ -197,6 +197,29 @@ LIGHTNING1_HOOKS = frozenset(
         "on_before_accelerator_backend_setup",
     }
 )
+# Hooks that run at the end of an epoch, a stage or the fit, or when a checkpoint is saved
+# (besides `*_epoch_end`): what only they reach runs no training step.
+END_HOOKS = frozenset(
+    {
+        "on_fit_end",
+        "on_train_end",
+        "on_validation_end",
+        "on_test_end",
+        "on_sanity_check_end",
+        "on_epoch_end",
+        "on_save_checkpoint",
+        "on_exception",
+        "teardown",
+    }
+)
+
+
+def is_end_hook(name: str) -> bool:
+    """An end-of-epoch or end-of-fit hook of Lightning 2 or 1 (`on_validation_epoch_end`,
+    `validation_epoch_end`, `on_fit_end`)."""
+    return name in END_HOOKS or (name.endswith("_epoch_end") and name != "_epoch_end")
+
+
 # Hooks of `trainer.predict`: inference, not training.
 PREDICT_HOOKS = frozenset(
     {

@@ -6,9 +6,12 @@ A finding is outside the scope, with the reason, when its code:
   `use_fused = torch.cuda.is_available() and ...`, what follows `if not cuda_ok(): return`,
   the later operands of `cuda_autocast_on() and x != 0`, the `else` of `if args.use_tpu:`,
   a branch that imports a CUDA-only package (bitsandbytes, flash_attn);
-- is inference: `predict_step`, `on_predict_*` and what only they reach, and generation
+- is inference: `predict_step`, `on_predict_*` and what only they reach, generation
   loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds
-  its output back into a call in a loop) with what only they reach;
+  its output back into a call in a loop) with what only they reach, and branches taken only
+  when an inference flag is on (`if _offload_inference:` where the parameter defaults to
+  False, the `else` of `if not self.predict_mode:` where the attribute is set only from
+  such a parameter) while no training code of the project passes or sets it on;
 - is compiled by another system (`@triton.jit`, `@numba.jit`, `@jax.jit`, `@wp.kernel`):
   its values are that system's, not PyTorch tensors;
 - is a Lightning 1 hook that Lightning 2 never calls (`on_keyboard_interrupt`);
@@ -22,7 +25,9 @@ entry points whose accelerator is "auto" (or not given) count too: on a TPU VM L
 "auto" picks the XLA accelerator (lightning/pytorch/trainer/connectors/
 accelerator_connector.py `_choose_auto_accelerator`), and a project that configures TPUs
 somewhere runs its "auto" scripts on the same machines. Entry points that name another
-accelerator (`accelerator="gpu"`, `gpus=2`, a DDP strategy) do not.
+accelerator (`accelerator="gpu"`, `gpus=2`, a DDP strategy, apex's AMP) do not. An entry point
+whose code tests, validates or predicts and never fits (an evaluation script) reaches its
+code as inference.
 
 Reach is followed call by call: a class is live once reached code builds it (or names it:
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
@@ -52,6 +57,7 @@ from tpulint.analysis.hooks import (
     LIGHTNING_HOOKS,
     MODULE_API,
     PREDICT_HOOKS,
+    is_end_hook,
 )
 from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import package_root
@@ -61,7 +67,8 @@ from tpulint.analysis.summary import ClassSummary, FunctionSummary, ModuleSummar
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel, _Function
 
-TRAIN = 2
+TRAIN = 3
+EPOCH = 2  # once per epoch or fit: an epoch-end hook and what only it reaches
 INFER = 1
 # Bases that give a class no framework calling its methods.
 _PLAIN_BASES = frozenset(
@@ -119,7 +126,7 @@ class Entry:
 
 @dataclass
 class _State:
-    roles: dict[str, int] = field(default_factory=dict)  # node -> TRAIN / INFER
+    roles: dict[str, int] = field(default_factory=dict)  # node -> TRAIN / EPOCH / INFER
     why: dict[str, str] = field(default_factory=dict)  # node -> the inference root's name
     live: set[str] = field(default_factory=set)  # instantiated class gkeys
     loaded: set[str] = field(default_factory=set)  # module paths whose top level ran
@@ -143,7 +150,7 @@ def module_node(path: str, main: bool = False) -> str:
 
 def _is_test_path(path: str) -> bool:
     """A test module: `test_*.py`, `*_test.py`, `conftest.py`, or a module in a `tests`
-    folder of its package (or a script in a `tests` folder)."""
+    (`test`, `testing`, `unittests`) folder of its package (or a script in one)."""
     name = os.path.basename(path)
     if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
         return True
@@ -152,7 +159,7 @@ def _is_test_path(path: str) -> bool:
     folders = os.path.relpath(os.path.dirname(path), root).split(os.sep)
     if folders == ["."]:
         folders = [os.path.basename(root)]
-    return any(f in ("tests", "test", "testing") for f in folders)
+    return any(f in ("tests", "test", "testing", "unittests", "unit_tests") for f in folders)
 
 
 _REPOSITORY_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -466,8 +473,14 @@ class ProjectScope:
 
     def _reach(self, roots: dict[str, Entry]) -> _State:
         state = _State()
-        for root in roots:
-            self._visit(state, root, TRAIN, "")
+        for root, site in roots.items():
+            evaluates = self._evaluates_only(site, root)
+            if evaluates is None:
+                self._visit(state, root, TRAIN, "")
+            else:
+                name = os.path.basename(site.path)
+                why = f"`trainer.{evaluates}` in {name}, which never fits"
+                self._visit(state, root, INFER, why)
         self._drain(state)
         cli = any(site.kind == "cli" for site in roots.values())
         if self.model.configs and (cli or self._builds_from_configs(state)):
@@ -488,6 +501,34 @@ class ProjectScope:
                         self._visit(state, found.gkey, TRAIN, "")
             self._drain(state)
         return state
+
+    def _evaluates_only(self, site: Entry, root: str) -> str | None:
+        """The Trainer method (`test`, `validate`, `predict`) an entry point runs when it only
+        evaluates: what the root calls (through the project's functions) tests or predicts and
+        never fits (an evaluation script with `max_epochs=0` and `trainer.test(model)`).
+        None when it fits or says nothing."""
+        cache = self.__dict__.setdefault("_evaluating", {})
+        if root in cache:
+            return cache[root]
+        found: str | None = None
+        if site.kind == "trainer":
+            methods: set[str] = set()
+            seen = {root}
+            queue = deque([root])
+            while queue and len(seen) < _MAX_CLIMB:
+                node = queue.popleft()
+                path, _, key = node.rpartition(":")
+                module = self.model.modules.get(path)
+                if module is not None:
+                    methods.update(module.scope.trainer_calls.get(key, ()))
+                for callee in self._callees(node, by_name=False):
+                    if callee not in seen:
+                        seen.add(callee)
+                        queue.append(callee)
+            if not methods & {"fit", "tune"} and len(seen) < _MAX_CLIMB:
+                found = next((m for m in ("test", "validate", "predict") if m in methods), None)
+        cache[root] = found
+        return found
 
     def _same_project(self, config: str, script: str) -> bool:
         """Whether a config belongs to a script's project: the same repository (the nearest
@@ -633,6 +674,8 @@ class ProjectScope:
                     continue
                 if lightning and method in PREDICT_HOOKS:
                     self._visit(state, fn.gkey, INFER, f"`{method}`")
+                elif lightning and is_end_hook(method) and role > EPOCH:
+                    self._visit(state, fn.gkey, EPOCH, f"`{method}`")
                 else:
                     self._visit(state, fn.gkey, role, why)
 
@@ -662,11 +705,13 @@ class ProjectScope:
 
     def data_classes(self) -> set[str]:
         """The torch module classes that are data code: every sign of where their instances
-        go is the data pipeline (built in a `transforms=`/`collate_fn=` argument, in a
-        Dataset's or DataModule's method or a collate function, or named under a data key of
-        a config: `data.transforms`), none is a model (built in a model's method, named
-        under `model:` in a config). Their `forward` runs in the data loader's workers on
-        host tensors, per sample: not every step on the TPU."""
+        go is the data pipeline (built in a `transforms=`/`collate_fn=` argument or into a
+        name or list called so, in a Dataset's or DataModule's method or a collate function,
+        or named under a data key of a config: `data.transforms`), none is a model (built in
+        a model's method, named under `model:` in a config; tests say nothing), in a project
+        that transforms no batch on the device (`on_after_batch_transfer`). Their `forward`
+        runs in the data loader's workers on host tensors, per sample: not every step on the
+        TPU."""
         cached = self.__dict__.get("_data_classes")
         if cached is not None:
             return cached
@@ -701,15 +746,31 @@ class ProjectScope:
                             candidates.add(found.gkey)
         out = set()
         models = set(model_named)
+        on_device = self._device_batch_transforms()
         for gkey in candidates:
             if not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
                 continue
             if gkey in model_named or self._model_evidence(gkey):
                 models.add(gkey)
                 continue
+            path = self.model.classes[gkey].module.path
+            if any(self._same_project(path, hook) for hook in on_device):
+                continue  # its transforms may run on the device, in `on_after_batch_transfer`
             out.add(gkey)
         out |= self._data_families(out, models)
         self.__dict__["_data_classes"] = out
+        return out
+
+    def _device_batch_transforms(self) -> list[str]:
+        """The modules whose classes transform batches on the device: a DataModule's or a
+        LightningModule's `on_after_batch_transfer` (Lightning's own source aside). A project
+        with one may apply its `transforms` there, every step on the TPU."""
+        out = []
+        for path, module in self.model.modules.items():
+            if (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            if any(fn.name == "on_after_batch_transfer" for fn in module.functions):
+                out.append(path)
         return out
 
     def _data_families(self, data: set[str], models: set[str]) -> set[str]:
@@ -772,13 +833,15 @@ class ProjectScope:
         return False
 
     def _model_evidence(self, gkey: str) -> bool:
-        """Whether some code other than the data pipeline builds or names the class (a
-        model's `__init__`, a step): then its instances may be layers of a model."""
+        """Whether some code other than the data pipeline (and tests) builds or names the class
+        (a model's `__init__`, a step): then its instances may be layers of a model."""
         cls = self.model.classes[gkey]
         for node, use in self._index_of_uses().get(cls.summary.name, ()):
             if use[0] not in ("name", "ref") or node.endswith((":", ":__main__")):
                 continue  # top-level code (registries, scripts) says nothing either way
             path = node.rpartition(":")[0]
+            if _is_test_path(path):
+                continue  # a test builds what it tests by hand: no sign of where it runs
             module = self.model.modules.get(path)
             if module is None or use[1] in module.scope.data_uses or self._data_node(node):
                 continue
@@ -791,48 +854,68 @@ class ProjectScope:
 
     def _library_reach(self, claimed: set[str]) -> _State:
         """Roles in the modules no entry point speaks for. Everything there may run (a
-        library's users call what they like), except what only inference reaches: the
-        functions reached from the inference roots (predict hooks, generation loops) that no
-        other code calls. Only those get a role (INFER); the rest is in scope."""
+        library's users call what they like), except what only inference or the end of an
+        epoch reaches: the functions reached from the inference roots (predict hooks,
+        generation loops, INFER) and from the epoch-end hooks (`on_validation_epoch_end`,
+        `on_fit_end`, EPOCH) that no other code calls, with the classes only those functions
+        build. Only those get a role; the rest is in scope."""
         state = _State()
         claimed_list = sorted(claimed)
 
         def unclaimed(path: str) -> bool:
             return not claimed_list or not self._claimed(path, claimed_list)
 
-        roots: dict[str, str] = {}
+        roots: dict[str, tuple[int, str]] = {}
         for path, module in self.model.modules.items():
             generation = module.scope.generation
-            predict = [
-                fn for fn in module.functions if fn.cls is not None and fn.name in PREDICT_HOOKS
+            hooks = [
+                fn
+                for fn in module.functions
+                if fn.cls is not None and (fn.name in PREDICT_HOOKS or is_end_hook(fn.name))
             ]
-            if not (generation or predict) or not unclaimed(path):
+            if not (generation or hooks) or not unclaimed(path):
                 continue
             functions = self.model._module_functions[id(module)]
             for key in generation:
                 fn = functions.get(key)
                 if fn is not None:
-                    roots[fn.gkey] = f"`{fn.summary.name}` (a generation loop)"
-            for summary in predict:
+                    roots[fn.gkey] = (INFER, f"`{fn.summary.name}` (a generation loop)")
+            for summary in hooks:
                 fn = functions.get(summary.key)
                 if (
                     fn is not None
                     and fn.owner is not None
                     and self.model.class_kind(fn.owner).is_lightning
+                    and fn.gkey not in roots
                 ):
-                    roots[fn.gkey] = f"`{summary.name}`"
+                    role = INFER if summary.name in PREDICT_HOOKS else EPOCH
+                    roots[fn.gkey] = (role, f"`{summary.name}`")
         if not roots:
             return state
-        # What the inference roots reach, through calls the model resolves (a method called on
-        # a value of unknown class is not followed: in doubt, code stays in scope).
-        reached: dict[str, str] = dict(roots)
+        # What the roots reach, through calls the model resolves (a method called on a value
+        # of unknown class is not followed: in doubt, code stays in scope), and the classes
+        # only epoch-end code names (`SoftLoss(gamma=1)(a, b)` in `on_validation_epoch_end`;
+        # not inference's: a generation loop loads the model that trains).
+        reached: dict[str, tuple[int, str]] = dict(roots)
         queue = deque(roots)
+        expanded: set[str] = set()
         while queue:
-            node = queue.popleft()
-            for target in self._callees(node, by_name=False):
-                if target not in reached and unclaimed(target.rpartition(":")[0]):
-                    reached[target] = reached[node]
-                    queue.append(target)
+            while queue:
+                node = queue.popleft()
+                for target in self._callees(node, by_name=False):
+                    if unclaimed(target.rpartition(":")[0]) and (
+                        target not in reached or reached[target][0] < reached[node][0]
+                    ):
+                        reached[target] = reached[node]
+                        queue.append(target)
+            for gkey, via in self._classes_named_only_by(reached, expanded):
+                cls = self.model.classes[gkey]
+                functions = self.model._module_functions[id(cls.module)]
+                for key in cls.summary.methods.values():
+                    fn = functions.get(key)
+                    if fn is not None and fn.gkey not in reached:
+                        reached[fn.gkey] = reached[via]
+                        queue.append(fn.gkey)
         # What other code calls among them trains (and so does what it calls in turn).
         names = {self.model.functions[n].summary.name for n in reached if n in self.model.functions}
         # `self.encoder(x)` calls a forward (or `__call__`) by the attribute's name.
@@ -866,11 +949,64 @@ class ProjectScope:
                 if target in reached and target not in roots and target not in trained:
                     trained.add(target)
                     queue.append(target)
-        for node, why in reached.items():
+        for node, (role, why) in reached.items():
             if node not in trained:
-                state.roles[node] = INFER
+                state.roles[node] = role
                 state.why[node] = why
         return state
+
+    def _classes_named_only_by(
+        self, reached: dict[str, tuple[int, str]], expanded: set[str]
+    ) -> list[tuple[str, str]]:
+        """The project classes (not Lightning's) that reached epoch-end functions name and no
+        other code does (a top-level name, a base class list or a test counts as other code;
+        a class a registry or a config may build is never one), each with a reached function
+        that names it. `expanded` holds the classes already looked at."""
+        configured = self.__dict__.get("_configured")
+        if configured is None:
+            configured = set()
+            for config in self.model.configs:
+                for _, name in config.classes:
+                    found = self.model.lookup(name, None)
+                    if _is_class(found):
+                        configured.add(found.gkey)
+            for module in self.model.modules.values():
+                for kind, name in module.scope.registered:
+                    if kind == "class":
+                        configured.add(f"{self.model.prefix(module)}.{name}")
+            self.__dict__["_configured"] = configured
+        out = []
+        for node, (role, _) in list(reached.items()):
+            if role != EPOCH or node not in self.model.functions:
+                continue
+            for use in self._uses(node):
+                if use[0] not in ("name", "ref"):
+                    continue
+                for target in self._targets(node, use)[0]:
+                    if not _is_class(target) or target.gkey in expanded:
+                        continue
+                    if self.model.class_kind(target.gkey).is_lightning or any(
+                        gkey in configured for gkey in self.model.mro(target.gkey)
+                    ):
+                        continue
+                    expanded.add(target.gkey)
+                    if self._named_only_by(target.gkey, reached):
+                        out.append((target.gkey, node))
+        return out
+
+    def _named_only_by(self, gkey: str, reached: dict[str, tuple[int, str]]) -> bool:
+        cls = self.model.classes[gkey]
+        for node, use in self._index_of_uses().get(cls.summary.name, ()):
+            if use[0] not in ("name", "ref") or node in reached:
+                continue
+            fn = self._function(node)
+            if fn is not None and fn.owner == gkey:
+                continue  # `super(Cls, self)`, `Cls.CONSTANT` in its own methods
+            module = self.model.modules.get(node.rpartition(":")[0])
+            found = self.model.lookup(use[1], module) if module is not None else None
+            if _is_class(found) and found.gkey == gkey:
+                return False
+        return True
 
     def _callees(self, node: str, by_name: bool = True) -> list[str]:
         """The functions a node may call or hand on (every class counted live; with
@@ -998,6 +1134,8 @@ class ProjectScope:
             region_fn = self.model.functions.get(f"{path}:{key}") if key else None
             owner = region_fn.owner if region_fn is not None else None
             parts.append(str(self.truth(region[5], module, owner)))
+            if len(region) > 9:
+                parts.append(str(self.flag_turned_on(region[9], path)))
         return "|".join(parts)
 
     def reason(
@@ -1023,9 +1161,13 @@ class ProjectScope:
         fn = self._innermost(local, line)
         owner = fn.owner if fn is not None else None
         for region in facts.regions:
-            key, l1, c1, l2, c2, truth, wanted, how, text = region
+            key, l1, c1, l2, c2, truth, wanted, how, text = region[:9]
             if not ((l1, c1) <= (line, column) <= (l2, c2)):
                 continue
+            if how.startswith("infer-") and (
+                not per_step or self.flag_turned_on(region[9] if len(region) > 9 else [], path)
+            ):
+                continue  # inference runs on the TPU too; or training turns the flag on
             region_owner = owner
             if key:
                 region_fn = self.model.functions.get(f"{path}:{key}")
@@ -1057,9 +1199,38 @@ class ProjectScope:
             if not per_step:
                 return None
             return f"inference only (reached from {state.why.get(node, 'inference code')})"
+        if role == EPOCH:
+            if not per_step or is_end_hook(fn.summary.name):
+                return None  # the hook's own code: its rules know it runs once per epoch
+            return f"once per epoch (reached only from {state.why.get(node, 'an epoch-end hook')})"
         if claimed:
             return self._unreached()
         return None
+
+    def flag_turned_on(self, flags: list[str], path: str) -> bool:
+        """Whether code of the project of `path` that may train passes or sets one of these
+        inference flags on (`f(x, predict_mode=True)`, `model.predict_mode = args.predict`):
+        anywhere but in inference or epoch-end code (a predict hook, a generation loop, an
+        evaluation script, what only they reach)."""
+        self.compute()
+        index = self.__dict__.get("_flags_on")
+        if index is None:
+            index = {}
+            for where, module in self.model.modules.items():
+                for name, keys in module.scope.flags_on.items():
+                    index.setdefault(name, []).extend(
+                        (where, f"{where}:{key}" if key else module_node(where)) for key in keys
+                    )
+            self.__dict__["_flags_on"] = index
+        for flag in flags:
+            for where, node in index.get(flag, ()):
+                if not self._same_project(where, path):
+                    continue  # another project's flag of the same name
+                claimed = self.reach is not None and self._claimed(where, self.claimed)
+                state = self.reach if claimed else self.library
+                if state is None or state.roles.get(node, 0) not in (INFER, EPOCH):
+                    return True
+        return False
 
     def _dead_hook(self, fn: _Function) -> str | None:
         """A Lightning 1 hook (`on_keyboard_interrupt`) of a Lightning class, which Lightning 2
@@ -1153,6 +1324,13 @@ class ProjectScope:
 
 def _region_reason(how: str, text: str, value: bool) -> str:
     state = "true" if value else "false"
+    if how.startswith("infer-"):
+        flag = "an inference flag that training leaves off"
+        if how == "infer-else":
+            return f"inference only (the `else` of `if {text}`, {flag})"
+        if how == "infer-after":
+            return f"inference only (after `if {text}: return`, {flag})"
+        return f"inference only (under `if {text}`, {flag})"
     if how == "cuda-import":
         return f"in a branch that imports a CUDA-only package (under `if {text}`)"
     if how == "else":

@@ -21,6 +21,11 @@
   `@jax.jit`, `@wp.kernel`): their values are not PyTorch tensors;
 - `generation`: functions that run an autoregressive loop (text or image generation,
   diffusion sampling): inference, not training;
+- inference flags: regions under a flag named for inference that defaults to False
+  (`def f(x, _offload_inference=False): if _offload_inference: ...`, `self.predict_mode`
+  set only from such a parameter), with `how` "infer-if"/"infer-else"/"infer-after" and the
+  flag's names; and `flags_on`, where the file passes or sets such a flag to another value
+  (the project decides whether training code turns it on);
 - `after_fit`, `handlers`: code that runs in the launching process (after `trainer.fit`
   returned, or in a signal handler).
 
@@ -71,6 +76,10 @@ CUDA_ONLY_PACKAGES = frozenset(
 # system's, not torch tensors), by the root package of the decorator.
 KERNEL_ROOTS = frozenset({"triton", "numba", "jax", "warp", "taichi", "cupy", "tensorflow"})
 _KERNEL_ALIASES = {"wp": "warp", "ti": "taichi", "tf": "tensorflow", "nb": "numba"}
+# Words of a flag that switches code into inference (`_offload_inference`, `predict_mode`,
+# `is_inference`): a parameter that defaults to False (or an attribute set only from one or
+# from False) is off while training unless training code passes it on.
+INFERENCE_TOKENS = frozenset({"inference", "infer", "predict", "prediction", "predicting"})
 # Words in a function's name that say it generates or samples.
 GENERATION_TOKENS = frozenset({"generate", "generation", "sample", "sampling", "greedy", "beam"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
@@ -104,6 +113,10 @@ _XLA_SPAWNS = frozenset(
 _XLA_DEVICE_CALLS = frozenset(
     {"torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.devices"}
 )
+
+
+# The Trainer's methods that run a loop: whether a script trains or only evaluates.
+_TRAINER_RUNS = frozenset({"fit", "test", "validate", "predict", "tune"})
 
 
 # Keywords and config keys of data-pipeline objects: what they name runs in the data loader.
@@ -147,6 +160,13 @@ class ScopeFacts:
     star_imports: list[str] = field(default_factory=list)
     # Names built or named in data-pipeline arguments (`transforms=`, `collate_fn=`).
     data_uses: list[str] = field(default_factory=list)
+    # Inference flags (INFERENCE_TOKENS) this file turns on: keyword name (`f(predict_mode=
+    # True)`) or attribute (`model.predict_mode = flag`) -> the functions that pass or set it
+    # something other than False/None.
+    flags_on: dict[str, list[str]] = field(default_factory=dict)
+    # function key -> the Trainer methods it calls on any value (`fit`, `test`, `validate`,
+    # `predict`, `tune`): an entry point that only tests or predicts is inference.
+    trainer_calls: dict[str, list[str]] = field(default_factory=dict)
     digest: int = 0  # text_digest of the text these facts are of
 
     def to_json(self) -> dict[str, Any]:
@@ -170,6 +190,8 @@ class ScopeFacts:
             "ar": self.attribute_refs,
             "si": self.star_imports,
             "du": self.data_uses,
+            "fo": self.flags_on,
+            "tc": self.trainer_calls,
             "d": self.digest,
         }
 
@@ -195,6 +217,8 @@ class ScopeFacts:
             data["ar"],
             data["si"],
             data["du"],
+            data["fo"],
+            data["tc"],
             data["d"],
         )
 
@@ -277,6 +301,14 @@ class _Walker:
         self.keys = keys
         self.text = text
         self._lines: list[str] | None = None
+        # Inference flags (INFERENCE_TOKENS) that are off in the function being walked: its
+        # parameters that default to False/None and are never reassigned, with its class;
+        # per class, the attributes set only from such parameters or from False/None (with
+        # those parameters' names); the flag names the last inference truth read.
+        self.inference_text = "infer" in text or "predict" in text
+        self._flag_params: list[tuple[set[str], str | None]] = []
+        self._flag_attributes: dict[str, dict[str, list[str]]] = {}
+        self._flags_seen: list[str] = []
         self.cheap = not any(
             token in text
             for token in (
@@ -379,11 +411,34 @@ class _Walker:
                 self.fitted |= self.fitting
                 self.fitting = set()
             exit_test = _early_exit(statement)
-            if exit_test is not None and index + 1 < len(statements) and not self.cheap:
-                truth = self.truth(exit_test, imports, truths)
+            if exit_test is not None and index + 1 < len(statements):
+                first, last = statements[index + 1], statements[-1]
+                truth = None if self.cheap else self.truth(exit_test, imports, truths)
                 if decided(truth):
-                    first, last = statements[index + 1], statements[-1]
                     self.region(key, first, last, truth, False, exit_test, "after")
+                elif key and self.inference_text:
+                    spans = [(first, last, False, "after")]
+                    self.inference_region(exit_test, key, imports, truths, spans)
+
+    def inference_region(
+        self,
+        test: ast.expr,
+        key: str,
+        imports: dict[str, str],
+        truths: list[dict[str, Truth]],
+        spans: list[tuple[ast.AST, ast.AST, bool, str]],
+    ) -> None:
+        """Record the spans a test of inference flags decides (`if predict_mode:` ...): each
+        (first, last, wanted, how) span runs only when the test is `wanted`. Their `how` is
+        "infer-" and the region's own: the scope leaves findings about breakage in them in
+        (inference runs on the TPU too) and asks whether training code turns a flag on."""
+        self._flags_seen = []
+        truth = self.truth(test, imports, truths, infer=True)
+        if not isinstance(truth, bool) or not self._flags_seen:
+            return
+        flags = sorted(set(self._flags_seen))
+        for first, last, wanted, how in spans:
+            self.region(key, first, last, truth, wanted, test, f"infer-{how}", flags)
 
     def region(
         self,
@@ -394,6 +449,7 @@ class _Walker:
         wanted: bool,
         test: ast.AST | list[ast.AST],
         how: str,
+        flags: list[str] | None = None,
     ) -> None:
         """Code from `first` to `last` runs only when `truth` is `wanted`. `how` says where
         it sits: "if" (the body), "else", "after" (after `if test: return`), "and"/"or" (a
@@ -416,6 +472,7 @@ class _Walker:
                 wanted,
                 how,
                 text,
+                *([flags] if flags else []),
             ]
         )
 
@@ -457,8 +514,13 @@ class _Walker:
             return
         if isinstance(node, (ast.If, ast.While)):
             self.expression(node.test, key, imports, local)
+            truth = None if self.cheap else self.truth(node.test, imports, truths)
+            if not decided(truth) and key and self.inference_text:
+                spans = [(node.body[0], node.body[-1], True, "if")]
+                if node.orelse and isinstance(node, ast.If):
+                    spans.append((node.orelse[0], node.orelse[-1], False, "else"))
+                self.inference_region(node.test, key, imports, truths, spans)
             if not self.cheap:
-                truth = self.truth(node.test, imports, truths)
                 if decided(truth) and node.body:
                     self.region(key, node.body[0], node.body[-1], truth, True, node.test, "if")
                 if decided(truth) and node.orelse and isinstance(node, ast.If):
@@ -510,6 +572,22 @@ class _Walker:
                     self.assigned(targets, value, key, imports, klass, truths)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local)
+            if value is not None and any(
+                isinstance(t, ast.Name) and DATA_KEYS.search(t.id) for t in targets
+            ):
+                # `transforms = [Crop(64), ToGraph()]`, `collate_fn = Pad()`: built for the
+                # data loader as surely as in a `transforms=` argument.
+                self.data_argument(value, imports, local)
+            if value is not None and self.inference_text and not self._off_flag(value):
+                for target in targets:
+                    # `model.predict_mode = True` (a class's own `self.` assignments decide
+                    # whether its attribute is a flag at all: _off_flag_attributes).
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and name_tokens(target.attr) & INFERENCE_TOKENS
+                        and not (isinstance(target.value, ast.Name) and target.value.id == "self")
+                    ):
+                        self._flag_on(target.attr, key)
             for target in targets:
                 if isinstance(target, ast.Name):
                     if value is not None:
@@ -636,7 +714,10 @@ class _Walker:
             if default is not None:
                 self.expression(default, outer, imports, set())
         inner_truths = [*truths, {}] if outer else [{}]
+        flags = _off_flag_params(node) if self.inference_text else set()
+        self._flag_params.append((flags, klass))
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
+        self._flag_params.pop()
         tokens = name_tokens(node.name)
         if (
             (tokens & GENERATION_TOKENS or _NO_GRAD & set(qualified))
@@ -667,6 +748,8 @@ class _Walker:
             d.rsplit(".", 1)[-1] not in ("dataclass", "total_ordering", "final") for d in decorators
         ):
             self.facts.registered.append(["class", qualname])
+        if self.inference_text:
+            self._flag_attributes[qualname] = _off_flag_attributes(node)
         self.body(node.body, outer, imports, set(), qualname, [{}])
 
     # --- expressions -----------------------------------------------------------------------
@@ -697,6 +780,26 @@ class _Walker:
                 for keyword in current.keywords:
                     if keyword.arg is not None and DATA_KEYS.search(keyword.arg):
                         self.data_argument(keyword.value, imports, local)
+                    if (
+                        self.inference_text
+                        and keyword.arg is not None
+                        and name_tokens(keyword.arg) & INFERENCE_TOKENS
+                        and not self._off_flag(keyword.value)
+                    ):
+                        self._flag_on(keyword.arg, key)
+                if isinstance(func, ast.Attribute) and func.attr in _TRAINER_RUNS:
+                    runs = self.facts.trainer_calls.setdefault(key, [])
+                    if func.attr not in runs:
+                        runs.append(func.attr)
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr in ("append", "extend", "insert")
+                    and isinstance(func.value, ast.Name)
+                    and DATA_KEYS.search(func.value.id)
+                ):
+                    # `transforms.append(NeighborList(r_max))`
+                    for argument in current.args:
+                        self.data_argument(argument, imports, local)
                 if use is None or use[0] == "meth":
                     # The receiver of a method of a value may hold calls (`make().fit()`).
                     stack.append(func.value if isinstance(func, ast.Attribute) else func)
@@ -724,6 +827,27 @@ class _Walker:
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
             stack.extend(ast.iter_child_nodes(current))
+
+    def _off_flag(self, value: ast.expr) -> bool:
+        """An off value, or an inference flag that is off here handed on (`_offload_inference=
+        _offload_inference`, `predict=self.predict_mode`)."""
+        if _off(value) or not self._flag_params:
+            return _off(value)
+        params, klass = self._flag_params[-1]
+        if isinstance(value, ast.Name):
+            return value.id in params
+        return (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "self"
+            and klass is not None
+            and value.attr in self._flag_attributes.get(klass, {})
+        )
+
+    def _flag_on(self, name: str, key: str) -> None:
+        keys = self.facts.flags_on.setdefault(name, [])
+        if key not in keys:
+            keys.append(key)
 
     @staticmethod
     def _add(uses: list[list[str]], seen: set[tuple[str, ...]] | None, use: list[str]) -> None:
@@ -884,8 +1008,10 @@ class _Walker:
 
     def verdict(self, node: ast.Call, key: str, imports: dict[str, str]) -> str:
         """How surely a Trainer or Fabric runs on TPUs: "tpu" (`accelerator="tpu"`, an XLA
-        strategy, `tpu_cores`), "other" (another accelerator named, `gpus=N`, a DDP
-        strategy) or "auto" (nothing says: Lightning picks the TPU on a TPU VM)."""
+        strategy, `tpu_cores`), "other" (another accelerator named, `gpus=N` or a list of GPU
+        ids, a DDP strategy or Lightning 1's `distributed_backend="ddp"`, apex's AMP:
+        `amp_backend="apex"`, `amp_level="O2"`) or "auto" (nothing says: Lightning picks the
+        TPU on a TPU VM)."""
         verdicts: set[str] = set()
         for keyword in node.keywords:
             name, value = keyword.arg, keyword.value
@@ -902,7 +1028,7 @@ class _Walker:
                     verdicts.add("other")
                 elif re.search(r"(?i)tpu|xla", self.source(value)):
                     return "tpu"
-            elif name == "strategy":
+            elif name in ("strategy", "distributed_backend"):
                 if any(t in _XLA_STRATEGY_NAMES for t in texts) or self.is_xla_class(
                     value, imports
                 ):
@@ -913,12 +1039,15 @@ class _Walker:
                 isinstance(value, ast.Constant) and value.value in (None, 0)
             ):
                 return "tpu"
-            elif (
-                name in ("gpus", "num_gpus")
-                and isinstance(value, ast.Constant)
-                and value.value not in (None, 0, "0")
+            elif name in ("gpus", "num_gpus") and (
+                (isinstance(value, ast.Constant) and value.value not in (None, 0, "0", ""))
+                or (isinstance(value, (ast.List, ast.Tuple)) and value.elts)
             ):
                 verdicts.add("other")
+            elif (name == "amp_backend" and texts == ["apex"]) or (
+                name == "amp_level" and texts and all(re.fullmatch(r"o[0-3]", t) for t in texts)
+            ):
+                verdicts.add("other")  # apex's AMP exists only for CUDA
         return "other" if verdicts else "auto"
 
     def literal_texts(self, node: ast.expr) -> list[str]:
@@ -949,14 +1078,33 @@ class _Walker:
     # --- truth -----------------------------------------------------------------------------
 
     def truth(
-        self, node: ast.expr, imports: dict[str, str], truths: list[dict[str, Truth]]
+        self,
+        node: ast.expr,
+        imports: dict[str, str],
+        truths: list[dict[str, Truth]],
+        infer: bool = False,
     ) -> Truth:
-        """The condition's value on a TPU (see the module docstring)."""
+        """The condition's value on a TPU (see the module docstring). `infer`: its value while
+        training, where inference flags that default to False are off."""
         if isinstance(node, ast.BoolOp):
-            parts = [self.truth(v, imports, truths) for v in node.values]
+            parts = [self.truth(v, imports, truths, infer) for v in node.values]
             return _and(parts) if isinstance(node.op, ast.And) else _or(parts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return _not(self.truth(node.operand, imports, truths))
+            return _not(self.truth(node.operand, imports, truths, infer))
+        if infer and self._flag_params:
+            params, klass = self._flag_params[-1]
+            if isinstance(node, ast.Name) and node.id in params:
+                self._flags_seen.append(node.id)
+                return False
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and klass is not None
+                and node.attr in self._flag_attributes.get(klass, {})
+            ):
+                self._flags_seen += [node.attr, *self._flag_attributes[klass][node.attr]]
+                return False
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             return self.compare(node.left, node.ops[0], node.comparators[0], imports, truths)
         if isinstance(node, ast.Call):
@@ -998,7 +1146,7 @@ class _Walker:
                 return ["attr", node.attr]
             return None
         if isinstance(node, ast.NamedExpr):
-            return self.truth(node.value, imports, truths)
+            return self.truth(node.value, imports, truths, infer)
         return None
 
     def call_truth(
@@ -1101,6 +1249,73 @@ class _Walker:
         if name in _TPU_DEVICE_NAMES:
             return True
         return None
+
+
+def _off(node: ast.expr | None) -> bool:
+    """`False`, `None` or `0`: a flag's off value."""
+    return isinstance(node, ast.Constant) and node.value in (False, None)
+
+
+def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters named for inference (INFERENCE_TOKENS) that default to an off value and
+    that the body never reassigns."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    pairs = [
+        *zip(positional, [*defaults, *args.defaults], strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    flags = {
+        arg.arg
+        for arg, default in pairs
+        if default is not None and _off(default) and name_tokens(arg.arg) & INFERENCE_TOKENS
+    }
+    if flags:
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                flags.discard(child.id)
+    return flags
+
+
+def _off_flag_attributes(node: ast.ClassDef) -> dict[str, list[str]]:
+    """The `self.<attr>` flags named for inference that the class's methods set only to an
+    off value or from a parameter that defaults to one (`self.predict_mode = predict_mode`),
+    with those parameters' names."""
+    found: dict[str, list[str]] = {}
+    other: set[str] = set()
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params: set[str] | None = None
+        for child in ast.walk(method):
+            if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                value = child.value
+            else:
+                continue
+            for target in targets:
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    and name_tokens(target.attr) & INFERENCE_TOKENS
+                ):
+                    continue
+                if isinstance(child, ast.AugAssign) or value is None:
+                    other.add(target.attr)
+                elif _off(value):
+                    found.setdefault(target.attr, [])
+                elif isinstance(value, ast.Name):
+                    if params is None:
+                        params = _off_flag_params(method)
+                    if value.id in params:
+                        found.setdefault(target.attr, []).append(value.id)
+                    else:
+                        other.add(target.attr)
+                else:
+                    other.add(target.attr)
+    return {attr: names for attr, names in found.items() if attr not in other}
 
 
 def _is_device_text(node: ast.expr) -> bool:
