@@ -56,6 +56,9 @@ import torch
         ("self.use_gpu", "under"),
         ("isinstance(self.trainer.accelerator, CUDAAccelerator)", "under"),
         ("torch.backends.cudnn.is_available() and x.sum() > 0", "under"),
+        # Lightning's XLA strategy creates no torch.distributed process group.
+        ("torch.distributed.is_initialized()", "under"),
+        ("torch.distributed.is_available() and torch.distributed.is_initialized()", "under"),
     ],
 )
 def test_a_branch_false_on_xla_is_outside(tmp_path: Path, condition: str, where: str) -> None:
@@ -86,6 +89,8 @@ class Model(L.LightningModule):
         "x.sum() > 0",
         "self.training",
         'self.device.type == "cpu"',
+        "not torch.distributed.is_initialized()",
+        "torch.distributed.is_available()",
     ],
 )
 def test_a_branch_that_may_run_on_xla_stays(tmp_path: Path, condition: str) -> None:
@@ -1206,3 +1211,58 @@ def test_loops_that_are_not_generation(tmp_path: Path) -> None:
     )
     facts = summarize(source, str(tmp_path / "m.py"), "m", False).scope
     assert facts.generation == ["Model.sample#0"]
+
+
+def test_a_project_helper_asking_for_a_process_group_is_false_on_xla(tmp_path: Path) -> None:
+    model = project(
+        tmp_path,
+        {
+            "dist_utils.py": """\
+                import torch.distributed as dist
+
+
+                def is_dist_avail_and_initialized():
+                    return dist.is_available() and dist.is_initialized()
+                """,
+            "m.py": MODULE_HEAD
+            + """\
+from dist_utils import is_dist_avail_and_initialized
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x = self(batch)
+        if is_dist_avail_and_initialized():
+            print(x.item())
+        return x.sum()
+""",
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "print(")
+    assert reason is not None and "false on a TPU" in reason
+
+
+# --- pytest tests beside the library code -----------------------------------------------------
+
+LOOP_MODULE = """\
+import torch
+
+
+def {name}(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        assert torch.isfinite(loss)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "hot"), [("train", True), ("fit_model", True), ("test_fit", False)]
+)
+def test_a_pytest_tests_loop_is_not_a_training_loop(tmp_path: Path, name: str, hot: bool) -> None:
+    model = project(tmp_path, {"lib.py": LOOP_MODULE.format(name=name)})
+    hot_names = {info.root for info in model.hot.values()}
+    assert any(name in root for root in hot_names) is hot

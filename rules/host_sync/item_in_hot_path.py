@@ -23,7 +23,8 @@ class ItemInHotPath(Rule):
     tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`) and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
     `if len(self.samples) < self.max_samples:` that collects samples, an assertion's
-    message, the lines before a `raise`) are not reported.
+    message, the lines before a `raise`, an `except` handler and what it calls) are not
+    reported.
 
     ## Why is this bad on TPU?
     XLA builds a graph of the step lazily and runs it once per step. `.item()` needs the
@@ -126,6 +127,20 @@ class ItemInHotPath(Rule):
             "        if (batch < 0).any():\n"
             "            raise ValueError(f'negative ids, min={batch.min().item()}')\n"
             "        return self(batch)\n"
+        ),
+        # An exception handler runs when the step failed, not every step (nor what it calls).
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        try:\n"
+            "            return self(batch)\n"
+            "        except RuntimeError as error:\n"
+            "            if 'out of memory' not in str(error):\n"
+            "                raise\n"
+            "            print(f'skipped a batch, max {batch.abs().max().item()}')\n"
+            "            self.report_skip(batch)\n"
+            "            return None\n\n"
+            "    def report_skip(self, batch):\n"
+            "        print(batch.sum().item())\n"
         ),
         # A table allocated once and grown when a longer batch comes: not every step.
         Valid(

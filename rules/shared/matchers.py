@@ -133,3 +133,21 @@ def _before_run(ctx: FileContext, function: cst.FunctionDef, node: cst.CSTNode) 
     positions.resolve([node, *runs], ctx.parents)
     first_run = min(positions.range(run)[0] for run in runs)
     return positions.range(node)[0] < first_run
+
+
+# The methods that build an object: a Lightning class's run in the launching process, before
+# Lightning spawns one process per TPU device.
+CONSTRUCTION_METHODS = frozenset({"__init__", "__new__", "__post_init__"})
+
+
+def builds_lightning_object(ctx: FileContext) -> bool:
+    """Whether the walk is where a Lightning class is built: its body or one of its
+    construction methods (through nested functions)."""
+    if ctx.lightning_class is None:
+        return False
+    info = ctx.function
+    while info is not None:
+        if info.cls is not None:
+            return info.node.name.value in CONSTRUCTION_METHODS
+        info = info.parent
+    return True  # the class body

@@ -8,9 +8,8 @@ from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
-from ..shared.configuration import Rename, plan_renames
-from ..shared.matchers import source_of
-from .helpers import _root_local, device_expression
+from ..shared.matchers import builds_lightning_object, source_of
+from .helpers import _enclosing_method
 
 _XLA_DEVICE_FUNCS = frozenset(
     {"torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.torch_xla.device"}
@@ -20,18 +19,19 @@ _XLA_DEVICE_FUNCS = frozenset(
 class XlaDeviceInLightning(Rule):
     """
     ## What it does
-    Finds `xm.xla_device()` and `torch_xla.device()` inside LightningModules, DataModules and
-    Callbacks.
+    Finds `xm.xla_device()` and `torch_xla.device()` where a LightningModule, DataModule or
+    Callback is built (`__init__`, `__new__`, `__post_init__`, the class body): code that runs
+    in the launching process, before Lightning spawns its processes.
 
     ## Why is this bad on TPU?
-    Lightning owns device placement on TPUs: it spawns one process per TPU device, moves the
-    module to that process's device and wraps the loaders in `MpDeviceLoader`. Asking
-    torch_xla for a device yourself fights that: called before the processes are spawned
-    (in `__init__`, at import time, in `prepare_data`), it initialises the XLA runtime in the
-    launcher process and the spawn then fails ("Cannot replicate if number of devices (1) is
-    different from 8"); inside the workers it returns the default device rather than the
-    module's. Lightning's TPU FAQ says: "Don't use `xm.xla_device()` while working on
-    Lightning + TPUs!"
+    With more than one TPU device, Lightning's XLA strategy starts one process per device
+    from `trainer.fit` (`xmp.spawn`), and torch_xla refuses to spawn once the launching process
+    has initialised the XLA runtime: asking for a device while the module is built does that,
+    and the spawn fails ("Cannot replicate if number of devices (1) is different from 8" /
+    "Runtime is already initialized"). Inside the spawned processes (the steps, hooks,
+    `setup`, `*_dataloader`) the call is harmless: Lightning's own `XLAStrategy.root_device`
+    is `xm.xla_device()` (lightning/pytorch/strategies/xla.py:107-112), so it returns the
+    device the module is on, and those calls are not reported.
 
     ## Example
     ```python
@@ -41,9 +41,9 @@ class XlaDeviceInLightning(Rule):
 
 
     class Model(L.LightningModule):
-        def training_step(self, batch, batch_idx):
-            noise = torch.randn(batch.shape, device=xm.xla_device())
-            return self(batch + noise).sum()
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 4).to(xm.xla_device())
     ```
 
     ## Use instead
@@ -53,19 +53,16 @@ class XlaDeviceInLightning(Rule):
 
 
     class Model(L.LightningModule):
-        def training_step(self, batch, batch_idx):
-            noise = torch.randn(batch.shape, device=self.device)
-            return self(batch + noise).sum()
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 4)  # Lightning moves it to the process's device
     ```
 
     ## Fix safety
-    In LightningModule methods that run after the move (step methods, `forward`, `on_*`
-    hooks and the helpers they call) the fix writes `self.device` (`pl_module.device` in
-    Callback hooks); it is unsafe because the process's default XLA device and the module's
-    device can differ when a specific core was chosen (`devices=[5]`). In `__init__`,
-    `setup` and other hooks that run before the move there is no device to ask for: create
-    tensors on the CPU (`register_buffer` for state) and let Lightning move them; there the
-    finding has no fix, or a display-only one that drops `.to(xm.xla_device())`.
+    Where the device only feeds a `.to(...)`, the suggestion drops the move (display-only:
+    code between construction and `fit` may expect the tensors on the device). Elsewhere there
+    is no fix: create the tensors on the CPU (`register_buffer` for state) and let Lightning
+    move them.
 
     ## References
     - [Lightning docs: TPU FAQ ("Don't use xm.xla_device()")](https://lightning.ai/docs/pytorch/stable/accelerators/tpu_faq.html)
@@ -74,11 +71,11 @@ class XlaDeviceInLightning(Rule):
 
     code = "TPU005"
     name = "xla-device-in-lightning"
-    summary = "`xm.xla_device()` / `torch_xla.device()` inside Lightning classes"
+    summary = "`xm.xla_device()` / `torch_xla.device()` while a Lightning class is built"
     severity = Severity.ERROR
-    fix_applicability = Applicability.UNSAFE
+    fix_applicability = Applicability.DISPLAY_ONLY
     fix_sometimes = True
-    fix_message = "Use the device Lightning chose (`self.device`)"
+    fix_message = "Drop the move: Lightning moves the module"
     requires = ("xla_device", "torch_xla")
 
     VALID = (
@@ -86,45 +83,35 @@ class XlaDeviceInLightning(Rule):
         Valid(
             "import torch_xla.core.xla_model as xm\n\ndef main():\n    device = xm.xla_device()\n"
         ),
+        # Inside the spawned processes it is the device Lightning uses (its root_device).
         Valid(
-            "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
-            "    def training_step(self, batch, batch_idx):\n"
-            "        return self(batch.to(self.device)).sum()\n"
-        ),
-        # A plain nn.Module is not Lightning's to place.
-        Valid(
-            "import torch\nimport torch_xla\n\n\nclass Block(torch.nn.Module):\n"
-            "    def forward(self, x):\n        return x.to(torch_xla.device())\n"
-        ),
-    )
-    INVALID = (
-        Invalid(
             "import lightning as L\nimport torch\nimport torch_xla.core.xla_model as xm\n\n\n"
             "class Model(L.LightningModule):\n"
             "    def training_step(self, batch, batch_idx):\n"
             "        mask = torch.ones(4, device=xm.xla_device())\n"
-            "        return self(batch * mask).sum()\n",
-            expected_fix="import lightning as L\nimport torch\n\n\n"
-            "class Model(L.LightningModule):\n"
-            "    def training_step(self, batch, batch_idx):\n"
-            "        mask = torch.ones(4, device=self.device)\n"
-            "        return self(batch * mask).sum()\n",
-            line=8,
-            applicability=Applicability.UNSAFE,
-            message="Lightning owns device placement",
+            "        return self(batch * mask).sum()\n"
         ),
-        # A callback hook uses the module it is given.
-        Invalid(
+        Valid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "class Data(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return pl.MpDeviceLoader(self.loader(), xm.xla_device())\n"
+        ),
+        Valid(
             "import torch\nimport torch_xla\nfrom lightning.pytorch.callbacks import Callback\n\n\n"
             "class Probe(Callback):\n"
             "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
-            "        self.seen = torch.zeros(1, device=torch_xla.device())\n",
-            expected_fix="import torch\nimport torch_xla\n"
-            "from lightning.pytorch.callbacks import Callback\n\n\n"
-            "class Probe(Callback):\n"
-            "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
-            "        self.seen = torch.zeros(1, device=pl_module.device)\n",
+            "        self.seen = torch.zeros(1, device=torch_xla.device())\n"
         ),
+        # A plain nn.Module is not Lightning's to place.
+        Valid(
+            "import torch\nimport torch_xla\n\n\nclass Block(torch.nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.w = torch.zeros(4, device=torch_xla.device())\n"
+        ),
+    )
+    INVALID = (
         # In __init__ there is no device yet: drop the move (display-only).
         Invalid(
             "import lightning as L\nimport torch\nimport torch_xla.core.xla_model as xm\n\n\n"
@@ -132,7 +119,7 @@ class XlaDeviceInLightning(Rule):
             "    def __init__(self):\n"
             "        super().__init__()\n"
             "        self.net = torch.nn.Linear(4, 4).to(xm.xla_device())\n",
-            message="in `__init__`",
+            message="before Lightning spawns",
             applicability=Applicability.DISPLAY_ONLY,
             expected_suggestion="import lightning as L\nimport torch\n"
             "import torch_xla.core.xla_model as xm\n\n\n"
@@ -142,50 +129,40 @@ class XlaDeviceInLightning(Rule):
             "        self.net = torch.nn.Linear(4, 4)\n",
         ),
         Invalid(
-            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "import lightning as L\nimport torch\nimport torch_xla\n\n\n"
             "class Data(L.LightningDataModule):\n"
-            "    def setup(self, stage):\n"
-            "        self.device = xm.xla_device()\n",
-            message="before Lightning moves",
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.offsets = torch.arange(8, device=torch_xla.device())\n",
+            line=9,
+            message="register_buffer",
+        ),
+        Invalid(
+            "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    device_here = xm.xla_device()\n",
+            message="class body",
         ),
     )
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        self._renames: list[Rename] = []
-        return None
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if ctx.lightning_class is None or ctx.qualify(node.func) not in _XLA_DEVICE_FUNCS:
             return
-        call_code = source_of(ctx, node)
-        expression, why = device_expression(ctx)
+        if not builds_lightning_object(ctx):
+            return  # runs in a spawned process: the device Lightning uses
+        _, method = _enclosing_method(ctx)
+        where = "the class body" if method is None else f"`{method.name.value}`"
         head = (
-            f"`{call_code}` in a Lightning class: Lightning owns device placement on TPUs (one "
-            "process per device, module already moved)"
+            f"`{source_of(ctx, node)}` in {where} runs in the launching process, before "
+            "Lightning spawns one process per TPU device: it initialises the XLA runtime there "
+            "and the spawn fails"
         )
-        if expression is not None and not node.args:
-            root = _root_local(node.func)
-            self._renames.append(
-                Rename(
-                    report_node=node,
-                    old=node,
-                    new=cst.parse_expression(expression),
-                    local=root,
-                    needs=None,
-                    message=f"{head}; use `{expression}`",
-                    applicability=Applicability.UNSAFE,
-                    fix_message=f"Use `{expression}`",
-                    drop_old=root != "torch_xla",
-                )
-            )
-            return
         move = _to_call_around(ctx, node)
         if move is not None:
             self.report(
                 node,
-                f"{head}; {why} there is no device to ask for: drop the `.to(...)` and let "
-                "Lightning move the module",
+                f"{head}; drop the `.to(...)` and let Lightning move the module",
                 replacement=strip_call_suffix(move),
                 replaces=move,
                 applicability=Applicability.DISPLAY_ONLY,
@@ -193,13 +170,9 @@ class XlaDeviceInLightning(Rule):
             return
         self.report(
             node,
-            f"{head}; {why}: create tensors on the CPU (`register_buffer` for state) and let "
+            f"{head}; create tensors on the CPU (`register_buffer` for state) and let "
             "Lightning move them",
         )
-
-    def leave_Module(self, node: cst.Module) -> None:
-        if self._renames:
-            plan_renames(self.ctx, self, self._renames)
 
 
 def _to_call_around(ctx, node: cst.Call) -> cst.Call | None:

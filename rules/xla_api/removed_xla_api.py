@@ -17,7 +17,7 @@ from ..shared.configuration import (
     version_gated,
     version_tuple,
 )
-from ..shared.matchers import source_of
+from ..shared.matchers import builds_lightning_object, source_of
 from .helpers import _XM
 
 _XR = ImportSpec("torch_xla.runtime", alias="xr")
@@ -182,9 +182,9 @@ class RemovedXlaApi(Rule):
     `xla_device(n, devkind)`) are reported without a fix, and so is a file where the name
     `xr` is already taken by another import.
 
-    With TPU005 enabled, `xm.xla_device()` inside Lightning classes is left to TPU005 (use
-    `self.device` there); with TPU105 enabled, `xm.mark_step()` inside Lightning hooks is left
-    to TPU105 (remove it there).
+    With TPU005 enabled, `xm.xla_device()` where a Lightning class is built is left to TPU005;
+    with TPU105 enabled, `xm.mark_step()` inside Lightning hooks is left to TPU105 (remove it
+    there).
 
     ## References
     - [pytorch/xla#7679: deprecate `xrt_world_size`](https://github.com/pytorch/xla/pull/7679)
@@ -470,7 +470,7 @@ class RemovedXlaApi(Rule):
             return
         if version_gated(ctx, node):
             return
-        if api.old == "xla_device" and self._defer_device and ctx.lightning_class is not None:
+        if api.old == "xla_device" and self._defer_device and builds_lightning_object(ctx):
             return
         if api.old == "mark_step" and self._defer_sync and ctx.lightning_class is not None:
             return

@@ -462,6 +462,8 @@ class FileContext(Resolver):
                     kinds.add("rare")
             elif isinstance(ancestor, cst.Assert) and child is ancestor.msg:
                 kinds.add("rare")  # the message is evaluated only when the assertion fails
+            elif isinstance(ancestor, cst.ExceptHandler) and child is ancestor.body:
+                kinds.add("rare")  # a handler runs when the block raised: the error path
             elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
                 if isinstance(ancestor.operator, cst.And):
                     kinds |= self._condition_kinds(ancestor.left)

@@ -79,6 +79,15 @@ def is_cold_name(name: str) -> bool:
     return name.startswith("on_") and "batch" not in name and name not in LIGHTNING_BATCH_HOOKS
 
 
+def is_pytest_test(name: str, cls: str | None) -> bool:
+    """Whether pytest collects this function as a test (its default `python_functions` and
+    `python_classes`: `test_*` functions at module level or in a `Test*` class): a test checks
+    the code on the host; it is not how a project trains."""
+    if not (name == "test" or name.startswith("test_")):
+        return False
+    return cls is None or cls.rsplit(".", 1)[-1].startswith("Test")
+
+
 # Name tokens of other accelerators (Graphcore IPUs, Habana Gaudi HPUs, Ascend NPUs): a class or
 # function named for one (`BCELossIPU`, `PredictorModuleIPU`, `create_ipu_dataloader`) is
 # written to run there, not on a TPU.

@@ -41,6 +41,7 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     LIGHTNING_BATCH_HOOKS,
     STEP_METHODS,
     is_cold_name,
+    is_pytest_test,
     names_other_accelerator,
 )
 from tpulint.analysis.kinds import ClassKind
@@ -698,8 +699,14 @@ class ProjectModel:
             reason = entry_reason(fn.summary.name, kind, self.hot_methods)
             if reason == "forward" and fn.owner in data_classes:
                 continue  # a transform of the data pipeline: host tensors, per sample
-            if reason is None and fn.summary.key in fn.module.scope.step_loops:
+            if (
+                reason is None
+                and fn.summary.key in fn.module.scope.step_loops
+                and not is_pytest_test(fn.summary.name, fn.summary.cls)
+            ):
                 # A hand-written training loop (Fabric, torch_xla): it steps the optimizer.
+                # A pytest test's loop (`def test_...` beside the library code) checks the
+                # library on the host; it is not how the project trains.
                 reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
             if reason is not None and not _for_other_accelerator(fn):
                 hot[gkey] = HotInfo(reason, fn.summary.name)

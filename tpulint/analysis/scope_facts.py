@@ -87,6 +87,12 @@ _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 _CUDA_DEVICE_NAMES = ("cuda", "gpu", "mps")
 _TPU_DEVICE_NAMES = ("xla", "tpu")
 _TORCH_CUDA_CHECKS = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.mps.")
+# Lightning's XLA strategies never create a torch.distributed process group (they talk
+# through torch_xla: lightning/pytorch/strategies/xla.py has no init_process_group), so
+# `dist.is_initialized()` is False on a TPU and what it guards never runs there.
+_DIST_INITIALIZED = frozenset(
+    {"torch.distributed.is_initialized", "torch.distributed.distributed_c10d.is_initialized"}
+)
 _LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 _XLA_STRATEGY_NAMES = frozenset(
     {"xla", "xla_debug", "xla_fsdp", "single_xla", "tpu_spawn", "tpu_spawn_debug", "single_tpu"}
@@ -323,6 +329,8 @@ class _Walker:
                 "mps",
                 "CUDA",
                 "bnb",
+                # `dist.is_initialized()` and helpers named for it (`is_dist_avail_and_initialized`)
+                "initialized",
             )
         )
 
@@ -1158,7 +1166,7 @@ class _Walker:
         text = dotted(func)
         if text is not None:
             qualified = self.qualify(text, imports)
-            if qualified.startswith(_TORCH_CUDA_CHECKS):
+            if qualified.startswith(_TORCH_CUDA_CHECKS) or qualified in _DIST_INITIALIZED:
                 return False
             last = text.rsplit(".", 1)[-1]
             if last == "isinstance" and len(node.args) == 2:

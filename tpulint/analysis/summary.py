@@ -738,7 +738,11 @@ class _Summarizer(ValueEvaluator):
             for handler in node.handlers:  # type: ignore[attr-defined]
                 if handler.name:
                     set_local(scope, handler.name, ["host"])
+                # A handler runs when the block raised: the error path, not every step.
+                saved_guards = scope.guards
+                scope.guards = (*saved_guards, RARE)
                 self.block(handler.body, scope, names, klass)
+                scope.guards = saved_guards
             self.block(node.orelse, scope, names, klass)  # type: ignore[attr-defined]
             self.block(node.finalbody, scope, names, klass)  # type: ignore[attr-defined]
             return
