@@ -303,6 +303,19 @@ def model_of(
     return model
 
 
+def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
+    """The YAML files among `paths` whose Trainer section asks for TPUs (`accelerator: tpu`,
+    an XLA strategy, `tpu_cores`): configs of the project's TPU launch."""
+    from tpulint.analysis.config_facts import config_facts
+
+    out = []
+    for path in paths:
+        text = _read(path, config)
+        if text is not None and config_facts(path, text).trainer == "tpu":
+            out.append(path)
+    return out
+
+
 def read_configs(items: Sequence[tuple[str, str]], cache: ScanCache | None) -> list[ConfigFacts]:
     """What each YAML config names (tpulint.analysis.config_facts), from the cache where it
     has them."""
