@@ -1251,6 +1251,22 @@ class FileView:
     def has_lightning_class(self) -> bool:
         return self.class_kinds.is_lightning
 
+    def callers(self, key: str) -> list[tuple[str, str | None]]:
+        """The project's functions that call function `key` of this file: (name, the qualname
+        of the class it is a method of, or None)."""
+        fn = self._functions.get(key)
+        if fn is None:
+            return []
+        return [
+            (caller.summary.name, caller.summary.cls)
+            for caller, _, _ in self.model._callers().get(fn.gkey, [])
+        ]
+
+    @property
+    def project_has_lightning_class(self) -> bool:
+        """Whether any class of the project derives from Lightning: code a Trainer runs."""
+        return any(ClassKind(kind).is_lightning for kind in self.model.lightning_table().values())
+
     def class_gkey(self, qualname: str) -> str:
         return f"{self.model.prefix(self.module)}.{qualname}"
 
