@@ -1262,6 +1262,22 @@ class FileView:
             for caller, _, _ in self.model._callers().get(fn.gkey, [])
         ]
 
+    def default_takers(self, key: str, parameter: str) -> list[tuple[str, ClassKind]]:
+        """The project's calls of function `key` that leave `parameter` out, so its default is
+        what the function gets (calls spreading `*args`/`**kwargs` count as leaving it out:
+        what they pass is not visible): the calling function's name and the kind of the class
+        it is a method of (NONE for a plain function)."""
+        fn = self._functions.get(key)
+        if fn is None or parameter not in fn.summary.params:
+            return []
+        index = fn.summary.params.index(parameter)
+        out = []
+        for caller, call, offset in self.model._callers().get(fn.gkey, []):
+            if parameter not in call.keywords and len(call.args) + offset <= index:
+                kind = self.model.class_kind(caller.owner) if caller.owner else ClassKind.NONE
+                out.append((caller.summary.name, kind))
+        return out
+
     @property
     def project_has_lightning_class(self) -> bool:
         """Whether any class of the project derives from Lightning: code a Trainer runs."""
