@@ -216,8 +216,9 @@ def test_yaml_config_is_checked_when_named(tmp_path: Path) -> None:
 
 
 def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) -> None:
-    """A folder's YAML files are checked when a Trainer section asks for TPUs (the project's
-    TPU launch); other YAML (GPU configs, CI, data) only when named, excluded ones never."""
+    """A folder's LightningCLI configs are checked when a Trainer section asks for TPUs (the
+    project's TPU launch); other YAML (GPU configs, Hydra configs, CI, data) only when named,
+    excluded ones never."""
     gpu = "trainer:\n  accelerator: gpu\n  tpu_cores: null\n  replace_sampler_ddp: false\n"
     root = make_project(
         tmp_path / "p",
@@ -226,6 +227,9 @@ def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) 
             "configs/fit.yml": "fit:\n  trainer:\n    accelerator: tpu\n    tpu_cores: 8\n",
             "configs/gpu.yaml": gpu,
             "ci.yaml": "jobs:\n  test:\n    runs-on: ubuntu-latest\n",
+            # A Hydra overlay for a torch_xla script that ignores its `trainer:` section.
+            "configs/experiment/xla.yaml": "# @package _global_\ndefaults:\n  - override /model: "
+            "small\ntrainer:\n  accelerator: tpu\n  tpu_cores: 8\n",
             "old/tpu.yaml": "trainer:\n  tpu_cores: 8\n",
             "m.py": UNREADY_MODULE,
         },
