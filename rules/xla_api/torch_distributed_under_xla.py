@@ -532,7 +532,7 @@ class TorchDistributedUnderXla(Rule):
             return
         view = ctx.analysis.view
         lightning = (
-            view.project_has_lightning_class
+            view.imported_by_lightning_code
             if view is not None
             else any(info.is_lightning for info in ctx.analysis.classes.values())
         )

@@ -324,6 +324,7 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
+        self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
 
     # --- building ------------------------------------------------------------------------
@@ -572,6 +573,43 @@ class ProjectModel:
                         table[f"{module.module}.{local}"] = kind.value
         self._table = table
         return table
+
+    def lightning_imported(self) -> set[str]:
+        """The paths of the modules that define a Lightning class, and of every project module
+        they import, directly or through others: code a Trainer may run. A module only other
+        code imports (a DDP trainer of its own beside the Lightning one) is not among them."""
+        if self._lightning_imported is not None:
+            return self._lightning_imported
+        start = {
+            id(cls.module): cls.module
+            for gkey, cls in self.classes.items()
+            if self.class_kind(gkey).is_lightning
+        }
+        seen: dict[int, ModuleSummary] = {}
+        stack = list(start.values())
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen[id(module)] = module
+            targets = [*module.imports.values(), *module.scope.star_imports]
+            for target in targets:
+                found = self.lookup(target, module)
+                if isinstance(found, (_Class, _Function)):
+                    found = found.module
+                if isinstance(found, ModuleSummary) and id(found) not in seen:
+                    stack.append(found)
+                # The module the name is taken from (`from pkg.data import X` runs
+                # `pkg/data/__init__.py`, and what it imports), when X is defined elsewhere.
+                parts = target.lstrip(".").split(".")
+                for i in range(len(parts), 0, -1):
+                    source = self.module_named(".".join(parts[:i]), module)
+                    if source is not None:
+                        if id(source) not in seen:
+                            stack.append(source)
+                        break
+        self._lightning_imported = {m.path for m in seen.values()}
+        return self._lightning_imported
 
     # --- calls ---------------------------------------------------------------------------
 
@@ -1282,6 +1320,12 @@ class FileView:
     def project_has_lightning_class(self) -> bool:
         """Whether any class of the project derives from Lightning: code a Trainer runs."""
         return any(ClassKind(kind).is_lightning for kind in self.model.lightning_table().values())
+
+    @property
+    def imported_by_lightning_code(self) -> bool:
+        """Whether this file defines a Lightning class or a module that does imports it
+        (directly or through other project modules)."""
+        return self.module.path in self.model.lightning_imported()
 
     def class_gkey(self, qualname: str) -> str:
         return f"{self.model.prefix(self.module)}.{qualname}"
