@@ -500,8 +500,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
         arg = node.args[0]
         if arg.keyword is not None or arg.star or ctx.value_kind(arg.value) is not ValueKind.DEVICE:
             return
-        if not is_torch_tensor(ctx, arg.value, self.bindings):
-            return  # a name of the step's data that may be a list of numbers
+        if not computed_tensor(ctx, arg.value, self.bindings) and (
+            not is_torch_tensor(ctx, arg.value, self.bindings) or self._step_data(arg.value)
+        ):
+            return  # an element of the step's data may be a list of numbers
         if quiet(ctx, node) or in_exception_path(ctx, node) or logged_value(ctx, node):
             return
         tensor = source_of(ctx, arg.value)
@@ -513,6 +515,24 @@ class HostTransferInHotPath(TrackingRule, Rule):
             f"`{tensor}.{name}()` to keep it on the device",
             applicability=Applicability.DISPLAY_ONLY,
         )
+
+    def _step_data(self, node: cst.BaseExpression) -> bool:
+        """An element of a parameter (`batch["lengths"]`, `inputs.lengths`), directly or
+        through a local bound to one."""
+        if isinstance(node, cst.Name):
+            binding = self.bindings.lookup(node.value)
+            if binding is None or binding.value is None:
+                return True
+            node = binding.value
+        while isinstance(node, (cst.Subscript, cst.Attribute)):
+            node = node.value
+        info = self.ctx.function
+        if not isinstance(node, cst.Name) or info is None:
+            return False
+        params = info.node.params
+        return node.value in {
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        }
 
     def _check_number_arguments(self, node: cst.Call, name: str) -> None:
         ctx = self.ctx
