@@ -35,6 +35,7 @@ from .helpers import (
     ragged_on,
     signature_arg,
     stage_where,
+    subtree_parents,
 )
 
 
@@ -91,6 +92,39 @@ def _asks_for_tpus(call: cst.Call) -> bool:
     return False
 
 
+def _under_false_flag(node: cst.CSTNode, off: set[str], parents: dict[int, cst.CSTNode]) -> bool:
+    """Inside the body of `if <flag>:` where the flag is a name only ever bound to `False`
+    (`parents`: the parent links of the code around `node`)."""
+    child = node
+    ancestor = parents.get(id(node))
+    while ancestor is not None:
+        if (
+            isinstance(ancestor, cst.If)
+            and child is ancestor.body
+            and isinstance(ancestor.test, cst.Name)
+            and ancestor.test.value in off
+        ):
+            return True
+        child = ancestor
+        ancestor = parents.get(id(ancestor))
+    return False
+
+
+def _constant_false_names(root: cst.CSTNode) -> set[str]:
+    """Names that every assignment in `root` binds to the literal `False`."""
+    values: dict[str, set[str]] = {}
+    for node in walk(root):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    value = node.value
+                    shown = value.value if isinstance(value, cst.Name) else "?"
+                    values.setdefault(target.target.value, set()).add(shown)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
+            values.setdefault(node.target.value, set()).add("?")
+    return {name for name, seen in values.items() if seen == {"False"}}
+
+
 def _imports_torch_xla(ctx: FileContext) -> bool:
     module = ctx.module
     for statement in module.body:
@@ -124,7 +158,8 @@ class RaggedLastBatch(_DataRule):
     Outside the hooks, a loader surely feeds TPU training in two script shapes: the loader a
     function (or the script's top level) hands to `trainer.fit(model, loader)` (or
     `train_dataloaders=`) of a Trainer it builds for TPUs (`accelerator="tpu"`, `tpu_cores=`,
-    an XLA strategy, also in one branch of a GPU/TPU choice), and the shuffled loader
+    an XLA strategy, also in one branch of a GPU/TPU choice, unless that branch is `if flag:`
+    with a flag the script only ever sets to `False`), and the shuffled loader
     (`shuffle=True`) of a file that imports torch_xla and defines no Lightning class (a
     training loop of its own).
 
@@ -327,6 +362,17 @@ class RaggedLastBatch(_DataRule):
             _HEAD + "def main(model, ds):\n"
             "    loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
             "    trainer = L.Trainer(accelerator='gpu', devices=2)\n"
+            "    trainer.fit(model, loader)\n"
+        ),
+        # The TPU Trainer sits behind a flag the script sets to False.
+        Valid(
+            _HEAD + "def main(model, ds):\n"
+            "    use_tpus = False\n"
+            "    loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+            "    if use_tpus:\n"
+            "        trainer = L.Trainer(accelerator='tpu', devices=8)\n"
+            "    else:\n"
+            "        trainer = L.Trainer(accelerator='gpu', devices=1)\n"
             "    trainer.fit(model, loader)\n"
         ),
         # A shuffled loader of a script that does not train with torch_xla.
@@ -698,11 +744,14 @@ class RaggedLastBatch(_DataRule):
         name = parent.targets[0].target.value
         fits = False
         tpu_trainer = False
+        off = _constant_false_names(root)
+        parents = subtree_parents(root) if off else {}
         for inner in walk(root):
             if not isinstance(inner, cst.Call):
                 continue
             if is_trainer_call(ctx, inner) and _asks_for_tpus(inner):
-                tpu_trainer = True
+                # `use_tpus = False` ... `if use_tpus: Trainer(tpu_cores=8)`: never built.
+                tpu_trainer = tpu_trainer or not _under_false_flag(inner, off, parents)
             elif (
                 isinstance(inner.func, cst.Attribute)
                 and inner.func.attr.value == "fit"
