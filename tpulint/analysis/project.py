@@ -1223,6 +1223,16 @@ class ProjectModel:
                 h.update(f"I{local}=class{self.class_kind(found.gkey).value};".encode())
             elif isinstance(found, _Function):
                 h.update(f"I{local}=fn{self.return_value(found.gkey).digest_text()};".encode())
+        # Whether Lightning code imports the file, and who calls its functions with which
+        # arguments (TPU505's samplers, TPU304's collate helpers, TPU006's device defaults).
+        h.update(f"L{module.path in self.lightning_imported()};".encode())
+        callers = self._callers()
+        for key, fn in functions.items():
+            for caller, call, offset in callers.get(fn.gkey, []):
+                h.update(
+                    f"B{key}<{caller.gkey}|{caller.summary.cls}|{len(call.args)}+{offset}|"
+                    f"{sorted(call.keywords)};".encode()
+                )
         h.update(self.scope.file_digest(module).encode())
         return h.hexdigest()
 
@@ -1317,13 +1327,8 @@ class FileView:
         return out
 
     @property
-    def project_has_lightning_class(self) -> bool:
-        """Whether any class of the project derives from Lightning: code a Trainer runs."""
-        return any(ClassKind(kind).is_lightning for kind in self.model.lightning_table().values())
-
-    @property
     def imported_by_lightning_code(self) -> bool:
-        """Whether this file defines a Lightning class or a module that does imports it
+        """Whether this file defines a Lightning class, or a module that does imports it
         (directly or through other project modules)."""
         return self.module.path in self.model.lightning_imported()
 
