@@ -57,14 +57,15 @@ class TorchDistributedUnderXla(Rule):
     other value) in the message and the calls it guards as related places: those never
     run under XLA, so they cannot raise and are not findings of their own.
 
-    Samplers are code a Trainer runs too: in a project with Lightning classes, a sampler (a
+    Samplers are code a Trainer runs too: in a module Lightning code imports, a sampler (a
     `Sampler`/`BatchSampler` subclass, or a class named `...Sampler`/`...Batcher`) that asks
     `dist.get_rank()` / `dist.get_world_size()` in `__init__`, `__iter__`, `__len__` or
     `set_epoch` without an `is_initialized()` guard (`is_available()` is True on a TPU host,
     and a `rank=None` default falls through to the query) is reported once per method: the
-    dataloader hook that builds it raises. `torch.distributed` re-exported by
-    `torch.utils.data.distributed` (`from torch.utils.data.distributed import dist`) counts
-    as torch.distributed.
+    dataloader hook that builds it raises. So is a DataLoader's `worker_init_fn` that asks
+    them outside a `try` catching `ValueError` (what torch 2.x raises there).
+    `torch.distributed` re-exported by `torch.utils.data.distributed` (`from
+    torch.utils.data.distributed import dist`) counts as torch.distributed.
 
     Not reported:
     - a guard whose fallback is harmless, judged conservatively: either everything it
@@ -283,6 +284,27 @@ class TorchDistributedUnderXla(Rule):
             "        return self(batch).sum()\n",
             line=9,
             message="in the sampler `SortedSampler.__init__`",
+        ),
+        # A worker initialiser that shards by rank; `except RuntimeError` misses the
+        # ValueError torch raises without a process group.
+        Invalid(
+            "import lightning as L\nimport torch\nimport torch.distributed as dist\n\n\n"
+            "def worker_init_fn(worker_id):\n"
+            "    info = torch.utils.data.get_worker_info()\n"
+            "    try:\n"
+            "        rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "    except RuntimeError:\n"
+            "        rank, world = 0, 1\n"
+            "    workers = info.num_workers\n"
+            "    info.dataset.shard(rank * workers + worker_id, world * workers)\n"
+            "\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return torch.utils.data.DataLoader(\n"
+            "            self.ds, batch_size=8, num_workers=4, worker_init_fn=worker_init_fn\n"
+            "        )\n",
+            line=9,
+            message="in the DataLoader worker initialiser `worker_init_fn`",
         ),
         # A guard around a collective: the collective never runs on TPU cores.
         Invalid(
@@ -528,7 +550,11 @@ class TorchDistributedUnderXla(Rule):
         ctx = self.ctx
         klass = ctx.klass
         method = ctx.method_name
-        if klass is None or method not in _SAMPLER_METHODS or not _is_sampler_class(klass):
+        info = ctx.function
+        # A DataLoader's `worker_init_fn` runs in every worker of the loader the same way.
+        worker = info is not None and "worker_init" in info.name
+        sampler = klass is not None and method in _SAMPLER_METHODS and _is_sampler_class(klass)
+        if not (sampler or worker):
             return
         view = ctx.analysis.view
         lightning = (
@@ -557,13 +583,23 @@ class TorchDistributedUnderXla(Rule):
         instead = " and ".join(
             f"`self.trainer.{'global_rank' if n == 'get_rank' else 'world_size'}`" for n in names
         )
+        if sampler:
+            where = (
+                f"in the sampler `{klass.name}.{method}`: a dataloader hook that builds it under"
+                " Lightning's XLA strategy raises here"
+            )
+        else:
+            where = (
+                f"in the DataLoader worker initialiser `{info.name}`: every worker of a loader"
+                " under Lightning's XLA strategy raises here (`ValueError` in torch 2.x, which"
+                " `except RuntimeError` does not catch)"
+            )
         self.report(
             node,
-            f"`{source_of(ctx, node)}` in the sampler `{klass.name}.{method}`: a dataloader hook"
-            " that builds it under Lightning's XLA strategy raises here (the strategy never"
-            " initialises torch.distributed: 'Default process group has not been"
-            f" initialized'); pass {instead} in from the hook, or leave the sharding to"
-            " Lightning's sampler injection",
+            f"`{source_of(ctx, node)}` {where} (the strategy never initialises"
+            " torch.distributed: 'Default process group has not been initialized'); pass"
+            f" {instead} in from the hook, or leave the sharding to Lightning's sampler"
+            " injection",
             related=[
                 RelatedNode(call, f"`{source_of(ctx, call)}` raises there too")
                 for call in queries[1:]
