@@ -60,7 +60,8 @@ class TorchDistributedUnderXla(Rule):
     Samplers are code a Trainer runs too: in a module Lightning code imports, a sampler (a
     `Sampler`/`BatchSampler` subclass, or a class named `...Sampler`/`...Batcher`) that asks
     `dist.get_rank()` / `dist.get_world_size()` in `__init__`, `__iter__`, `__len__` or
-    `set_epoch` without an `is_initialized()` guard (`is_available()` is True on a TPU host,
+    `set_epoch` without an `is_initialized()` guard (or a flag holding it, `is_ddp =
+    dist.is_initialized()`; `is_available()` is True on a TPU host,
     and a `rank=None` default falls through to the query) is reported once per method: the
     dataloader hook that builds it raises. So is a DataLoader's `worker_init_fn` that asks
     them outside a `try` catching `ValueError` (what torch 2.x raises there).
@@ -248,6 +249,24 @@ class TorchDistributedUnderXla(Rule):
             "    def __init__(self, lengths):\n"
             "        self.lengths = lengths\n"
             "        self.replicas = dist.get_world_size()\n"
+        ),
+        # A worker initialiser whose query runs only where a flag says the group exists.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def worker_init_fn(worker_id):\n"
+            "    info = torch.utils.data.get_worker_info()\n"
+            "    is_ddp = False\n"
+            "    if torch.distributed.is_initialized():\n"
+            "        is_ddp = True\n"
+            "    seed = info.seed\n"
+            "    if is_ddp:\n"
+            "        seed += torch.distributed.get_rank() * info.num_workers\n"
+            "    info.dataset.rng.seed(seed % 2**32)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return torch.utils.data.DataLoader(\n"
+            "            self.ds, batch_size=8, num_workers=4, worker_init_fn=worker_init_fn\n"
+            "        )\n"
         ),
     )
     INVALID = (
@@ -568,13 +587,17 @@ class TorchDistributedUnderXla(Rule):
         if function is None:
             return
         # One finding per method, at its first query; the others are related places.
+        flags = self._guard_flags(function)
         queries = [
             call
             for call in _in_source_order(function)
             if isinstance(call, cst.Call)
             and self._dist_name(call) in ("get_rank", "get_world_size")
             and not (
-                self._in_guarded_region(call) or self._tells_xla_apart(call) or self._caught(call)
+                self._in_guarded_region(call)
+                or self._tells_xla_apart(call)
+                or self._caught(call)
+                or self._under_flag(call, flags)
             )
         ]
         if not queries or queries[0] is not node:
@@ -605,6 +628,36 @@ class TorchDistributedUnderXla(Rule):
                 for call in queries[1:]
             ],
         )
+
+    def _guard_flags(self, function: cst.FunctionDef) -> set[str]:
+        """Local names that hold the process-group test: assigned from an expression that
+        calls `is_initialized()` (or a guard helper), or assigned inside a guarded region
+        (`if dist.is_initialized(): is_ddp = True`)."""
+        flags = set()
+        for node in walk(function):
+            if not isinstance(node, cst.Assign):
+                continue
+            names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+            if names and (
+                any(self._is_guard_call(n) for n in walk(node.value))
+                or self._in_guarded_region(node)
+            ):
+                flags.update(names)
+        return flags
+
+    def _under_flag(self, node: cst.CSTNode, flags: set[str]) -> bool:
+        """Inside an `if`/conditional expression whose test reads one of `flags`."""
+        if not flags:
+            return False
+        for ancestor in self._ancestors(node):
+            test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
+            if test is not None and any(
+                isinstance(n, cst.Name) and n.value in flags for n in walk(test)
+            ):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
 
     def _caught(self, node: cst.CSTNode) -> bool:
         """Inside a `try` body whose handlers catch what a missing process group raises
