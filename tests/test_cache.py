@@ -154,3 +154,48 @@ def test_package_listing_follows_files_added_and_removed(tmp_path: Path) -> None
     os.utime(package / "sub", ns=(old, old))
     (package / "a.py").unlink()
     assert not any(p.endswith("a.py") for p in _package_files(str(package), config, listings))
+
+
+def test_cached_results_follow_who_imports_and_calls_a_file(tmp_path: Path) -> None:
+    """A file's cached findings depend on other files: whether Lightning code imports it
+    (TPU505's samplers) and who calls its functions with which arguments (TPU006's device
+    defaults). A warm run sees a change made in another file."""
+    from tests.helpers import run_cli
+
+    sampler = (
+        "import torch.distributed as dist\nfrom torch.utils.data import Sampler\n\n\n"
+        "class ShardSampler(Sampler):\n"
+        "    def __init__(self, size):\n"
+        "        self.size, self.rank = size, dist.get_rank()\n"
+    )
+    helper = (
+        "import torch\n\n\ndef embed(t, device='cuda'):\n"
+        "    return torch.arange(8).to(device) * t\n"
+    )
+    module = (
+        "import lightning as L\n\nfrom pkg.helper import embed\n{extra}\n\n"
+        "class LM(L.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        return self(embed(batch{arg})).sum()\n"
+    )
+    root = make_project(
+        tmp_path / "p",
+        {
+            "pkg/__init__.py": "",
+            "pkg/samplers.py": sampler,
+            "pkg/helper.py": helper,
+            "pkg/model.py": module.format(extra="", arg=", device=batch.device"),
+        },
+        pyproject='select = ["TPU505", "TPU006"]\n',
+    )
+
+    def codes() -> list[tuple[str, str]]:
+        out = run_cli(["check", "."], root).stdout.splitlines()
+        return sorted((line.split(":")[0], line.split()[1]) for line in out if ": TPU" in line)
+
+    assert codes() == []
+    assert codes() == []  # warm
+    (root / "pkg/model.py").write_text(
+        module.format(extra="from pkg.samplers import ShardSampler\n", arg="")
+    )
+    assert codes() == [("pkg/helper.py", "TPU006"), ("pkg/samplers.py", "TPU505")]

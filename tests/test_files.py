@@ -209,12 +209,42 @@ def test_yaml_config_is_checked_when_named(tmp_path: Path) -> None:
         {"config.yaml": "trainer:\n  tpu_cores: 8\n", "m.py": UNREADY_MODULE},
         pyproject='select = ["TPU001"]\n',
     )
-    walked = run_cli(["check", "."], root)
-    assert codes_by_path(walked.stdout) == []  # YAML files are not collected from folders
     named = run_cli(["check", "config.yaml"], root)
     assert codes_by_path(named.stdout) == [("config.yaml", "TPU001")]
     run_cli(["fix", "config.yaml", "--apply"], root)
     assert (root / "config.yaml").read_text() == "trainer:\n  accelerator: tpu\n  devices: 8\n"
+
+
+def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) -> None:
+    """A folder's LightningCLI configs are checked when a Trainer section asks for TPUs (the
+    project's TPU launch); other YAML (GPU configs, Hydra configs, CI, data) only when named,
+    excluded ones never."""
+    gpu = "trainer:\n  accelerator: gpu\n  tpu_cores: null\n  replace_sampler_ddp: false\n"
+    root = make_project(
+        tmp_path / "p",
+        {
+            "configs/tpu.yaml": "model:\n  lr: 0.1\ntrainer:\n  tpu_cores: 8\n",
+            "configs/fit.yml": "fit:\n  trainer:\n    accelerator: tpu\n    tpu_cores: 8\n",
+            "configs/gpu.yaml": gpu,
+            "ci.yaml": "jobs:\n  test:\n    runs-on: ubuntu-latest\n",
+            # A Hydra overlay for a torch_xla script that ignores its `trainer:` section.
+            "configs/experiment/xla.yaml": "# @package _global_\ndefaults:\n  - override /model: "
+            "small\ntrainer:\n  accelerator: tpu\n  tpu_cores: 8\n",
+            "old/tpu.yaml": "trainer:\n  tpu_cores: 8\n",
+            "m.py": UNREADY_MODULE,
+        },
+        pyproject='select = ["TPU001", "TPU002"]\nextend-exclude = ["old"]\n',
+    )
+    walked = run_cli(["check", ".", "--no-cache"], root)
+    assert codes_by_path(walked.stdout) == [
+        ("configs/fit.yml", "TPU001"),
+        ("configs/tpu.yaml", "TPU001"),
+    ]
+    named = run_cli(["check", "configs/gpu.yaml", "--no-cache"], root)
+    assert codes_by_path(named.stdout) == [
+        ("configs/gpu.yaml", "TPU001"),
+        ("configs/gpu.yaml", "TPU002"),
+    ]
 
 
 def test_parallel_and_serial_runs_agree(tmp_path: Path) -> None:

@@ -26,6 +26,9 @@ _NOT_TRAINING = re.compile(
     re.IGNORECASE,
 )
 _TOKENIZER_METHODS = frozenset({"batch_encode_plus", "encode_plus", "pad", "__call__", "encode"})
+# Methods only Hugging Face tokenizers have: the receiver may be named anything
+# (`self.alphabet.batch_encode_plus(...)`).
+_TOKENIZER_ONLY_METHODS = frozenset({"batch_encode_plus", "encode_plus"})
 _COLLATE_NAME = re.compile(r"(collat|padder|pad_batch|batchify)", re.IGNORECASE)
 # What a tokenizer call's callee must say (`_is_tokenizer_call`), case-insensitively.
 _TOKENIZER_TEXT = re.compile(r"tok|processor", re.IGNORECASE)
@@ -115,13 +118,27 @@ def _longest_length(value: cst.BaseExpression) -> bool:
     return False
 
 
+def _is_pad_helper(func: cst.BaseExpression) -> bool:
+    """A callee named for padding (`pad_feats`, `self.pad_to`, `self.padding_ops[key]`): the
+    length passed to it is what it pads to."""
+    while isinstance(func, cst.Subscript):
+        func = func.value
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+    elif isinstance(func, cst.Name):
+        name = func.value
+    else:
+        return False
+    return "pad" in name.lower()
+
+
 def _sizes_something(body: cst.CSTNode, name: str) -> bool:
     """Whether `name` is used to size a tensor or a pad in `body`: an argument of a tensor
     factory or a padding call, or part of a slice or a `range` that fills a padded buffer."""
     for node in walk(body):
         if isinstance(node, cst.Call):
             callee = _callee_name(node)
-            if callee in _SIZED_FACTORIES and any(
+            if (callee in _SIZED_FACTORIES or _is_pad_helper(node.func)) and any(
                 isinstance(n, cst.Name) and n.value == name
                 for arg in node.args
                 for n in walk(arg.value)
@@ -172,14 +189,17 @@ class DynamicPadding(_DataRule):
     """
     ## What it does
     Finds padding to the longest sequence of each batch: Hugging Face tokenizer calls with
-    `padding=True` or `padding="longest"`, `DataCollatorWithPadding(...)` (and the
-    Seq2Seq / TokenClassification / LanguageModeling collators) without `pad_to_multiple_of`
-    or `padding="max_length"`, and, in a collate function (a function named like
-    `collate_fn`, a `*Collator` class, a function passed as `collate_fn=`, or a helper of the
-    same file that one of those calls), `pad_sequence(...)` and hand-rolled padding to the
-    batch's longest element: a length taken as `max(len(x) for x in batch)` (or the `max`
-    of the elements' shapes, or of a list of lengths) that then sizes a pad, a new tensor or
-    a slice.
+    `padding=True` or `padding="longest"` (a receiver named like a tokenizer, or any receiver
+    of `batch_encode_plus`/`encode_plus`, which only tokenizers have),
+    `DataCollatorWithPadding(...)` (and the Seq2Seq / TokenClassification / LanguageModeling
+    collators) without `pad_to_multiple_of` or `padding="max_length"`, and, in a collate
+    function (a function named like `collate_fn`, a `*Collator` class, a function passed as
+    `collate_fn=`, or a helper of the same file that one of those calls), `pad_sequence(...)`
+    and hand-rolled padding to the batch's longest element: a length taken as
+    `max(len(x) for x in batch)` (or the `max` of the elements' shapes, or of a list of
+    lengths) that then sizes a pad, a new tensor or a slice, or is handed to a padding helper
+    (`pad_feats(x, max_len=longest)`). A helper of another file counts as a collate function
+    when the project calls it from one.
 
     Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
     and batch sizes are sized for fast CPU runs.
@@ -321,6 +341,13 @@ class DynamicPadding(_DataRule):
             '        self.enc = self.tokenizer(self.texts, padding="longest")\n',
             message='`padding="longest"`',
         ),
+        # A tokenizer kept under another name: its methods say what it is.
+        Invalid(
+            "class ProteinCollater:\n    def __call__(self, sequences):\n"
+            "        return self.vocab.batch_encode_plus(\n"
+            '            sequences, padding="longest", return_tensors="pt"\n        )\n',
+            line=4,
+        ),
         # Captions with the images: the text is padded per batch.
         Invalid(
             "def _update(images, captions, processor):\n"
@@ -374,6 +401,13 @@ class DynamicPadding(_DataRule):
             "        out[i, : len(x)] = x\n"
             "    return out\n",
             line=6,
+        ),
+        # The longest length handed to a padding helper, by keyword.
+        Invalid(
+            "def collate_fn(batch):\n"
+            "    longest = max([len(item['mask']) for item in batch])\n"
+            "    return [pad_features(item, max_len=longest) for item in batch]\n",
+            line=2,
         ),
         # A function passed as collate_fn=.
         Invalid(
@@ -494,6 +528,8 @@ class DynamicPadding(_DataRule):
 
     def _is_tokenizer_call(self, node: cst.Call) -> bool:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZER_ONLY_METHODS:
+            return True  # named as only Hugging Face tokenizers name them, whatever the receiver
         if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZER_METHODS:
             func = func.value
         text = code(self.ctx, func).lower()
@@ -601,7 +637,20 @@ class DynamicPadding(_DataRule):
         if self._collate_helpers and id(function) in self._collate_helpers:
             return True
         info = self.ctx.analysis.function(function)
-        return info is not None and info.cls is not None
+        if info is not None and info.cls is not None:
+            return True
+        # A helper of another file that a collate function calls (`batchify_*` in a utils
+        # module, called from a collator's `__call__`).
+        view = self.ctx.analysis.view
+        return bool(
+            info is not None
+            and view is not None
+            and any(
+                _SURE_COLLATE.search(name)
+                or (name == "__call__" and cls and _COLLATE_NAME.search(cls.rsplit(".", 1)[-1]))
+                for name, cls in view.callers(info.key)
+            )
+        )
 
     def _collate_function(self) -> tuple[cst.FunctionDef, str] | None:
         ctx = self.ctx

@@ -10,7 +10,7 @@ from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
 
-from ..shared.matchers import walk
+from ..shared.matchers import is_trainer_call, walk
 from .helpers import (
     _PL,
     BATCH_SAMPLERS,
@@ -36,6 +36,7 @@ from .helpers import (
     ragged_on,
     signature_arg,
     stage_where,
+    subtree_parents,
 )
 
 
@@ -75,6 +76,73 @@ def _derives_from_loader(info, seen: set[int] | None = None) -> bool:
     return any(_derives_from_loader(base, seen) for base in info.local_bases)
 
 
+def _asks_for_tpus(call: cst.Call) -> bool:
+    """A Trainer call that asks for TPUs: `accelerator="tpu"`, `tpu_cores=...`, or an XLA
+    strategy."""
+    for arg in call.args:
+        if arg.keyword is None:
+            continue
+        key = arg.keyword.value
+        value = (string_value(arg.value) or "").lower()
+        if key in ("tpu_cores", "num_tpu_cores"):
+            return True
+        if key == "accelerator" and value in ("tpu", "xla"):
+            return True
+        if key == "strategy" and (value.startswith(("xla", "tpu_spawn", "single_xla"))):
+            return True
+    return False
+
+
+def _under_false_flag(node: cst.CSTNode, off: set[str], parents: dict[int, cst.CSTNode]) -> bool:
+    """Inside the body of `if <flag>:` where the flag is a name only ever bound to `False`
+    (`parents`: the parent links of the code around `node`)."""
+    child = node
+    ancestor = parents.get(id(node))
+    while ancestor is not None:
+        if (
+            isinstance(ancestor, cst.If)
+            and child is ancestor.body
+            and isinstance(ancestor.test, cst.Name)
+            and ancestor.test.value in off
+        ):
+            return True
+        child = ancestor
+        ancestor = parents.get(id(ancestor))
+    return False
+
+
+def _constant_false_names(root: cst.CSTNode) -> set[str]:
+    """Names that every assignment in `root` binds to the literal `False`."""
+    values: dict[str, set[str]] = {}
+    for node in walk(root):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    value = node.value
+                    shown = value.value if isinstance(value, cst.Name) else "?"
+                    values.setdefault(target.target.value, set()).add(shown)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
+            values.setdefault(node.target.value, set()).add("?")
+    return {name for name, seen in values.items() if seen == {"False"}}
+
+
+def _imports_torch_xla(ctx: FileContext) -> bool:
+    module = ctx.module
+    for statement in module.body:
+        for node in walk(statement) if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(node, cst.Import) and any(
+                code(ctx, alias.name).split(".")[0] == "torch_xla" for alias in node.names
+            ):
+                return True
+            if (
+                isinstance(node, cst.ImportFrom)
+                and node.module is not None
+                and code(ctx, node.module).split(".")[0] == "torch_xla"
+            ):
+                return True
+    return False
+
+
 def _takes(function: cst.FunctionDef, name: str) -> bool:
     params = function.params
     return any(p.name.value == name for p in [*params.params, *params.kwonly_params])
@@ -87,6 +155,14 @@ class RaggedLastBatch(_DataRule):
     a LightningModule or LightningDataModule, and in the helpers it calls. A `drop_last=False`
     inside a `BatchSampler(...)` passed as `batch_sampler=` is reported on the sampler (the
     DataLoader's own `drop_last` does not apply then).
+
+    Outside the hooks, a loader surely feeds TPU training in two script shapes: the loader a
+    function (or the script's top level) hands to `trainer.fit(model, loader)` (or
+    `train_dataloaders=`) of a Trainer it builds for TPUs (`accelerator="tpu"`, `tpu_cores=`,
+    an XLA strategy, also in one branch of a GPU/TPU choice, unless that branch is `if flag:`
+    with a flag the script only ever sets to `False`), and the shuffled loader
+    (`shuffle=True`) of a file that imports torch_xla and defines no Lightning class (a
+    training loop of its own).
 
     Loaders built from a keyword dict (`DataLoader(**kwargs)`, with `kwargs` a dict literal
     or `dict(...)` of the same function, or the helper's own `**kwargs` when every caller
@@ -176,8 +252,15 @@ class RaggedLastBatch(_DataRule):
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        # Reported only in the methods of a LightningModule or DataModule (`data_class`).
-        return cls.lightning_code(source, view) and bool(view.class_kinds & DATA_CLASS_KINDS)
+        # Reported in the methods of a LightningModule or DataModule (`data_class`), for a
+        # script's loaders handed to a Trainer's `fit`, and in torch_xla training scripts.
+        if "torch_xla" in source:
+            return True
+        if not cls.lightning_code(source, view):
+            return False
+        return bool(view.class_kinds & DATA_CLASS_KINDS) or (
+            "Trainer" in source and ".fit(" in source
+        )
 
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
@@ -283,8 +366,64 @@ class RaggedLastBatch(_DataRule):
             "    def train_dataloader(self):\n"
             "        return self._dataloader()\n"
         ),
+        # A script's loader for a GPU Trainer only.
+        Valid(
+            _HEAD + "def main(model, ds):\n"
+            "    loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+            "    trainer = L.Trainer(accelerator='gpu', devices=2)\n"
+            "    trainer.fit(model, loader)\n"
+        ),
+        # The TPU Trainer sits behind a flag the script sets to False.
+        Valid(
+            _HEAD + "def main(model, ds):\n"
+            "    use_tpus = False\n"
+            "    loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+            "    if use_tpus:\n"
+            "        trainer = L.Trainer(accelerator='tpu', devices=8)\n"
+            "    else:\n"
+            "        trainer = L.Trainer(accelerator='gpu', devices=1)\n"
+            "    trainer.fit(model, loader)\n"
+        ),
+        # A shuffled loader of a script that does not train with torch_xla.
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+            "def main(ds):\n"
+            "    for batch in DataLoader(ds, batch_size=32, shuffle=True):\n"
+            "        print(batch)\n"
+        ),
     )
     INVALID = (
+        # A script's loader for a Trainer that runs on TPUs in one branch.
+        Invalid(
+            _HEAD + "def main(model, ds, use_tpus):\n"
+            "    train_loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+            "    if use_tpus:\n"
+            "        trainer = L.Trainer(accelerator='tpu', devices=8)\n"
+            "    else:\n"
+            "        trainer = L.Trainer(accelerator='gpu', devices=1)\n"
+            "    trainer.fit(model, train_loader)\n",
+            line=6,
+            message="the train loader of its TPU Trainer's `fit`",
+            expected_fix=_HEAD + "def main(model, ds, use_tpus):\n"
+            "    train_loader = DataLoader(ds, batch_size=32, shuffle=True, drop_last=True)\n"
+            "    if use_tpus:\n"
+            "        trainer = L.Trainer(accelerator='tpu', devices=8)\n"
+            "    else:\n"
+            "        trainer = L.Trainer(accelerator='gpu', devices=1)\n"
+            "    trainer.fit(model, train_loader)\n",
+        ),
+        # The shuffled loader of a script that trains with torch_xla itself.
+        Invalid(
+            "import torch_xla\nfrom torch.utils.data import DataLoader\n\n\n"
+            "def train(model, ds, optimizer):\n"
+            "    loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4)\n"
+            "    for batch in loader:\n"
+            "        model(batch.to(torch_xla.device())).sum().backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n",
+            line=6,
+            message="the shuffled train loader of a torch_xla script",
+        ),
         # Keyword arguments gathered in a dict without `drop_last`.
         Invalid(
             _HEAD + "class DM(L.LightningDataModule):\n"
@@ -476,15 +615,22 @@ class RaggedLastBatch(_DataRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if self._skip or data_class(ctx) is None:
+        if self._skip:
             return
         if not is_dataloader_call(ctx, node) and not self._dataloader_subclass(node):
             return
-        if self._stages is None:
-            self._stages = loader_stages(ctx)
-        stages = function_stages(ctx, self._stages)
+        script = None
+        if data_class(ctx) is not None:
+            if self._stages is None:
+                self._stages = loader_stages(ctx)
+            stages = function_stages(ctx, self._stages)
+        else:
+            stages = frozenset()
         if "train" not in stages:
-            return
+            script = self._script_train_loader(node)
+            if script is None:
+                return
+            stages = frozenset({"train"})
         spread: set[str] = set()
         if has_star(node):
             # `DataLoader(**kwargs)`: judged by the keys the dict visibly gets.
@@ -492,7 +638,7 @@ class RaggedLastBatch(_DataRule):
             if keys is None or {"drop_last", "batch_sampler"} & keys:
                 return
             spread = keys
-        where = stage_where(ctx, stages)
+        where = script or stage_where(ctx, stages)
         batch_sampler = loader_arg(node, "batch_sampler")
         if batch_sampler is not None:
             self._batch_sampler(batch_sampler.value, where, stages)
@@ -530,7 +676,7 @@ class RaggedLastBatch(_DataRule):
                 f"of {share % batch})"
             )
             fixable = full_batch_everywhere(size, batch)
-        others = self._other_users(stages)
+        others = [] if script else self._other_users(stages)
         message = (
             f"`{_short(ctx, node)}` in {where} keeps the smaller last batch of every "
             f"epoch (`drop_last=False` by default){sized}: its new shape makes XLA compile and "
@@ -576,6 +722,65 @@ class RaggedLastBatch(_DataRule):
                 "loader only",
             ),
         )
+
+    def _script_train_loader(self, node: cst.Call) -> str | None:
+        """Where a loader outside Lightning's hooks surely feeds TPU training, in words: the
+        loader a function hands to `trainer.fit(model, loader)` (or `train_dataloaders=`) of
+        a Trainer it builds for TPUs (`accelerator="tpu"`, `tpu_cores=`, an XLA strategy,
+        even in one branch of a GPU/TPU choice), or a shuffled loader (`shuffle=True`) of a
+        script that trains with torch_xla itself. None otherwise."""
+        ctx = self.ctx
+        function = ctx.current_function()
+        root: cst.CSTNode = function if function is not None else ctx.module
+        label = f"`{function.name.value}`" if function is not None else "the script"
+        shuffle = loader_arg(node, "shuffle")
+        if (
+            shuffle is not None
+            and isinstance(shuffle.value, cst.Name)
+            and shuffle.value.value == "True"
+            and _imports_torch_xla(ctx)
+            and ctx.analysis.view is not None
+            and not ctx.analysis.view.has_lightning_class
+        ):
+            return f"{label} (the shuffled train loader of a torch_xla script)"
+        parent = ctx.parent(node)
+        if not (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return None
+        name = parent.targets[0].target.value
+        fits = False
+        tpu_trainer = False
+        off = _constant_false_names(root)
+        parents = subtree_parents(root) if off else {}
+        for inner in walk(root):
+            if not isinstance(inner, cst.Call):
+                continue
+            if is_trainer_call(ctx, inner) and _asks_for_tpus(inner):
+                # `use_tpus = False` ... `if use_tpus: Trainer(tpu_cores=8)`: never built.
+                tpu_trainer = tpu_trainer or not _under_false_flag(inner, off, parents)
+            elif (
+                isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "fit"
+                and any(
+                    isinstance(arg.value, cst.Name)
+                    and arg.value.value == name
+                    and (
+                        (arg.keyword is None and index == 1)
+                        or (
+                            arg.keyword is not None
+                            and arg.keyword.value in ("train_dataloaders", "train_dataloader")
+                        )
+                    )
+                    for index, arg in enumerate(inner.args)
+                )
+            ):
+                fits = True
+        if fits and tpu_trainer:
+            return f"{label} (the train loader of its TPU Trainer's `fit`)"
+        return None
 
     def _star_keys(self, node: cst.Call) -> set[str] | None:
         """The keys a `**name` argument spreads into the call, when the function shows them

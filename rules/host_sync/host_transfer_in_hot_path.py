@@ -103,7 +103,8 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `.numpy()`, `.tolist()`, `.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
-    compares on the host), a tensor passed where torch wants a Python number
+    compares on the host) and `min(t)` / `max(t)` of one tensor (Python iterates it and
+    compares every element on the host), a tensor passed where torch wants a Python number
     (`torch.nan_to_num(x, nan=t)`, `torch.full(shape, t)`), and a tensor used as a Python
     index into an `nn.ModuleList` or a list (`self.heads[k]`). `.item()` is TPU101's, and
     conversions passed to `self.log`
@@ -303,6 +304,12 @@ class HostTransferInHotPath(TrackingRule, Rule):
             + _LOSS
             + '        self.log("loss", float(loss))\n        return loss\n'
         ),
+        # `max` of the step's data that may be a Python list of lengths: not judged.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        longest = max(batch['lengths'])\n"
+            "        return self(batch['x'], longest)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -381,6 +388,14 @@ class HostTransferInHotPath(TrackingRule, Rule):
         # Python index.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        offsets = torch.arange(-2, 3, device=self.device)\n"
+            "        low = min(offsets)\n"
+            "        return self(batch, low)\n",
+            line=8,
+            message="iterates the device tensor `offsets` and compares its elements",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
             "        loss = self(batch)\n"
             "        return min(loss, 3.0)\n",
             message="compares the device tensor `loss` on the host",
@@ -427,6 +442,8 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 self._check_print(node)
             elif func.value in _COMPARING and len(node.args) >= 2:
                 self._check_comparing(node, func.value)
+            elif func.value in _COMPARING and len(node.args) == 1:
+                self._check_iterated(node, func.value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`self.heads[k]` with a device tensor `k`: `__index__` reads it on the host."""
@@ -475,6 +492,47 @@ class HostTransferInHotPath(TrackingRule, Rule):
             f"sync every step; use `torch.{torch_name}` to keep it on the device",
             applicability=Applicability.DISPLAY_ONLY,
         )
+
+    def _check_iterated(self, node: cst.Call, name: str) -> None:
+        """`min(t)` / `max(t)` of one device tensor: Python iterates it and compares its
+        elements on the host, one `bool()` (a sync) per element."""
+        ctx = self.ctx
+        arg = node.args[0]
+        if arg.keyword is not None or arg.star or ctx.value_kind(arg.value) is not ValueKind.DEVICE:
+            return
+        if not computed_tensor(ctx, arg.value, self.bindings) and (
+            not is_torch_tensor(ctx, arg.value, self.bindings) or self._step_data(arg.value)
+        ):
+            return  # an element of the step's data may be a list of numbers
+        if quiet(ctx, node) or in_exception_path(ctx, node) or logged_value(ctx, node):
+            return
+        tensor = source_of(ctx, arg.value)
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} iterates the device tensor "
+            f"`{tensor}` and compares its elements on the host (Python's `{name}` calls "
+            f"`bool()` on each comparison): a sync per element, every step; use "
+            f"`{tensor}.{name}()` to keep it on the device",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def _step_data(self, node: cst.BaseExpression) -> bool:
+        """An element of a parameter (`batch["lengths"]`, `inputs.lengths`), directly or
+        through a local bound to one."""
+        if isinstance(node, cst.Name):
+            binding = self.bindings.lookup(node.value)
+            if binding is None or binding.value is None:
+                return True
+            node = binding.value
+        while isinstance(node, (cst.Subscript, cst.Attribute)):
+            node = node.value
+        info = self.ctx.function
+        if not isinstance(node, cst.Name) or info is None:
+            return False
+        params = info.node.params
+        return node.value in {
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        }
 
     def _check_number_arguments(self, node: cst.Call, name: str) -> None:
         ctx = self.ctx

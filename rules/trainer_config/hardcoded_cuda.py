@@ -12,7 +12,7 @@ from tpulint.rule_api.cst_helpers import string_value, strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import device_guarded, is_framework_file
-from ..shared.matchers import contains_trainer_call, source_of
+from ..shared.matchers import contains_trainer_call, source_of, walk
 from .helpers import _enclosing_method, device_expression
 
 _HEAD6 = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
@@ -96,8 +96,10 @@ class HardcodedCuda(Rule):
     `memory_allocated`, `memory_stats`: 0 on a TPU host, so a callback that logs them
     reports no memory), in LightningModules, DataModules and Callbacks,
     in every method of `nn.Module` classes, in functions called from `forward` or the step
-    methods, and in training scripts (functions that build a Lightning Trainer). Not
-    reported: code guarded by a device check (`if torch.cuda.is_available():`,
+    methods, and in training scripts (functions that build a Lightning Trainer); also a
+    device parameter whose default is CUDA (`def embed(t, device="cuda")` using
+    `.to(device)`) of a function the steps call, when a call in the project leaves it out.
+    Not reported: code guarded by a device check (`if torch.cuda.is_available():`,
     `if self.device.type == "cuda":`, `... if torch.cuda.is_available() else ...`),
     overrides that implement device moves (`def cuda(self, device=None): return
     super().cuda(device)`), code that is CUDA-only by design (classes and functions named
@@ -230,8 +232,28 @@ class HardcodedCuda(Rule):
             "        torch.cuda.synchronize()\n"
             "        return x\n"
         ),
+        # The step passes the device: the CUDA default never applies.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def embed(steps, dim, device='cuda'):\n"
+            "    return torch.arange(dim).to(device) * steps\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(embed(batch, 8, device=batch.device)).sum()\n"
+        ),
     )
     INVALID = (
+        # A helper of the step with a CUDA default the step leaves in place.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def embed(steps, dim, device='cuda:0'):\n"
+            "    return torch.arange(dim).to(device) * steps\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(embed(batch, 8)).sum()\n",
+            line=5,
+            message="is the default of `embed` (called from training_step), and a call leaves",
+        ),
         Invalid(
             _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
             "        noise = torch.randn(batch.shape).cuda()\n"
@@ -338,6 +360,46 @@ class HardcodedCuda(Rule):
         self._kernel_file: bool | None = None
         self._launchers: dict[int, bool] = {}
         return None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A device parameter whose default is CUDA (`device="cuda"`), in a function the steps
+        call without passing it: every call of the step moves its tensors to CUDA."""
+        ctx = self.ctx
+        info = ctx.analysis.function(node)
+        view = ctx.analysis.view
+        if info is None or view is None or is_framework_file(ctx):
+            return
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        for param in params:
+            name = param.name.value
+            if (
+                param.default is None
+                or _cuda_string(param.default) is None
+                or "dev" not in name.lower()
+                or not _used_as_device(node, name)
+            ):
+                continue
+            takers = view.default_takers(info.key, name)
+            # Called without the device from the steps, or from a model's `forward` (or
+            # another method of a torch module or Lightning class).
+            steps = [
+                caller
+                for caller, kind in takers
+                if info.hot
+                or kind & (ClassKind.TORCH_MODULE | ClassKind.METRIC)
+                or kind.is_lightning
+            ]
+            if not steps or self._cuda_specific_code():
+                continue
+            where = info.hot_reason or f"`{node.name.value}` (called from `{steps[0]}`)"
+            self.report(
+                param.default,
+                f"`{name}={source_of(ctx, param.default)}` is the default of"
+                f" {where}, and a call leaves it out: its tensors go to"
+                " CUDA, which TPU hosts do not have (RuntimeError: no NVIDIA driver); pass the"
+                " input's device (`device=x.device`) or default to `None` and take it from an"
+                " input",
+            )
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -504,6 +566,35 @@ class HardcodedCuda(Rule):
             return True
         _, method = _enclosing_method(ctx)
         return method is not None and method.name.value.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
+
+
+def _used_as_device(function: cst.FunctionDef, name: str) -> bool:
+    """Whether the body moves or builds tensors on parameter `name`: `.to(name)`,
+    `.cuda(name)`, `torch.device(name)`, `device=name`."""
+    for node in walk(function.body):
+        if not isinstance(node, cst.Call):
+            continue
+        for index, arg in enumerate(node.args):
+            if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
+                continue
+            if arg.keyword is not None and arg.keyword.value == "device":
+                return True
+            func = node.func
+            if (
+                arg.keyword is None
+                and index == 0
+                and (
+                    (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"))
+                    or (
+                        isinstance(func, cst.Attribute)
+                        and func.attr.value == "device"
+                        and isinstance(func.value, cst.Name)
+                        and func.value.value == "torch"
+                    )
+                )
+            ):
+                return True
+    return False
 
 
 _CUDA_NAME = re.compile(r"(?i)cuda|gpu|nccl|cudnn|cugraph")

@@ -22,6 +22,9 @@ from ..shared.matchers import source_of, walk
 
 _DIST = "torch.distributed."
 _DIST_NN = "torch.distributed.nn.functional."
+# Modules of torch that import torch.distributed as `dist` (`from
+# torch.utils.data.distributed import DistributedSampler, dist`).
+_DIST_REEXPORTS = ("torch.utils.data.distributed.dist.",)
 # What Lightning offers instead (in a LightningModule; a Callback has `trainer`/`pl_module`).
 _INSTEAD = {
     "get_rank": "{trainer}.global_rank",
@@ -53,6 +56,17 @@ class TorchDistributedUnderXla(Rule):
     the guard, with what runs instead on TPU cores (the else branch, the early exit, the
     other value) in the message and the calls it guards as related places: those never
     run under XLA, so they cannot raise and are not findings of their own.
+
+    Samplers are code a Trainer runs too: in a module Lightning code imports, a sampler (a
+    `Sampler`/`BatchSampler` subclass, or a class named `...Sampler`/`...Batcher`) that asks
+    `dist.get_rank()` / `dist.get_world_size()` in `__init__`, `__iter__`, `__len__` or
+    `set_epoch` without an `is_initialized()` guard (or a flag holding it, `is_ddp =
+    dist.is_initialized()`; `is_available()` is True on a TPU host,
+    and a `rank=None` default falls through to the query) is reported once per method: the
+    dataloader hook that builds it raises. So is a DataLoader's `worker_init_fn` that asks
+    them outside a `try` catching `ValueError` (what torch 2.x raises there).
+    `torch.distributed` re-exported by `torch.utils.data.distributed` (`from
+    torch.utils.data.distributed import dist`) counts as torch.distributed.
 
     Not reported:
     - a guard whose fallback is harmless, judged conservatively: either everything it
@@ -231,8 +245,102 @@ class TorchDistributedUnderXla(Rule):
             "            total = xm.all_reduce(xm.REDUCE_SUM, total)\n"
             "        self.log('total', total)\n"
         ),
+        # A sampler that asks only where the process group exists (Lightning shards it).
+        Valid(
+            "import lightning as L\nimport torch.distributed as dist\n"
+            "from torch.utils.data import DataLoader, Sampler\n\n\n"
+            "class BucketSampler(Sampler):\n"
+            "    def __init__(self, lengths):\n"
+            "        self.lengths = lengths\n"
+            "        self.rank = dist.get_rank() if dist.is_initialized() else 0\n\n"
+            "    def __iter__(self):\n        return iter(range(len(self.lengths)))\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, sampler=BucketSampler(self.lengths))\n"
+        ),
+        # A sampler of a project that has no Lightning class: no Trainer builds it.
+        Valid(
+            "import torch.distributed as dist\nfrom torch.utils.data import Sampler\n\n\n"
+            "class BucketSampler(Sampler):\n"
+            "    def __init__(self, lengths):\n"
+            "        self.lengths = lengths\n"
+            "        self.replicas = dist.get_world_size()\n"
+        ),
+        # A worker initialiser whose query runs only where a flag says the group exists.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def worker_init_fn(worker_id):\n"
+            "    info = torch.utils.data.get_worker_info()\n"
+            "    is_ddp = False\n"
+            "    if torch.distributed.is_initialized():\n"
+            "        is_ddp = True\n"
+            "    seed = info.seed\n"
+            "    if is_ddp:\n"
+            "        seed += torch.distributed.get_rank() * info.num_workers\n"
+            "    info.dataset.rng.seed(seed % 2**32)\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return torch.utils.data.DataLoader(\n"
+            "            self.ds, batch_size=8, num_workers=4, worker_init_fn=worker_init_fn\n"
+            "        )\n"
+        ),
     )
     INVALID = (
+        # A sampler that asks torch.distributed when no rank is given: the hook raises.
+        Invalid(
+            "import lightning as L\nimport torch.distributed as dist\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "class LengthBatcher:\n"
+            "    def __init__(self, lengths, rank=None, replicas=None):\n"
+            "        if replicas is None:\n"
+            "            replicas = dist.get_world_size()\n"
+            "        if rank is None:\n"
+            "            rank = dist.get_rank()\n"
+            "        self.lengths, self.rank, self.replicas = lengths, rank, replicas\n\n"
+            "    def __iter__(self):\n"
+            "        return iter([[i] for i in range(self.rank, 8, self.replicas)])\n\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, batch_sampler=LengthBatcher(self.lengths))\n",
+            line=9,
+            message="a dataloader hook that builds it under Lightning's XLA strategy raises here",
+        ),
+        # Availability is no guard: it is True on a TPU host too.
+        Invalid(
+            "import lightning as L\nimport torch.distributed as dist\n"
+            "from torch.utils.data import Sampler\n\n\n"
+            "class SortedSampler(Sampler):\n"
+            "    def __init__(self, lengths, replicas=1):\n"
+            "        if dist.is_available():\n"
+            "            replicas = dist.get_world_size()\n"
+            "        self.lengths, self.replicas = lengths, replicas\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch).sum()\n",
+            line=9,
+            message="in the sampler `SortedSampler.__init__`",
+        ),
+        # A worker initialiser that shards by rank; `except RuntimeError` misses the
+        # ValueError torch raises without a process group.
+        Invalid(
+            "import lightning as L\nimport torch\nimport torch.distributed as dist\n\n\n"
+            "def worker_init_fn(worker_id):\n"
+            "    info = torch.utils.data.get_worker_info()\n"
+            "    try:\n"
+            "        rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "    except RuntimeError:\n"
+            "        rank, world = 0, 1\n"
+            "    workers = info.num_workers\n"
+            "    info.dataset.shard(rank * workers + worker_id, world * workers)\n"
+            "\n\n"
+            "class DM(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return torch.utils.data.DataLoader(\n"
+            "            self.ds, batch_size=8, num_workers=4, worker_init_fn=worker_init_fn\n"
+            "        )\n",
+            line=9,
+            message="in the DataLoader worker initialiser `worker_init_fn`",
+        ),
         # A guard around a collective: the collective never runs on TPU cores.
         Invalid(
             "import lightning as L\nimport torch\nimport torch.distributed as dist\n\n\n"
@@ -408,7 +516,11 @@ class TorchDistributedUnderXla(Rule):
         if name not in _QUERIES and name not in _COLLECTIVES:
             return
         klass = ctx.lightning_class
-        if (klass is None and not ctx.in_hot_code) or is_framework_file(ctx):
+        if is_framework_file(ctx):
+            return
+        if klass is None and not ctx.in_hot_code:
+            if name in ("get_rank", "get_world_size"):
+                self._check_sampler_query(node, name)
             return
         if self._tells_xla_apart(node):
             return
@@ -461,6 +573,133 @@ class TorchDistributedUnderXla(Rule):
             self.report(node, message, replacement=replacement)
         else:
             self.report(node, message)
+
+    def _check_sampler_query(self, node: cst.Call, name: str) -> None:
+        """`dist.get_rank()` / `dist.get_world_size()` asked unconditionally by a sampler of a
+        Lightning project (a `Sampler`/`BatchSampler` subclass, or a class named `...Sampler`
+        / `...Batcher`, in `__init__`, `__iter__`, `__len__` or `set_epoch`): a dataloader
+        hook builds it under the Trainer, where the XLA strategy has no process group, so it
+        raises when the loader is built. A query under an `is_initialized()` guard, or in a
+        `try` that catches the error, does not raise (and Lightning then shards the sampler
+        itself): not reported."""
+        ctx = self.ctx
+        klass = ctx.klass
+        method = ctx.method_name
+        info = ctx.function
+        # A DataLoader's `worker_init_fn` runs in every worker of the loader the same way.
+        worker = info is not None and "worker_init" in info.name
+        sampler = klass is not None and method in _SAMPLER_METHODS and _is_sampler_class(klass)
+        if not (sampler or worker):
+            return
+        view = ctx.analysis.view
+        lightning = (
+            view.imported_by_lightning_code
+            if view is not None
+            else any(info.is_lightning for info in ctx.analysis.classes.values())
+        )
+        if not lightning:
+            return
+        function = ctx.current_function()
+        if function is None:
+            return
+        # One finding per method, at its first query; the others are related places.
+        flags = self._guard_flags(function)
+        queries = [
+            call
+            for call in _in_source_order(function)
+            if isinstance(call, cst.Call)
+            and self._dist_name(call) in ("get_rank", "get_world_size")
+            and not (
+                self._in_guarded_region(call)
+                or self._tells_xla_apart(call)
+                or self._caught(call)
+                or self._under_flag(call, flags)
+            )
+        ]
+        if not queries or queries[0] is not node:
+            return
+        names = list(dict.fromkeys(self._dist_name(call) for call in queries))
+        instead = " and ".join(
+            f"`self.trainer.{'global_rank' if n == 'get_rank' else 'world_size'}`" for n in names
+        )
+        if sampler:
+            where = (
+                f"in the sampler `{klass.name}.{method}`: a dataloader hook that builds it under"
+                " Lightning's XLA strategy raises here"
+            )
+        else:
+            where = (
+                f"in the DataLoader worker initialiser `{info.name}`: every worker of a loader"
+                " under Lightning's XLA strategy raises here (`ValueError` in torch 2.x, which"
+                " `except RuntimeError` does not catch)"
+            )
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` {where} (the strategy never initialises"
+            " torch.distributed: 'Default process group has not been initialized'); pass"
+            f" {instead} in from the hook, or leave the sharding to Lightning's sampler"
+            " injection",
+            related=[
+                RelatedNode(call, f"`{source_of(ctx, call)}` raises there too")
+                for call in queries[1:]
+            ],
+        )
+
+    def _guard_flags(self, function: cst.FunctionDef) -> set[str]:
+        """Local names that hold the process-group test: assigned from an expression that
+        calls `is_initialized()` (or a guard helper), or assigned inside a guarded region
+        (`if dist.is_initialized(): is_ddp = True`)."""
+        flags = set()
+        for node in walk(function):
+            if not isinstance(node, cst.Assign):
+                continue
+            names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+            if names and (
+                any(self._is_guard_call(n) for n in walk(node.value))
+                or self._in_guarded_region(node)
+            ):
+                flags.update(names)
+        return flags
+
+    def _under_flag(self, node: cst.CSTNode, flags: set[str]) -> bool:
+        """Inside an `if`/conditional expression whose test reads one of `flags`."""
+        if not flags:
+            return False
+        for ancestor in self._ancestors(node):
+            test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
+            if test is not None and any(
+                isinstance(n, cst.Name) and n.value in flags for n in walk(test)
+            ):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
+
+    def _caught(self, node: cst.CSTNode) -> bool:
+        """Inside a `try` body whose handlers catch what a missing process group raises
+        (`ValueError` in torch 2.x, `RuntimeError` before): `except`, `except Exception`."""
+        child = node
+        for ancestor in self._ancestors(node):
+            if isinstance(ancestor, cst.Try) and child is ancestor.body:
+                for handler in ancestor.handlers:
+                    caught = handler.type
+                    names = (
+                        [e.value for e in caught.elements]
+                        if isinstance(caught, cst.Tuple)
+                        else [caught]
+                        if caught is not None
+                        else []
+                    )
+                    if caught is None or any(
+                        source_of(self.ctx, n).rsplit(".", 1)[-1]
+                        in ("Exception", "BaseException", "ValueError")
+                        for n in names
+                    ):
+                        return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            child = ancestor
+        return False
 
     def _report_guard(
         self,
@@ -577,6 +816,9 @@ class TorchDistributedUnderXla(Rule):
         """The torch.distributed function a call names (`all_gather`, `is_initialized`),
         or None."""
         qualified = self.ctx.qualify(call.func) or ""
+        for alias in _DIST_REEXPORTS:
+            if qualified.startswith(alias):
+                qualified = _DIST + qualified[len(alias) :]
         if qualified.startswith(_DIST_NN):
             return qualified[len(_DIST_NN) :]
         if qualified.startswith(_DIST) and "." not in qualified[len(_DIST) :]:
@@ -1019,6 +1261,37 @@ def _assigned_names(roots: list[cst.CSTNode]) -> set[str]:
             if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
                 names.add(node.target.value)
     return names
+
+
+_SAMPLER_METHODS = frozenset({"__init__", "__iter__", "__len__", "set_epoch"})
+_SAMPLER_BASE = re.compile(r"(^|\.)(\w*Sampler)$")
+_SAMPLER_NAME = re.compile(r"(Sampler|Batcher)$")
+
+
+def _in_source_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(iter_children(node))))
+
+
+def _is_sampler_class(klass) -> bool:
+    """A torch `Sampler`/`BatchSampler` subclass (directly or through a class of the file), or
+    a class named as one (`LengthBatcher`, `BucketSampler`)."""
+    seen: set[int] = set()
+    stack = [klass]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if _SAMPLER_NAME.search(current.name) or any(
+            _SAMPLER_BASE.search(base) for base in current.bases
+        ):
+            return True
+        stack.extend(current.local_bases)
+    return False
 
 
 def _plain_reads(fallback: cst.CSTNode) -> dict[str, cst.BaseExpression] | None:

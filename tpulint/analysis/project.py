@@ -325,6 +325,7 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
+        self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
 
     # --- building ------------------------------------------------------------------------
@@ -573,6 +574,43 @@ class ProjectModel:
                         table[f"{module.module}.{local}"] = kind.value
         self._table = table
         return table
+
+    def lightning_imported(self) -> set[str]:
+        """The paths of the modules that define a Lightning class, and of every project module
+        they import, directly or through others: code a Trainer may run. A module only other
+        code imports (a DDP trainer of its own beside the Lightning one) is not among them."""
+        if self._lightning_imported is not None:
+            return self._lightning_imported
+        start = {
+            id(cls.module): cls.module
+            for gkey, cls in self.classes.items()
+            if self.class_kind(gkey).is_lightning
+        }
+        seen: dict[int, ModuleSummary] = {}
+        stack = list(start.values())
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen[id(module)] = module
+            targets = [*module.imports.values(), *module.scope.star_imports]
+            for target in targets:
+                found = self.lookup(target, module)
+                if isinstance(found, (_Class, _Function)):
+                    found = found.module
+                if isinstance(found, ModuleSummary) and id(found) not in seen:
+                    stack.append(found)
+                # The module the name is taken from (`from pkg.data import X` runs
+                # `pkg/data/__init__.py`, and what it imports), when X is defined elsewhere.
+                parts = target.lstrip(".").split(".")
+                for i in range(len(parts), 0, -1):
+                    source = self.module_named(".".join(parts[:i]), module)
+                    if source is not None:
+                        if id(source) not in seen:
+                            stack.append(source)
+                        break
+        self._lightning_imported = {m.path for m in seen.values()}
+        return self._lightning_imported
 
     # --- calls ---------------------------------------------------------------------------
 
@@ -1192,6 +1230,16 @@ class ProjectModel:
                 h.update(f"I{local}=class{self.class_kind(found.gkey).value};".encode())
             elif isinstance(found, _Function):
                 h.update(f"I{local}=fn{self.return_value(found.gkey).digest_text()};".encode())
+        # Whether Lightning code imports the file, and who calls its functions with which
+        # arguments (TPU505's samplers, TPU304's collate helpers, TPU006's device defaults).
+        h.update(f"L{module.path in self.lightning_imported()};".encode())
+        callers = self._callers()
+        for key, fn in functions.items():
+            for caller, call, offset in callers.get(fn.gkey, []):
+                h.update(
+                    f"B{key}<{caller.gkey}|{caller.summary.cls}|{len(call.args)}+{offset}|"
+                    f"{sorted(call.keywords)};".encode()
+                )
         h.update(self.scope.file_digest(module).encode())
         return h.hexdigest()
 
@@ -1257,6 +1305,39 @@ class FileView:
     @property
     def has_lightning_class(self) -> bool:
         return self.class_kinds.is_lightning
+
+    def callers(self, key: str) -> list[tuple[str, str | None]]:
+        """The project's functions that call function `key` of this file: (name, the qualname
+        of the class it is a method of, or None)."""
+        fn = self._functions.get(key)
+        if fn is None:
+            return []
+        return [
+            (caller.summary.name, caller.summary.cls)
+            for caller, _, _ in self.model._callers().get(fn.gkey, [])
+        ]
+
+    def default_takers(self, key: str, parameter: str) -> list[tuple[str, ClassKind]]:
+        """The project's calls of function `key` that leave `parameter` out, so its default is
+        what the function gets (calls spreading `*args`/`**kwargs` count as leaving it out:
+        what they pass is not visible): the calling function's name and the kind of the class
+        it is a method of (NONE for a plain function)."""
+        fn = self._functions.get(key)
+        if fn is None or parameter not in fn.summary.params:
+            return []
+        index = fn.summary.params.index(parameter)
+        out = []
+        for caller, call, offset in self.model._callers().get(fn.gkey, []):
+            if parameter not in call.keywords and len(call.args) + offset <= index:
+                kind = self.model.class_kind(caller.owner) if caller.owner else ClassKind.NONE
+                out.append((caller.summary.name, kind))
+        return out
+
+    @property
+    def imported_by_lightning_code(self) -> bool:
+        """Whether this file defines a Lightning class, or a module that does imports it
+        (directly or through other project modules)."""
+        return self.module.path in self.model.lightning_imported()
 
     def class_gkey(self, qualname: str) -> str:
         return f"{self.model.prefix(self.module)}.{qualname}"

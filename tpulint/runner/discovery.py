@@ -3,7 +3,8 @@
 Directories are walked with `.gitignore` respected and the default excludes (`.venv`, `build`,
 `.git`, ...) plus `exclude`/`extend-exclude` applied. Files named on the command line are
 checked even when excluded (unless `--force-exclude`, which pre-commit hooks use), and YAML
-files are only checked when named explicitly (LightningCLI configs). Symlinked folders are
+files are only checked when named explicitly (LightningCLI configs; the runner adds the walked
+ones that ask for a TPU Trainer). Symlinked folders are
 followed once: a symlink loop is reported, not walked forever.
 """
 

@@ -30,13 +30,14 @@ from tpulint.runner.cache import (
     derived_key,
     text_digest,
 )
-from tpulint.runner.discovery import SourcePath, discover, read_source
+from tpulint.runner.discovery import SourcePath, discover, display_path, read_source
 from tpulint.runner.project_build import (
     checked_inputs,
     context_files,
     context_signature,
     model_of,
     read_context,
+    tpu_configs,
 )
 from tpulint.runner.writing import write_if_unchanged
 
@@ -330,6 +331,12 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     notices: list[str] = []
     configs: list[Path] = []
     files, problems = discover(paths, config, notices=notices, configs=configs)
+    # The LightningCLI configs met on the walk that ask for a TPU Trainer are the project's TPU
+    # launch: checked as if named (a `tpu_cores` key there fails the launch in Lightning 2).
+    named = {source.path for source in files}
+    cwd = Path.cwd().resolve()
+    for path in tpu_configs([str(p) for p in configs if p not in named], config):
+        files.append(SourcePath(display_path(Path(path), cwd), Path(path)))
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
     for source in files:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -301,6 +302,28 @@ def model_of(
         if enabled:
             gc.enable()
     return model
+
+
+# Hydra configs: a `defaults:` list at the top, a `# @package` header, `_target_` classes.
+# They are merged and read by the script that composes them, which may ignore their
+# `trainer:` section (a torch_xla loop of its own): not checked unless named.
+_HYDRA = re.compile(r"(?m)^(defaults\s*:|#\s*@package\b)|^\s*(-\s+)?_target_\s*:")
+
+
+def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
+    """The LightningCLI configs among the YAML files `paths` whose Trainer section asks for
+    TPUs (`accelerator: tpu`, an XLA strategy, `tpu_cores`): configs of the project's TPU
+    launch. Hydra configs are left out."""
+    from tpulint.analysis.config_facts import config_facts
+
+    out = []
+    for path in paths:
+        text = _read(path, config)
+        if text is None or _HYDRA.search(text):
+            continue
+        if config_facts(path, text).trainer == "tpu":
+            out.append(path)
+    return out
 
 
 def read_configs(items: Sequence[tuple[str, str]], cache: ScanCache | None) -> list[ConfigFacts]:

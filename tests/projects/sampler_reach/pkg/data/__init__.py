@@ -1,0 +1,4 @@
+from .sets import LengthSet
+from .samplers import BucketSampler
+
+__all__ = ["BucketSampler", "LengthSet"]
