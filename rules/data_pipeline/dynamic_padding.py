@@ -426,17 +426,28 @@ class DynamicPadding(_DataRule):
             return True
         if not syntax.calls.isdisjoint(_PADDING_COLLATORS):
             return True  # transformers' collators
-        if "padding" in syntax.literal_keywords and _TOKENIZER_TEXT.search(source):
+        if "padding" in syntax.literal_keywords and (
+            _TOKENIZER_TEXT.search(source) or not syntax.calls.isdisjoint(_TOKENIZER_ONLY_METHODS)
+        ):
             return True  # `padding=True` / `"longest"` of a tokenizer call (_is_tokenizer_call)
-        # The rest reports only in a collate function or a collator class, whose name (or
-        # the `collate_fn=` keyword naming it) is in the text.
-        if _COLLATE_NAME.search(source) is None:
-            return False
-        return (
+        pads = (
             "padding" in syntax.class_fields  # collator dataclasses
             or "pad_sequence" in syntax.calls
             # hand-rolled padding to `max(len(x) for x in batch)` (_longest_length)
             or "max" in syntax.calls
+        )
+        if not pads:
+            return False
+        # The rest reports only in a collate function or a collator class, whose name (or
+        # the `collate_fn=` keyword naming it) is in the text, or in a helper of this file
+        # that one in another file calls (`_is_collate_helper`).
+        if _COLLATE_NAME.search(source) is not None:
+            return True
+        return any(
+            _SURE_COLLATE.search(name)
+            or (name == "__call__" and owner and _COLLATE_NAME.search(owner.rsplit(".", 1)[-1]))
+            for function in view.module.functions
+            for name, owner in view.callers(function.key)
         )
 
     def __init__(self, ctx: FileContext) -> None:

@@ -167,7 +167,14 @@ class TorchDistributedUnderXla(Rule):
         name, or an imported alias's), or of a process-group guard helper (one of this file,
         which itself calls `is_initialized`, or one named by the convention), in a Lightning
         class or in hot code. ("distributed" alone is in every Apache license header.)"""
-        if not (view.has_hot_code or view.has_lightning_class):
+        if not (
+            view.has_hot_code
+            or view.has_lightning_class
+            # Samplers and `worker_init_fn`s run in the dataloader hooks (`_sampler_context`).
+            or "worker_init_fn" in source
+            or any(_SAMPLER_NAME.search(c.name) for c in view.module.classes)
+            or any(_SAMPLER_BASE.search(b) for c in view.module.classes for b in c.bases)
+        ):
             return False
         syntax = view.module.syntax
         if syntax is None:
