@@ -45,10 +45,18 @@ def _names(node: cst.CSTNode) -> list[str]:
     return out
 
 
+# Bases that make a class a network, not a data sampler (`GenerationSampler(nn.Module)`
+# samples from a model).
+_MODULE_BASE = re.compile(r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$")
+
+
 def _is_sampler(node: cst.ClassDef, source) -> bool:
+    bases = [source(base.value) for base in node.bases]
+    if any(_MODULE_BASE.search(base) for base in bases):
+        return False
     if _SAMPLER_NAME.search(node.name.value):
         return True
-    return any(_SAMPLER_BASE.search(source(base.value)) for base in node.bases)
+    return any(_SAMPLER_BASE.search(base) for base in bases)
 
 
 class BudgetBatchSampler(_DataRule):
@@ -147,6 +155,15 @@ class BudgetBatchSampler(_DataRule):
             "                yield batch\n"
             "                batch = []\n"
         ),
+        # A network that samples from a model is not a data sampler.
+        Valid(
+            "import lightning as L\nfrom torch import nn\n\n\n"
+            "class GenerationSampler(nn.Module):\n"
+            "    def generate(self, tokens):\n"
+            "        if len(tokens) * self.width > self.max_tokens:\n"
+            "            tokens = tokens[-self.max_tokens :]\n"
+            "        return self.model(tokens)\n"
+        ),
         # Tokens counted for a log line, not for cutting batches.
         Valid(
             "import lightning as L\nfrom torch.utils.data import Sampler\n\n\n"
@@ -201,6 +218,9 @@ class BudgetBatchSampler(_DataRule):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if self._skip or not _is_sampler(node, lambda n: source_of(self.ctx, n)):
             return
+        view = self.ctx.analysis.view
+        if view is not None and not type(self).applies(self.ctx.source, view):
+            return  # not a Lightning or torch_xla project's sampler (the screen, kept exact)
         why = None
         for method in node.body.body:
             if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
