@@ -42,13 +42,15 @@ from tpulint.analysis.inference import (
     Scope,
     ValueEvaluator,
     dotted,
+    entry_key,
+    grow_container,
     is_super_call,
     set_local,
     union,
 )
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
-from tpulint.analysis.value_tables import annotation_kind
+from tpulint.analysis.value_tables import SIZE_ARGUMENT_METHODS, annotation_kind
 
 _MAX_ATOMS = 8
 # Packages whose functions are never project functions: their calls' arguments are not kept.
@@ -560,6 +562,8 @@ class _Summarizer(ValueEvaluator):
         self.module_names: set[str] = set()  # module-level defs and classes
         # The function keys and class qualnames by `id` of their node (for the scope facts).
         self.node_keys: dict[int, str] = {}
+        # name -> the sorted lines where it is passed as a size (`x.view(n, rows, cols)`).
+        self.size_uses: dict[str, tuple[list[int], list[int]]] = {}
 
     # --- structure ---------------------------------------------------------------------
 
@@ -567,6 +571,8 @@ class _Summarizer(ValueEvaluator):
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
+        if any(f".{method}(" in self.text for method in SIZE_ARGUMENT_METHODS):
+            self.size_uses = _size_uses(tree)
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
         self.summary.imports = dict(self.module_imports)
@@ -748,6 +754,16 @@ class _Summarizer(ValueEvaluator):
             if isinstance(node.target, ast.Name):
                 previous = scope.env.get(node.target.id, ["unknown"])
                 set_local(scope, node.target.id, union(previous, self.atoms(node.value, scope)))
+            else:
+                key = entry_key(node.target)
+                if key is not None and key[1] in scope.env:
+                    # `state["step"] += 1`
+                    previous = scope.env[key[1]]
+                    set_local(scope, key[1], union(previous, self.atoms(node.value, scope)))
+            return
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self.expression(node.value, scope)
+            grow_container(scope, node.value, self)
             return
         if isinstance(node, ast.Return):
             if node.value is not None:
@@ -827,6 +843,7 @@ class _Summarizer(ValueEvaluator):
             # A closure sees the enclosing function's locals.
             scope.env = dict(outer.env)
             scope.instances = dict(outer.instances)
+            scope.keyed = set(outer.keyed)
         annotated = [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         for index, name in enumerate(params):
             # `core_model: nn.Module`, `n: int`: the annotation says what the parameter is
@@ -839,6 +856,10 @@ class _Summarizer(ValueEvaluator):
                 else None
             )
             param: Atom = ["p", index, self.depth] if self.query else ["p", index]
+            if kind is None and self._passed_as_size(name, node):
+                # `x.reshape(n, c, rows, cols)` in the body: `rows` is a Python int, whatever
+                # the parameter's name or the function's role presume.
+                kind = "number"
             scope.env[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
         if args.vararg is not None:
@@ -850,6 +871,9 @@ class _Summarizer(ValueEvaluator):
         self.depth += 1
         self.block(node.body, scope, [*names, node.name], None)
         self.depth -= 1
+
+    def _passed_as_size(self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        return _first_size_use(self.size_uses, name, node)
 
     def klass(self, node: ast.ClassDef, outer: Scope, names: list[str]) -> None:
         qualname = ".".join([*names, node.name])
@@ -1301,3 +1325,110 @@ def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     if isinstance(statement.body[0], (ast.Return, ast.Continue, ast.Raise)):
         return statement.test
     return None
+
+
+def _size_uses(tree: ast.Module) -> dict[str, tuple[list[int], list[int]]]:
+    """Names passed as sizes or dimensions to a tensor method (`x.view(n, rows, cols)`,
+    `x.reshape((n, -1))`, `x.view(n, rows // k, k)`, `x.permute(0, d, 1)`), or to a
+    parameter that a function of this module passes so (`self.to_windows(x, rows, cols)`
+    where `to_windows` reshapes by them): name -> (the sorted lines where it is passed so,
+    the sorted lines where it is bound)."""
+    uses: dict[str, list[int]] = {}
+    stores: dict[str, list[int]] = {}
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    calls: list[tuple[str, bool, ast.Call]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                stores.setdefault(node.id, []).append(node.lineno)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(node.name, []).append(node)
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in SIZE_ARGUMENT_METHODS:
+            args = node.args
+            if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+                args = args[0].elts
+            for arg in args:
+                for name in _arithmetic_names(arg):
+                    uses.setdefault(name.id, []).append(name.lineno)
+        elif isinstance(func, ast.Name):
+            calls.append((func.id, False, node))
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            calls.append((func.attr, True, node))
+    if not uses:
+        return {}
+    table = {name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in uses.items()}
+    for _ in range(2):  # a size passed on through two helpers
+        found = False
+        for name, bound, call in calls:
+            defs = functions.get(name)
+            if not defs:
+                continue
+            for position, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break  # the positions after it are not known
+                if not isinstance(arg, ast.Name) or arg.lineno in table.get(arg.id, ((), ()))[0]:
+                    continue
+                if all(_size_param(table, d, position, bound) for d in defs):
+                    lines, bound_at = table.get(arg.id, ([], sorted(stores.get(arg.id, ()))))
+                    table[arg.id] = (sorted([*lines, arg.lineno]), bound_at)
+                    found = True
+        if not found:
+            break
+    return table
+
+
+def _arithmetic_names(node: ast.expr) -> list[ast.Name]:
+    """The names an arithmetic expression is made of (`rows // size` -> rows, size; not
+    what a call converts: `int(t)` may read a tensor)."""
+    if isinstance(node, ast.Name):
+        return [node]
+    if isinstance(node, ast.BinOp):
+        return [*_arithmetic_names(node.left), *_arithmetic_names(node.right)]
+    if isinstance(node, ast.UnaryOp):
+        return _arithmetic_names(node.operand)
+    return []
+
+
+def _first_size_use(
+    table: dict[str, tuple[list[int], list[int]]],
+    name: str,
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> bool:
+    """Whether the parameter `name` of the function is passed as a size in its body before
+    the body binds the name again (`h = h.flatten(1)` then `x.view(n, h)` says nothing of
+    the parameter `h`)."""
+    found = table.get(name)
+    if found is None:
+        return False
+    lines, stores = found
+    end = node.end_lineno or node.lineno
+    first = bisect.bisect_left(lines, node.lineno)
+    if first >= len(lines) or lines[first] > end:
+        return False
+    store = bisect.bisect_left(stores, node.lineno)
+    return store >= len(stores) or stores[store] > lines[first]
+
+
+def _size_param(
+    table: dict[str, tuple[list[int], list[int]]],
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    position: int,
+    bound: bool,
+) -> bool:
+    """Whether the parameter that positional argument `position` of a call binds (`bound`:
+    a `self.` call) is passed as a size in the function's body."""
+    args = node.args
+    params = [*args.posonlyargs, *args.args]
+    index = position + 1 if bound and params and params[0].arg == "self" else position
+    if index >= len(params):
+        return False
+    return _first_size_use(table, params[index].arg, node)
