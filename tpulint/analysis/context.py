@@ -235,6 +235,11 @@ class FileContext(Resolver):
         """What the expression holds (a device tensor, a CPU tensor, a module, numpy, ...)."""
         return self.values.kind(node)
 
+    def is_dict(self, node: cst.BaseExpression) -> bool:
+        """Whether the expression is surely a dict built in this code (a literal or a
+        comprehension): a tensor key is hashed by identity there, never read."""
+        return self.values.is_dict(node)
+
     def _is_method(self, name: str, info: ClassInfo | None = None) -> bool:
         """Whether `self.<name>` names a method of the class being walked (or of a base
         class; unknown external bases count as having it only for Lightning's API)."""
