@@ -697,6 +697,14 @@ SILENT_SHAPES = {
                 dims = images.shape
                 return self.head(images.flatten(1), dims)
         """,
+    "a parameter cast with astype is numpy": """
+        class Binner(nn.Module):
+            def forward(self, x, edges):
+                levels = edges.astype(np.float32)
+                if edges.max() > 1:
+                    levels = levels / edges.max()
+                return x * float(levels[0].item())
+        """,
     "iterating a dict gives its keys": """
         class Shift(nn.Module):
             def forward(self, batch, skip):

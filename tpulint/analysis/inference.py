@@ -46,6 +46,7 @@ from tpulint.analysis.value_tables import (
     NUMBER_CLASS_NAMES,
     NUMBER_METHODS,
     NUMPY_CLASS_NAMES,
+    NUMPY_METHODS,
     SAME_TENSOR_ATTRIBUTES,
     SELF_HOST_ATTRIBUTES,
     SELF_HOST_METHODS,
@@ -493,8 +494,8 @@ class ValueEvaluator:
             return ["number"]
         if method in HOST_METHODS:
             return ["host"]
-        if method == "numpy":
-            return ["numpy"]
+        if method in NUMPY_METHODS:
+            return ["numpy"]  # `t.numpy()`, `a.astype(np.float32)`
         if method in TYPE_NAME_METHODS and not node.args and not node.keywords:
             return ["host"]  # `x.type()`: the type's name, a string
         if (

@@ -50,7 +50,11 @@ from tpulint.analysis.inference import (
 )
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
-from tpulint.analysis.value_tables import SIZE_ARGUMENT_METHODS, annotation_kind
+from tpulint.analysis.value_tables import (
+    NUMPY_ONLY_METHODS,
+    SIZE_ARGUMENT_METHODS,
+    annotation_kind,
+)
 
 _MAX_ATOMS = 8
 # Packages whose functions are never project functions: their calls' arguments are not kept.
@@ -562,8 +566,10 @@ class _Summarizer(ValueEvaluator):
         self.module_names: set[str] = set()  # module-level defs and classes
         # The function keys and class qualnames by `id` of their node (for the scope facts).
         self.node_keys: dict[int, str] = {}
-        # name -> the sorted lines where it is passed as a size (`x.view(n, rows, cols)`).
+        # name -> (the sorted lines where it is passed as a size (`x.view(n, rows, cols)`),
+        # where it is bound); the same for the receivers of numpy-only methods.
         self.size_uses: dict[str, tuple[list[int], list[int]]] = {}
+        self.numpy_uses: dict[str, tuple[list[int], list[int]]] = {}
 
     # --- structure ---------------------------------------------------------------------
 
@@ -571,8 +577,8 @@ class _Summarizer(ValueEvaluator):
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
-        if any(f".{method}(" in self.text for method in SIZE_ARGUMENT_METHODS):
-            self.size_uses = _size_uses(tree)
+        if any(f".{method}(" in self.text for method in _USE_METHODS):
+            self.size_uses, self.numpy_uses = _size_uses(tree)
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
         self.summary.imports = dict(self.module_imports)
@@ -856,10 +862,12 @@ class _Summarizer(ValueEvaluator):
                 else None
             )
             param: Atom = ["p", index, self.depth] if self.query else ["p", index]
-            if kind is None and self._passed_as_size(name, node):
+            if kind is None and _first_use(self.size_uses, name, node):
                 # `x.reshape(n, c, rows, cols)` in the body: `rows` is a Python int, whatever
                 # the parameter's name or the function's role presume.
                 kind = "number"
+            elif kind is None and _first_use(self.numpy_uses, name, node):
+                kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
             scope.env[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
         if args.vararg is not None:
@@ -871,9 +879,6 @@ class _Summarizer(ValueEvaluator):
         self.depth += 1
         self.block(node.body, scope, [*names, node.name], None)
         self.depth -= 1
-
-    def _passed_as_size(self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        return _first_size_use(self.size_uses, name, node)
 
     def klass(self, node: ast.ClassDef, outer: Scope, names: list[str]) -> None:
         qualname = ".".join([*names, node.name])
@@ -1327,13 +1332,19 @@ def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     return None
 
 
-def _size_uses(tree: ast.Module) -> dict[str, tuple[list[int], list[int]]]:
+_USE_METHODS = SIZE_ARGUMENT_METHODS | NUMPY_ONLY_METHODS
+_UseTable = dict[str, tuple[list[int], list[int]]]
+
+
+def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
     """Names passed as sizes or dimensions to a tensor method (`x.view(n, rows, cols)`,
     `x.reshape((n, -1))`, `x.view(n, rows // k, k)`, `x.permute(0, d, 1)`), or to a
     parameter that a function of this module passes so (`self.to_windows(x, rows, cols)`
     where `to_windows` reshapes by them): name -> (the sorted lines where it is passed so,
-    the sorted lines where it is bound)."""
+    the sorted lines where it is bound). Then the same for the names numpy-only methods
+    are called on (`values.astype(int)`)."""
     uses: dict[str, list[int]] = {}
+    receivers: dict[str, list[int]] = {}
     stores: dict[str, list[int]] = {}
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     calls: list[tuple[str, bool, ast.Call]] = []
@@ -1348,7 +1359,13 @@ def _size_uses(tree: ast.Module) -> dict[str, tuple[list[int], list[int]]]:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in SIZE_ARGUMENT_METHODS:
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in NUMPY_ONLY_METHODS
+            and isinstance(func.value, ast.Name)
+        ):
+            receivers.setdefault(func.value.id, []).append(func.value.lineno)
+        elif isinstance(func, ast.Attribute) and func.attr in SIZE_ARGUMENT_METHODS:
             args = node.args
             if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
                 args = args[0].elts
@@ -1363,8 +1380,11 @@ def _size_uses(tree: ast.Module) -> dict[str, tuple[list[int], list[int]]]:
             and func.value.id == "self"
         ):
             calls.append((func.attr, True, node))
+    numpy = {
+        name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in receivers.items()
+    }
     if not uses:
-        return {}
+        return {}, numpy
     table = {name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in uses.items()}
     for _ in range(2):  # a size passed on through two helpers
         found = False
@@ -1383,7 +1403,7 @@ def _size_uses(tree: ast.Module) -> dict[str, tuple[list[int], list[int]]]:
                     found = True
         if not found:
             break
-    return table
+    return table, numpy
 
 
 def _arithmetic_names(node: ast.expr) -> list[ast.Name]:
@@ -1398,14 +1418,15 @@ def _arithmetic_names(node: ast.expr) -> list[ast.Name]:
     return []
 
 
-def _first_size_use(
+def _first_use(
     table: dict[str, tuple[list[int], list[int]]],
     name: str,
     node: ast.FunctionDef | ast.AsyncFunctionDef,
 ) -> bool:
-    """Whether the parameter `name` of the function is passed as a size in its body before
-    the body binds the name again (`h = h.flatten(1)` then `x.view(n, h)` says nothing of
-    the parameter `h`)."""
+    """Whether the parameter `name` of the function is used so (passed as a size, or the
+    receiver of a numpy-only method) in its body before the body binds the name again
+    (`h = h.flatten(1)` then `x.view(n, h)` says nothing of the parameter `h`; in
+    `v = v.astype(int)` the use comes first)."""
     found = table.get(name)
     if found is None:
         return False
@@ -1415,7 +1436,7 @@ def _first_size_use(
     if first >= len(lines) or lines[first] > end:
         return False
     store = bisect.bisect_left(stores, node.lineno)
-    return store >= len(stores) or stores[store] > lines[first]
+    return store >= len(stores) or stores[store] >= lines[first]
 
 
 def _size_param(
@@ -1431,4 +1452,4 @@ def _size_param(
     index = position + 1 if bound and params and params[0].arg == "self" else position
     if index >= len(params):
         return False
-    return _first_size_use(table, params[index].arg, node)
+    return _first_use(table, params[index].arg, node)

@@ -192,6 +192,11 @@ SIZE_ARGUMENT_METHODS = frozenset(
     {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "permute"}
 )
 
+# Methods of numpy arrays and pandas objects that torch.Tensor does not have (`Tensor.numpy`
+# aside): their result is numpy data, and a name they are called on holds numpy data.
+NUMPY_METHODS = frozenset({"numpy", "astype", "to_numpy"})
+NUMPY_ONLY_METHODS = frozenset({"astype", "to_numpy"})
+
 # Tensor attributes whose value lives on the host.
 HOST_ATTRIBUTES = frozenset(
     {
