@@ -1348,17 +1348,34 @@ def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
     stores: dict[str, list[int]] = {}
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     calls: list[tuple[str, bool, ast.Call]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Store):
-                stores.setdefault(node.id, []).append(node.lineno)
+    # One iterative walk with the summary's child fields, names and constants not visited
+    # (as syntax_of): bound names are read from the binding statements' targets.
+    call_type, name_type, leaves = ast.Call, ast.Name, (ast.Name, ast.Constant)
+    node_type = ast.AST
+    stack: list[ast.AST] = [tree]
+    push, pop = stack.append, stack.pop
+    while stack:
+        node = pop()
+        kind = type(node)
+        for field_name in _child_fields(kind):
+            child = getattr(node, field_name)
+            if type(child) is list:
+                for item in child:
+                    if isinstance(item, node_type) and type(item) not in leaves:
+                        push(item)
+            elif isinstance(child, node_type) and type(child) not in leaves:
+                push(child)
+        if kind in _BINDING_TARGETS:
+            for target in _BINDING_TARGETS[kind](node):
+                for name in _bound_names(target):
+                    stores.setdefault(name.id, []).append(name.lineno)
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.setdefault(node.name, []).append(node)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined]
             continue
-        if not isinstance(node, ast.Call):
+        if kind is not call_type:
             continue
-        func = node.func
+        func = node.func  # type: ignore[attr-defined]
         if (
             isinstance(func, ast.Attribute)
             and func.attr in NUMPY_ONLY_METHODS
@@ -1372,14 +1389,14 @@ def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
             for arg in args:
                 for name in _arithmetic_names(arg):
                     uses.setdefault(name.id, []).append(name.lineno)
-        elif isinstance(func, ast.Name):
-            calls.append((func.id, False, node))
+        elif type(func) is name_type:
+            calls.append((func.id, False, node))  # type: ignore[arg-type]
         elif (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
-            calls.append((func.attr, True, node))
+            calls.append((func.attr, True, node))  # type: ignore[arg-type]
     numpy = {
         name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in receivers.items()
     }
@@ -1404,6 +1421,30 @@ def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
         if not found:
             break
     return table, numpy
+
+
+# The targets a statement or expression binds names in, by its type.
+_BINDING_TARGETS: dict[type, Any] = {
+    ast.Assign: lambda node: node.targets,
+    ast.AugAssign: lambda node: [node.target],
+    ast.AnnAssign: lambda node: [node.target],
+    ast.For: lambda node: [node.target],
+    ast.AsyncFor: lambda node: [node.target],
+    ast.comprehension: lambda node: [node.target],
+    ast.NamedExpr: lambda node: [node.target],
+    ast.withitem: lambda node: [node.optional_vars] if node.optional_vars is not None else [],
+}
+
+
+def _bound_names(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds (`a, (b, *c) = ...`)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
 
 def _arithmetic_names(node: ast.expr) -> list[ast.Name]:
