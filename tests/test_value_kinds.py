@@ -621,6 +621,114 @@ SILENT_SHAPES = {
             def training_step(self, batch, batch_idx):
                 return weigh([1.0, 2.0], batch)
         """,
+    "parameters a forward reshapes by are ints": """
+        class GridMixer(nn.Module):
+            def __init__(self, side):
+                super().__init__()
+                self.side = side
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, tokens, rows, cols):
+                n, length, c = tokens.shape
+                assert length == rows * cols, "tokens do not fill the grid"
+                pad = (4 - cols % 4) % 4
+                padded = rows + pad
+                grid = self.proj(tokens).transpose(1, 2).reshape(n, c, rows, cols)
+                if self.side != padded:
+                    grid = grid[:, :, : self.side]
+                return grid
+        """,
+    "parameters a helper reshapes by are ints": """
+        def split_windows(x, rows, cols, size):
+            n, _, c = x.shape
+            x = x.view(n, rows // size, size, cols // size, size, c)
+            return x.permute(0, 1, 3, 2, 4, 5)
+
+        class WindowMixer(nn.Module):
+            def windows(self, x, rows, cols):
+                n, _, c = x.shape
+                return split_windows(x.transpose(1, 2), rows, cols, 4)
+
+            def forward(self, packed, rows, cols):
+                q = packed[0]
+                if q.shape[1] != rows * cols:
+                    q = q[:, : rows * cols]
+                return self.windows(q, rows, cols)
+        """,
+    "a sub-module's forward given a shape int by every call": """
+        class Broadcast(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = nn.Embedding(4, 8)
+
+            def forward(self, ids, steps):
+                return self.table(ids).unsqueeze(1).repeat_interleave(steps, dim=1)
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cond = Broadcast()
+                self.body = nn.Linear(8, 8)
+
+            def forward(self, x, ids):
+                hidden = self.body(x)
+                return hidden + self.cond(ids, hidden.shape[1])
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.decoder = Decoder()
+
+            def training_step(self, batch, batch_idx):
+                return self.decoder(batch, batch).mean()
+        """,
+    "a torch.Size passed to a sub-module, indexed there": """
+        class Head(nn.Module):
+            def forward(self, feats, in_shape: torch.Tensor):
+                frames = int(in_shape[0])
+                return feats.reshape(frames, -1)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head()
+
+            def forward(self, images):
+                dims = images.shape
+                return self.head(images.flatten(1), dims)
+        """,
+    "a parameter cast with astype is numpy": """
+        class Binner(nn.Module):
+            def forward(self, x, edges):
+                levels = edges.astype(np.float32)
+                if edges.max() > 1:
+                    levels = levels / edges.max()
+                return x * float(levels[0].item())
+        """,
+    "iterating a dict gives its keys": """
+        class Shift(nn.Module):
+            def forward(self, batch, skip):
+                kept = {name: value for name, value in batch.items() if name not in skip}
+                limits = {"tokens": 1, "labels": 2}
+                out = {}
+                for name in kept:
+                    out[name] = batch[name][:, 1:]
+                for name in limits:
+                    out[name] = out[name][:, : limits[name]]
+                return out
+        """,
+    "results of string methods are strings": """
+        class Router(nn.Module):
+            def forward(self, ids, scores):
+                groups = {}
+                for position, key in enumerate(ids):
+                    source, _ = key.split("::")
+                    groups[source] = position
+                tag = ids[0].strip().lower()
+                if tag.startswith("a"):
+                    scores = scores * 2
+                return scores
+        """,
 }
 
 REPORTED_SHAPES = {
@@ -675,6 +783,99 @@ REPORTED_SHAPES = {
                 return loss
         """,
         [("TPU103", 4)],
+    ),
+    "a sub-module's forward given device lengths": (
+        """
+        class Broadcast(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = nn.Embedding(4, 8)
+
+            def forward(self, ids, steps):
+                return self.table(ids).repeat_interleave(steps, dim=0)
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.cond = Broadcast()
+
+            def training_step(self, batch, batch_idx):
+                ids, lengths = batch
+                return self.cond(ids, lengths).mean()
+        """,
+        [("TPU201", 7)],
+    ),
+    "a parameter compared with a size but never used as one": (
+        """
+        class Gate(nn.Module):
+            def forward(self, x, limit):
+                n, length, c = x.shape
+                if length > limit:
+                    x = x[:, :length]
+                return x.reshape(n, -1)
+        """,
+        [("TPU104", 4)],
+    ),
+    "a parameter rebound before it is used as a size": (
+        """
+        class Pool(nn.Module):
+            def forward(self, x, h):
+                if h.sum() > 0:
+                    x = x * 2
+                h = h.shape[-1]
+                return x.view(-1, h)
+        """,
+        [("TPU104", 3)],
+    ),
+    "string keys of a local dict, and lists built by appending": (
+        """
+        class Lion(torch.optim.Optimizer):
+            @torch.no_grad()
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state[p]
+                        if len(state) == 0:
+                            state["step"] = torch.tensor(0.0)
+                            state["avg"] = torch.zeros_like(p)
+                        state["step"] += 1
+                        bias = 1 - 0.9 ** state["step"].item()
+                        p.add_(state["avg"], alpha=-group["lr"] / bias)
+                        if state["avg"].abs().max().item() > 10:
+                            state["avg"].zero_()
+
+        def mean_of(values):
+            return sum(v.item() for v in values) / len(values)
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                copies = []
+                sizes = []
+                for chunk in batch:
+                    copies.append(self(chunk).detach().cpu())
+                    sizes.append(len(chunk))
+                spread = max(sizes) - min(s for s in sizes)
+                self.log("avg", mean_of(copies) + spread)
+                state = {"step": self(batch).mean()}
+                if state["step"].item() > 3:
+                    state = {"step": torch.tensor(0.0)}
+                return self(batch).mean()
+
+            def configure_optimizers(self):
+                return Lion(self.parameters())
+        """,
+        # `state["step"]` is a CPU tensor (torch.tensor without a device), the average of a
+        # parameter is on the device; the CPU copies are reported where they are made.
+        [("TPU101", 13), ("TPU103", 24), ("TPU101", 29)],
+    ),
+    "a tensor split into chunks stays a tensor": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                first, second = self(batch).split(2)
+                return first.sum().item() + second.sum()
+        """,
+        [("TPU101", 4)],
     ),
 }
 

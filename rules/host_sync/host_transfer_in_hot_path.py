@@ -233,6 +233,17 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        m = torch.minimum(y, torch.zeros_like(y))\n"
             "        return self.heads[batch_idx % 3](y[:n] + m[:n])\n"
         ),
+        # A dict built here hashes a tensor key by its identity: nothing is read.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        keys, labels = batch\n"
+            "        seen = {}\n"
+            "        for key, label in zip(keys, labels):\n"
+            "            seen[key] = label\n"
+            "        for key in self(keys):\n"
+            "            seen[key] = seen.get(key)\n"
+            "        return self(keys).sum()\n"
+        ),
         # The error path: printed just before the step raises, not every step.
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -458,6 +469,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if (
             isinstance(node.value, (cst.Dict, cst.Call))
             or ctx.value_kind(index.value) is not ValueKind.DEVICE
+            or ctx.is_dict(node.value)  # a dict hashes a tensor key by identity: no read
         ):
             return
         if not is_torch_tensor(ctx, index.value, self.bindings) and not isinstance(

@@ -32,6 +32,8 @@ from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueKind, kind_named
 if TYPE_CHECKING:
     from tpulint.config.settings import Config
 
+# What every call may pass a forward for its parameter to be taken as given (host data).
+_HOST_KIND_NAMES = frozenset({"number", "host", "numpy", "module"})
 # Parameter names of shapes, sizes and counts (host values even in a forward).
 _SHAPE_PARAM = re.compile(r"(?:^|_)(?:shape|shapes|size|sizes|hw|dim|dims)$|^(?:num|n)_")
 _BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
@@ -232,6 +234,11 @@ class FileContext(Resolver):
     def value_kind(self, node: cst.BaseExpression) -> ValueKind:
         """What the expression holds (a device tensor, a CPU tensor, a module, numpy, ...)."""
         return self.values.kind(node)
+
+    def is_dict(self, node: cst.BaseExpression) -> bool:
+        """Whether the expression is surely a dict built in this code (a literal or a
+        comprehension): a tensor key is hashed by identity there, never read."""
+        return self.values.is_dict(node)
 
     def _is_method(self, name: str, info: ClassInfo | None = None) -> bool:
         """Whether `self.<name>` names a method of the class being walked (or of a base
@@ -550,11 +557,20 @@ class FileContext(Resolver):
     def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
         name = param.name.value
         view = self.analysis.view
-        if view is not None and info.hot_reason != info.root_hook:
+        entry = info.hot_reason == info.root_hook
+        if view is not None and (not entry or info.name == "forward"):
             # A helper: what every call of the project passes it, when that is definite
-            # (`getMinimumConnection(self.mat, self.max_N, ...)` with CPU tensors).
-            passed = view.param_value(info.key, index)
-            if passed is not None and passed.kind != "unknown" and passed.elements is None:
+            # (`getMinimumConnection(self.mat, self.max_N, ...)` with CPU tensors). A
+            # sub-module's forward too, where every call of the project's own code (not its
+            # tests) passes host data (`self.expand(h, h.shape[1])`); an inference script's
+            # CPU tensors do not make the step's CPU.
+            passed = view.param_value(info.key, index, outside_tests=entry)
+            if (
+                passed is not None
+                and passed.kind != "unknown"
+                and passed.elements is None
+                and (not entry or (passed.kind in _HOST_KIND_NAMES and not passed.mask))
+            ):
                 return kind_named("device" if passed.mask else passed.kind)
         # The batch argument of a step method itself (index 0 is `self`); helpers called
         # from the step take anything as their first argument.

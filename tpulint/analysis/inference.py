@@ -12,6 +12,8 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["a", name]                    the value of `self.<name>`
     ["t", [atoms], ...]            a tuple of values (element by element)
     ["s", [atoms]]                 a container (list, dict, set) holding values of these atoms
+    ["s", [atoms], [keys]]         a dict literal or comprehension: its values and its keys
+                                   (iterating it gives the keys)
     ["e", i, [atoms]]              element i (-1: any) of a tuple or container value
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
                                    resolve to a module (`make_model().to(device)`)
@@ -44,9 +46,12 @@ from tpulint.analysis.value_tables import (
     NUMBER_CLASS_NAMES,
     NUMBER_METHODS,
     NUMPY_CLASS_NAMES,
+    NUMPY_METHODS,
     SAME_TENSOR_ATTRIBUTES,
     SELF_HOST_ATTRIBUTES,
     SELF_HOST_METHODS,
+    STRING_ARGUMENT_METHODS,
+    STRING_METHODS,
     TENSOR_METHODS_OF_MODULES,
     TORCH_FACTORIES,
     TORCH_HOST_FUNCTIONS,
@@ -85,6 +90,9 @@ class Scope:
     record_calls: bool = True
     # Per enclosing `if` branch: name -> its value before the branch (`_MISSING` if unbound).
     journals: list[dict[str, Any]] = field(default_factory=list)
+    # Locals some of whose string keys are bound (`state["step"] = ...`): their entries live
+    # in `env` as `state['step']` and go when the local is bound again.
+    keyed: set[str] = field(default_factory=set)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -138,6 +146,12 @@ class ValueEvaluator:
                     self.bind(element, elements[index] if elements else ["unknown"], scope)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, ["host"], scope)
+        else:
+            key = entry_key(target)
+            if key is not None and key[0] in scope.env:
+                # `state["step"] = torch.tensor(0.0)`: what the local dict holds at that key
+                set_local(scope, key[1], value)
+                scope.keyed.add(key[0])
 
     def bind_loop(self, target: ast.expr, iterator: ast.expr, scope: Scope) -> None:
         self.bind(target, self.element_atoms(iterator, target, scope), scope)
@@ -180,7 +194,7 @@ class ValueEvaluator:
             # Rows of a tensor are tensors, where it is (rows of `tokens.cpu()` are on the CPU).
             return ["device" if a == "mask" else a for a in rows]
         if any(isinstance(a, list) and a[0] in ("s", "t") for a in base):
-            return container_elements(base)
+            return iterated_elements(base)
         if any(isinstance(a, list) and a[0] in _SYMBOLIC for a in base):
             return [["e", -1, base]]  # rows of a parameter: tensors if it is one
         if base == ["numpy"]:
@@ -192,6 +206,7 @@ class ValueEvaluator:
     def bind_comprehension(self, node: ast.expr, scope: Scope) -> Scope:
         """A scope in which the targets of a comprehension's generators are bound."""
         inner = Scope(scope.info, scope.imports, dict(scope.env), scope.instances, cls=scope.cls)
+        inner.keyed = set(scope.keyed)
         for generator in getattr(node, "generators", ()):
             self.bind_loop(generator.target, generator.iter, inner)
         return inner
@@ -267,13 +282,15 @@ class ValueEvaluator:
             return [["s", self._elements(node.elts, scope, d)]]
         if isinstance(node, ast.Dict):
             values = [v for v in node.values if v is not None]
-            return [["s", self._elements(values, scope, d)]]
+            keys = [k for k in node.keys if k is not None]
+            return [["s", self._elements(values, scope, d), self._elements(keys, scope, d)]]
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             inner = self.bind_comprehension(node, scope)
             return [["s", self.atoms(node.elt, inner, d)]]
         if isinstance(node, ast.DictComp):
             inner = self.bind_comprehension(node, scope)
-            return [["s", self.atoms(node.value, inner, d)]]
+            keys = [a for a in self.atoms(node.key, inner, d) if a != "none"]
+            return [["s", self.atoms(node.value, inner, d), keys]]
         if isinstance(node, ast.Name):
             if node.id in ("True", "False"):
                 return ["number"]
@@ -289,6 +306,9 @@ class ValueEvaluator:
         if isinstance(node, ast.Call):
             return self.call(node, scope, d)
         if isinstance(node, ast.Subscript):
+            key = entry_key(node)
+            if key is not None and key[1] in scope.env:
+                return scope.env[key[1]]  # `state["step"]` bound in this function
             base = self.atoms(node.value, scope, d) or ["unknown"]
             if all(isinstance(a, str) for a in base):
                 if "module" in base:
@@ -474,8 +494,8 @@ class ValueEvaluator:
             return ["number"]
         if method in HOST_METHODS:
             return ["host"]
-        if method == "numpy":
-            return ["numpy"]
+        if method in NUMPY_METHODS:
+            return ["numpy"]  # `t.numpy()`, `a.astype(np.float32)`
         if method in TYPE_NAME_METHODS and not node.args and not node.keywords:
             return ["host"]  # `x.type()`: the type's name, a string
         if (
@@ -496,6 +516,18 @@ class ValueEvaluator:
                     )
                 if root in self.module_names:
                     return [["c", "name", "." + text, args()]]  # `Cls.build(...)`
+        if method in STRING_METHODS or (
+            method in STRING_ARGUMENT_METHODS
+            and (
+                (method == "split" and not node.args and not node.keywords)
+                or any(
+                    isinstance(a, ast.JoinedStr)
+                    or (isinstance(a, ast.Constant) and isinstance(a.value, str))
+                    for a in node.args[:1]
+                )
+            )
+        ):
+            return ["host"]  # `key.split("::")`: a string's method, strings
         # A method of a value.
         base = self.atoms(receiver, scope, d)
         if base == ["module"]:
@@ -704,6 +736,18 @@ def container_elements(atoms: list[Atom]) -> list[Atom]:
     return out or ["unknown"]
 
 
+def iterated_elements(atoms: list[Atom]) -> list[Atom]:
+    """What a `for` over a container value yields: a dict's keys (`for name in features`
+    over `{name: t ...}` gives the names), the elements of other containers."""
+    out: list[Atom] = []
+    for atom in atoms:
+        if isinstance(atom, list) and atom[0] == "s" and len(atom) > 2:
+            out = union(out, atom[2] or ["unknown"])
+        else:
+            out = union(out, container_elements([atom]))
+    return out or ["unknown"]
+
+
 def _tensors_in(atoms: list[Atom]) -> list[Atom]:
     if any(isinstance(a, list) and a[0] in ("s", "t") for a in atoms):
         return container_elements(atoms)
@@ -757,3 +801,64 @@ def set_local(scope: Scope, name: str, value: list[Atom]) -> None:
         if name not in journal:
             journal[name] = scope.env.get(name, MISSING)
     scope.env[name] = value
+    if name in scope.keyed:
+        forget_entries(scope, name)
+
+
+def forget_entries(scope: Scope, name: str) -> None:
+    """Drop what the string keys of local `name` were bound to (it is another dict now, or
+    was changed by a method)."""
+    prefix = name + "["
+    for key in [k for k in scope.env if k.startswith(prefix)]:
+        if scope.journals:
+            journal = scope.journals[-1]
+            if key not in journal:
+                journal[key] = scope.env[key]
+        del scope.env[key]
+
+
+def entry_key(node: ast.expr) -> tuple[str, str] | None:
+    """(local, environment key) of `local["key"]`, else None."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.value.id, f"{node.value.id}[{node.slice.value!r}]"
+    return None
+
+
+# Methods that add to a list or set in place, and the argument they add.
+_GROWING = {"append": -1, "add": -1, "insert": -1}
+# Methods that change a dict's entries in place.
+_DICT_CHANGING = frozenset({"update", "pop", "popitem", "clear", "setdefault"})
+
+
+def grow_container(scope: Scope, call: ast.Call, evaluator: ValueEvaluator) -> None:
+    """`xs.append(v)` / `xs.extend(vs)` on a local list: it holds `v` too (a list built in a
+    loop and handed on holds what was appended, not nothing); `d.update(...)` forgets what
+    the string keys of a local dict were bound to."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return
+    name, method = func.value.id, func.attr
+    if method in _DICT_CHANGING:
+        if name in scope.keyed:
+            forget_entries(scope, name)
+        return
+    if method not in _GROWING and method != "extend":
+        return
+    current = scope.env.get(name)
+    if not call.args or current is None or len(current) != 1:
+        return
+    atom = current[0]
+    if not (isinstance(atom, list) and atom[0] == "s" and len(atom) == 2):
+        return
+    added = evaluator.atoms(call.args[_GROWING.get(method, 0)], scope)
+    if method == "extend":
+        added = container_elements(added)
+    added = [a for a in added if a != "none"]
+    held = union(atom[1], added)
+    if held != atom[1]:
+        set_local(scope, name, [["s", held]])

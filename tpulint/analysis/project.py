@@ -50,7 +50,7 @@ from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     package_root,
     table_digest,
 )
-from tpulint.analysis.scope import ProjectScope
+from tpulint.analysis.scope import ProjectScope, _is_test_path
 from tpulint.analysis.summary import (
     Atom,
     ClassSummary,
@@ -323,7 +323,7 @@ class ProjectModel:
         self._returning: set[str] = set()
         self._attributes: dict[tuple[str, str], Value | None] = {}
         self._table: dict[str, int] | None = None
-        self._params: dict[tuple[str, int], Value | None] = {}
+        self._params: dict[tuple[str, int, bool], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
@@ -858,16 +858,22 @@ class ProjectModel:
         self._returns[gkey] = value
         return value
 
-    def param_value(self, gkey: str, index: int, _depth: int = 0) -> Value | None:
+    def param_value(
+        self, gkey: str, index: int, _depth: int = 0, outside_tests: bool = False
+    ) -> Value | None:
         """What the project's calls pass as parameter `index` of the function (None when no
         call of the project is seen, or a call does not pass it). Entry points are called by
-        Lightning or torch, not by the project: None."""
-        key = (gkey, index)
+        Lightning or torch, not by the project: None. `outside_tests`: the calls of the
+        project's own code only (a test feeding a loss numpy arrays says little of what
+        the training step feeds it)."""
+        key = (gkey, index, outside_tests)
         if key in self._params:
             return self._params[key]
         self._params[key] = None  # cycles
         fn = self.functions.get(gkey)
         callers = self._callers().get(gkey, []) if fn is not None else []
+        if outside_tests:
+            callers = [c for c in callers if not _is_test_path(c[0].module.path)]
         if fn is None or not callers or _depth > 4:
             return None
         name = fn.summary.params[index] if index < len(fn.summary.params) else None
@@ -885,7 +891,10 @@ class ProjectModel:
                 return None
             if value.params:
                 # The caller passes its own parameter on: what its callers pass.
-                inner = [self.param_value(caller.gkey, p, _depth + 1) for p in value.params]
+                inner = [
+                    self.param_value(caller.gkey, p, _depth + 1, outside_tests)
+                    for p in value.params
+                ]
                 if any(v is None for v in inner):
                     return None
                 value = combine_values([Value(value.kind), *inner])  # type: ignore[list-item]
@@ -910,6 +919,10 @@ class ProjectModel:
                         # A function nested in the caller (`def filter_ids(ids): ...`).
                         inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
                         targets = [inner] if inner is not None else []
+                    elif not targets and call.form == "self":
+                        # `self.encoder(x, n)` on a sub-module attribute: its forward (what
+                        # the project passes it; reach follows the sub-module on its own).
+                        targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
                     for target in targets:
                         if not isinstance(target, _Function):
                             continue
@@ -984,7 +997,19 @@ class ProjectModel:
                 elements.append(value if value is not None else Value("host"))
             return Value("host", elements=tuple(elements))
         if tag == "s":
-            return UNKNOWN_VALUE  # a container: of tensors as often as not (`{"loss": loss}`)
+            # A container: of device tensors as often as not (`{"loss": loss}`), unknown then;
+            # one of CPU tensors, numbers or numpy values only (`sizes.append(len(c))`, a
+            # list of `.cpu()` copies) is host data, its elements CPU tensors at most. Not
+            # one of other host values: `list(batch.values())` is "host" with tensors in it.
+            held = self.resolve_atoms(atom[1], module, owner, depth) if atom[1] else None
+            if (
+                held is not None
+                and held.elements is None
+                and not held.params
+                and held.kind in ("cpu", "number", "numpy")
+            ):
+                return Value("cpu" if held.kind == "cpu" else "host")
+            return UNKNOWN_VALUE
         if tag == "e":
             container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
             if container and len(container) == len(atom[2]):
@@ -1360,11 +1385,11 @@ class FileView:
             return None
         return self.model.attribute_value(owner, attr)
 
-    def param_value(self, key: str, index: int) -> Value | None:
+    def param_value(self, key: str, index: int, outside_tests: bool = False) -> Value | None:
         """What the project's calls pass as parameter `index` of this file's function `key`
         (see ProjectModel.param_value)."""
         fn = self._functions.get(key)
-        return self.model.param_value(fn.gkey, index) if fn is not None else None
+        return self.model.param_value(fn.gkey, index, 0, outside_tests) if fn is not None else None
 
     def class_kind(self, qualname: str) -> ClassKind:
         return self.model.class_kind(self.class_gkey(qualname))

@@ -42,13 +42,19 @@ from tpulint.analysis.inference import (
     Scope,
     ValueEvaluator,
     dotted,
+    entry_key,
+    grow_container,
     is_super_call,
     set_local,
     union,
 )
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
-from tpulint.analysis.value_tables import annotation_kind
+from tpulint.analysis.value_tables import (
+    NUMPY_ONLY_METHODS,
+    SIZE_ARGUMENT_METHODS,
+    annotation_kind,
+)
 
 _MAX_ATOMS = 8
 # Packages whose functions are never project functions: their calls' arguments are not kept.
@@ -580,6 +586,10 @@ class _Summarizer(ValueEvaluator):
         self.module_names: set[str] = set()  # module-level defs and classes
         # The function keys and class qualnames by `id` of their node (for the scope facts).
         self.node_keys: dict[int, str] = {}
+        # name -> (the sorted lines where it is passed as a size (`x.view(n, rows, cols)`),
+        # where it is bound); the same for the receivers of numpy-only methods.
+        self.size_uses: dict[str, tuple[list[int], list[int]]] = {}
+        self.numpy_uses: dict[str, tuple[list[int], list[int]]] = {}
 
     # --- structure ---------------------------------------------------------------------
 
@@ -587,6 +597,8 @@ class _Summarizer(ValueEvaluator):
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
+        if any(f".{method}(" in self.text for method in _USE_METHODS):
+            self.size_uses, self.numpy_uses = _size_uses(tree)
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
         self.summary.imports = dict(self.module_imports)
@@ -772,6 +784,16 @@ class _Summarizer(ValueEvaluator):
             if isinstance(node.target, ast.Name):
                 previous = scope.env.get(node.target.id, ["unknown"])
                 set_local(scope, node.target.id, union(previous, self.atoms(node.value, scope)))
+            else:
+                key = entry_key(node.target)
+                if key is not None and key[1] in scope.env:
+                    # `state["step"] += 1`
+                    previous = scope.env[key[1]]
+                    set_local(scope, key[1], union(previous, self.atoms(node.value, scope)))
+            return
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self.expression(node.value, scope)
+            grow_container(scope, node.value, self)
             return
         if isinstance(node, ast.Return):
             if node.value is not None:
@@ -851,6 +873,7 @@ class _Summarizer(ValueEvaluator):
             # A closure sees the enclosing function's locals.
             scope.env = dict(outer.env)
             scope.instances = dict(outer.instances)
+            scope.keyed = set(outer.keyed)
         annotated = [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         for index, name in enumerate(params):
             # `core_model: nn.Module`, `n: int`: the annotation says what the parameter is
@@ -863,6 +886,12 @@ class _Summarizer(ValueEvaluator):
                 else None
             )
             param: Atom = ["p", index, self.depth] if self.query else ["p", index]
+            if kind is None and _first_use(self.size_uses, name, node):
+                # `x.reshape(n, c, rows, cols)` in the body: `rows` is a Python int, whatever
+                # the parameter's name or the function's role presume.
+                kind = "number"
+            elif kind is None and _first_use(self.numpy_uses, name, node):
+                kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
             scope.env[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
         if args.vararg is not None:
@@ -1325,3 +1354,167 @@ def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     if isinstance(statement.body[0], (ast.Return, ast.Continue, ast.Raise)):
         return statement.test
     return None
+
+
+_USE_METHODS = SIZE_ARGUMENT_METHODS | NUMPY_ONLY_METHODS
+_UseTable = dict[str, tuple[list[int], list[int]]]
+
+
+def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
+    """Names passed as sizes or dimensions to a tensor method (`x.view(n, rows, cols)`,
+    `x.reshape((n, -1))`, `x.view(n, rows // k, k)`, `x.permute(0, d, 1)`), or to a
+    parameter that a function of this module passes so (`self.to_windows(x, rows, cols)`
+    where `to_windows` reshapes by them): name -> (the sorted lines where it is passed so,
+    the sorted lines where it is bound). Then the same for the names numpy-only methods
+    are called on (`values.astype(int)`)."""
+    uses: dict[str, list[int]] = {}
+    receivers: dict[str, list[int]] = {}
+    stores: dict[str, list[int]] = {}
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    calls: list[tuple[str, bool, ast.Call]] = []
+    # One iterative walk with the summary's child fields, names and constants not visited
+    # (as syntax_of): bound names are read from the binding statements' targets.
+    call_type, name_type, leaves = ast.Call, ast.Name, (ast.Name, ast.Constant)
+    node_type = ast.AST
+    stack: list[ast.AST] = [tree]
+    push, pop = stack.append, stack.pop
+    while stack:
+        node = pop()
+        kind = type(node)
+        for field_name in _child_fields(kind):
+            child = getattr(node, field_name)
+            if type(child) is list:
+                for item in child:
+                    if isinstance(item, node_type) and type(item) not in leaves:
+                        push(item)
+            elif isinstance(child, node_type) and type(child) not in leaves:
+                push(child)
+        if kind in _BINDING_TARGETS:
+            for target in _BINDING_TARGETS[kind](node):
+                for name in _bound_names(target):
+                    stores.setdefault(name.id, []).append(name.lineno)
+            continue
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined]
+            continue
+        if kind is not call_type:
+            continue
+        func = node.func  # type: ignore[attr-defined]
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in NUMPY_ONLY_METHODS
+            and isinstance(func.value, ast.Name)
+        ):
+            receivers.setdefault(func.value.id, []).append(func.value.lineno)
+        elif isinstance(func, ast.Attribute) and func.attr in SIZE_ARGUMENT_METHODS:
+            args = node.args
+            if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+                args = args[0].elts
+            for arg in args:
+                for name in _arithmetic_names(arg):
+                    uses.setdefault(name.id, []).append(name.lineno)
+        elif type(func) is name_type:
+            calls.append((func.id, False, node))  # type: ignore[arg-type]
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            calls.append((func.attr, True, node))  # type: ignore[arg-type]
+    numpy = {
+        name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in receivers.items()
+    }
+    if not uses:
+        return {}, numpy
+    table = {name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in uses.items()}
+    for _ in range(2):  # a size passed on through two helpers
+        found = False
+        for name, bound, call in calls:
+            defs = functions.get(name)
+            if not defs:
+                continue
+            for position, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break  # the positions after it are not known
+                if not isinstance(arg, ast.Name) or arg.lineno in table.get(arg.id, ((), ()))[0]:
+                    continue
+                if all(_size_param(table, d, position, bound) for d in defs):
+                    lines, bound_at = table.get(arg.id, ([], sorted(stores.get(arg.id, ()))))
+                    table[arg.id] = (sorted([*lines, arg.lineno]), bound_at)
+                    found = True
+        if not found:
+            break
+    return table, numpy
+
+
+# The targets a statement or expression binds names in, by its type.
+_BINDING_TARGETS: dict[type, Any] = {
+    ast.Assign: lambda node: node.targets,
+    ast.AugAssign: lambda node: [node.target],
+    ast.AnnAssign: lambda node: [node.target],
+    ast.For: lambda node: [node.target],
+    ast.AsyncFor: lambda node: [node.target],
+    ast.comprehension: lambda node: [node.target],
+    ast.NamedExpr: lambda node: [node.target],
+    ast.withitem: lambda node: [node.optional_vars] if node.optional_vars is not None else [],
+}
+
+
+def _bound_names(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds (`a, (b, *c) = ...`)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _arithmetic_names(node: ast.expr) -> list[ast.Name]:
+    """The names an arithmetic expression is made of (`rows // size` -> rows, size; not
+    what a call converts: `int(t)` may read a tensor)."""
+    if isinstance(node, ast.Name):
+        return [node]
+    if isinstance(node, ast.BinOp):
+        return [*_arithmetic_names(node.left), *_arithmetic_names(node.right)]
+    if isinstance(node, ast.UnaryOp):
+        return _arithmetic_names(node.operand)
+    return []
+
+
+def _first_use(
+    table: dict[str, tuple[list[int], list[int]]],
+    name: str,
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> bool:
+    """Whether the parameter `name` of the function is used so (passed as a size, or the
+    receiver of a numpy-only method) in its body before the body binds the name again
+    (`h = h.flatten(1)` then `x.view(n, h)` says nothing of the parameter `h`; in
+    `v = v.astype(int)` the use comes first)."""
+    found = table.get(name)
+    if found is None:
+        return False
+    lines, stores = found
+    end = node.end_lineno or node.lineno
+    first = bisect.bisect_left(lines, node.lineno)
+    if first >= len(lines) or lines[first] > end:
+        return False
+    store = bisect.bisect_left(stores, node.lineno)
+    return store >= len(stores) or stores[store] >= lines[first]
+
+
+def _size_param(
+    table: dict[str, tuple[list[int], list[int]]],
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    position: int,
+    bound: bool,
+) -> bool:
+    """Whether the parameter that positional argument `position` of a call binds (`bound`:
+    a `self.` call) is passed as a size in the function's body."""
+    args = node.args
+    params = [*args.posonlyargs, *args.args]
+    index = position + 1 if bound and params and params[0].arg == "self" else position
+    if index >= len(params):
+        return False
+    return _first_use(table, params[index].arg, node)

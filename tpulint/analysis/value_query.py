@@ -156,6 +156,17 @@ class PositionValues:
             return self._evaluate(site), function
         return self._evaluate_text(node, function), function
 
+    def is_dict(self, node: cst.BaseExpression) -> bool:
+        """Whether the node holds a dict literal or comprehension on every path (the
+        inference's `["s", values, keys]` atoms)."""
+        found = self.atoms(node)
+        if found is None:
+            return False
+        atoms = [a for a in found[0] if a != "none"]
+        return bool(atoms) and all(
+            isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in atoms
+        )
+
     def is_local(self, name: str, node: cst.CSTNode) -> bool:
         """Whether `name` is a local binding (or parameter) where `node` is."""
         self._build()

@@ -186,6 +186,17 @@ MASK_METHODS = frozenset(
     }
 )
 
+# Tensor methods whose positional arguments are sizes or dimensions, Python ints (a name
+# passed there is an int: `x.reshape(n, c, rows, cols)` says `rows` and `cols` are).
+SIZE_ARGUMENT_METHODS = frozenset(
+    {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "permute"}
+)
+
+# Methods of numpy arrays and pandas objects that torch.Tensor does not have (`Tensor.numpy`
+# aside): their result is numpy data, and a name they are called on holds numpy data.
+NUMPY_METHODS = frozenset({"numpy", "astype", "to_numpy"})
+NUMPY_ONLY_METHODS = frozenset({"astype", "to_numpy"})
+
 # Tensor attributes whose value lives on the host.
 HOST_ATTRIBUTES = frozenset(
     {
@@ -224,6 +235,46 @@ HOST_METHODS = frozenset(
         "storage_offset",
     }
 )
+# Methods of `str` that torch.Tensor does not have: their receiver is a string, their result
+# a string, a list of strings or a flag (`key.strip().lower()`, `name.startswith("enc")`).
+STRING_METHODS = frozenset(
+    {
+        "strip",
+        "lstrip",
+        "rstrip",
+        "startswith",
+        "endswith",
+        "join",
+        "lower",
+        "upper",
+        "casefold",
+        "capitalize",
+        "title",
+        "format",
+        "format_map",
+        "splitlines",
+        "partition",
+        "rpartition",
+        "rsplit",
+        "replace",
+        "removeprefix",
+        "removesuffix",
+        "zfill",
+        "ljust",
+        "rjust",
+        "center",
+        "isdigit",
+        "isalpha",
+        "isalnum",
+        "isnumeric",
+        "isspace",
+        "islower",
+        "isupper",
+    }
+)
+# Methods a tensor shares with `str` whose string argument says the receiver is a string
+# (`key.split("::")`; `Tensor.split` takes sizes).
+STRING_ARGUMENT_METHODS = frozenset({"split", "count", "index", "find"})
 # `Tensor.type()` with no argument is the type's name, a string
 # (`x.type() == "torch.cuda.FloatTensor"` compares strings).
 TYPE_NAME_METHODS = frozenset({"type"})
