@@ -78,6 +78,8 @@ class TorchDistributedUnderXla(Rule):
       that moves tensors, a skipped barrier (the others no longer wait for rank 0's
       files), or a fallback that computes something keeps the finding;
     - calls in a private helper (`_name`) that this file calls only from guarded code;
+    - guards and calls in an `except` handler (agreeing across ranks on skipping a batch
+      after an out-of-memory error): the error path, not what the training runs;
     - a DDP-only branch beside an explicit XLA/TPU branch (`if self.use_ddp: ... elif
       self.on_tpu: xm.all_reduce(...)`, or a test naming XLA/TPU around the call): the TPU
       path is handled.
@@ -185,6 +187,20 @@ class TorchDistributedUnderXla(Rule):
         )
 
     VALID = (
+        # An `except` handler's agreement on skipping a failed batch: the error path.
+        Valid(
+            "import lightning as L\nimport torch.distributed as dist\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        try:\n"
+            "            return self(batch).sum()\n"
+            "        except RuntimeError as error:\n"
+            "            if 'out of memory' not in str(error):\n"
+            "                raise\n"
+            "            if dist.is_initialized():\n"
+            "                dist.barrier()\n"
+            "            return None\n"
+        ),
         # Through the strategy: works under the XLA strategy.
         Valid(
             "import lightning as L\n\n\nclass LM(L.LightningModule):\n"
@@ -547,6 +563,8 @@ class TorchDistributedUnderXla(Rule):
                 " XLA strategy never initialises it (it communicates through torch_xla)"
             )
         trainer, module = self._handles(klass)
+        if self._in_handler(node):
+            return  # an `except` handler runs when the step failed, not the training's path
         if name == "is_initialized":
             guard = self._guard_of(node)
             if guard is not None and self._in_guarded_region(guard.construct):
@@ -679,6 +697,16 @@ class TorchDistributedUnderXla(Rule):
             ):
                 return True
             if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
+
+    def _in_handler(self, node: cst.CSTNode) -> bool:
+        """Inside an `except` handler (of this function): error-handling code (agreeing on
+        skipping a batch after an out-of-memory error), not what every step runs."""
+        for ancestor in self._ancestors(node):
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
                 return False
         return False
 
