@@ -152,6 +152,16 @@ class TorchDistributedUnderXla(Rule):
     - [Lightning source: the XLA strategy's collectives go through torch_xla](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/strategies/xla.py)
     - [Lightning docs: `LightningModule.all_gather`](https://lightning.ai/docs/pytorch/stable/common/lightning_module.html#all-gather)
     - [torch_xla: PJRT runtime and collectives (`xm.all_gather`, `xm.mesh_reduce`)](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+
+    ## Status
+    Stable for samplers and `worker_init_fn`s that ask the rank or world size unguarded (they
+    raise in the dataloader hook: right by construction; 5 of the misses of four read batches,
+    1 corpus finding, right). Calls and guards in Lightning classes and hot code are a preview
+    shape (`--preview`): on code read after the rule was frozen they were right 6 times and
+    wrong 14 (sci2, tpu2, sci3, tpu3; 7 more in code that never runs on a TPU), then right once
+    and wrong 12 times (sci4, tpu4): guards behind project helpers the rule cannot tell from
+    other conditions, guards whose skipped code changes nothing, error-handling code.
+    `tpulint verify` records the calls at run time instead.
     """
 
     code = "TPU505"
@@ -199,26 +209,30 @@ class TorchDistributedUnderXla(Rule):
             "                raise\n"
             "            if dist.is_initialized():\n"
             "                dist.barrier()\n"
-            "            return None\n"
+            "            return None\n",
+            config={"preview": True},
         ),
         # Through the strategy: works under the XLA strategy.
         Valid(
             "import lightning as L\n\n\nclass LM(L.LightningModule):\n"
             "    def training_step(self, batch, batch_idx):\n"
             "        keys = self.all_gather(batch, sync_grads=True)\n"
-            "        return keys.sum() * self.trainer.world_size\n"
+            "        return keys.sum() * self.trainer.world_size\n",
+            config={"preview": True},
         ),
         # Not code a Trainer runs: a launcher script of its own.
         Valid(
             "import torch.distributed as dist\n\n\ndef main():\n"
-            "    dist.init_process_group('nccl')\n    print(dist.get_rank())\n"
+            "    dist.init_process_group('nccl')\n    print(dist.get_rank())\n",
+            config={"preview": True},
         ),
         # Availability alone says nothing about the process group.
         Valid(
             "import lightning as L\nimport torch.distributed as dist\n\n\n"
             "class LM(L.LightningModule):\n"
             "    def on_fit_start(self):\n"
-            "        self.can_gather = dist.is_available()\n"
+            "        self.can_gather = dist.is_available()\n",
+            config={"preview": True},
         ),
         # The code tells the XLA strategy apart itself.
         Valid(
@@ -228,7 +242,8 @@ class TorchDistributedUnderXla(Rule):
             "    def training_step(self, batch, batch_idx):\n"
             "        if not isinstance(self.trainer.strategy, XLAStrategy):\n"
             "            dist.barrier()\n"
-            "        return batch.sum()\n"
+            "        return batch.sum()\n",
+            config={"preview": True},
         ),
         # Only a message is skipped: each core prints nothing, nothing else changes.
         Valid(
@@ -236,7 +251,8 @@ class TorchDistributedUnderXla(Rule):
             "class LM(L.LightningModule):\n"
             "    def on_train_epoch_end(self):\n"
             "        if dist.is_initialized():\n"
-            "            print('epoch done on rank', dist.get_rank())\n"
+            "            print('epoch done on rank', dist.get_rank())\n",
+            config={"preview": True},
         ),
         # Rank 0 shares a configured path; the fallback reads the same path itself.
         Valid(
@@ -252,7 +268,8 @@ class TorchDistributedUnderXla(Rule):
             "            out_dir = shared[0]\n"
             "        else:\n"
             "            out_dir = self.hparams.out_dir\n"
-            "        self.out_dir = out_dir\n"
+            "        self.out_dir = out_dir\n",
+            config={"preview": True},
         ),
         # A DDP branch beside the TPU branch: the TPU path is handled.
         Valid(
@@ -266,7 +283,8 @@ class TorchDistributedUnderXla(Rule):
             "            total = total / dist.get_world_size()\n"
             "        elif self.on_tpu:\n"
             "            total = xm.all_reduce(xm.REDUCE_SUM, total)\n"
-            "        self.log('total', total)\n"
+            "        self.log('total', total)\n",
+            config={"preview": True},
         ),
         # A sampler that asks only where the process group exists (Lightning shards it).
         Valid(
@@ -279,7 +297,8 @@ class TorchDistributedUnderXla(Rule):
             "    def __iter__(self):\n        return iter(range(len(self.lengths)))\n\n\n"
             "class DM(L.LightningDataModule):\n"
             "    def train_dataloader(self):\n"
-            "        return DataLoader(self.ds, sampler=BucketSampler(self.lengths))\n"
+            "        return DataLoader(self.ds, sampler=BucketSampler(self.lengths))\n",
+            config={"preview": True},
         ),
         # A sampler of a project that has no Lightning class: no Trainer builds it.
         Valid(
@@ -287,7 +306,8 @@ class TorchDistributedUnderXla(Rule):
             "class BucketSampler(Sampler):\n"
             "    def __init__(self, lengths):\n"
             "        self.lengths = lengths\n"
-            "        self.replicas = dist.get_world_size()\n"
+            "        self.replicas = dist.get_world_size()\n",
+            config={"preview": True},
         ),
         # A worker initialiser whose query runs only where a flag says the group exists.
         Valid(
@@ -305,7 +325,8 @@ class TorchDistributedUnderXla(Rule):
             "    def train_dataloader(self):\n"
             "        return torch.utils.data.DataLoader(\n"
             "            self.ds, batch_size=8, num_workers=4, worker_init_fn=worker_init_fn\n"
-            "        )\n"
+            "        )\n",
+            config={"preview": True},
         ),
     )
     INVALID = (
@@ -388,6 +409,7 @@ class TorchDistributedUnderXla(Rule):
             "            key = torch.cat(keys)\n"
             "        return key.sum()\n",
             applicability=Applicability.DISPLAY_ONLY,
+            config={"preview": True},
         ),
         # Exact replacements in a LightningModule method.
         Invalid(
@@ -406,6 +428,7 @@ class TorchDistributedUnderXla(Rule):
             "        if self.trainer.global_rank == 0:\n"
             "            print('epoch done of', self.trainer.world_size)\n"
             "        self.trainer.strategy.barrier()\n",
+            config={"preview": True},
         ),
         # In a Callback hook: the trainer argument.
         Invalid(
@@ -420,6 +443,7 @@ class TorchDistributedUnderXla(Rule):
             "    def on_validation_end(self, trainer, pl_module):\n"
             "        if trainer.global_rank == 0:\n"
             "            trainer.save_checkpoint('last.ckpt')\n",
+            config={"preview": True},
         ),
         # A helper the training step calls.
         Invalid(
@@ -431,6 +455,7 @@ class TorchDistributedUnderXla(Rule):
             "        return gather(self(batch)).sum()\n",
             line=7,
             message="raises",
+            config={"preview": True},
         ),
         # An early exit: the rest of the function is the guarded region.
         Invalid(
@@ -445,6 +470,7 @@ class TorchDistributedUnderXla(Rule):
             "        return mean_over_ranks(self(batch).sum())\n",
             line=6,
             message="the early exit runs instead (`return loss`)",
+            config={"preview": True},
         ),
         # A helper that is the test: reported where it guards, once.
         Invalid(
@@ -461,6 +487,7 @@ class TorchDistributedUnderXla(Rule):
             "        return z.sum()\n",
             line=13,
             message="the `get_world_size`, `all_gather` it guards never run",
+            config={"preview": True},
         ),
         # A rank-0 default that shards data: every core reads rank 0's share.
         Invalid(
@@ -471,6 +498,7 @@ class TorchDistributedUnderXla(Rule):
             "        self.files = self.all_files[rank::8]\n",
             line=7,
             message="it evaluates to `0` instead",
+            config={"preview": True},
         ),
         # A private helper called only where the guard holds: reported once, at the guard.
         Invalid(
@@ -484,6 +512,7 @@ class TorchDistributedUnderXla(Rule):
             "            loss = loss * _scale()\n"
             "        return loss\n",
             line=12,
+            config={"preview": True},
         ),
         # A skipped barrier: the others no longer wait for rank 0's file.
         Invalid(
@@ -496,6 +525,7 @@ class TorchDistributedUnderXla(Rule):
             "            dist.barrier()\n",
             line=9,
             message="the processes do not wait for each other there",
+            config={"preview": True},
         ),
     )
 
@@ -545,6 +575,8 @@ class TorchDistributedUnderXla(Rule):
             if name in ("get_rank", "get_world_size"):
                 self._check_sampler_query(node, name)
             return
+        if not self.preview_mode:
+            return  # calls and guards in Lightning classes and hot code: a preview shape (Status)
         if self._tells_xla_apart(node):
             return
         shown = source_of(ctx, node)
