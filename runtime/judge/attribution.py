@@ -24,7 +24,9 @@ class RuleHit:
 
 
 class RuleIndex:
-    """Diagnostics per file, computed once per file with the default configuration."""
+    """Diagnostics per file, computed once per file with the default rules and the shapes in
+    preview: the run has just observed the problem at that line, which is the evidence a
+    preview shape lacks in general."""
 
     def __init__(self, config: Any = None) -> None:
         self._config = config
@@ -37,15 +39,18 @@ class RuleIndex:
         return self._cache[real]
 
     def _check(self, path: str) -> list[Any]:
+        import dataclasses
+
         from tpulint.config.settings import Config
         from tpulint.engine.source import check_source
 
+        config = dataclasses.replace(self._config or Config(), preview=True)
         try:
             with open(path, encoding="utf-8") as handle:
                 source = handle.read()
             return [
                 d
-                for d in check_source(source, path, self._config or Config())
+                for d in check_source(source, path, config)
                 if d.code.startswith("TPU")
             ]
         except Exception:  # an engine failure must not cost the user the runtime report
