@@ -48,11 +48,7 @@ class RuleIndex:
         try:
             with open(path, encoding="utf-8") as handle:
                 source = handle.read()
-            return [
-                d
-                for d in check_source(source, path, config)
-                if d.code.startswith("TPU")
-            ]
+            return [d for d in check_source(source, path, config) if d.code.startswith("TPU")]
         except Exception:  # an engine failure must not cost the user the runtime report
             return []
 
