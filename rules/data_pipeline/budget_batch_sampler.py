@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import libcst as cst
 
 from tpulint.analysis.project import FileView
-from tpulint.analysis.walker import iter_children
+from tpulint.analysis.walker import iter_in_order
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Valid
 
@@ -24,14 +23,6 @@ _TOKEN_BUDGET = re.compile(r"(?i)tokens?")
 _LENGTH = re.compile(r"(?i)(^|_)(len|length|lengths|seq_len|seqlen)($|_)|len$|length$")
 # A batch size being computed: `max_batch_size`, `batch_size`, `bsz`.
 _BATCH_SIZE = re.compile(r"(?i)batch_?size|max_batch|bsz")
-
-
-def _in_source_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(iter_children(node))))
 
 
 def _names(node: cst.CSTNode) -> list[str]:
@@ -225,7 +216,7 @@ class BudgetBatchSampler(_DataRule):
         for method in node.body.body:
             if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
                 continue
-            for inner in _in_source_order(method.body):
+            for inner in iter_in_order(method.body):
                 if isinstance(inner, cst.Comparison) and any(
                     _TOKEN_BUDGET.search(name) for name in _names(inner)
                 ):

@@ -11,7 +11,7 @@ import libcst as cst
 
 from tpulint.analysis.project import ClassKind, FileView
 from tpulint.analysis.values import CPU, DEVICE
-from tpulint.analysis.walker import iter_children
+from tpulint.analysis.walker import iter_children, iter_in_order
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.datatypes.torch_distributed import COLLECTIVES as _COLLECTIVES
 from tpulint.datatypes.torch_distributed import QUERIES as _QUERIES
@@ -663,7 +663,7 @@ class TorchDistributedUnderXla(Rule):
         flags = self._guard_flags(function)
         queries = [
             call
-            for call in _in_source_order(function)
+            for call in iter_in_order(function)
             if isinstance(call, cst.Call)
             and self._dist_name(call) in ("get_rank", "get_world_size")
             and not (
@@ -1131,7 +1131,7 @@ class TorchDistributedUnderXla(Rule):
         self._called_guarded[id(function)] = False  # a recursive use proves nothing
         uses = [
             node
-            for node in _in_order(self.ctx.module)
+            for node in iter_in_order(self.ctx.module)
             if (isinstance(node, cst.Name) and node.value == name)
             or (isinstance(node, cst.Attribute) and node.attr.value == name)
         ]
@@ -1155,7 +1155,7 @@ class TorchDistributedUnderXla(Rule):
         """The torch.distributed calls in the guard's region (not the guard itself)."""
         found = []
         for root in guard.region:
-            for call in _in_order(root):
+            for call in iter_in_order(root):
                 if isinstance(call, cst.Call):
                     name = self._dist_name(call)
                     if name != "is_initialized" and (name in _QUERIES or name in _COLLECTIVES):
@@ -1251,15 +1251,6 @@ _NO_DATA = frozenset({"get_rank", "get_world_size", "barrier", "broadcast_object
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 
 
-def _in_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every semantic node under `root`, in source order."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(iter_children(node))))
-
-
 def _is_docstring(statement: cst.CSTNode) -> bool:
     return (
         isinstance(statement, cst.SimpleStatementLine)
@@ -1333,14 +1324,6 @@ def _assigned_names(roots: list[cst.CSTNode]) -> set[str]:
 _SAMPLER_METHODS = frozenset({"__init__", "__iter__", "__len__", "set_epoch"})
 _SAMPLER_BASE = re.compile(r"(^|\.)(\w*Sampler)$")
 _SAMPLER_NAME = re.compile(r"(Sampler|Batcher)$")
-
-
-def _in_source_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(iter_children(node))))
 
 
 def _is_sampler_class(klass) -> bool:

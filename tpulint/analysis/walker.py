@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import libcst as cst
@@ -94,6 +94,16 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
             for item in value:
                 if isinstance(item, cst.CSTNode) and not isinstance(item, _LEAF_TYPES):
                     yield item
+
+
+def iter_in_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and every semantic node under it, in source order (pre-order, children left
+    to right)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(iter_children(node))))
 
 
 @functools.cache
