@@ -140,14 +140,20 @@ def _before_run(ctx: FileContext, function: cst.FunctionDef, node: cst.CSTNode) 
 CONSTRUCTION_METHODS = frozenset({"__init__", "__new__", "__post_init__"})
 
 
+def enclosing_method(ctx: FileContext) -> tuple[object | None, cst.FunctionDef | None]:
+    """(ClassInfo, FunctionDef) of the method the walk is in (through nested defs)."""
+    info = ctx.function
+    while info is not None:
+        if info.cls is not None:
+            return info.cls, info.node
+        info = info.parent
+    return None, None
+
+
 def builds_lightning_object(ctx: FileContext) -> bool:
     """Whether the walk is where a Lightning class is built: its body or one of its
     construction methods (through nested functions)."""
     if ctx.lightning_class is None:
         return False
-    info = ctx.function
-    while info is not None:
-        if info.cls is not None:
-            return info.node.name.value in CONSTRUCTION_METHODS
-        info = info.parent
-    return True  # the class body
+    _, method = enclosing_method(ctx)
+    return method is None or method.name.value in CONSTRUCTION_METHODS

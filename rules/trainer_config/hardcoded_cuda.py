@@ -12,8 +12,8 @@ from tpulint.rule_api.cst_helpers import string_value, strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import device_guarded, is_framework_file
-from ..shared.matchers import contains_trainer_call, source_of, walk
-from .helpers import _enclosing_method, device_expression
+from ..shared.matchers import contains_trainer_call, enclosing_method, source_of, walk
+from .helpers import device_expression
 
 _HEAD6 = "import lightning as L\nimport torch\n\n\nclass Model(L.LightningModule):\n"
 
@@ -453,7 +453,7 @@ class HardcodedCuda(Rule):
         ctx = self.ctx
         if not self._in_scope() or is_framework_file(ctx):
             return
-        _, method = _enclosing_method(ctx)
+        _, method = enclosing_method(ctx)
         if method is not None and method.name.value in _DEVICE_MOVE_OVERRIDES:
             return
         if device_guarded(ctx, node) or self._cuda_specific_code():
@@ -564,7 +564,7 @@ class HardcodedCuda(Rule):
         ctx = self.ctx
         if ctx.in_hot_code:
             return True
-        _, method = _enclosing_method(ctx)
+        _, method = enclosing_method(ctx)
         return method is not None and method.name.value.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
 
 

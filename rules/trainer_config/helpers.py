@@ -10,7 +10,7 @@ import libcst as cst
 from tpulint.analysis.project import ClassKind
 from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 
-from ..shared.matchers import LEGACY_TPU_KEYWORDS, walk
+from ..shared.matchers import LEGACY_TPU_KEYWORDS, enclosing_method, walk
 
 _LIGHTNING_IMPORT = "import lightning as L\n\n"
 
@@ -62,16 +62,6 @@ _PRE_MOVE_METHODS = frozenset(
 )
 
 
-def _enclosing_method(ctx) -> tuple[object | None, cst.FunctionDef | None]:
-    """(ClassInfo, FunctionDef) of the method the walk is in (through nested defs)."""
-    info = ctx.function
-    while info is not None:
-        if info.cls is not None:
-            return info.cls, info.node
-        info = info.parent
-    return None, None
-
-
 def _first_param(method: cst.FunctionDef) -> str | None:
     params = [*method.params.posonly_params, *method.params.params]
     if not params:
@@ -94,7 +84,7 @@ def device_expression(ctx) -> tuple[str | None, str]:
     """The expression for "the device Lightning put this module on" where the walk is:
     (`self.device` in LightningModule methods, `pl_module.device` in callback hooks, None),
     and why there is none."""
-    klass, method = _enclosing_method(ctx)
+    klass, method = enclosing_method(ctx)
     if klass is None or method is None:
         return None, "outside a Lightning class"
     if method.name.value in _PRE_MOVE_METHODS:

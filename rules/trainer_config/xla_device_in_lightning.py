@@ -8,8 +8,7 @@ from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
-from ..shared.matchers import builds_lightning_object, source_of
-from .helpers import _enclosing_method
+from ..shared.matchers import builds_lightning_object, enclosing_method, source_of
 
 _XLA_DEVICE_FUNCS = frozenset(
     {"torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.torch_xla.device"}
@@ -151,7 +150,7 @@ class XlaDeviceInLightning(Rule):
             return
         if not builds_lightning_object(ctx):
             return  # runs in a spawned process: the device Lightning uses
-        _, method = _enclosing_method(ctx)
+        _, method = enclosing_method(ctx)
         where = "the class body" if method is None else f"`{method.name.value}`"
         head = (
             f"`{source_of(ctx, node)}` in {where} runs in the launching process, before "
