@@ -252,11 +252,23 @@ def check_transfers(
     )
     traced = sum(e["count"] for e in sites.values())
     counted = sum(r.transfers for r in judged)
-    missing = {r.step: r.transfers - traced_at.get(r.step, 0) for r in judged}
-    missing = {step: count for step, count in missing.items() if count > 0}
-    at_ends = _once_per_loop(set(missing), groups)
-    unexplained_steady = 0 if at_ends else sum(missing.get(step, 0) for step in steady_steps)
-    unexplained_elsewhere = sum(missing.values()) - unexplained_steady
+    sharing = _cores_per_process(events)
+    if sharing == 1:
+        # one core per process (a v4, v5e, v5p, v6e): each row is its step's own count
+        missing = {r.step: r.transfers - traced_at.get(r.step, 0) for r in judged}
+        missing = {step: count for step, count in missing.items() if count > 0}
+        at_ends = _once_per_loop(set(missing), groups)
+        unexplained_steady = 0 if at_ends else sum(missing.get(step, 0) for step in steady_steps)
+        unexplained_elsewhere = sum(missing.values()) - unexplained_steady
+    else:
+        missing = {
+            step: count
+            for step, count in unexplained_by_step(judged, traced_at).items()
+            if step not in steady_steps
+        }
+        at_ends = _once_per_loop(set(missing), groups)
+        unexplained_steady = window_excess(steady, traced_at, sharing)
+        unexplained_elsewhere = sum(missing.values())
     emulation_only = 0
     if unexplained_steady:
         found, emulation_only = _unexplained(
@@ -311,6 +323,58 @@ def check_transfers(
         "per_step": [r.transfers for r in rows],
     }
     return Check("transfers", status, summary, details), causes
+
+
+def _cores_per_process(events: list[dict[str, Any]]) -> int:
+    """How many cores share a training process (threads of one on emulated cores, two per
+    chip on a v2 or v3): then a row's counters are not its step's alone."""
+    return max(
+        (int(e.get("local_cores") or 1) for e in events if e["kind"] == "train_start"), default=1
+    )
+
+
+def window_excess(steady: list[StepRow], traced_at: dict[int, int], sharing: int) -> int:
+    """The steady window's transfers no Python call made, when `sharing` cores share each
+    process: rows are exact only summed, so the window's count is compared with its traced
+    reads as a whole. Its last row can hold reads made after it (the next epoch's, the run's
+    end) and the row before holds up to its reads of all but the slowest core; so the last
+    row is left out and that much is allowed, scaled back to the whole window."""
+    rows = sorted(steady, key=lambda r: r.step)
+    if len(rows) < 2:
+        return 0
+    body, last = rows[:-1], rows[-1]
+    net = sum(r.transfers - traced_at.get(r.step, 0) for r in body)
+    early = (sharing - 1) * max(last.transfers, traced_at.get(last.step, 0)) // sharing
+    excess = max(0, net - early)
+    return round(excess * len(rows) / len(body))
+
+
+def unexplained_by_step(rows: list[StepRow], traced_at: dict[int, int]) -> dict[int, int]:
+    """The transfers torch_xla counted at each step beyond those a Python call made there.
+
+    A process's counters are read once per step, by the last of its cores to finish it; when
+    cores share a process (threads of one, or a v2/v3's two per chip) a core already into the
+    next step has its reads counted a row early, and that row is short by as many. So a step's
+    excess counts only where it is never paid back: the running balance (counted minus traced)
+    from that step on never falls below it. A core's read a row early shows as +1 then -1 and
+    nets out; a read no Python call made stays in the balance at its own step."""
+    ordered = sorted(rows, key=lambda r: r.step)
+    balance = 0
+    balances: list[int] = []
+    for row in ordered:
+        balance += row.transfers - traced_at.get(row.step, 0)
+        balances.append(balance)
+    # the lowest the balance falls from each step on
+    floor_from: list[int] = balances[:]
+    for index in range(len(floor_from) - 2, -1, -1):
+        floor_from[index] = min(floor_from[index], floor_from[index + 1])
+    missing: dict[int, int] = {}
+    settled = 0
+    for row, floor in zip(ordered, floor_from, strict=True):
+        if floor > settled:
+            missing[row.step] = floor - settled
+            settled = floor
+    return missing
 
 
 def _steady_rows(

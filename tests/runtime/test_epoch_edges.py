@@ -10,7 +10,11 @@ from pathlib import Path
 
 from tpulint.runtime import frames
 from tpulint.runtime.judge.check_compiles import _at_epoch_edge
-from tpulint.runtime.judge.check_transfers import _once_per_loop
+from tpulint.runtime.judge.check_transfers import (
+    _once_per_loop,
+    unexplained_by_step,
+    window_excess,
+)
 from tpulint.runtime.judge.graph_causes import _emulation_only
 from tpulint.runtime.judge.graph_diff import HloModule, Instruction
 from tpulint.runtime.judge.report import StepRow
@@ -79,3 +83,37 @@ def test_digamma_is_placed_at_lgamma_as_its_gradient() -> None:
     assert not gradient_of("aten::digamma", "digamma")  # its own call: a forward op
     assert not gradient_of("aten::lgamma", "lgamma")
     assert not runs_in_backward("aten::digamma")  # also a function of its own
+
+
+def _counted(*transfers: int) -> list[StepRow]:
+    rows = _rows(1, len(transfers))
+    for row, count in zip(rows, transfers, strict=True):
+        row.transfers = count
+    return rows
+
+
+def test_a_read_counted_a_row_early_is_not_unexplained() -> None:
+    # 8 cores, one `.item()` each per step; a core into step 2 before step 1's read
+    traced = {step: 8 for step in range(4)}
+    assert unexplained_by_step(_counted(8, 9, 7, 8), traced) == {}
+    # three cores early at step 1, paid back at step 2
+    assert unexplained_by_step(_counted(8, 11, 5, 8), traced) == {}
+
+
+def test_reads_no_python_call_made_stay_at_their_steps() -> None:
+    traced = {step: 8 for step in range(5)}
+    assert unexplained_by_step(_counted(9, 9, 9, 9, 9), traced) == {s: 1 for s in range(5)}
+    assert unexplained_by_step(_counted(8, 8, 10, 8, 8), traced) == {2: 2}
+    # a core's read a row early, and a one-off later: only the one-off is left
+    assert unexplained_by_step(_counted(8, 9, 7, 9, 8), traced) == {3: 1}
+
+
+def test_a_window_of_shared_processes_is_judged_as_a_whole() -> None:
+    traced = {step: 8 for step in range(6)}
+    # reads of the next epoch counted in the last row, cores into the next step early
+    assert window_excess(_counted(6, 7, 9, 10, 9, 15), traced, sharing=8) == 0
+    # one read per step per core no Python call made, through the same noise
+    assert window_excess(_counted(15, 16, 17, 18, 16, 20), traced, sharing=8) > 0
+    # on a v2 or v3 (two cores per process) half the last row's reads can be early: 5 rows of
+    # 8 extra reads, less 8, scaled back to the 6 rows
+    assert window_excess(_counted(*[16] * 6), traced, sharing=2) == 38
