@@ -267,7 +267,7 @@ def check_transfers(
             if step not in steady_steps
         }
         at_ends = _once_per_loop(set(missing), groups)
-        unexplained_steady = window_excess(steady, traced_at, sharing)
+        unexplained_steady = window_excess(steady, traced_at, sharing, groups)
         unexplained_elsewhere = sum(missing.values())
     emulation_only = 0
     if unexplained_steady:
@@ -333,20 +333,24 @@ def _cores_per_process(events: list[dict[str, Any]]) -> int:
     )
 
 
-def window_excess(steady: list[StepRow], traced_at: dict[int, int], sharing: int) -> int:
+def window_excess(
+    steady: list[StepRow], traced_at: dict[int, int], sharing: int, groups: list[set[int]]
+) -> int:
     """The steady window's transfers no Python call made, when `sharing` cores share each
-    process: rows are exact only summed, so the window's count is compared with its traced
-    reads as a whole. Its last row can hold reads made after it (the next epoch's, the run's
-    end) and the row before holds up to its reads of all but the slowest core; so the last
-    row is left out and that much is allowed, scaled back to the whole window."""
-    rows = sorted(steady, key=lambda r: r.step)
+    process: rows are exact only summed, so the window is compared with its traced reads as a
+    whole. Left out: the first and last step of each epoch (or run), whose rows split the
+    loop's own bookkeeping between them (`_once_per_loop`), and the last row left, whose next
+    step's reads the row before can hold for all but the slowest core: that much is allowed.
+    The rest is scaled back to the whole window."""
+    ends = {step for group in groups if len(group) >= 2 for step in (min(group), max(group))}
+    rows = sorted((r for r in steady if r.step not in ends), key=lambda r: r.step)
     if len(rows) < 2:
         return 0
     body, last = rows[:-1], rows[-1]
     net = sum(r.transfers - traced_at.get(r.step, 0) for r in body)
     early = (sharing - 1) * max(last.transfers, traced_at.get(last.step, 0)) // sharing
     excess = max(0, net - early)
-    return round(excess * len(rows) / len(body))
+    return round(excess * len(steady) / len(body))
 
 
 def unexplained_by_step(rows: list[StepRow], traced_at: dict[int, int]) -> dict[int, int]:

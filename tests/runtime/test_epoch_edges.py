@@ -110,10 +110,12 @@ def test_reads_no_python_call_made_stay_at_their_steps() -> None:
 
 def test_a_window_of_shared_processes_is_judged_as_a_whole() -> None:
     traced = {step: 8 for step in range(6)}
-    # reads of the next epoch counted in the last row, cores into the next step early
-    assert window_excess(_counted(6, 7, 9, 10, 9, 15), traced, sharing=8) == 0
+    epoch = [set(range(6))]
+    # the epoch's bookkeeping split between its ends, cores into the next step early
+    assert window_excess(_counted(6, 7, 9, 10, 9, 15), traced, 8, epoch) == 0
+    assert window_excess(_counted(40, 8, 8, 8, 8, 30), traced, 8, epoch) == 0
     # one read per step per core no Python call made, through the same noise
-    assert window_excess(_counted(15, 16, 17, 18, 16, 20), traced, sharing=8) > 0
-    # on a v2 or v3 (two cores per process) half the last row's reads can be early: 5 rows of
-    # 8 extra reads, less 8, scaled back to the 6 rows
-    assert window_excess(_counted(*[16] * 6), traced, sharing=2) == 38
+    assert window_excess(_counted(15, 16, 17, 18, 16, 20), traced, 8, epoch) > 0
+    # on a v2 or v3 (two cores per process) half the next row's reads can be early: 3 rows
+    # of 8 extra reads, less 8, scaled back to the 6 rows
+    assert window_excess(_counted(*[16] * 6), traced, 2, epoch) == 32
