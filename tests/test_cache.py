@@ -186,7 +186,7 @@ def test_cached_results_follow_who_imports_and_calls_a_file(tmp_path: Path) -> N
             "pkg/helper.py": helper,
             "pkg/model.py": module.format(extra="", arg=", device=batch.device"),
         },
-        pyproject='select = ["TPU505", "TPU006"]\n',
+        pyproject='select = ["TPU505", "TPU006"]\npreview = true\n',
     )
 
     def codes() -> list[tuple[str, str]]:

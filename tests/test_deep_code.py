@@ -18,33 +18,37 @@ MODULE = (
 )
 
 
+# TPU006 (preview) is the rule with a safe fix the deep expression sits next to.
+PREVIEW = Config.from_mapping({"preview": True})
+
+
 def _codes(diagnostics) -> list[str]:
     return sorted(d.code for d in diagnostics)
 
 
 def test_a_500_term_chain_is_checked_and_fixed() -> None:
     source = MODULE.format(expr=" + ".join(f"a{i}" for i in range(500)))
-    assert _codes(check_source(source, "deep.py")) == ["TPU006", "TPU101"]
-    result = fix_source(source, "deep.py")
+    assert _codes(check_source(source, "deep.py", PREVIEW)) == ["TPU006", "TPU101"]
+    result = fix_source(source, "deep.py", PREVIEW)
     assert result.error is None
     assert [d.code for d in result.fixed] == ["TPU006"]
     assert "batch.to(self.device)" in result.source
-    assert check_source(result.source, "deep.py")[0].code == "TPU101"
+    assert check_source(result.source, "deep.py", PREVIEW)[0].code == "TPU101"
 
 
 def test_long_string_concatenations_are_checked() -> None:
     implicit = MODULE.format(expr=" ".join(f'"s{i}"' for i in range(3000)))
     explicit = MODULE.format(expr=" + ".join(f'"s{i}"' for i in range(1000)))
     for source in (implicit, explicit):
-        assert _codes(check_source(source, "deep.py")) == ["TPU006", "TPU101"]
-        assert fix_source(source, "deep.py").fixed
+        assert _codes(check_source(source, "deep.py", PREVIEW)) == ["TPU006", "TPU101"]
+        assert fix_source(source, "deep.py", PREVIEW).fixed
 
 
 def test_an_and_chain_that_overflows_the_main_threads_stack() -> None:
     # 10,000 terms: CPython compiles it; libcst's native parser needs more than the 8 MB of a
     # main thread's stack (a segfault there), and gets it on the engine's thread.
     source = MODULE.format(expr=" and ".join(f"a{i}" for i in range(10_000)))
-    assert _codes(check_source(source, "deep.py")) == ["TPU006", "TPU101"]
+    assert _codes(check_source(source, "deep.py", PREVIEW)) == ["TPU006", "TPU101"]
 
 
 def test_what_libcst_cannot_parse_is_tpl004_not_a_syntax_error() -> None:
@@ -88,7 +92,7 @@ def test_a_rule_bug_is_still_an_internal_error(monkeypatch) -> None:
 
 
 def test_cli_deep_files_do_not_stop_the_run(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pyproject.toml").write_text("[tool.tpulint]\npreview = true\n")
     chain = " + ".join(f"a{i}" for i in range(500))
     strings = " ".join(f'"s{i}"' for i in range(6000))
     (tmp_path / "deep.py").write_text(MODULE.format(expr=chain))

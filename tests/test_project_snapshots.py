@@ -22,7 +22,15 @@ FIXTURES = sorted(p for p in PROJECTS.iterdir() if p.is_dir())
 
 
 def render_project(root: Path) -> str:
-    config = Config.from_mapping({"select": ["ALL"]}, root=root)
+    # the preview rules these projects were written around, by exact code
+    config = Config.from_mapping(
+        {
+            "select": ["ALL", "TPU006", "TPU109"],
+            "preview": True,
+            "explicit-preview-rules": True,
+        },
+        root=root,
+    )
     run = check_paths([str(root)], config, use_cache=False, jobs=1)
     assert not run.internal_errors, run.internal_errors
     prefix = str(root) + "/"
