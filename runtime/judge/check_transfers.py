@@ -339,18 +339,20 @@ def window_excess(
     """The steady window's transfers no Python call made, when `sharing` cores share each
     process: rows are exact only summed, so the window is compared with its traced reads as a
     whole. Left out: the first and last step of each epoch (or run), whose rows split the
-    loop's own bookkeeping between them (`_once_per_loop`), and the last row left, whose next
-    step's reads the row before can hold for all but the slowest core: that much is allowed.
-    The rest is scaled back to the whole window."""
+    loop's own bookkeeping between them (`_once_per_loop`). The sum of the rest is off only by
+    the reads made a row early at its two edges, each at most a row's reads of all but the
+    slowest core (the cores meet at every step's collectives, so no core is more than a step
+    ahead): an excess within that is noise; a larger one is counted whole (the edges' errors
+    cancel on average) and scaled back to the whole window."""
     ends = {step for group in groups if len(group) >= 2 for step in (min(group), max(group))}
-    rows = sorted((r for r in steady if r.step not in ends), key=lambda r: r.step)
-    if len(rows) < 2:
+    body = [r for r in steady if r.step not in ends]
+    if not body:
         return 0
-    body, last = rows[:-1], rows[-1]
     net = sum(r.transfers - traced_at.get(r.step, 0) for r in body)
-    early = (sharing - 1) * max(last.transfers, traced_at.get(last.step, 0)) // sharing
-    excess = max(0, net - early)
-    return round(excess * len(steady) / len(body))
+    noise = (sharing - 1) * max(max(r.transfers, traced_at.get(r.step, 0)) for r in body)
+    if net <= noise // sharing:
+        return 0
+    return round(net * len(steady) / len(body))
 
 
 def unexplained_by_step(rows: list[StepRow], traced_at: dict[int, int]) -> dict[int, int]:

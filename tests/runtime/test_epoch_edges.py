@@ -116,6 +116,9 @@ def test_a_window_of_shared_processes_is_judged_as_a_whole() -> None:
     assert window_excess(_counted(40, 8, 8, 8, 8, 30), traced, 8, epoch) == 0
     # one read per step per core no Python call made, through the same noise
     assert window_excess(_counted(15, 16, 17, 18, 16, 20), traced, 8, epoch) > 0
-    # on a v2 or v3 (two cores per process) half the next row's reads can be early: 3 rows
-    # of 8 extra reads, less 8, scaled back to the 6 rows
-    assert window_excess(_counted(*[16] * 6), traced, 2, epoch) == 32
+    # two reads per step no Python call made (a host-side nonzero) in a short window
+    assert window_excess(_counted(24, 24, 24, 24), traced, 8, [set(range(4))]) == 64
+    # on a v2 or v3 (two cores per process) half a row's reads can be early: 4 rows of 8
+    # extra reads, more than that, scaled back to the 6 rows
+    assert window_excess(_counted(*[16] * 6), traced, 2, epoch) == 48
+    assert window_excess(_counted(8, 8, 8, 11, 8, 8), traced, 2, epoch) == 0
