@@ -33,6 +33,7 @@ from tpulint.analysis.guards import (
     condition_kinds,
     first_n_targets,
     grows,
+    is_warning_callee,
     lazy_attribute,
 )
 from tpulint.analysis.hooks import is_cold_name
@@ -667,8 +668,10 @@ class _Summarizer(ValueEvaluator):
             lazy = not self.query and (
                 self.lazy_block(node, scope) or self.first_n_block(node, scope)
             )
+            # A branch that only warns reports an abnormal condition: rare, like a lazy block.
+            rare = lazy or _warns_only(node.body)
             saved = scope.guards
-            scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if lazy else ()))
+            scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if rare else ()))
             # Each branch's bindings are journaled, so both start from the same state and
             # a name holds, after the `if`, what either branch left in it.
             holds, fails = self.narrowing(node.test, scope)
@@ -686,6 +689,8 @@ class _Summarizer(ValueEvaluator):
                 if negated
                 else saved
             )
+            if _warns_only(node.orelse):
+                scope.guards = (*scope.guards, RARE)
             scope.journals.append({})
             for name, atoms in fails.items():
                 set_local(scope, name, atoms)
@@ -1243,6 +1248,18 @@ def _child_fields(cls: type) -> tuple[str, ...]:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _warns_only(statements: list[ast.stmt]) -> bool:
+    """Whether every statement of a branch is a warning call (`warnings.warn(...)`,
+    `logger.warning(...)`): the branch reports an abnormal condition."""
+    return bool(statements) and all(
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and (callee := dotted(statement.value.func)) is not None
+        and is_warning_callee(callee)
+        for statement in statements
+    )
 
 
 def _snapshot(scope: Scope) -> tuple[Any, ...]:
