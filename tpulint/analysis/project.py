@@ -575,6 +575,38 @@ class ProjectModel:
         self._table = table
         return table
 
+    def _imported_modules(self, module: ModuleSummary) -> list[ModuleSummary]:
+        """The project modules `module` imports (a name's module, or the module it is taken
+        from)."""
+        out: list[ModuleSummary] = []
+        for target in [*module.imports.values(), *module.scope.star_imports]:
+            found = self.lookup(target, module)
+            if isinstance(found, (_Class, _Function)):
+                found = found.module
+            if isinstance(found, ModuleSummary):
+                out.append(found)
+                continue
+            parts = target.lstrip(".").split(".")
+            for i in range(len(parts), 0, -1):
+                source = self.module_named(".".join(parts[:i]), module)
+                if source is not None:
+                    out.append(source)
+                    break
+        return out
+
+    def standalone(self, path: str) -> bool:
+        """Whether the module at `path` is a program of its own: it imports no other module
+        of the project and none imports it (an inference app beside the training code)."""
+        module = self.modules.get(path)
+        if module is None or any(m is not module for m in self._imported_modules(module)):
+            return False
+        return not any(
+            imported is module
+            for other in self.modules.values()
+            if other is not module
+            for imported in self._imported_modules(other)
+        )
+
     def lightning_imported(self) -> set[str]:
         """The paths of the modules that define a Lightning class, and of every project module
         they import, directly or through others: code a Trainer may run. A module only other
