@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
@@ -146,14 +148,33 @@ def _imports_torch_xla(ctx: FileContext) -> bool:
 def _batches_graphs(ctx: FileContext, call: cst.Call) -> bool:
     """A loader that batches graphs by concatenating their nodes and edges (PyTorch
     Geometric's `DataLoader`, or any loader given its collater): every batch has node and
-    edge counts of its own, so the last batch brings no shape the others did not."""
-    if (ctx.qualify(call.func) or "").startswith("torch_geometric."):
+    edge counts of its own, so the last batch brings no shape the others did not. Unless
+    the project has a static-shape mode (graphs padded to fixed node and edge counts, a
+    `static_shapes=` switch passed or set somewhere): then only the last batch is new."""
+    if not (ctx.qualify(call.func) or "").startswith("torch_geometric."):
+        collate = loader_arg(call, "collate_fn")
+        if collate is None:
+            return False
+        func = collate.value.func if isinstance(collate.value, cst.Call) else collate.value
+        if not (ctx.qualify(func) or "").startswith("torch_geometric."):
+            return False
+    view = ctx.analysis.view
+    if view is None:
         return True
-    collate = loader_arg(call, "collate_fn")
-    if collate is None:
-        return False
-    func = collate.value.func if isinstance(collate.value, cst.Call) else collate.value
-    return (ctx.qualify(func) or "").startswith("torch_geometric.")
+    # The loader's own package (several projects may be checked in one run).
+    package = (view.module.module or "").partition(".")[0]
+    return not any(
+        _STATIC_SHAPE_SWITCH.search(name)
+        for module in view.model.modules.values()
+        if module.syntax is not None
+        and (not package or (module.module or "").partition(".")[0] == package)
+        for names in (module.syntax.keywords, module.syntax.dict_keys, module.syntax.class_fields)
+        for name in names
+    )
+
+
+# The name of a switch that pads graph batches to fixed sizes (`static_shapes=True`).
+_STATIC_SHAPE_SWITCH = re.compile(r"^static_?shapes?$", re.IGNORECASE)
 
 
 def _sampler_makes_the_batches(ctx: FileContext, call: cst.Call) -> bool:
@@ -220,7 +241,8 @@ class RaggedLastBatch(_DataRule):
     whole batches of its own making), visibly iterable datasets (often endless streams
     without a last batch), graph loaders that concatenate graphs of different sizes (PyTorch
     Geometric's `DataLoader`, or a loader given its collater: every batch has node and edge
-    counts of its own, so the last one adds no shape; TPU308 is about those), and
+    counts of its own, so the last one adds no shape; TPU308 is about those; unless the
+    project has a static-shape mode, a `static_shapes=` switch, that pads them), and
     validation/test/predict loaders: dropping evaluation samples changes the metrics, so
     those are better padded to a multiple of the global batch than cut.
 
@@ -669,6 +691,17 @@ class RaggedLastBatch(_DataRule):
             "            sampler=self.order,\n"
             "            batch_size=1 if self.order is None else self.batch_size,\n"
             "        )\n",
+            line=7,
+        ),
+        # Graphs padded to fixed sizes in the project's static-shape mode: only the last
+        # batch is a new shape.
+        Invalid(
+            _PL + "from torch_geometric.loader import DataLoader\n\n\n"
+            "class CrystalData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.crystals, batch_size=32, shuffle=True)\n\n"
+            "    def model_kwargs(self):\n"
+            "        return dict(static_shapes=True, max_pairs=4096)\n",
             line=7,
         ),
         # torch's own loader beside PyG's, stacking fixed-size tensors: the last batch is a
