@@ -435,6 +435,19 @@ SILENT_GUARDS = {
                     k = out.argmax().item()
                 return out.mean() * k
         """,
+    "a helper called only in a branch the code before makes unreachable": """
+        class M(L.LightningModule):
+            def _top(self, out):
+                return out.argmax().item()
+
+            def training_step(self, batch, batch_idx, top=None):
+                out = self(batch)
+                if top is None:
+                    top = out.shape[-1]
+                if top is None:
+                    top = self._top(out)
+                return out.mean() * top
+        """,
 }
 
 REPORTED_GUARDS = {
