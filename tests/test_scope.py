@@ -299,7 +299,8 @@ class Model(L.LightningModule):
 
 def test_kernels_handed_to_their_compiler_by_a_call(tmp_path: Path) -> None:
     """No decorator: a kernel factory passes its nested function to the compiler, or a module
-    rebinds a function to its compiled form; a function given to `torch.compile` stays."""
+    rebinds a function to its compiled form; or the decorator is a module-level alias of the
+    compiler. A function given to `torch.compile` stays."""
     model = project(
         tmp_path,
         {
@@ -339,6 +340,15 @@ def fused(x):
 
 
 fused_step = torch.compile(fused)
+
+device_kernel = wp.kernel
+
+
+@device_kernel
+def clamp(values: wp.array(dtype=float)):
+    i = wp.tid()
+    if values[i] > 1.0:  # aliased-kernel
+        values[i] = 1.0
 """
         },
     )
@@ -351,6 +361,10 @@ fused_step = torch.compile(fused)
         == "compiled by `numba.jit(...)`, not PyTorch code"
     )
     assert reason_at(model, tmp_path, "m.py", "# torch-compiled") is None
+    assert (
+        reason_at(model, tmp_path, "m.py", "# aliased-kernel")
+        == "compiled by `@warp.kernel`, not PyTorch code"
+    )
 
 
 EPOCH_END = {

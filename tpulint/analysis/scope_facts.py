@@ -307,6 +307,8 @@ class _Walker:
         self.values: dict[tuple[str, str], ast.expr] = {}
         self.keys = keys
         self.text = text
+        # Module-level names bound to a kernel compiler (`kernel = wp.kernel`).
+        self.kernel_aliases: dict[str, str] = {}
         self._lines: list[str] | None = None
         # Inference flags (INFERENCE_TOKENS) that are off in the function being walked: its
         # parameters that default to False/None and are never reassigned, with its class;
@@ -391,6 +393,7 @@ class _Walker:
                             stack.extend(item.body)
                         elif isinstance(item, ast.stmt):
                             stack.append(item)
+        self.kernel_aliases = self.module_kernel_aliases(tree)
         self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
         self.kernels_built_by_call(tree)
         facts = self.facts
@@ -405,6 +408,26 @@ class _Walker:
         }
         facts.uses = {k: v for k, v in facts.uses.items() if v}
         return facts
+
+    def module_kernel_aliases(self, tree: ast.Module) -> dict[str, str]:
+        """Module-level names bound to another system's compiler, used as decorators:
+        `kernel = wp.kernel`, `jit = numba.jit(nopython=True)` -> their qualified names."""
+        aliases: dict[str, str] = {}
+        for statement in tree.body:
+            if not (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                continue
+            value = statement.value
+            text = dotted(value.func if isinstance(value, ast.Call) else value)
+            if text is None:
+                continue
+            name = self.qualify(text, self.module_imports)
+            if not name.startswith(".") and name.split(".", 1)[0] in KERNEL_ROOTS:
+                aliases[statement.targets[0].id] = name
+        return aliases
 
     def kernels_built_by_call(self, tree: ast.Module) -> None:
         """Functions compiled by another system without a decorator: handed to its compiler
@@ -756,7 +779,9 @@ class _Walker:
         decorators = [
             dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
         ]
-        qualified = [self.qualify(d, imports) for d in decorators if d]
+        qualified = [
+            self.kernel_aliases.get(d) or self.qualify(d, imports) for d in decorators if d
+        ]
         for name in qualified:
             root = name.lstrip(".").split(".", 1)[0]
             root = _KERNEL_ALIASES.get(root, root) if name.startswith(".") else root
