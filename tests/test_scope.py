@@ -297,6 +297,76 @@ class Model(L.LightningModule):
     assert reason_at(model, tmp_path, "m.py", "# live-hook") is None
 
 
+def test_kernels_handed_to_their_compiler_by_a_call(tmp_path: Path) -> None:
+    """No decorator: a kernel factory passes its nested function to the compiler, or a module
+    rebinds a function to its compiled form; or the decorator is a module-level alias of the
+    compiler. A function given to `torch.compile` stays."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+import numba
+import warp as wp
+
+
+def make_scatter(dtype):
+    def scatter(src: wp.array(dtype=dtype), out: wp.array(dtype=dtype)):
+        i = wp.tid()
+        if src[i] > dtype(0):  # factory-kernel
+            out[i] = src[i]
+
+    return wp.Kernel(scatter, key=f"scatter_{dtype}")
+
+
+def runs(lengths):
+    total = 0
+    for n in lengths:
+        if n > 3:  # rebound-kernel
+            total += n
+    return total
+
+
+try:
+    runs = numba.jit(nopython=True)(runs)
+except ImportError:
+    pass
+
+
+def fused(x):
+    if x.sum() > 0:  # torch-compiled
+        return x
+    return -x
+
+
+fused_step = torch.compile(fused)
+
+device_kernel = wp.kernel
+
+
+@device_kernel
+def clamp(values: wp.array(dtype=float)):
+    i = wp.tid()
+    if values[i] > 1.0:  # aliased-kernel
+        values[i] = 1.0
+"""
+        },
+    )
+    assert (
+        reason_at(model, tmp_path, "m.py", "# factory-kernel")
+        == "compiled by `warp.Kernel(...)`, not PyTorch code"
+    )
+    assert (
+        reason_at(model, tmp_path, "m.py", "# rebound-kernel")
+        == "compiled by `numba.jit(...)`, not PyTorch code"
+    )
+    assert reason_at(model, tmp_path, "m.py", "# torch-compiled") is None
+    assert (
+        reason_at(model, tmp_path, "m.py", "# aliased-kernel")
+        == "compiled by `@warp.kernel`, not PyTorch code"
+    )
+
+
 EPOCH_END = {
     "pkg/__init__.py": "",
     "pkg/align.py": """\

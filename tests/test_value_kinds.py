@@ -407,9 +407,84 @@ SILENT_GUARDS = {
                     raise ValueError(text)
                 return out.mean()
         """,
+    "a helper called only in a branch that warns": """
+        import warnings
+
+
+        class M(L.LightningModule):
+            def _describe(self, out):
+                return f"{out.max().item()}"
+
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.strict:
+                    pass
+                else:
+                    warnings.warn(self._describe(out))
+                return out.mean()
+        """,
+    "the else of a None test the code before makes unreachable": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx, top=None):
+                out = self(batch)
+                if top is None:
+                    top = out.shape[-1]
+                if top is not None:
+                    k = top
+                else:
+                    k = out.argmax().item()
+                return out.mean() * k
+        """,
+    "a helper called only in a branch the code before makes unreachable": """
+        class M(L.LightningModule):
+            def _top(self, out):
+                return out.argmax().item()
+
+            def training_step(self, batch, batch_idx, top=None):
+                out = self(batch)
+                if top is None:
+                    top = out.shape[-1]
+                if top is None:
+                    top = self._top(out)
+                return out.mean() * top
+        """,
 }
 
 REPORTED_GUARDS = {
+    "a branch that warns and does more": (
+        """
+        import warnings
+
+
+        class M(L.LightningModule):
+            def _describe(self, out):
+                return f"{out.max().item()}"
+
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.strict:
+                    warnings.warn(self._describe(out))
+                    self.flags += 1
+                return out.mean()
+        """,
+        [("TPU101", 6)],
+    ),
+    "a None test whose name is rebound in between": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx, top=None):
+                out = self(batch)
+                if top is None:
+                    top = out.shape[-1]
+                top = self.pick(top)
+                if top is not None:
+                    k = top
+                else:
+                    k = out.argmax().item()
+                return out.mean() * k
+        """,
+        [("TPU101", 10)],
+    ),
     "a periodic test by 2 runs every other step": (
         """
         class M(L.LightningModule):

@@ -8,6 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
+from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
@@ -154,6 +155,145 @@ def _sizes_something(body: cst.CSTNode, name: str) -> bool:
     return False
 
 
+def _length_of(node: cst.CSTNode, name: str) -> bool:
+    """`name.size(...)`, `name.shape[...]` or `len(name)` somewhere under `node`: the length
+    the batch was padded to."""
+    for n in walk(node):
+        if isinstance(n, cst.Call):
+            func = n.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "size"
+                and isinstance(func.value, cst.Name)
+                and func.value.value == name
+            ):
+                return True
+            if (
+                isinstance(func, cst.Name)
+                and func.value == "len"
+                and n.args
+                and isinstance(n.args[0].value, cst.Name)
+                and n.args[0].value.value == name
+            ):
+                return True
+        if (
+            isinstance(n, cst.Attribute)
+            and n.attr.value == "shape"
+            and isinstance(n.value, cst.Name)
+            and n.value.value == name
+        ):
+            return True
+    return False
+
+
+def _batch_count(node: cst.CSTNode, name: str) -> bool:
+    """`name.size(0)`, `name.shape[0]` or `len(name)`: the number of rows, not their length."""
+    if isinstance(node, cst.Call) and node.args:
+        func = node.func
+        first = node.args[0].value
+        if isinstance(func, cst.Name) and func.value == "len":
+            return isinstance(first, cst.Name) and first.value == name
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "size"
+            and isinstance(func.value, cst.Name)
+            and func.value.value == name
+            and isinstance(first, cst.Integer)
+            and first.value == "0"
+        )
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        value = node.value
+        index = node.slice[0].slice
+        return (
+            isinstance(value, cst.Attribute)
+            and value.attr.value == "shape"
+            and isinstance(value.value, cst.Name)
+            and value.value.value == name
+            and isinstance(index, cst.Index)
+            and isinstance(index.value, cst.Integer)
+            and index.value.value == "0"
+        )
+    return False
+
+
+def _fixed_length(target: cst.BaseExpression, padded: str, longest: set[str]) -> bool:
+    """Whether `target`, a size a padded batch is brought to, is fixed: it calls no `max(...)`
+    and reads neither a name holding the batch's longest length nor the padded batch itself
+    (but for its number of rows, `padded.size(0)`)."""
+    stack: list[cst.CSTNode] = [target]
+    while stack:
+        node = stack.pop()
+        if _batch_count(node, padded):
+            continue
+        if isinstance(node, cst.Call) and _callee_name(node) == "max":
+            return False
+        if isinstance(node, cst.Name) and node.value in (longest | {padded}):
+            return False
+        stack.extend(iter_children(node))
+    return True
+
+
+def _repadded_to_fixed_length(body: cst.CSTNode, padded: str) -> bool:
+    """Whether the batch `padded` (padded to its longest element) is then brought to a fixed
+    length in `body`, so every batch has the same shape after all:
+    `F.pad(padded, (0, self.max_len - padded.size(1)))`, or a buffer of a fixed size filled
+    from it (`out = torch.zeros(b, self.max_len); out[:, : padded.size(1)] = padded`)."""
+    longest = {
+        statement.targets[0].target.value
+        for statement in walk(body)
+        if isinstance(statement, cst.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0].target, cst.Name)
+        and _longest_length(statement.value)
+    }
+    buffers: dict[str, cst.Call] = {}
+    for node in walk(body):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(node.value, cst.Call)
+            and _callee_name(node.value) in _SIZED_FACTORIES - {"pad", "expand", "arange"}
+        ):
+            buffers[node.targets[0].target.value] = node.value
+    for node in walk(body):
+        # `pad(padded, (..., L - padded.size(1)))`: the pad amount tops the batch up to L.
+        if isinstance(node, cst.Call) and (
+            _callee_name(node) == "pad" or _is_pad_helper(node.func)
+        ):
+            args = [a for a in node.args if not a.star]
+            if not (args and isinstance(args[0].value, cst.Name) and args[0].value.value == padded):
+                continue
+            for amount in (n for arg in args[1:] for n in walk(arg.value)):
+                if (
+                    isinstance(amount, cst.BinaryOperation)
+                    and isinstance(amount.operator, cst.Subtract)
+                    and _length_of(amount.right, padded)
+                    and _fixed_length(amount.left, padded, longest)
+                ):
+                    return True
+        # `out[:, : padded.size(1)] = padded` into `out = torch.zeros(b, L)` of a fixed L.
+        if (
+            isinstance(node, cst.Assign)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == padded
+        ):
+            for target in node.targets:
+                written = target.target
+                if not (
+                    isinstance(written, cst.Subscript)
+                    and isinstance(written.value, cst.Name)
+                    and any(_length_of(element, padded) for element in written.slice)
+                ):
+                    continue
+                factory = buffers.get(written.value.value)
+                if factory is not None and all(
+                    _fixed_length(arg.value, padded, longest) for arg in factory.args
+                ):
+                    return True
+    return False
+
+
 def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str]:
     """Functions of the file that a collate function calls (transitively, through `self.` or
     by name), each with the collate function it is reached from."""
@@ -199,7 +339,10 @@ class DynamicPadding(_DataRule):
     `max(len(x) for x in batch)` (or the `max` of the elements' shapes, or of a list of
     lengths) that then sizes a pad, a new tensor or a slice, or is handed to a padding helper
     (`pad_feats(x, max_len=longest)`). A helper of another file counts as a collate function
-    when the project calls it from one.
+    when the project calls it from one. A `pad_sequence` result that the same function then
+    tops up to a fixed length (`F.pad(x, (0, 0, 0, self.max_len - x.size(1)))`, or copied into
+    `torch.zeros(b, self.max_len)` through `out[:, : x.size(1)] = x`) is not reported: every
+    batch leaves it with the same shape. Topped up to the batch's own longest length, it is.
 
     Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
     and batch sizes are sized for fast CPU runs.
@@ -308,6 +451,28 @@ class DynamicPadding(_DataRule):
         ),
         # padding= of a convolution or an image transform is not text padding.
         Valid("import torch.nn as nn\n\nconv = nn.Conv2d(3, 8, 3, padding=True)\n"),
+        # Padded to the longest, then topped up to a configured length: one shape per batch.
+        Valid(
+            "import torch.nn.functional as F\nfrom torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "class EventCollator:\n"
+            "    def __init__(self, horizon: int = 64):\n"
+            "        self.horizon = horizon\n\n"
+            "    def __call__(self, events):\n"
+            "        stacked = pad_sequence([e['x'] for e in events], batch_first=True)\n"
+            "        if self.horizon is not None:\n"
+            "            stacked = F.pad(stacked, (0, 0, 0, self.horizon - stacked.size(1)))\n"
+            "        return stacked\n"
+        ),
+        # ... or copied into a buffer of a fixed length.
+        Valid(
+            "import torch\nfrom torch.nn.utils.rnn import pad_sequence\n\n"
+            "WINDOW = 256\n\n\n"
+            "def collate_fn(samples):\n"
+            "    ragged = pad_sequence(samples, batch_first=True, padding_value=-1)\n"
+            "    out = torch.full((ragged.shape[0], WINDOW), -1)\n"
+            "    out[:, : ragged.shape[1]] = ragged\n"
+            "    return out\n"
+        ),
         # A processor given only images pads no sequence (torchmetrics' CLIP score).
         Valid(
             "def _update(images, processor):\n"
@@ -408,6 +573,16 @@ class DynamicPadding(_DataRule):
             "    longest = max([len(item['mask']) for item in batch])\n"
             "    return [pad_features(item, max_len=longest) for item in batch]\n",
             line=2,
+        ),
+        # Topped up again, but to the batch's own longest element: still one shape per length.
+        Invalid(
+            "import torch.nn.functional as F\nfrom torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "def collate_fn(pairs):\n"
+            "    src = pad_sequence([p[0] for p in pairs], batch_first=True)\n"
+            "    longest = max(len(p[1]) for p in pairs)\n"
+            "    src = F.pad(src, (0, longest - src.size(1)))\n"
+            "    return src\n",
+            line=6,
         ),
         # A function passed as collate_fn=.
         Invalid(
@@ -623,6 +798,20 @@ class DynamicPadding(_DataRule):
         function, name = collate
         if id(function) in self._reported_functions:
             return  # one finding per collate function
+        body = ctx.function.node.body if ctx.function is not None else function.body
+        padded = next(
+            (
+                statement.targets[0].target.value
+                for statement in walk(body)
+                if isinstance(statement, cst.Assign)
+                and statement.value is node
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0].target, cst.Name)
+            ),
+            None,
+        )
+        if padded is not None and _repadded_to_fixed_length(body, padded):
+            return  # padded to the longest, then to a fixed length: one shape for every batch
         self._reported_functions.add(id(function))
         count = sum(
             1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
@@ -143,6 +145,68 @@ def _imports_torch_xla(ctx: FileContext) -> bool:
     return False
 
 
+def _batches_graphs(ctx: FileContext, call: cst.Call) -> bool:
+    """A loader that batches graphs by concatenating their nodes and edges (PyTorch
+    Geometric's `DataLoader`, or any loader given its collater): every batch has node and
+    edge counts of its own, so the last batch brings no shape the others did not. Unless
+    the project has a static-shape mode (graphs padded to fixed node and edge counts, a
+    `static_shapes=` switch passed or set somewhere): then only the last batch is new."""
+    if not (ctx.qualify(call.func) or "").startswith("torch_geometric."):
+        collate = loader_arg(call, "collate_fn")
+        if collate is None:
+            return False
+        func = collate.value.func if isinstance(collate.value, cst.Call) else collate.value
+        if not (ctx.qualify(func) or "").startswith("torch_geometric."):
+            return False
+    view = ctx.analysis.view
+    if view is None:
+        return True
+    # The loader's own package (several projects may be checked in one run).
+    package = (view.module.module or "").partition(".")[0]
+    return not any(
+        _STATIC_SHAPE_SWITCH.search(name)
+        for module in view.model.modules.values()
+        if module.syntax is not None
+        and (not package or (module.module or "").partition(".")[0] == package)
+        for names in (module.syntax.keywords, module.syntax.dict_keys, module.syntax.class_fields)
+        for name in names
+    )
+
+
+# The name of a switch that pads graph batches to fixed sizes (`static_shapes=True`).
+_STATIC_SHAPE_SWITCH = re.compile(r"^static_?shapes?$", re.IGNORECASE)
+
+
+def _sampler_makes_the_batches(ctx: FileContext, call: cst.Call) -> bool:
+    """`DataLoader(ds, sampler=s, batch_size=1 if s else n)`: when the sampler is set, each item
+    it yields is a whole batch it built (a bucketing sampler over pre-built batches), and the
+    loader's own batching is switched off; without it the loader is a plain one. The code
+    says which mode it is for: the sampler's, whose batches are the sampler's business."""
+    batch_size = loader_arg(call, "batch_size")
+    sampler = loader_arg(call, "sampler")
+    if batch_size is None or sampler is None or not isinstance(batch_size.value, cst.IfExp):
+        return False
+    choice = batch_size.value
+    test = choice.test
+    negated = False
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator = test.comparisons[0].operator
+        if not is_none(test.comparisons[0].comparator):
+            return False
+        if isinstance(operator, cst.IsNot):
+            test = test.left
+        elif isinstance(operator, cst.Is):
+            test, negated = test.left, True
+        else:
+            return False
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, True
+    if code(ctx, test) != code(ctx, sampler.value):
+        return False
+    with_sampler = choice.orelse if negated else choice.body
+    return int_literal(with_sampler) == 1
+
+
 def _takes(function: cst.FunctionDef, name: str) -> bool:
     params = function.params
     return any(p.name.value == name for p in [*params.params, *params.kwonly_params])
@@ -173,7 +237,12 @@ class RaggedLastBatch(_DataRule):
 
     Not reported: loaders whose `**kwargs` may hold `drop_last` (a dict of unknown keys),
     `drop_last=<expression>` (configurable), `batch_size=None` (no batching), custom batch
-    samplers, visibly iterable datasets (often endless streams without a last batch), and
+    samplers (also one passed as `sampler=` with `batch_size=1 if sampler else n`: it yields
+    whole batches of its own making), visibly iterable datasets (often endless streams
+    without a last batch), graph loaders that concatenate graphs of different sizes (PyTorch
+    Geometric's `DataLoader`, or a loader given its collater: every batch has node and edge
+    counts of its own, so the last one adds no shape; TPU308 is about those; unless the
+    project has a static-shape mode, a `static_shapes=` switch, that pads them), and
     validation/test/predict loaders: dropping evaluation samples changes the metrics, so
     those are better padded to a multiple of the global batch than cut.
 
@@ -384,6 +453,30 @@ class RaggedLastBatch(_DataRule):
             "        trainer = L.Trainer(accelerator='gpu', devices=1)\n"
             "    trainer.fit(model, loader)\n"
         ),
+        # Graphs of different sizes: every batch is a new shape, not only the last one.
+        Valid(
+            _PL + "from torch_geometric.loader import DataLoader\n\n\n"
+            "class MoleculeData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.molecules, batch_size=64, shuffle=True)\n"
+        ),
+        Valid(
+            _HEAD + "from torch_geometric.loader.dataloader import Collater\n\n\n"
+            "class MeshData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.meshes, batch_size=8, shuffle=True,\n"
+            "                          collate_fn=Collater(self.meshes))\n"
+        ),
+        # A bucketing sampler that yields pre-built batches when it is set.
+        Valid(
+            _HEAD + "class BucketData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(\n"
+            "            self.items,\n"
+            "            sampler=self.bucketer,\n"
+            "            batch_size=self.batch_size if self.bucketer is None else 1,\n"
+            "        )\n"
+        ),
         # A shuffled loader of a script that does not train with torch_xla.
         Valid(
             "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
@@ -589,6 +682,37 @@ class RaggedLastBatch(_DataRule):
             "        data = TensorDataset(torch.randn(100, 8))\n"
             "        return DataLoader(data, batch_size=16, shuffle=True)\n",
         ),
+        # The loader's own batching in the sampler's mode: the last batch is ragged.
+        Invalid(
+            _HEAD + "class ChunkData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(\n"
+            "            self.items,\n"
+            "            sampler=self.order,\n"
+            "            batch_size=1 if self.order is None else self.batch_size,\n"
+            "        )\n",
+            line=7,
+        ),
+        # Graphs padded to fixed sizes in the project's static-shape mode: only the last
+        # batch is a new shape.
+        Invalid(
+            _PL + "from torch_geometric.loader import DataLoader\n\n\n"
+            "class CrystalData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.crystals, batch_size=32, shuffle=True)\n\n"
+            "    def model_kwargs(self):\n"
+            "        return dict(static_shapes=True, max_pairs=4096)\n",
+            line=7,
+        ),
+        # torch's own loader beside PyG's, stacking fixed-size tensors: the last batch is a
+        # new shape.
+        Invalid(
+            _HEAD + "from torch_geometric.loader import DataLoader as GraphLoader\n\n\n"
+            "class PairData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.pairs, batch_size=32, shuffle=True)\n",
+            line=10,
+        ),
         # A torch BatchSampler with drop_last=False.
         Invalid(
             _HEAD + "from torch.utils.data import BatchSampler, RandomSampler\n\n\n"
@@ -618,6 +742,10 @@ class RaggedLastBatch(_DataRule):
         if self._skip:
             return
         if not is_dataloader_call(ctx, node) and not self._dataloader_subclass(node):
+            return
+        if _batches_graphs(ctx, node):
+            return  # every batch is a new shape already (TPU308's business), not only the last
+        if _sampler_makes_the_batches(ctx, node):
             return
         script = None
         if data_class(ctx) is not None:

@@ -30,7 +30,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `.bool()`, `torch.isnan` / `isfinite` / `logical_*`, a local bound to one of those, or
     a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`). Integer index
     tensors (`argsort`, `arange`, `topk` indices, `.long()`), slices, `None`, numbers and
-    `...` are not masks.
+    `...` are not masks. A mask built on the host from shapes and constants (a torch factory
+    without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
+    reported: a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there and
+    the device gets a fixed index list.
 
     ## Why is this bad on TPU?
     `x[mask]` has one element per true entry, so its shape depends on the data. torch_xla
@@ -169,6 +172,17 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        drop = torch.full((n_steps * 4,), False)\n"
             "        drop[torch.arange(n_steps - 1) + 1] = True\n"
             "        return emb[:, ~drop]\n"
+        ),
+        # A host copy of such a mask, set at positions from host metadata (segment bounds):
+        # a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there.
+        Valid(
+            _MOD + "    def forward(self, x, bounds):\n"
+            "        template = torch.zeros(x.shape[0] - 1, dtype=torch.bool)\n"
+            "        ends = template.clone()\n"
+            "        ends[bounds[1:-1] - 1] = True\n"
+            "        step = x[1:] - x[:-1]\n"
+            "        step[ends] = 0.0\n"
+            "        return step\n"
         ),
         # Not hot: __init__ and epoch-level hooks.
         Valid(
@@ -558,13 +572,17 @@ _STATIC_FACTORIES = frozenset(
     {"full", "zeros", "ones", "empty", "arange", "eye", "ones_like", "zeros_like", "full_like"}
 )
 
+# Methods that copy a tensor where it is, values and all.
+_COPIES = frozenset({"clone", "detach", "contiguous", "bool"})
+
 
 def _static_host_mask(
     ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
 ) -> bool:
     """Whether a CPU mask's values come from shapes and constants only: a torch factory
     (`torch.full((n,), False)`, `torch.arange(n) < k`), its negation or comparison with
-    numbers, a name bound to one. A CPU mask computed from data (`lengths.cpu() > 3`, a
+    numbers, a host copy of one (`m.clone()`), a name bound to one. A CPU mask computed from
+    data (`lengths.cpu() > 3`, a
     `repeat_interleave` of per-sample counts) changes its count with the data."""
     if depth > 6:
         return False
@@ -581,7 +599,16 @@ def _static_host_mask(
             return False
         return _static_host_mask(ctx, binding.value, bindings, d)
     if isinstance(node, cst.Call):
-        qualified = ctx.qualify(node.func) or ""
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _COPIES
+            and not node.args
+            and ctx.value_kind(func.value) is CPU
+        ):
+            # `template.clone()`: a host copy of a static host mask.
+            return _static_host_mask(ctx, func.value, bindings, d)
+        qualified = ctx.qualify(func) or ""
         if not qualified.startswith("torch.") or qualified[6:] not in _STATIC_FACTORIES:
             return False
         return all(ctx.value_kind(a.value).is_host for a in node.args if a.keyword is None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.context import FileContext
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.matchers import source_of
@@ -35,7 +36,11 @@ class DataDependentSize(TrackingRule, Rule):
     (`max_len = lengths.max().item()` used later as a size). Sizes from shapes (`x.size(1)`,
     `x.shape[0]`) are static and are not reported; loop counts read from values are TPU203's.
     When the read itself is already reported as a host read (TPU101, TPU103) in the same
-    statement, the size is said in that finding instead of a second one.
+    statement, the size is said in that finding instead of a second one. A size parameter's
+    default branch (`def mask(lengths, max_len=None): if max_len is None: max_len =
+    lengths.max()`) is not reported when every call of the project passes the size, or the
+    calls that leave it out pass host tensors: that branch never reads the device. A function
+    the project never calls is judged as written.
 
     ## Why is this bad on TPU?
     The size must be a Python number before the graph can be built, so the device tensor is
@@ -102,6 +107,31 @@ class DataDependentSize(TrackingRule, Rule):
             _MOD + "    def forward(self, x, lengths):\n"
             "        scale = lengths.max()\n        return x / scale\n"
         ),
+        # A size parameter's default branch that no call takes: every call passes the size.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def span_mask(lengths, width=None):\n"
+            "    if width is None:\n"
+            "        width = lengths.max()\n"
+            "    return torch.arange(width, device=lengths.device)[None] < lengths[:, None]\n\n\n"
+            "class Pool(nn.Module):\n"
+            "    def forward(self, h, lengths):\n"
+            "        keep = span_mask(lengths, h.shape[1])\n"
+            "        return (h * keep[..., None]).sum(1)\n"
+        ),
+        # ... or that only calls with host lengths take.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def span_mask(lengths, width=None):\n"
+            "    if width is None:\n"
+            "        width = lengths.max()\n"
+            "    return torch.arange(width)[None] < lengths[:, None]\n\n\n"
+            "class Pool(nn.Module):\n"
+            "    def forward(self, h, lengths):\n"
+            "        keep = span_mask(lengths, h.shape[1])\n"
+            "        crops = torch.tensor([3, 5, 4])\n"
+            "        return (h * keep[..., None]).sum(1), span_mask(crops)\n"
+        ),
         # Python lists of lengths (host data).
         Valid(
             _MOD + "    def forward(self, x, texts):\n"
@@ -110,6 +140,19 @@ class DataDependentSize(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The default branch taken by a call from the step with the device's lengths.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def span_mask(lengths, width=None):\n"
+            "    if width is None:\n"
+            "        width = lengths.max()\n"
+            "    return torch.arange(width, device=lengths.device)[None] < lengths[:, None]\n\n\n"
+            "class Pool(nn.Module):\n"
+            "    def forward(self, h, lengths):\n"
+            "        keep = span_mask(lengths)\n"
+            "        return (h[:, : keep.shape[1]] * keep[..., None]).sum(1)\n",
+            line=7,
+        ),
         # EXAMPLES §1 #13: the size is read once and used later.
         Invalid(
             _MOD + "    def forward(self, emb, target_lens):\n"
@@ -195,7 +238,7 @@ class DataDependentSize(TrackingRule, Rule):
             reported = self._reported = set()
         if id(source) in reported:
             return
-        if _quiet(ctx, sink):
+        if _quiet(ctx, sink) or _default_branch_not_on_device(ctx, source):
             return
         reported.add(id(source))
         self.report(
@@ -206,6 +249,51 @@ class DataDependentSize(TrackingRule, Rule):
             note=f"the value is then a size in `{source_of(ctx, sink, 40)}`, so every new value "
             "also compiles a new graph (TPU205): use a static size and a mask",
         )
+
+
+def _default_branch_not_on_device(ctx: FileContext, source: cst.BaseExpression) -> bool:
+    """Whether `source` sits in the default branch of a size parameter (`if max_len is None:
+    max_len = lengths.max()`) that never reads the device: every call of the project passes
+    the size, or the calls that leave it out pass host tensors to read it from. A function
+    the project never calls is judged as written (its callers are not visible)."""
+    function = ctx.function
+    view = ctx.analysis.view
+    if function is None or view is None:
+        return False
+    node: cst.CSTNode | None = source
+    branch: cst.If | None = None
+    while node is not None and node is not function.node:
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.If) and node is parent.body:
+            branch = parent
+            break
+        node = parent
+    if branch is None:
+        return False
+    test = branch.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.left, cst.Name)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return False
+    size_name = test.left.value
+    params = function.node.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    if size_name not in names or not view.callers(function.key):
+        return False
+    if not view.default_takers(function.key, size_name):
+        return True  # every call passes the size: the branch never runs in the project
+    read = source
+    while isinstance(read, cst.Call) and isinstance(read.func, cst.Attribute):
+        read = read.func.value  # `lengths.max().int()` -> `lengths`
+    if not isinstance(read, cst.Name) or read.value not in names:
+        return False
+    passed = view.param_value(function.key, names.index(read.value), leaving_out=size_name)
+    return passed is not None and passed.kind in ("cpu", "numpy", "number", "host")
 
 
 def _tuple_items(node: cst.BaseExpression) -> list[cst.BaseExpression]:

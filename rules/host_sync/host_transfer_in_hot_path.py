@@ -115,7 +115,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
     as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags,
     collecting the first N samples, or after an early `if batch_idx > 0: return`), under
     CUDA checks, in `predict_step` for values it returns, in exception messages and
-    assertion messages, and on values that are
+    assertion messages, in a branch that only warns (`if not ok.all():
+    warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's), in a branch the code before
+    it makes unreachable (`if n is None: n = x.shape[0]`, then the `else` of `if n is not
+    None:`), and on values that are
     not device tensors (numpy arrays, Python numbers, CPU tensors).
 
     ## Why is this bad on TPU?
@@ -254,6 +257,28 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "            raise FloatingPointError('non-finite loss')\n"
             "        return loss\n"
         ),
+        # A branch that only warns: its message is built when something is wrong, not every
+        # step (the `if` itself is TPU104's).
+        Valid(
+            "import warnings\n" + _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        scores = self(batch)\n"
+            "        finite = torch.isfinite(scores)\n"
+            "        if not finite.all():\n"
+            "            warnings.warn(f'{int((~finite).sum())} scores are not finite')\n"
+            "        return scores.nan_to_num().mean()\n"
+        ),
+        # A branch the code before it makes unreachable: `width` is never None there.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx, width=None):\n"
+            "        codes = self(batch)\n"
+            "        if width is None:\n"
+            "            width = batch.shape[-1]\n"
+            "        if width is not None:\n"
+            "            bins = width\n"
+            "        else:\n"
+            "            bins = int(codes.max()) + 1\n"
+            "        return self.histogram(codes, bins)\n"
+        ),
         # The first validation batch only (EXAMPLES T9).
         Valid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"
@@ -323,6 +348,27 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The same branch when nothing set the name before: it runs.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx, width=None):\n"
+            "        codes = self(batch)\n"
+            "        if width is not None:\n"
+            "            bins = width\n"
+            "        else:\n"
+            "            bins = int(codes.max()) + 1\n"
+            "        return self.histogram(codes, bins)\n",
+            line=11,
+        ),
+        # A warning beside other work: the branch is not only a warning.
+        Invalid(
+            "import warnings\n" + _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        scores = self(batch)\n"
+            "        if scores.requires_grad:\n"
+            "            warnings.warn(f'{int(scores.sum())} total')\n"
+            "            self.seen += 1\n"
+            "        return scores.mean()\n",
+            line=10,
+        ),
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
             "        samples, indices, weights = batch\n"

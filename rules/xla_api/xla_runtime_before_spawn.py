@@ -43,7 +43,10 @@ class XlaRuntimeBeforeSpawn(Rule):
     `xr.world_size()`, `xm.xrt_world_size()`, `xr.global_ordinal()`,
     `xm.is_master_ordinal()`, ... at module level (run at import, in every process and in
     the launcher) or in the training script's launching code before `trainer.fit(...)`.
-    Inside LightningModules these calls are TPU005's.
+    Inside LightningModules these calls are TPU005's. A program of its own beside the
+    Lightning code (an inference or demo app that names no Lightning, imports no module of
+    the project and is imported by none) is not reported: it never runs in a process that
+    spawns, and one device in one process is its intended use.
 
     ## Why is this bad on TPU?
     Lightning's XLA strategy starts the TPU processes itself (`xmp.spawn`). A process that
@@ -154,6 +157,10 @@ class XlaRuntimeBeforeSpawn(Rule):
         view = ctx.analysis.view
         if view is None or not _lightning_project(ctx.source, view):
             return  # Lightning spawns the processes: a plain torch_xla script is not its case
+        if "lightning" not in ctx.source and view.model.standalone(view.path):
+            # A program of its own beside the Lightning code (an inference app): it never
+            # runs in a process that spawns, so one device in one process is its intended use.
+            return
         position = launch_position(ctx, node)
         if position is None:
             return

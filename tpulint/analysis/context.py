@@ -19,6 +19,7 @@ from tpulint.analysis.guards import (
     effective,
     first_n_targets,
     grows,
+    is_warning_callee,
     lazy_attribute,
     shape_kinds,
 )
@@ -456,6 +457,12 @@ class FileContext(Resolver):
                     kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and self._first_n_block(ancestor, parents):
                     kinds.add("rare")  # collects from the first N batches only
+                if (child is ancestor.body and _warns_only(ancestor.body)) or (
+                    isinstance(child, cst.Else) and _warns_only(child.body)
+                ):
+                    kinds.add("rare")  # a branch that only warns: an abnormal condition
+                if _unreachable_branch(ancestor, child, parents):
+                    kinds.add("rare")  # never runs at all: rarer than rare
                 if child is ancestor.body and not negated:
                     kinds |= self._condition_kinds(test)
                 elif child is ancestor.body:
@@ -747,6 +754,125 @@ def _sets_self_attribute(body: cst.CSTNode, attribute: str) -> bool:
             continue
         stack.extend(iter_children(current))
     return False
+
+
+def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    from tpulint.analysis.walker import iter_children
+
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(iter_children(node))
+
+
+def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """`x is None` -> ("x", True), `x is not None` -> ("x", False), else None."""
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.left, cst.Name)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return None
+    operator = test.comparisons[0].operator
+    if isinstance(operator, cst.Is):
+        return test.left.value, True
+    if isinstance(operator, cst.IsNot):
+        return test.left.value, False
+    return None
+
+
+def _binds(statement: cst.CSTNode, name: str) -> bool:
+    """Whether `statement` may rebind `name` anywhere in it (an assignment, a loop or `with`
+    target, `del`)."""
+    for node in _walk(statement):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)):
+            targets.append(node.target)
+        elif isinstance(node, cst.AsName):
+            targets.append(node.name)  # type: ignore[arg-type]
+        elif isinstance(node, cst.Del):
+            targets.append(node.target)
+        for target in targets:
+            if any(isinstance(n, cst.Name) and n.value == name for n in _walk(target)):
+                return True
+    return False
+
+
+def _sets_when_none(statement: cst.CSTNode, name: str) -> bool:
+    """`if name is None: ...; name = <value>` with no `else`: `name` is not None after it
+    (the value is not the literal `None`)."""
+    if not (
+        isinstance(statement, cst.If)
+        and statement.orelse is None
+        and _none_test(statement.test) == (name, True)
+        and isinstance(statement.body, cst.IndentedBlock)
+    ):
+        return False
+    for line in statement.body.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for small in line.body:
+            if (
+                isinstance(small, cst.Assign)
+                and any(
+                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
+                )
+                and not (isinstance(small.value, cst.Name) and small.value.value == "None")
+            ):
+                return True
+    return False
+
+
+def _unreachable_branch(
+    branch_owner: cst.If, child: cst.CSTNode, parents: dict[int, cst.CSTNode]
+) -> bool:
+    """Whether `child`, a branch of `branch_owner`, runs only when a name is None that the
+    code before the `if` surely set: `if n is None: n = len(x)` and then
+    `if n is not None: ... else: <never runs>` (or `if n is None: <never runs>`)."""
+    tested = _none_test(branch_owner.test)
+    if tested is None:
+        return False
+    name, is_none = tested
+    in_body = child is branch_owner.body
+    if in_body != is_none:
+        return False  # this branch runs when the name is not None
+    top: cst.CSTNode = branch_owner
+    parent = parents.get(id(top))
+    while isinstance(parent, cst.If) and parent.orelse is top:  # an `elif` chain
+        top = parent
+        parent = parents.get(id(top))
+    if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
+        return False
+    surely_set = False
+    for statement in parent.body:
+        if statement is top:
+            return surely_set
+        if _sets_when_none(statement, name):
+            surely_set = True
+        elif _binds(statement, name):
+            surely_set = False
+    return False
+
+
+def _warns_only(block: cst.BaseSuite) -> bool:
+    """Whether every statement of a branch is a warning call (`warnings.warn(...)`,
+    `logger.warning(...)`): the branch reports an abnormal condition."""
+    statements = list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
+    smalls = []
+    for statement in statements:
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        smalls.extend(statement.body)
+    return bool(smalls) and all(
+        isinstance(small, cst.Expr)
+        and isinstance(small.value, cst.Call)
+        and (callee := dotted_name(small.value.func)) is not None
+        and is_warning_callee(callee)
+        for small in smalls
+    )
 
 
 def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:

@@ -9,7 +9,8 @@ Guard kinds:
   `if self.current_epoch % 10 == 0:`, any periodic test `if n_seen % log_freq == 0:` /
   `not i % 10`), or once (a lazy initialisation block), or for the first N batches (`if
   len(self.samples) < self.max_samples:` whose body grows `self.samples`), or on the error
-  path only (an assertion's message, the statements of a block before its `raise`);
+  path only (an assertion's message, the statements of a block before its `raise`, a branch
+  that only warns: `if not ok.all(): warnings.warn(f"{(~ok).sum()} bad rows")`);
 - "rare-train": a test on the optimizer step count (`self.global_step % 100 == 0`, or a
   periodic test of any counter named for steps: `step_count % log_freq == 0`), which
   is rare in training code but not in validation, test or predict code, where
@@ -39,6 +40,18 @@ RARE_NAMES = re.compile(
 )
 STEP_COUNTER = re.compile(r"global_step", re.IGNORECASE)
 DEVICE_CHECK = re.compile(r"cuda|\bgpu\b|on_gpu|is_available|device\.type|device_type|mps")
+
+# Callees that warn (`warnings.warn`, `logger.warning`, `rank_zero_warn`): a branch that only
+# warns reports an abnormal condition, so what its message computes is not paid every step.
+_WARNING_CALLEE = re.compile(
+    r"(?:^|\.)(?:warn|warning|warn_once|warning_once|rank_zero_warn|rank_zero_warning)$"
+)
+
+
+def is_warning_callee(callee_text: str) -> bool:
+    """Whether a callee's dotted text names a warning (`warnings.warn`, `self.log.warning`)."""
+    return _WARNING_CALLEE.search(callee_text) is not None
+
 
 RARE = "rare"
 RARE_TRAIN = "rare-train"

@@ -323,7 +323,7 @@ class ProjectModel:
         self._returning: set[str] = set()
         self._attributes: dict[tuple[str, str], Value | None] = {}
         self._table: dict[str, int] | None = None
-        self._params: dict[tuple[str, int, bool], Value | None] = {}
+        self._params: dict[tuple[str, int, bool, str | None], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
@@ -574,6 +574,38 @@ class ProjectModel:
                         table[f"{module.module}.{local}"] = kind.value
         self._table = table
         return table
+
+    def _imported_modules(self, module: ModuleSummary) -> list[ModuleSummary]:
+        """The project modules `module` imports (a name's module, or the module it is taken
+        from)."""
+        out: list[ModuleSummary] = []
+        for target in [*module.imports.values(), *module.scope.star_imports]:
+            found = self.lookup(target, module)
+            if isinstance(found, (_Class, _Function)):
+                found = found.module
+            if isinstance(found, ModuleSummary):
+                out.append(found)
+                continue
+            parts = target.lstrip(".").split(".")
+            for i in range(len(parts), 0, -1):
+                source = self.module_named(".".join(parts[:i]), module)
+                if source is not None:
+                    out.append(source)
+                    break
+        return out
+
+    def standalone(self, path: str) -> bool:
+        """Whether the module at `path` is a program of its own: it imports no other module
+        of the project and none imports it (an inference app beside the training code)."""
+        module = self.modules.get(path)
+        if module is None or any(m is not module for m in self._imported_modules(module)):
+            return False
+        return not any(
+            imported is module
+            for other in self.modules.values()
+            if other is not module
+            for imported in self._imported_modules(other)
+        )
 
     def lightning_imported(self) -> set[str]:
         """The paths of the modules that define a Lightning class, and of every project module
@@ -859,14 +891,20 @@ class ProjectModel:
         return value
 
     def param_value(
-        self, gkey: str, index: int, _depth: int = 0, outside_tests: bool = False
+        self,
+        gkey: str,
+        index: int,
+        _depth: int = 0,
+        outside_tests: bool = False,
+        leaving_out: str | None = None,
     ) -> Value | None:
         """What the project's calls pass as parameter `index` of the function (None when no
         call of the project is seen, or a call does not pass it). Entry points are called by
         Lightning or torch, not by the project: None. `outside_tests`: the calls of the
         project's own code only (a test feeding a loss numpy arrays says little of what
-        the training step feeds it)."""
-        key = (gkey, index, outside_tests)
+        the training step feeds it). `leaving_out`: only the calls that leave that parameter
+        to its default (what the function's `if p is None:` branch gets)."""
+        key = (gkey, index, outside_tests, leaving_out)
         if key in self._params:
             return self._params[key]
         self._params[key] = None  # cycles
@@ -874,6 +912,13 @@ class ProjectModel:
         callers = self._callers().get(gkey, []) if fn is not None else []
         if outside_tests:
             callers = [c for c in callers if not _is_test_path(c[0].module.path)]
+        if fn is not None and leaving_out is not None and leaving_out in fn.summary.params:
+            skipped = fn.summary.params.index(leaving_out)
+            callers = [
+                (caller, call, offset)
+                for caller, call, offset in callers
+                if leaving_out not in call.keywords and len(call.args) + offset <= skipped
+            ]
         if fn is None or not callers or _depth > 4:
             return None
         name = fn.summary.params[index] if index < len(fn.summary.params) else None
@@ -1385,11 +1430,15 @@ class FileView:
             return None
         return self.model.attribute_value(owner, attr)
 
-    def param_value(self, key: str, index: int, outside_tests: bool = False) -> Value | None:
+    def param_value(
+        self, key: str, index: int, outside_tests: bool = False, leaving_out: str | None = None
+    ) -> Value | None:
         """What the project's calls pass as parameter `index` of this file's function `key`
         (see ProjectModel.param_value)."""
         fn = self._functions.get(key)
-        return self.model.param_value(fn.gkey, index, 0, outside_tests) if fn is not None else None
+        if fn is None:
+            return None
+        return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out)
 
     def class_kind(self, qualname: str) -> ClassKind:
         return self.model.class_kind(self.class_gkey(qualname))

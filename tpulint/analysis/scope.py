@@ -1179,7 +1179,9 @@ class ProjectScope:
         if fn is not None:
             kernel = self._kernel(fn)
             if kernel is not None:
-                return f"compiled by `@{kernel}`, not PyTorch code"
+                # A decorator's name, or a compiler call (`warp.Kernel(...)`) given the function.
+                how = kernel if kernel.endswith("(...)") else f"@{kernel}"
+                return f"compiled by `{how}`, not PyTorch code"
             dead = self._dead_hook(fn)
             if dead is not None:
                 return dead

@@ -18,7 +18,8 @@
 - `truths`: what each function returns and each `self.<attr>` is assigned, as the same
   condition expressions (`self.use_fused = torch.cuda.is_available() and ...`);
 - `kernels`: functions compiled by another system (`@triton.jit`, `@numba.jit`,
-  `@jax.jit`, `@wp.kernel`): their values are not PyTorch tensors;
+  `@jax.jit`, `@wp.kernel`, or handed to one in the scope that defines them:
+  `wp.Kernel(fwd, ...)` in a kernel factory): their values are not PyTorch tensors;
 - `generation`: functions that run an autoregressive loop (text or image generation,
   diffusion sampling): inference, not training;
 - inference flags: regions under a flag named for inference that defaults to False
@@ -306,6 +307,8 @@ class _Walker:
         self.values: dict[tuple[str, str], ast.expr] = {}
         self.keys = keys
         self.text = text
+        # Module-level names bound to a kernel compiler (`kernel = wp.kernel`).
+        self.kernel_aliases: dict[str, str] = {}
         self._lines: list[str] | None = None
         # Inference flags (INFERENCE_TOKENS) that are off in the function being walked: its
         # parameters that default to False/None and are never reassigned, with its class;
@@ -390,7 +393,9 @@ class _Walker:
                             stack.extend(item.body)
                         elif isinstance(item, ast.stmt):
                             stack.append(item)
+        self.kernel_aliases = self.module_kernel_aliases(tree)
         self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
+        self.kernels_built_by_call(tree)
         facts = self.facts
         # Keep only what may decide something: a flag nobody sets from a device test says
         # nothing.
@@ -403,6 +408,80 @@ class _Walker:
         }
         facts.uses = {k: v for k, v in facts.uses.items() if v}
         return facts
+
+    def module_kernel_aliases(self, tree: ast.Module) -> dict[str, str]:
+        """Module-level names bound to another system's compiler, used as decorators:
+        `kernel = wp.kernel`, `jit = numba.jit(nopython=True)` -> their qualified names."""
+        aliases: dict[str, str] = {}
+        for statement in tree.body:
+            if not (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                continue
+            value = statement.value
+            text = dotted(value.func if isinstance(value, ast.Call) else value)
+            if text is None:
+                continue
+            name = self.qualify(text, self.module_imports)
+            if not name.startswith(".") and name.split(".", 1)[0] in KERNEL_ROOTS:
+                aliases[statement.targets[0].id] = name
+        return aliases
+
+    def kernels_built_by_call(self, tree: ast.Module) -> None:
+        """Functions compiled by another system without a decorator: handed to its compiler
+        in the scope that defines them (`wp.Kernel(fwd, key=...)` in a kernel factory,
+        `f = numba.jit(nopython=True)(f)`, `jax.jit(step)`)."""
+        imports = dict(self.module_imports)
+        if not any(t.split(".", 1)[0] in KERNEL_ROOTS for t in imports.values()):
+            # Imported inside a function or a `try:` only (`import warp as wp` in a factory).
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    for alias in node.names:
+                        imports[alias.asname or alias.name.split(".", 1)[0]] = (
+                            alias.name if alias.asname else alias.name.split(".", 1)[0]
+                        )
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    for alias in node.names:
+                        imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            if not any(t.split(".", 1)[0] in KERNEL_ROOTS for t in imports.values()):
+                return
+        scopes: list[ast.AST] = [tree]
+        scopes.extend(
+            n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        for scope in scopes:
+            defined = {
+                s.name: s
+                for s in scope.body  # type: ignore[attr-defined]
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            if not defined:
+                continue
+            stack: list[ast.AST] = list(scope.body)  # type: ignore[attr-defined]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    continue  # its own scope
+                stack.extend(ast.iter_child_nodes(node))
+                if not (
+                    isinstance(node, ast.Call)
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in defined
+                ):
+                    continue
+                compiler = node.func
+                if isinstance(compiler, ast.Call):  # `numba.jit(nopython=True)(f)`
+                    compiler = compiler.func
+                text = dotted(compiler)
+                if text is None:
+                    continue
+                name = self.qualify(text, imports)
+                key = self.keys.get(id(defined[node.args[0].id]))
+                if key is not None and name.split(".", 1)[0] in KERNEL_ROOTS:
+                    self.facts.kernels.setdefault(key, f"{name}(...)")
 
     def body(
         self,
@@ -700,7 +779,9 @@ class _Walker:
         decorators = [
             dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
         ]
-        qualified = [self.qualify(d, imports) for d in decorators if d]
+        qualified = [
+            self.kernel_aliases.get(d) or self.qualify(d, imports) for d in decorators if d
+        ]
         for name in qualified:
             root = name.lstrip(".").split(".", 1)[0]
             root = _KERNEL_ALIASES.get(root, root) if name.startswith(".") else root

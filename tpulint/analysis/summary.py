@@ -33,6 +33,7 @@ from tpulint.analysis.guards import (
     condition_kinds,
     first_n_targets,
     grows,
+    is_warning_callee,
     lazy_attribute,
 )
 from tpulint.analysis.hooks import is_cold_name
@@ -590,6 +591,9 @@ class _Summarizer(ValueEvaluator):
         # where it is bound); the same for the receivers of numpy-only methods.
         self.size_uses: dict[str, tuple[list[int], list[int]]] = {}
         self.numpy_uses: dict[str, tuple[list[int], list[int]]] = {}
+        # `if` statements (by `id`) with a branch the code before makes unreachable: "body" or
+        # "else" (`if n is None: n = ...` and then `if n is not None: ... else: <never>`).
+        self.dead_branches: dict[int, str] = {}
 
     # --- structure ---------------------------------------------------------------------
 
@@ -622,9 +626,19 @@ class _Summarizer(ValueEvaluator):
         # The error path: what a block runs before its `raise` runs when the step fails,
         # not every step (its own statements; a nested block may leave before the raise).
         raises = max((i for i, s in enumerate(statements) if isinstance(s, ast.Raise)), default=-1)
+        surely_set: set[str] = set()  # names set when None by an earlier statement
         for index, statement in enumerate(statements):
             scope.error_path = index < raises
+            if surely_set and isinstance(statement, ast.If):
+                tested = _none_test(statement.test)
+                if tested is not None and tested[0] in surely_set:
+                    self.dead_branches[id(statement)] = "body" if tested[1] else "else"
             self.statement(statement, scope, names, klass)
+            set_name = _sets_when_none(statement)
+            if set_name is not None:
+                surely_set.add(set_name)
+            elif surely_set:
+                surely_set -= _rebound_names(statement)
             exit_test = _early_exit_test(statement)
             if exit_test is not None:
                 # Code after `if T: return` runs where T fails.
@@ -667,8 +681,12 @@ class _Summarizer(ValueEvaluator):
             lazy = not self.query and (
                 self.lazy_block(node, scope) or self.first_n_block(node, scope)
             )
+            # A branch that only warns reports an abnormal condition: rare, like a lazy block;
+            # one the code before makes unreachable never runs.
+            dead = self.dead_branches.get(id(node))
+            rare = lazy or _warns_only(node.body) or dead == "body"
             saved = scope.guards
-            scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if lazy else ()))
+            scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if rare else ()))
             # Each branch's bindings are journaled, so both start from the same state and
             # a name holds, after the `if`, what either branch left in it.
             holds, fails = self.narrowing(node.test, scope)
@@ -686,6 +704,8 @@ class _Summarizer(ValueEvaluator):
                 if negated
                 else saved
             )
+            if _warns_only(node.orelse) or dead == "else":
+                scope.guards = (*scope.guards, RARE)
             scope.journals.append({})
             for name, atoms in fails.items():
                 set_local(scope, name, atoms)
@@ -1243,6 +1263,62 @@ def _child_fields(cls: type) -> tuple[str, ...]:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _none_test(test: ast.expr) -> tuple[str, bool] | None:
+    """`x is None` -> ("x", True), `x is not None` -> ("x", False), else None."""
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        if isinstance(test.ops[0], ast.Is):
+            return test.left.id, True
+        if isinstance(test.ops[0], ast.IsNot):
+            return test.left.id, False
+    return None
+
+
+def _sets_when_none(statement: ast.stmt) -> str | None:
+    """The name `if name is None: ...; name = <value>` (no `else`) surely sets: after it the
+    name is not None (the value is not the literal `None`)."""
+    if not isinstance(statement, ast.If) or statement.orelse:
+        return None
+    tested = _none_test(statement.test)
+    if tested is None or not tested[1]:
+        return None
+    for line in statement.body:
+        if (
+            isinstance(line, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == tested[0] for t in line.targets)
+            and not (isinstance(line.value, ast.Constant) and line.value.value is None)
+        ):
+            return tested[0]
+    return None
+
+
+def _rebound_names(statement: ast.stmt) -> set[str]:
+    """Every name a statement may bind anywhere in it (assignments, loop and `with` targets,
+    `del`, walrus)."""
+    out: set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+    return out
+
+
+def _warns_only(statements: list[ast.stmt]) -> bool:
+    """Whether every statement of a branch is a warning call (`warnings.warn(...)`,
+    `logger.warning(...)`): the branch reports an abnormal condition."""
+    return bool(statements) and all(
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and (callee := dotted(statement.value.func)) is not None
+        and is_warning_callee(callee)
+        for statement in statements
+    )
 
 
 def _snapshot(scope: Scope) -> tuple[Any, ...]:
