@@ -124,6 +124,22 @@ SILENT = {
                     batch = batch / batch.max()
                 return self(batch).mean()
         """,
+    "code written for CUDA graphs": """
+        class Decoder(nn.Module):
+            def forward(self, logits):
+                if self.use_graphs:
+                    return self.search_cuda_graphs(logits)
+                return logits.argmax(-1)
+
+            def search_cuda_graphs(self, logits):
+                while self.state.active.any():
+                    self.graph.replay()
+                return self.state.best.clone()
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return self.decoder(batch).float().mean()
+        """,
     "cache filled once": """
         class M(L.LightningModule):
             def forward(self, x):
@@ -200,6 +216,23 @@ SILENT = {
 }
 
 REPORTED = {
+    "__call__ of an object held in an attribute": (
+        """
+        class RobustScaler:
+            def __call__(self, data, weights):
+                assert not torch.any(torch.isnan(data))
+                return data / weights.sum()
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.scaler = RobustScaler()
+
+            def training_step(self, batch, batch_idx):
+                return self.scaler(batch, batch).mean()
+        """,
+        [("TPU104", 3)],
+    ),
     "helper return value": (
         """
         class M(L.LightningModule):

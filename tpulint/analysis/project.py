@@ -635,6 +635,14 @@ class ProjectModel:
             else:
                 # `self.loss_fn(...)` after `self.loss_fn = focal_loss`
                 out.extend(self._assigned_callables(owner, target, ""))
+                # For reach: `self.scaler(x)` after `self.scaler = Scaler()` runs the
+                # instance's `__call__` (a torch module's `forward`). What the call returns is
+                # left to the value analysis's own rules (a module's output is a tensor).
+                value = self.attribute_value(owner, target) if virtual else None
+                if value is not None and value.cls is not None:
+                    for found_call in self._instance_call(value.cls, "__call__"):
+                        if found_call not in out:
+                            out.append(found_call)
             if virtual:
                 for sub in self.subclasses(owner):
                     cls = self.classes[sub]
