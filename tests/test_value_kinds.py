@@ -443,6 +443,20 @@ SILENT_GUARDS = {
 }
 
 REPORTED_GUARDS = {
+    "a tensor branch of a parameter a call passes a tensor": (
+        """
+        def spread(counts, width):
+            if isinstance(width, torch.Tensor):
+                if width.max() > 4:
+                    width = width.clamp(max=4)
+            return counts * width
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return spread(batch, 2).sum() + spread(batch, batch.sum(0)).sum()
+        """,
+        [("TPU104", 3)],
+    ),
     "a periodic test by 2 runs every other step": (
         """
         class M(L.LightningModule):
@@ -526,6 +540,29 @@ REPORTED_GUARDS = {
 @pytest.mark.parametrize("name", sorted(SILENT_GUARDS))
 def test_guard_shapes_stay_silent(name: str) -> None:
     assert codes(SILENT_GUARDS[name]) == []
+
+
+def test_a_tensor_branch_no_call_passes_a_tensor_to_is_outside_the_scope() -> None:
+    # `repeat_blocks(x, 2)`: the helper takes an int or a tensor; the project passes ints,
+    # so its `isinstance(..., torch.Tensor)` branches never run
+    source = """
+        def repeat_blocks(sizes, repeats, block_inc=0):
+            if isinstance(repeats, torch.Tensor):
+                assert all(repeats >= 0)
+                if torch.any(repeats == 0):
+                    repeats = repeats + 1
+            if isinstance(block_inc, torch.Tensor) and torch.any(block_inc < 0):
+                block_inc = block_inc.clamp(min=0)
+            return torch.repeat_interleave(sizes, 2) + block_inc
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return repeat_blocks(batch, 2, block_inc=0).sum()
+        """
+    config = Config.from_mapping({"select": ["TPU1", "TPU2"]})
+    found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
+    assert found and all(not config.shows(d) for d in found)
+    assert "the project's calls pass it no tensor" in (found[0].scope or "")
 
 
 @pytest.mark.parametrize("name", sorted(REPORTED_GUARDS))

@@ -537,7 +537,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return
         tensor = source_of(ctx, arg.value)
         tests = name in ("all", "any")
-        instead = f"torch.sort({tensor})" if name == "sorted" else f"{tensor}.{name}()"
+        simple = isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+        receiver = tensor if simple else f"({tensor})"
+        instead = f"torch.sort({tensor})" if name == "sorted" else f"{receiver}.{name}()"
         self.report(
             node,
             f"`{source_of(ctx, node)}` in {ctx.hot_reason} iterates the device tensor "

@@ -1077,6 +1077,13 @@ class ProjectScope:
     ) -> Truth:
 
         head = value[0]
+        if head == "tensor_param":
+            passed = self.model.param_value(f"{module.path}:{value[1]}", value[2])
+            if passed is None or passed.tensor:
+                return True if passed is not None else None
+            if passed.kind in ("device", "cpu"):
+                return True
+            return False if passed.kind in ("number", "host", "numpy") else None
         if head == "call":
             form, target = value[1], value[2]
             found = self.model.resolve_call(module, owner, form, target)
@@ -1175,6 +1182,8 @@ class ProjectScope:
             value = self.truth(truth, module, region_owner)
             if value is None or value == wanted:
                 continue
+            if isinstance(truth, list) and truth[0] == "tensor_param" and how == "if":
+                return f"under `if {text}`, and the project's calls pass it no tensor"
             return _region_reason(how, text, value)
         if fn is not None:
             kernel = self._kernel(fn)

@@ -34,7 +34,8 @@ Conditions on a TPU (`truth` below): `False` (never true on a TPU: `torch.cuda.*
 on a TPU: a flag named for the TPU, `device.type == "xla"`), `None` (unknown), or
 `["and", c...]`, `["or", c...]`, `["not", c]`, `["call", form, target]` (the truth of what a
 project function returns), `["attr", name]` (of `self.<name>`), `["glob", name]` (of a
-module-level name of this file).
+module-level name of this file), `["tensor_param", key, index]` (`isinstance(p,
+torch.Tensor)` of a parameter: what the project's calls pass).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from tpulint.analysis.modules import resolve_relative
 
 Truth = Any  # bool | None | list (see the module docstring)
 
+# The tensor classes an `isinstance` test names.
+_TENSOR_CLASSES = frozenset({"torch.Tensor"})
 # Name tokens of flags and functions about CUDA or GPUs (false on a TPU) and about TPUs.
 _CUDA_TOKENS = frozenset({"cuda", "gpu", "gpus", "cudnn", "nccl", "mps", "nvidia", "cupy"})
 _TPU_TOKENS = frozenset({"tpu", "tpus", "xla"})
@@ -315,7 +318,10 @@ class _Walker:
         self._flag_params: list[tuple[set[str], str | None]] = []
         self._flag_attributes: dict[str, dict[str, list[str]]] = {}
         self._flags_seen: list[str] = []
-        self.cheap = not any(
+        # Functions being walked, innermost last, with their parameters: an `isinstance(p,
+        # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
+        self._functions: list[tuple[str, list[str]]] = []
+        self.cheap = ("isinstance" not in text or "Tensor" not in text) and not any(
             token in text
             for token in (
                 "cuda",
@@ -724,7 +730,10 @@ class _Walker:
         inner_truths = [*truths, {}] if outer else [{}]
         flags = _off_flag_params(node) if self.inference_text else set()
         self._flag_params.append((flags, klass))
+        args = node.args
+        self._functions.append((key, [a.arg for a in (*args.posonlyargs, *args.args)]))
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
+        self._functions.pop()
         self._flag_params.pop()
         tokens = name_tokens(node.name)
         if (
@@ -1177,7 +1186,7 @@ class _Walker:
                     return False
                 if any(name_tokens(n.rsplit(".", 1)[-1]) & _TPU_TOKENS for n in names):
                     return True
-                return None
+                return self.tensor_param(node.args[0], names, imports)
             if last in ("bool",) and node.args:
                 return self.truth(node.args[0], imports, truths)
             tokens = name_tokens(last)
@@ -1198,6 +1207,20 @@ class _Walker:
             ):
                 return ["call", "self", func.attr]
         return None
+
+    def tensor_param(self, subject: ast.expr, classes: list[str], imports: dict[str, str]) -> Truth:
+        """`isinstance(p, torch.Tensor)` of a parameter of the function being walked:
+        `["tensor_param", function key, index]`, decided by what the project's calls pass
+        (a helper that takes an int or a tensor, called with ints only, never runs its tensor
+        branch)."""
+        if not isinstance(subject, ast.Name) or not self._functions:
+            return None
+        if not any(self.qualify(c, imports) in _TENSOR_CLASSES for c in classes if c):
+            return None
+        key, params = self._functions[-1]
+        if subject.id not in params:
+            return None
+        return ["tensor_param", key, params.index(subject.id)]
 
     def compare(
         self,
