@@ -140,6 +140,42 @@ SILENT = {
             def training_step(self, batch, batch_idx):
                 return self.decoder(batch).float().mean()
         """,
+    "transforms of a plain preset class and of a collate function": """
+        class RandomCrop(nn.Module):
+            def forward(self, image, target):
+                keep = target["boxes"][:, 2] > target["boxes"][:, 0]
+                target["boxes"] = target["boxes"][keep]
+                return image, target
+
+        class CopyPaste(nn.Module):
+            def forward(self, images, targets):
+                masks = targets[0]["masks"]
+                return images, masks[masks.sum((1, 2)) > 0]
+
+        class Compose:
+            def __init__(self, transforms):
+                self.transforms = transforms
+
+            def __call__(self, image, target):
+                for t in self.transforms:
+                    image, target = t(image, target)
+                return image, target
+
+        class PresetTrain:
+            def __init__(self):
+                self.transforms = Compose([RandomCrop()])
+
+            def __call__(self, image, target):
+                return self.transforms(image, target)
+
+        def copypaste_collate(batch):
+            return CopyPaste()(*tuple(zip(*batch)))
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                data = CocoDetection("train", PresetTrain())
+                return torch.utils.data.DataLoader(data, collate_fn=copypaste_collate)
+        """,
     "cache filled once": """
         class M(L.LightningModule):
             def forward(self, x):
@@ -216,6 +252,23 @@ SILENT = {
 }
 
 REPORTED = {
+    "augmentation a LightningModule applies to the batch": (
+        """
+        class RandomErase(nn.Module):
+            def forward(self, images):
+                keep = images.mean((1, 2, 3)) > 0
+                return images[keep]
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.transforms = nn.Sequential(RandomErase())
+
+            def training_step(self, batch, batch_idx):
+                return self(self.transforms(batch)).mean()
+        """,
+        [("TPU202", 4)],
+    ),
     "__call__ of an object held in an attribute": (
         """
         class RobustScaler:

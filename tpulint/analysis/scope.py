@@ -706,7 +706,8 @@ class ProjectScope:
     def data_classes(self) -> set[str]:
         """The torch module classes that are data code: every sign of where their instances
         go is the data pipeline (built in a `transforms=`/`collate_fn=` argument or into a
-        name or list called so, in a Dataset's or DataModule's method or a collate function,
+        name or list called so, or a plain class's `self.transforms`, in a Dataset's or
+        DataModule's method or a collate function,
         or named under a data key of a config: `data.transforms`), none is a model (built in
         a model's method, named under `model:` in a config; tests say nothing), in a project
         that transforms no batch on the device (`on_after_batch_transfer`). Their `forward`
@@ -731,6 +732,14 @@ class ProjectScope:
                     candidates.add(found.gkey)
                 elif path.split(".", 1)[0] in ("model", "module", "net", "network"):
                     model_named.add(found.gkey)
+        for fn in self.model.functions.values():
+            # a collate function's classes (`SimpleCopyPaste()(*zip(*batch))`) run in the loader
+            if fn.summary.cls is None and "collate" in fn.summary.name.lower():
+                for use in self._uses(fn.gkey):
+                    if use[0] in ("name", "ref"):
+                        found = self.model.lookup(use[1], fn.module)
+                        if _is_class(found):
+                            candidates.add(found.gkey)
         for gkey, cls in self.model.classes.items():
             if not self._data_class(gkey):
                 continue

@@ -321,6 +321,7 @@ class _Walker:
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
+        self._plain_classes: set[str] = set()  # classes with no base but `object`
         self.cheap = ("isinstance" not in text or "Tensor" not in text) and not any(
             token in text
             for token in (
@@ -587,7 +588,18 @@ class _Walker:
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local)
             if value is not None and any(
-                isinstance(t, ast.Name) and DATA_KEYS.search(t.id) for t in targets
+                (isinstance(t, ast.Name) and DATA_KEYS.search(t.id))
+                or (
+                    # `self.transforms = Compose([...])` in a plain class (a transform
+                    # preset): a torch module or a LightningModule may apply its own
+                    # `self.transforms` to the batch on the device
+                    klass in self._plain_classes
+                    and isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    and DATA_KEYS.search(t.attr)
+                )
+                for t in targets
             ):
                 # `transforms = [Crop(64), ToGraph()]`, `collate_fn = Pad()`: built for the
                 # data loader as surely as in a `transforms=` argument.
@@ -767,6 +779,9 @@ class _Walker:
             self.facts.registered.append(["class", qualname])
         if self.inference_text:
             self._flag_attributes[qualname] = _off_flag_attributes(node)
+        bases = [dotted(b) or "?" for b in node.bases]
+        if all(b == "object" for b in bases):
+            self._plain_classes.add(qualname)
         self.body(node.body, outer, imports, set(), qualname, [{}])
 
     # --- expressions -----------------------------------------------------------------------
