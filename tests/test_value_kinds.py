@@ -176,6 +176,18 @@ SILENT = {
                 data = CocoDetection("train", PresetTrain())
                 return torch.utils.data.DataLoader(data, collate_fn=copypaste_collate)
         """,
+    "a tensor compared with None": """
+        class M(L.LightningModule):
+            def forward(self, x, ge=None):
+                if ge == None:
+                    ge = x.mean(0)
+                if ge != None:
+                    x = x + ge
+                return x
+
+            def training_step(self, batch, batch_idx):
+                return self(batch, self(batch)).mean()
+        """,
     "cache filled once": """
         class M(L.LightningModule):
             def forward(self, x):
@@ -595,10 +607,12 @@ def test_guard_shapes_stay_silent(name: str) -> None:
     assert codes(SILENT_GUARDS[name]) == []
 
 
-def test_a_tensor_branch_no_call_passes_a_tensor_to_is_outside_the_scope() -> None:
-    # `repeat_blocks(x, 2)`: the helper takes an int or a tensor; the project passes ints,
-    # so its `isinstance(..., torch.Tensor)` branches never run
-    source = """
+# Shapes whose findings are outside the default scope, with the reason `--scope all` gives.
+OUTSIDE_SCOPE = {
+    # `repeat_blocks(x, 2)`: the helper takes an int or a tensor; the project passes ints, so
+    # its `isinstance(..., torch.Tensor)` branches never run
+    "a tensor branch no call passes a tensor to": (
+        """
         def repeat_blocks(sizes, repeats, block_inc=0):
             if isinstance(repeats, torch.Tensor):
                 assert all(repeats >= 0)
@@ -611,11 +625,34 @@ def test_a_tensor_branch_no_call_passes_a_tensor_to_is_outside_the_scope() -> No
         class M(L.LightningModule):
             def training_step(self, batch, batch_idx):
                 return repeat_blocks(batch, 2, block_inc=0).sum()
+        """,
+        "the project's calls pass it no tensor",
+    ),
+    # a self-test inside a function of a module that training imports
+    "a __main__ self-test inside a function": (
         """
+        def swish(x):
+            y = x * torch.sigmoid(x)
+            if __name__ == "__main__":
+                assert y.min() >= -1.0
+            return y
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return swish(self(batch)).mean()
+        """,
+        'under `if __name__ == "__main__"`',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE_SCOPE))
+def test_shapes_outside_the_scope(name: str) -> None:
+    source, reason = OUTSIDE_SCOPE[name]
     config = Config.from_mapping({"select": ["TPU1", "TPU2"]})
     found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
     assert found and all(not config.shows(d) for d in found)
-    assert "the project's calls pass it no tensor" in (found[0].scope or "")
+    assert all(reason in (d.scope or "") for d in found), [d.scope for d in found]
 
 
 @pytest.mark.parametrize("name", sorted(REPORTED_GUARDS))

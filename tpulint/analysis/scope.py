@@ -191,6 +191,18 @@ def _nested(a: str, b: str) -> bool:
     return a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep)
 
 
+def same_repository(a: str, b: str) -> bool:
+    """Whether two files belong to one project: the same repository (the nearest folder
+    with `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`), or, without one, folders
+    inside or around each other (several projects checked in one run stay apart)."""
+    folder_a = os.path.dirname(os.path.abspath(a))
+    folder_b = os.path.dirname(os.path.abspath(b))
+    repo_a, repo_b = _repository_of(folder_a), _repository_of(folder_b)
+    if repo_a is not None and repo_b is not None:
+        return repo_a == repo_b
+    return _nested(folder_a, folder_b)
+
+
 class ProjectScope:
     """The scope of a project model (see the module docstring). `lightning_version` says
     which hooks run ("1.x" runs Lightning 1's)."""
@@ -1086,6 +1098,10 @@ class ProjectScope:
     ) -> Truth:
 
         head = value[0]
+        if head == "main":
+            # `__name__ == "__main__"` in a function: false wherever the file is imported; a
+            # file that starts training itself may be the script that runs
+            return None if module.scope.launches else False
         if head == "tensor_param":
             passed = self.model.param_value(f"{module.path}:{value[1]}", value[2])
             if passed is None or passed.tensor:
@@ -1191,8 +1207,9 @@ class ProjectScope:
             value = self.truth(truth, module, region_owner)
             if value is None or value == wanted:
                 continue
-            if isinstance(truth, list) and truth[0] == "tensor_param" and how == "if":
-                return f"under `if {text}`, and the project's calls pass it no tensor"
+            if isinstance(truth, list) and truth[0] == "tensor_param" and how in ("if", "and"):
+                where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
+                return f"{where}, and the project's calls pass it no tensor"
             return _region_reason(how, text, value)
         if fn is not None:
             kernel = self._kernel(fn)

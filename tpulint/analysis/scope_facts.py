@@ -322,22 +322,27 @@ class _Walker:
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
         self._plain_classes: set[str] = set()  # classes with no base but `object`
-        self.cheap = ("isinstance" not in text or "Tensor" not in text) and not any(
-            token in text
-            for token in (
-                "cuda",
-                "cudnn",
-                "gpu",
-                "GPU",
-                "tpu",
-                "TPU",
-                "xla",
-                "XLA",
-                "mps",
-                "CUDA",
-                "bnb",
-                # `dist.is_initialized()` and helpers named for it (`is_dist_avail_and_initialized`)
-                "initialized",
+        self.cheap = (
+            ("isinstance" not in text or "Tensor" not in text)
+            and "    if __name__" not in text
+            and not any(
+                token in text
+                for token in (
+                    "cuda",
+                    "cudnn",
+                    "gpu",
+                    "GPU",
+                    "tpu",
+                    "TPU",
+                    "xla",
+                    "XLA",
+                    "mps",
+                    "CUDA",
+                    "bnb",
+                    # `dist.is_initialized()` and helpers named for it
+                    # (`is_dist_avail_and_initialized`)
+                    "initialized",
+                )
             )
         )
 
@@ -1251,6 +1256,10 @@ class _Walker:
             # `"cuda" in str(x.device)`
             result = self.device_compare(right, left, True)
             return _not(result) if isinstance(op, ast.NotIn) else result
+        if (equal or unequal) and self._functions and _is_main_name_test(left, right):
+            # `if __name__ == "__main__":` inside a function: a self-test, true only when the
+            # file runs as a script (decided by whether the file starts training itself)
+            return _not(["main"]) if unequal else ["main"]
         if equal or unequal:
             for device, other in ((left, right), (right, left)):
                 result = self.device_compare(device, other, False)
@@ -1450,6 +1459,19 @@ def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
 def _is_hook_name(name: str) -> bool:
     """A Lightning step or hook (`validation_step` that generates is still validation code)."""
     return name.endswith("_step") or name.startswith("on_") or name == "forward"
+
+
+def _is_main_name_test(left: ast.expr, right: ast.expr) -> bool:
+    """`__name__` compared with `"__main__"`, either way round."""
+    for name, value in ((left, right), (right, left)):
+        if (
+            isinstance(name, ast.Name)
+            and name.id == "__name__"
+            and isinstance(value, ast.Constant)
+            and value.value == "__main__"
+        ):
+            return True
+    return False
 
 
 def _is_main_test(test: ast.expr) -> bool:
