@@ -124,6 +124,70 @@ SILENT = {
                     batch = batch / batch.max()
                 return self(batch).mean()
         """,
+    "code written for CUDA graphs": """
+        class Decoder(nn.Module):
+            def forward(self, logits):
+                if self.use_graphs:
+                    return self.search_cuda_graphs(logits)
+                return logits.argmax(-1)
+
+            def search_cuda_graphs(self, logits):
+                while self.state.active.any():
+                    self.graph.replay()
+                return self.state.best.clone()
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return self.decoder(batch).float().mean()
+        """,
+    "transforms of a plain preset class and of a collate function": """
+        class RandomCrop(nn.Module):
+            def forward(self, image, target):
+                keep = target["boxes"][:, 2] > target["boxes"][:, 0]
+                target["boxes"] = target["boxes"][keep]
+                return image, target
+
+        class CopyPaste(nn.Module):
+            def forward(self, images, targets):
+                masks = targets[0]["masks"]
+                return images, masks[masks.sum((1, 2)) > 0]
+
+        class Compose:
+            def __init__(self, transforms):
+                self.transforms = transforms
+
+            def __call__(self, image, target):
+                for t in self.transforms:
+                    image, target = t(image, target)
+                return image, target
+
+        class PresetTrain:
+            def __init__(self):
+                self.transforms = Compose([RandomCrop()])
+
+            def __call__(self, image, target):
+                return self.transforms(image, target)
+
+        def copypaste_collate(batch):
+            return CopyPaste()(*tuple(zip(*batch)))
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                data = CocoDetection("train", PresetTrain())
+                return torch.utils.data.DataLoader(data, collate_fn=copypaste_collate)
+        """,
+    "a tensor compared with None": """
+        class M(L.LightningModule):
+            def forward(self, x, ge=None):
+                if ge == None:
+                    ge = x.mean(0)
+                if ge != None:
+                    x = x + ge
+                return x
+
+            def training_step(self, batch, batch_idx):
+                return self(batch, self(batch)).mean()
+        """,
     "cache filled once": """
         class M(L.LightningModule):
             def forward(self, x):
@@ -200,6 +264,40 @@ SILENT = {
 }
 
 REPORTED = {
+    "augmentation a LightningModule applies to the batch": (
+        """
+        class RandomErase(nn.Module):
+            def forward(self, images):
+                keep = images.mean((1, 2, 3)) > 0
+                return images[keep]
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.transforms = nn.Sequential(RandomErase())
+
+            def training_step(self, batch, batch_idx):
+                return self(self.transforms(batch)).mean()
+        """,
+        [("TPU202", 4)],
+    ),
+    "__call__ of an object held in an attribute": (
+        """
+        class RobustScaler:
+            def __call__(self, data, weights):
+                assert not torch.any(torch.isnan(data))
+                return data / weights.sum()
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.scaler = RobustScaler()
+
+            def training_step(self, batch, batch_idx):
+                return self.scaler(batch, batch).mean()
+        """,
+        [("TPU104", 3)],
+    ),
     "helper return value": (
         """
         class M(L.LightningModule):
@@ -485,6 +583,20 @@ REPORTED_GUARDS = {
         """,
         [("TPU101", 10)],
     ),
+    "a tensor branch of a parameter a call passes a tensor": (
+        """
+        def spread(counts, width):
+            if isinstance(width, torch.Tensor):
+                if width.max() > 4:
+                    width = width.clamp(max=4)
+            return counts * width
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return spread(batch, 2).sum() + spread(batch, batch.sum(0)).sum()
+        """,
+        [("TPU104", 3)],
+    ),
     "a periodic test by 2 runs every other step": (
         """
         class M(L.LightningModule):
@@ -568,6 +680,54 @@ REPORTED_GUARDS = {
 @pytest.mark.parametrize("name", sorted(SILENT_GUARDS))
 def test_guard_shapes_stay_silent(name: str) -> None:
     assert codes(SILENT_GUARDS[name]) == []
+
+
+# Shapes whose findings are outside the default scope, with the reason `--scope all` gives.
+OUTSIDE_SCOPE = {
+    # `repeat_blocks(x, 2)`: the helper takes an int or a tensor; the project passes ints, so
+    # its `isinstance(..., torch.Tensor)` branches never run
+    "a tensor branch no call passes a tensor to": (
+        """
+        def repeat_blocks(sizes, repeats, block_inc=0):
+            if isinstance(repeats, torch.Tensor):
+                assert all(repeats >= 0)
+                if torch.any(repeats == 0):
+                    repeats = repeats + 1
+            if isinstance(block_inc, torch.Tensor) and torch.any(block_inc < 0):
+                block_inc = block_inc.clamp(min=0)
+            return torch.repeat_interleave(sizes, 2) + block_inc
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return repeat_blocks(batch, 2, block_inc=0).sum()
+        """,
+        "the project's calls pass it no tensor",
+    ),
+    # a self-test inside a function of a module that training imports
+    "a __main__ self-test inside a function": (
+        """
+        def swish(x):
+            y = x * torch.sigmoid(x)
+            if __name__ == "__main__":
+                assert y.min() >= -1.0
+            return y
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return swish(self(batch)).mean()
+        """,
+        'under `if __name__ == "__main__"`',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE_SCOPE))
+def test_shapes_outside_the_scope(name: str) -> None:
+    source, reason = OUTSIDE_SCOPE[name]
+    config = Config.from_mapping({"select": ["TPU1", "TPU2"]})
+    found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
+    assert found and all(not config.shows(d) for d in found)
+    assert all(reason in (d.scope or "") for d in found), [d.scope for d in found]
 
 
 @pytest.mark.parametrize("name", sorted(REPORTED_GUARDS))

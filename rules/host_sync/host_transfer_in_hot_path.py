@@ -23,6 +23,9 @@ _CONVERSIONS = ("float", "int", "bool")
 # Python builtins that compare their arguments (`min(t, 3)` is `t if t < 3 else 3`: a
 # `bool()` of a tensor on the host).
 _COMPARING = ("min", "max")
+# Python builtins that iterate one argument and test or compare each element on the host:
+# `all(t >= 0)` calls `bool()` on every element of the tensor.
+_ITERATING = ("min", "max", "all", "any", "sorted")
 # torch parameters that take a Python number: a tensor passed there is read on the host.
 _NUMBER_PARAMETERS = {
     "nan_to_num": (("nan", 1), ("posinf", 2), ("neginf", 3)),
@@ -103,9 +106,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `.numpy()`, `.tolist()`, `.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
-    compares on the host) and `min(t)` / `max(t)` of one tensor (Python iterates it and
-    compares every element on the host), a tensor passed where torch wants a Python number
-    (`torch.nan_to_num(x, nan=t)`, `torch.full(shape, t)`), and a tensor used as a Python
+    compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
+    tensor (Python iterates it and compares or tests every element on the host), a tensor
+    passed where torch wants a Python number (`torch.nan_to_num(x, nan=t)`,
+    `torch.full(shape, t)`), and a tensor used as a Python
     index into an `nn.ModuleList` or a list (`self.heads[k]`). `.item()` is TPU101's, and
     conversions passed to `self.log`
     are TPU102's.
@@ -219,6 +223,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ".to(",
         "min(",
         "max(",
+        "all(",
+        "any(",
+        "sorted(",
         "nan_to_num(",
         "full",
         "[",
@@ -232,6 +239,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        self.heads = torch.nn.ModuleList([torch.nn.Linear(4, 2)] * 3)\n\n"
             "    def training_step(self, batch, batch_idx):\n"
             "        n = min(batch.shape[0], 8)\n"
+            "        assert all(d > 0 for d in batch.shape) and any(batch.shape)\n"
             "        y = torch.nan_to_num(batch, nan=0.0)\n"
             "        m = torch.minimum(y, torch.zeros_like(y))\n"
             "        return self.heads[batch_idx % 3](y[:n] + m[:n])\n"
@@ -453,6 +461,14 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        sizes = self(batch).sum(-1)\n"
+            "        assert all(sizes >= 0)\n"
+            "        return sizes.mean()\n",
+            line=8,
+            message="iterates the device tensor `sizes >= 0` and tests its elements",
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
             "        loss = self(batch)\n"
             "        return min(loss, 3.0)\n",
             message="compares the device tensor `loss` on the host",
@@ -499,7 +515,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 self._check_print(node)
             elif func.value in _COMPARING and len(node.args) >= 2:
                 self._check_comparing(node, func.value)
-            elif func.value in _COMPARING and len(node.args) == 1:
+            elif func.value in _ITERATING and len(node.args) == 1:
                 self._check_iterated(node, func.value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -552,8 +568,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
         )
 
     def _check_iterated(self, node: cst.Call, name: str) -> None:
-        """`min(t)` / `max(t)` of one device tensor: Python iterates it and compares its
-        elements on the host, one `bool()` (a sync) per element."""
+        """`min(t)`, `max(t)`, `sorted(t)`, `all(t)`, `any(t)` of one device tensor: Python
+        iterates it and compares or tests its elements on the host, one `bool()` (a sync)
+        per element."""
         ctx = self.ctx
         arg = node.args[0]
         if arg.keyword is not None or arg.star or ctx.value_kind(arg.value) is not ValueKind.DEVICE:
@@ -565,12 +582,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if quiet(ctx, node) or in_exception_path(ctx, node) or logged_value(ctx, node):
             return
         tensor = source_of(ctx, arg.value)
+        tests = name in ("all", "any")
+        simple = isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+        receiver = tensor if simple else f"({tensor})"
+        instead = f"torch.sort({tensor})" if name == "sorted" else f"{receiver}.{name}()"
         self.report(
             node,
             f"`{source_of(ctx, node)}` in {ctx.hot_reason} iterates the device tensor "
-            f"`{tensor}` and compares its elements on the host (Python's `{name}` calls "
-            f"`bool()` on each comparison): a sync per element, every step; use "
-            f"`{tensor}.{name}()` to keep it on the device",
+            f"`{tensor}` and {'tests' if tests else 'compares'} its elements on the host"
+            f" (Python's `{name}` calls `bool()` on each {'element' if tests else 'comparison'}"
+            f"): a sync per element, every step; use `{instead}` to keep it on the device",
             applicability=Applicability.DISPLAY_ONLY,
         )
 

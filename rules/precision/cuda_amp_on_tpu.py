@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tpulint.analysis.project import FileView
@@ -119,6 +121,13 @@ class CudaAmpOnTpu(Rule):
             "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
             'with torch.autocast("cuda"):\n    pass\n'
         ),
+        # The TPU's branch imports XLA's own autocast under the same name.
+        Valid(
+            "import torch\n\n\ndef train(model, x, on_tpu):\n"
+            "    if on_tpu:\n        from torch_xla.amp import autocast\n"
+            "    else:\n        from torch.cuda.amp import autocast\n"
+            "    with autocast(device=x.device):\n        return model(x)\n"
+        ),
         # Device-agnostic autocast.
         Valid(
             "import torch\nimport torch_xla\n\n\ndef step(model, x):\n"
@@ -189,6 +198,7 @@ class CudaAmpOnTpu(Rule):
     def visit_Module(self, node: cst.Module) -> bool | None:
         self._tpu_file = TpuFileScan()
         self._enabled = not is_framework_file(self.ctx)
+        self._xla_names = _xla_imported_names(self.ctx.source)
         return None
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -197,6 +207,10 @@ class CudaAmpOnTpu(Rule):
         ctx = self.ctx
         qualified = ctx.qualify(node.func)
         if qualified is None or not qualified.startswith("torch."):
+            return
+        if isinstance(node.func, cst.Name) and node.func.value in self._xla_names:
+            # `if on_tpu: from torch_xla.amp import autocast` / `else: from torch.cuda.amp
+            # import autocast`: the name is XLA's own on the TPU's branch
             return
         if qualified in _SCALERS:
             if qualified.startswith("torch.amp.") and not self._cuda_device_arg(node, default=True):
@@ -309,3 +323,20 @@ class CudaAmpOnTpu(Rule):
             new_args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         ]
         return node.with_changes(func=cst.parse_expression("torch.autocast"), args=new_args)
+
+
+_XLA_IMPORT = re.compile(r"^[ \t]*from[ \t]+torch_xla[\w.]*[ \t]+import[ \t]+\(?([^)\n]*)", re.M)
+
+
+def _xla_imported_names(source: str) -> frozenset[str]:
+    """The local names some `from torch_xla... import` of the file binds (`autocast`,
+    `GradScaler` from `torch_xla.amp`), wherever it sits."""
+    if "torch_xla" not in source:
+        return frozenset()
+    names: set[str] = set()
+    for match in _XLA_IMPORT.finditer(source):
+        for part in match.group(1).split(","):
+            words = part.split()
+            if words:
+                names.add(words[-1])
+    return frozenset(names)

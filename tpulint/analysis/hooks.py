@@ -4,6 +4,7 @@ per-file analysis."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
@@ -97,8 +98,16 @@ _NAME_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 def names_other_accelerator(name: str) -> bool:
     """Whether an identifier names another accelerator (by its words: `BCELossIPU`,
-    `ipu_options`, `HabanaStrategy`; not `input` or `npuzzle`)."""
-    return any(token.lower() in _OTHER_ACCELERATOR_TOKENS for token in _NAME_TOKEN.findall(name))
+    `ipu_options`, `HabanaStrategy`; not `input` or `npuzzle`), or CUDA graphs
+    (`search_cuda_graphs`, `CudaGraphRunner`, `cudagraph_step`), which only CUDA has: code
+    written to capture or replay one never runs on a TPU."""
+    tokens = [token.lower() for token in _NAME_TOKEN.findall(name)]
+    if any(token in _OTHER_ACCELERATOR_TOKENS for token in tokens):
+        return True
+    pairs = itertools.pairwise(tokens)
+    return any(t.startswith("cudagraph") for t in tokens) or any(
+        a == "cuda" and b in ("graph", "graphs") for a, b in pairs
+    )
 
 
 # The methods Lightning 2 calls on a LightningModule, a LightningDataModule or a Callback

@@ -380,10 +380,12 @@ class ValueEvaluator:
         operands = [node.left, *node.comparators]
         if any(
             isinstance(o, (ast.JoinedStr,))
-            or (isinstance(o, ast.Constant) and type(o.value) is str)
+            or (isinstance(o, ast.Constant) and (type(o.value) is str or o.value is None))
             for o in operands
         ):
-            return ["number"]  # `batch["task"][0] == "asr"`: tensors are not compared to str
+            # `batch["task"][0] == "asr"`: tensors are not compared to str; `t == None` is
+            # Python's False (`Tensor.__eq__` returns NotImplemented for None), no read
+            return ["number"]
         kinds = [self.atoms(o, scope, d) for o in operands]
         flat = [a for k in kinds for a in k]
         if all(all_host(k) for k in kinds):

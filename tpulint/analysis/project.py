@@ -50,7 +50,7 @@ from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     package_root,
     table_digest,
 )
-from tpulint.analysis.scope import ProjectScope, _is_test_path
+from tpulint.analysis.scope import ProjectScope, _is_test_path, same_repository
 from tpulint.analysis.summary import (
     Atom,
     ClassSummary,
@@ -667,6 +667,14 @@ class ProjectModel:
             else:
                 # `self.loss_fn(...)` after `self.loss_fn = focal_loss`
                 out.extend(self._assigned_callables(owner, target, ""))
+                # For reach: `self.scaler(x)` after `self.scaler = Scaler()` runs the
+                # instance's `__call__` (a torch module's `forward`). What the call returns is
+                # left to the value analysis's own rules (a module's output is a tensor).
+                value = self.attribute_value(owner, target) if virtual else None
+                if value is not None and value.cls is not None:
+                    for found_call in self._instance_call(value.cls, "__call__"):
+                        if found_call not in out:
+                            out.append(found_call)
             if virtual:
                 for sub in self.subclasses(owner):
                     cls = self.classes[sub]
@@ -1444,7 +1452,8 @@ class FileView:
         return self.model.class_kind(self.class_gkey(qualname))
 
     def sampler_injection_off(self) -> list[str]:
-        """The other files of the project that turn Lightning's sampler injection off
+        """The other files of the project (its repository: not another project checked in the
+        same run) that turn Lightning's sampler injection off
         (`use_distributed_sampler=False`), nearest first: the training script that runs this
         file's loaders may be one of them. Lightning's own source is not the project's: its
         messages and docs name the flag (`setup_dataloaders(..., use_distributed_sampler=False)`)
@@ -1456,6 +1465,7 @@ class FileView:
             if m.sampler_injection_off
             and m is not self.module
             and (m.module or "").split(".", 1)[0] not in LIGHTNING_ROOTS
+            and same_repository(m.path, self.module.path)
         ]
         return sorted(others, key=lambda p: (os.path.commonpath([here, p]) != here, p))
 

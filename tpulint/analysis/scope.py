@@ -191,6 +191,18 @@ def _nested(a: str, b: str) -> bool:
     return a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep)
 
 
+def same_repository(a: str, b: str) -> bool:
+    """Whether two files belong to one project: the same repository (the nearest folder
+    with `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`), or, without one, folders
+    inside or around each other (several projects checked in one run stay apart)."""
+    folder_a = os.path.dirname(os.path.abspath(a))
+    folder_b = os.path.dirname(os.path.abspath(b))
+    repo_a, repo_b = _repository_of(folder_a), _repository_of(folder_b)
+    if repo_a is not None and repo_b is not None:
+        return repo_a == repo_b
+    return _nested(folder_a, folder_b)
+
+
 class ProjectScope:
     """The scope of a project model (see the module docstring). `lightning_version` says
     which hooks run ("1.x" runs Lightning 1's)."""
@@ -706,7 +718,8 @@ class ProjectScope:
     def data_classes(self) -> set[str]:
         """The torch module classes that are data code: every sign of where their instances
         go is the data pipeline (built in a `transforms=`/`collate_fn=` argument or into a
-        name or list called so, in a Dataset's or DataModule's method or a collate function,
+        name or list called so, or a plain class's `self.transforms`, in a Dataset's or
+        DataModule's method or a collate function,
         or named under a data key of a config: `data.transforms`), none is a model (built in
         a model's method, named under `model:` in a config; tests say nothing), in a project
         that transforms no batch on the device (`on_after_batch_transfer`). Their `forward`
@@ -731,6 +744,14 @@ class ProjectScope:
                     candidates.add(found.gkey)
                 elif path.split(".", 1)[0] in ("model", "module", "net", "network"):
                     model_named.add(found.gkey)
+        for fn in self.model.functions.values():
+            # a collate function's classes (`SimpleCopyPaste()(*zip(*batch))`) run in the loader
+            if fn.summary.cls is None and "collate" in fn.summary.name.lower():
+                for use in self._uses(fn.gkey):
+                    if use[0] in ("name", "ref"):
+                        found = self.model.lookup(use[1], fn.module)
+                        if _is_class(found):
+                            candidates.add(found.gkey)
         for gkey, cls in self.model.classes.items():
             if not self._data_class(gkey):
                 continue
@@ -1077,6 +1098,17 @@ class ProjectScope:
     ) -> Truth:
 
         head = value[0]
+        if head == "main":
+            # `__name__ == "__main__"` in a function: false wherever the file is imported; a
+            # file that starts training itself may be the script that runs
+            return None if module.scope.launches else False
+        if head == "tensor_param":
+            passed = self.model.param_value(f"{module.path}:{value[1]}", value[2])
+            if passed is None or passed.tensor:
+                return True if passed is not None else None
+            if passed.kind in ("device", "cpu"):
+                return True
+            return False if passed.kind in ("number", "host", "numpy") else None
         if head == "call":
             form, target = value[1], value[2]
             found = self.model.resolve_call(module, owner, form, target)
@@ -1175,6 +1207,9 @@ class ProjectScope:
             value = self.truth(truth, module, region_owner)
             if value is None or value == wanted:
                 continue
+            if isinstance(truth, list) and truth[0] == "tensor_param" and how in ("if", "and"):
+                where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
+                return f"{where}, and the project's calls pass it no tensor"
             return _region_reason(how, text, value)
         if fn is not None:
             kernel = self._kernel(fn)

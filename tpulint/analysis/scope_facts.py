@@ -35,7 +35,8 @@ Conditions on a TPU (`truth` below): `False` (never true on a TPU: `torch.cuda.*
 on a TPU: a flag named for the TPU, `device.type == "xla"`), `None` (unknown), or
 `["and", c...]`, `["or", c...]`, `["not", c]`, `["call", form, target]` (the truth of what a
 project function returns), `["attr", name]` (of `self.<name>`), `["glob", name]` (of a
-module-level name of this file).
+module-level name of this file), `["tensor_param", key, index]` (`isinstance(p,
+torch.Tensor)` of a parameter: what the project's calls pass).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ from tpulint.analysis.modules import resolve_relative
 
 Truth = Any  # bool | None | list (see the module docstring)
 
+# The tensor classes an `isinstance` test names.
+_TENSOR_CLASSES = frozenset({"torch.Tensor"})
 # Name tokens of flags and functions about CUDA or GPUs (false on a TPU) and about TPUs.
 _CUDA_TOKENS = frozenset({"cuda", "gpu", "gpus", "cudnn", "nccl", "mps", "nvidia", "cupy"})
 _TPU_TOKENS = frozenset({"tpu", "tpus", "xla"})
@@ -318,22 +321,31 @@ class _Walker:
         self._flag_params: list[tuple[set[str], str | None]] = []
         self._flag_attributes: dict[str, dict[str, list[str]]] = {}
         self._flags_seen: list[str] = []
-        self.cheap = not any(
-            token in text
-            for token in (
-                "cuda",
-                "cudnn",
-                "gpu",
-                "GPU",
-                "tpu",
-                "TPU",
-                "xla",
-                "XLA",
-                "mps",
-                "CUDA",
-                "bnb",
-                # `dist.is_initialized()` and helpers named for it (`is_dist_avail_and_initialized`)
-                "initialized",
+        # Functions being walked, innermost last, with their parameters: an `isinstance(p,
+        # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
+        self._functions: list[tuple[str, list[str]]] = []
+        self._plain_classes: set[str] = set()  # classes with no base but `object`
+        self.cheap = (
+            ("isinstance" not in text or "Tensor" not in text)
+            and "    if __name__" not in text
+            and not any(
+                token in text
+                for token in (
+                    "cuda",
+                    "cudnn",
+                    "gpu",
+                    "GPU",
+                    "tpu",
+                    "TPU",
+                    "xla",
+                    "XLA",
+                    "mps",
+                    "CUDA",
+                    "bnb",
+                    # `dist.is_initialized()` and helpers named for it
+                    # (`is_dist_avail_and_initialized`)
+                    "initialized",
+                )
             )
         )
 
@@ -660,7 +672,18 @@ class _Walker:
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local)
             if value is not None and any(
-                isinstance(t, ast.Name) and DATA_KEYS.search(t.id) for t in targets
+                (isinstance(t, ast.Name) and DATA_KEYS.search(t.id))
+                or (
+                    # `self.transforms = Compose([...])` in a plain class (a transform
+                    # preset): a torch module or a LightningModule may apply its own
+                    # `self.transforms` to the batch on the device
+                    klass in self._plain_classes
+                    and isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    and DATA_KEYS.search(t.attr)
+                )
+                for t in targets
             ):
                 # `transforms = [Crop(64), ToGraph()]`, `collate_fn = Pad()`: built for the
                 # data loader as surely as in a `transforms=` argument.
@@ -805,7 +828,10 @@ class _Walker:
         inner_truths = [*truths, {}] if outer else [{}]
         flags = _off_flag_params(node) if self.inference_text else set()
         self._flag_params.append((flags, klass))
+        args = node.args
+        self._functions.append((key, [a.arg for a in (*args.posonlyargs, *args.args)]))
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
+        self._functions.pop()
         self._flag_params.pop()
         tokens = name_tokens(node.name)
         if (
@@ -839,6 +865,9 @@ class _Walker:
             self.facts.registered.append(["class", qualname])
         if self.inference_text:
             self._flag_attributes[qualname] = _off_flag_attributes(node)
+        bases = [dotted(b) or "?" for b in node.bases]
+        if all(b == "object" for b in bases):
+            self._plain_classes.add(qualname)
         self.body(node.body, outer, imports, set(), qualname, [{}])
 
     # --- expressions -----------------------------------------------------------------------
@@ -1258,7 +1287,7 @@ class _Walker:
                     return False
                 if any(name_tokens(n.rsplit(".", 1)[-1]) & _TPU_TOKENS for n in names):
                     return True
-                return None
+                return self.tensor_param(node.args[0], names, imports)
             if last in ("bool",) and node.args:
                 return self.truth(node.args[0], imports, truths)
             tokens = name_tokens(last)
@@ -1280,6 +1309,20 @@ class _Walker:
                 return ["call", "self", func.attr]
         return None
 
+    def tensor_param(self, subject: ast.expr, classes: list[str], imports: dict[str, str]) -> Truth:
+        """`isinstance(p, torch.Tensor)` of a parameter of the function being walked:
+        `["tensor_param", function key, index]`, decided by what the project's calls pass
+        (a helper that takes an int or a tensor, called with ints only, never runs its tensor
+        branch)."""
+        if not isinstance(subject, ast.Name) or not self._functions:
+            return None
+        if not any(self.qualify(c, imports) in _TENSOR_CLASSES for c in classes if c):
+            return None
+        key, params = self._functions[-1]
+        if subject.id not in params:
+            return None
+        return ["tensor_param", key, params.index(subject.id)]
+
     def compare(
         self,
         left: ast.expr,
@@ -1294,6 +1337,10 @@ class _Walker:
             # `"cuda" in str(x.device)`
             result = self.device_compare(right, left, True)
             return _not(result) if isinstance(op, ast.NotIn) else result
+        if (equal or unequal) and self._functions and _is_main_name_test(left, right):
+            # `if __name__ == "__main__":` inside a function: a self-test, true only when the
+            # file runs as a script (decided by whether the file starts training itself)
+            return _not(["main"]) if unequal else ["main"]
         if equal or unequal:
             for device, other in ((left, right), (right, left)):
                 result = self.device_compare(device, other, False)
@@ -1493,6 +1540,19 @@ def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
 def _is_hook_name(name: str) -> bool:
     """A Lightning step or hook (`validation_step` that generates is still validation code)."""
     return name.endswith("_step") or name.startswith("on_") or name == "forward"
+
+
+def _is_main_name_test(left: ast.expr, right: ast.expr) -> bool:
+    """`__name__` compared with `"__main__"`, either way round."""
+    for name, value in ((left, right), (right, left)):
+        if (
+            isinstance(name, ast.Name)
+            and name.id == "__name__"
+            and isinstance(value, ast.Constant)
+            and value.value == "__main__"
+        ):
+            return True
+    return False
 
 
 def _is_main_test(test: ast.expr) -> bool:
