@@ -19,6 +19,7 @@ import ast
 import bisect
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ import libcst as cst
 
 from tpulint.analysis.inference import Atom, Scope
 from tpulint.analysis.positions import PositionIndex
+from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.values import (
     CPU,
     DEVICE,
@@ -103,6 +105,8 @@ class PositionValues:
         module_name: str | None,
         is_package: bool,
         resolver: Resolver,
+        positions: PositionIndex | None = None,
+        tree_of: Callable[[], ast.Module | None] | None = None,
     ) -> None:
         self.source = source
         self.module = module
@@ -110,7 +114,11 @@ class PositionValues:
         self.module_name = module_name
         self.is_package = is_package
         self.resolver = resolver
-        self._positions = PositionIndex(module, source)
+        # The file's one index (FileContext.positions): a function placed here is placed for
+        # the reports and the rewrites too.
+        self._positions = positions if positions is not None else PositionIndex(module, source)
+        # The file's `ast` tree (FileContext.ast_tree, shared with the rewrites that read it).
+        self._tree_of = tree_of if tree_of is not None else lambda: parse_python(source)
         self._placed: set[int] = set()  # ids of the libcst roots whose nodes are placed
         self._cache: dict[int, ValueKind] = {}
         self._built = False
@@ -184,11 +192,8 @@ class PositionValues:
         self._built = True
         from tpulint.analysis.summary import ModuleSummary, _Summarizer
 
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(self.source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = self._tree_of()
+        if tree is None:
             return
         snapshots: dict[int, Any] = {}
         walker = _Summarizer(
@@ -367,12 +372,12 @@ class PositionValues:
         # Placed from the function's own code (the walk has not linked the parents of the
         # nodes ahead of it yet, so PositionIndex.resolve's grouping cannot be used).
         positions = self._positions
-        if function is None or not positions._resolve_in(function, nodes, self.parents):
-            positions._resolve_in(self.module, nodes, None)
+        if function is None or not positions.resolve_in_function(function, nodes, self.parents):
+            positions.resolve_in_module(nodes)
 
     def _span_of(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> tuple[int, int]:
         self._place(node, function)
-        span = self._positions._spans.get(id(node))
+        span = self._positions.known_span(node)
         if span is None:
             raise KeyError
         return span.start, span.end
