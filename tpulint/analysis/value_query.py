@@ -130,9 +130,9 @@ class PositionValues:
         self._line_starts: list[int] = []
         self._statement_starts: list[int] = []
         self._ascii = False
-        # Top-level statements (first offset of their first line, end, node), and which of
-        # them are indexed.
-        self._chunks: list[tuple[int, int, ast.stmt]] = []
+        # The parts of the module indexed on demand (see _add_chunks), in source order, and
+        # which of them are indexed.
+        self._chunks: list[_Chunk] = []
         self._chunk_starts: list[int] = []
         self._indexed: set[int] = set()
         self._tree_key = 0
@@ -211,29 +211,43 @@ class PositionValues:
         starts += [m.end() for m in _LINE_BREAK.finditer(self.source)]
         self._line_starts = starts
         self._ascii = self.source.isascii()
-        # Indexed lazily, one top-level statement at a time: rules ask about a few functions.
-        for statement in tree.body:
-            span = self._span(statement)
-            if span is not None:
-                decorators = getattr(statement, "decorator_list", [])
-                line = min([statement.lineno, *(d.lineno for d in decorators)])
-                self._chunks.append((self._offset(line, 0), span[1], statement))
-        self._chunks.sort(key=lambda chunk: chunk[0])
-        self._chunk_starts = [first for first, _, _ in self._chunks]
+        self._add_chunks(tree)
+        self._chunk_starts = [chunk.start for chunk in self._chunks]
         self._tree_key = id(tree)
         self._ok = True
 
+    def _add_chunks(self, tree: ast.Module) -> None:
+        """The module's parts, indexed lazily one at a time: each top-level statement, and
+        in a class each method and nested class apart from the class's own code (rules ask
+        about a few methods of a class: indexing the whole class for one of them indexed
+        every other method too). In source order: a part follows the class it is in."""
+        pending: list[tuple[ast.stmt, int]] = [(s, -1) for s in reversed(tree.body)]
+        while pending:
+            statement, parent = pending.pop()
+            span = self._span(statement)
+            if span is None:
+                continue
+            decorators = getattr(statement, "decorator_list", [])
+            line = min([statement.lineno, *(d.lineno for d in decorators)])
+            index = len(self._chunks)
+            self._chunks.append(_Chunk(self._offset(line, 0), span[1], statement, parent))
+            if isinstance(statement, ast.ClassDef):
+                pending += [(m, index) for m in reversed(statement.body) if _is_chunk(m)]
+
     def _ensure(self, offset: int) -> None:
-        """Index the top-level statement around `offset`, if it is not yet."""
+        """Index the innermost part of the module around `offset` (see _add_chunks), if it
+        is not yet."""
         index = bisect.bisect_right(self._chunk_starts, offset) - 1
+        # The last part starting before `offset` may end before it (a method before the
+        # class code asked about): then the part around it is one it is nested in.
+        while index >= 0 and self._chunks[index].end < offset:
+            index = self._chunks[index].parent
         if index < 0 or index in self._indexed:
             return
         self._indexed.add(index)
-        _, end, statement = self._chunks[index]
-        if offset > end:
-            return
+        chunk = self._chunks[index]
         try:
-            self._index(statement, self._tree_key)
+            self._index(chunk.node, self._tree_key, own_code=True)
         except RecursionError:
             return
         self._statements.sort()
@@ -263,12 +277,22 @@ class PositionValues:
             self._offset(end_line, end_col),
         )
 
-    def _index(self, root: ast.AST, env_key: int) -> None:
-        """Every expression under `root` by its span, with where it is evaluated."""
+    def _index(self, root: ast.AST, env_key: int, own_code: bool = False) -> None:
+        """Every expression under `root` by its span, with where it is evaluated (`own_code`:
+        not in the methods and nested classes of a class `root`, indexed on their own)."""
         stack: list[tuple[ast.AST, int, tuple[ast.AST, ...]]] = [(root, env_key, ())]
         sites = self._sites
         while stack:
             node, env_key, layers = stack.pop()
+            if own_code and node is root and isinstance(node, ast.ClassDef):
+                env_key = id(node)
+                span = self._span(node)
+                if span is not None:
+                    self._statements.append((span[0], span[1], env_key))
+                for child in ast.iter_child_nodes(node):
+                    if not isinstance(child, _NOT_WALKED) and not _is_chunk(child):
+                        stack.append((child, env_key, layers))
+                continue
             if isinstance(node, ast.stmt):
                 env_key = id(node)
                 span = self._span(node)
@@ -602,6 +626,22 @@ class PositionValues:
         chain.reverse()
         level = atom[2]
         return chain[level] if 0 <= level < len(chain) else None
+
+
+@dataclass
+class _Chunk:
+    """A part of the module indexed on its own: from the first offset of its first line (a
+    decorator's) to its end; `parent`: the index of the class part it is in, or -1."""
+
+    start: int
+    end: int
+    node: ast.stmt
+    parent: int
+
+
+def _is_chunk(statement: ast.AST) -> bool:
+    """A statement of a class body indexed as a part of its own (see _add_chunks)."""
+    return isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
 def _element_of(kind: ValueKind) -> ValueKind:
