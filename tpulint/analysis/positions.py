@@ -15,7 +15,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -23,9 +23,9 @@ from libcst._nodes.internal import CodegenState
 from tpulint.datatypes.diagnostics import Location
 
 
-@dataclass(frozen=True)
-class Span:
-    """Character offsets into the module's code.
+class Span(NamedTuple):
+    """Character offsets into the module's code (a named tuple: one is made for every node
+    of every placed function, and a frozen dataclass cost twice as much to create).
 
     `start`/`end` exclude whitespace and parentheses the node does not own syntactically
     (like PositionProvider); `outer_start`/`outer_end` include everything the node generates

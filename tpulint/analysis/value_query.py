@@ -383,12 +383,16 @@ class PositionValues:
         self._placed.add(id(root))
         nodes: list[cst.CSTNode] = []
         stack: list[cst.CSTNode] = [root]
+        placed_types = _PLACED_TYPES
         while stack:
             current = stack.pop()
-            if isinstance(
-                current,
-                (cst.BaseExpression, cst.BaseSmallStatement, cst.BaseCompoundStatement),
-            ):
+            placed = placed_types.get(type(current))
+            if placed is None:
+                placed = placed_types[type(current)] = isinstance(
+                    current,
+                    (cst.BaseExpression, cst.BaseSmallStatement, cst.BaseCompoundStatement),
+                )
+            if placed:
                 nodes.append(current)
             if current is not root and isinstance(current, cst.FunctionDef) and function is None:
                 continue  # the module's own code only; functions are placed on their own
@@ -626,6 +630,11 @@ class PositionValues:
         chain.reverse()
         level = atom[2]
         return chain[level] if 0 <= level < len(chain) else None
+
+
+# Node type -> whether `_place` gives its nodes a span (expressions and statements): a dict
+# lookup instead of isinstance() against libcst's abstract base classes for every node.
+_PLACED_TYPES: dict[type, bool] = {}
 
 
 @dataclass
