@@ -114,6 +114,49 @@ def test_position_index_spans_exclude_parentheses_and_comments() -> None:
     assert positions.code[span.outer_start : span.outer_end].startswith("(")
 
 
+def _parents_of(module: cst.Module) -> dict[int, cst.CSTNode]:
+    from tpulint.analysis.walker import iter_children
+
+    parents: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        for child in iter_children(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return parents
+
+
+def test_position_index_places_a_method_whose_text_occurs_twice() -> None:
+    # The same method in two classes: its own text is not unique, its class's is; the spans
+    # must be those a whole-module pass gives (the second class's copy, not the first's).
+    source = (
+        "class A:\n    def step(self, x):\n        return x.item()\n\n"
+        "class B:\n    def step(self, x):\n        return x.item()\n"
+    )
+    module = cst.parse_module(source)
+    parents = _parents_of(module)
+    second = module.body[1].body.body[0]
+    call = second.body.body[0].body[0].value
+    by_function = PositionIndex(module, source)
+    assert by_function.resolve_in_function(second, [call, second], parents)
+    by_module = PositionIndex(module, source)
+    by_module.resolve_in_module([call, second])
+    assert by_function.span(call) == by_module.span(call)
+    assert by_function.span(second) == by_module.span(second)
+    assert by_function.range(call)[0].line == 7
+
+
+def test_position_index_gives_up_when_no_enclosing_text_is_unique() -> None:
+    source = "def step(x):\n    return x\ndef step(x):\n    return x\n"
+    module = cst.parse_module(source)
+    second = module.body[1]
+    positions = PositionIndex(module, source)
+    assert not positions.resolve_in_function(second, [second], _parents_of(module))
+    positions.resolve([second], _parents_of(module))  # the whole module places it
+    assert positions.range(second)[0].line == 3
+
+
 def test_apply_fixes_adds_and_removes_imports() -> None:
     module = cst.parse_module(
         '"""Doc."""\nimport os\nfrom torch.utils.data import DataLoader, DistributedSampler\n\n'

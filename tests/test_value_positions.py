@@ -147,6 +147,38 @@ def test_every_value_expression_has_its_twin() -> None:
     assert unmatched(FIXTURE) == []
 
 
+def test_methods_nested_classes_and_class_code_find_their_twins() -> None:
+    # Each method and nested class is indexed apart from its class's own code: class code
+    # after a method, a decorated method, a nested class's method, and the same method in two
+    # classes (placed through its class) all find their twins.
+    source = textwrap.dedent(
+        """
+        class A:
+            size = 4
+
+            @staticmethod
+            def step(x, k=size * 2):
+                return x.item() + k
+
+            limit = size + 1
+
+            class Inner:
+                depth = [1, 2]
+
+                def run(self, y):
+                    return (y, self.depth)
+
+            tail = {"a": limit}
+
+
+        class B:
+            def step(x, k=3):
+                return x.item() + k
+        """
+    )
+    assert unmatched(source) == []
+
+
 def test_non_ascii_lines_agree() -> None:
     source = 'def f(x):\n    s = "héllo → wörld"; y = x.item() + len(s)\n    return y\n'
     assert unmatched(source) == []

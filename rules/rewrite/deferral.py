@@ -224,7 +224,7 @@ def defer(ctx: FileContext, node: cst.Call, sync: str) -> Deferral | None:
         return None
     model = view.model
     index = attribute_index(model)
-    own = index.file(ctx.path, ctx.source)
+    own = index.file(ctx.path, ctx.source, lambda: ctx.ast_tree)
     if own is None:
         return None
     start, end = _position(ctx, node)
@@ -254,11 +254,7 @@ def _may_collect(ctx: FileContext, node: cst.Call) -> bool:
 
 
 def _position(ctx: FileContext, node: cst.CSTNode):
-    from tpulint.analysis.positions import PositionIndex
-
-    positions = ctx.shared.get("deferral_positions")
-    if positions is None:
-        positions = ctx.shared["deferral_positions"] = PositionIndex(ctx.module, ctx.source)
+    positions = ctx.positions
     positions.resolve([node], ctx.parents)
     return positions.range(node)
 

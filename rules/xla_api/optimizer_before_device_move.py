@@ -3,10 +3,12 @@ moves to the XLA device."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import libcst as cst
-import libcst.matchers as m
 
 from tpulint.analysis.project import ClassKind, FileView
+from tpulint.analysis.walker import iter_in_order
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
@@ -41,12 +43,21 @@ def _self_attribute(node: cst.BaseExpression) -> str | None:
     return None
 
 
+_NodeT = TypeVar("_NodeT", bound=cst.CSTNode)
+
+
+def _all_of(root: cst.CSTNode, node_type: type[_NodeT]) -> list[_NodeT]:
+    """`root` and the nodes under it of `node_type`, in source order (what
+    `libcst.matchers.findall` gives, without importing libcst.matchers: its hundreds of
+    generated classes cost 0.17 s of CPU at start-up, every run, for this rule alone)."""
+    return [n for n in iter_in_order(root) if isinstance(n, node_type)]
+
+
 def _takes_parameters(node: cst.CSTNode) -> bool:
     """Whether `node` calls `.parameters()` or `.named_parameters()` on something."""
     return any(
         isinstance(call.func, cst.Attribute) and call.func.attr.value in _PARAMETERS
-        for call in m.findall(node, m.Call())
-        if isinstance(call, cst.Call)
+        for call in _all_of(node, cst.Call)
     )
 
 
@@ -177,8 +188,7 @@ class OptimizerBeforeDeviceMove(Rule):
             self._over_stored_parameters(node, klass)
 
     def _built_before(self, node: cst.FunctionDef, klass) -> None:
-        for assign in m.findall(node.body, m.Assign()):
-            assert isinstance(assign, cst.Assign)
+        for assign in _all_of(node.body, cst.Assign):
             value = assign.value
             if not (isinstance(value, cst.Call) and _is_optimizer(self.ctx, value)):
                 continue
@@ -199,14 +209,13 @@ class OptimizerBeforeDeviceMove(Rule):
         stored = self._stored_parameters(klass)
         if not stored:
             return
-        for call in m.findall(node.body, m.Call()):
-            assert isinstance(call, cst.Call)
+        for call in _all_of(node.body, cst.Call):
             if not _is_optimizer(self.ctx, call) or not call.args:
                 continue
             taken = {
                 name
-                for attribute in m.findall(call.args[0].value, m.Attribute())
-                if (name := _self_attribute(attribute)) in stored  # type: ignore[arg-type]
+                for attribute in _all_of(call.args[0].value, cst.Attribute)
+                if (name := _self_attribute(attribute)) in stored
             }
             if not taken:
                 continue
@@ -228,8 +237,7 @@ class OptimizerBeforeDeviceMove(Rule):
             method = klass.methods.get(hook)
             if method is None:
                 continue
-            for assign in m.findall(method.body, m.Assign()):
-                assert isinstance(assign, cst.Assign)
+            for assign in _all_of(method.body, cst.Assign):
                 if not _takes_parameters(assign.value):
                     continue
                 for target in assign.targets:
@@ -243,7 +251,7 @@ class OptimizerBeforeDeviceMove(Rule):
         for method in klass.methods.values():
             if method is builder:
                 continue
-            for attribute in m.findall(method.body, m.Attribute()):
-                if _self_attribute(attribute) == name:  # type: ignore[arg-type]
+            for attribute in _all_of(method.body, cst.Attribute):
+                if _self_attribute(attribute) == name:
                     return True
         return False

@@ -22,12 +22,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tpulint.analysis.hooks import CALLBACK_BATCH_HOOKS, LIGHTNING_BATCH_HOOKS, STEP_METHODS
+from tpulint.analysis.python_ast import parse_python
 from tpulint.datatypes.diagnostics import Location
 from tpulint.datatypes.roundtrip import physical_lines
 
@@ -203,14 +204,12 @@ class ParsedFile:
         return self._expressions.get((begin, finish))
 
 
-def parse_file(path: str, text: str) -> ParsedFile | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return ParsedFile(path, text, tree)
+def parse_file(path: str, text: str, tree: ast.Module | None = None) -> ParsedFile | None:
+    """The file read with `ast` (`tree`: its tree parsed already), None when it does not
+    parse."""
+    if tree is None:
+        tree = parse_python(text)
+    return ParsedFile(path, text, tree) if tree is not None else None
 
 
 @dataclass(frozen=True)
@@ -236,8 +235,14 @@ class AttributeIndex:
     _mentions: dict[str, list[str]] = field(default_factory=dict)
     _functions: dict[str, dict[int, _Function]] = field(default_factory=dict)
 
-    def file(self, path: str, text: str | None = None) -> ParsedFile | None:
-        """`path` parsed (from `text` when given: the buffer being checked)."""
+    def file(
+        self,
+        path: str,
+        text: str | None = None,
+        tree_of: Callable[[], ast.Module | None] | None = None,
+    ) -> ParsedFile | None:
+        """`path` parsed (from `text` when given: the buffer being checked; `tree_of` gives
+        the tree of `text` when the caller has it parsed already)."""
         cached = self._parsed.get(path)
         if text is None:
             if cached is not None:
@@ -248,7 +253,11 @@ class AttributeIndex:
                 return None
         elif cached is not None and cached[0] == text:
             return cached[1]
-        parsed = parse_file(path, text)
+        if tree_of is not None:
+            tree = tree_of()
+            parsed = ParsedFile(path, text, tree) if tree is not None else None
+        else:
+            parsed = parse_file(path, text)
         self._parsed[path] = (text, parsed)
         return parsed
 

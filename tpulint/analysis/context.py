@@ -24,13 +24,17 @@ from tpulint.analysis.guards import (
     shape_kinds,
 )
 from tpulint.analysis.imports import Aliases, dotted_name
+from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
+from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
 from tpulint.analysis.value_tables import HOST_ANNOTATIONS, annotation_kind
 from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueKind, kind_named
 
 if TYPE_CHECKING:
+    import ast
+
     from tpulint.config.settings import Config
 
 # What every call may pass a forward for its parameter to be taken as given (host data).
@@ -142,6 +146,11 @@ class FileContext(Resolver):
         self._scopes: list[_FunctionScope] = [_FunctionScope(None)]
         self._classes: list[ClassInfo | None] = []
         self._values: PositionValues | None = None
+        # Spans of this file's nodes, one index for the value inference, the rewrites and
+        # the reports: each function's code is generated once to place its nodes.
+        self.positions = PositionIndex(module, source)
+        self._ast_tree: ast.Module | None = None
+        self._ast_parsed = False
         self._guard_cache: dict[Any, frozenset[str]] = {}
         self._step_loops: dict[int, bool] = {}
         # State that rules of one file share (e.g. binding trackers several rules use), so
@@ -155,6 +164,8 @@ class FileContext(Resolver):
         waiting for the cyclic garbage collector."""
         self._values = None
         self.shared.clear()
+        self._ast_tree = None  # the tree is the file's: freed with it
+        self._ast_parsed = False
 
     # --- structure -------------------------------------------------------------------
 
@@ -229,8 +240,19 @@ class FileContext(Resolver):
                 self.aliases.module,
                 self.aliases.is_package,
                 self,
+                self.positions,
+                lambda: self.ast_tree,
             )
         return self._values
+
+    @property
+    def ast_tree(self) -> ast.Module | None:
+        """The file read with Python's parser (None when it rejects it), parsed once for the
+        value inference and the rewrites that read the file with `ast`."""
+        if not self._ast_parsed:
+            self._ast_parsed = True
+            self._ast_tree = parse_python(self.source)
+        return self._ast_tree
 
     def value_kind(self, node: cst.BaseExpression) -> ValueKind:
         """What the expression holds (a device tensor, a CPU tensor, a module, numpy, ...)."""

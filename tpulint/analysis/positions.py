@@ -13,9 +13,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from typing import NamedTuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -23,9 +23,9 @@ from libcst._nodes.internal import CodegenState
 from tpulint.datatypes.diagnostics import Location
 
 
-@dataclass(frozen=True)
-class Span:
-    """Character offsets into the module's code.
+class Span(NamedTuple):
+    """Character offsets into the module's code (a named tuple: one is made for every node
+    of every placed function, and a frozen dataclass cost twice as much to create).
 
     `start`/`end` exclude whitespace and parentheses the node does not own syntactically
     (like PositionProvider); `outer_start`/`outer_end` include everything the node generates
@@ -59,31 +59,71 @@ class _TargetedCodegenState(CodegenState):
         if key in self.targets:
             self.outer[key][1] = len(self.tokens)
 
-    @contextmanager
     def record_syntactic_position(
         self,
         node: cst.CSTNode,
         *,
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
-    ) -> Iterator[None]:
+    ) -> AbstractContextManager[None]:
+        # A plain context object, not libcst's generator-based @contextmanager: code
+        # generation enters one per node, and the generator machinery cost about a quarter
+        # of placing a function's nodes (py-spy, nemo-toolkit).
         key = id(node)
         if key not in self.targets:
-            yield
-            return
+            return _NOT_RECORDED
         # The syntactic range of e.g. a decorated function starts at a child's start: make
         # sure that child is recorded while it is generated.
         if start_node is not None:
             self.targets.add(id(start_node))
         if end_node is not None:
             self.targets.add(id(end_node))
-        begin = len(self.tokens)
-        yield
-        self.syntactic[key] = [begin, len(self.tokens)]
-        self.hoisted[key] = (
-            id(start_node) if start_node is not None else None,
-            id(end_node) if end_node is not None else None,
-        )
+        return _SyntacticRecord(self, key, start_node, end_node)
+
+
+class _NotRecorded:
+    """The context around a node whose position is not wanted: nothing to note."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> bool:
+        return False
+
+
+_NOT_RECORDED = _NotRecorded()
+
+
+class _SyntacticRecord:
+    """Notes the token indexes around a target node's syntactic part (and the children its
+    range is hoisted from) once its code is generated."""
+
+    __slots__ = ("begin", "end_id", "key", "start_id", "state")
+
+    def __init__(
+        self,
+        state: _TargetedCodegenState,
+        key: int,
+        start_node: cst.CSTNode | None,
+        end_node: cst.CSTNode | None,
+    ) -> None:
+        self.state = state
+        self.key = key
+        self.start_id = id(start_node) if start_node is not None else None
+        self.end_id = id(end_node) if end_node is not None else None
+        self.begin = 0
+
+    def __enter__(self) -> None:
+        self.begin = len(self.state.tokens)
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> bool:
+        if exc_type is None:
+            state = self.state
+            state.syntactic[self.key] = [self.begin, len(state.tokens)]
+            state.hoisted[self.key] = (self.start_id, self.end_id)
+        return False
 
 
 def _enclosing_function(
@@ -149,12 +189,40 @@ class PositionIndex:
                 else:
                     by_function.setdefault(id(function), (function, []))[1].append(node)
             for function, members in by_function.values():
-                if not self._resolve_in(function, members, parents):
+                if not self.resolve_in_function(function, members, parents):
                     rest += members
         else:
             rest = pending
         if rest:
-            self._resolve_in(self._module, rest, None)
+            self.resolve_in_module(rest)
+
+    def resolve_in_module(self, nodes: list[cst.CSTNode]) -> None:
+        """Place `nodes` by generating the whole module's code."""
+        self._resolve_in(self._module, nodes, None)
+
+    def known_span(self, node: cst.CSTNode) -> Span | None:
+        """The node's span if it is placed already (None for a node the module's code does
+        not hold, such as one a rule built)."""
+        return self._spans.get(id(node))
+
+    def resolve_in_function(
+        self,
+        function: cst.FunctionDef,
+        nodes: list[cst.CSTNode],
+        parents: Mapping[int, cst.CSTNode],
+    ) -> bool:
+        """Place `nodes` (inside `function`) by generating the code of the function, or of the
+        innermost function or class around it whose text occurs once in the module (two
+        classes with the same small method: the class tells them apart), instead of the
+        whole module; False when none does."""
+        current: cst.CSTNode | None = function
+        while current is not None:
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef)) and self._resolve_in(
+                current, nodes, parents
+            ):
+                return True
+            current = parents.get(id(current))
+        return False
 
     def _resolve_in(
         self,

@@ -196,6 +196,16 @@ def model_layers(text: str) -> str:
     )
 
 
+_USE_METHODS = SIZE_ARGUMENT_METHODS | NUMPY_ONLY_METHODS
+_UseTable = dict[str, tuple[list[int], list[int]]]
+
+
+def _mentions_use_methods(text: str) -> bool:
+    """Whether the text calls a size-argument or numpy-only method at all: when it does not,
+    no name is used so and the walk for them is skipped."""
+    return any(f".{method}(" in text for method in _USE_METHODS)
+
+
 @dataclass
 class CallSite:
     """A call in a function body.
@@ -374,17 +384,33 @@ class Syntax:
 
 
 def syntax_of(tree: ast.AST) -> Syntax:
-    """The Syntax facts of a parsed tree, in one iterative walk (with the summary's table of
-    child fields and no visit of names and constants, which hold nothing asked here: 2.4 times
-    faster than `ast.walk`, measured)."""
+    """The Syntax facts of a parsed tree."""
+    syntax, _ = _read_tree(tree, syntax=True, uses=False)
+    assert syntax is not None
+    return syntax
+
+
+def _read_tree(
+    tree: ast.AST, *, syntax: bool, uses: bool
+) -> tuple[Syntax | None, tuple[_UseTable, _UseTable]]:
+    """What one iterative walk of a parsed tree collects: with `syntax`, its Syntax facts;
+    with `uses`, the names it passes as sizes and calls numpy-only methods on (see
+    `_size_uses`). One walk for both, with the summary's table of child fields and no visit
+    of names and constants, which hold nothing asked here (2.4 times faster than `ast.walk`,
+    measured); bound names are read from the binding statements' targets."""
     calls: set[str] = set()
     keywords: set[str] = set()
     literal: set[str] = set()
     fields: set[str] = set()
     ints: set[str] = set()
     keys: set[str] = set()
+    size_args: dict[str, list[int]] = {}
+    receivers: dict[str, list[int]] = {}
+    stores: dict[str, list[int]] = {}
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    local_calls: list[tuple[str, bool, ast.Call]] = []
     call_type, name_type, attribute_type = ast.Call, ast.Name, ast.Attribute
-    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    function_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     constant_type, unary_type = ast.Constant, ast.UnaryOp
     literal_types = (ast.Constant, ast.JoinedStr)
     leaves = (name_type, constant_type)
@@ -394,61 +420,94 @@ def syntax_of(tree: ast.AST) -> Syntax:
     while stack:
         node = pop()
         kind = type(node)
-        if kind is call_type:
-            func = node.func  # type: ignore[attr-defined]
-            if type(func) is attribute_type:
-                calls.add(func.attr)
-            elif type(func) is name_type:
-                calls.add(func.id)
-            for keyword in node.keywords:  # type: ignore[attr-defined]
-                name = keyword.arg
-                if name is None:
-                    continue
-                keywords.add(name)
-                value = keyword.value
-                if type(value) is unary_type:
-                    value = value.operand
-                if isinstance(value, literal_types):
-                    literal.add(name)
-        elif kind is ast.ClassDef:
-            for statement in node.body:  # type: ignore[attr-defined]
-                if type(statement) is ast.Assign:
-                    for target in statement.targets:
+        if syntax:
+            if kind is call_type:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is attribute_type:
+                    calls.add(func.attr)
+                elif type(func) is name_type:
+                    calls.add(func.id)
+                for keyword in node.keywords:  # type: ignore[attr-defined]
+                    name = keyword.arg
+                    if name is None:
+                        continue
+                    keywords.add(name)
+                    value = keyword.value
+                    if type(value) is unary_type:
+                        value = value.operand
+                    if isinstance(value, literal_types):
+                        literal.add(name)
+            elif kind is ast.ClassDef:
+                for statement in node.body:  # type: ignore[attr-defined]
+                    if type(statement) is ast.Assign:
+                        for target in statement.targets:
+                            if type(target) is name_type:
+                                fields.add(target.id)
+                    elif type(statement) is ast.AnnAssign and type(statement.target) is name_type:
+                        fields.add(statement.target.id)
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                for alias in node.names:  # type: ignore[attr-defined]
+                    if alias.asname is not None:
+                        calls.add(alias.name.rsplit(".", 1)[-1])
+                continue  # its aliases hold nothing either walk asks about
+            elif kind is ast.Assign or kind is ast.AnnAssign:
+                if _int_value(node.value):  # type: ignore[attr-defined]
+                    targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
+                    for target in targets:
                         if type(target) is name_type:
-                            fields.add(target.id)
-                elif type(statement) is ast.AnnAssign and type(statement.target) is name_type:
-                    fields.add(statement.target.id)
-        elif kind is ast.Import or kind is ast.ImportFrom:
-            for alias in node.names:  # type: ignore[attr-defined]
-                if alias.asname is not None:
-                    calls.add(alias.name.rsplit(".", 1)[-1])
-            continue
-        elif kind is ast.Assign or kind is ast.AnnAssign:
-            if _int_value(node.value):  # type: ignore[attr-defined]
-                targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
-                for target in targets:
-                    if type(target) is name_type:
-                        ints.add(target.id)
-                    elif type(target) is attribute_type:
-                        ints.add(target.attr)
-        elif kind in functions:
-            arguments = node.args  # type: ignore[attr-defined]
-            positional = [*arguments.posonlyargs, *arguments.args]
-            defaults = arguments.defaults
-            for argument, default in zip(
-                positional[len(positional) - len(defaults) :], defaults, strict=True
-            ):
-                if _int_value(default):
-                    ints.add(argument.arg)
-            for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-                if default is not None and _int_value(default):
-                    ints.add(argument.arg)
-        elif kind is ast.Dict:
-            for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
-                if type(key) is constant_type and type(key.value) is str:
-                    keys.add(key.value)
-                    if _int_value(value):
-                        ints.add(key.value)
+                            ints.add(target.id)
+                        elif type(target) is attribute_type:
+                            ints.add(target.attr)
+            elif kind in function_types:
+                arguments = node.args  # type: ignore[attr-defined]
+                positional = [*arguments.posonlyargs, *arguments.args]
+                defaults = arguments.defaults
+                for argument, default in zip(
+                    positional[len(positional) - len(defaults) :], defaults, strict=True
+                ):
+                    if _int_value(default):
+                        ints.add(argument.arg)
+                for argument, default in zip(
+                    arguments.kwonlyargs, arguments.kw_defaults, strict=True
+                ):
+                    if default is not None and _int_value(default):
+                        ints.add(argument.arg)
+            elif kind is ast.Dict:
+                for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+                    if type(key) is constant_type and type(key.value) is str:
+                        keys.add(key.value)
+                        if _int_value(value):
+                            ints.add(key.value)
+        if uses:
+            if kind in _BINDING_TARGETS:
+                for target in _BINDING_TARGETS[kind](node):
+                    for name in _bound_names(target):
+                        stores.setdefault(name.id, []).append(name.lineno)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined]
+            elif kind is call_type:
+                func = node.func  # type: ignore[attr-defined]
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr in NUMPY_ONLY_METHODS
+                    and isinstance(func.value, ast.Name)
+                ):
+                    receivers.setdefault(func.value.id, []).append(func.value.lineno)
+                elif isinstance(func, ast.Attribute) and func.attr in SIZE_ARGUMENT_METHODS:
+                    args = node.args  # type: ignore[attr-defined]
+                    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+                        args = args[0].elts
+                    for arg in args:
+                        for name in _arithmetic_names(arg):
+                            size_args.setdefault(name.id, []).append(name.lineno)
+                elif type(func) is name_type:
+                    local_calls.append((func.id, False, node))  # type: ignore[arg-type]
+                elif (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == "self"
+                ):
+                    local_calls.append((func.attr, True, node))  # type: ignore[arg-type]
         for field_name in _child_fields(kind):
             child = getattr(node, field_name)
             if type(child) is list:
@@ -457,14 +516,21 @@ def syntax_of(tree: ast.AST) -> Syntax:
                         push(item)
             elif isinstance(child, node_type) and type(child) not in leaves:
                 push(child)
-    return Syntax(
-        frozenset(calls),
-        frozenset(keywords),
-        frozenset(literal),
-        frozenset(fields),
-        frozenset(ints),
-        frozenset(keys),
+    facts = (
+        Syntax(
+            frozenset(calls),
+            frozenset(keywords),
+            frozenset(literal),
+            frozenset(fields),
+            frozenset(ints),
+            frozenset(keys),
+        )
+        if syntax
+        else None
     )
+    if not uses:
+        return facts, ({}, {})
+    return facts, _use_tables(size_args, receivers, stores, functions, local_calls)
 
 
 def _int_value(node: ast.expr | None) -> bool:
@@ -541,9 +607,10 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
         summary.parsed = False
         return summary
     try:
-        summary.syntax = syntax_of(tree)
+        syntax, use_tables = _read_tree(tree, syntax=True, uses=_mentions_use_methods(text))
+        summary.syntax = syntax
         summarizer = _Summarizer(summary, text)
-        summarizer.module(tree)
+        summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
     except RecursionError:
         summary.parsed = False
@@ -597,11 +664,17 @@ class _Summarizer(ValueEvaluator):
 
     # --- structure ---------------------------------------------------------------------
 
-    def module(self, tree: ast.Module) -> None:
+    def module(
+        self, tree: ast.Module, use_tables: tuple[_UseTable, _UseTable] | None = None
+    ) -> None:
+        """Walk the module; `use_tables`: its size and numpy uses when the caller's walk of
+        the tree collected them already (`_read_tree`)."""
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
-        if any(f".{method}(" in self.text for method in _USE_METHODS):
+        if use_tables is not None:
+            self.size_uses, self.numpy_uses = use_tables
+        elif _mentions_use_methods(self.text):
             self.size_uses, self.numpy_uses = _size_uses(tree)
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
@@ -1432,10 +1505,6 @@ def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     return None
 
 
-_USE_METHODS = SIZE_ARGUMENT_METHODS | NUMPY_ONLY_METHODS
-_UseTable = dict[str, tuple[list[int], list[int]]]
-
-
 def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
     """Names passed as sizes or dimensions to a tensor method (`x.view(n, rows, cols)`,
     `x.reshape((n, -1))`, `x.view(n, rows // k, k)`, `x.permute(0, d, 1)`), or to a
@@ -1443,69 +1512,31 @@ def _size_uses(tree: ast.Module) -> tuple[_UseTable, _UseTable]:
     where `to_windows` reshapes by them): name -> (the sorted lines where it is passed so,
     the sorted lines where it is bound). Then the same for the names numpy-only methods
     are called on (`values.astype(int)`)."""
-    uses: dict[str, list[int]] = {}
-    receivers: dict[str, list[int]] = {}
-    stores: dict[str, list[int]] = {}
-    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    calls: list[tuple[str, bool, ast.Call]] = []
-    # One iterative walk with the summary's child fields, names and constants not visited
-    # (as syntax_of): bound names are read from the binding statements' targets.
-    call_type, name_type, leaves = ast.Call, ast.Name, (ast.Name, ast.Constant)
-    node_type = ast.AST
-    stack: list[ast.AST] = [tree]
-    push, pop = stack.append, stack.pop
-    while stack:
-        node = pop()
-        kind = type(node)
-        for field_name in _child_fields(kind):
-            child = getattr(node, field_name)
-            if type(child) is list:
-                for item in child:
-                    if isinstance(item, node_type) and type(item) not in leaves:
-                        push(item)
-            elif isinstance(child, node_type) and type(child) not in leaves:
-                push(child)
-        if kind in _BINDING_TARGETS:
-            for target in _BINDING_TARGETS[kind](node):
-                for name in _bound_names(target):
-                    stores.setdefault(name.id, []).append(name.lineno)
-            continue
-        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined]
-            continue
-        if kind is not call_type:
-            continue
-        func = node.func  # type: ignore[attr-defined]
-        if (
-            isinstance(func, ast.Attribute)
-            and func.attr in NUMPY_ONLY_METHODS
-            and isinstance(func.value, ast.Name)
-        ):
-            receivers.setdefault(func.value.id, []).append(func.value.lineno)
-        elif isinstance(func, ast.Attribute) and func.attr in SIZE_ARGUMENT_METHODS:
-            args = node.args
-            if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
-                args = args[0].elts
-            for arg in args:
-                for name in _arithmetic_names(arg):
-                    uses.setdefault(name.id, []).append(name.lineno)
-        elif type(func) is name_type:
-            calls.append((func.id, False, node))  # type: ignore[arg-type]
-        elif (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
-        ):
-            calls.append((func.attr, True, node))  # type: ignore[arg-type]
+    _, tables = _read_tree(tree, syntax=False, uses=True)
+    return tables
+
+
+def _use_tables(
+    size_args: dict[str, list[int]],
+    receivers: dict[str, list[int]],
+    stores: dict[str, list[int]],
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]],
+    local_calls: list[tuple[str, bool, ast.Call]],
+) -> tuple[_UseTable, _UseTable]:
+    """`_size_uses`'s tables from what the walk collected: the lines where each name is
+    passed as a size (and on through the module's own helpers) or receives a numpy-only
+    method, with the lines where it is bound."""
     numpy = {
         name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in receivers.items()
     }
-    if not uses:
+    if not size_args:
         return {}, numpy
-    table = {name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in uses.items()}
+    table = {
+        name: (sorted(lines), sorted(stores.get(name, ()))) for name, lines in size_args.items()
+    }
     for _ in range(2):  # a size passed on through two helpers
         found = False
-        for name, bound, call in calls:
+        for name, bound, call in local_calls:
             defs = functions.get(name)
             if not defs:
                 continue

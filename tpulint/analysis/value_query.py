@@ -19,6 +19,7 @@ import ast
 import bisect
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ import libcst as cst
 
 from tpulint.analysis.inference import Atom, Scope
 from tpulint.analysis.positions import PositionIndex
+from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.values import (
     CPU,
     DEVICE,
@@ -103,6 +105,8 @@ class PositionValues:
         module_name: str | None,
         is_package: bool,
         resolver: Resolver,
+        positions: PositionIndex | None = None,
+        tree_of: Callable[[], ast.Module | None] | None = None,
     ) -> None:
         self.source = source
         self.module = module
@@ -110,7 +114,11 @@ class PositionValues:
         self.module_name = module_name
         self.is_package = is_package
         self.resolver = resolver
-        self._positions = PositionIndex(module, source)
+        # The file's one index (FileContext.positions): a function placed here is placed for
+        # the reports and the rewrites too.
+        self._positions = positions if positions is not None else PositionIndex(module, source)
+        # The file's `ast` tree (FileContext.ast_tree, shared with the rewrites that read it).
+        self._tree_of = tree_of if tree_of is not None else lambda: parse_python(source)
         self._placed: set[int] = set()  # ids of the libcst roots whose nodes are placed
         self._cache: dict[int, ValueKind] = {}
         self._built = False
@@ -122,9 +130,9 @@ class PositionValues:
         self._line_starts: list[int] = []
         self._statement_starts: list[int] = []
         self._ascii = False
-        # Top-level statements (first offset of their first line, end, node), and which of
-        # them are indexed.
-        self._chunks: list[tuple[int, int, ast.stmt]] = []
+        # The parts of the module indexed on demand (see _add_chunks), in source order, and
+        # which of them are indexed.
+        self._chunks: list[_Chunk] = []
         self._chunk_starts: list[int] = []
         self._indexed: set[int] = set()
         self._tree_key = 0
@@ -184,11 +192,8 @@ class PositionValues:
         self._built = True
         from tpulint.analysis.summary import ModuleSummary, _Summarizer
 
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(self.source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = self._tree_of()
+        if tree is None:
             return
         snapshots: dict[int, Any] = {}
         walker = _Summarizer(
@@ -206,29 +211,43 @@ class PositionValues:
         starts += [m.end() for m in _LINE_BREAK.finditer(self.source)]
         self._line_starts = starts
         self._ascii = self.source.isascii()
-        # Indexed lazily, one top-level statement at a time: rules ask about a few functions.
-        for statement in tree.body:
-            span = self._span(statement)
-            if span is not None:
-                decorators = getattr(statement, "decorator_list", [])
-                line = min([statement.lineno, *(d.lineno for d in decorators)])
-                self._chunks.append((self._offset(line, 0), span[1], statement))
-        self._chunks.sort(key=lambda chunk: chunk[0])
-        self._chunk_starts = [first for first, _, _ in self._chunks]
+        self._add_chunks(tree)
+        self._chunk_starts = [chunk.start for chunk in self._chunks]
         self._tree_key = id(tree)
         self._ok = True
 
+    def _add_chunks(self, tree: ast.Module) -> None:
+        """The module's parts, indexed lazily one at a time: each top-level statement, and
+        in a class each method and nested class apart from the class's own code (rules ask
+        about a few methods of a class: indexing the whole class for one of them indexed
+        every other method too). In source order: a part follows the class it is in."""
+        pending: list[tuple[ast.stmt, int]] = [(s, -1) for s in reversed(tree.body)]
+        while pending:
+            statement, parent = pending.pop()
+            span = self._span(statement)
+            if span is None:
+                continue
+            decorators = getattr(statement, "decorator_list", [])
+            line = min([statement.lineno, *(d.lineno for d in decorators)])
+            index = len(self._chunks)
+            self._chunks.append(_Chunk(self._offset(line, 0), span[1], statement, parent))
+            if isinstance(statement, ast.ClassDef):
+                pending += [(m, index) for m in reversed(statement.body) if _is_chunk(m)]
+
     def _ensure(self, offset: int) -> None:
-        """Index the top-level statement around `offset`, if it is not yet."""
+        """Index the innermost part of the module around `offset` (see _add_chunks), if it
+        is not yet."""
         index = bisect.bisect_right(self._chunk_starts, offset) - 1
+        # The last part starting before `offset` may end before it (a method before the
+        # class code asked about): then the part around it is one it is nested in.
+        while index >= 0 and self._chunks[index].end < offset:
+            index = self._chunks[index].parent
         if index < 0 or index in self._indexed:
             return
         self._indexed.add(index)
-        _, end, statement = self._chunks[index]
-        if offset > end:
-            return
+        chunk = self._chunks[index]
         try:
-            self._index(statement, self._tree_key)
+            self._index(chunk.node, self._tree_key, own_code=True)
         except RecursionError:
             return
         self._statements.sort()
@@ -258,12 +277,22 @@ class PositionValues:
             self._offset(end_line, end_col),
         )
 
-    def _index(self, root: ast.AST, env_key: int) -> None:
-        """Every expression under `root` by its span, with where it is evaluated."""
+    def _index(self, root: ast.AST, env_key: int, own_code: bool = False) -> None:
+        """Every expression under `root` by its span, with where it is evaluated (`own_code`:
+        not in the methods and nested classes of a class `root`, indexed on their own)."""
         stack: list[tuple[ast.AST, int, tuple[ast.AST, ...]]] = [(root, env_key, ())]
         sites = self._sites
         while stack:
             node, env_key, layers = stack.pop()
+            if own_code and node is root and isinstance(node, ast.ClassDef):
+                env_key = id(node)
+                span = self._span(node)
+                if span is not None:
+                    self._statements.append((span[0], span[1], env_key))
+                for child in ast.iter_child_nodes(node):
+                    if not isinstance(child, _NOT_WALKED) and not _is_chunk(child):
+                        stack.append((child, env_key, layers))
+                continue
             if isinstance(node, ast.stmt):
                 env_key = id(node)
                 span = self._span(node)
@@ -354,12 +383,16 @@ class PositionValues:
         self._placed.add(id(root))
         nodes: list[cst.CSTNode] = []
         stack: list[cst.CSTNode] = [root]
+        placed_types = _PLACED_TYPES
         while stack:
             current = stack.pop()
-            if isinstance(
-                current,
-                (cst.BaseExpression, cst.BaseSmallStatement, cst.BaseCompoundStatement),
-            ):
+            placed = placed_types.get(type(current))
+            if placed is None:
+                placed = placed_types[type(current)] = isinstance(
+                    current,
+                    (cst.BaseExpression, cst.BaseSmallStatement, cst.BaseCompoundStatement),
+                )
+            if placed:
                 nodes.append(current)
             if current is not root and isinstance(current, cst.FunctionDef) and function is None:
                 continue  # the module's own code only; functions are placed on their own
@@ -367,12 +400,12 @@ class PositionValues:
         # Placed from the function's own code (the walk has not linked the parents of the
         # nodes ahead of it yet, so PositionIndex.resolve's grouping cannot be used).
         positions = self._positions
-        if function is None or not positions._resolve_in(function, nodes, self.parents):
-            positions._resolve_in(self.module, nodes, None)
+        if function is None or not positions.resolve_in_function(function, nodes, self.parents):
+            positions.resolve_in_module(nodes)
 
     def _span_of(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> tuple[int, int]:
         self._place(node, function)
-        span = self._positions._spans.get(id(node))
+        span = self._positions.known_span(node)
         if span is None:
             raise KeyError
         return span.start, span.end
@@ -597,6 +630,27 @@ class PositionValues:
         chain.reverse()
         level = atom[2]
         return chain[level] if 0 <= level < len(chain) else None
+
+
+# Node type -> whether `_place` gives its nodes a span (expressions and statements): a dict
+# lookup instead of isinstance() against libcst's abstract base classes for every node.
+_PLACED_TYPES: dict[type, bool] = {}
+
+
+@dataclass
+class _Chunk:
+    """A part of the module indexed on its own: from the first offset of its first line (a
+    decorator's) to its end; `parent`: the index of the class part it is in, or -1."""
+
+    start: int
+    end: int
+    node: ast.stmt
+    parent: int
+
+
+def _is_chunk(statement: ast.AST) -> bool:
+    """A statement of a class body indexed as a part of its own (see _add_chunks)."""
+    return isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
 def _element_of(kind: ValueKind) -> ValueKind:

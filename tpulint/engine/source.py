@@ -24,7 +24,6 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.fixes import apply_fixes, fix_edits, positions_needed
 from tpulint.analysis.imports import Aliases
-from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
 from tpulint.analysis.scope_facts import text_digest
 from tpulint.analysis.semantic import analyze_module
@@ -359,7 +358,9 @@ def _analyze(
     if not reports:
         return _Analysis(module, [], [], {}, suppressions, ctx.parents)
 
-    positions = PositionIndex(module, source)
+    # The nodes the value inference placed keep their spans: most reports are in functions
+    # whose code was generated already.
+    positions = ctx.positions
     wanted: list[cst.CSTNode] = [r.node for r in reports]
     wanted += [x.node for r in reports for x in r.related if isinstance(x, RelatedNode)]
     fixes = [r.fix for r in reports if r.fix is not None]
