@@ -13,7 +13,7 @@ from tpulint.rule_api.cst_helpers import add_keywords, keyword_arg, string_value
 from tpulint.rule_api.rule import Invalid, RelatedNode, Rule, Valid
 
 from ..shared.configuration import is_framework_file
-from ..shared.matchers import source_of
+from ..shared.matchers import self_attribute_name, source_of
 from .helpers import _HEAD
 
 # torchmetrics' classification metrics of the task API (torchmetrics >= 0.11), whose
@@ -248,7 +248,7 @@ class MetricInputChecks(Rule):
             name = target.target
             if isinstance(name, cst.Name) and checked:
                 self._locals[name.value] = checked
-            attr = _self_attribute(name)
+            attr = self_attribute_name(name)
             if attr is not None and checked:
                 entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())
                 entry.built.setdefault(attr, []).extend(checked)
@@ -352,16 +352,6 @@ def _off(node: cst.Call, keyword: str, off: str, off_strings: tuple[str, ...]) -
     return None  # set from a variable: not ours to judge
 
 
-def _self_attribute(node: cst.BaseExpression) -> str | None:
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None
-
-
 def _updated_attribute(node: cst.Call) -> str | None:
     """`self.m(...)`, `self.m.update(...)`, `self.m["k"](...)`, `self.m["k"].update(...)`:
     the attribute `m` a call updates."""
@@ -370,4 +360,4 @@ def _updated_attribute(node: cst.Call) -> str | None:
         func = func.value
     if isinstance(func, cst.Subscript):
         func = func.value
-    return _self_attribute(func)
+    return self_attribute_name(func)

@@ -39,6 +39,17 @@ def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(iter_children(node))
 
 
+def self_attribute_name(node: cst.BaseExpression) -> str | None:
+    """`x` of `self.x`, else None."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
+
+
 def is_literal(node: cst.BaseExpression) -> bool:
     """A literal that cannot mean "no accelerator" by being None/0 at run time."""
     if isinstance(node, (cst.Integer, cst.SimpleString)):

@@ -13,7 +13,7 @@ from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import is_framework_file
-from ..shared.matchers import source_of
+from ..shared.matchers import self_attribute_name, source_of
 
 # Hooks Lightning calls before the strategy moves the module and sets up its optimizers
 # (lightning/pytorch/trainer/trainer.py `_run`: setup, configure_model, then
@@ -31,16 +31,6 @@ def _is_optimizer(ctx, call: cst.Call) -> bool:
         and parts[2][:1].isupper()
         and parts[2] not in ("Optimizer",)
     )
-
-
-def _self_attribute(node: cst.BaseExpression) -> str | None:
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None
 
 
 _NodeT = TypeVar("_NodeT", bound=cst.CSTNode)
@@ -192,7 +182,7 @@ class OptimizerBeforeDeviceMove(Rule):
             value = assign.value
             if not (isinstance(value, cst.Call) and _is_optimizer(self.ctx, value)):
                 continue
-            names = [_self_attribute(t.target) for t in assign.targets]
+            names = [self_attribute_name(t.target) for t in assign.targets]
             used = [n for n in names if n and self._used_elsewhere(klass, n, node)]
             if not used:
                 continue
@@ -215,7 +205,7 @@ class OptimizerBeforeDeviceMove(Rule):
             taken = {
                 name
                 for attribute in _all_of(call.args[0].value, cst.Attribute)
-                if (name := _self_attribute(attribute)) in stored
+                if (name := self_attribute_name(attribute)) in stored
             }
             if not taken:
                 continue
@@ -241,7 +231,7 @@ class OptimizerBeforeDeviceMove(Rule):
                 if not _takes_parameters(assign.value):
                     continue
                 for target in assign.targets:
-                    name = _self_attribute(target.target)
+                    name = self_attribute_name(target.target)
                     if name:
                         stored.setdefault(name, hook)
         return stored
@@ -252,6 +242,6 @@ class OptimizerBeforeDeviceMove(Rule):
             if method is builder:
                 continue
             for attribute in _all_of(method.body, cst.Attribute):
-                if _self_attribute(attribute) == name:
+                if self_attribute_name(attribute) == name:
                     return True
         return False
