@@ -157,6 +157,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + _LOSS
             + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"
         ),
+        # A sub-module's forward handed Lightning's rank by name: a Python int, not a tensor.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass Report(nn.Module):\n"
+            "    def forward(self, values, tag, local_rank, global_rank):\n"
+            "        if local_rank == 0 and global_rank < 1:\n"
+            "            print(tag)\n"
+            "        return values * 2\n"
+        ),
         # Epoch-level hooks are not hot.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"

@@ -57,6 +57,15 @@ _HOST_PARAMS = frozenset(
         "epoch",
         "stage",
         "hiddens",
+        # Lightning's integer properties (`self.local_rank`, `trainer.global_rank`) passed
+        # down under their own names: Python ints, even in a forward whose callers are not
+        # resolved (`self.sampling_metrics(samples, local_rank=self.local_rank)`).
+        "local_rank",
+        "global_rank",
+        "node_rank",
+        "world_size",
+        "current_epoch",
+        "global_step",
     }
 )
 # Batch hooks whose `outputs` is what the step returned.
