@@ -184,6 +184,17 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        step[ends] = 0.0\n"
             "        return step\n"
         ),
+        # A host identity mask laid out over the batch (never moved): fixed count, host
+        # `nonzero`, with or without the bool dtype at the factory.
+        Valid(
+            _MOD + "    def forward(self, pairs):\n"
+            "        b, n = pairs.shape[0], pairs.shape[1]\n"
+            "        self_pairs = torch.eye(n, dtype=torch.bool).unsqueeze(0).expand(b, -1, -1)\n"
+            "        pairs[self_pairs] = 0\n"
+            "        loops = torch.eye(n).unsqueeze(0).expand(b, -1, -1)\n"
+            "        pairs[loops.bool()] = 1.0 / n\n"
+            "        return pairs\n"
+        ),
         # Not hot: __init__ and epoch-level hooks.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"
@@ -418,6 +429,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "    def forward(self, x, y):\n"
             "        return torch.mean(_divide_no_nan(x, y))\n",
         ),
+        # The same identity mask made on the device (`type_as`): its `nonzero` syncs.
+        Invalid(
+            _MOD + "    def forward(self, pairs):\n"
+            "        n = pairs.shape[1]\n"
+            "        loops = torch.eye(n).type_as(pairs).bool().unsqueeze(0)\n"
+            "        pairs[loops.expand(pairs.shape[0], -1, -1)] = 0.0\n"
+            "        return pairs\n",
+            message="writes through a boolean mask",
+        ),
         # The selection itself is used: no static-shape equivalent, no fix.
         Invalid(
             _MOD + "    def forward(self, feats, keep):\n"
@@ -572,8 +592,30 @@ _STATIC_FACTORIES = frozenset(
     {"full", "zeros", "ones", "empty", "arange", "eye", "ones_like", "zeros_like", "full_like"}
 )
 
-# Methods that copy a tensor where it is, values and all.
-_COPIES = frozenset({"clone", "detach", "contiguous", "bool"})
+# Methods that copy a tensor where it is, values and all, or lay its values out anew
+# (`torch.eye(n, dtype=torch.bool).unsqueeze(0).expand(b, -1, -1)`): shapes and
+# constants in, shapes and constants out.
+_COPIES = frozenset(
+    {
+        "clone",
+        "detach",
+        "contiguous",
+        "bool",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "view",
+        "reshape",
+        "repeat",
+        "flatten",
+        "transpose",
+        "permute",
+        "t",
+        "flip",
+        "tril",
+        "triu",
+    }
+)
 
 
 def _static_host_mask(
@@ -603,10 +645,11 @@ def _static_host_mask(
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value in _COPIES
-            and not node.args
+            and all(ctx.value_kind(a.value).is_host for a in node.args)
             and ctx.value_kind(func.value) is CPU
         ):
-            # `template.clone()`: a host copy of a static host mask.
+            # `template.clone()`, `eye.unsqueeze(0).expand(b, -1, -1)`: a host copy or
+            # layout of a static host mask, by host numbers.
             return _static_host_mask(ctx, func.value, bindings, d)
         qualified = ctx.qualify(func) or ""
         if not qualified.startswith("torch.") or qualified[6:] not in _STATIC_FACTORIES:
