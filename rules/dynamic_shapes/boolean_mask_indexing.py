@@ -211,6 +211,52 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             _MOD + "    def forward(self, x, mask_idx, valid_indices):\n"
             "        return x[mask_idx] + x[valid_indices]\n"
         ),
+        # A graph batch's node-to-graph map named like a mask: the function uses it as an
+        # integer index (a scatter's index, the number of graphs), directly or through a
+        # helper that does, so `x[m]` is a gather of per-graph rows, not a mask selection.
+        Valid(
+            "from torch_scatter import scatter_mean\n"
+            + _MOD
+            + "    def forward(self, x, batch_mask):\n"
+            "        centers = scatter_mean(x, batch_mask, dim=0)\n"
+            "        return x - centers[batch_mask]\n"
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def per_graph_sum(values, index, n_graphs):\n"
+            "    out = values.new_zeros(n_graphs, values.shape[1])\n"
+            "    return out.index_add(0, index, values)\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, h, graph, n_graphs):\n"
+            "        node_mask = graph['mask']\n"
+            "        totals = per_graph_sum(h, node_mask, n_graphs)\n"
+            "        return h / totals[node_mask] + self.center(h, graph, n_graphs)\n\n"
+            "    def center(self, h, graph, n_graphs):\n"
+            "        return h - per_graph_sum(h, graph['mask'], n_graphs)[graph['mask']]\n"
+        ),
+        # ... or every caller passes what it scatters by; parts of a concatenated index.
+        Valid(
+            "from torch_scatter import scatter_mean\n" + _MOD + "    def forward(self, h, graph):\n"
+            "        centers = scatter_mean(h, graph['mask'], dim=0)\n"
+            "        return self.shift(h, centers, graph['mask'])\n\n"
+            "    def shift(self, h, centers, node_mask):\n"
+            "        return h - centers[node_mask]\n"
+        ),
+        Valid(
+            "import torch\nfrom torch_scatter import scatter_mean\nfrom torch import nn\n\n\n"
+            "def joint_mean(x, a_index, b_index):\n"
+            "    return scatter_mean(x, torch.cat((a_index, b_index)), dim=0)\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x, t, lig_mask, pocket_mask):\n"
+            "        mean = joint_mean(x, lig_mask, pocket_mask)\n"
+            "        return mean + t[lig_mask] + t[pocket_mask]\n"
+        ),
+        Valid(
+            _MOD + "    def forward(self, x, lig_mask):\n"
+            "        n = lig_mask.max() + 1\n"
+            "        scale = x.new_ones(n, 1)\n"
+            "        return x * scale[lig_mask]\n"
+        ),
         # Under a device check or a rare guard.
         Valid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"

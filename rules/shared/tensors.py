@@ -646,6 +646,7 @@ def mask_kind(
                     isinstance(key, str)
                     and name_mask_strength(key)
                     and not any(t in _NOT_MASK_WORDS for t in container.lower().split("_"))
+                    and not _integer_index(ctx, node)
                 ):
                     return "name"
                 return None
@@ -655,13 +656,15 @@ def mask_kind(
         strength = name_mask_strength(node.value)
         if binding is not None and binding.value is not None and binding.unpack_index is None:
             inner = mask_kind(ctx, binding.value, bindings, d)
+            if inner == "name" and _integer_index(ctx, node):
+                return None  # `lig_mask = batch["mask"]`, then `scatter_mean(x, lig_mask)`
             if inner:
                 return inner
             if not_a_mask(ctx, binding.value):
                 return None
-            return "name" if strength == "strong" else None
+            return "name" if strength == "strong" and not _integer_index(ctx, node) else None
         if binding is not None and binding.unpack_index is not None:
-            return "name" if strength == "strong" else None
+            return "name" if strength == "strong" and not _integer_index(ctx, node) else None
         if ctx.value_kind(node).is_host and bindings.lookup(node.value) is None:
             # a parameter with a Python default, a module constant
             annotation = bindings.annotation(node.value)
@@ -673,11 +676,36 @@ def mask_kind(
                 return "name"
             if any(t in annotation for t in ("LongTensor", "IntTensor", "int", "float", "List")):
                 return None
-        return "name" if strength else None
+        return "name" if strength and not _integer_index(ctx, node) else None
     if isinstance(node, cst.Attribute):
         if ctx.value_kind(node).is_host:
             return None
-        return "name" if name_mask_strength(node.attr.value) == "strong" else None
+        strong = name_mask_strength(node.attr.value) == "strong"
+        return "name" if strong and not _integer_index(ctx, node) else None
+    return None
+
+
+def _integer_index(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """Whether the function uses the value `node` names (`m`, `self.m`, `d["m"]`) as an
+    integer index (tpulint.analysis.index_uses): then a mask-like name is the node-to-graph
+    map of a graph batch (int64), not a boolean mask."""
+    text = _value_text(node)
+    return text is not None and text in ctx.index_texts()
+
+
+def _value_text(node: cst.BaseExpression) -> str | None:
+    """`node` spelled as tpulint.analysis.index_uses.value_text spells it."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return f"{node.value.value}.{node.attr.value}"
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            key = index.value.evaluated_value
+            base = _value_text(node.value)
+            if isinstance(key, str) and base is not None:
+                return f"{base}[{key!r}]"
     return None
 
 

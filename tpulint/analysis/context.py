@@ -161,6 +161,7 @@ class FileContext(Resolver):
         self._ast_tree: ast.Module | None = None
         self._ast_parsed = False
         self._guard_cache: dict[Any, frozenset[str]] = {}
+        self._index_texts: dict[str, frozenset[str]] = {}
         self._step_loops: dict[int, bool] = {}
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
@@ -333,6 +334,25 @@ class FileContext(Resolver):
     def current_function(self) -> cst.FunctionDef | None:
         info = self.function
         return info.node if info is not None else None
+
+    def index_texts(self) -> frozenset[str]:
+        """The values the current function uses as integer indices (`scatter_mean(x, m)`,
+        `m.max() + 1`, a project helper that does), as tpulint.analysis.index_uses.value_text
+        spells them: such a value is not a boolean mask, whatever its name."""
+        info = self.function
+        view = self.analysis.view
+        if info is None or view is None or not info.key:
+            return frozenset()
+        cached = self._index_texts.get(info.key)
+        if cached is None:
+            texts = set(view.index_texts(info.key))
+            params = info.node.params
+            names = [p.name.value for p in (*params.posonly_params, *params.params)]
+            names += [p.name.value for p in params.kwonly_params]
+            # A parameter every call passes a value its caller uses as an integer index.
+            texts.update(n for i, n in enumerate(names) if view.index_param(info.key, i))
+            cached = self._index_texts[info.key] = frozenset(texts)
+        return cached
 
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
         return self._is_method(name, self._class_of(function)) if function is not None else True

@@ -960,6 +960,65 @@ class ProjectModel:
         """Resolve the caller index now (before worker processes fork and inherit it)."""
         self._callers()
 
+    def index_texts(self, gkey: str, _depth: int = 0) -> frozenset[str]:
+        """The values the function uses as integer indices (tpulint.analysis.index_uses):
+        in its own body, and what it passes to a project function that uses that parameter
+        so (`self.sum_except_batch(err, lig_mask)` whose body scatters by it)."""
+        cache: dict[str, frozenset[str]] = self.__dict__.setdefault("_index_texts", {})
+        found = cache.get(gkey)
+        if found is not None:
+            return found
+        fn = self.functions.get(gkey)
+        if fn is None:
+            return frozenset()
+        cache[gkey] = frozenset(fn.summary.index_uses)  # cycles
+        if _depth > 4:
+            return cache[gkey]
+        texts = set(fn.summary.index_uses)
+        for call in fn.summary.calls:
+            if not any(call.arg_texts) and not call.keyword_texts:
+                continue
+            for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                if not isinstance(target, _Function):
+                    continue
+                bound = call.form in ("self", "super", "attr", "inst")
+                offset = 1 if bound and target.summary.bound else 0
+                callee = self.index_texts(target.gkey, _depth + 1)
+                params = target.summary.params
+                for position, named in enumerate(call.arg_texts):
+                    index = position + offset
+                    if index < len(params) and params[index] in callee:
+                        texts.update(named)
+                for name, named in call.keyword_texts.items():
+                    if name in params and name in callee:
+                        texts.update(named)
+        result = frozenset(texts)
+        cache[gkey] = result
+        return result
+
+    def index_param(self, gkey: str, index: int) -> bool:
+        """Whether every call of the project passes parameter `index` of the function a value
+        the calling function uses as an integer index (`xh_given_eps(z, eps, lig_mask)` from a
+        function that scatters by `lig_mask`); False when no call is seen."""
+        fn = self.functions.get(gkey)
+        if fn is None or index >= len(fn.summary.params):
+            return False
+        name = fn.summary.params[index]
+        callers = self._callers().get(gkey, [])
+        if not callers:
+            return False
+        for caller, call, offset in callers:
+            position = index - offset
+            if name in call.keyword_texts:
+                named = call.keyword_texts[name]
+            elif 0 <= position < len(call.arg_texts):
+                named = call.arg_texts[position]
+            else:
+                return False
+            if len(named) != 1 or named[0] not in self.index_texts(caller.gkey):
+                return False
+        return True
+
     def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
         """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
         if self._caller_index is None:
@@ -1447,6 +1506,19 @@ class FileView:
         if fn is None:
             return None
         return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out)
+
+    def index_texts(self, key: str) -> frozenset[str]:
+        """What this file's function `key` uses as integer indices (see
+        ProjectModel.index_texts)."""
+        fn = self._functions.get(key)
+        if fn is None:
+            return frozenset()
+        return self.model.index_texts(fn.gkey)
+
+    def index_param(self, key: str, index: int) -> bool:
+        """See ProjectModel.index_param."""
+        fn = self._functions.get(key)
+        return fn is not None and self.model.index_param(fn.gkey, index)
 
     def class_kind(self, qualname: str) -> ClassKind:
         return self.model.class_kind(self.class_gkey(qualname))

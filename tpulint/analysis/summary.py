@@ -37,6 +37,7 @@ from tpulint.analysis.guards import (
     lazy_attribute,
 )
 from tpulint.analysis.hooks import is_cold_name
+from tpulint.analysis.index_uses import index_uses, value_texts
 from tpulint.analysis.inference import (
     MISSING,
     Atom,
@@ -222,13 +223,25 @@ class CallSite:
     guards: tuple[str, ...] = ()
     args: list[list[Atom]] = field(default_factory=list)  # atoms of the positional arguments
     keywords: dict[str, list[Atom]] = field(default_factory=dict)
+    # The values the arguments name (index_uses.value_texts), by position and by keyword
+    arg_texts: list[list[str]] = field(default_factory=list)
+    keyword_texts: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> list[Any]:
-        return [self.form, self.target, self.line, list(self.guards), self.args, self.keywords]
+        return [
+            self.form,
+            self.target,
+            self.line,
+            list(self.guards),
+            self.args,
+            self.keywords,
+            self.arg_texts,
+            self.keyword_texts,
+        ]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CallSite:
-        return cls(data[0], data[1], data[2], tuple(data[3]), data[4], data[5])
+        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:8])
 
 
 @dataclass
@@ -251,6 +264,8 @@ class FunctionSummary:
     rank_source: bool = False  # ... from elsewhere (RANK_SOURCES)
     # The lines of its code, decorators included (first, last): where its findings can be.
     span: tuple[int, int] = (0, 0)
+    # The values its body uses as integer indices (index_uses.index_uses)
+    index_uses: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -271,6 +286,7 @@ class FunctionSummary:
             "rk": self.rank_aware,
             "dr": self.dist_rank,
             "rs": self.rank_source,
+            "iu": self.index_uses,
         }
 
     @classmethod
@@ -293,6 +309,7 @@ class FunctionSummary:
             data.get("dr", False),
             data.get("rs", False),
             tuple(data["sp"]),  # type: ignore[arg-type]
+            data.get("iu", []),
         )
 
 
@@ -954,6 +971,8 @@ class _Summarizer(ValueEvaluator):
         info.rank_aware = self._spans_rank_line(node)
         info.dist_rank = self._spans(self.dist_rank_lines, node)
         info.rank_source = self._spans(self.rank_source_lines, node)
+        if not self.query:
+            info.index_uses = index_uses(node.body)
         if klass is not None:
             klass.methods.setdefault(node.name, info.key)
         scope = Scope(
@@ -1173,6 +1192,14 @@ class _Summarizer(ValueEvaluator):
                             k.arg: self.atoms(k.value, scope)
                             for k in current.keywords
                             if k.arg is not None
+                        }
+                        call.arg_texts = [
+                            value_texts(a) for a in current.args if not isinstance(a, ast.Starred)
+                        ]
+                        call.keyword_texts = {
+                            k.arg: texts
+                            for k in current.keywords
+                            if k.arg is not None and (texts := value_texts(k.value))
                         }
                     scope.info.calls.append(call)
             if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
