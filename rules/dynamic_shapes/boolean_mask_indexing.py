@@ -257,6 +257,13 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        scale = x.new_ones(n, 1)\n"
             "        return x * scale[lig_mask]\n"
         ),
+        # Only in the NaN recovery branch: a numeric anomaly, not a per-step cost.
+        Valid(
+            _MOD + "    def forward(self, x, v):\n"
+            "        if torch.any(torch.isnan(v)):\n"
+            "            v[torch.isnan(v)] = 0.0\n"
+            "        return x + v\n"
+        ),
         # Under a device check or a rare guard.
         Valid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"

@@ -232,6 +232,35 @@ class HostTransferInHotPath(TrackingRule, Rule):
     )
 
     VALID = (
+        # Accumulate, then flush: the export runs once every `flush_every` samples.
+        Valid(
+            "import numpy as np\n" + _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        emb = self(batch)\n"
+            "        self.bank = emb if self.bank is None else torch.cat([self.bank, emb])\n"
+            "        if self.bank.shape[0] > self.flush_every:\n"
+            "            self.export()\n"
+            "            self.bank = None\n\n"
+            "    def export(self):\n"
+            "        np.save('bank.npy', self.bank.cpu().numpy())\n"
+        ),
+        # Code switched off by hand (`if False:`, the `else` of `if True:`) never runs, nor
+        # what it calls.
+        Valid(
+            "import numpy as np\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if False:\n"
+            "            self.saved = batch.cpu().numpy()\n"
+            "            self.dump(batch)\n"
+            "        if True:\n"
+            "            pass\n"
+            "        else:\n"
+            "            self.saved = np.array(batch.cpu())\n"
+            "        return loss\n\n"
+            "    def dump(self, batch):\n"
+            "        np.save('batch.npy', batch.cpu().numpy())\n"
+        ),
         # min/max of numbers and shapes, numbers where torch wants them, integer indices.
         Valid(
             _HEAD + "    def __init__(self):\n"
@@ -356,6 +385,17 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A size test whose body never empties what it measures: every step once it holds.
+        Invalid(
+            "import numpy as np\n" + _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        emb = self(batch)\n"
+            "        self.bank = emb if self.bank is None else torch.cat([self.bank, emb])\n"
+            "        if self.bank.shape[0] > self.flush_every:\n"
+            "            self.export()\n\n"
+            "    def export(self):\n"
+            "        np.save('bank.npy', self.bank.cpu().numpy())\n",
+            message="copies",
+        ),
         # The same branch when nothing set the name before: it runs.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx, width=None):\n"

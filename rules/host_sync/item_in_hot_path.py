@@ -121,6 +121,18 @@ class ItemInHotPath(Rule):
     screen_calls = frozenset({"item"})
 
     VALID = (
+        # The NaN/inf recovery branch runs on a numeric anomaly, not every step (its test
+        # is TPU104's finding).
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + "        if torch.isnan(loss).any() or torch.isinf(loss).any():\n"
+            "            print('bad loss', loss.item())\n"
+            "        if not torch.isfinite(loss).all():\n"
+            "            print('bad loss', loss.item())\n"
+            "        return loss\n"
+        ),
         # Read only on the error path: the message of a `raise`.
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"

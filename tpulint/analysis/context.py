@@ -18,6 +18,8 @@ from tpulint.analysis.guards import (
     condition_kinds,
     effective,
     first_n_targets,
+    flush_targets,
+    flushes,
     grows,
     is_warning_callee,
     lazy_attribute,
@@ -583,21 +585,25 @@ class FileContext(Resolver):
     def _first_n_block(self, node: cst.If | cst.While, parents: dict[int, cst.CSTNode]) -> bool:
         """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
         body (or a method of the class it calls) grows that container or counter: it runs
-        for the first N batches only."""
+        for the first N batches only; `if self.embs.shape[0] > limit:` whose body empties
+        `self.embs`: once every `limit` samples (accumulate, then flush)."""
         key = (id(node), "first-n")
         cached = self._guard_cache.get(key)
         if cached is not None:
             return bool(cached)
-        targets = first_n_targets(self.module.code_for_node(node.test))
+        test = self.module.code_for_node(node.test)
+        targets, flushed = first_n_targets(test), flush_targets(test)
         result = False
-        if targets:
+        if targets or flushed:
             texts = [self.module.code_for_node(node.body)]
             resolve = self._method_resolver(node, parents)
             for name in _self_calls(node.body):
                 method = resolve(name)
                 if method is not None:
                     texts.append(self.module.code_for_node(method.body))
-            result = any(grows(text, target) for text in texts for target in targets)
+            result = any(grows(text, target) for text in texts for target in targets) or any(
+                flushes(text, target) for text in texts for target in flushed
+            )
         self._guard_cache[key] = frozenset({"rare"}) if result else frozenset()
         return result
 
@@ -882,7 +888,14 @@ def _unreachable_branch(
 ) -> bool:
     """Whether `child`, a branch of `branch_owner`, runs only when a name is None that the
     code before the `if` surely set: `if n is None: n = len(x)` and then
-    `if n is not None: ... else: <never runs>` (or `if n is None: <never runs>`)."""
+    `if n is not None: ... else: <never runs>` (or `if n is None: <never runs>`); or when
+    the test is a constant that says it does not (`if False:`, `if 0:`, `if True: ... else:`)."""
+    test = branch_owner.test
+    if isinstance(test, (cst.Name, cst.Integer)) and (
+        isinstance(test, cst.Integer) or test.value in ("True", "False")
+    ):
+        holds = test.value not in ("False", "0")
+        return (child is branch_owner.body) != holds
     tested = _none_test(branch_owner.test)
     if tested is None:
         return False

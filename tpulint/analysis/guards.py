@@ -220,7 +220,8 @@ def shape_kinds(
     that returns one (`if self._should_log():`). `negated`: the code runs where the test
     fails (after `if TEST: return`). `predicate(name)` is the source text of what method
     `name` of the class returns, if it is a single `return EXPR`."""
-    if "%" not in text and (predicate is None or "self." not in text):
+    anomaly = _NONFINITE.search(text) is not None
+    if "%" not in text and not anomaly and (predicate is None or "self." not in text):
         return frozenset()
     node = _parse(text)
     if node is None:
@@ -231,6 +232,8 @@ def shape_kinds(
         kind = _periodic(part, negated)
         if kind is not None:
             kinds.add(kind)
+        elif anomaly and _nonfinite_test(part, not negated):
+            kinds.add(RARE)  # the NaN/inf recovery branch: a numeric anomaly, not every step
         elif predicate is not None:
             holds = not negated  # the code runs where `part` holds
             while isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
@@ -240,6 +243,35 @@ def shape_kinds(
             if returned is not None:
                 kinds |= condition_kinds(returned) - {DEVICE}
     return frozenset(kinds)
+
+
+_NONFINITE = re.compile(r"\bis(?:nan|inf|posinf|neginf|finite)\b")
+
+
+def _nonfinite_test(node: ast.expr, holds: bool) -> bool:
+    """Whether the code that runs where `node` holds (`holds`) or fails runs only on a
+    numeric anomaly: `torch.isnan(x).any()`, `torch.any(torch.isinf(x))`, `math.isnan(v)`
+    hold, or `torch.isfinite(x).all()` fails (`if not torch.isfinite(loss):`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _nonfinite_test(node.operand, not holds)
+    if isinstance(node, ast.BoolOp):
+        if isinstance(node.op, ast.And):
+            return holds and any(_nonfinite_test(v, True) for v in node.values)
+        return holds and all(_nonfinite_test(v, True) for v in node.values)
+    if not isinstance(node, ast.Call):
+        return False
+    names = {
+        n.attr if isinstance(n, ast.Attribute) else n.id
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Attribute, ast.Name))
+    }
+    if "isfinite" in names:
+        return not holds and not names & {"isnan", "isinf", "isposinf", "isneginf"}
+    if names & {"isnan", "isinf", "isposinf", "isneginf"}:
+        # `.any()`/`torch.any` or a Python float's test; `.all()` would hold on the common path
+        # only when every element is NaN: still the anomaly
+        return holds
+    return False
 
 
 def first_n_targets(test_text: str) -> list[str]:
@@ -272,6 +304,67 @@ def first_n_targets(test_text: str) -> list[str]:
         if isinstance(left, ast.Attribute) and re.fullmatch(r"self(\.\w+)+", name):
             targets.append(name)
     return targets
+
+
+def flush_targets(test_text: str) -> list[str]:
+    """The attributes an accumulate-then-flush test bounds: `self.x` in `len(self.x) > N`,
+    `self.x.shape[0] >= N`, `self.x.size(0) > N`, `N < len(self.x)` (one conjunct of an
+    `and`), N a setting (a name or an attribute) or a literal of 2 or more: with a body that
+    empties `self.x` (`flushes`), the body runs once every N/batch steps."""
+    if "<" not in test_text and ">" not in test_text:
+        return []
+    node = _parse(test_text)
+    if node is None:
+        return []
+    targets = []
+    for part in _conjuncts(node):
+        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+            continue
+        op, left, right = part.ops[0], part.left, part.comparators[0]
+        if isinstance(op, (ast.Lt, ast.LtE)):
+            left, right = right, left
+        elif not isinstance(op, (ast.Gt, ast.GtE)):
+            continue
+        if isinstance(right, ast.Constant):
+            if type(right.value) is not int or right.value < 2:
+                continue
+        elif not isinstance(right, (ast.Name, ast.Attribute)):
+            continue
+        if (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "len"
+            and len(left.args) == 1
+        ):
+            left = left.args[0]
+        elif (
+            isinstance(left, ast.Subscript)
+            and isinstance(left.value, ast.Attribute)
+            and left.value.attr == "shape"
+        ):
+            left = left.value.value  # `self.x.shape[0]`
+        elif (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Attribute)
+            and left.func.attr == "size"
+            and left.args
+        ):
+            left = left.func.value  # `self.x.size(0)`
+        else:
+            continue
+        name = ast.unparse(left)
+        if isinstance(left, ast.Attribute) and re.fullmatch(r"self(\.\w+)+", name):
+            targets.append(name)
+    return targets
+
+
+def flushes(body_text: str, target: str) -> bool:
+    """Whether code empties the container `target` (`self.x = None`, `= []`, `.clear()`)."""
+    name = re.escape(target)
+    return bool(
+        re.search(rf"\b{name}\s*=\s*(?:None\b|\[\s*\]|\{{\s*\}}|list\(\)|dict\(\))", body_text)
+        or re.search(rf"\b{name}\.clear\(\)", body_text)
+    )
 
 
 def grows(body_text: str, target: str) -> bool:

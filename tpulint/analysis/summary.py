@@ -32,6 +32,8 @@ from tpulint.analysis.guards import (
     RARE,
     condition_kinds,
     first_n_targets,
+    flush_targets,
+    flushes,
     grows,
     is_warning_callee,
     lazy_attribute,
@@ -719,7 +721,10 @@ class _Summarizer(ValueEvaluator):
         surely_set: set[str] = set()  # names set when None by an earlier statement
         for index, statement in enumerate(statements):
             scope.error_path = index < raises
-            if surely_set and isinstance(statement, ast.If):
+            if isinstance(statement, ast.If) and isinstance(statement.test, ast.Constant):
+                # `if False:` (code switched off by hand) never runs; `if True:`'s else neither.
+                self.dead_branches[id(statement)] = "else" if statement.test.value else "body"
+            elif surely_set and isinstance(statement, ast.If):
                 tested = _none_test(statement.test)
                 if tested is not None and tested[0] in surely_set:
                     self.dead_branches[id(statement)] = "body" if tested[1] else "else"
@@ -1117,11 +1122,13 @@ class _Summarizer(ValueEvaluator):
     def first_n_block(self, node: ast.If | ast.While, scope: Scope) -> bool:
         """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
         body (or a method of the class it calls) grows that container or counter: it runs
-        for the first N batches only."""
+        for the first N batches only; `if self.embs.shape[0] > limit:` whose body empties
+        `self.embs`: once every `limit` samples (accumulate, then flush)."""
         if not isinstance(node.test, (ast.Compare, ast.BoolOp)):
             return False
-        targets = first_n_targets(self.segment(node.test))
-        if not targets:
+        test = self.segment(node.test)
+        targets, flushed = first_n_targets(test), flush_targets(test)
+        if not targets and not flushed:
             return False
         texts = [self.segment(statement) for statement in node.body]  # type: ignore[arg-type]
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
@@ -1134,7 +1141,9 @@ class _Summarizer(ValueEvaluator):
                 and call.func.attr in methods
             ):
                 texts.extend(self.segment(s) for s in methods[call.func.attr].body)  # type: ignore[arg-type]
-        return any(grows(text, target) for text in texts for target in targets)
+        return any(grows(text, target) for text in texts for target in targets) or any(
+            flushes(text, target) for text in texts for target in flushed
+        )
 
     def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
         kinds: set[str] = set()
