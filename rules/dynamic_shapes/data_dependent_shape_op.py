@@ -114,6 +114,14 @@ class DataDependentShapeOp(TrackingRule, Rule):
     screen_calls = frozenset({*_SHAPE_OPS, "where", "repeat_interleave"})
 
     VALID = (
+        # A scipy sparse matrix made dense is a numpy array: numpy's `nonzero`, on the host.
+        Valid(
+            _MOD + "    def forward(self, x, graph):\n"
+            "        adj = graph.adjacency().toarray()\n"
+            "        rows, cols = adj.nonzero()\n"
+            "        dense = graph.laplacian().todense()\n"
+            "        return x * len(rows) + float(dense.nonzero()[0].size)\n"
+        ),
         # EXAMPLES T8: a CPU tensor of Python ints (static shapes of the inputs).
         Valid(
             _MOD + "    def forward(self, inputs):\n"

@@ -165,6 +165,16 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "            print(tag)\n"
             "        return values * 2\n"
         ),
+        # A string compared with a label: Python's comparison, whatever the label is.
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        images, words = batch\n"
+            "        hits = 0\n"
+            "        for guess, word in zip(self.codec.decode(self(images)), words):\n"
+            "            if guess.strip().lower() == word or str(guess) == word:\n"
+            "                hits += 1\n"
+            "        return hits\n"
+        ),
         # Epoch-level hooks are not hot.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"

@@ -390,6 +390,10 @@ class ValueEvaluator:
         flat = [a for k in kinds for a in k]
         if all(all_host(k) for k in kinds):
             return ["numpy"] if "numpy" in flat else ["number"]
+        if any(_makes_string(o) for o in operands):
+            # `pred.strip() == gt`: Python's comparison of a string (a tensor compared with a
+            # str is False, not elementwise), no read of a tensor
+            return ["number"]
         if any(a in ("device", "mask") for a in flat):
             return ["mask"]
         return mask_of(kinds)
@@ -703,6 +707,22 @@ def mask_of(operands: list[list[Atom]]) -> list[Atom]:
 
 def is_param(atom: Atom) -> bool:
     return isinstance(atom, list) and atom[0] == "p"
+
+
+# `str` methods that return a string (not a flag or a list): `s.strip()`, `"-".join(parts)`.
+_STRING_RESULT_METHODS = frozenset(
+    {"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize", "join"}
+)
+
+
+def _makes_string(node: ast.expr) -> bool:
+    """Whether the expression is surely a `str`: `str(x)`, `s.strip()`, `s.lower()`."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in ("str", "repr")
+    return isinstance(func, ast.Attribute) and func.attr in _STRING_RESULT_METHODS
 
 
 def all_host(atoms: list[Atom]) -> bool:

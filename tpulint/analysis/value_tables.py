@@ -194,8 +194,9 @@ SIZE_ARGUMENT_METHODS = frozenset(
 
 # Methods of numpy arrays and pandas objects that torch.Tensor does not have (`Tensor.numpy`
 # aside): their result is numpy data, and a name they are called on holds numpy data.
-NUMPY_METHODS = frozenset({"numpy", "astype", "to_numpy"})
-NUMPY_ONLY_METHODS = frozenset({"astype", "to_numpy"})
+# (`toarray`/`todense`: a scipy sparse matrix's dense numpy copy; tensors say `to_dense`.)
+NUMPY_METHODS = frozenset({"numpy", "astype", "to_numpy", "toarray", "todense"})
+NUMPY_ONLY_METHODS = frozenset({"astype", "to_numpy", "toarray", "todense"})
 
 # Tensor attributes whose value lives on the host.
 HOST_ATTRIBUTES = frozenset(
