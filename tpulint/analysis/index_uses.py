@@ -13,6 +13,7 @@ which also follows a value passed to a project helper that uses its parameter so
 from __future__ import annotations
 
 import ast
+import re
 
 # Calls whose integer index argument sits at this position, in the method or torch_scatter /
 # torch_geometric form (`x.index_select(0, idx)`, `scatter_add(src, index, dim=0)`), and in the
@@ -151,27 +152,35 @@ def index_uses(body: list[ast.stmt]) -> list[str]:
             if text not in found:
                 found.append(text)
 
-    for statement in body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.BinOp):
-                add(_max_plus_one(node))
-                continue
-            if not isinstance(node, ast.Call):
-                continue
-            name, torch_function = _callee(node)
-            position = INDEX_ARGUMENT_POSITIONS.get(name or "")
-            if position is None:
-                continue
-            for keyword in node.keywords:
-                if keyword.arg in INDEX_KEYWORDS:
-                    add(keyword.value)
-            if position < 0:
-                if node.args:
-                    add(node.args[0])
-                elif isinstance(node.func, ast.Attribute):
-                    add(node.func.value)
-                continue
-            position += 1 if torch_function else 0
-            if position < len(node.args):
-                add(node.args[position])
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # a nested function or class is read on its own
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        if isinstance(node, ast.BinOp):
+            add(_max_plus_one(node))
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        name, torch_function = _callee(node)
+        position = INDEX_ARGUMENT_POSITIONS.get(name or "")
+        if position is None:
+            continue
+        for keyword in node.keywords:
+            if keyword.arg in INDEX_KEYWORDS:
+                add(keyword.value)
+        if position < 0:
+            if node.args:
+                add(node.args[0])
+            elif isinstance(node.func, ast.Attribute):
+                add(node.func.value)
+            continue
+        position += 1 if torch_function else 0
+        if position < len(node.args):
+            add(node.args[position])
     return found
+
+
+# Words without which a source has no index use (a cheap screen before the walk).
+MENTIONS = re.compile(r"scatter|segment|_pool|index_|gather|bincount|one_hot|\.max\(")

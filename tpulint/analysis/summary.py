@@ -39,6 +39,7 @@ from tpulint.analysis.guards import (
     lazy_attribute,
 )
 from tpulint.analysis.hooks import is_cold_name
+from tpulint.analysis.index_uses import MENTIONS as INDEX_USE_WORDS
 from tpulint.analysis.index_uses import index_uses, value_texts
 from tpulint.analysis.inference import (
     MISSING,
@@ -680,6 +681,13 @@ class _Summarizer(ValueEvaluator):
         # `if` statements (by `id`) with a branch the code before makes unreachable: "body" or
         # "else" (`if n is None: n = ...` and then `if n is not None: ... else: <never>`).
         self.dead_branches: dict[int, str] = {}
+        # The lines that mention a call an integer index use needs (a cheap screen).
+        self.index_use_lines: list[int] = []
+        line, seen = 1, 0
+        for match in INDEX_USE_WORDS.finditer(text):
+            line += text.count("\n", seen, match.start())
+            seen = match.start()
+            self.index_use_lines.append(line)
 
     # --- structure ---------------------------------------------------------------------
 
@@ -976,7 +984,7 @@ class _Summarizer(ValueEvaluator):
         info.rank_aware = self._spans_rank_line(node)
         info.dist_rank = self._spans(self.dist_rank_lines, node)
         info.rank_source = self._spans(self.rank_source_lines, node)
-        if not self.query:
+        if not self.query and self._mentions_index_use(node):
             info.index_uses = index_uses(node.body)
         if klass is not None:
             klass.methods.setdefault(node.name, info.key)
@@ -1020,6 +1028,11 @@ class _Summarizer(ValueEvaluator):
         self.depth += 1
         self.block(node.body, scope, [*names, node.name], None)
         self.depth -= 1
+
+    def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        lines = self.index_use_lines
+        first = bisect.bisect_left(lines, node.lineno)
+        return first < len(lines) and lines[first] <= (node.end_lineno or node.lineno)
 
     def klass(self, node: ast.ClassDef, outer: Scope, names: list[str]) -> None:
         qualname = ".".join([*names, node.name])
