@@ -790,6 +790,65 @@ def test_torch_xla_launchers_and_fabric_loops_are_entry_points(tmp_path: Path) -
     assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
 
 
+def test_a_script_that_takes_an_xla_device_and_never_trains_is_inference(
+    tmp_path: Path,
+) -> None:
+    """A demo or self-test that takes an XLA device to run a model forward (no training loop,
+    no `backward`, no optimizer step, no `fit`) reaches its code as inference; the script
+    that trains on the device reaches its own as training."""
+    files = {
+        **PACKAGE,
+        "train_xla.py": """\
+            import torch_xla.core.xla_model as xm
+
+            from pkg.losses import focal
+            from pkg.model import Model
+
+
+            def main():
+                device = xm.xla_device()
+                net = Model().to(device)
+                for batch in loader:
+                    loss = focal(net(batch), batch)
+                    loss.backward()
+                    xm.optimizer_step(opt)
+
+
+            if __name__ == "__main__":
+                main()
+        """,
+        "demo_xla.py": """\
+            import torch_xla.core.xla_model as xm
+
+            from pkg.losses import dice
+            from pkg.model import Block
+
+
+            def main():
+                device = xm.xla_device()
+                print(dice(Block().to(device)(x), x))
+
+
+            if __name__ == "__main__":
+                main()
+        """,
+    }
+    model = project(tmp_path, files)
+    assert sorted(Path(e.path).name for e in model.scope.entries) == ["demo_xla.py", "train_xla.py"]
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# focal") is None
+    inference = (
+        "inference only (reached from demo_xla.py, which takes an XLA device and never trains)"
+    )
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") == inference
+    assert reason_at(model, tmp_path, "pkg/model.py", "# unused-block") == inference
+    # The demo trains once it takes a backward pass: its reach is training code.
+    files["demo_xla.py"] = files["demo_xla.py"].replace(
+        "print(dice(Block().to(device)(x), x))", "dice(Block().to(device)(x), x).backward()"
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is None
+
+
 def test_tests_are_never_entry_points(tmp_path: Path) -> None:
     files = {
         **PACKAGE,

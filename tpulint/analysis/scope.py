@@ -28,7 +28,8 @@ somewhere runs its "auto" scripts on the same machines. The project's YAML confi
 "auto" Trainer's accelerator unless the script's code computes it (`accelerator=
 device_kind()`). Entry points that name another accelerator (`accelerator="gpu"`, `gpus=2`, a
 DDP strategy, apex's AMP) do not. An entry point whose code tests, validates or predicts and
-never fits (an evaluation script) reaches its code as inference.
+never fits (an evaluation script), or that takes an XLA device and never trains (no training
+loop, `backward`, optimizer step or `fit`: a demo, a self-test), reaches its code as inference.
 
 Reach is followed call by call: a class is live once reached code builds it (or names it:
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
@@ -112,6 +113,10 @@ _DYNAMIC_BUILDERS = frozenset(
         "from_config",
     }
 )
+
+
+# Calls that train: a backward pass, an optimizer step (torch_xla's or Lightning's manual one).
+_TRAINING_CALLS = frozenset({"backward", "manual_backward", "optimizer_step", "fit"})
 
 
 @dataclass(frozen=True)
@@ -506,12 +511,15 @@ class ProjectScope:
         state = _State()
         for root, site in roots.items():
             evaluates = self._evaluates_only(site, root)
-            if evaluates is None:
-                self._visit(state, root, TRAIN, "")
-            else:
-                name = os.path.basename(site.path)
-                why = f"`trainer.{evaluates}` in {name}, which never fits"
+            name = os.path.basename(root.rpartition(":")[0])
+            if evaluates is not None:
+                why = f"`trainer.{evaluates}` in {os.path.basename(site.path)}, which never fits"
                 self._visit(state, root, INFER, why)
+            elif site.kind == "xla-device" and self._never_trains(root):
+                why = f"{name}, which takes an XLA device and never trains"
+                self._visit(state, root, INFER, why)
+            else:
+                self._visit(state, root, TRAIN, "")
         self._drain(state)
         cli = any(site.kind == "cli" for site in roots.values())
         if self.model.configs and (cli or self._builds_from_configs(state)):
@@ -560,6 +568,38 @@ class ProjectScope:
                 found = next((m for m in ("test", "validate", "predict") if m in methods), None)
         cache[root] = found
         return found
+
+    def _never_trains(self, root: str) -> bool:
+        """Whether nothing a runnable root calls (through the project's functions) trains: no
+        hand-written training loop, no `backward` or optimizer step, no `fit` (a demo or
+        self-test that takes an XLA device to run a model forward, an inference script)."""
+        cache = self.__dict__.setdefault("_never_training", {})
+        if root in cache:
+            return cache[root]
+        seen = {root}
+        queue = deque([root])
+        trains = False
+        while queue and len(seen) < _MAX_CLIMB and not trains:
+            node = queue.popleft()
+            path, _, key = node.rpartition(":")
+            module = self.model.modules.get(path)
+            if module is not None:
+                facts = module.scope
+                trains = (
+                    key in facts.step_loops
+                    or bool({"fit", "tune"} & set(facts.trainer_calls.get(key, ())))
+                    or any(
+                        use[1].rsplit(".", 1)[-1] in _TRAINING_CALLS
+                        for use in facts.uses.get(key, ())
+                    )
+                )
+            # Followed by name too: in doubt, the root trains.
+            for callee in self._callees(node):
+                if callee not in seen:
+                    seen.add(callee)
+                    queue.append(callee)
+        cache[root] = not trains and len(seen) < _MAX_CLIMB
+        return cache[root]
 
     def _same_project(self, config: str, script: str) -> bool:
         """Whether a config belongs to a script's project: the same repository (the nearest
