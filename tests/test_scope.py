@@ -578,6 +578,94 @@ def test_auto_entry_points_count_once_a_project_targets_tpus(
     assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
 
 
+GPU_LOOP = {
+    "pkg/gpu_loop.py": """\
+        class GpuLoop:
+            def __init__(self, net, optimizer):
+                self.net = net
+                self.optimizer = optimizer
+
+            def run(self, loader):
+                self.net.train()
+                for batch in loader:
+                    loss = self.net(batch).sum()
+                    loss.backward()
+                    self.optimizer.step()
+                    print(loss.item())  # gpu-loop
+    """,
+    "train_gpu_loop.py": """\
+        from pkg.gpu_loop import GpuLoop
+        from pkg.model import Model
+
+
+        def make_loop():
+            return GpuLoop(Model(), None)
+
+
+        if __name__ == "__main__":
+            loop = make_loop()
+            loop.run([])
+    """,
+}
+
+
+def test_calls_on_values_of_unknown_class_that_cannot_reach_an_entry_point(
+    tmp_path: Path,
+) -> None:
+    """Climbing from a TPU Trainer to the scripts that run it, `v.train(...)` on a value of
+    unknown class may call a method named `train`, but not a module's function of that name,
+    and `v.train()` without arguments (`nn.Module.train`) not one that needs arguments: a
+    plain GPU loop that switches its network to training mode is no TPU entry point."""
+    runner_method = """\
+        import lightning as L
+
+        from pkg.data import TpuData
+        from pkg.model import Model
+
+
+        class TpuRunner:
+            def train(self, epochs):
+                L.Trainer(accelerator="tpu", max_epochs=epochs).fit(Model(), TpuData())
+
+
+        if __name__ == "__main__":
+            TpuRunner().train(1)
+    """
+    files = {**PACKAGE, **GPU_LOOP, "train_tpu.py": runner_method}
+    model = project(tmp_path, files)
+    unreached = "not reached from the TPU entry points (train_tpu.py)"
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/gpu_loop.py", "# gpu-loop") == unreached
+    # With an argument (`self.net.train(3)`), the call may be the runner's method; never a
+    # module's function named `train`.
+    calls_it = GPU_LOOP["pkg/gpu_loop.py"].replace("self.net.train()", "self.net.train(3)")
+    model = project(
+        tmp_path,
+        {**PACKAGE, **GPU_LOOP, "pkg/gpu_loop.py": calls_it, "train_tpu.py": runner_method},
+    )
+    assert reason_at(model, tmp_path, "pkg/gpu_loop.py", "# gpu-loop") is None
+    module_function = """\
+        import lightning as L
+
+        from pkg.data import TpuData
+        from pkg.model import Model
+
+
+        def train(epochs):
+            L.Trainer(accelerator="tpu", max_epochs=epochs).fit(Model(), TpuData())
+
+
+        if __name__ == "__main__":
+            train(1)
+    """
+    model = project(
+        tmp_path,
+        {**PACKAGE, **GPU_LOOP, "pkg/gpu_loop.py": calls_it, "train_tpu.py": module_function},
+    )
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/gpu_loop.py", "# gpu-loop") == unreached
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -702,6 +790,65 @@ def test_torch_xla_launchers_and_fabric_loops_are_entry_points(tmp_path: Path) -
     assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
 
 
+def test_a_script_that_takes_an_xla_device_and_never_trains_is_inference(
+    tmp_path: Path,
+) -> None:
+    """A demo or self-test that takes an XLA device to run a model forward (no training loop,
+    no `backward`, no optimizer step, no `fit`) reaches its code as inference; the script
+    that trains on the device reaches its own as training."""
+    files = {
+        **PACKAGE,
+        "train_xla.py": """\
+            import torch_xla.core.xla_model as xm
+
+            from pkg.losses import focal
+            from pkg.model import Model
+
+
+            def main():
+                device = xm.xla_device()
+                net = Model().to(device)
+                for batch in loader:
+                    loss = focal(net(batch), batch)
+                    loss.backward()
+                    xm.optimizer_step(opt)
+
+
+            if __name__ == "__main__":
+                main()
+        """,
+        "demo_xla.py": """\
+            import torch_xla.core.xla_model as xm
+
+            from pkg.losses import dice
+            from pkg.model import Block
+
+
+            def main():
+                device = xm.xla_device()
+                print(dice(Block().to(device)(x), x))
+
+
+            if __name__ == "__main__":
+                main()
+        """,
+    }
+    model = project(tmp_path, files)
+    assert sorted(Path(e.path).name for e in model.scope.entries) == ["demo_xla.py", "train_xla.py"]
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# focal") is None
+    inference = (
+        "inference only (reached from demo_xla.py, which takes an XLA device and never trains)"
+    )
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") == inference
+    assert reason_at(model, tmp_path, "pkg/model.py", "# unused-block") == inference
+    # The demo trains once it takes a backward pass: its reach is training code.
+    files["demo_xla.py"] = files["demo_xla.py"].replace(
+        "print(dice(Block().to(device)(x), x))", "dice(Block().to(device)(x), x).backward()"
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is None
+
+
 def test_tests_are_never_entry_points(tmp_path: Path) -> None:
     files = {
         **PACKAGE,
@@ -772,6 +919,41 @@ def test_a_lightning_cli_whose_configs_select_the_tpu(tmp_path: Path) -> None:
     assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
     assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is not None
     assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
+
+
+def test_configs_do_not_decide_an_accelerator_the_script_computes(tmp_path: Path) -> None:
+    """A config naming another accelerator speaks for `Trainer(accelerator=cfg.accelerator)`,
+    not for a Trainer whose accelerator the script's own code picks (`accelerator=
+    device_kind()`, "tpu" on a TPU VM): that script stays an "auto" entry point."""
+    picked = """\
+        import lightning as L
+
+        from pkg.data import TpuData
+        from pkg.model import Model
+
+
+        def device_kind():
+            return "tpu" if has_tpu() else "cuda"
+
+
+        if __name__ == "__main__":
+            kind = device_kind()
+            L.Trainer(accelerator=kind).fit(Model(), TpuData())
+    """
+    files = {
+        **PACKAGE,
+        "train_tpu.py": tpu_script('accelerator="tpu"').replace("TpuData", "GpuData"),
+        "train_any.py": picked,
+    }
+    configs = {"configs/old.yaml": "trainer:\n  accelerator: gpu\n"}
+    model = with_configs(tmp_path, files, configs)
+    assert sorted(e.verdict for e in model.scope.entries) == ["auto", "tpu"]
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    # Read from a config instead, the accelerator is the configs' (another one here).
+    from_config = picked.replace("accelerator=kind", "accelerator=cfg.accelerator")
+    model = with_configs(tmp_path, {**files, "train_any.py": from_config}, configs)
+    assert [e.verdict for e in model.scope.entries] == ["tpu"]
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is not None
 
 
 def test_classes_a_script_builds_from_its_configs(tmp_path: Path) -> None:

@@ -15,6 +15,40 @@ from .helpers import _LIGHTNING_IMPORT
 
 _SAMPLER_OLD = "replace_sampler_ddp"
 _SAMPLER_NEW = "use_distributed_sampler"
+# Trainer arguments Lightning 2.0 removed without a new name that some rule reports (checked
+# against the installed Lightning 2.6 `Trainer.__init__`, which accepts none of them): a call
+# that passes one is written for Lightning 1.x, where `replace_sampler_ddp` is right.
+_LIGHTNING1_ONLY = frozenset(
+    {
+        "gpus",
+        "ipus",
+        "num_processes",
+        "auto_select_gpus",
+        "checkpoint_callback",
+        "progress_bar_refresh_rate",
+        "process_position",
+        "flush_logs_every_n_steps",
+        "weights_summary",
+        "weights_save_path",
+        "resume_from_checkpoint",
+        "auto_lr_find",
+        "auto_scale_batch_size",
+        "terminate_on_nan",
+        "stochastic_weight_avg",
+        "amp_backend",
+        "amp_level",
+        "move_metrics_to_cpu",
+        "multiple_trainloader_mode",
+        "track_grad_norm",
+        "prepare_data_per_node",
+        "reload_dataloaders_every_epoch",
+        "distributed_backend",
+        "truncated_bptt_steps",
+        "log_gpu_memory",
+    }
+)
+# Lightning 1.x took a strategy as `accelerator="ddp"`; 2.x accepts only devices there.
+_LIGHTNING1_ACCELERATORS = frozenset({"dp", "ddp", "ddp2", "ddp_spawn", "ddp_cpu", "horovod"})
 
 
 class RenamedSamplerFlag(Rule):
@@ -50,7 +84,11 @@ class RenamedSamplerFlag(Rule):
     meaning and the same default (`True`) under its new name. It is not offered when the call
     already sets `use_distributed_sampler`. Dictionary keys, config fields and parameters are
     reported without a fix, since renaming them changes an interface. Nothing is reported
-    when the configured `lightning-version` is older than 2.0, where the old name is right.
+    when the configured `lightning-version` is older than 2.0, where the old name is right,
+    nor on a `Trainer(...)` call written for Lightning 1.x: one that also passes arguments
+    Lightning 2.0 removed outright (`gpus=`, `checkpoint_callback=`, `auto_lr_find=`,
+    `accelerator="ddp"`, ...). Such a call targets 1.x, where the flag is right, and under 2.x
+    it fails on those arguments too: renaming this one would not make it run.
 
     ## References
     - [Lightning 2.0 changelog: `replace_sampler_ddp` renamed (#16829)](https://github.com/Lightning-AI/pytorch-lightning/pull/16829)
@@ -82,6 +120,16 @@ class RenamedSamplerFlag(Rule):
             config={"lightning-version": "1.9"},
         ),
         Valid("trainer:\n  use_distributed_sampler: false\n", path="config.yaml"),
+        # A call written for Lightning 1.x throughout: `gpus=` and `checkpoint_callback=`
+        # exist only there, where `replace_sampler_ddp` is the right name.
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            "trainer = pl.Trainer(gpus=2, checkpoint_callback=False, replace_sampler_ddp=False)\n"
+        ),
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            'trainer = pl.Trainer(accelerator="ddp" if n > 1 else None, replace_sampler_ddp=0)\n'
+        ),
     )
     INVALID = (
         Invalid(
@@ -138,7 +186,7 @@ class RenamedSamplerFlag(Rule):
             return
         if is_trainer_call(self.ctx, node):
             arg = keyword_arg(node, _SAMPLER_OLD)
-            if arg is None:
+            if arg is None or _written_for_lightning1(node):
                 return
             message = (
                 "`replace_sampler_ddp` was renamed `use_distributed_sampler` in Lightning 2.0 "
@@ -230,3 +278,19 @@ class RenamedSamplerFlag(Rule):
             message,
             edits=[Edit(entry.key_start, entry.key_end, _SAMPLER_NEW)],
         )
+
+
+def _written_for_lightning1(call: cst.Call) -> bool:
+    """A Trainer call that passes an argument only Lightning 1.x accepts."""
+    for arg in call.args:
+        if arg.keyword is None:
+            continue
+        name = arg.keyword.value
+        if name in _LIGHTNING1_ONLY:
+            return True
+        if name == "accelerator":
+            value = arg.value
+            options = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+            if any(string_value(option) in _LIGHTNING1_ACCELERATORS for option in options):
+                return True
+    return False

@@ -24,19 +24,22 @@ or launches processes with `xmp.spawn` / `torch_xla.launch`. Once a project has 
 entry points whose accelerator is "auto" (or not given) count too: on a TPU VM Lightning's
 "auto" picks the XLA accelerator (lightning/pytorch/trainer/connectors/
 accelerator_connector.py `_choose_auto_accelerator`), and a project that configures TPUs
-somewhere runs its "auto" scripts on the same machines. Entry points that name another
-accelerator (`accelerator="gpu"`, `gpus=2`, a DDP strategy, apex's AMP) do not. An entry point
-whose code tests, validates or predicts and never fits (an evaluation script) reaches its
-code as inference.
+somewhere runs its "auto" scripts on the same machines. The project's YAML configs decide an
+"auto" Trainer's accelerator unless the script's code computes it (`accelerator=
+device_kind()`). Entry points that name another accelerator (`accelerator="gpu"`, `gpus=2`, a
+DDP strategy, apex's AMP) do not. An entry point whose code tests, validates or predicts and
+never fits (an evaluation script), or that takes an XLA device and never trains (no training
+loop, `backward`, optimizer step or `fit`: a demo, a self-test), reaches its code as inference.
 
 Reach is followed call by call: a class is live once reached code builds it (or names it:
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
 the methods its framework calls are reached (Lightning's hooks, `forward`, dunders, and every
 method of a class with another external base, whose framework may call any); other methods
 run when reached code calls them (`self.m()`, `self.x.m()` through what `x` holds, or, on a
-value whose class is not known, any live class's method of that name). A module's top level
-runs when reached code imports it; decorated top-level functions and classes (registries,
-CLI commands) run with it.
+value whose class is not known, any live class's method of that name, unless every such call
+passes no argument and the method needs one: `model.train()` is `nn.Module.train`). A
+module's top level runs when reached code imports it; decorated top-level functions and
+classes (registries, CLI commands) run with it.
 
 The entry points only speak for the code they could reach: the folders of the packages and
 scripts they reach (and of the entry scripts themselves) and folders inside or around
@@ -112,6 +115,10 @@ _DYNAMIC_BUILDERS = frozenset(
 )
 
 
+# Calls that train: a backward pass, an optimizer step (torch_xla's or Lightning's manual one).
+_TRAINING_CALLS = frozenset({"backward", "manual_backward", "optimizer_step", "fit"})
+
+
 @dataclass(frozen=True)
 class Entry:
     """A place that starts training: `path:line` of the launch, the function (key) it is
@@ -131,6 +138,7 @@ class _State:
     live: set[str] = field(default_factory=set)  # instantiated class gkeys
     loaded: set[str] = field(default_factory=set)  # module paths whose top level ran
     rta: set[str] = field(default_factory=set)  # method names called on unknown values
+    rta_args: set[str] = field(default_factory=set)  # ... with arguments somewhere
     configured: bool = False  # classes named in configs were built
     queue: deque[tuple[str, int, str]] = field(default_factory=deque)
 
@@ -319,9 +327,24 @@ class ProjectScope:
         out = []
         for caller, use in self._index_of_uses().get(fn.summary.name, ()):
             targets, name = self._targets(caller, use)
-            if fn in targets or name == fn.summary.name:
+            if fn in targets or (name == fn.summary.name and self._may_call(caller, name, fn)):
                 out.append(caller)
         return out
+
+    def _may_call(self, node: str, name: str, fn: _Function) -> bool:
+        """Whether `v.<name>(...)` in `node`, on a value of unknown class, may run `fn`: only
+        a method can be (a module's function is called through its module's name), and not
+        one that needs arguments when every such call passes none (`model.train()`, which is
+        `nn.Module.train`, never runs a project's `def train(self, loader)`)."""
+        if fn.summary.cls is None:
+            return False
+        return not (fn.module.scope.needs.get(fn.summary.key) and self._bare_call(node, name))
+
+    def _bare_call(self, node: str, name: str) -> bool:
+        """Whether `node` calls `<name>` on values of unknown class only without arguments."""
+        path, _, key = node.rpartition(":")
+        module = self.model.modules.get(path)
+        return module is not None and name in module.scope.bare.get(key, ())
 
     # --- entry points ----------------------------------------------------------------------
 
@@ -341,7 +364,8 @@ class ProjectScope:
                 fn = self.model.functions.get(f"{path}:{key}")
                 if fn is not None and fn.summary.name.startswith("test_"):
                     continue
-                if verdict == "auto" and kind in ("trainer", "fabric", "cli"):
+                computed = kind != "cli" and launch[4:5] == ["computed"]
+                if verdict == "auto" and kind in ("trainer", "fabric", "cli") and not computed:
                     verdict = self._config_verdict(path) or verdict
                 sites.append(Entry(path, line, key, kind, verdict))
         return sites
@@ -487,12 +511,15 @@ class ProjectScope:
         state = _State()
         for root, site in roots.items():
             evaluates = self._evaluates_only(site, root)
-            if evaluates is None:
-                self._visit(state, root, TRAIN, "")
-            else:
-                name = os.path.basename(site.path)
-                why = f"`trainer.{evaluates}` in {name}, which never fits"
+            name = os.path.basename(root.rpartition(":")[0])
+            if evaluates is not None:
+                why = f"`trainer.{evaluates}` in {os.path.basename(site.path)}, which never fits"
                 self._visit(state, root, INFER, why)
+            elif site.kind == "xla-device" and self._never_trains(root):
+                why = f"{name}, which takes an XLA device and never trains"
+                self._visit(state, root, INFER, why)
+            else:
+                self._visit(state, root, TRAIN, "")
         self._drain(state)
         cli = any(site.kind == "cli" for site in roots.values())
         if self.model.configs and (cli or self._builds_from_configs(state)):
@@ -541,6 +568,38 @@ class ProjectScope:
                 found = next((m for m in ("test", "validate", "predict") if m in methods), None)
         cache[root] = found
         return found
+
+    def _never_trains(self, root: str) -> bool:
+        """Whether nothing a runnable root calls (through the project's functions) trains: no
+        hand-written training loop, no `backward` or optimizer step, no `fit` (a demo or
+        self-test that takes an XLA device to run a model forward, an inference script)."""
+        cache = self.__dict__.setdefault("_never_training", {})
+        if root in cache:
+            return cache[root]
+        seen = {root}
+        queue = deque([root])
+        trains = False
+        while queue and len(seen) < _MAX_CLIMB and not trains:
+            node = queue.popleft()
+            path, _, key = node.rpartition(":")
+            module = self.model.modules.get(path)
+            if module is not None:
+                facts = module.scope
+                trains = (
+                    key in facts.step_loops
+                    or bool({"fit", "tune"} & set(facts.trainer_calls.get(key, ())))
+                    or any(
+                        use[1].rsplit(".", 1)[-1] in _TRAINING_CALLS
+                        for use in facts.uses.get(key, ())
+                    )
+                )
+            # Followed by name too: in doubt, the root trains.
+            for callee in self._callees(node):
+                if callee not in seen:
+                    seen.add(callee)
+                    queue.append(callee)
+        cache[root] = not trains and len(seen) < _MAX_CLIMB
+        return cache[root]
 
     def _same_project(self, config: str, script: str) -> bool:
         """Whether a config belongs to a script's project: the same repository (the nearest
@@ -629,16 +688,13 @@ class ProjectScope:
                         self._instantiate(state, target.gkey, role, why)
                     else:
                         self._load(state, target.path)
-                if name is not None and name not in state.rta:
+                if name is not None:
                     state.rta.add(name)
+                    if not self._bare_call(node, name):
+                        state.rta_args.add(name)
                     for gkey in list(state.live):
                         found = self.model.find_method(gkey, name)
-                        if found is not None:
-                            self._visit(state, found.gkey, role, why)
-                elif name is not None:
-                    for gkey in list(state.live):
-                        found = self.model.find_method(gkey, name)
-                        if found is not None:
+                        if found is not None and self._may_call(node, name, found):
                             self._visit(state, found.gkey, role, why)
             fn = self._function(node)
             if fn is not None:
@@ -682,7 +738,10 @@ class ProjectScope:
                 if fn is None:
                     continue
                 runs = self._framework_calls(method, fn, kind, bool(lightning), bool(external))
-                if not runs and method not in state.rta:
+                if not runs and (
+                    method not in state.rta
+                    or (method not in state.rta_args and fn.module.scope.needs.get(key))
+                ):
                     continue
                 if lightning and method in PREDICT_HOOKS:
                     self._visit(state, fn.gkey, INFER, f"`{method}`")
@@ -1046,7 +1105,7 @@ class ProjectScope:
         targets, name = self._targets(node, use)
         out = [t.gkey for t in targets if _is_function(t)]
         if name is not None and by_name:
-            out += [t.gkey for t in self._methods_named(name)]
+            out += [t.gkey for t in self._methods_named(name) if self._may_call(node, name, t)]
         return out
 
     def _methods_named(self, name: str) -> list[_Function]:

@@ -144,7 +144,8 @@ def name_tokens(name: str) -> set[str]:
 class ScopeFacts:
     ends: dict[str, int] = field(default_factory=dict)
     uses: dict[str, list[list[str]]] = field(default_factory=dict)  # "" is the top level
-    launches: list[list[Any]] = field(default_factory=list)  # [kind, verdict, key, line]
+    # [kind, verdict, key, line] (+ "computed": a Trainer whose `accelerator=` the code computes)
+    launches: list[list[Any]] = field(default_factory=list)
     # [key, line, col, end_line, end_col, truth, wanted, condition text]
     regions: list[list[Any]] = field(default_factory=list)
     returns: dict[str, list[Truth]] = field(default_factory=dict)  # function key -> truths
@@ -177,6 +178,12 @@ class ScopeFacts:
     # function key -> the Trainer methods it calls on any value (`fit`, `test`, `validate`,
     # `predict`, `tune`): an entry point that only tests or predicts is inference.
     trainer_calls: dict[str, list[str]] = field(default_factory=dict)
+    # function key -> how many arguments a call must pass it (parameters without a default,
+    # the bound `self`/`cls` left out); only functions that need some.
+    needs: dict[str, int] = field(default_factory=dict)
+    # function key -> the method names it calls on values of unknown class (`model.train()`,
+    # `self.net.eval()`) only ever without arguments: no method that needs one is called.
+    bare: dict[str, list[str]] = field(default_factory=dict)
     digest: int = 0  # text_digest of the text these facts are of
 
     def to_json(self) -> dict[str, Any]:
@@ -202,6 +209,8 @@ class ScopeFacts:
             "du": self.data_uses,
             "fo": self.flags_on,
             "tc": self.trainer_calls,
+            "nd": self.needs,
+            "br": self.bare,
             "d": self.digest,
         }
 
@@ -229,6 +238,8 @@ class ScopeFacts:
             data["du"],
             data["fo"],
             data["tc"],
+            data["nd"],
+            data["br"],
             data["d"],
         )
 
@@ -325,6 +336,10 @@ class _Walker:
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
         self._plain_classes: set[str] = set()  # classes with no base but `object`
+        # Per function key: method names called on values of unknown class without any
+        # argument, and with some (ScopeFacts.bare).
+        self._bare_calls: dict[str, set[str]] = {}
+        self._argument_calls: dict[str, set[str]] = {}
         self.cheap = (
             ("isinstance" not in text or "Tensor" not in text)
             and "    if __name__" not in text
@@ -419,6 +434,11 @@ class _Walker:
             if (kept := {a: v for a, v in attrs.items() if any(map(informative, v))})
         }
         facts.uses = {k: v for k, v in facts.uses.items() if v}
+        facts.bare = {
+            key: sorted(names - self._argument_calls.get(key, set()))
+            for key, names in self._bare_calls.items()
+            if names - self._argument_calls.get(key, set())
+        }
         return facts
 
     def module_kernel_aliases(self, tree: ast.Module) -> dict[str, str]:
@@ -829,7 +849,14 @@ class _Walker:
         flags = _off_flag_params(node) if self.inference_text else set()
         self._flag_params.append((flags, klass))
         args = node.args
-        self._functions.append((key, [a.arg for a in (*args.posonlyargs, *args.args)]))
+        positional = [*args.posonlyargs, *args.args]
+        needs = len(positional) - len(args.defaults)
+        needs += sum(default is None for default in args.kw_defaults)
+        if klass is not None and positional and "staticmethod" not in decorators:
+            needs -= 1  # `self` or `cls`, bound by the call
+        if needs > 0:
+            self.facts.needs[key] = needs
+        self._functions.append((key, [a.arg for a in positional]))
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
         self._functions.pop()
         self._flag_params.pop()
@@ -885,6 +912,13 @@ class _Walker:
             if isinstance(current, ast.Call):
                 func = current.func
                 use = self.call_use(current, imports, local, key)
+                if use is not None and use[0] in ("meth", "attr"):
+                    calls = (
+                        self._argument_calls
+                        if current.args or current.keywords
+                        else self._bare_calls
+                    )
+                    calls.setdefault(key, set()).add(use[1].rsplit(".", 1)[-1])
                 if use is not None:
                     if _useful(use):
                         self._add(uses, seen, use)
@@ -1090,7 +1124,10 @@ class _Walker:
                     for target in self.module_imports.values()
                 ):
                     verdict = "tpu"  # a launching script written for torch_xla
-                self.facts.launches.append([kind, verdict, key, node.lineno])
+                launch = [kind, verdict, key, node.lineno]
+                if self.computed_accelerator(node, key):
+                    launch.append("computed")
+                self.facts.launches.append(launch)
             elif last.endswith("CLI"):
                 self.facts.launches.append(
                     ["cli", self.cli_verdict(node), key, node.lineno, target]
@@ -1167,6 +1204,19 @@ class _Walker:
             ):
                 verdicts.add("other")  # apex's AMP exists only for CUDA
         return "other" if verdicts else "auto"
+
+    def computed_accelerator(self, node: ast.Call, key: str) -> bool:
+        """Whether the call's `accelerator=` is computed by the script's code (`accelerator=
+        get_device_type()`, or a local name bound to such a call): no YAML config decides
+        it, unlike `accelerator=cfg.accelerator`."""
+        for keyword in node.keywords:
+            if keyword.arg != "accelerator":
+                continue
+            value = keyword.value
+            if isinstance(value, ast.Name):
+                value = self.values.get((key, value.id)) or self.values.get(("", value.id)) or value
+            return isinstance(value, ast.Call)
+        return False
 
     def literal_texts(self, node: ast.expr) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
