@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.context import FileContext
 from tpulint.analysis.guards import effective
 from tpulint.analysis.values import ValueKind
 from tpulint.datatypes.diagnostics import Applicability
@@ -46,7 +47,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
     ## What it does
     Finds Python control flow decided by the value of a device tensor in code that runs
     every step: `if loss > 0:`, `while (x != 0).any():`, `assert torch.isfinite(loss)`,
-    `a if score > t else b`. Conditions on shapes (`x.shape[0] > 1`), flags
+    `a if score > t else b`, and `not` applied to a tensor value outside a test
+    (`sparse = not mask.all()`). Parameters of an optimizer's parameter groups
+    (`for p in group["params"]` in `step`) and values computed from them are device
+    tensors. Conditions on shapes (`x.shape[0] > 1`), flags
     (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
     and CPU tensors are not tensor values and are not reported.
 
@@ -157,6 +161,18 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + _LOSS
             + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"
         ),
+        # The settings of a parameter group are Python numbers, its parameters' `grad`
+        # may be None: neither is a tensor value.
+        Valid(
+            "import torch\n\n\nclass Sgd(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n"
+            "        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                if p.grad is None or group['weight_decay'] == 0:\n"
+            "                    continue\n"
+            "                if not group['nesterov']:\n"
+            "                    p.add_(p.grad, alpha=-group['lr'])\n"
+        ),
         # Epoch-level hooks are not hot.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"
@@ -226,6 +242,23 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + "        if loss > 10:\n            loss = self.rescale(loss)\n"
             "        return loss\n",
         ),
+        # An optimizer's step reads its parameters' norms and mask on the host: the `not`
+        # is a sync where it stands, the later `if dense` tests a Python bool.
+        Invalid(
+            "import torch\n\n\nclass Lamb(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n"
+            "        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                mask = p.grad.abs().sum(dim=-1) > 0\n"
+            "                dense = not mask.all()\n"
+            "                w_norm = torch.norm(p)\n"
+            "                if w_norm == 0:\n"
+            "                    continue\n"
+            "                if dense:\n"
+            "                    p.add_(p.grad, alpha=-group['lr'])\n",
+            count=2,
+            message="in optimizer step",
+        ),
         # A flag computed from tensors, then tested.
         Invalid(
             _HEAD
@@ -236,6 +269,11 @@ class TensorValueControlFlow(TrackingRule, Rule):
             line=9,
         ),
     )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # The `not` operations inside the tests checked so far (reported with their test).
+        self._in_tests: set[int] = set()
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node, node.test, "if")
@@ -253,6 +291,25 @@ class TensorValueControlFlow(TrackingRule, Rule):
         # `[v for v in losses if not torch.isnan(v)]`: one host read per element
         self._check(node, node.test, "comprehension")
 
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        # `sparse = not mask.all()`: `not` calls `bool()` on the tensor where it stands (in
+        # a test, the test's own finding covers it).
+        if not isinstance(node.operator, cst.Not) or id(node) in self._in_tests:
+            return
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        found = self._tensor_test(node.expression, 0)
+        if found is None or quiet(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} turns the tensor value "
+            f"`{source_of(ctx, found)}` into a Python bool: a sync with the TPU every step; "
+            "keep it a tensor (`torch.logical_not`) and choose with `torch.where` or masking",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
     def _check(
         self,
         owner: cst.CSTNode,
@@ -261,6 +318,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ifexp: cst.IfExp | None = None,
     ) -> None:
         ctx = self.ctx
+        self._in_tests.update(id(n) for n in _nots(test))
         if not ctx.in_hot_code:
             return
         found = self._tensor_test(test, 0)
@@ -336,9 +394,24 @@ class TensorValueControlFlow(TrackingRule, Rule):
             if binding is None or binding.value is None or binding.unpack_index is not None:
                 return None
             value = binding.value
+            if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+                return None  # `flag = not t.all()`: the `not` read it (reported there)
             if (
                 isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation))
                 and self._tensor_test(value, depth + 1) is not None
             ):
                 return test
         return None
+
+
+def _nots(node: cst.CSTNode) -> list[cst.UnaryOperation]:
+    """The `not` operations in an expression (not inside lambdas or nested tests' own
+    statements: an expression has none)."""
+    found = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Not):
+            found.append(current)
+        stack.extend(current.children)
+    return found
