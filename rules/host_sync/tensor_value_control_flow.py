@@ -12,7 +12,7 @@ from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
 
 from ..rewrite.sync import if_fix
 from ..shared.matchers import source_of
-from ..shared.tensors import TrackingRule, method_name, torch_name
+from ..shared.tensors import TrackingRule, computed_tensor, method_name, torch_name
 from .helpers import _HEAD, _LOSS, quiet
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -173,6 +173,18 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "                if not group['nesterov']:\n"
             "                    p.add_(p.grad, alpha=-group['lr'])\n"
         ),
+        # Elements of the step's data (a list of numbers as often as a tensor), and rows of
+        # a tensor used as tensors, are not tested on the host.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        for flag in batch['flags']:\n"
+            "            if flag:\n"
+            "                pass\n"
+            "        total = 0\n"
+            "        for row in self(batch):\n"
+            "            total = total + row.sum()\n"
+            "        return total\n"
+        ),
         # Epoch-level hooks are not hot.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"
@@ -258,6 +270,19 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "                    p.add_(p.grad, alpha=-group['lr'])\n",
             count=2,
             message="in optimizer step",
+        ),
+        # Each element of a computed device mask tested in a loop.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        scores = self(batch)\n"
+            "        keep = scores > 0.5\n"
+            "        kept = 0\n"
+            "        for i, k in enumerate(keep):\n"
+            "            if k:\n"
+            "                kept += 1\n"
+            "        return scores.sum() / kept\n",
+            line=11,
+            message="once per element",
         ),
         # A flag computed from tensors, then tested.
         Invalid(
@@ -345,10 +370,17 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "ternary": "a conditional expression",
             "comprehension": "a comprehension's `if`",
         }[kind]
+        per_element = ""
+        if isinstance(found, cst.Name):
+            binding = self.bindings.lookup(found.value)
+            if binding is not None and isinstance(binding.node, cst.For):
+                iterated = _iterated_tensor(binding.node, found.value)
+                if iterated is not None:
+                    per_element = f" (an element of `{source_of(ctx, iterated)}`: once per element)"
         self.report(
             found,
-            f"{what} on the tensor value `{source_of(ctx, found)}` in {ctx.hot_reason} "
-            "syncs with the TPU every step and records one graph per outcome; "
+            f"{what} on the tensor value `{source_of(ctx, found)}`{per_element} in "
+            f"{ctx.hot_reason} syncs with the TPU every step and records one graph per outcome; "
             "use `torch.where` or masking",
             fix=if_fix(ctx, self.bindings, owner) if isinstance(owner, cst.If) else None,
             replacement=replacement,
@@ -391,6 +423,12 @@ class TensorValueControlFlow(TrackingRule, Rule):
             return test if name in _TENSOR_PREDICATES else None
         if isinstance(test, cst.Name):
             binding = self.bindings.lookup(test.value)
+            if binding is not None and binding.value is None and isinstance(binding.node, cst.For):
+                # `for m in keep: if m:`: each element of a device tensor tested on the host
+                iterated = _iterated_tensor(binding.node, test.value)
+                if iterated is not None and computed_tensor(ctx, iterated, self.bindings):
+                    return test
+                return None
             if binding is None or binding.value is None or binding.unpack_index is not None:
                 return None
             value = binding.value
@@ -415,3 +453,23 @@ def _nots(node: cst.CSTNode) -> list[cst.UnaryOperation]:
             found.append(current)
         stack.extend(current.children)
     return found
+
+
+def _iterated_tensor(loop: cst.For, name: str) -> cst.BaseExpression | None:
+    """What `name` is an element of in `for name in x` or `for i, name in enumerate(x)`."""
+    target, iterated = loop.target, loop.iter
+    if isinstance(target, cst.Name):
+        return iterated if target.value == name else None
+    if (
+        isinstance(target, (cst.Tuple, cst.List))
+        and len(target.elements) == 2
+        and isinstance(target.elements[1].value, cst.Name)
+        and target.elements[1].value.value == name
+        and isinstance(iterated, cst.Call)
+        and isinstance(iterated.func, cst.Name)
+        and iterated.func.value == "enumerate"
+        and iterated.args
+        and iterated.args[0].keyword is None
+    ):
+        return iterated.args[0].value
+    return None
