@@ -670,9 +670,10 @@ class ProjectModel:
                 # For reach: `self.scaler(x)` after `self.scaler = Scaler()` runs the
                 # instance's `__call__` (a torch module's `forward`). What the call returns is
                 # left to the value analysis's own rules (a module's output is a tensor).
-                value = self.attribute_value(owner, target) if virtual else None
-                if value is not None and value.cls is not None:
-                    for found_call in self._instance_call(value.cls, "__call__"):
+                # An attribute set to instances of several classes (`self.scaler =
+                # MeanScaler()` / `RobustScaler()` by configuration) may run any of them.
+                for cls_gkey in self._attribute_classes(owner, target) if virtual else ():
+                    for found_call in self._instance_call(cls_gkey, "__call__"):
                         if found_call not in out:
                             out.append(found_call)
             if virtual:
@@ -729,6 +730,20 @@ class ProjectModel:
                     out.append(found)
                 elif isinstance(found, _Class):
                     out.extend(self._instance_call(found.gkey, method or "__call__"))
+        return out
+
+    def _attribute_classes(self, class_gkey: str, attr: str) -> list[str]:
+        """The project classes whose instances `self.<attr>` may hold: each assignment of the
+        class or its project bases apart (their combined value names no single class)."""
+        out: list[str] = []
+        for gkey in self.mro(class_gkey):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            for atom in cls.summary.attributes.get(attr) or ():
+                value = self.resolve_atoms([atom], cls.module, gkey, 0)
+                if value is not None and value.cls is not None and value.cls not in out:
+                    out.append(value.cls)
         return out
 
     def _instance_call(self, class_gkey: str, method: str) -> list[_Function | _Class]:

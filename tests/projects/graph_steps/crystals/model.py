@@ -6,11 +6,16 @@ from torch.utils.data import DataLoader
 from .layers import Stack
 from .losses import per_graph_mse, per_graph_type_loss
 from .optim import SparseLamb
+from .scalers import MeanScaler, RobustScaler
 
 
 class CrystalModel(L.LightningModule):
-    def __init__(self, width=128, depth=4, num_types=100):
+    def __init__(self, width=128, depth=4, num_types=100, scaling="mean"):
         super().__init__()
+        if scaling == "mean":
+            self.scaler = MeanScaler()
+        else:
+            self.scaler = RobustScaler()
         self.embed = nn.Embedding(num_types, width)
         self.stack = Stack(width, depth)
         self.coords = nn.Linear(width, 3)
@@ -24,7 +29,7 @@ class CrystalModel(L.LightningModule):
         return DataLoader(self.train_set, batch_size=32, drop_last=True, num_workers=4)
 
     def training_step(self, batch, batch_idx):
-        h = self.stack(self.embed(batch.atom_types))
+        h = self.stack(self.scaler(self.embed(batch.atom_types)))
         coord = per_graph_mse(self.coords(h), batch.pos, batch.batch, batch.num_graphs)
         kind = per_graph_type_loss(self.types(h), batch.atom_types, batch.batch)
         noise = F.one_hot(batch.atom_types, num_classes=self.num_types).float()
