@@ -15,7 +15,7 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, source_of, walk
-from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
+from ..shared.tensors import Bindings, TrackingRule, computed_tensor, is_torch_tensor, keyword
 from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
 _PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
@@ -83,27 +83,78 @@ def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
     return False
 
 
-def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
-    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`."""
+def _to_cpu(ctx: FileContext, node: cst.Call, bindings: Bindings | None = None) -> bool:
+    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`, and through a local
+    or an attribute of the class that only ever holds the CPU device (`cpu_device =
+    torch.device("cpu")`, `self.cpu_device = torch.device("cpu")` in `__init__`)."""
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value != "device":
             continue
         value = arg.value
-        if isinstance(value, cst.SimpleString):
-            text = value.evaluated_value
-            return isinstance(text, str) and text.split(":", 1)[0] == "cpu"
-        if isinstance(value, cst.Call) and ctx.qualify(value.func) == "torch.device" and value.args:
-            inner = value.args[0].value
-            return isinstance(inner, cst.SimpleString) and str(inner.evaluated_value) == "cpu"
-        return False
+        if isinstance(value, cst.Name) and bindings is not None:
+            binding = bindings.lookup(value.value)
+            if binding is None or binding.value is None or binding.unpack_index is not None:
+                return False
+            return _cpu_device(ctx, binding.value)
+        if (
+            isinstance(value, cst.Attribute)
+            and isinstance(value.value, cst.Name)
+            and value.value.value == "self"
+        ):
+            assigned = _self_assignments(ctx, value.attr.value)
+            return bool(assigned) and all(_cpu_device(ctx, v) for v in assigned)
+        return _cpu_device(ctx, value)
     return False
+
+
+def _cpu_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.SimpleString):
+        text = value.evaluated_value
+        return isinstance(text, str) and text.split(":", 1)[0] == "cpu"
+    if isinstance(value, cst.Call) and ctx.qualify(value.func) == "torch.device" and value.args:
+        inner = value.args[0].value
+        return isinstance(inner, cst.SimpleString) and str(inner.evaluated_value) == "cpu"
+    return False
+
+
+def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
+    """The values assigned to `self.<name>` anywhere in the class being walked."""
+    klass = ctx.klass
+    if klass is None:
+        return []
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [klass.node.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Assign):
+            for target in current.targets:
+                t = target.target
+                if (
+                    isinstance(t, cst.Attribute)
+                    and isinstance(t.value, cst.Name)
+                    and t.value.value == "self"
+                    and t.attr.value == name
+                ):
+                    found.append(current.value)
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign)):
+            t = current.target
+            if (
+                isinstance(t, cst.Attribute)
+                and isinstance(t.value, cst.Name)
+                and t.value.value == "self"
+                and t.attr.value == name
+            ):
+                return []  # annotated or updated in place: not only a device literal
+        stack.extend(current.children)
+    return found
 
 
 class HostTransferInHotPath(TrackingRule, Rule):
     """
     ## What it does
     Finds device-to-host copies of tensors in code that runs for every batch: `.cpu()`,
-    `.numpy()`, `.tolist()`, `.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
+    `.numpy()`, `.tolist()`, `.to("cpu")` (also through a name or attribute that holds
+    `torch.device("cpu")`), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
@@ -232,6 +283,18 @@ class HostTransferInHotPath(TrackingRule, Rule):
     )
 
     VALID = (
+        # An attribute that names another device (or is set to one elsewhere).
+        Valid(
+            _HEAD + "    def __init__(self, device):\n"
+            "        super().__init__()\n"
+            "        self.target_device = torch.device('cpu')\n"
+            "        self.cuda_name = 'cuda'\n"
+            "    def setup(self, stage):\n"
+            "        self.target_device = self.device\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        a = self(batch).to(self.target_device)\n"
+            "        return a.to(self.cuda_name).sum()\n"
+        ),
         # min/max of numbers and shapes, numbers where torch wants them, integer indices.
         Valid(
             _HEAD + "    def __init__(self):\n"
@@ -356,6 +419,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # `.to()` a name or attribute that holds the CPU device (detection references).
+        Invalid(
+            _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cpu_device = torch.device('cpu')\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        images, targets = batch\n"
+            "        outputs = [{k: v.to(self.cpu_device) for k, v in o.items()}\n"
+            "                   for o in self.model(images)]\n"
+            "        cpu = torch.device('cpu')\n"
+            "        return outputs, self(images).to(cpu)\n",
+            count=2,
+            message="copies a device tensor to the host",
+        ),
         # The same branch when nothing set the name before: it runs.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx, width=None):\n"
@@ -504,7 +581,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             if (
                 method in ("cpu", "tolist")
                 or (method == "numpy" and keyword(node, "force") is not None)
-                or (method == "to" and _to_cpu(ctx, node))
+                or (method == "to" and _to_cpu(ctx, node, self.bindings))
             ):
                 self._check_transfer(node, method)
             return
