@@ -251,6 +251,9 @@ class FunctionSummary:
     rank_source: bool = False  # ... from elsewhere (RANK_SOURCES)
     # The lines of its code, decorators included (first, last): where its findings can be.
     span: tuple[int, int] = (0, 0)
+    # Its body only raises NotImplementedError (or it is an @abstractmethod): subclasses
+    # implement it, so a call of it runs one of their overrides.
+    abstract: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -271,6 +274,7 @@ class FunctionSummary:
             "rk": self.rank_aware,
             "dr": self.dist_rank,
             "rs": self.rank_source,
+            "ab": self.abstract,
         }
 
     @classmethod
@@ -293,6 +297,7 @@ class FunctionSummary:
             data.get("dr", False),
             data.get("rs", False),
             tuple(data["sp"]),  # type: ignore[arg-type]
+            data.get("ab", False),
         )
 
 
@@ -866,7 +871,15 @@ class _Summarizer(ValueEvaluator):
         if isinstance(node, ast.AnnAssign):
             if node.value is not None:
                 self.expression(node.value, scope)
-                self.assign(node.target, node.value, self.atoms(node.value, scope), scope, klass)
+                value = self.atoms(node.value, scope)
+                if _self_target(node.target) and _class_name(node.annotation):
+                    # `self.decoder: ActionDecoder = hydra.utils.instantiate(cfg)`: an
+                    # instance of the annotated class (or of a subclass).
+                    built = ast.copy_location(
+                        ast.Call(func=node.annotation, args=[], keywords=[]), node.annotation
+                    )
+                    value = union(value, self.atoms(built, scope))
+                self.assign(node.target, node.value, value, scope, klass)
             elif klass is not None and isinstance(node.target, ast.Name) and scope.info is None:
                 kind = annotation_kind(ast.unparse(node.annotation))
                 if kind is not None:
@@ -949,6 +962,7 @@ class _Summarizer(ValueEvaluator):
                 node.end_lineno or node.lineno,
             ),
         )
+        info.abstract = _is_abstract(node, decorators)
         self.summary.functions.append(info)
         self.node_keys[id(node)] = info.key
         info.rank_aware = self._spans_rank_line(node)
@@ -1625,3 +1639,37 @@ def _size_param(
     if index >= len(params):
         return False
     return _first_use(table, params[index].arg, node)
+
+
+def _self_target(target: ast.expr) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def _class_name(annotation: ast.expr) -> bool:
+    """A plain class annotation (`Decoder`, `models.Decoder`), not a generic or a string."""
+    name = dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str]) -> bool:
+    """An `@abstractmethod`, or a body (after its docstring) that only raises
+    NotImplementedError."""
+    if any(d.rsplit(".", 1)[-1] == "abstractmethod" for d in decorators):
+        return True
+    body = node.body
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    name = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(name, ast.Name) and name.id == "NotImplementedError"

@@ -6,6 +6,7 @@ from torch.utils.data import DataLoader
 from .layers import Stack
 from .losses import per_graph_mse, per_graph_type_loss
 from .optim import SparseLamb
+from .heads import Head
 from .scalers import MeanScaler, RobustScaler
 
 
@@ -21,6 +22,7 @@ class CrystalModel(L.LightningModule):
         self.coords = nn.Linear(width, 3)
         self.types = nn.Linear(width, num_types)
         self.num_types = num_types
+        self.head: Head = build_head(width)
 
     def prepare_data(self):
         self.train_set = load_crystals("train")
@@ -33,10 +35,15 @@ class CrystalModel(L.LightningModule):
         coord = per_graph_mse(self.coords(h), batch.pos, batch.batch, batch.num_graphs)
         kind = per_graph_type_loss(self.types(h), batch.atom_types, batch.batch)
         noise = F.one_hot(batch.atom_types, num_classes=self.num_types).float()
-        return coord + kind + noise.mean()
+        stable = self.head.loss(h, batch.stable)
+        return coord + kind + noise.mean() + stable
 
     def configure_optimizers(self):
         return SparseLamb(self.parameters())
+
+
+def build_head(width):
+    raise NotImplementedError(width)
 
 
 def load_crystals(split):
