@@ -15,7 +15,7 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, source_of, walk
-from ..shared.tensors import Bindings, TrackingRule, computed_tensor, is_torch_tensor, keyword
+from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
 from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
 _PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
@@ -83,7 +83,7 @@ def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
     return False
 
 
-def _to_cpu(ctx: FileContext, node: cst.Call, bindings: Bindings | None = None) -> bool:
+def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
     """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`, and through a local
     or an attribute of the class that only ever holds the CPU device (`cpu_device =
     torch.device("cpu")`, `self.cpu_device = torch.device("cpu")` in `__init__`)."""
@@ -91,11 +91,9 @@ def _to_cpu(ctx: FileContext, node: cst.Call, bindings: Bindings | None = None) 
         if arg.keyword is not None and arg.keyword.value != "device":
             continue
         value = arg.value
-        if isinstance(value, cst.Name) and bindings is not None:
-            binding = bindings.lookup(value.value)
-            if binding is None or binding.value is None or binding.unpack_index is not None:
-                return False
-            return _cpu_device(ctx, binding.value)
+        if isinstance(value, cst.Name):
+            assigned = _local_assignments(ctx, value.value)
+            return bool(assigned) and all(_cpu_device(ctx, v) for v in assigned)
         if (
             isinstance(value, cst.Attribute)
             and isinstance(value.value, cst.Name)
@@ -115,6 +113,55 @@ def _cpu_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
         inner = value.args[0].value
         return isinstance(inner, cst.SimpleString) and str(inner.evaluated_value) == "cpu"
     return False
+
+
+def _local_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
+    """The values assigned to a local of the function being walked, when every binding of
+    it there is a plain assignment (a global, a loop target or a parameter: none)."""
+    info = ctx.function
+    if info is None:
+        return []
+    function = info.node
+    params = function.params
+    if name in {
+        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    }:
+        return []
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Assign):
+            for target in current.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    found.append(current.value)
+                elif not isinstance(target.target, (cst.Attribute, cst.Subscript)) and any(
+                    isinstance(n, cst.Name) and n.value == name for n in _names(target.target)
+                ):
+                    return []  # unpacked: not only a device literal
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem)):
+            target = current.target if not isinstance(current, cst.WithItem) else current.asname
+            if target is not None and any(
+                isinstance(n, cst.Name) and n.value == name for n in _names(target)
+            ):
+                return []
+        elif isinstance(current, (cst.Global, cst.Nonlocal)):
+            if any(n.name.value == name for n in current.names):
+                return []
+        elif isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(current.children)
+    return found
+
+
+def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(current.children)
+    return out
 
 
 def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
@@ -283,6 +330,18 @@ class HostTransferInHotPath(TrackingRule, Rule):
     )
 
     VALID = (
+        # A module-level device chosen at start-up ("cpu" only in one branch), and a local
+        # set in branches: not only the CPU device.
+        Valid(
+            "import lightning as L\nimport torch\n\n"
+            "if torch.cuda.is_available():\n    device = 'cuda'\nelse:\n    device = 'cpu'\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        target = 'cpu'\n"
+            "        if self.on_accelerator:\n"
+            "            target = self.device\n"
+            "        return self(batch.to(device)).to(target).sum()\n"
+        ),
         # An attribute that names another device (or is set to one elsewhere).
         Valid(
             _HEAD + "    def __init__(self, device):\n"
@@ -581,7 +640,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             if (
                 method in ("cpu", "tolist")
                 or (method == "numpy" and keyword(node, "force") is not None)
-                or (method == "to" and _to_cpu(ctx, node, self.bindings))
+                or (method == "to" and _to_cpu(ctx, node))
             ):
                 self._check_transfer(node, method)
             return
