@@ -95,6 +95,9 @@ class Scope:
     # Locals some of whose string keys are bound (`state["step"] = ...`): their entries live
     # in `env` as `state['step']` and go when the local is bound again.
     keyed: set[str] = field(default_factory=set)
+    # Locals bound to methods of `self` or of its attributes (`step = self.model.forward_old
+    # if old else self.model.forward`): the call sites a call of the local stands for.
+    method_refs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def dotted(node: ast.AST) -> str | None:

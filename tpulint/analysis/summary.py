@@ -1173,8 +1173,18 @@ class _Summarizer(ValueEvaluator):
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
-                call = self.call_site(current, scope, guards)
-                if call is not None:
+                calls = [self.call_site(current, scope, guards)]
+                if isinstance(current.func, ast.Name) and current.func.id in scope.method_refs:
+                    # `step = self.model.forward_old if old else self.model.forward;
+                    # step(x)`: a call of each method the local may hold.
+                    resolved = self.resolve_guards(guards) if guards else ()
+                    calls = [
+                        CallSite(form, target, current.lineno, resolved)
+                        for form, target in scope.method_refs[current.func.id]
+                    ]
+                for call in calls:
+                    if call is None:
+                        continue
                     if call.form != "name" or call.target.split(".", 1)[0] not in _EXTERNAL:
                         # What the call passes: the callee's parameters' values, for the
                         # model (a helper only ever called with CPU tensors or numpy).
@@ -1295,6 +1305,11 @@ class _Summarizer(ValueEvaluator):
             return
         self.bind(target, value, scope)
         if isinstance(target, ast.Name):
+            refs = _method_refs(value_node)
+            if refs:
+                scope.method_refs[target.id] = refs
+            else:
+                scope.method_refs.pop(target.id, None)
             ctor = self.constructor(value_node, scope)
             if ctor is not None:
                 scope.instances[target.id] = ctor
@@ -1673,3 +1688,23 @@ def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[
     exc = body[0].exc
     name = exc.func if isinstance(exc, ast.Call) else exc
     return isinstance(name, ast.Name) and name.id == "NotImplementedError"
+
+
+def _method_refs(node: ast.expr) -> list[tuple[str, str]]:
+    """The methods a value refers to without calling them: `self.m` ("self", "m"),
+    `self.model.m` ("attr", "model.m"), and either side of `a if c else b` of those."""
+    if isinstance(node, ast.IfExp):
+        body, orelse = _method_refs(node.body), _method_refs(node.orelse)
+        return body + orelse if body and orelse else []
+    if not isinstance(node, ast.Attribute):
+        return []
+    base = node.value
+    if isinstance(base, ast.Name) and base.id == "self":
+        return [("self", node.attr)]
+    if (
+        isinstance(base, ast.Attribute)
+        and isinstance(base.value, ast.Name)
+        and base.value.id == "self"
+    ):
+        return [("attr", f"{base.attr}.{node.attr}")]
+    return []

@@ -1,3 +1,4 @@
+import torch
 import torch_xla.core.xla_model as xm
 from torch import nn
 
@@ -14,4 +15,11 @@ class Stack(nn.Module):
             h = layer(h).relu()
             if i % 2 == 1:
                 xm.mark_step()
+        return h
+
+    def forward_checked(self, h):
+        """The forward with a finiteness check after each layer (a debugging option)."""
+        for layer in self.layers:
+            h = layer(h).relu()
+            assert torch.all(torch.isfinite(h))
         return h

@@ -22,6 +22,7 @@ class CrystalModel(L.LightningModule):
         self.coords = nn.Linear(width, 3)
         self.types = nn.Linear(width, num_types)
         self.num_types = num_types
+        self.checked = False
         self.head: Head = build_head(width)
 
     def prepare_data(self):
@@ -31,7 +32,8 @@ class CrystalModel(L.LightningModule):
         return DataLoader(self.train_set, batch_size=32, drop_last=True, num_workers=4)
 
     def training_step(self, batch, batch_idx):
-        h = self.stack(self.scaler(self.embed(batch.atom_types)))
+        encode = self.stack.forward_checked if self.checked else self.stack.forward
+        h = encode(self.scaler(self.embed(batch.atom_types)))
         coord = per_graph_mse(self.coords(h), batch.pos, batch.batch, batch.num_graphs)
         kind = per_graph_type_loss(self.types(h), batch.atom_types, batch.batch)
         noise = F.one_hot(batch.atom_types, num_classes=self.num_types).float()
