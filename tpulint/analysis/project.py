@@ -1013,16 +1013,10 @@ class ProjectModel:
                 # The caller passes its own parameter on: what its callers pass.
                 inner = [
                     self.param_value(caller.gkey, p, _depth + 1, outside_tests)
-                    or _step_batch(caller, p)
                     for p in value.params
                 ]
                 if any(v is None for v in inner):
-                    if value.kind != "device":
-                        return None
-                    # A device tensor combined with what the caller's callers pass
-                    # (`(torch.rand(b, device=d) * max_start).long()`): on the device,
-                    # whatever the other operands are.
-                    inner = [v for v in inner if v is not None]
+                    return None
                 value = combine_values([Value(value.kind), *inner])  # type: ignore[list-item]
             values.append(value)
         result = combine_values(values)
@@ -1666,11 +1660,3 @@ def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugg
     for value in values:
         h.update(repr(value).encode())
     return h.hexdigest()
-
-
-def _step_batch(fn: _Function, index: int) -> Value | None:
-    """The batch parameter of a step method (`training_step(self, batch, ...)`): Lightning
-    calls it with the batch moved to the device, so what it passes on is on the device."""
-    if fn.summary.name in STEP_METHODS and fn.summary.cls is not None and index == 1:
-        return Value("device")
-    return None
