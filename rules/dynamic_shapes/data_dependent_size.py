@@ -27,13 +27,34 @@ _SIZE_METHODS = frozenset(
 )
 
 
+# The size arguments of graph libraries and `one_hot` (TPU111 reports them missing): given
+# as a device value (`dim_size=batch.max() + 1`), the library converts it to an int.
+_LIBRARY_SIZES = {
+    "torch_scatter": frozenset({"dim_size"}),
+    "torch_geometric": frozenset({"dim_size", "num_nodes", "size", "max_num_nodes", "batch_size"}),
+}
+
+
+def _library_size_keywords(ctx: FileContext, node: cst.Call) -> frozenset[str] | None:
+    qualified = ctx.qualify(node.func)
+    if qualified is None:
+        return None
+    if qualified == "torch.nn.functional.one_hot":
+        return frozenset({"num_classes"})
+    return _LIBRARY_SIZES.get(qualified.split(".", 1)[0])
+
+
 class DataDependentSize(TrackingRule, Rule):
     """
     ## What it does
     Finds sizes read from the values of a device tensor, in code that runs every step:
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
     `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
-    (`max_len = lengths.max().item()` used later as a size). Sizes from shapes (`x.size(1)`,
+    (`max_len = lengths.max().item()` used later as a size), an element of a device
+    tensor used as a size or slice bound (`x[i, :, starts[i]:starts[i] + n]` with `starts` a
+    device tensor: one read per element), and the size arguments of
+    graph libraries and `one_hot` given such a value (`scatter(x, batch, dim_size=batch.max()
+    + 1)`, `F.one_hot(y, num_classes=y.max() + 1)`). Sizes from shapes (`x.size(1)`,
     `x.shape[0]`) are static and are not reported; loop counts read from values are TPU203's.
     When the read itself is already reported as a host read (TPU101, TPU103) in the same
     statement, the size is said in that finding instead of a second one. A size parameter's
@@ -91,11 +112,23 @@ class DataDependentSize(TrackingRule, Rule):
     hot_only = True
     name = "data-dependent-size"
     summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
-    requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(")
+    # (`[`: an element of a device tensor, `ids_str[i]`, read as a size or a slice bound)
+    requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(", "[")
     # `n = lengths.max().item()`: the host read (TPU101/TPU103) and this size are one problem.
     folds_into = ("TPU101", "TPU103")
 
     VALID = (
+        # Elements of the step's data (a list of lengths as often as a tensor) and of a CPU
+        # tensor are not device reads.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        lengths = batch['lengths']\n"
+            "        offsets = torch.tensor([0, 4, 8])\n"
+            "        x = self(batch)\n"
+            "        return x[:, : lengths[0]].sum() + x[:, offsets[1]:].sum()\n"
+        ),
         Valid(
             _MOD + "    def forward(self, x):\n"
             "        n = x.size(1)\n        B, T = x.shape[:2]\n"
@@ -140,6 +173,32 @@ class DataDependentSize(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # Random per-sample windows (VITS-style `slice_segments`): each start is an element
+        # of a device tensor, read on the host by the slice, one per sample and step.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        z = self(batch)\n"
+            "        starts = (torch.rand(z.size(0), device=z.device) * 100).long()\n"
+            "        out = torch.zeros_like(z[:, :, :32])\n"
+            "        for i in range(z.size(0)):\n"
+            "            out[i] = z[i, :, starts[i]:starts[i] + 32]\n"
+            "        return out.sum()\n",
+            line=11,
+            message="`starts[i]` reads a device tensor's values",
+        ),
+        # A graph library's size argument given a device value: converted on the host.
+        Invalid(
+            "import lightning as L\nfrom torch_scatter import scatter\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        n_graphs = batch.owner.max() + 1\n"
+            "        pooled = scatter(self(batch), batch.owner, dim=0, dim_size=n_graphs)\n"
+            "        return pooled.sum()\n",
+            line=7,
+            message="used as a size in `scatter(",
+        ),
         # The default branch taken by a call from the step with the device's lengths.
         Invalid(
             "import torch\nfrom torch import nn\n\n\n"
@@ -203,6 +262,8 @@ class DataDependentSize(TrackingRule, Rule):
                 sizes = [args[2].value]
             elif name in ("nn.functional.pad",) and len(args) > 1:
                 sizes = _tuple_items(args[1].value)
+        elif (sized := _library_size_keywords(ctx, node)) is not None:
+            sizes = [a.value for a in node.args if a.keyword and a.keyword.value in sized]
         else:
             method = method_name(node)
             if method in _SIZE_METHODS:

@@ -84,26 +84,124 @@ def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
 
 
 def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
-    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`."""
+    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`, and through a local
+    or an attribute of the class that only ever holds the CPU device (`cpu_device =
+    torch.device("cpu")`, `self.cpu_device = torch.device("cpu")` in `__init__`)."""
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value != "device":
             continue
         value = arg.value
-        if isinstance(value, cst.SimpleString):
-            text = value.evaluated_value
-            return isinstance(text, str) and text.split(":", 1)[0] == "cpu"
-        if isinstance(value, cst.Call) and ctx.qualify(value.func) == "torch.device" and value.args:
-            inner = value.args[0].value
-            return isinstance(inner, cst.SimpleString) and str(inner.evaluated_value) == "cpu"
-        return False
+        if isinstance(value, cst.Name):
+            assigned = _local_assignments(ctx, value.value)
+            return bool(assigned) and all(_cpu_device(ctx, v) for v in assigned)
+        if (
+            isinstance(value, cst.Attribute)
+            and isinstance(value.value, cst.Name)
+            and value.value.value == "self"
+        ):
+            assigned = _self_assignments(ctx, value.attr.value)
+            return bool(assigned) and all(_cpu_device(ctx, v) for v in assigned)
+        return _cpu_device(ctx, value)
     return False
+
+
+def _cpu_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.SimpleString):
+        text = value.evaluated_value
+        return isinstance(text, str) and text.split(":", 1)[0] == "cpu"
+    if isinstance(value, cst.Call) and ctx.qualify(value.func) == "torch.device" and value.args:
+        inner = value.args[0].value
+        return isinstance(inner, cst.SimpleString) and str(inner.evaluated_value) == "cpu"
+    return False
+
+
+def _local_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
+    """The values assigned to a local of the function being walked, when every binding of
+    it there is a plain assignment (a global, a loop target or a parameter: none)."""
+    info = ctx.function
+    if info is None:
+        return []
+    function = info.node
+    params = function.params
+    if name in {
+        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    }:
+        return []
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Assign):
+            for target in current.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    found.append(current.value)
+                elif not isinstance(target.target, (cst.Attribute, cst.Subscript)) and any(
+                    isinstance(n, cst.Name) and n.value == name for n in _names(target.target)
+                ):
+                    return []  # unpacked: not only a device literal
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem)):
+            target = current.target if not isinstance(current, cst.WithItem) else current.asname
+            if target is not None and any(
+                isinstance(n, cst.Name) and n.value == name for n in _names(target)
+            ):
+                return []
+        elif isinstance(current, (cst.Global, cst.Nonlocal)):
+            if any(n.name.value == name for n in current.names):
+                return []
+        elif isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(current.children)
+    return found
+
+
+def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(current.children)
+    return out
+
+
+def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
+    """The values assigned to `self.<name>` anywhere in the class being walked."""
+    klass = ctx.klass
+    if klass is None:
+        return []
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [klass.node.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Assign):
+            for target in current.targets:
+                t = target.target
+                if (
+                    isinstance(t, cst.Attribute)
+                    and isinstance(t.value, cst.Name)
+                    and t.value.value == "self"
+                    and t.attr.value == name
+                ):
+                    found.append(current.value)
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign)):
+            t = current.target
+            if (
+                isinstance(t, cst.Attribute)
+                and isinstance(t.value, cst.Name)
+                and t.value.value == "self"
+                and t.attr.value == name
+            ):
+                return []  # annotated or updated in place: not only a device literal
+        stack.extend(current.children)
+    return found
 
 
 class HostTransferInHotPath(TrackingRule, Rule):
     """
     ## What it does
     Finds device-to-host copies of tensors in code that runs for every batch: `.cpu()`,
-    `.numpy()`, `.tolist()`, `.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
+    `.numpy()`, `.tolist()`, `.to("cpu")` (also through a name or attribute that holds
+    `torch.device("cpu")`), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
@@ -260,6 +358,29 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        return loss\n\n"
             "    def dump(self, batch):\n"
             "        np.save('batch.npy', batch.cpu().numpy())\n"
+        # A module-level device chosen at start-up ("cpu" only in one branch), and a local
+        # set in branches: not only the CPU device.
+        Valid(
+            "import lightning as L\nimport torch\n\n"
+            "if torch.cuda.is_available():\n    device = 'cuda'\nelse:\n    device = 'cpu'\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        target = 'cpu'\n"
+            "        if self.on_accelerator:\n"
+            "            target = self.device\n"
+            "        return self(batch.to(device)).to(target).sum()\n"
+        ),
+        # An attribute that names another device (or is set to one elsewhere).
+        Valid(
+            _HEAD + "    def __init__(self, device):\n"
+            "        super().__init__()\n"
+            "        self.target_device = torch.device('cpu')\n"
+            "        self.cuda_name = 'cuda'\n"
+            "    def setup(self, stage):\n"
+            "        self.target_device = self.device\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        a = self(batch).to(self.target_device)\n"
+            "        return a.to(self.cuda_name).sum()\n"
         ),
         # min/max of numbers and shapes, numbers where torch wants them, integer indices.
         Valid(
@@ -395,6 +516,19 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "    def export(self):\n"
             "        np.save('bank.npy', self.bank.cpu().numpy())\n",
             message="copies",
+        # `.to()` a name or attribute that holds the CPU device (detection references).
+        Invalid(
+            _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cpu_device = torch.device('cpu')\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        images, targets = batch\n"
+            "        outputs = [{k: v.to(self.cpu_device) for k, v in o.items()}\n"
+            "                   for o in self.model(images)]\n"
+            "        cpu = torch.device('cpu')\n"
+            "        return outputs, self(images).to(cpu)\n",
+            count=2,
+            message="copies a device tensor to the host",
         ),
         # The same branch when nothing set the name before: it runs.
         Invalid(

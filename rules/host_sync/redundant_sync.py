@@ -24,12 +24,18 @@ _OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 
 
 def in_lightning_code(ctx: FileContext) -> bool:
-    """In a method of a Lightning class (module, data module, callback), or a hot helper
-    of a file that defines one."""
+    """In a method of a Lightning class (module, data module, callback), a hot helper of a
+    file that defines one, or hot code (a sub-module's `forward`, an optimizer's `step`) of
+    a module that Lightning code imports: Lightning drives its step."""
     if ctx.lightning_class is not None:
         return True
     info = ctx.function
-    return info is not None and info.hot and info.cls is None and ctx.analysis.has_lightning
+    if info is None or not info.hot:
+        return False
+    if info.cls is None and ctx.analysis.has_lightning:
+        return True
+    view = ctx.analysis.view
+    return view is not None and view.imported_by_lightning_code
 
 
 _MANUAL_OPTIMIZATION = re.compile(
@@ -50,7 +56,9 @@ class RedundantSync(Rule):
     ## What it does
     Finds explicit XLA step boundaries in Lightning code: `xm.mark_step()`,
     `torch_xla.sync()` and `xm.optimizer_step(...)` in the methods of LightningModules,
-    DataModules and Callbacks (and the helpers their hot hooks call).
+    DataModules and Callbacks (and the helpers their hot hooks call), and in the code that
+    runs every step of the modules a Lightning module imports (a layer's `forward`, a
+    custom optimizer's `step`).
 
     ## Why is this bad on TPU?
     Lightning already cuts the graph once per step: its XLA precision plugin runs the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.context import FileContext
 from tpulint.analysis.guards import effective
 from tpulint.analysis.values import ValueKind
 from tpulint.datatypes.diagnostics import Applicability
@@ -11,7 +12,7 @@ from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
 
 from ..rewrite.sync import if_fix
 from ..shared.matchers import source_of
-from ..shared.tensors import TrackingRule, method_name, torch_name
+from ..shared.tensors import TrackingRule, computed_tensor, method_name, torch_name
 from .helpers import _HEAD, _LOSS, quiet
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -46,7 +47,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
     ## What it does
     Finds Python control flow decided by the value of a device tensor in code that runs
     every step: `if loss > 0:`, `while (x != 0).any():`, `assert torch.isfinite(loss)`,
-    `a if score > t else b`. Conditions on shapes (`x.shape[0] > 1`), flags
+    `a if score > t else b`, and `not` applied to a tensor value outside a test
+    (`sparse = not mask.all()`). Parameters of an optimizer's parameter groups
+    (`for p in group["params"]` in `step`) and values computed from them are device
+    tensors. Conditions on shapes (`x.shape[0] > 1`), flags
     (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
     and CPU tensors are not tensor values and are not reported.
 
@@ -174,6 +178,29 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "            if guess.strip().lower() == word or str(guess) == word:\n"
             "                hits += 1\n"
             "        return hits\n"
+        # The settings of a parameter group are Python numbers, its parameters' `grad`
+        # may be None: neither is a tensor value.
+        Valid(
+            "import torch\n\n\nclass Sgd(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n"
+            "        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                if p.grad is None or group['weight_decay'] == 0:\n"
+            "                    continue\n"
+            "                if not group['nesterov']:\n"
+            "                    p.add_(p.grad, alpha=-group['lr'])\n"
+        ),
+        # Elements of the step's data (a list of numbers as often as a tensor), and rows of
+        # a tensor used as tensors, are not tested on the host.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        for flag in batch['flags']:\n"
+            "            if flag:\n"
+            "                pass\n"
+            "        total = 0\n"
+            "        for row in self(batch):\n"
+            "            total = total + row.sum()\n"
+            "        return total\n"
         ),
         # Epoch-level hooks are not hot.
         Valid(
@@ -244,6 +271,36 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + "        if loss > 10:\n            loss = self.rescale(loss)\n"
             "        return loss\n",
         ),
+        # An optimizer's step reads its parameters' norms and mask on the host: the `not`
+        # is a sync where it stands, the later `if dense` tests a Python bool.
+        Invalid(
+            "import torch\n\n\nclass Lamb(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n"
+            "        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                mask = p.grad.abs().sum(dim=-1) > 0\n"
+            "                dense = not mask.all()\n"
+            "                w_norm = torch.norm(p)\n"
+            "                if w_norm == 0:\n"
+            "                    continue\n"
+            "                if dense:\n"
+            "                    p.add_(p.grad, alpha=-group['lr'])\n",
+            count=2,
+            message="in optimizer step",
+        ),
+        # Each element of a computed device mask tested in a loop.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        scores = self(batch)\n"
+            "        keep = scores > 0.5\n"
+            "        kept = 0\n"
+            "        for i, k in enumerate(keep):\n"
+            "            if k:\n"
+            "                kept += 1\n"
+            "        return scores.sum() / kept\n",
+            line=11,
+            message="once per element",
+        ),
         # A flag computed from tensors, then tested.
         Invalid(
             _HEAD
@@ -254,6 +311,11 @@ class TensorValueControlFlow(TrackingRule, Rule):
             line=9,
         ),
     )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # The `not` operations inside the tests checked so far (reported with their test).
+        self._in_tests: set[int] = set()
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node, node.test, "if")
@@ -271,6 +333,25 @@ class TensorValueControlFlow(TrackingRule, Rule):
         # `[v for v in losses if not torch.isnan(v)]`: one host read per element
         self._check(node, node.test, "comprehension")
 
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        # `sparse = not mask.all()`: `not` calls `bool()` on the tensor where it stands (in
+        # a test, the test's own finding covers it).
+        if not isinstance(node.operator, cst.Not) or id(node) in self._in_tests:
+            return
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        found = self._tensor_test(node.expression, 0)
+        if found is None or quiet(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} turns the tensor value "
+            f"`{source_of(ctx, found)}` into a Python bool: a sync with the TPU every step; "
+            "keep it a tensor (`torch.logical_not`) and choose with `torch.where` or masking",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
     def _check(
         self,
         owner: cst.CSTNode,
@@ -279,6 +360,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ifexp: cst.IfExp | None = None,
     ) -> None:
         ctx = self.ctx
+        self._in_tests.update(id(n) for n in _nots(test))
         if not ctx.in_hot_code:
             return
         found = self._tensor_test(test, 0)
@@ -305,10 +387,17 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "ternary": "a conditional expression",
             "comprehension": "a comprehension's `if`",
         }[kind]
+        per_element = ""
+        if isinstance(found, cst.Name):
+            binding = self.bindings.lookup(found.value)
+            if binding is not None and isinstance(binding.node, cst.For):
+                iterated = _iterated_tensor(binding.node, found.value)
+                if iterated is not None:
+                    per_element = f" (an element of `{source_of(ctx, iterated)}`: once per element)"
         self.report(
             found,
-            f"{what} on the tensor value `{source_of(ctx, found)}` in {ctx.hot_reason} "
-            "syncs with the TPU every step and records one graph per outcome; "
+            f"{what} on the tensor value `{source_of(ctx, found)}`{per_element} in "
+            f"{ctx.hot_reason} syncs with the TPU every step and records one graph per outcome; "
             "use `torch.where` or masking",
             fix=if_fix(ctx, self.bindings, owner) if isinstance(owner, cst.If) else None,
             replacement=replacement,
@@ -351,12 +440,53 @@ class TensorValueControlFlow(TrackingRule, Rule):
             return test if name in _TENSOR_PREDICATES else None
         if isinstance(test, cst.Name):
             binding = self.bindings.lookup(test.value)
+            if binding is not None and binding.value is None and isinstance(binding.node, cst.For):
+                # `for m in keep: if m:`: each element of a device tensor tested on the host
+                iterated = _iterated_tensor(binding.node, test.value)
+                if iterated is not None and computed_tensor(ctx, iterated, self.bindings):
+                    return test
+                return None
             if binding is None or binding.value is None or binding.unpack_index is not None:
                 return None
             value = binding.value
+            if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+                return None  # `flag = not t.all()`: the `not` read it (reported there)
             if (
                 isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation))
                 and self._tensor_test(value, depth + 1) is not None
             ):
                 return test
         return None
+
+
+def _nots(node: cst.CSTNode) -> list[cst.UnaryOperation]:
+    """The `not` operations in an expression (not inside lambdas or nested tests' own
+    statements: an expression has none)."""
+    found = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Not):
+            found.append(current)
+        stack.extend(current.children)
+    return found
+
+
+def _iterated_tensor(loop: cst.For, name: str) -> cst.BaseExpression | None:
+    """What `name` is an element of in `for name in x` or `for i, name in enumerate(x)`."""
+    target, iterated = loop.target, loop.iter
+    if isinstance(target, cst.Name):
+        return iterated if target.value == name else None
+    if (
+        isinstance(target, (cst.Tuple, cst.List))
+        and len(target.elements) == 2
+        and isinstance(target.elements[1].value, cst.Name)
+        and target.elements[1].value.value == name
+        and isinstance(iterated, cst.Call)
+        and isinstance(iterated.func, cst.Name)
+        and iterated.func.value == "enumerate"
+        and iterated.args
+        and iterated.args[0].keyword is None
+    ):
+        return iterated.args[0].value
+    return None

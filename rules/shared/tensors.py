@@ -957,7 +957,51 @@ def value_size(
         if binding is None or binding.value is None or binding.unpack_index is not None:
             return None
         return value_size(ctx, binding.value, bindings, d)
+    if (
+        isinstance(node, cst.Subscript)
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+        and _number_index(ctx, node.slice[0].slice.value)
+        and ctx.value_kind(node.value) is DEVICE
+        and not _step_argument(ctx, node.value, bindings)
+    ):
+        # `ids_str[i]` of a device tensor used as a size or slice bound: `__index__` reads
+        # the element on the host (one read per sample in a per-sample loop).
+        return node
     return None
+
+
+def _number_index(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """An integer literal, or a name holding a Python number (a `range` loop's index)."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, cst.Integer):
+        return True
+    return isinstance(node, cst.Name) and ctx.value_kind(node) is ValueKind.NUMBER
+
+
+def _step_argument(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -> bool:
+    """A parameter of an entry hook (the step's batch), an element of one, or a local bound
+    to one: step data, which may hold Python lists of numbers as well as tensors."""
+    for _ in range(8):
+        if isinstance(node, cst.Name):
+            binding = bindings.lookup(node.value)
+            if binding is None or binding.value is None:
+                break
+            node = binding.value
+        elif isinstance(node, (cst.Subscript, cst.Attribute)):
+            node = node.value
+        else:
+            return False
+    info = ctx.function
+    if not isinstance(node, cst.Name) or info is None:
+        return False
+    if info.hot_reason != info.root_hook:
+        return False  # a helper: what its callers pass (the project model's value)
+    params = info.node.params
+    return node.value in {
+        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    }
 
 
 def _tensorish(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -> bool:

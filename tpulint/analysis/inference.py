@@ -67,6 +67,8 @@ MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
 _SYMBOLIC = frozenset({"p", "a", "c", "e", "v", "x", "m", "mv"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none")
+# An element of an optimizer's `param_groups` (what iterating `self.param_groups` yields).
+_PARAM_GROUP: Atom = ["e", -1, [["a", "param_groups"]]]
 
 
 @dataclass
@@ -93,6 +95,9 @@ class Scope:
     # Locals some of whose string keys are bound (`state["step"] = ...`): their entries live
     # in `env` as `state['step']` and go when the local is bound again.
     keyed: set[str] = field(default_factory=set)
+    # Locals bound to methods of `self` or of its attributes (`step = self.model.forward_old
+    # if old else self.model.forward`): the call sites a call of the local stands for.
+    method_refs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -158,6 +163,18 @@ class ValueEvaluator:
 
     def element_atoms(self, iterator: ast.expr, target: ast.expr, scope: Scope) -> list[Atom]:
         """What iterating over `iterator` yields."""
+        if isinstance(iterator, ast.Attribute) and iterator.attr == "param_groups":
+            # `for group in optimizer.param_groups`: a parameter group (a dict of settings)
+            return [_PARAM_GROUP]
+        if (
+            isinstance(iterator, ast.Subscript)
+            and isinstance(iterator.slice, ast.Constant)
+            and iterator.slice.value == "params"
+            and _PARAM_GROUP in self.atoms(iterator.value, scope)
+        ):
+            # `for p in group["params"]`: the model's parameters, where the model is (an
+            # optimizer's `step` updates them on the device)
+            return ["device"]
         if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name):
             name = iterator.func.id
             shadowed = name in scope.env or name in scope.imports

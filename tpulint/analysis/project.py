@@ -322,6 +322,7 @@ class ProjectModel:
         self._returns: dict[str, Value] = {}
         self._returning: set[str] = set()
         self._attributes: dict[tuple[str, str], Value | None] = {}
+        self._attribute_class_cache: dict[tuple[str, str], list[str]] = {}
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int, bool, str | None], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
@@ -691,9 +692,10 @@ class ProjectModel:
                 # For reach: `self.scaler(x)` after `self.scaler = Scaler()` runs the
                 # instance's `__call__` (a torch module's `forward`). What the call returns is
                 # left to the value analysis's own rules (a module's output is a tensor).
-                value = self.attribute_value(owner, target) if virtual else None
-                if value is not None and value.cls is not None:
-                    for found_call in self._instance_call(value.cls, "__call__"):
+                # An attribute set to instances of several classes (`self.scaler =
+                # MeanScaler()` / `RobustScaler()` by configuration) may run any of them.
+                for cls_gkey in self._attribute_classes(owner, target) if virtual else ():
+                    for found_call in self._instance_call(cls_gkey, "__call__"):
                         if found_call not in out:
                             out.append(found_call)
             if virtual:
@@ -721,10 +723,23 @@ class ProjectModel:
             if owner is None:
                 return out
             attr, _, method = target.partition(".")
-            value = self.attribute_value(owner, attr)
-            if value is None or value.cls is None:
+            classes = self._attribute_classes(owner, attr)
+            if not classes:
                 return self._assigned_callables(owner, attr, method)
-            return self._instance_call(value.cls, method or "__call__")
+            found: list[_Function | _Class] = []
+            for cls_gkey in classes:
+                for fn in self._instance_call(cls_gkey, method or "__call__"):
+                    if fn in found:
+                        continue
+                    found.append(fn)
+                    if isinstance(fn, _Function) and fn.summary.abstract:
+                        # `self.decoder.loss(...)` on a base whose `loss` only raises
+                        # NotImplementedError: one of the subclasses' overrides runs (for
+                        # reach and for what the call passes them).
+                        for override in self._overrides(cls_gkey, fn.summary.name):
+                            if override not in found:
+                                found.append(override)
+            return found
         if form in ("name", "inst"):
             found = self.lookup(target, module)
             if isinstance(found, (_Function, _Class)):
@@ -750,6 +765,37 @@ class ProjectModel:
                     out.append(found)
                 elif isinstance(found, _Class):
                     out.extend(self._instance_call(found.gkey, method or "__call__"))
+        return out
+
+    def _attribute_classes(self, class_gkey: str, attr: str) -> list[str]:
+        """The project classes whose instances `self.<attr>` may hold: each assignment of the
+        class or its project bases apart (their combined value names no single class)."""
+        key = (class_gkey, attr)
+        cache = self._attribute_class_cache
+        if key in cache:
+            return cache[key]
+        cache[key] = []  # cycles
+        out: list[str] = []
+        for gkey in self.mro(class_gkey):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            for atom in cls.summary.attributes.get(attr) or ():
+                value = self.resolve_atoms([atom], cls.module, gkey, 0)
+                if value is not None and value.cls is not None and value.cls not in out:
+                    out.append(value.cls)
+        cache[key] = out
+        return out
+
+    def _overrides(self, class_gkey: str, name: str) -> list[_Function]:
+        """The methods `name` that the project's subclasses of a class define."""
+        out = []
+        for sub in self.subclasses(class_gkey):
+            cls = self.classes[sub]
+            key = cls.summary.methods.get(name)
+            fn = self._module_functions[id(cls.module)].get(key) if key is not None else None
+            if fn is not None:
+                out.append(fn)
         return out
 
     def _instance_call(self, class_gkey: str, method: str) -> list[_Function | _Class]:

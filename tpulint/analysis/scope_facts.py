@@ -968,6 +968,14 @@ class _Walker:
                     if isinstance(base, ast.Name) and base.id == "self":
                         self._add(uses, seen, ["selfref", current.attr])
                         continue
+                    if (
+                        isinstance(base, ast.Attribute)
+                        and isinstance(base.value, ast.Name)
+                        and base.value.id == "self"
+                    ):
+                        # `step = self.model.forward_old`: a method of an attribute, called
+                        # later through the local (`self.model` itself is walked next).
+                        self._add(uses, seen, ["attr", f"{base.attr}.{current.attr}"])
                     text = dotted(current)
                     if text is not None and self.known(text.split(".", 1)[0], imports, local):
                         use = ["ref", self.qualify(text, imports)]

@@ -269,6 +269,9 @@ class FunctionSummary:
     span: tuple[int, int] = (0, 0)
     # The values its body uses as integer indices (index_uses.index_uses)
     index_uses: list[str] = field(default_factory=list)
+    # Its body only raises NotImplementedError (or it is an @abstractmethod): subclasses
+    # implement it, so a call of it runs one of their overrides.
+    abstract: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -290,6 +293,7 @@ class FunctionSummary:
             "dr": self.dist_rank,
             "rs": self.rank_source,
             "iu": self.index_uses,
+            "ab": self.abstract,
         }
 
     @classmethod
@@ -313,6 +317,7 @@ class FunctionSummary:
             data.get("rs", False),
             tuple(data["sp"]),  # type: ignore[arg-type]
             data.get("iu", []),
+            data.get("ab", False),
         )
 
 
@@ -896,7 +901,15 @@ class _Summarizer(ValueEvaluator):
         if isinstance(node, ast.AnnAssign):
             if node.value is not None:
                 self.expression(node.value, scope)
-                self.assign(node.target, node.value, self.atoms(node.value, scope), scope, klass)
+                value = self.atoms(node.value, scope)
+                if _self_target(node.target) and _class_name(node.annotation):
+                    # `self.decoder: ActionDecoder = hydra.utils.instantiate(cfg)`: an
+                    # instance of the annotated class (or of a subclass).
+                    built = ast.copy_location(
+                        ast.Call(func=node.annotation, args=[], keywords=[]), node.annotation
+                    )
+                    value = union(value, self.atoms(built, scope))
+                self.assign(node.target, node.value, value, scope, klass)
             elif klass is not None and isinstance(node.target, ast.Name) and scope.info is None:
                 kind = annotation_kind(ast.unparse(node.annotation))
                 if kind is not None:
@@ -979,6 +992,7 @@ class _Summarizer(ValueEvaluator):
                 node.end_lineno or node.lineno,
             ),
         )
+        info.abstract = _is_abstract(node, decorators)
         self.summary.functions.append(info)
         self.node_keys[id(node)] = info.key
         info.rank_aware = self._spans_rank_line(node)
@@ -1200,8 +1214,18 @@ class _Summarizer(ValueEvaluator):
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
-                call = self.call_site(current, scope, guards)
-                if call is not None:
+                calls = [self.call_site(current, scope, guards)]
+                if isinstance(current.func, ast.Name) and current.func.id in scope.method_refs:
+                    # `step = self.model.forward_old if old else self.model.forward;
+                    # step(x)`: a call of each method the local may hold.
+                    resolved = self.resolve_guards(guards) if guards else ()
+                    calls = [
+                        CallSite(form, target, current.lineno, resolved)
+                        for form, target in scope.method_refs[current.func.id]
+                    ]
+                for call in calls:
+                    if call is None:
+                        continue
                     if call.form != "name" or call.target.split(".", 1)[0] not in _EXTERNAL:
                         # What the call passes: the callee's parameters' values, for the
                         # model (a helper only ever called with CPU tensors or numpy).
@@ -1330,6 +1354,11 @@ class _Summarizer(ValueEvaluator):
             return
         self.bind(target, value, scope)
         if isinstance(target, ast.Name):
+            refs = _method_refs(value_node)
+            if refs:
+                scope.method_refs[target.id] = refs
+            else:
+                scope.method_refs.pop(target.id, None)
             ctor = self.constructor(value_node, scope)
             if ctor is not None:
                 scope.instances[target.id] = ctor
@@ -1674,3 +1703,57 @@ def _size_param(
     if index >= len(params):
         return False
     return _first_use(table, params[index].arg, node)
+
+
+def _self_target(target: ast.expr) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def _class_name(annotation: ast.expr) -> bool:
+    """A plain class annotation (`Decoder`, `models.Decoder`), not a generic or a string."""
+    name = dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str]) -> bool:
+    """An `@abstractmethod`, or a body (after its docstring) that only raises
+    NotImplementedError."""
+    if any(d.rsplit(".", 1)[-1] == "abstractmethod" for d in decorators):
+        return True
+    body = node.body
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    name = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(name, ast.Name) and name.id == "NotImplementedError"
+
+
+def _method_refs(node: ast.expr) -> list[tuple[str, str]]:
+    """The methods a value refers to without calling them: `self.m` ("self", "m"),
+    `self.model.m` ("attr", "model.m"), and either side of `a if c else b` of those."""
+    if isinstance(node, ast.IfExp):
+        body, orelse = _method_refs(node.body), _method_refs(node.orelse)
+        return body + orelse if body and orelse else []
+    if not isinstance(node, ast.Attribute):
+        return []
+    base = node.value
+    if isinstance(base, ast.Name) and base.id == "self":
+        return [("self", node.attr)]
+    if (
+        isinstance(base, ast.Attribute)
+        and isinstance(base.value, ast.Name)
+        and base.value.id == "self"
+    ):
+        return [("attr", f"{base.attr}.{node.attr}")]
+    return []

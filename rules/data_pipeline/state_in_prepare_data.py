@@ -1,0 +1,308 @@
+"""TPU310 state-in-prepare-data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from tpulint.analysis.project import FileView
+from tpulint.datatypes.diagnostics import Severity
+from tpulint.rule_api.rule import Invalid, RelatedNode, Valid
+
+from .helpers import _PL, DATA_CLASS_KINDS, _DataRule
+
+# Methods whose assignments do not make an attribute available on every process after
+# `prepare_data` ran: the constructor runs before it (the attribute's value there is what
+# the other processes keep), `prepare_data` is the hook itself.
+_OWN = frozenset({"__init__", "prepare_data"})
+
+
+class StateInPrepareData(_DataRule):
+    """
+    ## What it does
+    Finds `self.<name> = ...` in the `prepare_data` hook of a LightningModule or
+    LightningDataModule when another method of the class reads `self.<name>`
+    (`train_dataloader`, `setup`, a step) and no method but the constructor sets it (a
+    constructor's `None` counts as not set). Classes that call `prepare_data` themselves
+    are not reported.
+
+    ## Why is this bad on TPU?
+    Lightning calls `prepare_data` in one process per node only, the one of local rank 0
+    (`trainer/connectors/data_connector.py`, lines 85-102: the hook runs under
+    `if (prepare_data_per_node and local_rank_zero) ...`), because it is meant for
+    downloads and other writes to disk. A TPU host trains with one process per TPU device
+    (four or eight), so every other process reaches `train_dataloader` without the
+    attribute: `AttributeError` (or the constructor's `None`) on all but one process, and
+    the job stops. The same class works on one GPU or CPU, where the only process is rank 0.
+    Lightning's docs of the hook say: "DO NOT set state to the model (use `setup` instead)".
+
+    ## Example
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import MNIST
+
+
+    class Data(L.LightningDataModule):
+        def prepare_data(self):
+            self.train_set = MNIST("data", train=True, download=True)
+
+        def train_dataloader(self):
+            return DataLoader(self.train_set, batch_size=64, drop_last=True)
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import MNIST
+
+
+    class Data(L.LightningDataModule):
+        def prepare_data(self):
+            MNIST("data", train=True, download=True)  # download once per host
+
+        def setup(self, stage):
+            self.train_set = MNIST("data", train=True)  # every process
+
+        def train_dataloader(self):
+            return DataLoader(self.train_set, batch_size=64, drop_last=True)
+    ```
+
+    ## Fix safety
+    No fix: what `prepare_data` writes to disk must stay there, and only the assignments
+    move to `setup`.
+
+    ## References
+    - [Lightning: `prepare_data` (DO NOT set state to the model)](https://lightning.ai/docs/pytorch/stable/data/datamodule.html#prepare-data)
+    - [Lightning source: `DataConnector.prepare_data` runs the hook on local rank 0 only](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/data_connector.py)
+    - [torch_xla: PJRT runs one process per TPU device](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
+
+    ## Status
+    Stable (new in issue 21): every finding is an attribute that the processes of local
+    rank 1 and above never get, by construction of Lightning's hook call. It comes from
+    the misses of the fifth TPU-targeted held-out set (two classes whose datasets were
+    built in `prepare_data` under an 8-core TPU Trainer).
+    """
+
+    code = "TPU310"
+    name = "state-in-prepare-data"
+    summary = "`self.<name> = ...` in `prepare_data`, read elsewhere: set on local rank 0 only"
+    severity = Severity.ERROR
+    requires = ("prepare_data",)
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return view.has_lightning_class
+
+    VALID = (
+        # Downloads in prepare_data, state in setup.
+        Valid(
+            _PL + "\n\nclass Data(L.LightningDataModule):\n"
+            "    def prepare_data(self):\n"
+            "        download(self.root)\n"
+            "    def setup(self, stage):\n"
+            "        self.train_set = load(self.root)\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.train_set)\n"
+        ),
+        # Set in setup too (when missing), or only used by prepare_data itself.
+        Valid(
+            _PL + "\n\nclass Data(L.LightningDataModule):\n"
+            "    def prepare_data(self):\n"
+            "        self.files = list_files(self.root)\n"
+            "        self.cache = {}\n"
+            "        for f in self.files:\n"
+            "            self.cache[f] = fetch(f)\n"
+            "    def setup(self, stage):\n"
+            "        self.files = list_files(self.root)\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.files)\n"
+        ),
+        # The class calls prepare_data itself (every process runs it).
+        Valid(
+            _PL + "\n\nclass Data(L.LightningDataModule):\n"
+            "    def prepare_data(self):\n"
+            "        self.train_set = load(self.root)\n"
+            "    def setup(self, stage):\n"
+            "        self.prepare_data()\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.train_set)\n"
+        ),
+        # The constructor gives it a real value every process keeps; not a Lightning class.
+        Valid(
+            _PL + "\n\nclass Data(L.LightningDataModule):\n"
+            "    def __init__(self, root):\n"
+            "        super().__init__()\n"
+            "        self.root = root\n"
+            "    def prepare_data(self):\n"
+            "        self.root = download(self.root)\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.root)\n"
+            "\n\nclass Plain:\n"
+            "    def prepare_data(self):\n"
+            "        self.x = 1\n"
+            "    def use(self):\n"
+            "        return self.x\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            _PL + "\n\nclass Model(L.LightningModule):\n"
+            "    def prepare_data(self):\n"
+            "        self.train_set = load('train')\n"
+            "        self.val_set = load('val')\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.train_set)\n"
+            "    def val_dataloader(self):\n"
+            "        return make_loader(self.val_set)\n",
+            line=6,
+            message="`self.train_set` and `self.val_set`",
+        ),
+        # A constructor's None is what the other processes keep.
+        Invalid(
+            _PL + "\n\nclass Data(L.LightningDataModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.dataset = None\n"
+            "    def prepare_data(self):\n"
+            "        if self.dataset is None:\n"
+            "            self.dataset = load('all')\n"
+            "    def setup(self, stage):\n"
+            "        self.train, self.val = split(self.dataset)\n",
+            message="reads",
+        ),
+    )
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self._skip:
+            return
+        info = self.ctx.klass  # the engine entered this class before the rules' handlers
+        if info is None or info.node is not node or not info.kind & DATA_CLASS_KINDS:
+            return
+        methods = {m.name.value: m for m in node.body.body if isinstance(m, cst.FunctionDef)}
+        hook = methods.get("prepare_data")
+        if hook is None:
+            return
+        if any(_calls_self(method, "prepare_data") for method in methods.values()):
+            return
+        set_in_hook = _assigned(hook)
+        if not set_in_hook:
+            return
+        init = methods.get("__init__")
+        kept = _assigned(init, real_only=True) if init is not None else {}
+        set_elsewhere: set[str] = set()
+        readers: dict[str, str] = {}
+        for name, method in methods.items():
+            if name in _OWN:
+                continue
+            set_elsewhere.update(_assigned(method))
+            for attr in _read(method):
+                readers.setdefault(attr, name)
+        lost = [
+            attr
+            for attr in set_in_hook
+            if attr in readers and attr not in set_elsewhere and attr not in kept
+        ]
+        if not lost:
+            return
+        first = set_in_hook[lost[0]]
+        names = " and ".join(f"`self.{a}`" for a in lost[:3])
+        if len(lost) > 3:
+            names += f" ({len(lost) - 3} more)"
+        reading = sorted({f"`{readers[a]}`" for a in lost})
+        readers_text = (
+            ", ".join(reading[:-1]) + " and " + reading[-1] if len(reading) > 1 else reading[0]
+        )
+        self.report(
+            first,
+            f"`prepare_data` sets {names}, which {readers_text} "
+            f"{'reads' if len(reading) == 1 else 'read'}: Lightning runs "
+            "`prepare_data` only in the process of local rank 0 (data_connector.py:85-102), "
+            "so the other processes of a TPU host (one per device) never get "
+            f"{'it' if len(lost) == 1 else 'them'}; set {'it' if len(lost) == 1 else 'them'} "
+            "in `setup` and keep downloads in `prepare_data`",
+            related=[RelatedNode(set_in_hook[a], f"`self.{a}` is also set here") for a in lost[1:]],
+        )
+
+
+def _self_target(node: cst.BaseExpression) -> list[str]:
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return [node.attr.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for e in node.elements for n in _self_target(e.value)]
+    return []
+
+
+def _assigned(method: cst.FunctionDef, real_only: bool = False) -> dict[str, cst.CSTNode]:
+    """`self.<name>` set in a method (first statement setting each). `real_only`: not to
+    None."""
+    found: dict[str, cst.CSTNode] = {}
+    for node in _walk(method.body):
+        targets: list[cst.BaseExpression] = []
+        value: cst.BaseExpression | None = None
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+            value = node.value
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets = [node.target]
+            value = node.value
+        if real_only and isinstance(value, cst.Name) and value.value == "None":
+            continue
+        for target in targets:
+            for name in _self_target(target):
+                found.setdefault(name, node)
+    return found
+
+
+def _read(method: cst.FunctionDef) -> set[str]:
+    """Names of `self.<name>` read in a method (any attribute of `self` that is loaded)."""
+    stores = {id(t) for node in _walk(method.body) for t in _store_targets(node)}
+    return {
+        node.attr.value
+        for node in _walk(method.body)
+        if isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and id(node) not in stores
+    }
+
+
+def _store_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, cst.AnnAssign):
+        targets = [node.target]
+    else:
+        return []
+    out: list[cst.CSTNode] = []
+    for target in targets:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            out.extend(e.value for e in target.elements)
+        else:
+            out.append(target)
+    return out
+
+
+def _calls_self(method: cst.FunctionDef, name: str) -> bool:
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == name
+        and isinstance(node.func.value, cst.Name)
+        and node.func.value.value == "self"
+        for node in _walk(method.body)
+    )
+
+
+def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))

@@ -1,0 +1,285 @@
+"""TPU111 size-read-from-index."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tpulint.analysis.context import get_arg
+from tpulint.analysis.project import FileView
+from tpulint.analysis.values import CPU, DEVICE, ValueKind
+from tpulint.datatypes.diagnostics import Applicability
+from tpulint.rule_api.rule import Invalid, Rule, Valid
+
+from ..shared.matchers import source_of
+from .helpers import _HEAD, in_exception_path, quiet
+
+
+class _Sized:
+    """A library function that reads an output size from its index tensor's values when the
+    size argument is missing: `size` (keyword, position) is the argument that prevents the
+    read, `index` (keyword, position) the tensor read, `others` arguments that also give the
+    size (`out=` of torch_scatter), `needs_index`: the read happens only when the index is
+    passed (PyG's pooling without `batch` sums the whole tensor)."""
+
+    def __init__(
+        self,
+        size: tuple[str, int],
+        index: tuple[str, int],
+        others: tuple[tuple[str, int], ...] = (),
+        needs_index: bool = False,
+        also: tuple[tuple[str, int], ...] = (),
+    ) -> None:
+        self.size = size
+        self.index = index
+        self.others = others
+        self.needs_index = needs_index
+        self.also = also  # further sizes read when missing (`to_dense_batch`'s batch size)
+
+
+# torch_scatter 2.1 (scatter.py, composite/*.py): `size[dim] = int(index.max()) + 1` when
+# `dim_size` is None and no `out` is given.
+_SCATTER = _Sized(("dim_size", 4), ("index", 1), others=(("out", 3),))
+_TORCH_SCATTER = {
+    "scatter": _SCATTER,
+    "scatter_sum": _SCATTER,
+    "scatter_add": _SCATTER,
+    "scatter_mul": _SCATTER,
+    "scatter_mean": _SCATTER,
+    "scatter_min": _SCATTER,
+    "scatter_max": _SCATTER,
+    "scatter_std": _SCATTER,
+    "scatter_logsumexp": _SCATTER,
+    "scatter_softmax": _Sized(("dim_size", 3), ("index", 1)),
+    "scatter_log_softmax": _Sized(("dim_size", 4), ("index", 1)),
+}
+# PyTorch Geometric 2.x: utils/_scatter.py `dim_size = int(index.max()) + 1`, pooling
+# (nn/pool/glob.py) passes `size` on as that `dim_size` when a `batch` is given,
+# utils/num_nodes.py `maybe_num_nodes` reads `int(edge_index.max()) + 1`, `to_dense_batch`
+# reads the batch size and the largest graph's node count.
+_PYG = {
+    "scatter": _Sized(("dim_size", 3), ("index", 1)),
+    "global_add_pool": _Sized(("size", 2), ("batch", 1), needs_index=True),
+    "global_mean_pool": _Sized(("size", 2), ("batch", 1), needs_index=True),
+    "global_max_pool": _Sized(("size", 2), ("batch", 1), needs_index=True),
+    "softmax": _Sized(("num_nodes", 3), ("index", 1), others=(("ptr", 2),), needs_index=True),
+    "degree": _Sized(("num_nodes", 1), ("index", 0)),
+    "to_dense_batch": _Sized(
+        ("max_num_nodes", 3), ("batch", 1), needs_index=True, also=(("batch_size", 4),)
+    ),
+}
+# torch.nn.functional.one_hot: `num_classes=-1` (the default) is `self.max().item() + 1`
+# (aten/src/ATen/native/Onehot.cpp).
+_ONE_HOT = _Sized(("num_classes", 1), ("tensor", 0))
+
+
+class SizeReadFromIndex(Rule):
+    """
+    ## What it does
+    Finds calls in code that runs every step that leave out the size of their result, so
+    that the library reads it from the values of an index tensor: `torch_scatter`'s
+    `scatter` and `scatter_*` without `dim_size` (or `out=`), PyTorch Geometric's
+    `scatter` without `dim_size`, `global_add_pool` / `global_mean_pool` /
+    `global_max_pool` with a `batch` but no `size`, `softmax` with an index but neither
+    `ptr` nor `num_nodes`, `degree` without `num_nodes`, `to_dense_batch` without
+    `max_num_nodes` and `batch_size`, and `torch.nn.functional.one_hot` without
+    `num_classes`. Indices that are CPU tensors or host values are not reported.
+
+    ## Why is this bad on TPU?
+    Without the size the library computes it as `int(index.max()) + 1` (`one_hot`:
+    `self.max().item() + 1`): the pending XLA graph is cut and run and the maximum copied
+    to the host, a sync on every call. The result's shape then follows the data (the
+    largest graph id, node or class present in this batch), so XLA also compiles a new
+    graph whenever that maximum changes. A model that pools or reduces per graph with
+    `scatter` pays this several times per step.
+
+    ## Example
+    ```python
+    import lightning as L
+    from torch_scatter import scatter
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            per_atom = self.net(batch.x)
+            per_graph = scatter(per_atom, batch.batch, dim=0, reduce="mean")
+            return (per_graph - batch.y).pow(2).mean()
+    ```
+
+    ## Use instead
+    ```python
+    import lightning as L
+    from torch_scatter import scatter
+
+
+    class Model(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            per_atom = self.net(batch.x)
+            per_graph = scatter(
+                per_atom, batch.batch, dim=0, dim_size=batch.num_graphs, reduce="mean"
+            )
+            return (per_graph - batch.y).pow(2).mean()
+    ```
+
+    Pass the size the code already knows as a Python number: the number of graphs of the
+    batch (`batch.num_graphs`, the batch size of a padded batch), the number of nodes
+    (`x.size(0)`), the number of classes. With batches padded to a fixed number of graphs
+    and nodes, the size is the same every step and the graph compiles once.
+
+    ## Fix safety
+    No fix: the right size is a fact about the data that the call does not show.
+
+    ## References
+    - [torch_scatter source: `scatter_sum` sizes its output from `index.max()`](https://github.com/rusty1s/pytorch_scatter/blob/master/torch_scatter/scatter.py)
+    - [PyTorch Geometric source: `utils.scatter`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/_scatter.py)
+    - [PyTorch: `torch.nn.functional.one_hot` (`num_classes=-1` infers the count)](https://pytorch.org/docs/stable/generated/torch.nn.functional.one_hot.html)
+    - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
+
+    ## Status
+    Stable (new in issue 21): the read is in the library's own code whenever the size is
+    missing, so every call in code that runs every step with a device index syncs by
+    construction. It comes from the misses of the fifth held-out pair (graph losses and
+    readouts of a crystal model).
+    """
+
+    code = "TPU111"
+    name = "size-read-from-index"
+    summary = "`scatter` / PyG pooling / `one_hot` without their size argument in hot code"
+    hot_only = True
+    fix_applicability = Applicability.DISPLAY_ONLY
+    requires = ("scatter", "pool", "softmax", "degree", "to_dense_batch", "one_hot")
+    screen_calls = frozenset({*_TORCH_SCATTER, *_PYG, "one_hot"})
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        return view.has_hot_code
+
+    VALID = (
+        # The size is given: no read.
+        Valid(
+            "from torch_scatter import scatter, scatter_max\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        h = self(batch)\n"
+            "        a = scatter(h, batch.batch, dim=0, dim_size=batch.num_graphs)\n"
+            "        b = scatter_max(h, batch.batch, 0, None, batch.num_graphs)[0]\n"
+            "        c = torch.nn.functional.one_hot(batch.y, num_classes=10)\n"
+            "        return (a + b).sum() + c.sum()\n"
+        ),
+        # Pooling without a batch sums the whole tensor; `out=` gives the size.
+        Valid(
+            "from torch_geometric.nn import global_mean_pool\n"
+            "from torch_scatter import scatter_add\n"
+            + _HEAD
+            + "    def forward(self, x, index, out):\n"
+            "        return global_mean_pool(x, None), scatter_add(x, index, out=out)\n"
+        ),
+        # Not every step: data preparation.
+        Valid(
+            "import torch.nn.functional as F\n" + _HEAD + "    def setup(self, stage):\n"
+            "        self.targets = F.one_hot(self.labels)\n"
+        ),
+        # A CPU tensor built from Python data.
+        Valid(
+            "import torch.nn.functional as F\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        codes = F.one_hot(torch.tensor([0, 2, 1]))\n"
+            "        return self(batch, codes)\n"
+        ),
+        # Another library's `scatter` (torch.Tensor.scatter takes its size from `self`).
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        out = torch.zeros(4, 3).scatter(0, batch.index, batch.x)\n"
+            "        return out.sum()\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "from torch_scatter import scatter\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        h = self(batch)\n"
+            "        return scatter(h, batch.batch, dim=0, reduce='mean').mean()\n",
+            line=9,
+            message="reads `int(batch.batch.max()) + 1` on the host",
+        ),
+        # PyG pooling and softmax in a module's forward; one_hot of the targets.
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "from torch_geometric.nn import global_add_pool\n"
+            "from torch_geometric.utils import softmax\n"
+            "import torch_scatter\n" + _HEAD + "    def forward(self, x, edge_index, batch):\n"
+            "        alpha = softmax(x[edge_index[0]], edge_index[1])\n"
+            "        pooled = global_add_pool(x, batch)\n"
+            "        total = torch_scatter.scatter_sum(alpha, edge_index[1], dim=0)\n"
+            "        return pooled, total\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        target = F.one_hot(batch.y)\n"
+            "        return (self(batch.x, batch.edge_index, batch.batch)[0] - target).sum()\n",
+            count=4,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_hot_code:
+            return
+        qualified = ctx.qualify(node.func)
+        if qualified is None:
+            return
+        root, _, last = qualified.rpartition(".")
+        package = root.split(".", 1)[0]
+        if package == "torch_scatter":
+            sized = _TORCH_SCATTER.get(last)
+        elif package == "torch_geometric":
+            sized = _PYG.get(last)
+        elif qualified == "torch.nn.functional.one_hot":
+            sized = _ONE_HOT
+        else:
+            sized = None
+        if sized is None or any(arg.star for arg in node.args):
+            return
+        index = get_arg(node, *sized.index)
+        if index is None or _is_none(index.value):
+            return
+        if any(get_arg(node, *other) is not None for other in sized.others):
+            return
+        missing = [
+            name
+            for name, position in (sized.size, *sized.also)
+            if _missing(get_arg(node, name, position), name)
+        ]
+        if not missing:
+            return
+        kind = ctx.value_kind(index.value)
+        if kind.is_host or kind is CPU or kind not in (DEVICE, ValueKind.UNKNOWN):
+            return
+        if quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        tensor = source_of(ctx, index.value)
+        read = f"`{tensor}.max().item() + 1`" if last == "one_hot" else f"`int({tensor}.max()) + 1`"
+        given = " and ".join(f"`{name}=`" for name in missing)
+        self.report(
+            node,
+            f"`{last}` without {given} in {ctx.hot_reason} reads {read} on the host: a sync "
+            "every step, and an output shape that follows the data (a graph per size); "
+            f"pass {given} (a Python number the code knows, fixed across batches)",
+        )
+
+
+def _missing(arg: cst.Arg | None, name: str) -> bool:
+    """Whether a size argument is left to the library: absent, None, or `num_classes=-1`."""
+    if arg is None or _is_none(arg.value):
+        return True
+    value = arg.value
+    return (
+        name == "num_classes"
+        and isinstance(value, cst.UnaryOperation)
+        and isinstance(value.operator, cst.Minus)
+        and isinstance(value.expression, cst.Integer)
+        and value.expression.value == "1"
+    )
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
