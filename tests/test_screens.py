@@ -136,8 +136,19 @@ _APACHE_HEADER = (
         # `padding=` of a convolution, `max(...)` of numbers: no tokenizer, no collate function.
         "from torch import nn\n\n\ndef layer(width, kernel):\n"
         "    return nn.Conv2d(width, width, kernel, padding=max(kernel // 2, 1))\n",
+        # A collate function that pads to a fixed length from the longest length's value:
+        # `max(...)` is called, but no `name = max(len(x) ...)` the hand-rolled padding
+        # check reports (TPU304's screen reads the assignments with `ast`).
+        "import torch\n\n\ndef speech_collate_fn(batch, pad_id, bucket):\n"
+        "    signals, lengths = zip(*batch)\n"
+        "    longest = max(lengths).item()\n"
+        "    width = max(bucket, longest)\n"
+        "    out = torch.full((len(batch), width), pad_id)\n"
+        "    for row, signal in enumerate(signals):\n"
+        "        out[row, : len(signal)] = signal\n"
+        "    return out\n",
     ],
-    ids=["apache-header-model", "amp-without-tpu", "conv-padding"],
+    ids=["apache-header-model", "amp-without-tpu", "conv-padding", "collate-max-value"],
 )
 def test_library_files_are_not_parsed(source: str) -> None:
     """What the project model says rules these files out for the default rules: the screens
