@@ -224,16 +224,58 @@ def _loader_argument(call: ast.Call, name: str) -> ast.expr | None:
     return call.args[index] if len(call.args) > index else None
 
 
-def _may_keep_last_batch(source: str) -> bool:
-    """Whether some call of the code can pass `visit_Call`'s tests on its arguments alone,
-    read with `ast` whatever its callee (a DataLoader subclass may be called by any name): a
-    `*`/`**` argument, a batch sampler, `batch_size=None` with a sampler, or a batch size
-    other than the literal 1 without a `drop_last` other than the literal False."""
+def _may_keep_last_batch(source: str, view: FileView) -> bool:
+    """Whether some call of the code can pass `visit_Call`'s tests on its callee and its
+    arguments alone, read with `ast`: a callee named `DataLoader`, a class of this file, or
+    an imported class the project model derives from a `DataLoader` (or an import the model
+    does not hold), given a `*`/`**` argument, a batch sampler, `batch_size=None` with a
+    sampler, or a batch size other than the literal 1 without a `drop_last` other than the
+    literal False."""
     tree = parse_python(source)
     if tree is None:
         return True  # the libcst parse reports it
+    local_classes: set[str] = set()
+    imported: dict[str, int] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+        if isinstance(node, ast.ClassDef):
+            local_classes.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".", 1)[0]
+                imported[bound] = imported.get(bound, 0) + 1
+    known: dict[str, bool] = {}
+
+    def loader_callee(func: ast.expr) -> bool:
+        # is_dataloader_call, or RaggedLastBatch._dataloader_subclass
+        if isinstance(func, ast.Attribute) and func.attr == "DataLoader":
+            return True
+        chain: list[str] = []
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return False
+        root = func.id
+        if not chain and (root == "DataLoader" or root in local_classes):
+            return True
+        if root not in imported:
+            return False
+        dotted = ".".join([root, *reversed(chain)])
+        if dotted not in known:
+            target = view.module.imports.get(root)
+            if target is None or imported[root] > 1:
+                known[dotted] = True  # an import the summary does not hold as the only one
+            else:
+                qualified = ".".join([target, *reversed(chain)])
+                cls = view.model.resolve_class(qualified, view.module)
+                known[dotted] = cls is not None and any(
+                    base.rsplit(".", 1)[-1] == "DataLoader"
+                    for base in view.model.external_bases(cls.gkey)
+                )
+        return known[dotted]
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not loader_callee(node.func):
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
@@ -377,7 +419,7 @@ class RaggedLastBatch(_DataRule):
             return False
         return (
             bool(view.class_kinds & DATA_CLASS_KINDS) or ("Trainer" in source and ".fit(" in source)
-        ) and _may_keep_last_batch(source)
+        ) and _may_keep_last_batch(source, view)
 
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 
