@@ -136,12 +136,52 @@ _APACHE_HEADER = (
         # `padding=` of a convolution, `max(...)` of numbers: no tokenizer, no collate function.
         "from torch import nn\n\n\ndef layer(width, kernel):\n"
         "    return nn.Conv2d(width, width, kernel, padding=max(kernel // 2, 1))\n",
+        # A collate function that pads to a fixed length from the longest length's value:
+        # `max(...)` is called, but no `name = max(len(x) ...)` the hand-rolled padding
+        # check reports (TPU304's screen reads the assignments with `ast`).
+        "import torch\n\n\ndef speech_collate_fn(batch, pad_id, bucket):\n"
+        "    signals, lengths = zip(*batch)\n"
+        "    longest = max(lengths).item()\n"
+        "    width = max(bucket, longest)\n"
+        "    out = torch.full((len(batch), width), pad_id)\n"
+        "    for row, signal in enumerate(signals):\n"
+        "        out[row, : len(signal)] = signal\n"
+        "    return out\n",
+        # A DataModule whose loaders all say what to do with the last batch (TPU303's screen
+        # reads the calls' arguments with `ast`).
+        "import lightning as L\nfrom torch.utils.data import DataLoader\n\n\n"
+        "class Images(L.LightningDataModule):\n"
+        "    def __init__(self, batch_size, drop_last=True):\n"
+        "        super().__init__()\n"
+        "        self.batch_size, self.drop_last = batch_size, drop_last\n\n"
+        "    def train_dataloader(self):\n"
+        "        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True,\n"
+        "                          drop_last=self.drop_last)\n\n"
+        "    def val_dataloader(self):\n"
+        "        return DataLoader(self.val, batch_size=1)\n",
+        # A checkpoint helper: `torch.save` in one function, a rank test in another (TPU108
+        # looks for the guard in the collective's own function).
+        "import os\nimport torch\n\n\n"
+        "def save(state, path):\n"
+        "    torch.save(state, path)\n\n\n"
+        "def is_main():\n"
+        "    if int(os.environ.get('LOCAL_RANK', 0)) == 0:\n"
+        "        return True\n"
+        "    return False\n",
     ],
-    ids=["apache-header-model", "amp-without-tpu", "conv-padding"],
+    ids=[
+        "apache-header-model",
+        "amp-without-tpu",
+        "conv-padding",
+        "collate-max-value",
+        "datamodule-drop-last",
+        "save-beside-rank-helper",
+    ],
 )
 def test_library_files_are_not_parsed(source: str) -> None:
     """What the project model says rules these files out for the default rules: the screens
-    of TPU505, TPU304 and TPU402 read the calls and keywords it found, not only the text."""
+    of TPU505, TPU304 and TPU402 read the calls and keywords it found, not only the text, and
+    those of TPU303, TPU304 and TPU108 the shapes their handlers need, read with `ast`."""
     default = Config.from_mapping({})
     before = libcst_parses()
     assert check_source(source, "lib.py", default) == []

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
+from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
@@ -116,6 +118,43 @@ def _longest_length(value: cst.BaseExpression) -> bool:
         )
     if isinstance(argument, cst.Name):
         return bool(re.search(r"(?i)(len|length|size)", argument.value))
+    return False
+
+
+def _assigns_longest_length(source: str) -> bool:
+    """Whether the code has an assignment the hand-rolled padding check can report:
+    `name = max(...)` where an argument has `_longest_length`'s shape, read with `ast` (a
+    superset: every argument, starred or keyword, is tried)."""
+    tree = parse_python(source)
+    if tree is None:
+        return True  # the libcst parse reports it
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "max"
+        ):
+            continue
+        call = node.value
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(argument, ast.Starred):
+                argument = argument.value
+            if isinstance(argument, (ast.GeneratorExp, ast.ListComp)) and any(
+                (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len")
+                or (isinstance(n, ast.Attribute) and n.attr == "shape")
+                or (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "size"
+                )
+                for n in ast.walk(argument.elt)
+            ):
+                return True
+            if isinstance(argument, ast.Name) and re.search(r"(?i)(len|length|size)", argument.id):
+                return True
     return False
 
 
@@ -608,22 +647,21 @@ class DynamicPadding(_DataRule):
         pads = (
             "padding" in syntax.class_fields  # collator dataclasses
             or "pad_sequence" in syntax.calls
-            # hand-rolled padding to `max(len(x) for x in batch)` (_longest_length)
-            or "max" in syntax.calls
         )
-        if not pads:
+        # hand-rolled padding: `name = max(len(x) for x in batch)` (visit_Assign)
+        if not (pads or "max" in syntax.calls):
             return False
         # The rest reports only in a collate function or a collator class, whose name (or
         # the `collate_fn=` keyword naming it) is in the text, or in a helper of this file
         # that one in another file calls (`_is_collate_helper`).
-        if _COLLATE_NAME.search(source) is not None:
-            return True
-        return any(
+        if _COLLATE_NAME.search(source) is None and not any(
             _SURE_COLLATE.search(name)
             or (name == "__call__" and owner and _COLLATE_NAME.search(owner.rsplit(".", 1)[-1]))
             for function in view.module.functions
             for name, owner in view.callers(function.key)
-        )
+        ):
+            return False
+        return pads or _assigns_longest_length(source)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
+from tpulint.analysis.python_ast import parse_python
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
@@ -17,6 +19,7 @@ from .helpers import (
     _PL,
     BATCH_SAMPLERS,
     DATA_CLASS_KINDS,
+    DATALOADER_PARAMS,
     _DataRule,
     _short,
     callers_of,
@@ -212,6 +215,93 @@ def _takes(function: cst.FunctionDef, name: str) -> bool:
     return any(p.name.value == name for p in [*params.params, *params.kwonly_params])
 
 
+def _loader_argument(call: ast.Call, name: str) -> ast.expr | None:
+    """`loader_arg` on an `ast` call: the keyword first, then by DataLoader's position."""
+    for item in call.keywords:
+        if item.arg == name:
+            return item.value
+    index = DATALOADER_PARAMS.index(name)
+    return call.args[index] if len(call.args) > index else None
+
+
+def _may_keep_last_batch(source: str, view: FileView) -> bool:
+    """Whether some call of the code can pass `visit_Call`'s tests on its callee and its
+    arguments alone, read with `ast`: a callee named `DataLoader`, a class of this file, or
+    an imported class the project model derives from a `DataLoader` (or an import the model
+    does not hold), given a `*`/`**` argument, a batch sampler, `batch_size=None` with a
+    sampler, or a batch size other than the literal 1 without a `drop_last` other than the
+    literal False."""
+    tree = parse_python(source)
+    if tree is None:
+        return True  # the libcst parse reports it
+    local_classes: set[str] = set()
+    imported: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            local_classes.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".", 1)[0]
+                imported[bound] = imported.get(bound, 0) + 1
+    known: dict[str, bool] = {}
+
+    def loader_callee(func: ast.expr) -> bool:
+        # is_dataloader_call, or RaggedLastBatch._dataloader_subclass
+        if isinstance(func, ast.Attribute) and func.attr == "DataLoader":
+            return True
+        chain: list[str] = []
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return False
+        root = func.id
+        if not chain and (root == "DataLoader" or root in local_classes):
+            return True
+        if root not in imported:
+            return False
+        dotted = ".".join([root, *reversed(chain)])
+        if dotted not in known:
+            target = view.module.imports.get(root)
+            if target is None or imported[root] > 1:
+                known[dotted] = True  # an import the summary does not hold as the only one
+            else:
+                qualified = ".".join([target, *reversed(chain)])
+                cls = view.model.resolve_class(qualified, view.module)
+                known[dotted] = cls is not None and any(
+                    base.rsplit(".", 1)[-1] == "DataLoader"
+                    for base in view.model.external_bases(cls.gkey)
+                )
+        return known[dotted]
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not loader_callee(node.func):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            return True
+        if _loader_argument(node, "batch_sampler") is not None:
+            return True
+        batch_size = _loader_argument(node, "batch_size")
+        if batch_size is None:
+            continue
+        if isinstance(batch_size, ast.Constant) and batch_size.value is None:
+            if _loader_argument(node, "sampler") is not None:
+                return True
+            continue
+        if (
+            isinstance(batch_size, ast.Constant)
+            and type(batch_size.value) is int
+            and batch_size.value == 1
+        ):
+            continue
+        drop_last = _loader_argument(node, "drop_last")
+        if drop_last is None or (isinstance(drop_last, ast.Constant) and drop_last.value is False):
+            return True
+    return False
+
+
 class RaggedLastBatch(_DataRule):
     """
     ## What it does
@@ -327,9 +417,9 @@ class RaggedLastBatch(_DataRule):
             return True
         if not cls.lightning_code(source, view):
             return False
-        return bool(view.class_kinds & DATA_CLASS_KINDS) or (
-            "Trainer" in source and ".fit(" in source
-        )
+        return (
+            bool(view.class_kinds & DATA_CLASS_KINDS) or ("Trainer" in source and ".fit(" in source)
+        ) and _may_keep_last_batch(source, view)
 
     _HEAD = _PL + "from torch.utils.data import DataLoader\n\n\n"
 

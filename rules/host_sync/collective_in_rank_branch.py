@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.python_ast import parse_python
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
@@ -50,8 +52,10 @@ _RANK_TEST = re.compile(
     r"get_ordinal|global_ordinal|local_ordinal|get_rank|process_index|\brank\b)"
 )
 _RANK_ZERO_DECORATORS = frozenset({"rank_zero_only"})
+_COLLECTIVE_NAMES = last_names(_COLLECTIVES, _LIGHTNING_COLLECTIVES)
 # The text of a collective call, before parsing: `xm.save(`, `dist.barrier(`,
 # `.save_checkpoint(`, `strategy.reduce(`, `all_gather(`.
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # the line breaks `ast` counts lines by
 _COLLECTIVE_TEXT = re.compile(
     r"(\.(save|rendezvous|mesh_reduce|all_reduce|all_gather|reduce_scatter|all_to_all|"
     r"collective_permute|optimizer_step|barrier|broadcast|broadcast_object_list|"
@@ -142,8 +146,10 @@ class CollectiveInRankBranch(Rule):
 
     @classmethod
     def applies(cls, source: str, view: object) -> bool:
-        return bool(_COLLECTIVE_TEXT.search(source)) and any(
-            t in source for t in ("rank", "ordinal", "is_global_zero", "is_master")
+        return (
+            bool(_COLLECTIVE_TEXT.search(source))
+            and any(t in source for t in ("rank", "ordinal", "is_global_zero", "is_master"))
+            and _collective_beside_rank_test(source)
         )
 
     VALID = (
@@ -384,3 +390,68 @@ def _early_return_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
     if len(small) == 1 and isinstance(small[0], cst.Return):
         return statement.test
     return None
+
+
+def _collective_beside_rank_test(source: str) -> bool:
+    """Whether one function (or the module's own code) both calls a collective, by its last
+    name or an import alias of one, and has an `if` or conditional expression whose lines
+    match `_RANK_TEST`, or a `rank_zero_only` decorator: `_rank_guard` looks for the guard
+    only inside the call's own function. Read with `ast`, as a superset (every `if` of the
+    function counts, with the whole lines of its test)."""
+    tree = parse_python(source)
+    if tree is None:
+        return True  # the libcst parse reports it
+    collectives = set(_COLLECTIVE_NAMES)
+    decorators = set(_RANK_ZERO_DECORATORS)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                last = alias.name.rsplit(".", 1)[-1]
+                if alias.asname and last in collectives:
+                    collectives.add(alias.asname)
+                if alias.asname and last in decorators:
+                    decorators.add(alias.asname)
+    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
+
+    def lines(first: int, last: int) -> str:  # 1-based, inclusive
+        end = starts[last] if last < len(starts) else len(source)
+        return source[starts[first - 1] : end]
+
+    scopes: list[ast.AST] = [tree]
+    while scopes:
+        scope = scopes.pop()
+        calls = guarded = False
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            guarded = any(_last_name(d) in decorators for d in scope.decorator_list)
+            pending: list[ast.AST] = list(scope.body)
+        else:
+            pending = list(ast.iter_child_nodes(scope))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scopes.append(node)
+                pending.extend(node.decorator_list)  # evaluated in this scope
+                pending.extend(node.args.defaults)
+                pending.extend(d for d in node.args.kw_defaults if d is not None)
+                continue
+            if isinstance(node, ast.Call) and _last_name(node.func) in collectives:
+                calls = True
+            elif isinstance(node, ast.If) and not guarded:
+                header_end = node.body[0].lineno if node.body else node.test.end_lineno
+                guarded = bool(_RANK_TEST.search(lines(node.lineno, header_end or node.lineno)))
+            elif isinstance(node, ast.IfExp) and not guarded:
+                end = node.end_lineno or node.lineno
+                guarded = bool(_RANK_TEST.search(lines(node.lineno, end)))
+            if calls and guarded:
+                return True
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _last_name(node: ast.AST) -> str | None:
+    """`f` of `f`, `f(...)` and `a.b.f`."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
