@@ -358,6 +358,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        return loss\n\n"
             "    def dump(self, batch):\n"
             "        np.save('batch.npy', batch.cpu().numpy())\n"
+        ),
         # A module-level device chosen at start-up ("cpu" only in one branch), and a local
         # set in branches: not only the CPU device.
         Valid(
@@ -516,6 +517,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "    def export(self):\n"
             "        np.save('bank.npy', self.bank.cpu().numpy())\n",
             message="copies",
+        ),
         # `.to()` a name or attribute that holds the CPU device (detection references).
         Invalid(
             _HEAD + "    def __init__(self):\n"

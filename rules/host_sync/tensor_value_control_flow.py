@@ -178,6 +178,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "            if guess.strip().lower() == word or str(guess) == word:\n"
             "                hits += 1\n"
             "        return hits\n"
+        ),
         # The settings of a parameter group are Python numbers, its parameters' `grad`
         # may be None: neither is a tensor value.
         Valid(
