@@ -16,14 +16,20 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import time
 from pathlib import Path
 
 BOARD_FILE = "board.bin"
 _STAGES = ("train", "validate", "test", "sanity_check", "predict")
-_ENTRY = struct.Struct("<qqq")  # key, batches fetched, batch count at the end (-1: not ended)
+# version, key, batches fetched, batch count at the end (-1: not ended)
+_ENTRY = struct.Struct("<qqqq")
+_WORD = struct.Struct("<q")
 _ENTRIES = len(_STAGES) * 2  # per stage, the current and the previous loader epoch
 _SLOT = _ENTRY.size * _ENTRIES
 NOT_ENDED = -1
+# A write takes microseconds, unless its process is descheduled halfway: readers retry for
+# this long (seconds), yielding the CPU, before leaving the entry unread (no evidence either way).
+_READ_PATIENCE = 2.0
 
 
 def _key(stage: str, epoch: int) -> int:
@@ -37,6 +43,13 @@ def _entry(stage: str, epoch: int) -> int:
 
 
 class Board:
+    """Each entry is written by one core only and read by every other process, with no lock:
+    a version number (a seqlock) tells a reader that it read an entry halfway through a
+    write, and it reads again. Words are written whole, by slice assignment: `struct.pack_into`
+    zeroes its target before filling it, so a reader in another process could see a count of
+    0 that nobody wrote (a core "out of data after 0 batches"). The order of the words relies
+    on the host keeping the order of stores and of loads, as x86-64 (every TPU VM's host) does."""
+
     def __init__(self, path: Path, cores: int) -> None:
         self.path = path
         self.cores = cores
@@ -53,18 +66,36 @@ class Board:
     def _offset(self, rank: int, stage: str, epoch: int) -> int:
         return rank * _SLOT + _entry(stage, epoch) * _ENTRY.size
 
+    def _word(self, offset: int) -> int:
+        return _WORD.unpack(self._map[offset : offset + _WORD.size])[0]
+
+    def _set_word(self, offset: int, value: int) -> None:
+        self._map[offset : offset + _WORD.size] = _WORD.pack(value)
+
     def _read(self, rank: int, stage: str, epoch: int) -> tuple[int, int] | None:
         """(fetched, ended) of `rank` in that loader epoch, or None if it is not there."""
-        key, fetched, ended = _ENTRY.unpack_from(self._map, self._offset(rank, stage, epoch))
-        if key != _key(stage, epoch):
-            return None
-        return fetched, ended
+        offset = self._offset(rank, stage, epoch)
+        deadline = None
+        while True:
+            before = self._word(offset)
+            if not before % 2:  # odd: being written
+                _, key, fetched, ended = _ENTRY.unpack(self._map[offset : offset + _ENTRY.size])
+                if self._word(offset) == before:  # not written meanwhile
+                    return (fetched, ended) if key == _key(stage, epoch) else None
+            now = time.monotonic()
+            deadline = deadline or now + _READ_PATIENCE
+            if now > deadline:
+                return None
+            time.sleep(0)
 
     def _write(self, rank: int, stage: str, epoch: int, fetched: int, ended: int) -> None:
         offset = self._offset(rank, stage, epoch)
-        # Counts before the key: a reader that sees the new key sees its counts too.
-        struct.pack_into("<qq", self._map, offset + 8, fetched, ended)
-        struct.pack_into("<q", self._map, offset, _key(stage, epoch))
+        version = self._word(offset)
+        self._set_word(offset, version + 1)  # odd: readers wait
+        self._set_word(offset + 8, _key(stage, epoch))
+        self._set_word(offset + 16, fetched)
+        self._set_word(offset + 24, ended)
+        self._set_word(offset, version + 2)
 
     def _others(self, rank: int, stage: str, epoch: int) -> dict[int, tuple[int, int]]:
         found = {}

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tpulint.runtime.child.board import Board
+from tpulint.runtime.child.board import NOT_ENDED, Board
 from tpulint.runtime.child.recorder import wait_for_decision
 from tpulint.runtime.events import EventLog, EventTail, read_events
 from tpulint.runtime.monitor import Monitor
@@ -74,6 +74,31 @@ def test_either_order_is_caught(tmp_path: Path) -> None:
     assert board.fetched(0, "train", 3, 1) == {}
     assert board.ended(1, "train", 3, 1) == {0: 2}  # core 0 got a second batch
     assert board.ended(0, "validate", 0, 2) == {}  # another loader: nothing to compare
+
+
+def _fetching(board: Board, batches: int) -> None:
+    for index in range(batches):
+        board.fetched(1, "train", 0, index % 1000)
+
+
+def test_an_entry_being_written_is_never_read_half_written(tmp_path: Path) -> None:
+    """A core posts a fetch for every batch while the others read its entry from other
+    processes: a reader must see one whole write or another, never a count of 0 or an end
+    that nobody wrote (which would be a core "out of data after 0 batches")."""
+    board = Board.create(tmp_path, 2)
+    board.fetched(1, "train", 0, 0)
+    writer = FORK.Process(target=_fetching, args=(board, 100_000))
+    writer.start()
+    seen, torn = 0, []
+    while writer.is_alive():
+        entry = board._read(1, "train", 0)
+        seen += 1
+        if entry is None or entry[0] < 1 or entry[1] != NOT_ENDED:
+            torn.append(entry)
+    writer.join(30)
+    assert writer.exitcode == 0
+    assert seen > 1000  # the reads overlapped the writes
+    assert torn == []
 
 
 def _writer(directory: Path, ranks: list[int], rows: int) -> None:

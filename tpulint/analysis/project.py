@@ -384,7 +384,26 @@ class ProjectModel:
 
     # --- name resolution -----------------------------------------------------------------
 
+    def _script_sibling(self, name: str, near: ModuleSummary) -> ModuleSummary | None:
+        """The module `import <name>` finds beside a script run as a file (`python
+        src/train.py`): Python puts the script's own folder first on `sys.path`, so
+        `from data import DM` in `src/train.py` is `src/data.py` even when `src/` is a
+        package (where that file's module name is `src.data`)."""
+        if "__main__" not in near.scope.uses:
+            return None
+        folder = os.path.dirname(near.path)
+        relative = name.replace(".", "/")
+        for candidate in (f"{relative}.py", f"{relative}/__init__.py"):
+            found = self.modules.get(os.path.join(folder, candidate) if folder else candidate)
+            if found is not None and found is not near:
+                return found
+        return None
+
     def module_named(self, name: str, near: ModuleSummary | None = None) -> ModuleSummary | None:
+        if near is not None:
+            sibling = self._script_sibling(name, near)
+            if sibling is not None:
+                return sibling
         found = self.by_name.get(name)
         if not found:
             return None
@@ -422,7 +441,9 @@ class ProjectModel:
                 return None
             return self._in_module(near, qualified[1:], depth)
         parts = qualified.split(".")
-        if parts[0] not in self._roots:
+        if parts[0] not in self._roots and (
+            near is None or self._script_sibling(parts[0], near) is None
+        ):
             return None  # outside the project (torch, numpy, ...): most names calls resolve
         for i in range(len(parts), 0, -1):
             module = self.module_named(".".join(parts[:i]), near)
