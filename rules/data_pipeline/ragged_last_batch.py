@@ -611,10 +611,11 @@ class RaggedLastBatch(_DataRule):
     yields from a `while True:` loop it never leaves), followed from the loader through a
     helper's parameter (what its train callers pass), a local or `self.` attribute (what the
     function or any method of the class assigns it, `setup` included) and a factory
-    function or method of the file (what it returns), graph loaders that concatenate graphs of different sizes (PyTorch
-    Geometric's `DataLoader`, or a loader given its collater: every batch has node and edge
-    counts of its own, so the last one adds no shape; TPU308 is about those; unless the
-    project has a static-shape mode, a `static_shapes=` switch, that pads them), and
+    function or method of the file (what it returns), graph loaders that concatenate graphs
+    of different sizes (PyTorch Geometric's `DataLoader`, or a loader given its collater:
+    every batch has node and edge counts of its own, so the last one adds no shape; TPU308
+    is about those; unless the project has a static-shape mode, a `static_shapes=` switch,
+    that pads them), and
     validation/test/predict loaders: dropping evaluation samples changes the metrics, so
     those are better padded to a multiple of the global batch than cut.
 
