@@ -181,6 +181,78 @@ class Model(L.LightningModule):
     assert reason is not None and "cuda_fp16_autocast_on()" in reason
 
 
+def test_a_helper_built_from_a_cuda_autocast_query_decides_a_file_naming_no_device(
+    tmp_path: Path,
+) -> None:
+    """`torch.is_autocast_enabled()` without a device type asks about CUDA autocast only; a
+    helper that builds its answer in steps (`on = a`, `on = on and b`) returns that; the
+    caller's file names no device at all, and its `and` still short-circuits on a TPU."""
+    model = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/amp.py": """\
+                import torch
+
+                def half_autocast_on():
+                    on = torch.get_autocast_dtype("cpu") == torch.float16
+                    on = on and torch.is_autocast_enabled()
+                    return on
+
+                def any_autocast_on(kind):
+                    return torch.is_autocast_enabled(kind)
+            """,
+            "pkg/model.py": """\
+import lightning as L
+
+from pkg.amp import any_autocast_on, half_autocast_on
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x = self(batch)
+        scale = x.std()
+        if half_autocast_on() and scale != 0.0:
+            x = x / scale
+        if any_autocast_on("xla") and scale > 1.0:
+            x = x * 2
+        return x.sum()
+""",
+        },
+    )
+    reason = reason_at(model, tmp_path, "pkg/model.py", "scale != 0.0")
+    assert reason is not None and "half_autocast_on()" in reason
+    assert reason_at(model, tmp_path, "pkg/model.py", "scale > 1.0") is None
+    assert reason_at(model, tmp_path, "pkg/model.py", "x / scale") is not None
+
+
+def test_a_branch_assignment_keeps_a_flag_unknown(tmp_path: Path) -> None:
+    """Only a statement of the function's own body replaces what a name held; one in a
+    branch may not run, so the name is unknown after it."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+def fast_path(flag):
+    ok = torch.cuda.is_available()
+    if flag:
+        ok = True
+    return ok
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x = self(batch)
+        if fast_path(self.flag) and x.sum() > 0:
+            x = x * 2
+        return x.sum()
+"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "x.sum() > 0") is None
+
+
 def test_a_branch_importing_a_cuda_only_package(tmp_path: Path) -> None:
     model = project(
         tmp_path,

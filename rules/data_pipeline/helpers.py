@@ -475,6 +475,11 @@ _ITERABLE_HINT = re.compile(
 )
 
 
+def is_iterable_name(name: str) -> bool:
+    """A dataset (class) name that says it is iterable-style: `IterableDataset`, a stream."""
+    return bool(_ITERABLE_HINT.search(name))
+
+
 def is_iterable_dataset(ctx: FileContext, arg: cst.Arg | None) -> bool:
     """Whether a DataLoader's dataset is visibly an iterable-style dataset: built by a class
     whose name or (local) base says so, directly or through a local name or `self.` attribute

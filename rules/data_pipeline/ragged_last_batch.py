@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.semantic import FunctionInfo
+from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, Valid
 
+from ..shared.configuration import literal_candidates
 from ..shared.matchers import is_trainer_call, walk
 from .helpers import (
     _PL,
@@ -34,6 +38,7 @@ from .helpers import (
     is_dataloader_call,
     is_false,
     is_iterable_dataset,
+    is_iterable_name,
     is_none,
     loader_arg,
     loader_stages,
@@ -210,6 +215,276 @@ def _sampler_makes_the_batches(ctx: FileContext, call: cst.Call) -> bool:
     return int_literal(with_sampler) == 1
 
 
+def _enclosing_function(ctx: FileContext, node: cst.CSTNode) -> cst.FunctionDef | None:
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            return ancestor
+    return None
+
+
+def _is_static(function: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+        for d in function.decorators
+    )
+
+
+def passed_values(
+    ctx: FileContext,
+    name: cst.Name,
+    only: Callable[[FunctionInfo], bool] | None = None,
+) -> list[cst.BaseExpression] | None:
+    """What the callers in the file pass for the parameter `name` of the function around it
+    (its default where a call leaves it out), or None when it is no parameter, some call
+    spreads `*args`/`**kwargs`, or the file shows no caller. `only`: the callers to count
+    (the ones that build the train loader)."""
+    function = _enclosing_function(ctx, name)
+    info = ctx.analysis.function(function) if function is not None else None
+    if function is None or info is None:
+        return None
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    if info.cls is not None and not _is_static(function):
+        positional = positional[1:]  # `self`/`cls`, bound at the call
+    param = next(
+        (p for p in [*positional, *params.kwonly_params] if p.name.value == name.value), None
+    )
+    if param is None:
+        return None
+    index = positional.index(param) if param in positional else None
+    callers = [c for c in callers_of(ctx, info) if only is None or only(c)]
+    if not callers:
+        return None
+    out: list[cst.BaseExpression] = []
+    for caller in callers:
+        for call in walk(caller.node.body):
+            if not isinstance(call, cst.Call) or _called_name(call) != info.name:
+                continue
+            if any(a.star for a in call.args):
+                return None
+            value = next(
+                (a.value for a in call.args if a.keyword and a.keyword.value == name.value),
+                None,
+            )
+            if value is None and index is not None:
+                bare = [a for a in call.args if a.keyword is None]
+                value = bare[index].value if index < len(bare) else None
+            value = value if value is not None else param.default
+            if value is None:
+                return None
+            out.append(value)
+    return out or None
+
+
+def _is_parameter(ctx: FileContext, name: cst.Name) -> bool:
+    function = _enclosing_function(ctx, name)
+    if function is None:
+        return False
+    params = function.params
+    return any(
+        p.name.value == name.value
+        for p in [*params.posonly_params, *params.params, *params.kwonly_params]
+    )
+
+
+def _always_one(ctx: FileContext, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether a batch size is 1 whatever runs: the literal, a name every visible binding of
+    which is 1 (a constant, a local, an argparse default nothing overrides in the file), or a
+    parameter every caller in the file passes 1 (or leaves at a default of 1)."""
+    if depth > 4:
+        return False
+    if int_literal(value) == 1:
+        return True
+    if isinstance(value, cst.Name) and _is_parameter(ctx, value):
+        passed = passed_values(ctx, value)
+        if passed is not None:
+            return all(_always_one(ctx, v, depth + 1) for v in passed)
+        function = _enclosing_function(ctx, value)
+        info = ctx.analysis.function(function) if function is not None else None
+        if info is None or hook_stage(info.name) is None:
+            return False  # a helper whose callers the file does not show
+        # A loader hook Lightning calls without arguments: the default is the value.
+    values = literal_candidates(ctx, value)
+    return bool(values) and all(v == 1 for v in values)
+
+
+def _loops_forever(function: cst.FunctionDef) -> bool:
+    """An `__iter__` that yields from a `while True:` loop it never leaves (no `break` of
+    that loop, no `return` or `raise`): an endless stream."""
+    return any(
+        isinstance(node, cst.While)
+        and code_of_test(node.test) in ("True", "1")
+        and _holds(node.body, cst.Yield)
+        and not _leaves(node.body, nested=False)
+        for node in walk(function.body)
+    )
+
+
+def _holds(node: cst.CSTNode, kind: type) -> bool:
+    """Whether `node` holds a `kind` node outside nested functions and classes."""
+    if isinstance(node, kind):
+        return True
+    if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return False
+    return any(_holds(child, kind) for child in iter_children(node))
+
+
+def _leaves(node: cst.CSTNode, nested: bool) -> bool:
+    """Whether `node` can end the loop whose body holds it (`nested`: inside an inner loop,
+    whose `break` ends only that one)."""
+    if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return False
+    if isinstance(node, (cst.Return, cst.Raise)):
+        return True
+    if isinstance(node, cst.Break):
+        return not nested
+    if isinstance(node, (cst.For, cst.While)):
+        return _leaves(node.body, True) or (
+            node.orelse is not None and _leaves(node.orelse, nested)
+        )
+    return any(_leaves(child, nested) for child in iter_children(node))
+
+
+def code_of_test(test: cst.BaseExpression) -> str:
+    if isinstance(test, cst.Name):
+        return test.value
+    if isinstance(test, cst.Integer):
+        return test.value
+    return ""
+
+
+def _class_streams(ctx: FileContext, info, seen: set[int]) -> bool:
+    """A class of the file that is an iterable-style dataset: a base that says so (here or
+    in the project model), or an `__iter__` that never ends."""
+    if id(info) in seen:
+        return False
+    seen.add(id(info))
+    if any(is_iterable_name(base) for base in info.bases):
+        return True
+    method = info.resolve_method("__iter__")
+    if method is not None and _loops_forever(method):
+        return True
+    view = ctx.analysis.view
+    if view is not None:
+        for base in info.bases:
+            cls = view.model.resolve_class(base, view.module)
+            if cls is not None and any(
+                is_iterable_name(b) for b in view.model.external_bases(cls.gkey)
+            ):
+                return True
+    return any(_class_streams(ctx, base, seen) for base in info.local_bases)
+
+
+def _bound_values(ctx: FileContext, value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What a local name (in its function) or a `self.<attr>` (in any method of the class
+    around it) is assigned; empty when nothing visible binds it."""
+    function = _enclosing_function(ctx, value)
+    if function is None:
+        return []
+    wanted = code(ctx, value)
+    roots: list[cst.CSTNode] = [function.body]
+    if isinstance(value, cst.Attribute) and wanted.startswith("self."):
+        info = ctx.analysis.function(function)
+        while info is not None and info.cls is None:
+            info = info.parent
+        if info is None or info.cls is None:
+            return []
+        roots, seen, pending = [], set(), [info.cls]
+        while pending:
+            cls = pending.pop()
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            roots += [m.body for m in cls.methods.values()]
+            pending += cls.local_bases
+    elif not isinstance(value, cst.Name):
+        return []
+    out: list[cst.BaseExpression] = []
+    for root in roots:
+        for node in walk(root):
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                targets = [node.target]
+            else:
+                continue
+            if any(code(ctx, target) == wanted for target in targets):
+                out.append(node.value)
+    return out
+
+
+def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    return [
+        node.value
+        for node in walk(function.body)
+        if isinstance(node, cst.Return) and node.value is not None
+    ]
+
+
+def streams(
+    ctx: FileContext,
+    value: cst.BaseExpression,
+    only: Callable[[FunctionInfo], bool] | None,
+    depth: int = 0,
+) -> bool:
+    """Whether a loader's dataset is an iterable-style stream (no length, no last batch to
+    drop), followed through a helper's parameter (what its train callers pass), a local
+    name or `self.<attr>` (what the function or the class assigns it: every binding must
+    stream), and a factory function or method of the file (what it returns), to the class
+    that builds it."""
+    if depth > 5:
+        return False
+    d = depth + 1
+    if is_iterable_name(code(ctx, value.func if isinstance(value, cst.Call) else value)):
+        return True
+    if isinstance(value, cst.Name) and _is_parameter(ctx, value):
+        passed = passed_values(ctx, value, only)
+        return passed is not None and all(streams(ctx, v, only, d) for v in passed)
+    if isinstance(value, (cst.Name, cst.Attribute)) and not isinstance(value, cst.Call):
+        bound = _bound_values(ctx, value)
+        if bound:
+            return all(streams(ctx, v, only, d) for v in bound)
+    if isinstance(value, cst.IfExp):
+        return streams(ctx, value.body, only, d) and streams(ctx, value.orelse, only, d)
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else code(ctx, func)
+    for info in ctx.analysis.classes.values():
+        if info.name == last and _class_streams(ctx, info, set()):
+            return True
+    view = ctx.analysis.view
+    qualified = ctx.qualify(func)
+    if view is not None and qualified is not None:
+        cls = view.model.resolve_class(qualified, view.module)
+        if cls is not None and any(
+            is_iterable_name(b) for b in view.model.external_bases(cls.gkey)
+        ):
+            return True
+    # A factory of the file: a module-level function, or a method called on `self`.
+    factory = None
+    if isinstance(func, cst.Name):
+        factory = next(
+            (
+                f.node
+                for f in ctx.analysis.functions.values()
+                if f.name == func.value and f.cls is None and f.parent is None
+            ),
+            None,
+        )
+    elif isinstance(func, cst.Attribute) and code(ctx, func.value) == "self":
+        function = _enclosing_function(ctx, value)
+        info = ctx.analysis.function(function) if function is not None else None
+        while info is not None and info.cls is None:
+            info = info.parent
+        if info is not None and info.cls is not None:
+            factory = info.cls.resolve_method(func.attr.value)
+    if factory is None:
+        return False
+    results = _returned(factory)
+    return bool(results) and all(streams(ctx, r, None, d) for r in results)
+
+
 def _takes(function: cst.FunctionDef, name: str) -> bool:
     params = function.params
     return any(p.name.value == name for p in [*params.params, *params.kwonly_params])
@@ -328,11 +603,19 @@ class RaggedLastBatch(_DataRule):
     Not reported: loaders whose `**kwargs` may hold `drop_last` (a dict of unknown keys),
     `drop_last=<expression>` (configurable), `batch_size=None` (no batching), custom batch
     samplers (also one passed as `sampler=` with `batch_size=1 if sampler else n`: it yields
-    whole batches of its own making), visibly iterable datasets (often endless streams
-    without a last batch), graph loaders that concatenate graphs of different sizes (PyTorch
-    Geometric's `DataLoader`, or a loader given its collater: every batch has node and edge
-    counts of its own, so the last one adds no shape; TPU308 is about those; unless the
-    project has a static-shape mode, a `static_shapes=` switch, that pads them), and
+    whole batches of its own making), a batch size that is 1 whatever runs (the literal, a
+    constant or argparse default nothing else in the file binds, the default of a loader
+    hook's parameter, or a helper's parameter every caller in the file passes 1: a batch
+    of one cannot be smaller), iterable datasets (often endless streams without a last
+    batch: a class whose base says so, here or in the project model, or whose `__iter__`
+    yields from a `while True:` loop it never leaves), followed from the loader through a
+    helper's parameter (what its train callers pass), a local or `self.` attribute (what the
+    function or any method of the class assigns it, `setup` included) and a factory
+    function or method of the file (what it returns), graph loaders that concatenate graphs
+    of different sizes (PyTorch Geometric's `DataLoader`, or a loader given its collater:
+    every batch has node and edge counts of its own, so the last one adds no shape; TPU308
+    is about those; unless the project has a static-shape mode, a `static_shapes=` switch,
+    that pads them), and
     validation/test/predict loaders: dropping evaluation samples changes the metrics, so
     those are better padded to a multiple of the global batch than cut.
 
@@ -566,6 +849,42 @@ class RaggedLastBatch(_DataRule):
             "            sampler=self.bucketer,\n"
             "            batch_size=self.batch_size if self.bucketer is None else 1,\n"
             "        )\n"
+        ),
+        # The batch size resolves to 1: every caller of the helper passes 1, or a constant.
+        Valid(
+            _HEAD + "class PatchData(L.LightningDataModule):\n"
+            "    def train_dataloader(self):\n"
+            "        return self._loader(self.train_set, batch_size=1)\n\n"
+            "    def val_dataloader(self):\n"
+            "        return self._loader(self.val_set, 1)\n\n"
+            "    def _loader(self, dataset, batch_size):\n"
+            "        return DataLoader(dataset, batch_size=batch_size, shuffle=True)\n"
+        ),
+        Valid(
+            _HEAD + "CROPS_PER_STEP = 1\n\n\n"
+            "class CropData(L.LightningDataModule):\n"
+            "    def train_dataloader(self, batch_size=CROPS_PER_STEP):\n"
+            "        return DataLoader(self.crops, batch_size=batch_size, shuffle=True)\n"
+        ),
+        # An endless stream (`__iter__` never leaves its `while True:`), set up in `setup`
+        # by a factory and handed to a shared helper: no last batch exists.
+        Valid(
+            _HEAD + "class RandomRays:\n"
+            "    def __iter__(self):\n"
+            "        while True:\n"
+            "            yield self.sample()\n\n\n"
+            "def make_rays(config):\n"
+            "    return RandomRays(config)\n\n\n"
+            "class RayData(L.LightningDataModule):\n"
+            "    def setup(self, stage=None):\n"
+            "        self.train_rays = make_rays(self.config)\n"
+            "        self.val_images = ImageSet(self.config)\n\n"
+            "    def train_dataloader(self):\n"
+            "        return self._loader(self.train_rays)\n\n"
+            "    def val_dataloader(self):\n"
+            "        return self._loader(self.val_images)\n\n"
+            "    def _loader(self, dataset):\n"
+            "        return DataLoader(dataset, batch_size=self.batch_size)\n"
         ),
         # A shuffled loader of a script that does not train with torch_xla.
         Valid(
@@ -803,6 +1122,27 @@ class RaggedLastBatch(_DataRule):
             "        return DataLoader(self.pairs, batch_size=32, shuffle=True)\n",
             line=10,
         ),
+        # The train caller of the shared helper passes a batch size other than 1, and the
+        # stream's loop ends (a `break`): a map-style dataset and a finite stream.
+        Invalid(
+            _HEAD + "class FiniteRays:\n"
+            "    def __iter__(self):\n"
+            "        while True:\n"
+            "            if self.done():\n"
+            "                break\n"
+            "            yield self.sample()\n\n\n"
+            "class RayData(L.LightningDataModule):\n"
+            "    def setup(self, stage=None):\n"
+            "        self.train_rays = FiniteRays()\n\n"
+            "    def train_dataloader(self):\n"
+            "        return self._loader(self.train_rays, self.batch_size)\n\n"
+            "    def val_dataloader(self):\n"
+            "        return self._loader(self.val_set, 1)\n\n"
+            "    def _loader(self, dataset, batch_size):\n"
+            "        return DataLoader(dataset, batch_size=batch_size, shuffle=True)\n",
+            line=24,
+            message="this helper also builds `val_dataloader`",
+        ),
         # A torch BatchSampler with drop_last=False.
         Invalid(
             _HEAD + "from torch.utils.data import BatchSampler, RandomSampler\n\n\n"
@@ -869,15 +1209,17 @@ class RaggedLastBatch(_DataRule):
                 self._batch_sampler(sampler.value, where, stages)
             return
         if (batch_size is None and "batch_size" not in spread) or (
-            batch_size is not None and int_literal(batch_size.value) == 1
+            batch_size is not None and _always_one(ctx, batch_size.value)
         ):
             return  # one example per batch (the default) is never ragged
         drop_last = loader_arg(node, "drop_last")
         if drop_last is not None and not is_false(drop_last.value):
             return
-        if is_iterable_dataset(ctx, loader_arg(node, "dataset")):
-            return
         dataset = loader_arg(node, "dataset")
+        if is_iterable_dataset(ctx, dataset):
+            return
+        if dataset is not None and streams(ctx, dataset.value, self._trains):
+            return  # a stream has no last batch (an endless one, not even an end)
         size = dataset_size(ctx, dataset.value if dataset is not None else None)
         batch = int_literal(batch_size.value) if batch_size is not None else None
         fixable = True
@@ -940,6 +1282,12 @@ class RaggedLastBatch(_DataRule):
                 "loader only",
             ),
         )
+
+    def _trains(self, caller: FunctionInfo) -> bool:
+        """A caller that builds the train loader (a helper's train caller)."""
+        if self._stages is None:
+            return True
+        return "train" in self._stages.get(id(caller.node), frozenset({"train"}))
 
     def _script_train_loader(self, node: cst.Call) -> str | None:
         """Where a loader outside Lightning's hooks surely feeds TPU training, in words: the

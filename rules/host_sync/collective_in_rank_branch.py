@@ -10,10 +10,11 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
 
-from ..shared.matchers import source_of
+from ..shared.matchers import source_of, walk
 
 # Calls every process must make together: a process that skips one leaves the others waiting.
 _COLLECTIVES = {
@@ -73,6 +74,11 @@ class CollectiveInRankBranch(Rule):
     `if trainer.is_global_zero:`, either branch of it, or after an early
     `if not trainer.is_global_zero: return`), or in a function decorated with
     `@rank_zero_only`.
+
+    A collective that every path through the rank test reaches is not reported: both
+    branches call it (`if rank == dst: dist.gather(t, parts, dst=dst)` and
+    `else: dist.gather(t, [], dst=dst)`), before any `return` and not only under a loop or a
+    one-sided `if`; a branch that always raises is an error exit and does not count.
 
     Code that runs only in the process that launched training is not reported when that
     process is no rank: under the XLA strategy (an XLA or "auto" Trainer), Lightning spawns
@@ -187,6 +193,21 @@ class CollectiveInRankBranch(Rule):
             "if trainer.global_rank == 0:\n"
             '    trainer.save_checkpoint("final.ckpt")\n'
         ),
+        # Both branches of the rank test call the same collective (a branch that raises is
+        # an error exit): every process makes it.
+        Valid(
+            "import torch\nimport torch.distributed as dist\n\n\n"
+            "def share(value, rank):\n"
+            "    if rank == 0:\n"
+            "        flag = value.clone()\n"
+            "        dist.broadcast(flag, src=0)\n"
+            "    elif rank < 0:\n"
+            "        raise ValueError(rank)\n"
+            "    else:\n"
+            "        flag = torch.empty_like(value)\n"
+            "        dist.broadcast(flag, src=0)\n"
+            "    return flag\n"
+        ),
         # torch.save is no collective.
         Valid(
             "import torch\nimport lightning as L\n\n\n"
@@ -234,6 +255,19 @@ class CollectiveInRankBranch(Rule):
             '    trainer.save_checkpoint("final.ckpt")\n',
             line=6,
         ),
+        # Only one branch reaches the collective before leaving.
+        Invalid(
+            "import torch.distributed as dist\n\n\n"
+            "def share(rank, value):\n"
+            "    if rank == 0:\n"
+            "        dist.broadcast(value, src=0)\n"
+            "    else:\n"
+            "        if value is None:\n"
+            "            return\n"
+            "        dist.broadcast(value, src=0)\n",
+            line=6,
+            count=2,
+        ),
         Invalid(
             "import torch.distributed as dist\n\n\n"
             "def write(rank, data):\n"
@@ -279,6 +313,72 @@ class CollectiveInRankBranch(Rule):
             return None
         return _LIGHTNING_COLLECTIVES[method]
 
+    def _identity(self, node: cst.Call) -> str | None:
+        """Which collective a call is (its qualified name, or the Lightning method with its
+        receiver), None for any other call."""
+        if self._collective(node) is None:
+            return None
+        qualified = self.ctx.qualify(node.func)
+        return qualified or source_of(self.ctx, node.func, 100)
+
+    def _must_calls(self, node: cst.If) -> set[str] | None:
+        """The collectives every path through an `if`/`elif`/`else` chain calls (None when
+        every path raises): a collective both branches of a rank test call (`gather(t, lst)`
+        on the destination, `gather(t, [])` elsewhere) is reached by every process. A branch
+        that always raises is an error exit, no path that goes on without the others."""
+        branches: list[set[str] | None] = [self._block_calls(node.body)]
+        orelse = node.orelse
+        if orelse is None:
+            branches.append(set())
+        elif isinstance(orelse, cst.If):
+            branches.append(self._must_calls(orelse))
+        else:
+            branches.append(self._block_calls(orelse.body))
+        going_on = [b for b in branches if b is not None]
+        if not going_on:
+            return None
+        return set.intersection(*going_on)
+
+    def _block_calls(self, block: cst.BaseSuite) -> set[str] | None:
+        """The collectives a block surely calls, in its statements up to the first `return`
+        (not under a loop, which may run no time, nor a one-sided `if`); None when it
+        always raises."""
+        out: set[str] = set()
+        for statement in block.body:
+            if isinstance(statement, (cst.If, cst.With)):
+                inner = (
+                    self._must_calls(statement)
+                    if isinstance(statement, cst.If)
+                    else self._block_calls(statement.body)
+                )
+                if inner is None:
+                    return None
+                out |= inner
+                if _may_leave(statement):
+                    return out  # `if value is None: return`: what follows may not run
+                continue
+            if isinstance(statement, cst.SimpleStatementLine):
+                smalls: Sequence[cst.CSTNode] = statement.body
+            elif isinstance(statement, cst.BaseSmallStatement):
+                smalls = [statement]
+            else:
+                if _may_leave(statement):
+                    return out
+                continue  # loops, `try`, definitions
+            for small in smalls:
+                if isinstance(small, cst.Raise):
+                    return None
+                out |= {
+                    key
+                    for call in walk(small)
+                    if isinstance(call, cst.Call)
+                    for key in (self._identity(call),)
+                    if key is not None
+                }
+                if isinstance(small, cst.Return):
+                    return out
+        return out
+
     def _in_launcher(self, node: cst.Call) -> bool:
         """Code that runs only in the process that launched training: after the
         `trainer.fit(...)` of its own function (or in the `except` around it), or in a
@@ -302,7 +402,9 @@ class CollectiveInRankBranch(Rule):
         for ancestor in ctx.ancestors(node):
             if isinstance(ancestor, cst.If) and child is not ancestor.test:
                 test = ctx.module.code_for_node(ancestor.test)
-                if _RANK_TEST.search(test):
+                if _RANK_TEST.search(test) and self._identity(node) not in (
+                    self._must_calls(ancestor) or ()
+                ):
                     return f"under `if {' '.join(test.split())}`"
             elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
                 test = ctx.module.code_for_node(ancestor.test)
@@ -332,10 +434,18 @@ class CollectiveInRankBranch(Rule):
         return None
 
 
+def _may_leave(statement: cst.CSTNode) -> bool:
+    """Whether a compound statement holds a `return` or `raise` (outside nested
+    definitions): the statements after it may not run."""
+    if isinstance(statement, (cst.Return, cst.Raise)):
+        return True
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return False
+    return any(_may_leave(child) for child in iter_children(statement))
+
+
 def _calls_fit(node: cst.CSTNode) -> bool:
     """Whether a statement calls `<trainer>.fit(...)`."""
-    from tpulint.analysis.walker import iter_children
-
     stack = [node]
     while stack:
         current = stack.pop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tpulint.analysis.project import FileView
+from tpulint.analysis.values import MODULE
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import add_keywords, keyword_arg, replace_arg
 from tpulint.rule_api.rule import Invalid, Rule, Valid
@@ -56,6 +57,16 @@ class PerStepSyncDist(Rule):
     on every step: in `training_step` and the training batch hooks (where `on_step`
     defaults to True), and anywhere in a step with an explicit `on_step=True`.
 
+    Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
+    torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
+    of metric objects). Lightning applies `sync_dist` to tensors only: its result collection
+    syncs a logged tensor in `_ResultMetric.update` and `compute` (`if self.is_tensor:` ...
+    `self.meta.sync(...)`), while for a Metric it keeps the object and its forward cache
+    and calls the metric's own `compute()` at the epoch's end, which syncs the metric's
+    state once (lightning/pytorch/trainer/connectors/logger_connector/result.py, Lightning
+    2.6.6, lines 206-253). Logging the tensor a metric returns
+    (`self.log("acc", self.train_acc(p, y), sync_dist=True)`) is still a per-step sync.
+
     ## Why is this bad on TPU?
     With `sync_dist=True` Lightning all-reduces the logged value across all devices when
     it is logged for the step: a collective in every step, which on XLA also cuts the
@@ -95,6 +106,7 @@ class PerStepSyncDist(Rule):
     ## References
     - [Lightning docs: logging, `sync_dist` and the default `on_step`/`on_epoch` per hook](https://lightning.ai/docs/pytorch/stable/extensions/logging.html)
     - [Lightning#15884: per-batch logging reads lazy tensors on TPU](https://github.com/Lightning-AI/pytorch-lightning/issues/15884)
+    - [Lightning source: `sync_dist` applies to logged tensors only (`logger_connector/result.py`)](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/logger_connector/result.py)
     """
 
     code = "TPU106"
@@ -135,8 +147,44 @@ class PerStepSyncDist(Rule):
             _HEAD + "    def on_train_epoch_end(self):\n"
             '        self.log("epoch_acc", self.acc.compute(), sync_dist=True)\n'
         ),
+        # Metric objects: Lightning keeps `sync_dist` for tensors only; a Metric (or a
+        # MetricCollection) syncs its own state once, in `compute()` at the epoch's end.
+        Valid(
+            "import lightning as L\nimport torchmetrics\n"
+            "from torchmetrics import MetricCollection\n"
+            "from torchmetrics.classification import BinaryAUROC\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.train_auroc = BinaryAUROC()\n"
+            "        self.train_scores = MetricCollection([torchmetrics.MeanSquaredError()])\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        p = self(x)\n"
+            "        self.train_auroc(p, y)\n"
+            "        self.train_scores.update(p, y)\n"
+            '        self.log("train_auroc", self.train_auroc, sync_dist=True)\n'
+            "        self.log_dict(self.train_scores, sync_dist=True)\n"
+            '        self.log_dict({"auroc": self.train_auroc}, sync_dist=True)\n'
+            "        return p.sum()\n"
+        ),
     )
     INVALID = (
+        # The tensor a metric's forward returns is synced every step.
+        Invalid(
+            "import lightning as L\n"
+            "from torchmetrics.classification import BinaryAUROC\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.train_auroc = BinaryAUROC()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        p = self(x)\n"
+            '        self.log("auroc_step", self.train_auroc(p, y), sync_dist=True)\n'
+            "        return p.sum()\n",
+            line=13,
+        ),
         Invalid(
             _HEAD
             + "    def training_step(self, batch, batch_idx):\n"
@@ -179,6 +227,26 @@ class PerStepSyncDist(Rule):
         ),
     )
 
+    def _logs_metric_objects(self, node: cst.Call) -> bool:
+        """`self.log(name, self.acc)` or `self.log_dict(self.metrics)` (or a dict literal of
+        them): the value is a metric object (a torchmetrics `Metric` or `MetricCollection`,
+        a module to the value inference; a module that is no metric cannot be logged)."""
+        kind = is_log_call(node)
+        position, keyword = (1, "value") if kind == "log" else (0, "dictionary")
+        value = next((a.value for a in node.args if a.keyword and a.keyword.value == keyword), None)
+        if value is None:
+            bare = [a for a in node.args if a.keyword is None and not a.star]
+            if len(bare) <= position:
+                return False
+            value = bare[position].value
+        if kind == "log_dict" and isinstance(value, cst.Dict):
+            values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+            if not values or len(values) != len(value.elements):
+                return False
+        else:
+            values = [value]
+        return all(self.ctx.value_kind(v) is MODULE for v in values)
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if is_log_call(node) is None or not ctx.in_hot_code:
@@ -186,6 +254,8 @@ class PerStepSyncDist(Rule):
         sync = keyword_arg(node, "sync_dist")
         if sync is None or _literal_bool(sync.value) is not True:
             return
+        if self._logs_metric_objects(node):
+            return  # Lightning never applies `sync_dist` to a Metric: it syncs in `compute`
         hook = ctx.function.root_hook if ctx.function is not None else None
         on_step_arg = keyword_arg(node, "on_step")
         if on_step_arg is not None:

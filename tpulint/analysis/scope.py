@@ -4,7 +4,8 @@ A finding is outside the scope, with the reason, when its code:
 - sits in a branch that cannot run on XLA: the body of `if torch.cuda.is_available():`,
   `if x.is_cuda:`, `if self.device.type == "cuda":`, `if self.use_fused:` where
   `use_fused = torch.cuda.is_available() and ...`, what follows `if not cuda_ok(): return`,
-  the later operands of `cuda_autocast_on() and x != 0`, the `else` of `if args.use_tpu:`,
+  the later operands of `cuda_autocast_on() and x != 0` (`torch.is_autocast_enabled()`
+  without a device type asks about CUDA autocast), the `else` of `if args.use_tpu:`,
   a branch that imports a CUDA-only package (bitsandbytes, flash_attn);
 - is inference: `predict_step`, `on_predict_*` and what only they reach, generation
   loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds

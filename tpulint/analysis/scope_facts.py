@@ -97,6 +97,10 @@ _TORCH_CUDA_CHECKS = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.mp
 _DIST_INITIALIZED = frozenset(
     {"torch.distributed.is_initialized", "torch.distributed.distributed_c10d.is_initialized"}
 )
+# `torch.is_autocast_enabled()` without a device type asks about CUDA autocast only (torch
+# 2.9: the no-argument overload is the deprecated CUDA query; under `torch.autocast("xla")`
+# or `"cpu"` it returns False): false on a TPU, as with a `"cuda"` argument.
+_AUTOCAST_CHECKS = frozenset({"torch.is_autocast_enabled", "torch.amp.is_autocast_enabled"})
 _LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 _XLA_STRATEGY_NAMES = frozenset(
     {"xla", "xla_debug", "xla_fsdp", "single_xla", "tpu_spawn", "tpu_spawn_debug", "single_tpu"}
@@ -335,6 +339,8 @@ class _Walker:
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
+        # The ids of the statements of each function's own body (innermost last).
+        self._top_level: list[set[int]] = []
         self._plain_classes: set[str] = set()  # classes with no base but `object`
         # Per function key: method names called on values of unknown class without any
         # argument, and with some (ScopeFacts.bare).
@@ -356,6 +362,7 @@ class _Walker:
                     "XLA",
                     "mps",
                     "CUDA",
+                    "autocast",
                     "bnb",
                     # `dist.is_initialized()` and helpers named for it
                     # (`is_dist_avail_and_initialized`)
@@ -363,6 +370,12 @@ class _Walker:
                 )
             )
         )
+
+    def judged(self, test: ast.expr) -> bool:
+        """Whether a test is worth its truth: in every file that names a device (not
+        `cheap`), and in the others when it calls a function (`if half_on() and x != 0`:
+        a project function may return a CUDA-only test)."""
+        return not self.cheap or _calls_function(test)
 
     # --- names ---------------------------------------------------------------------------
 
@@ -532,7 +545,7 @@ class _Walker:
             exit_test = _early_exit(statement)
             if exit_test is not None and index + 1 < len(statements):
                 first, last = statements[index + 1], statements[-1]
-                truth = None if self.cheap else self.truth(exit_test, imports, truths)
+                truth = self.truth(exit_test, imports, truths) if self.judged(exit_test) else None
                 if decided(truth):
                     self.region(key, first, last, truth, False, exit_test, "after")
                 elif key and self.inference_text:
@@ -633,23 +646,23 @@ class _Walker:
             return
         if isinstance(node, (ast.If, ast.While)):
             self.expression(node.test, key, imports, local)
-            truth = None if self.cheap else self.truth(node.test, imports, truths)
+            truth = self.truth(node.test, imports, truths) if self.judged(node.test) else None
             if not decided(truth) and key and self.inference_text:
                 spans = [(node.body[0], node.body[-1], True, "if")]
                 if node.orelse and isinstance(node, ast.If):
                     spans.append((node.orelse[0], node.orelse[-1], False, "else"))
                 self.inference_region(node.test, key, imports, truths, spans)
-            if not self.cheap:
-                if decided(truth) and node.body:
-                    self.region(key, node.body[0], node.body[-1], truth, True, node.test, "if")
-                if decided(truth) and node.orelse and isinstance(node, ast.If):
-                    self.region(
-                        key, node.orelse[0], node.orelse[-1], truth, False, node.test, "else"
-                    )
-                if isinstance(node, ast.If) and node.body and _imports_cuda_package(node.body):
-                    self.region(
-                        key, node.body[0], node.body[-1], False, True, node.test, "cuda-import"
-                    )
+            if decided(truth) and node.body:
+                self.region(key, node.body[0], node.body[-1], truth, True, node.test, "if")
+            if decided(truth) and node.orelse and isinstance(node, ast.If):
+                self.region(key, node.orelse[0], node.orelse[-1], truth, False, node.test, "else")
+            if (
+                not self.cheap
+                and isinstance(node, ast.If)
+                and node.body
+                and _imports_cuda_package(node.body)
+            ):
+                self.region(key, node.body[0], node.body[-1], False, True, node.test, "cuda-import")
             self.body(node.body, key, imports, local, klass, truths)
             self.body(node.orelse, key, imports, local, klass, truths)
             return
@@ -688,7 +701,8 @@ class _Walker:
             if value is not None:
                 self.expression(value, key, imports, local)
                 if not self.cheap and not isinstance(node, ast.AugAssign):
-                    self.assigned(targets, value, key, imports, klass, truths)
+                    sequential = bool(self._top_level) and id(node) in self._top_level[-1]
+                    self.assigned(targets, value, key, imports, klass, truths, sequential)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local)
             if value is not None and any(
@@ -779,9 +793,13 @@ class _Walker:
         imports: dict[str, str],
         klass: str | None,
         truths: list[dict[str, Truth]],
+        sequential: bool = False,
     ) -> None:
         """Record what an assignment says about a flag: `self.x = <cond>` (for the class),
-        `X = <cond>` at the top level, `x = <cond>` in a function (for its later tests)."""
+        `X = <cond>` at the top level, `x = <cond>` in a function (for its later tests).
+        `sequential`: a statement of the function's own body (no branch or loop around it),
+        which every later statement sees: it replaces what the name held (`on = a` then
+        `on = on and b`), where a branch's assignment only makes the name unknown."""
         for target in targets:
             if (
                 isinstance(target, ast.Attribute)
@@ -798,7 +816,7 @@ class _Walker:
             elif isinstance(target, ast.Name) and truths:
                 truth = self.truth(value, imports, truths)
                 scope = truths[-1]
-                if target.id in scope and scope[target.id] != truth:
+                if target.id in scope and scope[target.id] != truth and not sequential:
                     scope[target.id] = None  # assigned twice, differently: unknown
                 else:
                     scope[target.id] = truth
@@ -857,7 +875,9 @@ class _Walker:
         if needs > 0:
             self.facts.needs[key] = needs
         self._functions.append((key, [a.arg for a in positional]))
+        self._top_level.append({id(statement) for statement in node.body})
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
+        self._top_level.pop()
         self._functions.pop()
         self._flag_params.pop()
         tokens = name_tokens(node.name)
@@ -982,7 +1002,7 @@ class _Walker:
                         if _useful(use):
                             self._add(uses, seen, use)
                         continue
-            elif isinstance(current, (ast.IfExp, ast.BoolOp)) and not self.cheap and key:
+            elif isinstance(current, (ast.IfExp, ast.BoolOp)) and key and self.judged(current):
                 self.inline_region(current, key, imports)
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
@@ -1336,6 +1356,8 @@ class _Walker:
             qualified = self.qualify(text, imports)
             if qualified.startswith(_TORCH_CUDA_CHECKS) or qualified in _DIST_INITIALIZED:
                 return False
+            if qualified in _AUTOCAST_CHECKS and _cuda_autocast_query(node):
+                return False
             last = text.rsplit(".", 1)[-1]
             if last == "isinstance" and len(node.args) == 2:
                 classes = node.args[1]
@@ -1638,6 +1660,30 @@ def _early_exit(statement: ast.stmt) -> ast.expr | None:
     if isinstance(statement.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
         return statement.test
     return None
+
+
+def _calls_function(test: ast.expr) -> bool:
+    """Whether an expression calls a plain name or a method of `self` (what
+    `_Walker.call_truth` follows into the project)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) or (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+            ):
+                return True
+    return False
+
+
+def _cuda_autocast_query(node: ast.Call) -> bool:
+    """`torch.is_autocast_enabled()` or `(..."cuda")`/`(device_type="cuda")`."""
+    values = [*node.args, *(k.value for k in node.keywords if k.arg == "device_type")]
+    if not values:
+        return True
+    first = values[0]
+    return isinstance(first, ast.Constant) and first.value == "cuda"
 
 
 def _imports_cuda_package(body: list[ast.stmt]) -> bool:
