@@ -65,3 +65,24 @@ def test_a_file_whose_only_collective_is_gather_is_checked() -> None:
     )
     config = Config.from_mapping({"select": ["TPU108"]})
     assert [d.code for d in check_source(source, "collect.py", config)] == ["TPU108"]
+
+
+def test_collectives_imported_by_name_pass_the_screens() -> None:
+    """A bare call of a collective imported by name (or under an alias) is reported with the
+    screens on, as with every rule run on every file."""
+    from tpulint.config.settings import Config
+    from tpulint.engine.source import check_source, unscreened
+
+    source = (
+        "from torch.distributed import all_reduce, get_rank\n"
+        "from torch.distributed import scatter as spread\n\n\n"
+        "def share(t, parts):\n"
+        "    if get_rank() == 0:\n"
+        "        spread(t, parts, src=0)\n"
+        "        all_reduce(t)\n"
+    )
+    config = Config.from_mapping({"select": ["TPU108"]})
+    screened = [(d.code, d.start.line) for d in check_source(source, "share.py", config)]
+    with unscreened():
+        everything = [(d.code, d.start.line) for d in check_source(source, "share.py", config)]
+    assert screened == everything == [("TPU108", 7), ("TPU108", 8)]
