@@ -1590,3 +1590,111 @@ def test_a_pytest_tests_loop_is_not_a_training_loop(tmp_path: Path, name: str, h
     model = project(tmp_path, {"lib.py": LOOP_MODULE.format(name=name)})
     hot_names = {info.root for info in model.hot.values()}
     assert any(name in root for root in hot_names) is hot
+
+
+# --- parameters no call passes -----------------------------------------------------------------
+
+_MASKED_HELPER = """\
+def pooled(x, mask=None, *, weights=None):
+    if mask is not None:
+        x = x[mask]
+    if weights is None:
+        return x.mean()
+    return (x * weights[x > 0]).sum()
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return pooled(self(batch))
+"""
+
+
+def test_a_parameter_every_call_leaves_to_none_never_runs_its_branch(tmp_path: Path) -> None:
+    """`if mask is not None:` in a function every visible call of which leaves `mask` out:
+    the branch never runs; nor does the code after `if weights is None: return`."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _MASKED_HELPER})
+    reason = reason_at(model, tmp_path, "m.py", "x[mask]")
+    assert reason == (
+        "under `if mask is not None`, and every call of the function leaves `mask` to its "
+        "default None"
+    )
+    after = reason_at(model, tmp_path, "m.py", "x * weights")
+    assert after is not None and after.startswith("after `if weights is None: return`")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "pooled(self(batch), batch > 0)",  # by position
+        "pooled(self(batch), mask=batch > 0)",  # by keyword
+        "pooled(self(batch), *self.extra)",  # spread: not visible
+        "pooled(self(batch), **self.options)",
+    ],
+)
+def test_a_call_that_may_pass_the_parameter_keeps_the_branch(tmp_path: Path, call: str) -> None:
+    text = _MASKED_HELPER.replace("pooled(self(batch))", call)
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "x[mask]") is None
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # handed elsewhere as a value: who calls it, with what, is not visible
+        "\n\nPOOLS = {'mean': pooled}\n",
+        # called from code outside any function (the model keeps no call list there)
+        "\n\nprint(pooled(torch.ones(3), torch.ones(3) > 0))\n",
+    ],
+)
+def test_a_function_used_where_calls_are_not_seen_keeps_the_branch(
+    tmp_path: Path, extra: str
+) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _MASKED_HELPER + extra})
+    assert reason_at(model, tmp_path, "m.py", "x[mask]") is None
+
+
+def test_no_call_seen_or_a_reassigned_parameter_keeps_the_branch(tmp_path: Path) -> None:
+    """A function no call of which is seen keeps today's behaviour; so does a parameter the
+    body reassigns (`mask = mask or default`), and a method torch calls itself."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+def unused(x, mask=None):
+    if mask is not None:
+        x = x[mask]
+    return x
+
+
+def filled(x, mask=None):
+    if mask is None:
+        mask = x > 0
+    if mask is not None:
+        x = x[mask]
+    return x
+
+
+class Head(torch.nn.Module):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            x = x[mask]
+        return x
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.head = Head()
+
+    def training_step(self, batch, i):
+        return filled(self.head(batch)).sum()
+"""
+        },
+    )
+    for marker in ("x = x[mask]",):
+        lines = (tmp_path / "m.py").read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if marker in line:
+                column = line.index("x[mask]") + 1
+                assert model.scope.reason(str(tmp_path / "m.py"), number, column) is None, line

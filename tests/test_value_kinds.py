@@ -549,6 +549,21 @@ SILENT_GUARDS = {
 }
 
 REPORTED_GUARDS = {
+    # the same masked helper, but a call passes the mask: the branch runs every step
+    "a masked branch of a parameter a call passes": (
+        """
+        def masked_loss(pred, target, mask=None):
+            if mask is not None:
+                pred, target = pred[mask], target[mask]
+            return ((pred - target) ** 2).mean()
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return masked_loss(self(x), y, mask=y > 0)
+        """,
+        [("TPU202", 3)],
+    ),
     "a branch that warns and does more": (
         """
         import warnings
@@ -702,6 +717,22 @@ OUTSIDE_SCOPE = {
                 return repeat_blocks(batch, 2, block_inc=0).sum()
         """,
         "the project's calls pass it no tensor",
+    ),
+    # `masked_loss(pred, target)`: every call leaves `mask` to its default None, so the
+    # boolean-mask branch never runs (a call passing one, or spreading `*args`, would)
+    "a masked branch of a parameter no call passes": (
+        """
+        def masked_loss(pred, target, mask=None):
+            if mask is not None:
+                pred, target = pred[mask], target[mask]
+            return ((pred - target) ** 2).mean()
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return masked_loss(self(x), y)
+        """,
+        "every call of the function leaves `mask` to its default None",
     ),
     # a self-test inside a function of a module that training imports
     "a __main__ self-test inside a function": (

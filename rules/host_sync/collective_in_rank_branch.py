@@ -54,14 +54,10 @@ _RANK_TEST = re.compile(
 )
 _RANK_ZERO_DECORATORS = frozenset({"rank_zero_only"})
 _COLLECTIVE_NAMES = last_names(_COLLECTIVES, _LIGHTNING_COLLECTIVES)
-# The text of a collective call, before parsing: `xm.save(`, `dist.barrier(`,
-# `.save_checkpoint(`, `strategy.reduce(`, `all_gather(`.
 _LINE_BREAK = re.compile(r"\r\n?|\n")  # the line breaks `ast` counts lines by
-_COLLECTIVE_TEXT = re.compile(
-    r"(\.(save|rendezvous|mesh_reduce|all_reduce|all_gather|reduce_scatter|all_to_all|"
-    r"collective_permute|optimizer_step|barrier|broadcast|broadcast_object_list|"
-    r"all_gather_object|gather|scatter|reduce|save_checkpoint)\(|\ball_gather\(|\bbarrier\()"
-)
+# A collective's name as a word, before parsing: `xm.save(`, `dist.barrier(`, a bare call of
+# an imported one (`from torch.distributed import scatter`), or the import of an alias.
+_COLLECTIVE_TEXT = re.compile(r"\b(?:" + "|".join(sorted(_COLLECTIVE_NAMES)) + r")\b")
 
 
 class CollectiveInRankBranch(Rule):
@@ -135,20 +131,11 @@ class CollectiveInRankBranch(Rule):
     name = "collective-in-rank-branch"
     summary = "A collective (`xm.save`, `xm.rendezvous`, a barrier) only some ranks reach"
     severity = Severity.ERROR
-    requires = (
-        "save",
-        "rendezvous",
-        "mesh_reduce",
-        "all_reduce",
-        "all_gather",
-        "barrier",
-        "broadcast",
-        "reduce",
-        "all_to_all",
-        "collective_permute",
-        "optimizer_step",
-    )
-    screen_calls = last_names(_COLLECTIVES, _LIGHTNING_COLLECTIVES)
+    # The text screen is the names of the collectives themselves (a file whose only
+    # collective is `dist.gather` or `dist.scatter` is checked too); tests/test_requires.py
+    # checks every rule's text screen against the calls it reports.
+    requires = tuple(sorted(_COLLECTIVE_NAMES))
+    screen_calls = _COLLECTIVE_NAMES
 
     @classmethod
     def applies(cls, source: str, view: object) -> bool:

@@ -97,7 +97,8 @@ class LayerWidthNotMultipleOf128(Rule):
     fix_applicability = Applicability.DISPLAY_ONLY
     fix_message = "Round the width to a multiple of 128"
     default_enabled = False
-    requires = ("Linear", "Conv", "Embedding")
+    # The layers' own names (`Bilinear` is no `Linear` to a text search).
+    requires = tuple(sorted(last_names(_LAYERS)))
     screen_calls = last_names(_LAYERS)
 
     VALID = (

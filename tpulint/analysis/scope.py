@@ -1169,6 +1169,8 @@ class ProjectScope:
             if passed.kind in ("device", "cpu"):
                 return True
             return False if passed.kind in ("number", "host", "numpy") else None
+        if head == "passed":
+            return False if self._left_to_default(f"{module.path}:{value[1]}", value[2]) else None
         if head == "call":
             form, target = value[1], value[2]
             found = self.model.resolve_call(module, owner, form, target)
@@ -1201,6 +1203,33 @@ class ProjectScope:
                 return None
             return self._all(assigned, module, None, d)
         return None
+
+    def _left_to_default(self, node: str, param: str) -> bool:
+        """Whether every call of function `node` leaves `param` to its default: the project
+        model resolves at least one call of it, none passes the parameter (by position or
+        keyword) or spreads `*args`/`**kwargs`, and every use of its name in the project is
+        such a call (no reference hands the function elsewhere, no call on a value of unknown
+        class, no call from code outside a function, where the model sees no call list). A
+        function with no call seen is decided by no one."""
+        fn = self._function(node)
+        if fn is None or param not in fn.summary.params:
+            return False
+        if fn.summary.cls is not None and _framework_called(fn.summary.name):
+            return False  # Lightning or torch calls it too, with arguments the model cannot see
+        index = fn.summary.params.index(param)
+        callers = self.model._callers().get(fn.gkey, [])
+        if not callers:
+            return False
+        for _, call, offset in callers:
+            if param in call.keywords or "*" in call.keywords or "**" in call.keywords:
+                return False
+            if len(call.args) + offset > index:
+                return False
+        calling = {caller.gkey for caller, _, _ in callers}
+        for user, use in self._index_of_uses().get(fn.summary.name, ()):
+            if use[0] in ("ref", "selfref", "meth") or user not in calling:
+                return False
+        return True
 
     def _all(self, truths: list[Truth], module: ModuleSummary, owner: str | None, d: int) -> Truth:
         results = {self.truth(t, module, owner, d) for t in truths}
@@ -1270,6 +1299,9 @@ class ProjectScope:
             if isinstance(truth, list) and truth[0] == "tensor_param" and how in ("if", "and"):
                 where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
                 return f"{where}, and the project's calls pass it no tensor"
+            param = _passed_param(truth)
+            if param is not None:
+                return _passed_reason(how, text, param)
             return _region_reason(how, text, value)
         if fn is not None:
             kernel = self._kernel(fn)
@@ -1417,6 +1449,66 @@ class ProjectScope:
         if best is None:
             return None
         return self.model.functions.get(f"{module.path}:{best.key}")
+
+
+# Methods that torch, torchmetrics or an optimizer's caller run themselves (besides the
+# Lightning hooks): what they pass is not among the project's calls.
+_FRAMEWORK_METHODS = frozenset(
+    {
+        "forward",
+        "step",
+        "update",
+        "compute",
+        "reset",
+        "zero_grad",
+        "state_dict",
+        "load_state_dict",
+        "train",
+        "eval",
+        "backward",
+        "get_lr",
+        "setup",
+        "teardown",
+        "prepare_data",
+        "extra_repr",
+        "reset_parameters",
+    }
+)
+
+
+def _framework_called(name: str) -> bool:
+    """Whether a method of this name may be called by a framework (a dunder, a Lightning
+    hook or step, a torch or torchmetrics method a subclass overrides)."""
+    return (
+        (name.startswith("__") and name.endswith("__"))
+        or name in _FRAMEWORK_METHODS
+        or name in LIGHTNING_HOOKS
+        or name in LIGHTNING1_HOOKS
+        or name.startswith(("on_", "configure_"))
+        or name.endswith("_step")
+    )
+
+
+def _passed_param(truth: Truth) -> str | None:
+    """The parameter a region's truth asks to be passed (`p is not None`, `p`, `p is None`),
+    if that is all it asks."""
+    if isinstance(truth, list):
+        if truth[0] == "passed":
+            return str(truth[2])
+        if truth[0] == "not":
+            return _passed_param(truth[1])
+    return None
+
+
+def _passed_reason(how: str, text: str, param: str) -> str:
+    calls = f"every call of the function leaves `{param}` to its default None"
+    if how == "else":
+        return f"in the `else` of `if {text}`, and {calls}"
+    if how == "after":
+        return f"after `if {text}: return`, and {calls}"
+    if how in ("and", "or"):
+        return f"after `{text} {how}`, and {calls}"
+    return f"under `if {text}`, and {calls}"
 
 
 def _region_reason(how: str, text: str, value: bool) -> str:

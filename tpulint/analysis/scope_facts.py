@@ -36,7 +36,9 @@ on a TPU: a flag named for the TPU, `device.type == "xla"`), `None` (unknown), o
 `["and", c...]`, `["or", c...]`, `["not", c]`, `["call", form, target]` (the truth of what a
 project function returns), `["attr", name]` (of `self.<name>`), `["glob", name]` (of a
 module-level name of this file), `["tensor_param", key, index]` (`isinstance(p,
-torch.Tensor)` of a parameter: what the project's calls pass).
+torch.Tensor)` of a parameter: what the project's calls pass), `["passed", key, name]`
+(`p is not None`, or `p`, of a parameter that defaults to None and that the function never
+reassigns: whether the project's calls pass it at all).
 """
 
 from __future__ import annotations
@@ -339,6 +341,9 @@ class _Walker:
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
+        # Per function being walked: its parameters that default to None and that its body
+        # never reassigns (`if mask is not None:` depends only on whether calls pass one).
+        self._none_params: list[set[str]] = []
         # The ids of the statements of each function's own body (innermost last).
         self._top_level: list[set[int]] = []
         self._plain_classes: set[str] = set()  # classes with no base but `object`
@@ -374,8 +379,13 @@ class _Walker:
     def judged(self, test: ast.expr) -> bool:
         """Whether a test is worth its truth: in every file that names a device (not
         `cheap`), and in the others when it calls a function (`if half_on() and x != 0`:
-        a project function may return a CUDA-only test)."""
-        return not self.cheap or _calls_function(test)
+        a project function may return a CUDA-only test), and in all when it tests a
+        parameter that defaults to None (the project's calls may never pass one)."""
+        return (
+            not self.cheap
+            or _calls_function(test)
+            or bool(self._none_params and self._none_params[-1] & _names_in([test]))
+        )
 
     # --- names ---------------------------------------------------------------------------
 
@@ -875,9 +885,11 @@ class _Walker:
         if needs > 0:
             self.facts.needs[key] = needs
         self._functions.append((key, [a.arg for a in positional]))
+        self._none_params.append(_none_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
         self._top_level.pop()
+        self._none_params.pop()
         self._functions.pop()
         self._flag_params.pop()
         tokens = name_tokens(node.name)
@@ -1302,7 +1314,8 @@ class _Walker:
                 self._flags_seen += [node.attr, *self._flag_attributes[klass][node.attr]]
                 return False
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            return self.compare(node.left, node.ops[0], node.comparators[0], imports, truths)
+            compared = self.compare(node.left, node.ops[0], node.comparators[0], imports, truths)
+            return compared if compared is not None else self.passed(node)
         if isinstance(node, ast.Call):
             return self.call_truth(node, imports, truths)
         if isinstance(node, ast.Name):
@@ -1318,6 +1331,9 @@ class _Walker:
                 return False
             if tokens & _TPU_TOKENS:
                 return True
+            passed = self.passed(node)
+            if passed is not None:
+                return passed
             if node.id in self.facts.globals:
                 return ["glob", node.id]
             return None
@@ -1388,6 +1404,30 @@ class _Walker:
             ):
                 return ["call", "self", func.attr]
         return None
+
+    def passed(self, node: ast.expr) -> Truth:
+        """`p`, `p is not None` (`["passed", key, p]`) and `p is None` (its negation) of a
+        parameter of the function being walked that defaults to None and is never
+        reassigned: decided by whether the project's calls pass it."""
+        if not self._none_params or not self._none_params[-1]:
+            return None
+        params = self._none_params[-1]
+        negated = False
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, op, right = node.left, node.ops[0], node.comparators[0]
+            if isinstance(left, ast.Constant) and left.value is None:
+                left, right = right, left
+            if not (isinstance(right, ast.Constant) and right.value is None):
+                return None
+            if not isinstance(op, (ast.Is, ast.IsNot)):
+                return None
+            negated, node = isinstance(op, ast.Is), left
+        if not isinstance(node, ast.Name) or node.id not in params:
+            return None
+        if self._flag_params and node.id in self._flag_params[-1][0]:
+            return None  # an inference flag: judged as one (off while training)
+        truth = ["passed", self._functions[-1][0], node.id]
+        return _not(truth) if negated else truth
 
     def tensor_param(self, subject: ast.expr, classes: list[str], imports: dict[str, str]) -> Truth:
         """`isinstance(p, torch.Tensor)` of a parameter of the function being walked:
@@ -1492,6 +1532,28 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
                 flags.discard(child.id)
     return flags
+
+
+def _none_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters that default to None and that the body never reassigns."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    params = {
+        arg.arg
+        for arg, default in pairs
+        if isinstance(default, ast.Constant) and default.value is None
+    }
+    if params:
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                params.discard(child.id)
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                params.difference_update(child.names)
+    return params
 
 
 def _off_flag_attributes(node: ast.ClassDef) -> dict[str, list[str]]:

@@ -1239,6 +1239,12 @@ class _Summarizer(ValueEvaluator):
                             for k in current.keywords
                             if k.arg is not None
                         }
+                        # What `*args` / `**kwargs` spread is not visible: marked by keys no
+                        # parameter has, so no call that spreads seems to leave one out.
+                        if any(isinstance(a, ast.Starred) for a in current.args):
+                            call.keywords["*"] = []
+                        if any(k.arg is None for k in current.keywords):
+                            call.keywords["**"] = []
                         call.arg_texts = [
                             value_texts(a) for a in current.args if not isinstance(a, ast.Starred)
                         ]
