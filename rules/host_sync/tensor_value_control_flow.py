@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
@@ -129,6 +131,15 @@ class TensorValueControlFlow(TrackingRule, Rule):
     fix_sometimes = True
     fix_message = "Use `torch.where(cond, a, b)`"
     requires = ("if ", "while ", "assert ")
+    # The statements and expressions the handlers below test (`not` only as `not x`).
+    hot_shapes = {
+        ast.If: None,
+        ast.While: None,
+        ast.Assert: None,
+        ast.IfExp: None,
+        ast.comprehension: lambda node, _code: bool(node.ifs),
+        ast.UnaryOp: lambda node, _code: isinstance(node.op, ast.Not),
+    }
 
     VALID = (
         Valid(
