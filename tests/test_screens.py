@@ -11,6 +11,7 @@ same findings both ways (fast); `pytest --corpus PATH` does the same on the publ
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -189,6 +190,82 @@ def test_library_files_are_not_parsed(source: str) -> None:
     with unscreened():
         assert check_source(source, "lib.py", default) == []
     assert libcst_parses() == before + 1
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # A model whose hot `forward` has calls, slices and subscripts, but no `if`, no
+        # conversion or host transfer, no mask index, no size taken from a value and no
+        # `range` loop; the helper with those is not hot (nothing hot calls it).
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Head(nn.Module):\n"
+        "    def __init__(self, width, classes):\n"
+        "        super().__init__()\n"
+        "        self.proj = nn.Linear(width, classes)\n\n"
+        "    def forward(self, x):\n"
+        "        h = torch.relu(self.proj(x[:, 0]))\n"
+        "        return torch.flatten(h, 1)[:, :8]\n\n\n"
+        "def describe(model, scores):\n"
+        "    if (scores > 0).any():\n"
+        "        print(float(scores.max()), scores[scores > 0].cpu())\n"
+        "    for i in range(int(scores.sum())):\n"
+        "        print(i)\n",
+    ],
+    ids=["hot-forward-without-triggers"],
+)
+def test_hot_files_without_a_rule_shape_are_not_parsed(source: str) -> None:
+    """The hot-code rules (TPU103, TPU104, TPU202, TPU203, TPU205) need, in a function the
+    project model calls hot, the shape their handlers report at (`Rule.hot_shapes`, read
+    with `ast`), not only some hot function in the file."""
+    default = Config.from_mapping({})
+    before = libcst_parses()
+    assert check_source(source, "head.py", default) == []
+    assert libcst_parses() == before
+    with unscreened():
+        assert check_source(source, "head.py", default) == []
+    assert libcst_parses() == before + 1
+
+
+# libcst node names of handlers -> the `ast` node types they are read as in `hot_shapes`.
+_AST_OF_HANDLER = {
+    "If": (ast.If,),
+    "While": (ast.While,),
+    "Assert": (ast.Assert,),
+    "IfExp": (ast.IfExp,),
+    "CompIf": (ast.comprehension,),
+    "UnaryOperation": (ast.UnaryOp,),
+    "Subscript": (ast.Subscript,),
+    "Call": (ast.Call,),
+    "FormattedStringExpression": (ast.FormattedValue,),
+    "For": (ast.For, ast.AsyncFor),
+    "BinaryOperation": (ast.BinOp,),
+    "Comparison": (ast.Compare,),
+    "Assign": (ast.Assign,),
+}
+
+
+def test_every_handler_of_a_hot_rule_has_its_shape() -> None:
+    """A hot-code rule's `hot_shapes` screen covers every node its own handlers visit, so a
+    handler added to the rule cannot fall outside its screen (a new handler's node type
+    must be added to `hot_shapes`, with a test its first checks imply, or None).
+    `visit_FunctionDef` is the rules' bookkeeping of the function they are in."""
+    wrong = []
+    for rule in all_rules():
+        if not rule.hot_shapes:
+            continue
+        assert rule.hot_only, f"{rule.code}: hot_shapes without hot_only"
+        for klass in rule.__mro__:
+            if klass is Rule or not klass.__module__.startswith(rule.__module__):
+                continue
+            for name in vars(klass):
+                kind = name.partition("_")[2]
+                if not name.startswith(("visit_", "leave_")) or kind == "FunctionDef":
+                    continue
+                types = _AST_OF_HANDLER.get(kind)
+                if types is None or not all(t in rule.hot_shapes for t in types):
+                    wrong.append(f"{rule.code}.{name}")
+    assert not wrong, f"handlers outside their rule's hot_shapes: {wrong}"
 
 
 def test_verbose_counts_the_files_parsed_with_libcst(tmp_path: Path) -> None:

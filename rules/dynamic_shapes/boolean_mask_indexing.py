@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.hot_code import index_elements, is_int_literal
 from tpulint.analysis.values import CPU
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
@@ -153,6 +156,16 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     fix_sometimes = True
     fix_message = "Use a static-shape masked form"
     requires = ("[",)
+    # `mask_in_index` skips slices and literal integers, strings, `...` and `None`.
+    hot_shapes = {
+        ast.Subscript: lambda node, _code: any(
+            not isinstance(index, ast.Slice)
+            and not is_int_literal(index)
+            and not (isinstance(index, ast.Constant) and isinstance(index.value, str))
+            and not (isinstance(index, ast.Constant) and index.value in (None, Ellipsis))
+            for index in index_elements(node)
+        )
+    }
 
     VALID = (
         # Integer indices, slices, None, numbers and ellipsis are static.

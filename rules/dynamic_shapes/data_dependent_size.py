@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.hot_code import index_elements, is_int_literal
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.matchers import source_of
@@ -33,6 +36,9 @@ _LIBRARY_SIZES = {
     "torch_scatter": frozenset({"dim_size"}),
     "torch_geometric": frozenset({"dim_size", "num_nodes", "size", "max_num_nodes", "batch_size"}),
 }
+# The last names of the calls `visit_Call` reads sizes from, and the keywords it reads.
+_SIZED_CALLS = _SIZE_FACTORIES | _SIZE_METHODS | {"linspace", "pad", "one_hot"}
+_LIBRARY_KEYWORDS = frozenset().union(*_LIBRARY_SIZES.values(), {"num_classes"})
 
 
 def _library_size_keywords(ctx: FileContext, node: cst.Call) -> frozenset[str] | None:
@@ -114,6 +120,18 @@ class DataDependentSize(TrackingRule, Rule):
     summary = "A size taken from a tensor's values (`torch.arange(lengths.max())`) in hot code"
     # (`[`: an element of a device tensor, `ids_str[i]`, read as a size or a slice bound)
     requires = ("max(", "min(", "sum(", ".item()", "count_nonzero(", "prod(", "[")
+    # The calls `visit_Call` takes sizes from, the slices `visit_Subscript` takes bounds from.
+    hot_shapes = {
+        ast.Call: lambda node, code: (
+            not code.call_names(node).isdisjoint(_SIZED_CALLS)
+            or any(k.arg in _LIBRARY_KEYWORDS for k in node.keywords)
+        ),
+        ast.Subscript: lambda node, _code: any(
+            isinstance(index, ast.Slice)
+            and any(b is not None and not is_int_literal(b) for b in (index.lower, index.upper))
+            for index in index_elements(node)
+        ),
+    }
     # `n = lengths.max().item()`: the host read (TPU101/TPU103) and this size are one problem.
     folds_into = ("TPU101", "TPU103")
 

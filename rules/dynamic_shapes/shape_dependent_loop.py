@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
@@ -126,6 +128,19 @@ class ShapeDependentLoop(TrackingRule, Rule):
         "(`range(int(n))`, `range(len(mask.nonzero()))`) in hot code"
     )
     requires = ("range(",)
+    # `visit_For` goes on only with `for ... in range(...)`.
+    hot_shapes = {
+        ast.For: lambda node, _code: (
+            isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Name)
+            and node.iter.func.id == "range"
+        ),
+        ast.AsyncFor: lambda node, _code: (
+            isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Name)
+            and node.iter.func.id == "range"
+        ),
+    }
     # `for i in range(int(n))`: the host read (TPU101/TPU103) and this loop are one problem.
     folds_into = ("TPU101", "TPU103")
 

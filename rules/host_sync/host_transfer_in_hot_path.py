@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.hot_code import is_int_literal
 from tpulint.analysis.values import ValueKind
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import strip_call_suffix
@@ -32,6 +34,10 @@ _NUMBER_PARAMETERS = {
     "full": (("fill_value", 1),),
     "full_like": (("fill_value", 1),),
 }
+# The callees' last names `visit_Call` goes on with (its screen, `hot_shapes`).
+_CALLS_CHECKED = frozenset(
+    {"cpu", "tolist", "numpy", "to", "print", *_CONVERSIONS, *_COMPARING, *_ITERATING}
+) | frozenset(_NUMBER_PARAMETERS)
 _WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
 
 
@@ -328,6 +334,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
         "full",
         "[",
     )
+    # What `visit_Call`, `visit_Subscript` and `visit_FormattedStringExpression` go on with
+    # (a subscript: one index, not a slice or literal integer; `x[(a, b)]`'s one tuple is
+    # not a device tensor).
+    hot_shapes = {
+        ast.Call: lambda node, code: not code.call_names(node).isdisjoint(_CALLS_CHECKED),
+        ast.Subscript: lambda node, _code: (
+            not isinstance(node.slice, (ast.Slice, ast.Tuple)) and not is_int_literal(node.slice)
+        ),
+        ast.FormattedValue: None,
+    }
 
     VALID = (
         # Accumulate, then flush: the export runs once every `flush_every` samples.

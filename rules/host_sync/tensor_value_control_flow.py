@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.guards import effective
+from tpulint.analysis.hot_code import HotCode
 from tpulint.analysis.values import ValueKind
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
@@ -129,6 +132,20 @@ class TensorValueControlFlow(TrackingRule, Rule):
     fix_sometimes = True
     fix_message = "Use `torch.where(cond, a, b)`"
     requires = ("if ", "while ", "assert ")
+    # The statements and expressions the handlers below test, when the test has a shape
+    # `_tensor_test` can report (`_could_be_tensor_test`).
+    hot_shapes = {
+        ast.If: lambda node, code: _could_be_tensor_test(node.test, code),
+        ast.While: lambda node, code: _could_be_tensor_test(node.test, code),
+        ast.Assert: lambda node, code: _could_be_tensor_test(node.test, code),
+        ast.IfExp: lambda node, code: _could_be_tensor_test(node.test, code),
+        ast.comprehension: lambda node, code: any(
+            _could_be_tensor_test(test, code) for test in node.ifs
+        ),
+        ast.UnaryOp: lambda node, code: (
+            isinstance(node.op, ast.Not) and _could_be_tensor_test(node.operand, code)
+        ),
+    }
 
     VALID = (
         Valid(
@@ -458,6 +475,24 @@ class TensorValueControlFlow(TrackingRule, Rule):
             ):
                 return test
         return None
+
+
+def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool:
+    """Whether `TensorValueControlFlow._tensor_test` can find a tensor value in `test`, read
+    with `ast` from the shapes it goes on with (its screen): `and`/`or`/`not` of a comparison
+    other than `is`/`in`, a call of a tensor predicate, or a name (bound to one of those).
+    Attributes, subscripts, constants and other calls it never reports."""
+    if depth > 6:
+        return False
+    if isinstance(test, ast.BoolOp):
+        return any(_could_be_tensor_test(value, code, depth + 1) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _could_be_tensor_test(test.operand, code, depth + 1)
+    if isinstance(test, ast.Compare):
+        return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops)
+    if isinstance(test, ast.Call):
+        return not code.call_names(test).isdisjoint(_TENSOR_PREDICATES)
+    return isinstance(test, ast.Name)
 
 
 def _nots(node: cst.CSTNode) -> list[cst.UnaryOperation]:

@@ -44,12 +44,14 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     is_pytest_test,
     names_other_accelerator,
 )
+from tpulint.analysis.hot_code import HotCode, hot_code
 from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     module_name_for_path,
     package_root,
     table_digest,
 )
+from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.scope import ProjectScope, _is_test_path, same_repository
 from tpulint.analysis.summary import (
     Atom,
@@ -1456,6 +1458,7 @@ class FileView:
     module: ModuleSummary
     base: str | None = None  # the folder chain paths are shown relative to
     _functions: dict[str, _Function] = field(default_factory=dict)
+    _hot_code: tuple[str, HotCode | None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._functions = self.model._module_functions[id(self.module)]
@@ -1497,6 +1500,22 @@ class FileView:
     def has_hot_code(self) -> bool:
         hot = self.model.hot
         return any(fn.gkey in hot for fn in self._functions.values())
+
+    def hot_code(self, source: str) -> HotCode | None:
+        """The `ast` nodes of the file's hot functions in `source` (the text being checked,
+        which a fix round may have changed since the model read it), for the hot-code rules'
+        screens; None when Python cannot parse it."""
+        cached = self._hot_code
+        if cached is not None and cached[0] is source:
+            return cached[1]
+        tree = parse_python(source)
+        found = None
+        if tree is not None:
+            hot = self.model.hot
+            names = [fn.summary.qualname for fn in self._functions.values() if fn.gkey in hot]
+            found = hot_code(tree, names, source)
+        self._hot_code = (source, found)
+        return found
 
     @property
     def class_kinds(self) -> ClassKind:

@@ -12,10 +12,11 @@ node replacements and import changes.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
@@ -25,6 +26,7 @@ from tpulint.datatypes.diagnostics import Applicability, FileEdits, Fix, Severit
 
 if TYPE_CHECKING:
     from tpulint.analysis.context import FileContext
+    from tpulint.analysis.hot_code import ShapeTest
     from tpulint.analysis.project import FileView
     from tpulint.analysis.yaml_config import YamlDocument
     from tpulint.config.settings import Config
@@ -185,6 +187,13 @@ class Rule:
     # The rule reports only in hot code (code that runs every step): the engine does not
     # parse a file in which the project model finds no hot function for such rules.
     hot_only: ClassVar[bool] = False
+    # For a `hot_only` rule: the `ast` shapes its handlers can report at, each an `ast` node
+    # type (the libcst node its handler visits, read with `ast`) with a test of the node
+    # that the handler's own first checks imply, or None (any node of the type): the engine
+    # does not parse a file for the rule unless one of the file's hot functions contains
+    # one (`tpulint.analysis.hot_code`). Empty: any hot function. tests/test_screens.py
+    # checks that every handler the rule defines has its node type here.
+    hot_shapes: ClassVar[Mapping[type[ast.AST], ShapeTest | None]] = {}
     # The rule reports only at, or because of, a call whose callee's last name is one of
     # these (`Trainer` for `pl.Trainer(...)`, or for a name the imports qualify to
     # `lightning.Trainer`): the engine does not run it on a file without such a call
@@ -211,8 +220,13 @@ class Rule:
         does not run the rule otherwise, and does not parse a file in which no rule can
         fire. Every screen must be implied by the rule's logic: tests/test_screens.py checks
         that screened and unscreened runs report the same on every fixture."""
-        if cls.hot_only and not view.has_hot_code:
-            return False
+        if cls.hot_only:
+            if not view.has_hot_code:
+                return False
+            if cls.hot_shapes:
+                found = view.hot_code(source)
+                if found is not None and not found.contains(cls.hot_shapes):
+                    return False
         syntax = view.module.syntax
         if syntax is not None and cls.screen_calls and syntax.calls.isdisjoint(cls.screen_calls):
             return False
