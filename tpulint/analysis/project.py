@@ -29,7 +29,7 @@ import hashlib
 import os
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,11 @@ from tpulint.analysis.summary import (
     FunctionSummary,
     ModuleSummary,
 )
-from tpulint.analysis.value_tables import MODULE_SELF_METHODS, TENSOR_METHODS_OF_MODULES
+from tpulint.analysis.value_tables import (
+    BATCH_PARAMS,
+    MODULE_SELF_METHODS,
+    TENSOR_METHODS_OF_MODULES,
+)
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 # How a hand-written training loop's function is named as the root of hot code (the per-file
@@ -206,6 +210,16 @@ def combine_values(values: list[Value]) -> Value:
     classes = {v.cls for v in values}
     tensor = all(v.tensor for v in values)
     return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
+
+
+def _without_params(value: Value) -> Value:
+    """The value with no dependence on the parameters of the function it came from."""
+    if not value.params and value.elements is None:
+        return value
+    elements = (
+        tuple(_without_params(e) for e in value.elements) if value.elements is not None else None
+    )
+    return replace(value, params=frozenset(), elements=elements)
 
 
 @dataclass(frozen=True)
@@ -1010,9 +1024,12 @@ class ProjectModel:
             if value is None:
                 return None
             if value.params:
-                # The caller passes its own parameter on: what its callers pass.
+                # The caller passes its own parameter on: what its callers pass, or for a
+                # step method Lightning calls, its batch (device tensors).
                 inner = [
-                    self.param_value(caller.gkey, p, _depth + 1, outside_tests)
+                    Value("device")
+                    if self._step_batch_param(caller, p)
+                    else self.param_value(caller.gkey, p, _depth + 1, outside_tests)
                     for p in value.params
                 ]
                 if any(v is None for v in inner):
@@ -1022,6 +1039,22 @@ class ProjectModel:
         result = combine_values(values)
         self._params[key] = result
         return result
+
+    def _step_batch_param(self, fn: _Function, index: int) -> bool:
+        """Whether parameter `index` of `fn` is the batch Lightning passes a step method of a
+        LightningModule (`training_step(self, batch, batch_idx)`): the step's tensors, on the
+        device, as the rules take it inside the step itself (context.FileContext)."""
+        summary = fn.summary
+        if fn.owner is None or not summary.bound or not 0 < index < len(summary.params):
+            return False
+        kind = self._kind_with_subclasses(fn.owner)
+        if not kind & ClassKind.LIGHTNING_MODULE:
+            return False
+        if entry_reason(summary.name, kind, self.hot_methods) != summary.name:
+            return False
+        if not summary.name.endswith("_step"):
+            return False
+        return index == 1 or summary.params[index] in BATCH_PARAMS
 
     def precompute_callers(self) -> None:
         """Resolve the caller index now (before worker processes fork and inherit it)."""
@@ -1168,7 +1201,9 @@ class ProjectModel:
             if owner is None:
                 return UNKNOWN_VALUE
             value = self.attribute_value(owner, atom[1])
-            return value if value is not None else UNKNOWN_VALUE
+            # The parameters an attribute's value depends on are those of the method that
+            # assigned it (`self.factor = cfg.get(...)` in `__init__`), not the reader's.
+            return _without_params(value) if value is not None else UNKNOWN_VALUE
         if tag == "t":
             elements = []
             for inner in atom[1:]:
