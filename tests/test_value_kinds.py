@@ -810,6 +810,52 @@ def test_rows_of_a_tensor_moved_to_the_cpu_stay_on_the_cpu() -> None:
 # --- one value semantics (issue 21): shapes the merged inference decides ------------------
 
 SILENT_SHAPES = {
+    "a tuple returned by a helper hands back its argument, not the caller's parameter": """
+        class Decoder(L.LightningModule):
+            def start(self, feats):
+                return {"steps": int(feats.shape[1]), "out": feats}
+
+            def advance(self, state):
+                return self(state["out"]), state
+
+            def run(self, feats, lengths):
+                state = self.start(feats)
+                out, state = self.advance(state)
+                return self.finish(state, lengths)
+
+            def finish(self, state, lengths):
+                if state["steps"] > 4:
+                    return state["out"][:, :4]
+                return state["out"]
+
+            def validation_step(self, batch, batch_idx):
+                return self.run(batch, batch_idx)
+        """,
+    "the values of a dict filled at computed keys": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                best = out.argmax()
+                scores = dict()
+                for name in ("a", "b"):
+                    scores[name] = self.head(out)
+                picked = {k: v[best] for k, v in scores.items()}
+                return picked["a"].sum()
+        """,
+    "a helper given a value the step computes from its batch's metadata": """
+        from collections import defaultdict
+
+        def group_by_language(languages):
+            groups = defaultdict(list)
+            for i, lang in enumerate(list(languages)):
+                groups[lang].append(i)
+            return groups
+
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                groups = group_by_language(batch.get("languages"))
+                return self(batch["audio"]).sum() + len(groups)
+        """,
     "an attribute set from the constructor's config, passed by a step helper": """
         class M(L.LightningModule):
             def __init__(self, cfg):
