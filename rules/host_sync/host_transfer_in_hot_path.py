@@ -16,7 +16,7 @@ from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, source_of, walk
 from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
-from .helpers import _HEAD, _LOSS, in_exception_path, iterated_tensor, logged_value, quiet
+from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
 _PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
 _CONVERSIONS = ("float", "int", "bool")
@@ -208,9 +208,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
     tensor (Python iterates it and compares or tests every element on the host), a tensor
     passed where torch wants a Python number (`torch.nan_to_num(x, nan=t)`,
     `torch.full(shape, t)`), and a tensor used as a Python
-    index into an `nn.ModuleList` or a list (`self.heads[k]`), and membership tests in a
-    device tensor (`1 in preds`: `Tensor.__contains__` returns a Python bool). `.item()` is
-    TPU101's, and
+    index into an `nn.ModuleList` or a list (`self.heads[k]`). `.item()` is TPU101's, and
     conversions passed to `self.log`
     are TPU102's.
 
@@ -329,19 +327,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
         "nan_to_num(",
         "full",
         "[",
-        " in ",
     )
 
     VALID = (
-        # Membership in the step's batch (a dict or list) and in host containers.
-        Valid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n"
-            "        weight = 2.0 if 'weights' in batch else 1.0\n"
-            "        ids = self(batch['x']).argmax(-1)\n"
-            "        seen = {0, 1}\n"
-            "        bonus = 1.0 if batch_idx in seen else 0.0\n"
-            "        return ids.float().mean() * weight + bonus\n"
-        ),
         # The step's batch index handed to a helper is a Python int, not its data.
         Valid(
             "import lightning as L\n\n\n"
@@ -528,18 +516,6 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
-        # Membership in a device tensor, a row of one per loop iteration.
-        Invalid(
-            _HEAD + "    def training_step(self, batch, batch_idx):\n"
-            "        tags = self(batch).argmax(-1)\n"
-            "        complete = 0\n"
-            "        for row in tags:\n"
-            "            if 1 in row:\n"
-            "                complete += 1\n"
-            "        return self.loss_fn(tags) * complete\n",
-            line=10,
-            message="tests membership in the device tensor `row`",
-        ),
         # A module-level helper the step hands a part of its batch: the step's tensors.
         Invalid(
             "import lightning as L\nimport torch\n\n\n"
@@ -739,58 +715,6 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 self._check_comparing(node, func.value)
             elif func.value in _ITERATING and len(node.args) == 1:
                 self._check_iterated(node, func.value)
-
-    def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
-        """`v in t` on a device tensor `t`: `Tensor.__contains__` compares every element and
-        returns a Python bool, read on the host."""
-        ctx = self.ctx
-        if not ctx.in_hot_code or not isinstance(node.operator, (cst.In, cst.NotIn)):
-            return
-        comparison = ctx.parent(node)
-        if not isinstance(comparison, cst.Comparison) or len(comparison.comparisons) != 1:
-            return
-        needle, haystack = comparison.left, node.comparator
-        if ctx.value_kind(haystack) is not ValueKind.DEVICE or ctx.is_dict(haystack):
-            return
-        if not self._tensor_haystack(haystack):
-            return
-        # What is looked for is a number or a tensor (`"labels" in batch` asks a dict).
-        if not isinstance(needle, (cst.Integer, cst.Float)) and not (
-            ctx.value_kind(needle) is ValueKind.DEVICE
-            and is_torch_tensor(ctx, needle, self.bindings)
-        ):
-            return
-        if quiet(ctx, comparison) or in_exception_path(ctx, comparison):
-            return
-        self.report(
-            comparison,
-            f"`{source_of(ctx, comparison)}` in {ctx.hot_reason} tests membership in the device "
-            f"tensor `{source_of(ctx, haystack)}` on the host (`Tensor.__contains__` returns a "
-            "Python bool): a sync every time it runs; compare on the device, e.g. "
-            "`(t == v).any()`, and keep the result a tensor",
-            applicability=Applicability.DISPLAY_ONLY,
-        )
-
-    def _tensor_haystack(self, node: cst.BaseExpression) -> bool:
-        """A tensor computed in the code, a row of one (`for p in preds:`), or a helper's
-        parameter the step's calls pass device tensors: not the step's own batch, which may
-        be a dict or list (`"labels" in batch`)."""
-        ctx = self.ctx
-        if computed_tensor(ctx, node, self.bindings):
-            return True
-        if not isinstance(node, cst.Name):
-            return False
-        binding = self.bindings.lookup(node.value)
-        if binding is not None and binding.value is None and isinstance(binding.node, cst.For):
-            iterated = iterated_tensor(binding.node, node.value)
-            return iterated is not None and computed_tensor(ctx, iterated, self.bindings)
-        info = ctx.function
-        return (
-            binding is None
-            and self.bindings.is_param(node.value)
-            and info is not None
-            and info.name != info.root_hook
-        )
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`self.heads[k]` with a device tensor `k`: `__index__` reads it on the host."""
