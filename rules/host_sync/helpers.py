@@ -1,6 +1,7 @@
 """What several host-sync rules (TPU1xx) share: the head of their examples, the value logged
 by `self.log` (TPU101, TPU102, TPU103), when a finding stays quiet (guards, device checks), and
-the statement that holds a call (TPU105, TPU107)."""
+the statement that holds a call (TPU105, TPU107), what a loop variable iterates (TPU103,
+TPU104)."""
 
 from __future__ import annotations
 
@@ -83,3 +84,23 @@ def in_exception_path(ctx: FileContext, node: cst.CSTNode) -> bool:
             return False
         child = ancestor
     return False
+
+
+def iterated_tensor(loop: cst.For, name: str) -> cst.BaseExpression | None:
+    """What `name` is an element of in `for name in x` or `for i, name in enumerate(x)`."""
+    target, iterated = loop.target, loop.iter
+    if isinstance(target, cst.Name):
+        return iterated if target.value == name else None
+    if (
+        isinstance(target, (cst.Tuple, cst.List))
+        and len(target.elements) == 2
+        and isinstance(target.elements[1].value, cst.Name)
+        and target.elements[1].value.value == name
+        and isinstance(iterated, cst.Call)
+        and isinstance(iterated.func, cst.Name)
+        and iterated.func.value == "enumerate"
+        and iterated.args
+        and iterated.args[0].keyword is None
+    ):
+        return iterated.args[0].value
+    return None

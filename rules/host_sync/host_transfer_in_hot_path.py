@@ -346,6 +346,15 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # The step's batch index handed to a helper is a Python int, not its data.
+        Valid(
+            "import lightning as L\n\n\n"
+            "def phase(step):\n"
+            "    return int(step) % 4\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch).sum() * phase(batch_idx)\n"
+        ),
         # Accumulate, then flush: the export runs once every `flush_every` samples.
         Valid(
             "import numpy as np\n" + _HEAD + "    def validation_step(self, batch, batch_idx):\n"
@@ -523,6 +532,19 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A module-level helper the step hands a part of its batch: the step's tensors.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def lengths_to_mask(lengths):\n"
+            "    widths = lengths.tolist()\n"
+            "    return torch.arange(max(widths))[None, :] < torch.tensor(widths)[:, None]\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        feats, lengths = batch\n"
+            "        return self(feats, lengths_to_mask(lengths)).sum()\n",
+            line=6,
+            message="`lengths_to_mask` (called from training_step)",
+        ),
         # A size test whose body never empties what it measures: every step once it holds.
         Invalid(
             "import numpy as np\n" + _HEAD + "    def validation_step(self, batch, batch_idx):\n"

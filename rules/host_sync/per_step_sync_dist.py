@@ -55,7 +55,8 @@ class PerStepSyncDist(Rule):
     ## What it does
     Finds `self.log(..., sync_dist=True)` and `self.log_dict(..., sync_dist=True)` that log
     on every step: in `training_step` and the training batch hooks (where `on_step`
-    defaults to True), and anywhere in a step with an explicit `on_step=True`.
+    defaults to True), and anywhere in code that runs every step with an explicit
+    `on_step=True` (a step, a shared step helper both steps call, a sub-module's forward).
 
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
@@ -219,6 +220,18 @@ class PerStepSyncDist(Rule):
             '        self.log("val_loss", self(batch).mean(), on_step=False, sync_dist=True, '
             "on_epoch=True)\n",
         ),
+        # Explicit on_step in a shared step helper both steps call, the split passed in.
+        Invalid(
+            _HEAD + "    def _shared_step(self, batch, split):\n"
+            "        loss = self(batch).mean()\n"
+            '        self.log(f"{split}_loss", loss, on_step=True, sync_dist=True)\n'
+            "        return loss\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self._shared_step(batch, "train")\n\n'
+            "    def validation_step(self, batch, batch_idx):\n"
+            '        return self._shared_step(batch, "val")\n',
+            line=8,
+        ),
         # A callback's training batch hook.
         Invalid(
             "import lightning as L\n\n\nclass Log(L.Callback):\n"
@@ -266,8 +279,12 @@ class PerStepSyncDist(Rule):
             on_step = True
         else:
             return
-        if not on_step or (hook not in _TRAIN_BATCH_HOOKS and hook not in _EVAL_BATCH_HOOKS):
+        if not on_step:
             return
+        if on_step_arg is None and hook not in _TRAIN_BATCH_HOOKS:
+            return
+        # An explicit `on_step=True` logs every step wherever the step reaches it: a helper
+        # the step calls, a `shared_step` that is its own entry point, a sub-module's forward.
         if "rare" in ctx.guards(node):
             return
         fixed = node

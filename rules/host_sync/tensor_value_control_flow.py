@@ -16,7 +16,7 @@ from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
 from ..rewrite.sync import if_fix
 from ..shared.matchers import source_of
 from ..shared.tensors import TrackingRule, computed_tensor, method_name, torch_name
-from .helpers import _HEAD, _LOSS, quiet
+from .helpers import _HEAD, _LOSS, iterated_tensor, quiet
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 _TENSOR_PREDICATES = frozenset(
@@ -227,6 +227,35 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A flag kept as a registered buffer (it lives on the device with the module).
+        Invalid(
+            _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('warmed_up', torch.zeros(()))\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        if not self.warmed_up:\n"
+            "            self.warmed_up.fill_(1)\n"
+            "        return self(batch).sum()\n",
+            line=11,
+        ),
+        # A loss helper a shared step hands the batch's targets, per target slot.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def slot_loss(pred, targets):\n"
+            "    total = pred.new_zeros(())\n"
+            "    for i in range(targets.shape[1]):\n"
+            "        if targets[:, i].sum() == 0:\n"
+            "            continue\n"
+            "        total = total + (pred[:, i] - targets[:, i]).abs().mean()\n"
+            "    return total\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def shared(self, batch):\n"
+            "        images, targets = batch\n"
+            "        return slot_loss(self(images), targets)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self.shared(batch)\n",
+            line=8,
+        ),
         # The condition of a comprehension is control flow too, once per element.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -409,7 +438,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
         if isinstance(found, cst.Name):
             binding = self.bindings.lookup(found.value)
             if binding is not None and isinstance(binding.node, cst.For):
-                iterated = _iterated_tensor(binding.node, found.value)
+                iterated = iterated_tensor(binding.node, found.value)
                 if iterated is not None:
                     per_element = f" (an element of `{source_of(ctx, iterated)}`: once per element)"
         self.report(
@@ -456,11 +485,19 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return None
             name = method_name(test) or torch_function
             return test if name in _TENSOR_PREDICATES else None
+        if (
+            isinstance(test, cst.Attribute)
+            and isinstance(test.value, cst.Name)
+            and test.value.value == "self"
+            and ctx.value_kind(test) is ValueKind.DEVICE
+        ):
+            # `if self.initted:` on a buffer the module keeps on the device
+            return test
         if isinstance(test, cst.Name):
             binding = self.bindings.lookup(test.value)
             if binding is not None and binding.value is None and isinstance(binding.node, cst.For):
                 # `for m in keep: if m:`: each element of a device tensor tested on the host
-                iterated = _iterated_tensor(binding.node, test.value)
+                iterated = iterated_tensor(binding.node, test.value)
                 if iterated is not None and computed_tensor(ctx, iterated, self.bindings):
                     return test
                 return None
@@ -506,23 +543,3 @@ def _nots(node: cst.CSTNode) -> list[cst.UnaryOperation]:
             found.append(current)
         stack.extend(current.children)
     return found
-
-
-def _iterated_tensor(loop: cst.For, name: str) -> cst.BaseExpression | None:
-    """What `name` is an element of in `for name in x` or `for i, name in enumerate(x)`."""
-    target, iterated = loop.target, loop.iter
-    if isinstance(target, cst.Name):
-        return iterated if target.value == name else None
-    if (
-        isinstance(target, (cst.Tuple, cst.List))
-        and len(target.elements) == 2
-        and isinstance(target.elements[1].value, cst.Name)
-        and target.elements[1].value.value == name
-        and isinstance(iterated, cst.Call)
-        and isinstance(iterated.func, cst.Name)
-        and iterated.func.value == "enumerate"
-        and iterated.args
-        and iterated.args[0].keyword is None
-    ):
-        return iterated.args[0].value
-    return None

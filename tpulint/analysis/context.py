@@ -31,7 +31,7 @@ from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
 from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
-from tpulint.analysis.value_tables import HOST_ANNOTATIONS, annotation_kind
+from tpulint.analysis.value_tables import BATCH_PARAMS, HOST_ANNOTATIONS, annotation_kind
 from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueKind, kind_named
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 _HOST_KIND_NAMES = frozenset({"number", "host", "numpy", "module"})
 # Parameter names of shapes, sizes and counts (host values even in a forward).
 _SHAPE_PARAM = re.compile(r"(?:^|_)(?:shape|shapes|size|sizes|hw|dim|dims)$|^(?:num|n)_")
-_BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
 _HOST_PARAMS = frozenset(
     {
         "batch_idx",
@@ -639,7 +638,7 @@ class FileContext(Resolver):
         # The batch argument of a step method itself (index 0 is `self`); helpers called
         # from the step take anything as their first argument.
         batch_like = hot and (
-            name in _BATCH_PARAMS
+            name in BATCH_PARAMS
             or (info.name == info.root_hook and info.name.endswith("_step") and index <= 1)
         )
         if param.annotation is not None:

@@ -194,6 +194,11 @@ class ValueEvaluator:
             and not iterator.args
         ):
             base = self.atoms(iterator.func.value, scope)
+            if base == ["host"]:
+                # An opaque dict (`scores = dict()` filled at computed keys): its values are
+                # whatever was stored, not host data because the dict is.
+                values: list[Atom] = ["unknown"]
+                return values if iterator.func.attr == "values" else [["t", ["host"], values]]
             if all_host(base):
                 return ["host"]
             # `for name, value in batch.items()`: the values of a container of tensors

@@ -29,7 +29,7 @@ import hashlib
 import os
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,11 @@ from tpulint.analysis.summary import (
     FunctionSummary,
     ModuleSummary,
 )
-from tpulint.analysis.value_tables import MODULE_SELF_METHODS, TENSOR_METHODS_OF_MODULES
+from tpulint.analysis.value_tables import (
+    BATCH_PARAMS,
+    MODULE_SELF_METHODS,
+    TENSOR_METHODS_OF_MODULES,
+)
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 # How a hand-written training loop's function is named as the root of hot code (the per-file
@@ -208,6 +212,32 @@ def combine_values(values: list[Value]) -> Value:
     classes = {v.cls for v in values}
     tensor = all(v.tensor for v in values)
     return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
+
+
+def _part_of_param(atoms: list[Atom], index: int) -> bool:
+    """`batch`, `batch["x"]`, `x` of `x, y = batch`: parameter `index` or an element of it,
+    not a value computed from it (`batch.get("names")` may be anything the loader yields)."""
+    if len(atoms) != 1:
+        return False
+    atom = atoms[0]
+    while isinstance(atom, list) and atom and atom[0] == "e" and len(atom[2]) == 1:
+        atom = atom[2][0]
+    return isinstance(atom, list) and atom[:2] == ["p", index]
+
+
+def _has_params(elements: tuple[Value, ...] | None) -> bool:
+    """Whether any element of a tuple value (at any depth) depends on parameters."""
+    return elements is not None and any(e.params or _has_params(e.elements) for e in elements)
+
+
+def _without_params(value: Value) -> Value:
+    """The value with no dependence on the parameters of the function it came from."""
+    if not value.params and value.elements is None:
+        return value
+    elements = (
+        tuple(_without_params(e) for e in value.elements) if value.elements is not None else None
+    )
+    return replace(value, params=frozenset(), elements=elements)
 
 
 @dataclass(frozen=True)
@@ -1012,9 +1042,12 @@ class ProjectModel:
             if value is None:
                 return None
             if value.params:
-                # The caller passes its own parameter on: what its callers pass.
+                # The caller passes its own parameter on: what its callers pass, or for a
+                # step method Lightning calls, its batch (device tensors).
                 inner = [
-                    self.param_value(caller.gkey, p, _depth + 1, outside_tests)
+                    Value("device")
+                    if _part_of_param(atoms, p) and self._step_batch_param(caller, p)
+                    else self.param_value(caller.gkey, p, _depth + 1, outside_tests)
                     for p in value.params
                 ]
                 if any(v is None for v in inner):
@@ -1024,6 +1057,20 @@ class ProjectModel:
         result = combine_values(values)
         self._params[key] = result
         return result
+
+    def _step_batch_param(self, fn: _Function, index: int) -> bool:
+        """Whether parameter `index` of `fn` is the batch Lightning passes a step method of a
+        LightningModule (`training_step(self, batch, batch_idx)`): the step's tensors, on the
+        device, as the rules take it inside the step itself (context.FileContext)."""
+        summary = fn.summary
+        if fn.owner is None or not summary.bound or not 0 < index < len(summary.params):
+            return False
+        kind = self._kind_with_subclasses(fn.owner)
+        if not kind & ClassKind.LIGHTNING_MODULE:
+            return False
+        if summary.name not in STEP_METHODS:
+            return False  # `streaming_step`, `shared_step`: the project calls them itself
+        return index == 1 or summary.params[index] in BATCH_PARAMS
 
     def precompute_callers(self) -> None:
         """Resolve the caller index now (before worker processes fork and inherit it)."""
@@ -1170,7 +1217,9 @@ class ProjectModel:
             if owner is None:
                 return UNKNOWN_VALUE
             value = self.attribute_value(owner, atom[1])
-            return value if value is not None else UNKNOWN_VALUE
+            # The parameters an attribute's value depends on are those of the method that
+            # assigned it (`self.factor = cfg.get(...)` in `__init__`), not the reader's.
+            return _without_params(value) if value is not None else UNKNOWN_VALUE
         if tag == "t":
             elements = []
             for inner in atom[1:]:
@@ -1258,29 +1307,40 @@ class ProjectModel:
             kind = self.class_kind(found.gkey)
             return Value("module" if kind & ClassKind.TORCH_MODULE else "unknown", cls=found.gkey)
         value = self.return_value(found.gkey)
-        if not value.params:
+        if not value.params and not _has_params(value.elements):
             return value
         bound_call = form in ("self", "super", "attr", "inst") and found.summary.bound
         offset = 1 if bound_call or "classmethod" in found.summary.decorators else 0
-        kinds = [value.kind] if value.kind != "unknown" or not value.params else []
-        for index in value.params:
-            position = index - offset
-            if 0 <= position < len(args):
-                arg = args[position]
-                resolved = (
-                    arg
-                    if isinstance(arg, Value)
-                    else self.resolve_atoms(arg, module, owner, depth + 1)
-                )
-                if resolved is not None:
-                    kinds.append(resolved.kind)
-                    continue
-            kinds.append("unknown")
-        mask = value.mask
-        if value.tensor:
-            # A torch function of the arguments: a tensor even when they are not.
-            kinds = [k for k in kinds if k not in _HOSTLIKE] or ["unknown"]
-        return Value(combine_kinds(kinds), mask, frozenset(), value.elements, value.cls)
+
+        def bind(value: Value) -> Value:
+            # The callee's parameters are the call's arguments: a returned tuple's elements
+            # too (`return out, state` hands back the argument `state`), never the caller's
+            # own parameters of the same position.
+            elements = (
+                tuple(bind(e) for e in value.elements) if value.elements is not None else None
+            )
+            if not value.params:
+                return replace(value, elements=elements)
+            kinds = [value.kind] if value.kind != "unknown" else []
+            for index in value.params:
+                position = index - offset
+                if 0 <= position < len(args):
+                    arg = args[position]
+                    resolved = (
+                        arg
+                        if isinstance(arg, Value)
+                        else self.resolve_atoms(arg, module, owner, depth + 1)
+                    )
+                    if resolved is not None:
+                        kinds.append(resolved.kind)
+                        continue
+                kinds.append("unknown")
+            if value.tensor:
+                # A torch function of the arguments: a tensor even when they are not.
+                kinds = [k for k in kinds if k not in _HOSTLIKE] or ["unknown"]
+            return Value(combine_kinds(kinds), value.mask, frozenset(), elements, value.cls)
+
+        return bind(value)
 
     def _attribute_call(
         self,

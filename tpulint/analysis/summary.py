@@ -930,6 +930,7 @@ class _Summarizer(ValueEvaluator):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             self.expression(node.value, scope)
             grow_container(scope, node.value, self)
+            self.register_buffer(node.value, scope)
             return
         if isinstance(node, ast.Return):
             if node.value is not None:
@@ -1315,6 +1316,26 @@ class _Summarizer(ValueEvaluator):
         return CallSite("name", self.qualify(text, scope.imports), line, guards)
 
     # --- expressions: values -------------------------------------------------------------
+
+    def register_buffer(self, call: ast.Call, scope: Scope) -> None:
+        """`self.register_buffer("queue_ptr", torch.zeros(1))`: the attribute `queue_ptr` holds
+        the tensor, moved with the module to its device (`.to(device)` moves buffers)."""
+        func = call.func
+        if (
+            scope.cls is None
+            or scope.info is None
+            or not isinstance(func, ast.Attribute)
+            or func.attr != "register_buffer"
+            or dotted(func.value) != "self"
+            or len(call.args) < 2
+            or not isinstance(call.args[0], ast.Constant)
+            or not isinstance(call.args[0].value, str)
+        ):
+            return
+        name = call.args[0].value
+        atoms: list[Atom] = [["mv", "device", self.atoms(call.args[1], scope)]]
+        existing = scope.cls.attributes.get(name)
+        scope.cls.attributes[name] = atoms if existing is None else union(existing, atoms)
 
     def assign(
         self,

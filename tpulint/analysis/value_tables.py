@@ -366,6 +366,10 @@ HOST_CLASS_NAMES = frozenset(
 NUMPY_CLASS_NAMES = frozenset({"ndarray", "generic", "number", "Series", "DataFrame", "Index"})
 NUMBER_CLASS_NAMES = frozenset({"int", "float", "bool", "complex", "Number", "Integral", "Real"})
 
+# Parameter names of a hot hook that hold the step's data (device tensors, or containers of
+# them): `training_step(self, batch, batch_idx)`, `forward(self, x)`.
+BATCH_PARAMS = frozenset({"batch", "inputs", "x", "data", "sample", "samples", "batch_dict"})
+
 # Parameter annotations that say a value is a module, a number, or other host data.
 MODULE_ANNOTATION_SUFFIXES = ("Module", "Sequential", "ModuleList", "ModuleDict", "Metric")
 NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
