@@ -2,7 +2,7 @@
 
 - A plain `pytest` run is fast: tests marked `slow` (fresh installs, pre-commit) or `runtime`
   (tpulint verify on real torch_xla) are skipped unless `--all` is given. The README's test
-  command, which CI runs, passes `--all`.
+  command, which CI runs, passes `--all -n auto` (see pytest_xdist_make_scheduler below).
 - Rule examples are collected as tests by tests/test_rule_examples.py.
 - `--corpus PATH` (or TPULINT_CORPUS) enables the tests marked `corpus`, which need the public
   corpus fetched by ../shared/corpus/fetch.sh.
@@ -66,6 +66,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_corpus)
         if not run_all and (item.get_closest_marker("slow") or item.get_closest_marker("runtime")):
             item.add_marker(skip_slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under `-n N` (the README's command), run tests/runtime/ one after another in one worker.
+
+    Each of those trains on 8 emulated cores and wants the whole machine, while the other workers
+    take the rest of the suite. xdist's own `xdist_group` marks cannot do this: its workers tag
+    node ids through a private pytest attribute that pytest 9.2 no longer reads, and the
+    scheduler sees only node ids, so the group is chosen from the path.
+    """
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RuntimeTestsTogether(LoadScopeScheduling):
+        # Scopes are queued largest first (`--loadscope-reorder`, on by default), so the long
+        # serial group starts at once; every other test is a scope of its own.
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/runtime" if nodeid.startswith("tests/runtime/") else nodeid
+
+    return RuntimeTestsTogether(config, log)
 
 
 @pytest.fixture(scope="session")
