@@ -10,7 +10,7 @@ from tpulint.analysis.context import FileContext
 from tpulint.analysis.values import DEVICE, ValueKind
 from tpulint.rule_api.rule import Invalid, RelatedNode, Rule, Valid
 
-from ..shared.matchers import source_of, walk
+from ..shared.matchers import self_attribute_name, source_of, walk
 from ..shared.tensors import (
     Bindings,
     TrackingRule,
@@ -423,26 +423,15 @@ def _advanced_attributes(klass: cst.ClassDef) -> frozenset[str]:
         if not isinstance(method, cst.FunctionDef) or method.name.value in _SETUP_METHODS:
             continue
         for node in walk(method.body):
-            if isinstance(node, cst.AugAssign) and _own_attribute(node.target) is not None:
-                out.add(_own_attribute(node.target))  # type: ignore[arg-type]
+            if isinstance(node, cst.AugAssign) and self_attribute_name(node.target) is not None:
+                out.add(self_attribute_name(node.target))  # type: ignore[arg-type]
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
-                name = _own_attribute(node.targets[0].target)
+                name = self_attribute_name(node.targets[0].target)
                 if name is not None and any(
-                    _own_attribute(part) == name for part in walk(node.value)
+                    self_attribute_name(part) == name for part in walk(node.value)
                 ):
                     out.add(name)
     return frozenset(out)
 
 
 _SETUP_METHODS = frozenset({"__init__", "setup", "reset", "reset_parameters", "build"})
-
-
-def _own_attribute(node: cst.CSTNode) -> str | None:
-    """`name` for exactly `self.<name>` (not `self.model.<name>`)."""
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None

@@ -16,7 +16,7 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
-from ..shared.matchers import is_method_call, source_of, walk
+from ..shared.matchers import is_method_call, self_attribute_name, source_of, walk
 from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
 from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
@@ -100,12 +100,9 @@ def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
         if isinstance(value, cst.Name):
             assigned = _local_assignments(ctx, value.value)
             return bool(assigned) and all(_cpu_device(ctx, v) for v in assigned)
-        if (
-            isinstance(value, cst.Attribute)
-            and isinstance(value.value, cst.Name)
-            and value.value.value == "self"
-        ):
-            assigned = _self_assignments(ctx, value.attr.value)
+        attribute = self_attribute_name(value)
+        if attribute is not None:
+            assigned = _self_assignments(ctx, attribute)
             return bool(assigned) and all(_cpu_device(ctx, v) for v in assigned)
         return _cpu_device(ctx, value)
     return False
@@ -181,23 +178,13 @@ def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
         current = stack.pop()
         if isinstance(current, cst.Assign):
             for target in current.targets:
-                t = target.target
-                if (
-                    isinstance(t, cst.Attribute)
-                    and isinstance(t.value, cst.Name)
-                    and t.value.value == "self"
-                    and t.attr.value == name
-                ):
+                if self_attribute_name(target.target) == name:
                     found.append(current.value)
-        elif isinstance(current, (cst.AnnAssign, cst.AugAssign)):
-            t = current.target
-            if (
-                isinstance(t, cst.Attribute)
-                and isinstance(t.value, cst.Name)
-                and t.value.value == "self"
-                and t.attr.value == name
-            ):
-                return []  # annotated or updated in place: not only a device literal
+        elif (
+            isinstance(current, (cst.AnnAssign, cst.AugAssign))
+            and self_attribute_name(current.target) == name
+        ):
+            return []  # annotated or updated in place: not only a device literal
         stack.extend(current.children)
     return found
 
