@@ -517,8 +517,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
 def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool:
     """Whether `TensorValueControlFlow._tensor_test` can find a tensor value in `test`, read
     with `ast` from the shapes it goes on with (its screen): `and`/`or`/`not` of a comparison
-    other than `is`/`in`, a call of a tensor predicate, or a name (bound to one of those).
-    Attributes, subscripts, constants and other calls it never reports."""
+    other than `is`/`in`, a call of a tensor predicate, a name (bound to one of those), or
+    `self.<name>` (a buffer). Other attributes, subscripts, constants and other calls it never
+    reports."""
     if depth > 6:
         return False
     if isinstance(test, ast.BoolOp):
@@ -529,6 +530,12 @@ def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool
         return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops)
     if isinstance(test, ast.Call):
         return not code.call_names(test).isdisjoint(_TENSOR_PREDICATES)
+    if isinstance(test, ast.Attribute):
+        # `if self.initted:` on a buffer; `self.training` is nn.Module's own bool (a buffer
+        # cannot take that name: register_buffer refuses an existing attribute).
+        return (
+            isinstance(test.value, ast.Name) and test.value.id == "self" and test.attr != "training"
+        )
     return isinstance(test, ast.Name)
 
 
