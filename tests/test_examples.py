@@ -22,7 +22,7 @@ def _load_make_ready():
 
 
 def test_unready_findings() -> None:
-    # The examples' own configuration (examples/pyproject.toml: preview on, for TPU302).
+    # The examples' own configuration (examples/pyproject.toml: preview on, for TPU302 and TPU303).
     config = load_config(start=EXAMPLES / "tpu_unready")
     assert config.preview
     found = []
