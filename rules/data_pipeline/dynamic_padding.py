@@ -438,11 +438,14 @@ def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str
         info, root = worklist.pop()
         for called in (*info.calls_self, *info.calls_bare):
             for target in by_name.get(called, ()):
-                if id(target.node) in seen:
+                if target is info or id(target.node) in out:
                     continue
-                seen.add(id(target.node))
+                # A function named like a collate that another one calls is its helper too
+                # (`collate_tensors` called from `all_collate`).
                 out[id(target.node)] = root
-                worklist.append((target, root))
+                if id(target.node) not in seen:
+                    seen.add(id(target.node))
+                    worklist.append((target, root))
     return out
 
 
@@ -511,7 +514,8 @@ class DynamicPadding(_DataRule):
     Stable. On sci1 it was right on its one finding (tpu1: two, in code that never runs on a
     TPU). Issue 21 added hand-rolled padding to the batch's longest element in collate
     functions and their helpers (two misses of sci1), only in functions surely used as
-    collates.
+    collates; later the per-dimension maxima built by comprehensions, and helpers named like
+    collates that a collate calls (two misses of sci7).
     """
 
     code = "TPU304"
@@ -754,6 +758,17 @@ class DynamicPadding(_DataRule):
             "        return torch.zeros(len(batch), tallest)\n",
             count=2,
             line=6,
+        ),
+        # A helper named like a collate, called by the collate function.
+        Invalid(
+            "import torch\n\n\n"
+            "def collate_padded(items):\n"
+            "    extent = [max(x.shape[d] for x in items) for d in range(items[0].dim())]\n"
+            "    return items[0].new_zeros(len(items), *extent)\n\n\n"
+            "def speech_collate(batch):\n"
+            "    return {'audio': collate_padded([b['audio'] for b in batch])}\n",
+            line=5,
+            message="collate function `collate_padded` pads",
         ),
         # A function passed as collate_fn=.
         Invalid(
