@@ -93,9 +93,28 @@ _SIZED_FACTORIES = frozenset(
 )
 
 
-def _longest_length(value: cst.BaseExpression) -> bool:
+# A name that holds sizes: `lengths`, `max_len`, `img_sizes`, `shapes`.
+_SIZES_NAME = re.compile(r"(?i)(len|length|size|shape)")
+
+
+def _reads_sizes(node: cst.CSTNode) -> bool:
+    """`len(x)`, `x.shape`, `x.size(...)` somewhere under `node`."""
+    return any(
+        (isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len")
+        or (isinstance(n, cst.Attribute) and n.attr.value == "shape")
+        or (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "size"
+        )
+        for n in walk(node)
+    )
+
+
+def _longest_length(value: cst.BaseExpression, sized: frozenset[str] = frozenset()) -> bool:
     """`max(len(x) for x in batch)`, `max([s.shape[0] for s in batch])`, `max(lengths)` where
-    the argument holds lengths: the batch's longest element."""
+    the argument holds lengths, `max([s[1] for s in img_sizes])` over a collection of sizes:
+    the batch's longest element. `sized`: names an enclosing comprehension binds to sizes."""
     if not (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Name)
@@ -105,26 +124,66 @@ def _longest_length(value: cst.BaseExpression) -> bool:
         return False
     argument = value.args[0].value
     if isinstance(argument, (cst.GeneratorExp, cst.ListComp)):
-        text = argument.elt
-        return any(
-            (isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len")
-            or (isinstance(n, cst.Attribute) and n.attr.value == "shape")
-            or (
-                isinstance(n, cst.Call)
-                and isinstance(n.func, cst.Attribute)
-                and n.func.attr.value == "size"
-            )
-            for n in walk(text)
-        )
+        if _reads_sizes(argument.elt):
+            return True
+        loop: cst.CompFor | None = argument.for_in
+        while loop is not None:
+            if isinstance(loop.iter, cst.Name) and _SIZES_NAME.search(loop.iter.value):
+                return True
+            loop = loop.inner_for_in
+        return False
     if isinstance(argument, cst.Name):
-        return bool(re.search(r"(?i)(len|length|size)", argument.value))
+        return argument.value in sized or bool(_SIZES_NAME.search(argument.value))
+    return False
+
+
+def _batch_maximum(value: cst.BaseExpression) -> bool:
+    """The batch's own maximum: a longest length (`_longest_length`), or one per dimension
+    built by a comprehension (`[max(x.shape[d] for x in items) for d in range(x.dim())]`,
+    `[max(s) for s in zip(*[x.shape for x in items])]`), also through `tuple(...)`/`list(...)`."""
+    if _longest_length(value):
+        return True
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value in ("tuple", "list")
+        and len(value.args) == 1
+    ):
+        value = value.args[0].value
+    if not isinstance(value, (cst.GeneratorExp, cst.ListComp)):
+        return False
+    # Names the comprehension binds to sizes: `for s in zip(*[x.shape for x in items])`.
+    sized: set[str] = set()
+    loop: cst.CompFor | None = value.for_in
+    while loop is not None:
+        if _reads_sizes(loop.iter):
+            sized.update(n.value for n in walk(loop.target) if isinstance(n, cst.Name))
+        loop = loop.inner_for_in
+    return _longest_length(value.elt, frozenset(sized))
+
+
+def _is_max(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "max"
+
+
+def _could_be_longest(call: ast.Call) -> bool:
+    """`_longest_length`'s shape read with `ast` (a superset: every argument, starred or
+    keyword, is tried; comprehensions are accepted whatever they read)."""
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(argument, ast.Starred):
+            argument = argument.value
+        if isinstance(argument, (ast.GeneratorExp, ast.ListComp)):
+            return True
+        if isinstance(argument, ast.Name) and _SIZES_NAME.search(argument.id):
+            return True
     return False
 
 
 def _assigns_longest_length(source: str) -> bool:
-    """Whether the code has an assignment the hand-rolled padding check can report:
-    `name = max(...)` where an argument has `_longest_length`'s shape, read with `ast` (a
-    superset: every argument, starred or keyword, is tried)."""
+    """Whether the code has an assignment the hand-rolled padding check can report,
+    `name = <the batch's maximum>` (`_batch_maximum`), read with `ast` (a superset): a
+    `max(...)` call of `_longest_length`'s shape, or a comprehension (or `tuple`/`list` of
+    one) whose element is a `max(...)` of one argument."""
     tree = parse_python(source)
     if tree is None:
         return True  # the libcst parse reports it
@@ -133,28 +192,24 @@ def _assigns_longest_length(source: str) -> bool:
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id == "max"
         ):
             continue
-        call = node.value
-        for argument in [*call.args, *(k.value for k in call.keywords)]:
-            if isinstance(argument, ast.Starred):
-                argument = argument.value
-            if isinstance(argument, (ast.GeneratorExp, ast.ListComp)) and any(
-                (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len")
-                or (isinstance(n, ast.Attribute) and n.attr == "shape")
-                or (
-                    isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Attribute)
-                    and n.func.attr == "size"
-                )
-                for n in ast.walk(argument.elt)
-            ):
-                return True
-            if isinstance(argument, ast.Name) and re.search(r"(?i)(len|length|size)", argument.id):
-                return True
+        value = node.value
+        if _is_max(value) and _could_be_longest(value):
+            return True
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in ("tuple", "list")
+            and len(value.args) == 1
+        ):
+            value = value.args[0]
+        if (
+            isinstance(value, (ast.GeneratorExp, ast.ListComp))
+            and _is_max(value.elt)
+            and len(value.elt.args) == 1
+        ):
+            return True
     return False
 
 
@@ -172,14 +227,41 @@ def _is_pad_helper(func: cst.BaseExpression) -> bool:
     return "pad" in name.lower()
 
 
+def _derived_names(body: cst.CSTNode, name: str) -> set[str]:
+    """`name` and the names assigned from it in `body` (`size = (len(batch),) + tuple(name)`),
+    transitively."""
+    names = {name}
+    assigns = [
+        node
+        for node in walk(body)
+        if isinstance(node, cst.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0].target, cst.Name)
+    ]
+    grew = True
+    while grew:
+        grew = False
+        for node in assigns:
+            target = node.targets[0].target.value
+            if target not in names and any(
+                isinstance(n, cst.Name) and n.value in names for n in walk(node.value)
+            ):
+                names.add(target)
+                grew = True
+    return names
+
+
 def _sizes_something(body: cst.CSTNode, name: str) -> bool:
     """Whether `name` is used to size a tensor or a pad in `body`: an argument of a tensor
-    factory or a padding call, or part of a slice or a `range` that fills a padded buffer."""
+    factory or a padding call (directly, or through a name built from it:
+    `size = (len(batch),) + tuple(max_sizes)`), or part of a slice or a `range` that fills a
+    padded buffer."""
+    names = _derived_names(body, name)
     for node in walk(body):
         if isinstance(node, cst.Call):
             callee = _callee_name(node)
             if (callee in _SIZED_FACTORIES or _is_pad_helper(node.func)) and any(
-                isinstance(n, cst.Name) and n.value == name
+                isinstance(n, cst.Name) and n.value in names
                 for arg in node.args
                 for n in walk(arg.value)
             ):
@@ -283,7 +365,7 @@ def _repadded_to_fixed_length(body: cst.CSTNode, padded: str) -> bool:
         if isinstance(statement, cst.Assign)
         and len(statement.targets) == 1
         and isinstance(statement.targets[0].target, cst.Name)
-        and _longest_length(statement.value)
+        and _batch_maximum(statement.value)
     }
     buffers: dict[str, cst.Call] = {}
     for node in walk(body):
@@ -356,11 +438,14 @@ def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str
         info, root = worklist.pop()
         for called in (*info.calls_self, *info.calls_bare):
             for target in by_name.get(called, ()):
-                if id(target.node) in seen:
+                if target is info or id(target.node) in out:
                     continue
-                seen.add(id(target.node))
+                # A function named like a collate that another one calls is its helper too
+                # (`collate_tensors` called from `all_collate`).
                 out[id(target.node)] = root
-                worklist.append((target, root))
+                if id(target.node) not in seen:
+                    seen.add(id(target.node))
+                    worklist.append((target, root))
     return out
 
 
@@ -375,8 +460,13 @@ class DynamicPadding(_DataRule):
     function (a function named like `collate_fn`, a `*Collator` class, a function passed as
     `collate_fn=`, or a helper of the same file that one of those calls), `pad_sequence(...)`
     and hand-rolled padding to the batch's longest element: a length taken as
-    `max(len(x) for x in batch)` (or the `max` of the elements' shapes, or of a list of
-    lengths) that then sizes a pad, a new tensor or a slice, or is handed to a padding helper
+    `max(len(x) for x in batch)` (or the `max` of the elements' shapes, of a list of
+    lengths, or over a collection of sizes: `max(s[1] for s in img_sizes)`), or one such
+    maximum per dimension built by a comprehension
+    (`max_sizes = [max(x.shape[d] for x in items) for d in range(x.dim())]`,
+    `[max(s) for s in zip(*[x.shape for x in items])]`), that then sizes a pad, a new tensor
+    or a slice (directly or through a name built from it:
+    `torch.zeros(len(items), *max_sizes)`), or is handed to a padding helper
     (`pad_feats(x, max_len=longest)`). A helper of another file counts as a collate function
     when the project calls it from one. A `pad_sequence` result that the same function then
     tops up to a fixed length (`F.pad(x, (0, 0, 0, self.max_len - x.size(1)))`, or copied into
@@ -424,7 +514,8 @@ class DynamicPadding(_DataRule):
     Stable. On sci1 it was right on its one finding (tpu1: two, in code that never runs on a
     TPU). Issue 21 added hand-rolled padding to the batch's longest element in collate
     functions and their helpers (two misses of sci1), only in functions surely used as
-    collates.
+    collates; later the per-dimension maxima built by comprehensions, and helpers named like
+    collates that a collate calls (two misses of sci7).
     """
 
     code = "TPU304"
@@ -511,6 +602,18 @@ class DynamicPadding(_DataRule):
             "    out = torch.full((ragged.shape[0], WINDOW), -1)\n"
             "    out[:, : ragged.shape[1]] = ragged\n"
             "    return out\n"
+        ),
+        # A per-dimension maximum in a function no collate reaches (a model helper), and one
+        # in a collate function that sizes nothing (a statistic).
+        Valid(
+            "import torch\n\n\n"
+            "def stack_features(items):\n"
+            "    dims = [max(x.shape[d] for x in items) for d in range(items[0].dim())]\n"
+            "    return items[0].new_zeros(len(items), *dims)\n\n\n"
+            "def collate_fn(items):\n"
+            "    extent = [max(x.shape[d] for x in items) for d in range(items[0].dim())]\n"
+            "    print('extent', extent)\n"
+            "    return torch.stack(items)\n"
         ),
         # A processor given only images pads no sequence (torchmetrics' CLIP score).
         Valid(
@@ -623,6 +726,50 @@ class DynamicPadding(_DataRule):
             "    return src\n",
             line=6,
         ),
+        # The batch's maximum per dimension, through a name built from it, in a helper of
+        # a collate function.
+        Invalid(
+            "def batch_grids(grids):\n"
+            "    rank = grids[0].dim()\n"
+            "    widest = [max(g.size(d) for g in grids) for d in range(rank)]\n"
+            "    shape = (len(grids),) + tuple(widest)\n"
+            "    out = grids[0].new_zeros(size=shape)\n"
+            "    for i, g in enumerate(grids):\n"
+            "        out[i][tuple(slice(0, n) for n in g.shape)] = g\n"
+            "    return out\n\n\n"
+            "def grid_collate(samples):\n"
+            "    return {'grid': batch_grids([s['grid'] for s in samples])}\n",
+            line=3,
+            message="`batch_grids` (called from `grid_collate`) pads every batch",
+        ),
+        # ... zipped from the shapes, and over a collection of sizes.
+        Invalid(
+            "import torch\n\n\n"
+            "class Images:\n"
+            "    def collate(self, batch):\n"
+            "        extent = [max(s) for s in zip(*[x.shape for x in batch])]\n"
+            "        out = torch.zeros(len(batch), *extent)\n"
+            "        for i, x in enumerate(batch):\n"
+            "            out[i, : x.shape[0], : x.shape[1]] = x\n"
+            "        return out\n\n"
+            "    def collate_pairs(self, batch):\n"
+            "        sizes = [x.shape for x in batch]\n"
+            "        tallest = max([s[0] for s in sizes])\n"
+            "        return torch.zeros(len(batch), tallest)\n",
+            count=2,
+            line=6,
+        ),
+        # A helper named like a collate, called by the collate function.
+        Invalid(
+            "import torch\n\n\n"
+            "def collate_padded(items):\n"
+            "    extent = [max(x.shape[d] for x in items) for d in range(items[0].dim())]\n"
+            "    return items[0].new_zeros(len(items), *extent)\n\n\n"
+            "def speech_collate(batch):\n"
+            "    return {'audio': collate_padded([b['audio'] for b in batch])}\n",
+            line=5,
+            message="collate function `collate_padded` pads",
+        ),
         # A function passed as collate_fn=.
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
@@ -685,7 +832,7 @@ class DynamicPadding(_DataRule):
         if self._skip or len(node.targets) != 1:
             return
         target = node.targets[0].target
-        if not isinstance(target, cst.Name) or not _longest_length(node.value):
+        if not isinstance(target, cst.Name) or not _batch_maximum(node.value):
             return
         collate = self._collate_function()
         if collate is None or self._not_training() or not self._surely_collate(collate[0]):

@@ -15,7 +15,13 @@ from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
 
 from ..rewrite.sync import if_fix
 from ..shared.matchers import source_of
-from ..shared.tensors import TrackingRule, computed_tensor, method_name, torch_name
+from ..shared.tensors import (
+    TrackingRule,
+    computed_tensor,
+    is_number_literal,
+    method_name,
+    torch_name,
+)
 from .helpers import _HEAD, _LOSS, iterated_tensor, quiet
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -51,7 +57,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
     Finds Python control flow decided by the value of a device tensor in code that runs
     every step: `if loss > 0:`, `while (x != 0).any():`, `assert torch.isfinite(loss)`,
     `a if score > t else b`, and `not` applied to a tensor value outside a test
-    (`sparse = not mask.all()`). Parameters of an optimizer's parameter groups
+    (`sparse = not mask.all()`). A membership test in a device tensor (`if 1 in preds:`,
+    `hit = label in row`) is one too, wherever it stands: `Tensor.__contains__` computes
+    `(element == self).any().item()` and Python takes its bool. It is reported when the
+    tensor is computed in the code (`preds = self(x).argmax(-1)`), is a row of one
+    (`for row in preds:`), a buffer of the module, or a helper's parameter tested for a
+    device tensor, and what is looked for is a number or a device tensor; lists, dicts,
+    sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not.
+    Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
     tensors. Conditions on shapes (`x.shape[0] > 1`), flags
     (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
@@ -131,7 +144,8 @@ class TensorValueControlFlow(TrackingRule, Rule):
     fix_applicability = Applicability.UNSAFE
     fix_sometimes = True
     fix_message = "Use `torch.where(cond, a, b)`"
-    requires = ("if ", "while ", "assert ")
+    # (" in ": a membership test's bool is taken wherever it stands, `hit = 1 in preds`.)
+    requires = ("if ", "while ", "assert ", " in ")
     # The statements and expressions the handlers below test, when the test has a shape
     # `_tensor_test` can report (`_could_be_tensor_test`).
     hot_shapes = {
@@ -145,6 +159,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ast.UnaryOp: lambda node, code: (
             isinstance(node.op, ast.Not) and _could_be_tensor_test(node.operand, code)
         ),
+        ast.Compare: lambda node, code: _could_be_membership(node),
     }
 
     VALID = (
@@ -219,6 +234,31 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "        for row in self(batch):\n"
             "            total = total + row.sum()\n"
             "        return total\n"
+        ),
+        # Membership in the step's batch, in host containers and in a CPU tensor: Python's
+        # own test, no device read.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        weight = 2.0 if 'weights' in batch else 1.0\n"
+            "        seen = {0, 1}\n"
+            "        bonus = 1.0 if batch_idx in seen else 0.0\n"
+            "        names = ['a', 'b']\n"
+            "        ids = self(batch['x']).argmax(-1)\n"
+            "        if 'a' in names and batch_idx not in [3, 4]:\n"
+            "            bonus += 1.0\n"
+            "        allowed = torch.arange(4)\n"
+            "        if 2 in allowed:\n"
+            "            bonus += 1.0\n"
+            "        return ids.float().mean() * weight + bonus\n"
+        ),
+        # A dict of outputs asked for a key: not a tensor's `__contains__`.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            "        for key in ('aux', 'main'):\n"
+            "            if key in out:\n"
+            "                out[key] = out[key] * 2\n"
+            "        return out['main'].sum()\n"
         ),
         # Epoch-level hooks are not hot.
         Valid(
@@ -348,6 +388,33 @@ class TensorValueControlFlow(TrackingRule, Rule):
             line=11,
             message="once per element",
         ),
+        # Membership in a row of a computed device tensor, once per row.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        tags = self(batch).argmax(-1)\n"
+            "        complete = 0\n"
+            "        for row in tags:\n"
+            "            if 1 in row:\n"
+            "                complete += 1\n"
+            "        return self.loss_fn(tags) * complete\n",
+            line=10,
+            message="an `if` on the tensor value `1 in row`",
+        ),
+        # The bool taken where the test stands (an assignment, a comprehension's element),
+        # with a device tensor looked for in a helper's parameter.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def matched(pred_ids, gold_ids):\n"
+            "    return [g in pred_ids for g in torch.unique(gold_ids)]\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        logits = self(batch['x'])\n"
+            "        found = 0 not in logits.argmax(-1)\n"
+            "        hits = matched(logits.argmax(-1), batch['y'])\n"
+            "        return logits.sum() * found + len(hits)\n",
+            count=2,
+            message="tests membership in the device tensor",
+        ),
         # A flag computed from tensors, then tested.
         Invalid(
             _HEAD
@@ -380,6 +447,66 @@ class TensorValueControlFlow(TrackingRule, Rule):
         # `[v for v in losses if not torch.isnan(v)]`: one host read per element
         self._check(node, node.test, "comprehension")
 
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `hit = 1 in preds`: Python takes the bool of `Tensor.__contains__` where it stands
+        # (in a test, the test's own finding covers it).
+        if id(node) in self._in_tests:
+            return
+        ctx = self.ctx
+        if not ctx.in_hot_code or not self._membership(node) or quiet(ctx, node):
+            return
+        haystack = node.comparisons[0].comparator
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} tests membership in the device "
+            f"tensor `{source_of(ctx, haystack)}` on the host (`Tensor.__contains__` reads "
+            "`(element == self).any()` into a Python bool): a sync every time it runs; keep it "
+            "a tensor, e.g. `(t == v).any()`, and choose with `torch.where` or masking",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def _membership(self, node: cst.Comparison) -> bool:
+        """`v in t` / `v not in t` where `t` is surely a device tensor (computed in the code,
+        a row of one, a buffer, or a helper's parameter tested for a device tensor) and `v`
+        a number or a device tensor (`Tensor.__contains__` accepts nothing else)."""
+        if len(node.comparisons) != 1 or not isinstance(
+            node.comparisons[0].operator, (cst.In, cst.NotIn)
+        ):
+            return False
+        ctx = self.ctx
+        needle, haystack = node.left, node.comparisons[0].comparator
+        if ctx.value_kind(haystack) is not ValueKind.DEVICE or ctx.is_dict(haystack):
+            return False
+        needle_kind = ctx.value_kind(needle)
+        if not (
+            is_number_literal(needle, ctx) or needle_kind in (ValueKind.NUMBER, ValueKind.DEVICE)
+        ):
+            return False
+        if computed_tensor(ctx, haystack, self.bindings):
+            return True
+        if (
+            isinstance(haystack, cst.Attribute)
+            and isinstance(haystack.value, cst.Name)
+            and haystack.value.value == "self"
+        ):
+            return True  # a buffer the module keeps on the device
+        if not isinstance(haystack, cst.Name):
+            return False
+        binding = self.bindings.lookup(haystack.value)
+        if binding is not None and binding.value is None and isinstance(binding.node, cst.For):
+            iterated = iterated_tensor(binding.node, haystack.value)
+            return iterated is not None and computed_tensor(ctx, iterated, self.bindings)
+        # A helper's parameter (the step's own batch may be a dict): only with a device tensor
+        # looked for in it.
+        info = ctx.function
+        return (
+            binding is None
+            and needle_kind is ValueKind.DEVICE
+            and self.bindings.is_param(haystack.value)
+            and info is not None
+            and info.name != info.root_hook
+        )
+
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         # `sparse = not mask.all()`: `not` calls `bool()` on the tensor where it stands (in
         # a test, the test's own finding covers it).
@@ -407,7 +534,7 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ifexp: cst.IfExp | None = None,
     ) -> None:
         ctx = self.ctx
-        self._in_tests.update(id(n) for n in _nots(test))
+        self._in_tests.update(id(n) for n in _taken_in_test(test))
         if not ctx.in_hot_code:
             return
         found = self._tensor_test(test, 0)
@@ -469,6 +596,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             return self._tensor_test(test.expression, depth + 1)
         if isinstance(test, cst.Comparison):
+            if len(test.comparisons) == 1 and isinstance(
+                test.comparisons[0].operator, (cst.In, cst.NotIn)
+            ):
+                return test if self._membership(test) else None
             if any(
                 isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
                 for t in test.comparisons
@@ -506,6 +637,8 @@ class TensorValueControlFlow(TrackingRule, Rule):
             value = binding.value
             if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
                 return None  # `flag = not t.all()`: the `not` read it (reported there)
+            if isinstance(value, cst.Comparison) and _is_membership(value):
+                return None  # `hit = 1 in t`: the `in` read it (reported there)
             if (
                 isinstance(value, (cst.Comparison, cst.Call, cst.UnaryOperation))
                 and self._tensor_test(value, depth + 1) is not None
@@ -517,9 +650,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
 def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool:
     """Whether `TensorValueControlFlow._tensor_test` can find a tensor value in `test`, read
     with `ast` from the shapes it goes on with (its screen): `and`/`or`/`not` of a comparison
-    other than `is`/`in`, a call of a tensor predicate, a name (bound to one of those), or
-    `self.<name>` (a buffer). Other attributes, subscripts, constants and other calls it never
-    reports."""
+    other than `is`, a membership test `_could_be_membership` lets through, a call of a
+    tensor predicate, an attribute of `self` but `training` (a buffer), or a name (bound to one
+    of those). Other attributes, subscripts, constants and other calls it never reports."""
     if depth > 6:
         return False
     if isinstance(test, ast.BoolOp):
@@ -527,6 +660,8 @@ def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _could_be_tensor_test(test.operand, code, depth + 1)
     if isinstance(test, ast.Compare):
+        if len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.NotIn)):
+            return _could_be_membership(test)
         return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops)
     if isinstance(test, ast.Call):
         return not code.call_names(test).isdisjoint(_TENSOR_PREDICATES)
@@ -539,14 +674,59 @@ def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool
     return isinstance(test, ast.Name)
 
 
-def _nots(node: cst.CSTNode) -> list[cst.UnaryOperation]:
-    """The `not` operations in an expression (not inside lambdas or nested tests' own
-    statements: an expression has none)."""
-    found = []
+# Containers written in the code, and calls that make one: never a tensor.
+_HOST_CONTAINERS = (
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.Constant,
+    ast.JoinedStr,
+)
+_HOST_CONTAINER_CALLS = frozenset(
+    {"range", "keys", "values", "items", "list", "set", "dict", "tuple", "frozenset", "str"}
+)
+
+
+def _could_be_membership(test: ast.Compare) -> bool:
+    """Whether `TensorValueControlFlow._membership` can report `test`, read with `ast`: one
+    `in`/`not in` whose left side is not a string (or None) and whose right side is not a
+    container or string written in the code, nor a call that makes one."""
+    if len(test.ops) != 1 or not isinstance(test.ops[0], (ast.In, ast.NotIn)):
+        return False
+    needle, haystack = test.left, test.comparators[0]
+    if isinstance(needle, ast.JoinedStr) or (
+        isinstance(needle, ast.Constant) and not isinstance(needle.value, (int, float))
+    ):
+        return False
+    if isinstance(haystack, _HOST_CONTAINERS):
+        return False
+    if isinstance(haystack, ast.Call):
+        func = haystack.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        return name not in _HOST_CONTAINER_CALLS
+    return True
+
+
+def _is_membership(node: cst.Comparison) -> bool:
+    return len(node.comparisons) == 1 and isinstance(
+        node.comparisons[0].operator, (cst.In, cst.NotIn)
+    )
+
+
+def _taken_in_test(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The `not` operations and membership tests in an expression, whose bool the test
+    takes (not inside lambdas or nested tests' own statements: an expression has none)."""
+    found: list[cst.CSTNode] = []
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Not):
+        if (isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Not)) or (
+            isinstance(current, cst.Comparison) and _is_membership(current)
+        ):
             found.append(current)
         stack.extend(current.children)
     return found
