@@ -801,7 +801,13 @@ class _Summarizer(ValueEvaluator):
             scope.journals.append({})
             for name, atoms in holds.items():
                 set_local(scope, name, atoms)
+            # `if torch.cuda.is_available():` never runs its body on a TPU host: what the body
+            # returns or binds is no value there (`get_device()` returns its CPU fallback).
+            cuda_only = self.cuda_check(node.test, scope)
+            outer_cuda_only = scope.cuda_only
+            scope.cuda_only = outer_cuda_only or cuda_only
             self.block(node.body, scope, names, klass)
+            scope.cuda_only = outer_cuda_only
             body_journal = scope.journals.pop()
             body_values = {name: scope.env.get(name) for name in body_journal}
             for name, old in body_journal.items():
@@ -825,7 +831,9 @@ class _Summarizer(ValueEvaluator):
                     _note(scope, name, old)  # the value before the `if`, for an outer branch
             for name in {*body_journal, *else_journal}:
                 before = body_journal[name] if name in body_journal else else_journal[name]
-                in_body = body_values.get(name) if name in body_journal else before
+                in_body = (
+                    body_values.get(name) if name in body_journal and not cuda_only else before
+                )
                 in_else = scope.env.get(name) if name in else_journal else before
                 options = [v for v in (in_body, in_else) if v is not None and v is not MISSING]
                 if not options:
@@ -948,7 +956,8 @@ class _Summarizer(ValueEvaluator):
                     if constant is not None and info.const_return not in (None, constant):
                         constant = None
                     info.const_return = constant
-                    info.returns.append(self.value(node.value, scope))
+                    if not scope.cuda_only:
+                        info.returns.append(self.value(node.value, scope))
             return
         if scope.info is None:
             return
