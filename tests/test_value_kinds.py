@@ -1241,6 +1241,84 @@ REPORTED_SHAPES = {
         # parameter is on the device; the CPU copies are reported where they are made.
         [("TPU101", 13), ("TPU103", 24), ("TPU101", 29)],
     ),
+    # On a TPU host a CUDA/MPS chain picks the CPU: what is moved there (or made there) is a
+    # host tensor, its tests and selections are CPU work (issue 21, item 3's family); the
+    # moves of device tensors are the copies to the host (TPU103).
+    "a CUDA device chain picks the CPU on a TPU host": (
+        """
+        import functools
+
+
+        @functools.lru_cache
+        def pick_device():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            if torch.backends.mps.is_available():
+                return torch.device("mps")
+            return torch.device("cpu")
+
+
+        def chain_device():
+            return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.host_device = "cuda" if torch.cuda.is_available() else "cpu"
+
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                place = pick_device() if out.device != torch.device("cpu") else out.device
+                ids = out.detach().argmax(-1).to(place)
+                kept = ids[ids > 0]
+                if kept.sum() > 3:
+                    return out.mean()
+                other = out.detach().to(chain_device())
+                if other.sum() > 3:
+                    return out.mean()
+                third = out.detach().to(self.host_device)
+                if third.sum() > 3:
+                    return out.mean()
+                counts = torch.zeros(3, device=pick_device())
+                if counts.sum() > 3:
+                    return out.mean()
+                if torch.cuda.is_available():
+                    device = "cuda"
+                else:
+                    device = torch.device("cpu")
+                fourth = out.detach().to(device)
+                return out.mean() + len(fourth[fourth > 0])
+        """,
+        [("TPU103", 25), ("TPU103", 29), ("TPU103", 32), ("TPU103", 42)],
+    ),
+    "a device that may be the XLA device keeps the move on the device": (
+        """
+        import torch_xla.core.xla_model as xm
+
+
+        def pick_device():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            return torch.device("cpu")
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx, device=None):
+                out = self(batch)
+                first = out.detach().to(self.device)
+                if first.sum() > 3:
+                    return out.mean()
+                second = out.detach().to(out.device if out.device.type != "cpu" else pick_device())
+                if second.sum() > 3:
+                    return out.mean()
+                third = out.detach().to(xm.xla_device())
+                if third.sum() > 3:
+                    return out.mean()
+                return out.mean()
+        """,
+        [("TPU104", 14), ("TPU104", 17), ("TPU104", 20)],
+    ),
     "a tensor split into chunks stays a tensor": (
         """
         class M(L.LightningModule):

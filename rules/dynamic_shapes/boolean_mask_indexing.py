@@ -168,6 +168,13 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # Selected on the host: `device` is a CUDA chain, the CPU on a TPU host.
+        Valid(
+            _MOD + "    def forward(self, x):\n"
+            "        device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "        ids = x.argmax(-1).to(device)\n"
+            "        return ids[ids > 0]\n"
+        ),
         # Integer indices, slices, None, numbers and ellipsis are static.
         Valid(
             _MOD + "    def forward(self, x, lengths):\n"
@@ -285,6 +292,15 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The input's own device (the XLA device on a TPU) wins over the CUDA chain.
+        Invalid(
+            _MOD + "    def forward(self, x):\n"
+            "        device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "        place = x.device if x.device.type != 'cpu' else device\n"
+            "        ids = x.argmax(-1).to(place)\n"
+            "        return ids[ids > 0]\n",
+            line=10,
+        ),
         # Real shapes from the corpus (EXAMPLES §2).
         Invalid(
             _MOD + "    def forward(self, pred, target):\n"

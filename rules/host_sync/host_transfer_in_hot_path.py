@@ -108,6 +108,17 @@ def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
     return False
 
 
+def _to_cuda_chain(ctx: FileContext, node: cst.Call) -> bool:
+    """`x.to(device)` with a device the value inference resolves to the CPU on a TPU host: a
+    CUDA/MPS chain (`device = "cuda" if torch.cuda.is_available() else "cpu"`, a
+    `get_device()` helper returning one)."""
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value != "device":
+            continue
+        return ctx.value_kind(arg.value) is ValueKind.CPU_DEVICE
+    return False
+
+
 def _cpu_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.SimpleString):
         text = value.evaluated_value
@@ -194,7 +205,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     ## What it does
     Finds device-to-host copies of tensors in code that runs for every batch: `.cpu()`,
     `.numpy()`, `.tolist()`, `.to("cpu")` (also through a name or attribute that holds
-    `torch.device("cpu")`), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
+    `torch.device("cpu")`, and `.to(device)` with a CUDA/MPS chain such as `"cuda" if
+    torch.cuda.is_available() else "cpu"` or a `get_device()` helper returning one: on a TPU
+    host it picks the CPU), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
@@ -333,6 +346,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A CUDA chain's device applied to a value not known to be a device tensor (a
+        # third-party object built on the host): no copy to report.
+        Valid(
+            "import lightning as L\nimport torch\nfrom graphs import SparseGraph\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "        graph = SparseGraph(batch.shape[0]).to(device)\n"
+            "        return self(batch, graph).sum()\n"
+        ),
         # The step's batch index handed to a helper is a Python int, not its data.
         Valid(
             "import lightning as L\n\n\n"
@@ -519,6 +542,23 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A CUDA/MPS device chain picks the CPU on a TPU host: moving a device tensor there
+        # is a device-to-host copy every step.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def pick_device():\n"
+            "    if torch.cuda.is_available():\n"
+            "        return torch.device('cuda')\n"
+            "    return torch.device('cpu')\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "        self.kept = self(batch).detach().to(device)\n"
+            "        self.ids = batch.argmax(-1).to(pick_device())\n"
+            "        return self(batch).sum()\n",
+            count=2,
+            line=14,
+        ),
         # A module-level helper the step hands a part of its batch: the step's tensors.
         Invalid(
             "import lightning as L\nimport torch\n\n\n"
@@ -708,6 +748,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 or (method == "to" and _to_cpu(ctx, node))
             ):
                 self._check_transfer(node, method)
+            elif method == "to" and _to_cuda_chain(ctx, node):
+                # Code written for CUDA moves whatever it has to the chain's device; only a
+                # tensor known to be on the device is copied to the host there.
+                self._check_transfer(node, method, surely_device=True)
             return
         if isinstance(func, cst.Name) and func.value not in ctx.aliases.bindings:
             if func.value in _CONVERSIONS and len(node.args) == 1 and not node.args[0].star:
@@ -851,11 +895,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
             fix=print_fix(ctx, printed) if printed is not None else None,
         )
 
-    def _check_transfer(self, node: cst.Call, method: str) -> None:
+    def _check_transfer(self, node: cst.Call, method: str, surely_device: bool = False) -> None:
         ctx = self.ctx
         tensor = node.func.value  # type: ignore[union-attr]
         kind = ctx.value_kind(tensor)
-        if not kind.may_be_device:
+        if not kind.may_be_device or (surely_device and kind is not ValueKind.DEVICE):
             return
         if (
             method == "tolist"

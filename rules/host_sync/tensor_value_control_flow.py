@@ -260,6 +260,20 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "                out[key] = out[key] * 2\n"
             "        return out['main'].sum()\n"
         ),
+        # Moved with a CUDA/MPS device chain: the CPU on a TPU host, a host tensor's test.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def pick_device():\n"
+            "    if torch.cuda.is_available():\n"
+            "        return torch.device('cuda')\n"
+            "    return torch.device('cpu')\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        counts = self(batch).detach().argmax(-1).to(pick_device())\n"
+            "        if counts.sum() > 3:\n"
+            "            print('many')\n"
+            "        return self(batch).sum()\n"
+        ),
         # Epoch-level hooks are not hot.
         Valid(
             _HEAD + "    def on_validation_epoch_end(self):\n"

@@ -7,6 +7,10 @@ of tpulint.analysis.value_tables, so a precision fix lands in both.
 
 Value atoms (JSON-friendly, so summaries cache as they are):
     "device" "cpu" "mask" "module" "numpy" "number" "host" "unknown" "none"   concrete kinds
+    "cpu_device"                   a device object (or name) that is the CPU on a TPU host:
+                                   `torch.device("cpu")`, or a CUDA/MPS chain such as
+                                   `"cuda" if torch.cuda.is_available() else "cpu"`; host data
+                                   itself, and what `.to(d)` / `device=d` put on the CPU
     ["p", i]                       the function's parameter i
     ["c", form, target, [args]]    the result of a call (args: atoms of positional args)
     ["a", name]                    the value of `self.<name>`
@@ -17,6 +21,11 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["e", i, [atoms]]              element i (-1: any) of a tuple or container value
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
                                    resolve to a module (`make_model().to(device)`)
+    ["md", [place], [on_cpu], [otherwise]]
+                                   a move to (or a factory on) the device `place` holds:
+                                   `on_cpu` when it resolves to the CPU on a TPU host
+                                   ("cpu_device": `.to(get_device())` with a CUDA chain),
+                                   else `otherwise`
     ["m", atom, ...]               a boolean mask when the atoms are tensors
                                    (`x > 0` on a parameter `x`)
     ["v", atom, ...]               a tensor computed by torch from these operands: where they
@@ -53,6 +62,7 @@ from tpulint.analysis.value_tables import (
     STRING_ARGUMENT_METHODS,
     STRING_METHODS,
     TENSOR_METHODS_OF_MODULES,
+    TORCH_CUDA_CHECK_PREFIXES,
     TORCH_FACTORIES,
     TORCH_HOST_FUNCTIONS,
     TORCH_HOST_PREFIXES,
@@ -65,8 +75,8 @@ Atom = Any  # str | list (see the module docstring)
 
 MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
-_SYMBOLIC = frozenset({"p", "a", "c", "e", "v", "x", "m", "mv"})
-_HOSTLIKE = ("number", "host", "numpy", "module", "none")
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "v", "x", "m", "mv", "md"})
+_HOSTLIKE = ("number", "host", "numpy", "module", "none", "cpu_device")
 # An element of an optimizer's `param_groups` (what iterating `self.param_groups` yields).
 _PARAM_GROUP: Atom = ["e", -1, [["a", "param_groups"]]]
 
@@ -98,6 +108,9 @@ class Scope:
     # Locals bound to methods of `self` or of its attributes (`step = self.model.forward_old
     # if old else self.model.forward`): the call sites a call of the local stands for.
     method_refs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Whether the current code runs only where CUDA or MPS exists (the body of `if
+    # torch.cuda.is_available():`): what it returns or binds is no value on a TPU host.
+    cuda_only: bool = False
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -211,7 +224,9 @@ class ValueEvaluator:
                 atoms = union(atoms, self.atoms(element, scope))
             return atoms or ["unknown"]
         base = self.atoms(iterator, scope)
-        rows = [a for a in base if is_tensorish(a) or (isinstance(a, list) and a[0] == "mv")]
+        rows = [
+            a for a in base if is_tensorish(a) or (isinstance(a, list) and a[0] in ("mv", "md"))
+        ]
         if rows:
             # Rows of a tensor are tensors, where it is (rows of `tokens.cpu()` are on the CPU).
             return ["device" if a == "mask" else a for a in rows]
@@ -376,7 +391,19 @@ class ValueEvaluator:
                 out = union(out, self.atoms(value, scope, d))
             return [a for a in out if a != "none"] or ["none"]
         if isinstance(node, ast.IfExp):
+            if self.cuda_check(node.test, scope):
+                # `"cuda" if torch.cuda.is_available() else "cpu"`: on a TPU host the test is
+                # False, only the `else` runs (a device chain picks the CPU there).
+                return self.device_atoms(node.orelse, scope, d)
             body, orelse = self.atoms(node.body, scope, d), self.atoms(node.orelse, scope, d)
+            on_cpu = cpu_branch(node)
+            if on_cpu is not None:
+                # `get_device() if x.device != torch.device("cpu") else x.device`: the branch
+                # taken where `x.device` is the CPU gives that device
+                if on_cpu is node.body:
+                    body = ["cpu_device"]
+                else:
+                    orelse = ["cpu_device"]
             out = union([a for a in body if a != "none"], [a for a in orelse if a != "none"])
             return out or ["none"]
         if isinstance(node, ast.NamedExpr):
@@ -586,10 +613,19 @@ class ValueEvaluator:
                 else (["cpu"] if method == "cpu" else ["device"])
             )
             symbolic = [a for a in base if isinstance(a, list)]
-            if symbolic and moved in (["cpu"], ["device"]):
+            if not symbolic:
+                return moved
+
+            def module_stays(moved: list[Atom]) -> list[Atom]:
                 # `make_model().to(device)`: a module stays a module wherever it moves.
-                return [["mv", moved[0], symbolic]]
-            return moved
+                if moved in (["cpu"], ["device"]):
+                    return [["mv", moved[0], symbolic]]
+                return moved
+
+            if len(moved) == 1 and isinstance(moved[0], list) and moved[0][0] == "md":
+                _, place, on_cpu, otherwise = moved[0]
+                return [["md", place, module_stays(on_cpu), module_stays(otherwise)]]
+            return module_stays(moved)
         if method == "type_as" and positional:
             other = self.atoms(positional[0], scope, d)
             if other in (["device"], ["cpu"]):
@@ -629,16 +665,48 @@ class ValueEvaluator:
                 continue  # a dtype such as torch.float16
             if isinstance(arg, ast.Attribute) and arg.attr == "device":
                 return ["device"]  # .to(self.device) / .to(x.device)
+            place = self.device_atoms(arg, scope, d)
+            if place == ["cpu_device"]:
+                # `.to(device)` with `device` a CUDA chain: the CPU on a TPU host
+                return ["cpu"]
             if isinstance(arg, ast.Name) and "device" in arg.id.lower():
-                return ["device"]
-            other = self.atoms(arg, scope, d)
-            if other in (["device"], ["cpu"]):
-                return other
-            return ["unknown"] if base == ["cpu"] else base
+                moved = ["device"]
+            elif place in (["device"], ["cpu"]):
+                return place
+            else:
+                moved = ["unknown"] if base == ["cpu"] else base
+            return on_device(place, ["cpu"], moved)
         return base
+
+    def device_atoms(self, node: ast.expr, scope: Scope, d: int) -> list[Atom]:
+        """The atoms of an expression used as a device: `["cpu_device"]` for the CPU on a TPU
+        host (a `"cpu"` literal, a CUDA/MPS chain ending in it, a local bound to one)."""
+        if device_literal(node) == "cpu":
+            return ["cpu_device"]
+        return self.atoms(node, scope, d)
+
+    def cuda_check(self, test: ast.expr, scope: Scope) -> bool:
+        """Whether a test is False on a TPU host: a CUDA/MPS availability check, alone or as
+        the first operand of an `and`."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return self.cuda_check(test.values[0], scope)
+        if not isinstance(test, ast.Call):
+            return False
+        text = dotted(test.func)
+        if text is None:
+            return False
+        qualified = self.qualify(text, scope.imports)
+        return qualified.startswith("torch.") and qualified[len("torch.") :].startswith(
+            TORCH_CUDA_CHECK_PREFIXES
+        )
 
     def torch_call(self, rest: str, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
         last = rest.rsplit(".", 1)[-1]
+        if last == "device" and node.args:
+            # `torch.device("cuda" if torch.cuda.is_available() else "cpu")`: a device
+            # object, the CPU on a TPU host or another device (host data either way)
+            on_cpu = self.device_atoms(node.args[0], scope, d) == ["cpu_device"]
+            return ["cpu_device"] if on_cpu else ["host"]
         if rest.startswith(TORCH_HOST_PREFIXES) or last in TORCH_HOST_FUNCTIONS:
             return ["host"]
         if rest.startswith("nn.") and last[:1].isupper():
@@ -649,10 +717,10 @@ class ValueEvaluator:
         if last in TORCH_FACTORIES:
             if device_arg is None:
                 return ["cpu"]
-            return ["cpu"] if device_literal(device_arg) == "cpu" else ["device"]
+            return on_device(self.device_atoms(device_arg, scope, d), ["cpu"], ["device"])
         if last in LIKE_FACTORIES:
             if device_arg is not None:
-                return ["cpu"] if device_literal(device_arg) == "cpu" else ["device"]
+                return on_device(self.device_atoms(device_arg, scope, d), ["cpu"], ["device"])
             return self.atoms(node.args[0], scope, d) if node.args else ["unknown"]
         # Containers passed to torch (`torch.cat([a, b])`) count as the tensors they hold.
         kinds = [
@@ -693,6 +761,39 @@ def device_literal(node: ast.expr) -> str | None:
         if text is not None and text.rsplit(".", 1)[-1] == "device":
             return device_literal(node.args[0])
     return None
+
+
+def on_device(place: list[Atom], on_cpu: list[Atom], otherwise: list[Atom]) -> list[Atom]:
+    """What a move to (or a factory on) the device `place` gives: `on_cpu` when `place` is
+    the CPU on a TPU host, `otherwise` when it is another value, and an `["md", ...]` atom
+    deciding that when `place` is resolved (`device = get_device()`)."""
+    if place == ["cpu_device"]:
+        return on_cpu
+    if any(isinstance(a, list) and a[0] in _SYMBOLIC for a in place):
+        return [["md", place, on_cpu, otherwise]]
+    return otherwise
+
+
+def cpu_branch(node: ast.IfExp) -> ast.expr | None:
+    """The branch of `a if d != torch.device("cpu") else d` (or `d == "cpu"`, `d.type ==
+    "cpu"`) that is the tested device `d` where the test says it is the CPU."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op = test.ops[0]
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return None
+    left, right = test.left, test.comparators[0]
+    if device_literal(right) == "cpu":
+        tested = left
+    elif device_literal(left) == "cpu":
+        tested = right
+    else:
+        return None
+    if isinstance(tested, ast.Attribute) and tested.attr == "type":
+        tested = tested.value  # `d.type == "cpu"`
+    branch = node.body if isinstance(op, ast.Eq) else node.orelse
+    return branch if ast.dump(branch) == ast.dump(tested) else None
 
 
 def is_tensorish(atom: Atom) -> bool:

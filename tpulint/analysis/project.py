@@ -145,8 +145,8 @@ def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str])
 # --- values --------------------------------------------------------------------------------
 
 # The kinds of values, from the most to the least informative for the host-sync rules.
-KINDS = ("device", "cpu", "module", "numpy", "number", "host", "unknown")
-_HOSTLIKE = frozenset({"module", "numpy", "number", "host"})
+KINDS = ("device", "cpu", "module", "numpy", "number", "host", "cpu_device", "unknown")
+_HOSTLIKE = frozenset({"module", "numpy", "number", "host", "cpu_device"})
 
 
 @dataclass(frozen=True)
@@ -1282,6 +1282,11 @@ class ProjectModel:
                     return Value("cpu")  # a tensor or a model: on the host either way
                 return UNKNOWN_VALUE  # a tensor or a model: moving it says nothing
             return Value(atom[1])
+        if tag == "md":
+            place = self.resolve_atoms(atom[1], module, owner, depth)
+            on_cpu = place is not None and place.kind == "cpu_device"
+            chosen = self.resolve_atoms(atom[2] if on_cpu else atom[3], module, owner, depth)
+            return chosen if chosen is not None else UNKNOWN_VALUE
         if tag == "c":
             return self.call_value(module, owner, atom[1], atom[2], atom[3], depth)
         return UNKNOWN_VALUE

@@ -46,6 +46,7 @@ from tpulint.analysis.inference import (
     Atom,
     Scope,
     ValueEvaluator,
+    all_host,
     dotted,
     entry_key,
     grow_container,
@@ -801,7 +802,16 @@ class _Summarizer(ValueEvaluator):
             scope.journals.append({})
             for name, atoms in holds.items():
                 set_local(scope, name, atoms)
+            # `if torch.cuda.is_available():` never runs its body on a TPU host: the device
+            # choices it makes (host values it returns or binds: device names and objects)
+            # are none there, so `get_device()` returns its CPU fallback. Tensors it binds or
+            # returns (`x.cuda()`) are kept: the name holds a tensor on the other paths too,
+            # and an unresolved parameter alone would lose that it is one.
+            cuda_only = self.cuda_check(node.test, scope)
+            outer_cuda_only = scope.cuda_only
+            scope.cuda_only = outer_cuda_only or cuda_only
             self.block(node.body, scope, names, klass)
+            scope.cuda_only = outer_cuda_only
             body_journal = scope.journals.pop()
             body_values = {name: scope.env.get(name) for name in body_journal}
             for name, old in body_journal.items():
@@ -826,6 +836,8 @@ class _Summarizer(ValueEvaluator):
             for name in {*body_journal, *else_journal}:
                 before = body_journal[name] if name in body_journal else else_journal[name]
                 in_body = body_values.get(name) if name in body_journal else before
+                if cuda_only and in_body is not None and all_host(in_body):
+                    in_body = before
                 in_else = scope.env.get(name) if name in else_journal else before
                 options = [v for v in (in_body, in_else) if v is not None and v is not MISSING]
                 if not options:
@@ -948,7 +960,9 @@ class _Summarizer(ValueEvaluator):
                     if constant is not None and info.const_return not in (None, constant):
                         constant = None
                     info.const_return = constant
-                    info.returns.append(self.value(node.value, scope))
+                    returned = self.value(node.value, scope)
+                    if not (scope.cuda_only and all_host(returned)):
+                        info.returns.append(returned)
             return
         if scope.info is None:
             return

@@ -30,6 +30,7 @@ from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.values import (
     CPU,
+    CPU_DEVICE,
     DEVICE,
     HOST,
     MODULE,
@@ -51,6 +52,7 @@ _STRING_KINDS = {
     "numpy": NUMPY,
     "number": NUMBER,
     "host": HOST,
+    "cpu_device": CPU_DEVICE,
     "unknown": UNKNOWN,
 }
 _LINE_BREAK = re.compile(r"\r\n?|\n")
@@ -541,6 +543,9 @@ class PositionValues:
             if inner is MODULE:
                 return MODULE
             return CPU if atom[1] == "cpu" else DEVICE
+        if tag == "md":
+            on_cpu = self.resolve(atom[1], function, depth) is CPU_DEVICE
+            return self.resolve(atom[2] if on_cpu else atom[3], function, depth)
         if tag == "m":
             parts = [self._atom(a, function, depth) for a in atom[1:]]
             if not parts:

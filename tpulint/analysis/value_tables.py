@@ -135,6 +135,9 @@ TORCH_HOST_FUNCTIONS = frozenset(
 )
 # torch sub-packages whose functions return host values (`torch.cuda.is_available()`).
 TORCH_HOST_PREFIXES = ("cuda.", "backends.", "distributed.")
+# torch checks of a CUDA or MPS device (`torch.cuda.is_available()`,
+# `torch.backends.mps.is_available()`): False on a TPU host.
+TORCH_CUDA_CHECK_PREFIXES = ("cuda.", "backends.cudnn.", "backends.mps.")
 # torch functions whose result is a boolean mask.
 TORCH_MASK_FUNCTIONS = frozenset(
     {

@@ -21,6 +21,9 @@ class ValueKind(enum.Enum):
     NUMPY = "numpy"  # a numpy (or pandas, MLX, JAX) array or scalar
     NUMBER = "number"  # a Python number or bool
     HOST = "host"  # another value that is not a torch tensor: strings, devices, containers
+    # A device (`torch.device` or its name) that is the CPU on a TPU host: `torch.device("cpu")`
+    # or a CUDA/MPS chain (`"cuda" if torch.cuda.is_available() else "cpu"`).
+    CPU_DEVICE = "cpu_device"
     UNKNOWN = "unknown"
 
     @property
@@ -35,7 +38,8 @@ class ValueKind(enum.Enum):
 
 DEVICE, CPU, HOST, UNKNOWN = ValueKind.DEVICE, ValueKind.CPU, ValueKind.HOST, ValueKind.UNKNOWN
 MODULE, NUMPY, NUMBER = ValueKind.MODULE, ValueKind.NUMPY, ValueKind.NUMBER
-_HOST_KINDS = frozenset({HOST, MODULE, NUMPY, NUMBER})
+CPU_DEVICE = ValueKind.CPU_DEVICE
+_HOST_KINDS = frozenset({HOST, MODULE, NUMPY, NUMBER, CPU_DEVICE})
 
 
 def combine(kinds: list[ValueKind]) -> ValueKind:
