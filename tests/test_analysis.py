@@ -164,6 +164,22 @@ def test_summary_reads_imports_and_classes() -> None:
     assert classes == {"A": [".B"], "A.C": [".D"], "E": [".F"]}
 
 
+def test_a_name_bound_only_in_the_else_of_a_cuda_test_is_summarised() -> None:
+    # The body of `if torch.cuda.is_available():` binds no `y`, so its value there is the
+    # unbound marker, not a list of values: summarising must not take it for one.
+    source = (
+        "import torch\n\n\n"
+        "def pick(x):\n"
+        "    if torch.cuda.is_available():\n"
+        "        x = x.cuda()\n"
+        "    else:\n"
+        "        y = x.cpu()\n"
+        "    return x\n"
+    )
+    summary = summarize(source, "pick.py", "pick", False)
+    assert [f.qualname for f in summary.functions] == ["pick"]
+
+
 def test_hot_functions() -> None:
     reasons = hot(
         """

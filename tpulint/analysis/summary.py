@@ -836,7 +836,12 @@ class _Summarizer(ValueEvaluator):
             for name in {*body_journal, *else_journal}:
                 before = body_journal[name] if name in body_journal else else_journal[name]
                 in_body = body_values.get(name) if name in body_journal else before
-                if cuda_only and in_body is not None and all_host(in_body):
+                if (
+                    cuda_only
+                    and in_body is not None
+                    and in_body is not MISSING
+                    and all_host(in_body)
+                ):
                     in_body = before
                 in_else = scope.env.get(name) if name in else_journal else before
                 options = [v for v in (in_body, in_else) if v is not None and v is not MISSING]
