@@ -1698,3 +1698,161 @@ class Model(L.LightningModule):
             if marker in line:
                 column = line.index("x[mask]") + 1
                 assert model.scope.reason(str(tmp_path / "m.py"), number, column) is None, line
+
+
+# --- parameters every call passes ---------------------------------------------------------------
+
+_SIZED_HELPER = """\
+def kernel(x, length=None):
+    if length is None:
+        length = x.sum().item()
+    return x[:length]
+
+
+def guarded(x, scale=None):
+    if scale is None:
+        return x
+    return x * scale.item()
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        n = batch.shape[-1]
+        return kernel(self(batch), length=n).sum() + guarded(batch, batch.max())
+"""
+
+
+def test_a_parameter_every_call_passes_never_runs_its_none_branch(tmp_path: Path) -> None:
+    """`if length is None:` in a function every visible call of which passes `length` (by
+    keyword or position) something that is not None: the branch never runs; the code after
+    `if scale is None: return` always does."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _SIZED_HELPER})
+    reason = reason_at(model, tmp_path, "m.py", "x.sum().item()")
+    assert reason == (
+        "under `if length is None`, and every call of the function passes `length` a value "
+        "that is not None"
+    )
+    assert reason_at(model, tmp_path, "m.py", "scale.item()") is None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "kernel(self(batch))",  # one call leaves it out
+        "kernel(self(batch), length=None)",  # one passes the literal None
+        "kernel(self(batch), *self.extra)",  # spread: not visible
+        "kernel(self(batch), **self.options)",
+        "kernel(self(batch), length=self.length)",  # an attribute: not judged, a value
+    ],
+)
+def test_a_call_that_may_leave_the_parameter_none_keeps_the_branch(
+    tmp_path: Path, call: str
+) -> None:
+    text = _SIZED_HELPER + (
+        "\n\ndef other(batch):\n    return " + call.replace("self(batch)", "batch") + "\n"
+    )
+    text = text.replace("return kernel(", "return other(batch) + kernel(")
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    reason = reason_at(model, tmp_path, "m.py", "x.sum().item()")
+    if "self.length" in call:
+        assert reason is not None  # passes a value: still decided (only literals say None)
+    else:
+        assert reason is None, call
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "\n\nKERNELS = {'plain': kernel}\n",  # handed elsewhere as a value
+        "\n\nprint(kernel(torch.ones(3), 2))\n",  # called from a module's top level
+    ],
+)
+def test_a_function_used_where_calls_are_not_seen_keeps_the_none_branch(
+    tmp_path: Path, extra: str
+) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _SIZED_HELPER + extra})
+    assert reason_at(model, tmp_path, "m.py", "x.sum().item()") is None
+
+
+def test_a_forwarded_optional_parameter_may_be_none(tmp_path: Path) -> None:
+    """`kernel(x, length=length)` from a function whose own `length` defaults to None
+    passes None whenever its caller leaves it out: the branch stays."""
+    text = (
+        _SIZED_HELPER.replace("kernel(self(batch), length=n)", "wrapper(self(batch))")
+        + "\n\ndef wrapper(x, length=None):\n    return kernel(x, length=length)\n"
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "x.sum().item()") is None
+
+
+_FLAG_HELPER = """\
+def encode(x, cartesian=False):
+    if cartesian:
+        return x * 2
+    else:
+        return x[x > 0]
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return encode(batch, cartesian=True).sum() + encode(batch, True).sum()
+"""
+
+
+def test_a_flag_every_call_passes_as_the_same_literal_decides_its_branch(
+    tmp_path: Path,
+) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _FLAG_HELPER})
+    reason = reason_at(model, tmp_path, "m.py", "x[x > 0]")
+    assert reason == (
+        "in the `else` of `if cartesian`, and `cartesian` is true in every call of the function"
+    )
+    assert reason_at(model, tmp_path, "m.py", "x * 2") is None
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "encode(batch, cartesian=True).sum() + encode(batch).sum()",  # one leaves the default
+        "encode(batch, cartesian=True).sum() + encode(batch, False).sum()",
+        "encode(batch, cartesian=self.cartesian).sum()",  # not a literal
+        "encode(batch, **self.options).sum()",
+    ],
+)
+def test_a_flag_calls_pass_differently_keeps_both_branches(tmp_path: Path, calls: str) -> None:
+    text = _FLAG_HELPER.replace(
+        "encode(batch, cartesian=True).sum() + encode(batch, True).sum()", calls
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "x[x > 0]") is None
+    assert reason_at(model, tmp_path, "m.py", "x * 2") is None
+
+
+def test_a_flag_left_to_its_default_everywhere_decides_its_branch(tmp_path: Path) -> None:
+    text = _FLAG_HELPER.replace(
+        "encode(batch, cartesian=True).sum() + encode(batch, True).sum()",
+        "encode(batch).sum()",
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    reason = reason_at(model, tmp_path, "m.py", "x * 2")
+    assert reason == (
+        "under `if cartesian`, and `cartesian` is false in every call of the function"
+    )
+    assert reason_at(model, tmp_path, "m.py", "x[x > 0]") is None
+
+
+def test_a_tests_call_does_not_keep_the_flags_other_branch(tmp_path: Path) -> None:
+    """A test that tries the other way runs under pytest, not in training: training's
+    calls alone decide (and a function only tests call stays undecided)."""
+    test_module = (
+        "import torch\nfrom m import encode\n\n\n"
+        "def test_encode():\n    assert encode(torch.ones(3)).shape == (3,)\n"
+    )
+    files = {"m.py": MODULE_HEAD + _FLAG_HELPER, "test_m.py": test_module}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "m.py", "x[x > 0]") is not None
+    only_tests = _FLAG_HELPER.replace(
+        "encode(batch, cartesian=True).sum() + encode(batch, True).sum()", "batch.sum()"
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + only_tests, "test_m.py": test_module})
+    assert reason_at(model, tmp_path, "m.py", "x * 2") is None

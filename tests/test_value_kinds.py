@@ -569,6 +569,35 @@ REPORTED_GUARDS = {
         """,
         [("TPU202", 3)],
     ),
+    # the same fallback, but one call leaves `size` out: the branch runs
+    "a None branch of a parameter one call leaves out": (
+        """
+        def resize(x, size=None):
+            if size is None:
+                size = int(x.sum().item())
+            return x[..., :size]
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return resize(self(x), size=y.shape[-1]).mean() + resize(y).mean()
+        """,
+        [("TPU101", 3)],
+    ),
+    # the same flag, passed both ways: both branches run
+    "a flag calls pass both ways": (
+        """
+        def encode(x, cartesian=False):
+            if cartesian:
+                return x * 2
+            return x[x > 0]
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return encode(self(batch), cartesian=True).mean() + encode(batch).mean()
+        """,
+        [("TPU202", 4)],
+    ),
     "a branch that warns and does more": (
         """
         import warnings
@@ -738,6 +767,36 @@ OUTSIDE_SCOPE = {
                 return masked_loss(self(x), y)
         """,
         "every call of the function leaves `mask` to its default None",
+    ),
+    # `resize(x, size=n)` everywhere: every call passes `size`, so the host-sync fallback
+    # under `if size is None:` never runs
+    "a None branch of a parameter every call passes": (
+        """
+        def resize(x, size=None):
+            if size is None:
+                size = int(x.sum().item())
+            return x[..., :size]
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return resize(self(x), size=y.shape[-1]).mean()
+        """,
+        "every call of the function passes `size` a value that is not None",
+    ),
+    # `encode(x, cartesian=True)` everywhere: the `else` branch never runs
+    "the other branch of a flag every call passes as the same literal": (
+        """
+        def encode(x, cartesian=False):
+            if cartesian:
+                return x * 2
+            return x[x > 0]
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return encode(self(batch), cartesian=True).mean()
+        """,
+        "`cartesian` is true in every call of the function",
     ),
     # a self-test inside a function of a module that training imports
     "a __main__ self-test inside a function": (

@@ -50,6 +50,7 @@ judged as a library with no entry point: in scope unless one of the other reason
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -155,6 +156,11 @@ def _is_class(value: Any) -> bool:
 
 def module_node(path: str, main: bool = False) -> str:
     return f"{path}:{'__main__' if main else ''}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_tests(path: str) -> bool:
+    return _is_test_path(path)
 
 
 def _is_test_path(path: str) -> bool:
@@ -1170,7 +1176,11 @@ class ProjectScope:
                 return True
             return False if passed.kind in ("number", "host", "numpy") else None
         if head == "passed":
-            return False if self._left_to_default(f"{module.path}:{value[1]}", value[2]) else None
+            passed = self._passed_truth(f"{module.path}:{value[1]}", value[2])
+            # A parameter filled in under `if p is None:` is not None after it either way.
+            return passed if len(value) == 3 or passed else None
+        if head == "flag":
+            return self._flag_truth(f"{module.path}:{value[1]}", value[2], value[3])
         if head == "call":
             form, target = value[1], value[2]
             found = self.model.resolve_call(module, owner, form, target)
@@ -1204,32 +1214,83 @@ class ProjectScope:
             return self._all(assigned, module, None, d)
         return None
 
-    def _left_to_default(self, node: str, param: str) -> bool:
-        """Whether every call of function `node` leaves `param` to its default: the project
-        model resolves at least one call of it, none passes the parameter (by position or
-        keyword) or spreads `*args`/`**kwargs`, and every use of its name in the project is
-        such a call (no reference hands the function elsewhere, no call on a value of unknown
-        class, no call from code outside a function, where the model sees no call list). A
-        function with no call seen is decided by no one."""
+    def _passed_truth(self, node: str, param: str) -> Truth:
+        """`p is not None` of a None-default parameter of function `node`: False when every
+        call leaves it to its default, True when every call passes it something that is
+        neither the literal None nor a value that may be None (the caller's own optional
+        parameter forwarded, a local that may hold None); else unknown."""
+        arguments = self._call_arguments(node, param)
+        if arguments is None:
+            return None
+        if all(a == _DEFAULT for a in arguments):
+            return False
+        if all(a == _VALUE or (isinstance(a, tuple) and a[1] is not None) for a in arguments):
+            return True
+        return None
+
+    def _flag_truth(self, node: str, param: str, default: bool | None) -> Truth:
+        """`p` (its truth) of a parameter of function `node` that defaults to None, True or
+        False: the one truth every call gives it, by leaving it to its default or passing a
+        literal None, True or False; unknown when a call passes anything else."""
+        arguments = self._call_arguments(node, param)
+        if arguments is None:
+            return None
+        values = set()
+        for argument in arguments:
+            if argument == _DEFAULT:
+                values.add(bool(default))
+            elif isinstance(argument, tuple):
+                values.add(bool(argument[1]))
+            else:
+                return None
+        return values.pop() if len(values) == 1 else None
+
+    def _call_arguments(self, node: str, param: str) -> list[Any] | None:
+        """What each call of function `node` passes as `param`: `_DEFAULT` (left out),
+        `("literal", None | True | False)`, `_MAYBE_NONE` or `_VALUE` (anything else). None
+        unless the project model resolves at least one call of it, none spreads
+        `*args`/`**kwargs`, and every use of its name in the project is such a call (no
+        reference hands the function elsewhere, no call on a value of unknown class, no call
+        from code outside a function, where the model sees no call list), and it is no
+        method a framework calls itself. A function with no call seen is decided by no one."""
         fn = self._function(node)
         if fn is None or param not in fn.summary.params:
-            return False
+            return None
         if fn.summary.cls is not None and _framework_called(fn.summary.name):
-            return False  # Lightning or torch calls it too, with arguments the model cannot see
+            return None  # Lightning or torch calls it too, with arguments the model cannot see
         index = fn.summary.params.index(param)
-        callers = self.model._callers().get(fn.gkey, [])
+        # A test's call runs under pytest, not in training (a test may try the other way).
+        callers = [
+            c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
+        ]
         if not callers:
-            return False
+            return None
+        arguments: list[Any] = []
         for _, call, offset in callers:
-            if param in call.keywords or "*" in call.keywords or "**" in call.keywords:
-                return False
-            if len(call.args) + offset > index:
-                return False
+            if "*" in call.keywords or "**" in call.keywords:
+                return None
+            if param in call.keywords:
+                key = param
+            elif len(call.args) + offset > index:
+                if index < offset:
+                    return None  # `self` itself
+                key = str(index - offset)
+            else:
+                arguments.append(_DEFAULT)
+                continue
+            if key in call.literals:
+                arguments.append(("literal", call.literals[key]))
+            elif key in call.maybe_none:
+                arguments.append(_MAYBE_NONE)
+            else:
+                arguments.append(_VALUE)
         calling = {caller.gkey for caller, _, _ in callers}
         for user, use in self._index_of_uses().get(fn.summary.name, ()):
+            if _in_tests(user.rsplit(":", 1)[0]):
+                continue
             if use[0] in ("ref", "selfref", "meth") or user not in calling:
-                return False
-        return True
+                return None
+        return arguments
 
     def _all(self, truths: list[Truth], module: ModuleSummary, owner: str | None, d: int) -> Truth:
         results = {self.truth(t, module, owner, d) for t in truths}
@@ -1299,9 +1360,10 @@ class ProjectScope:
             if isinstance(truth, list) and truth[0] == "tensor_param" and how in ("if", "and"):
                 where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
                 return f"{where}, and the project's calls pass it no tensor"
-            param = _passed_param(truth)
-            if param is not None:
-                return _passed_reason(how, text, param)
+            asked = _passed_param(truth)
+            if asked is not None:
+                given = self.truth(asked, module, region_owner)
+                return _passed_reason(how, text, asked, bool(given))
             return _region_reason(how, text, value)
         if fn is not None:
             kernel = self._kernel(fn)
@@ -1489,19 +1551,31 @@ def _framework_called(name: str) -> bool:
     )
 
 
-def _passed_param(truth: Truth) -> str | None:
-    """The parameter a region's truth asks to be passed (`p is not None`, `p`, `p is None`),
-    if that is all it asks."""
+# What a call passes as a parameter (ProjectScope._call_arguments).
+_DEFAULT = "default"
+_MAYBE_NONE = "maybe-none"
+_VALUE = "value"
+
+
+def _passed_param(truth: Truth) -> list[Any] | None:
+    """The truth about a parameter a region asks (`p is not None`, `p is None`:
+    `["passed", ...]`; `p`: `["flag", ...]`), if that is all it asks."""
     if isinstance(truth, list):
-        if truth[0] == "passed":
-            return str(truth[2])
+        if truth[0] in ("passed", "flag"):
+            return truth
         if truth[0] == "not":
             return _passed_param(truth[1])
     return None
 
 
-def _passed_reason(how: str, text: str, param: str) -> str:
-    calls = f"every call of the function leaves `{param}` to its default None"
+def _passed_reason(how: str, text: str, asked: list[Any], given: bool) -> str:
+    param = asked[2]
+    if asked[0] == "flag":
+        calls = f"`{param}` is {'true' if given else 'false'} in every call of the function"
+    elif given:
+        calls = f"every call of the function passes `{param}` a value that is not None"
+    else:
+        calls = f"every call of the function leaves `{param}` to its default None"
     if how == "else":
         return f"in the `else` of `if {text}`, and {calls}"
     if how == "after":

@@ -37,8 +37,10 @@ on a TPU: a flag named for the TPU, `device.type == "xla"`), `None` (unknown), o
 project function returns), `["attr", name]` (of `self.<name>`), `["glob", name]` (of a
 module-level name of this file), `["tensor_param", key, index]` (`isinstance(p,
 torch.Tensor)` of a parameter: what the project's calls pass), `["passed", key, name]`
-(`p is not None`, or `p`, of a parameter that defaults to None and that the function never
-reassigns: whether the project's calls pass it at all).
+(`p is not None` of a parameter that defaults to None and that the function never
+reassigns: whether the project's calls pass it, and pass it something not None), `["flag",
+key, name, default]` (`p` of a parameter that defaults to None, True or False, never
+reassigned: the truth every call gives it).
 """
 
 from __future__ import annotations
@@ -341,9 +343,10 @@ class _Walker:
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
-        # Per function being walked: its parameters that default to None and that its body
-        # never reassigns (`if mask is not None:` depends only on whether calls pass one).
-        self._none_params: list[set[str]] = []
+        # Per function being walked: its parameters that default to None, True or False and
+        # that its body never reassigns, with that default (`if mask is not None:` depends
+        # only on what the calls pass).
+        self._none_params: list[dict[str, bool | str | None]] = []
         # The ids of the statements of each function's own body (innermost last).
         self._top_level: list[set[int]] = []
         self._plain_classes: set[str] = set()  # classes with no base but `object`
@@ -384,7 +387,7 @@ class _Walker:
         return (
             not self.cheap
             or _calls_function(test)
-            or bool(self._none_params and self._none_params[-1] & _names_in([test]))
+            or bool(self._none_params and self._none_params[-1].keys() & _names_in([test]))
         )
 
     # --- names ---------------------------------------------------------------------------
@@ -885,7 +888,7 @@ class _Walker:
         if needs > 0:
             self.facts.needs[key] = needs
         self._functions.append((key, [a.arg for a in positional]))
-        self._none_params.append(_none_default_params(node))
+        self._none_params.append(_literal_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
         self._top_level.pop()
@@ -1406,13 +1409,14 @@ class _Walker:
         return None
 
     def passed(self, node: ast.expr) -> Truth:
-        """`p`, `p is not None` (`["passed", key, p]`) and `p is None` (its negation) of a
-        parameter of the function being walked that defaults to None and is never
-        reassigned: decided by whether the project's calls pass it."""
+        """`p is not None` (`["passed", key, p]`) and `p is None` (its negation) of a
+        parameter of the function being walked that defaults to None, and `p` (`["flag",
+        key, p, default]`) of one that defaults to None, True or False, never reassigned:
+        decided by what the project's calls pass."""
         if not self._none_params or not self._none_params[-1]:
             return None
         params = self._none_params[-1]
-        negated = False
+        negated = compared = False
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, op, right = node.left, node.ops[0], node.comparators[0]
             if isinstance(left, ast.Constant) and left.value is None:
@@ -1421,12 +1425,22 @@ class _Walker:
                 return None
             if not isinstance(op, (ast.Is, ast.IsNot)):
                 return None
-            negated, node = isinstance(op, ast.Is), left
+            negated, compared, node = isinstance(op, ast.Is), True, left
         if not isinstance(node, ast.Name) or node.id not in params:
             return None
         if self._flag_params and node.id in self._flag_params[-1][0]:
             return None  # an inference flag: judged as one (off while training)
-        truth = ["passed", self._functions[-1][0], node.id]
+        key = self._functions[-1][0]
+        default = params[node.id]
+        if not compared:
+            return None if default == _FILLED else ["flag", key, node.id, default]
+        if default == _FILLED:
+            # `if p is None: p = ...` fills it in: only "every call passes one" is sure
+            truth = ["passed", key, node.id, _FILLED]
+        elif default is None:
+            truth = ["passed", key, node.id]
+        else:
+            return None  # `p is None` of a True/False flag: no call's business
         return _not(truth) if negated else truth
 
     def tensor_param(self, subject: ast.expr, classes: list[str], imports: dict[str, str]) -> Truth:
@@ -1534,26 +1548,66 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return flags
 
 
-def _none_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The parameters that default to None and that the body never reassigns."""
+# The "default" of a None-default parameter that the body reassigns only where it is None
+# (`if length is None: length = x.size(-1)`): it is not None after that test if every
+# call passes one, and unknown otherwise.
+_FILLED = "filled"
+
+
+def _literal_default_params(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[str, bool | str | None]:
+    """The parameters that default to None, True or False and that the body never
+    reassigns, with their default; `_FILLED` for one that defaults to None and is
+    reassigned only under `if p is None:`."""
     args = node.args
     positional = [*args.posonlyargs, *args.args]
     pairs = [
         *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
         *zip(args.kwonlyargs, args.kw_defaults, strict=True),
     ]
-    params = {
-        arg.arg
+    params: dict[str, bool | str | None] = {
+        arg.arg: default.value
         for arg, default in pairs
-        if isinstance(default, ast.Constant) and default.value is None
+        if isinstance(default, ast.Constant)
+        and (default.value is None or isinstance(default.value, bool))
     }
     if params:
+        filling: dict[int, str] = {}  # id of a store under `if p is None:` -> p
+        for child in ast.walk(node):
+            if isinstance(child, ast.If) and _is_none_test(child.test):
+                name = child.test.left.id  # type: ignore[attr-defined]
+                for statement in child.body:
+                    for inner in ast.walk(statement):
+                        if isinstance(inner, ast.Name) and inner.id == name:
+                            filling[id(inner)] = name
+        filled: set[str] = set()
         for child in ast.walk(node):
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
-                params.discard(child.id)
+                if filling.get(id(child)) == child.id and params.get(child.id, 0) is None:
+                    filled.add(child.id)
+                else:
+                    params.pop(child.id, None)
+                    filled.discard(child.id)
             elif isinstance(child, (ast.Global, ast.Nonlocal)):
-                params.difference_update(child.names)
+                for name in child.names:
+                    params.pop(name, None)
+                    filled.discard(name)
+        for name in filled & params.keys():
+            params[name] = _FILLED
     return params
+
+
+def _is_none_test(test: ast.expr) -> bool:
+    """`p is None` of a name."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
 
 
 def _off_flag_attributes(node: ast.ClassDef) -> dict[str, list[str]]:

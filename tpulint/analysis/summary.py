@@ -230,6 +230,13 @@ class CallSite:
     # The values the arguments name (index_uses.value_texts), by position and by keyword
     arg_texts: list[list[str]] = field(default_factory=list)
     keyword_texts: dict[str, list[str]] = field(default_factory=dict)
+    # The arguments that are the literal None, True or False, by position (`"0"`, `"1"`)
+    # and by keyword: what a test of the callee's parameter sees (`if p is None`, `if p:`).
+    literals: dict[str, bool | None] = field(default_factory=dict)
+    # The arguments, by position or keyword, that may be None though no literal says so: a
+    # name of the caller's own None-default parameter (`f(x, mask=mask)`) or a local that
+    # holds None somewhere.
+    maybe_none: list[str] = field(default_factory=list)
 
     def to_json(self) -> list[Any]:
         return [
@@ -241,11 +248,13 @@ class CallSite:
             self.keywords,
             self.arg_texts,
             self.keyword_texts,
+            self.literals,
+            self.maybe_none,
         ]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CallSite:
-        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:8])
+        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:10])
 
 
 @dataclass
@@ -660,6 +669,9 @@ class _Summarizer(ValueEvaluator):
         self.snapshots = snapshots
         self.query = snapshots is not None
         self.depth = 0  # how many functions enclose the code being walked
+        # Function key -> the parameters that default to None, its enclosing functions'
+        # included (a call forwarding one may pass None: `f(x, mask=mask)`).
+        self.optional_params: dict[str, set[str]] = {}
         self._line_starts: list[int] | None = None
         self._conditions: dict[Any, frozenset[str]] = {}
         # class qualname -> its methods (a lazy-initialisation block may call one that sets
@@ -712,6 +724,26 @@ class _Summarizer(ValueEvaluator):
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
         self.summary.imports = dict(self.module_imports)
+
+    def _record_none_args(self, call: CallSite, node: ast.Call, scope: Scope) -> None:
+        """The call's arguments that are the literal None, True or False, and those that may
+        hold None (a name of a None-default parameter of the calling function, or a name
+        whose value may be None)."""
+        optional = self.optional_params.get(scope.info.key, set()) if scope.info else set()
+        named = [
+            (str(i), a)
+            for i, a in enumerate(a for a in node.args if not isinstance(a, ast.Starred))
+        ]
+        named += [(k.arg, k.value) for k in node.keywords if k.arg is not None]
+        for key, value in named:
+            if isinstance(value, ast.Constant) and (
+                value.value is None or isinstance(value.value, bool)
+            ):
+                call.literals[key] = value.value
+            elif isinstance(value, ast.Name) and (
+                value.id in optional or "none" in scope.env.get(value.id, ())
+            ):
+                call.maybe_none.append(key)
 
     def _key(self, qualname: str) -> str:
         index = self.counts.get(qualname, 0)
@@ -1013,6 +1045,9 @@ class _Summarizer(ValueEvaluator):
             ),
         )
         info.abstract = _is_abstract(node, decorators)
+        self.optional_params[info.key] = _none_default_names(args) | (
+            self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
+        )
         self.summary.functions.append(info)
         self.node_keys[id(node)] = info.key
         info.rank_aware = self._spans_rank_line(node)
@@ -1273,6 +1308,7 @@ class _Summarizer(ValueEvaluator):
                             for k in current.keywords
                             if k.arg is not None and (texts := value_texts(k.value))
                         }
+                        self._record_none_args(call, current, scope)
                     scope.info.calls.append(call)
             if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
                 extra = guards
@@ -1803,3 +1839,17 @@ def _method_refs(node: ast.expr) -> list[tuple[str, str]]:
     ):
         return [("attr", f"{base.attr}.{node.attr}")]
     return []
+
+
+def _none_default_names(args: ast.arguments) -> set[str]:
+    """The parameters that default to None."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    return {
+        arg.arg
+        for arg, default in pairs
+        if isinstance(default, ast.Constant) and default.value is None
+    }
