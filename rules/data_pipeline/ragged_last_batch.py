@@ -252,28 +252,42 @@ def passed_values(
     if param is None:
         return None
     index = positional.index(param) if param in positional else None
+    calls = _calls_in_callers(ctx, info, only)
+    if calls is None:
+        return None
+    out: list[cst.BaseExpression] = []
+    for call in calls:
+        value = next(
+            (a.value for a in call.args if a.keyword and a.keyword.value == name.value),
+            None,
+        )
+        if value is None and index is not None:
+            bare = [a for a in call.args if a.keyword is None]
+            value = bare[index].value if index < len(bare) else None
+        value = value if value is not None else param.default
+        if value is None:
+            return None
+        out.append(value)
+    return out or None
+
+
+def _calls_in_callers(
+    ctx: FileContext, info: FunctionInfo, only: Callable[[FunctionInfo], bool] | None = None
+) -> list[cst.Call] | None:
+    """The calls of `info` in the file's functions that call it (`only`: the callers to
+    count), or None when the file shows no caller or a call spreads `*args`/`**kwargs`."""
     callers = [c for c in callers_of(ctx, info) if only is None or only(c)]
     if not callers:
         return None
-    out: list[cst.BaseExpression] = []
+    calls = []
     for caller in callers:
         for call in walk(caller.node.body):
             if not isinstance(call, cst.Call) or _called_name(call) != info.name:
                 continue
             if any(a.star for a in call.args):
                 return None
-            value = next(
-                (a.value for a in call.args if a.keyword and a.keyword.value == name.value),
-                None,
-            )
-            if value is None and index is not None:
-                bare = [a for a in call.args if a.keyword is None]
-                value = bare[index].value if index < len(bare) else None
-            value = value if value is not None else param.default
-            if value is None:
-                return None
-            out.append(value)
-    return out or None
+            calls.append(call)
+    return calls
 
 
 def _is_parameter(ctx: FileContext, name: cst.Name) -> bool:
@@ -1410,18 +1424,10 @@ class RaggedLastBatch(_DataRule):
         return keys if bound else None
 
     def _caller_keywords(self, info) -> set[str] | None:
-        callers = callers_of(self.ctx, info)
-        if not callers:
+        calls = _calls_in_callers(self.ctx, info)
+        if calls is None:
             return None
-        keys: set[str] = set()
-        for caller in callers:
-            for call in walk(caller.node.body):
-                if not isinstance(call, cst.Call) or _called_name(call) != info.name:
-                    continue
-                if any(a.star for a in call.args):
-                    return None
-                keys |= {a.keyword.value for a in call.args if a.keyword is not None}
-        return keys
+        return {a.keyword.value for call in calls for a in call.args if a.keyword is not None}
 
     def _dataloader_subclass(self, node: cst.Call) -> bool:
         """A class of the project that derives from `DataLoader` and leaves `drop_last` to

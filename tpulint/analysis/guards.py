@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 # Names in a condition that make the guarded code run only for some batches or epochs
 # (logging, visualisation, debugging), so a host sync there is not paid every step.
@@ -274,34 +274,57 @@ def _nonfinite_test(node: ast.expr, holds: bool) -> bool:
     return False
 
 
+def _bounds(test_text: str, measured_below: bool) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """The `(measured, bound)` sides of the one-operator comparisons among a test's `and`
+    conjuncts, oriented so that `measured < bound` (`measured_below`) or `measured > bound`:
+    `N > self.n` gives `(self.n, N)` for the first."""
+    if "<" not in test_text and ">" not in test_text:
+        return
+    node = _parse(test_text)
+    if node is None:
+        return
+    below, above = (ast.Lt, ast.LtE), (ast.Gt, ast.GtE)
+    kept, swapped = (below, above) if measured_below else (above, below)
+    for part in _conjuncts(node):
+        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+            continue
+        op, left, right = part.ops[0], part.left, part.comparators[0]
+        if isinstance(op, swapped):
+            left, right = right, left
+        elif not isinstance(op, kept):
+            continue
+        yield left, right
+
+
+def _len_argument(node: ast.expr) -> ast.expr | None:
+    """`x` of `len(x)`, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "len"
+        and len(node.args) == 1
+    ):
+        return node.args[0]
+    return None
+
+
+def _self_attribute_text(node: ast.expr) -> str | None:
+    """`self.x` / `self.x.y` as text, else None."""
+    name = ast.unparse(node)
+    if isinstance(node, ast.Attribute) and re.fullmatch(r"self(\.\w+)+", name):
+        return name
+    return None
+
+
 def first_n_targets(test_text: str) -> list[str]:
     """The attributes a collect-the-first-N test bounds: `self.x` in `len(self.x) < N`,
     `self.n < N`, `N > self.n` (one conjunct of an `and`). Only attributes of `self`: they
     persist across steps, so the guarded code stops running after N batches; a local counter
     bounds a loop that runs again on every step."""
-    if "<" not in test_text and ">" not in test_text:
-        return []
-    node = _parse(test_text)
-    if node is None:
-        return []
     targets = []
-    for part in _conjuncts(node):
-        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
-            continue
-        op, left, right = part.ops[0], part.left, part.comparators[0]
-        if isinstance(op, (ast.Gt, ast.GtE)):
-            left, right = right, left
-        elif not isinstance(op, (ast.Lt, ast.LtE)):
-            continue
-        if (
-            isinstance(left, ast.Call)
-            and isinstance(left.func, ast.Name)
-            and left.func.id == "len"
-            and len(left.args) == 1
-        ):
-            left = left.args[0]
-        name = ast.unparse(left)
-        if isinstance(left, ast.Attribute) and re.fullmatch(r"self(\.\w+)+", name):
+    for measured, _ in _bounds(test_text, measured_below=True):
+        name = _self_attribute_text(_len_argument(measured) or measured)
+        if name is not None:
             targets.append(name)
     return targets
 
@@ -311,49 +334,29 @@ def flush_targets(test_text: str) -> list[str]:
     `self.x.shape[0] >= N`, `self.x.size(0) > N`, `N < len(self.x)` (one conjunct of an
     `and`), N a setting (a name or an attribute) or a literal of 2 or more: with a body that
     empties `self.x` (`flushes`), the body runs once every N/batch steps."""
-    if "<" not in test_text and ">" not in test_text:
-        return []
-    node = _parse(test_text)
-    if node is None:
-        return []
     targets = []
-    for part in _conjuncts(node):
-        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
-            continue
-        op, left, right = part.ops[0], part.left, part.comparators[0]
-        if isinstance(op, (ast.Lt, ast.LtE)):
-            left, right = right, left
-        elif not isinstance(op, (ast.Gt, ast.GtE)):
-            continue
-        if isinstance(right, ast.Constant):
-            if type(right.value) is not int or right.value < 2:
+    for measured, bound in _bounds(test_text, measured_below=False):
+        if isinstance(bound, ast.Constant):
+            if type(bound.value) is not int or bound.value < 2:
                 continue
-        elif not isinstance(right, (ast.Name, ast.Attribute)):
+        elif not isinstance(bound, (ast.Name, ast.Attribute)):
             continue
-        if (
-            isinstance(left, ast.Call)
-            and isinstance(left.func, ast.Name)
-            and left.func.id == "len"
-            and len(left.args) == 1
+        container = _len_argument(measured)
+        if container is None and (
+            isinstance(measured, ast.Subscript)
+            and isinstance(measured.value, ast.Attribute)
+            and measured.value.attr == "shape"
         ):
-            left = left.args[0]
-        elif (
-            isinstance(left, ast.Subscript)
-            and isinstance(left.value, ast.Attribute)
-            and left.value.attr == "shape"
+            container = measured.value.value  # `self.x.shape[0]`
+        elif container is None and (
+            isinstance(measured, ast.Call)
+            and isinstance(measured.func, ast.Attribute)
+            and measured.func.attr == "size"
+            and measured.args
         ):
-            left = left.value.value  # `self.x.shape[0]`
-        elif (
-            isinstance(left, ast.Call)
-            and isinstance(left.func, ast.Attribute)
-            and left.func.attr == "size"
-            and left.args
-        ):
-            left = left.func.value  # `self.x.size(0)`
-        else:
-            continue
-        name = ast.unparse(left)
-        if isinstance(left, ast.Attribute) and re.fullmatch(r"self(\.\w+)+", name):
+            container = measured.func.value  # `self.x.size(0)`
+        name = None if container is None else _self_attribute_text(container)
+        if name is not None:
             targets.append(name)
     return targets
 
