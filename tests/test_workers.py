@@ -64,6 +64,91 @@ def test_pool_reports_the_item_a_worker_died_on_and_finishes_the_rest() -> None:
     ]
 
 
+def _square_or_raise(item: int) -> int:
+    if item == 7:
+        raise ValueError("seven")
+    return item * item
+
+
+def test_pool_reports_an_item_that_raised_and_the_worker_goes_on(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    batches = [list(range(0, 10)), list(range(10, 20))]
+    with Pool(2) as pool:
+        results = list(pool.map(_square_or_raise, batches, on_crash=lambda item, why: (item, why)))
+        workers = {w.process.pid for w in pool.workers}
+    raised = [r for r in results if isinstance(r, tuple)]
+    assert len(raised) == 1 and raised[0][0] == 7
+    assert raised[0][1].startswith("ValueError: seven (at test_workers.py:")
+    assert sorted(r for r in results if not isinstance(r, tuple)) == [
+        i * i for i in range(20) if i != 7
+    ]
+    assert len(workers) == 2  # no worker was replaced
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_pool_without_on_crash_raises_for_an_item_that_raised() -> None:
+    with Pool(2) as pool, pytest.raises(RuntimeError, match="raised ValueError: seven"):
+        list(pool.map(_square_or_raise, [list(range(10)), list(range(10, 20))]))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork-based test")
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_file_the_model_cannot_summarise_is_an_internal_error_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], jobs: int
+) -> None:
+    from tpulint.analysis import summary
+    from tpulint.runner import project_build
+
+    for index in range(8):
+        (tmp_path / f"m{index}.py").write_text(LEGACY)
+    (tmp_path / "odd.py").write_text(LEGACY)
+    real = summary.summarize
+
+    def failing(text, path, module, is_package):
+        if path.endswith("odd.py"):
+            raise TypeError("a bug")
+        return real(text, path, module, is_package)
+
+    monkeypatch.setattr(summary, "summarize", failing)  # inherited by the forked workers
+    monkeypatch.setattr(project_build, "PARALLEL_THRESHOLD", 2)
+    monkeypatch.chdir(tmp_path)
+    run = runner.check_paths(["."], Config(root=tmp_path), use_cache=False, jobs=jobs)
+    assert run.internal_errors == [next(e for e in run.internal_errors if e.startswith("odd.py: "))]
+    assert (
+        "the project model could not summarise it (TypeError: a bug (at "
+        in (run.internal_errors[0])
+    )
+    codes = {(d.path, d.code) for d in run.diagnostics}
+    assert {(f"m{i}.py", "TPU001") for i in range(8)} | {("odd.py", "TPU001")} <= codes
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_summary_failure_through_the_cli_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(LEGACY)
+    (tmp_path / "pyproject.toml").write_text("")
+    script = (
+        "import sys\n"
+        "from tpulint.analysis import summary\n"
+        "real = summary.summarize\n"
+        "def failing(text, path, *args):\n"
+        "    if path.endswith('m.py'):\n"
+        "        raise TypeError('a bug')\n"
+        "    return real(text, path, *args)\n"
+        "summary.summarize = failing\n"
+        "from tpulint.cli import cli\n"
+        "cli(['check', '--no-cache', '.'], prog_name='tpulint')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "tpulint: error: internal error in m.py: the project model could not summarise it" in (
+        result.stderr
+    )
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork-based test")
 def test_a_worker_crash_is_reported_for_its_file_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -592,6 +592,8 @@ class ModuleSummary:
     legacy_fields: list[list] = field(default_factory=list)
     # What the code contains, for the rules' screens (None when `ast` could not parse it).
     syntax: Syntax | None = None
+    # Why summarising the file failed (an internal error the run reports); never cached.
+    failure: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

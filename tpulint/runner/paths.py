@@ -12,7 +12,6 @@ import gc
 import os
 import sys
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,11 +113,11 @@ def _after_file() -> None:
 def _failure(exc: Exception) -> str:
     """An internal error's one-line description, with where it was raised."""
     from tpulint.engine.source import InternalError
+    from tpulint.runner.pool import describe_exception
 
     if isinstance(exc, InternalError):
         return str(exc)
-    frame = traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+    return describe_exception(exc)
 
 
 def _check_one(
@@ -302,6 +301,8 @@ class _Prepared:
     # depend on other files (Diagnostic.project_dependent) are cached.
     project_key: str = ""
     project: ProjectModel | None = None
+    # Files the project model could not summarise (an internal error each; see model()).
+    model_failures: list[str] = field(default_factory=list)
 
     def model(self) -> ProjectModel:
         """The project model, built on first use (a run answered from the cache needs none)."""
@@ -317,6 +318,13 @@ class _Prepared:
             )
             if scans:
                 scans.save()
+            cwd = Path.cwd().resolve()
+            self.model_failures = [
+                f"{display_path(Path(summary.path), cwd)}: the project model could not "
+                f"summarise it ({summary.failure})"
+                for summary in self.project.modules.values()
+                if summary.failure is not None
+            ]
         return self.project
 
     def key(self, source: SourcePath, digest: bytes) -> str:
@@ -438,8 +446,10 @@ def check_paths(
             run.files.append(FileOutcome(display, error=error))
             continue
         run.files.append(FileOutcome(display, diagnostics))
-        if cache:
+        # Results computed without a file the model could not summarise are not kept.
+        if cache and not prepared.model_failures:
             cache.put(keys[display], diagnostics, prepared.project_key)
+    run.internal_errors[:0] = prepared.model_failures
     if cache:
         cache.save()
     run.files.sort(key=lambda f: f.path)
@@ -531,7 +541,7 @@ def fix_paths(
             _write(outcome, source, original, result, config, prepared.model(), run)
             if outcome.written and on_written is not None:
                 on_written(outcome)
-        if cache and (outcome.written or not result.changed):
+        if cache and not prepared.model_failures and (outcome.written or not result.changed):
             new_text = result.source if outcome.written else original
             # A written file changes the project: results that depend on it are not kept.
             cache.put(
@@ -540,6 +550,7 @@ def fix_paths(
                 "" if outcome.written else prepared.project_key,
             )
         run.files.append(outcome)
+    run.internal_errors[:0] = prepared.model_failures
     by_path = {f.path: f for f in run.files}
     for display, through in aliases:
         first = by_path.get(through)

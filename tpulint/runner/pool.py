@@ -10,10 +10,12 @@ their queue forever.
 Here each worker has its own pipe and works on one batch at a time, sending a result per
 item, so the parent always knows which item a dead worker was on: that item is reported
 through `on_crash`, the rest of its batch goes back to the queue, and a new worker takes its
-place. A worker exits when its parent dies: at once on Linux (the kernel sends it SIGKILL,
-`PR_SET_PDEATHSIG`), elsewhere within a second (a thread watches the parent's pid), and in any
-case as soon as it next talks to its parent (the pipe is closed). Workers ignore SIGINT: on
-Ctrl-C the parent stops them.
+place. An item whose function raises is reported through `on_crash` too (with the exception's
+one-line description), by the worker itself, which goes on with its batch: no traceback is
+printed and nothing else is lost. A worker exits when its parent dies: at once on Linux (the
+kernel sends it SIGKILL, `PR_SET_PDEATHSIG`), elsewhere within a second (a thread watches the
+parent's pid), and in any case as soon as it next talks to its parent (the pipe is closed).
+Workers ignore SIGINT: on Ctrl-C the parent stops them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +40,20 @@ Result = TypeVar("Result")
 
 _PR_SET_PDEATHSIG = 1
 _BATCH_DONE = -1
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """What a worker sends for an item whose function raised."""
+
+    why: str
+
+
+def describe_exception(exc: BaseException) -> str:
+    """An exception in one line, with where it was raised: `TypeError: ... (at x.py:12)`."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _context() -> Any:
@@ -94,7 +111,10 @@ def _worker_main(
             return
         task_id, function, items, extra = message
         for index, item in enumerate(items):
-            result = function(item, *extra)
+            try:
+                result = function(item, *extra)
+            except Exception as exc:  # reported for this item; the batch goes on
+                result = _Raised(describe_exception(exc))
             try:
                 conn.send((task_id, index, result))
             except OSError:
@@ -147,8 +167,9 @@ class Pool(Generic[Item, Result]):
         on_crash: Callable[[Item, str], Result] | None = None,
         on_started: Callable[[], None] | None = None,
     ) -> Iterator[Result]:
-        """Results as they come, one per item. An item during which its worker died
-        yields `on_crash(item, why)`; the other items of its batch are still processed.
+        """Results as they come, one per item. An item whose function raised, or during which
+        its worker died, yields `on_crash(item, why)` (without `on_crash`, RuntimeError); the
+        other items of its batch are still processed.
         `on_started` is called once the workers have been started."""
         queue: deque[list[Item]] = deque(b for b in batches if b)
         next_id = 0
@@ -174,19 +195,21 @@ class Pool(Generic[Item, Result]):
                 ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
                 for worker in busy:
                     if worker.conn in ready:
-                        yield from self._receive(worker)
+                        yield from self._receive(worker, on_crash)
                 for worker in busy:
                     if worker.task is not None and worker.process.sentinel in ready:
-                        yield from self._receive(worker)  # what it sent before dying
+                        yield from self._receive(worker, on_crash)  # sent before dying
                         if worker.task is not None:
                             yield from self._replace(worker, queue, on_crash)
         except BaseException:
             self.terminate()
             raise
 
-    def _receive(self, worker: _Worker) -> Iterator[Result]:
+    def _receive(
+        self, worker: _Worker, on_crash: Callable[[Item, str], Result] | None
+    ) -> Iterator[Result]:
         assert worker.task is not None
-        task_id = worker.task[0]
+        task_id, items = worker.task
         try:
             while worker.conn.poll():
                 got_id, index, result = worker.conn.recv()
@@ -196,7 +219,12 @@ class Pool(Generic[Item, Result]):
                     worker.task = None
                     return
                 worker.received = index + 1
-                yield result
+                if isinstance(result, _Raised):
+                    if on_crash is None:
+                        raise RuntimeError(f"a worker's task raised {result.why}")
+                    yield on_crash(items[index], result.why)
+                else:
+                    yield result
         except (EOFError, OSError):
             return  # the worker died: its sentinel says so, handled by the caller
 

@@ -44,7 +44,6 @@ def _summary_key(module: str | None, is_package: bool, text: str) -> str:
 
 
 def _summarize_batch(items: list[tuple[str, str]]) -> list[ModuleSummary]:
-    from tpulint.analysis.summary import summarize
 
     # `ast` trees hold no reference cycles: reference counting frees each one, and the cyclic
     # collector, which would otherwise run over and over while a tree is built, is paused
@@ -53,9 +52,8 @@ def _summarize_batch(items: list[tuple[str, str]]) -> list[ModuleSummary]:
     gc.disable()
     try:
         out = []
-        for path, text in items:
-            module, is_package = module_name_for_path(path)
-            out.append(summarize(text, path, module, is_package))
+        for item in items:
+            out.append(_summarize_one(item))
         return out
     finally:
         if enabled:
@@ -98,7 +96,7 @@ def summarize_files(
         computed = _summarize_batch(todo)
     for summary in computed:
         summaries.append(summary)
-        if cache is not None and summary.path in keys:
+        if cache is not None and summary.path in keys and summary.failure is None:
             cache.put_raw(keys[summary.path], summary.to_json())
     # In the order of `items` whatever came from the cache or the workers (first come first).
     order = {path: index for index, (path, _) in reversed(list(enumerate(items)))}
@@ -129,17 +127,22 @@ def _summarize_one(item: tuple[str, str]) -> ModuleSummary:
 
     path, text = item
     module, is_package = module_name_for_path(path)
-    return summarize(text, path, module, is_package)
+    try:
+        return summarize(text, path, module, is_package)
+    except Exception as exc:  # one file's failure is reported; the run goes on
+        from tpulint.runner.pool import describe_exception
+
+        return _unparsed(item, describe_exception(exc))
 
 
 def _unparsed(item: tuple[str, str], why: str) -> ModuleSummary:
-    """A file whose summarising ended its worker: modelled as one `ast` could not parse (its
-    checking reports what is wrong with it)."""
+    """A file whose summarising failed (it raised, or ended its worker): modelled as one `ast`
+    could not parse, with the failure kept for the run to report (`ModuleSummary.failure`)."""
     from tpulint.analysis.summary import ModuleSummary
 
     path = item[0]
     module, is_package = module_name_for_path(path)
-    return ModuleSummary(path, module, is_package, parsed=False)
+    return ModuleSummary(path, module, is_package, parsed=False, failure=why)
 
 
 def _read(path: str, config: Config) -> str | None:
