@@ -390,3 +390,35 @@ def test_sampler_injection_turned_off_by_another_file(
     mentions = "`use_distributed_sampler=False` in" in finding["message"]
     assert mentions == other.endswith("train.py")
     assert (finding["fix"] is None) == other.endswith("train.py")
+
+
+_CHAIN = (
+    "import torch\n\n"
+    + "".join(f"def f{i}(x):\n    return f{i + 1}(x)\n\n" for i in range(8))
+    + "def f8(x):\n    return x\n\n\n"
+    + "def g(n):\n    return h(n)[0] if n else (torch.ones(2, device='xla'), 1)\n\n"
+    + "def h(n):\n    return g(n - 1) if n else (3, torch.zeros(2).cpu())\n\n"
+    + "def run():\n    return f0(torch.ones(3, device='xla')), g(2), h(2)\n"
+)
+
+
+def _answers(order: list[str]) -> dict[str, object]:
+    model = build_model([("/p/pkg/__init__.py", ""), ("/p/pkg/chain.py", _CHAIN)])
+    keys = {fn.summary.name: gkey for gkey, fn in model.functions.items()}
+    out: dict[str, object] = {}
+    for name in order:
+        out[f"param {name}"] = model.param_value(keys[name], 0)
+        out[f"return {name}"] = model.return_value(keys[name])
+    return out
+
+
+def test_model_answers_do_not_depend_on_the_order_of_questions() -> None:
+    # Worker processes ask in different orders; an answer cut short by a cycle or by the
+    # depth limit once made a later question of the same thing answer differently (f3's
+    # parameter was unknown after asking f8's first, a device tensor when asked first).
+    names = [f"f{i}" for i in range(9)] + ["g", "h"]
+    first = _answers(names)
+    assert first["param f3"] is not None and first["param f3"].kind == "device"
+    for order in (list(reversed(names)), names[4:] + names[:4], ["h", "f8", "g", "f3"]):
+        answers = _answers(order)
+        assert {k: answers[k] for k in answers} == {k: first[k] for k in answers}, order

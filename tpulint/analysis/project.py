@@ -52,6 +52,7 @@ from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     table_digest,
 )
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.recursion import Recursion
 from tpulint.analysis.scope import ProjectScope, _is_test_path, same_repository
 from tpulint.analysis.summary import (
     Atom,
@@ -352,11 +353,13 @@ class ProjectModel:
         self._subclasses: dict[str, list[str]] | None = None
         self._hot: dict[str, HotInfo] | None = None
         self._returns: dict[str, Value] = {}
-        self._returning: set[str] = set()
+        # The value questions in progress (returns, parameters, attributes, index uses): an
+        # answer that used a cycle's stand-in is not kept (tpulint.analysis.recursion).
+        self._recursion = Recursion()
         self._attributes: dict[tuple[str, str], Value | None] = {}
         self._attribute_class_cache: dict[tuple[str, str], list[str]] = {}
         self._table: dict[str, int] | None = None
-        self._params: dict[tuple[str, int, bool, str | None], Value | None] = {}
+        self._params: dict[tuple[str, int, bool, str | None, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
@@ -806,18 +809,23 @@ class ProjectModel:
         cache = self._attribute_class_cache
         if key in cache:
             return cache[key]
-        cache[key] = []  # cycles
-        out: list[str] = []
-        for gkey in self.mro(class_gkey):
-            cls = self.classes.get(gkey)
-            if cls is None:
-                continue
-            for atom in cls.summary.attributes.get(attr) or ():
-                value = self.resolve_atoms([atom], cls.module, gkey, 0)
-                if value is not None and value.cls is not None and value.cls not in out:
-                    out.append(value.cls)
-        cache[key] = out
-        return out
+
+        def compute() -> list[str]:
+            out: list[str] = []
+            for gkey in self.mro(class_gkey):
+                cls = self.classes.get(gkey)
+                if cls is None:
+                    continue
+                for atom in cls.summary.attributes.get(attr) or ():
+                    value = self.resolve_atoms([atom], cls.module, gkey, 0)
+                    if value is not None and value.cls is not None and value.cls not in out:
+                        out.append(value.cls)
+            return out
+
+        classes, keep = self._recursion.answer(("attribute classes", *key), compute, [])
+        if keep:
+            cache[key] = classes
+        return classes
 
     def _overrides(self, class_gkey: str, name: str) -> list[_Function]:
         """The methods `name` that the project's subclasses of a class define."""
@@ -969,32 +977,31 @@ class ProjectModel:
         cached = self._returns.get(gkey)
         if cached is not None:
             return cached
-        if gkey in self._returning:
-            return UNKNOWN_VALUE
         fn = self.functions.get(gkey)
         if fn is None:
             return UNKNOWN_VALUE
-        self._returning.add(gkey)
-        try:
-            values = [
-                self.resolve_atoms(atoms, fn.module, fn.owner, 0) for atoms in fn.summary.returns
-            ]
-            values = [v for v in values if v is not None]
-            if values:
-                value = combine_values(values)
-            elif fn.summary.returns:
-                value = UNKNOWN_VALUE
-            else:
-                value = Value("host")  # returns None
-            annotation = (fn.summary.returns_annotation or "").replace(" ", "")
-            if value.kind == "unknown" and value.elements is None:
-                if annotation.endswith("Tensor"):
-                    value = Value("device", value.mask, value.params)
-                elif annotation in ("int", "float", "bool"):
-                    value = Value("number")
-        finally:
-            self._returning.discard(gkey)
-        self._returns[gkey] = value
+        value, keep = self._recursion.answer(
+            ("return", gkey), lambda: self._return_value(fn), UNKNOWN_VALUE
+        )
+        if keep:
+            self._returns[gkey] = value
+        return value
+
+    def _return_value(self, fn: _Function) -> Value:
+        values = [self.resolve_atoms(atoms, fn.module, fn.owner, 0) for atoms in fn.summary.returns]
+        values = [v for v in values if v is not None]
+        if values:
+            value = combine_values(values)
+        elif fn.summary.returns:
+            value = UNKNOWN_VALUE
+        else:
+            value = Value("host")  # returns None
+        annotation = (fn.summary.returns_annotation or "").replace(" ", "")
+        if value.kind == "unknown" and value.elements is None:
+            if annotation.endswith("Tensor"):
+                value = Value("device", value.mask, value.params)
+            elif annotation in ("int", "float", "bool"):
+                value = Value("number")
         return value
 
     def param_value(
@@ -1011,10 +1018,23 @@ class ProjectModel:
         project's own code only (a test feeding a loss numpy arrays says little of what
         the training step feeds it). `leaving_out`: only the calls that leave that parameter
         to its default (what the function's `if p is None:` branch gets)."""
-        key = (gkey, index, outside_tests, leaving_out)
+        # The depth is part of the question: an answer cut short at depth 5 is not the answer
+        # to the same question asked at depth 0.
+        key = (gkey, index, outside_tests, leaving_out, _depth)
         if key in self._params:
             return self._params[key]
-        self._params[key] = None  # cycles
+        result, keep = self._recursion.answer(
+            ("param", *key),
+            lambda: self._param_value(gkey, index, _depth, outside_tests, leaving_out),
+            None,
+        )
+        if keep:
+            self._params[key] = result
+        return result
+
+    def _param_value(
+        self, gkey: str, index: int, _depth: int, outside_tests: bool, leaving_out: str | None
+    ) -> Value | None:
         fn = self.functions.get(gkey)
         callers = self._callers().get(gkey, []) if fn is not None else []
         if outside_tests:
@@ -1054,9 +1074,7 @@ class ProjectModel:
                     return None
                 value = combine_values([Value(value.kind), *inner])  # type: ignore[list-item]
             values.append(value)
-        result = combine_values(values)
-        self._params[key] = result
-        return result
+        return combine_values(values)
 
     def _step_batch_param(self, fn: _Function, index: int) -> bool:
         """Whether parameter `index` of `fn` is the batch Lightning passes a step method of a
@@ -1080,36 +1098,42 @@ class ProjectModel:
         """The values the function uses as integer indices (tpulint.analysis.index_uses):
         in its own body, and what it passes to a project function that uses that parameter
         so (`self.sum_except_batch(err, lig_mask)` whose body scatters by it)."""
-        cache: dict[str, frozenset[str]] = self.__dict__.setdefault("_index_texts", {})
-        found = cache.get(gkey)
+        cache: dict[tuple[str, int], frozenset[str]] = self.__dict__.setdefault("_index_texts", {})
+        found = cache.get((gkey, _depth))
         if found is not None:
             return found
         fn = self.functions.get(gkey)
         if fn is None:
             return frozenset()
-        cache[gkey] = frozenset(fn.summary.index_uses)  # cycles
+        own = frozenset(fn.summary.index_uses)
         if _depth > 4:
-            return cache[gkey]
-        texts = set(fn.summary.index_uses)
-        for call in fn.summary.calls:
-            if not any(call.arg_texts) and not call.keyword_texts:
-                continue
-            for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
-                if not isinstance(target, _Function):
+            return own
+
+        def compute() -> frozenset[str]:
+            texts = set(own)
+            for call in fn.summary.calls:
+                if not any(call.arg_texts) and not call.keyword_texts:
                     continue
-                bound = call.form in ("self", "super", "attr", "inst")
-                offset = 1 if bound and target.summary.bound else 0
-                callee = self.index_texts(target.gkey, _depth + 1)
-                params = target.summary.params
-                for position, named in enumerate(call.arg_texts):
-                    index = position + offset
-                    if index < len(params) and params[index] in callee:
-                        texts.update(named)
-                for name, named in call.keyword_texts.items():
-                    if name in params and name in callee:
-                        texts.update(named)
-        result = frozenset(texts)
-        cache[gkey] = result
+                for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                    if not isinstance(target, _Function):
+                        continue
+                    bound = call.form in ("self", "super", "attr", "inst")
+                    offset = 1 if bound and target.summary.bound else 0
+                    callee = self.index_texts(target.gkey, _depth + 1)
+                    params = target.summary.params
+                    for position, named in enumerate(call.arg_texts):
+                        index = position + offset
+                        if index < len(params) and params[index] in callee:
+                            texts.update(named)
+                    for name, named in call.keyword_texts.items():
+                        if name in params and name in callee:
+                            texts.update(named)
+            return frozenset(texts)
+
+        # The depth is part of the question (see param_value).
+        result, keep = self._recursion.answer(("index texts", gkey, _depth), compute, own)
+        if keep:
+            cache[(gkey, _depth)] = result
         return result
 
     def index_param(self, gkey: str, index: int) -> bool:
@@ -1171,7 +1195,14 @@ class ProjectModel:
         key = (class_gkey, attr)
         if key in self._attributes:
             return self._attributes[key]
-        self._attributes[key] = None  # cycles
+        value, keep = self._recursion.answer(
+            ("attribute", *key), lambda: self._attribute_value(class_gkey, attr), None
+        )
+        if keep:
+            self._attributes[key] = value
+        return value
+
+    def _attribute_value(self, class_gkey: str, attr: str) -> Value | None:
         values: list[Value] = []
         for gkey in self.mro(class_gkey):
             cls = self.classes.get(gkey)
@@ -1182,9 +1213,7 @@ class ProjectModel:
                 resolved = self.resolve_atoms(atoms, cls.module, gkey, 0)
                 if resolved is not None:
                     values.append(resolved)
-        value = combine_values(values) if values else None
-        self._attributes[key] = value
-        return value
+        return combine_values(values) if values else None
 
     def resolve_atoms(
         self, atoms: list[Atom], module: ModuleSummary, owner: str | None, depth: int

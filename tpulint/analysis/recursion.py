@@ -1,0 +1,54 @@
+"""Memoised recursive questions whose answers do not depend on the order they were asked in.
+
+The project model answers questions that ask each other: what a function returns needs what
+its callees return, what a parameter holds needs what its callers pass, what an attribute
+holds needs both. A question met again while it is still being answered (a cycle: `a`
+returns `b()`, `b` returns `a()`; `self.n = self.n + 1`) gets a stand-in answer at once (its
+cycle value, unknown). An answer computed with a stand-in depends on where the cycle was
+entered: kept for good, it would make later questions depend on which question came first,
+and worker processes, which ask in different orders, reported different findings for one
+file. So only answers that used no stand-in are kept for good; the others are kept only until
+the outermost question being answered is done (within it every step is the same whatever was
+asked before), and computed again from the question asked next time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Recursion:
+    """The questions being answered, whether the current answer used a stand-in, and the
+    answers that did (until the outermost question is answered)."""
+
+    def __init__(self) -> None:
+        self._active: set[Hashable] = set()
+        self._used_stand_in = False
+        self._scratch: dict[Hashable, Any] = {}
+
+    def answer(self, key: Hashable, compute: Callable[[], T], stand_in: T) -> tuple[T, bool]:
+        """The answer to `key` (`stand_in` when `key` is being answered already: a cycle),
+        and whether it may be kept for good."""
+        if key in self._active:
+            self._used_stand_in = True
+            return stand_in, False
+        if key in self._scratch:
+            self._used_stand_in = True
+            return self._scratch[key], False
+        self._active.add(key)
+        outer, self._used_stand_in = self._used_stand_in, False
+        result = stand_in
+        try:
+            result = compute()
+        finally:
+            self._active.discard(key)
+            used = self._used_stand_in
+            self._used_stand_in = outer or used
+            if not self._active:
+                self._scratch.clear()
+            elif used:
+                self._scratch[key] = result
+        return result, not used
