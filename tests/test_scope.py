@@ -365,6 +365,47 @@ TEST_HOOKS_MODEL = {
 }
 
 
+@pytest.mark.parametrize("with_test_step", [False, True])
+def test_a_generation_loop_a_training_step_runs_trains(
+    tmp_path: Path, with_test_step: bool
+) -> None:
+    """Online preference optimisation samples from the model in every training step: the
+    generation loop (and what it calls) runs every step, whoever else calls it."""
+    test_step = (
+        "\n    def test_step(self, batch, i):\n        return self.generate(batch, 8)\n"
+        if with_test_step
+        else ""
+    )
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return self.rewarded(batch)
+
+    def rewarded(self, batch):
+        with torch.no_grad():
+            samples = self.generate(batch, 8)
+        return (self(samples) - samples.float()).pow(2).mean()
+
+    @torch.no_grad()
+    def generate(self, prompt, steps):
+        x = prompt
+        for _ in range(steps):
+            nxt = self(x)[:, -1:].argmax(-1)
+            x = torch.cat([x, nxt], dim=1)
+        return self.trim(x)
+
+    def trim(self, x):
+        return x[:, : int(x.ne(0).sum(-1).max())]  # trim
+{test_step}"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "# trim") is None
+
+
 # A switch between training and testing a checkpoint: the test loop runs in another run.
 TRAIN_OR_TEST = """\
     import sys

@@ -9,10 +9,12 @@ A finding is outside the scope, with the reason, when its code:
   a branch that imports a CUDA-only package (bitsandbytes, flash_attn);
 - is inference: `predict_step`, `on_predict_*` and what only they reach, generation
   loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds
-  its output back into a call in a loop) with what only they reach, and branches taken only
-  when an inference flag is on (`if _offload_inference:` where the parameter defaults to
-  False, the `else` of `if not self.predict_mode:` where the attribute is set only from
-  such a parameter) while no training code of the project passes or sets it on;
+  its output back into a call in a loop) with what only they reach, unless a Lightning
+  `training_step` reaches the loop (sampling every training step is training), and
+  branches taken only when an inference flag is on (`if _offload_inference:` where the
+  parameter defaults to False, the `else` of `if not self.predict_mode:` where the
+  attribute is set only from such a parameter) while no training code of the project
+  passes or sets it on;
 - is evaluation after training: `test_step` and the other hooks of `trainer.test`
   (`test_dataloader`, `on_test_*`, `test_epoch_end`) with what only they reach (the classes
   only they build too), unless a script of the project tests after fitting in the same run
@@ -585,23 +587,33 @@ class ProjectScope:
             return cache[root]
         found: str | None = None
         if site.kind == "trainer":
-            methods: set[str] = set()
-            seen = {root}
-            queue = deque([root])
-            while queue and len(seen) < _MAX_CLIMB:
-                node = queue.popleft()
-                path, _, key = node.rpartition(":")
-                module = self.model.modules.get(path)
-                if module is not None:
-                    methods.update(module.scope.trainer_calls.get(key, ()))
-                for callee in self._callees(node, by_name=False):
-                    if callee not in seen:
-                        seen.add(callee)
-                        queue.append(callee)
-            if not methods & {"fit", "tune"} and len(seen) < _MAX_CLIMB:
+            methods = self._trainer_methods(root)
+            if methods is not None and not methods & {"fit", "tune"}:
                 found = next((m for m in ("test", "validate", "predict") if m in methods), None)
         cache[root] = found
         return found
+
+    def _trainer_methods(self, root: str) -> set[str] | None:
+        """The Trainer methods (`fit`, `test`, ...) what a runnable root calls (through the
+        project's functions) calls; None when the walk is too long to say."""
+        cache = self.__dict__.setdefault("_trainer_methods_of", {})
+        if root in cache:
+            return cache[root]
+        methods: set[str] = set()
+        seen = {root}
+        queue = deque([root])
+        while queue and len(seen) < _MAX_CLIMB:
+            node = queue.popleft()
+            path, _, key = node.rpartition(":")
+            module = self.model.modules.get(path)
+            if module is not None:
+                methods.update(module.scope.trainer_calls.get(key, ()))
+            for callee in self._callees(node, by_name=False):
+                if callee not in seen:
+                    seen.add(callee)
+                    queue.append(callee)
+        cache[root] = methods if len(seen) < _MAX_CLIMB else None
+        return cache[root]
 
     def _never_trains(self, root: str) -> bool:
         """Whether nothing a runnable root calls (through the project's functions) trains: no
@@ -670,7 +682,12 @@ class ProjectScope:
         if path not in state.loaded:
             self._load(state, path)
         fn = self._function(node) if key not in ("", "__main__") else None
-        if fn is not None and role == TRAIN and fn.summary.key in fn.module.scope.generation:
+        if (
+            fn is not None
+            and role == TRAIN
+            and fn.summary.key in fn.module.scope.generation
+            and fn.gkey not in self._training_steps_reach()
+        ):
             role, why = INFER, f"`{fn.summary.name}` (a generation loop)"
         if state.roles.get(node, 0) >= role:
             return
@@ -973,7 +990,8 @@ class ProjectScope:
         """The modules of an application that no script of it imports, with the reason.
 
         An application is the folder of a script that starts training on any accelerator
-        (a Trainer or Fabric it builds, a LightningCLI, a torch_xla launcher) and sits in
+        (a Trainer it builds and runs: `fit`, `test`, ...; Fabric, a LightningCLI, a
+        torch_xla launcher) and sits in
         no package (`train.py`, `tools/train.py`; a library's module with a `__main__`
         demo makes no application), and what that folder holds: a package outside it
         (`mypkg/` beside `examples/train.py`) may be a library its users import from
@@ -994,7 +1012,9 @@ class ProjectScope:
                 path = root.rpartition(":")[0]
                 entry_roots.add(path)
                 module = self.model.modules.get(path)
-                if module is not None and not self._in_package(module):
+                if module is None or self._in_package(module):
+                    continue
+                if site.kind != "trainer" or self._trainer_methods(root):
                     folders.add(os.path.dirname(os.path.abspath(path)))
         if not folders:
             return {}
@@ -1174,7 +1194,7 @@ class ProjectScope:
             functions = self.model._module_functions[id(module)]
             for key in generation:
                 fn = functions.get(key)
-                if fn is not None:
+                if fn is not None and fn.gkey not in self._training_steps_reach():
                     roots[fn.gkey] = (INFER, f"`{fn.summary.name}` (a generation loop)")
             for summary in hooks:
                 fn = functions.get(summary.key)
@@ -1262,6 +1282,29 @@ class ProjectScope:
                 state.roles[node] = role
                 state.why[node] = why
         return state
+
+    def _training_steps_reach(self) -> set[str]:
+        """The functions a Lightning `training_step` calls, directly or through others (calls
+        the model resolves): a generation loop among them runs every training step (online
+        preference optimisation samples from the model it trains), not as inference."""
+        found = self.__dict__.get("_training_reach")
+        if found is None:
+            found = set()
+            queue = deque(
+                fn.gkey
+                for fn in self.model.functions.values()
+                if fn.summary.name == "training_step"
+                and fn.owner is not None
+                and self.model.class_kind(fn.owner).is_lightning
+            )
+            while queue:
+                node = queue.popleft()
+                for target in self._callees(node, by_name=False):
+                    if target not in found:
+                        found.add(target)
+                        queue.append(target)
+            self.__dict__["_training_reach"] = found
+        return found
 
     def _tests_in_fit_run(self, path: str) -> bool:
         """Whether the project of `path` runs `trainer.test(...)` after `trainer.fit(...)`
