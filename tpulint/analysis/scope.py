@@ -995,8 +995,9 @@ class ProjectScope:
         no package (`train.py`, `tools/train.py`; a library's module with a `__main__`
         demo makes no application), and what that folder holds: a package outside it
         (`mypkg/` beside `examples/train.py`) may be a library its users import from
-        anywhere, and keeps today's scope. Its scripts are the training
-        entry points and every module with a `__main__` block or a CLI command; the
+        anywhere, and keeps today's scope. Its scripts are the training entry points and
+        every module with a `__main__` block, a CLI command or a top level that runs code
+        (`print(...)`, a loop: a file a shell script runs); the
         modules they import, directly or through others (at the top or inside functions,
         with the packages that hold them, and the classes its configs name), can run.
         A module of the application none of them imports cannot run on any machine (a
