@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -316,6 +317,272 @@ class Model(L.LightningModule):
     )
     assert "`sample` (a generation loop)" in reason_at(model, tmp_path, "m.py", "# sample-body")
     assert reason_at(model, tmp_path, "m.py", "tokens = self.sample") is None
+
+
+TEST_HOOKS_MODEL = {
+    "pkg/__init__.py": "",
+    "pkg/scores.py": """\
+        def shared_score(pred, target):
+            return (pred[target > 0] - 1).abs().mean()  # shared-score
+
+
+        def test_only_score(pred, target):
+            return pred[target > 0].mean().item()  # test-score
+
+
+        class Writer:
+            def write(self, wav):
+                return wav.cpu().numpy()  # writer
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from .scores import Writer, shared_score, test_only_score
+
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, i):
+                return self(batch[0]).sum()
+
+            def validation_step(self, batch, i):
+                self.log("val", shared_score(self(batch[0]), batch[1]))
+
+            def test_step(self, batch, i):
+                pred = self(batch[0])
+                Writer().write(pred)
+                self.log("sisdr", test_only_score(pred, batch[1]))
+                return shared_score(pred, batch[1]).item()  # test-step
+
+            def on_test_epoch_end(self):
+                self.summary(self.outputs)
+
+            def summary(self, outputs):
+                return outputs.max().item()  # test-summary
+
+            def test_dataloader(self):
+                return self.loader.dataset.tensors[0].nonzero()  # test-loader
+    """,
+}
+
+
+@pytest.mark.parametrize("with_test_step", [False, True])
+def test_a_generation_loop_a_training_step_runs_trains(
+    tmp_path: Path, with_test_step: bool
+) -> None:
+    """Online preference optimisation samples from the model in every training step: the
+    generation loop (and what it calls) runs every step, whoever else calls it."""
+    test_step = (
+        "\n    def test_step(self, batch, i):\n        return self.generate(batch, 8)\n"
+        if with_test_step
+        else ""
+    )
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return self.rewarded(batch)
+
+    def rewarded(self, batch):
+        with torch.no_grad():
+            samples = self.generate(batch, 8)
+        return (self(samples) - samples.float()).pow(2).mean()
+
+    @torch.no_grad()
+    def generate(self, prompt, steps):
+        x = prompt
+        for _ in range(steps):
+            nxt = self(x)[:, -1:].argmax(-1)
+            x = torch.cat([x, nxt], dim=1)
+        return self.trim(x)
+
+    def trim(self, x):
+        return x[:, : int(x.ne(0).sum(-1).max())]  # trim
+{test_step}"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "# trim") is None
+
+
+# A switch between training and testing a checkpoint: the test loop runs in another run.
+TRAIN_OR_TEST = """\
+    import sys
+
+    import lightning as L
+
+    from pkg.model import Model
+
+    if __name__ == "__main__":
+        trainer = L.Trainer(accelerator="tpu")
+        if "--test" in sys.argv:
+            trainer.test(Model.load_from_checkpoint(sys.argv[-1]))
+        else:
+            trainer.fit(Model())
+"""
+
+
+@pytest.mark.parametrize("with_entry", [False, True])
+def test_what_only_the_test_hooks_reach_is_evaluation(tmp_path: Path, with_entry: bool) -> None:
+    """`trainer.test`'s hooks (`test_step`, `on_test_*`, `test_dataloader`) never run in
+    `trainer.fit`: what only they reach is evaluation, in a library and under TPU entry
+    points alike. What validation also reaches stays; breakage stays (`per_step=False`)."""
+    files = dict(TEST_HOOKS_MODEL)
+    if with_entry:
+        files["train_tpu.py"] = TRAIN_OR_TEST
+    model = project(tmp_path, files)
+    assert bool(model.scope.entries) == with_entry
+    for name, marker, hook in [
+        ("pkg/scores.py", "# test-score", "test_step"),
+        ("pkg/scores.py", "# writer", "test_step"),
+        ("pkg/model.py", "# test-step", "test_step"),
+        ("pkg/model.py", "# test-summary", "on_test_epoch_end"),
+        ("pkg/model.py", "# test-loader", "test_dataloader"),
+    ]:
+        assert reason_at(model, tmp_path, name, marker) == (
+            f"reached only from `{hook}` (evaluation, not training)"
+        ), marker
+    assert reason_at(model, tmp_path, "pkg/scores.py", "# shared-score") is None
+    path = str(tmp_path / "pkg/scores.py")
+    lines = Path(path).read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "# test-score" in text)
+    assert model.scope.reason(path, line, 5, per_step=False) is None
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "trainer.fit(model)\n    trainer.test(model)",
+        "trainer.fit(model)\n    if not quick:\n        trainer.test(ckpt_path='best')",
+        "for fold in range(5):\n        trainer.fit(model)\n        trainer.test(model)",
+        "runner = trainer\n    runner.fit(model)\n    runner.test(model)",
+    ],
+)
+@pytest.mark.parametrize("accelerator", ["tpu", "gpu"])
+def test_test_hooks_of_a_run_that_tests_after_fitting_stay(
+    tmp_path: Path, script: str, accelerator: str
+) -> None:
+    """A script that fits and then tests in the same run runs the test loop on the machine
+    it trained on: the test hooks are in scope as the validation hooks are."""
+    files = dict(TEST_HOOKS_MODEL)
+    files["train.py"] = f"""\
+import lightning as L
+
+from pkg.model import Model
+
+quick = False
+model = Model()
+trainer = L.Trainer(accelerator="{accelerator}")
+if __name__ == "__main__":
+    {script}
+"""
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/scores.py", "# test-score") is None
+    assert reason_at(model, tmp_path, "pkg/model.py", "# test-step") is None
+
+
+@pytest.mark.parametrize(
+    "validation",
+    [
+        "return self.test_step(batch, i)",
+        "return super().test_step(batch, i)",
+    ],
+)
+def test_a_test_step_that_validation_calls_stays(tmp_path: Path, validation: str) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Base(L.LightningModule):
+    def test_step(self, batch, i):
+        return batch[0][batch[1] > 0].sum()  # test-step
+
+
+class Model(Base):
+    def training_step(self, batch, i):
+        return self(batch[0]).sum()
+
+    def validation_step(self, batch, i):
+        {validation}
+"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "# test-step") is None
+
+
+@pytest.mark.parametrize("with_entry", [False, True])
+def test_a_validation_step_that_test_step_calls_stays(tmp_path: Path, with_entry: bool) -> None:
+    """`test_step` returning `self.validation_step(...)`: Lightning still runs the
+    validation step (and what it calls) in fit."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/model.py": """\
+            import lightning as L
+
+
+            class Base(L.LightningModule):
+                def validation_step(self, batch, i):
+                    return self._validation_step(batch, i)
+
+                def test_step(self, batch, i):
+                    return self.validation_step(batch, i)
+
+
+            class Model(Base):
+                def training_step(self, batch, i):
+                    return self(batch[0]).sum()
+
+                def _validation_step(self, batch, i):
+                    if min(batch[1]) < 4:  # validation-only
+                        return batch[0].sum()
+        """,
+    }
+    if with_entry:
+        files["train_tpu.py"] = """\
+            import lightning as L
+
+            from pkg.model import Model
+
+            L.Trainer(accelerator="tpu").fit(Model())
+        """
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "# validation-only") is None
+    assert reason_at(model, tmp_path, "pkg/model.py", "return self.validation_step") == (
+        "reached only from `test_step` (evaluation, not training)"
+    )
+
+
+@pytest.mark.parametrize(
+    "exit_statement",
+    ['assert False, "not tested"', "assert 0", 'raise NotImplementedError("full res")'],
+)
+def test_code_after_a_statement_that_always_raises_never_runs(
+    tmp_path: Path, exit_statement: str
+) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        if self.full_res:
+            {exit_statement}
+            masks = batch[0][batch[1] > 0]  # dead
+            return masks.sum()
+        assert batch[0].dim() == 2, "flat batches"
+        return batch[0][batch[1] > 0].sum()  # live
+"""
+        },
+    )
+    text = exit_statement[:57] + "..." if len(exit_statement) > 60 else exit_statement
+    assert reason_at(model, tmp_path, "m.py", "# dead") == (
+        f"after `{text}`, which always raises: never runs"
+    )
+    assert reason_at(model, tmp_path, "m.py", "return masks.sum()") is not None
+    assert reason_at(model, tmp_path, "m.py", "# live") is None
 
 
 def test_a_training_loop_named_sample_is_not_generation(tmp_path: Path) -> None:
@@ -1856,3 +2123,152 @@ def test_a_tests_call_does_not_keep_the_flags_other_branch(tmp_path: Path) -> No
     )
     model = project(tmp_path, {"m.py": MODULE_HEAD + only_tests, "test_m.py": test_module})
     assert reason_at(model, tmp_path, "m.py", "x * 2") is None
+
+
+# --- modules no script imports -----------------------------------------------------------------
+
+APPLICATION = {
+    "train.py": """\
+        import sys
+
+        import lightning as L
+
+        sys.path.insert(0, "third_party/ops")
+        from model import Net  # noqa: E402
+
+        if __name__ == "__main__":
+            L.Trainer(accelerator="gpu").fit(Net())
+    """,
+    "model.py": """\
+        import lightning as L
+        from ops_utils import gather
+
+        from losses import focal
+
+
+        class Net(L.LightningModule):
+            def training_step(self, batch, i):
+                return focal(gather(batch[0], batch[1]), batch[1])
+    """,
+    "losses/__init__.py": "",
+    "losses/focal.py": """\
+        def focal(x, t):
+            return x[t > 0].mean()  # focal
+    """,
+    "losses/old_dice.py": """\
+        def dice(x, t):
+            return x[t > 0].sum()  # dropped-loss
+    """,
+    "third_party/ops/setup.py": """\
+        from setuptools import setup
+
+        setup(name="ops")
+    """,
+    "third_party/ops/ops_utils.py": """\
+        def gather(x, idx):
+            return x[idx.nonzero()]  # vendored-used
+    """,
+    "third_party/ops/ops_modules.py": """\
+        from ops_utils import gather
+
+
+        def group(x, m):
+            return gather(x, m)[m.nonzero()]  # vendored-unused
+    """,
+    "third_party/ops/ops_test.py": """\
+        from ops_modules import group
+
+
+        def test_group():
+            group(None, None)
+    """,
+    "tools/convert.py": """\
+        from losses.old_dice import dice
+
+        print(dice)
+    """,
+}
+
+
+def test_a_module_no_script_of_an_application_imports_is_out(tmp_path: Path) -> None:
+    """An application (a script that trains, on any accelerator): a module none of its
+    scripts imports, directly or not, runs on no machine; a name imported after a
+    `sys.path` insert counts by its file's name."""
+    files = dict(APPLICATION)
+    del files["tools/convert.py"]
+    model = project(tmp_path, files)
+    why = "imported by no script of its project (its training entry points: train.py)"
+    assert reason_at(model, tmp_path, "losses/old_dice.py", "# dropped-loss") == why
+    assert reason_at(model, tmp_path, "third_party/ops/ops_modules.py", "# vendored-unused") == why
+    assert reason_at(model, tmp_path, "third_party/ops/ops_utils.py", "# vendored-used") is None
+    assert reason_at(model, tmp_path, "losses/focal.py", "# focal") is None
+    assert reason_at(model, tmp_path, "third_party/ops/ops_test.py", "group(None") is None
+
+
+def test_a_script_that_imports_a_module_keeps_it(tmp_path: Path) -> None:
+    """`tools/convert.py` runs code at its top level (no `__main__` block): a script."""
+    model = project(tmp_path, APPLICATION)
+    assert reason_at(model, tmp_path, "losses/old_dice.py", "# dropped-loss") is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # a library: no script trains
+        lambda files: files.pop("train.py"),
+        # modules imported by computed names
+        lambda files: files.__setitem__(
+            "train.py",
+            files["train.py"] + "            importlib.import_module(sys.argv[1])\n",
+        ),
+        # objects built from configs the project model has not seen
+        lambda files: files.__setitem__(
+            "train.py",
+            files["train.py"].replace("Net()", "hydra.utils.instantiate(cfg.model)"),
+        ),
+    ],
+    ids=["library", "import-module", "instantiate"],
+)
+def test_what_keeps_every_module_in_scope(tmp_path: Path, change: Any) -> None:
+    files = dict(APPLICATION)
+    del files["tools/convert.py"]
+    change(files)
+    model = project(tmp_path, files)
+    assert all(str(tmp_path / name) in model.modules for name in files)  # all parsed
+    assert reason_at(model, tmp_path, "losses/old_dice.py", "# dropped-loss") is None
+
+
+def test_a_package_beside_an_examples_folder_is_a_library(tmp_path: Path) -> None:
+    """A training script in `examples/` speaks for its own folder: the package beside it may
+    be imported by its users from anywhere."""
+    files = {
+        "mylib/__init__.py": "",
+        "mylib/model.py": """\
+            import lightning as L
+
+
+            class Net(L.LightningModule):
+                def training_step(self, batch, i):
+                    return batch[0].sum()
+        """,
+        "mylib/extra.py": """\
+            def pick(x, m):
+                return x[m]  # library-extra
+        """,
+        "examples/train.py": """\
+            import lightning as L
+
+            from mylib.model import Net
+
+            L.Trainer().fit(Net())
+        """,
+        "examples/plot.py": """\
+            def pick(x, m):
+                return x[m]  # example-helper
+        """,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "mylib/extra.py", "# library-extra") is None
+    assert reason_at(model, tmp_path, "examples/plot.py", "# example-helper") == (
+        "imported by no script of its project (its training entry points: train.py)"
+    )

@@ -252,6 +252,25 @@ PREDICT_HOOKS = frozenset(
         "on_predict_start",
     }
 )
+# Hooks of `trainer.test`: evaluation after training, never run by `trainer.fit` (which runs
+# the training and validation loops: lightning/pytorch/trainer/trainer.py `_run_stage`).
+TEST_HOOKS = frozenset(
+    {
+        "test_step",
+        "test_step_end",
+        "test_epoch_end",
+        "test_dataloader",
+        "on_test_batch_end",
+        "on_test_batch_start",
+        "on_test_end",
+        "on_test_epoch_end",
+        "on_test_epoch_start",
+        "on_test_model_eval",
+        "on_test_model_train",
+        "on_test_start",
+        "on_test_dataloader",
+    }
+)
 # Methods of torch.nn.Module and torchmetrics.Metric a subclass overrides for torch to call.
 MODULE_API = frozenset(
     {

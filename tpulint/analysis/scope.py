@@ -9,14 +9,27 @@ A finding is outside the scope, with the reason, when its code:
   a branch that imports a CUDA-only package (bitsandbytes, flash_attn);
 - is inference: `predict_step`, `on_predict_*` and what only they reach, generation
   loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds
-  its output back into a call in a loop) with what only they reach, and branches taken only
-  when an inference flag is on (`if _offload_inference:` where the parameter defaults to
-  False, the `else` of `if not self.predict_mode:` where the attribute is set only from
-  such a parameter) while no training code of the project passes or sets it on;
+  its output back into a call in a loop) with what only they reach, unless a Lightning
+  `training_step` reaches the loop (sampling every training step is training), and
+  branches taken only when an inference flag is on (`if _offload_inference:` where the
+  parameter defaults to False, the `else` of `if not self.predict_mode:` where the
+  attribute is set only from such a parameter) while no training code of the project
+  passes or sets it on;
+- is evaluation after training: `test_step` and the other hooks of `trainer.test`
+  (`test_dataloader`, `on_test_*`, `test_epoch_end`) with what only they reach (the classes
+  only they build too), unless a script of the project tests after fitting in the same run
+  (`trainer.fit(m); trainer.test(m)`: the test loop then runs on the TPU that trained).
+  `trainer.fit` runs the training and validation loops only (lightning/pytorch/trainer/
+  trainer.py `_run_stage`; the fit loop's `val_loop`), so `validation_step` stays, and so does
+  what training or validation also reaches (a `test_step` returning
+  `self.validation_step(...)` keeps the validation step in);
+- is dead: the statements after `raise ...` or `assert False` / `assert 0, "msg"` in the
+  same block;
 - is compiled by another system (`@triton.jit`, `@numba.jit`, `@jax.jit`, `@wp.kernel`):
   its values are that system's, not PyTorch tensors;
 - is a Lightning 1 hook that Lightning 2 never calls (`on_keyboard_interrupt`);
-- is not reached from the project's TPU entry points, when it has some.
+- is not reached from the project's TPU entry points, when it has some;
+- is a module no script of its application imports (see `_unimported`), on any accelerator.
 
 Entry points are the places that start training on TPUs: a script (its `__main__` block or
 top level, or a function a CLI framework runs: `@hydra.main`, `@app.command()`) that builds
@@ -46,6 +59,15 @@ The entry points only speak for the code they could reach: the folders of the pa
 scripts they reach (and of the entry scripts themselves) and folders inside or around
 those. Code elsewhere (another project checked in the same run, Lightning's own source) is
 judged as a library with no entry point: in scope unless one of the other reasons holds.
+
+Unimported modules are a separate, weaker question than the TPU reach, asked of training
+entry points of ANY accelerator: a module no script imports cannot run on any machine, so
+whether the scripts target TPUs does not matter. It is asked by imports only (not call by
+call: a GPU script's reach says nothing about what a TPU runs, but its imports do say what
+exists at run time), only inside the folder of a training script that sits in no package
+(an application: a library's package beside an `examples/` script, or a library module with
+a `__main__` demo, keeps today's behaviour), and not at all when the application imports by
+computed names or builds from configs the model has not seen.
 """
 
 from __future__ import annotations
@@ -62,6 +84,7 @@ from tpulint.analysis.hooks import (
     LIGHTNING_HOOKS,
     MODULE_API,
     PREDICT_HOOKS,
+    TEST_HOOKS,
     is_end_hook,
 )
 from tpulint.analysis.kinds import ClassKind
@@ -233,6 +256,8 @@ class ProjectScope:
         self.library: _State | None = None  # every root of the rest of the project
         self._truths: dict[tuple[str, Any, str | None], Truth] = {}
         self._computed = False
+        # module path -> why no script of its application imports it (see `_unimported`)
+        self.unimported: dict[str, str] = {}
 
     @property
     def entries(self) -> list[Entry]:
@@ -453,6 +478,10 @@ class ProjectScope:
             return
         self._computed = True
         sites = self._launch_sites()
+        self._compute_reach(sites)
+        self.unimported = self._unimported(sites)
+
+    def _compute_reach(self, sites: list[Entry]) -> None:
         tpu = [s for s in sites if s.verdict == "tpu"]
         if not tpu:
             self.library = self._library_reach(set())
@@ -558,23 +587,33 @@ class ProjectScope:
             return cache[root]
         found: str | None = None
         if site.kind == "trainer":
-            methods: set[str] = set()
-            seen = {root}
-            queue = deque([root])
-            while queue and len(seen) < _MAX_CLIMB:
-                node = queue.popleft()
-                path, _, key = node.rpartition(":")
-                module = self.model.modules.get(path)
-                if module is not None:
-                    methods.update(module.scope.trainer_calls.get(key, ()))
-                for callee in self._callees(node, by_name=False):
-                    if callee not in seen:
-                        seen.add(callee)
-                        queue.append(callee)
-            if not methods & {"fit", "tune"} and len(seen) < _MAX_CLIMB:
+            methods = self._trainer_methods(root)
+            if methods is not None and not methods & {"fit", "tune"}:
                 found = next((m for m in ("test", "validate", "predict") if m in methods), None)
         cache[root] = found
         return found
+
+    def _trainer_methods(self, root: str) -> set[str] | None:
+        """The Trainer methods (`fit`, `test`, ...) what a runnable root calls (through the
+        project's functions) calls; None when the walk is too long to say."""
+        cache = self.__dict__.setdefault("_trainer_methods_of", {})
+        if root in cache:
+            return cache[root]
+        methods: set[str] = set()
+        seen = {root}
+        queue = deque([root])
+        while queue and len(seen) < _MAX_CLIMB:
+            node = queue.popleft()
+            path, _, key = node.rpartition(":")
+            module = self.model.modules.get(path)
+            if module is not None:
+                methods.update(module.scope.trainer_calls.get(key, ()))
+            for callee in self._callees(node, by_name=False):
+                if callee not in seen:
+                    seen.add(callee)
+                    queue.append(callee)
+        cache[root] = methods if len(seen) < _MAX_CLIMB else None
+        return cache[root]
 
     def _never_trains(self, root: str) -> bool:
         """Whether nothing a runnable root calls (through the project's functions) trains: no
@@ -643,7 +682,12 @@ class ProjectScope:
         if path not in state.loaded:
             self._load(state, path)
         fn = self._function(node) if key not in ("", "__main__") else None
-        if fn is not None and role == TRAIN and fn.summary.key in fn.module.scope.generation:
+        if (
+            fn is not None
+            and role == TRAIN
+            and fn.summary.key in fn.module.scope.generation
+            and fn.gkey not in self._training_steps_reach()
+        ):
             role, why = INFER, f"`{fn.summary.name}` (a generation loop)"
         if state.roles.get(node, 0) >= role:
             return
@@ -750,7 +794,10 @@ class ProjectScope:
                     or (method not in state.rta_args and fn.module.scope.needs.get(key))
                 ):
                     continue
-                if lightning and method in PREDICT_HOOKS:
+                if lightning and (
+                    method in PREDICT_HOOKS
+                    or (method in TEST_HOOKS and not self._tests_in_fit_run(fn.module.path))
+                ):
                     self._visit(state, fn.gkey, INFER, f"`{method}`")
                 elif lightning and is_end_hook(method) and role > EPOCH:
                     self._visit(state, fn.gkey, EPOCH, f"`{method}`")
@@ -937,6 +984,184 @@ class ProjectScope:
                 return True
         return False
 
+    # --- modules no script imports ------------------------------------------------------------
+
+    def _unimported(self, sites: list[Entry]) -> dict[str, str]:
+        """The modules of an application that no script of it imports, with the reason.
+
+        An application is the folder of a script that starts training on any accelerator
+        (a Trainer it builds and runs: `fit`, `test`, ...; Fabric, a LightningCLI, a
+        torch_xla launcher) and sits in
+        no package (`train.py`, `tools/train.py`; a library's module with a `__main__`
+        demo makes no application), and what that folder holds: a package outside it
+        (`mypkg/` beside `examples/train.py`) may be a library its users import from
+        anywhere, and keeps today's scope. Its scripts are the training entry points and
+        every module with a `__main__` block, a CLI command or a top level that runs code
+        (`print(...)`, a loop: a file a shell script runs); the
+        modules they import, directly or through others (at the top or inside functions,
+        with the packages that hold them, and the classes its configs name), can run.
+        A module of the application none of them imports cannot run on any machine (a
+        vendored extension's copy nobody imports, a loss file dropped from the package),
+        so no TPU runs it either. Tests, `__init__` files and the scripts themselves stay.
+        An application whose imported code imports modules by computed names
+        (`importlib.import_module(cfg.name)`), or builds objects from configs that name no
+        class of it, says nothing."""
+        entry_roots: set[str] = set()
+        folders: set[str] = set()
+        for site in sites:
+            for root in self._entry_roots(site):
+                path = root.rpartition(":")[0]
+                entry_roots.add(path)
+                module = self.model.modules.get(path)
+                if module is None or self._in_package(module):
+                    continue
+                if site.kind != "trainer" or self._trainer_methods(root):
+                    folders.add(os.path.dirname(os.path.abspath(path)))
+        if not folders:
+            return {}
+        scripts = {
+            path
+            for path, module in self.model.modules.items()
+            if not _is_test_path(path)
+            and ("__main__" in module.scope.uses or module.scope.commands or module.scope.runs_code)
+        }
+        out: dict[str, str] = {}
+        # An application's folder inside another's is part of it.
+        for app in sorted(f for f in folders if not any(f.startswith(o + os.sep) for o in folders)):
+            apps = {app}
+            roots = {path for path in entry_roots | scripts if self._inside(path, apps)}
+            loaded, dynamic = self._import_closure(roots, apps)
+            if dynamic:
+                continue
+            names = sorted(
+                {
+                    os.path.basename(site.path)
+                    for site in sites
+                    if self._inside(site.path, apps) and not _is_test_path(site.path)
+                }
+            )
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            why = f"imported by no script of its project (its training entry points: {shown})"
+            for path, module in self.model.modules.items():
+                if path in loaded or module.is_package or _is_test_path(path):
+                    continue
+                if os.path.basename(path) == "__init__.py" or not self._inside(path, apps):
+                    continue
+                if (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                    continue
+                out[path] = why
+        return out
+
+    @staticmethod
+    def _tail_match(name: str, by_tail: dict[str, list[str]], anywhere: bool) -> list[str]:
+        """The application modules a dotted name the model cannot resolve may import: the
+        longest run of its parts (its first parts, unless `anywhere`) that ends an
+        application module's path (`pointnet2_utils` for an import of
+        `pointnet2_utils.furthest_point_sample` after a `sys.path` insert; `datasets.semseg`
+        for a config's `mix3d.datasets.semseg.SemanticSegmentationDataset`)."""
+        parts = name.lstrip(".").split(".")
+        for size in range(len(parts), 0, -1):
+            for start in range(len(parts) - size + 1 if anywhere else 1):
+                found = by_tail.get(".".join(parts[start : start + size]))
+                if found:
+                    return found
+        return []
+
+    @staticmethod
+    def _in_package(module: ModuleSummary) -> bool:
+        """Whether a module is part of an importable package (not a script run as a file)."""
+        return module.is_package or (module.module is not None and "." in module.module)
+
+    @staticmethod
+    def _inside(path: str, folders: set[str]) -> bool:
+        folder = os.path.dirname(os.path.abspath(path))
+        return any(folder == f or folder.startswith(f + os.sep) for f in folders)
+
+    def _import_closure(self, roots: set[str], apps: set[str]) -> tuple[set[str], bool]:
+        """The modules the roots import, directly or not (with the packages holding them),
+        and whether any of them imports by a computed name or builds from configs that name
+        none of the application's classes. A name the project model cannot resolve that
+        names a folder or file of the application (a `sys.path` insert before `import
+        pointnet2_utils`) loads every module it may be."""
+        # Every dotted tail of an application module's path (`pointnet2_utils`,
+        # `pointnet2.pointnet2_utils`): what an import the model cannot resolve may name.
+        by_tail: dict[str, list[str]] = {}
+        for path in self.model.modules:
+            full = os.path.abspath(path)
+            app = next((a for a in sorted(apps) if full.startswith(a + os.sep)), None)
+            if app is None:
+                continue
+            parts = os.path.relpath(full, app)[: -len(".py")].split(os.sep)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            for i in range(len(parts)):
+                by_tail.setdefault(".".join(parts[i:]), []).append(path)
+        loaded: set[str] = set(roots)
+        queue = deque(sorted(roots))
+        builds = False
+        dynamic = False
+
+        def load(path: str) -> None:
+            if path not in loaded:
+                loaded.add(path)
+                queue.append(path)
+
+        configured = False
+        for config in self.model.configs:
+            if not self._inside(config.path, apps):
+                continue
+            for _, name in config.classes:
+                found = self.model.lookup(name, None)
+                if _is_class(found) or _is_function(found):
+                    load(found.module.path)
+                    configured = True
+                else:  # a package prefix the project model does not know (`mix3d.datasets...`)
+                    for other in self._tail_match(name, by_tail, anywhere=True):
+                        load(other)
+        while queue:
+            path = queue.popleft()
+            module = self.model.modules.get(path)
+            if module is None:
+                continue
+            if module.module:
+                parts = module.module.split(".")
+                for i in range(1, len(parts)):
+                    package = self.model.module_named(".".join(parts[:i]), module)
+                    if package is not None:
+                        load(package.path)
+            # Imports at the top, and the qualified names functions use (their own imports).
+            targets = [*module.imports.values(), *module.scope.star_imports]
+            for uses in module.scope.uses.values():
+                for form, target in uses:
+                    name = target.rsplit(".", 1)[-1]
+                    dynamic |= name in _DYNAMIC_IMPORTS
+                    builds |= name in _DYNAMIC_BUILDERS
+                    if form in ("name", "ref") and "." in target.lstrip("."):
+                        targets.append(target)
+            for target in targets:
+                found = self.model.lookup(target, module)
+                if _is_class(found) or _is_function(found):
+                    load(found.module.path)
+                elif isinstance(found, ModuleSummary):
+                    load(found.path)
+                # The module a name is taken from (`from pkg.data import X` runs
+                # `pkg/data/__init__.py` when X is defined elsewhere).
+                parts = target.lstrip(".").split(".")
+                source = next(
+                    (
+                        named
+                        for i in range(len(parts), 0, -1)
+                        if (named := self.model.module_named(".".join(parts[:i]), module))
+                    ),
+                    None,
+                )
+                if source is not None:
+                    load(source.path)
+                elif found is None:
+                    for other in self._tail_match(target, by_tail, anywhere=False):
+                        load(other)
+        return loaded, dynamic or (builds and not configured)
+
     # --- the library (no entry point) ------------------------------------------------------
 
     def _library_reach(self, claimed: set[str]) -> _State:
@@ -958,14 +1183,19 @@ class ProjectScope:
             hooks = [
                 fn
                 for fn in module.functions
-                if fn.cls is not None and (fn.name in PREDICT_HOOKS or is_end_hook(fn.name))
+                if fn.cls is not None
+                and (
+                    fn.name in PREDICT_HOOKS
+                    or is_end_hook(fn.name)
+                    or (fn.name in TEST_HOOKS and not self._tests_in_fit_run(path))
+                )
             ]
             if not (generation or hooks) or not unclaimed(path):
                 continue
             functions = self.model._module_functions[id(module)]
             for key in generation:
                 fn = functions.get(key)
-                if fn is not None:
+                if fn is not None and fn.gkey not in self._training_steps_reach():
                     roots[fn.gkey] = (INFER, f"`{fn.summary.name}` (a generation loop)")
             for summary in hooks:
                 fn = functions.get(summary.key)
@@ -975,14 +1205,18 @@ class ProjectScope:
                     and self.model.class_kind(fn.owner).is_lightning
                     and fn.gkey not in roots
                 ):
-                    role = INFER if summary.name in PREDICT_HOOKS else EPOCH
+                    evaluates = summary.name in PREDICT_HOOKS or (
+                        summary.name in TEST_HOOKS and not self._tests_in_fit_run(path)
+                    )
+                    role = INFER if evaluates else EPOCH
                     roots[fn.gkey] = (role, f"`{summary.name}`")
         if not roots:
             return state
         # What the roots reach, through calls the model resolves (a method called on a value
         # of unknown class is not followed: in doubt, code stays in scope), and the classes
-        # only epoch-end code names (`SoftLoss(gamma=1)(a, b)` in `on_validation_epoch_end`;
-        # not inference's: a generation loop loads the model that trains).
+        # only epoch-end or test-hook code names (`SoftLoss(gamma=1)(a, b)` in
+        # `on_validation_epoch_end`, an example writer in `test_step`; not a generation
+        # loop's or a predict hook's: they load the model that trains).
         reached: dict[str, tuple[int, str]] = dict(roots)
         queue = deque(roots)
         expanded: set[str] = set()
@@ -1023,12 +1257,20 @@ class ProjectScope:
                     # A method name on a value of unknown class counts (any class may be
                     # it); one on `self.x.y` is a component's, never these classes' own.
                     for callee in self._callees_of_use(node, use, by_name=form == "meth"):
-                        if callee in reached and callee not in roots:
+                        if callee in reached and (
+                            callee not in roots or self._called_test_hook(callee, form, roots)
+                        ):
                             if form == "meth" and not self._same_project(
                                 callee.rpartition(":")[0], path
                             ):
                                 continue  # another project's value of its own classes
                             trained.add(callee)
+        # Lightning calls a reached hook of fit itself (a `test_step` that returns
+        # `self.validation_step(batch, i)`: the validation step still runs in fit).
+        for node in reached:
+            fn = self.model.functions.get(node)
+            if fn is not None and fn.owner is not None and self._fit_hook(fn):
+                trained.add(node)
         queue = deque(trained)
         while queue:
             node = queue.popleft()
@@ -1042,10 +1284,64 @@ class ProjectScope:
                 state.why[node] = why
         return state
 
+    def _training_steps_reach(self) -> set[str]:
+        """The functions a Lightning `training_step` calls, directly or through others (calls
+        the model resolves): a generation loop among them runs every training step (online
+        preference optimisation samples from the model it trains), not as inference."""
+        found = self.__dict__.get("_training_reach")
+        if found is None:
+            found = set()
+            queue = deque(
+                fn.gkey
+                for fn in self.model.functions.values()
+                if fn.summary.name == "training_step"
+                and fn.owner is not None
+                and self.model.class_kind(fn.owner).is_lightning
+            )
+            while queue:
+                node = queue.popleft()
+                for target in self._callees(node, by_name=False):
+                    if target not in found:
+                        found.add(target)
+                        queue.append(target)
+            self.__dict__["_training_reach"] = found
+        return found
+
+    def _tests_in_fit_run(self, path: str) -> bool:
+        """Whether the project of `path` runs `trainer.test(...)` after `trainer.fit(...)`
+        in one run (a script that trains, then tests the trained model on the same
+        machine): its test loop runs on the TPU like its validation loop."""
+        testing = self.__dict__.get("_testing_after_fit")
+        if testing is None:
+            testing = [
+                where
+                for where, module in self.model.modules.items()
+                if module.scope.tests_after_fit and not _is_test_path(where)
+            ]
+            self.__dict__["_testing_after_fit"] = testing
+        return any(same_repository(where, path) for where in testing)
+
+    def _fit_hook(self, fn: _Function) -> bool:
+        """A method of a Lightning class that `trainer.fit` calls (a step, a batch or start
+        hook, `forward`): not inference, evaluation or an epoch's end."""
+        name = fn.summary.name
+        if name in PREDICT_HOOKS or name in TEST_HOOKS or is_end_hook(name):
+            return False
+        if not (name in LIGHTNING_HOOKS or (self.lightning1 and name in LIGHTNING1_HOOKS)):
+            return False
+        return fn.owner is not None and self.model.class_kind(fn.owner).is_lightning
+
+    @staticmethod
+    def _called_test_hook(node: str, form: str, roots: dict[str, tuple[int, str]]) -> bool:
+        """Whether a call of a root from code outside the reach trains it: a test hook the
+        class calls itself (a `validation_step` that returns `self.test_step(batch, i)`)."""
+        return form in ("self", "super") and roots[node][1].strip("`") in TEST_HOOKS
+
     def _classes_named_only_by(
         self, reached: dict[str, tuple[int, str]], expanded: set[str]
     ) -> list[tuple[str, str]]:
-        """The project classes (not Lightning's) that reached epoch-end functions name and no
+        """The project classes (not Lightning's) that reached epoch-end or test-hook functions
+        name and no
         other code does (a top-level name, a base class list or a test counts as other code;
         a class a registry or a config may build is never one), each with a reached function
         that names it. `expanded` holds the classes already looked at."""
@@ -1063,8 +1359,10 @@ class ProjectScope:
                         configured.add(f"{self.model.prefix(module)}.{name}")
             self.__dict__["_configured"] = configured
         out = []
-        for node, (role, _) in list(reached.items()):
-            if role != EPOCH or node not in self.model.functions:
+        for node, (role, why) in list(reached.items()):
+            if node not in self.model.functions:
+                continue
+            if role != EPOCH and not (role == INFER and why.strip("`") in TEST_HOOKS):
                 continue
             for use in self._uses(node):
                 if use[0] not in ("name", "ref"):
@@ -1305,6 +1603,7 @@ class ProjectScope:
         claimed = self.reach is not None and self._claimed(path, self.claimed)
         state = self.reach if claimed else self.library
         parts = [f"c{int(claimed)}", self._unreached() if claimed else ""]
+        parts.append(self.unimported.get(path, ""))
         if state is not None:
             parts.append(f"l{int(path in state.loaded)}")
             for fn in module.functions:
@@ -1376,6 +1675,8 @@ class ProjectScope:
                 return dead
         node = fn.gkey if fn is not None else module_node(path)
         claimed = self.reach is not None and self._claimed(path, self.claimed)
+        if not claimed and path in self.unimported:
+            return self.unimported[path]
         state = self.reach if claimed else self.library
         if state is None:
             return None
@@ -1389,7 +1690,7 @@ class ProjectScope:
         if role == INFER:
             if not per_step:
                 return None
-            return f"inference only (reached from {state.why.get(node, 'inference code')})"
+            return _inference_reason(state.why.get(node, "inference code"))
         if role == EPOCH:
             if not per_step or is_end_hook(fn.summary.name):
                 return None  # the hook's own code: its rules know it runs once per epoch
@@ -1557,6 +1858,15 @@ _MAYBE_NONE = "maybe-none"
 _VALUE = "value"
 
 
+def _inference_reason(why: str) -> str:
+    """Why code reached only from an inference root is out: a `trainer.test` hook's code is
+    evaluation after training (`trainer.fit` runs only the training and validation loops),
+    the rest inference."""
+    if why.strip("`") in TEST_HOOKS:
+        return f"reached only from {why} (evaluation, not training)"
+    return f"inference only (reached from {why})"
+
+
 def _passed_param(truth: Truth) -> list[Any] | None:
     """The truth about a parameter a region asks (`p is not None`, `p is None`:
     `["passed", ...]`; `p`: `["flag", ...]`), if that is all it asks."""
@@ -1594,6 +1904,8 @@ def _region_reason(how: str, text: str, value: bool) -> str:
         if how == "infer-after":
             return f"inference only (after `if {text}: return`, {flag})"
         return f"inference only (under `if {text}`, {flag})"
+    if how == "dead":
+        return f"after `{text}`, which always raises: never runs"
     if how == "cuda-import":
         return f"in a branch that imports a CUDA-only package (under `if {text}`)"
     if how == "else":

@@ -192,6 +192,12 @@ class ScopeFacts:
     # function key -> the method names it calls on values of unknown class (`model.train()`,
     # `self.net.eval()`) only ever without arguments: no method that needs one is called.
     bare: dict[str, list[str]] = field(default_factory=dict)
+    # Whether the file runs `trainer.test(...)` after the same Trainer's `fit(...)` in one run
+    # (not in the other branch of a train-or-test switch): the test loop runs on the TPU.
+    tests_after_fit: bool = False
+    # Whether the top level runs code of its own (a call statement, a loop, a `with`): a script
+    # run as a file (`python merge_exports.py` from a shell script) even without a `__main__`.
+    runs_code: bool = False
     digest: int = 0  # text_digest of the text these facts are of
 
     def to_json(self) -> dict[str, Any]:
@@ -219,6 +225,8 @@ class ScopeFacts:
             "tc": self.trainer_calls,
             "nd": self.needs,
             "br": self.bare,
+            "ta": self.tests_after_fit,
+            "rc": self.runs_code,
             "d": self.digest,
         }
 
@@ -248,6 +256,8 @@ class ScopeFacts:
             data["tc"],
             data["nd"],
             data["br"],
+            data.get("ta", False),
+            data.get("rc", False),
             data["d"],
         )
 
@@ -450,6 +460,12 @@ class _Walker:
         self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
         self.kernels_built_by_call(tree)
         facts = self.facts
+        facts.tests_after_fit = _tests_after_fit(tree.body, frozenset())
+        facts.runs_code = any(
+            isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
+            or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call))
+            for statement in tree.body
+        )
         # Keep only what may decide something: a flag nobody sets from a device test says
         # nothing.
         facts.returns = {k: v for k, v in facts.returns.items() if any(map(informative, v))}
@@ -555,6 +571,10 @@ class _Walker:
             if self.fitting:
                 self.fitted |= self.fitting
                 self.fitting = set()
+            if _always_raises(statement) and index + 1 < len(statements):
+                # `assert False, "not tested"` (or a `raise`) leaves the block every time.
+                first, last = statements[index + 1], statements[-1]
+                self.region(key, first, last, False, True, statement, "dead")
             exit_test = _early_exit(statement)
             if exit_test is not None and index + 1 < len(statements):
                 first, last = statements[index + 1], statements[-1]
@@ -1766,6 +1786,64 @@ def _stores(target: ast.expr, local: set[str]) -> None:
     for node in ast.walk(target):
         if isinstance(node, ast.Name):
             local.add(node.id)
+
+
+def _trainer_calls(statement: ast.stmt, method: str) -> set[str]:
+    """The receivers (`trainer`, `cli.trainer`, `runner`) of the `.<method>(...)` calls in a
+    statement."""
+    out = set()
+    for node in ast.walk(statement):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == method
+        ):
+            receiver = dotted(node.func.value)
+            if receiver is not None:
+                out.add(receiver)
+    return out
+
+
+def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str]) -> bool:
+    """Whether a block calls `<trainer>.test(...)` after `<trainer>.fit(...)` ran in it or in
+    a block around it (`trainer.fit(m); trainer.test(m)`, `if not args.two_steps:
+    trainer.test()` after the fit), the same receiver or both named for a trainer. The
+    branches of one `if` do not follow each other (`if train: fit() else: test()`)."""
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if _tests_after_fit(statement.body, frozenset()):
+                return True
+            continue
+        blocks: list[list[ast.stmt]] = [
+            block
+            for name in ("body", "orelse", "finalbody")
+            if isinstance(block := getattr(statement, name, None), list)
+        ]
+        blocks += [h.body for h in getattr(statement, "handlers", ())]
+        blocks += [c.body for c in getattr(statement, "cases", ())]
+        if blocks:
+            if any(_tests_after_fit(block, fitted) for block in blocks):
+                return True
+        elif fitted:
+            for receiver in _trainer_calls(statement, "test"):
+                trainer = "trainer" in receiver.lower()
+                if receiver in fitted or (trainer and any("trainer" in f.lower() for f in fitted)):
+                    return True
+        # What follows may run after a fit anywhere in the statement (one branch of an `if`).
+        fitted = fitted | _trainer_calls(statement, "fit")
+    return False
+
+
+def _always_raises(statement: ast.stmt) -> bool:
+    """`raise ...` or an assertion of a constant false value (`assert False`, `assert 0,
+    "msg"`): the statements after it in its block never run."""
+    if isinstance(statement, ast.Raise):
+        return True
+    return (
+        isinstance(statement, ast.Assert)
+        and isinstance(statement.test, ast.Constant)
+        and not statement.test.value
+    )
 
 
 def _early_exit(statement: ast.stmt) -> ast.expr | None:

@@ -1,0 +1,3 @@
+from setuptools import setup
+
+setup(name="pointops", version="0.1")
