@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import index_elements, is_int_literal
-from tpulint.analysis.values import CPU
+from tpulint.analysis.values import CPU, DEVICE
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
@@ -39,7 +39,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     the device gets a fixed index list. A mask made on the host from data or random draws
     (`torch.rand(n) < p`) that selects device data is counted on the CPU (no sync), but the
     count still changes the shape: it is reported as such, with no rewrite (`torch.where`
-    wants the mask on the data's device: `keep.to(x.device)`). Helpers handed only host
+    wants the mask on the data's device: `keep.to(x.device)`); over data not known to be on
+    the device it is not reported (the code works on the host). Helpers handed only host
     copies (`scores.detach().cpu()` in the step) select on the CPU and are not reported.
 
     ## Why is this bad on TPU?
@@ -196,6 +197,13 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        drop = torch.full((n_steps * 4,), False)\n"
             "        drop[torch.arange(n_steps - 1) + 1] = True\n"
             "        return emb[:, ~drop]\n"
+        ),
+        # A host mask over data not known to be on the device: the code works on the host.
+        Valid(
+            _MOD + "    def forward(self, feats):\n"
+            "        points = self.cache.get('points')\n"
+            "        keep = torch.rand(len(points)) < 0.5\n"
+            "        return feats.sum() + len(points[keep])\n"
         ),
         # A host copy of such a mask, set at positions from host metadata (segment bounds):
         # a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there.
@@ -565,8 +573,11 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         single = len(node.slice) == 1
         parent = ctx.parent(node)
         # A mask on the host (`torch.rand(n) < p`, no `device=`) over device data: torch counts
-        # it on the CPU (no sync), but each count is still a new graph on the device.
+        # it on the CPU (no sync), but each count is still a new graph on the device. Over data
+        # not known to be on the device, a host mask says the code works on the host.
         self._host_mask = ctx.value_kind(mask) is CPU
+        if self._host_mask and kind is not DEVICE:
+            return
         if isinstance(parent, cst.AssignTarget):
             self._write(node, mask, base, single)
         elif isinstance(parent, cst.AugAssign) and parent.target is node:
