@@ -308,6 +308,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         # number) over device data: counted on the CPU with no sync, but a graph per count;
         # no rewrite (`torch.where` wants the mask where the data is).
         Invalid(
+            _MOD + "    def forward(self, feats, sizes):\n"
+            "        owner = torch.repeat_interleave(torch.arange(4), torch.tensor(sizes))\n"
+            "        return [feats[owner == i] for i in range(4)]\n",
+            message="use `torch.where((owner == i).to(feats.device), feats, 0)`",
+        ),
+        Invalid(
             _MOD + "    def forward(self, feats, rate=0.1):\n"
             "        share = (1 - rate) * torch.rand(1) + rate\n"
             "        drop = torch.rand(feats.shape[0]) < share\n"
@@ -673,7 +679,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ctx = self.ctx
         names = " and ".join(f"`{s}`" for s in subscripts)
         if getattr(self, "_host_mask", False):
-            moved = f"{mask_code}.to({bases[0]}.device)"
+            plain = mask_code.replace(".", "").replace("_", "").isalnum()
+            moved = f"{mask_code if plain else f'({mask_code})'}.to({bases[0]}.device)"
             verb = (
                 "writes through"
                 if what == "write"

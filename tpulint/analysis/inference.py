@@ -1034,7 +1034,24 @@ def grow_container(scope: Scope, call: ast.Call, evaluator: ValueEvaluator) -> N
     loop and handed on holds what was appended, not nothing); `d.update(...)` forgets what
     the string keys of a local dict were bound to."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+    if not isinstance(func, ast.Attribute):
+        return
+    key = entry_key(func.value)
+    if key is not None and key[1] in scope.env and func.attr in _GROWING and call.args:
+        # `preds["masks"].append(m)` on an entry of a local dict built here: a list (an empty
+        # `list()` is opaque host data until something is appended) holding `m` too
+        current = scope.env[key[1]]
+        held: list[Atom] = []
+        if current == ["host"]:
+            held = []
+        elif len(current) == 1 and isinstance(current[0], list) and current[0][0] == "s":
+            held = current[0][1]
+        else:
+            return
+        added = [a for a in evaluator.atoms(call.args[-1], scope) if a != "none"]
+        set_local(scope, key[1], [["s", union(held, added)]])
+        return
+    if not isinstance(func.value, ast.Name):
         return
     name, method = func.value.id, func.attr
     if method in _DICT_CHANGING:

@@ -1498,6 +1498,13 @@ class _Summarizer(ValueEvaluator):
                 self.assign(t, v, self.atoms(v, scope), scope, klass)
             return
         self.bind(target, value, scope)
+        if isinstance(target, ast.Name) and isinstance(value_node, ast.Dict):
+            # `preds = {"masks": [], "logits": []}`: its string keys hold what they were built
+            # from (`preds["masks"].append(m)` grows that entry)
+            for key, entry in zip(value_node.keys, value_node.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    set_local(scope, f"{target.id}[{key.value!r}]", self.atoms(entry, scope))
+                    scope.keyed.add(target.id)
         if isinstance(target, ast.Name):
             refs = _method_refs(value_node)
             if refs:

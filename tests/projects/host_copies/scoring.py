@@ -14,3 +14,7 @@ def confusion(pred, gold):
 def positives(scores):
     picked = scores[scores > 0]
     return picked.sum() / scores.numel()
+
+
+def flat(rows):
+    return rows.cpu().flatten()
