@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import index_elements, is_int_literal
-from tpulint.analysis.values import CPU
+from tpulint.analysis.values import CPU, DEVICE
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
@@ -36,7 +36,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `...` are not masks. A mask built on the host from shapes and constants (a torch factory
     without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
     reported: a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there and
-    the device gets a fixed index list.
+    the device gets a fixed index list. A mask made on the host from data or random draws
+    (`torch.rand(n) < p`) that selects device data is counted on the CPU (no sync), but the
+    count still changes the shape: it is reported as such, with no rewrite (`torch.where`
+    wants the mask on the data's device: `keep.to(x.device)`); over data not known to be on
+    the device it is not reported (the code works on the host). Helpers handed only host
+    copies (`scores.detach().cpu()` in the step) select on the CPU and are not reported.
 
     ## Why is this bad on TPU?
     `x[mask]` has one element per true entry, so its shape depends on the data. torch_xla
@@ -193,6 +198,13 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        drop[torch.arange(n_steps - 1) + 1] = True\n"
             "        return emb[:, ~drop]\n"
         ),
+        # A host mask over data not known to be on the device: the code works on the host.
+        Valid(
+            _MOD + "    def forward(self, feats):\n"
+            "        points = self.cache.get('points')\n"
+            "        keep = torch.rand(len(points)) < 0.5\n"
+            "        return feats.sum() + len(points[keep])\n"
+        ),
         # A host copy of such a mask, set at positions from host metadata (segment bounds):
         # a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there.
         Valid(
@@ -292,6 +304,22 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A random mask made on the host (a factory without `device=`, compared with a
+        # number) over device data: counted on the CPU with no sync, but a graph per count;
+        # no rewrite (`torch.where` wants the mask where the data is).
+        Invalid(
+            _MOD + "    def forward(self, feats, sizes):\n"
+            "        owner = torch.repeat_interleave(torch.arange(4), torch.tensor(sizes))\n"
+            "        return [feats[owner == i] for i in range(4)]\n",
+            message="use `torch.where((owner == i).to(feats.device), feats, 0)`",
+        ),
+        Invalid(
+            _MOD + "    def forward(self, feats, rate=0.1):\n"
+            "        share = (1 - rate) * torch.rand(1) + rate\n"
+            "        drop = torch.rand(feats.shape[0]) < share\n"
+            "        return feats[drop]\n",
+            message="the host mask `drop` (a CPU tensor): torch counts it on the CPU, no sync",
+        ),
         # The input's own device (the XLA device on a TPU) wins over the CUDA chain.
         Invalid(
             _MOD + "    def forward(self, x):\n"
@@ -550,6 +578,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             return
         single = len(node.slice) == 1
         parent = ctx.parent(node)
+        # A mask on the host (`torch.rand(n) < p`, no `device=`) over device data: torch counts
+        # it on the CPU (no sync), but each count is still a new graph on the device. Over data
+        # not known to be on the device, a host mask says the code works on the host.
+        self._host_mask = ctx.value_kind(mask) is CPU
+        if self._host_mask and kind is not DEVICE:
+            return
         if isinstance(parent, cst.AssignTarget):
             self._write(node, mask, base, single)
         elif isinstance(parent, cst.AugAssign) and parent.target is node:
@@ -562,14 +596,16 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     ) -> None:
         proven = single and self._provably_same_shape(mask, base)
         fix = write_fix(self.ctx, self.bindings, node, mask, proven=proven)
-        self._report(node, mask, base, "write", fix)
+        # `masked_fill_` / `torch.where` want the mask where the data is: no rewrite of a host
+        # mask over device data.
+        self._report(node, mask, base, "write", None if self._host_mask else fix)
 
     def _read(
         self, node: cst.Subscript, mask: cst.BaseExpression, base: cst.BaseExpression, single: bool
     ) -> None:
         proven = single and self._provably_same_shape(mask, base)
         fix = read_fix(self.ctx, self.bindings, node, mask, proven=proven)
-        self._report(node, mask, base, "read", fix)
+        self._report(node, mask, base, "read", None if self._host_mask else fix)
 
     def _provably_same_shape(self, mask: cst.BaseExpression, base: cst.BaseExpression) -> bool:
         """The condition for the safe rewrites: `base` is surely a torch tensor (numpy
@@ -642,6 +678,24 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     ) -> str:
         ctx = self.ctx
         names = " and ".join(f"`{s}`" for s in subscripts)
+        if getattr(self, "_host_mask", False):
+            plain = mask_code.replace(".", "").replace("_", "").isalnum()
+            moved = f"{mask_code if plain else f'({mask_code})'}.to({bases[0]}.device)"
+            verb = (
+                "writes through"
+                if what == "write"
+                else ("select" if len(subscripts) > 1 else "selects") + " by"
+            )
+            use = (
+                f"`{bases[0]}.masked_fill_({moved}, v)`"
+                if what == "write"
+                else f"`torch.where({moved}, {bases[0]}, 0)` with masked sums and means"
+            )
+            return (
+                f"{names} in {ctx.hot_reason} {verb} the host mask `{mask_code}` (a CPU "
+                "tensor): torch counts it on the CPU, no sync, but the size follows its "
+                f"values, so XLA compiles a graph per count; use {use}"
+            )
         if what == "write":
             return (
                 f"{names} in {ctx.hot_reason} writes through a boolean mask, which indexing "

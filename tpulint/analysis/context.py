@@ -25,6 +25,7 @@ from tpulint.analysis.guards import (
     lazy_attribute,
     shape_kinds,
 )
+from tpulint.analysis.hooks import STEP_METHODS
 from tpulint.analysis.imports import Aliases, dotted_name
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
@@ -358,6 +359,16 @@ class FileContext(Resolver):
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
         return self._is_method(name, self._class_of(function)) if function is not None else True
 
+    def batch_key_kind(self, key: str) -> ValueKind | None:
+        view = self.analysis.view
+        found = view.batch_key_kind(key) if view is not None else None
+        return kind_named(found) if found is not None else None
+
+    def record_attribute(self, name: str) -> ValueKind | None:
+        view = self.analysis.view
+        found = view.record_attribute(name) if view is not None else None
+        return kind_named(found) if found is not None else None
+
     def attribute_kind(self, function: cst.FunctionDef | None, name: str) -> ValueKind:
         view = self.analysis.view
         if view is None:
@@ -621,18 +632,27 @@ class FileContext(Resolver):
         name = param.name.value
         view = self.analysis.view
         entry = info.hot_reason == info.root_hook
-        if view is not None and (not entry or info.name == "forward"):
+        # `shared_step`, `eval_instance_step`: hot by its name, but only the project calls it
+        # (Lightning calls the step methods).
+        own_step = entry and info.name.endswith("_step") and info.name not in STEP_METHODS
+        if view is not None and (not entry or info.name == "forward" or own_step):
             # A helper: what every call of the project passes it, when that is definite
             # (`getMinimumConnection(self.mat, self.max_N, ...)` with CPU tensors). A
             # sub-module's forward too, where every call of the project's own code (not its
             # tests) passes host data (`self.expand(h, h.shape[1])`); an inference script's
-            # CPU tensors do not make the step's CPU.
-            passed = view.param_value(info.key, index, outside_tests=entry)
+            # CPU tensors do not make the step's CPU. A step of the project's own, where
+            # every call from the step passes host data or host copies (`target_full` of a
+            # record the batch transfer leaves on the host); the step's device data it is
+            # given stays presumed as in the step (its `file_names` are no tensors).
+            passed = view.param_value(
+                info.key, index, outside_tests=entry and not own_step, per_step=hot
+            )
+            host = _HOST_KIND_NAMES | {"cpu"} if own_step else _HOST_KIND_NAMES
             if (
                 passed is not None
                 and passed.kind != "unknown"
                 and passed.elements is None
-                and (not entry or (passed.kind in _HOST_KIND_NAMES and not passed.mask))
+                and (not entry or (passed.kind in host and not passed.mask))
             ):
                 return kind_named("device" if passed.mask else passed.kind)
         # The batch argument of a step method itself (index 0 is `self`); helpers called

@@ -19,6 +19,15 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["s", [atoms], [keys]]         a dict literal or comprehension: its values and its keys
                                    (iterating it gives the keys)
     ["e", i, [atoms]]              element i (-1: any) of a tuple or container value
+    ["k", key, [atoms], [fallback]]
+                                   entry `key` (a string) of a parameter's value (the step's
+                                   batch dict): a Python value when every collate function
+                                   of the project that builds that key builds one (a batch
+                                   `size` from `len(samples)`), else `fallback`
+    ["g", name, [atoms], [fallback]]
+                                   attribute `name` of a parameter's value: host data when
+                                   every project class that sets it is a record Lightning's
+                                   batch transfer does not move (no `.to`), else `fallback`
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
                                    resolve to a module (`make_model().to(device)`)
     ["md", [place], [on_cpu], [otherwise]]
@@ -43,6 +52,7 @@ from typing import Any
 from tpulint.analysis.value_tables import (
     CHOOSING_BUILTINS,
     CONTAINER_METHODS,
+    COPY_FUNCTIONS,
     ELEMENTWISE_BUILTINS,
     HOST_ATTRIBUTES,
     HOST_BUILTINS,
@@ -75,7 +85,7 @@ Atom = Any  # str | list (see the module docstring)
 
 MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
-_SYMBOLIC = frozenset({"p", "a", "c", "e", "v", "x", "m", "mv", "md"})
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none", "cpu_device")
 # An element of an optimizer's `param_groups` (what iterating `self.param_groups` yields).
 _PARAM_GROUP: Atom = ["e", -1, [["a", "param_groups"]]]
@@ -353,6 +363,13 @@ class ValueEvaluator:
                 # indexing a tensor gives a tensor, a number stays a number
                 return ["device" if a == "mask" else a for a in base]
             index = node.slice
+            if (
+                isinstance(index, ast.Constant)
+                and isinstance(index.value, str)
+                and from_params(base)
+            ):
+                # `sample["size"]`: what the collate functions build at that key
+                return [["k", index.value, base, [["e", -1, base]]]]
             position = (
                 index.value if isinstance(index, ast.Constant) and type(index.value) is int else -1
             )
@@ -380,7 +397,10 @@ class ValueEvaluator:
                     return ["cpu"]
                 if any(is_tensorish(a) for a in inner):
                     return ["mask"]
-                if any(isinstance(a, list) and a[0] in ("p", "m", "a", "c", "e") for a in inner):
+                if any(
+                    isinstance(a, list) and a[0] in ("p", "m", "a", "c", "e", "k", "g")
+                    for a in inner
+                ):
                     return [["m", *(a for a in inner if isinstance(a, list) or a == "unknown")]]
             return inner
         if isinstance(node, ast.Compare):
@@ -477,9 +497,18 @@ class ValueEvaluator:
         if base and all(a in ("device", "mask") for a in base):
             # An attribute of the step's data (`batch.images`, `target.lengths`): step data.
             return ["device"]
+        if base == ["cpu"]:
+            # `order.indices` of `scores.sort()` on the CPU: what torch computed there
+            return ["cpu"]
         if any(isinstance(a, list) and a[0] == "p" for a in base):
-            return [["e", -1, base]]  # an attribute of a parameter: step data if it is
-        return ["unknown"]
+            otherwise: list[Atom] = [["e", -1, base]]  # step data if the parameter is
+        else:
+            otherwise = ["unknown"]
+        if from_params(base):
+            # `data.target_full` of `data, target = batch`: host data if `data` is a record
+            # the batch transfer leaves on the host
+            return [["g", attr, base, otherwise]]
+        return otherwise
 
     def call(self, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
         func = node.func
@@ -630,6 +659,9 @@ class ValueEvaluator:
             other = self.atoms(positional[0], scope, d)
             if other in (["device"], ["cpu"]):
                 return other  # cast to the other's type and device
+            symbolic = [a for a in other if isinstance(a, list)]
+            if symbolic:
+                return [["v", *symbolic]]  # a tensor where `other` turns out to be
             return base
         if method in MASK_METHODS or (method in ("any", "all") and (positional or node.keywords)):
             return mask_of([base])
@@ -643,6 +675,8 @@ class ValueEvaluator:
         self, qualified: str, node: ast.Call, scope: Scope, d: int, args: Any
     ) -> list[Atom]:
         top = qualified.split(".", 1)[0]
+        if qualified in COPY_FUNCTIONS and node.args and not node.keywords:
+            return self.atoms(node.args[0], scope, d)
         if top == "torch":
             return self.torch_call(qualified[len("torch.") :], node, scope, d)
         kind = package_kind(top)
@@ -832,6 +866,21 @@ def is_param(atom: Atom) -> bool:
     return isinstance(atom, list) and atom[0] == "p"
 
 
+def from_params(atoms: list[Atom], depth: int = 0) -> bool:
+    """Whether a value is a parameter or a part of one (`batch`, `batch[0]`, `x` of
+    `x, y = batch`, `batch["meta"]`), not a value computed from it."""
+    if not atoms or depth > 8:
+        return False
+    for atom in atoms:
+        if not isinstance(atom, list):
+            return False
+        if atom[0] == "p":
+            continue
+        if atom[0] not in ("e", "k", "g") or not from_params(atom[2], depth + 1):
+            return False
+    return True
+
+
 # `str` methods that return a string (not a flag or a list): `s.strip()`, `"-".join(parts)`.
 _STRING_RESULT_METHODS = frozenset(
     {"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize", "join"}
@@ -985,7 +1034,24 @@ def grow_container(scope: Scope, call: ast.Call, evaluator: ValueEvaluator) -> N
     loop and handed on holds what was appended, not nothing); `d.update(...)` forgets what
     the string keys of a local dict were bound to."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+    if not isinstance(func, ast.Attribute):
+        return
+    key = entry_key(func.value)
+    if key is not None and key[1] in scope.env and func.attr in _GROWING and call.args:
+        # `preds["masks"].append(m)` on an entry of a local dict built here: a list (an empty
+        # `list()` is opaque host data until something is appended) holding `m` too
+        current = scope.env[key[1]]
+        held: list[Atom] = []
+        if current == ["host"]:
+            held = []
+        elif len(current) == 1 and isinstance(current[0], list) and current[0][0] == "s":
+            held = current[0][1]
+        else:
+            return
+        added = [a for a in evaluator.atoms(call.args[-1], scope) if a != "none"]
+        set_local(scope, key[1], [["s", union(held, added)]])
+        return
+    if not isinstance(func.value, ast.Name):
         return
     name, method = func.value.id, func.attr
     if method in _DICT_CHANGING:

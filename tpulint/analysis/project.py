@@ -221,8 +221,13 @@ def _part_of_param(atoms: list[Atom], index: int) -> bool:
     if len(atoms) != 1:
         return False
     atom = atoms[0]
-    while isinstance(atom, list) and atom and atom[0] == "e" and len(atom[2]) == 1:
-        atom = atom[2][0]
+    while isinstance(atom, list) and atom:
+        if atom[0] == "e" and len(atom[2]) == 1:
+            atom = atom[2][0]
+        elif atom[0] in ("k", "g") and len(atom[3]) == 1:
+            atom = atom[3][0]  # what it is when no collate or record says otherwise
+        else:
+            break
     return isinstance(atom, list) and atom[:2] == ["p", index]
 
 
@@ -352,6 +357,7 @@ class ProjectModel:
         self._mro: dict[str, list[str]] = {}
         self._subclasses: dict[str, list[str]] | None = None
         self._hot: dict[str, HotInfo] | None = None
+        self._computing_hot = False  # what hot code is, while it is being found
         self._returns: dict[str, Value] = {}
         # The value questions in progress (returns, parameters, attributes, index uses): an
         # answer that used a cycle's stand-in is not kept (tpulint.analysis.recursion).
@@ -359,7 +365,7 @@ class ProjectModel:
         self._attributes: dict[tuple[str, str], Value | None] = {}
         self._attribute_class_cache: dict[tuple[str, str], list[str]] = {}
         self._table: dict[str, int] | None = None
-        self._params: dict[tuple[str, int, bool, str | None, int], Value | None] = {}
+        self._params: dict[tuple[str, int, bool, str | None, bool, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
@@ -863,7 +869,11 @@ class ProjectModel:
     def hot(self) -> dict[str, HotInfo]:
         """Function gkey -> HotInfo for every function that runs every step."""
         if self._hot is None:
-            self._hot = self._compute_hot()
+            self._computing_hot = True
+            try:
+                self._hot = self._compute_hot()
+            finally:
+                self._computing_hot = False
         return self._hot
 
     def _compute_hot(self) -> dict[str, HotInfo]:
@@ -970,6 +980,92 @@ class ProjectModel:
             )
             queue.append(target.gkey)
 
+    # --- what the batch transfer leaves on the host ----------------------------------------
+
+    def batch_key_kind(self, key: str) -> str | None:
+        """ "number" or "host" when every collate function of the project that builds `key` in
+        its batch dict builds it from Python values (`"size": len(samples)`): Lightning's
+        batch transfer moves only tensors and objects with a `.to` method
+        (lightning/fabric/utilities/apply_func.py `move_data_to_device`), so the step reads
+        them as they were built. None when no collate function builds the key or one
+        builds it from a tensor or an unknown value. torch's `default_collate` turns
+        numbers into tensors: only the project's own collate functions say this."""
+        keys = self.__dict__.get("_batch_keys")
+        if keys is None:
+            found: dict[str, str] = {}
+            for fn in self.functions.values():
+                for name, kind in fn.summary.built_keys.items():
+                    before = found.get(name, kind)
+                    found[name] = (
+                        "tensor"
+                        if "tensor" in (before, kind)
+                        else "number"
+                        if before == kind == "number"
+                        else "host"
+                    )
+            keys = {k: v for k, v in found.items() if v != "tensor"}
+            self.__dict__["_batch_keys"] = keys
+        return keys.get(key)
+
+    def record_attribute(self, name: str) -> str | None:
+        """ "cpu" when every project class that sets `self.<name>` is a record Lightning's
+        batch transfer leaves where it is (see `unmoved_record`): read from the step's batch,
+        it is host data, a CPU tensor at most. None otherwise."""
+        if self._computing_hot:
+            return None  # what the step builds is not known yet
+        names = self.__dict__.get("_record_attributes")
+        if names is None:
+            built = self._constructed_classes()
+            setters: dict[str, bool] = {}
+            for gkey, cls in self.classes.items():
+                unmoved = self.unmoved_record(gkey, built)
+                for attr in cls.summary.attributes:
+                    setters[attr] = setters.get(attr, True) and unmoved
+            names = {attr for attr, unmoved in setters.items() if unmoved}
+            self.__dict__["_record_attributes"] = names
+        return "cpu" if name in names else None
+
+    def _constructed_classes(self) -> dict[str, bool]:
+        """Class gkey -> whether code that runs every step builds instances of it (False:
+        built only elsewhere, in the data pipeline or setup)."""
+        hot = self.hot
+        built: dict[str, bool] = {}
+        for gkey, fn in self.functions.items():
+            for call in fn.summary.calls:
+                if call.form != "name":
+                    continue
+                for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                    if isinstance(target, _Class):
+                        built[target.gkey] = built.get(target.gkey, False) or gkey in hot
+        return built
+
+    def unmoved_record(self, gkey: str, built: dict[str, bool]) -> bool:
+        """Whether instances of the class stay on the host in a batch: Lightning moves a batch
+        with `apply_to_collection(batch, _TransferableDataType, ...)`
+        (lightning/fabric/utilities/apply_func.py:78-110), which calls `.to` on objects that
+        have one (`_TransferableDataType.__subclasshook__`, :71-75) and goes into mappings,
+        sequences, namedtuples and dataclasses (lightning_utilities/core/apply_func.py:
+        101-187); any other object is returned as it is (:189-190). So: a plain class of the
+        project (no base outside it but `object`/`ABC`), no `to` method, not a dataclass,
+        built by the project (`built`) but never in code that runs every step (a step's
+        own output record holds device tensors)."""
+        if built.get(gkey, True):
+            return False
+        if self.class_kind(gkey) != ClassKind.NONE:
+            return False
+        if any(b not in ("object", "abc.ABC", "ABC") for b in self.external_bases(gkey)):
+            return False
+        for name in self.mro(gkey):
+            cls = self.classes.get(name)
+            if cls is not None and "to" in cls.summary.methods:
+                return False
+            if cls is not None and any(
+                d.rsplit(".", 1)[-1] in ("dataclass", "define", "attrs", "frozen")
+                for d in cls.summary.decorators
+            ):
+                return False
+        return True
+
     # --- values --------------------------------------------------------------------------
 
     def return_value(self, gkey: str) -> Value:
@@ -1011,21 +1107,25 @@ class ProjectModel:
         _depth: int = 0,
         outside_tests: bool = False,
         leaving_out: str | None = None,
+        per_step: bool = False,
     ) -> Value | None:
         """What the project's calls pass as parameter `index` of the function (None when no
         call of the project is seen, or a call does not pass it). Entry points are called by
         Lightning or torch, not by the project: None. `outside_tests`: the calls of the
         project's own code only (a test feeding a loss numpy arrays says little of what
         the training step feeds it). `leaving_out`: only the calls that leave that parameter
-        to its default (what the function's `if p is None:` branch gets)."""
+        to its default (what the function's `if p is None:` branch gets). `per_step`: only
+        the calls from code that runs every step, when there are some (what a hot helper
+        gets every step; an inference script's numpy arrays or its unknown values say
+        nothing of that)."""
         # The depth is part of the question: an answer cut short at depth 5 is not the answer
         # to the same question asked at depth 0.
-        key = (gkey, index, outside_tests, leaving_out, _depth)
+        key = (gkey, index, outside_tests, leaving_out, per_step, _depth)
         if key in self._params:
             return self._params[key]
         result, keep = self._recursion.answer(
             ("param", *key),
-            lambda: self._param_value(gkey, index, _depth, outside_tests, leaving_out),
+            lambda: self._param_value(gkey, index, _depth, outside_tests, leaving_out, per_step),
             None,
         )
         if keep:
@@ -1033,12 +1133,21 @@ class ProjectModel:
         return result
 
     def _param_value(
-        self, gkey: str, index: int, _depth: int, outside_tests: bool, leaving_out: str | None
+        self,
+        gkey: str,
+        index: int,
+        _depth: int,
+        outside_tests: bool,
+        leaving_out: str | None,
+        per_step: bool,
     ) -> Value | None:
         fn = self.functions.get(gkey)
         callers = self._callers().get(gkey, []) if fn is not None else []
         if outside_tests:
             callers = [c for c in callers if not _is_test_path(c[0].module.path)]
+        if per_step and not self._computing_hot:
+            hot = self.hot
+            callers = [c for c in callers if c[0].gkey in hot] or callers
         if fn is not None and leaving_out is not None and leaving_out in fn.summary.params:
             skipped = fn.summary.params.index(leaving_out)
             callers = [
@@ -1067,12 +1176,17 @@ class ProjectModel:
                 inner = [
                     Value("device")
                     if _part_of_param(atoms, p) and self._step_batch_param(caller, p)
-                    else self.param_value(caller.gkey, p, _depth + 1, outside_tests)
+                    else self.param_value(
+                        caller.gkey, p, _depth + 1, outside_tests, per_step=per_step
+                    )
                     for p in value.params
                 ]
                 if any(v is None for v in inner):
                     return None
-                value = combine_values([Value(value.kind), *inner])  # type: ignore[list-item]
+                # An unknown kind with parameters is what they turn out to be (as `call_value`
+                # binds a callee's parameters).
+                known = [Value(value.kind)] if value.kind != "unknown" else []
+                value = combine_values([*known, *inner])  # type: ignore[list-item]
             values.append(value)
         return combine_values(values)
 
@@ -1283,6 +1397,12 @@ class ProjectModel:
                 return combine_values(list(inner.elements))
             # Indexing a tensor gives a tensor; a parameter's element depends on the argument.
             return Value(inner.kind, inner.mask, inner.params)
+        if tag in ("k", "g"):
+            kind = self.batch_key_kind(atom[1]) if tag == "k" else self.record_attribute(atom[1])
+            if kind is not None:
+                return Value(kind)
+            fallback = self.resolve_atoms(atom[3], module, owner, depth)
+            return fallback if fallback is not None else UNKNOWN_VALUE
         if tag == "m":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             parts = [p for p in parts if p is not None]
@@ -1332,6 +1452,9 @@ class ProjectModel:
         """The value a call returns; `args` are the positional arguments (atoms, or values
         already resolved by the caller)."""
         targets = self.resolve_call(module, owner, form, target)
+        if not targets and form == "self" and owner is not None:
+            form = "attr"  # `self.softmax(x)`: a sub-module attribute, not a method
+            targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "attr" and owner is not None:
             return self._attribute_call(module, owner, target, args, depth)
         if len(targets) != 1:
@@ -1356,6 +1479,10 @@ class ProjectModel:
             if not value.params:
                 return replace(value, elements=elements)
             kinds = [value.kind] if value.kind != "unknown" else []
+            # An argument computed from the caller's own parameters (`self.odds(
+            # self.softmax(logits))`) leaves the result depending on them: what the
+            # caller's callers pass decides it, as for the caller's direct returns.
+            passed_on: set[int] = set()
             for index in value.params:
                 position = index - offset
                 if 0 <= position < len(args):
@@ -1366,13 +1493,19 @@ class ProjectModel:
                         else self.resolve_atoms(arg, module, owner, depth + 1)
                     )
                     if resolved is not None:
-                        kinds.append(resolved.kind)
+                        if resolved.kind != "unknown" or not resolved.params:
+                            kinds.append(resolved.kind)
+                        passed_on |= resolved.params
                         continue
                 kinds.append("unknown")
             if value.tensor:
                 # A torch function of the arguments: a tensor even when they are not.
-                kinds = [k for k in kinds if k not in _HOSTLIKE] or ["unknown"]
-            return Value(combine_kinds(kinds), value.mask, frozenset(), elements, value.cls)
+                kinds = [k for k in kinds if k not in _HOSTLIKE] or (
+                    [] if passed_on else ["unknown"]
+                )
+            kind = combine_kinds(kinds) if kinds else "unknown"
+            tensor = value.tensor and bool(passed_on)
+            return Value(kind, value.mask, frozenset(passed_on), elements, value.cls, tensor)
 
         return bind(value)
 
@@ -1677,15 +1810,26 @@ class FileView:
             return None
         return self.model.attribute_value(owner, attr)
 
+    def batch_key_kind(self, key: str) -> str | None:
+        return self.model.batch_key_kind(key)
+
+    def record_attribute(self, name: str) -> str | None:
+        return self.model.record_attribute(name)
+
     def param_value(
-        self, key: str, index: int, outside_tests: bool = False, leaving_out: str | None = None
+        self,
+        key: str,
+        index: int,
+        outside_tests: bool = False,
+        leaving_out: str | None = None,
+        per_step: bool = False,
     ) -> Value | None:
         """What the project's calls pass as parameter `index` of this file's function `key`
         (see ProjectModel.param_value)."""
         fn = self._functions.get(key)
         if fn is None:
             return None
-        return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out)
+        return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out, per_step)
 
     def index_texts(self, key: str) -> frozenset[str]:
         """What this file's function `key` uses as integer indices (see

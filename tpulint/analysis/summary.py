@@ -282,9 +282,15 @@ class FunctionSummary:
     # Its body only raises NotImplementedError (or it is an @abstractmethod): subclasses
     # implement it, so a call of it runs one of their overrides.
     abstract: bool = False
+    # A collate function (tpulint.analysis.summary.is_collate_name): the string keys of the
+    # batch dicts it builds and what it builds each from, "number" / "host" (Python values
+    # and numpy, which Lightning's batch transfer leaves where they are) or "tensor"
+    # (a tensor or a value not known).
+    built_keys: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "bk": self.built_keys,
             "sp": list(self.span),
             "k": self.key,
             "n": self.name,
@@ -328,6 +334,7 @@ class FunctionSummary:
             tuple(data["sp"]),  # type: ignore[arg-type]
             data.get("iu", []),
             data.get("ab", False),
+            data.get("bk", {}),
         )
 
 
@@ -346,9 +353,11 @@ class ClassSummary:
     rank_aware: bool = False
     dist_rank: bool = False
     rank_source: bool = False
+    decorators: list[str] = field(default_factory=list)  # dotted, as written (`dataclass`)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "d": self.decorators,
             "n": self.name,
             "q": self.qualname,
             "l": self.line,
@@ -374,6 +383,7 @@ class ClassSummary:
             data.get("ra", False),
             data.get("dr", False),
             data.get("rs", False),
+            data.get("d", []),
         )
 
 
@@ -674,6 +684,8 @@ class _Summarizer(ValueEvaluator):
         # Function key -> the parameters that default to None, its enclosing functions'
         # included (a call forwarding one may pass None: `f(x, mask=mask)`).
         self.optional_params: dict[str, set[str]] = {}
+        # Function key -> whether it is a collate function (is_collate_name).
+        self.collates: dict[str, bool] = {}
         self._line_starts: list[int] | None = None
         self._conditions: dict[Any, frozenset[str]] = {}
         # class qualname -> its methods (a lazy-initialisation block may call one that sets
@@ -943,6 +955,8 @@ class _Summarizer(ValueEvaluator):
                 self.block(case.body, scope, names, klass)
             return
         # Simple statements.
+        if scope.info is not None and not self.query and self.collates.get(scope.info.key):
+            self.built_keys(node, scope)
         if isinstance(node, ast.Assign):
             self.expression(node.value, scope)
             value = self.atoms(node.value, scope)
@@ -1047,6 +1061,9 @@ class _Summarizer(ValueEvaluator):
             ),
         )
         info.abstract = _is_abstract(node, decorators)
+        self.collates[info.key] = is_collate_name(
+            node.name, klass.name if klass is not None else None
+        )
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
@@ -1100,6 +1117,49 @@ class _Summarizer(ValueEvaluator):
         self.block(node.body, scope, [*names, node.name], None)
         self.depth -= 1
 
+    def built_keys(self, node: ast.stmt, scope: Scope) -> None:
+        """What a collate function builds at the string keys of its batch dicts: a dict
+        display it returns, binds or merges (`batch.update({...})`), and `batch["k"] = v`."""
+        entries: list[tuple[str, ast.expr]] = []
+        displays: list[ast.expr] = []
+        if isinstance(node, (ast.Return, ast.Assign)) and node.value is not None:
+            displays.append(node.value)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "update":
+                displays.extend(call.args[:1])
+        for display in displays:
+            if isinstance(display, ast.Dict):
+                for key, value in zip(display.keys, display.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        entries.append((key.value, value))
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.slice, ast.Constant)
+                    and isinstance(target.slice.value, str)
+                ):
+                    entries.append((target.slice.value, node.value))
+        built = scope.info.built_keys
+        for key, value in entries:
+            atoms = self.atoms(value, scope)
+            kind = (
+                "number"
+                if atoms and all(a == "number" for a in atoms)
+                else "host"
+                if all_host(atoms)
+                else "tensor"
+            )
+            before = built.get(key, kind)
+            built[key] = (
+                "tensor"
+                if "tensor" in (before, kind)
+                else "number"
+                if before == kind == "number"
+                else "host"
+            )
+
     def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         lines = self.index_use_lines
         first = bisect.bisect_left(lines, node.lineno)
@@ -1118,6 +1178,9 @@ class _Summarizer(ValueEvaluator):
         for keyword in node.keywords:
             self.expression(keyword.value, outer)
         info = ClassSummary(node.name, qualname, node.lineno, bases)
+        info.decorators = [
+            dotted(d.func if isinstance(d, ast.Call) else d) or "?" for d in node.decorator_list
+        ]
         self.node_keys[id(node)] = qualname
         info.rank_aware = self._spans_rank_line(node)
         info.dist_rank = self._spans(self.dist_rank_lines, node)
@@ -1437,6 +1500,13 @@ class _Summarizer(ValueEvaluator):
                 self.assign(t, v, self.atoms(v, scope), scope, klass)
             return
         self.bind(target, value, scope)
+        if isinstance(target, ast.Name) and isinstance(value_node, ast.Dict):
+            # `preds = {"masks": [], "logits": []}`: its string keys hold what they were built
+            # from (`preds["masks"].append(m)` grows that entry)
+            for key, entry in zip(value_node.keys, value_node.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    set_local(scope, f"{target.id}[{key.value!r}]", self.atoms(entry, scope))
+                    scope.keyed.add(target.id)
         if isinstance(target, ast.Name):
             refs = _method_refs(value_node)
             if refs:
@@ -1469,6 +1539,14 @@ class _Summarizer(ValueEvaluator):
 # Fields of ast nodes that hold child nodes (not names, operators or load/store contexts).
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_comment", "kind", "is_async", "level"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def is_collate_name(name: str, class_name: str | None) -> bool:
+    """A collate function by its name: `collate_fn`, `pad_collate`, a dataset's `collater`,
+    or the `__call__` of a collator class (`BatchCollator()`)."""
+    if "collat" in name.lower():
+        return True
+    return name == "__call__" and class_name is not None and "collat" in class_name.lower()
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:

@@ -90,6 +90,16 @@ class Resolver:
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
         raise NotImplementedError  # pragma: no cover
 
+    def batch_key_kind(self, key: str) -> ValueKind | None:  # pragma: no cover
+        """What the project's collate functions build at a batch key, when it is host data
+        (ProjectModel.batch_key_kind)."""
+        raise NotImplementedError
+
+    def record_attribute(self, name: str) -> ValueKind | None:  # pragma: no cover
+        """CPU when the attribute is set only by records the batch transfer does not move
+        (ProjectModel.record_attribute)."""
+        raise NotImplementedError
+
     def current_function(self) -> cst.FunctionDef | None:  # pragma: no cover
         """The function the walk is in: the one around a node whose parents the walk has not
         linked yet (a rule asks about the children of the node it visits)."""
@@ -546,6 +556,13 @@ class PositionValues:
         if tag == "md":
             on_cpu = self.resolve(atom[1], function, depth) is CPU_DEVICE
             return self.resolve(atom[2] if on_cpu else atom[3], function, depth)
+        if tag in ("k", "g"):
+            resolver = self.resolver
+            if tag == "k":
+                kind = resolver.batch_key_kind(atom[1])
+            else:
+                kind = resolver.record_attribute(atom[1])
+            return kind if kind is not None else self.resolve(atom[3], function, depth)
         if tag == "m":
             parts = [self._atom(a, function, depth) for a in atom[1:]]
             if not parts:

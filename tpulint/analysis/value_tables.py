@@ -219,6 +219,9 @@ HOST_ATTRIBUTES = frozenset(
 )
 # Attributes that are the tensor itself, seen another way (`x.T`, `x.data`).
 SAME_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "data", "grad", "real", "imag"})
+# Functions outside torch whose result is a copy of their first argument, where it is
+# (`copy.deepcopy(logits)` of a CPU tensor is a CPU tensor).
+COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy"})
 # Methods whose result is a Python number whatever the receiver.
 NUMBER_METHODS = frozenset({"item", "size", "dim", "numel", "nelement", "ndimension", "__len__"})
 # Methods whose result is another host value whatever the receiver (a string, a list, a dict
