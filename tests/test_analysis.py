@@ -422,3 +422,37 @@ def test_model_answers_do_not_depend_on_the_order_of_questions() -> None:
     for order in (list(reversed(names)), names[4:] + names[:4], ["h", "f8", "g", "f3"]):
         answers = _answers(order)
         assert {k: answers[k] for k in answers} == {k: first[k] for k in answers}, order
+
+
+def test_a_function_training_and_evaluation_both_reach_names_the_training_path() -> None:
+    # `sample` runs every training step (and in test_step, which comes first in the file): its
+    # findings say so, with the training chain, whatever order the hooks are defined in.
+    source = textwrap.dedent(
+        """
+        import lightning as L
+
+        class M(L.LightningModule):
+            def test_step(self, batch, batch_idx):
+                return self.sample(batch)
+
+            def predict_step(self, batch, batch_idx):
+                return self.sample(batch)
+
+            def training_step(self, batch, batch_idx):
+                return self.reward(batch)
+
+            def reward(self, batch):
+                return self.sample(batch).mean()
+
+            def sample(self, batch):
+                return batch.argmax(-1)
+        """
+    )
+    model = build_model([("/p/pkg/__init__.py", ""), ("/p/pkg/mod.py", source)])
+    by_name = {
+        fn.summary.name: info
+        for gkey, fn in model.functions.items()
+        if (info := model.hot.get(gkey)) is not None
+    }
+    assert by_name["sample"].root == "training_step"
+    assert by_name["test_step"].root == "test_step" and not by_name["test_step"].chain

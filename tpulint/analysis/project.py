@@ -120,6 +120,13 @@ def _for_other_accelerator(fn: _Function) -> bool:
     return any(names_other_accelerator(name) for name in names if name)
 
 
+def _root_phase(name: str) -> int:
+    """0 for what trains, 1 for validation, 2 for evaluation and inference hooks."""
+    if "test" in name or "predict" in name:
+        return 2
+    return 1 if "validation" in name else 0
+
+
 def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str]) -> str | None:
     """Why a function is hot on its own (an entry point), or None. `kind` is the kind of its
     class (None for a module-level function)."""
@@ -885,6 +892,7 @@ class ProjectModel:
             if parent is not None:
                 nested.setdefault(f"{fn.module.path}:{parent}", []).append(fn)
         data_classes = self.scope.data_classes()
+        roots: tuple[list[tuple[str, str]], ...] = ([], [], [])
         for gkey, fn in self.functions.items():
             kind = None
             if fn.summary.cls is not None and fn.owner is not None:
@@ -904,8 +912,22 @@ class ProjectModel:
                 # library on the host; it is not how the project trains.
                 reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
             if reason is not None and not _for_other_accelerator(fn):
-                hot[gkey] = HotInfo(reason, fn.summary.name)
-                queue.append(gkey)
+                roots[_root_phase(fn.summary.name)].append((gkey, reason))
+        # Training first, then validation, then evaluation and inference: a function reached
+        # from several names the first that reaches it in its message (`called from
+        # training_step`, not `from test_step`, for a sampler training also calls).
+        for phase in roots:
+            for gkey, reason in phase:
+                if gkey not in hot:
+                    hot[gkey] = HotInfo(reason, self.functions[gkey].summary.name)
+                    queue.append(gkey)
+            self._spread_hot(hot, queue, nested)
+        return hot
+
+    def _spread_hot(
+        self, hot: dict[str, HotInfo], queue: deque[str], nested: dict[str, list[_Function]]
+    ) -> None:
+        """Make hot what the queued hot functions reach, until nothing new is reached."""
         while queue:
             gkey = queue.popleft()
             info = hot[gkey]
@@ -943,7 +965,6 @@ class ProjectModel:
                     if is_cold_name(target.summary.name) or _for_other_accelerator(target):
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
-        return hot
 
     def _kind_with_subclasses(self, gkey: str) -> ClassKind:
         """A class's kind, with its project subclasses' (a mixin's `on_train_batch_end` is a
