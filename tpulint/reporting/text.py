@@ -88,6 +88,6 @@ def _outside(options: ReportOptions) -> str:
     noun = "finding" if count == 1 else "findings"
     return (
         f"{count} more {noun} in code that does not train on a TPU (CUDA-only branches, "
-        "inference, code the TPU entry points do not reach) not shown: `--scope all` "
+        "inference and test-only code, code no training script reaches) not shown: `--scope all` "
         "shows them.\n"
     )
