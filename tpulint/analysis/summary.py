@@ -285,7 +285,8 @@ class FunctionSummary:
     # A collate function (tpulint.analysis.summary.is_collate_name): the string keys of the
     # batch dicts it builds and what it builds each from, "number" / "host" (Python values
     # and numpy, which Lightning's batch transfer leaves where they are) or "tensor"
-    # (a tensor or a value not known).
+    # (a tensor or a value not known). A dataset's `__getitem__`/`__iter__`: its keys, all
+    # "tensor" (default_collate stacks numbers into tensors).
     built_keys: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -1063,7 +1064,7 @@ class _Summarizer(ValueEvaluator):
         info.abstract = _is_abstract(node, decorators)
         self.collates[info.key] = is_collate_name(
             node.name, klass.name if klass is not None else None
-        )
+        ) or (klass is not None and node.name in _ITEM_METHODS)
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
@@ -1142,10 +1143,15 @@ class _Summarizer(ValueEvaluator):
                 ):
                     entries.append((target.slice.value, node.value))
         built = scope.info.built_keys
+        # A dataset's items may reach a step through torch's default_collate, which stacks
+        # numbers into tensors: what an item holds at a key says nothing of the batch's.
+        item = scope.info.name in _ITEM_METHODS
         for key, value in entries:
             atoms = self.atoms(value, scope)
             kind = (
-                "number"
+                "tensor"
+                if item
+                else "number"
                 if atoms and all(a == "number" for a in atoms)
                 else "host"
                 if all_host(atoms)
@@ -1539,6 +1545,10 @@ class _Summarizer(ValueEvaluator):
 # Fields of ast nodes that hold child nodes (not names, operators or load/store contexts).
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_comment", "kind", "is_async", "level"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+# A dataset's item methods: the dicts they build are a batch's keys after default_collate.
+_ITEM_METHODS = frozenset({"__getitem__", "__iter__", "__getitems__"})
 
 
 def is_collate_name(name: str, class_name: str | None) -> bool:

@@ -40,6 +40,26 @@ class Clips(Dataset):
         }
 
 
+class Views(Dataset):
+    """Items with an `index`: a validation loader's default_collate stacks it into a tensor,
+    while the training loader's collate keeps it a Python int."""
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, index):
+        return {"index": index, "rays": torch.randn(8)}
+
+
+def views_collate(samples):
+    return {"index": len(samples) - 1, "rays": torch.stack([s["rays"] for s in samples])}
+
+
+def view_loaders():
+    data = Views()
+    return DataLoader(data, collate_fn=views_collate), DataLoader(data, batch_size=1)
+
+
 def scene_collate(samples):
     points = torch.stack([s[0] for s in samples])
     scene = Scene(points, [s[1] for s in samples], [str(i) for i in range(len(samples))])
