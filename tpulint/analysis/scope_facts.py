@@ -48,6 +48,7 @@ from __future__ import annotations
 import ast
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,7 @@ CUDA_ONLY_PACKAGES = frozenset(
 )
 # Decorators of functions compiled by a system other than PyTorch (their values are that
 # system's, not torch tensors), by the root package of the decorator.
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # what ends a line for `ast`'s line numbers
 KERNEL_ROOTS = frozenset({"triton", "numba", "jax", "warp", "taichi", "cupy", "tensorflow"})
 _KERNEL_ALIASES = {"wp": "warp", "ti": "taichi", "tf": "tensorflow", "nb": "numba"}
 # Words of a flag that switches code into inference (`_offload_inference`, `predict_mode`,
@@ -332,6 +334,7 @@ class _Walker:
         # Module-level names bound to a kernel compiler (`kernel = wp.kernel`).
         self.kernel_aliases: dict[str, str] = {}
         self._lines: list[str] | None = None
+        self._line_starts: list[int] | None = None  # offsets where `ast`'s lines start
         # Inference flags (INFERENCE_TOKENS) that are off in the function being walked: its
         # parameters that default to False/None and are never reassigned, with its class;
         # per class, the attributes set only from such parameters or from False/None (with
@@ -426,6 +429,24 @@ class _Walker:
             return offset + 1
         return len(raw.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "replace")) + 1
 
+    def _may_name_inference(self, node: ast.stmt) -> bool:
+        """Whether a statement's text may name an inference flag: every INFERENCE_TOKENS word
+        contains "infer" or "predict", so a method whose lines name neither (in any case) sets
+        no flag for `_off_flag_attributes` to find, and it is not walked. Text that is not
+        ASCII is not screened (identifiers are NFKC-normalised before they are read)."""
+        if not self.text.isascii():
+            return True
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(self.text))]
+        starts = self._line_starts
+        end_line = node.end_lineno or len(starts)
+        if not 0 < node.lineno <= len(starts):
+            return True
+        begin = starts[node.lineno - 1]
+        end = starts[end_line] if end_line < len(starts) else len(self.text)
+        segment = self.text[begin:end].lower()
+        return "infer" in segment or "predict" in segment
+
     # --- structure -----------------------------------------------------------------------
 
     def run(self, tree: ast.Module) -> ScopeFacts:
@@ -494,6 +515,10 @@ class _Walker:
         imports = dict(self.module_imports)
         if not any(t.split(".", 1)[0] in KERNEL_ROOTS for t in imports.values()):
             # Imported inside a function or a `try:` only (`import warp as wp` in a factory).
+            # Such an import names its package in the text: without any of the names, the
+            # walk of the whole tree below finds nothing.
+            if not any(root in self.text for root in KERNEL_ROOTS):
+                return
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
@@ -926,7 +951,7 @@ class _Walker:
         ):
             self.facts.registered.append(["class", qualname])
         if self.inference_text:
-            self._flag_attributes[qualname] = _off_flag_attributes(node)
+            self._flag_attributes[qualname] = _off_flag_attributes(node, self._may_name_inference)
         bases = [dotted(b) or "?" for b in node.bases]
         if all(b == "object" for b in bases):
             self._plain_classes.add(qualname)
@@ -1573,8 +1598,9 @@ def _literal_default_params(
         and (default.value is None or isinstance(default.value, bool))
     }
     if params:
+        nodes = list(ast.walk(node))  # walked once for both passes
         filling: dict[int, str] = {}  # id of a store under `if p is None:` -> p
-        for child in ast.walk(node):
+        for child in nodes:
             if isinstance(child, ast.If) and _is_none_test(child.test):
                 name = child.test.left.id  # type: ignore[attr-defined]
                 for statement in child.body:
@@ -1582,7 +1608,7 @@ def _literal_default_params(
                         if isinstance(inner, ast.Name) and inner.id == name:
                             filling[id(inner)] = name
         filled: set[str] = set()
-        for child in ast.walk(node):
+        for child in nodes:
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
                 if filling.get(id(child)) == child.id and params.get(child.id, 0) is None:
                     filled.add(child.id)
@@ -1610,14 +1636,17 @@ def _is_none_test(test: ast.expr) -> bool:
     )
 
 
-def _off_flag_attributes(node: ast.ClassDef) -> dict[str, list[str]]:
+def _off_flag_attributes(
+    node: ast.ClassDef, may_name: Callable[[ast.stmt], bool]
+) -> dict[str, list[str]]:
     """The `self.<attr>` flags named for inference that the class's methods set only to an
     off value or from a parameter that defaults to one (`self.predict_mode = predict_mode`),
-    with those parameters' names."""
+    with those parameters' names. `may_name`: whether a method's text may name such a flag
+    (the methods that cannot are not walked)."""
     found: dict[str, list[str]] = {}
     other: set[str] = set()
     for method in node.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not may_name(method):
             continue
         params: set[str] | None = None
         for child in ast.walk(method):
