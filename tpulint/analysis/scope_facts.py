@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
+from tpulint.analysis.python_ast import walk as ast_walk
 
 Truth = Any  # bool | None | list (see the module docstring)
 
@@ -519,7 +521,7 @@ class _Walker:
             # walk of the whole tree below finds nothing.
             if not any(root in self.text for root in KERNEL_ROOTS):
                 return
-            for node in ast.walk(tree):
+            for node in ast_walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
                         imports[alias.asname or alias.name.split(".", 1)[0]] = (
@@ -532,7 +534,7 @@ class _Walker:
                 return
         scopes: list[ast.AST] = [tree]
         scopes.extend(
-            n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            n for n in ast_walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         )
         for scope in scopes:
             defined = {
@@ -547,7 +549,7 @@ class _Walker:
                 node = stack.pop()
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     continue  # its own scope
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(ast_children(node))
                 if not (
                     isinstance(node, ast.Call)
                     and node.args
@@ -790,7 +792,7 @@ class _Walker:
             elif key:
                 self.facts.returns.setdefault(key, []).append(None)
             return
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             if isinstance(child, ast.expr):
                 self.expression(child, key, imports, local)
 
@@ -1046,7 +1048,7 @@ class _Walker:
                 self.inline_region(current, key, imports)
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
-            stack.extend(ast.iter_child_nodes(current))
+            stack.extend(ast_children(current))
 
     def _off_flag(self, value: ast.expr) -> bool:
         """An off value, or an inference flag that is off here handed on (`_offload_inference=
@@ -1154,7 +1156,7 @@ class _Walker:
         spans = self.facts.step_loops.setdefault(key, [])
         spans.append([loop.lineno, loop.end_lineno or loop.lineno])
         uses = self.facts.step_uses.setdefault(key, [])
-        for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        for node in ast_walk(ast.Module(body=loop.body, type_ignores=[])):
             if isinstance(node, ast.Call):
                 use = self.call_use(node, imports, local, key)
                 if use is not None and _useful(use) and all(u[:2] != use for u in uses):
@@ -1163,7 +1165,7 @@ class _Walker:
     def data_argument(self, value: ast.expr, imports: dict[str, str], local: set[str]) -> None:
         """The classes built or named in a data-pipeline argument (`transforms=[Crop(64)]`,
         `collate_fn=Pad()`, `transform=nn.Sequential(A(), B())`): built for the data loader."""
-        for node in ast.walk(value):
+        for node in ast_walk(value):
             target = node.func if isinstance(node, ast.Call) else node
             if isinstance(target, (ast.Name, ast.Attribute)):
                 text = dotted(target)
@@ -1567,7 +1569,7 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         if default is not None and _off(default) and name_tokens(arg.arg) & INFERENCE_TOKENS
     }
     if flags:
-        for child in ast.walk(node):
+        for child in ast_walk(node):
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
                 flags.discard(child.id)
     return flags
@@ -1598,13 +1600,13 @@ def _literal_default_params(
         and (default.value is None or isinstance(default.value, bool))
     }
     if params:
-        nodes = list(ast.walk(node))  # walked once for both passes
+        nodes = list(ast_walk(node))  # walked once for both passes
         filling: dict[int, str] = {}  # id of a store under `if p is None:` -> p
         for child in nodes:
             if isinstance(child, ast.If) and _is_none_test(child.test):
                 name = child.test.left.id  # type: ignore[attr-defined]
                 for statement in child.body:
-                    for inner in ast.walk(statement):
+                    for inner in ast_walk(statement):
                         if isinstance(inner, ast.Name) and inner.id == name:
                             filling[id(inner)] = name
         filled: set[str] = set()
@@ -1649,7 +1651,7 @@ def _off_flag_attributes(
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not may_name(method):
             continue
         params: set[str] | None = None
-        for child in ast.walk(method):
+        for child in ast_walk(method):
             if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = child.targets if isinstance(child, ast.Assign) else [child.target]
                 value = child.value
@@ -1751,7 +1753,7 @@ def _runs_as_command(decorator: str) -> bool:
 def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     """Whether a loop's body takes an optimizer step: `loss.backward()`,
     `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()`."""
-    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+    for node in ast_walk(ast.Module(body=loop.body, type_ignores=[])):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         name = node.func.attr
@@ -1792,7 +1794,7 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 def _stores(target: ast.expr, local: set[str]) -> None:
-    for node in ast.walk(target):
+    for node in ast_walk(target):
         if isinstance(node, ast.Name):
             local.add(node.id)
 
@@ -1810,7 +1812,7 @@ def _early_exit(statement: ast.stmt) -> ast.expr | None:
 def _calls_function(test: ast.expr) -> bool:
     """Whether an expression calls a plain name or a method of `self` (what
     `_Walker.call_truth` follows into the project)."""
-    for node in ast.walk(test):
+    for node in ast_walk(test):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) or (
@@ -1853,7 +1855,7 @@ def _feedback_loop(
     model (`img = self.p_sample(img, t)`). A chain of tensor operations on one value
     (`noise = F.interpolate(noise, ...)`) or a list of per-parameter numbers is not one."""
     for loop in _loops(function.body):
-        body = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+        body = list(ast_walk(ast.Module(body=loop.body, type_ignores=[])))
         assigns = [
             (node.targets[0].id, node.value)
             for node in body
@@ -1911,7 +1913,7 @@ _WRITES = frozenset(
 
 
 def _names_in(nodes: list[ast.expr]) -> set[str]:
-    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for node in nodes for n in ast_walk(node) if isinstance(n, ast.Name)}
 
 
 def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFor]:
@@ -1923,7 +1925,7 @@ def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFo
             out.append(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             if isinstance(child, ast.stmt):
                 stack.append(child)
     return out
