@@ -10,6 +10,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
 from tpulint.rule_api.cst_helpers import add_keyword, keyword_arg, replace_arg, string_value
@@ -187,7 +188,7 @@ def _assigns_longest_length(source: str) -> bool:
     tree = parse_python(source)
     if tree is None:
         return True  # the libcst parse reports it
-    for node in ast.walk(tree):
+    for node in ast_walk(tree):
         if not (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1

@@ -11,6 +11,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import FileView
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.semantic import FunctionInfo
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability, Severity
@@ -525,7 +526,7 @@ def _may_keep_last_batch(source: str, view: FileView) -> bool:
         return True  # the libcst parse reports it
     local_classes: set[str] = set()
     imported: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for node in ast_walk(tree):
         if isinstance(node, ast.ClassDef):
             local_classes.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -563,7 +564,7 @@ def _may_keep_last_batch(source: str, view: FileView) -> bool:
                 )
         return known[dotted]
 
-    for node in ast.walk(tree):
+    for node in ast_walk(tree):
         if not isinstance(node, ast.Call) or not loader_callee(node.func):
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, Rule, Valid, last_names
@@ -500,7 +502,7 @@ def _collective_beside_rank_test(source: str) -> bool:
         return True  # the libcst parse reports it
     collectives = set(_COLLECTIVE_NAMES)
     decorators = set(_RANK_ZERO_DECORATORS)
-    for node in ast.walk(tree):
+    for node in ast_walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 last = alias.name.rsplit(".", 1)[-1]
@@ -522,7 +524,7 @@ def _collective_beside_rank_test(source: str) -> bool:
             guarded = any(_last_name(d) in decorators for d in scope.decorator_list)
             pending: list[ast.AST] = list(scope.body)
         else:
-            pending = list(ast.iter_child_nodes(scope))
+            pending = list(ast_children(scope))
         while pending:
             node = pending.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -541,7 +543,7 @@ def _collective_beside_rank_test(source: str) -> bool:
                 guarded = bool(_RANK_TEST.search(lines(node.lineno, end)))
             if calls and guarded:
                 return True
-            pending.extend(ast.iter_child_nodes(node))
+            pending.extend(ast_children(node))
     return False
 
 

@@ -10,6 +10,7 @@ import libcst as cst
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import is_int_literal
 from tpulint.analysis.values import ValueKind
+from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import strip_call_suffix
 from tpulint.rule_api.rule import Invalid, Rule, Valid
@@ -164,7 +165,7 @@ def _local_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
                 return []
         elif isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(current.children)
+        stack.extend(iter_children(current))
     return found
 
 
@@ -174,7 +175,7 @@ def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         out.append(current)
-        stack.extend(current.children)
+        stack.extend(iter_children(current))
     return out
 
 
@@ -196,7 +197,7 @@ def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
             and self_attribute_name(current.target) == name
         ):
             return []  # annotated or updated in place: not only a device literal
-        stack.extend(current.children)
+        stack.extend(iter_children(current))
     return found
 
 

@@ -10,6 +10,7 @@ from tpulint.analysis.context import FileContext
 from tpulint.analysis.guards import effective
 from tpulint.analysis.hot_code import HotCode
 from tpulint.analysis.values import ValueKind
+from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import ImportSpec, Invalid, Rule, Valid
 
@@ -742,5 +743,5 @@ def _taken_in_test(node: cst.CSTNode) -> list[cst.CSTNode]:
             isinstance(current, cst.Comparison) and _is_membership(current)
         ):
             found.append(current)
-        stack.extend(current.children)
+        stack.extend(iter_children(current))
     return found

@@ -56,6 +56,7 @@ from tpulint.analysis.containers import (
 )
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.project import ClassKind, ProjectModel
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.datatypes import roundtrip
 from tpulint.datatypes.diagnostics import Applicability, Edit, FileEdits
 from tpulint.rule_api.rule import FixSpec
@@ -451,7 +452,7 @@ def _container_of(node: ast.expr, self_name: str | None) -> tuple[str | None, as
 def _uses(function: ast.AST, name: str) -> tuple[list[ast.Name], list[ast.AST]]:
     loads: list[ast.Name] = []
     stores: list[ast.AST] = []
-    for node in ast.walk(function):
+    for node in ast_walk(function):
         if isinstance(node, ast.Name) and node.id == name:
             (loads if isinstance(node.ctx, ast.Load) else stores).append(node)
         elif isinstance(node, ast.arg) and node.arg == name:
@@ -549,19 +550,19 @@ def _spine_has(node: ast.expr, method: str) -> bool:
 def _bindings(function: ast.AST, name: str) -> list[ast.expr] | None:
     """The values every assignment of local `name` gives it (None: bound otherwise too)."""
     values = []
-    for node in ast.walk(function):
+    for node in ast_walk(function):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id == name:
                     values.append(node.value)
-                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast_walk(target)):
                     return None
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
             targets = [getattr(node, "target", None)] + [
                 i.optional_vars for i in getattr(node, "items", [])
             ]
             if any(
-                t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t))
+                t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast_walk(t))
                 for t in targets
             ):
                 if isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -932,7 +933,7 @@ def _torch_alias(file: ParsedFile) -> str | None:
 
 def _local_names(function: ast.AST) -> set[str]:
     names = set()
-    for node in ast.walk(function):
+    for node in ast_walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
         elif isinstance(node, ast.arg):
@@ -1285,7 +1286,7 @@ def _runs_producer(model: ProjectModel, cls: str, gkey: str, name: str) -> bool:
     node = access_function_node(model, fn)
     if node is None:
         return True
-    for inner in ast.walk(node):
+    for inner in ast_walk(node):
         if (
             _method(inner, name)
             and isinstance(inner.func.value, ast.Call)  # type: ignore[attr-defined]
@@ -1337,7 +1338,7 @@ def access_function_node(model: ProjectModel, fn) -> ast.FunctionDef | None:
     file = index.file(fn.module.path)
     if file is None:
         return None
-    for node in ast.walk(file.tree):
+    for node in ast_walk(file.tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
             node.lineno == fn.summary.line and node.name == fn.summary.name
         ):
@@ -1358,7 +1359,7 @@ def _unconditional(access: Access) -> bool:
         if earlier is statement:
             return True
         exits = [
-            n for n in ast.walk(earlier) if isinstance(n, (ast.Return, ast.Raise, ast.Continue))
+            n for n in ast_walk(earlier) if isinstance(n, (ast.Return, ast.Raise, ast.Continue))
         ]
         if exits:
             test = earlier.test if isinstance(earlier, ast.If) else None

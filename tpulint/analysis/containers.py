@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tpulint.analysis.hooks import CALLBACK_BATCH_HOOKS, LIGHTNING_BATCH_HOOKS, STEP_METHODS
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.datatypes.diagnostics import Location
 from tpulint.datatypes.roundtrip import physical_lines
 
@@ -129,8 +131,8 @@ class ParsedFile:
         self.lines = physical_lines(text)  # as Python numbers lines (not str.splitlines)
         self.parents: dict[int, ast.AST] = {}
         self._expressions: dict[tuple[int, int], ast.AST] | None = None  # see node_at
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
+        for node in ast_walk(tree):
+            for child in ast_children(node):
                 self.parents[id(child)] = node
         starts = [0]
         for line in self.lines:
@@ -198,7 +200,7 @@ class ParsedFile:
             # kept: the outermost. Built once, on the first question (a walk per question
             # cost a whole-tree walk for every `.item()` a rule asked about).
             self._expressions = {}
-            for node in ast.walk(self.tree):
+            for node in ast_walk(self.tree):
                 if isinstance(node, ast.expr):
                     self._expressions.setdefault(self.span(node), node)
         return self._expressions.get((begin, finish))
@@ -289,7 +291,7 @@ class AttributeIndex:
                 if text is not None and f".{name}" not in text:
                     continue
                 return None
-            for node in ast.walk(parsed.tree):
+            for node in ast_walk(parsed.tree):
                 if isinstance(node, ast.Attribute) and node.attr == name:
                     out.append(self._access(parsed, node))
         return out
@@ -309,7 +311,7 @@ class AttributeIndex:
             parsed = self.file(path)
             if parsed is None:
                 return None
-            for node in ast.walk(parsed.tree):
+            for node in ast_walk(parsed.tree):
                 if (
                     (isinstance(node, ast.Name) and node.id == name)
                     or (isinstance(node, ast.Attribute) and node.attr == name)

@@ -30,6 +30,8 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
+from tpulint.analysis.python_ast import walk as ast_walk
+
 # Names in a condition that make the guarded code run only for some batches or epochs
 # (logging, visualisation, debugging), so a host sync there is not paid every step.
 RARE_NAMES = re.compile(
@@ -262,7 +264,7 @@ def _nonfinite_test(node: ast.expr, holds: bool) -> bool:
         return False
     names = {
         n.attr if isinstance(n, ast.Attribute) else n.id
-        for n in ast.walk(node)
+        for n in ast_walk(node)
         if isinstance(n, (ast.Attribute, ast.Name))
     }
     if "isfinite" in names:

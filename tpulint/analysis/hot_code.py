@@ -16,6 +16,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
+from tpulint.analysis.python_ast import walk as ast_walk
+
 # `name as alias` anywhere in the text (imports, and `with`/`except` targets: a superset).
 _ALIAS = re.compile(r"\b([A-Za-z_]\w*)\s+as\s+([A-Za-z_]\w*)")
 
@@ -72,11 +75,11 @@ def _collect(
     wanted: frozenset[str],
     nodes: dict[type[ast.AST], list[ast.AST]],
 ) -> None:
-    for child in ast.iter_child_nodes(parent):
+    for child in ast_children(parent):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inner = (*names, child.name)
             if ".".join(inner) in wanted:
-                for node in ast.walk(child):
+                for node in ast_walk(child):
                     nodes.setdefault(type(node), []).append(node)
             else:
                 _collect(child, inner, wanted, nodes)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import re
 
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
+
 # Calls whose integer index argument sits at this position, in the method or torch_scatter /
 # torch_geometric form (`x.index_select(0, idx)`, `scatter_add(src, index, dim=0)`), and in the
 # `torch.<name>(input, ...)` form, one place further.
@@ -157,7 +159,7 @@ def index_uses(body: list[ast.stmt]) -> list[str]:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue  # a nested function or class is read on its own
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(list(ast_children(node))))
         if isinstance(node, ast.BinOp):
             add(_max_plus_one(node))
             continue

@@ -48,10 +48,13 @@ from __future__ import annotations
 import ast
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
+from tpulint.analysis.python_ast import walk as ast_walk
 
 Truth = Any  # bool | None | list (see the module docstring)
 
@@ -82,6 +85,7 @@ CUDA_ONLY_PACKAGES = frozenset(
 )
 # Decorators of functions compiled by a system other than PyTorch (their values are that
 # system's, not torch tensors), by the root package of the decorator.
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # what ends a line for `ast`'s line numbers
 KERNEL_ROOTS = frozenset({"triton", "numba", "jax", "warp", "taichi", "cupy", "tensorflow"})
 _KERNEL_ALIASES = {"wp": "warp", "ti": "taichi", "tf": "tensorflow", "nb": "numba"}
 # Words of a flag that switches code into inference (`_offload_inference`, `predict_mode`,
@@ -342,6 +346,7 @@ class _Walker:
         # Module-level names bound to a kernel compiler (`kernel = wp.kernel`).
         self.kernel_aliases: dict[str, str] = {}
         self._lines: list[str] | None = None
+        self._line_starts: list[int] | None = None  # offsets where `ast`'s lines start
         # Inference flags (INFERENCE_TOKENS) that are off in the function being walked: its
         # parameters that default to False/None and are never reassigned, with its class;
         # per class, the attributes set only from such parameters or from False/None (with
@@ -436,6 +441,24 @@ class _Walker:
             return offset + 1
         return len(raw.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "replace")) + 1
 
+    def _may_name_inference(self, node: ast.stmt) -> bool:
+        """Whether a statement's text may name an inference flag: every INFERENCE_TOKENS word
+        contains "infer" or "predict", so a method whose lines name neither (in any case) sets
+        no flag for `_off_flag_attributes` to find, and it is not walked. Text that is not
+        ASCII is not screened (identifiers are NFKC-normalised before they are read)."""
+        if not self.text.isascii():
+            return True
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(self.text))]
+        starts = self._line_starts
+        end_line = node.end_lineno or len(starts)
+        if not 0 < node.lineno <= len(starts):
+            return True
+        begin = starts[node.lineno - 1]
+        end = starts[end_line] if end_line < len(starts) else len(self.text)
+        segment = self.text[begin:end].lower()
+        return "infer" in segment or "predict" in segment
+
     # --- structure -----------------------------------------------------------------------
 
     def run(self, tree: ast.Module) -> ScopeFacts:
@@ -510,7 +533,11 @@ class _Walker:
         imports = dict(self.module_imports)
         if not any(t.split(".", 1)[0] in KERNEL_ROOTS for t in imports.values()):
             # Imported inside a function or a `try:` only (`import warp as wp` in a factory).
-            for node in ast.walk(tree):
+            # Such an import names its package in the text: without any of the names, the
+            # walk of the whole tree below finds nothing.
+            if not any(root in self.text for root in KERNEL_ROOTS):
+                return
+            for node in ast_walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
                         imports[alias.asname or alias.name.split(".", 1)[0]] = (
@@ -523,7 +550,7 @@ class _Walker:
                 return
         scopes: list[ast.AST] = [tree]
         scopes.extend(
-            n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            n for n in ast_walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         )
         for scope in scopes:
             defined = {
@@ -538,7 +565,7 @@ class _Walker:
                 node = stack.pop()
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     continue  # its own scope
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(ast_children(node))
                 if not (
                     isinstance(node, ast.Call)
                     and node.args
@@ -785,7 +812,7 @@ class _Walker:
             elif key:
                 self.facts.returns.setdefault(key, []).append(None)
             return
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             if isinstance(child, ast.expr):
                 self.expression(child, key, imports, local)
 
@@ -946,7 +973,7 @@ class _Walker:
         ):
             self.facts.registered.append(["class", qualname])
         if self.inference_text:
-            self._flag_attributes[qualname] = _off_flag_attributes(node)
+            self._flag_attributes[qualname] = _off_flag_attributes(node, self._may_name_inference)
         bases = [dotted(b) or "?" for b in node.bases]
         if all(b == "object" for b in bases):
             self._plain_classes.add(qualname)
@@ -1041,7 +1068,7 @@ class _Walker:
                 self.inline_region(current, key, imports)
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
-            stack.extend(ast.iter_child_nodes(current))
+            stack.extend(ast_children(current))
 
     def _off_flag(self, value: ast.expr) -> bool:
         """An off value, or an inference flag that is off here handed on (`_offload_inference=
@@ -1149,7 +1176,7 @@ class _Walker:
         spans = self.facts.step_loops.setdefault(key, [])
         spans.append([loop.lineno, loop.end_lineno or loop.lineno])
         uses = self.facts.step_uses.setdefault(key, [])
-        for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        for node in ast_walk(ast.Module(body=loop.body, type_ignores=[])):
             if isinstance(node, ast.Call):
                 use = self.call_use(node, imports, local, key)
                 if use is not None and _useful(use) and all(u[:2] != use for u in uses):
@@ -1158,7 +1185,7 @@ class _Walker:
     def data_argument(self, value: ast.expr, imports: dict[str, str], local: set[str]) -> None:
         """The classes built or named in a data-pipeline argument (`transforms=[Crop(64)]`,
         `collate_fn=Pad()`, `transform=nn.Sequential(A(), B())`): built for the data loader."""
-        for node in ast.walk(value):
+        for node in ast_walk(value):
             target = node.func if isinstance(node, ast.Call) else node
             if isinstance(target, (ast.Name, ast.Attribute)):
                 text = dotted(target)
@@ -1562,7 +1589,7 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         if default is not None and _off(default) and name_tokens(arg.arg) & INFERENCE_TOKENS
     }
     if flags:
-        for child in ast.walk(node):
+        for child in ast_walk(node):
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
                 flags.discard(child.id)
     return flags
@@ -1593,16 +1620,17 @@ def _literal_default_params(
         and (default.value is None or isinstance(default.value, bool))
     }
     if params:
+        nodes = list(ast_walk(node))  # walked once for both passes
         filling: dict[int, str] = {}  # id of a store under `if p is None:` -> p
-        for child in ast.walk(node):
+        for child in nodes:
             if isinstance(child, ast.If) and _is_none_test(child.test):
                 name = child.test.left.id  # type: ignore[attr-defined]
                 for statement in child.body:
-                    for inner in ast.walk(statement):
+                    for inner in ast_walk(statement):
                         if isinstance(inner, ast.Name) and inner.id == name:
                             filling[id(inner)] = name
         filled: set[str] = set()
-        for child in ast.walk(node):
+        for child in nodes:
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
                 if filling.get(id(child)) == child.id and params.get(child.id, 0) is None:
                     filled.add(child.id)
@@ -1630,17 +1658,20 @@ def _is_none_test(test: ast.expr) -> bool:
     )
 
 
-def _off_flag_attributes(node: ast.ClassDef) -> dict[str, list[str]]:
+def _off_flag_attributes(
+    node: ast.ClassDef, may_name: Callable[[ast.stmt], bool]
+) -> dict[str, list[str]]:
     """The `self.<attr>` flags named for inference that the class's methods set only to an
     off value or from a parameter that defaults to one (`self.predict_mode = predict_mode`),
-    with those parameters' names."""
+    with those parameters' names. `may_name`: whether a method's text may name such a flag
+    (the methods that cannot are not walked)."""
     found: dict[str, list[str]] = {}
     other: set[str] = set()
     for method in node.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not may_name(method):
             continue
         params: set[str] | None = None
-        for child in ast.walk(method):
+        for child in ast_walk(method):
             if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = child.targets if isinstance(child, ast.Assign) else [child.target]
                 value = child.value
@@ -1742,7 +1773,7 @@ def _runs_as_command(decorator: str) -> bool:
 def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     """Whether a loop's body takes an optimizer step: `loss.backward()`,
     `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()`."""
-    for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+    for node in ast_walk(ast.Module(body=loop.body, type_ignores=[])):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         name = node.func.attr
@@ -1783,7 +1814,7 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 def _stores(target: ast.expr, local: set[str]) -> None:
-    for node in ast.walk(target):
+    for node in ast_walk(target):
         if isinstance(node, ast.Name):
             local.add(node.id)
 
@@ -1859,7 +1890,7 @@ def _early_exit(statement: ast.stmt) -> ast.expr | None:
 def _calls_function(test: ast.expr) -> bool:
     """Whether an expression calls a plain name or a method of `self` (what
     `_Walker.call_truth` follows into the project)."""
-    for node in ast.walk(test):
+    for node in ast_walk(test):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) or (
@@ -1902,7 +1933,7 @@ def _feedback_loop(
     model (`img = self.p_sample(img, t)`). A chain of tensor operations on one value
     (`noise = F.interpolate(noise, ...)`) or a list of per-parameter numbers is not one."""
     for loop in _loops(function.body):
-        body = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+        body = list(ast_walk(ast.Module(body=loop.body, type_ignores=[])))
         assigns = [
             (node.targets[0].id, node.value)
             for node in body
@@ -1960,7 +1991,7 @@ _WRITES = frozenset(
 
 
 def _names_in(nodes: list[ast.expr]) -> set[str]:
-    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for node in nodes for n in ast_walk(node) if isinstance(n, ast.Name)}
 
 
 def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFor]:
@@ -1972,7 +2003,7 @@ def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFo
             out.append(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             if isinstance(child, ast.stmt):
                 stack.append(child)
     return out

@@ -55,6 +55,7 @@ from tpulint.analysis.inference import (
     union,
 )
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
     NUMPY_ONLY_METHODS,
@@ -1285,7 +1286,7 @@ class _Summarizer(ValueEvaluator):
             return False
         texts = [self.segment(statement) for statement in node.body]  # type: ignore[arg-type]
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
-        for call in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        for call in ast_walk(ast.Module(body=node.body, type_ignores=[])):
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
@@ -1316,7 +1317,7 @@ class _Summarizer(ValueEvaluator):
         if _sets_self_attribute(node.body, attribute):
             return True
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
-        for call in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        for call in ast_walk(ast.Module(body=node.body, type_ignores=[])):
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
@@ -1626,7 +1627,7 @@ def _rebound_names(statement: ast.stmt) -> set[str]:
     """Every name a statement may bind anywhere in it (assignments, loop and `with` targets,
     `del`, walrus)."""
     out: set[str] = set()
-    for node in ast.walk(statement):
+    for node in ast_walk(statement):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             out.add(node.id)
     return out
@@ -1681,7 +1682,7 @@ def _self_attribute_named(node: ast.expr, attribute: str) -> bool:
 def _sets_self_attribute(body: list[ast.stmt], attribute: str) -> bool:
     """Whether `body` sets `self.<attribute>`: assigns it, `setattr(self, "<attribute>", ...)`,
     or fills a buffer flag in place (`self.initialized.fill_(True)`, `.data.copy_(...)`)."""
-    for statement in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for statement in ast_walk(ast.Module(body=body, type_ignores=[])):
         if (
             isinstance(statement, ast.Call)
             and isinstance(statement.func, ast.Attribute)

@@ -27,6 +27,7 @@ import libcst as cst
 
 from tpulint.analysis.inference import Atom, Scope
 from tpulint.analysis.positions import PositionIndex
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.values import (
     CPU,
@@ -301,7 +302,7 @@ class PositionValues:
                 span = self._span(node)
                 if span is not None:
                     self._statements.append((span[0], span[1], env_key))
-                for child in ast.iter_child_nodes(node):
+                for child in ast_children(node):
                     if not isinstance(child, _NOT_WALKED) and not _is_chunk(child):
                         stack.append((child, env_key, layers))
                 continue
@@ -358,7 +359,7 @@ class PositionValues:
                 for child in _defaults(node.args):
                     stack.append((child, env_key, layers))
                 continue
-            for child in ast.iter_child_nodes(node):
+            for child in ast_children(node):
                 if not isinstance(child, _NOT_WALKED):
                     stack.append((child, env_key, layers))
 

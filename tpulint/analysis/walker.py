@@ -83,17 +83,32 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
-def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    """The semantic children of `node`, in (roughly) source order."""
-    for name in child_fields(type(node)):
+def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The semantic children of `node`, in (roughly) source order. Whether a value is a
+    semantic node is looked up by its type (`_SEMANTIC`), as the walk does: isinstance()
+    against libcst's abstract base classes was most of this function's cost."""
+    out: list[cst.CSTNode] = []
+    semantic = _SEMANTIC
+    fields = _fields_cache.get(type(node))
+    if fields is None:
+        fields = child_fields(type(node))
+    for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _LEAF_TYPES):
-                yield value
+        value_type = type(value)
+        is_semantic = semantic.get(value_type)
+        if is_semantic is None:
+            is_semantic = _classify(value_type)
+        if is_semantic:
+            out.append(value)
         elif isinstance(value, (list, tuple)):
             for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _LEAF_TYPES):
-                    yield item
+                item_type = type(item)
+                is_semantic = semantic.get(item_type)
+                if is_semantic is None:
+                    is_semantic = _classify(item_type)
+                if is_semantic:
+                    out.append(item)
+    return out
 
 
 def iter_in_order(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
