@@ -34,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from tpulint.analysis.config_facts import ConfigFacts
-from tpulint.analysis.guards import condition_kinds  # noqa: F401 (re-exported for rules)
+from tpulint.analysis.guards import (
+    condition_kinds,  # noqa: F401 (re-exported for rules)
+    effective,
+)
 from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables live there)
     CALLBACK_BATCH_HOOKS,
     COLD_METHODS,
@@ -897,7 +900,9 @@ class ProjectModel:
             # followed below.
             loop_root = not info.chain and info.root.startswith(TRAINING_LOOP)
             for call in () if loop_root else fn.summary.calls:
-                edge_guards = info.guards | frozenset(call.guards)
+                # Read as the root hook sees them, so that a step-count guard and another
+                # periodic guard on two calls of one helper are both rare (what they share).
+                edge_guards = effective(info.guards | frozenset(call.guards), info.root)
                 for target in self.resolve_call(
                     fn.module, fn.owner, call.form, call.target, virtual=True
                 ):

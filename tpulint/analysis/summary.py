@@ -37,6 +37,8 @@ from tpulint.analysis.guards import (
     grows,
     is_warning_callee,
     lazy_attribute,
+    marker_targets,
+    resets,
 )
 from tpulint.analysis.hooks import is_cold_name
 from tpulint.analysis.index_uses import MENTIONS as INDEX_USE_WORDS
@@ -1205,12 +1207,14 @@ class _Summarizer(ValueEvaluator):
         """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
         body (or a method of the class it calls) grows that container or counter: it runs
         for the first N batches only; `if self.embs.shape[0] > limit:` whose body empties
-        `self.embs`: once every `limit` samples (accumulate, then flush)."""
+        `self.embs`: once every `limit` samples (accumulate, then flush); `if now -
+        self.last >= self.interval:` whose body moves `self.last`: once per interval."""
         if not isinstance(node.test, (ast.Compare, ast.BoolOp)):
             return False
         test = self.segment(node.test)
         targets, flushed = first_n_targets(test), flush_targets(test)
-        if not targets and not flushed:
+        markers = marker_targets(test)
+        if not targets and not flushed and not markers:
             return False
         texts = [self.segment(statement) for statement in node.body]  # type: ignore[arg-type]
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
@@ -1223,8 +1227,10 @@ class _Summarizer(ValueEvaluator):
                 and call.func.attr in methods
             ):
                 texts.extend(self.segment(s) for s in methods[call.func.attr].body)  # type: ignore[arg-type]
-        return any(grows(text, target) for text in texts for target in targets) or any(
-            flushes(text, target) for text in texts for target in flushed
+        return (
+            any(grows(text, target) for text in texts for target in targets)
+            or any(flushes(text, target) for text in texts for target in flushed)
+            or any(resets(text, target) for text in texts for target in markers)
         )
 
     def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
