@@ -217,6 +217,16 @@ class DataDependentSize(TrackingRule, Rule):
             line=7,
             message="used as a size in `scatter(",
         ),
+        # The same count read by the function form of the reduction.
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch_scatter import scatter\n\n\n"
+            "class Readout(nn.Module):\n"
+            "    def forward(self, h, owner):\n"
+            "        n_graphs = torch.max(owner) + 1\n"
+            "        return scatter(h, owner, dim=0, dim_size=n_graphs, reduce='sum')\n",
+            line=8,
+            message="`torch.max(owner)` reads a device tensor's values",
+        ),
         # The default branch taken by a call from the step with the device's lengths.
         Invalid(
             "import torch\nfrom torch import nn\n\n\n"

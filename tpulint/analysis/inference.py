@@ -111,6 +111,9 @@ class Scope:
     # Whether the current code runs only where CUDA or MPS exists (the body of `if
     # torch.cuda.is_available():`): what it returns or binds is no value on a TPU host.
     cuda_only: bool = False
+    # Parameters annotated with a plain class name (`decoder: Decoder`): what an attribute
+    # set from one holds when the calls that pass it are not visible (built from a config).
+    param_classes: dict[str, ast.expr] = field(default_factory=dict)
 
 
 def dotted(node: ast.AST) -> str | None:

@@ -1090,6 +1090,9 @@ class _Summarizer(ValueEvaluator):
                 kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
             scope.env[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
+            scope.param_classes.pop(name, None)
+            if kind is None and annotated[index] and _class_name(annotated[index]):
+                scope.param_classes[name] = annotated[index]
         if args.vararg is not None:
             scope.env[args.vararg.arg] = ["unknown"] if self.query else ["host"]
         if args.kwarg is not None:
@@ -1275,6 +1278,10 @@ class _Summarizer(ValueEvaluator):
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
+                mapped = _mapped_call(current)
+                if mapped is not None:
+                    # `executor.map(self._item, rows, masks)`: a call of `_item` per element.
+                    stack.append((mapped, guards))
                 calls = [self.call_site(current, scope, guards)]
                 if isinstance(current.func, ast.Name) and current.func.id in scope.method_refs:
                     # `step = self.model.forward_old if old else self.model.forward;
@@ -1422,6 +1429,16 @@ class _Summarizer(ValueEvaluator):
                 scope.cls.param_attributes[target.attr] = scope.info.params.index(value_node.id)
             existing = scope.cls.attributes.get(target.attr)
             atoms = self._attribute_atoms(value_node, value)
+            annotation = (
+                scope.param_classes.get(value_node.id) if isinstance(value_node, ast.Name) else None
+            )
+            if annotation is not None and any(a[:1] == ["p"] for a in value if isinstance(a, list)):
+                # `self.decoder = decoder` of a parameter `decoder: Decoder`: an instance of
+                # the annotated class (or of a subclass), whoever builds it.
+                built = ast.copy_location(
+                    ast.Call(func=annotation, args=[], keywords=[]), annotation
+                )
+                atoms = union(atoms, self.atoms(built, scope))
             scope.cls.attributes[target.attr] = (
                 atoms if existing is None else union(existing, atoms)
             )
@@ -1799,6 +1816,35 @@ def _self_target(target: ast.expr) -> bool:
         and isinstance(target.value, ast.Name)
         and target.value.id == "self"
     )
+
+
+# Callees that call their first argument once per element of the others: `map(f, xs)`,
+# `executor.map(f, xs, ys)`, `pool.imap(f, xs)`.
+_MAPPERS = frozenset({"map", "imap", "imap_unordered"})
+
+
+def _mapped_call(node: ast.Call) -> ast.Call | None:
+    """`f(xs[0], ys[0])` for `map(f, xs, ys)` / `executor.map(f, xs, ys)` where `f` is a
+    name or attribute (what each call of `f` is passed: an element of each iterable), else
+    None. Its positions are the map's, for the call's line."""
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    if (
+        name not in _MAPPERS
+        or len(node.args) < 2
+        or node.keywords
+        or any(isinstance(a, ast.Starred) for a in node.args)
+        or not isinstance(node.args[0], (ast.Name, ast.Attribute))
+        or (isinstance(func, ast.Attribute) and name != "map" and name not in _MAPPERS)
+    ):
+        return None
+    elements: list[ast.expr] = [
+        ast.copy_location(
+            ast.Subscript(value=iterable, slice=ast.Constant(0), ctx=ast.Load()), iterable
+        )
+        for iterable in node.args[1:]
+    ]
+    return ast.copy_location(ast.Call(func=node.args[0], args=elements, keywords=[]), node)
 
 
 def _class_name(annotation: ast.expr) -> bool:
