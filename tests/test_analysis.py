@@ -390,3 +390,39 @@ def test_sampler_injection_turned_off_by_another_file(
     mentions = "`use_distributed_sampler=False` in" in finding["message"]
     assert mentions == other.endswith("train.py")
     assert (finding["fix"] is None) == other.endswith("train.py")
+
+
+def test_abstract_methods_return_what_their_overrides_return(tmp_path: Path) -> None:
+    # A method that only raises (after building its message) is abstract: a call of it runs
+    # an override, so it returns no `None`; a call through an attribute set from a parameter
+    # annotated with the base reaches the overrides.
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Scorer(nn.Module):
+            def score(self, x):
+                msg = f"{type(self).__name__} must define score"
+                raise NotImplementedError(msg)
+
+        class Dot(Scorer):
+            def score(self, x):
+                return x.sum(-1)
+
+        class Ranker(nn.Module):
+            def __init__(self, scorer: Scorer):
+                super().__init__()
+                self.scorer = scorer
+
+            def forward(self, x):
+                return self.scorer.score(x)
+        """
+    )
+    path = tmp_path / "rank.py"
+    model = build_model([(str(path), source)])
+    score = next(g for g in model.functions if g.endswith(":Scorer.score#0"))
+    assert model.functions[score].summary.abstract
+    assert model.return_value(score).kind == "unknown"
+    dot = next(g for g in model.functions if g.endswith(":Dot.score#0"))
+    assert model.hot[dot].root == "forward"

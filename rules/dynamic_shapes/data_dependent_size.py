@@ -227,6 +227,14 @@ class DataDependentSize(TrackingRule, Rule):
             line=8,
             message="`torch.max(owner)` reads a device tensor's values",
         ),
+        # A shape tuple bound first, then spread into the factory.
+        Invalid(
+            _MOD + "    def forward(self, x, word_of_token):\n"
+            "        shape = x.shape[0], word_of_token.max() + 1\n"
+            "        return x.new_zeros(*shape).scatter_add(1, word_of_token, x)\n",
+            line=7,
+            message="`word_of_token.max()` reads a device tensor's values",
+        ),
         # The default branch taken by a call from the step with the device's lengths.
         Invalid(
             "import torch\nfrom torch import nn\n\n\n"
@@ -303,8 +311,24 @@ class DataDependentSize(TrackingRule, Rule):
                     sizes = [a.value for a in args]
                     if len(sizes) == 1:
                         sizes = _tuple_items(sizes[0]) or sizes
+        if not sizes and (name is not None or method_name(node) in _SIZE_METHODS):
+            # `x.new_zeros(*shape)` / `torch.zeros(shape)` with `shape = (b, n.max() + 1)`
+            # bound earlier: the sizes are the tuple's items.
+            spread = [a.value for a in node.args if a.star == "*"]
+            last = name.rsplit(".", 1)[-1] if name is not None else method_name(node)
+            if last in _SIZE_FACTORIES | _SIZE_METHODS:
+                for arg in spread or [a.value for a in args[:1]]:
+                    sizes.extend(self._bound_tuple(arg))
         for size in sizes:
             self._check(size, node)
+
+    def _bound_tuple(self, node: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The items of a tuple a name is bound to (`shape = (b, n)`), else none."""
+        if isinstance(node, cst.Name):
+            binding = self.bindings.lookup(node.value)
+            if binding is not None and binding.value is not None and binding.unpack_index is None:
+                return _tuple_items(binding.value)
+        return []
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         ctx = self.ctx

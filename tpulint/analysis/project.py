@@ -452,6 +452,22 @@ class ProjectModel:
             key=lambda c: (os.path.dirname(c.path) == here, _shared_prefix(c.path, near.path)),
         )
 
+    def _inner_root(self, name: str, near: ModuleSummary | None) -> str | None:
+        """The package of `near` that holds a module `name`, for `from metrics.utils import
+        f` in `proj/models/net.py` where `proj/metrics/utils.py` exists: the project's scripts
+        run from inside `proj/` (Python puts a script's folder first on `sys.path`), so its
+        sibling packages are imported by their short names. The outermost such package."""
+        if near is None or near.module is None:
+            return None
+        packages = near.module.split(".")
+        if not near.is_package:
+            packages = packages[:-1]
+        for end in range(1, len(packages) + 1):
+            prefix = ".".join(packages[:end])
+            if f"{prefix}.{name}" in self.by_name:
+                return prefix
+        return None
+
     def lookup(
         self, qualified: str, near: ModuleSummary | None, depth: int = 0
     ) -> _Class | _Function | ModuleSummary | None:
@@ -480,7 +496,10 @@ class ProjectModel:
         if parts[0] not in self._roots and (
             near is None or self._script_sibling(parts[0], near) is None
         ):
-            return None  # outside the project (torch, numpy, ...): most names calls resolve
+            inner = self._inner_root(parts[0], near)
+            if inner is None:
+                return None  # outside the project (torch, numpy, ...): most names calls resolve
+            return self._lookup(f"{inner}.{qualified}", near, depth + 1)
         for i in range(len(parts), 0, -1):
             module = self.module_named(".".join(parts[:i]), near)
             if module is not None:
@@ -987,7 +1006,8 @@ class ProjectModel:
             values = [v for v in values if v is not None]
             if values:
                 value = combine_values(values)
-            elif fn.summary.returns:
+            elif fn.summary.returns or fn.summary.abstract:
+                # (an abstract method only raises: what its overrides return is not None)
                 value = UNKNOWN_VALUE
             else:
                 value = Value("host")  # returns None

@@ -1091,8 +1091,9 @@ class _Summarizer(ValueEvaluator):
             scope.env[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
             scope.param_classes.pop(name, None)
-            if kind is None and annotated[index] and _class_name(annotated[index]):
-                scope.param_classes[name] = annotated[index]
+            annotated_class = _annotated_class(annotated[index]) if kind is None else None
+            if annotated_class is not None:
+                scope.param_classes[name] = annotated_class
         if args.vararg is not None:
             scope.env[args.vararg.arg] = ["unknown"] if self.query else ["host"]
         if args.kwarg is not None:
@@ -1847,6 +1848,36 @@ def _mapped_call(node: ast.Call) -> ast.Call | None:
     return ast.copy_location(ast.Call(func=node.args[0], args=elements, keywords=[]), node)
 
 
+# Subscripted annotations that are not a class of their own: `Optional[X]` is X (or None).
+_TYPING_WRAPPERS = frozenset({"Optional", "Annotated"})
+_TYPING_GENERICS = frozenset(
+    {
+        "Union", "List", "Dict", "Tuple", "Set", "FrozenSet", "Type", "Sequence", "Mapping",
+        "Iterable", "Iterator", "Callable", "Literal", "ClassVar", "Final", "Any",
+        "MutableMapping", "MutableSequence", "Collection", "Generator", "Awaitable",
+    }
+)  # fmt: skip
+
+
+def _annotated_class(annotation: ast.expr | None) -> ast.expr | None:
+    """The class a parameter's annotation names: `Decoder`, `models.Decoder`, the class of a
+    generic `Decoder[T]`, `Optional[Decoder]`; None for containers, unions and strings."""
+    if annotation is None:
+        return None
+    if isinstance(annotation, ast.Subscript):
+        head = dotted(annotation.value)
+        last = head.rsplit(".", 1)[-1] if head is not None else None
+        if last in _TYPING_WRAPPERS:
+            inner = annotation.slice
+            if isinstance(inner, ast.Tuple) and inner.elts:
+                inner = inner.elts[0]  # `Annotated[Decoder, ...]`
+            return _annotated_class(inner)
+        if last is None or last in _TYPING_GENERICS:
+            return None
+        annotation = annotation.value
+    return annotation if _class_name(annotation) else None
+
+
 def _class_name(annotation: ast.expr) -> bool:
     """A plain class annotation (`Decoder`, `models.Decoder`), not a generic or a string."""
     name = dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
@@ -1855,7 +1886,8 @@ def _class_name(annotation: ast.expr) -> bool:
 
 def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str]) -> bool:
     """An `@abstractmethod`, or a body (after its docstring) that only raises
-    NotImplementedError."""
+    NotImplementedError (after assigning its message: `msg = f"..."; raise
+    NotImplementedError(msg)`)."""
     if any(d.rsplit(".", 1)[-1] == "abstractmethod" for d in decorators):
         return True
     body = node.body
@@ -1864,6 +1896,12 @@ def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[
         and isinstance(body[0], ast.Expr)
         and isinstance(body[0].value, ast.Constant)
         and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    while (
+        len(body) > 1
+        and isinstance(body[0], ast.Assign)
+        and isinstance(body[0].value, ast.JoinedStr | ast.Constant)
     ):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
