@@ -242,6 +242,26 @@ class FileContext(Resolver):
         -> `torch_xla.core.xla_model.mark_step`)."""
         return self.aliases.qualify(node)
 
+    def qualify_callee(self, func: cst.BaseExpression) -> str | None:
+        """`qualify`, and for `self.<attr>` the one function the class assigns the attribute
+        (`self.reduce = scatter_mean`, then `self.reduce(x, index)`: `torch_scatter.
+        scatter_mean`). None when the attribute may hold several."""
+        qualified = self.aliases.qualify(func)
+        if qualified is not None:
+            return qualified
+        if not (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return None
+        view, function = self.analysis.view, self.function
+        owner = function.owner if function is not None else None
+        if view is None or owner is None:
+            return None
+        refs = view.attribute_refs(owner, func.attr.value)
+        return refs[0] if len(refs) == 1 else None
+
     @property
     def values(self) -> PositionValues:
         """The one value inference, asked about this file's nodes by position."""

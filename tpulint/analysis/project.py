@@ -1659,6 +1659,19 @@ class FileView:
         fn = self._functions.get(key)
         return fn.owner if fn is not None else None
 
+    def attribute_refs(self, owner: str, attr: str) -> list[str]:
+        """The qualified names of the functions a class (or a base in this file) assigns to
+        `self.<attr>` (`self.reduce = scatter_mean`): what `self.reduce(...)` calls. (This
+        file's only, so that a screen on the file's own text stays sound.)"""
+        out: list[str] = []
+        for gkey in self.model.mro(owner):
+            cls = self.model.classes.get(gkey)
+            if cls is None or cls.module is not self.module:
+                continue
+            refs = cls.module.scope.attribute_refs.get(cls.summary.qualname, {}).get(attr, ())
+            out.extend(r for r in refs if r not in out)
+        return out
+
     def call_value(
         self, owner: str | None, form: str, target: str, args: list[Value]
     ) -> Value | None:
