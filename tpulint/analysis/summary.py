@@ -1470,10 +1470,29 @@ class _Summarizer(ValueEvaluator):
                 scope.instances[target.id] = ctor
             else:
                 scope.instances.pop(target.id, None)
+            cls_ref = self.class_reference(value_node, scope)
+            if cls_ref is None:
+                scope.class_refs.pop(target.id, None)
+            elif cls_ref not in scope.class_refs.setdefault(target.id, []):
+                # Each branch's class: `if a: cls = A` / `else: cls = B`, then `cls(...)`.
+                scope.class_refs[target.id].append(cls_ref)
 
     def _attribute_atoms(self, value_node: ast.expr, value: list[Atom]) -> list[Atom]:
         # Parameters of the method that sets the attribute mean nothing to other methods.
         return [a for a in value if not (isinstance(a, list) and a[0] == "p")] or ["unknown"]
+
+    def class_reference(self, node: ast.expr, scope: Scope) -> str | None:
+        """The qualified class a bare class name refers to (`CTMCField`, `fields.CTMCField`:
+        capitalised, imported or of this module), else None."""
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return None
+        text = dotted(node)
+        if text is None or not text.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        root = text.split(".", 1)[0]
+        if root not in scope.imports and root not in self.module_names:
+            return None
+        return self.qualify(text, scope.imports)
 
     def constructor(self, node: ast.expr, scope: Scope) -> str | None:
         """The qualified class of `Cls(...)` (a capitalised callee), else None."""
