@@ -1630,6 +1630,25 @@ class FileView:
             for caller, _, _ in self.model._callers().get(fn.gkey, [])
         ]
 
+    def literal_arguments(self, key: str, parameter: str) -> list[tuple[str, bool | None]]:
+        """The project's calls of function `key` that pass `parameter` a literal (None, True
+        or False): (the calling function's name, the literal)."""
+        fn = self._functions.get(key)
+        if fn is None or parameter not in fn.summary.params:
+            return []
+        index = fn.summary.params.index(parameter)
+        out = []
+        for caller, call, offset in self.model._callers().get(fn.gkey, []):
+            if parameter in call.keywords:
+                position = parameter
+            elif 0 <= index - offset < len(call.args):
+                position = str(index - offset)
+            else:
+                continue
+            if position in call.literals:
+                out.append((caller.summary.name, call.literals[position]))
+        return out
+
     def default_takers(self, key: str, parameter: str) -> list[tuple[str, ClassKind]]:
         """The project's calls of function `key` that leave `parameter` out, so its default is
         what the function gets (calls spreading `*args`/`**kwargs` count as leaving it out:

@@ -1095,7 +1095,12 @@ class _Summarizer(ValueEvaluator):
             if annotated_class is not None:
                 scope.param_classes[name] = annotated_class
         if args.vararg is not None:
-            scope.env[args.vararg.arg] = ["unknown"] if self.query else ["host"]
+            vararg: list[Atom] = ["unknown"] if self.query else ["host"]
+            if not self.query and not args.kwonlyargs:
+                # `def unify(*waves)`: the values the calls pass after the named parameters
+                # (read as the first of them: `unify(a, b)` passes tensors or numbers alike).
+                vararg = [["p", len(params)]]
+            scope.env[args.vararg.arg] = vararg
         if args.kwarg is not None:
             scope.env[args.kwarg.arg] = ["host"]
         if self.snapshots is not None:
