@@ -426,3 +426,22 @@ def test_abstract_methods_return_what_their_overrides_return(tmp_path: Path) -> 
     assert model.return_value(score).kind == "unknown"
     dot = next(g for g in model.functions if g.endswith(":Dot.score#0"))
     assert model.hot[dot].root == "forward"
+
+
+def test_star_args_are_what_the_calls_pass(tmp_path: Path) -> None:
+    # `*waves` holds the calls' positional arguments after the named ones (the parameter
+    # at that position, resolved from each call), not host data.
+    source = textwrap.dedent(
+        """
+        def loudest(scale, *waves):
+            return waves[0] * scale
+
+        def quiet(scale, *waves, floor=0.0):
+            return waves[0] * scale
+        """
+    )
+    model = build_model([(str(tmp_path / "m.py"), source)])
+    returns = {g.rsplit(":", 1)[1]: f.summary.returns for g, f in model.functions.items()}
+    assert '["p", 1]' in json.dumps(returns["loudest#0"])
+    # With keyword-only parameters the positions past the named ones are not known.
+    assert '["p", 1]' not in json.dumps(returns["quiet#0"])
