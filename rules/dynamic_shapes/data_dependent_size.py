@@ -56,7 +56,8 @@ class DataDependentSize(TrackingRule, Rule):
     Finds sizes read from the values of a device tensor, in code that runs every step:
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
     `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
-    (`max_len = lengths.max().item()` used later as a size), an element of a device
+    (`max_len = lengths.max().item()` or `n = torch.max(index) + 1` used later as a size,
+    `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`), an element of a device
     tensor used as a size or slice bound (`x[i, :, starts[i]:starts[i] + n]` with `starts` a
     device tensor: one read per element), and the size arguments of
     graph libraries and `one_hot` given such a value (`scatter(x, batch, dim_size=batch.max()

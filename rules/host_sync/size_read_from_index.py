@@ -82,7 +82,9 @@ class SizeReadFromIndex(Rule):
     `global_max_pool` with a `batch` but no `size`, `softmax` with an index but neither
     `ptr` nor `num_nodes`, `degree` without `num_nodes`, `to_dense_batch` without
     `max_num_nodes` and `batch_size`, and `torch.nn.functional.one_hot` without
-    `num_classes`. Indices that are CPU tensors or host values are not reported.
+    `num_classes`, also when the function is kept in an attribute of the class and called
+    through it (`self.reduce = scatter_mean`, then `self.reduce(x, index, dim=0)`). Indices
+    that are CPU tensors or host values are not reported.
 
     ## Why is this bad on TPU?
     Without the size the library computes it as `int(index.max()) + 1` (`one_hot`:
