@@ -1393,6 +1393,15 @@ class ProjectModel:
             if method in ("to", "cuda", "xla"):
                 return Value("device") if method != "to" else UNKNOWN_VALUE
             return Value(value.kind)
+        if (value is None or value.kind == "unknown") and not method and args:
+            # `self.tracker(activations)` of a library object fed numpy arrays only (a
+            # torch module takes no numpy array): what it returns is numpy data too.
+            passed = [
+                arg if isinstance(arg, Value) else self.resolve_atoms(arg, module, owner, depth + 1)
+                for arg in args
+            ]
+            if all(p is not None and p.kind == "numpy" and not p.params for p in passed):
+                return Value("numpy")
         if value is None or value.kind != "module":
             return UNKNOWN_VALUE
         if method in MODULE_SELF_METHODS:
@@ -1696,6 +1705,10 @@ class FileView:
     ) -> Value | None:
         """What a call in this file returns (None when the model does not know the callee)."""
         targets = self.model.resolve_call(self.module, owner, form, target)
+        if not targets and form == "attr" and owner is not None and "." not in target:
+            # `self.tracker(activations)`: a library object fed numpy arrays only
+            value = self.model._attribute_call(self.module, owner, target, args, 0)
+            return value if value.kind == "numpy" else None
         if len(targets) != 1:
             return None
         return self.model.call_value(self.module, owner, form, target, args)
