@@ -456,3 +456,58 @@ def test_a_function_training_and_evaluation_both_reach_names_the_training_path()
     }
     assert by_name["sample"].root == "training_step"
     assert by_name["test_step"].root == "test_step" and not by_name["test_step"].chain
+
+
+def test_abstract_methods_return_what_their_overrides_return(tmp_path: Path) -> None:
+    # A method that only raises (after building its message) is abstract: a call of it runs
+    # an override, so it returns no `None`; a call through an attribute set from a parameter
+    # annotated with the base reaches the overrides.
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Scorer(nn.Module):
+            def score(self, x):
+                msg = f"{type(self).__name__} must define score"
+                raise NotImplementedError(msg)
+
+        class Dot(Scorer):
+            def score(self, x):
+                return x.sum(-1)
+
+        class Ranker(nn.Module):
+            def __init__(self, scorer: Scorer):
+                super().__init__()
+                self.scorer = scorer
+
+            def forward(self, x):
+                return self.scorer.score(x)
+        """
+    )
+    path = tmp_path / "rank.py"
+    model = build_model([(str(path), source)])
+    score = next(g for g in model.functions if g.endswith(":Scorer.score#0"))
+    assert model.functions[score].summary.abstract
+    assert model.return_value(score).kind == "unknown"
+    dot = next(g for g in model.functions if g.endswith(":Dot.score#0"))
+    assert model.hot[dot].root == "forward"
+
+
+def test_star_args_are_what_the_calls_pass(tmp_path: Path) -> None:
+    # `*waves` holds the calls' positional arguments after the named ones (the parameter
+    # at that position, resolved from each call), not host data.
+    source = textwrap.dedent(
+        """
+        def loudest(scale, *waves):
+            return waves[0] * scale
+
+        def quiet(scale, *waves, floor=0.0):
+            return waves[0] * scale
+        """
+    )
+    model = build_model([(str(tmp_path / "m.py"), source)])
+    returns = {g.rsplit(":", 1)[1]: f.summary.returns for g, f in model.functions.items()}
+    assert '["p", 1]' in json.dumps(returns["loudest#0"])
+    # With keyword-only parameters the positions past the named ones are not known.
+    assert '["p", 1]' not in json.dumps(returns["quiet#0"])

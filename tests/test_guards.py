@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tpulint.analysis.guards import RARE, flush_targets, flushes, shape_kinds
+from tpulint.analysis.guards import (
+    RARE,
+    flush_targets,
+    flushes,
+    marker_targets,
+    resets,
+    shape_kinds,
+)
 
 
 @pytest.mark.parametrize(
@@ -50,3 +57,20 @@ def test_flushes() -> None:
     assert flushes("self.rows.clear()", "self.rows")
     assert flushes("self.rows = []", "self.rows")
     assert not flushes("self.rows = self.rows[1:]", "self.rows")
+
+
+def test_elapsed_since_marker_targets() -> None:
+    assert marker_targets("epoch - self.last_mark >= self.every") == ["self.last_mark"]
+    assert marker_targets("time.time() > self.logged_at + 60") == ["self.logged_at"]
+    assert marker_targets("self.every <= step - self.state.mark and ok") == ["self.state.mark"]
+    # A best value, a local marker, a marker added (not subtracted): no interval.
+    assert marker_targets("score > self.best") == []
+    assert marker_targets("epoch - last >= every") == []
+    assert marker_targets("epoch + self.offset >= every") == []
+
+
+def test_resets() -> None:
+    assert resets("self.last_mark = epoch", "self.last_mark")
+    assert resets("self.next_at += self.every", "self.next_at")
+    assert not resets("if self.last_mark == epoch: pass", "self.last_mark")
+    assert not resets("self.last_mark_value = epoch", "self.last_mark")

@@ -173,6 +173,17 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # What a library object returns for numpy arrays is numpy data (filtered on the host).
+        Valid(
+            "import numpy as np\nfrom torch import nn\nfrom peaks import Tracker\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.tracker = Tracker(fps=50)\n\n"
+            "    def forward(self, prob):\n"
+            "        out = self.tracker(np.stack([prob.detach().cpu().numpy()]))\n"
+            "        return out[out[:, 1] == 1]\n"
+        ),
         # Selected on the host: `device` is a CUDA chain, the CPU on a TPU host.
         Valid(
             _MOD + "    def forward(self, x):\n"

@@ -56,7 +56,8 @@ class DataDependentSize(TrackingRule, Rule):
     Finds sizes read from the values of a device tensor, in code that runs every step:
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
     `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
-    (`max_len = lengths.max().item()` used later as a size), an element of a device
+    (`max_len = lengths.max().item()` or `n = torch.max(index) + 1` used later as a size,
+    `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`), an element of a device
     tensor used as a size or slice bound (`x[i, :, starts[i]:starts[i] + n]` with `starts` a
     device tensor: one read per element), and the size arguments of
     graph libraries and `one_hot` given such a value (`scatter(x, batch, dim_size=batch.max()
@@ -217,6 +218,24 @@ class DataDependentSize(TrackingRule, Rule):
             line=7,
             message="used as a size in `scatter(",
         ),
+        # The same count read by the function form of the reduction.
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch_scatter import scatter\n\n\n"
+            "class Readout(nn.Module):\n"
+            "    def forward(self, h, owner):\n"
+            "        n_graphs = torch.max(owner) + 1\n"
+            "        return scatter(h, owner, dim=0, dim_size=n_graphs, reduce='sum')\n",
+            line=8,
+            message="`torch.max(owner)` reads a device tensor's values",
+        ),
+        # A shape tuple bound first, then spread into the factory.
+        Invalid(
+            _MOD + "    def forward(self, x, word_of_token):\n"
+            "        shape = x.shape[0], word_of_token.max() + 1\n"
+            "        return x.new_zeros(*shape).scatter_add(1, word_of_token, x)\n",
+            line=7,
+            message="`word_of_token.max()` reads a device tensor's values",
+        ),
         # The default branch taken by a call from the step with the device's lengths.
         Invalid(
             "import torch\nfrom torch import nn\n\n\n"
@@ -293,8 +312,24 @@ class DataDependentSize(TrackingRule, Rule):
                     sizes = [a.value for a in args]
                     if len(sizes) == 1:
                         sizes = _tuple_items(sizes[0]) or sizes
+        if not sizes and (name is not None or method_name(node) in _SIZE_METHODS):
+            # `x.new_zeros(*shape)` / `torch.zeros(shape)` with `shape = (b, n.max() + 1)`
+            # bound earlier: the sizes are the tuple's items.
+            spread = [a.value for a in node.args if a.star == "*"]
+            last = name.rsplit(".", 1)[-1] if name is not None else method_name(node)
+            if last in _SIZE_FACTORIES | _SIZE_METHODS:
+                for arg in spread or [a.value for a in args[:1]]:
+                    sizes.extend(self._bound_tuple(arg))
         for size in sizes:
             self._check(size, node)
+
+    def _bound_tuple(self, node: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The items of a tuple a name is bound to (`shape = (b, n)`), else none."""
+        if isinstance(node, cst.Name):
+            binding = self.bindings.lookup(node.value)
+            if binding is not None and binding.value is not None and binding.unpack_index is None:
+                return _tuple_items(binding.value)
+        return []
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         ctx = self.ctx

@@ -56,7 +56,8 @@ class PerStepSyncDist(Rule):
     Finds `self.log(..., sync_dist=True)` and `self.log_dict(..., sync_dist=True)` that log
     on every step: in `training_step` and the training batch hooks (where `on_step`
     defaults to True), and anywhere in code that runs every step with an explicit
-    `on_step=True` (a step, a shared step helper both steps call, a sub-module's forward).
+    `on_step=True` (a step, a shared step helper both steps call, a sub-module's forward),
+    or `on_step=flag` in a helper that a training batch hook calls with the flag True.
 
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
@@ -232,6 +233,18 @@ class PerStepSyncDist(Rule):
             '        return self._shared_step(batch, "val")\n',
             line=8,
         ),
+        # `on_step` given by the helper's flag, which the training step passes as True.
+        Invalid(
+            _HEAD + "    def _step(self, batch, train):\n"
+            "        loss = self(batch).mean()\n"
+            '        self.log("loss", loss, on_step=train, on_epoch=True, sync_dist=True)\n'
+            "        return loss\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self._step(batch, True)\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        return self._step(batch, False)\n",
+            line=8,
+        ),
         # A callback's training batch hook.
         Invalid(
             "import lightning as L\n\n\nclass Log(L.Callback):\n"
@@ -260,6 +273,18 @@ class PerStepSyncDist(Rule):
             values = [value]
         return all(self.ctx.value_kind(v) is MODULE for v in values)
 
+    def _passed_true_by_training_step(self, value: cst.BaseExpression) -> bool | None:
+        """`on_step=train` with `train` a parameter of a helper that a training batch hook
+        calls with `True` (`self._shared(batch, True)` in `training_step`): True there."""
+        ctx = self.ctx
+        view, function = ctx.analysis.view, ctx.function
+        if not isinstance(value, cst.Name) or view is None or function is None:
+            return None
+        passed = view.literal_arguments(function.key, value.value)
+        if any(name in _TRAIN_BATCH_HOOKS and literal is True for name, literal in passed):
+            return True
+        return None
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if is_log_call(node) is None or not ctx.in_hot_code:
@@ -273,6 +298,8 @@ class PerStepSyncDist(Rule):
         on_step_arg = keyword_arg(node, "on_step")
         if on_step_arg is not None:
             on_step = _literal_bool(on_step_arg.value)
+            if on_step is None:
+                on_step = self._passed_true_by_training_step(on_step_arg.value)
             if on_step is None:
                 return  # computed: unknown
         elif hook in _TRAIN_BATCH_HOOKS:

@@ -82,7 +82,9 @@ class SizeReadFromIndex(Rule):
     `global_max_pool` with a `batch` but no `size`, `softmax` with an index but neither
     `ptr` nor `num_nodes`, `degree` without `num_nodes`, `to_dense_batch` without
     `max_num_nodes` and `batch_size`, and `torch.nn.functional.one_hot` without
-    `num_classes`. Indices that are CPU tensors or host values are not reported.
+    `num_classes`, also when the function is kept in an attribute of the class and called
+    through it (`self.reduce = scatter_mean`, then `self.reduce(x, index, dim=0)`). Indices
+    that are CPU tensors or host values are not reported.
 
     ## Why is this bad on TPU?
     Without the size the library computes it as `int(index.max()) + 1` (`one_hot`:
@@ -147,11 +149,22 @@ class SizeReadFromIndex(Rule):
     hot_only = True
     fix_applicability = Applicability.DISPLAY_ONLY
     requires = ("scatter", "pool", "softmax", "degree", "to_dense_batch", "one_hot")
-    screen_calls = frozenset({*_TORCH_SCATTER, *_PYG, "one_hot"})
+    _CALLEES = frozenset({*_TORCH_SCATTER, *_PYG, "one_hot"})
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        return view.has_hot_code
+        if not view.has_hot_code:
+            return False
+        syntax = view.module.syntax
+        if syntax is None or not syntax.calls.isdisjoint(cls._CALLEES):
+            return True
+        # `self.reduce = scatter_mean`, then `self.reduce(x, index)` (`ctx.qualify_callee`)
+        return any(
+            ref.rsplit(".", 1)[-1] in cls._CALLEES
+            for attributes in view.module.scope.attribute_refs.values()
+            for refs in attributes.values()
+            for ref in refs
+        )
 
     VALID = (
         # The size is given: no read.
@@ -218,13 +231,25 @@ class SizeReadFromIndex(Rule):
             "        return (self(batch.x, batch.edge_index, batch.batch)[0] - target).sum()\n",
             count=4,
         ),
+        # The library function kept in an attribute, called through it.
+        Invalid(
+            "from torch import nn\nfrom torch_scatter import scatter_mean\n\n\n"
+            "class Pool(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.reduce = scatter_mean\n\n"
+            "    def forward(self, h, segment):\n"
+            "        return self.reduce(h, segment, dim=0)\n",
+            line=11,
+            message="`self.reduce` (`scatter_mean`) without `dim_size=`",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if not ctx.in_hot_code:
             return
-        qualified = ctx.qualify(node.func)
+        qualified = ctx.qualify_callee(node.func)
         if qualified is None:
             return
         root, _, last = qualified.rpartition(".")
@@ -259,9 +284,11 @@ class SizeReadFromIndex(Rule):
         tensor = source_of(ctx, index.value)
         read = f"`{tensor}.max().item() + 1`" if last == "one_hot" else f"`int({tensor}.max()) + 1`"
         given = " and ".join(f"`{name}=`" for name in missing)
+        callee = source_of(ctx, node.func)
+        called = f"`{last}`" if callee.endswith(last) else f"`{callee}` (`{last}`)"
         self.report(
             node,
-            f"`{last}` without {given} in {ctx.hot_reason} reads {read} on the host: a sync "
+            f"{called} without {given} in {ctx.hot_reason} reads {read} on the host: a sync "
             "every step, and an output shape that follows the data (a graph per size); "
             f"pass {given} (a Python number the code knows, fixed across batches)",
         )

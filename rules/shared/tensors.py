@@ -922,7 +922,15 @@ def value_size(
         return None
     d = depth + 1
     if isinstance(node, cst.Call):
-        method = method_name(node)
+        name = torch_name(ctx, node)
+        if name in _VALUE_REDUCTIONS and node.args:
+            # `torch.max(batch)`: the reduction's tensor is its first argument (not `torch`)
+            arg = node.args[0].value
+            kind = ctx.value_kind(arg)
+            if kind is DEVICE or (kind.may_be_device and _tensorish(ctx, arg, bindings)):
+                return node
+            return None
+        method = None if name is not None else method_name(node)
         if method in _PASS_THROUGH:
             return value_size(ctx, receiver(node), bindings, d)
         if method in _VALUE_REDUCTIONS:
@@ -941,12 +949,6 @@ def value_size(
             and len(node.args) == 1
         ):
             return value_size(ctx, node.args[0].value, bindings, d)
-        name = torch_name(ctx, node)
-        if name in ("max", "sum", "amax", "count_nonzero") and node.args:
-            arg = node.args[0].value
-            kind = ctx.value_kind(arg)
-            if kind is DEVICE or (kind.may_be_device and _tensorish(ctx, arg, bindings)):
-                return node
         return None
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)

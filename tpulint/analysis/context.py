@@ -23,6 +23,8 @@ from tpulint.analysis.guards import (
     grows,
     is_warning_callee,
     lazy_attribute,
+    marker_targets,
+    resets,
     shape_kinds,
 )
 from tpulint.analysis.hooks import STEP_METHODS
@@ -240,6 +242,26 @@ class FileContext(Resolver):
         """Qualified name of a dotted expression through the file's imports (`xm.mark_step`
         -> `torch_xla.core.xla_model.mark_step`)."""
         return self.aliases.qualify(node)
+
+    def qualify_callee(self, func: cst.BaseExpression) -> str | None:
+        """`qualify`, and for `self.<attr>` the one function the class assigns the attribute
+        (`self.reduce = scatter_mean`, then `self.reduce(x, index)`: `torch_scatter.
+        scatter_mean`). None when the attribute may hold several."""
+        qualified = self.aliases.qualify(func)
+        if qualified is not None:
+            return qualified
+        if not (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return None
+        view, function = self.analysis.view, self.function
+        owner = function.owner if function is not None else None
+        if view is None or owner is None:
+            return None
+        refs = view.attribute_refs(owner, func.attr.value)
+        return refs[0] if len(refs) == 1 else None
 
     @property
     def values(self) -> PositionValues:
@@ -596,23 +618,27 @@ class FileContext(Resolver):
         """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
         body (or a method of the class it calls) grows that container or counter: it runs
         for the first N batches only; `if self.embs.shape[0] > limit:` whose body empties
-        `self.embs`: once every `limit` samples (accumulate, then flush)."""
+        `self.embs`: once every `limit` samples (accumulate, then flush); `if now -
+        self.last >= self.interval:` whose body moves `self.last`: once per interval."""
         key = (id(node), "first-n")
         cached = self._guard_cache.get(key)
         if cached is not None:
             return bool(cached)
         test = self.module.code_for_node(node.test)
         targets, flushed = first_n_targets(test), flush_targets(test)
+        markers = marker_targets(test)
         result = False
-        if targets or flushed:
+        if targets or flushed or markers:
             texts = [self.module.code_for_node(node.body)]
             resolve = self._method_resolver(node, parents)
             for name in _self_calls(node.body):
                 method = resolve(name)
                 if method is not None:
                     texts.append(self.module.code_for_node(method.body))
-            result = any(grows(text, target) for text in texts for target in targets) or any(
-                flushes(text, target) for text in texts for target in flushed
+            result = (
+                any(grows(text, target) for text in texts for target in targets)
+                or any(flushes(text, target) for text in texts for target in flushed)
+                or any(resets(text, target) for text in texts for target in markers)
             )
         self._guard_cache[key] = frozenset({"rare"}) if result else frozenset()
         return result

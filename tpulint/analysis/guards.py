@@ -8,7 +8,9 @@ Guard kinds:
 - "rare": only some batches or epochs (`if batch_idx == 0:`, logging and plotting flags,
   `if self.current_epoch % 10 == 0:`, any periodic test `if n_seen % log_freq == 0:` /
   `not i % 10`), or once (a lazy initialisation block), or for the first N batches (`if
-  len(self.samples) < self.max_samples:` whose body grows `self.samples`), or on the error
+  len(self.samples) < self.max_samples:` whose body grows `self.samples`), or once per
+  interval (`if epoch - self.last_sample >= self.interval:` whose body moves
+  `self.last_sample`), or on the error
   path only (an assertion's message, the statements of a block before its `raise`, a branch
   that only warns: `if not ok.all(): warnings.warn(f"{(~ok).sum()} bad rows")`);
 - "rare-train": a test on the optimizer step count (`self.global_step % 100 == 0`, or a
@@ -18,10 +20,10 @@ Guard kinds:
 - "device-check": a test of the device (`torch.cuda.is_available()`, `x.device.type`).
 
 Names are read from the condition's text (`condition_kinds`), shapes from its syntax
-(`shape_kinds`, `first_n_targets`, `grows`), so both walkers pass source text and get one
-reading. A periodic test is rare when its divisor is a setting (a name or attribute) or a
-literal of 4 or more, and not a per-step cadence (gradient accumulation, device counts);
-`% 2` and `% 3` run too often to be rare.
+(`shape_kinds`, `first_n_targets`, `grows`, `marker_targets`, `resets`), so both walkers
+pass source text and get one reading. A periodic test is rare when its divisor is a setting
+(a name or attribute) or a literal of 4 or more, and not a per-step cadence (gradient
+accumulation, device counts); `% 2` and `% 3` run too often to be rare.
 """
 
 from __future__ import annotations
@@ -361,6 +363,31 @@ def flush_targets(test_text: str) -> list[str]:
         if name is not None:
             targets.append(name)
     return targets
+
+
+def marker_targets(test_text: str) -> list[str]:
+    """The attributes an elapsed-since-marker test reads: `self.last` in `now - self.last >=
+    interval`, `now > self.last + interval`, `interval <= now - self.last` (one conjunct of
+    an `and`). With a body that moves the marker (`resets`), the body runs once per interval
+    (of epochs, steps or seconds): the marker persists across steps, so between two runs the
+    test fails. A bare `x > self.best` is not one (keeping a best value runs at any rate)."""
+    targets = []
+    for measured, bound in _bounds(test_text, measured_below=False):
+        for side, op in ((measured, ast.Sub), (bound, ast.Add)):
+            if not (isinstance(side, ast.BinOp) and isinstance(side.op, op)):
+                continue
+            # `now - self.last`: the marker is subtracted; `self.last + interval` either way.
+            operands = [side.right] if op is ast.Sub else [side.left, side.right]
+            for operand in operands:
+                name = _self_attribute_text(operand)
+                if name is not None and name not in targets:
+                    targets.append(name)
+    return targets
+
+
+def resets(body_text: str, target: str) -> bool:
+    """Whether code moves the marker `target` (`self.last = now`, `self.last += interval`)."""
+    return re.search(rf"\b{re.escape(target)}\s*(?:=(?!=)|\+=)", body_text) is not None
 
 
 def flushes(body_text: str, target: str) -> bool:

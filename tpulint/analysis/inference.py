@@ -121,6 +121,12 @@ class Scope:
     # Whether the current code runs only where CUDA or MPS exists (the body of `if
     # torch.cuda.is_available():`): what it returns or binds is no value on a TPU host.
     cuda_only: bool = False
+    # Parameters annotated with a plain class name (`decoder: Decoder`): what an attribute
+    # set from one holds when the calls that pass it are not visible (built from a config).
+    param_classes: dict[str, ast.expr] = field(default_factory=dict)
+    # Locals bound to classes (`cls = CTMCField` in one branch, `cls = Field` in another):
+    # the qualified classes a call of the local builds.
+    class_refs: dict[str, list[str]] = field(default_factory=dict)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -523,6 +529,11 @@ class ValueEvaluator:
                 return ["device"]  # `self(x)`: the module's forward
             if name in scope.instances:
                 return [["c", "inst", f"{scope.instances[name]}.__call__", args()]]
+            if name in scope.class_refs:
+                built: list[Atom] = []
+                for target in scope.class_refs[name]:
+                    built = union(built, [["c", "name", target, args()]])
+                return built
             if name in scope.env:
                 bound = scope.env[name]
                 # calling a host callable (an MLX/numpy function bound locally)

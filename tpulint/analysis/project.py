@@ -34,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from tpulint.analysis.config_facts import ConfigFacts
-from tpulint.analysis.guards import condition_kinds  # noqa: F401 (re-exported for rules)
+from tpulint.analysis.guards import (
+    condition_kinds,  # noqa: F401 (re-exported for rules)
+    effective,
+)
 from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables live there)
     CALLBACK_BATCH_HOOKS,
     COLD_METHODS,
@@ -465,6 +468,22 @@ class ProjectModel:
             key=lambda c: (os.path.dirname(c.path) == here, _shared_prefix(c.path, near.path)),
         )
 
+    def _inner_root(self, name: str, near: ModuleSummary | None) -> str | None:
+        """The package of `near` that holds a module `name`, for `from metrics.utils import
+        f` in `proj/models/net.py` where `proj/metrics/utils.py` exists: the project's scripts
+        run from inside `proj/` (Python puts a script's folder first on `sys.path`), so its
+        sibling packages are imported by their short names. The outermost such package."""
+        if near is None or near.module is None:
+            return None
+        packages = near.module.split(".")
+        if not near.is_package:
+            packages = packages[:-1]
+        for end in range(1, len(packages) + 1):
+            prefix = ".".join(packages[:end])
+            if f"{prefix}.{name}" in self.by_name:
+                return prefix
+        return None
+
     def lookup(
         self, qualified: str, near: ModuleSummary | None, depth: int = 0
     ) -> _Class | _Function | ModuleSummary | None:
@@ -493,7 +512,10 @@ class ProjectModel:
         if parts[0] not in self._roots and (
             near is None or self._script_sibling(parts[0], near) is None
         ):
-            return None  # outside the project (torch, numpy, ...): most names calls resolve
+            inner = self._inner_root(parts[0], near)
+            if inner is None:
+                return None  # outside the project (torch, numpy, ...): most names calls resolve
+            return self._lookup(f"{inner}.{qualified}", near, depth + 1)
         for i in range(len(parts), 0, -1):
             module = self.module_named(".".join(parts[:i]), near)
             if module is not None:
@@ -937,7 +959,9 @@ class ProjectModel:
             # followed below.
             loop_root = not info.chain and info.root.startswith(TRAINING_LOOP)
             for call in () if loop_root else fn.summary.calls:
-                edge_guards = info.guards | frozenset(call.guards)
+                # Read as the root hook sees them, so that a step-count guard and another
+                # periodic guard on two calls of one helper are both rare (what they share).
+                edge_guards = effective(info.guards | frozenset(call.guards), info.root)
                 for target in self.resolve_call(
                     fn.module, fn.owner, call.form, call.target, virtual=True
                 ):
@@ -1109,7 +1133,8 @@ class ProjectModel:
         values = [v for v in values if v is not None]
         if values:
             value = combine_values(values)
-        elif fn.summary.returns:
+        elif fn.summary.returns or fn.summary.abstract:
+            # (an abstract method only raises: what its overrides return is not None)
             value = UNKNOWN_VALUE
         else:
             value = Value("host")  # returns None
@@ -1551,6 +1576,15 @@ class ProjectModel:
             if method in ("to", "cuda", "xla"):
                 return Value("device") if method != "to" else UNKNOWN_VALUE
             return Value(value.kind)
+        if (value is None or value.kind == "unknown") and not method and args:
+            # `self.tracker(activations)` of a library object fed numpy arrays only (a
+            # torch module takes no numpy array): what it returns is numpy data too.
+            passed = [
+                arg if isinstance(arg, Value) else self.resolve_atoms(arg, module, owner, depth + 1)
+                for arg in args
+            ]
+            if all(p is not None and p.kind == "numpy" and not p.params for p in passed):
+                return Value("numpy")
         if value is None or value.kind != "module":
             return UNKNOWN_VALUE
         if method in MODULE_SELF_METHODS:
@@ -1788,6 +1822,25 @@ class FileView:
             for caller, _, _ in self.model._callers().get(fn.gkey, [])
         ]
 
+    def literal_arguments(self, key: str, parameter: str) -> list[tuple[str, bool | None]]:
+        """The project's calls of function `key` that pass `parameter` a literal (None, True
+        or False): (the calling function's name, the literal)."""
+        fn = self._functions.get(key)
+        if fn is None or parameter not in fn.summary.params:
+            return []
+        index = fn.summary.params.index(parameter)
+        out = []
+        for caller, call, offset in self.model._callers().get(fn.gkey, []):
+            if parameter in call.keywords:
+                position = parameter
+            elif 0 <= index - offset < len(call.args):
+                position = str(index - offset)
+            else:
+                continue
+            if position in call.literals:
+                out.append((caller.summary.name, call.literals[position]))
+        return out
+
     def default_takers(self, key: str, parameter: str) -> list[tuple[str, ClassKind]]:
         """The project's calls of function `key` that leave `parameter` out, so its default is
         what the function gets (calls spreading `*args`/`**kwargs` count as leaving it out:
@@ -1817,11 +1870,28 @@ class FileView:
         fn = self._functions.get(key)
         return fn.owner if fn is not None else None
 
+    def attribute_refs(self, owner: str, attr: str) -> list[str]:
+        """The qualified names of the functions a class (or a base in this file) assigns to
+        `self.<attr>` (`self.reduce = scatter_mean`): what `self.reduce(...)` calls. (This
+        file's only, so that a screen on the file's own text stays sound.)"""
+        out: list[str] = []
+        for gkey in self.model.mro(owner):
+            cls = self.model.classes.get(gkey)
+            if cls is None or cls.module is not self.module:
+                continue
+            refs = cls.module.scope.attribute_refs.get(cls.summary.qualname, {}).get(attr, ())
+            out.extend(r for r in refs if r not in out)
+        return out
+
     def call_value(
         self, owner: str | None, form: str, target: str, args: list[Value]
     ) -> Value | None:
         """What a call in this file returns (None when the model does not know the callee)."""
         targets = self.model.resolve_call(self.module, owner, form, target)
+        if not targets and form == "attr" and owner is not None and "." not in target:
+            # `self.tracker(activations)`: a library object fed numpy arrays only
+            value = self.model._attribute_call(self.module, owner, target, args, 0)
+            return value if value.kind == "numpy" else None
         if len(targets) != 1:
             return None
         return self.model.call_value(self.module, owner, form, target, args)

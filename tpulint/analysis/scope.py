@@ -1252,6 +1252,10 @@ class ProjectScope:
                     if form == "attr" and "." not in target:
                         if not module_calls:
                             continue
+                    elif form == "self" and target not in names:
+                        # `self.post(x)` where `self.post = Post()`: the instance's `__call__`
+                        if not module_calls:
+                            continue
                     elif target.rsplit(".", 1)[-1] not in names:
                         continue
                     # A method name on a value of unknown class counts (any class may be

@@ -37,6 +37,8 @@ from tpulint.analysis.guards import (
     grows,
     is_warning_callee,
     lazy_attribute,
+    marker_targets,
+    resets,
 )
 from tpulint.analysis.hooks import is_cold_name
 from tpulint.analysis.index_uses import MENTIONS as INDEX_USE_WORDS
@@ -1109,8 +1111,17 @@ class _Summarizer(ValueEvaluator):
                 kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
             scope.env[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
+            scope.param_classes.pop(name, None)
+            annotated_class = _annotated_class(annotated[index]) if kind is None else None
+            if annotated_class is not None:
+                scope.param_classes[name] = annotated_class
         if args.vararg is not None:
-            scope.env[args.vararg.arg] = ["unknown"] if self.query else ["host"]
+            vararg: list[Atom] = ["unknown"] if self.query else ["host"]
+            if not self.query and not args.kwonlyargs:
+                # `def unify(*waves)`: the values the calls pass after the named parameters
+                # (read as the first of them: `unify(a, b)` passes tensors or numbers alike).
+                vararg = [["p", len(params)]]
+            scope.env[args.vararg.arg] = vararg
         if args.kwarg is not None:
             scope.env[args.kwarg.arg] = ["host"]
         if self.snapshots is not None:
@@ -1277,12 +1288,14 @@ class _Summarizer(ValueEvaluator):
         """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose
         body (or a method of the class it calls) grows that container or counter: it runs
         for the first N batches only; `if self.embs.shape[0] > limit:` whose body empties
-        `self.embs`: once every `limit` samples (accumulate, then flush)."""
+        `self.embs`: once every `limit` samples (accumulate, then flush); `if now -
+        self.last >= self.interval:` whose body moves `self.last`: once per interval."""
         if not isinstance(node.test, (ast.Compare, ast.BoolOp)):
             return False
         test = self.segment(node.test)
         targets, flushed = first_n_targets(test), flush_targets(test)
-        if not targets and not flushed:
+        markers = marker_targets(test)
+        if not targets and not flushed and not markers:
             return False
         texts = [self.segment(statement) for statement in node.body]  # type: ignore[arg-type]
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
@@ -1295,8 +1308,10 @@ class _Summarizer(ValueEvaluator):
                 and call.func.attr in methods
             ):
                 texts.extend(self.segment(s) for s in methods[call.func.attr].body)  # type: ignore[arg-type]
-        return any(grows(text, target) for text in texts for target in targets) or any(
-            flushes(text, target) for text in texts for target in flushed
+        return (
+            any(grows(text, target) for text in texts for target in targets)
+            or any(flushes(text, target) for text in texts for target in flushed)
+            or any(resets(text, target) for text in texts for target in markers)
         )
 
     def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
@@ -1341,6 +1356,10 @@ class _Summarizer(ValueEvaluator):
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
+                mapped = _mapped_call(current)
+                if mapped is not None:
+                    # `executor.map(self._item, rows, masks)`: a call of `_item` per element.
+                    stack.append((mapped, guards))
                 calls = [self.call_site(current, scope, guards)]
                 if isinstance(current.func, ast.Name) and current.func.id in scope.method_refs:
                     # `step = self.model.forward_old if old else self.model.forward;
@@ -1488,6 +1507,16 @@ class _Summarizer(ValueEvaluator):
                 scope.cls.param_attributes[target.attr] = scope.info.params.index(value_node.id)
             existing = scope.cls.attributes.get(target.attr)
             atoms = self._attribute_atoms(value_node, value)
+            annotation = (
+                scope.param_classes.get(value_node.id) if isinstance(value_node, ast.Name) else None
+            )
+            if annotation is not None and any(a[:1] == ["p"] for a in value if isinstance(a, list)):
+                # `self.decoder = decoder` of a parameter `decoder: Decoder`: an instance of
+                # the annotated class (or of a subclass), whoever builds it.
+                built = ast.copy_location(
+                    ast.Call(func=annotation, args=[], keywords=[]), annotation
+                )
+                atoms = union(atoms, self.atoms(built, scope))
             scope.cls.attributes[target.attr] = (
                 atoms if existing is None else union(existing, atoms)
             )
@@ -1525,10 +1554,29 @@ class _Summarizer(ValueEvaluator):
                 scope.instances[target.id] = ctor
             else:
                 scope.instances.pop(target.id, None)
+            cls_ref = self.class_reference(value_node, scope)
+            if cls_ref is None:
+                scope.class_refs.pop(target.id, None)
+            elif cls_ref not in scope.class_refs.setdefault(target.id, []):
+                # Each branch's class: `if a: cls = A` / `else: cls = B`, then `cls(...)`.
+                scope.class_refs[target.id].append(cls_ref)
 
     def _attribute_atoms(self, value_node: ast.expr, value: list[Atom]) -> list[Atom]:
         # Parameters of the method that sets the attribute mean nothing to other methods.
         return [a for a in value if not (isinstance(a, list) and a[0] == "p")] or ["unknown"]
+
+    def class_reference(self, node: ast.expr, scope: Scope) -> str | None:
+        """The qualified class a bare class name refers to (`CTMCField`, `fields.CTMCField`:
+        capitalised, imported or of this module), else None."""
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return None
+        text = dotted(node)
+        if text is None or not text.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        root = text.split(".", 1)[0]
+        if root not in scope.imports and root not in self.module_names:
+            return None
+        return self.qualify(text, scope.imports)
 
     def constructor(self, node: ast.expr, scope: Scope) -> str | None:
         """The qualified class of `Cls(...)` (a capitalised callee), else None."""
@@ -1886,6 +1934,65 @@ def _self_target(target: ast.expr) -> bool:
     )
 
 
+# Callees that call their first argument once per element of the others: `map(f, xs)`,
+# `executor.map(f, xs, ys)`, `pool.imap(f, xs)`.
+_MAPPERS = frozenset({"map", "imap", "imap_unordered"})
+
+
+def _mapped_call(node: ast.Call) -> ast.Call | None:
+    """`f(xs[0], ys[0])` for `map(f, xs, ys)` / `executor.map(f, xs, ys)` where `f` is a
+    name or attribute (what each call of `f` is passed: an element of each iterable), else
+    None. Its positions are the map's, for the call's line."""
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    if (
+        name not in _MAPPERS
+        or len(node.args) < 2
+        or node.keywords
+        or any(isinstance(a, ast.Starred) for a in node.args)
+        or not isinstance(node.args[0], (ast.Name, ast.Attribute))
+        or (isinstance(func, ast.Attribute) and name != "map" and name not in _MAPPERS)
+    ):
+        return None
+    elements: list[ast.expr] = [
+        ast.copy_location(
+            ast.Subscript(value=iterable, slice=ast.Constant(0), ctx=ast.Load()), iterable
+        )
+        for iterable in node.args[1:]
+    ]
+    return ast.copy_location(ast.Call(func=node.args[0], args=elements, keywords=[]), node)
+
+
+# Subscripted annotations that are not a class of their own: `Optional[X]` is X (or None).
+_TYPING_WRAPPERS = frozenset({"Optional", "Annotated"})
+_TYPING_GENERICS = frozenset(
+    {
+        "Union", "List", "Dict", "Tuple", "Set", "FrozenSet", "Type", "Sequence", "Mapping",
+        "Iterable", "Iterator", "Callable", "Literal", "ClassVar", "Final", "Any",
+        "MutableMapping", "MutableSequence", "Collection", "Generator", "Awaitable",
+    }
+)  # fmt: skip
+
+
+def _annotated_class(annotation: ast.expr | None) -> ast.expr | None:
+    """The class a parameter's annotation names: `Decoder`, `models.Decoder`, the class of a
+    generic `Decoder[T]`, `Optional[Decoder]`; None for containers, unions and strings."""
+    if annotation is None:
+        return None
+    if isinstance(annotation, ast.Subscript):
+        head = dotted(annotation.value)
+        last = head.rsplit(".", 1)[-1] if head is not None else None
+        if last in _TYPING_WRAPPERS:
+            inner = annotation.slice
+            if isinstance(inner, ast.Tuple) and inner.elts:
+                inner = inner.elts[0]  # `Annotated[Decoder, ...]`
+            return _annotated_class(inner)
+        if last is None or last in _TYPING_GENERICS:
+            return None
+        annotation = annotation.value
+    return annotation if _class_name(annotation) else None
+
+
 def _class_name(annotation: ast.expr) -> bool:
     """A plain class annotation (`Decoder`, `models.Decoder`), not a generic or a string."""
     name = dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
@@ -1894,7 +2001,8 @@ def _class_name(annotation: ast.expr) -> bool:
 
 def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str]) -> bool:
     """An `@abstractmethod`, or a body (after its docstring) that only raises
-    NotImplementedError."""
+    NotImplementedError (after assigning its message: `msg = f"..."; raise
+    NotImplementedError(msg)`)."""
     if any(d.rsplit(".", 1)[-1] == "abstractmethod" for d in decorators):
         return True
     body = node.body
@@ -1903,6 +2011,12 @@ def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[
         and isinstance(body[0], ast.Expr)
         and isinstance(body[0].value, ast.Constant)
         and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    while (
+        len(body) > 1
+        and isinstance(body[0], ast.Assign)
+        and isinstance(body[0].value, ast.JoinedStr | ast.Constant)
     ):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:

@@ -420,6 +420,11 @@ def annotation_kind(text: str) -> str | None:
     for wrapper in ("Optional[", "typing.Optional["):
         if inner.startswith(wrapper) and inner.endswith("]"):
             inner = inner[len(wrapper) : -1]
+    if "|" in inner and "[" not in inner:
+        # `int | None` is `Optional[int]`
+        options = [o for o in inner.split("|") if o != "None"]
+        if len(options) == 1:
+            inner = options[0]
     if inner in NUMBER_ANNOTATIONS:
         return "number"
     if "Tensor" in inner or "Module" in inner or "Any" in inner or "Batch" in inner:
