@@ -1411,7 +1411,7 @@ class ProjectScope:
     def _exported(self) -> set[str]:
         """The project classes a package's `__init__.py` imports: its API, for users to
         build as they like."""
-        exported = self.__dict__.get("_exported")
+        exported = self.__dict__.get("_exported_classes")
         if exported is None:
             exported = set()
             for module in self.model.modules.values():
@@ -1421,7 +1421,7 @@ class ProjectScope:
                     found = self.model.lookup(target, module)
                     if _is_class(found):
                         exported.add(found.gkey)
-            self.__dict__["_exported"] = exported
+            self.__dict__["_exported_classes"] = exported
         return exported
 
     def _all(self, truths: list[Truth], module: ModuleSummary, owner: str | None, d: int) -> Truth:
