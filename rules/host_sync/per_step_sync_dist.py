@@ -60,7 +60,8 @@ class PerStepSyncDist(Rule):
 
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
-    of metric objects, a literal or a local dict every value stored in which is one). Lightning applies `sync_dist` to tensors only: its result collection
+    of metric objects, a literal or a local dict every value stored in which is one).
+    Lightning applies `sync_dist` to tensors only: its result collection
     syncs a logged tensor in `_ResultMetric.update` and `compute` (`if self.is_tensor:` ...
     `self.meta.sync(...)`), while for a Metric it keeps the object and its forward cache
     and calls the metric's own `compute()` at the epoch's end, which syncs the metric's

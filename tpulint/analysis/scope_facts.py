@@ -335,6 +335,9 @@ class _Walker:
         # `self.<name>` attributes this file assigns a decided condition (`self.use_fused =
         # torch.cuda.is_available() and ...`): tests of them are worth a region.
         self.flag_attributes: set[str] = set()
+        # (class, attribute) set to something unknown where the summary does not see it
+        # (`self.on |= x`, `self.a, self.b = ...`): kept in the facts of a `cheap` file.
+        self.unknown_attributes: set[tuple[str, str]] = set()
         self.fitted: set[str] = set()  # functions whose `trainer.fit(...)` was seen
         self.fitting: set[str] = set()  # ... in the statement being walked
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
@@ -471,7 +474,13 @@ class _Walker:
         facts.attributes = {
             cls: kept
             for cls, attrs in facts.attributes.items()
-            if (kept := {a: v for a, v in attrs.items() if any(map(informative, v))})
+            if (
+                kept := {
+                    a: v
+                    for a, v in attrs.items()
+                    if any(map(informative, v)) or (cls, a) in self.unknown_attributes
+                }
+            )
         }
         facts.uses = {k: v for k, v in facts.uses.items() if v}
         facts.bare = {
@@ -746,8 +755,10 @@ class _Walker:
                         if _self_attribute(e)
                     ]
                     for element in unpacked:
+                        name = element.attr  # type: ignore[attr-defined]
                         attributes = self.facts.attributes.setdefault(klass, {})
-                        attributes.setdefault(element.attr, []).append(None)  # type: ignore[attr-defined]
+                        attributes.setdefault(name, []).append(None)
+                        self.unknown_attributes.add((klass, name))
             self.foreign_stored(targets)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local)
@@ -812,7 +823,9 @@ class _Walker:
         self.facts.constructions.append([key, qualified, positional, keywords, spread])
 
     def _argument_code(self, value: ast.expr) -> Any:
-        if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, bool)):
+        if isinstance(value, ast.Constant) and (
+            value.value is None or isinstance(value.value, bool)
+        ):
             return ["l", value.value]
         if _self_attribute(value):
             return ["a", value.attr]  # type: ignore[attr-defined]
@@ -827,10 +840,14 @@ class _Walker:
     def foreign_stored(self, targets: list[ast.expr]) -> None:
         """Record the attributes assigned on values other than `self` (`model.flag = x`)."""
         for target in targets:
-            for node in ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]:
-                if isinstance(node, ast.Attribute) and not _self_attribute(node):
-                    if node.attr not in self.facts.foreign_stores:
-                        self.facts.foreign_stores.append(node.attr)
+            nodes = ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            for node in nodes:
+                if (
+                    isinstance(node, ast.Attribute)
+                    and not _self_attribute(node)
+                    and node.attr not in self.facts.foreign_stores
+                ):
+                    self.facts.foreign_stores.append(node.attr)
 
     def attribute_refs(
         self,
@@ -1986,15 +2003,7 @@ def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFo
 def scope_facts(tree: ast.Module, summary: Any, text: str, keys: dict[int, str]) -> ScopeFacts:
     """The scope facts of a parsed file whose summary is `summary` (`keys`: the summary's
     function keys by `id` of their `def` node)."""
-    walker = _Walker(summary, text, keys)
-    facts = walker.run(tree)
-    if walker.cheap:
-        # Only literal flags are read there: an attribute set to nothing known says no more
-        # than one with no truth recorded (the project reads both as unknown).
-        for attributes in facts.attributes.values():
-            for name in [n for n, truths in attributes.items() if not any(map(decided, truths))]:
-                del attributes[name]
-        facts.attributes = {k: v for k, v in facts.attributes.items() if v}
+    facts = _Walker(summary, text, keys).run(tree)
     if "setattr" in text:
         _setattr_stores(tree, facts, keys)
     facts.digest = text_digest(text)
@@ -2008,7 +2017,8 @@ def _setattr_stores(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str]) -
     def visit(node: ast.AST, klass: str | None) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
-                visit(child, keys.get(id(child)) or (f"{klass}.{child.name}" if klass else child.name))
+                nested = f"{klass}.{child.name}" if klass else child.name
+                visit(child, keys.get(id(child)) or nested)
                 continue
             if (
                 isinstance(child, ast.Call)

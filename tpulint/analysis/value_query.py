@@ -187,9 +187,7 @@ class PositionValues:
             return None
         atoms, function = found
         dicts = [a for a in atoms if a != "none"]
-        if not dicts or not all(
-            isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in dicts
-        ):
+        if not dicts or not all(isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in dicts):
             return None
         values = [value for atom in dicts for value in atom[1]]
         if not values:
