@@ -1985,6 +1985,21 @@ def test_a_constructor_flag_some_construction_may_turn_on_keeps_its_test(
     assert reason_at(model, tmp_path, "m.py", "longer.sum() == 0") is None
 
 
+def test_a_project_that_builds_objects_from_names_keeps_constructor_flags_open(
+    tmp_path: Path,
+) -> None:
+    """`instantiate(cfg.encoder, fused=True)` (or `eval(name)(...)`) may build any class
+    of the project with any arguments: no construction the code shows decides."""
+    for builder in (
+        "from hydra.utils import instantiate\n\n\ndef build(cfg):\n"
+        "    return instantiate(cfg.encoder, fused=True)\n",
+        "def build(name):\n    return eval(name)(8, fused=True)\n",
+    ):
+        files = {"m.py": MODULE_HEAD + _CONSTRUCTOR_FLAG, "factory.py": builder}
+        model = project(tmp_path, files)
+        assert reason_at(model, tmp_path, "m.py", "longer.sum() == 0") is None, builder
+
+
 def test_a_class_a_package_exports_keeps_its_constructor_flags_open(tmp_path: Path) -> None:
     """A class its package's `__init__.py` imports is API: users build it as they like."""
     files = {

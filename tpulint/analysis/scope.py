@@ -1337,7 +1337,8 @@ class ProjectScope:
         arguments, at least one is, none spreads `*args`/`**kwargs`, and the class is
         not one users or configs may build with other arguments: named by a config or a
         registry, re-exported by a package's `__init__.py`, subclassed, or referenced
-        (handed on, partially applied: `ref` uses)."""
+        (handed on, partially applied: `ref` uses), in a repository that builds objects
+        from names (`instantiate(cfg)`, `eval(name)`)."""
         gkey = init.owner
         assert gkey is not None
         cls = self.model.classes.get(gkey)
@@ -1346,6 +1347,11 @@ class ProjectScope:
         index = init.summary.params.index(param) - 1  # `self` is bound by the call
         if index < 0:
             return None
+        if any(
+            m.scope.builds_by_name and same_repository(m.path, cls.module.path)
+            for m in self.model.modules.values()
+        ):
+            return None  # (a config or a string may name it, with any arguments)
         constructing: set[str] = set()
         for user, use in self._index_of_uses().get(cls.summary.name, ()):
             if _in_tests(user.rsplit(":", 1)[0]):

@@ -198,6 +198,9 @@ class ScopeFacts:
     # ["f", function key, parameter, default] (a flag parameter of the calling function
     # passed on) or "v" (anything else); spread: `*args` or `**kwargs` passed.
     constructions: list[list[Any]] = field(default_factory=list)
+    # Whether the file builds objects from names (`instantiate(cfg.model)`, `eval(name)`,
+    # `import_module(...)`): a class may be built with arguments no construction shows.
+    builds_by_name: bool = False
     # Attribute names this file assigns on a value other than `self` (`model.flag = x`,
     # `setattr(model, "flag", x)`): an attribute's truth is not its class's alone.
     foreign_stores: list[str] = field(default_factory=list)
@@ -229,6 +232,7 @@ class ScopeFacts:
             "nd": self.needs,
             "br": self.bare,
             "cs": self.constructions,
+            "bn": self.builds_by_name,
             "fs": self.foreign_stores,
             "d": self.digest,
         }
@@ -260,6 +264,7 @@ class ScopeFacts:
             data["nd"],
             data["br"],
             data["cs"],
+            data["bn"],
             data["fs"],
             data["d"],
         )
@@ -1038,6 +1043,9 @@ class _Walker:
                         else self._bare_calls
                     )
                     calls.setdefault(key, set()).add(use[1].rsplit(".", 1)[-1])
+                callee = dotted(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+                if callee is not None and _BUILDS_BY_NAME.search(callee.rsplit(".", 1)[-1]):
+                    self.facts.builds_by_name = True
                 if use is not None:
                     if _useful(use):
                         self._add(uses, seen, use)
@@ -1973,6 +1981,14 @@ def _feedback_loop(
 # Tensor methods that return the tensor with new elements written in.
 _WRITES = frozenset(
     {"index_copy", "index_put", "scatter", "masked_scatter", "index_add", "index_fill"}
+)
+
+
+# Calls that build an object from a name (a config's `_target_`, a registry key, a string).
+_BUILDS_BY_NAME = re.compile(
+    r"instantiate|^(?:eval|import_module|__import__|locate|get_obj_from_str|import_string"
+    r"|build_from_cfg|from_config|get_class|load_class|class_from_name)$",
+    re.IGNORECASE,
 )
 
 
