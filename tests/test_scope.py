@@ -1973,6 +1973,18 @@ def test_a_constructor_flag_every_construction_leaves_off_decides_its_test(
         ("Encoder(8, fused=False)", "Encoder(8, **self.options)"),
         # handed on as a value: who builds it, with what, is not visible
         ("self.third = Tower(8)", "self.third = ENCODERS['plain'](8)"),
+        # a classmethod builds its own class with what it reads
+        (
+            "        return self.proj(x) * longer\n",
+            "        return self.proj(x) * longer\n\n"
+            "    @classmethod\n    def from_options(cls, options):\n"
+            "        return cls(options.dim, options.fused)\n",
+        ),
+        (
+            "        return self.proj(x) * longer\n",
+            "        return self.proj(x) * longer\n\n"
+            "    def widened(self):\n        return type(self)(16, True)\n",
+        ),
     ],
 )
 def test_a_constructor_flag_some_construction_may_turn_on_keeps_its_test(

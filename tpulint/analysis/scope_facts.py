@@ -1046,6 +1046,12 @@ class _Walker:
                 callee = dotted(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
                 if callee is not None and _BUILDS_BY_NAME.search(callee.rsplit(".", 1)[-1]):
                     self.facts.builds_by_name = True
+                if key and _builds_own_class(func):
+                    # `cls(...)`, `type(self)(...)`, `self.__class__(...)` in a method: its
+                    # class, built with arguments read apart (recorded as spread)
+                    owner = key.partition("#")[0].rpartition(".")[0]
+                    if owner:
+                        self.facts.constructions.append([key, "." + owner, [], {}, True])
                 if use is not None:
                     if _useful(use):
                         self._add(uses, seen, use)
@@ -1990,6 +1996,20 @@ _BUILDS_BY_NAME = re.compile(
     r"|build_from_cfg|from_config|get_class|load_class|class_from_name)$",
     re.IGNORECASE,
 )
+
+
+def _builds_own_class(func: ast.expr) -> bool:
+    """`cls`, `type(self)`, `self.__class__` called: the method's class built anew."""
+    if isinstance(func, ast.Name):
+        return func.id == "cls"
+    if isinstance(func, ast.Attribute):
+        return func.attr == "__class__"
+    return (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "type"
+        and len(func.args) == 1
+    )
 
 
 def _self_attributes_in(node: ast.expr) -> set[str]:
