@@ -6,6 +6,7 @@ import pytest
 
 from tpulint.analysis.guards import (
     RARE,
+    effective,
     flush_targets,
     flushes,
     marker_targets,
@@ -74,3 +75,51 @@ def test_resets() -> None:
     assert resets("self.next_at += self.every", "self.next_at")
     assert not resets("if self.last_mark == epoch: pass", "self.last_mark")
     assert not resets("self.last_mark_value = epoch", "self.last_mark")
+
+
+@pytest.mark.parametrize(
+    ("test", "negated"),
+    [
+        # A conjunct, or a parenthesised disjunct, that is periodic.
+        ("self.track and self.global_step % self.every == 0", False),
+        ("rank == 0 and (i % freq == 0 or seen == num_batches_per_epoch)", False),
+        ("rank == 0 and (i % 100 == 0 or i + 1 == len(train_loader))", False),
+        ("i % 100 == 0 or step % 50 == 0", False),
+        # The last batch of the epoch, alone.
+        ("(n + 1) == self.trainer.num_training_batches", False),
+        ("seen == steps_per_epoch - 1", False),
+        # After `if TEST: continue`: the code runs where every operand of `or` fails.
+        ("rank != 0 or i % 100 != 0", True),
+        ("not (rank == 0 and i % 100 == 0)", True),
+    ],
+)
+def test_periodic_tests_in_boolean_combinations_are_rare(test: str, negated: bool) -> None:
+    assert RARE in effective(shape_kinds(test, negated), "training_step")
+
+
+@pytest.mark.parametrize(
+    ("test", "negated"),
+    [
+        # One operand of `or` holds on every step.
+        ("rank == 0 and (i % 100 == 0 or loss_ok)", False),
+        ("i % 100 == 0 or x > 0", False),
+        # After `if rank != 0 or i % 100 == 0: return`: most steps.
+        ("rank != 0 or i % 100 == 0", True),
+        # The last iteration of a loop inside the step (denoising steps, micro-batches).
+        ("i == n_steps - 1", False),
+        ("i == len(micro_batches) - 1", False),
+        ("i == num_batches - 1", False),
+        # Not the last batch: every other one.
+        ("i != len(loader) - 1", False),
+    ],
+)
+def test_boolean_combinations_with_a_per_step_path_are_not_rare(test: str, negated: bool) -> None:
+    assert RARE not in effective(shape_kinds(test, negated), "training_step")
+
+
+def test_a_step_counter_disjunct_is_rare_in_training_only() -> None:
+    """`i % 100 == 0 or self.global_step % 500 == 0` is only as rare as its least rare
+    operand: the step counter stands still in validation."""
+    kinds = shape_kinds("i % 100 == 0 or self.global_step % 500 == 0")
+    assert RARE in effective(kinds, "training_step")
+    assert RARE not in effective(kinds, "validation_step")

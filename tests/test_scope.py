@@ -2272,3 +2272,170 @@ def test_a_package_beside_an_examples_folder_is_a_library(tmp_path: Path) -> Non
     assert reason_at(model, tmp_path, "examples/plot.py", "# example-helper") == (
         "imported by no script of its project (its training entry points: train.py)"
     )
+
+
+# --- flags held in attributes ------------------------------------------------------------------
+
+_ATTRIBUTE_FLAG = """\
+def contract(x, unbounded=False):
+    if unbounded:
+        x = x[x.norm(dim=-1) > 1]
+    return x
+
+
+class Field(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.unbounded = False
+
+    def forward(self, x):
+        return contract(x, self.unbounded) + contract(x)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.field = Field()
+
+    def training_step(self, batch, i):
+        return self.field(batch).sum()
+"""
+
+
+def test_a_flag_passed_as_an_attribute_its_class_leaves_off_decides_its_branch(
+    tmp_path: Path,
+) -> None:
+    """`contract(x, self.unbounded)` where every assignment of `self.unbounded` in the
+    class (and its bases and subclasses) is False, and every other call leaves the flag to
+    its default False: the branch never runs."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _ATTRIBUTE_FLAG})
+    reason = reason_at(model, tmp_path, "m.py", "x[x.norm")
+    assert reason == "under `if unbounded`, and `unbounded` is false in every call of the function"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # a subclass turns it on: `self` may be one
+        "\n\nclass Unbounded(Field):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.unbounded = True\n",
+        # set from outside the class
+        "\n\ndef unbound(model):\n    model.field.unbounded = True\n",
+        "\n\ndef unbound(model):\n    setattr(model.field, 'unbounded', True)\n",
+        # set from something the code does not show
+        "\n\nclass Configured(Field):\n    def __init__(self, cfg):\n        super().__init__()\n"
+        "        self.unbounded = cfg.unbounded\n",
+        "\n\nclass Loaded(Field):\n    def load(self, options):\n"
+        "        for name, value in options.items():\n            setattr(self, name, value)\n",
+        "\n\nclass Toggled(Field):\n    def flip(self, on):\n        self.unbounded |= on\n",
+    ],
+)
+def test_an_attribute_flag_set_elsewhere_keeps_the_branch(tmp_path: Path, extra: str) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _ATTRIBUTE_FLAG + extra})
+    assert reason_at(model, tmp_path, "m.py", "x[x.norm") is None
+
+
+_CONSTRUCTOR_FLAG = """\
+class Encoder(torch.nn.Module):
+    def __init__(self, dim, fused=False):
+        super().__init__()
+        self.fused = fused
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x, longer):
+        if self.fused and longer.sum() == 0:
+            longer = longer + 1
+        return self.proj(x) * longer
+
+
+class Tower(torch.nn.Module):
+    def __init__(self, dim, fused=False):
+        super().__init__()
+        self.encoder = Encoder(dim, fused=fused)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder(8)
+        self.other = Encoder(8, fused=False)
+        self.third = Tower(8)
+
+    def training_step(self, batch, i):
+        x, longer = batch
+        return self.encoder(x, longer).sum()
+"""
+
+
+def test_a_constructor_flag_every_construction_leaves_off_decides_its_test(
+    tmp_path: Path,
+) -> None:
+    """`self.fused = fused` of a constructor parameter defaulting to False, which every
+    construction in the project passes False or leaves out (also through a class that
+    passes its own flag on): `self.fused and <tensor test>` never evaluates the test."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _CONSTRUCTOR_FLAG})
+    reason = reason_at(model, tmp_path, "m.py", "longer.sum() == 0")
+    assert reason is not None and reason.startswith("after `self.fused and`")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # one construction turns it on, directly or through the factory
+        ("Encoder(8, fused=False)", "Encoder(8, fused=True)"),
+        ("Tower(8)", "Tower(8, fused=True)"),
+        # a value the code does not show, or spread arguments
+        ("Encoder(8, fused=False)", "Encoder(8, fused=self.hparams.fused)"),
+        ("Encoder(8, fused=False)", "Encoder(8, **self.options)"),
+        # handed on as a value: who builds it, with what, is not visible
+        ("self.third = Tower(8)", "self.third = ENCODERS['plain'](8)"),
+        # a classmethod builds its own class with what it reads
+        (
+            "        return self.proj(x) * longer\n",
+            "        return self.proj(x) * longer\n\n"
+            "    @classmethod\n    def from_options(cls, options):\n"
+            "        return cls(options.dim, options.fused)\n",
+        ),
+        (
+            "        return self.proj(x) * longer\n",
+            "        return self.proj(x) * longer\n\n"
+            "    def widened(self):\n        return type(self)(16, True)\n",
+        ),
+    ],
+)
+def test_a_constructor_flag_some_construction_may_turn_on_keeps_its_test(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    text = _CONSTRUCTOR_FLAG.replace(old, new)
+    if "ENCODERS" in new:
+        text += "\n\nENCODERS = {'plain': Encoder}\n"
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "longer.sum() == 0") is None
+
+
+def test_a_project_that_builds_objects_from_names_keeps_constructor_flags_open(
+    tmp_path: Path,
+) -> None:
+    """`instantiate(cfg.encoder, fused=True)` (or `eval(name)(...)`) may build any class
+    of the project with any arguments: no construction the code shows decides."""
+    for builder in (
+        "from hydra.utils import instantiate\n\n\ndef build(cfg):\n"
+        "    return instantiate(cfg.encoder, fused=True)\n",
+        "def build(name):\n    return eval(name)(8, fused=True)\n",
+    ):
+        files = {"m.py": MODULE_HEAD + _CONSTRUCTOR_FLAG, "factory.py": builder}
+        model = project(tmp_path, files)
+        assert reason_at(model, tmp_path, "m.py", "longer.sum() == 0") is None, builder
+
+
+def test_a_class_a_package_exports_keeps_its_constructor_flags_open(tmp_path: Path) -> None:
+    """A class its package's `__init__.py` imports is API: users build it as they like."""
+    files = {
+        "pkg/__init__.py": "from .m import Encoder\n",
+        "pkg/m.py": MODULE_HEAD + _CONSTRUCTOR_FLAG,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/m.py", "longer.sum() == 0") is None
+    files["pkg/__init__.py"] = ""
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/m.py", "longer.sum() == 0") is not None

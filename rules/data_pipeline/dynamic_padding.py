@@ -368,6 +368,11 @@ def _repadded_to_fixed_length(body: cst.CSTNode, padded: str) -> bool:
         and isinstance(statement.targets[0].target, cst.Name)
         and _batch_maximum(statement.value)
     }
+    for node in walk(body):
+        # `x = pad_or_trim(x, max_len=L)` / `return truncate_or_pad(x, self.seq_len)`
+        result = node.value if isinstance(node, (cst.Assign, cst.Return)) else None
+        if isinstance(result, cst.Call) and _fits_to_length(result, padded, longest):
+            return True
     buffers: dict[str, cst.Call] = {}
     for node in walk(body):
         if (
@@ -413,6 +418,43 @@ def _repadded_to_fixed_length(body: cst.CSTNode, padded: str) -> bool:
                     _fixed_length(arg.value, padded, longest) for arg in factory.args
                 ):
                     return True
+    return False
+
+
+# A helper named for bringing a batch to a length, and the argument that says which.
+_FITTING_HELPER = re.compile(r"pad|trim|truncat|crop", re.IGNORECASE)
+_LENGTH_ARGUMENT = re.compile(r"len(?:gth)?|size|seq_?len|max_?len|horizon|window", re.I)
+
+
+def _fits_to_length(call: cst.Call, padded: str, longest: set[str]) -> bool:
+    """`pad_or_trim(padded, length=L)`, `truncate_or_pad(padded, self.max_len)`: a helper
+    named for padding or trimming (not `F.pad`, read apart) given the padded batch first or
+    by keyword, and a fixed length in an argument named for one (a keyword, or a name or an
+    attribute passed by position): it returns the batch at that length."""
+    name = _callee_name(call)
+    if name is None or name == "pad" or not _FITTING_HELPER.search(name):
+        return False
+    args = [a for a in call.args if not a.star]
+    given = any(
+        isinstance(a.value, cst.Name)
+        and a.value.value == padded
+        and (a.keyword is not None or index == 0)
+        for index, a in enumerate(args)
+    )
+    if not given:
+        return False
+    for index, arg in enumerate(args):
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value == padded:
+            continue
+        if arg.keyword is not None:
+            named = arg.keyword.value
+        elif index > 0 and isinstance(value, (cst.Name, cst.Attribute)):
+            named = value.value if isinstance(value, cst.Name) else value.attr.value
+        else:
+            continue
+        if _LENGTH_ARGUMENT.search(named) and _fixed_length(value, padded, longest):
+            return True
     return False
 
 
@@ -470,9 +512,11 @@ class DynamicPadding(_DataRule):
     `torch.zeros(len(items), *max_sizes)`), or is handed to a padding helper
     (`pad_feats(x, max_len=longest)`). A helper of another file counts as a collate function
     when the project calls it from one. A `pad_sequence` result that the same function then
-    tops up to a fixed length (`F.pad(x, (0, 0, 0, self.max_len - x.size(1)))`, or copied into
-    `torch.zeros(b, self.max_len)` through `out[:, : x.size(1)] = x`) is not reported: every
-    batch leaves it with the same shape. Topped up to the batch's own longest length, it is.
+    tops up to a fixed length (`F.pad(x, (0, 0, 0, self.max_len - x.size(1)))`, copied into
+    `torch.zeros(b, self.max_len)` through `out[:, : x.size(1)] = x`, or handed to a helper
+    named for padding or trimming with a fixed length in an argument named for one: `x =
+    pad_or_trim(x, seq_len=self.seq_len)`) is not reported: every batch leaves it with the
+    same shape. Topped up to the batch's own longest length, it is.
 
     Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
     and batch sizes are sized for fast CPU runs.
@@ -594,6 +638,17 @@ class DynamicPadding(_DataRule):
             "            stacked = F.pad(stacked, (0, 0, 0, self.horizon - stacked.size(1)))\n"
             "        return stacked\n"
         ),
+        # ... or handed to a helper that pads or trims it to a configured length.
+        Valid(
+            "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "def collate_events(batch, max_events=128, pad_id=0):\n"
+            "    ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)\n"
+            "    ids = pad_or_trim(ids, target_length=max_events, pad_id=pad_id)\n"
+            "    return ids\n\n\n"
+            "def pad_or_trim(ids, target_length, pad_id):\n"
+            "    ids = ids[:, :target_length]\n"
+            "    return ids\n"
+        ),
         # ... or copied into a buffer of a fixed length.
         Valid(
             "import torch\nfrom torch.nn.utils.rnn import pad_sequence\n\n"
@@ -624,6 +679,16 @@ class DynamicPadding(_DataRule):
         ),
     )
     INVALID = (
+        # A helper that pads or trims to a length read from the batch: still its longest.
+        Invalid(
+            "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+            "def collate_events(batch, pad_id=0):\n"
+            "    ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)\n"
+            "    longest = max(len(b) for b in batch)\n"
+            "    ids = pad_or_trim(ids, target_length=longest, pad_id=pad_id)\n"
+            "    return ids\n",
+            line=5,
+        ),
         Invalid(
             "def collate(self, texts):\n"
             "    return self.tokenizer(texts, padding=True, truncation=True, max_length=128, "

@@ -165,6 +165,16 @@ class ItemInHotPath(Rule):
         ),
         # Once per epoch is fine.
         Valid(_HEAD + "    def on_train_epoch_end(self):\n        print(self.total.item())\n"),
+        # A periodic test inside `and`/`or`: one rank, every `report_freq` steps or on the
+        # epoch's last batch.
+        Valid(
+            "import torch\n\n\ndef train_epoch(model, loader, opt, rank, report_freq):\n"
+            "    for i, (x, y) in enumerate(loader):\n"
+            "        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+            "        loss.backward()\n        opt.step()\n        opt.zero_grad()\n"
+            "        if rank == 0 and (i % report_freq == 0 or i + 1 == len(loader)):\n"
+            "            print(f'{i}: {loss.item():.4f}')\n"
+        ),
         # CPU tensors, numpy values and MLX arrays are not device syncs.
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"

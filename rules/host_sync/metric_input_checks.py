@@ -66,7 +66,8 @@ class MetricInputChecks(Rule):
     (`MeanMetric()`, `SumMetric()`, `MaxMetric()`, `MinMetric()`, `CatMetric()`) without
     `nan_strategy="disable"`, held in an attribute (alone, in a `MetricCollection` or a
     dict) that a training or validation step, `forward` or a batch hook updates (not
-    `test_step`, which a fit never runs).
+    `test_step`, which a fit never runs), outside a guard that makes the update rare (a
+    periodic or logging test: `if self.track and self.global_step % n == 0:`).
 
     ## Why is this bad on TPU?
     With `validate_args=True` (the default) every update checks the targets' values:
@@ -184,6 +185,22 @@ class MetricInputChecks(Rule):
             "        self.acc(out, y)\n"
             "        return out.mean()\n"
         ),
+        # Updated only under a flag and a periodic test: its checks run every
+        # `stats_interval` steps.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, track_norms=False, stats_interval=50):\n"
+            "        super().__init__()\n"
+            "        self.track_norms = track_norms\n"
+            "        self.stats_interval = stats_interval\n"
+            "        self.weight_norm = MeanMetric()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        if self.track_norms and self.global_step % self.stats_interval == 0:\n"
+            "            self.weight_norm(self.layer.weight.norm())\n"
+            "        return loss\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -267,7 +284,8 @@ class MetricInputChecks(Rule):
         if info is None or info.cls is None:
             return
         attr = _updated_attribute(node)
-        if attr is not None:
+        if attr is not None and "rare" not in ctx.guards(node):
+            # (an update under a periodic or logging guard checks its input only then)
             entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())
             entry.updated.setdefault(attr, (node, ctx.hot_reason or "a step"))
 

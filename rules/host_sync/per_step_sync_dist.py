@@ -61,7 +61,8 @@ class PerStepSyncDist(Rule):
 
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
-    of metric objects). Lightning applies `sync_dist` to tensors only: its result collection
+    of metric objects, a literal or a local dict every value stored in which is one).
+    Lightning applies `sync_dist` to tensors only: its result collection
     syncs a logged tensor in `_ResultMetric.update` and `compute` (`if self.is_tensor:` ...
     `self.meta.sync(...)`), while for a Metric it keeps the object and its forward cache
     and calls the metric's own `compute()` at the epoch's end, which syncs the metric's
@@ -170,8 +171,42 @@ class PerStepSyncDist(Rule):
             '        self.log_dict({"auroc": self.train_auroc}, sync_dist=True)\n'
             "        return p.sum()\n"
         ),
+        # A local dict of metric objects, filled in before it is logged.
+        Valid(
+            "import lightning as L\nfrom torchmetrics import MeanMetric\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.train_loss = MeanMetric()\n"
+            "        self.train_entropy = MeanMetric()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss, entropy = self(batch)\n"
+            "        self.train_loss(loss)\n"
+            '        to_log = {"train/loss": self.train_loss}\n'
+            "        if self.track_entropy:\n"
+            "            self.train_entropy(entropy)\n"
+            '            to_log.update({"train/entropy": self.train_entropy})\n'
+            "        self.log_dict(to_log, on_step=True, on_epoch=True, sync_dist=True)\n"
+            "        return loss\n"
+        ),
     )
     INVALID = (
+        # A local dict of metric objects that also holds the loss tensor.
+        Invalid(
+            "import lightning as L\nfrom torchmetrics import MeanMetric\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.train_loss = MeanMetric()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        self.train_loss(loss)\n"
+            '        to_log = {"train/loss": self.train_loss}\n'
+            '        to_log["train/raw_loss"] = loss\n'
+            "        self.log_dict(to_log, on_step=True, sync_dist=True)\n"
+            "        return loss\n",
+            line=15,
+        ),
         # The tensor a metric's forward returns is synced every step.
         Invalid(
             "import lightning as L\n"
@@ -269,6 +304,10 @@ class PerStepSyncDist(Rule):
             values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
             if not values or len(values) != len(value.elements):
                 return False
+        elif kind == "log_dict" and self.ctx.value_kind(value) is not MODULE:
+            # A local dict of them, built or filled in before the call.
+            kinds = self.ctx.dict_value_kinds(value)
+            return kinds is not None and all(k is MODULE for k in kinds)
         else:
             values = [value]
         return all(self.ctx.value_kind(v) is MODULE for v in values)

@@ -297,6 +297,11 @@ class FileContext(Resolver):
         comprehension): a tensor key is hashed by identity there, never read."""
         return self.values.is_dict(node)
 
+    def dict_value_kinds(self, node: cst.BaseExpression) -> list[ValueKind] | None:
+        """What each value a local dict holds is, when the expression surely holds a dict
+        built in this code (a literal or comprehension, filled in or not); else None."""
+        return self.values.dict_value_kinds(node)
+
     def _is_method(self, name: str, info: ClassInfo | None = None) -> bool:
         """Whether `self.<name>` names a method of the class being walked (or of a base
         class; unknown external bases count as having it only for Lightning's API)."""

@@ -21,9 +21,12 @@ Guard kinds:
 
 Names are read from the condition's text (`condition_kinds`), shapes from its syntax
 (`shape_kinds`, `first_n_targets`, `grows`, `marker_targets`, `resets`), so both walkers
-pass source text and get one reading. A periodic test is rare when its divisor is a setting
-(a name or attribute) or a literal of 4 or more, and not a per-step cadence (gradient
-accumulation, device counts); `% 2` and `% 3` run too often to be rare.
+pass source text and get one reading. Shapes are read through `and`, `or` and `not`: a
+conjunction is as rare as its rarest conjunct (`rank == 0 and step % n == 0`), a disjunction
+only as rare as its least rare operand (`i % n == 0 or i + 1 == len(loader)`: periodic, or
+the epoch's last batch). A periodic test is rare when its divisor is a setting (a name or
+attribute) or a literal of 4 or more, and not a per-step cadence (gradient accumulation,
+device counts); `% 2` and `% 3` run too often to be rare.
 """
 
 from __future__ import annotations
@@ -220,33 +223,122 @@ def shape_kinds(
     predicate: Callable[[str], str | None] | None = None,
 ) -> frozenset[str]:
     """Guard kinds a condition's syntax says: a periodic test (`step_count % log_freq == 0`,
-    `not i % 10`, one conjunct of `a and b % n == 0`), and a boolean method of the class
-    that returns one (`if self._should_log():`). `negated`: the code runs where the test
-    fails (after `if TEST: return`). `predicate(name)` is the source text of what method
-    `name` of the class returns, if it is a single `return EXPR`."""
+    `not i % 10`), a test for the last batch of the epoch (`i == len(loader) - 1`,
+    `batch_count == num_batches`), a numeric anomaly (`torch.isnan(loss).any()`), and a
+    boolean method of the class that returns one (`if self._should_log():`), read through
+    `and`, `or` and `not`: the code under `a and b % n == 0` runs only where the periodic
+    conjunct holds, under `i % n == 0 or i == n_batches - 1` only where one of two rare
+    tests does. `negated`: the code runs where the test fails (after `if TEST: return`).
+    `predicate(name)` is the source text of what method `name` of the class returns, if it
+    is a single `return EXPR`."""
     anomaly = _NONFINITE.search(text) is not None
-    if "%" not in text and not anomaly and (predicate is None or "self." not in text):
+    if (
+        "%" not in text
+        and not anomaly
+        and (predicate is None or "self." not in text)
+        and not _EPOCH_END_SCREEN.search(text)
+    ):
         return frozenset()
     node = _parse(text)
     if node is None:
         return frozenset()
-    parts = [node] if negated else _conjuncts(node)
-    kinds: set[str] = set()
-    for part in parts:
-        kind = _periodic(part, negated)
-        if kind is not None:
-            kinds.add(kind)
-        elif anomaly and _nonfinite_test(part, not negated):
-            kinds.add(RARE)  # the NaN/inf recovery branch: a numeric anomaly, not every step
-        elif predicate is not None:
-            holds = not negated  # the code runs where `part` holds
-            while isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
-                part, holds = part.operand, not holds
-            name = _self_method_call(part) if holds else None
-            returned = predicate(name) if name is not None else None
-            if returned is not None:
-                kinds |= condition_kinds(returned) - {DEVICE}
-    return frozenset(kinds)
+    return frozenset(_kinds_where(node, not negated, anomaly, predicate))
+
+
+def _kinds_where(
+    node: ast.expr,
+    holds: bool,
+    anomaly: bool,
+    predicate: Callable[[str], str | None] | None,
+) -> set[str]:
+    """The guard kinds of the code that runs where `node` evaluates to `holds`."""
+    if anomaly and _nonfinite_test(node, holds):
+        return {RARE}  # the NaN/inf recovery branch: a numeric anomaly, not every step
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _kinds_where(node.operand, not holds, anomaly, predicate)
+    if isinstance(node, ast.BoolOp):
+        parts = [_kinds_where(value, holds, anomaly, predicate) for value in node.values]
+        if isinstance(node.op, ast.And) == holds:
+            # Every operand holds (`a and b`) or every one fails (`not (a or b)`): each
+            # operand's guard applies.
+            return set().union(*parts)
+        # One operand is enough (`a or b`, `not (a and b)`): rare only if each one is, and
+        # only as rare as the least rare of them.
+        if not all(parts):
+            return set()
+        if all(RARE in part for part in parts):
+            return {RARE}
+        return {RARE_TRAIN}
+    kind = _periodic(node, not holds) or (_epoch_end(node) if holds else None)
+    if kind is not None:
+        return {kind}
+    name = _self_method_call(node) if holds and predicate is not None else None
+    returned = predicate(name) if predicate is not None and name is not None else None
+    if returned is not None:
+        return set(condition_kinds(returned) - {DEVICE})
+    return set()
+
+
+# What may name the number of batches of an epoch (`len(loader)`, `steps_per_epoch`).
+_EPOCH_END_SCREEN = re.compile(r"==.*(?:batch|step|iter|epoch|len\()", re.IGNORECASE | re.DOTALL)
+# A count of an epoch's batches or steps, by its last name: named for the epoch
+# (`num_batches_per_epoch`, `steps_per_epoch`, `epoch_length`) or Lightning's trainer counts
+# (`self.trainer.num_training_batches`). A bare `num_steps` or `n_batches` may count the
+# iterations of a loop inside the step (diffusion steps, micro-batches): its last one runs
+# every step.
+_EPOCH_COUNT = re.compile(
+    r"\w*(?:batch(?:es)?|steps?|iter(?:ation)?s?)_(?:per|in)_epoch"
+    r"|epoch_(?:len(?:gth)?|size|steps|batches)|len_epoch"
+    r"|num_(?:training|train|val|validation|test)_batches",
+    re.IGNORECASE,
+)
+# What `len(...)` of is an epoch's batches (`len(train_loader)`, `len(self.dataloader)`).
+_LOADER = re.compile(r"loader", re.IGNORECASE)
+
+
+def _epoch_end(node: ast.expr) -> str | None:
+    """The kind of a test for the last batch (or step) of an epoch, `counter == count`
+    with the count `len(<a loader>)` or named for an epoch's batches or steps (a name or
+    attribute), either side offset by a literal (`i == len(loader) - 1`,
+    `batch_count == num_batches_per_epoch`, `(step + 1) == steps_per_epoch`): it holds once
+    per epoch. "rare-train" for a counter of optimizer steps (it stands still in evaluation
+    code)."""
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+        return None
+    if not isinstance(node.ops[0], ast.Eq):
+        return None
+    sides = [_strip_offset(node.left), _strip_offset(node.comparators[0])]
+    for count, counter in (sides, sides[::-1]):
+        if not _is_epoch_count(count) or isinstance(counter, ast.Constant):
+            continue
+        if _is_epoch_count(counter) or not isinstance(
+            counter, (ast.Name, ast.Attribute, ast.Subscript)
+        ):
+            continue
+        return RARE_TRAIN if _STEP_DIVIDEND.search(ast.unparse(counter)) else RARE
+    return None
+
+
+def _strip_offset(node: ast.expr) -> ast.expr:
+    """`x` of `x + 1`, `x - 1`, `1 + x`."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        if isinstance(node.right, ast.Constant) and type(node.right.value) is int:
+            return node.left
+        if isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant):
+            return node.right
+    return node
+
+
+def _is_epoch_count(node: ast.expr) -> bool:
+    """`len(<a loader>)`, or a name or attribute named for an epoch's batches or steps."""
+    inner = _len_argument(node)
+    if inner is not None:
+        return _LOADER.search(ast.unparse(inner)) is not None
+    if isinstance(node, ast.Name):
+        return _EPOCH_COUNT.fullmatch(node.id) is not None
+    if isinstance(node, ast.Attribute):
+        return _EPOCH_COUNT.fullmatch(node.attr) is not None
+    return False
 
 
 _NONFINITE = re.compile(r"\bis(?:nan|inf|posinf|neginf|finite)\b")

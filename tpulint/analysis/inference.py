@@ -181,6 +181,9 @@ class ValueEvaluator:
         elif isinstance(target, ast.Starred):
             self.bind(target.value, ["host"], scope)
         else:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                # `d[k] = v` / `xs[i] = v` on a local container: it holds `v` too
+                store_in_container(scope, target.value.id, value, self.atoms(target.slice, scope))
             key = entry_key(target)
             if key is not None and key[0] in scope.env:
                 # `state["step"] = torch.tensor(0.0)`: what the local dict holds at that key
@@ -1066,6 +1069,8 @@ def grow_container(scope: Scope, call: ast.Call, evaluator: ValueEvaluator) -> N
         return
     name, method = func.value.id, func.attr
     if method in _DICT_CHANGING:
+        if method in ("update", "setdefault"):
+            _store_entries(scope, name, call, method, evaluator)
         if name in scope.keyed:
             forget_entries(scope, name)
         return
@@ -1084,3 +1089,56 @@ def grow_container(scope: Scope, call: ast.Call, evaluator: ValueEvaluator) -> N
     held = union(atom[1], added)
     if held != atom[1]:
         set_local(scope, name, [["s", held]])
+
+
+def _store_entries(
+    scope: Scope, name: str, call: ast.Call, method: str, evaluator: ValueEvaluator
+) -> None:
+    """`d.update(other, k=v)` / `d.setdefault(k, v)` on a local dict: it holds their values
+    too (those of a dict literal or comprehension; whatever an opaque mapping holds)."""
+    if name not in scope.env:
+        return
+    values: list[Atom] = []
+    keys: list[Atom] = []
+    if method == "setdefault":
+        if len(call.args) == 2:
+            values = evaluator.atoms(call.args[1], scope)
+            keys = evaluator.atoms(call.args[0], scope)
+    else:
+        for argument in call.args:
+            for atom in evaluator.atoms(argument, scope):
+                if isinstance(atom, list) and atom[0] == "s" and len(atom) > 2:
+                    values, keys = union(values, atom[1]), union(keys, atom[2])
+                else:
+                    values, keys = union(values, ["unknown"]), union(keys, ["unknown"])
+        for keyword in call.keywords:
+            if keyword.arg is None:  # `d.update(**other)`
+                values, keys = union(values, ["unknown"]), union(keys, ["unknown"])
+            else:
+                values = union(values, evaluator.atoms(keyword.value, scope))
+                keys = union(keys, ["host"])
+    store_in_container(scope, name, values, keys)
+
+
+def store_in_container(scope: Scope, name: str, values: list[Atom], keys: list[Atom]) -> None:
+    """A local container (`["s", values]`, or a dict's `["s", values, keys]`) holds these
+    values (and keys) too, its entries read at string keys kept (`d["loss"]`)."""
+    current = scope.env.get(name)
+    values = [a for a in values if a != "none"]
+    if not current or not values:
+        return
+    grown: list[Atom] = []
+    for atom in current:
+        if isinstance(atom, list) and atom[0] == "s":
+            held = ["s", union(atom[1], values)]
+            if len(atom) > 2:
+                held.append(union(atom[2], keys or ["unknown"]))
+            atom = held
+        grown.append(atom)
+    if grown == current:
+        return
+    if scope.journals:
+        journal = scope.journals[-1]
+        if name not in journal:
+            journal[name] = current
+    scope.env[name] = grown

@@ -451,12 +451,28 @@ class ProjectModel:
                 return found
         return None
 
+    def _in_outer_package(self, name: str, near: ModuleSummary) -> list[ModuleSummary]:
+        """The modules `import <name>` finds in a folder of the importing file's packages,
+        nearest first: a repository whose root folder has an `__init__.py` names its modules
+        `repo.src.data` to the model, while its code, run from that root (on `sys.path`),
+        imports `src.data`; a script run from `repo/src/` imports `data`."""
+        if not near.module:
+            return []
+        parts = near.module.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            found = self.by_name.get(".".join([*parts[:i], name]))
+            if found:
+                return found
+        return []
+
     def module_named(self, name: str, near: ModuleSummary | None = None) -> ModuleSummary | None:
         if near is not None:
             sibling = self._script_sibling(name, near)
             if sibling is not None:
                 return sibling
         found = self.by_name.get(name)
+        if not found and near is not None:
+            found = self._in_outer_package(name, near)
         if not found:
             return None
         if len(found) == 1 or near is None:
@@ -510,7 +526,11 @@ class ProjectModel:
             return self._in_module(near, qualified[1:], depth)
         parts = qualified.split(".")
         if parts[0] not in self._roots and (
-            near is None or self._script_sibling(parts[0], near) is None
+            near is None
+            or (
+                self._script_sibling(parts[0], near) is None
+                and not self._in_outer_package(parts[0], near)
+            )
         ):
             inner = self._inner_root(parts[0], near)
             if inner is None:

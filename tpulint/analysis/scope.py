@@ -254,7 +254,8 @@ class ProjectScope:
         self.claimed: list[str] = []  # folders the entry points speak for
         self.reach: _State | None = None  # from the TPU entry points
         self.library: _State | None = None  # every root of the rest of the project
-        self._truths: dict[tuple[str, Any, str | None], Truth] = {}
+        self._truths: dict[tuple[str, Any, str | None, int], Truth] = {}
+        self._asking: set[str] = set()  # constructors being asked about (cycles)
         self._computed = False
         # module path -> why no script of its application imports it (see `_unimported`)
         self.unimported: dict[str, str] = {}
@@ -1349,19 +1350,7 @@ class ProjectScope:
         other code does (a top-level name, a base class list or a test counts as other code;
         a class a registry or a config may build is never one), each with a reached function
         that names it. `expanded` holds the classes already looked at."""
-        configured = self.__dict__.get("_configured")
-        if configured is None:
-            configured = set()
-            for config in self.model.configs:
-                for _, name in config.classes:
-                    found = self.model.lookup(name, None)
-                    if _is_class(found):
-                        configured.add(found.gkey)
-            for module in self.model.modules.values():
-                for kind, name in module.scope.registered:
-                    if kind == "class":
-                        configured.add(f"{self.model.prefix(module)}.{name}")
-            self.__dict__["_configured"] = configured
+        configured = self._configured_classes()
         out = []
         for node, (role, why) in list(reached.items()):
             if node not in self.model.functions:
@@ -1453,12 +1442,17 @@ class ProjectScope:
             if any(p is True for p in parts):
                 return True
             return False if all(p is False for p in parts) else None
-        key = (module.path, tuple(map(str, value)), owner)
+        # The depth is part of the question (an answer cut short at depth 8 is another
+        # answer), and one that used a cycle's stand-in is not kept: answers must not depend
+        # on the order of questions (tpulint.analysis.recursion).
+        key = (module.path, tuple(map(str, value)), owner, depth)
         if key in self._truths:
             return self._truths[key]
-        self._truths[key] = None  # cycles
-        result = self._atom_truth(value, module, owner, d)
-        self._truths[key] = result
+        result, keep = self.model._recursion.answer(
+            ("truth", key), lambda: self._atom_truth(value, module, owner, d), None
+        )
+        if keep:
+            self._truths[key] = result
         return result
 
     def _atom_truth(
@@ -1494,14 +1488,22 @@ class ProjectScope:
                 return None
             return self._all(returns, fn.module, fn.owner, d)
         if head == "attr":
-            if owner is None:
-                return None
+            if (
+                owner is None
+                or value[1] in self._foreign_stores()
+                or value[1] in _FRAMEWORK_SET_ATTRIBUTES
+            ):
+                return None  # (set from outside its class too)
             values: list[Truth] = []
-            for gkey in self.model.mro(owner):
+            # Its class and bases, and the subclasses `self` may be an instance of.
+            for gkey in [*self.model.mro(owner), *self.model.subclasses(owner)]:
                 cls = self.model.classes.get(gkey)
                 if cls is None:
                     continue
-                assigned = cls.module.scope.attributes.get(cls.summary.qualname, {}).get(value[1])
+                facts = cls.module.scope.attributes.get(cls.summary.qualname, {})
+                if "*" in facts:
+                    return None  # `setattr(self, name, ...)`: any attribute
+                assigned = facts.get(value[1])
                 if assigned is None and value[1] in cls.summary.attributes:
                     return None  # assigned something that is no device test
                 values += [(t, cls.module, gkey) for t in assigned or ()]
@@ -1516,6 +1518,16 @@ class ProjectScope:
             return self._all(assigned, module, None, d)
         return None
 
+    def _foreign_stores(self) -> frozenset[str]:
+        """The attribute names the project assigns on values other than `self`."""
+        found = self.__dict__.get("_foreign")
+        if found is None:
+            found = frozenset(
+                name for m in self.model.modules.values() for name in m.scope.foreign_stores
+            )
+            self.__dict__["_foreign"] = found
+        return found
+
     def _passed_truth(self, node: str, param: str) -> Truth:
         """`p is not None` of a None-default parameter of function `node`: False when every
         call leaves it to its default, True when every call passes it something that is
@@ -1526,7 +1538,12 @@ class ProjectScope:
             return None
         if all(a == _DEFAULT for a in arguments):
             return False
-        if all(a == _VALUE or (isinstance(a, tuple) and a[1] is not None) for a in arguments):
+        if all(
+            a == _VALUE
+            or (isinstance(a, tuple) and a[0] == _SELF_ATTRIBUTE)
+            or (isinstance(a, tuple) and a[0] == "literal" and a[1] is not None)
+            for a in arguments
+        ):
             return True
         return None
 
@@ -1541,6 +1558,26 @@ class ProjectScope:
         for argument in arguments:
             if argument == _DEFAULT:
                 values.add(bool(default))
+            elif isinstance(argument, tuple) and argument[0] == _FORWARDED:
+                # `Encoder(dim, fused=fused)` in a function whose own `fused` is a flag
+                _, node_of, name, default_of = argument
+                if node_of in self._asking:
+                    return None
+                self._asking.add(node_of)
+                try:
+                    given = self._flag_truth(node_of, name, default_of)
+                finally:
+                    self._asking.discard(node_of)
+                if given is None:
+                    return None
+                values.add(bool(given))
+            elif isinstance(argument, tuple) and argument[0] == _SELF_ATTRIBUTE:
+                # `f(x, self.unbounded)`: the truth the caller's class gives its attribute
+                _, name, caller = argument
+                given = self.truth(["attr", name], caller.module, caller.owner)
+                if given is None:
+                    return None
+                values.add(bool(given))
             elif isinstance(argument, tuple):
                 values.add(bool(argument[1]))
             else:
@@ -1549,7 +1586,8 @@ class ProjectScope:
 
     def _call_arguments(self, node: str, param: str) -> list[Any] | None:
         """What each call of function `node` passes as `param`: `_DEFAULT` (left out),
-        `("literal", None | True | False)`, `_MAYBE_NONE` or `_VALUE` (anything else). None
+        `("literal", None | True | False)`, `(_SELF_ATTRIBUTE, name, calling function)` (an
+        attribute of the caller's `self`), `_MAYBE_NONE` or `_VALUE` (anything else). None
         unless the project model resolves at least one call of it, none spreads
         `*args`/`**kwargs`, and every use of its name in the project is such a call (no
         reference hands the function elsewhere, no call on a value of unknown class, no call
@@ -1558,6 +1596,8 @@ class ProjectScope:
         fn = self._function(node)
         if fn is None or param not in fn.summary.params:
             return None
+        if fn.summary.name == "__init__" and fn.owner is not None:
+            return self._constructor_arguments(fn, param)
         if fn.summary.cls is not None and _framework_called(fn.summary.name):
             return None  # Lightning or torch calls it too, with arguments the model cannot see
         index = fn.summary.params.index(param)
@@ -1568,7 +1608,7 @@ class ProjectScope:
         if not callers:
             return None
         arguments: list[Any] = []
-        for _, call, offset in callers:
+        for caller, call, offset in callers:
             if "*" in call.keywords or "**" in call.keywords:
                 return None
             if param in call.keywords:
@@ -1582,6 +1622,8 @@ class ProjectScope:
                 continue
             if key in call.literals:
                 arguments.append(("literal", call.literals[key]))
+            elif key in call.self_attributes and caller.owner is not None:
+                arguments.append((_SELF_ATTRIBUTE, call.self_attributes[key], caller))
             elif key in call.maybe_none:
                 arguments.append(_MAYBE_NONE)
             else:
@@ -1593,6 +1635,107 @@ class ProjectScope:
             if use[0] in ("ref", "selfref", "meth") or user not in calling:
                 return None
         return arguments
+
+    def _constructor_arguments(self, init: _Function, param: str) -> list[Any] | None:
+        """What each construction of the class whose `__init__` is `init` passes as
+        `param` (as `_call_arguments`, a flag parameter of the constructing function passed
+        on being `(_FORWARDED, its node, name, default)`). None unless every use of the
+        class in the project (tests aside) is a construction the scope facts record with its
+        arguments, at least one is, none spreads `*args`/`**kwargs`, and the class is
+        not one users or configs may build with other arguments: named by a config or a
+        registry, re-exported by a package's `__init__.py`, subclassed, or referenced
+        (handed on, partially applied: `ref` uses), in a repository that builds objects
+        from names (`instantiate(cfg)`, `eval(name)`)."""
+        gkey = init.owner
+        assert gkey is not None
+        cls = self.model.classes.get(gkey)
+        if cls is None or gkey in self._configured_classes() or gkey in self._exported():
+            return None
+        index = init.summary.params.index(param) - 1  # `self` is bound by the call
+        if index < 0:
+            return None
+        if any(
+            m.scope.builds_by_name and same_repository(m.path, cls.module.path)
+            for m in self.model.modules.values()
+        ):
+            return None  # (a config or a string may name it, with any arguments)
+        constructing: set[str] = set()
+        for user, use in self._index_of_uses().get(cls.summary.name, ()):
+            if _in_tests(user.rsplit(":", 1)[0]):
+                continue
+            targets, _ = self._targets(user, use)
+            if cls not in targets:
+                continue
+            module = self.model.modules.get(user.rsplit(":", 1)[0])
+            if use[0] != "name" or module is None or self.model.lookup(use[1], module) is not cls:
+                return None  # a reference, a classmethod or a subclass's base list
+            constructing.add(user)
+        arguments: list[Any] = []
+        seen: set[str] = set()
+        for path, module in self.model.modules.items():
+            if _in_tests(path):
+                continue
+            for key, qualified, positional, keywords, spread in module.scope.constructions:
+                if qualified.rsplit(".", 1)[-1] != cls.summary.name:
+                    continue
+                if self.model.lookup(qualified, module) is not cls:
+                    continue
+                if spread:
+                    return None
+                seen.add(f"{path}:{key}" if key else module_node(path))
+                if param in keywords:
+                    code = keywords[param]
+                elif index < len(positional):
+                    code = positional[index]
+                else:
+                    arguments.append(_DEFAULT)
+                    continue
+                caller = self.model.functions.get(f"{path}:{key}") if key else None
+                if isinstance(code, list) and code[0] == "l":
+                    arguments.append(("literal", code[1]))
+                elif isinstance(code, list) and code[0] == "a" and caller is not None:
+                    arguments.append((_SELF_ATTRIBUTE, code[1], caller))
+                elif isinstance(code, list) and code[0] == "f":
+                    arguments.append((_FORWARDED, f"{path}:{code[1]}", code[2], code[3]))
+                else:
+                    arguments.append(_VALUE)
+        if not arguments or not constructing <= seen:
+            return None
+        return arguments
+
+    def _configured_classes(self) -> set[str]:
+        """The project classes a config names or a registry decorator registers: built by
+        name, with arguments the code does not show."""
+        configured = self.__dict__.get("_configured")
+        if configured is None:
+            configured = set()
+            for config in self.model.configs:
+                for _, name in config.classes:
+                    found = self.model.lookup(name, None)
+                    if _is_class(found):
+                        configured.add(found.gkey)
+            for module in self.model.modules.values():
+                for kind, name in module.scope.registered:
+                    if kind == "class":
+                        configured.add(f"{self.model.prefix(module)}.{name}")
+            self.__dict__["_configured"] = configured
+        return configured
+
+    def _exported(self) -> set[str]:
+        """The project classes a package's `__init__.py` imports: its API, for users to
+        build as they like."""
+        exported = self.__dict__.get("_exported_classes")
+        if exported is None:
+            exported = set()
+            for module in self.model.modules.values():
+                if not module.is_package:
+                    continue
+                for target in module.imports.values():
+                    found = self.model.lookup(target, module)
+                    if _is_class(found):
+                        exported.add(found.gkey)
+            self.__dict__["_exported_classes"] = exported
+        return exported
 
     def _all(self, truths: list[Truth], module: ModuleSummary, owner: str | None, d: int) -> Truth:
         results = {self.truth(t, module, owner, d) for t in truths}
@@ -1860,6 +2003,10 @@ def _framework_called(name: str) -> bool:
 _DEFAULT = "default"
 _MAYBE_NONE = "maybe-none"
 _VALUE = "value"
+_SELF_ATTRIBUTE = "self-attribute"
+# Attributes torch sets on a module itself (`model.train()` sets `training`).
+_FRAMEWORK_SET_ATTRIBUTES = frozenset({"training"})
+_FORWARDED = "forwarded"
 
 
 def _inference_reason(why: str) -> str:

@@ -202,6 +202,18 @@ class ScopeFacts:
     # Whether the top level runs code of its own (a call statement, a loop, a `with`): a script
     # run as a file (`python merge_exports.py` from a shell script) even without a `__main__`.
     runs_code: bool = False
+    # Calls of class-like names (the qualified name ends in a capitalised one) with their
+    # flag arguments: [function key, qualified callee, positional codes, keyword codes,
+    # spread], a code being ["l", None | True | False] (a literal), ["a", name] (`self.name`),
+    # ["f", function key, parameter, default] (a flag parameter of the calling function
+    # passed on) or "v" (anything else); spread: `*args` or `**kwargs` passed.
+    constructions: list[list[Any]] = field(default_factory=list)
+    # Whether the file builds objects from names (`instantiate(cfg.model)`, `eval(name)`,
+    # `import_module(...)`): a class may be built with arguments no construction shows.
+    builds_by_name: bool = False
+    # Attribute names this file assigns on a value other than `self` (`model.flag = x`,
+    # `setattr(model, "flag", x)`): an attribute's truth is not its class's alone.
+    foreign_stores: list[str] = field(default_factory=list)
     digest: int = 0  # text_digest of the text these facts are of
 
     def to_json(self) -> dict[str, Any]:
@@ -231,6 +243,9 @@ class ScopeFacts:
             "br": self.bare,
             "ta": self.tests_after_fit,
             "rc": self.runs_code,
+            "cs": self.constructions,
+            "bn": self.builds_by_name,
+            "fs": self.foreign_stores,
             "d": self.digest,
         }
 
@@ -262,6 +277,9 @@ class ScopeFacts:
             data["br"],
             data.get("ta", False),
             data.get("rc", False),
+            data["cs"],
+            data["bn"],
+            data["fs"],
             data["d"],
         )
 
@@ -319,7 +337,7 @@ def informative(truth: Truth) -> bool:
     if isinstance(truth, bool):
         return True
     if isinstance(truth, list):
-        if truth[0] in ("attr", "glob"):
+        if truth[0] in ("attr", "glob", "flag"):
             return True
         if truth[0] in ("and", "or", "not"):
             return any(informative(t) for t in truth[1:])
@@ -336,6 +354,9 @@ class _Walker:
         # `self.<name>` attributes this file assigns a decided condition (`self.use_fused =
         # torch.cuda.is_available() and ...`): tests of them are worth a region.
         self.flag_attributes: set[str] = set()
+        # (class, attribute) set to something unknown where the summary does not see it
+        # (`self.on |= x`, `self.a, self.b = ...`): kept in the facts of a `cheap` file.
+        self.unknown_attributes: set[tuple[str, str]] = set()
         self.fitted: set[str] = set()  # functions whose `trainer.fit(...)` was seen
         self.fitting: set[str] = set()  # ... in the statement being walked
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
@@ -403,6 +424,7 @@ class _Walker:
             not self.cheap
             or _calls_function(test)
             or bool(self._none_params and self._none_params[-1].keys() & _names_in([test]))
+            or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
         )
 
     # --- names ---------------------------------------------------------------------------
@@ -496,7 +518,13 @@ class _Walker:
         facts.attributes = {
             cls: kept
             for cls, attrs in facts.attributes.items()
-            if (kept := {a: v for a, v in attrs.items() if any(map(informative, v))})
+            if (
+                kept := {
+                    a: v
+                    for a, v in attrs.items()
+                    if any(map(informative, v)) or (cls, a) in self.unknown_attributes
+                }
+            )
         }
         facts.uses = {k: v for k, v in facts.uses.items() if v}
         facts.bare = {
@@ -763,6 +791,27 @@ class _Walker:
                 if not self.cheap and not isinstance(node, ast.AugAssign):
                     sequential = bool(self._top_level) and id(node) in self._top_level[-1]
                     self.assigned(targets, value, key, imports, klass, truths, sequential)
+                elif not isinstance(node, ast.AugAssign):
+                    # A file naming no device: only what its classes set their attributes
+                    # to (`self.unbounded = False`), which a flag passed on may be.
+                    mine = [t for t in targets if _self_attribute(t)]
+                    if mine:
+                        self.assigned(mine, value, key, imports, klass, truths)
+                if klass is not None:
+                    # `self.on |= x`, `self.a, self.b = ...`: set to something unknown
+                    unpacked = [
+                        e
+                        for t in targets
+                        if isinstance(t, (ast.Tuple, ast.List)) or isinstance(node, ast.AugAssign)
+                        for e in ast.walk(t)
+                        if _self_attribute(e)
+                    ]
+                    for element in unpacked:
+                        name = element.attr  # type: ignore[attr-defined]
+                        attributes = self.facts.attributes.setdefault(klass, {})
+                        attributes.setdefault(name, []).append(None)
+                        self.unknown_attributes.add((klass, name))
+            self.foreign_stored(targets)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local)
             if value is not None and any(
@@ -816,6 +865,42 @@ class _Walker:
             if isinstance(child, ast.expr):
                 self.expression(child, key, imports, local)
 
+    def construction(self, node: ast.Call, qualified: str, key: str) -> None:
+        """Record a call of a class-like name with what it passes (ScopeFacts.constructions)."""
+        spread = any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        )
+        positional = [self._argument_code(a) for a in node.args]
+        keywords = {k.arg: self._argument_code(k.value) for k in node.keywords if k.arg}
+        self.facts.constructions.append([key, qualified, positional, keywords, spread])
+
+    def _argument_code(self, value: ast.expr) -> Any:
+        if isinstance(value, ast.Constant) and (
+            value.value is None or isinstance(value.value, bool)
+        ):
+            return ["l", value.value]
+        if _self_attribute(value):
+            return ["a", value.attr]  # type: ignore[attr-defined]
+        if isinstance(value, ast.Name) and self._none_params and self._functions:
+            default = self._none_params[-1].get(value.id, _FILLED)
+            if default != _FILLED and not (
+                self._flag_params and value.id in self._flag_params[-1][0]
+            ):
+                return ["f", self._functions[-1][0], value.id, default]
+        return "v"
+
+    def foreign_stored(self, targets: list[ast.expr]) -> None:
+        """Record the attributes assigned on values other than `self` (`model.flag = x`)."""
+        for target in targets:
+            nodes = ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            for node in nodes:
+                if (
+                    isinstance(node, ast.Attribute)
+                    and not _self_attribute(node)
+                    and node.attr not in self.facts.foreign_stores
+                ):
+                    self.facts.foreign_stores.append(node.attr)
+
     def attribute_refs(
         self,
         targets: list[ast.expr],
@@ -868,6 +953,10 @@ class _Walker:
                 and klass is not None
             ):
                 truth = self.truth(value, imports, truths)
+                if isinstance(value, ast.Constant) and (
+                    value.value is None or isinstance(value.value, bool)
+                ):
+                    truth = bool(value.value)  # `self.unbounded = False`: a flag that is off
                 self.facts.attributes.setdefault(klass, {}).setdefault(target.attr, []).append(
                     truth
                 )
@@ -1001,6 +1090,15 @@ class _Walker:
                         else self._bare_calls
                     )
                     calls.setdefault(key, set()).add(use[1].rsplit(".", 1)[-1])
+                callee = dotted(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+                if callee is not None and _BUILDS_BY_NAME.search(callee.rsplit(".", 1)[-1]):
+                    self.facts.builds_by_name = True
+                if key and _builds_own_class(func):
+                    # `cls(...)`, `type(self)(...)`, `self.__class__(...)` in a method: its
+                    # class, built with arguments read apart (recorded as spread)
+                    owner = key.partition("#")[0].rpartition(".")[0]
+                    if owner:
+                        self.facts.constructions.append([key, "." + owner, [], {}, True])
                 if use is not None:
                     if _useful(use):
                         self._add(uses, seen, use)
@@ -1009,6 +1107,8 @@ class _Walker:
                             if use not in later:
                                 later.append(use)
                     self.launch(current, use, key, imports, local)
+                    if use[0] == "name" and use[1].rsplit(".", 1)[-1][:1].isupper():
+                        self.construction(current, use[1], key)
                 stack.extend(current.args)
                 stack.extend(k.value for k in current.keywords)
                 for keyword in current.keywords:
@@ -1646,6 +1746,15 @@ def _literal_default_params(
     return params
 
 
+def _self_attribute(node: ast.expr) -> bool:
+    """`self.<name>`."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
 def _is_none_test(test: ast.expr) -> bool:
     """`p is None` of a name."""
     return (
@@ -1990,6 +2099,33 @@ _WRITES = frozenset(
 )
 
 
+# Calls that build an object from a name (a config's `_target_`, a registry key, a string).
+_BUILDS_BY_NAME = re.compile(
+    r"instantiate|^(?:eval|import_module|__import__|locate|get_obj_from_str|import_string"
+    r"|build_from_cfg|from_config|get_class|load_class|class_from_name)$",
+    re.IGNORECASE,
+)
+
+
+def _builds_own_class(func: ast.expr) -> bool:
+    """`cls`, `type(self)`, `self.__class__` called: the method's class built anew."""
+    if isinstance(func, ast.Name):
+        return func.id == "cls"
+    if isinstance(func, ast.Attribute):
+        return func.attr == "__class__"
+    return (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "type"
+        and len(func.args) == 1
+    )
+
+
+def _self_attributes_in(node: ast.expr) -> set[str]:
+    """The names of the `self.<name>` a test reads."""
+    return {n.attr for n in ast.walk(node) if _self_attribute(n)}  # type: ignore[attr-defined]
+
+
 def _names_in(nodes: list[ast.expr]) -> set[str]:
     return {n.id for node in nodes for n in ast_walk(node) if isinstance(n, ast.Name)}
 
@@ -2013,8 +2149,40 @@ def scope_facts(tree: ast.Module, summary: Any, text: str, keys: dict[int, str])
     """The scope facts of a parsed file whose summary is `summary` (`keys`: the summary's
     function keys by `id` of their `def` node)."""
     facts = _Walker(summary, text, keys).run(tree)
+    if "setattr" in text:
+        _setattr_stores(tree, facts, keys)
     facts.digest = text_digest(text)
     return facts
+
+
+def _setattr_stores(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str]) -> None:
+    """`setattr(model, "flag", x)` is a store of `flag` on another value; `setattr(self,
+    name, x)` with a computed name may set any attribute of the class (`"*"`)."""
+
+    def visit(node: ast.AST, klass: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                nested = f"{klass}.{child.name}" if klass else child.name
+                visit(child, keys.get(id(child)) or nested)
+                continue
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name)
+                and child.func.id == "setattr"
+                and len(child.args) >= 2
+            ):
+                receiver, name = child.args[0], child.args[1]
+                literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+                mine = isinstance(receiver, ast.Name) and receiver.id == "self"
+                if literal and not mine and name.value not in facts.foreign_stores:
+                    facts.foreign_stores.append(name.value)
+                elif literal and mine and klass is not None:
+                    facts.attributes.setdefault(klass, {}).setdefault(name.value, []).append(None)
+                elif mine and klass is not None:
+                    facts.attributes.setdefault(klass, {})["*"] = [None]
+            visit(child, klass)
+
+    visit(tree, None)
 
 
 def text_digest(text: str) -> int:

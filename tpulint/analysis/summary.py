@@ -240,6 +240,9 @@ class CallSite:
     # name of the caller's own None-default parameter (`f(x, mask=mask)`) or a local that
     # holds None somewhere.
     maybe_none: list[str] = field(default_factory=list)
+    # The arguments, by position or keyword, that are an attribute of the caller's `self`
+    # (`f(x, self.unbounded)`), with its name: the caller's class decides what they are.
+    self_attributes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> list[Any]:
         return [
@@ -253,11 +256,12 @@ class CallSite:
             self.keyword_texts,
             self.literals,
             self.maybe_none,
+            self.self_attributes,
         ]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CallSite:
-        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:10])
+        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:11])
 
 
 @dataclass
@@ -744,9 +748,9 @@ class _Summarizer(ValueEvaluator):
         self.summary.imports = dict(self.module_imports)
 
     def _record_none_args(self, call: CallSite, node: ast.Call, scope: Scope) -> None:
-        """The call's arguments that are the literal None, True or False, and those that may
+        """The call's arguments that are the literal None, True or False, those that may
         hold None (a name of a None-default parameter of the calling function, or a name
-        whose value may be None)."""
+        whose value may be None), and those that are an attribute of `self`."""
         optional = self.optional_params.get(scope.info.key, set()) if scope.info else set()
         named = [
             (str(i), a)
@@ -762,6 +766,12 @@ class _Summarizer(ValueEvaluator):
                 value.id in optional or "none" in scope.env.get(value.id, ())
             ):
                 call.maybe_none.append(key)
+            elif (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "self"
+            ):
+                call.self_attributes[key] = value.attr
 
     def _key(self, qualname: str) -> str:
         index = self.counts.get(qualname, 0)

@@ -188,6 +188,23 @@ class PositionValues:
             isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in atoms
         )
 
+    def dict_value_kinds(self, node: cst.BaseExpression) -> list[ValueKind] | None:
+        """The kinds of the values a dict holds, one per value the code stores in it, when
+        the node holds a dict literal or comprehension on every path (filled in afterwards
+        with `d[k] = v`, `d.update(...)` or `d.setdefault(k, v)` or not); None otherwise,
+        and for a dict nothing is seen stored in."""
+        found = self.atoms(node)
+        if found is None:
+            return None
+        atoms, function = found
+        dicts = [a for a in atoms if a != "none"]
+        if not dicts or not all(isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in dicts):
+            return None
+        values = [value for atom in dicts for value in atom[1]]
+        if not values:
+            return None
+        return [self.resolve([value], function) for value in values]
+
     def is_local(self, name: str, node: cst.CSTNode) -> bool:
         """Whether `name` is a local binding (or parameter) where `node` is."""
         self._build()
