@@ -2205,6 +2205,52 @@ def test_a_module_no_script_of_an_application_imports_is_out(tmp_path: Path) -> 
     assert reason_at(model, tmp_path, "third_party/ops/ops_test.py", "group(None") is None
 
 
+def test_relative_imports_above_a_package_root_keep_what_they_name(tmp_path: Path) -> None:
+    """Folders without `__init__.py` are namespace packages: `from ...heads.yolo import
+    Head` in `nets/ext/blocks/build.py` (only `blocks/` and `heads/` hold one) climbs above
+    what the model takes for the package root; the module it names can run. One that names
+    no module of the application leaves it unknown."""
+    files = {
+        "train.py": """\
+            import lightning as L
+
+            from nets.ext.blocks.build import Net
+
+            if __name__ == "__main__":
+                L.Trainer().fit(Net())
+        """,
+        "nets/ext/blocks/__init__.py": "",
+        "nets/ext/blocks/build.py": """\
+            import lightning as L
+
+            from ...heads.yolo import head_loss
+
+
+            class Net(L.LightningModule):
+                def training_step(self, batch, i):
+                    return head_loss(batch)
+        """,
+        "nets/heads/__init__.py": "",
+        "nets/heads/yolo.py": """\
+            def head_loss(x):
+                return x[x > 0].sum()  # head
+        """,
+        "nets/heads/unused.py": """\
+            def other(x):
+                return x[x > 0].mean()  # unused
+        """,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "nets/heads/yolo.py", "# head") is None
+    why = "imported by no script of its project (its training entry points: train.py)"
+    assert reason_at(model, tmp_path, "nets/heads/unused.py", "# unused") == why
+    files["nets/ext/blocks/build.py"] = files["nets/ext/blocks/build.py"].replace(
+        "from ...heads.yolo", "from ...missing.yolo"
+    )
+    model = project(tmp_path / "unknown", files)
+    assert reason_at(model, tmp_path / "unknown", "nets/heads/unused.py", "# unused") is None
+
+
 def test_a_script_that_imports_a_module_keeps_it(tmp_path: Path) -> None:
     """`tools/convert.py` runs code at its top level (no `__main__` block): a script."""
     model = project(tmp_path, APPLICATION)

@@ -1161,6 +1161,14 @@ class ProjectScope:
                 elif found is None:
                     for other in self._tail_match(target, by_tail, anywhere=False):
                         load(other)
+            # A relative import above the package root (namespace packages): the modules
+            # its dotted name may end with; one that names none of them leaves the
+            # application unknown.
+            for target in module.scope.beyond_root_imports:
+                matched = self._tail_match(target, by_tail, anywhere=False)
+                dynamic |= not matched
+                for other in matched:
+                    load(other)
         return loaded, dynamic or (builds and not configured)
 
     # --- the library (no entry point) ------------------------------------------------------
@@ -1518,6 +1526,24 @@ class ProjectScope:
             return self._all(assigned, module, None, d)
         return None
 
+    def _constructed_flag(self, truth: Truth, owner: str | None) -> str | None:
+        """The attribute name when a region asks only `self.<name>` (or its negation) and
+        every assignment of it in the class and its bases stores a constructor's flag
+        (`self.fused = fused`): its truth comes from the constructions, not from the TPU."""
+        while isinstance(truth, list) and truth and truth[0] == "not":
+            truth = truth[1]
+        if not (isinstance(truth, list) and truth and truth[0] == "attr") or owner is None:
+            return None
+        stored: list[Truth] = []
+        for gkey in [*self.model.mro(owner), *self.model.subclasses(owner)]:
+            cls = self.model.classes.get(gkey)
+            if cls is not None:
+                facts = cls.module.scope.attributes.get(cls.summary.qualname, {})
+                stored += facts.get(truth[1]) or []
+        if stored and all(isinstance(t, list) and t and t[0] == "flag" for t in stored):
+            return str(truth[1])
+        return None
+
     def _foreign_stores(self) -> frozenset[str]:
         """The attribute names the project assigns on values other than `self`."""
         found = self.__dict__.get("_foreign")
@@ -1810,6 +1836,11 @@ class ProjectScope:
             if asked is not None:
                 given = self.truth(asked, module, region_owner)
                 return _passed_reason(how, text, asked, bool(given))
+            attribute = self._constructed_flag(truth, region_owner)
+            if attribute is not None:
+                state = "true" if self.truth(["attr", attribute], module, region_owner) else "false"
+                calls = f"`self.{attribute}` is {state} in every construction of its class"
+                return _calls_reason(how, text, calls)
             return _region_reason(how, text, value)
         if fn is not None:
             kernel = self._kernel(fn)
@@ -2037,6 +2068,11 @@ def _passed_reason(how: str, text: str, asked: list[Any], given: bool) -> str:
         calls = f"every call of the function passes `{param}` a value that is not None"
     else:
         calls = f"every call of the function leaves `{param}` to its default None"
+    return _calls_reason(how, text, calls)
+
+
+def _calls_reason(how: str, text: str, calls: str) -> str:
+    """Why a region the project's own calls or constructions decide never runs."""
     if how == "else":
         return f"in the `else` of `if {text}`, and {calls}"
     if how == "after":

@@ -181,6 +181,10 @@ class ScopeFacts:
     attribute_refs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     # Modules the top level imports everything from (`from .neighborlist import *`).
     star_imports: list[str] = field(default_factory=list)
+    # Relative imports that climb above the file's package root (`from ...yolox.models.head
+    # import Head` where the folders above hold no `__init__.py`: namespace packages), as
+    # the dotted names after the dots, with each imported name: the model cannot name them.
+    beyond_root_imports: list[str] = field(default_factory=list)
     # Names built or named in data-pipeline arguments (`transforms=`, `collate_fn=`).
     data_uses: list[str] = field(default_factory=list)
     # Inference flags (INFERENCE_TOKENS) this file turns on: keyword name (`f(predict_mode=
@@ -236,6 +240,7 @@ class ScopeFacts:
             "su": self.step_uses,
             "ar": self.attribute_refs,
             "si": self.star_imports,
+            "bi": self.beyond_root_imports,
             "du": self.data_uses,
             "fo": self.flags_on,
             "tc": self.trainer_calls,
@@ -270,6 +275,7 @@ class ScopeFacts:
             data["su"],
             data["ar"],
             data["si"],
+            data.get("bi", []),
             data["du"],
             data["fo"],
             data["tc"],
@@ -726,6 +732,11 @@ class _Walker:
                         imports[alias.asname or alias.name] = f"{base}.{alias.name}"
                     elif not key and base not in self.facts.star_imports:
                         self.facts.star_imports.append(base)
+            elif node.level:
+                for alias in node.names:
+                    target = ".".join(p for p in (node.module, alias.name) if p and p != "*")
+                    if target and target not in self.facts.beyond_root_imports:
+                        self.facts.beyond_root_imports.append(target)
             return
         if key == "" and klass is None and isinstance(node, ast.If) and _is_main_test(node.test):
             # `if __name__ == "__main__":` runs only when the file is run as a script.
