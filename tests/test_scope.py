@@ -2485,3 +2485,33 @@ def test_a_class_a_package_exports_keeps_its_constructor_flags_open(tmp_path: Pa
     files["pkg/__init__.py"] = ""
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "pkg/m.py", "longer.sum() == 0") is not None
+
+
+def test_code_after_a_return_in_its_block_never_runs(tmp_path: Path) -> None:
+    files = {
+        "m.py": """\
+            import lightning as L
+
+
+            def show(x):
+                return
+                print(x.norm().item())  # after-return
+
+
+            def keep(x):
+                if x.ndim > 1:
+                    return x.sum().item()  # before-return
+                return x.mean()
+
+
+            class M(L.LightningModule):
+                def training_step(self, batch, i):
+                    show(batch)
+                    return keep(batch)
+        """,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "m.py", "x.norm()") == (
+        "after `return` in the same block: never runs"
+    )
+    assert reason_at(model, tmp_path, "m.py", "x.sum()") is None

@@ -184,6 +184,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        out = self.tracker(np.stack([prob.detach().cpu().numpy()]))\n"
             "        return out[out[:, 1] == 1]\n"
         ),
+        # A write into the copy a mask selection makes: dropped, so never compiled or run.
+        Valid(
+            _MOD + "    def forward(self, joints, visible):\n"
+            "        joints[visible > 0][:, 0] = 0.0\n"
+            "        return joints.sum()\n"
+        ),
         # Selected on the host: `device` is a CUDA chain, the CPU on a TPU host.
         Valid(
             _MOD + "    def forward(self, x):\n"
@@ -589,6 +595,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             return
         single = len(node.slice) == 1
         parent = ctx.parent(node)
+        if _written_through_a_copy(ctx, node):
+            return
         # A mask on the host (`torch.rand(n) < p`, no `device=`) over device data: torch counts
         # it on the CPU (no sync), but each count is still a new graph on the device. Over data
         # not known to be on the device, a host mask says the code works on the host.
@@ -803,3 +811,18 @@ def _static_host_mask(
             return False
         return all(ctx.value_kind(a.value).is_host for a in node.args if a.keyword is None)
     return False
+
+
+def _written_through_a_copy(ctx: FileContext, node: cst.Subscript) -> bool:
+    """`x[mask][:, idx] = v`: the mask selection is a copy, written into and dropped (the
+    statement changes nothing), so under XLA's lazy execution neither the selection nor the
+    write is ever compiled or run."""
+    child: cst.CSTNode = node
+    parent = ctx.parent(node)
+    while isinstance(parent, cst.Subscript) and parent.value is child:
+        child, parent = parent, ctx.parent(parent)
+    if child is node:
+        return False
+    return isinstance(parent, cst.AssignTarget) or (
+        isinstance(parent, cst.AugAssign) and parent.target is child
+    )

@@ -2093,6 +2093,8 @@ def _region_reason(how: str, text: str, value: bool) -> str:
         return f"inference only (under `if {text}`, {flag})"
     if how == "dead":
         return f"after `{text}`, which always raises: never runs"
+    if how == "unreachable":
+        return f"after `{text}` in the same block: never runs"
     if how == "cuda-import":
         return f"in a branch that imports a CUDA-only package (under `if {text}`)"
     if how == "else":

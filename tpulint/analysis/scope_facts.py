@@ -636,6 +636,10 @@ class _Walker:
                 # `assert False, "not tested"` (or a `raise`) leaves the block every time.
                 first, last = statements[index + 1], statements[-1]
                 self.region(key, first, last, False, True, statement, "dead")
+            elif isinstance(statement, _LEAVING) and index + 1 < len(statements):
+                # `return` first in a debug helper (`def show(x): return; print(x.norm())`)
+                first, last = statements[index + 1], statements[-1]
+                self.region(key, first, last, False, True, statement, "unreachable")
             exit_test = _early_exit(statement)
             if exit_test is not None and index + 1 < len(statements):
                 first, last = statements[index + 1], statements[-1]
@@ -1983,6 +1987,10 @@ def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str]) -> bool
         # What follows may run after a fit anywhere in the statement (one branch of an `if`).
         fitted = fitted | _trainer_calls(statement, "fit")
     return False
+
+
+# Statements after which the rest of their block never runs.
+_LEAVING = (ast.Return, ast.Continue, ast.Break)
 
 
 def _always_raises(statement: ast.stmt) -> bool:
