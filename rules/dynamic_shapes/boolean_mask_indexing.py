@@ -184,10 +184,11 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        out = self.tracker(np.stack([prob.detach().cpu().numpy()]))\n"
             "        return out[out[:, 1] == 1]\n"
         ),
-        # A write into the copy a mask selection makes: dropped, so never compiled or run.
+        # A write into the copy a host-mask selection makes: dropped, so never compiled or run.
         Valid(
-            _MOD + "    def forward(self, joints, visible):\n"
-            "        joints[visible > 0][:, 0] = 0.0\n"
+            _MOD + "    def forward(self, joints):\n"
+            "        swap = torch.rand(joints.shape[0]) < 0.1\n"
+            "        joints[swap][:, 0] = joints[swap][:, 1]\n"
             "        return joints.sum()\n"
         ),
         # Selected on the host: `device` is a CUDA chain, the CPU on a TPU host.
@@ -324,6 +325,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         # A random mask made on the host (a factory without `device=`, compared with a
         # number) over device data: counted on the CPU with no sync, but a graph per count;
         # no rewrite (`torch.where` wants the mask where the data is).
+        # The same dropped write with a mask of device values: counting it reads the device.
+        Invalid(
+            _MOD + "    def forward(self, joints):\n"
+            "        joints[joints[:, 0] > 0][:, 0] = 0.0\n"
+            "        return joints.sum()\n"
+        ),
         Invalid(
             _MOD + "    def forward(self, feats, sizes):\n"
             "        owner = torch.repeat_interleave(torch.arange(4), torch.tensor(sizes))\n"
@@ -595,7 +602,7 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             return
         single = len(node.slice) == 1
         parent = ctx.parent(node)
-        if _written_through_a_copy(ctx, node):
+        if ctx.value_kind(mask) is CPU and _dropped_copy_statement(ctx, node):
             return
         # A mask on the host (`torch.rand(n) < p`, no `device=`) over device data: torch counts
         # it on the CPU (no sync), but each count is still a new graph on the device. Over data
@@ -813,16 +820,18 @@ def _static_host_mask(
     return False
 
 
-def _written_through_a_copy(ctx: FileContext, node: cst.Subscript) -> bool:
-    """`x[mask][:, idx] = v`: the mask selection is a copy, written into and dropped (the
-    statement changes nothing), so under XLA's lazy execution neither the selection nor the
-    write is ever compiled or run."""
-    child: cst.CSTNode = node
-    parent = ctx.parent(node)
-    while isinstance(parent, cst.Subscript) and parent.value is child:
-        child, parent = parent, ctx.parent(parent)
-    if child is node:
+def _dropped_copy_statement(ctx: FileContext, node: cst.Subscript) -> bool:
+    """`x[mask][:, i] = x[mask][:, j]`: every target writes into the copy a selection makes,
+    so the statement changes nothing and XLA's lazy execution never compiles or runs what
+    it computes (asked only of a host mask, whose count torch takes on the CPU: a device
+    mask's count is read from the device as the selection is traced)."""
+    line = ctx.enclosing_statement(node)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return False
-    return isinstance(parent, cst.AssignTarget) or (
-        isinstance(parent, cst.AugAssign) and parent.target is child
+    statement = line.body[0]
+    if not isinstance(statement, cst.Assign):
+        return False
+    return all(
+        isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Subscript)
+        for t in statement.targets
     )
