@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from tests.helpers import make_project, run_cli
 from tpulint.config.settings import Config
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.engine.source import check_source, fix_source
@@ -110,3 +111,32 @@ def test_the_batch_sizes_of_a_preview_rule_need_preview() -> None:
     path = FIXTURES / "mnist_tpu_era.in.py"
     config = Config.from_mapping({"select": ["TPU302"]})
     assert check_source(path.read_text(encoding="utf-8"), _checked_path(path), config) == []
+
+
+def test_prepare_data_a_launcher_calls_on_a_module_it_picks_by_name(tmp_path: Path) -> None:
+    """TPU310: a launcher that builds its data module from a table and calls
+    `prepare_data()` itself before fit sets the attributes in the process the device
+    processes are forked from; without that call the finding stays."""
+    data = (
+        "import lightning as L\n\n\n"
+        "class Graphs(L.LightningDataModule):\n"
+        "    def prepare_data(self):\n"
+        "        self.train = list(range(8))\n\n"
+        "    def train_dataloader(self):\n"
+        "        return self.train\n\n\n"
+        "DATASETS = {'graphs': Graphs}\n"
+    )
+    launcher = (
+        "import lightning as L\n\n"
+        "from pkg.data import DATASETS\n\n\n"
+        "def main(name, model):\n"
+        "    data = DATASETS[name]()\n"
+        "    data.prepare_data()\n"
+        "    L.Trainer(accelerator='tpu').fit(model, data)\n"
+    )
+    files = {"pkg/__init__.py": "", "pkg/data.py": data, "pkg/train.py": launcher}
+    root = make_project(tmp_path / "called", files, 'select = ["TPU310"]\n')
+    assert "TPU310" not in run_cli(["check", "--no-cache", "."], root).stdout
+    files["pkg/train.py"] = launcher.replace("    data.prepare_data()\n", "")
+    root = make_project(tmp_path / "not_called", files, 'select = ["TPU310"]\n')
+    assert "TPU310" in run_cli(["check", "--no-cache", "."], root).stdout

@@ -25,7 +25,10 @@ class StateInPrepareData(_DataRule):
     LightningDataModule when another method of the class reads `self.<name>`
     (`train_dataloader`, `setup`, a step) and no method but the constructor sets it (a
     constructor's `None` counts as not set). Classes that call `prepare_data` themselves
-    are not reported.
+    are not reported, nor classes whose `prepare_data` the project's launcher calls before
+    `fit` (`data.prepare_data()`, also on a data module it picks from a table: a module
+    that calls `prepare_data` and defines no class with the hook): Lightning's XLA launcher
+    forks the device processes from the launching one, which then holds the attributes.
 
     ## Why is this bad on TPU?
     Lightning calls `prepare_data` in one process per node only, the one of local rank 0
@@ -83,7 +86,10 @@ class StateInPrepareData(_DataRule):
     Stable (new in issue 21): every finding is an attribute that the processes of local
     rank 1 and above never get, by construction of Lightning's hook call. It comes from
     the misses of the fifth TPU-targeted held-out set (two classes whose datasets were
-    built in `prepare_data` under an 8-core TPU Trainer).
+    built in `prepare_data` under an 8-core TPU Trainer). On the sci12 read its 4 findings
+    were wrong: every launcher of that project called `prepare_data()` itself before
+    building the Trainer; such launchers are recognised now (a fresh read decides whether
+    it stays stable).
     """
 
     code = "TPU310"
@@ -119,6 +125,18 @@ class StateInPrepareData(_DataRule):
             "        self.files = list_files(self.root)\n"
             "    def train_dataloader(self):\n"
             "        return make_loader(self.files)\n"
+        ),
+        # The launcher prepares the data before fit: the device processes are forked from it.
+        Valid(
+            _PL + "\n\nclass Data(L.LightningDataModule):\n"
+            "    def prepare_data(self):\n"
+            "        self.train_set = load(self.root)\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.train_set)\n\n\n"
+            "def main(model):\n"
+            "    data = Data()\n"
+            "    data.prepare_data()\n"
+            "    L.Trainer(accelerator='tpu').fit(model, data)\n"
         ),
         # The class calls prepare_data itself (every process runs it).
         Valid(
@@ -187,6 +205,8 @@ class StateInPrepareData(_DataRule):
             return
         if any(_calls_self(method, "prepare_data") for method in methods.values()):
             return
+        if self._called_from_outside(hook, info.local_qualname):
+            return
         set_in_hook = _assigned(hook)
         if not set_in_hook:
             return
@@ -224,6 +244,28 @@ class StateInPrepareData(_DataRule):
             f"{'it' if len(lost) == 1 else 'them'}; set {'it' if len(lost) == 1 else 'them'} "
             "in `setup` and keep downloads in `prepare_data`",
             related=[RelatedNode(set_in_hook[a], f"`self.{a}` is also set here") for a in lost[1:]],
+        )
+
+    def _called_from_outside(self, hook: cst.FunctionDef, qualname: str) -> bool:
+        """Whether project code outside the class calls its `prepare_data` (a launcher's
+        `data.prepare_data()` before `trainer.fit(model, data)`): the attributes are then
+        set in the launching process, which Lightning's XLA launcher forks the device
+        processes from (`lightning/pytorch/strategies/launchers/xla.py`, start method
+        "fork"), so every process has them."""
+        view = self.ctx.analysis.view
+        info = self.ctx.analysis.functions.get(id(hook))
+        if view is None or info is None:
+            return False
+        if any(owner != qualname for _, owner in view.callers(info.key)):
+            return True
+        # A call the model cannot resolve (`data = DATASETS[name](...)`, then
+        # `data.prepare_data()`): a module that calls `prepare_data` and defines no class
+        # with the hook is a launcher preparing whichever data module it built.
+        return any(
+            module.syntax is not None
+            and "prepare_data" in module.syntax.calls
+            and not any("prepare_data" in c.methods for c in module.classes)
+            for module in view.model.modules.values()
         )
 
 
