@@ -62,6 +62,7 @@ from tpulint.analysis.summary import (
     ClassSummary,
     FunctionSummary,
     ModuleSummary,
+    merge_built_kinds,
 )
 from tpulint.analysis.value_tables import (
     BATCH_PARAMS,
@@ -1060,14 +1061,7 @@ class ProjectModel:
             found: dict[str, str] = {}
             for fn in self.functions.values():
                 for name, kind in fn.summary.built_keys.items():
-                    before = found.get(name, kind)
-                    found[name] = (
-                        "tensor"
-                        if "tensor" in (before, kind)
-                        else "number"
-                        if before == kind == "number"
-                        else "host"
-                    )
+                    found[name] = merge_built_kinds(found.get(name, kind), kind)
             keys = {k: v for k, v in found.items() if v != "tensor"}
             self.__dict__["_batch_keys"] = keys
         return keys.get(key)

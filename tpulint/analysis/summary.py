@@ -1179,14 +1179,7 @@ class _Summarizer(ValueEvaluator):
                 if all_host(atoms)
                 else "tensor"
             )
-            before = built.get(key, kind)
-            built[key] = (
-                "tensor"
-                if "tensor" in (before, kind)
-                else "number"
-                if before == kind == "number"
-                else "host"
-            )
+            built[key] = merge_built_kinds(built.get(key, kind), kind)
 
     def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         lines = self.index_use_lines
@@ -1604,6 +1597,14 @@ class _Summarizer(ValueEvaluator):
 # Fields of ast nodes that hold child nodes (not names, operators or load/store contexts).
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_comment", "kind", "is_async", "level"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def merge_built_kinds(before: str, kind: str) -> str:
+    """What a batch key holds when two places build it ("number", "host" or "tensor"): a
+    tensor wins, two numbers stay a number, anything else on the host is host data."""
+    if "tensor" in (before, kind):
+        return "tensor"
+    return "number" if before == kind == "number" else "host"
 
 
 # A dataset's item methods: the dicts they build are a batch's keys after default_collate.
