@@ -238,39 +238,21 @@ def is_end_hook(name: str) -> bool:
     return name in END_HOOKS or (name.endswith("_epoch_end") and name != "_epoch_end")
 
 
+def _hooks_of_stage(stage: str) -> frozenset[str]:
+    """The hooks of one `trainer.<stage>` loop, read off the hook tables above (Lightning 2
+    and 1): `<stage>_step`, `<stage>_dataloader`, `on_<stage>_*`, `<stage>_epoch_end`."""
+    return frozenset(
+        name
+        for name in LIGHTNING_HOOKS | LIGHTNING1_HOOKS
+        if name.startswith((f"{stage}_", f"on_{stage}_"))
+    )
+
+
 # Hooks of `trainer.predict`: inference, not training.
-PREDICT_HOOKS = frozenset(
-    {
-        "predict_step",
-        "predict_dataloader",
-        "on_predict_batch_end",
-        "on_predict_batch_start",
-        "on_predict_end",
-        "on_predict_epoch_end",
-        "on_predict_epoch_start",
-        "on_predict_model_eval",
-        "on_predict_start",
-    }
-)
+PREDICT_HOOKS = _hooks_of_stage("predict")
 # Hooks of `trainer.test`: evaluation after training, never run by `trainer.fit` (which runs
 # the training and validation loops: lightning/pytorch/trainer/trainer.py `_run_stage`).
-TEST_HOOKS = frozenset(
-    {
-        "test_step",
-        "test_step_end",
-        "test_epoch_end",
-        "test_dataloader",
-        "on_test_batch_end",
-        "on_test_batch_start",
-        "on_test_end",
-        "on_test_epoch_end",
-        "on_test_epoch_start",
-        "on_test_model_eval",
-        "on_test_model_train",
-        "on_test_start",
-        "on_test_dataloader",
-    }
-)
+TEST_HOOKS = _hooks_of_stage("test")
 # Methods of torch.nn.Module and torchmetrics.Metric a subclass overrides for torch to call.
 MODULE_API = frozenset(
     {
