@@ -10,6 +10,7 @@ from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import index_elements, is_int_literal
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
+from ..shared.library_sizes import SIZE_KEYWORDS
 from ..shared.matchers import source_of
 from ..shared.tensors import TrackingRule, method_name, positional, torch_name, value_size
 from .helpers import _MOD, _quiet
@@ -32,13 +33,9 @@ _SIZE_METHODS = frozenset(
 
 # The size arguments of graph libraries and `one_hot` (TPU111 reports them missing): given
 # as a device value (`dim_size=batch.max() + 1`), the library converts it to an int.
-_LIBRARY_SIZES = {
-    "torch_scatter": frozenset({"dim_size"}),
-    "torch_geometric": frozenset({"dim_size", "num_nodes", "size", "max_num_nodes", "batch_size"}),
-}
 # The last names of the calls `visit_Call` reads sizes from, and the keywords it reads.
 _SIZED_CALLS = _SIZE_FACTORIES | _SIZE_METHODS | {"linspace", "pad", "one_hot"}
-_LIBRARY_KEYWORDS = frozenset().union(*_LIBRARY_SIZES.values(), {"num_classes"})
+_LIBRARY_KEYWORDS = frozenset().union(*SIZE_KEYWORDS.values(), {"num_classes"})
 
 
 def _library_size_keywords(ctx: FileContext, node: cst.Call) -> frozenset[str] | None:
@@ -47,7 +44,7 @@ def _library_size_keywords(ctx: FileContext, node: cst.Call) -> frozenset[str] |
         return None
     if qualified == "torch.nn.functional.one_hot":
         return frozenset({"num_classes"})
-    return _LIBRARY_SIZES.get(qualified.split(".", 1)[0])
+    return SIZE_KEYWORDS.get(qualified.split(".", 1)[0])
 
 
 class DataDependentSize(TrackingRule, Rule):

@@ -10,66 +10,9 @@ from tpulint.analysis.values import CPU, DEVICE, ValueKind
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
+from ..shared.library_sizes import SIZED_NAMES, sized_call
 from ..shared.matchers import source_of
 from .helpers import _HEAD, in_exception_path, quiet
-
-
-class _Sized:
-    """A library function that reads an output size from its index tensor's values when the
-    size argument is missing: `size` (keyword, position) is the argument that prevents the
-    read, `index` (keyword, position) the tensor read, `others` arguments that also give the
-    size (`out=` of torch_scatter), `needs_index`: the read happens only when the index is
-    passed (PyG's pooling without `batch` sums the whole tensor)."""
-
-    def __init__(
-        self,
-        size: tuple[str, int],
-        index: tuple[str, int],
-        others: tuple[tuple[str, int], ...] = (),
-        needs_index: bool = False,
-        also: tuple[tuple[str, int], ...] = (),
-    ) -> None:
-        self.size = size
-        self.index = index
-        self.others = others
-        self.needs_index = needs_index
-        self.also = also  # further sizes read when missing (`to_dense_batch`'s batch size)
-
-
-# torch_scatter 2.1 (scatter.py, composite/*.py): `size[dim] = int(index.max()) + 1` when
-# `dim_size` is None and no `out` is given.
-_SCATTER = _Sized(("dim_size", 4), ("index", 1), others=(("out", 3),))
-_TORCH_SCATTER = {
-    "scatter": _SCATTER,
-    "scatter_sum": _SCATTER,
-    "scatter_add": _SCATTER,
-    "scatter_mul": _SCATTER,
-    "scatter_mean": _SCATTER,
-    "scatter_min": _SCATTER,
-    "scatter_max": _SCATTER,
-    "scatter_std": _SCATTER,
-    "scatter_logsumexp": _SCATTER,
-    "scatter_softmax": _Sized(("dim_size", 3), ("index", 1)),
-    "scatter_log_softmax": _Sized(("dim_size", 4), ("index", 1)),
-}
-# PyTorch Geometric 2.x: utils/_scatter.py `dim_size = int(index.max()) + 1`, pooling
-# (nn/pool/glob.py) passes `size` on as that `dim_size` when a `batch` is given,
-# utils/num_nodes.py `maybe_num_nodes` reads `int(edge_index.max()) + 1`, `to_dense_batch`
-# reads the batch size and the largest graph's node count.
-_PYG = {
-    "scatter": _Sized(("dim_size", 3), ("index", 1)),
-    "global_add_pool": _Sized(("size", 2), ("batch", 1), needs_index=True),
-    "global_mean_pool": _Sized(("size", 2), ("batch", 1), needs_index=True),
-    "global_max_pool": _Sized(("size", 2), ("batch", 1), needs_index=True),
-    "softmax": _Sized(("num_nodes", 3), ("index", 1), others=(("ptr", 2),), needs_index=True),
-    "degree": _Sized(("num_nodes", 1), ("index", 0)),
-    "to_dense_batch": _Sized(
-        ("max_num_nodes", 3), ("batch", 1), needs_index=True, also=(("batch_size", 4),)
-    ),
-}
-# torch.nn.functional.one_hot: `num_classes=-1` (the default) is `self.max().item() + 1`
-# (aten/src/ATen/native/Onehot.cpp).
-_ONE_HOT = _Sized(("num_classes", 1), ("tensor", 0))
 
 
 class SizeReadFromIndex(Rule):
@@ -149,7 +92,7 @@ class SizeReadFromIndex(Rule):
     hot_only = True
     fix_applicability = Applicability.DISPLAY_ONLY
     requires = ("scatter", "pool", "softmax", "degree", "to_dense_batch", "one_hot")
-    _CALLEES = frozenset({*_TORCH_SCATTER, *_PYG, "one_hot"})
+    _CALLEES = SIZED_NAMES
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
@@ -252,16 +195,8 @@ class SizeReadFromIndex(Rule):
         qualified = ctx.qualify_callee(node.func)
         if qualified is None:
             return
-        root, _, last = qualified.rpartition(".")
-        package = root.split(".", 1)[0]
-        if package == "torch_scatter":
-            sized = _TORCH_SCATTER.get(last)
-        elif package == "torch_geometric":
-            sized = _PYG.get(last)
-        elif qualified == "torch.nn.functional.one_hot":
-            sized = _ONE_HOT
-        else:
-            sized = None
+        last = qualified.rpartition(".")[2]
+        sized = sized_call(qualified)
         if sized is None or any(arg.star for arg in node.args):
             return
         index = get_arg(node, *sized.index)
