@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import ast
 
 import libcst as cst
 
@@ -128,6 +128,14 @@ class CudaAmpOnTpu(Rule):
             "    else:\n        from torch.cuda.amp import autocast\n"
             "    with autocast(device=x.device):\n        return model(x)\n"
         ),
+        # The same, with XLA's import parenthesised over lines and renamed.
+        Valid(
+            "import torch\n\n\ndef train(model, x, on_tpu):\n"
+            "    if on_tpu:\n        from torch_xla.amp import (\n"
+            "            GradScaler,\n            autocast as amp_autocast,\n        )\n"
+            "    else:\n        from torch.cuda.amp import autocast as amp_autocast\n"
+            "    with amp_autocast(device=x.device):\n        return model(x)\n"
+        ),
         # Device-agnostic autocast.
         Valid(
             "import torch\nimport torch_xla\n\n\ndef step(model, x):\n"
@@ -198,7 +206,10 @@ class CudaAmpOnTpu(Rule):
     def visit_Module(self, node: cst.Module) -> bool | None:
         self._tpu_file = TpuFileScan()
         self._enabled = not is_framework_file(self.ctx)
-        self._xla_names = _xla_imported_names(self.ctx.source)
+        source = self.ctx.source
+        self._xla_names = (
+            _xla_imported_names(self.ctx.ast_tree) if "torch_xla" in source else frozenset()
+        )
         return None
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -325,18 +336,17 @@ class CudaAmpOnTpu(Rule):
         return node.with_changes(func=cst.parse_expression("torch.autocast"), args=new_args)
 
 
-_XLA_IMPORT = re.compile(r"^[ \t]*from[ \t]+torch_xla[\w.]*[ \t]+import[ \t]+\(?([^)\n]*)", re.M)
-
-
-def _xla_imported_names(source: str) -> frozenset[str]:
+def _xla_imported_names(tree: ast.Module | None) -> frozenset[str]:
     """The local names some `from torch_xla... import` of the file binds (`autocast`,
-    `GradScaler` from `torch_xla.amp`), wherever it sits."""
-    if "torch_xla" not in source:
+    `GradScaler` from `torch_xla.amp`), wherever it sits (in a branch, a function,
+    parenthesised over several lines)."""
+    if tree is None:
         return frozenset()
-    names: set[str] = set()
-    for match in _XLA_IMPORT.finditer(source):
-        for part in match.group(1).split(","):
-            words = part.split()
-            if words:
-                names.add(words[-1])
-    return frozenset(names)
+    return frozenset(
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.level == 0
+        and (node.module or "").split(".", 1)[0] == "torch_xla"
+        for alias in node.names
+    )
