@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from tpulint.analysis.gpu_packages import CUDA_ONLY_PACKAGES
 from tpulint.analysis.imports import dotted_name
 from tpulint.analysis.project import FileView
 from tpulint.datatypes.diagnostics import Severity
@@ -13,32 +14,6 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import is_framework_file, version_gated
 
-# Packages that exist only for NVIDIA GPUs: CUDA kernels or bindings with no CPU or XLA
-# build, so a TPU VM (no CUDA) cannot import them.
-CUDA_ONLY_PACKAGES = {
-    "flash_attn": "FlashAttention's CUDA kernels",
-    "flash_attn_2_cuda": "FlashAttention's CUDA kernels",
-    "xformers": "xFormers' CUDA kernels",
-    "apex": "NVIDIA Apex (fused CUDA layers and optimizers)",
-    "amp_C": "Apex's CUDA extension",
-    "fused_layer_norm_cuda": "Apex's CUDA extension",
-    "fused_adam_cuda": "Apex's CUDA extension",
-    "bitsandbytes": "bitsandbytes' CUDA kernels",
-    "rotary_emb": "FlashAttention's rotary CUDA extension",
-    "dropout_layer_norm": "FlashAttention's layer-norm CUDA extension",
-    "xentropy_cuda_lib": "FlashAttention's cross-entropy CUDA extension",
-    "fused_dense_lib": "FlashAttention's fused-dense CUDA extension",
-    "causal_conv1d": "a CUDA kernel package",
-    "mamba_ssm": "Mamba's CUDA and Triton kernels",
-    "transformer_engine": "NVIDIA Transformer Engine",
-    "triton": "Triton, a GPU kernel compiler",
-    "liger_kernel": "Liger's Triton kernels",
-    "cupy": "CuPy, CUDA arrays",
-    "pycuda": "PyCUDA",
-    "tinycudann": "tiny-cuda-nn",
-    "nvdiffrast": "nvdiffrast's CUDA rasteriser",
-    "nvidia.dali": "NVIDIA DALI",
-}
 _KERNEL_MODULE = re.compile(r"^\s*@triton\.(jit|autotune|heuristics)\b", re.MULTILINE)
 _IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError", "Exception", "OSError", "RuntimeError")
 

@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
@@ -64,25 +65,6 @@ _TENSOR_CLASSES = frozenset({"torch.Tensor"})
 _CUDA_TOKENS = frozenset({"cuda", "gpu", "gpus", "cudnn", "nccl", "mps", "nvidia", "cupy"})
 _TPU_TOKENS = frozenset({"tpu", "tpus", "xla"})
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-# Packages that exist only for CUDA: a branch that imports one is a CUDA branch.
-CUDA_ONLY_PACKAGES = frozenset(
-    {
-        "bitsandbytes",
-        "flash_attn",
-        "xformers",
-        "apex",
-        "pycuda",
-        "cupy",
-        "pynvml",
-        "tensorrt",
-        "nvidia",
-        "transformer_engine",
-        "deepspeed",
-        "mamba_ssm",
-        "causal_conv1d",
-        "triton",
-    }
-)
 # Decorators of functions compiled by a system other than PyTorch (their values are that
 # system's, not torch tensors), by the root package of the decorator.
 _LINE_BREAK = re.compile(r"\r\n?|\n")  # what ends a line for `ast`'s line numbers
@@ -2047,7 +2029,7 @@ def _imports_cuda_package(body: list[ast.stmt]) -> bool:
             names = [statement.module or ""]
         else:
             continue
-        if any(name.split(".", 1)[0] in CUDA_ONLY_PACKAGES for name in names):
+        if any(name.split(".", 1)[0] in GPU_BRANCH_ROOTS for name in names):
             return True
     return False
 
