@@ -319,6 +319,60 @@ class Model(L.LightningModule):
     assert reason_at(model, tmp_path, "m.py", "tokens = self.sample") is None
 
 
+def test_methods_named_for_inference_without_gradients_are_inference(tmp_path: Path) -> None:
+    """`def predict(self, x): with torch.no_grad(): ...` that no training code calls is
+    inference, and so is what only it (and evaluation hooks) reach; a `predict_*` method a
+    training step calls, one that keeps gradients, and one a validation step calls (it runs
+    during fit) stay."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+class Writer:
+    def rows(self, scores):
+        return scores.detach().cpu()  # writer-body
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.writer = Writer()
+
+    def training_step(self, batch, i):
+        return self.predict_noise(batch).sum()
+
+    def predict_noise(self, x):
+        return self(x).max().item()  # noise-body
+
+    def test_step(self, batch, i):
+        self.writer.rows(self(batch))
+
+    def predict(self, batch):
+        \"\"\"Scores for a batch, for the serving script.\"\"\"
+        with torch.no_grad():
+            out = self(batch)
+        return self.writer.rows(out)
+
+    def inference(self, batch):
+        return self(batch).argmax().item()  # grad-body
+
+    def validation_step(self, batch, i):
+        return self.infer(batch)
+
+    @torch.no_grad()
+    def infer(self, batch):
+        return self(batch).argmax().item()  # validated-body
+"""
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "# writer-body")
+    assert reason is not None and "`predict` (named for inference, run without gradients)" in reason
+    assert reason_at(model, tmp_path, "m.py", "# noise-body") is None
+    assert reason_at(model, tmp_path, "m.py", "# grad-body") is None
+    assert reason_at(model, tmp_path, "m.py", "# validated-body") is None
+
+
 TEST_HOOKS_MODEL = {
     "pkg/__init__.py": "",
     "pkg/scores.py": """\

@@ -1199,13 +1199,19 @@ class ProjectScope:
                     or (fn.name in TEST_HOOKS and not self._tests_in_fit_run(path))
                 )
             ]
-            if not (generation or hooks) or not unclaimed(path):
+            if not (generation or module.scope.named_inference or hooks) or not unclaimed(path):
                 continue
             functions = self.model._module_functions[id(module)]
             for key in generation:
                 fn = functions.get(key)
                 if fn is not None and fn.gkey not in self._training_steps_reach():
                     roots[fn.gkey] = (INFER, f"`{fn.summary.name}` (a generation loop)")
+            for key in module.scope.named_inference:
+                fn = functions.get(key)
+                if fn is not None and fn.summary.name not in self._called_names():
+                    # Nothing of the project calls it (a serving entry point): inference.
+                    why = f"`{fn.summary.name}` (named for inference, run without gradients)"
+                    roots[fn.gkey] = (INFER, why)
             for summary in hooks:
                 fn = functions.get(summary.key)
                 if (
@@ -1296,6 +1302,20 @@ class ProjectScope:
                 state.roles[node] = role
                 state.why[node] = why
         return state
+
+    def _called_names(self) -> frozenset[str]:
+        """The last names of everything the project's code calls (`offline_inference` of
+        `self.inference.offline_inference(x)`), however the call is spelled."""
+        names = self.__dict__.get("_called_names_cache")
+        if names is None:
+            names = frozenset(
+                target.rsplit(".", 1)[-1]
+                for module in self.model.modules.values()
+                for uses in module.scope.uses.values()
+                for _form, target in uses
+            )
+            self.__dict__["_called_names_cache"] = names
+        return names
 
     def _training_steps_reach(self) -> set[str]:
         """The functions a Lightning `training_step` calls, directly or through others (calls

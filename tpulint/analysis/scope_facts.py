@@ -201,6 +201,9 @@ class ScopeFacts:
     # `setattr(model, "flag", x)`): an attribute's truth is not its class's alone.
     foreign_stores: list[str] = field(default_factory=list)
     digest: int = 0  # text_digest of the text these facts are of
+    # Functions named for inference that run without gradients (`def predict(self, x): with
+    # torch.no_grad(): ...`): inference when nothing of the project calls them.
+    named_inference: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -234,6 +237,7 @@ class ScopeFacts:
             "bn": self.builds_by_name,
             "fs": self.foreign_stores,
             "d": self.digest,
+            "ni": self.named_inference,
         }
 
     @classmethod
@@ -269,6 +273,7 @@ class ScopeFacts:
             data["bn"],
             data["fs"],
             data["d"],
+            data.get("ni", []),
         )
 
 
@@ -1035,6 +1040,13 @@ class _Walker:
             and _feedback_loop(node, imports)
         ):
             self.facts.generation.append(key)
+        elif (
+            tokens & INFERENCE_TOKENS
+            and not _is_hook_name(node.name)
+            and _without_gradients(node, qualified, imports)
+        ):
+            # Named for inference and run without gradients (a training step never is).
+            self.facts.named_inference.append(key)
 
     def klass(
         self,
@@ -2019,6 +2031,32 @@ def _cuda_autocast_query(node: ast.Call) -> bool:
         return True
     first = values[0]
     return isinstance(first, ast.Constant) and first.value == "cuda"
+
+
+def _without_gradients(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str], imports: dict[str, str]
+) -> bool:
+    """The function runs without gradients: decorated with `torch.no_grad` or
+    `torch.inference_mode`, or its body's statements sit in `with torch.no_grad():` after
+    at most a docstring."""
+    if _NO_GRAD & set(decorators):
+        return True
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if not body or not isinstance(body[0], ast.With):
+        return False
+    for item in body[0].items:
+        call = item.context_expr
+        target = call.func if isinstance(call, ast.Call) else call
+        name = dotted(target)
+        if name is None:
+            continue
+        head, _, rest = name.partition(".")
+        qualified = imports.get(head, head) + (f".{rest}" if rest else "")
+        if qualified in _NO_GRAD:
+            return True
+    return False
 
 
 def _imports_cuda_package(body: list[ast.stmt]) -> bool:
