@@ -266,6 +266,10 @@ class HotInfo:
     name: str
     chain: tuple[tuple[str, int], ...] = ()
     guards: frozenset[str] = frozenset()
+    # Set when the root is a hand-written training loop whose tensors go to CUDA or the CPU
+    # (ProjectModel.off_tpu_loop): what it says about the loop's devices. Roots that train
+    # on XLA spread first, so a function keeps it only when no such root reaches it.
+    off_tpu: str | None = None
 
     def reason(self, own_path: str | None = None, base: str | None = None) -> str:
         """`training_step`, or "`helper` (called from training_step)", with the call sites
@@ -935,7 +939,11 @@ class ProjectModel:
             if parent is not None:
                 nested.setdefault(f"{fn.module.path}:{parent}", []).append(fn)
         data_classes = self.scope.data_classes()
-        roots: tuple[list[tuple[str, str]], ...] = ([], [], [])
+        # Training, validation, evaluation and inference, then hand-written loops that never
+        # run on XLA (their devices are CUDA or the CPU): what those reach alone is off the
+        # TPU path.
+        roots: tuple[list[tuple[str, str]], ...] = ([], [], [], [])
+        off_tpu: dict[str, str] = {}
         for gkey, fn in self.functions.items():
             kind = None
             if fn.summary.cls is not None and fn.owner is not None:
@@ -954,6 +962,11 @@ class ProjectModel:
                 # A pytest test's loop (`def test_...` beside the library code) checks the
                 # library on the host; it is not how the project trains.
                 reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
+                devices = self.off_tpu_loop(fn)
+                if devices is not None:
+                    off_tpu[gkey] = devices
+                    roots[3].append((gkey, reason))
+                    continue
             if reason is not None and not _for_other_accelerator(fn):
                 roots[_root_phase(fn.summary.name)].append((gkey, reason))
         # Training first, then validation, then evaluation and inference: a function reached
@@ -962,7 +975,8 @@ class ProjectModel:
         for phase in roots:
             for gkey, reason in phase:
                 if gkey not in hot:
-                    hot[gkey] = HotInfo(reason, self.functions[gkey].summary.name)
+                    name = self.functions[gkey].summary.name
+                    hot[gkey] = HotInfo(reason, name, off_tpu=off_tpu.get(gkey))
                     queue.append(gkey)
             self._spread_hot(hot, queue, nested)
         return hot
@@ -1011,6 +1025,84 @@ class ProjectModel:
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
 
+    def off_tpu_loop(self, fn: _Function) -> str | None:
+        """Why a hand-written training loop never runs on XLA, or None: its module does not
+        use torch_xla, and every place the module's code puts tensors or modules resolves to
+        CUDA (`.cuda()`, `"cuda"`) or to a CUDA/MPS chain that ends in the CPU (`"cuda" if
+        torch.cuda.is_available() else "cpu"`, held by a global, `args.device`, `self.device`
+        or a parameter every call passes one). On a TPU host that is the CPU or nothing: no
+        XLA device, no graph, no host sync. A device from a caller not seen, a config or an
+        accelerator keeps the loop on the TPU path."""
+        module = fn.module
+        if any(q.split(".", 1)[0] == "torch_xla" for q in module.imports.values()):
+            return None
+        placements = [
+            (other, placement)
+            for other in self._module_functions[id(module)].values()
+            for placement in other.summary.placements
+        ]
+        if not placements:
+            return None
+        cuda = False
+        for other, placement in placements:
+            if placement == ["cuda"]:
+                cuda = True
+            elif not self._cpu_device(other, placement):
+                return None
+        return "CUDA" if cuda else "CUDA or the CPU"
+
+    def _cpu_device(self, fn: _Function, atoms: list[Atom]) -> bool:
+        """Whether a placement's device atoms resolve to a CUDA/MPS-or-CPU choice."""
+        for atom in atoms:
+            if atom == "cpu_device":
+                continue
+            if isinstance(atom, list) and atom[0] == "p":
+                value = self.param_value(fn.gkey, atom[1])
+            elif isinstance(atom, list) and atom[0] == "a" and fn.owner is not None:
+                value = self._constructed_attribute(fn.owner, atom[1])
+            else:
+                value = self.resolve_atoms([atom], fn.module, fn.owner, 0)
+            if value is None or value.kind != "cpu_device" or value.params:
+                return False
+        return True
+
+    def _constructed_attribute(self, class_gkey: str, attr: str) -> Value | None:
+        """What `self.<attr>` holds: for an `__init__` parameter stored as is (`self.device =
+        device`), what every construction of the class in the project passes it."""
+        init = self.find_method(class_gkey, "__init__")
+        cls = self.classes.get(init.owner) if init is not None and init.owner else None
+        index = cls.summary.param_attributes.get(attr) if cls is not None else None
+        if init is None or index is None:
+            return self.attribute_value(class_gkey, attr)
+        name = init.summary.params[index]
+        values: list[Value] = []
+        for caller, call in self._constructions(init.owner or class_gkey):
+            position = index - 1  # `self`
+            if name in call.keywords:
+                atoms = call.keywords[name]
+            elif 0 <= position < len(call.args):
+                atoms = call.args[position]
+            else:
+                return None
+            value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
+            if value is None:
+                return None
+            values.append(value)
+        return combine_values(values) if values else None
+
+    def _constructions(self, class_gkey: str) -> list[tuple[_Function, Any]]:
+        """The calls of the project that build the class (`Trainer(device, loader)`)."""
+        index = self.__dict__.get("_construction_index")
+        if index is None:
+            index = {}
+            for fn in self.functions.values():
+                for call in fn.summary.calls:
+                    for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                        if isinstance(target, _Class):
+                            index.setdefault(target.gkey, []).append((fn, call))
+            self.__dict__["_construction_index"] = index
+        return index.get(class_gkey, [])
+
     def _kind_with_subclasses(self, gkey: str) -> ClassKind:
         """A class's kind, with its project subclasses' (a mixin's `on_train_batch_end` is a
         hook of the LightningModules that derive from it)."""
@@ -1033,16 +1125,22 @@ class ProjectModel:
         existing = hot.get(target.gkey)
         if existing is None:
             if site is None:  # a nested function runs as part of its enclosing one
-                new = HotInfo(info.root, info.name, info.chain, guards)
+                new = HotInfo(info.root, info.name, info.chain, guards, info.off_tpu)
             else:
-                new = HotInfo(info.root, target.summary.name, (*info.chain, site), guards)
+                new = HotInfo(
+                    info.root, target.summary.name, (*info.chain, site), guards, info.off_tpu
+                )
             hot[target.gkey] = new
             queue.append(target.gkey)
             return
         if existing.guards and not guards >= existing.guards:
             # Another call reaches it under fewer guards: keep only the shared ones.
             hot[target.gkey] = HotInfo(
-                existing.root, existing.name, existing.chain, existing.guards & guards
+                existing.root,
+                existing.name,
+                existing.chain,
+                existing.guards & guards,
+                existing.off_tpu,
             )
             queue.append(target.gkey)
 
