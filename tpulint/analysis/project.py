@@ -1252,7 +1252,11 @@ class ProjectModel:
             value = Value("host")  # returns None
         annotation = (fn.summary.returns_annotation or "").replace(" ", "")
         if value.kind == "unknown" and value.elements is None:
-            if annotation.endswith("Tensor"):
+            if annotation.endswith("Tensor") and value.params:
+                # a tensor where the arguments it is computed from turn out to be (CPU
+                # polylines in, CPU polylines out)
+                value = Value("unknown", value.mask, value.params, tensor=True)
+            elif annotation.endswith("Tensor"):
                 value = Value("device", value.mask, value.params)
             elif annotation in ("int", "float", "bool"):
                 value = Value("number")
@@ -1568,7 +1572,8 @@ class ProjectModel:
             if kind in _HOSTLIKE:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
-            return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+            # a mask of CPU tensors stays on the CPU (`torch.where(t > 0, ...)` of host data)
+            return Value(kind if kind in ("device", "cpu") else "unknown", True, params)
         if tag == "v":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
@@ -1580,6 +1585,12 @@ class ProjectModel:
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             kinds = {p.kind for p in parts if p is not None}
             return Value("device" if "device" in kinds else "cpu")
+        if tag == "w":
+            inner = self.resolve_atoms(atom[1], module, owner, depth)
+            if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):
+                # where the parameter's tensor turns out to be, once a call binds it
+                return Value("unknown", params=inner.params, tensor=True)
+            return Value("cpu" if inner is not None and inner.kind == "cpu" else "device")
         if tag == "mv":
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
