@@ -1483,6 +1483,14 @@ HOST_VALUE_SILENT = {
                     truth.extend(extra)
                 self.log("val_score", page_score(found, truth))
         """,
+    "a message concatenated to a string in a batch-end hook": """
+        class Progress(L.Callback):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                text = f"step={trainer.global_step}"
+                if "message" in outputs:
+                    text += ", " + outputs["message"]
+                print(f"[{text}]")
+        """,
 }
 HOST_VALUE_REPORTED = {
     "offsets kept in a tensor attribute of a batch record": (
@@ -1533,6 +1541,18 @@ HOST_VALUE_REPORTED = {
                 self.log("val_score", page_score(found, truth))
         """,
         [("TPU104", 4), ("TPU101", 6), ("TPU101", 7), ("TPU101", 13)],
+    ),
+    "a loss formatted into the string concatenated in the step": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                note = f"step={self.global_step}"
+                note += ", " + f"loss={loss:.3f}"
+                print(f"[{note}]")
+                return loss
+        """,
+        [("TPU103", 5)],
     ),
 }
 

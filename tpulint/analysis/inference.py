@@ -393,6 +393,10 @@ class ValueEvaluator:
             )
             return [["e", position, base]]  # element `position` (-1: any) of a tuple
         if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Add) and (_is_text(node.left) or _is_text(node.right)):
+                # `", " + message`: string concatenation gives a string (a tensor operand
+                # would raise), no tensor is read. (`"%.3f" % t` does read `t`.)
+                return ["host"]
             left, right = self.atoms(node.left, scope, d), self.atoms(node.right, scope, d)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
                 maskish(left) or maskish(right)
@@ -979,6 +983,13 @@ def union(a: list[Atom], b: list[Atom]) -> list[Atom]:
     if len(out) > MAX_ATOMS:
         return ["unknown"]
     return out
+
+
+def _is_text(node: ast.expr) -> bool:
+    """A string literal or an f-string."""
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
 
 
 def _dtype_name(node: ast.expr) -> bool:
