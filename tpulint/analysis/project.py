@@ -1030,9 +1030,9 @@ class ProjectModel:
         use torch_xla, and every place the module's code puts tensors or modules resolves to
         CUDA (`.cuda()`, `"cuda"`) or to a CUDA/MPS chain that ends in the CPU (`"cuda" if
         torch.cuda.is_available() else "cpu"`, held by a global, `args.device`, `self.device`
-        or a parameter every call passes one). On a TPU host that is the CPU or nothing: no
-        XLA device, no graph, no host sync. A device from a caller not seen, a config or an
-        accelerator keeps the loop on the TPU path."""
+        or a parameter every call passes one, from a function or the `__main__` block). On a
+        TPU host that is the CPU or nothing: no XLA device, no graph, no host sync. A device
+        from a caller not seen, a config or an accelerator keeps the loop on the TPU path."""
         module = fn.module
         if any(q.split(".", 1)[0] == "torch_xla" for q in module.imports.values()):
             return None
@@ -1057,11 +1057,54 @@ class ProjectModel:
             if atom == "cpu_device":
                 continue
             if isinstance(atom, list) and atom[0] == "p":
-                value = self.param_value(fn.gkey, atom[1])
+                if self._passed_device(fn, atom[1], 0):
+                    continue
+                return False
             elif isinstance(atom, list) and atom[0] == "a" and fn.owner is not None:
                 value = self._constructed_attribute(fn.owner, atom[1])
             else:
                 value = self.resolve_atoms([atom], fn.module, fn.owner, 0)
+            if value is None or value.kind != "cpu_device" or value.params:
+                return False
+        return True
+
+    def _passed_device(self, fn: _Function, index: int, depth: int) -> bool:
+        """Whether every call of the project that passes parameter `index` of `fn` passes a
+        CUDA/MPS-or-CPU device (there is at least one): calls from functions, passing their own
+        parameters on, and calls from the module's top level (a `__main__` block)."""
+        if depth > 4 or index >= len(fn.summary.params):
+            return False
+        name = fn.summary.params[index]
+        sources: list[tuple[_Function | None, list[Atom]]] = []
+        for caller, call, offset in self._callers().get(fn.gkey, []):
+            position = index - offset
+            if name in call.keywords:
+                sources.append((caller, call.keywords[name]))
+            elif 0 <= position < len(call.args):
+                sources.append((caller, call.args[position]))
+            else:
+                return False  # a default, or spread: not visible
+        if fn.summary.cls is None and fn.summary.parent is None:
+            for called, args, keywords in fn.module.top_calls:
+                if called != fn.summary.name:
+                    continue
+                if name in keywords:
+                    sources.append((None, keywords[name]))
+                elif index < len(args):
+                    sources.append((None, args[index]))
+                else:
+                    return False
+        if not sources:
+            return False
+        for caller, atoms in sources:
+            if caller is not None and len(atoms) == 1 and atoms[0][:1] == ["p"]:
+                if not self._passed_device(caller, atoms[0][1], depth + 1):
+                    return False
+                continue
+            owner = caller.owner if caller is not None else None
+            value = self.resolve_atoms(
+                atoms, fn.module if caller is None else caller.module, owner, 0
+            )
             if value is None or value.kind != "cpu_device" or value.params:
                 return False
         return True

@@ -618,9 +618,14 @@ class ModuleSummary:
     syntax: Syntax | None = None
     # Why summarising the file failed (an internal error the run reports); never cached.
     failure: str | None = None
+    # Calls of the module's own functions from its top level (a `__main__` block): [name,
+    # device atoms of each positional argument, of each keyword] (placement_atoms'
+    # reading), what a placement on a parameter of a script's loop resolves through.
+    top_calls: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "tc": self.top_calls,
             "m": self.module,
             "pk": self.is_package,
             "i": self.imports,
@@ -651,6 +656,7 @@ class ModuleSummary:
             data.get("lk", []),
             data.get("lf", []),
             Syntax.from_json(data["sx"]) if data["sx"] is not None else None,
+            top_calls=data.get("tc", []),
         )
 
 
@@ -732,6 +738,9 @@ class _Summarizer(ValueEvaluator):
         # Placements naming a module global or a namespace attribute, settled at the end:
         # (function, index in its placements, "global" | "namespace", name).
         self.pending_placements: list[tuple[FunctionSummary, int, str, str]] = []
+        # Top-level call arguments naming a global or a namespace attribute, settled at the
+        # end: (record, position or keyword, "global" | "namespace", name).
+        self.pending_top: list[tuple[list[Any], Any, str, str]] = []
         # attribute -> the device atoms stored to it on a value that is not `self`
         # (`args.device = torch.device(...)`), where the module binds one.
         self.namespace_stores: dict[str, list[Atom]] = {}
@@ -766,6 +775,14 @@ class _Summarizer(ValueEvaluator):
         """Resolve the placements that name a module global (`x.to(DEVICE)`) or an attribute
         of a namespace (`x.to(args.device)`) by what the whole module binds to them (a
         `__main__` block binds both after the functions that read them)."""
+        for record, slot, how, name in self.pending_top:
+            stores = self.module_globals if how == "global" else self.namespace_stores
+            held = stores.get(name)
+            value = list(held) if held else ["unknown"]
+            if isinstance(slot, int):
+                record[1][slot] = value
+            else:
+                record[2][slot] = value
         settled: dict[int, list[list[Atom]]] = {}
         for info, index, how, name in self.pending_placements:
             stores = self.module_globals if how == "global" else self.namespace_stores
@@ -1386,6 +1403,8 @@ class _Summarizer(ValueEvaluator):
     def expression(self, node: ast.expr, scope: Scope) -> None:
         """Record the calls in an expression (lambdas included, comprehensions included), with
         the guards of `a and b` / `x if c else y` inside it."""
+        if scope.info is None and not self.query:
+            self.top_call(node, scope)
         if scope.info is None or not scope.record_calls or self.query:
             return
         start = (*scope.guards, RARE) if scope.error_path else scope.guards
@@ -1458,6 +1477,32 @@ class _Summarizer(ValueEvaluator):
                             stack.append((item, guards))
                 elif isinstance(child, ast.AST):
                     stack.append((child, guards))
+
+    def top_call(self, node: ast.expr, scope: Scope) -> None:
+        """`train(args, model, loader)` or `fit(net, data, DEVICE)` at the module's top level
+        (a `__main__` block): the devices its arguments may name, settled at the end."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return
+        if node.func.id in scope.imports or any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        record: list[Any] = [node.func.id, [], {}]
+        for index, arg in enumerate(node.args):
+            record[1].append(self._top_argument(arg, scope, record, index))
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                record[2][keyword.arg] = self._top_argument(
+                    keyword.value, scope, record, keyword.arg
+                )
+        self.summary.top_calls.append(record)
+
+    def _top_argument(self, arg: ast.expr, scope: Scope, record: list[Any], slot: Any) -> Any:
+        if isinstance(arg, ast.Name):
+            self.pending_top.append((record, slot, "global", arg.id))
+            return ["unknown"]
+        if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name):
+            self.pending_top.append((record, slot, "namespace", arg.attr))
+            return ["unknown"]
+        return self.device_atoms(arg, scope, 0)
 
     def record_placement(self, node: ast.Call, scope: Scope) -> None:
         placement = self.placement(node, scope)
