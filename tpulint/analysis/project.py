@@ -177,12 +177,15 @@ class Value:
     elements: tuple[Value, ...] | None = None
     cls: str | None = None
     tensor: bool = False  # surely a tensor (a torch function's result), whatever its params
+    # A tensor placed with its parameters' tensors (`device=points.device`, a helper annotated
+    # `-> Tensor`): on the CPU when they are CPU tensors, else on the device.
+    placed: bool = False
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
         return (
             f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
-            f"/{int(self.tensor)}"
+            f"/{int(self.tensor)}/{int(self.placed)}"
         )
 
 
@@ -223,7 +226,9 @@ def combine_values(values: list[Value]) -> Value:
         )
     classes = {v.cls for v in values}
     tensor = all(v.tensor for v in values)
-    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
+    placed = any(v.placed for v in values)
+    cls = classes.pop() if len(classes) == 1 else None
+    return Value(kind, mask, params, elements, cls, tensor, placed)
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -1298,7 +1303,7 @@ class ProjectModel:
             if annotation.endswith("Tensor") and value.params:
                 # a tensor where the arguments it is computed from turn out to be (CPU
                 # polylines in, CPU polylines out)
-                value = Value("unknown", value.mask, value.params, tensor=True)
+                value = Value("unknown", value.mask, value.params, tensor=True, placed=True)
             elif annotation.endswith("Tensor"):
                 value = Value("device", value.mask, value.params)
             elif annotation in ("int", "float", "bool"):
@@ -1378,22 +1383,36 @@ class ProjectModel:
             if value.params:
                 # The caller passes its own parameter on: what its callers pass, or for a
                 # step method Lightning calls, its batch (device tensors).
+                # A caller the framework calls (a metric's `update`, a `forward`): what the
+                # project's tests pass it says little of what training passes.
+                framework = outside_tests or self._framework_called(caller)
                 inner = [
                     Value("device")
                     if _part_of_param(atoms, p) and self._step_batch_param(caller, p)
-                    else self.param_value(
-                        caller.gkey, p, _depth + 1, outside_tests, per_step=per_step
-                    )
+                    else self.param_value(caller.gkey, p, _depth + 1, framework, per_step=per_step)
                     for p in value.params
                 ]
-                if any(v is None for v in inner):
+                if any(v is None for v in inner) and not value.placed:
                     return None
                 # An unknown kind with parameters is what they turn out to be (as `call_value`
                 # binds a callee's parameters).
                 known = [Value(value.kind)] if value.kind != "unknown" else []
-                value = combine_values([*known, *inner])  # type: ignore[list-item]
+                found = [v for v in inner if v is not None]
+                placed = value.placed
+                value = combine_values([*known, *found])  # type: ignore[list-item]
+                if placed and (value.kind != "cpu" or len(found) < len(inner)):
+                    # placed beside tensors not known to be CPU ones: on the device
+                    value = Value("device")
             values.append(value)
         return combine_values(values)
+
+    def _framework_called(self, fn: _Function) -> bool:
+        """Whether a function is one the framework calls by itself (`training_step`,
+        `forward`, a metric's `update`, a hook): entry_reason's functions."""
+        kind = None
+        if fn.summary.cls is not None:
+            kind = self._kind_with_subclasses(fn.owner) if fn.owner else ClassKind.NONE
+        return entry_reason(fn.summary.name, kind, self.hot_methods) is not None
 
     def _step_batch_param(self, fn: _Function, index: int) -> bool:
         """Whether parameter `index` of `fn` is the batch Lightning passes a step method of a
@@ -1616,14 +1635,19 @@ class ProjectModel:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
             # a mask of CPU tensors stays on the CPU (`torch.where(t > 0, ...)` of host data)
-            return Value(kind if kind in ("device", "cpu") else "unknown", True, params)
+            placed = any(p.placed for p in parts)
+            return Value(
+                kind if kind in ("device", "cpu") else "unknown", True, params, placed=placed
+            )
         if tag == "v":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
             if not tensors:
                 return UNKNOWN_VALUE
             params = frozenset().union(*(p.params for p in tensors))
-            return Value(combine_kinds(p.kind for p in tensors), False, params, tensor=True)
+            placed = any(p.placed for p in tensors)
+            kind = combine_kinds(p.kind for p in tensors)
+            return Value(kind, False, params, tensor=True, placed=placed)
         if tag == "x":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             kinds = {p.kind for p in parts if p is not None}
@@ -1632,7 +1656,7 @@ class ProjectModel:
             inner = self.resolve_atoms(atom[1], module, owner, depth)
             if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):
                 # where the parameter's tensor turns out to be, once a call binds it
-                return Value("unknown", params=inner.params, tensor=True)
+                return Value("unknown", params=inner.params, tensor=True, placed=True)
             return Value("cpu" if inner is not None and inner.kind == "cpu" else "device")
         if tag == "mv":
             inner = self.resolve_atoms(atom[2], module, owner, depth)
@@ -1717,7 +1741,14 @@ class ProjectModel:
                 )
             kind = combine_kinds(kinds) if kinds else "unknown"
             tensor = value.tensor and bool(passed_on)
-            return Value(kind, value.mask, frozenset(passed_on), elements, value.cls, tensor)
+            placed = value.placed and bool(passed_on)
+            if value.placed and not passed_on and kind != "cpu":
+                # placed with arguments not known to be CPU tensors: on the device, as a
+                # tensor annotated or made beside a device tensor is presumed to be
+                kind = "device"
+            return Value(
+                kind, value.mask, frozenset(passed_on), elements, value.cls, tensor, placed
+            )
 
         return bind(value)
 
