@@ -741,8 +741,14 @@ class ValueEvaluator:
             if text is not None and self.qualify(text, scope.imports).startswith("torch."):
                 continue  # a dtype such as torch.float16
             if isinstance(arg, ast.Attribute) and arg.attr == "device":
+                # .to(x.device): with `x`; .to(self.device): the device. A receiver not yet
+                # known (a parameter: a tensor or a module) keeps the plain move, so that a
+                # module moved stays a module.
                 beside = self.beside(arg, scope, d)
-                return beside if beside is not None else ["device"]  # .to(self.device)
+                pending = beside is not None and isinstance(beside[0], list)  # a "w" atom
+                if beside is None or (pending and any(isinstance(a, list) for a in base)):
+                    return ["device"]
+                return beside
             place = self.device_atoms(arg, scope, d)
             if place == ["cpu_device"]:
                 # `.to(device)` with `device` a CUDA chain: the CPU on a TPU host
