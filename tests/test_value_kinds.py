@@ -1429,3 +1429,140 @@ def test_branching_chains_resolve_in_polynomial_work(monkeypatch: pytest.MonkeyP
         "        x = batch\n" + arms + "        print(x.item())\n        return x\n"
     )
     assert codes(source) == [("TPU101", 148)]
+
+
+# Values on the host that the rules once took for device tensors (issue 21): each silent shape
+# beside the nearest shape that stays reported.
+HOST_VALUE_SILENT = {
+    "offsets kept in a dunder attribute of a batch record": """
+        def to_padded(graph, feats, key="x"):
+            bounds = graph.__offsets__[key]
+            parts = []
+            for i in range(1, 1 + len(graph.y)):
+                parts.append(feats[bounds[i - 1] : bounds[i]])
+            return nn.utils.rnn.pad_sequence(parts, batch_first=True)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return to_padded(batch, batch.x).sum()
+        """,
+    "polylines built on the host with torch.tensor and resampled beside themselves": """
+        def resample(points: torch.Tensor, step: float = 2.0) -> torch.Tensor:
+            gaps = torch.norm(points[1:] - points[:-1], dim=-1)
+            along = torch.cat([torch.zeros(1, device=points.device), torch.cumsum(gaps, 0)])
+            if along[-1] < 1e-6:
+                return points[:1]
+            count = max(2, int(along[-1].item() / step))
+            marks = torch.linspace(0, along[-1].item(), count, device=points.device)
+            where = torch.searchsorted(along, marks).clamp(1, len(along) - 1)
+            return points[where]
+
+
+        def closeness(a: torch.Tensor, b: torch.Tensor) -> float:
+            return torch.cdist(a[None], b[None])[0].min(dim=1).values.mean().item()
+
+
+        def page_score(found: list, truth: list) -> float:
+            total = 0.0
+            for a in found:
+                for b in truth:
+                    total += closeness(a, b)
+            return total
+
+
+        class Segmenter(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                found, truth = [], []
+                for line in batch["predicted_lines"][0]:
+                    found.append(resample(torch.tensor(line, dtype=torch.float32)))
+                for group in batch["lines"]:
+                    extra = []
+                    for line in group:
+                        extra.append(resample(torch.tensor(line, dtype=torch.float32)))
+                    truth.extend(extra)
+                self.log("val_score", page_score(found, truth))
+        """,
+    "a message concatenated to a string in a batch-end hook": """
+        class Progress(L.Callback):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                text = f"step={trainer.global_step}"
+                if "message" in outputs:
+                    text += ", " + outputs["message"]
+                print(f"[{text}]")
+        """,
+}
+HOST_VALUE_REPORTED = {
+    "offsets kept in a tensor attribute of a batch record": (
+        """
+        def to_padded(graph, feats, key="x"):
+            bounds = graph.offsets[key]
+            parts = []
+            for i in range(1, 1 + len(graph.y)):
+                parts.append(feats[bounds[i - 1] : bounds[i]])
+            return nn.utils.rnn.pad_sequence(parts, batch_first=True)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return to_padded(batch, batch.x).sum()
+        """,
+        [("TPU205", 5)],
+    ),
+    "polylines taken from the model's output on the device": (
+        """
+        def resample(points: torch.Tensor, step: float = 2.0) -> torch.Tensor:
+            gaps = torch.norm(points[1:] - points[:-1], dim=-1)
+            along = torch.cat([torch.zeros(1, device=points.device), torch.cumsum(gaps, 0)])
+            if along[-1] < 1e-6:
+                return points[:1]
+            count = max(2, int(along[-1].item() / step))
+            marks = torch.linspace(0, along[-1].item(), count, device=points.device)
+            where = torch.searchsorted(along, marks).clamp(1, len(along) - 1)
+            return points[where]
+
+
+        def closeness(a: torch.Tensor, b: torch.Tensor) -> float:
+            return torch.cdist(a[None], b[None])[0].min(dim=1).values.mean().item()
+
+
+        def page_score(found: list, truth: list) -> float:
+            total = 0.0
+            for a in found:
+                for b in truth:
+                    total += closeness(a, b)
+            return total
+
+
+        class Segmenter(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                found = [resample(line) for line in self(batch["image"])]
+                truth = [resample(line) for line in self(batch["reference"])]
+                self.log("val_score", page_score(found, truth))
+        """,
+        [("TPU104", 4), ("TPU101", 6), ("TPU101", 7), ("TPU101", 13)],
+    ),
+    "a loss formatted into the string concatenated in the step": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).mean()
+                note = f"step={self.global_step}"
+                note += ", " + f"loss={loss:.3f}"
+                print(f"[{note}]")
+                return loss
+        """,
+        [("TPU103", 5)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_VALUE_SILENT))
+def test_host_values_stay_silent(name: str) -> None:
+    assert codes(HOST_VALUE_SILENT[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(HOST_VALUE_REPORTED))
+def test_device_values_beside_them_stay_reported(name: str) -> None:
+    source, expected = HOST_VALUE_REPORTED[name]
+    assert codes(source) == expected

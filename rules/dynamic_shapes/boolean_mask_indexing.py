@@ -13,7 +13,7 @@ from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
 from ..rewrite.masked import read_fix, write_fix
-from ..shared.matchers import source_of
+from ..shared.matchers import self_attribute_name, source_of, walk
 from ..shared.tensors import (
     Bindings,
     TrackingRule,
@@ -36,8 +36,11 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `...` are not masks. A mask built on the host from shapes and constants (a torch factory
     without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
     reported: a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there and
-    the device gets a fixed index list. A mask made on the host from data or random draws
-    (`torch.rand(n) < p`) that selects device data is counted on the CPU (no sync), but the
+    the device gets a fixed index list. So is a host mask its class builds in `__init__`
+    and never sets or changes in place elsewhere (`self.mask = self.correlated(batch_size)`):
+    built once, its count is the same in every step. A mask made on the host from data or
+    random draws (`torch.rand(n) < p`) that selects device data is counted on the CPU (no
+    sync), but the
     count still changes the shape: it is reported as such, with no rewrite (`torch.where`
     wants the mask on the data's device: `keep.to(x.device)`); over data not known to be on
     the device it is not reported (the code works on the host). Helpers handed only host
@@ -320,8 +323,48 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        x = self(batch)\n"
             "        if batch_idx == 0:\n            self.first = x[x > 0]\n"
         ),
+        # A host mask its class builds once in `__init__` from Python numbers and never
+        # changes: the same count in every step, one graph.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass PairLoss(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        super().__init__()\n"
+            "        self.n = n\n"
+            "        self.negatives_mask = self.correlated(n)\n"
+            "        self.similarity = nn.CosineSimilarity(dim=2)\n\n"
+            "    def correlated(self, n):\n"
+            "        mask = torch.ones((2 * n, 2 * n), dtype=torch.bool)\n"
+            "        mask = mask.fill_diagonal_(0)\n"
+            "        for i in range(n):\n"
+            "            mask[i, n + i] = 0\n"
+            "        return mask\n\n"
+            "    def forward(self, z_i, z_j):\n"
+            "        z = torch.cat((z_i, z_j), dim=0)\n"
+            "        sim = self.similarity(z.unsqueeze(1), z.unsqueeze(0))\n"
+            "        return sim[self.negatives_mask].reshape(2 * self.n, -1).logsumexp(-1)\n"
+        ),
     )
     INVALID = (
+        # The same attribute mask rebuilt in the step for the batch's size: a count per size.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass PairLoss(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        super().__init__()\n"
+            "        self.negatives_mask = self.correlated(n)\n"
+            "        self.similarity = nn.CosineSimilarity(dim=2)\n\n"
+            "    def correlated(self, n):\n"
+            "        mask = torch.ones((2 * n, 2 * n), dtype=torch.bool)\n"
+            "        mask = mask.fill_diagonal_(0)\n"
+            "        for i in range(n):\n"
+            "            mask[i, n + i] = 0\n"
+            "        return mask\n\n"
+            "    def forward(self, z_i, z_j):\n"
+            "        z = torch.cat((z_i, z_j), dim=0)\n"
+            "        sim = self.similarity(z.unsqueeze(1), z.unsqueeze(0))\n"
+            "        self.negatives_mask = self.correlated(z_i.shape[0])\n"
+            "        return sim[self.negatives_mask].reshape(z.shape[0], -1).logsumexp(-1)\n",
+            line=22,
+        ),
         # A random mask made on the host (a factory without `device=`, compared with a
         # number) over device data: counted on the CPU with no sync, but a graph per count;
         # no rewrite (`torch.where` wants the mask where the data is).
@@ -588,7 +631,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         if found is None:
             return
         mask, _reason = found
-        if ctx.value_kind(mask) is CPU and _static_host_mask(ctx, mask, self.bindings):
+        if ctx.value_kind(mask) is CPU and (
+            _static_host_mask(ctx, mask, self.bindings) or _constructed_mask(ctx, mask, node)
+        ):
             # A mask built on the host from shapes and constants: its `nonzero` runs on the
             # CPU and its count is fixed, so the device sees one fixed index list.
             return
@@ -817,6 +862,60 @@ def _static_host_mask(
         if not qualified.startswith("torch.") or qualified[6:] not in _STATIC_FACTORIES:
             return False
         return all(ctx.value_kind(a.value).is_host for a in node.args if a.keyword is None)
+    return False
+
+
+def _constructed_mask(ctx: FileContext, mask: cst.BaseExpression, where: cst.CSTNode) -> bool:
+    """Whether a host mask is an attribute its class sets in `__init__` and never sets or
+    changes in place anywhere else (`self.mask = self.correlated_mask(batch_size)`): built
+    once, its count is the same in every step, so the device sees one fixed index list."""
+    name = self_attribute_name(mask)
+    if name is None:
+        return False
+    cls: cst.CSTNode | None = ctx.parent(where)
+    while cls is not None and not isinstance(cls, cst.ClassDef):
+        cls = ctx.parent(cls)
+    if cls is None:
+        return False
+    built = False
+    for node in walk(cls):
+        if not isinstance(node, cst.FunctionDef):
+            continue
+        if any(_writes_attribute(inner, name) for inner in walk(node.body)):
+            if node.name.value != "__init__":
+                return False
+            built = True
+    return built
+
+
+def _writes_attribute(node: cst.CSTNode, name: str) -> bool:
+    """`self.name = ...`, `self.name[i] = ...`, `self.name += ...`, `self.name.fill_(...)`,
+    `setattr(self, "name", ...)`."""
+    targets: list[cst.BaseExpression] = []
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, cst.Call):
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value.endswith("_")
+            and self_attribute_name(func.value) == name
+        ):
+            return True
+        if isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) > 1:
+            label = node.args[1].value
+            return isinstance(label, cst.SimpleString) and label.value[1:-1] == name
+        return False
+    for target in targets:
+        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        for element in elements:
+            inner = element.value if isinstance(element, cst.Element) else element
+            if isinstance(inner, cst.Subscript):
+                inner = inner.value
+            if self_attribute_name(inner) == name:
+                return True
     return False
 
 

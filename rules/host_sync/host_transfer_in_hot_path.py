@@ -90,6 +90,40 @@ def returned_from_predict(ctx: FileContext, node: cst.CSTNode) -> bool:
     return False
 
 
+# Functions named for drawing or writing images (`save_image_grid`, `vis_depth`,
+# `plot_attention`, `draw_boxes`): the host copy they need is their point. (Exporting a
+# bank of embeddings is another matter: a copy the step could keep on the device.)
+_IMAGE_WRITER_NAME = re.compile(
+    r"(^|_)(vis|visuali[sz]e|plot|draw|imwrite|imsave)|image|img", re.IGNORECASE
+)
+_VALIDATION_ROOTS = ("validation_step", "on_validation_batch_end", "on_validation_batch_start")
+
+
+def copied_for_writing(ctx: FileContext) -> bool:
+    """In validation code, whether the current function is one that draws or writes images
+    (or is reached through one on its chain from the validation step): the copy to numpy is
+    what writing an image needs, deferring it to an epoch-end hook moves the same
+    copy, and validation runs every `val_check_interval` steps, not every step."""
+    info = ctx.function
+    if info is None or info.root_hook not in _VALIDATION_ROOTS:
+        return False
+    names = [info.name]
+    view = ctx.analysis.view
+    hot = view.hot(info.key) if view is not None else None
+    if hot is not None and view is not None:
+        for path, line in hot.chain[1:]:
+            # each site after the root's sits in a function the chain passes through
+            module = view.model.modules.get(path)
+            inner = None
+            for fn in module.functions if module is not None else ():
+                first, last = fn.span
+                if first <= line <= last and (inner is None or first >= inner.span[0]):
+                    inner = fn
+            if inner is not None:
+                names.append(inner.name)
+    return any(_IMAGE_WRITER_NAME.search(name) for name in names)
+
+
 def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
     """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`, and through a local
     or an attribute of the class that only ever holds the CPU device (`cpu_device =
@@ -223,7 +257,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
     guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, any periodic test such
     as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags,
     collecting the first N samples, or after an early `if batch_idx > 0: return`), under
-    CUDA checks, in `predict_step` for values it returns, in exception messages and
+    CUDA checks, in `predict_step` for values it returns, in validation code that draws or
+    writes images (a function named for it, `vis_depth`, `save_image_grid`, `plot_*`, or
+    one reached through such a function: the numpy copy is what the image file needs, and
+    deferring it moves the same copy), in exception messages and
     assertion messages, in a branch that only warns (`if not ok.all():
     warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's), in a branch the code before
     it makes unreachable (`if n is None: n = x.shape[0]`, then the `else` of `if n is not
@@ -541,8 +578,34 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        longest = max(batch['lengths'])\n"
             "        return self(batch['x'], longest)\n"
         ),
+        # Validation images written to disk: the numpy copy is what writing needs, in a
+        # function named for saving or drawing (or reached only through one).
+        Valid(
+            "import imageio\nimport lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        depth = self(batch)\n"
+            "        self.save_image_grid(f'val-{batch_idx}.png', [self.vis_depth(depth)])\n\n"
+            "    def vis_depth(self, depth):\n"
+            "        return depth.detach().cpu().numpy().clip(0, 1)\n\n"
+            "    def save_image_grid(self, name, views):\n"
+            "        imageio.imwrite(name, self.as_array(views))\n\n"
+            "    def as_array(self, views):\n"
+            "        return [v if not torch.is_tensor(v) else v.cpu().numpy() for v in views]\n"
+        ),
     )
     INVALID = (
+        # The same copy in a validation helper that scores rather than writes.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        depth = self(batch)\n"
+            "        self.scores.append(self.depth_error(depth, batch))\n\n"
+            "    def depth_error(self, depth, target):\n"
+            "        return (depth - target).abs().mean().detach().cpu()\n",
+            line=11,
+        ),
         # A CUDA/MPS device chain picks the CPU on a TPU host: moving a device tensor there
         # is a device-to-host copy every step.
         Invalid(
@@ -909,6 +972,8 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ):
             return  # `.tolist()` of an unknown value may be a numpy array
         if quiet(ctx, node) or returned_from_predict(ctx, node) or in_exception_path(ctx, node):
+            return
+        if copied_for_writing(ctx):
             return
         code = source_of(ctx, node)
         replacement = strip_call_suffix(node) if method == "cpu" and not node.args else None

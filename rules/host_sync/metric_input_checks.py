@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from tpulint.analysis.project import FileView
+from tpulint.analysis.values import CPU
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import add_keywords, keyword_arg, string_value
 from tpulint.rule_api.rule import Invalid, RelatedNode, Rule, Valid
@@ -68,6 +69,10 @@ class MetricInputChecks(Rule):
     dict) that a training or validation step, `forward` or a batch hook updates (not
     `test_step`, which a fit never runs), outside a guard that makes the update rare (a
     periodic or logging test: `if self.track and self.global_step % n == 0:`).
+
+    An update whose inputs are all CPU tensors (a rank distance computed with
+    `torch.tensor(list)` on the host) is not reported: torchmetrics checks a tensor input
+    where it is. Python numbers are converted onto the metric's device first, so they are.
 
     ## Why is this bad on TPU?
     With `validate_args=True` (the default) every update checks the targets' values:
@@ -201,6 +206,16 @@ class MetricInputChecks(Rule):
             "            self.weight_norm(self.layer.weight.norm())\n"
             "        return loss\n"
         ),
+        Valid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.val_rank = MeanMetric()\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        ranks = self(batch).argsort().cpu()\n"
+            "        wanted = torch.tensor(range(len(ranks)))\n"
+            "        self.val_rank.update((wanted - ranks).abs().float().mean())\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -244,6 +259,18 @@ class MetricInputChecks(Rule):
             line=10,
             message="checks the targets of every update on the host",
         ),
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.val_rank = MeanMetric()\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        ranks = self(batch).argsort()\n"
+            "        wanted = torch.arange(len(ranks), device=ranks.device)\n"
+            "        self.val_rank.update((wanted - ranks).abs().float().mean())\n",
+            line=9,
+            message="tests every update for NaNs on the host",
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -284,6 +311,11 @@ class MetricInputChecks(Rule):
         if info is None or info.cls is None:
             return
         attr = _updated_attribute(node)
+        values = [a.value for a in node.args if a.keyword is None and not a.star]
+        if values and all(ctx.value_kind(v) is CPU for v in values):
+            # CPU tensors in: torchmetrics checks them where they are (`torch.isnan(x)` of a
+            # CPU tensor, `aggregation.py` `_cast_and_nan_check_input`), no device read
+            return
         if attr is not None and "rare" not in ctx.guards(node):
             # (an update under a periodic or logging guard checks its input only then)
             entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())

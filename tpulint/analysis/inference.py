@@ -30,6 +30,9 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    batch transfer does not move (no `.to`), else `fallback`
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
                                    resolve to a module (`make_model().to(device)`)
+    ["w", [atoms]]                 a tensor made or moved with `device=t.device` for `t` of
+                                   these atoms: on the CPU when `t` is a CPU tensor, else on
+                                   the device
     ["md", [place], [on_cpu], [otherwise]]
                                    a move to (or a factory on) the device `place` holds:
                                    `on_cpu` when it resolves to the CPU on a TPU host
@@ -85,8 +88,12 @@ Atom = Any  # str | list (see the module docstring)
 
 MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
-_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md"})
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md", "w"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none", "cpu_device")
+# Tensor methods whose result (with a `dim`) is a named tuple of `values` and `indices`.
+_NAMED_TUPLE_REDUCTIONS = frozenset(
+    {"min", "max", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"}
+)
 # An element of an optimizer's `param_groups` (what iterating `self.param_groups` yields).
 _PARAM_GROUP: Atom = ["e", -1, [["a", "param_groups"]]]
 
@@ -244,7 +251,9 @@ class ValueEvaluator:
             return atoms or ["unknown"]
         base = self.atoms(iterator, scope)
         rows = [
-            a for a in base if is_tensorish(a) or (isinstance(a, list) and a[0] in ("mv", "md"))
+            a
+            for a in base
+            if is_tensorish(a) or (isinstance(a, list) and a[0] in ("mv", "md", "w"))
         ]
         if rows:
             # Rows of a tensor are tensors, where it is (rows of `tokens.cpu()` are on the CPU).
@@ -384,6 +393,10 @@ class ValueEvaluator:
             )
             return [["e", position, base]]  # element `position` (-1: any) of a tuple
         if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Add) and (_is_text(node.left) or _is_text(node.right)):
+                # `", " + message`: string concatenation gives a string (a tensor operand
+                # would raise), no tensor is read. (`"%.3f" % t` does read `t`.)
+                return ["host"]
             left, right = self.atoms(node.left, scope, d), self.atoms(node.right, scope, d)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
                 maskish(left) or maskish(right)
@@ -479,6 +492,10 @@ class ValueEvaluator:
     def attribute(self, node: ast.Attribute, scope: Scope, d: int) -> list[Atom]:
         attr = node.attr
         base_node = node.value
+        if len(attr) > 4 and attr.startswith("__") and attr.endswith("__"):
+            # Python's object machinery or a library's bookkeeping (`batch.__slices__`, a
+            # record's list of offsets; `x.__dict__`, `x.__class__`): never tensor data.
+            return ["host"]
         if isinstance(base_node, ast.Name) and base_node.id == "self":
             if attr in SELF_HOST_ATTRIBUTES:
                 return ["host"]
@@ -499,6 +516,14 @@ class ValueEvaluator:
         base = self.atoms(base_node, scope, d)
         if attr in SAME_TENSOR_ATTRIBUTES:
             return base
+        if (
+            attr in ("values", "indices")
+            and isinstance(base_node, ast.Call)
+            and isinstance(base_node.func, ast.Attribute)
+            and base_node.func.attr in _NAMED_TUPLE_REDUCTIONS
+        ):
+            # `d.min(dim=1).values`: a field of torch's (values, indices) result, where `d` is
+            return ["device" if a == "mask" else a for a in base]
         if base == ["numpy"]:
             return ["numpy"]
         if all_host(base):
@@ -596,6 +621,10 @@ class ValueEvaluator:
             return ["numpy"]  # `t.numpy()`, `a.astype(np.float32)`
         if method in TYPE_NAME_METHODS and not node.args and not node.keywords:
             return ["host"]  # `x.type()`: the type's name, a string
+        if method in TYPE_NAME_METHODS and len(node.args) == 1 and not _dtype_name(node.args[0]):
+            # `grid.type(x.type())`: a type name may name another device's tensor type
+            # ("torch.cuda.FloatTensor"): where the result lives is not known here
+            return ["unknown"]
         if (
             isinstance(receiver, ast.Attribute)
             and isinstance(receiver.value, ast.Name)
@@ -712,7 +741,14 @@ class ValueEvaluator:
             if text is not None and self.qualify(text, scope.imports).startswith("torch."):
                 continue  # a dtype such as torch.float16
             if isinstance(arg, ast.Attribute) and arg.attr == "device":
-                return ["device"]  # .to(self.device) / .to(x.device)
+                # .to(x.device): with `x`; .to(self.device): the device. A receiver not yet
+                # known (a parameter: a tensor or a module) keeps the plain move, so that a
+                # module moved stays a module.
+                beside = self.beside(arg, scope, d)
+                pending = beside is not None and isinstance(beside[0], list)  # a "w" atom
+                if beside is None or (pending and any(isinstance(a, list) for a in base)):
+                    return ["device"]
+                return beside
             place = self.device_atoms(arg, scope, d)
             if place == ["cpu_device"]:
                 # `.to(device)` with `device` a CUDA chain: the CPU on a TPU host
@@ -725,6 +761,23 @@ class ValueEvaluator:
                 moved = ["unknown"] if base == ["cpu"] else base
             return on_device(place, ["cpu"], moved)
         return base
+
+    def beside(self, device: ast.expr, scope: Scope, d: int) -> list[Atom] | None:
+        """Where a tensor made or moved with `device=t.device` (`.to(t.device)`) lives: with
+        `t`, on the CPU when `t` is a CPU tensor (`torch.zeros(1, device=points.device)` of
+        host polylines), else on the device; a `["w", ...]` atom deciding that when `t` is a
+        parameter or another value resolved later. None for `self.device`."""
+        if not isinstance(device, ast.Attribute) or device.attr != "device":
+            return None
+        if isinstance(device.value, ast.Name) and device.value.id == "self":
+            return None
+        base = self.atoms(device.value, scope, d)
+        if base == ["cpu"]:
+            return ["cpu"]
+        symbolic = [a for a in base if isinstance(a, list) and a[0] in _SYMBOLIC]
+        if symbolic and all(a == "cpu" or a in symbolic for a in base):
+            return [["w", symbolic]]
+        return ["device"]
 
     def device_atoms(self, node: ast.expr, scope: Scope, d: int) -> list[Atom]:
         """The atoms of an expression used as a device: `["cpu_device"]` for the CPU on a TPU
@@ -765,9 +818,15 @@ class ValueEvaluator:
         if last in TORCH_FACTORIES:
             if device_arg is None:
                 return ["cpu"]
+            beside = self.beside(device_arg, scope, d)
+            if beside is not None:
+                return beside
             return on_device(self.device_atoms(device_arg, scope, d), ["cpu"], ["device"])
         if last in LIKE_FACTORIES:
             if device_arg is not None:
+                beside = self.beside(device_arg, scope, d)
+                if beside is not None:
+                    return beside
                 return on_device(self.device_atoms(device_arg, scope, d), ["cpu"], ["device"])
             return self.atoms(node.args[0], scope, d) if node.args else ["unknown"]
         # Containers passed to torch (`torch.cat([a, b])`) count as the tensors they hold.
@@ -915,14 +974,40 @@ def all_host(atoms: list[Atom]) -> bool:
     return bool(atoms) and all(a in _HOSTLIKE for a in atoms)
 
 
+_EMPTY_LIST: Atom = ["s", []]
+
+
 def union(a: list[Atom], b: list[Atom]) -> list[Atom]:
     out = list(a)
     for atom in b:
         if atom not in out:
             out.append(atom)
+    if _EMPTY_LIST in out and any(_filled_list(x) for x in out):
+        # A list that is empty on one path and holds values on another holds those values
+        # (`found = []` in the branch that found none): the empty one adds no element.
+        out.remove(_EMPTY_LIST)
     if len(out) > MAX_ATOMS:
         return ["unknown"]
     return out
+
+
+def _is_text(node: ast.expr) -> bool:
+    """A string literal or an f-string."""
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+
+
+def _dtype_name(node: ast.expr) -> bool:
+    """`torch.float16`, `torch.FloatTensor` or a CPU type's name: a cast that stays put."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return ".cuda." not in node.value and ".xla." not in node.value
+    text = dotted(node)
+    return text is not None and text.startswith(("torch.", "np.", "numpy."))
+
+
+def _filled_list(atom: Atom) -> bool:
+    return isinstance(atom, list) and atom[0] == "s" and len(atom) == 2 and bool(atom[1])
 
 
 def container_elements(atoms: list[Atom]) -> list[Atom]:
@@ -1084,7 +1169,9 @@ def grow_container(scope: Scope, call: ast.Call, evaluator: ValueEvaluator) -> N
         return
     added = evaluator.atoms(call.args[_GROWING.get(method, 0)], scope)
     if method == "extend":
-        added = container_elements(added)
+        # an empty list extends by nothing (`parts = []` in the branch that found none)
+        filled = [a for a in added if not (isinstance(a, list) and a[0] == "s" and not a[1])]
+        added = container_elements(filled) if filled else []
     added = [a for a in added if a != "none"]
     held = union(atom[1], added)
     if held != atom[1]:

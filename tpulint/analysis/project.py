@@ -177,12 +177,15 @@ class Value:
     elements: tuple[Value, ...] | None = None
     cls: str | None = None
     tensor: bool = False  # surely a tensor (a torch function's result), whatever its params
+    # A tensor placed with its parameters' tensors (`device=points.device`, a helper annotated
+    # `-> Tensor`): on the CPU when they are CPU tensors, else on the device.
+    placed: bool = False
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
         return (
             f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
-            f"/{int(self.tensor)}"
+            f"/{int(self.tensor)}/{int(self.placed)}"
         )
 
 
@@ -223,7 +226,9 @@ def combine_values(values: list[Value]) -> Value:
         )
     classes = {v.cls for v in values}
     tensor = all(v.tensor for v in values)
-    return Value(kind, mask, params, elements, classes.pop() if len(classes) == 1 else None, tensor)
+    placed = any(v.placed for v in values)
+    cls = classes.pop() if len(classes) == 1 else None
+    return Value(kind, mask, params, elements, cls, tensor, placed)
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -266,6 +271,10 @@ class HotInfo:
     name: str
     chain: tuple[tuple[str, int], ...] = ()
     guards: frozenset[str] = frozenset()
+    # Set when the root is a hand-written training loop whose tensors go to CUDA or the CPU
+    # (ProjectModel.off_tpu_loop): what it says about the loop's devices. Roots that train
+    # on XLA spread first, so a function keeps it only when no such root reaches it.
+    off_tpu: str | None = None
 
     def reason(self, own_path: str | None = None, base: str | None = None) -> str:
         """`training_step`, or "`helper` (called from training_step)", with the call sites
@@ -935,7 +944,11 @@ class ProjectModel:
             if parent is not None:
                 nested.setdefault(f"{fn.module.path}:{parent}", []).append(fn)
         data_classes = self.scope.data_classes()
-        roots: tuple[list[tuple[str, str]], ...] = ([], [], [])
+        # Training, validation, evaluation and inference, then hand-written loops that never
+        # run on XLA (their devices are CUDA or the CPU): what those reach alone is off the
+        # TPU path.
+        roots: tuple[list[tuple[str, str]], ...] = ([], [], [], [])
+        off_tpu: dict[str, str] = {}
         for gkey, fn in self.functions.items():
             kind = None
             if fn.summary.cls is not None and fn.owner is not None:
@@ -954,6 +967,11 @@ class ProjectModel:
                 # A pytest test's loop (`def test_...` beside the library code) checks the
                 # library on the host; it is not how the project trains.
                 reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
+                devices = self.off_tpu_loop(fn)
+                if devices is not None:
+                    off_tpu[gkey] = devices
+                    roots[3].append((gkey, reason))
+                    continue
             if reason is not None and not _for_other_accelerator(fn):
                 roots[_root_phase(fn.summary.name)].append((gkey, reason))
         # Training first, then validation, then evaluation and inference: a function reached
@@ -962,7 +980,8 @@ class ProjectModel:
         for phase in roots:
             for gkey, reason in phase:
                 if gkey not in hot:
-                    hot[gkey] = HotInfo(reason, self.functions[gkey].summary.name)
+                    name = self.functions[gkey].summary.name
+                    hot[gkey] = HotInfo(reason, name, off_tpu=off_tpu.get(gkey))
                     queue.append(gkey)
             self._spread_hot(hot, queue, nested)
         return hot
@@ -1011,6 +1030,127 @@ class ProjectModel:
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
 
+    def off_tpu_loop(self, fn: _Function) -> str | None:
+        """Why a hand-written training loop never runs on XLA, or None: its module does not
+        use torch_xla, and every place the module's code puts tensors or modules resolves to
+        CUDA (`.cuda()`, `"cuda"`) or to a CUDA/MPS chain that ends in the CPU (`"cuda" if
+        torch.cuda.is_available() else "cpu"`, held by a global, `args.device`, `self.device`
+        or a parameter every call passes one, from a function or the `__main__` block). On a
+        TPU host that is the CPU or nothing: no XLA device, no graph, no host sync. A device
+        from a caller not seen, a config or an accelerator keeps the loop on the TPU path."""
+        module = fn.module
+        if any(q.split(".", 1)[0] == "torch_xla" for q in module.imports.values()):
+            return None
+        placements = [
+            (other, placement)
+            for other in self._module_functions[id(module)].values()
+            for placement in other.summary.placements
+        ]
+        if not placements:
+            return None
+        cuda = False
+        for other, placement in placements:
+            if placement == ["cuda"]:
+                cuda = True
+            elif not self._cpu_device(other, placement):
+                return None
+        return "CUDA" if cuda else "CUDA or the CPU"
+
+    def _cpu_device(self, fn: _Function, atoms: list[Atom]) -> bool:
+        """Whether a placement's device atoms resolve to a CUDA/MPS-or-CPU choice."""
+        for atom in atoms:
+            if atom == "cpu_device":
+                continue
+            if isinstance(atom, list) and atom[0] == "p":
+                if self._passed_device(fn, atom[1], 0):
+                    continue
+                return False
+            elif isinstance(atom, list) and atom[0] == "a" and fn.owner is not None:
+                value = self._constructed_attribute(fn.owner, atom[1])
+            else:
+                value = self.resolve_atoms([atom], fn.module, fn.owner, 0)
+            if value is None or value.kind != "cpu_device" or value.params:
+                return False
+        return True
+
+    def _passed_device(self, fn: _Function, index: int, depth: int) -> bool:
+        """Whether every call of the project that passes parameter `index` of `fn` passes a
+        CUDA/MPS-or-CPU device (there is at least one): calls from functions, passing their own
+        parameters on, and calls from the module's top level (a `__main__` block)."""
+        if depth > 4 or index >= len(fn.summary.params):
+            return False
+        name = fn.summary.params[index]
+        sources: list[tuple[_Function | None, list[Atom]]] = []
+        for caller, call, offset in self._callers().get(fn.gkey, []):
+            position = index - offset
+            if name in call.keywords:
+                sources.append((caller, call.keywords[name]))
+            elif 0 <= position < len(call.args):
+                sources.append((caller, call.args[position]))
+            else:
+                return False  # a default, or spread: not visible
+        if fn.summary.cls is None and fn.summary.parent is None:
+            for called, args, keywords in fn.module.top_calls:
+                if called != fn.summary.name:
+                    continue
+                if name in keywords:
+                    sources.append((None, keywords[name]))
+                elif index < len(args):
+                    sources.append((None, args[index]))
+                else:
+                    return False
+        if not sources:
+            return False
+        for caller, atoms in sources:
+            if caller is not None and len(atoms) == 1 and atoms[0][:1] == ["p"]:
+                if not self._passed_device(caller, atoms[0][1], depth + 1):
+                    return False
+                continue
+            owner = caller.owner if caller is not None else None
+            value = self.resolve_atoms(
+                atoms, fn.module if caller is None else caller.module, owner, 0
+            )
+            if value is None or value.kind != "cpu_device" or value.params:
+                return False
+        return True
+
+    def _constructed_attribute(self, class_gkey: str, attr: str) -> Value | None:
+        """What `self.<attr>` holds: for an `__init__` parameter stored as is (`self.device =
+        device`), what every construction of the class in the project passes it."""
+        init = self.find_method(class_gkey, "__init__")
+        cls = self.classes.get(init.owner) if init is not None and init.owner else None
+        index = cls.summary.param_attributes.get(attr) if cls is not None else None
+        if init is None or index is None:
+            return self.attribute_value(class_gkey, attr)
+        name = init.summary.params[index]
+        values: list[Value] = []
+        for caller, call in self._constructions(init.owner or class_gkey):
+            position = index - 1  # `self`
+            if name in call.keywords:
+                atoms = call.keywords[name]
+            elif 0 <= position < len(call.args):
+                atoms = call.args[position]
+            else:
+                return None
+            value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
+            if value is None:
+                return None
+            values.append(value)
+        return combine_values(values) if values else None
+
+    def _constructions(self, class_gkey: str) -> list[tuple[_Function, Any]]:
+        """The calls of the project that build the class (`Trainer(device, loader)`)."""
+        index = self.__dict__.get("_construction_index")
+        if index is None:
+            index = {}
+            for fn in self.functions.values():
+                for call in fn.summary.calls:
+                    for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
+                        if isinstance(target, _Class):
+                            index.setdefault(target.gkey, []).append((fn, call))
+            self.__dict__["_construction_index"] = index
+        return index.get(class_gkey, [])
+
     def _kind_with_subclasses(self, gkey: str) -> ClassKind:
         """A class's kind, with its project subclasses' (a mixin's `on_train_batch_end` is a
         hook of the LightningModules that derive from it)."""
@@ -1033,16 +1173,22 @@ class ProjectModel:
         existing = hot.get(target.gkey)
         if existing is None:
             if site is None:  # a nested function runs as part of its enclosing one
-                new = HotInfo(info.root, info.name, info.chain, guards)
+                new = HotInfo(info.root, info.name, info.chain, guards, info.off_tpu)
             else:
-                new = HotInfo(info.root, target.summary.name, (*info.chain, site), guards)
+                new = HotInfo(
+                    info.root, target.summary.name, (*info.chain, site), guards, info.off_tpu
+                )
             hot[target.gkey] = new
             queue.append(target.gkey)
             return
         if existing.guards and not guards >= existing.guards:
             # Another call reaches it under fewer guards: keep only the shared ones.
             hot[target.gkey] = HotInfo(
-                existing.root, existing.name, existing.chain, existing.guards & guards
+                existing.root,
+                existing.name,
+                existing.chain,
+                existing.guards & guards,
+                existing.off_tpu,
             )
             queue.append(target.gkey)
 
@@ -1154,7 +1300,11 @@ class ProjectModel:
             value = Value("host")  # returns None
         annotation = (fn.summary.returns_annotation or "").replace(" ", "")
         if value.kind == "unknown" and value.elements is None:
-            if annotation.endswith("Tensor"):
+            if annotation.endswith("Tensor") and value.params:
+                # a tensor where the arguments it is computed from turn out to be (CPU
+                # polylines in, CPU polylines out)
+                value = Value("unknown", value.mask, value.params, tensor=True, placed=True)
+            elif annotation.endswith("Tensor"):
                 value = Value("device", value.mask, value.params)
             elif annotation in ("int", "float", "bool"):
                 value = Value("number")
@@ -1233,22 +1383,36 @@ class ProjectModel:
             if value.params:
                 # The caller passes its own parameter on: what its callers pass, or for a
                 # step method Lightning calls, its batch (device tensors).
+                # A caller the framework calls (a metric's `update`, a `forward`): what the
+                # project's tests pass it says little of what training passes.
+                framework = outside_tests or self._framework_called(caller)
                 inner = [
                     Value("device")
                     if _part_of_param(atoms, p) and self._step_batch_param(caller, p)
-                    else self.param_value(
-                        caller.gkey, p, _depth + 1, outside_tests, per_step=per_step
-                    )
+                    else self.param_value(caller.gkey, p, _depth + 1, framework, per_step=per_step)
                     for p in value.params
                 ]
-                if any(v is None for v in inner):
+                if any(v is None for v in inner) and not value.placed:
                     return None
                 # An unknown kind with parameters is what they turn out to be (as `call_value`
                 # binds a callee's parameters).
                 known = [Value(value.kind)] if value.kind != "unknown" else []
-                value = combine_values([*known, *inner])  # type: ignore[list-item]
+                found = [v for v in inner if v is not None]
+                placed = value.placed
+                value = combine_values([*known, *found])  # type: ignore[list-item]
+                if placed and (value.kind != "cpu" or len(found) < len(inner)):
+                    # placed beside tensors not known to be CPU ones: on the device
+                    value = Value("device")
             values.append(value)
         return combine_values(values)
+
+    def _framework_called(self, fn: _Function) -> bool:
+        """Whether a function is one the framework calls by itself (`training_step`,
+        `forward`, a metric's `update`, a hook): entry_reason's functions."""
+        kind = None
+        if fn.summary.cls is not None:
+            kind = self._kind_with_subclasses(fn.owner) if fn.owner else ClassKind.NONE
+        return entry_reason(fn.summary.name, kind, self.hot_methods) is not None
 
     def _step_batch_param(self, fn: _Function, index: int) -> bool:
         """Whether parameter `index` of `fn` is the batch Lightning passes a step method of a
@@ -1470,18 +1634,30 @@ class ProjectModel:
             if kind in _HOSTLIKE:
                 return Value("number")
             params = frozenset().union(*(p.params for p in parts)) if parts else frozenset()
-            return Value("device" if kind in ("device", "cpu") else "unknown", True, params)
+            # a mask of CPU tensors stays on the CPU (`torch.where(t > 0, ...)` of host data)
+            placed = any(p.placed for p in parts)
+            return Value(
+                kind if kind in ("device", "cpu") else "unknown", True, params, placed=placed
+            )
         if tag == "v":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
             if not tensors:
                 return UNKNOWN_VALUE
             params = frozenset().union(*(p.params for p in tensors))
-            return Value(combine_kinds(p.kind for p in tensors), False, params, tensor=True)
+            placed = any(p.placed for p in tensors)
+            kind = combine_kinds(p.kind for p in tensors)
+            return Value(kind, False, params, tensor=True, placed=placed)
         if tag == "x":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
             kinds = {p.kind for p in parts if p is not None}
             return Value("device" if "device" in kinds else "cpu")
+        if tag == "w":
+            inner = self.resolve_atoms(atom[1], module, owner, depth)
+            if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):
+                # where the parameter's tensor turns out to be, once a call binds it
+                return Value("unknown", params=inner.params, tensor=True, placed=True)
+            return Value("cpu" if inner is not None and inner.kind == "cpu" else "device")
         if tag == "mv":
             inner = self.resolve_atoms(atom[2], module, owner, depth)
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
@@ -1565,7 +1741,14 @@ class ProjectModel:
                 )
             kind = combine_kinds(kinds) if kinds else "unknown"
             tensor = value.tensor and bool(passed_on)
-            return Value(kind, value.mask, frozenset(passed_on), elements, value.cls, tensor)
+            placed = value.placed and bool(passed_on)
+            if value.placed and not passed_on and kind != "cpu":
+                # placed with arguments not known to be CPU tensors: on the device, as a
+                # tensor annotated or made beside a device tensor is presumed to be
+                kind = "device"
+            return Value(
+                kind, value.mask, frozenset(passed_on), elements, value.cls, tensor, placed
+            )
 
         return bind(value)
 

@@ -28,6 +28,10 @@ A finding is outside the scope, with the reason, when its code:
 - is compiled by another system (`@triton.jit`, `@numba.jit`, `@jax.jit`, `@wp.kernel`):
   its values are that system's, not PyTorch tensors;
 - is a Lightning 1 hook that Lightning 2 never calls (`on_keyboard_interrupt`);
+- runs only in hand-written training loops (not Lightning's) whose tensors go to CUDA or to
+  a CUDA/MPS-or-CPU choice (`.cuda()`, `x.to(DEVICE)` with `DEVICE = torch.device("cuda" if
+  torch.cuda.is_available() else "cpu")`), in a module that does not use torch_xla: on a TPU
+  host that is the CPU or nothing (ProjectModel.off_tpu_loop);
 - is not reached from the project's TPU entry points, when it has some;
 - is a module no script of its application imports (see `_unimported`), on any accelerator.
 
@@ -1871,6 +1875,9 @@ class ProjectScope:
             dead = self._dead_hook(fn)
             if dead is not None:
                 return dead
+            off_tpu = self._off_tpu(fn)
+            if off_tpu is not None:
+                return off_tpu
         node = fn.gkey if fn is not None else module_node(path)
         claimed = self.reach is not None and self._claimed(path, self.claimed)
         if not claimed and path in self.unimported:
@@ -1896,6 +1903,16 @@ class ProjectScope:
         if claimed:
             return self._unreached()
         return None
+
+    def _off_tpu(self, fn: _Function) -> str | None:
+        """Code that runs only in hand-written training loops whose tensors go to CUDA or
+        the CPU (ProjectModel.off_tpu_loop): on a TPU host no XLA device is involved."""
+        if self.model._computing_hot:
+            return None
+        info = self.model.hot.get(fn.gkey)
+        if info is None or info.off_tpu is None:
+            return None
+        return f"runs only in {info.root}, whose tensors go to {info.off_tpu}, not to XLA"
 
     def flag_turned_on(self, flags: list[str], path: str) -> bool:
         """Whether code of the project of `path` that may train passes or sets one of these

@@ -49,6 +49,7 @@ from tpulint.analysis.inference import (
     Scope,
     ValueEvaluator,
     all_host,
+    device_literal,
     dotted,
     entry_key,
     grow_container,
@@ -295,10 +296,14 @@ class FunctionSummary:
     # (a tensor or a value not known). A dataset's `__getitem__`/`__iter__`: its keys, all
     # "tensor" (default_collate stacks numbers into tensors).
     built_keys: dict[str, str] = field(default_factory=dict)
+    # Where its code puts tensors or modules: the device atoms of each `.to(d)`,
+    # `device=d` and `.cuda()` (the marker atom "cuda"), as `placement_atoms` reads them.
+    placements: list[list[Atom]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "bk": self.built_keys,
+            "pl": self.placements,
             "sp": list(self.span),
             "k": self.key,
             "n": self.name,
@@ -343,6 +348,7 @@ class FunctionSummary:
             data.get("iu", []),
             data.get("ab", False),
             data.get("bk", {}),
+            data.get("pl", []),
         )
 
 
@@ -612,9 +618,14 @@ class ModuleSummary:
     syntax: Syntax | None = None
     # Why summarising the file failed (an internal error the run reports); never cached.
     failure: str | None = None
+    # Calls of the module's own functions from its top level (a `__main__` block): [name,
+    # device atoms of each positional argument, of each keyword] (placement_atoms'
+    # reading), what a placement on a parameter of a script's loop resolves through.
+    top_calls: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "tc": self.top_calls,
             "m": self.module,
             "pk": self.is_package,
             "i": self.imports,
@@ -645,6 +656,7 @@ class ModuleSummary:
             data.get("lk", []),
             data.get("lf", []),
             Syntax.from_json(data["sx"]) if data["sx"] is not None else None,
+            top_calls=data.get("tc", []),
         )
 
 
@@ -721,6 +733,17 @@ class _Summarizer(ValueEvaluator):
         # `if` statements (by `id`) with a branch the code before makes unreachable: "body" or
         # "else" (`if n is None: n = ...` and then `if n is not None: ... else: <never>`).
         self.dead_branches: dict[int, str] = {}
+        # Module global -> the atoms the module binds to it (at its top level).
+        self.module_globals: dict[str, list[Atom]] = {}
+        # Placements naming a module global or a namespace attribute, settled at the end:
+        # (function, index in its placements, "global" | "namespace", name).
+        self.pending_placements: list[tuple[FunctionSummary, int, str, str]] = []
+        # Top-level call arguments naming a global or a namespace attribute, settled at the
+        # end: (record, position or keyword, "global" | "namespace", name).
+        self.pending_top: list[tuple[list[Any], Any, str, str]] = []
+        # attribute -> the device atoms stored to it on a value that is not `self`
+        # (`args.device = torch.device(...)`), where the module binds one.
+        self.namespace_stores: dict[str, list[Atom]] = {}
         # The lines that mention a call an integer index use needs (a cheap screen).
         self.index_use_lines: list[int] = []
         line, seen = 1, 0
@@ -746,6 +769,34 @@ class _Summarizer(ValueEvaluator):
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
         self.summary.imports = dict(self.module_imports)
+        self._settle_placements()
+
+    def _settle_placements(self) -> None:
+        """Resolve the placements that name a module global (`x.to(DEVICE)`) or an attribute
+        of a namespace (`x.to(args.device)`) by what the whole module binds to them (a
+        `__main__` block binds both after the functions that read them)."""
+        for record, slot, how, name in self.pending_top:
+            stores = self.module_globals if how == "global" else self.namespace_stores
+            held = stores.get(name)
+            value = list(held) if held else ["unknown"]
+            if isinstance(slot, int):
+                record[1][slot] = value
+            else:
+                record[2][slot] = value
+        settled: dict[int, list[list[Atom]]] = {}
+        for info, index, how, name in self.pending_placements:
+            stores = self.module_globals if how == "global" else self.namespace_stores
+            held = stores.get(name)
+            settled.setdefault(id(info), list(info.placements))[index] = (
+                list(held) if held else ["unknown"]
+            )
+        for info, _, _, _ in self.pending_placements:
+            if id(info) in settled:
+                unique: list[list[Atom]] = []
+                for placement in settled.pop(id(info)):
+                    if placement not in unique:
+                        unique.append(placement)
+                info.placements = unique
 
     def _record_none_args(self, call: CallSite, node: ast.Call, scope: Scope) -> None:
         """The call's arguments that are the literal None, True or False, those that may
@@ -1352,6 +1403,8 @@ class _Summarizer(ValueEvaluator):
     def expression(self, node: ast.expr, scope: Scope) -> None:
         """Record the calls in an expression (lambdas included, comprehensions included), with
         the guards of `a and b` / `x if c else y` inside it."""
+        if scope.info is None and not self.query:
+            self.top_call(node, scope)
         if scope.info is None or not scope.record_calls or self.query:
             return
         start = (*scope.guards, RARE) if scope.error_path else scope.guards
@@ -1359,6 +1412,7 @@ class _Summarizer(ValueEvaluator):
         while stack:
             current, guards = stack.pop()
             if isinstance(current, ast.Call):
+                self.record_placement(current, scope)
                 mapped = _mapped_call(current)
                 if mapped is not None:
                     # `executor.map(self._item, rows, masks)`: a call of `_item` per element.
@@ -1423,6 +1477,77 @@ class _Summarizer(ValueEvaluator):
                             stack.append((item, guards))
                 elif isinstance(child, ast.AST):
                     stack.append((child, guards))
+
+    def top_call(self, node: ast.expr, scope: Scope) -> None:
+        """`train(args, model, loader)` or `fit(net, data, DEVICE)` at the module's top level
+        (a `__main__` block): the devices its arguments may name, settled at the end."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return
+        if node.func.id in scope.imports or any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        record: list[Any] = [node.func.id, [], {}]
+        for index, arg in enumerate(node.args):
+            record[1].append(self._top_argument(arg, scope, record, index))
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                record[2][keyword.arg] = self._top_argument(
+                    keyword.value, scope, record, keyword.arg
+                )
+        self.summary.top_calls.append(record)
+
+    def _top_argument(self, arg: ast.expr, scope: Scope, record: list[Any], slot: Any) -> Any:
+        if isinstance(arg, ast.Name):
+            self.pending_top.append((record, slot, "global", arg.id))
+            return ["unknown"]
+        if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name):
+            self.pending_top.append((record, slot, "namespace", arg.attr))
+            return ["unknown"]
+        return self.device_atoms(arg, scope, 0)
+
+    def record_placement(self, node: ast.Call, scope: Scope) -> None:
+        placement = self.placement(node, scope)
+        if placement is None:
+            return
+        info = scope.info
+        if isinstance(placement, tuple):
+            # settled when the module's globals and namespace stores are all seen
+            info.placements.append(["unknown"])
+            self.pending_placements.append((info, len(info.placements) - 1, *placement))
+        elif placement not in info.placements:
+            info.placements.append(placement)
+
+    def placement(self, node: ast.Call, scope: Scope) -> list[Atom] | tuple[str, str] | None:
+        """The device a call puts tensors or modules on, as atoms: `.cuda()` the marker
+        "cuda", a CUDA or MPS literal too, `.to(d)` / `device=d` the atoms of `d` ("cpu_device"
+        for the CPU or a CUDA/MPS chain ending in it). None for a call that places nothing
+        (`.to(torch.float16)`, `.to(other_tensor)`)."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "cuda":
+            return ["cuda"]
+        argument = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if argument is None and isinstance(func, ast.Attribute) and func.attr == "to":
+            argument = node.args[0] if node.args else None
+        if argument is None:
+            return None
+        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            name = argument.value.split(":", 1)[0]
+            if name in ("cuda", "mps"):
+                return ["cuda"]
+        text = dotted(argument)
+        if text is not None and self.qualify(text, scope.imports).startswith("torch."):
+            return None  # a dtype (`torch.float16`)
+        if isinstance(argument, ast.Name):
+            if argument.id not in scope.env:
+                return ("global", argument.id)
+            held = scope.env[argument.id]
+            if held and all(a in ("device", "cpu", "mask") for a in held):
+                return None  # `.to(other_tensor)`: with that tensor, placed elsewhere
+        if isinstance(argument, ast.Attribute) and isinstance(argument.value, ast.Name):
+            if argument.value.id == "self":
+                return [["a", argument.attr]]  # what the class stores, settled by the model
+            if argument.value.id not in scope.imports:
+                return ("namespace", argument.attr)
+        return self.device_atoms(argument, scope, 0)
 
     def call_site(self, node: ast.Call, scope: Scope, pending: tuple[Any, ...]) -> CallSite | None:
         func = node.func
@@ -1497,6 +1622,18 @@ class _Summarizer(ValueEvaluator):
         if (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
+            and target.value.id not in ("self", *scope.imports)
+            and not self.query
+        ):
+            # `args.device = torch.device(...)`: what `x.to(args.device)` places on
+            stored = ["cpu_device"] if device_literal(value_node) == "cpu" else value
+            existing = self.namespace_stores.get(target.attr)
+            self.namespace_stores[target.attr] = (
+                stored if existing is None else union(existing, stored)
+            )
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
             and target.value.id == "self"
             and scope.cls is not None
             and scope.info is not None
@@ -1528,6 +1665,11 @@ class _Summarizer(ValueEvaluator):
             # A class-level assignment: a default for `self.<name>`.
             klass.attributes.setdefault(target.id, self._attribute_atoms(value_node, value))
             return
+        if scope.info is None and klass is None and isinstance(target, ast.Name):
+            # A module global (`DEVICE = torch.device(...)`): what `x.to(DEVICE)` places on.
+            stored = ["cpu_device"] if device_literal(value_node) == "cpu" else value
+            existing = self.module_globals.get(target.id)
+            self.module_globals[target.id] = stored if existing is None else union(existing, stored)
         if scope.info is None and not (self.query and klass is None):
             return
         if (

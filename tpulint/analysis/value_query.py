@@ -566,6 +566,8 @@ class PositionValues:
             return HOST
         if tag == "e":
             return self._element(atom[1], atom[2], function, depth)
+        if tag == "w":
+            return CPU if self.resolve(atom[1], function, depth) is CPU else DEVICE
         if tag == "mv":
             inner = self.resolve(atom[2], function, depth)
             if inner is MODULE:
