@@ -169,6 +169,29 @@ _APACHE_HEADER = (
         "    if int(os.environ.get('LOCAL_RANK', 0)) == 0:\n"
         "        return True\n"
         "    return False\n",
+        # A data module whose `prepare_data` downloads and sets nothing (TPU310's screen
+        # reads, with `ast`, the `self.<name>` the hook sets and the other methods mention).
+        "import lightning as L\n\n\n"
+        "class Audio(L.LightningDataModule):\n"
+        "    def prepare_data(self):\n"
+        "        download(self.root, cache=True)\n\n"
+        "    def setup(self, stage):\n"
+        "        self.train_set = load(self.root)\n\n"
+        "    def train_dataloader(self):\n"
+        "        return make_loader(self.train_set)\n",
+        # `torch.save` under a rank test (not a collective: TPU108's screen qualifies the
+        # callee through the imports) and a barrier every process reaches after the branch.
+        "import torch\nimport torch.distributed as dist\n\n\n"
+        "def save(state, path, rank):\n"
+        "    if rank == 0:\n"
+        "        torch.save(state, path)\n"
+        "    dist.barrier()\n",
+        # `pad_sequence` in a model helper of a file that names `collate_fn` only in text:
+        # no collate function is defined here (TPU304's `_collate_function` finds none).
+        "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+        "def merge_features(features):\n"
+        '    """Used by the dataset\'s collate_fn."""\n'
+        "    return pad_sequence(features, batch_first=True)\n",
     ],
     ids=[
         "apache-header-model",
@@ -177,18 +200,41 @@ _APACHE_HEADER = (
         "collate-max-value",
         "datamodule-drop-last",
         "save-beside-rank-helper",
+        "prepare-data-downloads-only",
+        "torch-save-under-rank-test",
+        "pad-sequence-outside-collate",
     ],
 )
 def test_library_files_are_not_parsed(source: str) -> None:
     """What the project model says rules these files out for the default rules: the screens
     of TPU505, TPU304 and TPU402 read the calls and keywords it found, not only the text, and
-    those of TPU303, TPU304 and TPU108 the shapes their handlers need, read with `ast`."""
+    those of TPU303, TPU304, TPU108 and TPU310 the shapes their handlers need, read with
+    `ast`."""
     default = Config.from_mapping({})
     before = libcst_parses()
     assert check_source(source, "lib.py", default) == []
     assert libcst_parses() == before
     with unscreened():
         assert check_source(source, "lib.py", default) == []
+    assert libcst_parses() == before + 1
+
+
+def test_a_file_named_for_inference_is_not_parsed_for_padding() -> None:
+    """TPU304 reports nothing but a collator's `padding` field in a file whose name says it
+    does not train (`_not_training`: streaming, inference, export): its screen reads the
+    same name."""
+    source = (
+        "from torch.nn.utils.rnn import pad_sequence\n\n\n"
+        "def collate_fn(batch):\n"
+        "    return pad_sequence(batch, batch_first=True)\n"
+    )
+    default = Config.from_mapping({})
+    assert [d.code for d in check_source(source, "collate.py", default)] == ["TPU304"]
+    before = libcst_parses()
+    assert check_source(source, "streaming_utils.py", default) == []
+    assert libcst_parses() == before
+    with unscreened():
+        assert check_source(source, "streaming_utils.py", default) == []
     assert libcst_parses() == before + 1
 
 

@@ -214,6 +214,37 @@ def _assigns_longest_length(source: str) -> bool:
     return False
 
 
+def _defines_collate_function(source: str) -> bool:
+    """Whether the code defines a function `_collate_helpers` starts from, read with `ast`
+    (a superset): one named like a collate function or passed as `collate_fn=` (by name or
+    attribute) in this file, or a `__call__` inside a class named like a collator. Without
+    one, `_collate_function` finds nothing in the file."""
+    tree = parse_python(source)
+    if tree is None:
+        return True  # the libcst parse reports it
+    names: set[str] = set()
+    passed: set[str] = set()
+    for node in ast_walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.keyword) and node.arg == "collate_fn":
+            if isinstance(node.value, ast.Name):
+                passed.add(node.value.id)
+            elif isinstance(node.value, ast.Attribute):
+                passed.add(node.value.attr)
+        elif (
+            isinstance(node, ast.ClassDef)
+            and _COLLATE_NAME.search(node.name)
+            and any(
+                isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and inner.name == "__call__"
+                for inner in ast_walk(node)
+            )
+        ):
+            return True
+    return any(_COLLATE_NAME.search(name) or name in passed for name in names)
+
+
 def _is_pad_helper(func: cst.BaseExpression) -> bool:
     """A callee named for padding (`pad_feats`, `self.pad_to`, `self.padding_ops[key]`): the
     length passed to it is what it pads to."""
@@ -851,6 +882,10 @@ class DynamicPadding(_DataRule):
         syntax = view.module.syntax
         if syntax is None:
             return True
+        if _NOT_TRAINING.search(view.path.replace("\\", "/").rsplit("/", 1)[-1]):
+            # `_not_training()` for every node of the file: only a collator's `padding`
+            # field (visit_AnnAssign) can report.
+            return "padding" in syntax.class_fields
         if not syntax.calls.isdisjoint(_PADDING_COLLATORS):
             return True  # transformers' collators
         if "padding" in syntax.literal_keywords and (
@@ -874,7 +909,13 @@ class DynamicPadding(_DataRule):
             for name, owner in view.callers(function.key)
         ):
             return False
-        return pads or _assigns_longest_length(source)
+        if "padding" in syntax.class_fields:
+            return True  # a collator's `padding` field (visit_AnnAssign)
+        # `pad_sequence(...)` and hand-rolled padding report only inside what
+        # `_collate_function` finds, which needs a collate function defined in this file.
+        if not _defines_collate_function(source):
+            return False
+        return "pad_sequence" in syntax.calls or _assigns_longest_length(source)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

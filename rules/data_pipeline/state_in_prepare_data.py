@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 import libcst as cst
 
 from tpulint.analysis.project import FileView
+from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.datatypes.diagnostics import Severity
 from tpulint.rule_api.rule import Invalid, RelatedNode, Valid
 
@@ -100,7 +103,7 @@ class StateInPrepareData(_DataRule):
 
     @classmethod
     def applies(cls, source: str, view: FileView) -> bool:
-        return view.has_lightning_class
+        return view.has_lightning_class and _hook_sets_what_others_mention(source)
 
     VALID = (
         # Downloads in prepare_data, state in setup.
@@ -267,6 +270,68 @@ class StateInPrepareData(_DataRule):
             and not any("prepare_data" in c.methods for c in module.classes)
             for module in view.model.modules.values()
         )
+
+
+def _hook_sets_what_others_mention(source: str) -> bool:
+    """The screen, read with `ast` (a superset of `visit_ClassDef`'s test): a class of the
+    code has a `prepare_data` method that sets a `self.<name>` (`_assigned`'s targets) which
+    another of its methods outside `_OWN` mentions in any way (`_read` counts loads only)."""
+    tree = parse_python(source)
+    if tree is None:
+        return True  # the libcst parse reports it
+    for node in ast_walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = {
+            m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        hook = methods.get("prepare_data")
+        if hook is None:
+            continue
+        set_in_hook = _ast_assigned(hook)
+        if not set_in_hook:
+            continue
+        for name, method in methods.items():
+            if name not in _OWN and not set_in_hook.isdisjoint(_ast_self_attributes(method)):
+                return True
+    return False
+
+
+def _ast_assigned(method: ast.AST) -> set[str]:
+    """`_assigned`'s names, read with `ast`: `self.<name>` targets of the assignments."""
+    found: set[str] = set()
+    for node in ast_walk(method):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        else:
+            continue
+        todo = list(targets)
+        while todo:
+            target = todo.pop()
+            if isinstance(target, ast.Starred):  # libcst's StarredElement.value
+                todo.append(target.value)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                todo.extend(target.elts)
+            elif (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                found.add(target.attr)
+    return found
+
+
+def _ast_self_attributes(method: ast.AST) -> set[str]:
+    """Every `self.<name>` of a method, stored or loaded (a superset of `_read`)."""
+    return {
+        node.attr
+        for node in ast_walk(method)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
 
 
 def _self_target(node: cst.BaseExpression) -> list[str]:

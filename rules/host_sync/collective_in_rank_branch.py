@@ -144,7 +144,7 @@ class CollectiveInRankBranch(Rule):
         return (
             bool(_COLLECTIVE_TEXT.search(source))
             and any(t in source for t in ("rank", "ordinal", "is_global_zero", "is_master"))
-            and _collective_beside_rank_test(source)
+            and _collective_under_rank_test(source)
         )
 
     VALID = (
@@ -491,60 +491,120 @@ def _early_return_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
     return None
 
 
-def _collective_beside_rank_test(source: str) -> bool:
-    """Whether one function (or the module's own code) both calls a collective, by its last
-    name or an import alias of one, and has an `if` or conditional expression whose lines
-    match `_RANK_TEST`, or a `rank_zero_only` decorator: `_rank_guard` looks for the guard
-    only inside the call's own function. Read with `ast`, as a superset (every `if` of the
-    function counts, with the whole lines of its test)."""
+def _collective_under_rank_test(source: str) -> bool:
+    """Whether a call `_collective` may call a collective (`_may_be_collective`) has among
+    its ancestors in its own function (or the module's code) what `_rank_guard` looks for:
+    an `if` or conditional expression it is not the test of, or an earlier `if TEST: return`
+    of an enclosing block, whose lines match `_RANK_TEST`, or a `rank_zero_only` decorator
+    of the function. Read with `ast`, as a superset (the whole lines of a test count, and a
+    collective every branch calls counts too)."""
     tree = parse_python(source)
     if tree is None:
         return True  # the libcst parse reports it
-    collectives = set(_COLLECTIVE_NAMES)
     decorators = set(_RANK_ZERO_DECORATORS)
+    # What `Aliases` may bind each name to, over all the file's imports (it binds them in
+    # source order, so a call sees one of these, or none); None: a relative import, which
+    # is not resolved here.
+    bindings: dict[str, set[str | None]] = {}
+    calls: list[ast.Call] = []
     for node in ast_walk(tree):
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bindings.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    bindings.setdefault(root, set()).add(root)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                target = f"{node.module}.{alias.name}" if node.level == 0 else None
+                bindings.setdefault(alias.asname or alias.name, set()).add(target)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
-                last = alias.name.rsplit(".", 1)[-1]
-                if alias.asname and last in collectives:
-                    collectives.add(alias.asname)
-                if alias.asname and last in decorators:
+                if alias.asname and alias.name.rsplit(".", 1)[-1] in decorators:
                     decorators.add(alias.asname)
+    collectives = [call for call in calls if _may_be_collective(call.func, bindings)]
+    if not collectives:
+        return False
+    parents: dict[int, ast.AST] = {}
+    for node in ast_walk(tree):
+        for child in ast_children(node):
+            parents[id(child)] = node
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(source)]
 
-    def lines(first: int, last: int) -> str:  # 1-based, inclusive
+    def rank_lines(first: int, last: int | None) -> bool:  # 1-based, inclusive
+        last = last or first
         end = starts[last] if last < len(starts) else len(source)
-        return source[starts[first - 1] : end]
+        return bool(_RANK_TEST.search(source, starts[first - 1], end))
 
-    scopes: list[ast.AST] = [tree]
-    while scopes:
-        scope = scopes.pop()
-        calls = guarded = False
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            guarded = any(_last_name(d) in decorators for d in scope.decorator_list)
-            pending: list[ast.AST] = list(scope.body)
-        else:
-            pending = list(ast_children(scope))
-        while pending:
-            node = pending.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                scopes.append(node)
-                pending.extend(node.decorator_list)  # evaluated in this scope
-                pending.extend(node.args.defaults)
-                pending.extend(d for d in node.args.kw_defaults if d is not None)
-                continue
-            if isinstance(node, ast.Call) and _last_name(node.func) in collectives:
-                calls = True
-            elif isinstance(node, ast.If) and not guarded:
-                header_end = node.body[0].lineno if node.body else node.test.end_lineno
-                guarded = bool(_RANK_TEST.search(lines(node.lineno, header_end or node.lineno)))
-            elif isinstance(node, ast.IfExp) and not guarded:
-                end = node.end_lineno or node.lineno
-                guarded = bool(_RANK_TEST.search(lines(node.lineno, end)))
-            if calls and guarded:
-                return True
-            pending.extend(ast_children(node))
+    def early_rank_return(statement: ast.AST) -> bool:
+        return (
+            isinstance(statement, ast.If)
+            and not statement.orelse
+            and len(statement.body) == 1
+            and isinstance(statement.body[0], ast.Return)
+            and rank_lines(statement.lineno, statement.end_lineno)
+        )
+
+    for call in collectives:
+        child: ast.AST = call
+        ancestor = parents.get(id(child))
+        while ancestor is not None:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(ancestor, name, None)
+                if not isinstance(block, list):
+                    continue
+                for statement in block:
+                    if statement is child:
+                        break
+                    if early_rank_return(statement):
+                        return True
+            if isinstance(ancestor, ast.If) and child is not ancestor.test:
+                header_end = ancestor.body[0].lineno if ancestor.body else ancestor.test.end_lineno
+                if rank_lines(ancestor.lineno, header_end):
+                    return True
+            elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
+                if rank_lines(ancestor.lineno, ancestor.end_lineno):
+                    return True
+            elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(_last_name(d) in decorators for d in ancestor.decorator_list):
+                    return True
+                break
+            elif isinstance(ancestor, (ast.ClassDef, ast.Lambda)):
+                break
+            child = ancestor
+            ancestor = parents.get(id(child))
     return False
+
+
+def _may_be_collective(func: ast.AST, bindings: dict[str, set[str | None]]) -> bool:
+    """Whether `_collective` may call a callee a collective, read with `ast` (a superset):
+    its qualified name under one of the bindings its root name may have is a collective of
+    `_COLLECTIVES`, or (the name not qualified) it is a method of `_LIGHTNING_COLLECTIVES`
+    on another receiver than a bare `self` (`self.all_gather` excepted)."""
+    parts: list[str] = []
+    node = func
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        rest = ".".join(reversed(parts))
+        for target in bindings.get(node.id, ()):
+            if target is None:  # a relative import: any name of a collective
+                if _last_name(func) in _COLLECTIVE_NAMES:
+                    return True
+            elif (f"{target}.{rest}" if rest else target) in _COLLECTIVES:
+                return True
+    if not isinstance(func, ast.Attribute) or func.attr not in _LIGHTNING_COLLECTIVES:
+        return False
+    receiver = func.value
+    return not (
+        isinstance(receiver, ast.Name) and receiver.id == "self" and func.attr != "all_gather"
+    )
 
 
 def _last_name(node: ast.AST) -> str | None:
