@@ -2569,3 +2569,455 @@ def test_code_after_a_return_in_its_block_never_runs(tmp_path: Path) -> None:
         "after `return` in the same block: never runs"
     )
     assert reason_at(model, tmp_path, "m.py", "x.sum()") is None
+
+
+# --- options no run sets: `is None` of attributes, string options, CUDA error handlers --------
+
+_OPTIONAL_ATTRIBUTE = """\
+class Mixed(torch.nn.Module):
+    def __init__(self, first, second, ignore=None):
+        super().__init__()
+        self.first = first
+        self.second = second
+        self.ignore = ignore
+
+    def forward(self, x, y):
+        if self.ignore is not None:
+            keep = y != self.ignore
+            x, y = x[keep], y[keep]
+        return self.first(x, y) + self.second(x, y)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.loss = Mixed(torch.nn.functional.mse_loss, torch.nn.functional.l1_loss)
+
+    def training_step(self, batch, i):
+        x, y = batch
+        return self.loss(x, y)
+"""
+
+
+def test_an_attribute_every_construction_leaves_none_never_runs_its_branch(
+    tmp_path: Path,
+) -> None:
+    """`self.ignore = ignore` of a constructor parameter defaulting to None that every
+    construction leaves out: `if self.ignore is not None:` never runs."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _OPTIONAL_ATTRIBUTE})
+    reason = reason_at(model, tmp_path, "m.py", "x[keep]")
+    assert reason == (
+        "under `if self.ignore is not None`, and `self.ignore` is None in every "
+        "construction of its class"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("torch.nn.functional.l1_loss)", "torch.nn.functional.l1_loss, ignore=-1)"),
+        ("torch.nn.functional.l1_loss)", "torch.nn.functional.l1_loss, self.hparams.ignore)"),
+        ("torch.nn.functional.l1_loss)", "torch.nn.functional.l1_loss, **self.options)"),
+        (
+            "        self.ignore = ignore\n",
+            "        self.ignore = ignore\n        self.ignore = 3\n",
+        ),
+    ],
+)
+def test_an_attribute_a_construction_may_set_keeps_its_none_branch(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _OPTIONAL_ATTRIBUTE.replace(old, new)})
+    assert reason_at(model, tmp_path, "m.py", "x[keep]") is None
+
+
+_STRING_OPTION = """\
+def _exact(x, t):
+    return x.sum()
+
+
+def _approximate(x, t):
+    order = torch.argsort(t)
+    return x[order][x[order] > 0].sum()
+
+
+def likelihood(x, t, ties="exact"):
+    if ties == "exact":
+        return _exact(x, t)
+    elif ties == "approximate":
+        return _approximate(x, t)
+    raise ValueError(ties)
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        x, t = batch
+        return likelihood(self(x), t)
+"""
+
+
+def test_a_string_option_every_call_leaves_to_its_default_decides_its_branch(
+    tmp_path: Path,
+) -> None:
+    """`ties == "approximate"` of a parameter defaulting to "exact" that every call leaves
+    out: the branch never runs, and a function called only from it never does either."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _STRING_OPTION})
+    reason = reason_at(model, tmp_path, "m.py", "x[order]")
+    assert reason is not None and reason.startswith("called only where it never runs")
+    assert 'ties == "approximate"' in reason
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'likelihood(self(x), t, ties="approximate")',
+        "likelihood(self(x), t, self.hparams.ties)",
+        "likelihood(self(x), t, **self.options)",
+    ],
+)
+def test_a_string_option_a_call_may_pass_keeps_its_branch(tmp_path: Path, call: str) -> None:
+    text = _STRING_OPTION.replace("likelihood(self(x), t)", call)
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "x[order]") is None
+
+
+def test_a_function_also_called_outside_the_dead_branch_stays(tmp_path: Path) -> None:
+    text = _STRING_OPTION.replace(
+        "        return likelihood(self(x), t)",
+        "        return likelihood(self(x), t) + _approximate(x, t)",
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "x[order]") is None
+
+
+_CUDA_RETRY = """\
+class Head(torch.nn.Module):
+    def assign(self, boxes, scores, mode="device"):
+        if mode == "host":
+            boxes = boxes.cpu().float()
+            scores = scores.cpu().float()
+        return boxes[scores > 0.5]
+
+    def forward(self, boxes, scores):
+        try:
+            picked = self.assign(boxes, scores)
+        except RuntimeError as error:
+            if "CUDA out of memory" not in str(error):
+                raise
+            picked = self.assign(boxes, scores, "host")
+        return picked
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.head = Head()
+
+    def training_step(self, batch, i):
+        return self.head(*batch).sum()
+"""
+
+
+def test_a_cuda_out_of_memory_retry_never_runs_on_a_tpu(tmp_path: Path) -> None:
+    """The retry in a handler that re-raises unless the error names CUDA never runs on a
+    TPU; the only call that passes `mode="host"` is that retry, so the host branch never
+    runs either."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _CUDA_RETRY})
+    retry = reason_at(model, tmp_path, "m.py", 'picked = self.assign(boxes, scores, "host")')
+    assert retry is not None and retry.startswith('after `if "CUDA out of memory" not in')
+    reason = reason_at(model, tmp_path, "m.py", "boxes.cpu()")
+    assert reason == 'under `if mode == "host"`, and no call of the function passes `mode` "host"'
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a message that is no CUDA error's: XLA runs out of memory too
+        ('"CUDA out of memory"', '"out of memory"'),
+        # a call outside the handler that asks for the host path
+        ("picked = self.assign(boxes, scores)\n", 'picked = self.assign(boxes, scores, "host")\n'),
+        # the mode comes from an option the code does not show
+        (
+            "picked = self.assign(boxes, scores)\n",
+            "picked = self.assign(boxes, scores, self.hparams.mode)\n",
+        ),
+    ],
+)
+def test_a_retry_that_may_run_on_a_tpu_keeps_its_branch(tmp_path: Path, old: str, new: str) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _CUDA_RETRY.replace(old, new)})
+    assert reason_at(model, tmp_path, "m.py", "boxes.cpu()") is None
+
+
+def test_a_handler_of_a_cuda_error_class_never_runs_on_a_tpu(tmp_path: Path) -> None:
+    text = _CUDA_RETRY.replace(
+        "        except RuntimeError as error:\n"
+        '            if "CUDA out of memory" not in str(error):\n'
+        "                raise\n",
+        "        except torch.cuda.OutOfMemoryError:\n",
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    retry = reason_at(model, tmp_path, "m.py", 'picked = self.assign(boxes, scores, "host")')
+    assert (
+        retry == "in the handler of `torch.cuda.OutOfMemoryError`, a CUDA error a TPU never raises"
+    )
+    assert reason_at(model, tmp_path, "m.py", "boxes.cpu()") is not None
+
+
+def test_a_parameter_replaced_before_it_is_passed_on_is_not_none(tmp_path: Path) -> None:
+    """`lengths = compute(x)` before `helper(x, lengths=lengths)`: the caller's own
+    None-default parameter no longer holds what its callers passed, so the helper's
+    `lengths is None` branch never runs."""
+    text = """\
+def helper(x, lengths=None):
+    if lengths is not None:
+        top = lengths.max()
+    else:
+        top = x.sum(1).max().item()
+    return x[:, :top]
+
+
+class Model(L.LightningModule):
+    def forward(self, x, lengths=None):
+        lengths = x.sum(-1).long()
+        return helper(x, lengths=lengths)
+
+    def training_step(self, batch, i):
+        return self(batch).sum()
+"""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    reason = reason_at(model, tmp_path, "m.py", "x.sum(1).max().item()")
+    assert reason is not None and reason.startswith("in the `else` of `if lengths is not None`")
+    kept = text.replace("        lengths = x.sum(-1).long()\n", "")
+    model = project(tmp_path, {"m.py": MODULE_HEAD + kept})
+    assert reason_at(model, tmp_path, "m.py", "x.sum(1).max().item()") is None
+
+
+_CONFIG_OPTION = """\
+from dataclasses import dataclass
+
+
+class Encoder(torch.nn.Module):
+    @dataclass
+    class Config:
+        dim: int = 8
+        interleave: bool = False
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    def forward(self, a, b):
+        if self.config.interleave:
+            a = a[a.sum(-1) > 0]
+            merge = self.interleaved
+        else:
+            merge = self.concatenated
+        return merge(a, b)
+
+    @staticmethod
+    def interleaved(a, b):
+        out = torch.zeros_like(a)
+        for i in range(a.shape[0]):
+            out[i, : int(b[i].sum().item())] = a[i, : int(b[i].sum().item())]
+        return out
+
+    @staticmethod
+    def concatenated(a, b):
+        return torch.cat([a, b], 1)
+
+
+class Model(L.LightningModule):
+    def __init__(self, dim):
+        super().__init__()
+        self.encoder = Encoder(Encoder.Config(dim=dim))
+
+    def training_step(self, batch, i):
+        return self.encoder(*batch).sum()
+"""
+_CONFIG_FILE = "model:\n  dim: 16\n  interleave: false\n"
+
+
+def test_a_config_option_no_config_turns_on_decides_its_branch(tmp_path: Path) -> None:
+    """`self.config.interleave` of a config class field defaulting to False that no config
+    file of the project sets otherwise (and no command line declares): the branch never runs,
+    nor does a method only that branch hands on."""
+    model = with_configs(
+        tmp_path, {"m.py": MODULE_HEAD + _CONFIG_OPTION}, {"configs/train.yaml": _CONFIG_FILE}
+    )
+    reason = reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]")
+    assert reason == (
+        "under `if self.config.interleave`, and the project's config classes and files leave "
+        "`interleave` false"
+    )
+    handed = reason_at(model, tmp_path, "m.py", "b[i].sum().item()")
+    assert handed == "called only where it never runs: under `if self.config.interleave`"
+
+
+@pytest.mark.parametrize(
+    ("code", "config"),
+    [
+        # a config file turns it on, or sets it from elsewhere
+        ("", "model:\n  interleave: true\n"),
+        ("", "model:\n  interleave: ${shared.interleave}\n"),
+        # a command line declares it: users set it
+        (
+            "\n\ndef options(parser):\n"
+            "    parser.add_argument('--interleave', action='store_true')\n",
+            "",
+        ),
+        # code passes it a value it does not show, or assigns it
+        ("\n\ndef build(flag):\n    return Encoder.Config(interleave=flag)\n", ""),
+        ("\n\ndef switch(cfg):\n    cfg.interleave = True\n", ""),
+        ("\n\ndef switch(cfg):\n    cfg['interleave'] = True\n", ""),
+    ],
+)
+def test_a_config_option_that_may_be_on_keeps_its_branch(
+    tmp_path: Path, code: str, config: str
+) -> None:
+    model = with_configs(
+        tmp_path,
+        {"m.py": MODULE_HEAD + _CONFIG_OPTION + code},
+        {"configs/train.yaml": config or _CONFIG_FILE},
+    )
+    assert reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+    assert reason_at(model, tmp_path, "m.py", "b[i].sum().item()") is None
+
+
+def test_a_command_line_option_is_no_config_option(tmp_path: Path) -> None:
+    """`args.interleave` is what a user typed: never decided by defaults."""
+    text = _CONFIG_OPTION.replace("self.config.interleave", "self.args.interleave")
+    model = with_configs(
+        tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/train.yaml": _CONFIG_FILE}
+    )
+    assert reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+
+
+def test_a_method_also_handed_on_where_it_runs_stays(tmp_path: Path) -> None:
+    text = _CONFIG_OPTION.replace(
+        "            merge = self.concatenated\n",
+        "            merge = self.concatenated\n        self.fallback = self.interleaved\n",
+    )
+    model = with_configs(
+        tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/train.yaml": _CONFIG_FILE}
+    )
+    assert reason_at(model, tmp_path, "m.py", "b[i].sum().item()") is None
+
+
+def test_a_module_put_in_eval_mode_is_no_build_by_name(tmp_path: Path) -> None:
+    """`model.eval()` is `nn.Module.eval`, not the builtin that evaluates a name: the
+    constructions the code shows still decide a constructor's flag."""
+    extra = "\n\ndef evaluate(model, batch):\n    model.eval()\n    return model(batch)\n"
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _OPTIONAL_ATTRIBUTE + extra})
+    assert reason_at(model, tmp_path, "m.py", "x[keep]") is not None
+    builtin = "\n\ndef build(name):\n    return eval(name)(None, None, ignore=1)\n"
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _OPTIONAL_ATTRIBUTE + builtin})
+    assert reason_at(model, tmp_path, "m.py", "x[keep]") is None
+
+
+def test_a_config_option_read_by_key_is_decided_the_same_way(tmp_path: Path) -> None:
+    text = _CONFIG_OPTION.replace("self.config.interleave", 'self.config["interleave"]')
+    model = with_configs(
+        tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/train.yaml": _CONFIG_FILE}
+    )
+    reason = reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]")
+    assert reason is not None and reason.endswith("leave `interleave` false")
+    on = with_configs(
+        tmp_path,
+        {"m.py": MODULE_HEAD + text},
+        {"configs/train.yaml": _CONFIG_FILE, "configs/big.yaml": "model:\n  interleave: yes\n"},
+    )
+    assert reason_at(on, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+
+
+def test_config_files_record_the_values_of_their_keys() -> None:
+    from tpulint.analysis.config_facts import config_facts
+
+    facts = config_facts(
+        "c.yaml",
+        "model:\n  flag: false\n  dims: [1, 2]\n  other: ${model.flag}\n"
+        "rows:\n" + "".join(f"  - {{id: {i}}}\n" for i in range(12)),
+    )
+    assert facts.keys["flag"] == [False]
+    assert facts.keys["dims"] == ["?"] and facts.keys["other"] == ["?"]
+    assert facts.keys["id"] == ["?"]  # a key of data records: many values
+
+
+def test_a_config_option_declared_only_in_another_module_stays_open(tmp_path: Path) -> None:
+    """A field of that name elsewhere may belong to another object (a model config a hub's
+    JSON fills in): only the reading module's own config class gives the default."""
+    text = _CONFIG_OPTION.replace("        interleave: bool = False\n", "")
+    other = (
+        "from dataclasses import dataclass\n\n\n"
+        "@dataclass\nclass Other:\n    interleave: bool = False\n"
+    )
+    model = with_configs(
+        tmp_path,
+        {"m.py": MODULE_HEAD + text, "other.py": other},
+        {"configs/train.yaml": _CONFIG_FILE},
+    )
+    assert reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+
+
+_NORM_OPTION = """\
+class ScaledNorm(torch.nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(channels))
+        self.register_buffer("ready", torch.tensor(0))
+
+    def forward(self, x):
+        if self.ready.item() == 0:
+            self.ready.fill_(1)
+        return x * self.scale
+
+
+class Critic(torch.nn.Module):
+    def __init__(self, channels, scaled_norm=False):
+        super().__init__()
+        if not scaled_norm:
+            norm = torch.nn.BatchNorm1d
+        else:
+            norm = ScaledNorm
+        self.body = torch.nn.Sequential(torch.nn.Linear(channels, channels), norm(channels))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.critic = Critic(8, scaled_norm=False)
+
+    def training_step(self, batch, i):
+        return self.critic(batch).sum()
+"""
+
+
+def test_a_class_named_only_where_the_code_never_runs_is_out(tmp_path: Path) -> None:
+    """`norm = ScaledNorm` only in the `else` of `if not scaled_norm:`, where every
+    construction passes `scaled_norm=False`: the class's methods never run."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION})
+    reason = reason_at(model, tmp_path, "m.py", "self.ready.item()")
+    assert reason == (
+        "its class is built only where the code never runs: in the `else` of `if not scaled_norm`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Critic(8, scaled_norm=False)", "Critic(8, scaled_norm=True)"),
+        ("Critic(8, scaled_norm=False)", "Critic(8, scaled_norm=self.hparams.norm)"),
+        # also built, or named, where the code runs
+        ("        return self.critic(batch).sum()", "        return ScaledNorm(8)(batch).sum()"),
+        (
+            "        return self.critic(batch).sum()",
+            "        assert isinstance(self.critic, ScaledNorm)\n"
+            "        return self.critic(batch).sum()",
+        ),
+    ],
+)
+def test_a_class_that_may_be_built_keeps_its_methods(tmp_path: Path, old: str, new: str) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION.replace(old, new)})
+    assert reason_at(model, tmp_path, "m.py", "self.ready.item()") is None

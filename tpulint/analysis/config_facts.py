@@ -38,18 +38,22 @@ class ConfigFacts:
     # [key path ("data.init_args.transforms"), qualified class name]
     classes: list[list[str]] = field(default_factory=list)
     trainer: str | None = None  # "tpu", "other", "auto" (a trainer section), None (none)
+    # Every key the file sets (at any depth) -> the distinct values it sets it to: a None,
+    # bool, number or string scalar, or "?" for a mapping, a list or an interpolation
+    # (`${model.flag}`): what a `cfg.<key>` the code reads may be.
+    keys: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"c": self.classes, "t": self.trainer}
+        return {"c": self.classes, "t": self.trainer, "k": self.keys}
 
     @classmethod
     def from_json(cls, path: str, data: dict[str, Any]) -> ConfigFacts:
-        return cls(path, data["c"], data["t"])
+        return cls(path, data["c"], data["t"], data["k"])
 
 
 def config_facts(path: str, text: str) -> ConfigFacts:
     facts = ConfigFacts(path)
-    if len(text) > MAX_CONFIG_BYTES or not _PREFILTER.search(text):
+    if len(text) > MAX_CONFIG_BYTES:
         return facts
     try:
         import yaml
@@ -57,6 +61,10 @@ def config_facts(path: str, text: str) -> ConfigFacts:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         documents = list(yaml.load_all(text, Loader=loader))  # a safe loader
     except Exception:  # not YAML (a template, another format): no facts
+        return facts
+    for document in documents:
+        _keys(document, facts.keys)
+    if not _PREFILTER.search(text):
         return facts
     verdicts: list[str] = []
     for document in documents:
@@ -86,6 +94,32 @@ def _walk(
     elif isinstance(node, list):
         for item in node:
             _walk(item, keys, facts, verdicts, depth + 1)
+
+
+def _keys(node: Any, keys: dict[str, list[Any]], depth: int = 0) -> None:
+    if depth > 40:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, (dict, list)):
+                _keys(value, keys, depth + 1)
+                scalar: Any = "?"
+            elif isinstance(value, str) and "${" in value:
+                scalar = "?"
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                scalar = value
+            else:
+                scalar = "?"  # a date, bytes
+            values = keys.setdefault(str(key), [])
+            if "?" in values:
+                continue
+            if scalar == "?" or len(values) >= 8:
+                values[:] = ["?"]  # (a key of data records, not an option: many values)
+            elif scalar not in values:
+                values.append(scalar)
+    elif isinstance(node, list):
+        for item in node:
+            _keys(item, keys, depth + 1)
 
 
 def _text(value: Any) -> str:

@@ -134,6 +134,9 @@ class Scope:
     # Locals bound to classes (`cls = CTMCField` in one branch, `cls = Field` in another):
     # the qualified classes a call of the local builds.
     class_refs: dict[str, list[str]] = field(default_factory=dict)
+    # What each parameter of the function held on entry: a parameter whose value is still
+    # that (or may be) has not been replaced by the code before.
+    params: dict[str, list[Atom]] = field(default_factory=dict)
 
 
 def dotted(node: ast.AST) -> str | None:

@@ -6,7 +6,17 @@ A finding is outside the scope, with the reason, when its code:
   `use_fused = torch.cuda.is_available() and ...`, what follows `if not cuda_ok(): return`,
   the later operands of `cuda_autocast_on() and x != 0` (`torch.is_autocast_enabled()`
   without a device type asks about CUDA autocast), the `else` of `if args.use_tpu:`,
-  a branch that imports a CUDA-only package (bitsandbytes, flash_attn);
+  a branch that imports a CUDA-only package (bitsandbytes, flash_attn), the handler of a
+  CUDA error (`except torch.cuda.OutOfMemoryError:`, what follows `if "CUDA out of memory"
+  not in str(e): raise`);
+- sits in a branch no run takes: a parameter's test (`p is None`, `p`, `mode == "cpu"`)
+  that every call of the function decides the same way, an attribute kept from such a
+  constructor parameter (`self.fused`, `self.ignore is not None`), a config option
+  (`self.cfg.flag`) that the project's config classes and files leave at one truth
+  (`_option_truth`); calls made where the code never runs are not counted;
+- is a function every call (and reference) of which sits where the code never runs
+  (`_called_only_where_dead`), or a method of a class built or named only there
+  (`_class_built_only_where_dead`);
 - is inference: `predict_step`, `on_predict_*` and what only they reach, generation
   loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds
   its output back into a call in a loop) with what only they reach, unless a Lightning
@@ -93,7 +103,13 @@ from tpulint.analysis.hooks import (
 )
 from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import package_root
-from tpulint.analysis.scope_facts import DATA_KEYS, Truth
+from tpulint.analysis.scope_facts import (
+    DATA_KEYS,
+    STATEMENT_REGIONS,
+    TPU_TOKENS,
+    Truth,
+    name_tokens,
+)
 from tpulint.analysis.summary import ClassSummary, FunctionSummary, ModuleSummary
 
 if TYPE_CHECKING:
@@ -259,7 +275,6 @@ class ProjectScope:
         self.reach: _State | None = None  # from the TPU entry points
         self.library: _State | None = None  # every root of the rest of the project
         self._truths: dict[tuple[str, Any, str | None, int], Truth] = {}
-        self._asking: set[str] = set()  # constructors being asked about (cycles)
         self._computed = False
         # module path -> why no script of its application imports it (see `_unimported`)
         self.unimported: dict[str, str] = {}
@@ -1520,29 +1535,23 @@ class ProjectScope:
                 return None
             return self._all(returns, fn.module, fn.owner, d)
         if head == "attr":
-            if (
-                owner is None
-                or value[1] in self._foreign_stores()
-                or value[1] in _FRAMEWORK_SET_ATTRIBUTES
-            ):
-                return None  # (set from outside its class too)
-            values: list[Truth] = []
-            # Its class and bases, and the subclasses `self` may be an instance of.
-            for gkey in [*self.model.mro(owner), *self.model.subclasses(owner)]:
-                cls = self.model.classes.get(gkey)
-                if cls is None:
-                    continue
-                facts = cls.module.scope.attributes.get(cls.summary.qualname, {})
-                if "*" in facts:
-                    return None  # `setattr(self, name, ...)`: any attribute
-                assigned = facts.get(value[1])
-                if assigned is None and value[1] in cls.summary.attributes:
-                    return None  # assigned something that is no device test
-                values += [(t, cls.module, gkey) for t in assigned or ()]
-            if not values:
+            stored = self._attribute_stores(value[1], owner)
+            if not stored:
                 return None
-            results = {self.truth(t, m, o, d) for t, m, o in values}
+            results = {self.truth(t, m, o, d) for t, m, o in stored}
             return results.pop() if len(results) == 1 else None
+        if head == "attr_passed":
+            # `self.x is not None` where every assignment of `x` stores a None-default
+            # parameter of a constructor or method (`self.x = x`): what the calls pass.
+            stored = self._attribute_stores(value[1], owner)
+            if not stored or not all(_is_none_flag(t) for t, _, _ in stored):
+                return None
+            results = {self._passed_truth(f"{m.path}:{t[1]}", t[2]) for t, m, _ in stored}
+            return results.pop() if len(results) == 1 else None
+        if head == "option":
+            return self._option_truth(value[1], module.path)
+        if head == "equals":
+            return self._equals_truth(f"{module.path}:{value[1]}", value[2], value[3], value[4])
         if head == "glob":
             assigned = module.scope.globals.get(value[1])
             if not assigned:
@@ -1550,21 +1559,40 @@ class ProjectScope:
             return self._all(assigned, module, None, d)
         return None
 
+    def _attribute_stores(
+        self, name: str, owner: str | None
+    ) -> list[tuple[Truth, ModuleSummary, str]] | None:
+        """What every assignment of `self.<name>` stores, as truths, in the class `owner`, its
+        bases and the subclasses `self` may be an instance of, with the module and class of
+        each; None when the attribute may hold anything else (set from outside its class, by
+        the framework, by `setattr(self, name, ...)`, or assigned something that is no
+        condition)."""
+        if owner is None or name in self._foreign_stores() or name in _FRAMEWORK_SET_ATTRIBUTES:
+            return None
+        stored: list[tuple[Truth, ModuleSummary, str]] = []
+        for gkey in [*self.model.mro(owner), *self.model.subclasses(owner)]:
+            cls = self.model.classes.get(gkey)
+            if cls is None:
+                continue
+            facts = cls.module.scope.attributes.get(cls.summary.qualname, {})
+            if "*" in facts:
+                return None  # `setattr(self, name, ...)`: any attribute
+            assigned = facts.get(name)
+            if assigned is None and name in cls.summary.attributes:
+                return None  # assigned something that is no device test
+            stored += [(t, cls.module, gkey) for t in assigned or ()]
+        return stored
+
     def _constructed_flag(self, truth: Truth, owner: str | None) -> str | None:
-        """The attribute name when a region asks only `self.<name>` (or its negation) and
-        every assignment of it in the class and its bases stores a constructor's flag
+        """The attribute name when a region asks only `self.<name>` (or its negation, or
+        whether it is None) and every assignment of it stores a parameter the calls decide
         (`self.fused = fused`): its truth comes from the constructions, not from the TPU."""
         while isinstance(truth, list) and truth and truth[0] == "not":
             truth = truth[1]
-        if not (isinstance(truth, list) and truth and truth[0] == "attr") or owner is None:
+        if not (isinstance(truth, list) and truth and truth[0] in ("attr", "attr_passed")):
             return None
-        stored: list[Truth] = []
-        for gkey in [*self.model.mro(owner), *self.model.subclasses(owner)]:
-            cls = self.model.classes.get(gkey)
-            if cls is not None:
-                facts = cls.module.scope.attributes.get(cls.summary.qualname, {})
-                stored += facts.get(truth[1]) or []
-        if stored and all(isinstance(t, list) and t and t[0] == "flag" for t in stored):
+        stored = self._attribute_stores(truth[1], owner)
+        if stored and all(isinstance(t, list) and t and t[0] == "flag" for t, _, _ in stored):
             return str(truth[1])
         return None
 
@@ -1611,13 +1639,13 @@ class ProjectScope:
             elif isinstance(argument, tuple) and argument[0] == _FORWARDED:
                 # `Encoder(dim, fused=fused)` in a function whose own `fused` is a flag
                 _, node_of, name, default_of = argument
-                if node_of in self._asking:
-                    return None
-                self._asking.add(node_of)
-                try:
-                    given = self._flag_truth(node_of, name, default_of)
-                finally:
-                    self._asking.discard(node_of)
+                # One memo and one cycle cut for every recursive question of the model
+                # (tpulint.analysis.recursion): a cycle of forwarding constructors is unknown.
+                given, _ = self.model._recursion.answer(
+                    ("flag", node_of, name, default_of),
+                    lambda n=node_of, p=name, f=default_of: self._flag_truth(n, p, f),
+                    None,
+                )
                 if given is None:
                     return None
                 values.add(bool(given))
@@ -1630,6 +1658,83 @@ class ProjectScope:
                 values.add(bool(given))
             elif isinstance(argument, tuple):
                 values.add(bool(argument[1]))
+            else:
+                return None
+        return values.pop() if len(values) == 1 else None
+
+    def option_values(self, name: str, path: str) -> list[Any] | None:
+        """The values a config option `name` read by the code of `path` (`self.cfg.name`,
+        `config["name"]`) may have in its repository: the defaults its config classes
+        declare (`name: bool = False`; at least one in the module of `path`, which reads
+        its own config class), what the config files set it to, and
+        the literals code passes as a keyword or dict key of that name. None when a value is
+        not known: no declared default, a default or a setting that is no literal, a
+        command-line option of that name (users set it), an assignment by code."""
+        memo = self.__dict__.setdefault("_options", {})
+        repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
+        if (name, repository) in memo:
+            return memo[(name, repository)]
+        values: list[Any] | None = []
+        declared = False
+        for where, kind, found in self._option_index().get(name, ()):
+            if not same_repository(where, path):
+                continue
+            if kind == "set":
+                values = None
+                break
+            # The default counts from the reading module's own config class only (`class
+            # Config: interleave: bool = False` beside the code): a field of that name
+            # elsewhere may belong to another object (a model config read from a hub's JSON).
+            declared = declared or (kind == "field" and where == path)
+            values += found
+        if values is not None:
+            for config in self.model.configs:
+                if same_repository(config.path, path):
+                    values += config.keys.get(name, [])
+        if values is None or not declared or "?" in values:
+            values = None
+        memo[(name, repository)] = values
+        return values
+
+    def _option_index(self) -> dict[str, list[tuple[str, str, list[Any]]]]:
+        """Option name -> (file, "field" | "keyword" | "set", values) for what each file
+        declares, passes or sets by that name (see `option_values`)."""
+        index = self.__dict__.get("_option_index_cache")
+        if index is None:
+            index = {}
+            for where, module in self.model.modules.items():
+                facts = module.scope
+                for name in (*facts.cli_options, *facts.foreign_stores):
+                    index.setdefault(name, []).append((where, "set", []))
+                for name, defaults in facts.fields.items():
+                    index.setdefault(name, []).append((where, "field", list(defaults)))
+                for name, codes in facts.keyword_values.items():
+                    passed = [c[1] if isinstance(c, list) else "?" for c in codes]
+                    index.setdefault(name, []).append((where, "keyword", passed))
+            self.__dict__["_option_index_cache"] = index
+        return index
+
+    def _option_truth(self, name: str, path: str) -> Truth:
+        values = self.option_values(name, path)
+        if not values:
+            return None
+        truths = {bool(v) for v in values}
+        return truths.pop() if len(truths) == 1 else None
+
+    def _equals_truth(self, node: str, param: str, default: Any, literal: Any) -> Truth:
+        """`p == "literal"` of a parameter of function `node` that defaults to a literal
+        (`mode="gpu"`, never reassigned): true or false when every call leaves it to its
+        default or passes a literal, and they all agree; unknown when a call passes anything
+        else (a variable, a forwarded parameter, an attribute)."""
+        arguments = self._call_arguments(node, param)
+        if not arguments:
+            return None
+        values = set()
+        for argument in arguments:
+            if argument == _DEFAULT:
+                values.add(default == literal)
+            elif isinstance(argument, tuple) and argument[0] == "literal":
+                values.add(argument[1] == literal)
             else:
                 return None
         return values.pop() if len(values) == 1 else None
@@ -1661,6 +1766,8 @@ class ProjectScope:
         for caller, call, offset in callers:
             if "*" in call.keywords or "**" in call.keywords:
                 return None
+            if self._dead_region(caller, call.line) is not None:
+                continue  # (a retry in a CUDA error's handler: it never runs on a TPU)
             if param in call.keywords:
                 key = param
             elif len(call.args) + offset > index:
@@ -1678,13 +1785,151 @@ class ProjectScope:
                 arguments.append(_MAYBE_NONE)
             else:
                 arguments.append(_VALUE)
+        if not arguments or not self._only_called(fn, callers):
+            return None
+        return arguments
+
+    def _only_called(self, fn: _Function, callers: list[Any], dead_refs: bool = False) -> bool:
+        """Whether every use of `fn`'s name in the project (tests aside) is one of these
+        calls: no reference hands it elsewhere, no call on a value of unknown class, no call
+        from code outside a function. `dead_refs`: references made only where the code never
+        runs on a TPU (`fn = self.interleave` under a branch that never runs) do not count."""
         calling = {caller.gkey for caller, _, _ in callers}
-        for user, use in self._index_of_uses().get(fn.summary.name, ()):
+        name = fn.summary.name
+        for user, use in self._index_of_uses().get(name, ()):
             if _in_tests(user.rsplit(":", 1)[0]):
                 continue
+            if (
+                dead_refs
+                and use[0] in ("ref", "selfref")
+                and self._refers_only_where_dead(user, name)
+            ):
+                continue
             if use[0] in ("ref", "selfref", "meth") or user not in calling:
-                return None
-        return arguments
+                return False
+        return True
+
+    def _refers_only_where_dead(self, user: str, name: str) -> bool:
+        """Whether function `user` refers to `name` only in code that never runs on a TPU."""
+        caller = self._function(user)
+        if caller is None:
+            return False
+        lines = caller.module.scope.ref_lines.get(caller.summary.key, {}).get(name)
+        return bool(lines) and all(
+            line > 0 and self._dead_region(caller, line) is not None for line in lines
+        )
+
+    def _dead_region(self, caller: _Function, line: int) -> list[Any] | None:
+        """The region of `caller` around `line` that never runs on a TPU (a branch whose
+        condition is decided the other way, a CUDA error's handler, code after a `raise`),
+        if there is one. Only statement regions: a call on the line of an inline `a if c
+        else b` may sit on either side."""
+        found = None  # the innermost one (`elif mode == "b":` rather than the outer `else`)
+        for region in caller.module.scope.regions:
+            key, l1, _, l2, _, truth, wanted, how = region[:8]
+            if key != caller.summary.key or how not in STATEMENT_REGIONS:
+                continue
+            if not l1 <= line <= l2 or (found is not None and l2 - l1 >= found[3] - found[1]):
+                continue
+            if name_tokens(region[8]) & TPU_TOKENS:
+                # `if xla_available() and not _TPU_AVAILABLE:` (a cache filled on first use):
+                # a TPU-named flag's value is a guess from its name, fair for the code under
+                # it, not firm enough to take the calls in it away from what they call.
+                continue
+            value = self.truth(truth, caller.module, caller.owner)
+            if value is not None and value != wanted:
+                found = region
+        return found
+
+    def _dead_reference_regions(self, fn: _Function) -> list[Any]:
+        """The dead regions where the project refers to `fn`'s name (the first of each
+        referring function)."""
+        out = []
+        for user, use in self._index_of_uses().get(fn.summary.name, ()):
+            caller = self._function(user)
+            if caller is None or use[0] not in ("ref", "selfref"):
+                continue
+            lines = caller.module.scope.ref_lines.get(caller.summary.key, {}).get(fn.summary.name)
+            if lines:
+                region = self._dead_region(caller, lines[0])
+                if region is not None:
+                    out.append(region)
+        return out
+
+    def _class_built_only_where_dead(self, gkey: str | None) -> str | None:
+        """Why a class's methods never run on a TPU when every use of its name in the project
+        (tests aside) builds or names it in code that never does (`norm = ActNorm` in the
+        `else` of `if not use_actnorm:` where every construction leaves `use_actnorm=False`).
+        The class must not be one users or configs may build by name (named by a config or
+        a registry, exported by a package, in a repository that builds objects from names)."""
+        if gkey is None:
+            return None
+        memo = self.__dict__.setdefault("_dead_classes", {})
+        if gkey in memo:
+            return memo[gkey]
+        memo[gkey] = None
+        cls = self.model.classes.get(gkey)
+        found = None
+        if (
+            cls is not None
+            and gkey not in self._configured_classes()
+            and gkey not in self._exported()
+            and not any(
+                m.scope.builds_by_name and same_repository(m.path, cls.module.path)
+                for m in self.model.modules.values()
+            )
+        ):
+            name = cls.summary.name
+            regions = []
+            for user, use in self._index_of_uses().get(name, ()):
+                if _in_tests(user.rsplit(":", 1)[0]):
+                    continue
+                caller = self._function(user)
+                lines = (
+                    caller.module.scope.ref_lines.get(caller.summary.key, {}).get(name)
+                    if caller is not None and use[0] in ("name", "ref")
+                    else None
+                )
+                if not lines or not all(line > 0 for line in lines):
+                    regions = []
+                    break
+                dead = [self._dead_region(caller, line) for line in lines]  # type: ignore[arg-type]
+                if any(region is None for region in dead):
+                    regions = []
+                    break
+                regions += dead
+            if regions:
+                region = regions[0]
+                where = _where(region[7], region[8])
+                found = f"its class is built only where the code never runs: {where}"
+        memo[gkey] = found
+        return found
+
+    def _called_only_where_dead(self, fn: _Function) -> str | None:
+        """Why a function never runs on a TPU when every call of it in the project sits in
+        code that never does (`elif ties == "breslow": breslow(...)` where every call leaves
+        `ties` to "efron"): the first such call's region, as a reason."""
+        memo = self.__dict__.setdefault("_dead_callers", {})
+        if fn.gkey in memo:
+            return memo[fn.gkey]
+        found = None
+        if not fn.summary.name.startswith("__") and not (
+            fn.summary.cls is not None and _framework_called(fn.summary.name)
+        ):
+            callers = [
+                c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
+            ]
+            regions = [self._dead_region(caller, call.line) for caller, call, _ in callers]
+            if all(r is not None for r in regions) and self._only_called(fn, callers, True):
+                if not regions:
+                    # only referred to, where the code never runs (`fn = self.interleave`)
+                    regions = self._dead_reference_regions(fn)
+                if regions:
+                    region = regions[0]
+                    assert region is not None
+                    found = f"called only where it never runs: {_where(region[7], region[8])}"
+        memo[fn.gkey] = found
+        return found
 
     def _constructor_arguments(self, init: _Function, param: str) -> list[Any] | None:
         """What each construction of the class whose `__init__` is `init` passes as
@@ -1814,6 +2059,11 @@ class ProjectScope:
             parts.append(str(self.truth(region[5], module, owner)))
             if len(region) > 9:
                 parts.append(str(self.flag_turned_on(region[9], path)))
+        for fn in module.functions:
+            found = self.model.functions.get(f"{path}:{fn.key}")
+            if found is not None:
+                parts.append(str(self._called_only_where_dead(found)))
+                parts.append(str(self._class_built_only_where_dead(found.owner)))
         return "|".join(parts)
 
     def reason(
@@ -1856,13 +2106,25 @@ class ProjectScope:
             if isinstance(truth, list) and truth[0] == "tensor_param" and how in ("if", "and"):
                 where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
                 return f"{where}, and the project's calls pass it no tensor"
+            option = _asked_option(truth)
+            if option is not None:
+                state = "true" if self.truth(option, module, region_owner) else "false"
+                calls = f"the project's config classes and files leave `{option[1]}` {state}"
+                return _calls_reason(how, text, calls)
             asked = _passed_param(truth)
             if asked is not None:
                 given = self.truth(asked, module, region_owner)
                 return _passed_reason(how, text, asked, bool(given))
             attribute = self._constructed_flag(truth, region_owner)
             if attribute is not None:
-                state = "true" if self.truth(["attr", attribute], module, region_owner) else "false"
+                asked = truth
+                while asked[0] == "not":
+                    asked = asked[1]
+                given = self.truth(asked, module, region_owner)
+                if asked[0] == "attr_passed":
+                    state = "set (not None)" if given else "None"
+                else:
+                    state = "true" if given else "false"
                 calls = f"`self.{attribute}` is {state} in every construction of its class"
                 return _calls_reason(how, text, calls)
             return _region_reason(how, text, value)
@@ -1872,7 +2134,11 @@ class ProjectScope:
                 # A decorator's name, or a compiler call (`warp.Kernel(...)`) given the function.
                 how = kernel if kernel.endswith("(...)") else f"@{kernel}"
                 return f"compiled by `{how}`, not PyTorch code"
-            dead = self._dead_hook(fn)
+            dead = (
+                self._dead_hook(fn)
+                or self._called_only_where_dead(fn)
+                or self._class_built_only_where_dead(fn.owner)
+            )
             if dead is not None:
                 return dead
             off_tpu = self._off_tpu(fn)
@@ -2069,6 +2335,13 @@ def _framework_called(name: str) -> bool:
 
 # What a call passes as a parameter (ProjectScope._call_arguments).
 _DEFAULT = "default"
+
+
+def _is_none_flag(truth: Truth) -> bool:
+    """`["flag", key, p, None]`: the truth of a parameter that defaults to None."""
+    return isinstance(truth, list) and len(truth) == 4 and truth[0] == "flag" and truth[3] is None
+
+
 _MAYBE_NONE = "maybe-none"
 _VALUE = "value"
 _SELF_ATTRIBUTE = "self-attribute"
@@ -2086,11 +2359,19 @@ def _inference_reason(why: str) -> str:
     return f"inference only (reached from {why})"
 
 
+def _asked_option(truth: Truth) -> list[Any] | None:
+    """The config option a region asks (`self.cfg.flag`, `not cfg.flag`), if that is all it
+    asks."""
+    while isinstance(truth, list) and truth and truth[0] == "not":
+        truth = truth[1]
+    return truth if isinstance(truth, list) and truth and truth[0] == "option" else None
+
+
 def _passed_param(truth: Truth) -> list[Any] | None:
     """The truth about a parameter a region asks (`p is not None`, `p is None`:
     `["passed", ...]`; `p`: `["flag", ...]`), if that is all it asks."""
     if isinstance(truth, list):
-        if truth[0] in ("passed", "flag"):
+        if truth[0] in ("passed", "flag", "equals"):
             return truth
         if truth[0] == "not":
             return _passed_param(truth[1])
@@ -2099,7 +2380,13 @@ def _passed_param(truth: Truth) -> list[Any] | None:
 
 def _passed_reason(how: str, text: str, asked: list[Any], given: bool) -> str:
     param = asked[2]
-    if asked[0] == "flag":
+    if asked[0] == "equals":
+        literal = '"' + str(asked[4]) + '"'
+        if given:
+            calls = f"every call of the function passes `{param}` {literal}"
+        else:
+            calls = f"no call of the function passes `{param}` {literal}"
+    elif asked[0] == "flag":
         calls = f"`{param}` is {'true' if given else 'false'} in every call of the function"
     elif given:
         calls = f"every call of the function passes `{param}` a value that is not None"
@@ -2119,6 +2406,19 @@ def _calls_reason(how: str, text: str, calls: str) -> str:
     return f"under `if {text}`, and {calls}"
 
 
+def _where(how: str, text: str) -> str:
+    """Where a statement region sits, for a reason."""
+    if how == "else":
+        return f"in the `else` of `if {text}`"
+    if how == "after":
+        return f"after `if {text}: return`"
+    if how in ("dead", "unreachable"):
+        return f"after `{text}`"
+    if how == "except":
+        return f"in the handler of `{text}`, a CUDA error"
+    return f"under `if {text}`"
+
+
 def _region_reason(how: str, text: str, value: bool) -> str:
     state = "true" if value else "false"
     if how.startswith("infer-"):
@@ -2134,6 +2434,8 @@ def _region_reason(how: str, text: str, value: bool) -> str:
         return f"after `{text}` in the same block: never runs"
     if how == "cuda-import":
         return f"in a branch that imports a CUDA-only package (under `if {text}`)"
+    if how == "except":
+        return f"in the handler of `{text}`, a CUDA error a TPU never raises"
     if how == "else":
         return f"in the `else` of `if {text}`, which is {state} on a TPU"
     if how == "after":

@@ -40,7 +40,13 @@ torch.Tensor)` of a parameter: what the project's calls pass), `["passed", key, 
 (`p is not None` of a parameter that defaults to None and that the function never
 reassigns: whether the project's calls pass it, and pass it something not None), `["flag",
 key, name, default]` (`p` of a parameter that defaults to None, True or False, never
-reassigned: the truth every call gives it).
+reassigned: the truth every call gives it), `["equals", key, name, default, literal]` (`p ==
+"literal"` of a parameter that defaults to a string, never reassigned), `["attr_passed",
+name]` (`self.<name> is not None` of an attribute assigned only from None-default
+parameters: what the constructions pass), `["option", name]` (`self.cfg.<name>`,
+`config["<name>"]`: what the project's config classes and files set it to). `"CUDA out of
+memory" in str(e)` of an error a handler caught is False; the body of `except
+torch.cuda.OutOfMemoryError:` is a region ("except") that never runs.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ Truth = Any  # bool | None | list (see the module docstring)
 _TENSOR_CLASSES = frozenset({"torch.Tensor"})
 # Name tokens of flags and functions about CUDA or GPUs (false on a TPU) and about TPUs.
 _CUDA_TOKENS = frozenset({"cuda", "gpu", "gpus", "cudnn", "nccl", "mps", "nvidia", "cupy"})
-_TPU_TOKENS = frozenset({"tpu", "tpus", "xla"})
+TPU_TOKENS = frozenset({"tpu", "tpus", "xla"})
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # Decorators of functions compiled by a system other than PyTorch (their values are that
 # system's, not torch tensors), by the root package of the decorator.
@@ -200,6 +206,20 @@ class ScopeFacts:
     # Attribute names this file assigns on a value other than `self` (`model.flag = x`,
     # `setattr(model, "flag", x)`): an attribute's truth is not its class's alone.
     foreign_stores: list[str] = field(default_factory=list)
+    # Config options (tpulint.analysis.scope `_option_truth`): the fields a class body declares
+    # with a default (`interleave: bool = False` in a dataclass or pydantic config) -> the
+    # literal defaults ("?" for another value); the options a command line declares
+    # (`parser.add_argument("--interleave")`, `@click.option`), which users set; the keywords
+    # and string dict keys this file passes -> ["l", literal] or "v" (anything else).
+    fields: dict[str, list[Any]] = field(default_factory=dict)
+    cli_options: list[str] = field(default_factory=list)
+    keyword_values: dict[str, list[Any]] = field(default_factory=dict)
+    # function key -> name -> the lines where the function refers to `self.<name>` or a
+    # name `<name>` without calling it, or builds a class `<Name>(...)`, for the names it
+    # refers to inside a decided branch (0: also elsewhere): whether a method handed on
+    # (`fn = self.interleave`), or a class, is handed on or built only where the code never
+    # runs.
+    ref_lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     digest: int = 0  # text_digest of the text these facts are of
     # Functions named for inference that run without gradients (`def predict(self, x): with
     # torch.no_grad(): ...`): inference when nothing of the project calls them.
@@ -236,6 +256,10 @@ class ScopeFacts:
             "cs": self.constructions,
             "bn": self.builds_by_name,
             "fs": self.foreign_stores,
+            "fd": self.fields,
+            "co": self.cli_options,
+            "kv": self.keyword_values,
+            "rl": self.ref_lines,
             "d": self.digest,
             "ni": self.named_inference,
         }
@@ -272,6 +296,10 @@ class ScopeFacts:
             data["cs"],
             data["bn"],
             data["fs"],
+            data.get("fd", {}),
+            data.get("co", []),
+            data.get("kv", {}),
+            data.get("rl", {}),
             data["d"],
             data.get("ni", []),
         )
@@ -330,7 +358,7 @@ def informative(truth: Truth) -> bool:
     if isinstance(truth, bool):
         return True
     if isinstance(truth, list):
-        if truth[0] in ("attr", "glob", "flag"):
+        if truth[0] in ("attr", "attr_passed", "glob", "flag", "equals", "option"):
             return True
         if truth[0] in ("and", "or", "not"):
             return any(informative(t) for t in truth[1:])
@@ -376,6 +404,16 @@ class _Walker:
         # that its body never reassigns, with that default (`if mask is not None:` depends
         # only on what the calls pass).
         self._none_params: list[dict[str, bool | str | None]] = []
+        # ... and its parameters that default to a string, never reassigned (`mode="gpu"`):
+        # `if mode == "cpu":` depends only on what the calls pass.
+        self._string_params: list[dict[str, str]] = []
+        # The names bound by the `except ... as e:` handlers around the code being walked:
+        # `"CUDA out of memory" in str(e)` is false on a TPU.
+        self._exceptions: list[str] = []
+        # References (not calls) by (function key, name): the lines inside decided statement
+        # regions, and the pairs seen outside any (ScopeFacts.ref_lines).
+        self._region_refs: dict[tuple[str, str], list[int]] = {}
+        self._outside_refs: set[tuple[str, str]] = set()
         # The ids of the statements of each function's own body (innermost last).
         self._top_level: list[set[int]] = []
         self._plain_classes: set[str] = set()  # classes with no base but `object`
@@ -417,6 +455,9 @@ class _Walker:
             not self.cheap
             or _calls_function(test)
             or bool(self._none_params and self._none_params[-1].keys() & _names_in([test]))
+            or bool(self._string_params and self._string_params[-1].keys() & _names_in([test]))
+            or bool(self._exceptions and "CUDA" in self.source(test).upper())
+            or _option_reads(test)
             or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
         )
 
@@ -520,6 +561,9 @@ class _Walker:
             )
         }
         facts.uses = {k: v for k, v in facts.uses.items() if v}
+        for (key, name), lines in self._region_refs.items():
+            outside = [0] if (key, name) in self._outside_refs else []
+            facts.ref_lines.setdefault(key, {})[name] = [*lines, *outside]
         facts.bare = {
             key: sorted(names - self._argument_calls.get(key, set()))
             for key, names in self._bare_calls.items()
@@ -776,7 +820,15 @@ class _Walker:
             for handler in node.handlers:  # type: ignore[attr-defined]
                 if handler.type is not None:
                     self.expression(handler.type, key, imports, local)
+                    if handler.body and _catches_cuda_error(handler.type, imports):
+                        # `except torch.cuda.OutOfMemoryError:` never runs on a TPU
+                        first, last = handler.body[0], handler.body[-1]
+                        self.region(key, first, last, False, True, handler.type, "except")
+                if handler.name:
+                    self._exceptions.append(handler.name)
                 self.body(handler.body, key, imports, local, klass, truths)
+                if handler.name:
+                    self._exceptions.pop()
             self.body(node.orelse, key, imports, local, klass, truths)  # type: ignore[attr-defined]
             self.body(node.finalbody, key, imports, local, klass, truths)  # type: ignore[attr-defined]
             return
@@ -878,7 +930,7 @@ class _Walker:
 
     def _argument_code(self, value: ast.expr) -> Any:
         if isinstance(value, ast.Constant) and (
-            value.value is None or isinstance(value.value, bool)
+            value.value is None or isinstance(value.value, (bool, str))
         ):
             return ["l", value.value]
         if _self_attribute(value):
@@ -892,10 +944,17 @@ class _Walker:
         return "v"
 
     def foreign_stored(self, targets: list[ast.expr]) -> None:
-        """Record the attributes assigned on values other than `self` (`model.flag = x`)."""
+        """Record the attributes assigned on values other than `self` (`model.flag = x`), and
+        the string keys assigned (`config["flag"] = x`)."""
         for target in targets:
             nodes = ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]
             for node in nodes:
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.slice, ast.Constant)
+                    and isinstance(node.slice.value, str)
+                ):
+                    self._option_value(node.slice.value, "v")
                 if (
                     isinstance(node, ast.Attribute)
                     and not _self_attribute(node)
@@ -1027,10 +1086,12 @@ class _Walker:
             self.facts.needs[key] = needs
         self._functions.append((key, [a.arg for a in positional]))
         self._none_params.append(_literal_default_params(node))
+        self._string_params.append(_string_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
         self.body(node.body, key, dict(imports), local, klass, inner_truths)
         self._top_level.pop()
         self._none_params.pop()
+        self._string_params.pop()
         self._functions.pop()
         self._flag_params.pop()
         tokens = name_tokens(node.name)
@@ -1075,6 +1136,18 @@ class _Walker:
         bases = [dotted(b) or "?" for b in node.bases]
         if all(b == "object" for b in bases):
             self._plain_classes.add(qualname)
+        for statement in node.body:
+            # `interleave: bool = False`: a config class's field and its default
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.value is not None
+            ):
+                code = _literal_code(statement.value)
+                defaults = self.facts.fields.setdefault(statement.target.id, [])
+                value = code[1] if isinstance(code, list) else "?"
+                if value not in defaults:
+                    defaults.append(value)
         self.body(node.body, outer, imports, set(), qualname, [{}])
 
     # --- expressions -----------------------------------------------------------------------
@@ -1091,7 +1164,13 @@ class _Walker:
             current = stack.pop()
             if isinstance(current, ast.Call):
                 func = current.func
+                self.option_values(current)
                 use = self.call_use(current, imports, local, key)
+                if use is not None and use[0] == "name":
+                    built = use[1].rsplit(".", 1)[-1]
+                    if built[:1].isupper():
+                        # `ActNorm(...)`: where a class is built (ScopeFacts.ref_lines)
+                        self._reference_line(key, built, current.lineno)
                 if use is not None and use[0] in ("meth", "attr"):
                     calls = (
                         self._argument_calls
@@ -1100,7 +1179,13 @@ class _Walker:
                     )
                     calls.setdefault(key, set()).add(use[1].rsplit(".", 1)[-1])
                 callee = dotted(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
-                if callee is not None and _BUILDS_BY_NAME.search(callee.rsplit(".", 1)[-1]):
+                last = callee.rsplit(".", 1)[-1] if callee is not None else ""
+                if (
+                    callee is not None
+                    and _BUILDS_BY_NAME.search(last)
+                    # `model.eval()` is `nn.Module.eval`: only the builtin evaluates a name
+                    and not (last in _BUILTIN_BUILDERS and "." in callee)
+                ):
                     self.facts.builds_by_name = True
                 if key and _builds_own_class(func):
                     # `cls(...)`, `type(self)(...)`, `self.__class__(...)` in a method: its
@@ -1152,17 +1237,21 @@ class _Walker:
                     use = ["ref", self.qualify(current.id, imports)]
                     if _useful(use):
                         self._add(uses, seen, use)
+                        self._reference_line(key, current.id, current.lineno)
                 continue
             elif isinstance(current, ast.Attribute):
                 if isinstance(current.ctx, ast.Load):
                     base = current.value
                     if isinstance(base, ast.Name) and base.id == "self":
                         self._add(uses, seen, ["selfref", current.attr])
+                        self._reference_line(key, current.attr, current.lineno)
                         continue
                     if (
                         isinstance(base, ast.Attribute)
                         and isinstance(base.value, ast.Name)
                         and base.value.id == "self"
+                        # `self.config.interleave`: an option's value, not a method
+                        and not _config_receiver(base)
                     ):
                         # `step = self.model.forward_old`: a method of an attribute, called
                         # later through the local (`self.model` itself is walked next).
@@ -1175,9 +1264,57 @@ class _Walker:
                         continue
             elif isinstance(current, (ast.IfExp, ast.BoolOp)) and key and self.judged(current):
                 self.inline_region(current, key, imports)
+            elif isinstance(current, ast.Dict):
+                for item_key, item_value in zip(current.keys, current.values, strict=True):
+                    if isinstance(item_key, ast.Constant) and isinstance(item_key.value, str):
+                        self._option_value(item_key.value, _literal_code(item_value))
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
             stack.extend(ast_children(current))
+
+    def _reference_line(self, key: str, name: str, line: int) -> None:
+        """Note where function `key` refers to `name` without calling it: inside a decided
+        statement region (ScopeFacts.ref_lines) or elsewhere."""
+        if not key:
+            return
+        inside = any(
+            region[0] == key and region[7] in STATEMENT_REGIONS and region[1] <= line <= region[3]
+            for region in self.facts.regions
+        )
+        if inside:
+            self._region_refs.setdefault((key, name), []).append(line)
+        else:
+            self._outside_refs.add((key, name))
+
+    def option_values(self, node: ast.Call) -> None:
+        """Record what a call passes by keyword (`build(interleave=True)`, `dict(...)`) and
+        the options a command-line parser declares (`add_argument("--interleave")`)."""
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                self._option_value(keyword.arg, _literal_code(keyword.value))
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("add_argument", "option", "Option"):
+            names = [
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
+            names += [
+                k.value.value
+                for k in node.keywords
+                if k.arg == "dest"
+                and isinstance(k.value, ast.Constant)
+                and isinstance(k.value.value, str)
+            ]
+            for name in names:
+                dest = name.lstrip("-").replace("-", "_")
+                if dest and dest not in self.facts.cli_options:
+                    self.facts.cli_options.append(dest)
+
+    def _option_value(self, name: str, code: Any) -> None:
+        values = self.facts.keyword_values.setdefault(name, [])
+        if code not in values:
+            values.append(code)
 
     def _off_flag(self, value: ast.expr) -> bool:
         """An off value, or an inference flag that is off here handed on (`_offload_inference=
@@ -1488,7 +1625,7 @@ class _Walker:
             tokens = name_tokens(node.id)
             if tokens & _CUDA_TOKENS:
                 return False
-            if tokens & _TPU_TOKENS:
+            if tokens & TPU_TOKENS:
                 return True
             passed = self.passed(node)
             if passed is not None:
@@ -1507,7 +1644,7 @@ class _Walker:
             tokens = name_tokens(node.attr)
             if tokens & _CUDA_TOKENS:
                 return False
-            if tokens & _TPU_TOKENS:
+            if tokens & TPU_TOKENS:
                 return True
             if (
                 isinstance(node.value, ast.Name)
@@ -1515,7 +1652,16 @@ class _Walker:
                 and node.attr in self.flag_attributes
             ):
                 return ["attr", node.attr]
+            if _config_receiver(node.value):
+                return ["option", node.attr]  # `self.cfg.interleave`: what the configs say
             return None
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and _config_receiver(node.value)
+        ):
+            return ["option", node.slice.value]  # `config["interleave"]`
         if isinstance(node, ast.NamedExpr):
             return self.truth(node.value, imports, truths, infer)
         return None
@@ -1540,7 +1686,7 @@ class _Walker:
                 names = [dotted(o) or "" for o in options]
                 if names and all(name_tokens(n.rsplit(".", 1)[-1]) & _CUDA_TOKENS for n in names):
                     return False
-                if any(name_tokens(n.rsplit(".", 1)[-1]) & _TPU_TOKENS for n in names):
+                if any(name_tokens(n.rsplit(".", 1)[-1]) & TPU_TOKENS for n in names):
                     return True
                 return self.tensor_param(node.args[0], names, imports)
             if last in ("bool",) and node.args:
@@ -1550,7 +1696,7 @@ class _Walker:
                 return None  # a constructor (`NVIDIAAutoEncoder(...)`), no device test
             if tokens & _CUDA_TOKENS and not tokens & {"to", "set", "empty", "synchronize"}:
                 return False
-            if tokens & _TPU_TOKENS and tokens & {"is", "use", "on", "available", "enabled", "has"}:
+            if tokens & TPU_TOKENS and tokens & {"is", "use", "on", "available", "enabled", "has"}:
                 return True
             if isinstance(func, ast.Name) and func.id in self.module_names:
                 return ["call", "name", "." + func.id]
@@ -1568,7 +1714,21 @@ class _Walker:
         """`p is not None` (`["passed", key, p]`) and `p is None` (its negation) of a
         parameter of the function being walked that defaults to None, and `p` (`["flag",
         key, p, default]`) of one that defaults to None, True or False, never reassigned:
-        decided by what the project's calls pass."""
+        decided by what the project's calls pass. `self.x is not None` (`["attr_passed",
+        x]`) of an attribute assigned from such parameters: by what the constructions pass."""
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = node.left, node.comparators[0]
+            if isinstance(left, ast.Constant) and left.value is None:
+                left, right = right, left
+            if (
+                isinstance(node.ops[0], (ast.Is, ast.IsNot))
+                and isinstance(right, ast.Constant)
+                and right.value is None
+                and _self_attribute(left)
+                and left.attr in self.flag_attributes  # type: ignore[attr-defined]
+            ):
+                truth = ["attr_passed", left.attr]  # type: ignore[attr-defined]
+                return _not(truth) if isinstance(node.ops[0], ast.Is) else truth
         if not self._none_params or not self._none_params[-1]:
             return None
         params = self._none_params[-1]
@@ -1626,6 +1786,8 @@ class _Walker:
         if isinstance(op, (ast.In, ast.NotIn)):
             # `"cuda" in str(x.device)`
             result = self.device_compare(right, left, True)
+            if result is None and self.cuda_error_text(left, right):
+                result = False  # `"CUDA out of memory" in str(e)`: XLA raises no CUDA error
             return _not(result) if isinstance(op, ast.NotIn) else result
         if (equal or unequal) and self._functions and _is_main_name_test(left, right):
             # `if __name__ == "__main__":` inside a function: a self-test, true only when the
@@ -1636,6 +1798,10 @@ class _Walker:
                 result = self.device_compare(device, other, False)
                 if result is not None:
                     return _not(result) if unequal else result
+            for param, other in ((left, right), (right, left)):
+                result = self.string_param_compare(param, other)
+                if result is not None:
+                    return _not(result) if unequal else result
             return None
         # `num_gpus > 0`, `torch.cuda.device_count() > 1`: a GPU count is 0 on a TPU.
         if isinstance(right, ast.Constant) and isinstance(right.value, int):
@@ -1644,6 +1810,41 @@ class _Walker:
                 limit = right.value if isinstance(op, ast.Gt) else right.value - 1
                 return False if limit >= 0 else None
         return None
+
+    def string_param_compare(self, param: ast.expr, other: ast.expr) -> Truth:
+        """`mode == "cpu"` of a parameter of the function being walked that defaults to a
+        string and is never reassigned: `["equals", key, name, default, literal]`, decided
+        by what the project's calls pass."""
+        if not (
+            isinstance(param, ast.Name)
+            and isinstance(other, ast.Constant)
+            and isinstance(other.value, str)
+            and self._string_params
+            and param.id in self._string_params[-1]
+        ):
+            return None
+        key = self._functions[-1][0]
+        return ["equals", key, param.id, self._string_params[-1][param.id], other.value]
+
+    def cuda_error_text(self, text: ast.expr, error: ast.expr) -> bool:
+        """`"CUDA out of memory" in str(e)` (or `e.args[0]`, `repr(e)`, `e`) in an `except
+        ... as e:` handler: a message that names CUDA, in the text of the caught error."""
+        if not (
+            isinstance(text, ast.Constant)
+            and isinstance(text.value, str)
+            and "cuda" in text.value.lower()
+        ):
+            return False
+        while isinstance(error, (ast.Call, ast.Subscript, ast.Attribute)):
+            if isinstance(error, ast.Call):
+                if not (isinstance(error.func, ast.Name) and error.func.id in ("str", "repr")):
+                    return False
+                if len(error.args) != 1:
+                    return False
+                error = error.args[0]
+            else:
+                error = error.value
+        return isinstance(error, ast.Name) and error.id in self._exceptions
 
     def gpu_count(self, node: ast.expr, imports: dict[str, str]) -> bool:
         if isinstance(node, ast.Call):
@@ -1753,6 +1954,96 @@ def _literal_default_params(
         for name in filled & params.keys():
             params[name] = _FILLED
     return params
+
+
+# Names of values that hold a project's configuration (`cfg`, `self.config`, `model_cfg`,
+# `cfg.model`): what their options are is what the project's config files and config classes
+# say. Command-line namespaces (`args`, `opt`) are not among them: users set those.
+_CONFIG_NAMES = ("cfg", "config", "conf", "cfgs", "configs")
+
+
+def _config_receiver(node: ast.expr) -> bool:
+    text = dotted(node)
+    if text is None:
+        return False
+    return any(
+        part.lower().endswith(_CONFIG_NAMES) and not part.lower().endswith("args")
+        for part in text.split(".")
+    )
+
+
+def _option_reads(node: ast.expr) -> bool:
+    """Whether a test reads a config option (`self.cfg.flag`, `config["flag"]`)."""
+    for child in ast_walk(node):
+        if isinstance(child, ast.Attribute) and _config_receiver(child.value):
+            return True
+        if isinstance(child, ast.Subscript) and _config_receiver(child.value):
+            return True
+    return False
+
+
+def _literal_code(value: ast.expr | None) -> Any:
+    """["l", literal] of a None, bool, number or string constant; "v" for anything else."""
+    if isinstance(value, ast.Constant) and (
+        value.value is None or isinstance(value.value, (bool, int, float, str))
+    ):
+        return ["l", value.value]
+    if (
+        isinstance(value, ast.UnaryOp)
+        and isinstance(value.op, ast.USub)
+        and isinstance(value.operand, ast.Constant)
+        and isinstance(value.operand.value, (int, float))
+    ):
+        return ["l", -value.operand.value]
+    return "v"
+
+
+def _string_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """The parameters that default to a string and that the body never reassigns."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    params = {
+        arg.arg: default.value
+        for arg, default in pairs
+        if isinstance(default, ast.Constant) and isinstance(default.value, str)
+    }
+    if params:
+        for child in ast_walk(node):
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                params.pop(child.id, None)
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                for name in child.names:
+                    params.pop(name, None)
+    return params
+
+
+# Regions made of whole statements (a line places code in or out of them).
+STATEMENT_REGIONS = frozenset({"if", "else", "after", "dead", "unreachable", "except"})
+
+
+# The exceptions only CUDA raises (torch.OutOfMemoryError is the CUDA caching allocator's:
+# XLA reports running out of memory as a RuntimeError, RESOURCE_EXHAUSTED).
+_CUDA_ERRORS = frozenset(
+    {"torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError", "torch.cuda.CudaError"}
+)
+
+
+def _catches_cuda_error(node: ast.expr, imports: dict[str, str]) -> bool:
+    """`except torch.cuda.OutOfMemoryError:` (or a tuple of CUDA errors only)."""
+    options = node.elts if isinstance(node, ast.Tuple) else [node]
+    names = []
+    for option in options:
+        text = dotted(option)
+        if text is None:
+            return False
+        root, _, rest = text.partition(".")
+        target = imports.get(root)
+        names.append(f"{target}.{rest}" if target and rest else (target or text))
+    return bool(names) and all(n in _CUDA_ERRORS for n in names)
 
 
 def _self_attribute(node: ast.expr) -> bool:
@@ -2139,6 +2430,8 @@ _WRITES = frozenset(
 
 
 # Calls that build an object from a name (a config's `_target_`, a registry key, a string).
+# Builders that are builtins: a method of that name (`model.eval()`) is something else.
+_BUILTIN_BUILDERS = frozenset({"eval", "__import__"})
 _BUILDS_BY_NAME = re.compile(
     r"instantiate|^(?:eval|import_module|__import__|locate|get_obj_from_str|import_string"
     r"|build_from_cfg|from_config|get_class|load_class|class_from_name)$",

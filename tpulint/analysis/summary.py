@@ -234,12 +234,14 @@ class CallSite:
     # The values the arguments name (index_uses.value_texts), by position and by keyword
     arg_texts: list[list[str]] = field(default_factory=list)
     keyword_texts: dict[str, list[str]] = field(default_factory=dict)
-    # The arguments that are the literal None, True or False, by position (`"0"`, `"1"`)
-    # and by keyword: what a test of the callee's parameter sees (`if p is None`, `if p:`).
-    literals: dict[str, bool | None] = field(default_factory=dict)
+    # The arguments that are the literal None, True, False or a string, by position (`"0"`,
+    # `"1"`) and by keyword: what a test of the callee's parameter sees (`if p is None`,
+    # `if p:`, `if mode == "cpu":`).
+    literals: dict[str, bool | str | None] = field(default_factory=dict)
     # The arguments, by position or keyword, that may be None though no literal says so: a
-    # name of the caller's own None-default parameter (`f(x, mask=mask)`) or a local that
-    # holds None somewhere.
+    # name of the caller's own None-default parameter (`f(x, mask=mask)`), unless the code
+    # before the call replaced it (`mask = make_mask(x)`), or a local that holds None
+    # somewhere.
     maybe_none: list[str] = field(default_factory=list)
     # The arguments, by position or keyword, that are an attribute of the caller's `self`
     # (`f(x, self.unbounded)`), with its name: the caller's class decides what they are.
@@ -810,11 +812,12 @@ class _Summarizer(ValueEvaluator):
         named += [(k.arg, k.value) for k in node.keywords if k.arg is not None]
         for key, value in named:
             if isinstance(value, ast.Constant) and (
-                value.value is None or isinstance(value.value, bool)
+                value.value is None or isinstance(value.value, (bool, str))
             ):
                 call.literals[key] = value.value
             elif isinstance(value, ast.Name) and (
-                value.id in optional or "none" in scope.env.get(value.id, ())
+                (value.id in optional and _unchanged_param(scope, value.id))
+                or "none" in scope.env.get(value.id, ())
             ):
                 call.maybe_none.append(key)
             elif (
@@ -1170,7 +1173,7 @@ class _Summarizer(ValueEvaluator):
                 kind = "number"
             elif kind is None and _first_use(self.numpy_uses, name, node):
                 kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
-            scope.env[name] = [kind] if kind is not None else [param]
+            scope.env[name] = scope.params[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
             scope.param_classes.pop(name, None)
             annotated_class = _annotated_class(annotated[index]) if kind is None else None
@@ -1844,6 +1847,16 @@ def _warns_only(statements: list[ast.stmt]) -> bool:
         and is_warning_callee(callee)
         for statement in statements
     )
+
+
+def _unchanged_param(scope: Scope, name: str) -> bool:
+    """Whether a parameter may still hold what the call passed: not when every path
+    before has assigned it something else (a closure's outer parameter: may)."""
+    initial = scope.params.get(name)
+    if initial is None:
+        return True
+    values = scope.env.get(name)
+    return values is None or values == initial or any(v in values for v in initial)
 
 
 def _snapshot(scope: Scope) -> tuple[Any, ...]:
