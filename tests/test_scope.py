@@ -3021,3 +3021,197 @@ def test_a_class_named_only_where_the_code_never_runs_is_out(tmp_path: Path) -> 
 def test_a_class_that_may_be_built_keeps_its_methods(tmp_path: Path, old: str, new: str) -> None:
     model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION.replace(old, new)})
     assert reason_at(model, tmp_path, "m.py", "self.ready.item()") is None
+
+
+# --- classes nothing builds ----------------------------------------------------------------
+
+UNBUILT_FILES = {
+    "train.py": """\
+        import lightning as L
+
+        from kit.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Net())
+    """,
+    "kit/__init__.py": "",
+    "kit/model.py": """\
+        import lightning as L
+
+        from kit.parts import Stem, Probe
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.stem = Stem()
+
+            def training_step(self, batch, i):
+                if isinstance(self.stem, Probe):
+                    print("Probe")
+                return self.stem(batch).sum()
+    """,
+    "kit/parts.py": """\
+        import torch
+
+
+        class Stem(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # stem
+
+
+        class Probe(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # probe
+    """,
+}
+UNBUILT_APP = {name: textwrap.dedent(text) for name, text in UNBUILT_FILES.items()}
+
+
+def why_unbuilt(name: str) -> str:
+    return (
+        f"in `{name}`, a class nothing builds (no code that runs, config or string of its "
+        "project names it, tests aside; its training entry points: train.py)"
+    )
+
+
+def test_isinstance_and_messages_build_nothing(tmp_path: Path) -> None:
+    """`isinstance(x, Probe)` tests a class, `print("Probe")` prints a word: neither builds
+    it."""
+    model = project(tmp_path, UNBUILT_APP)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# stem") is None
+    assert reason_at(model, tmp_path, "kit/parts.py", "# probe") == why_unbuilt("Probe")
+
+
+@pytest.mark.parametrize(
+    ("where", "code"),
+    [
+        # `eval(text)` sees the names of its file and what it imports.
+        ("kit/model.py", "eval(self.kind)"),
+        # A module's names looked up by a computed name.
+        ("kit/model.py", "getattr(parts, self.kind)"),
+        # The code names it in a string (a registry of dotted names).
+        ("kit/model.py", '"kit.parts.Probe"'),
+    ],
+)
+def test_names_looked_up_at_run_time_may_build(tmp_path: Path, where: str, code: str) -> None:
+    files = dict(UNBUILT_APP)
+    files[where] = (
+        files[where]
+        .replace("import lightning as L\n", "import lightning as L\n\nfrom kit import parts\n")
+        .replace("return self.stem(batch).sum()", f"return {code}, self.stem(batch).sum()")
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# probe") is None
+
+
+def test_subclasses_lookups_leave_the_application_unjudged(tmp_path: Path) -> None:
+    files = dict(UNBUILT_APP)
+    files["kit/model.py"] += "\n\nKINDS = torch.nn.Module.__subclasses__()\n"
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# probe") is None
+
+
+def test_a_class_a_dead_class_builds_is_not_built(tmp_path: Path) -> None:
+    """A reference counts only from code that may run: a class built only by a class nothing
+    builds is not built either; a built subclass builds its base."""
+    files = dict(UNBUILT_APP)
+    files["kit/parts.py"] += textwrap.dedent(
+        """\
+
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = Inner()
+
+
+        class Inner(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # inner
+
+
+        class Base(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # base
+
+
+        class Leaf(Base):
+            pass
+        """
+    )
+    files["kit/model.py"] = (
+        files["kit/model.py"]
+        .replace("self.stem = Stem()", "self.stem = Stem()\n        self.leaf = Leaf()")
+        .replace("from kit.parts import Stem, Probe", "from kit.parts import Leaf, Stem, Probe")
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# inner") == why_unbuilt("Inner")
+    assert reason_at(model, tmp_path, "kit/parts.py", "# base") is None
+
+
+def test_a_library_keeps_its_classes(tmp_path: Path) -> None:
+    """No training script: a library's classes are for its users to build."""
+    files = {k: v for k, v in UNBUILT_APP.items() if k != "train.py"}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# probe") is None
+
+
+def test_a_lightning_cli_may_build_subclasses_of_what_it_is_given(tmp_path: Path) -> None:
+    """`LightningCLI(Base)` builds Base, or in subclass mode any subclass a config or the
+    command line names (`--model.class_path`): none of them is unbuilt."""
+    files = {
+        "main.py": """\
+            from lightning.pytorch.cli import LightningCLI
+
+            from kit.model import Base
+
+            if __name__ == "__main__":
+                LightningCLI(Base, subclass_mode_model=True)
+        """,
+        "kit/__init__.py": "",
+        "kit/model.py": """\
+            import lightning as L
+
+
+            class Base(L.LightningModule):
+                def training_step(self, batch, i):
+                    return batch.sum()
+
+
+            class Variant(Base):
+                def training_step(self, batch, i):
+                    return batch[batch > 0].sum()  # variant
+
+
+            class Orphan(L.LightningModule):
+                def training_step(self, batch, i):
+                    return batch[batch > 0].sum()  # orphan
+        """,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/model.py", "# variant") is None
+    why = (
+        "in `Orphan`, a class nothing builds (no code that runs, config or string of its "
+        "project names it, tests aside; its training entry points: main.py)"
+    )
+    assert reason_at(model, tmp_path, "kit/model.py", "# orphan") == why
+
+
+def test_another_project_spelling_a_name_builds_nothing_here(tmp_path: Path) -> None:
+    """Two repositories checked in one run: a name the other one spells (a string, a call
+    of a class it takes from a star import) is its own, not this application's class."""
+    files = {f"a/{name}": text for name, text in UNBUILT_APP.items()}
+    files["a/pyproject.toml"] = "[project]\nname = 'a'\n"
+    files["b/pyproject.toml"] = "[project]\nname = 'b'\n"
+    files["b/tool.py"] = """\
+        from vendor.parts import *
+
+        KIND = "Probe"
+
+
+        def make():
+            return Probe()
+    """
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "a/kit/parts.py", "# probe") == why_unbuilt("Probe")

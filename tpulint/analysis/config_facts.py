@@ -25,6 +25,7 @@ from typing import Any
 MAX_CONFIG_BYTES = 512 * 1024
 CLASS_KEYS = ("class_path", "_target_", "target")
 _PREFILTER = re.compile(r"(?m)^\s*(class_path|_target_|target|trainer|accelerator)\s*:")
+_WORD = re.compile(r"[A-Za-z_][\w\-]*")
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
 _XLA_STRATEGIES = frozenset(
     {"xla", "xla_debug", "xla_fsdp", "single_xla", "tpu_spawn", "tpu_spawn_debug", "single_tpu"}
@@ -42,19 +43,23 @@ class ConfigFacts:
     # bool, number or string scalar, or "?" for a mapping, a list or an interpolation
     # (`${model.flag}`): what a `cfg.<key>` the code reads may be.
     keys: dict[str, list[Any]] = field(default_factory=dict)
+    # The identifier-like words of the file (keys, values, comments): a registry key or a
+    # class name the config may select (`decoder: pack`, `name: Lamb`).
+    words: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"c": self.classes, "t": self.trainer, "k": self.keys}
+        return {"c": self.classes, "t": self.trainer, "k": self.keys, "w": self.words}
 
     @classmethod
     def from_json(cls, path: str, data: dict[str, Any]) -> ConfigFacts:
-        return cls(path, data["c"], data["t"], data["k"])
+        return cls(path, data["c"], data["t"], data["k"], data["w"])
 
 
 def config_facts(path: str, text: str) -> ConfigFacts:
     facts = ConfigFacts(path)
     if len(text) > MAX_CONFIG_BYTES:
         return facts
+    facts.words = sorted(set(_WORD.findall(text)))
     try:
         import yaml
 

@@ -378,6 +378,7 @@ class ProjectModel:
         self._subclasses: dict[str, list[str]] | None = None
         self._hot: dict[str, HotInfo] | None = None
         self._computing_hot = False  # what hot code is, while it is being found
+        self._unbuilt_classes: dict[str, str] = {}  # see ProjectScope.unbuilt
         self._returns: dict[str, Value] = {}
         # The value questions in progress (returns, parameters, attributes, index uses): an
         # answer that used a cycle's stand-in is not kept (tpulint.analysis.recursion).
@@ -933,6 +934,18 @@ class ProjectModel:
                 self._hot = self._compute_hot()
             finally:
                 self._computing_hot = False
+            # Classes nothing builds (ProjectScope.unbuilt, computed from what is hot): their
+            # own methods stay hot (their findings are left out by the scope, with the
+            # reason), but what only they call outside such classes is not reached through
+            # them. The scope is asked once hot code is known, as everything else asks it.
+            unbuilt = self.scope.unbuilt_classes()
+            if unbuilt:
+                self._unbuilt_classes = unbuilt
+                self._computing_hot = True
+                try:
+                    self._hot = self._compute_hot()
+                finally:
+                    self._computing_hot = False
         return self._hot
 
     def _compute_hot(self) -> dict[str, HotInfo]:
@@ -986,6 +999,14 @@ class ProjectModel:
             self._spread_hot(hot, queue, nested)
         return hot
 
+    def _in_unbuilt(self, fn: _Function) -> bool:
+        owner = fn.owner
+        while owner is not None:
+            if owner in self._unbuilt_classes:
+                return True
+            owner = owner.rsplit(".", 1)[0] if "." in owner else None
+        return False
+
     def _spread_hot(
         self, hot: dict[str, HotInfo], queue: deque[str], nested: dict[str, list[_Function]]
     ) -> None:
@@ -994,6 +1015,9 @@ class ProjectModel:
             gkey = queue.popleft()
             info = hot[gkey]
             fn = self.functions[gkey]
+            # From a class nothing builds, only its own kind of code is followed (its methods,
+            # another such class's): a helper it calls is not hot through it.
+            sealed = bool(self._unbuilt_classes) and self._in_unbuilt(fn)
             # A training loop's own function runs every step only inside the loop: what it
             # calls before or after (setup, a final report) is not hot; its loop's calls are
             # followed below.
@@ -1009,6 +1033,7 @@ class ProjectModel:
                         not isinstance(target, _Function)
                         or is_cold_name(target.summary.name)
                         or _for_other_accelerator(target)
+                        or (sealed and not self._in_unbuilt(target))
                     ):
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, call.line), edge_guards)
@@ -1027,6 +1052,8 @@ class ProjectModel:
                 line = use[2] if len(use) > 2 else fn.summary.line
                 for target in self.scope.use_targets(gkey, use[:2]):
                     if is_cold_name(target.summary.name) or _for_other_accelerator(target):
+                        continue
+                    if sealed and not self._in_unbuilt(target):
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
 

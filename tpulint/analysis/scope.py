@@ -43,7 +43,9 @@ A finding is outside the scope, with the reason, when its code:
   torch.cuda.is_available() else "cpu")`), in a module that does not use torch_xla: on a TPU
   host that is the CPU or nothing (ProjectModel.off_tpu_loop);
 - is not reached from the project's TPU entry points, when it has some;
-- is a module no script of its application imports (see `_unimported`), on any accelerator.
+- is a module no script of its application imports (see `_unimported`), on any accelerator;
+- is in a class of an application that nothing can build (see `_unbuilt`): no code that runs,
+  config, string or selected registry key names it, and no built subclass inherits it.
 
 Entry points are the places that start training on TPUs: a script (its `__main__` block or
 top level, or a function a CLI framework runs: `@hydra.main`, `@app.command()`) that builds
@@ -88,6 +90,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -232,6 +235,44 @@ def _repository_of(folder: str) -> str | None:
     return None if parent == folder else _repository_of(parent)
 
 
+# Files besides the Python code and YAML configs that may name a class or a registry key:
+# shell scripts (`python train.py --encoder packed`), JSON, TOML, INI and gin configs,
+# packaging metadata (plugin entry points).
+_TEXT_SUFFIXES = (".sh", ".json", ".jsonnet", ".toml", ".cfg", ".ini", ".gin", ".conf")
+_SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
+_MAX_TEXT_FILES = 2000
+_MAX_TEXT_BYTES = 512 * 1024
+_WORD = re.compile(r"[A-Za-z_][\w\-]*")
+
+
+def _text_words(folder: str) -> frozenset[str]:
+    """The identifier-like words of the text files under `folder` and of its repository's
+    shell scripts and packaging files (`*` alone: too many files to read, any name may be
+    spelled somewhere)."""
+    words: set[str] = set()
+    files: list[str] = []
+    repository = _repository_of(folder)
+    # The application's folder, and its repository's shell scripts and packaging files.
+    walks = [(folder, _TEXT_SUFFIXES)]
+    if repository is not None and repository != folder:
+        walks.append((repository, (".sh", "pyproject.toml", "setup.cfg")))
+    for top, suffixes in walks:
+        for root, dirs, names in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
+            files += [os.path.join(root, n) for n in names if n.endswith(suffixes)]
+            if len(files) > _MAX_TEXT_FILES:
+                return frozenset({"*"})
+    for path in files:
+        try:
+            if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                continue  # data, not a config
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                words.update(_WORD.findall(handle.read()))
+        except OSError:
+            continue
+    return frozenset(words)
+
+
 def _data_key_path(path: str) -> bool:
     """A config key path of a data-pipeline object: `data.init_args.transforms`,
     `datamodule.collate_fn`, `dataset.augmentations`."""
@@ -278,6 +319,13 @@ class ProjectScope:
         self._computed = False
         # module path -> why no script of its application imports it (see `_unimported`)
         self.unimported: dict[str, str] = {}
+        # class gkey -> why nothing can build it (see `_unbuilt`)
+        self.unbuilt: dict[str, str] = {}
+
+    def unbuilt_classes(self) -> dict[str, str]:
+        """Class gkey -> why nothing can build it (see `_unbuilt`)."""
+        self.compute()
+        return self.unbuilt
 
     @property
     def entries(self) -> list[Entry]:
@@ -500,6 +548,7 @@ class ProjectScope:
         sites = self._launch_sites()
         self._compute_reach(sites)
         self.unimported = self._unimported(sites)
+        self.unbuilt = self._unbuilt(sites)
 
     def _compute_reach(self, sites: list[Entry]) -> None:
         tpu = [s for s in sites if s.verdict == "tpu"]
@@ -1026,6 +1075,29 @@ class ProjectScope:
         An application whose imported code imports modules by computed names
         (`importlib.import_module(cfg.name)`), or builds objects from configs that name no
         class of it, says nothing."""
+        out: dict[str, str] = {}
+        for app, loaded, shown, dynamic in self._applications(sites):
+            if dynamic:
+                continue
+            why = f"imported by no script of its project (its training entry points: {shown})"
+            for path, module in self.model.modules.items():
+                if path in loaded or module.is_package or _is_test_path(path):
+                    continue
+                if os.path.basename(path) == "__init__.py" or not self._inside(path, {app}):
+                    continue
+                if (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                    continue
+                out[path] = why
+        return out
+
+    def _applications(self, sites: list[Entry]) -> list[tuple[str, set[str], str, bool]]:
+        """The applications of the training entry points (see `_unimported`), each with the
+        modules its scripts import, its entry scripts' names (shown in reasons), and whether
+        it imports by computed names or builds from configs that name none of its classes
+        (then what it imports is not known)."""
+        cached = self.__dict__.get("_applications_of")
+        if cached is not None:
+            return cached
         entry_roots: set[str] = set()
         folders: set[str] = set()
         for site in sites:
@@ -1037,40 +1109,244 @@ class ProjectScope:
                     continue
                 if site.kind != "trainer" or self._trainer_methods(root):
                     folders.add(os.path.dirname(os.path.abspath(path)))
-        if not folders:
-            return {}
-        scripts = {
-            path
-            for path, module in self.model.modules.items()
-            if not _is_test_path(path)
-            and ("__main__" in module.scope.uses or module.scope.commands or module.scope.runs_code)
-        }
-        out: dict[str, str] = {}
-        # An application's folder inside another's is part of it.
-        for app in sorted(f for f in folders if not any(f.startswith(o + os.sep) for o in folders)):
-            apps = {app}
-            roots = {path for path in entry_roots | scripts if self._inside(path, apps)}
-            loaded, dynamic = self._import_closure(roots, apps)
-            if dynamic:
-                continue
-            names = sorted(
-                {
-                    os.path.basename(site.path)
-                    for site in sites
-                    if self._inside(site.path, apps) and not _is_test_path(site.path)
-                }
-            )
-            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-            why = f"imported by no script of its project (its training entry points: {shown})"
-            for path, module in self.model.modules.items():
-                if path in loaded or module.is_package or _is_test_path(path):
-                    continue
-                if os.path.basename(path) == "__init__.py" or not self._inside(path, apps):
-                    continue
-                if (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
-                    continue
-                out[path] = why
+        out: list[tuple[str, set[str], str, bool]] = []
+        if folders:
+            scripts = {
+                path
+                for path, module in self.model.modules.items()
+                if not _is_test_path(path)
+                and (
+                    "__main__" in module.scope.uses
+                    or module.scope.commands
+                    or module.scope.runs_code
+                )
+            }
+            # An application's folder inside another's is part of it.
+            for app in sorted(
+                f for f in folders if not any(f.startswith(o + os.sep) for o in folders)
+            ):
+                apps = {app}
+                roots = {path for path in entry_roots | scripts if self._inside(path, apps)}
+                loaded, dynamic = self._import_closure(roots, apps)
+                names = sorted(
+                    {
+                        os.path.basename(site.path)
+                        for site in sites
+                        if self._inside(site.path, apps) and not _is_test_path(site.path)
+                    }
+                )
+                shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+                out.append((app, loaded, shown, dynamic))
+        self.__dict__["_applications_of"] = out
         return out
+
+    # --- classes nothing builds ---------------------------------------------------------------
+
+    def _unbuilt(self, sites: list[Entry]) -> dict[str, str]:
+        """The classes of an application (see `_unimported`) that nothing can build, with
+        the reason: no code of the project that runs names the class (a call, a reference
+        handed on, `Cls.from_pretrained`), tests aside; no config names it (`class_path`,
+        `_target_`, its bare name) and no string of the code does (`"pkg.optim.Lamb"`); no
+        registry dict holds it under a key that a config or the code selects (a project
+        without YAML configs may select any); no built subclass inherits its methods; and it
+        is not registered by a decorator. A reference counts only from code that may run: a
+        module's function or top level, or a method of a class that may be built itself (a
+        loss built only by a task class nothing builds is not built either), and not from a
+        branch the project never takes (`norm = ActNorm` under `if use_actnorm:` where every
+        construction passes False). Classes of a module whose names are looked up at run
+        time (`getattr(module, cfg.name)`, `globals()[name]`, `eval(text)`, which also sees
+        what the file imports) may all be built; an application that calls `__subclasses__`
+        says nothing. Modules imported by computed names (`import_module(cfg.target)`) are
+        judged all the same: what they build is looked up by a name that the configs, the
+        code, a shell script or another text file of the application spells."""
+        out: dict[str, str] = {}
+        for app, loaded, shown, _ in self._applications(sites):
+            out.update(self._unbuilt_in(self._application_folder(app, loaded), shown))
+        return out
+
+    def _application_folder(self, app: str, loaded: set[str]) -> str:
+        """The folder whose classes an application's scripts speak for: the scripts' own, or,
+        when the scripts sit inside a top-level folder of their repository and import its
+        modules (`pkg/train/train.py` importing `pkg.models`), that whole folder: the
+        application is the package that holds its scripts. A package beside the scripts'
+        folder (`mylib/` beside `examples/`) stays a library its users build from."""
+        repository = _repository_of(app)
+        if repository is None or app == repository:
+            return app
+        top = os.path.join(repository, os.path.relpath(app, repository).split(os.sep)[0])
+        if top == app:
+            return app
+        inside = {top}
+        if any(self._inside(path, inside) and not self._inside(path, {app}) for path in loaded):
+            return top
+        return app
+
+    def _unbuilt_in(self, app: str, shown: str) -> dict[str, str]:
+        apps = {app}
+        candidates: dict[str, Any] = {}
+        by_name: dict[str, list[str]] = {}
+        looked_up: set[str] = set()  # module paths whose names are looked up at run time
+        evaluated: set[str] = set()  # classes a file that calls `eval` imports
+        for path, module in self.model.modules.items():
+            if _is_test_path(path) or not self._inside(path, apps):
+                continue
+            lookups = module.scope.lookups
+            if "^" in lookups:
+                return {}
+            if "" in lookups or "*" in lookups:
+                looked_up.add(path)
+            if "*" in lookups:
+                # `eval(text)` sees the file's own names and what it imports.
+                for target in module.imports.values():
+                    found = self.model.lookup(target, module)
+                    if _is_class(found):
+                        evaluated.add(found.gkey)
+                    elif isinstance(found, ModuleSummary):
+                        looked_up.add(found.path)
+            for target in lookups:
+                if target not in ("", "*", "^"):
+                    found = self.model.lookup(target, module)
+                    if isinstance(found, ModuleSummary):
+                        looked_up.add(found.path)
+        configured = self._configured_classes()
+        for gkey, cls in self.model.classes.items():
+            if any(
+                "__init_subclass__" in self.model.classes[base].summary.methods
+                for base in self.model.mro(gkey)[1:]
+                if base in self.model.classes
+            ):
+                continue  # a base registers its subclasses as they are defined
+            path = cls.module.path
+            if _is_test_path(path) or not self._inside(path, apps) or path in looked_up:
+                continue
+            if gkey in evaluated:
+                continue
+            if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            name = cls.summary.name
+            if cls.summary.qualname != name or not name[:1].isupper() or gkey in configured:
+                continue  # nested classes, classes named in lower case: not judged
+            candidates[gkey] = cls
+            by_name.setdefault(name, []).append(gkey)
+        if not candidates:
+            return {}
+        # Names in configs and strings of the code: built by name.
+        anchor = app + os.sep + "x.py"  # a file of the application, for same_repository
+        words: set[str] = set()
+        has_configs = False
+        for config in self.model.configs:
+            if self._same_project(config.path, anchor):
+                has_configs = True
+                words.update(config.words)
+        # Another project checked in the same run spells its own names (it builds this one's
+        # classes only through imports, which resolve).
+        strings: set[str] = set()
+        for path, module in self.model.modules.items():
+            if (
+                not _is_test_path(path)
+                and path not in self.unimported
+                and same_repository(path, anchor)
+            ):
+                strings.update(module.scope.strings)
+        for text in strings:
+            words.add(text.replace(":", ".").rsplit(".", 1)[-1])
+        # read once per model: a long-running server builds a new model when files change
+        texts = self.__dict__.setdefault("_text_words_of", {})
+        if app not in texts:
+            texts[app] = _text_words(app)
+        words.update(texts[app])
+        if "*" in words:
+            return {}  # too many text files to read: any class may be named in one
+        built: set[str] = {g for g, c in candidates.items() if c.summary.name in words}
+        # References: target class -> owners of the code that names it (None: code that runs
+        # whenever its module does).
+        owners: dict[str, set[str | None]] = {}
+        for path, module in self.model.modules.items():
+            if _is_test_path(path) or path in self.unimported:
+                continue
+            # A LightningCLI builds the classes it is given, or any subclass a config or the
+            # command line names (`--data.class_path`, subclass mode).
+            nearby = by_name if same_repository(path, anchor) else {}
+            cli_keys = {launch[2] for launch in module.scope.launches if launch[0] == "cli"}
+            for key, qualified, _, _, _ in module.scope.class_refs:
+                if key in cli_keys:
+                    for target in self._ref_targets(qualified, module, nearby):
+                        built.update({target, *self.model.subclasses(target)})
+            for key, qualified, line, column, registry in module.scope.class_refs:
+                targets = self._ref_targets(qualified, module, nearby)
+                if not targets:
+                    continue
+                if registry is not None and has_configs and registry not in words:
+                    continue  # a registry key nothing selects
+                fn = self.model.functions.get(f"{path}:{key}") if key else None
+                owner = fn.owner if fn is not None else None
+                for target in targets:
+                    if target not in candidates or target == owner or target in built:
+                        continue
+                    if self._dead_reference(module, line, column, owner):
+                        break
+                    owners.setdefault(target, set()).add(owner)
+        changed = True
+        while changed:
+            changed = False
+            for gkey in candidates:
+                if gkey in built:
+                    continue
+                if any(
+                    owner is None or owner not in candidates or owner in built
+                    for owner in owners.get(gkey, ())
+                ) or any(
+                    sub not in candidates or sub in built for sub in self.model.subclasses(gkey)
+                ):
+                    built.add(gkey)
+                    changed = True
+        why = (
+            "in `{}`, a class nothing builds (no code that runs, config or string of its "
+            f"project names it, tests aside; its training entry points: {shown})"
+        )
+        return {
+            gkey: why.format(cls.summary.name)
+            for gkey, cls in candidates.items()
+            if gkey not in built
+        }
+
+    def _ref_targets(
+        self, qualified: str, module: ModuleSummary, by_name: dict[str, list[str]]
+    ) -> list[str]:
+        """The classes a reference may name: the longest prefix the model resolves to a class
+        (`Cls.from_pretrained`); a name it does not resolve to one may be any judged class of
+        a name it spells."""
+        parts = qualified.lstrip(".").split(".")
+        for size in range(len(parts), 0, -1):
+            if ".".join(parts[:size]) in self.model.classes:
+                return [".".join(parts[:size])]
+            text = ("." if qualified.startswith(".") else "") + ".".join(parts[:size])
+            found = self.model.lookup(text, module)
+            if _is_class(found):
+                return [found.gkey]
+            if _is_function(found):
+                # `Cls.from_pretrained(...)`: its classmethod; a module's function: no class
+                return [found.owner] if found.owner is not None else []
+        # Not resolved to a class (an import the model cannot follow, a module's attribute
+        # it does not know): any judged class of a name it spells.
+        return [g for part in parts if part[:1].isupper() for g in by_name.get(part, ())]
+
+    def _dead_reference(
+        self, module: ModuleSummary, line: int, column: int, owner: str | None
+    ) -> bool:
+        """Whether a reference sits in a branch the project never takes (see `reason`)."""
+        for region in module.scope.regions:
+            key, l1, c1, l2, c2, truth, wanted, how = region[:8]
+            if how.startswith("infer-") or not ((l1, c1) <= (line, column) <= (l2, c2)):
+                continue
+            region_owner = owner
+            if key:
+                region_fn = self.model.functions.get(f"{module.path}:{key}")
+                region_owner = region_fn.owner if region_fn is not None else owner
+            value = self.truth(truth, module, region_owner)
+            if value is not None and value != wanted:
+                return True
+        return False
 
     @staticmethod
     def _tail_match(name: str, by_tail: dict[str, list[str]], anywhere: bool) -> list[str]:
@@ -2148,27 +2424,44 @@ class ProjectScope:
         claimed = self.reach is not None and self._claimed(path, self.claimed)
         if not claimed and path in self.unimported:
             return self.unimported[path]
+        # In a class nothing builds: it never runs, whatever reaches it by name (the TPU
+        # reach's "not reached" says more where it applies).
+        unbuilt = None
+        if fn is not None and fn.owner is not None and self.unbuilt:
+            unbuilt = next(
+                (self.unbuilt[g] for g in self._enclosing_classes(fn.owner) if g in self.unbuilt),
+                None,
+            )
         state = self.reach if claimed else self.library
         if state is None:
-            return None
+            return unbuilt
         role = state.roles.get(node, 0)
         if fn is None:
             if claimed and path not in state.loaded:
                 return self._unreached()
             return None
         if role == TRAIN:
-            return None
+            return unbuilt
         if role == INFER:
             if not per_step:
-                return None
+                return unbuilt
             return _inference_reason(state.why.get(node, "inference code"))
         if role == EPOCH:
             if not per_step or is_end_hook(fn.summary.name):
-                return None  # the hook's own code: its rules know it runs once per epoch
+                return unbuilt  # the hook's own code: its rules know it runs once per epoch
             return f"once per epoch (reached only from {state.why.get(node, 'an epoch-end hook')})"
         if claimed:
             return self._unreached()
-        return None
+        return unbuilt
+
+    def _enclosing_classes(self, gkey: str) -> list[str]:
+        """A class and the classes its definition is nested in (`Outer.Inner`)."""
+        out = [gkey]
+        while "." in gkey:
+            gkey = gkey.rsplit(".", 1)[0]
+            if gkey in self.model.classes:
+                out.append(gkey)
+        return out
 
     def _off_tpu(self, fn: _Function) -> str | None:
         """Code that runs only in hand-written training loops whose tensors go to CUDA or

@@ -220,6 +220,19 @@ class ScopeFacts:
     # (`fn = self.interleave`), or a class, is handed on or built only where the code never
     # runs.
     ref_lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # References to names with a capitalised part (classes, `Cls.from_pretrained`), base
+    # class lists and decorators left out: [function key, qualified name, line, column,
+    # the string key when the name is a value of a dict keyed by strings (a registry) or
+    # None]. What may build a class (tpulint.analysis.scope `_unbuilt`).
+    class_refs: list[list[Any]] = field(default_factory=list)
+    # Identifier-like string constants (`"pkg.optim.Lamb"`, `"pack"`), registry keys left
+    # out: a class or registry key named in a string may be looked up by it.
+    strings: list[str] = field(default_factory=list)
+    # Where the file looks names up at run time: the qualified receiver of `getattr(x,
+    # name)` with a computed name, "" for `globals()` / `vars()` / `locals()` (the file's
+    # own names), "*" for `eval` / `exec` (the file's names and what it imports), "^" for
+    # `__subclasses__` (any class).
+    lookups: list[str] = field(default_factory=list)
     digest: int = 0  # text_digest of the text these facts are of
     # Functions named for inference that run without gradients (`def predict(self, x): with
     # torch.no_grad(): ...`): inference when nothing of the project calls them.
@@ -260,6 +273,9 @@ class ScopeFacts:
             "co": self.cli_options,
             "kv": self.keyword_values,
             "rl": self.ref_lines,
+            "cr": self.class_refs,
+            "st": self.strings,
+            "lk": self.lookups,
             "d": self.digest,
             "ni": self.named_inference,
         }
@@ -300,6 +316,9 @@ class ScopeFacts:
             data.get("co", []),
             data.get("kv", {}),
             data.get("rl", {}),
+            data.get("cr", []),
+            data.get("st", []),
+            data.get("lk", []),
             data["d"],
             data.get("ni", []),
         )
@@ -379,6 +398,11 @@ class _Walker:
         # (`self.on |= x`, `self.a, self.b = ...`): kept in the facts of a `cheap` file.
         self.unknown_attributes: set[tuple[str, str]] = set()
         self.fitted: set[str] = set()  # functions whose `trainer.fit(...)` was seen
+        self._inert = 0  # > 0 while walking a class's bases and decorators (no class_refs)
+        self._registry_values: dict[int, str] = {}  # id of a dict value -> its string key
+        self._unnamed_strings: set[int] = set()  # ids of dict keys and message texts
+        self._strings: set[str] = set()
+        self._tested: set[int] = set()  # ids of `isinstance(x, Cls)`'s classes
         self.fitting: set[str] = set()  # ... in the statement being walked
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
         # `strategy=strategy` is.
@@ -539,6 +563,7 @@ class _Walker:
         self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
         self.kernels_built_by_call(tree)
         facts = self.facts
+        facts.strings = sorted(self._strings)
         facts.tests_after_fit = _tests_after_fit(tree.body, frozenset())
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
@@ -1117,10 +1142,13 @@ class _Walker:
         enclosing: str | None,
         truths: list[dict[str, Truth]],
     ) -> None:
+        # A base class list or a decorator builds nothing (no class_refs).
+        self._inert += 1
         for base in (*node.bases, *(k.value for k in node.keywords)):
             self.expression(base, outer, imports, set())
         for decorator in node.decorator_list:
             self.expression(decorator, outer, imports, set())
+        self._inert -= 1
         qualname = self.keys.get(id(node)) or (
             node.name if enclosing is None else f"{enclosing}.{node.name}"
         )
@@ -1193,7 +1221,11 @@ class _Walker:
                     owner = key.partition("#")[0].rpartition(".")[0]
                     if owner:
                         self.facts.constructions.append([key, "." + owner, [], {}, True])
+                self.run_time_lookup(current, func, imports, local)
+                self.inert_arguments(current, func)
                 if use is not None:
+                    if use[0] == "name":
+                        self.class_ref(key, use[1], func)
                     if _useful(use):
                         self._add(uses, seen, use)
                         if key in self.fitted and use[0] != "meth":
@@ -1228,6 +1260,9 @@ class _Walker:
                     # `transforms.append(NeighborList(r_max))`
                     for argument in current.args:
                         self.data_argument(argument, imports, local)
+                if (use is None or use[0] == "meth") and isinstance(func, ast.Attribute):
+                    # `models.Head(...)` on a value the file does not know: may be a class.
+                    self.class_ref(key, dotted(func) or func.attr, func)
                 if use is None or use[0] == "meth":
                     # The receiver of a method of a value may hold calls (`make().fit()`).
                     stack.append(func.value if isinstance(func, ast.Attribute) else func)
@@ -1235,9 +1270,14 @@ class _Walker:
             if isinstance(current, ast.Name):
                 if isinstance(current.ctx, ast.Load) and self.known(current.id, imports, local):
                     use = ["ref", self.qualify(current.id, imports)]
+                    self.class_ref(key, use[1], current)
                     if _useful(use):
                         self._add(uses, seen, use)
                         self._reference_line(key, current.id, current.lineno)
+                elif isinstance(current.ctx, ast.Load) and current.id not in local:
+                    # A name the file does not bind (`from ...pkg import Head` above the
+                    # package root, a star import): may name a class.
+                    self.class_ref(key, current.id, current)
                 continue
             elif isinstance(current, ast.Attribute):
                 if isinstance(current.ctx, ast.Load):
@@ -1259,15 +1299,23 @@ class _Walker:
                     text = dotted(current)
                     if text is not None and self.known(text.split(".", 1)[0], imports, local):
                         use = ["ref", self.qualify(text, imports)]
+                        self.class_ref(key, use[1], current)
                         if _useful(use):
                             self._add(uses, seen, use)
                         continue
+                    if text is not None and text.split(".", 1)[0] not in ("self", "cls"):
+                        self.class_ref(key, text, current)  # `models.Head` on a local value
             elif isinstance(current, (ast.IfExp, ast.BoolOp)) and key and self.judged(current):
                 self.inline_region(current, key, imports)
             elif isinstance(current, ast.Dict):
                 for item_key, item_value in zip(current.keys, current.values, strict=True):
                     if isinstance(item_key, ast.Constant) and isinstance(item_key.value, str):
                         self._option_value(item_key.value, _literal_code(item_value))
+                self.registry(current)
+            elif isinstance(current, ast.Constant) and isinstance(current.value, str):
+                if id(current) not in self._unnamed_strings and _STRING_NAME.match(current.value):
+                    # a dict key is looked up, a message names nothing
+                    self._strings.add(current.value)
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
             stack.extend(ast_children(current))
@@ -1315,6 +1363,73 @@ class _Walker:
         values = self.facts.keyword_values.setdefault(name, [])
         if code not in values:
             values.append(code)
+
+    def class_ref(self, key: str, qualified: str, node: ast.expr) -> None:
+        """A reference that may build a class (a name with a capitalised part)."""
+        if self._inert or not any(part[:1].isupper() for part in qualified.split(".")):
+            return
+        if id(node) in self._tested:
+            return
+        line = getattr(node, "lineno", 0)
+        column = self.column(line, getattr(node, "col_offset", 0))
+        registry = self._registry_values.get(id(node))
+        self.facts.class_refs.append([key, qualified, line, column, registry])
+
+    def inert_arguments(self, call: ast.Call, func: ast.expr) -> None:
+        """Arguments that build nothing: the classes `isinstance(x, Cls)` tests against, the
+        text of a message (`print("Cls")`, `logger.info("Cls")`)."""
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name in ("isinstance", "issubclass") and len(call.args) == 2:
+            tested = call.args[1]
+            for node in (*getattr(tested, "elts", ()), tested):
+                self._tested.add(id(node))
+        elif name in _MESSAGE_CALLS:
+            for argument in call.args:
+                if isinstance(argument, ast.Constant):
+                    self._unnamed_strings.add(id(argument))
+
+    def registry(self, node: ast.Dict) -> None:
+        """A dict of string keys to names (`{"pack": PackedDecoder, ...}`): a registry whose
+        classes are built when something selects their key."""
+        for k, v in zip(node.keys, node.values, strict=True):
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                # A key is looked up, not a selection (`{"pack": ["d_model"]}` beside the
+                # registry selects nothing).
+                self._unnamed_strings.add(id(k))
+                if isinstance(v, (ast.Name, ast.Attribute)):
+                    self._registry_values[id(v)] = k.value
+
+    def run_time_lookup(
+        self, call: ast.Call, func: ast.expr, imports: dict[str, str], local: set[str]
+    ) -> None:
+        """`getattr(module, name)` with a computed name, `globals()[name]`, `eval(text)`:
+        names looked up at run time (every class they may name may be built)."""
+        name = func.id if isinstance(func, ast.Name) else None
+        if isinstance(func, ast.Attribute) and func.attr == "__subclasses__":
+            name = "__subclasses__"
+        lookups = self.facts.lookups
+        if name in ("globals", "vars", "locals") and not call.args:
+            found = ""
+        elif name in ("eval", "exec"):
+            found = "*"
+        elif name == "__subclasses__":
+            found = "^"
+        elif name == "vars" or (
+            name == "getattr"
+            and len(call.args) >= 2
+            and not (isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str))
+        ):
+            receiver = dotted(call.args[0]) if call.args else None
+            if receiver is None or receiver.split(".", 1)[0] in ("self", "cls"):
+                return
+            root = receiver.split(".", 1)[0]
+            if not self.known(root, imports, local):
+                return  # a local value's attribute (`getattr(args, name)`)
+            found = self.qualify(receiver, imports)
+        else:
+            return
+        if found not in lookups:
+            lookups.append(found)
 
     def _off_flag(self, value: ast.expr) -> bool:
         """An off value, or an inference flag that is off here handed on (`_offload_inference=
@@ -2432,6 +2547,15 @@ _WRITES = frozenset(
 # Calls that build an object from a name (a config's `_target_`, a registry key, a string).
 # Builders that are builtins: a method of that name (`model.eval()`) is something else.
 _BUILTIN_BUILDERS = frozenset({"eval", "__import__"})
+# Calls whose string arguments are messages, not names.
+_MESSAGE_CALLS = frozenset(
+    {"print", "info", "debug", "warning", "warn", "error", "exception", "critical", "log"}
+)
+
+# A string that may name a class or a registry key (`"pkg.optim.Lamb"`, `"pack"`, an entry
+# point's `"pkg.plugins:Lamb"`).
+_STRING_NAME = re.compile(r"^[A-Za-z_][\w.:\-]{0,79}$")
+
 _BUILDS_BY_NAME = re.compile(
     r"instantiate|^(?:eval|import_module|__import__|locate|get_obj_from_str|import_string"
     r"|build_from_cfg|from_config|get_class|load_class|class_from_name)$",

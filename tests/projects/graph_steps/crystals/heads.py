@@ -18,3 +18,6 @@ class BinaryHead(Head):
         logits = self.out(h).squeeze(-1)
         assert not torch.any(torch.isnan(logits))
         return nn.functional.binary_cross_entropy_with_logits(logits, target)
+
+
+HEADS = {"binary": BinaryHead}

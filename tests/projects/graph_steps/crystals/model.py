@@ -6,7 +6,7 @@ from torch.utils.data import DataLoader
 from .layers import Stack
 from .losses import per_graph_mse, per_graph_type_loss
 from .optim import SparseLamb
-from .heads import Head
+from .heads import HEADS, Head
 from .scalers import MeanScaler, RobustScaler
 
 
@@ -44,8 +44,8 @@ class CrystalModel(L.LightningModule):
         return SparseLamb(self.parameters())
 
 
-def build_head(width):
-    raise NotImplementedError(width)
+def build_head(width, kind="binary"):
+    return HEADS[kind](width)
 
 
 def load_crystals(split):
