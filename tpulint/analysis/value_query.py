@@ -188,6 +188,18 @@ class PositionValues:
             isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in atoms
         )
 
+    def is_sequence(self, node: cst.BaseExpression) -> bool:
+        """Whether the node holds a Python list or tuple built in this code (a display or a
+        comprehension, the inference's `["s", values]` and `["t", ...]` atoms) on every path:
+        a tensor used as its index is read on the host (`__index__`)."""
+        found = self.atoms(node)
+        if found is None:
+            return False
+        atoms = [a for a in found[0] if a != "none"]
+        return bool(atoms) and all(
+            isinstance(a, list) and ((a[0] == "s" and len(a) == 2) or a[0] == "t") for a in atoms
+        )
+
     def dict_value_kinds(self, node: cst.BaseExpression) -> list[ValueKind] | None:
         """The kinds of the values a dict holds, one per value the code stores in it, when
         the node holds a dict literal or comprehension on every path (filled in afterwards
