@@ -648,6 +648,51 @@ class ModuleSummary:
         )
 
 
+def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
+    """The module-level assignments of a lambda to a name the module binds nowhere else
+    (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
+    found: dict[int, ast.Assign] = {}
+    names: dict[str, int] = {}
+    for statement in tree.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names[node.id] = names.get(node.id, 0) + 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    names[name] = names.get(name, 0) + 2  # rebound elsewhere
+            elif isinstance(node, ast.alias):
+                local = (node.asname or node.name).split(".", 1)[0]
+                names[local] = names.get(local, 0) + 2
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Lambda)
+        ):
+            found[id(statement)] = statement
+    return {
+        key: node
+        for key, node in found.items()
+        if names.get(node.targets[0].id) == 1  # type: ignore[attr-defined]
+        and node.targets[0].id not in defined  # type: ignore[attr-defined]
+    }
+
+
+def _lambda_def(node: ast.Assign) -> ast.FunctionDef:
+    """The function a module-level `name = lambda ...: body` defines."""
+    value = node.value
+    assert isinstance(value, ast.Lambda)
+    name = node.targets[0]
+    assert isinstance(name, ast.Name)
+    returned = ast.copy_location(ast.Return(value=value.body), value.body)
+    returned.end_lineno, returned.end_col_offset = value.body.end_lineno, value.body.end_col_offset
+    function = ast.FunctionDef(
+        name=name.id, args=value.args, body=[returned], decorator_list=[], returns=None
+    )
+    function.type_params = []
+    return ast.copy_location(function, node)
+
+
 def summarize(text: str, path: str, module: str | None, is_package: bool) -> ModuleSummary:
     """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it)."""
     summary = ModuleSummary(path, module, is_package)
@@ -711,7 +756,10 @@ class _Summarizer(ValueEvaluator):
                 self.rank_source_lines = self._lines_matching(RANK_SOURCES)
         self.counts: dict[str, int] = {}
         self.module_imports: dict[str, str] = {}
-        self.module_names: set[str] = set()  # module-level defs and classes
+        self.module_names: set[str] = set()  # module-level defs, lambdas and classes
+        # Module-level `name = lambda ...` assignments read as functions (_lambda_functions).
+        self.lambda_functions: dict[int, ast.Assign] = {}
+        self.star_import = False  # whether the module has a `from m import *`
         # The function keys and class qualnames by `id` of their node (for the scope facts).
         self.node_keys: dict[int, str] = {}
         # name -> (the sorted lines where it is passed as a size (`x.view(n, rows, cols)`),
@@ -739,6 +787,8 @@ class _Summarizer(ValueEvaluator):
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
+        self.lambda_functions = _lambda_functions(tree, self.module_names)
+        self.module_names.update(node.targets[0].id for node in self.lambda_functions.values())  # type: ignore[attr-defined]
         if use_tables is not None:
             self.size_uses, self.numpy_uses = use_tables
         elif _mentions_use_methods(self.text):
@@ -842,6 +892,7 @@ class _Summarizer(ValueEvaluator):
                 return
             for alias in node.names:
                 if alias.name == "*":
+                    self.star_import = True
                     continue
                 scope.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
             return
@@ -972,6 +1023,11 @@ class _Summarizer(ValueEvaluator):
         if scope.info is not None and not self.query and self.collates.get(scope.info.key):
             self.built_keys(node, scope)
         if isinstance(node, ast.Assign):
+            lambda_function = self.lambda_functions.get(id(node)) if scope.info is None else None
+            if lambda_function is not None:
+                # `to_db = lambda x: 10 * np.log10(x)` at module level: a function of the
+                # module, whose calls return what its body computes.
+                self.function(_lambda_def(lambda_function), scope, names, None)
             self.expression(node.value, scope)
             value = self.atoms(node.value, scope)
             for target in node.targets:
