@@ -396,6 +396,10 @@ class FileContext(Resolver):
         found = view.batch_key_kind(key) if view is not None else None
         return kind_named(found) if found is not None else None
 
+    def star_bindings(self) -> dict[str, str]:
+        view = self.analysis.view
+        return dict(view.module.star_bindings) if view is not None else {}
+
     def record_attribute(self, name: str) -> ValueKind | None:
         view = self.analysis.view
         found = view.record_attribute(name) if view is not None else None

@@ -612,6 +612,12 @@ class ModuleSummary:
     syntax: Syntax | None = None
     # Why summarising the file failed (an internal error the run reports); never cached.
     failure: str | None = None
+    # The names its `from m import *` of project modules bind to imports of theirs (`torch`
+    # of a `utils` that imports it), given to the summary by the project (star_bindings).
+    star_bindings: dict[str, str] = field(default_factory=dict)
+    # What a `from <this module> import *` binds: the names of its `__all__` when it sets one
+    # to a literal list (None: every public name; empty when set some other way).
+    exports: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -627,6 +633,8 @@ class ModuleSummary:
             "lk": self.legacy_keywords,
             "lf": self.legacy_fields,
             "sx": self.syntax.to_json() if self.syntax is not None else None,
+            "sb": self.star_bindings,
+            "ex": self.exports,
         }
 
     @classmethod
@@ -645,6 +653,8 @@ class ModuleSummary:
             data.get("lk", []),
             data.get("lf", []),
             Syntax.from_json(data["sx"]) if data["sx"] is not None else None,
+            star_bindings=data.get("sb", {}),
+            exports=data.get("ex"),
         )
 
 
@@ -693,9 +703,40 @@ def _lambda_def(node: ast.Assign) -> ast.FunctionDef:
     return ast.copy_location(function, node)
 
 
-def summarize(text: str, path: str, module: str | None, is_package: bool) -> ModuleSummary:
-    """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it)."""
+def _exports(tree: ast.Module) -> list[str] | None:
+    """The names a module's top-level `__all__` lists (see ModuleSummary.exports)."""
+    exports: list[str] | None = None
+    for statement in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            targets = [statement.target]
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = statement.value  # type: ignore[attr-defined]
+        names = (
+            [e.value for e in value.elts if isinstance(e, ast.Constant)]
+            if isinstance(value, (ast.List, ast.Tuple))
+            else None
+        )
+        if names is None or not all(isinstance(n, str) for n in names):
+            return []
+        exports = names if isinstance(statement, ast.Assign) else [*(exports or []), *names]
+    return exports
+
+
+def summarize(
+    text: str,
+    path: str,
+    module: str | None,
+    is_package: bool,
+    star_bindings: dict[str, str] | None = None,
+) -> ModuleSummary:
+    """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it);
+    `star_bindings`: the imports its star imports bring (ModuleSummary.star_bindings)."""
     summary = ModuleSummary(path, module, is_package)
+    summary.star_bindings = dict(star_bindings or {})
     summary.sampler_injection_off = bool(SAMPLER_INJECTION_OFF.search(text))
     summary.model_layers = model_layers(text)
     summary.legacy_keywords, summary.legacy_fields = legacy_trainer_args(text)
@@ -709,6 +750,7 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
     try:
         syntax, use_tables = _read_tree(tree, syntax=True, uses=_mentions_use_methods(text))
         summary.syntax = syntax
+        summary.exports = _exports(tree)
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
@@ -793,9 +835,25 @@ class _Summarizer(ValueEvaluator):
             self.size_uses, self.numpy_uses = use_tables
         elif _mentions_use_methods(self.text):
             self.size_uses, self.numpy_uses = _size_uses(tree)
+        # The names the star imports bind come first: the module's own imports rebind them.
+        # (A name the module assigns at its top level is the module's own: `np = None`.)
+        assigned = {
+            node.id
+            for statement in tree.body
+            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for target in getattr(statement, "targets", None) or [statement.target]  # type: ignore[attr-defined]
+            for node in ast.walk(target)
+            if isinstance(node, ast.Name)
+        }
+        brought = {k: v for k, v in self.summary.star_bindings.items() if k not in assigned}
+        self.module_imports.update(brought)
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
-        self.summary.imports = dict(self.module_imports)
+        self.summary.imports = {
+            name: target
+            for name, target in self.module_imports.items()
+            if brought.get(name) != target
+        }
 
     def _record_none_args(self, call: CallSite, node: ast.Call, scope: Scope) -> None:
         """The call's arguments that are the literal None, True or False, those that may

@@ -101,6 +101,11 @@ class Resolver:
         (ProjectModel.record_attribute)."""
         raise NotImplementedError
 
+    def star_bindings(self) -> dict[str, str]:
+        """The imports the file's star imports bring (ModuleSummary.star_bindings): none
+        without a project."""
+        return {}
+
     def current_function(self) -> cst.FunctionDef | None:  # pragma: no cover
         """The function the walk is in: the one around a node whose parents the walk has not
         linked yet (a rule asks about the children of the node it visits)."""
@@ -238,8 +243,10 @@ class PositionValues:
         if tree is None:
             return
         snapshots: dict[int, Any] = {}
+        summary = ModuleSummary("<query>", self.module_name, self.is_package)
+        summary.star_bindings = self.resolver.star_bindings()
         walker = _Summarizer(
-            ModuleSummary("<query>", self.module_name, self.is_package),
+            summary,
             self.source,
             snapshots=snapshots,
         )
