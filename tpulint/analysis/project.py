@@ -496,7 +496,7 @@ class ProjectModel:
         return {
             name: target
             for name, target in out.items()
-            if name not in defined and module.imports.get(name, target) == target
+            if name not in defined and name not in module.imports
         }
 
     def _star_bindings(self, module: ModuleSummary, seen: set[int]) -> dict[str, str]:
