@@ -511,3 +511,30 @@ def test_star_args_are_what_the_calls_pass(tmp_path: Path) -> None:
     assert '["p", 1]' in json.dumps(returns["loudest#0"])
     # With keyword-only parameters the positions past the named ones are not known.
     assert '["p", 1]' not in json.dumps(returns["quiet#0"])
+
+
+def test_star_imports_bind_the_imports_of_the_modules_they_read() -> None:
+    # `from helpers import *` binds what `helpers` imports (its public names, or those its
+    # `__all__` lists), also through its own star imports; the importer's own imports and
+    # definitions win.
+    files = [
+        ("/p/pkg/__init__.py", ""),
+        ("/p/pkg/base.py", "import numpy as np\nimport os as _os\n"),
+        ("/p/pkg/helpers.py", "import torch\nfrom .base import *\n"),
+        ("/p/pkg/listed.py", "import torch\nimport numpy as np\n__all__ = ['np']\n"),
+        ("/p/pkg/model.py", "from .helpers import *\nimport numpy\n\ndef torch():\n    pass\n"),
+        ("/p/pkg/loss.py", "from .helpers import *\n"),
+        ("/p/pkg/metric.py", "from .listed import *\n"),
+    ]
+    model = build_model(files)
+    bindings = {path.rsplit("/", 1)[1]: model.star_bindings(m) for path, m in model.modules.items()}
+    assert bindings["helpers.py"] == {"np": "numpy"}
+    assert bindings["model.py"] == {"np": "numpy"}  # its own `torch` function wins
+    assert bindings["loss.py"] == {"torch": "torch", "np": "numpy"}
+    assert bindings["metric.py"] == {"np": "numpy"}
+    # A module-level lambda is a function of its module: what a call returns is its body's.
+    lambdas = build_model(
+        [("/q/m.py", "import numpy as np\n\nto_db = lambda x: 10.0 * np.log10(x)\n")]
+    )
+    (function,) = lambdas.functions.values()
+    assert function.summary.name == "to_db" and function.summary.returns == [["numpy"]]

@@ -249,7 +249,8 @@ class HostTransferInHotPath(TrackingRule, Rule):
     tensor (Python iterates it and compares or tests every element on the host), a tensor
     passed where torch wants a Python number (`torch.nan_to_num(x, nan=t)`,
     `torch.full(shape, t)`), and a tensor used as a Python
-    index into an `nn.ModuleList` or a list (`self.heads[k]`). `.item()` is TPU101's, and
+    index into an `nn.ModuleList` or a list or tuple the code builds (`self.heads[k]`; a
+    tensor indexed by a tensor is a gather on the device, not a read). `.item()` is TPU101's, and
     conversions passed to `self.log`
     are TPU102's.
 
@@ -467,6 +468,19 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        y = torch.nan_to_num(batch, nan=0.0)\n"
             "        m = torch.minimum(y, torch.zeros_like(y))\n"
             "        return self.heads[batch_idx % 3](y[:n] + m[:n])\n"
+        ),
+        # A tensor indexed by a device integer tensor is a gather on the device, also when
+        # the tensor comes from a parameter annotated `dict` (its entries may be tensors).
+        Valid(
+            "import numpy as np\n" + _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        return self.pair_score(self(batch), {'mask': batch > 0}, [[0, 1]])\n\n"
+            "    def pair_score(self, coords: torch.Tensor, feats: dict, groups):\n"
+            "        keep = feats['mask'].to(coords).bool()\n"
+            "        for group in groups:\n"
+            "            idx = torch.from_numpy(np.asarray(group)).to(coords.device).long()\n"
+            "            pair = keep[:, None] * keep[None, idx]\n"
+            "            pair[idx] = pair[idx] * 2\n"
+            "        return coords.sum() + pair.sum()\n"
         ),
         # A dict built here hashes a tensor key by its identity: nothing is read.
         Valid(
@@ -794,6 +808,25 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        return self.heads[task.argmax()](x)\n",
             message="as a Python index",
         ),
+        # A list built in the step, and a list attribute, indexed by device tensors.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        owner = (self(batch) > 0).nonzero()[:, 0]\n"
+            "        groups = [[] for _ in range(4)]\n"
+            "        for k in owner:\n"
+            "            groups[k].append(k)\n"
+            "        return self(batch).sum()\n",
+            message="as a Python index",
+        ),
+        Invalid(
+            _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.weights = [0.5, 1.0, 2.0]\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        return self(x).sum() * self.weights[y.argmax()]\n",
+            message="as a Python index",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -835,13 +868,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
         index = node.slice[0].slice
         if not isinstance(index, cst.Index) or isinstance(index.value, (cst.Integer, cst.Slice)):
             return
-        if ctx.value_kind(node.value) not in (ValueKind.MODULE, ValueKind.HOST):
+        if not self._python_sequence(node.value):
             return
-        if (
-            isinstance(node.value, (cst.Dict, cst.Call))
-            or ctx.value_kind(index.value) is not ValueKind.DEVICE
-            or ctx.is_dict(node.value)  # a dict hashes a tensor key by identity: no read
-        ):
+        if ctx.value_kind(index.value) is not ValueKind.DEVICE:
             return
         if not is_torch_tensor(ctx, index.value, self.bindings) and not isinstance(
             index.value, cst.Call
@@ -857,6 +886,28 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "(`torch.stack` of the outputs and `index_select`/`gather`)",
             applicability=Applicability.DISPLAY_ONLY,
         )
+
+    def _python_sequence(self, base: cst.BaseExpression) -> bool:
+        """Whether `base` is surely what Python indexes with `__index__`: a module list
+        (`nn.ModuleList`, `nn.Sequential`), or a list or tuple built in this code, directly or
+        in every assignment of the `self.<attr>` it names. Another host value (a parameter
+        annotated `dict`, an element of one) may be a CPU tensor, which a tensor indexes on
+        its device; a dict hashes a tensor key by identity: no read either."""
+        ctx = self.ctx
+        if isinstance(base, (cst.Dict, cst.Call)):
+            return False
+        kind = ctx.value_kind(base)
+        if kind is ValueKind.MODULE:
+            return True
+        if kind is not ValueKind.HOST:
+            return False
+        if ctx.is_sequence(base):
+            return True
+        attribute = self_attribute_name(base)
+        if attribute is None:
+            return False
+        assigned = _self_assignments(ctx, attribute)
+        return bool(assigned) and all(ctx.is_sequence(value) for value in assigned)
 
     def _check_comparing(self, node: cst.Call, name: str) -> None:
         ctx = self.ctx

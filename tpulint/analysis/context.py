@@ -297,6 +297,11 @@ class FileContext(Resolver):
         comprehension): a tensor key is hashed by identity there, never read."""
         return self.values.is_dict(node)
 
+    def is_sequence(self, node: cst.BaseExpression) -> bool:
+        """Whether the expression is surely a Python list or tuple built in this code (a
+        display or a comprehension): indexing it with a tensor reads the tensor on the host."""
+        return self.values.is_sequence(node)
+
     def dict_value_kinds(self, node: cst.BaseExpression) -> list[ValueKind] | None:
         """What each value a local dict holds is, when the expression surely holds a dict
         built in this code (a literal or comprehension, filled in or not); else None."""
@@ -390,6 +395,10 @@ class FileContext(Resolver):
         view = self.analysis.view
         found = view.batch_key_kind(key) if view is not None else None
         return kind_named(found) if found is not None else None
+
+    def star_bindings(self) -> dict[str, str]:
+        view = self.analysis.view
+        return dict(view.module.star_bindings) if view is not None else {}
 
     def record_attribute(self, name: str) -> ValueKind | None:
         view = self.analysis.view

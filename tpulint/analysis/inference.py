@@ -49,6 +49,7 @@ Value atoms (JSON-friendly, so summaries cache as they are):
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,8 @@ from tpulint.analysis.value_tables import (
 )
 
 Atom = Any  # str | list (see the module docstring)
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
@@ -161,6 +164,7 @@ class ValueEvaluator:
     and `qualify`)."""
 
     module_names: set[str]
+    star_import: bool = False
 
     def qualify(self, text: str, imports: dict[str, str]) -> str:
         """The qualified name of a dotted name through the visible imports, or `.name` for
@@ -602,7 +606,9 @@ class ValueEvaluator:
                         atoms = container_elements(atoms)  # `max(values)`: one of the values
                     out = union(out, atoms)
                 return out
-            if name in self.module_names:
+            if name in self.module_names or (self.star_import and name not in _BUILTIN_NAMES):
+                # A function of this module, or a name a `from m import *` binds (the model
+                # resolves it through the star imports, as Python does).
                 return [["c", "name", "." + name, args()]]
             return ["unknown"]
         if not isinstance(func, ast.Attribute):

@@ -495,6 +495,35 @@ class ProjectModel:
             key=lambda c: (os.path.dirname(c.path) == here, _shared_prefix(c.path, near.path)),
         )
 
+    def star_bindings(self, module: ModuleSummary) -> dict[str, str]:
+        """What the module's `from m import *` of project modules bind to those modules'
+        imports (`torch` where `utils` imports it), as Python binds them: the public names,
+        or those `__all__` lists, also through their own star imports; the module's own
+        top-level imports and definitions win."""
+        out = self._star_bindings(module, set())
+        defined = {f.name for f in module.functions if f.cls is None and f.parent is None}
+        defined |= {c.name for c in module.classes if "." not in c.qualname}
+        return {
+            name: target
+            for name, target in out.items()
+            if name not in defined and name not in module.imports
+        }
+
+    def _star_bindings(self, module: ModuleSummary, seen: set[int]) -> dict[str, str]:
+        seen.add(id(module))
+        out: dict[str, str] = {}
+        for star in module.scope.star_imports:
+            source = self.module_named(star, module)
+            if source is None or id(source) in seen:
+                continue
+            brought = {**self._star_bindings(source, seen), **source.imports}
+            exports = source.exports
+            for name, target in brought.items():
+                public = not name.startswith("_") if exports is None else name in exports
+                if public:
+                    out.setdefault(name, target)
+        return out
+
     def _inner_root(self, name: str, near: ModuleSummary | None) -> str | None:
         """The package of `near` that holds a module `name`, for `from metrics.utils import
         f` in `proj/models/net.py` where `proj/metrics/utils.py` exists: the project's scripts
@@ -2296,7 +2325,18 @@ def build_model(
             module_name_for_path(path) if path not in ("-", "<stdin>") else (None, False)
         )
         summaries.append(summarize(text, path, module, is_package))
-    return ProjectModel(summaries, hot_methods, lightning_version)
+    model = ProjectModel(summaries, hot_methods, lightning_version)
+    texts = dict(files)
+    # Files whose star imports bring imports are read again with them (as a run does).
+    again = [
+        summarize(texts[s.path], s.path, s.module, s.is_package, model.star_bindings(s))
+        if s.scope.star_imports and model.star_bindings(s)
+        else s
+        for s in summaries
+    ]
+    if any(a is not s for a, s in zip(again, summaries, strict=True)):
+        model = ProjectModel(again, hot_methods, lightning_version)
+    return model
 
 
 def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugging aid

@@ -624,6 +624,12 @@ class ModuleSummary:
     # device atoms of each positional argument, of each keyword] (placement_atoms'
     # reading), what a placement on a parameter of a script's loop resolves through.
     top_calls: list[list[Any]] = field(default_factory=list)
+    # The names its `from m import *` of project modules bind to imports of theirs (`torch`
+    # of a `utils` that imports it), given to the summary by the project (star_bindings).
+    star_bindings: dict[str, str] = field(default_factory=dict)
+    # What a `from <this module> import *` binds: the names of its `__all__` when it sets one
+    # to a literal list (None: every public name; empty when set some other way).
+    exports: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -640,6 +646,8 @@ class ModuleSummary:
             "lk": self.legacy_keywords,
             "lf": self.legacy_fields,
             "sx": self.syntax.to_json() if self.syntax is not None else None,
+            "sb": self.star_bindings,
+            "ex": self.exports,
         }
 
     @classmethod
@@ -659,12 +667,90 @@ class ModuleSummary:
             data.get("lf", []),
             Syntax.from_json(data["sx"]) if data["sx"] is not None else None,
             top_calls=data.get("tc", []),
+            star_bindings=data.get("sb", {}),
+            exports=data.get("ex"),
         )
 
 
-def summarize(text: str, path: str, module: str | None, is_package: bool) -> ModuleSummary:
-    """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it)."""
+def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
+    """The module-level assignments of a lambda to a name the module binds nowhere else
+    (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
+    found: dict[int, ast.Assign] = {}
+    names: dict[str, int] = {}
+    for statement in tree.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names[node.id] = names.get(node.id, 0) + 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    names[name] = names.get(name, 0) + 2  # rebound elsewhere
+            elif isinstance(node, ast.alias):
+                local = (node.asname or node.name).split(".", 1)[0]
+                names[local] = names.get(local, 0) + 2
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Lambda)
+        ):
+            found[id(statement)] = statement
+    return {
+        key: node
+        for key, node in found.items()
+        if names.get(node.targets[0].id) == 1  # type: ignore[attr-defined]
+        and node.targets[0].id not in defined  # type: ignore[attr-defined]
+    }
+
+
+def _lambda_def(node: ast.Assign) -> ast.FunctionDef:
+    """The function a module-level `name = lambda ...: body` defines."""
+    value = node.value
+    assert isinstance(value, ast.Lambda)
+    name = node.targets[0]
+    assert isinstance(name, ast.Name)
+    returned = ast.copy_location(ast.Return(value=value.body), value.body)
+    returned.end_lineno, returned.end_col_offset = value.body.end_lineno, value.body.end_col_offset
+    function = ast.FunctionDef(
+        name=name.id, args=value.args, body=[returned], decorator_list=[], returns=None
+    )
+    function.type_params = []
+    return ast.copy_location(function, node)
+
+
+def _exports(tree: ast.Module) -> list[str] | None:
+    """The names a module's top-level `__all__` lists (see ModuleSummary.exports)."""
+    exports: list[str] | None = None
+    for statement in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            targets = [statement.target]
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = statement.value  # type: ignore[attr-defined]
+        names = (
+            [e.value for e in value.elts if isinstance(e, ast.Constant)]
+            if isinstance(value, (ast.List, ast.Tuple))
+            else None
+        )
+        if names is None or not all(isinstance(n, str) for n in names):
+            return []
+        exports = names if isinstance(statement, ast.Assign) else [*(exports or []), *names]
+    return exports
+
+
+def summarize(
+    text: str,
+    path: str,
+    module: str | None,
+    is_package: bool,
+    star_bindings: dict[str, str] | None = None,
+) -> ModuleSummary:
+    """The summary of one file (an empty one, `parsed=False`, if `ast` rejects it);
+    `star_bindings`: the imports its star imports bring (ModuleSummary.star_bindings)."""
     summary = ModuleSummary(path, module, is_package)
+    summary.star_bindings = dict(star_bindings or {})
     summary.sampler_injection_off = bool(SAMPLER_INJECTION_OFF.search(text))
     summary.model_layers = model_layers(text)
     summary.legacy_keywords, summary.legacy_fields = legacy_trainer_args(text)
@@ -678,6 +764,7 @@ def summarize(text: str, path: str, module: str | None, is_package: bool) -> Mod
     try:
         syntax, use_tables = _read_tree(tree, syntax=True, uses=_mentions_use_methods(text))
         summary.syntax = syntax
+        summary.exports = _exports(tree)
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
@@ -725,7 +812,10 @@ class _Summarizer(ValueEvaluator):
                 self.rank_source_lines = self._lines_matching(RANK_SOURCES)
         self.counts: dict[str, int] = {}
         self.module_imports: dict[str, str] = {}
-        self.module_names: set[str] = set()  # module-level defs and classes
+        self.module_names: set[str] = set()  # module-level defs, lambdas and classes
+        # Module-level `name = lambda ...` assignments read as functions (_lambda_functions).
+        self.lambda_functions: dict[int, ast.Assign] = {}
+        self.star_import = False  # whether the module has a `from m import *`
         # The function keys and class qualnames by `id` of their node (for the scope facts).
         self.node_keys: dict[int, str] = {}
         # name -> (the sorted lines where it is passed as a size (`x.view(n, rows, cols)`),
@@ -764,13 +854,31 @@ class _Summarizer(ValueEvaluator):
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
+        self.lambda_functions = _lambda_functions(tree, self.module_names)
+        self.module_names.update(node.targets[0].id for node in self.lambda_functions.values())  # type: ignore[attr-defined]
         if use_tables is not None:
             self.size_uses, self.numpy_uses = use_tables
         elif _mentions_use_methods(self.text):
             self.size_uses, self.numpy_uses = _size_uses(tree)
+        # The names the star imports bind come first: the module's own imports rebind them.
+        # (A name the module assigns at its top level is the module's own: `np = None`.)
+        assigned = {
+            node.id
+            for statement in tree.body
+            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for target in getattr(statement, "targets", None) or [statement.target]  # type: ignore[attr-defined]
+            for node in ast.walk(target)
+            if isinstance(node, ast.Name)
+        }
+        brought = {k: v for k, v in self.summary.star_bindings.items() if k not in assigned}
+        self.module_imports.update(brought)
         scope = Scope(None, self.module_imports)
         self.block(tree.body, scope, [], None)
-        self.summary.imports = dict(self.module_imports)
+        self.summary.imports = {
+            name: target
+            for name, target in self.module_imports.items()
+            if brought.get(name) != target
+        }
         self._settle_placements()
 
     def _settle_placements(self) -> None:
@@ -896,6 +1004,7 @@ class _Summarizer(ValueEvaluator):
                 return
             for alias in node.names:
                 if alias.name == "*":
+                    self.star_import = True
                     continue
                 scope.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
             return
@@ -1026,6 +1135,11 @@ class _Summarizer(ValueEvaluator):
         if scope.info is not None and not self.query and self.collates.get(scope.info.key):
             self.built_keys(node, scope)
         if isinstance(node, ast.Assign):
+            lambda_function = self.lambda_functions.get(id(node)) if scope.info is None else None
+            if lambda_function is not None:
+                # `to_db = lambda x: 10 * np.log10(x)` at module level: a function of the
+                # module, whose calls return what its body computes.
+                self.function(_lambda_def(lambda_function), scope, names, None)
             self.expression(node.value, scope)
             value = self.atoms(node.value, scope)
             for target in node.targets:

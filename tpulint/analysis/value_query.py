@@ -101,6 +101,11 @@ class Resolver:
         (ProjectModel.record_attribute)."""
         raise NotImplementedError
 
+    def star_bindings(self) -> dict[str, str]:
+        """The imports the file's star imports bring (ModuleSummary.star_bindings): none
+        without a project."""
+        return {}
+
     def current_function(self) -> cst.FunctionDef | None:  # pragma: no cover
         """The function the walk is in: the one around a node whose parents the walk has not
         linked yet (a rule asks about the children of the node it visits)."""
@@ -188,6 +193,18 @@ class PositionValues:
             isinstance(a, list) and a[0] == "s" and len(a) > 2 for a in atoms
         )
 
+    def is_sequence(self, node: cst.BaseExpression) -> bool:
+        """Whether the node holds a Python list or tuple built in this code (a display or a
+        comprehension, the inference's `["s", values]` and `["t", ...]` atoms) on every path:
+        a tensor used as its index is read on the host (`__index__`)."""
+        found = self.atoms(node)
+        if found is None:
+            return False
+        atoms = [a for a in found[0] if a != "none"]
+        return bool(atoms) and all(
+            isinstance(a, list) and ((a[0] == "s" and len(a) == 2) or a[0] == "t") for a in atoms
+        )
+
     def dict_value_kinds(self, node: cst.BaseExpression) -> list[ValueKind] | None:
         """The kinds of the values a dict holds, one per value the code stores in it, when
         the node holds a dict literal or comprehension on every path (filled in afterwards
@@ -226,8 +243,10 @@ class PositionValues:
         if tree is None:
             return
         snapshots: dict[int, Any] = {}
+        summary = ModuleSummary("<query>", self.module_name, self.is_package)
+        summary.star_bindings = self.resolver.star_bindings()
         walker = _Summarizer(
-            ModuleSummary("<query>", self.module_name, self.is_package),
+            summary,
             self.source,
             snapshots=snapshots,
         )

@@ -38,7 +38,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 48
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s33"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s34"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
@@ -268,6 +268,52 @@ def context_signature(path: str) -> str:
     return f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
+def with_star_bindings(
+    model: ProjectModel,
+    summaries: list[ModuleSummary],
+    items: Sequence[tuple[str, str]],
+    cache: ScanCache | None,
+) -> list[ModuleSummary] | None:
+    """The summaries again, with the files whose star imports of project modules bring
+    imports (`from utils import *` binding the `torch` that `utils` imports) summarised
+    once more with those bindings (ModuleSummary.star_bindings); None when there is none."""
+    from tpulint.analysis.summary import ModuleSummary, summarize
+
+    texts = dict(items)
+    out: list[ModuleSummary] = []
+    changed = False
+    for summary in summaries:
+        text = texts.get(summary.path)
+        bindings = (
+            model.star_bindings(summary)
+            if summary.parsed and summary.scope.star_imports and text is not None
+            else {}
+        )
+        if not bindings or bindings == summary.star_bindings:
+            out.append(summary)
+            continue
+        module, is_package = module_name_for_path(summary.path)
+        key = _summary_key(module, is_package, f"{sorted(bindings.items())}\n{text}")
+        cached = cache.get_raw(key) if cache is not None else None
+        again = None
+        if cached is not None:
+            try:
+                again = ModuleSummary.from_json(summary.path, cached)
+            except (KeyError, TypeError, IndexError, ValueError, AttributeError):
+                cache.discard(key)  # type: ignore[union-attr]
+        if again is None:
+            try:
+                again = summarize(text, summary.path, module, is_package, bindings)
+            except Exception:  # the first summary stands (its failure was seen there)
+                out.append(summary)
+                continue
+            if cache is not None:
+                cache.put_raw(key, again.to_json())
+        out.append(again)
+        changed = True
+    return out if changed else None
+
+
 def model_of(
     items: Sequence[tuple[str, str]],
     config: Config,
@@ -288,12 +334,12 @@ def model_of(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        model = ProjectModel(
-            summarize_files(items, cache, jobs, meanwhile),
-            config.hot_methods,
-            config.lightning_version,
-            configs=read_configs(configs, cache),
-        )
+        summaries = summarize_files(items, cache, jobs, meanwhile)
+        facts = read_configs(configs, cache)
+        model = ProjectModel(summaries, config.hot_methods, config.lightning_version, facts)
+        rebound = with_star_bindings(model, summaries, items, cache)
+        if rebound is not None:
+            model = ProjectModel(rebound, config.hot_methods, config.lightning_version, facts)
         model.lightning_table()
         model.hot  # noqa: B018
         model.precompute_callers()
@@ -381,6 +427,9 @@ def with_source(model: ProjectModel, path: str, text: str, config: Config) -> Pr
         return model
     module, is_package = module_name_for_path(absolute)
     mine = summarize(text, absolute, module, is_package)
+    bindings = model.star_bindings(mine) if mine.scope.star_imports else {}
+    if bindings:
+        mine = summarize(text, absolute, module, is_package, bindings)
     others = (m for p, m in model.modules.items() if p != absolute)
     return ProjectModel(
         [*others, mine], config.hot_methods, config.lightning_version, model.configs
