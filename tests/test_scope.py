@@ -3215,3 +3215,135 @@ def test_another_project_spelling_a_name_builds_nothing_here(tmp_path: Path) -> 
     """
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "a/kit/parts.py", "# probe") == why_unbuilt("Probe")
+
+
+# --- models only inference builds -----------------------------------------------------------
+
+INFERENCE_MODELS = {
+    "pkg/__init__.py": "",
+    "pkg/shared.py": """\
+        def shared_loss(x):
+            return (x > 0).nonzero()  # shared
+    """,
+    "pkg/heads.py": """\
+        import torch
+
+
+        class HeadB(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # head-b
+
+
+        def b_score(x):
+            return x.sum().item()  # b-only
+    """,
+    "pkg/models.py": """\
+        import lightning as L
+
+        from pkg.heads import HeadB, b_score
+        from pkg.shared import shared_loss
+
+
+        class ModelA(L.LightningModule):
+            def training_step(self, batch, i):
+                return shared_loss(batch)  # a-step
+
+
+        class ModelB(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.head = HeadB()
+
+            def training_step(self, batch, i):
+                return b_score(self.head(batch)) + shared_loss(batch)  # b-step
+
+            def predict_step(self, batch, i):
+                return self.head(batch)
+    """,
+    "train.py": """\
+        import hydra
+        import lightning as L
+        import yaml
+
+
+        def main(path):
+            cfg = yaml.safe_load(open(path))
+            model = hydra.utils.instantiate(cfg["model"])
+            L.Trainer(accelerator="gpu").fit(model)
+
+
+        if __name__ == "__main__":
+            main("configs/train.yaml")
+    """,
+    "pkg/cli.py": """\
+        import click
+        import lightning as L
+
+        from pkg.models import ModelB
+
+
+        @click.group()
+        def cli():
+            pass
+
+
+        @cli.command()
+        @click.argument("checkpoint")
+        def predict(checkpoint):
+            model = ModelB.load_from_checkpoint(checkpoint)
+            L.Trainer(accelerator="gpu").predict(model)
+    """,
+}
+
+
+@pytest.mark.parametrize("selects_b", [False, True])
+def test_a_model_only_a_prediction_command_loads_is_inference(
+    tmp_path: Path, selects_b: bool
+) -> None:
+    """A LightningModule that only a command which predicts and never fits builds or loads,
+    while the project's training script fits another class (named by its config), is
+    inference: its hooks and what only they reach leave the default scope. What the trained
+    class also reaches stays, and so does everything once a config may select the class."""
+    target = "pkg.models.ModelB" if selects_b else "pkg.models.ModelA"
+    configs = {"configs/train.yaml": f"model:\n  _target_: {target}\n"}
+    model = with_configs(tmp_path, INFERENCE_MODELS, configs)
+    why = (
+        "inference only (reached from `ModelB`, a model only `predict` in cli.py builds or "
+        "loads, which calls `trainer.predict` and never fits)"
+    )
+    for marker, where in [("# b-step", "pkg/models.py"), ("# b-only", "pkg/heads.py")]:
+        assert reason_at(model, tmp_path, where, marker) == (None if selects_b else why), marker
+    assert reason_at(model, tmp_path, "pkg/shared.py", "# shared") is None
+    if not selects_b:
+        assert reason_at(model, tmp_path, "pkg/models.py", "# a-step") is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # The command fits too: the class trains.
+        ('L.Trainer(accelerator="gpu").predict(model)', "L.Trainer().fit(model)"),
+        # A helper builds it and the caller is not known to predict only.
+        ("model = ModelB.load_from_checkpoint(checkpoint)", "model = build(checkpoint)"),
+    ],
+)
+def test_a_model_a_fitting_or_unknown_caller_builds_stays(
+    tmp_path: Path, change: tuple[str, str]
+) -> None:
+    files = dict(INFERENCE_MODELS)
+    old, new = change
+    text = textwrap.dedent(files["pkg/cli.py"])
+    assert old in text
+    files["pkg/cli.py"] = text.replace(old, new) + "\n\ndef build(path):\n    return ModelB()\n"
+    configs = {"configs/train.yaml": "model:\n  _target_: pkg.models.ModelA\n"}
+    model = with_configs(tmp_path, files, configs)
+    assert reason_at(model, tmp_path, "pkg/models.py", "# b-step") is None
+    assert reason_at(model, tmp_path, "pkg/heads.py", "# b-only") is None
+
+
+def test_a_project_that_never_fits_keeps_its_models(tmp_path: Path) -> None:
+    """Without a script that fits, the project is a library: a model a prediction command
+    loads may be trained by its users."""
+    files = {k: v for k, v in INFERENCE_MODELS.items() if k != "train.py"}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/models.py", "# b-step") is None

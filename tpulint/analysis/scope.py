@@ -24,7 +24,10 @@ A finding is outside the scope, with the reason, when its code:
   branches taken only when an inference flag is on (`if _offload_inference:` where the
   parameter defaults to False, the `else` of `if not self.predict_mode:` where the
   attribute is set only from such a parameter) while no training code of the project
-  passes or sets it on;
+  passes or sets it on; and a LightningModule only inference builds (see
+  `_inference_only_classes`: every construction or `load_from_checkpoint` is in a script or
+  CLI command that predicts, tests or validates and never fits, while the repository has a
+  script that fits), with what only its methods reach;
 - is evaluation after training: `test_step` and the other hooks of `trainer.test`
   (`test_dataloader`, `on_test_*`, `test_epoch_end`) with what only they reach (the classes
   only they build too), unless a script of the project tests after fitting in the same run
@@ -1520,6 +1523,16 @@ class ProjectScope:
                     )
                     role = INFER if evaluates else EPOCH
                     roots[fn.gkey] = (role, f"`{summary.name}`")
+        # The methods of a LightningModule that only inference entry points build.
+        for gkey, why in self._inference_only_classes().items():
+            cls = self.model.classes[gkey]
+            if not unclaimed(cls.module.path):
+                continue
+            functions = self.model._module_functions[id(cls.module)]
+            for key in cls.summary.methods.values():
+                fn = functions.get(key)
+                if fn is not None and fn.gkey not in roots:
+                    roots[fn.gkey] = (INFER, why)
         if not roots:
             return state
         # What the roots reach, through calls the model resolves (a method called on a value
@@ -1581,9 +1594,15 @@ class ProjectScope:
                             trained.add(callee)
         # Lightning calls a reached hook of fit itself (a `test_step` that returns
         # `self.validation_step(batch, i)`: the validation step still runs in fit).
+        inference_only = self._inference_only_classes()
         for node in reached:
             fn = self.model.functions.get(node)
-            if fn is not None and fn.owner is not None and self._fit_hook(fn):
+            if (
+                fn is not None
+                and fn.owner is not None
+                and fn.owner not in inference_only
+                and self._fit_hook(fn)
+            ):
                 trained.add(node)
         queue = deque(trained)
         while queue:
@@ -1597,6 +1616,93 @@ class ProjectScope:
                 state.roles[node] = role
                 state.why[node] = why
         return state
+
+    def _inference_only_classes(self) -> dict[str, str]:
+        """The project's LightningModules that only inference builds, with the reason: every
+        construction or reference (`Model(...)`, `Model.load_from_checkpoint(path)`), tests
+        and the class's own methods aside, sits in code whose Trainer calls are `predict`,
+        `test` or `validate` and never `fit` (a prediction CLI command, an evaluation
+        script), while a script of the same repository fits (it trains other classes). A
+        class a config, a registry, a string of the code or a run-time lookup may name,
+        a subclass, or a class whose base a config names, stays: a fit may build it."""
+        found = self.__dict__.get("_inference_only")
+        if found is not None:
+            return found
+        found = {}
+        self.__dict__["_inference_only"] = found
+        fitting = [
+            path
+            for path, module in self.model.modules.items()
+            if not _is_test_path(path)
+            and any({"fit", "tune"} & set(calls) for calls in module.scope.trainer_calls.values())
+        ]
+        if not fitting:
+            return found  # a library with no training entry point
+        configured = self._configured_classes()
+        words: set[str] = set()
+        for config in self.model.configs:
+            words.update(config.words)
+        looked_up: set[str] = set()
+        refs: dict[str, list[tuple[str, str]]] = {}
+        for path, module in self.model.modules.items():
+            words.update(t.replace(":", ".").rsplit(".", 1)[-1] for t in module.scope.strings)
+            for target in module.scope.lookups:
+                if target in ("", "*", "^"):
+                    looked_up.add(path if target != "^" else "^")
+                    continue
+                hit = self.model.lookup(target, module)
+                if isinstance(hit, ModuleSummary):
+                    looked_up.add(hit.path)
+            for key, qualified, _, _, registry in module.scope.class_refs:
+                for target in self._ref_targets(qualified, module, {}):
+                    marker = "registry" if registry is not None else key
+                    refs.setdefault(target, []).append((path, marker))
+        if "^" in looked_up:
+            return found  # `__subclasses__`: any class may be built
+        for gkey, cls in self.model.classes.items():
+            path = cls.module.path
+            if _is_test_path(path) or path in looked_up:
+                continue
+            if not self.model.class_kind(gkey) & ClassKind.LIGHTNING_MODULE:
+                continue
+            if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            if cls.summary.name in words or self.model.subclasses(gkey):
+                continue
+            if any(g in configured for g in self.model.mro(gkey)):
+                continue
+            if not any(same_repository(where, path) for where in fitting):
+                continue
+            builders: set[tuple[str, str]] = set()
+            evaluates: set[str] = set()
+            for where, key in refs.get(gkey, ()):
+                if _is_test_path(where):
+                    continue
+                if key == "registry":
+                    break
+                fn = self.model.functions.get(f"{where}:{key}") if key else None
+                if fn is not None and fn.owner == gkey:
+                    continue  # its own methods (`super(Model, self)`)
+                methods = self._trainer_methods(f"{where}:{key}") if key else None
+                if not methods or methods & {"fit", "tune"}:
+                    break
+                asked = next((m for m in ("predict", "test", "validate") if m in methods), None)
+                if asked is None:
+                    break
+                builders.add((where, key))
+                evaluates.add(asked)
+            else:
+                if builders:
+                    where, key = sorted(builders)[0]
+                    fn = self.model.functions.get(f"{where}:{key}")
+                    shown = fn.summary.name if fn is not None else key
+                    name = f"`{shown}` in {os.path.basename(where)}"
+                    calls = ", ".join(f"`trainer.{m}`" for m in sorted(evaluates))
+                    found[gkey] = (
+                        f"`{cls.summary.name}`, a model only {name} builds or loads, which "
+                        f"calls {calls} and never fits"
+                    )
+        return found
 
     def _called_names(self) -> frozenset[str]:
         """The last names of everything the project's code calls (`offline_inference` of

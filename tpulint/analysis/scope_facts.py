@@ -1091,6 +1091,8 @@ class _Walker:
             # `@app.command()`, `@hydra.main(...)`, `@register("name")`: the function is
             # run (or registered to be run) by whatever decorates it.
             self.facts.registered.append(["function", key])
+            if any(_runs_as_command(d) for d in qualified):
+                self.facts.commands.append(key)
         local = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
         for star in (node.args.vararg, node.args.kwarg):
             if star is not None:
