@@ -9,6 +9,9 @@ A finding is outside the scope, with the reason, when its code:
   a branch that imports a CUDA-only package (bitsandbytes, flash_attn), the handler of a
   CUDA error (`except torch.cuda.OutOfMemoryError:`, what follows `if "CUDA out of memory"
   not in str(e): raise`);
+- is a function that cannot complete on a TPU (`cannot_complete`): on every run it calls a
+  CUDA-only package or one with no XLA backend (tpulint.analysis.gpu_packages), or a
+  function of the project that cannot, through a call the project model resolves;
 - sits in a branch no run takes: a parameter's test (`p is None`, `p`, `mode == "cpu"`)
   that every call of the function decides the same way, an attribute kept from such a
   constructor parameter (`self.fused`, `self.ignore is not None`), a config option
