@@ -275,6 +275,136 @@ def merge(layer, delta):
     assert reason_at(model, tmp_path, "m.py", "layer.weight.data") is None
 
 
+def test_a_function_calling_a_cuda_only_package_cannot_run(tmp_path: Path) -> None:
+    """A function whose body calls a CUDA-only package on every run is not TPU code; a
+    method calling it through an attribute of a class the project builds is not either."""
+    model = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/raster.py": """\
+import torch
+import tinycudann as tcnn
+
+
+class GridContext:
+    def __init__(self, device):
+        self.device = device
+
+    def encode(self, points):
+        keep = points[points[:, 0] > 0]  # encode marker
+        return tcnn.Encoding(3, {"otype": "Grid"})(keep)
+""",
+            "pkg/model.py": MODULE_HEAD
+            + """\
+from pkg.raster import GridContext
+
+
+class Renderer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.grid = GridContext("cuda")
+
+    def forward(self, points):
+        features = self.grid.encode(points)
+        features[features < 0] = 0  # forward marker
+        return features
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.renderer = Renderer()
+
+    def training_step(self, batch, i):
+        return self.renderer(batch).sum()
+""",
+        },
+    )
+    reason = reason_at(model, tmp_path, "pkg/raster.py", "points[:, 0] > 0")
+    assert reason is not None and "`tinycudann.Encoding`" in reason, reason
+    reason = reason_at(model, tmp_path, "pkg/model.py", "features < 0")
+    assert reason is not None and "`self.grid.encode`" in reason, reason
+    assert "`tinycudann.Encoding`" in reason
+    # The step calls the renderer on every run: it cannot complete on a TPU either.
+    reason = reason_at(model, tmp_path, "pkg/model.py", "self.renderer(batch)")
+    assert reason is not None and reason.startswith("cannot run on a TPU: it calls `self.renderer`")
+
+
+def test_a_guarded_cuda_only_call_keeps_its_function(tmp_path: Path) -> None:
+    """A call of a CUDA-only package under a branch, or in a `try` with a fallback, or after
+    an early `return`, may not run: the function (and its callers) stay TPU code."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+import nvdiffrast.torch as dr
+
+
+def guarded(pos, use_raster):
+    mask = pos[:, 3] > 0  # guarded marker
+    if use_raster:
+        return dr.rasterize(pos)
+    return pos * mask
+
+
+def with_fallback(pos):
+    mask = pos[:, 2] > 0  # fallback marker
+    try:
+        out = dr.rasterize(pos)
+    except ImportError:
+        out = pos * mask
+    return out
+
+
+def unguarded(pos):
+    mask = pos[:, 0] > 0  # unguarded marker
+    return dr.rasterize(pos * mask)
+
+
+def returns_early(pos, cheap):
+    mask = pos[:, 1] > 0  # early marker
+    if cheap:
+        return pos * mask
+    return dr.rasterize(pos)
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return guarded(batch, False).sum() + with_fallback(batch).sum()
+"""
+        },
+    )
+    for marker in ("pos[:, 3] > 0", "pos[:, 2] > 0", "pos[:, 1] > 0"):
+        assert reason_at(model, tmp_path, "m.py", marker) is None, marker
+    reason = reason_at(model, tmp_path, "m.py", "pos[:, 0] > 0")
+    assert reason is not None and "`nvdiffrast.torch.rasterize`" in reason, reason
+
+
+def test_a_function_on_a_package_with_no_xla_backend(tmp_path: Path) -> None:
+    """DGL imports on a TPU VM but its graphs live on the CPU or CUDA only: a model step on
+    DGL graphs cannot run on a TPU."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """\
+import dgl
+
+
+class TreeDecoder(torch.nn.Module):
+    def forward(self, graph, scores):
+        trees = dgl.unbatch(graph)
+        scores[scores < 0.5] = 0.0  # tree marker
+        return trees, scores
+"""
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "scores < 0.5")
+    assert reason is not None and "`dgl.unbatch` (DGL" in reason, reason
+
+
 # --- inference, kernels, dead hooks (no entry point: a library) --------------------------------
 
 

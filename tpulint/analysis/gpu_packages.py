@@ -1,5 +1,7 @@
-"""Packages that exist only for NVIDIA GPUs: one table, read by the scope analysis (a branch
-that imports one is a GPU branch) and by TPU011 (importing one fails on a TPU VM)."""
+"""Packages whose code cannot run on a TPU: those that exist only for NVIDIA GPUs (read by the
+scope analysis: a branch that imports one is a GPU branch; and by TPU011: importing one fails on
+a TPU VM), and those that import on a TPU VM but have no XLA backend (read by the scope
+analysis only: a function that calls either kind cannot complete on a TPU)."""
 
 from __future__ import annotations
 
@@ -35,3 +37,26 @@ CUDA_ONLY_PACKAGES = {
 GPU_BRANCH_ROOTS = frozenset(
     {*(name.split(".", 1)[0] for name in CUDA_ONLY_PACKAGES), "pynvml", "deepspeed"}
 )
+
+# Packages that import on a TPU VM but have no XLA backend: their tensors or graphs live only
+# on the CPU or on CUDA devices, so model code built on them cannot run on an XLA device.
+# DGL: `DGLGraph.to` moves a graph "to the targeted device (cpu/gpu)"
+# (https://www.dgl.ai/dgl_docs/generated/dgl.DGLGraph.to.html), a graph accepts features only
+# on its own device ("Using DGLGraph on a GPU", guide 1.6), and its kernels are built for the
+# CPU and CUDA only. Not for TPU011: `import dgl` works on a TPU VM.
+NO_XLA_PACKAGES = {
+    "dgl": "DGL, whose graphs live on the CPU or CUDA devices only",
+}
+
+# Packages a call of which cannot complete on a TPU (the scope analysis: such a function's
+# code is not on the TPU path): the CUDA-only packages and those with no XLA backend.
+NO_TPU_CALL_PACKAGES = {**CUDA_ONLY_PACKAGES, **NO_XLA_PACKAGES}
+
+
+def no_tpu_package(qualified: str) -> str | None:
+    """What a qualified name's package is (`nvdiffrast.torch.rasterize`: "nvdiffrast's CUDA
+    rasteriser") when a call of it cannot complete on a TPU; None otherwise."""
+    for name, description in NO_TPU_CALL_PACKAGES.items():
+        if qualified == name or qualified.startswith(name + "."):
+            return description
+    return None

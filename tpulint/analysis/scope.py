@@ -9,6 +9,9 @@ A finding is outside the scope, with the reason, when its code:
   a branch that imports a CUDA-only package (bitsandbytes, flash_attn), the handler of a
   CUDA error (`except torch.cuda.OutOfMemoryError:`, what follows `if "CUDA out of memory"
   not in str(e): raise`);
+- is a function that cannot complete on a TPU (`cannot_complete`): on every run it calls a
+  CUDA-only package or one with no XLA backend (tpulint.analysis.gpu_packages), or a
+  function of the project that cannot, through a call the project model resolves;
 - sits in a branch no run takes: a parameter's test (`p is None`, `p`, `mode == "cpu"`)
   that every call of the function decides the same way, an attribute kept from such a
   constructor parameter (`self.fused`, `self.ignore is not None`), a config option
@@ -319,6 +322,7 @@ class ProjectScope:
         self.reach: _State | None = None  # from the TPU entry points
         self.library: _State | None = None  # every root of the rest of the project
         self._truths: dict[tuple[str, Any, str | None, int], Truth] = {}
+        self._incomplete: dict[str, list[str] | None] = {}
         self._computed = False
         # module path -> why no script of its application imports it (see `_unimported`)
         self.unimported: dict[str, str] = {}
@@ -1941,6 +1945,47 @@ class ProjectScope:
             return self._all(assigned, module, None, d)
         return None
 
+    def cannot_complete(self, fn: _Function) -> list[str] | None:
+        """Why `fn` cannot complete on a TPU, as the chain of calls it makes on every run
+        (ScopeFacts.sure_calls) down to a package whose calls cannot run on one (`["calls
+        `self.ctx.rasterize`", "calls `dr.rasterize` (nvdiffrast's CUDA rasteriser)"]`);
+        None when it may. Only calls the project model resolves to one function are followed:
+        a call under a branch or in a `try` keeps its caller."""
+        node = f"{fn.module.path}:{fn.summary.key}"
+        if node in self._incomplete:
+            return self._incomplete[node]
+        result, keep = self.model._recursion.answer(
+            ("complete", node), lambda: self._cannot_complete(fn), None
+        )
+        if keep:
+            self._incomplete[node] = result
+        return result
+
+    def _cannot_complete(self, fn: _Function) -> list[str] | None:
+        calls = fn.module.scope.sure_calls.get(fn.summary.key, ())
+        for form, target, text in calls:
+            if form == "pkg":
+                return [f"calls `{target}` ({text})"]
+        for form, target, text in calls:
+            if form == "pkg":
+                continue
+            if form == "name":
+                found = self.model.lookup(target, fn.module)
+                found = found if _is_function(found) else None
+            elif fn.owner is None:
+                continue
+            else:
+                resolved = self.model.resolve_call(
+                    fn.module, fn.owner, form, target, virtual=form == "self"
+                )
+                found = resolved[0] if len(resolved) == 1 and _is_function(resolved[0]) else None
+            if found is None or found is fn:
+                continue
+            inner = self.cannot_complete(found)
+            if inner is not None:
+                return [f"calls `{text}`", *inner]
+        return None
+
     def _attribute_stores(
         self, name: str, owner: str | None
     ) -> list[tuple[Truth, ModuleSummary, str]] | None:
@@ -2444,6 +2489,7 @@ class ProjectScope:
         for fn in module.functions:
             found = self.model.functions.get(f"{path}:{fn.key}")
             if found is not None:
+                parts.append(str(self.cannot_complete(found)))
                 parts.append(str(self._called_only_where_dead(found)))
                 parts.append(str(self._class_built_only_where_dead(found.owner)))
         return "|".join(parts)
@@ -2511,6 +2557,9 @@ class ProjectScope:
                 return _calls_reason(how, text, calls)
             return _region_reason(how, text, value)
         if fn is not None:
+            chain = self.cannot_complete(fn)
+            if chain is not None:
+                return _cannot_complete_reason(chain)
             kernel = self._kernel(fn)
             if kernel is not None:
                 # A decorator's name, or a compiler call (`warp.Kernel(...)`) given the function.
@@ -2816,6 +2865,11 @@ def _where(how: str, text: str) -> str:
     if how == "except":
         return f"in the handler of `{text}`, a CUDA error"
     return f"under `if {text}`"
+
+
+def _cannot_complete_reason(chain: list[str]) -> str:
+    """`["calls `self.ctx.rasterize`", "calls `nvdiffrast.torch.rasterize` (...)"]`."""
+    return "cannot run on a TPU: it " + ", which ".join(chain)
 
 
 def _region_reason(how: str, text: str, value: bool) -> str:

@@ -58,7 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS
+from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS, no_tpu_package
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
@@ -237,6 +237,13 @@ class ScopeFacts:
     # Functions named for inference that run without gradients (`def predict(self, x): with
     # torch.no_grad(): ...`): inference when nothing of the project calls them.
     named_inference: list[str] = field(default_factory=list)
+    # function key -> the calls its body makes on every run that completes (outside any
+    # branch, loop or try, before any `return` a branch may take): [form, target, text], form
+    # "pkg" (a function or class of a package whose calls cannot run on a TPU:
+    # tpulint.analysis.gpu_packages; target the qualified name, text the package's
+    # description) or a use form the project resolves ("name", "self", "attr"; text the call
+    # as written). Whether the function can complete on a TPU (tpulint.analysis.scope).
+    sure_calls: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -278,6 +285,7 @@ class ScopeFacts:
             "lk": self.lookups,
             "d": self.digest,
             "ni": self.named_inference,
+            "sc": self.sure_calls,
         }
 
     @classmethod
@@ -321,6 +329,7 @@ class ScopeFacts:
             data.get("lk", []),
             data["d"],
             data.get("ni", []),
+            data.get("sc", {}),
         )
 
 
@@ -1115,7 +1124,9 @@ class _Walker:
         self._none_params.append(_literal_default_params(node))
         self._string_params.append(_string_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
-        self.body(node.body, key, dict(imports), local, klass, inner_truths)
+        own_imports = dict(imports)
+        self.body(node.body, key, own_imports, local, klass, inner_truths)
+        self.sure_calls(node, key, own_imports, local, klass)
         self._top_level.pop()
         self._none_params.pop()
         self._string_params.pop()
@@ -1135,6 +1146,36 @@ class _Walker:
         ):
             # Named for inference and run without gradients (a training step never is).
             self.facts.named_inference.append(key)
+
+    def sure_calls(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        key: str,
+        imports: dict[str, str],
+        local: set[str],
+        klass: str | None,
+    ) -> None:
+        """The calls `node` makes on every run that completes (ScopeFacts.sure_calls)."""
+        found: list[list[str]] = []
+        for call in _sure_calls(node.body):
+            name = dotted(call.func)
+            if name is None:
+                continue
+            project_calls = sum(form != "pkg" for form, _, _ in found)
+            head, _, rest = name.partition(".")
+            if self.known(head, imports, local):
+                qualified = self.qualify(name, imports)
+                description = no_tpu_package(qualified)
+                if description is not None:
+                    found.append(["pkg", qualified, description])
+                elif project_calls < _SURE_CALLS and qualified.split(".", 1)[0] not in _FOREIGN:
+                    found.append(["name", qualified, name])
+            elif project_calls >= _SURE_CALLS:
+                continue
+            elif klass is not None and head == "self" and rest and rest.count(".") <= 1:
+                found.append(["self" if "." not in rest else "attr", rest, name])
+        if found:
+            self.facts.sure_calls[key] = found
 
     def klass(
         self,
@@ -2465,6 +2506,65 @@ def _without_gradients(
         if qualified in _NO_GRAD:
             return True
     return False
+
+
+def _sure_calls(body: list[ast.stmt]) -> list[ast.Call]:
+    """The calls a block makes on every run that gets past it: in its simple statements and
+    `with` blocks, up to the first compound statement that may `return` (what follows it may
+    not run); not inside branches, loops, `try`, lambdas, conditional expressions or the later
+    operands of `and`/`or`."""
+    calls: list[ast.Call] = []
+
+    def expression(node: ast.AST) -> None:
+        if isinstance(node, (ast.Lambda, ast.comprehension, *_COMPREHENSIONS)):
+            return
+        if isinstance(node, ast.IfExp):
+            expression(node.test)
+            return
+        if isinstance(node, ast.BoolOp):
+            expression(node.values[0])
+            return
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        for child in ast.iter_child_nodes(node):
+            expression(child)
+
+    def block(statements: list[ast.stmt]) -> bool:
+        """False once a statement may end the function early."""
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                for item in statement.items:
+                    expression(item.context_expr)
+                if not block(statement.body):
+                    return False
+                continue
+            if isinstance(statement, (ast.Return, ast.Raise)):
+                if isinstance(statement, ast.Return) and statement.value is not None:
+                    expression(statement.value)
+                return False
+            if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)) or (
+                type(statement).__name__ in ("Match", "TryStar")
+            ):
+                if any(
+                    isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))
+                    for n in ast.walk(statement)
+                ):
+                    return False
+                continue
+            expression(statement)
+        return True
+
+    block(body)
+    return calls
+
+
+# How many calls of project functions a function's sure calls keep (the first ones), and
+# the roots of libraries whose calls are never the project's.
+_SURE_CALLS = 12
+_FOREIGN = frozenset({"torch", "numpy", "math", "os", "sys", "lightning", "pytorch_lightning"})
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _imports_cuda_package(body: list[ast.stmt]) -> bool:
