@@ -1966,6 +1966,12 @@ class ProjectScope:
         for form, target, text in calls:
             if form == "pkg":
                 return [f"calls `{target}` ({text})"]
+        if (
+            fn.owner is not None
+            and fn.summary.name in LIGHTNING_HOOKS
+            and self.model.class_kind(fn.owner).is_lightning
+        ):
+            return None  # a step is judged by its own calls, not by the modules it runs
         for form, target, text in calls:
             if form == "pkg":
                 continue
@@ -1980,6 +1986,13 @@ class ProjectScope:
                 )
                 found = resolved[0] if len(resolved) == 1 and _is_function(resolved[0]) else None
             if found is None or found is fn:
+                continue
+            if found.summary.name in ("forward", "__call__") and not text.endswith(
+                f".{found.summary.name}"
+            ):
+                # Calling a module (`self.renderer(batch)`) stops here: a model whose forward
+                # needs a CUDA kernel is ported by replacing the kernel, and the step that
+                # calls it is the TPU's again.
                 continue
             inner = self.cannot_complete(found)
             if inner is not None:
