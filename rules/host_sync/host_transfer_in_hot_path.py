@@ -124,6 +124,234 @@ def copied_for_writing(ctx: FileContext) -> bool:
     return any(_IMAGE_WRITER_NAME.search(name) for name in names)
 
 
+# Where a validation step's host copy may end: files and loggers' image, audio, video and
+# figure calls. Their argument must be on the host; the copy is what they need.
+_MEDIA_WRITERS = frozenset(
+    {
+        "imageio.imwrite",
+        "imageio.imsave",
+        "imageio.mimwrite",
+        "imageio.mimsave",
+        "imageio.v2.imwrite",
+        "imageio.v2.mimwrite",
+        "imageio.v3.imwrite",
+        "cv2.imwrite",
+        "skimage.io.imsave",
+        "torchvision.utils.save_image",
+        "torchvision.io.write_png",
+        "torchvision.io.write_jpeg",
+        "torchvision.io.write_video",
+        "torchaudio.save",
+        "soundfile.write",
+        "scipy.io.wavfile.write",
+        "wandb.Image",
+        "wandb.Audio",
+        "wandb.Video",
+    }
+)
+# Methods of a logger's `experiment` (TensorBoard's SummaryWriter, a wandb run) and of
+# Lightning's loggers that take media, and of matplotlib's axes that draw an array.
+_EXPERIMENT_MEDIA = frozenset(
+    {"add_image", "add_images", "add_figure", "add_audio", "add_video", "log"}
+)
+_LOGGER_MEDIA = frozenset({"log_image", "log_audio", "log_video"})
+_AXES_DRAWING = frozenset({"imshow", "matshow", "plot", "scatter", "hist", "pcolormesh"})
+# Reductions: their result is a host number computed from the copy (a PSNR of the written
+# image), which costs nothing more wherever it goes.
+_REDUCTIONS = frozenset({"mean", "sum", "max", "min", "std", "var", "norm", "item"})
+# Reads of a tensor's metadata, not its values.
+_METADATA = frozenset({"shape", "dtype", "device", "ndim", "size"})
+
+
+def _media_writer(ctx: FileContext, call: cst.Call) -> bool:
+    func = call.func
+    qualified = ctx.qualify(func) or ""
+    if qualified in _MEDIA_WRITERS or qualified.startswith("matplotlib.pyplot."):
+        return True
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    holder = func.value
+    if method in _EXPERIMENT_MEDIA and isinstance(holder, cst.Attribute):
+        return holder.attr.value == "experiment"
+    if method in _LOGGER_MEDIA:
+        return isinstance(holder, cst.Attribute) and holder.attr.value == "logger"
+    if method == "save" and isinstance(holder, cst.Call):
+        return (ctx.qualify(holder.func) or "") == "PIL.Image.fromarray"
+    if method in _AXES_DRAWING:
+        return not (ctx.qualify(holder) or "").startswith(("torch", "numpy"))
+    return False
+
+
+def _carried(
+    ctx: FileContext, expression: cst.CSTNode, tracked: set[str], copy: cst.CSTNode
+) -> bool:
+    """Whether `expression` carries the copy's values: it is the copy or reads a tracked
+    name, other than through a reduction (`err.mean()`, `np.mean(err)`) or its metadata
+    (`img.shape`)."""
+    stack: list[cst.CSTNode] = [expression]
+    while stack:
+        current = stack.pop()
+        if current is copy:
+            return True
+        if isinstance(current, cst.Name) and current.value in tracked:
+            return True
+        if isinstance(current, cst.Attribute):
+            if current.attr.value not in _METADATA:
+                stack.append(current.value)  # `x.attr`: not a read of a local named `attr`
+            continue
+        if isinstance(current, cst.Arg):
+            stack.append(current.value)  # `f(img=...)`: the keyword is no local
+            continue
+        if isinstance(current, cst.Call):
+            func = current.func
+            if isinstance(func, cst.Attribute):
+                last = func.attr.value
+            elif isinstance(func, cst.Name):
+                last = func.value
+            else:
+                last = ""
+            module_function = (
+                not isinstance(func, cst.Attribute)
+                or (ctx.qualify(func) or "").startswith(("torch.", "numpy."))
+                or (isinstance(func.value, cst.Name) and func.value.value in ("torch", "np"))
+            )
+            whole = len(current.args) == 1 if module_function else not current.args
+            if last == "len" or (last in _REDUCTIONS and whole):
+                continue  # `err.mean()`, `np.mean(err)`, `len(x)`: a number (not `x.sum(1)`)
+        stack.extend(iter_children(current))
+    return False
+
+
+def _target_names(target: cst.BaseExpression) -> list[str] | None:
+    """The local names an assignment target binds (`a`, `a, b`, `d[k]` binds `d`); None for
+    an attribute (`self.x = ...`): the value outlives the step."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: list[str] = []
+        for element in target.elements:
+            inner = _target_names(element.value)
+            if inner is None:
+                return None
+            names.extend(inner)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    if isinstance(target, cst.Subscript):
+        return _target_names(target.value)
+    return None
+
+
+def _own_statements(function: cst.FunctionDef) -> list[cst.CSTNode]:
+    """The small statements and loop, `if` and `with` headers of `function`'s body in
+    source order, not those of functions or classes defined in it."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, (cst.BaseSmallStatement, cst.For, cst.If, cst.While, cst.With)):
+            found.append(current)
+        stack.extend(reversed(list(iter_children(current))))
+    return found
+
+
+def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
+    """In a validation step (not training), whether the host copy `copy` made once per
+    step (not in a loop) ends only in image, audio, video or figure writers and loggers
+    (`imageio.imwrite`, `logger.experiment.add_images`, `wandb.Image`, `plt.imshow`), through
+    local names, arithmetic, slicing, numpy and the host computations feeding them. Then the
+    copy is what the writer needs; deferring it to an epoch-end hook does not apply. A copy
+    whose values (not a reduction of them) also reach a returned value, `self.log`, an
+    attribute, or a call the rule does not know stays reported."""
+    info = ctx.function
+    if info is None or info.root_hook not in _VALIDATION_ROOTS:
+        return False
+    function: cst.FunctionDef | None = None
+    for ancestor in ctx.ancestors(copy):
+        if isinstance(ancestor, (cst.For, cst.While, cst.CompFor)):
+            return False  # one copy per iteration: the writer needs one of the result
+        if isinstance(ancestor, cst.Lambda):
+            return False
+        if isinstance(ancestor, cst.FunctionDef):
+            function = ancestor
+            break
+    if function is None or function.name.value != info.name:
+        return False
+    statements = _own_statements(function)
+    # Only what runs after the copy reads it (the copy is in no loop: no way back).
+    positions = {id(statement): index for index, statement in enumerate(statements)}
+    first = next((positions[id(a)] for a in ctx.ancestors(copy) if id(a) in positions), None)
+    if first is None:
+        return False
+    statements = statements[first:]
+    tracked: set[str] = set()
+    written = False
+    changed = True
+    while changed:
+        changed = False
+        for statement in statements:
+            if isinstance(statement, (cst.If, cst.While, cst.With)):
+                continue  # a host test of a host value
+            if isinstance(statement, cst.For):
+                if _carried(ctx, statement.iter, tracked, copy):
+                    names = _target_names(statement.target)
+                    if names is None:
+                        return False
+                    if not tracked.issuperset(names):
+                        tracked.update(names)
+                        changed = True
+                continue
+            if isinstance(statement, cst.Return):
+                if statement.value is not None and _carried(ctx, statement.value, tracked, copy):
+                    return False
+                continue
+            if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                value = statement.value
+                if value is None or not _carried(ctx, value, tracked, copy):
+                    continue
+                if isinstance(value, cst.Call) and _media_writer(ctx, value):
+                    written = True  # `image = wandb.Image(x)`, logged next
+                targets = (
+                    [t.target for t in statement.targets]
+                    if isinstance(statement, cst.Assign)
+                    else [statement.target]
+                )
+                for target in targets:
+                    names = _target_names(target)
+                    if names is None:
+                        return False  # stored on the module (an accumulator)
+                    if not tracked.issuperset(names):
+                        tracked.update(names)
+                        changed = True
+                continue
+            if isinstance(statement, cst.Expr):
+                value = statement.value
+                if isinstance(value, (cst.Yield, cst.Await)):
+                    if _carried(ctx, value, tracked, copy):
+                        return False
+                    continue
+                if not _carried(ctx, value, tracked, copy):
+                    continue
+                if isinstance(value, cst.Call) and _media_writer(ctx, value):
+                    written = True
+                    continue
+                func = value.func if isinstance(value, cst.Call) else None
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("append", "extend", "insert")
+                    and isinstance(func.value, cst.Name)
+                ):
+                    if func.value.value not in tracked:
+                        tracked.add(func.value.value)
+                        changed = True
+                    continue
+                return False  # `self.log`, an attribute's list, an unknown call
+    return written
+
+
 def _to_cpu(ctx: FileContext, node: cst.Call) -> bool:
     """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`, and through a local
     or an attribute of the class that only ever holds the CPU device (`cpu_device =
@@ -261,7 +489,15 @@ class HostTransferInHotPath(TrackingRule, Rule):
     CUDA checks, in `predict_step` for values it returns, in validation code that draws or
     writes images (a function named for it, `vis_depth`, `save_image_grid`, `plot_*`, or
     one reached through such a function: the numpy copy is what the image file needs, and
-    deferring it moves the same copy), in exception messages and
+    deferring it moves the same copy), for a validation step's one copy (not in a loop)
+    whose values, through local names, arithmetic, slicing, numpy and host computations,
+    end only in image, audio, video or figure writers and loggers (`imageio.imwrite`,
+    `cv2.imwrite`, `PIL.Image.fromarray(...).save`, `torchvision.utils.save_image`,
+    `plt.*`, `logger.experiment.add_images`/`add_figure`/`add_audio`, `wandb.Image`,
+    `self.logger.log_image`; a reduction of them, a PSNR of the written image, may go
+    anywhere: it is a host number), while the same values also returned, passed to
+    `self.log`, kept on the module or handed to an unknown call stay reported, in
+    exception messages and
     assertion messages, in a branch that only warns (`if not ok.all():
     warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's), in a branch the code before
     it makes unreachable (`if n is None: n = x.shape[0]`, then the `else` of `if n is not
@@ -385,6 +621,32 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A validation step's one copy whose values end only in image writers and loggers
+        # (through locals, arithmetic, numpy; a PSNR of the written image is a number): the
+        # copy is what the writers need.
+        Valid(
+            "import imageio\n" + _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, target = batch\n"
+            "        pred = self(x).clamp(0, 1).detach().cpu()\n"
+            "        err = (pred - target.cpu()).abs()\n"
+            "        psnr = -10 * torch.log10(torch.mean(err**2))\n"
+            "        grid = torch.cat([pred, err * 4], dim=-1)\n"
+            "        self.logger.experiment.add_images('val/pred', grid, self.global_step)\n"
+            "        page = grid[0].permute(1, 2, 0).numpy() * 255\n"
+            "        imageio.imwrite(f'val_{batch_idx}.png', page.astype('uint8'))\n"
+            "        return {'psnr': psnr}\n"
+        ),
+        # Only what runs after the copy reads it: `depth` feeds the returned loss before it
+        # is rebound to its host copy.
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        x, target = batch\n"
+            "        depth = self(x)\n"
+            "        loss = (depth - target).abs().mean()\n"
+            "        depth = depth.detach().cpu()\n"
+            "        self.logger.experiment.add_images('val/depth', depth, self.global_step)\n"
+            "        return loss\n"
+        ),
         # A CUDA chain's device applied to a value not known to be a device tensor (a
         # third-party object built on the host): no copy to report.
         Valid(
@@ -609,6 +871,37 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The same copy also logged, or kept on the module, or in a training step: reported.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        depth = self(batch).detach().cpu()\n"
+            "        self.logger.experiment.add_images('val/depth', depth, self.global_step)\n"
+            "        self.log('val_depth', depth)\n",
+            line=7,
+        ),
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        depth = self(batch).detach().cpu()\n"
+            "        self.logger.experiment.add_images('val/depth', depth, self.global_step)\n"
+            "        self.outputs.append(depth[:, 0])\n",
+            line=7,
+        ),
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        depth = self(batch)\n"
+            "        self.logger.experiment.add_images('train', depth.cpu(), self.global_step)\n"
+            "        return depth.mean()\n",
+            line=8,
+        ),
+        # One copy per chunk of a loop: the writer needs one copy of the assembled result.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        chunks = []\n"
+            "        for part in batch.split(1024):\n"
+            "            chunks.append(self(part).cpu())\n"
+            "        self.logger.experiment.add_images('val/out', torch.cat(chunks), 0)\n",
+            line=9,
+        ),
         # The same copy in a validation helper that scores rather than writes.
         Invalid(
             "import lightning as L\nimport torch\n\n\n"
@@ -1024,7 +1317,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return  # `.tolist()` of an unknown value may be a numpy array
         if quiet(ctx, node) or returned_from_predict(ctx, node) or in_exception_path(ctx, node):
             return
-        if copied_for_writing(ctx):
+        if copied_for_writing(ctx) or copied_only_for_media(ctx, node):
             return
         code = source_of(ctx, node)
         replacement = strip_call_suffix(node) if method == "cpu" and not node.args else None
