@@ -194,6 +194,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + _LOSS
             + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"
         ),
+        # A batch field compared with a list of strings (a "missing" marker the dataset puts
+        # where there is no label): Python's comparison, a bool; no tensor takes part.
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        has_label = batch['label'] != ['missing']\n"
+            "        if has_label:\n            self.log('seen', 1.0)\n"
+            "        return self(batch['image'])\n"
+        ),
         # A sub-module's forward handed Lightning's rank by name: a Python int, not a tensor.
         Valid(
             "import torch\nfrom torch import nn\n\n\nclass Report(nn.Module):\n"
