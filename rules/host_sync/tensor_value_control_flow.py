@@ -348,6 +348,18 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "        return self.run(x, y, **{'keep': y.mean()}).sum()\n",
             line=15,
         ),
+        # A property whose getter builds its value on the module's device: read each step.
+        Invalid(
+            _HEAD + "    @property\n"
+            "    def warmup(self):\n"
+            "        return torch.tensor(min(1.0, self.global_step / 100)).to(self.device)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        if self.warmup < 1:\n"
+            "            loss = loss * self.warmup\n"
+            "        return loss\n",
+            line=12,
+        ),
         # A loss helper a shared step hands the batch's targets, per target slot.
         Invalid(
             "import lightning as L\nimport torch\n\n\n"
