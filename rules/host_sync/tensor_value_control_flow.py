@@ -194,6 +194,39 @@ class TensorValueControlFlow(TrackingRule, Rule):
             + _LOSS
             + "        if batch_idx == 0 and loss > 1:\n            self.plot(batch)\n"
         ),
+        # A batch field compared with a list of strings (a "missing" marker the dataset puts
+        # where there is no label): Python's comparison, a bool; no tensor takes part.
+        Valid(
+            _HEAD + "    def validation_step(self, batch, batch_idx):\n"
+            "        has_label = batch['label'] != ['missing']\n"
+            "        if has_label:\n            self.log('seen', 1.0)\n"
+            "        return self(batch['image'])\n"
+        ),
+        # A helper's option filled by spreading a property's dict of hyper-parameters: a
+        # Python number, so a Python random draw compared with it is a Python bool.
+        Valid(
+            "import random\n\nimport lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Decoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(4, 4)\n\n"
+            "    def forward(self, x, target, keep_prob):\n"
+            "        out = self.proj(x)\n"
+            "        return target if random.random() < keep_prob else out\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, keep_prob: float = 0.5):\n"
+            "        super().__init__()\n"
+            "        self.decoder = Decoder()\n"
+            "        self.keep_prob = keep_prob\n\n"
+            "    @property\n"
+            "    def step_options(self):\n"
+            "        return {'keep': self.keep_prob}\n\n"
+            "    def run(self, x, y, keep=None):\n"
+            "        return self.decoder(x, y, keep_prob=keep)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        return self.run(x, y, **self.step_options).sum()\n"
+        ),
         # A sub-module's forward handed Lightning's rank by name: a Python int, not a tensor.
         Valid(
             "import torch\nfrom torch import nn\n\n\nclass Report(nn.Module):\n"
@@ -292,6 +325,40 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "            self.warmed_up.fill_(1)\n"
             "        return self(batch).sum()\n",
             line=11,
+        ),
+        # The same option spread from a mapping that holds a statistic of the batch.
+        Invalid(
+            "import random\n\nimport lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Decoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(4, 4)\n\n"
+            "    def forward(self, x, target, keep_prob):\n"
+            "        out = self.proj(x)\n"
+            "        return target if random.random() < keep_prob else out\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, keep_prob: float = 0.5):\n"
+            "        super().__init__()\n"
+            "        self.decoder = Decoder()\n"
+            "        self.keep_prob = keep_prob\n\n"
+            "    def run(self, x, y, keep=None):\n"
+            "        return self.decoder(x, y, keep_prob=keep)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        return self.run(x, y, **{'keep': y.mean()}).sum()\n",
+            line=15,
+        ),
+        # A property whose getter builds its value on the module's device: read each step.
+        Invalid(
+            _HEAD + "    @property\n"
+            "    def warmup(self):\n"
+            "        return torch.tensor(min(1.0, self.global_step / 100)).to(self.device)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        if self.warmup < 1:\n"
+            "            loss = loss * self.warmup\n"
+            "        return loss\n",
+            line=12,
         ),
         # A loss helper a shared step hands the batch's targets, per target slot.
         Invalid(

@@ -476,13 +476,10 @@ class ValueEvaluator:
         if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
             return ["number"]
         operands = [node.left, *node.comparators]
-        if any(
-            isinstance(o, (ast.JoinedStr,))
-            or (isinstance(o, ast.Constant) and (type(o.value) is str or o.value is None))
-            for o in operands
-        ):
+        if any(_string_or_none(o) for o in operands):
             # `batch["task"][0] == "asr"`: tensors are not compared to str; `t == None` is
-            # Python's False (`Tensor.__eq__` returns NotImplemented for None), no read
+            # Python's False (`Tensor.__eq__` returns NotImplemented for None), no read;
+            # `x != ["NA"]`: a list of strings is no tensor operand either (torch raises)
             return ["number"]
         kinds = [self.atoms(o, scope, d) for o in operands]
         flat = [a for k in kinds for a in k]
@@ -967,6 +964,20 @@ def from_params(atoms: list[Atom], depth: int = 0) -> bool:
 _STRING_RESULT_METHODS = frozenset(
     {"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize", "join"}
 )
+
+
+def _string_or_none(node: ast.expr) -> bool:
+    """A string, `None`, or a list/tuple literal of them: what no tensor is compared with."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Constant):
+        return type(node.value) is str or node.value is None
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        return all(
+            isinstance(e, ast.JoinedStr) or (isinstance(e, ast.Constant) and type(e.value) is str)
+            for e in node.elts
+        )
+    return False
 
 
 def _makes_string(node: ast.expr) -> bool:

@@ -1431,6 +1431,11 @@ class ProjectModel:
                 atoms = call.keywords[name]
             elif 0 <= position < len(call.args):
                 atoms = call.args[position]
+            elif name is not None and self._spread_of_numbers(call, caller):
+                # `run(x, **self.step_kwargs)` where the mapping holds Python numbers only:
+                # the parameter gets one of them or its default, no tensor
+                values.append(Value("host"))
+                continue
             else:
                 return None  # a default, or passed through *args: not visible
             value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
@@ -1461,6 +1466,22 @@ class ProjectModel:
                     value = Value("device")
             values.append(value)
         return combine_values(values)
+
+    def _spread_of_numbers(self, call: Any, caller: _Function) -> bool:
+        """Whether a call's one `**mapping` spread (and no `*args`) is a mapping of Python
+        numbers and other host values only (a dict literal of hyper-parameters, a property
+        returning one): the model's "host" of a container, never one holding tensors."""
+        spread = call.keywords.get("**")
+        if not spread or "*" in call.keywords:
+            return False
+        value = self.resolve_atoms(spread, caller.module, caller.owner, 0)
+        return (
+            value is not None
+            and value.kind == "host"
+            and value.elements is None
+            and not value.params
+            and not value.mask
+        )
 
     def _framework_called(self, fn: _Function) -> bool:
         """Whether a function is one the framework calls by itself (`training_step`,
@@ -1607,7 +1628,29 @@ class ProjectModel:
                 resolved = self.resolve_atoms(atoms, cls.module, gkey, 0)
                 if resolved is not None:
                     values.append(resolved)
+        if not values:
+            return self._property_value(class_gkey, attr)
         return combine_values(values) if values else None
+
+    def _property_value(self, class_gkey: str, attr: str) -> Value | None:
+        """What `self.<attr>` gives when it is a property: what its getter returns, in the
+        class and in every subclass that overrides it (an abstract getter says nothing)."""
+        fn = self.find_method(class_gkey, attr)
+        if fn is None or not any(
+            d.rsplit(".", 1)[-1] in ("property", "cached_property") for d in fn.summary.decorators
+        ):
+            return None
+        getters = [fn]
+        for sub in self.subclasses(class_gkey):
+            cls = self.classes.get(sub)
+            key = cls.summary.methods.get(attr) if cls is not None else None
+            override = self._module_functions[id(cls.module)].get(key) if key else None
+            if override is not None:
+                getters.append(override)
+        concrete = [g for g in getters if not g.summary.abstract]
+        if not concrete:
+            return None
+        return combine_values([self.return_value(g.gkey) for g in concrete])
 
     def resolve_atoms(
         self, atoms: list[Atom], module: ModuleSummary, owner: str | None, depth: int

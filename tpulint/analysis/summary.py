@@ -1563,8 +1563,13 @@ class _Summarizer(ValueEvaluator):
                         # parameter has, so no call that spreads seems to leave one out.
                         if any(isinstance(a, ast.Starred) for a in current.args):
                             call.keywords["*"] = []
-                        if any(k.arg is None for k in current.keywords):
-                            call.keywords["**"] = []
+                        spreads = [k.value for k in current.keywords if k.arg is None]
+                        if spreads:
+                            # one mapping spread (`**self.step_kwargs`): what it holds, for
+                            # the parameters it may fill; several: not followed
+                            call.keywords["**"] = (
+                                self.atoms(spreads[0], scope) if len(spreads) == 1 else []
+                            )
                         call.arg_texts = [
                             value_texts(a) for a in current.args if not isinstance(a, ast.Starred)
                         ]
