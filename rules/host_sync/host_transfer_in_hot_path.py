@@ -321,7 +321,9 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
     info = ctx.function
     if info is None:
         return False
-    writer_helper = bool(_WRITER_NAME.search(info.name))
+    # The helper's own name, or the name of the function it is defined in.
+    defined_in = [a.name.value for a in ctx.ancestors(copy) if isinstance(a, cst.FunctionDef)]
+    writer_helper = any(_WRITER_NAME.search(name) for name in defined_in[:2])
     if not writer_helper and info.root_hook not in _VALIDATION_ROOTS:
         return False
     function: cst.FunctionDef | None = None
@@ -338,8 +340,13 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
         if isinstance(ancestor, cst.FunctionDef):
             function = ancestor
             break
-    if function is None or function.name.value != info.name or _reads_module_state(copy):
+    if function is None or _reads_module_state(copy):
         return False
+    if function.name.value != info.name:
+        return False
+    # A function defined inside a writing helper (`def to_image(t): return
+    # tio.ScalarImage(tensor=t.cpu()).as_sitk()`) may hand back the image it builds.
+    nested_in_writer = len(defined_in) > 1 and bool(_WRITER_NAME.search(defined_in[1]))
     statements = _own_statements(function)
     # Only what runs after the copy reads it; in a loop, the whole loop (the next item's
     # statements before the copy run after it).
@@ -367,9 +374,13 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
                         changed = True
                 continue
             if isinstance(statement, cst.Return):
-                if statement.value is not None and _carried(ctx, statement.value, tracked, copy):
-                    return False
-                continue
+                value = statement.value
+                if value is None or not _carried(ctx, value, tracked, copy):
+                    continue
+                if nested_in_writer and isinstance(value, cst.Call) and _media_writer(ctx, value):
+                    written = True  # the host image the enclosing writer writes
+                    continue
+                return False
             if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 value = statement.value
                 if value is None or not _carried(ctx, value, tracked, copy):
@@ -686,7 +697,8 @@ class HostTransferInHotPath(TrackingRule, Rule):
         # A helper named for writing, called from the training step under an opt-in flag:
         # each item's copy ends only in medical-imaging file writers (SimpleITK, torchio).
         Valid(
-            "import SimpleITK as sitk\nimport torchio as tio\n" + _HEAD
+            "import SimpleITK as sitk\nimport torchio as tio\n"
+            + _HEAD
             + "    def training_step(self, batch, batch_idx):\n"
             "        loss = self(batch['image']).mean()\n"
             "        if self.dump_patches:\n"
@@ -697,9 +709,21 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "            img = tio.ScalarImage(tensor=batch[name][0].cpu()).as_sitk()\n"
             "            sitk.WriteImage(img, f'{name}_{batch_idx}.nii.gz')\n"
         ),
+        # A converter defined inside a saving helper hands back the host image it writes.
+        Valid(
+            "import SimpleITK as sitk\nimport torchio as tio\n"
+            + _HEAD
+            + "    def validation_step(self, batch, batch_idx):\n"
+            "        self.save_prediction(self(batch['image']), batch_idx)\n\n"
+            "    def save_prediction(self, pred, batch_idx):\n"
+            "        def volume(t):\n"
+            "            return tio.LabelMap(tensor=t[0].detach().cpu()).as_sitk()\n\n"
+            "        sitk.WriteImage(volume(pred), f'pred_{batch_idx}.nii.gz')\n"
+        ),
         # A validation step's one copy that ends only in array and NIfTI files.
         Valid(
-            "import nibabel as nib\nimport numpy as np\n" + _HEAD
+            "import nibabel as nib\nimport numpy as np\n"
+            + _HEAD
             + "    def validation_step(self, batch, batch_idx):\n"
             "        seg = self(batch).argmax(1).detach().cpu().numpy()\n"
             "        np.save(f'seg_{batch_idx}.npy', seg)\n"
@@ -964,6 +988,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        host = out.detach().cpu().numpy()\n"
             "        np.save('out.npy', host)\n"
             "        return host.sum(1)\n",
+            line=11,
+        ),
+        # The converter hands back the copy itself, not an image object: reported.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        return self.save_prediction(self(batch))\n\n"
+            "    def save_prediction(self, pred):\n"
+            "        def host(t):\n"
+            "            return t.detach().cpu()\n\n"
+            "        return host(pred).sum()\n",
             line=11,
         ),
         Invalid(
