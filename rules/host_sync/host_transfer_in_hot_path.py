@@ -567,9 +567,14 @@ class HostTransferInHotPath(TrackingRule, Rule):
     end only in image, audio, video or figure writers and loggers (`imageio.imwrite`,
     `cv2.imwrite`, `PIL.Image.fromarray(...).save`, `torchvision.utils.save_image`,
     `plt.*`, `logger.experiment.add_images`/`add_figure`/`add_audio`, `wandb.Image`,
-    `self.logger.log_image`; a reduction of them, a PSNR of the written image, may go
-    anywhere: it is a host number), while the same values also returned, passed to
-    `self.log`, kept on the module or handed to an unknown call stay reported, in
+    `self.logger.log_image`, and the file writers `sitk.WriteImage`/`GetImageFromArray`,
+    `nib.save`/`Nifti1Image`, `tio.ScalarImage(...).save`/`.as_sitk()`, `np.save`/`savez`,
+    `torch.save`, h5py's `create_dataset`; a reduction of them, a PSNR of the written image,
+    may go anywhere: it is a host number), the same in a helper whose name says it writes
+    files (`write_*`, `save_*`, `dump_*`, `export_*`) in any step, training too, one file per
+    item of a loop included, while the same values also returned, passed to `self.log`, kept
+    on the module, handed to an unknown call, or copied from module state (`self.bank`)
+    stay reported, in
     exception messages and
     assertion messages, in a branch that only warns (`if not ok.all():
     warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's), in a branch the code before
