@@ -147,8 +147,28 @@ _MEDIA_WRITERS = frozenset(
         "wandb.Image",
         "wandb.Audio",
         "wandb.Video",
+        # Medical-imaging and array files: the writer (or the image object it writes) needs
+        # the values on the host.
+        "SimpleITK.WriteImage",
+        "SimpleITK.GetImageFromArray",
+        "nibabel.save",
+        "nibabel.Nifti1Image",
+        "nibabel.Nifti2Image",
+        "nibabel.nifti1.Nifti1Image",
+        "numpy.save",
+        "numpy.savez",
+        "numpy.savez_compressed",
+        "numpy.savetxt",
+        "torch.save",
     }
 )
+# Image objects whose `save` writes a file and whose conversions make a writer's image.
+_IMAGE_OBJECTS = frozenset(
+    {"PIL.Image.fromarray", "torchio.ScalarImage", "torchio.LabelMap", "torchio.Image"}
+)
+_IMAGE_OBJECT_WRITES = frozenset({"save", "as_sitk"})
+# A helper whose name says it writes files: its copies are what the files need.
+_WRITER_NAME = re.compile(r"^_*(write|save|dump|export)(_|$)", re.IGNORECASE)
 # Methods of a logger's `experiment` (TensorBoard's SummaryWriter, a wandb run) and of
 # Lightning's loggers that take media, and of matplotlib's axes that draw an array.
 _EXPERIMENT_MEDIA = frozenset(
@@ -176,8 +196,13 @@ def _media_writer(ctx: FileContext, call: cst.Call) -> bool:
         return holder.attr.value == "experiment"
     if method in _LOGGER_MEDIA:
         return isinstance(holder, cst.Attribute) and holder.attr.value == "logger"
-    if method == "save" and isinstance(holder, cst.Call):
-        return (ctx.qualify(holder.func) or "") == "PIL.Image.fromarray"
+    if method in _IMAGE_OBJECT_WRITES and isinstance(holder, cst.Call):
+        return (ctx.qualify(holder.func) or "") in _IMAGE_OBJECTS
+    if method == "create_dataset":
+        # h5py: `f.create_dataset(name, data=x)` writes `x` to the file
+        return True
+    if method == "Execute" and isinstance(holder, cst.Call):
+        return (ctx.qualify(holder.func) or "") == "SimpleITK.ImageFileWriter"
     if method in _AXES_DRAWING:
         return not (ctx.qualify(holder) or "").startswith(("torch", "numpy"))
     return False
@@ -258,6 +283,29 @@ def _own_statements(function: cst.FunctionDef) -> list[cst.CSTNode]:
     return found
 
 
+def _reads_module_state(copy: cst.Call) -> bool:
+    """Whether the copied value reads an attribute of `self` (`self.bank.cpu()`): state kept
+    across steps, which may grow on the device every step, not the step's own output. A
+    call through `self` (`self(x)`, `self.model(x)`) is the step's output."""
+    func = copy.func
+    receiver = func.value if isinstance(func, cst.Attribute) else copy
+    stack: list[cst.CSTNode] = [receiver]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            stack.extend(arg.value for arg in current.args)
+            if isinstance(current.func, cst.Attribute):
+                stack.append(current.func.value)  # `self.model(x)`: the call, not state
+            continue
+        if isinstance(current, cst.Attribute):
+            if isinstance(current.value, cst.Name) and current.value.value == "self":
+                return True
+            stack.append(current.value)
+            continue
+        stack.extend(iter_children(current))
+    return False
+
+
 def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
     """In a validation step (not training), whether the host copy `copy` made once per
     step (not in a loop) ends only in image, audio, video or figure writers and loggers
@@ -265,25 +313,46 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
     local names, arithmetic, slicing, numpy and the host computations feeding them. Then the
     copy is what the writer needs; deferring it to an epoch-end hook does not apply. A copy
     whose values (not a reduction of them) also reach a returned value, `self.log`, an
-    attribute, or a call the rule does not know stays reported."""
+    attribute, or a call the rule does not know stays reported.
+
+    In a helper whose name says it writes files (`write_*`, `save_*`, `dump_*`, `export_*`)
+    the same holds in any step, training too, and in loops (one file per item): the copies
+    are what the files need, and the helper is only as costly as the flag that calls it."""
     info = ctx.function
-    if info is None or info.root_hook not in _VALIDATION_ROOTS:
+    if info is None:
+        return False
+    # The helper's own name, or the name of the function it is defined in.
+    defined_in = [a.name.value for a in ctx.ancestors(copy) if isinstance(a, cst.FunctionDef)]
+    writer_helper = any(_WRITER_NAME.search(name) for name in defined_in[:2])
+    if not writer_helper and info.root_hook not in _VALIDATION_ROOTS:
         return False
     function: cst.FunctionDef | None = None
+    outermost_loop: cst.CSTNode | None = None
     for ancestor in ctx.ancestors(copy):
-        if isinstance(ancestor, (cst.For, cst.While, cst.CompFor)):
-            return False  # one copy per iteration: the writer needs one of the result
+        if isinstance(ancestor, cst.CompFor):
+            return False
+        if isinstance(ancestor, (cst.For, cst.While)):
+            if not writer_helper:
+                return False  # one copy per iteration: the writer needs one of the result
+            outermost_loop = ancestor
         if isinstance(ancestor, cst.Lambda):
             return False
         if isinstance(ancestor, cst.FunctionDef):
             function = ancestor
             break
-    if function is None or function.name.value != info.name:
+    if function is None or _reads_module_state(copy):
         return False
+    if function.name.value != info.name:
+        return False
+    # A function defined inside a writing helper (`def to_image(t): return
+    # tio.ScalarImage(tensor=t.cpu()).as_sitk()`) may hand back the image it builds.
+    nested_in_writer = len(defined_in) > 1 and bool(_WRITER_NAME.search(defined_in[1]))
     statements = _own_statements(function)
-    # Only what runs after the copy reads it (the copy is in no loop: no way back).
+    # Only what runs after the copy reads it; in a loop, the whole loop (the next item's
+    # statements before the copy run after it).
     positions = {id(statement): index for index, statement in enumerate(statements)}
-    first = next((positions[id(a)] for a in ctx.ancestors(copy) if id(a) in positions), None)
+    start = [outermost_loop] if outermost_loop is not None else ctx.ancestors(copy)
+    first = next((positions[id(a)] for a in start if id(a) in positions), None)
     if first is None:
         return False
     statements = statements[first:]
@@ -305,9 +374,13 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
                         changed = True
                 continue
             if isinstance(statement, cst.Return):
-                if statement.value is not None and _carried(ctx, statement.value, tracked, copy):
-                    return False
-                continue
+                value = statement.value
+                if value is None or not _carried(ctx, value, tracked, copy):
+                    continue
+                if nested_in_writer and isinstance(value, cst.Call) and _media_writer(ctx, value):
+                    written = True  # the host image the enclosing writer writes
+                    continue
+                return False
             if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 value = statement.value
                 if value is None or not _carried(ctx, value, tracked, copy):
@@ -494,9 +567,14 @@ class HostTransferInHotPath(TrackingRule, Rule):
     end only in image, audio, video or figure writers and loggers (`imageio.imwrite`,
     `cv2.imwrite`, `PIL.Image.fromarray(...).save`, `torchvision.utils.save_image`,
     `plt.*`, `logger.experiment.add_images`/`add_figure`/`add_audio`, `wandb.Image`,
-    `self.logger.log_image`; a reduction of them, a PSNR of the written image, may go
-    anywhere: it is a host number), while the same values also returned, passed to
-    `self.log`, kept on the module or handed to an unknown call stay reported, in
+    `self.logger.log_image`, and the file writers `sitk.WriteImage`/`GetImageFromArray`,
+    `nib.save`/`Nifti1Image`, `tio.ScalarImage(...).save`/`.as_sitk()`, `np.save`/`savez`,
+    `torch.save`, h5py's `create_dataset`; a reduction of them, a PSNR of the written image,
+    may go anywhere: it is a host number), the same in a helper whose name says it writes
+    files (`write_*`, `save_*`, `dump_*`, `export_*`) in any step, training too, one file per
+    item of a loop included, while the same values also returned, passed to `self.log`, kept
+    on the module, handed to an unknown call, or copied from module state (`self.bank`)
+    stay reported, in
     exception messages and
     assertion messages, in a branch that only warns (`if not ok.all():
     warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's), in a branch the code before
@@ -621,6 +699,41 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A helper named for writing, called from the training step under an opt-in flag:
+        # each item's copy ends only in medical-imaging file writers (SimpleITK, torchio).
+        Valid(
+            "import SimpleITK as sitk\nimport torchio as tio\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch['image']).mean()\n"
+            "        if self.dump_patches:\n"
+            "            self.write_patches(batch, batch_idx)\n"
+            "        return loss\n\n"
+            "    def write_patches(self, batch, batch_idx):\n"
+            "        for name in ('image', 'mask'):\n"
+            "            img = tio.ScalarImage(tensor=batch[name][0].cpu()).as_sitk()\n"
+            "            sitk.WriteImage(img, f'{name}_{batch_idx}.nii.gz')\n"
+        ),
+        # A converter defined inside a saving helper hands back the host image it writes.
+        Valid(
+            "import SimpleITK as sitk\nimport torchio as tio\n"
+            + _HEAD
+            + "    def validation_step(self, batch, batch_idx):\n"
+            "        self.save_prediction(self(batch['image']), batch_idx)\n\n"
+            "    def save_prediction(self, pred, batch_idx):\n"
+            "        def volume(t):\n"
+            "            return tio.LabelMap(tensor=t[0].detach().cpu()).as_sitk()\n\n"
+            "        sitk.WriteImage(volume(pred), f'pred_{batch_idx}.nii.gz')\n"
+        ),
+        # A validation step's one copy that ends only in array and NIfTI files.
+        Valid(
+            "import nibabel as nib\nimport numpy as np\n"
+            + _HEAD
+            + "    def validation_step(self, batch, batch_idx):\n"
+            "        seg = self(batch).argmax(1).detach().cpu().numpy()\n"
+            "        np.save(f'seg_{batch_idx}.npy', seg)\n"
+            "        nib.save(nib.Nifti1Image(seg[0].astype('uint8'), np.eye(4)), 'seg.nii')\n"
+        ),
         # A validation step's one copy whose values end only in image writers and loggers
         # (through locals, arithmetic, numpy; a PSNR of the written image is a number): the
         # copy is what the writers need.
@@ -871,6 +984,34 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A helper named for writing whose copy also feeds the value it returns, or a
+        # training step's own copy to a file writer: reported.
+        Invalid(
+            "import numpy as np\n" + _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        return self.save_outputs(self(batch))\n\n"
+            "    def save_outputs(self, out):\n"
+            "        host = out.detach().cpu().numpy()\n"
+            "        np.save('out.npy', host)\n"
+            "        return host.sum(1)\n",
+            line=11,
+        ),
+        # The converter hands back the copy itself, not an image object: reported.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        return self.save_prediction(self(batch))\n\n"
+            "    def save_prediction(self, pred):\n"
+            "        def host(t):\n"
+            "            return t.detach().cpu()\n\n"
+            "        return host(pred).sum()\n",
+            line=11,
+        ),
+        Invalid(
+            "import numpy as np\n" + _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            "        np.save('out.npy', out.detach().cpu().numpy())\n"
+            "        return out.mean()\n",
+            line=9,
+        ),
         # The same copy also logged, or kept on the module, or in a training step: reported.
         Invalid(
             _HEAD + "    def validation_step(self, batch, batch_idx):\n"
