@@ -316,16 +316,16 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
     attribute, or a call the rule does not know stays reported.
 
     In a helper whose name says it writes files (`write_*`, `save_*`, `dump_*`, `export_*`)
-    the same holds in any step, training too, and in loops (one file per item): the copies
-    are what the files need, and the helper is only as costly as the flag that calls it."""
+    that validation calls, the same holds in loops too (one file per item): the copies are
+    what the files need. A training step's copies are paid every step and stay reported."""
     info = ctx.function
     if info is None:
         return False
     # The helper's own name, or the name of the function it is defined in.
     defined_in = [a.name.value for a in ctx.ancestors(copy) if isinstance(a, cst.FunctionDef)]
+    if info.root_hook not in _VALIDATION_ROOTS:
+        return False  # a training step pays its copies every step, whatever they are for
     writer_helper = any(_WRITER_NAME.search(name) for name in defined_in[:2])
-    if not writer_helper and info.root_hook not in _VALIDATION_ROOTS:
-        return False
     function: cst.FunctionDef | None = None
     outermost_loop: cst.CSTNode | None = None
     for ancestor in ctx.ancestors(copy):
@@ -571,8 +571,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `nib.save`/`Nifti1Image`, `tio.ScalarImage(...).save`/`.as_sitk()`, `np.save`/`savez`,
     `torch.save`, h5py's `create_dataset`; a reduction of them, a PSNR of the written image,
     may go anywhere: it is a host number), the same in a helper whose name says it writes
-    files (`write_*`, `save_*`, `dump_*`, `export_*`) in any step, training too, one file per
-    item of a loop included, while the same values also returned, passed to `self.log`, kept
+    files (`write_*`, `save_*`, `dump_*`, `export_*`) that validation calls, one file per
+    item of a loop included (in a training step the copy is paid every step: reported),
+    while the same values also returned, passed to `self.log`, kept
     on the module, handed to an unknown call, or copied from module state (`self.bank`)
     stay reported, in
     exception messages and
@@ -699,12 +700,12 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
-        # A helper named for writing, called from the training step under an opt-in flag:
+        # A helper named for writing, called from the validation step under an opt-in flag:
         # each item's copy ends only in medical-imaging file writers (SimpleITK, torchio).
         Valid(
             "import SimpleITK as sitk\nimport torchio as tio\n"
             + _HEAD
-            + "    def training_step(self, batch, batch_idx):\n"
+            + "    def validation_step(self, batch, batch_idx):\n"
             "        loss = self(batch['image']).mean()\n"
             "        if self.dump_patches:\n"
             "            self.write_patches(batch, batch_idx)\n"
@@ -984,6 +985,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The same writing helper called from the training step: paid every step, reported.
+        Invalid(
+            "import SimpleITK as sitk\nimport torchio as tio\n"
+            + _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch['image']).mean()\n"
+            "        self.write_patches(batch, batch_idx)\n"
+            "        return loss\n\n"
+            "    def write_patches(self, batch, batch_idx):\n"
+            "        for name in ('image', 'mask'):\n"
+            "            img = tio.ScalarImage(tensor=batch[name][0].cpu()).as_sitk()\n"
+            "            sitk.WriteImage(img, f'{name}_{batch_idx}.nii.gz')\n",
+            line=15,
+        ),
         # A helper named for writing whose copy also feeds the value it returns, or a
         # training step's own copy to a file writer: reported.
         Invalid(
