@@ -523,6 +523,58 @@ def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str
     return out
 
 
+# The index parameter of a `__getitem__` that takes a batch of indices (a dataset read
+# with `batch_size=None` and a batch sampler): its items are batches, not examples.
+_BATCH_INDEX = re.compile(r"(?:batch|indices|indexes|idxs|ids|keys|items)$", re.IGNORECASE)
+
+
+def _item_methods(tree: ast.Module | None) -> frozenset[str]:
+    """`__getitem__` and the methods every `self.<name>(...)` call of which in the file sits
+    in a `__getitem__`, when every `__getitem__` of the file takes one index."""
+    if tree is None:
+        return frozenset()
+    getitems = [
+        node
+        for node in ast_walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getitem__"
+    ]
+    if not getitems:
+        return frozenset()
+    for node in getitems:
+        params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        if len(params) != 2 or _BATCH_INDEX.search(params[1]):
+            return frozenset()
+    callers: dict[str, set[str]] = {}
+    called: set[int] = set()  # the `self.<name>` nodes that are called
+    for function in ast_walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast_walk(function):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+            ):
+                callers.setdefault(node.func.attr, set()).add(function.name)
+                called.add(id(node.func))
+    # A method handed on (`map(self.process, xs)`, a callback) may run on anything; a nested
+    # function's calls count for it and for the function around it.
+    handed_on = {
+        node.attr
+        for node in ast_walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and id(node) not in called
+    }
+    items = {"__getitem__"}
+    for name, where in callers.items():
+        if where == {"__getitem__"} and name not in handed_on:
+            items.add(name)
+    return frozenset(items)
+
+
 class DynamicPadding(_DataRule):
     """
     ## What it does
@@ -547,7 +599,11 @@ class DynamicPadding(_DataRule):
     `torch.zeros(b, self.max_len)` through `out[:, : x.size(1)] = x`, or handed to a helper
     named for padding or trimming with a fixed length in an argument named for one: `x =
     pad_or_trim(x, seq_len=self.seq_len)`) is not reported: every batch leaves it with the
-    same shape. Topped up to the batch's own longest length, it is.
+    same shape. Topped up to the batch's own longest length, it is. A tokenizer or
+    processor call on one example is not reported either: in a map-style dataset's
+    `__getitem__` (one index, not `indices`), or in a method every call of which in the file
+    is `self.<method>(...)` there, padding to the longest pads nothing (the collate batches
+    the items).
 
     Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
     and batch sizes are sized for fast CPU runs.
@@ -613,6 +669,22 @@ class DynamicPadding(_DataRule):
     )
 
     VALID = (
+        # One example per call: a map-style dataset's item, and a helper only it calls.
+        # Padding one example to its own longest pads nothing; the collate batches them.
+        Valid(
+            "from torch.utils.data import Dataset\n\n\n"
+            "class Clips(Dataset):\n"
+            "    def __getitem__(self, index):\n"
+            "        wave = self.load(index)\n"
+            "        return self.features(wave), self.caption(index)\n\n"
+            "    def features(self, wave):\n"
+            '        out = self.processor(wave, padding=True, return_tensors="pt")\n'
+            "        return out.input_values[0]\n\n"
+            "    def caption(self, index):\n"
+            "        return self.tokenizer(self.texts[index], padding=True)\n\n"
+            "    def __len__(self):\n"
+            "        return len(self.texts)\n"
+        ),
         Valid(
             "def collate(tokenizer, texts):\n"
             '    return tokenizer(texts, padding="max_length", max_length=128, '
@@ -710,6 +782,28 @@ class DynamicPadding(_DataRule):
         ),
     )
     INVALID = (
+        # A `__getitem__` that reads a batch of indices (a batch sampler, `batch_size=None`):
+        # its tokenizer call pads a batch.
+        Invalid(
+            "from torch.utils.data import Dataset\n\n\n"
+            "class Pages(Dataset):\n"
+            "    def __getitem__(self, indices):\n"
+            "        texts = [self.texts[i] for i in indices]\n"
+            '        return self.tokenizer(texts, padding=True, return_tensors="pt")\n',
+            line=7,
+        ),
+        # The helper also serves the collate, which pads a batch.
+        Invalid(
+            "from torch.utils.data import Dataset\n\n\n"
+            "class Clips(Dataset):\n"
+            "    def __getitem__(self, index):\n"
+            "        return self.features(self.waves[index])\n\n"
+            "    def collate(self, items):\n"
+            "        return self.features([w for w, _ in items])\n\n"
+            "    def features(self, wave):\n"
+            '        return self.processor(wave, padding=True, return_tensors="pt")\n',
+            line=12,
+        ),
         # A helper that pads or trims to a length read from the batch: still its longest.
         Invalid(
             "from torch.nn.utils.rnn import pad_sequence\n\n\n"
@@ -976,8 +1070,23 @@ class DynamicPadding(_DataRule):
             and self._is_tokenizer_call(node)
             and _pads_a_sequence(node)
             and not self._not_training()
+            and not self._one_example_per_call()
         ):
             self._tokenizer(node, padding)
+
+    def _one_example_per_call(self) -> bool:
+        """Whether the call runs on one example: in a map-style dataset's `__getitem__`, or in
+        a method every call of which in the file is `self.<method>(...)` inside one. Padding
+        to the longest of one example pads nothing; the collate (or the model) batches the
+        items, and that is where lengths would differ."""
+        info = self.ctx.function
+        if info is None:
+            return False
+        methods = self.__dict__.get("_item_methods")
+        if methods is None:
+            methods = _item_methods(self.ctx.ast_tree)
+            self.__dict__["_item_methods"] = methods
+        return info.name in methods
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         # `padding: Union[bool, str] = True` of a collator dataclass (the Hugging Face
