@@ -248,6 +248,18 @@ def _carried(
     return False
 
 
+def _track(target: cst.BaseExpression, tracked: set[str]) -> bool | None:
+    """Add the names `target` binds to `tracked`: whether that added any, None when the
+    target is no local name (an attribute: the value outlives the step)."""
+    names = _target_names(target)
+    if names is None:
+        return None
+    if tracked.issuperset(names):
+        return False
+    tracked.update(names)
+    return True
+
+
 def _target_names(target: cst.BaseExpression) -> list[str] | None:
     """The local names an assignment target binds (`a`, `a, b`, `d[k]` binds `d`); None for
     an attribute (`self.x = ...`): the value outlives the step."""
@@ -366,12 +378,10 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
                 continue  # a host test of a host value
             if isinstance(statement, cst.For):
                 if _carried(ctx, statement.iter, tracked, copy):
-                    names = _target_names(statement.target)
-                    if names is None:
+                    grew = _track(statement.target, tracked)
+                    if grew is None:
                         return False
-                    if not tracked.issuperset(names):
-                        tracked.update(names)
-                        changed = True
+                    changed |= grew
                 continue
             if isinstance(statement, cst.Return):
                 value = statement.value
@@ -393,12 +403,10 @@ def copied_only_for_media(ctx: FileContext, copy: cst.Call) -> bool:
                     else [statement.target]
                 )
                 for target in targets:
-                    names = _target_names(target)
-                    if names is None:
+                    grew = _track(target, tracked)
+                    if grew is None:
                         return False  # stored on the module (an accumulator)
-                    if not tracked.issuperset(names):
-                        tracked.update(names)
-                        changed = True
+                    changed |= grew
                 continue
             if isinstance(statement, cst.Expr):
                 value = statement.value

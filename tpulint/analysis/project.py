@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tpulint.analysis.config_facts import ConfigFacts
 from tpulint.analysis.guards import (
@@ -69,6 +69,8 @@ from tpulint.analysis.value_tables import (
     MODULE_SELF_METHODS,
     TENSOR_METHODS_OF_MODULES,
 )
+
+_T = TypeVar("_T")  # what a call record holds per argument (atoms, texts)
 
 LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 # How a hand-written training loop's function is named as the root of hot code (the per-file
@@ -1138,13 +1140,10 @@ class ProjectModel:
         name = fn.summary.params[index]
         sources: list[tuple[_Function | None, list[Atom]]] = []
         for caller, call, offset in self._callers().get(fn.gkey, []):
-            position = index - offset
-            if name in call.keywords:
-                sources.append((caller, call.keywords[name]))
-            elif 0 <= position < len(call.args):
-                sources.append((caller, call.args[position]))
-            else:
+            passed = _passed(call.keywords, call.args, name, index - offset)
+            if passed is None:
                 return False  # a default, or spread: not visible
+            sources.append((caller, passed))
         if fn.summary.cls is None and fn.summary.parent is None:
             for called, args, keywords in fn.module.top_calls:
                 if called != fn.summary.name:
@@ -1181,12 +1180,8 @@ class ProjectModel:
         name = init.summary.params[index]
         values: list[Value] = []
         for caller, call in self._constructions(init.owner or class_gkey):
-            position = index - 1  # `self`
-            if name in call.keywords:
-                atoms = call.keywords[name]
-            elif 0 <= position < len(call.args):
-                atoms = call.args[position]
-            else:
+            atoms = _passed(call.keywords, call.args, name, index - 1)  # `self`
+            if atoms is None:
                 return None
             value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
             if value is None:
@@ -1426,17 +1421,13 @@ class ProjectModel:
         name = fn.summary.params[index] if index < len(fn.summary.params) else None
         values: list[Value] = []
         for caller, call, offset in callers:
-            position = index - offset
-            if name is not None and name in call.keywords:
-                atoms = call.keywords[name]
-            elif 0 <= position < len(call.args):
-                atoms = call.args[position]
-            elif name is not None and self._spread_of_numbers(call, caller):
-                # `run(x, **self.step_kwargs)` where the mapping holds Python numbers only:
-                # the parameter gets one of them or its default, no tensor
-                values.append(Value("host"))
-                continue
-            else:
+            atoms = _passed(call.keywords, call.args, name, index - offset)
+            if atoms is None:
+                if name is not None and self._spread_of_numbers(call, caller):
+                    # `run(x, **self.step_kwargs)` where the mapping holds Python numbers
+                    # only: the parameter gets one of them or its default, no tensor
+                    values.append(Value("host"))
+                    continue
                 return None  # a default, or passed through *args: not visible
             value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
             if value is None:
@@ -1563,12 +1554,8 @@ class ProjectModel:
         if not callers:
             return False
         for caller, call, offset in callers:
-            position = index - offset
-            if name in call.keyword_texts:
-                named = call.keyword_texts[name]
-            elif 0 <= position < len(call.arg_texts):
-                named = call.arg_texts[position]
-            else:
+            named = _passed(call.keyword_texts, call.arg_texts, name, index - offset)
+            if named is None:
                 return False
             if len(named) != 1 or named[0] not in self.index_texts(caller.gkey):
                 return False
@@ -2387,3 +2374,13 @@ def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugg
     for value in values:
         h.update(repr(value).encode())
     return h.hexdigest()
+
+
+def _passed(keywords: dict[str, _T], args: list[_T], name: str | None, position: int) -> _T | None:
+    """What a call passes for a parameter: by its keyword `name`, else at `position`; None
+    when it passes neither (the default, or a spread the model cannot see into)."""
+    if name is not None and name in keywords:
+        return keywords[name]
+    if 0 <= position < len(args):
+        return args[position]
+    return None
