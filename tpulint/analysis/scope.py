@@ -1935,8 +1935,9 @@ class ProjectScope:
             shown = fn.summary.name if fn is not None else key
             name = f"`{shown}` in {os.path.basename(where)}"
             calls = ", ".join(f"`trainer.{m}`" for m in sorted(evaluates))
+            kind = "model" if self.model.class_kind(gkey) & ClassKind.LIGHTNING_MODULE else "class"
             return (
-                f"`{cls.summary.name}`, a model only {name} builds or loads, which "
+                f"`{cls.summary.name}`, a {kind} only {name} builds or loads, which "
                 f"calls {calls} and never fits"
             )
         if not roots:
