@@ -3218,8 +3218,8 @@ def test_isinstance_and_messages_build_nothing(tmp_path: Path) -> None:
     [
         # `eval(text)` sees the names of its file and what it imports.
         ("kit/model.py", "eval(self.kind)"),
-        # A module's names looked up by a computed name.
-        ("kit/model.py", "getattr(parts, self.kind)"),
+        # A module's names looked up by a computed name, which a dict's key spells.
+        ("kit/model.py", '[getattr(parts, k) for k in {"Probe": 2}]'),
         # The code names it in a string (a registry of dotted names).
         ("kit/model.py", '"kit.parts.Probe"'),
     ],
@@ -3233,6 +3233,23 @@ def test_names_looked_up_at_run_time_may_build(tmp_path: Path, where: str, code:
     )
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "kit/parts.py", "# probe") is None
+
+
+def test_a_run_time_lookup_builds_only_names_spelled(tmp_path: Path) -> None:
+    """`getattr(parts, self.kind)` may build a class of `parts` whose name the code, a config
+    or a text file spells (a message does not); one named nowhere is built by none."""
+    files = dict(UNBUILT_APP)
+    files["kit/model.py"] = (
+        files["kit/model.py"]
+        .replace("import lightning as L\n", "import lightning as L\n\nfrom kit import parts\n")
+        .replace(
+            "return self.stem(batch).sum()",
+            "return getattr(parts, self.kind), self.stem(batch).sum()",
+        )
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# probe") == why_unbuilt("Probe")
+    assert reason_at(model, tmp_path, "kit/parts.py", "# stem") is None
 
 
 def test_subclasses_lookups_leave_the_application_unjudged(tmp_path: Path) -> None:
@@ -3453,7 +3470,8 @@ def test_a_model_only_a_prediction_command_loads_is_inference(
     [
         # The command fits too: the class trains.
         ('L.Trainer(accelerator="gpu").predict(model)', "L.Trainer().fit(model)"),
-        # A helper builds it and the caller is not known to predict only.
+        # A helper builds it and a caller of it is not known (handed on at a module's top
+        # level, where anything may call it).
         ("model = ModelB.load_from_checkpoint(checkpoint)", "model = build(checkpoint)"),
     ],
 )
@@ -3464,7 +3482,9 @@ def test_a_model_a_fitting_or_unknown_caller_builds_stays(
     old, new = change
     text = textwrap.dedent(files["pkg/cli.py"])
     assert old in text
-    files["pkg/cli.py"] = text.replace(old, new) + "\n\ndef build(path):\n    return ModelB()\n"
+    files["pkg/cli.py"] = (
+        text.replace(old, new) + "\n\ndef build(path):\n    return ModelB()\n\n\nHOOKS = [build]\n"
+    )
     configs = {"configs/train.yaml": "model:\n  _target_: pkg.models.ModelA\n"}
     model = with_configs(tmp_path, files, configs)
     assert reason_at(model, tmp_path, "pkg/models.py", "# b-step") is None
@@ -3477,3 +3497,402 @@ def test_a_project_that_never_fits_keeps_its_models(tmp_path: Path) -> None:
     files = {k: v for k, v in INFERENCE_MODELS.items() if k != "train.py"}
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "pkg/models.py", "# b-step") is None
+
+
+# --- classes only code that never trains builds ---------------------------------------------
+
+OFF_TRAINING = {
+    "pkg/__init__.py": "",
+    "pkg/decoding.py": """\
+        import torch
+
+
+        class Greedy:
+            def decode(self, probs):
+                return probs.argmax(-1)
+
+
+        class Rescorer(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # rescorer
+
+
+        class Beam:
+            def __init__(self, width):
+                self.width = width
+                self.rescorer = Rescorer()
+
+            def decode(self, probs):
+                return probs.cpu()  # beam
+
+
+        def make_decoder(kind):
+            if kind == "beam":
+                return Beam(8)
+            return Greedy()
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from pkg.decoding import Greedy
+
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.decoder = Greedy()
+
+            def training_step(self, batch, i):
+                return batch.sum()
+
+            def validation_step(self, batch, i):
+                return self.decoder.decode(batch)
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Model
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Model())
+    """,
+    "transcribe.py": """\
+        import torch
+
+        from pkg.decoding import make_decoder
+
+
+        def main(path):
+            decoder = make_decoder("beam")
+            print(decoder.decode(torch.load(path)))
+
+
+        if __name__ == "__main__":
+            main("probs.pt")
+    """,
+}
+
+
+def test_a_class_only_scripts_that_never_train_build_is_inference(tmp_path: Path) -> None:
+    """A class (not only a LightningModule) every construction of which runs only from
+    scripts that never train (a transcription script calling a helper that builds it), while
+    the project's training script fits, is inference; so is a class only it builds. The
+    decoder the training builds stays."""
+    model = project(tmp_path, OFF_TRAINING)
+    why = (
+        "inference only (reached from `Beam`, a class only code that never trains builds, "
+        "from `__main__` in transcribe.py)"
+    )
+    assert reason_at(model, tmp_path, "pkg/decoding.py", "# beam") == why
+    assert reason_at(model, tmp_path, "pkg/decoding.py", "# rescorer") == (
+        "inference only (reached from `Rescorer`, a class only code that never trains "
+        "builds, from the methods of `Beam`)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training script builds it too.
+        (
+            "train.py",
+            "L.Trainer().fit(Model())",
+            "make_decoder('beam')\n    L.Trainer().fit(Model())",
+        ),
+        # The script that builds it also trains.
+        ("transcribe.py", "print(decoder.decode(torch.load(path)))", "torch.load(path).backward()"),
+        # A string of the code names it (built by name).
+        ("transcribe.py", "import torch\n", "import torch\n\nKINDS = ['Beam', 'Rescorer']\n"),
+        # The helper is handed on where anything may call it.
+        ("transcribe.py", "import torch\n", "import torch\n\nHOOKS = [lambda: make_decoder]\n"),
+        # A method of a class the training may build calls the helper.
+        ("pkg/model.py", "self.decoder = Greedy()", "self.decoder = make_decoder('beam')"),
+    ],
+)
+def test_a_class_training_may_build_stays(tmp_path: Path, where: str, old: str, new: str) -> None:
+    files = {name: textwrap.dedent(text) for name, text in OFF_TRAINING.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    if "make_decoder" not in files[where].split("\n\n", 1)[0]:
+        files[where] = "from pkg.decoding import make_decoder\n" + files[where]
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/decoding.py", "# beam") is None
+    assert reason_at(model, tmp_path, "pkg/decoding.py", "# rescorer") is None
+
+
+def test_a_class_scripts_that_never_train_build_stays_without_a_fitting_script(
+    tmp_path: Path,
+) -> None:
+    """No script fits: the project is a library whose users may train with its classes."""
+    files = {k: v for k, v in OFF_TRAINING.items() if k != "train.py"}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/decoding.py", "# beam") is None
+
+
+# --- flags only code that never trains turns on ---------------------------------------------
+
+CONTEXT_FLAG = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import lightning as L
+
+
+        def pool(x, with_context=False):
+            if with_context:
+                return x[x > 0]  # context
+            return x.mean()
+
+
+        class Scorer(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.use_context = False
+
+            def enable_context(self):
+                self.use_context = True
+
+            def forward(self, x):
+                return pool(x, self.use_context)
+
+            def training_step(self, batch, i):
+                return self(batch)
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Scorer
+
+        if __name__ == "__main__":
+            model = Scorer()
+            L.Trainer().fit(model)
+    """,
+    "score.py": """\
+        import lightning as L
+
+        from pkg.model import Scorer
+
+
+        def main(path, context):
+            model = Scorer.load_from_checkpoint(path)
+            if context:
+                model.enable_context()
+            L.Trainer().predict(model)
+
+
+        if __name__ == "__main__":
+            main("model.ckpt", True)
+    """,
+}
+
+
+def test_a_flag_only_a_script_that_never_trains_turns_on_is_off(tmp_path: Path) -> None:
+    """`self.use_context` is False from the constructor and True only in `enable_context()`,
+    which only a scoring script that never trains calls: the branch it guards never runs in
+    training."""
+    model = project(tmp_path, CONTEXT_FLAG)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x[x > 0]") == (
+        "under `if with_context`, and `with_context` is false in every call of the function"
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training script turns it on.
+        ("train.py", "model = Scorer()", "model = Scorer()\n    model.enable_context()"),
+        # A method of the class turns it on (the framework may call it).
+        ("pkg/model.py", "return self(batch)", "self.enable_context()\n        return self(batch)"),
+        # A config names the method.
+        ("score.py", "def main", "HOW = 'enable_context'\n\n\ndef main"),
+    ],
+)
+def test_a_flag_training_may_turn_on_stays(tmp_path: Path, where: str, old: str, new: str) -> None:
+    files = {name: textwrap.dedent(text) for name, text in CONTEXT_FLAG.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x[x > 0]") is None
+
+
+def test_a_flag_a_library_turns_on_stays(tmp_path: Path) -> None:
+    """No script fits: a user of the library may turn the flag on and train."""
+    files = {k: v for k, v in CONTEXT_FLAG.items() if k != "train.py"}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x[x > 0]") is None
+
+
+# --- classes only configs for inference name ------------------------------------------------
+
+CONFIG_FOLDERS = {
+    "pyproject.toml": "",
+    "README.md": """\
+        Train with `python main.py --base configs/training/small.yaml`.
+    """,
+    "pkg/__init__.py": "",
+    "pkg/nets.py": """\
+        import torch
+
+
+        class SmallNet(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+
+
+        class VideoNet(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # video
+    """,
+    "pkg/model.py": """\
+        import hydra
+        import lightning as L
+
+
+        class Diffusion(L.LightningModule):
+            def __init__(self, network_config):
+                super().__init__()
+                self.net = hydra.utils.instantiate(network_config)
+
+            def training_step(self, batch, i):
+                return self.net(batch).sum()
+    """,
+    "main.py": """\
+        import sys
+
+        import hydra
+        import lightning as L
+        import yaml
+
+        if __name__ == "__main__":
+            cfg = yaml.safe_load(open(sys.argv[2]))
+            L.Trainer().fit(hydra.utils.instantiate(cfg["model"]))
+    """,
+}
+CONFIG_FOLDER_CONFIGS = {
+    "configs/training/small.yaml": """\
+        model:
+          _target_: pkg.model.Diffusion
+          network_config:
+            _target_: pkg.nets.SmallNet
+    """,
+    "configs/inference/video.yaml": """\
+        model:
+          _target_: pkg.model.Diffusion
+          network_config:
+            _target_: pkg.nets.VideoNet
+    """,
+}
+
+
+def test_a_class_only_configs_for_inference_name_is_not_built(tmp_path: Path) -> None:
+    """The training script's README command reads `configs/training/`; a class only the
+    configs of the disjoint `configs/inference/` name is not built by a training run."""
+    model = with_configs(tmp_path, CONFIG_FOLDERS, CONFIG_FOLDER_CONFIGS)
+    assert reason_at(model, tmp_path, "pkg/nets.py", "# video") == (
+        "in `VideoNet`, a class only configs for inference name (configs/inference/), which "
+        "no training reads (its training entry points: main.py)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training command reads a config for inference.
+        ("README.md", "configs/training/small.yaml", "configs/inference/video.yaml"),
+        # Where the training reads its configs is not known.
+        ("README.md", "--base configs/training/small.yaml", "--base <config>"),
+        # The training reads a folder around the one for inference.
+        ("README.md", "--base configs/training/small.yaml", "--config-dir ./configs"),
+        # A training config names the class too.
+        ("configs/training/small.yaml", "pkg.nets.SmallNet", "pkg.nets.VideoNet"),
+    ],
+)
+def test_a_class_a_training_config_may_name_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in CONFIG_FOLDERS.items()}
+    configs = {name: textwrap.dedent(text) for name, text in CONFIG_FOLDER_CONFIGS.items()}
+    held = files if where in files else configs
+    assert old in held[where]
+    held[where] = held[where].replace(old, new)
+    model = with_configs(tmp_path, files, configs)
+    assert reason_at(model, tmp_path, "pkg/nets.py", "# video") is None
+
+
+# --- an application in its own package ------------------------------------------------------
+
+PACKAGED_APP = {
+    "pyproject.toml": "",
+    "README.md": """\
+        Train: `python app/train.py --kinds Ramp`
+    """,
+    "app/__init__.py": "",
+    "app/parts.py": """\
+        import torch
+
+
+        class Ramp(torch.nn.Module):
+            def forward(self, x):
+                return x * 2  # ramp
+
+
+        class Pool(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # pool
+    """,
+    "app/model.py": """\
+        import lightning as L
+        import torch
+
+        import app.parts as parts
+
+
+        class Net(L.LightningModule):
+            def __init__(self, kinds):
+                super().__init__()
+                self.funs = torch.nn.ModuleList([getattr(parts, k)() for k in kinds])
+
+            def training_step(self, batch, i):
+                return sum(f(batch) for f in self.funs).sum()
+    """,
+    "app/train.py": """\
+        import lightning as L
+
+        from app.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Net({"Ramp": 2}))
+    """,
+}
+
+
+def test_a_package_whose_script_the_readme_runs_as_a_file_is_an_application(
+    tmp_path: Path,
+) -> None:
+    """`python app/train.py` runs a script of a package as a file: the package is the
+    application, and a class of it nothing builds (the run-time lookup spells only `Ramp`)
+    is out."""
+    model = project(tmp_path, PACKAGED_APP)
+    assert reason_at(model, tmp_path, "app/parts.py", "# pool") == (
+        "in `Pool`, a class nothing builds (no code that runs, config or string of its "
+        "project names it, tests aside; its training entry points: train.py)"
+    )
+    assert reason_at(model, tmp_path, "app/parts.py", "# ramp") is None
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # Nothing runs the script as a file: a library module's demo.
+        ("README.md", "python app/train.py", "python -m app.train"),
+        # A string of the code spells the class (a choice on the command line).
+        ("app/train.py", 'Net({"Ramp": 2})', 'Net({"Ramp": 2}), "Pool"'),
+    ],
+)
+def test_a_packaged_class_that_may_be_built_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in PACKAGED_APP.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "app/parts.py", "# pool") is None

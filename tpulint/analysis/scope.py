@@ -27,10 +27,13 @@ A finding is outside the scope, with the reason, when its code:
   branches taken only when an inference flag is on (`if _offload_inference:` where the
   parameter defaults to False, the `else` of `if not self.predict_mode:` where the
   attribute is set only from such a parameter) while no training code of the project
-  passes or sets it on; and a LightningModule only inference builds (see
-  `_inference_only_classes`: every construction or `load_from_checkpoint` is in a script or
-  CLI command that predicts, tests or validates and never fits, while the repository has a
-  script that fits), with what only its methods reach;
+  passes or sets it on; branches of an attribute turned on only by a method that only code
+  that never trains calls (`enable_context()` from a scoring CLI: `_called_only_off_training`);
+  and a class only inference builds (see `_inference_only_classes`: every construction or
+  `load_from_checkpoint` is in a script or CLI command that predicts, tests or validates and
+  never fits, in a function every chain of callers of which starts at a script or CLI command
+  that never trains, or in the methods of a class only such code builds, while the
+  repository has a script that fits), with what only its methods reach;
 - is evaluation after training: `test_step` and the other hooks of `trainer.test`
   (`test_dataloader`, `on_test_*`, `test_epoch_end`) with what only they reach (the classes
   only they build too), unless a script of the project tests after fitting in the same run
@@ -51,7 +54,12 @@ A finding is outside the scope, with the reason, when its code:
 - is not reached from the project's TPU entry points, when it has some;
 - is a module no script of its application imports (see `_unimported`), on any accelerator;
 - is in a class of an application that nothing can build (see `_unbuilt`): no code that runs,
-  config, string or selected registry key names it, and no built subclass inherits it.
+  config, string or selected registry key names it, and no built subclass inherits it; a
+  run-time lookup of its module (`getattr(module, key)`) builds only the names spelled
+  somewhere (a string, a config, a text file, a dict's key), and configs in a folder for
+  inference (`configs/inference/`) that no training script reads build nothing for training
+  (`_inference_configs`). An application is the folder of a training script in no package,
+  or in one whose README or shell scripts run it as a file (`python pkg/train.py`).
 
 Entry points are the places that start training on TPUs: a script (its `__main__` block or
 top level, or a function a CLI framework runs: `@hydra.main`, `@app.command()`) that builds
@@ -277,6 +285,71 @@ def _text_words(folder: str) -> frozenset[str]:
         except OSError:
             continue
     return frozenset(words)
+
+
+# Folders of configs for inference (`configs/inference/`, `scripts/sampling/configs/`).
+_INFERENCE_FOLDER_TOKENS = frozenset({"inference", "infer", "predict", "prediction", "sampling"})
+_PATH_TEXT = re.compile(r"[\w.\-]+(?:/[\w.\-]+)+")
+
+
+@lru_cache(maxsize=256)
+def _run_commands(repository: str) -> tuple[str, ...]:
+    """The lines of a repository's README and shell scripts: the commands that run its
+    scripts (`python topognn/train_model.py --model GNN`)."""
+    paths = [os.path.join(repository, n) for n in ("README.md", "README.rst", "README")]
+    for root, dirs, files in os.walk(repository):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
+        paths += [os.path.join(root, n) for n in files if n.endswith(".sh")]
+        if len(paths) > _MAX_TEXT_FILES:
+            break
+    lines: list[str] = []
+    for path in paths:
+        try:
+            if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines += [line for line in handle if ".py" in line]
+        except OSError:
+            continue
+    return tuple(lines)
+
+
+def _run_as_file(path: str) -> bool:
+    """Whether the README or a shell script of the repository of a module inside a package
+    runs it as a file by its path (`python topognn/train_model.py`): a script of an
+    application that sits in its own package, not a library module's demo."""
+    repository = _repository_of(os.path.dirname(os.path.abspath(path)))
+    if repository is None:
+        return False
+    relative = os.path.relpath(os.path.abspath(path), repository).replace(os.sep, "/")
+    pattern = re.compile(r"(?:^|[\s/])(?:\./)?" + re.escape(relative) + r"(?:\s|$)")
+    return any(pattern.search(line) for line in _run_commands(repository))
+
+
+@lru_cache(maxsize=256)
+def _training_config_mentions(repository: str, scripts: tuple[str, ...]) -> frozenset[str]:
+    """The existing files and folders of `repository` that its training scripts, or the
+    lines of its README and shell scripts that run them (`python main.py --base
+    configs/example_training/toy/mnist_cond.yaml`), spell as paths: where the training reads
+    its configs."""
+    names = {os.path.basename(script) for script in scripts}
+    texts: list[tuple[str, str]] = []  # (folder a path is relative to, text)
+    for script in scripts:
+        try:
+            with open(script, encoding="utf-8", errors="replace") as handle:
+                texts.append((os.path.dirname(script), handle.read()))
+        except OSError:
+            continue
+    lines = [line for line in _run_commands(repository) if any(n in line for n in names)]
+    texts.append((repository, "\n".join(lines)))
+    found: set[str] = set()
+    for folder, text in texts:
+        for match in _PATH_TEXT.findall(text):
+            for base in (folder, repository):
+                path = os.path.normpath(os.path.join(base, match))
+                if _nested(path, repository) and path != repository and os.path.exists(path):
+                    found.add(path)
+    return frozenset(found)
 
 
 def _data_key_path(path: str) -> bool:
@@ -1069,7 +1142,8 @@ class ProjectScope:
         (a Trainer it builds and runs: `fit`, `test`, ...; Fabric, a LightningCLI, a
         torch_xla launcher) and sits in
         no package (`train.py`, `tools/train.py`; a library's module with a `__main__`
-        demo makes no application), and what that folder holds: a package outside it
+        demo makes no application) or in one its repository's README or shell scripts run
+        as a file (`python pkg/train.py`), and what that folder holds: a package outside it
         (`mypkg/` beside `examples/train.py`) may be a library its users import from
         anywhere, and keeps today's scope. Its scripts are the training entry points and
         every module with a `__main__` block, a CLI command or a top level that runs code
@@ -1112,7 +1186,7 @@ class ProjectScope:
                 path = root.rpartition(":")[0]
                 entry_roots.add(path)
                 module = self.model.modules.get(path)
-                if module is None or self._in_package(module):
+                if module is None or (self._in_package(module) and not _run_as_file(path)):
                     continue
                 if site.kind != "trainer" or self._trainer_methods(root):
                     folders.add(os.path.dirname(os.path.abspath(path)))
@@ -1160,12 +1234,15 @@ class ProjectScope:
         module's function or top level, or a method of a class that may be built itself (a
         loss built only by a task class nothing builds is not built either), and not from a
         branch the project never takes (`norm = ActNorm` under `if use_actnorm:` where every
-        construction passes False). Classes of a module whose names are looked up at run
-        time (`getattr(module, cfg.name)`, `globals()[name]`, `eval(text)`, which also sees
-        what the file imports) may all be built; an application that calls `__subclasses__`
-        says nothing. Modules imported by computed names (`import_module(cfg.target)`) are
-        judged all the same: what they build is looked up by a name that the configs, the
-        code, a shell script or another text file of the application spells."""
+        construction passes False). A class of a module whose names are looked up at run
+        time (`getattr(module, key)`, `globals()[name]`) may be built when a config, a string
+        of the code, a text file or a dict's key spells its name; the classes `eval(text)`
+        sees (its file's and what it imports) may all be; an application that calls
+        `__subclasses__` says nothing. Configs for inference no training reads
+        (`_inference_configs`) name nothing. Modules imported by computed names
+        (`import_module(cfg.target)`) are judged all the same: what they build is looked up
+        by a name that the configs, the code, a shell script or another text file of the
+        application spells."""
         out: dict[str, str] = {}
         for app, loaded, shown, _ in self._applications(sites):
             out.update(self._unbuilt_in(self._application_folder(app, loaded), shown))
@@ -1215,7 +1292,8 @@ class ProjectScope:
                     found = self.model.lookup(target, module)
                     if isinstance(found, ModuleSummary):
                         looked_up.add(found.path)
-        configured = self._configured_classes()
+        configured = self._configured_classes(training=True)
+        by_lookup: set[str] = set()  # classes of a module whose names are looked up
         for gkey, cls in self.model.classes.items():
             if any(
                 "__init_subclass__" in self.model.classes[base].summary.methods
@@ -1224,7 +1302,7 @@ class ProjectScope:
             ):
                 continue  # a base registers its subclasses as they are defined
             path = cls.module.path
-            if _is_test_path(path) or not self._inside(path, apps) or path in looked_up:
+            if _is_test_path(path) or not self._inside(path, apps):
                 continue
             if gkey in evaluated:
                 continue
@@ -1235,19 +1313,28 @@ class ProjectScope:
                 continue  # nested classes, classes named in lower case: not judged
             candidates[gkey] = cls
             by_name.setdefault(name, []).append(gkey)
+            if path in looked_up:
+                by_lookup.add(gkey)
         if not candidates:
             return {}
         # Names in configs and strings of the code: built by name.
         anchor = app + os.sep + "x.py"  # a file of the application, for same_repository
         words: set[str] = set()
         has_configs = False
+        skipped = self._inference_configs()
+        inference_words: dict[str, list[str]] = {}  # name -> configs for inference naming it
         for config in self.model.configs:
             if self._same_project(config.path, anchor):
                 has_configs = True
-                words.update(config.words)
+                if config.path not in skipped:
+                    words.update(config.words)
+                    continue
+                for word in config.words:
+                    inference_words.setdefault(word, []).append(config.path)
         # Another project checked in the same run spells its own names (it builds this one's
         # classes only through imports, which resolve).
         strings: set[str] = set()
+        keys: set[str] = set()
         for path, module in self.model.modules.items():
             if (
                 not _is_test_path(path)
@@ -1255,6 +1342,7 @@ class ProjectScope:
                 and same_repository(path, anchor)
             ):
                 strings.update(module.scope.strings)
+                keys.update(module.scope.key_strings)
         for text in strings:
             words.add(text.replace(":", ".").rsplit(".", 1)[-1])
         # read once per model: a long-running server builds a new model when files change
@@ -1265,6 +1353,10 @@ class ProjectScope:
         if "*" in words:
             return {}  # too many text files to read: any class may be named in one
         built: set[str] = {g for g, c in candidates.items() if c.summary.name in words}
+        # A run-time lookup builds the classes of its module whose names the code, a config or
+        # a text file spells, or a dict's key (`{"Triangle_transform": 3}` iterated into
+        # `getattr(module, key)`); a class of that module named nowhere is built by none.
+        built.update(g for g in by_lookup if candidates[g].summary.name in keys)
         # References: target class -> owners of the code that names it (None: code that runs
         # whenever its module does).
         owners: dict[str, set[str | None]] = {}
@@ -1311,11 +1403,21 @@ class ProjectScope:
             "in `{}`, a class nothing builds (no code that runs, config or string of its "
             f"project names it, tests aside; its training entry points: {shown})"
         )
-        return {
-            gkey: why.format(cls.summary.name)
-            for gkey, cls in candidates.items()
-            if gkey not in built
-        }
+        out = {}
+        for gkey, cls in candidates.items():
+            if gkey in built:
+                continue
+            named = inference_words.get(cls.summary.name)
+            if named:
+                folders = sorted({os.path.relpath(os.path.dirname(p), app) for p in named})
+                out[gkey] = (
+                    f"in `{cls.summary.name}`, a class only configs for inference name "
+                    f"({', '.join(f + '/' for f in folders[:2])}), which no training reads "
+                    f"(its training entry points: {shown})"
+                )
+            else:
+                out[gkey] = why.format(cls.summary.name)
+        return out
 
     def _ref_targets(
         self, qualified: str, module: ModuleSummary, by_name: dict[str, list[str]]
@@ -1622,52 +1724,46 @@ class ProjectScope:
         return state
 
     def _inference_only_classes(self) -> dict[str, str]:
-        """The project's LightningModules that only inference builds, with the reason: every
-        construction or reference (`Model(...)`, `Model.load_from_checkpoint(path)`), tests
-        and the class's own methods aside, sits in code whose Trainer calls are `predict`,
-        `test` or `validate` and never `fit` (a prediction CLI command, an evaluation
-        script), while a script of the same repository fits (it trains other classes). A
-        class a config, a registry, a string of the code or a run-time lookup may name,
-        a subclass, or a class whose base a config names, stays: a fit may build it."""
+        """The project's classes that only inference builds, with the reason: every
+        construction or reference (`Model(...)`, `Model.load_from_checkpoint(path)`,
+        `Decoder(labels)`), tests and the class's own methods aside, sits in code that never
+        trains, while a script of the same repository fits (it trains other classes). Code
+        that never trains is: a function whose Trainer calls are `predict`, `test` or
+        `validate` and never `fit` (a prediction CLI command, an evaluation script); a
+        function every chain of callers of which starts at a script's `__main__` block or a
+        CLI command that never trains (no `fit`, `backward`, optimizer step or training loop
+        in what it calls: a transcription, test or search script), with no caller the model
+        cannot see (a module's top level, a function a config, a string or a run-time lookup
+        may name); and the methods of a class only such code builds (a layer only an
+        inference-only model builds). A class a config, a registry, a string of the code or
+        a run-time lookup may name, a subclass, or a class whose base a config names,
+        stays: a fit may build it."""
         found = self.__dict__.get("_inference_only")
         if found is not None:
             return found
         found = {}
         self.__dict__["_inference_only"] = found
-        fitting = [
-            path
-            for path, module in self.model.modules.items()
-            if not _is_test_path(path)
-            and any({"fit", "tune"} & set(calls) for calls in module.scope.trainer_calls.values())
-        ]
+        fitting = self._fitting_scripts()
         if not fitting:
             return found  # a library with no training entry point
-        configured = self._configured_classes()
-        words: set[str] = set()
-        for config in self.model.configs:
-            words.update(config.words)
-        looked_up: set[str] = set()
+        configured = self._configured_classes(training=True)
+        words, looked_up = self._names_by_text()
         refs: dict[str, list[tuple[str, str]]] = {}
+        by_name: dict[str, list[str]] = {}
+        for gkey, cls in self.model.classes.items():
+            by_name.setdefault(cls.summary.name, []).append(gkey)
         for path, module in self.model.modules.items():
-            words.update(t.replace(":", ".").rsplit(".", 1)[-1] for t in module.scope.strings)
-            for target in module.scope.lookups:
-                if target in ("", "*", "^"):
-                    looked_up.add(path if target != "^" else "^")
-                    continue
-                hit = self.model.lookup(target, module)
-                if isinstance(hit, ModuleSummary):
-                    looked_up.add(hit.path)
             for key, qualified, _, _, registry in module.scope.class_refs:
-                for target in self._ref_targets(qualified, module, {}):
+                # A name the model does not resolve may be any class it spells.
+                for target in self._ref_targets(qualified, module, by_name):
                     marker = "registry" if registry is not None else key
                     refs.setdefault(target, []).append((path, marker))
         if "^" in looked_up:
             return found  # `__subclasses__`: any class may be built
+        candidates = []
         for gkey, cls in self.model.classes.items():
             path = cls.module.path
-            if _is_test_path(path) or path in looked_up:
-                continue
-            if not self.model.class_kind(gkey) & ClassKind.LIGHTNING_MODULE:
+            if _is_test_path(path) or path in looked_up or gkey not in refs:
                 continue
             if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
                 continue
@@ -1677,36 +1773,226 @@ class ProjectScope:
                 continue
             if not any(same_repository(where, path) for where in fitting):
                 continue
-            builders: set[tuple[str, str]] = set()
-            evaluates: set[str] = set()
-            for where, key in refs.get(gkey, ()):
-                if _is_test_path(where):
-                    continue
-                if key == "registry":
-                    break
-                fn = self.model.functions.get(f"{where}:{key}") if key else None
-                if fn is not None and fn.owner == gkey:
-                    continue  # its own methods (`super(Model, self)`)
-                methods = self._trainer_methods(f"{where}:{key}") if key else None
-                if not methods or methods & {"fit", "tune"}:
-                    break
-                asked = next((m for m in ("predict", "test", "validate") if m in methods), None)
-                if asked is None:
-                    break
-                builders.add((where, key))
-                evaluates.add(asked)
-            else:
-                if builders:
-                    where, key = sorted(builders)[0]
-                    fn = self.model.functions.get(f"{where}:{key}")
-                    shown = fn.summary.name if fn is not None else key
-                    name = f"`{shown}` in {os.path.basename(where)}"
-                    calls = ", ".join(f"`trainer.{m}`" for m in sorted(evaluates))
-                    found[gkey] = (
-                        f"`{cls.summary.name}`, a model only {name} builds or loads, which "
-                        f"calls {calls} and never fits"
-                    )
+            candidates.append(gkey)
+        # A class only an inference-only class builds is inference-only too: to a fixpoint.
+        changed = True
+        while changed:
+            changed = False
+            for gkey in candidates:
+                if gkey not in found:
+                    why = self._built_only_off_training(gkey, refs[gkey], found, words, looked_up)
+                    if why is not None:
+                        found[gkey] = why
+                        changed = True
         return found
+
+    def _inference_configs(self) -> set[str]:
+        """The config files of a folder for inference (`configs/inference/svd.yaml`), in a
+        repository whose training scripts are known to read their configs elsewhere: the
+        scripts, or the README and shell script lines that run them, spell a config path
+        (`configs/example_training/...`) and none inside or around that folder. Classes
+        only such configs name are not built by a training run."""
+        found = self.__dict__.get("_inference_configs_of")
+        if found is not None:
+            return found
+        found = set()
+        self.__dict__["_inference_configs_of"] = found
+        folders: dict[tuple[str, str], list[str]] = {}  # (repository, folder) -> configs
+        for config in self.model.configs:
+            repository = _repository_of(os.path.dirname(os.path.abspath(config.path)))
+            if repository is None:
+                continue
+            parts = os.path.relpath(os.path.abspath(config.path), repository).split(os.sep)[:-1]
+            for i, part in enumerate(parts):
+                if name_tokens(part) & _INFERENCE_FOLDER_TOKENS:
+                    folder = os.path.join(repository, *parts[: i + 1])
+                    folders.setdefault((repository, folder), []).append(config.path)
+                    break
+        for (repository, folder), paths in folders.items():
+            scripts = tuple(
+                sorted(
+                    os.path.abspath(p)
+                    for p in self._fitting_scripts()
+                    if _repository_of(os.path.dirname(os.path.abspath(p))) == repository
+                )
+            )
+            if not scripts:
+                continue
+            mentions = _training_config_mentions(repository, scripts)
+            held = [os.path.abspath(c.path) for c in self.model.configs]
+            configs = [
+                m
+                for m in mentions
+                if m.endswith((".yaml", ".yml"))
+                or (os.path.isdir(m) and any(_nested(h, m) for h in held))
+            ]
+            if configs and not any(_nested(m, folder) for m in configs):
+                found.update(paths)
+        return found
+
+    def _fitting_scripts(self) -> list[str]:
+        """The modules (tests aside) whose code calls `trainer.fit` or `trainer.tune`."""
+        found = self.__dict__.get("_fitting")
+        if found is None:
+            found = [
+                path
+                for path, module in self.model.modules.items()
+                if not _is_test_path(path)
+                and any(
+                    {"fit", "tune"} & set(calls) for calls in module.scope.trainer_calls.values()
+                )
+            ]
+            self.__dict__["_fitting"] = found
+        return found
+
+    def _names_by_text(self) -> tuple[set[str], set[str]]:
+        """The names the configs and the strings of the code spell (a class or function
+        built or called by name), and the modules whose names are looked up at run time
+        (`getattr(module, name)`; "^" among them: `__subclasses__`, any class)."""
+        found = self.__dict__.get("_text_names")
+        if found is None:
+            words: set[str] = set()
+            skipped = self._inference_configs()
+            for config in self.model.configs:
+                if config.path not in skipped:
+                    words.update(config.words)
+            looked_up: set[str] = set()
+            for path, module in self.model.modules.items():
+                words.update(t.replace(":", ".").rsplit(".", 1)[-1] for t in module.scope.strings)
+                for target in module.scope.lookups:
+                    if target in ("", "*", "^"):
+                        looked_up.add(path if target != "^" else "^")
+                        continue
+                    hit = self.model.lookup(target, module)
+                    if isinstance(hit, ModuleSummary):
+                        looked_up.add(hit.path)
+            found = (words, looked_up)
+            self.__dict__["_text_names"] = found
+        return found
+
+    def _called_only_off_training(self, node: str) -> bool:
+        """Whether every call of a method runs only from code that never trains (see
+        `_off_training_roots`: a scoring CLI's `model.enable_context()`), in a repository
+        with a script that fits; not a method a framework may call, nor one a config, a
+        string or a run-time lookup may name, nor one nothing calls."""
+        cache = self.__dict__.setdefault("_off_training_calls", {})
+        if node in cache:
+            return bool(cache[node])
+        cache[node] = False
+        fn = self._function(node)
+        if fn is None or _framework_called(fn.summary.name):
+            return False
+        if not any(same_repository(p, fn.module.path) for p in self._fitting_scripts()):
+            return False
+        words, looked_up = self._names_by_text()
+        if fn.summary.name in words or fn.module.path in looked_up or "^" in looked_up:
+            return False
+        callers = [c for c in self.callers(node) if not _is_test_path(c.rpartition(":")[0])]
+        inference = self._inference_only_classes()
+        cache[node] = bool(callers) and all(
+            self._off_training_roots(c, inference, words, looked_up) is not None for c in callers
+        )
+        return bool(cache[node])
+
+    def _built_only_off_training(
+        self,
+        gkey: str,
+        refs: list[tuple[str, str]],
+        found: dict[str, str],
+        words: set[str],
+        looked_up: set[str],
+    ) -> str | None:
+        """Why a class is built only by code that never trains (see
+        `_inference_only_classes`), or None."""
+        cls = self.model.classes[gkey]
+        evaluators: set[tuple[str, str]] = set()
+        evaluates: set[str] = set()
+        roots: set[str] = set()
+        for where, key in refs:
+            if _is_test_path(where):
+                continue
+            if key == "registry":
+                return None
+            fn = self.model.functions.get(f"{where}:{key}") if key else None
+            if fn is not None and fn.owner == gkey:
+                continue  # its own methods (`super(Model, self)`)
+            methods = self._trainer_methods(f"{where}:{key}") if key else None
+            if methods and not methods & {"fit", "tune"}:
+                asked = next((m for m in ("predict", "test", "validate") if m in methods), None)
+                if asked is not None:
+                    evaluators.add((where, key))
+                    evaluates.add(asked)
+                    continue
+            if not key:
+                return None  # a module's top level: it runs wherever the module is imported
+            starts = self._off_training_roots(f"{where}:{key}", found, words, looked_up)
+            if starts is None:
+                return None
+            roots.update(starts)
+        if not roots and evaluators:
+            where, key = sorted(evaluators)[0]
+            fn = self.model.functions.get(f"{where}:{key}")
+            shown = fn.summary.name if fn is not None else key
+            name = f"`{shown}` in {os.path.basename(where)}"
+            calls = ", ".join(f"`trainer.{m}`" for m in sorted(evaluates))
+            kind = "model" if self.model.class_kind(gkey) & ClassKind.LIGHTNING_MODULE else "class"
+            return (
+                f"`{cls.summary.name}`, a {kind} only {name} builds or loads, which "
+                f"calls {calls} and never fits"
+            )
+        if not roots:
+            return None
+        for where, key in evaluators:
+            fn = self.model.functions.get(f"{where}:{key}")
+            roots.add(
+                f"`{fn.summary.name if fn is not None else key}` in {os.path.basename(where)}"
+            )
+        shown = sorted(roots)
+        text = ", ".join(shown[:3]) + (", ..." if len(shown) > 3 else "")
+        return f"`{cls.summary.name}`, a class only code that never trains builds, from {text}"
+
+    def _off_training_roots(
+        self, node: str, found: dict[str, str], words: set[str], looked_up: set[str]
+    ) -> set[str] | None:
+        """Where every chain of calls that runs `node` starts, shown (`main` in
+        transcribe.py, or an inference-only class whose methods call it), when each start
+        is a script's `__main__` block or a CLI command that never trains, or a method of a
+        class in `found`; None when one may train or is not known: a method of another
+        class (its framework may call it), a module's top level, a function with no caller
+        the model sees or one a config, a string or a run-time lookup may name."""
+        starts: set[str] = set()
+        seen = {node}
+        queue = deque([node])
+        while queue:
+            current = queue.popleft()
+            path, _, key = current.rpartition(":")
+            if _is_test_path(path):
+                continue
+            fn = self._function(current)
+            if fn is not None and fn.owner is not None:
+                owner = next((g for g in self._enclosing_classes(fn.owner) if g in found), None)
+                if owner is None:
+                    return None
+                starts.add(f"the methods of `{self.model.classes[owner].summary.name}`")
+                continue
+            if key == "__main__" or (key and self._runnable(current)):
+                if not self._never_trains(current):
+                    return None
+                shown = "`__main__`" if key == "__main__" else f"`{fn.summary.name}`" if fn else key
+                starts.add(f"{shown} in {os.path.basename(path)}")
+                continue
+            if fn is None or path in looked_up or fn.summary.name in words:
+                return None
+            callers = self.callers(current)
+            if not callers:
+                return None
+            for caller in callers:
+                if caller not in seen:
+                    seen.add(caller)
+                    if len(seen) > _MAX_CLIMB:
+                        return None
+                    queue.append(caller)
+        return starts or None
 
     def _called_names(self) -> frozenset[str]:
         """The last names of everything the project's code calls (`offline_inference` of
@@ -2020,6 +2306,16 @@ class ProjectScope:
             assigned = facts.get(name)
             if assigned is None and name in cls.summary.attributes:
                 return None  # assigned something that is no device test
+            setters = cls.module.scope.setters.get(cls.summary.qualname, {}).get(name)
+            if assigned and setters:
+                # A store in a method only code that never trains calls (a scoring CLI's
+                # `model.enable_context()`) does not happen in training.
+                assigned = list(assigned)
+                for key, value in setters:
+                    if value in assigned and self._called_only_off_training(
+                        f"{cls.module.path}:{key}"
+                    ):
+                        assigned.remove(value)
             stored += [(t, cls.module, gkey) for t in assigned or ()]
         return stored
 
@@ -2438,13 +2734,18 @@ class ProjectScope:
             return None
         return arguments
 
-    def _configured_classes(self) -> set[str]:
+    def _configured_classes(self, training: bool = False) -> set[str]:
         """The project classes a config names or a registry decorator registers: built by
-        name, with arguments the code does not show."""
-        configured = self.__dict__.get("_configured")
+        name, with arguments the code does not show. `training`: configs for inference
+        that no training reads (`_inference_configs`) left out."""
+        slot = "_configured_training" if training else "_configured"
+        configured = self.__dict__.get(slot)
         if configured is None:
             configured = set()
+            skipped = self._inference_configs() if training else set()
             for config in self.model.configs:
+                if config.path in skipped:
+                    continue
                 for _, name in config.classes:
                     found = self.model.lookup(name, None)
                     if _is_class(found):
@@ -2453,7 +2754,7 @@ class ProjectScope:
                 for kind, name in module.scope.registered:
                     if kind == "class":
                         configured.add(f"{self.model.prefix(module)}.{name}")
-            self.__dict__["_configured"] = configured
+            self.__dict__[slot] = configured
         return configured
 
     def _exported(self) -> set[str]:

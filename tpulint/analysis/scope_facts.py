@@ -244,6 +244,13 @@ class ScopeFacts:
     # description) or a use form the project resolves ("name", "self", "attr"; text the call
     # as written). Whether the function can complete on a TPU (tpulint.analysis.scope).
     sure_calls: dict[str, list[list[str]]] = field(default_factory=dict)
+    # class qualname -> attribute -> [method key, truth] for each `self.<attribute> = True`
+    # (a literal True, False or None) in a method other than `__init__` (`enable_context()`
+    # turning a flag on): whether the code that calls the method trains decides the flag.
+    setters: dict[str, dict[str, list[list[Any]]]] = field(default_factory=dict)
+    # Identifier-like string keys of dicts (`{"Triangle_transform": 3}`): a name a run-time
+    # lookup (`getattr(module, key)` over the dict) may spell.
+    key_strings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -286,6 +293,8 @@ class ScopeFacts:
             "d": self.digest,
             "ni": self.named_inference,
             "sc": self.sure_calls,
+            "se": self.setters,
+            "ks": self.key_strings,
         }
 
     @classmethod
@@ -330,6 +339,8 @@ class ScopeFacts:
             data["d"],
             data.get("ni", []),
             data.get("sc", {}),
+            data.get("se", {}),
+            data.get("ks", []),
         )
 
 
@@ -411,6 +422,7 @@ class _Walker:
         self._registry_values: dict[int, str] = {}  # id of a dict value -> its string key
         self._unnamed_strings: set[int] = set()  # ids of dict keys and message texts
         self._strings: set[str] = set()
+        self._key_strings: set[str] = set()
         self._tested: set[int] = set()  # ids of `isinstance(x, Cls)`'s classes
         self.fitting: set[str] = set()  # ... in the statement being walked
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
@@ -573,6 +585,7 @@ class _Walker:
         self.kernels_built_by_call(tree)
         facts = self.facts
         facts.strings = sorted(self._strings)
+        facts.key_strings = sorted(self._key_strings)
         facts.tests_after_fit = _tests_after_fit(tree.body, frozenset())
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
@@ -1052,6 +1065,9 @@ class _Walker:
                     value.value is None or isinstance(value.value, bool)
                 ):
                     truth = bool(value.value)  # `self.unbounded = False`: a flag that is off
+                    if key and key.split("#", 1)[0].rsplit(".", 1)[-1] != "__init__":
+                        setters = self.facts.setters.setdefault(klass, {})
+                        setters.setdefault(target.attr, []).append([key, truth])
                 self.facts.attributes.setdefault(klass, {}).setdefault(target.attr, []).append(
                     truth
                 )
@@ -1439,6 +1455,8 @@ class _Walker:
                 # A key is looked up, not a selection (`{"pack": ["d_model"]}` beside the
                 # registry selects nothing).
                 self._unnamed_strings.add(id(k))
+                if _STRING_NAME.match(k.value):
+                    self._key_strings.add(k.value)
                 if isinstance(v, (ast.Name, ast.Attribute)):
                     self._registry_values[id(v)] = k.value
 
