@@ -3252,6 +3252,31 @@ def test_a_run_time_lookup_builds_only_names_spelled(tmp_path: Path) -> None:
     assert reason_at(model, tmp_path, "kit/parts.py", "# stem") is None
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        'f"{self.kind}_block"',
+        'self.kind + "_block"',
+        '"%s_block" % self.kind',
+        '"{}_block".format(self.kind)',
+    ],
+)
+def test_a_run_time_lookup_of_a_composed_name_may_build_any_class(tmp_path: Path, key: str) -> None:
+    """`getattr(parts, f"{self.kind}_block")` spells no whole name anywhere: any class of
+    `parts` may be the one it builds."""
+    files = dict(UNBUILT_APP)
+    files["kit/model.py"] = (
+        files["kit/model.py"]
+        .replace("import lightning as L\n", "import lightning as L\n\nfrom kit import parts\n")
+        .replace(
+            "return self.stem(batch).sum()",
+            f"return getattr(parts, {key}), self.stem(batch).sum()",
+        )
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "kit/parts.py", "# probe") is None
+
+
 def test_subclasses_lookups_leave_the_application_unjudged(tmp_path: Path) -> None:
     files = dict(UNBUILT_APP)
     files["kit/model.py"] += "\n\nKINDS = torch.nn.Module.__subclasses__()\n"

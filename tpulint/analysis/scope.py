@@ -56,7 +56,8 @@ A finding is outside the scope, with the reason, when its code:
 - is in a class of an application that nothing can build (see `_unbuilt`): no code that runs,
   config, string or selected registry key names it, and no built subclass inherits it; a
   run-time lookup of its module (`getattr(module, key)`) builds only the names spelled
-  somewhere (a string, a config, a text file, a dict's key), and configs in a folder for
+  somewhere (a string, a config, a text file, a dict's key; a name built from pieces,
+  `f"{kind}_block"`, any class of the module), and configs in a folder for
   inference (`configs/inference/`) that no training script reads build nothing for training
   (`_inference_configs`). An application is the folder of a training script in no package,
   or in one whose README or shell scripts run it as a file (`python pkg/train.py`).
@@ -1270,6 +1271,7 @@ class ProjectScope:
         candidates: dict[str, Any] = {}
         by_name: dict[str, list[str]] = {}
         looked_up: set[str] = set()  # module paths whose names are looked up at run time
+        composed: set[str] = set()  # of those, looked up by a name built from pieces
         evaluated: set[str] = set()  # classes a file that calls `eval` imports
         for path, module in self.model.modules.items():
             if _is_test_path(path) or not self._inside(path, apps):
@@ -1289,9 +1291,11 @@ class ProjectScope:
                         looked_up.add(found.path)
             for target in lookups:
                 if target not in ("", "*", "^"):
-                    found = self.model.lookup(target, module)
+                    found = self.model.lookup(target.lstrip("~"), module)
                     if isinstance(found, ModuleSummary):
                         looked_up.add(found.path)
+                        if target.startswith("~"):
+                            composed.add(found.path)
         configured = self._configured_classes(training=True)
         by_lookup: set[str] = set()  # classes of a module whose names are looked up
         for gkey, cls in self.model.classes.items():
@@ -1357,6 +1361,8 @@ class ProjectScope:
         # a text file spells, or a dict's key (`{"Triangle_transform": 3}` iterated into
         # `getattr(module, key)`); a class of that module named nowhere is built by none.
         built.update(g for g in by_lookup if candidates[g].summary.name in keys)
+        # A name built from pieces (`f"{kind}_transform"`) may be any class of its module.
+        built.update(g for g in by_lookup if candidates[g].module.path in composed)
         # References: target class -> owners of the code that names it (None: code that runs
         # whenever its module does).
         owners: dict[str, set[str | None]] = {}
@@ -1863,7 +1869,7 @@ class ProjectScope:
                     if target in ("", "*", "^"):
                         looked_up.add(path if target != "^" else "^")
                         continue
-                    hit = self.model.lookup(target, module)
+                    hit = self.model.lookup(target.lstrip("~"), module)
                     if isinstance(hit, ModuleSummary):
                         looked_up.add(hit.path)
             found = (words, looked_up)

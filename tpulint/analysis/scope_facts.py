@@ -1487,6 +1487,10 @@ class _Walker:
             if not self.known(root, imports, local):
                 return  # a local value's attribute (`getattr(args, name)`)
             found = self.qualify(receiver, imports)
+            if name == "getattr" and _composed(call.args[1]):
+                # `getattr(module, f"{kind}_transform")`: no whole name is spelled anywhere,
+                # so any class of the module may be the one built ("~": all of them).
+                found = "~" + found
         else:
             return
         if found not in lookups:
@@ -2052,6 +2056,20 @@ class _Walker:
         if name in _TPU_DEVICE_NAMES:
             return True
         return None
+
+
+def _composed(key: ast.expr) -> bool:
+    """A name built from pieces: an f-string with text, `a + "_x"`, `"%s_x" % a`,
+    `"{}_x".format(a)`, `"_".join(...)`."""
+    if isinstance(key, ast.JoinedStr):
+        return any(isinstance(v, ast.Constant) and v.value for v in key.values)
+    if isinstance(key, ast.BinOp) and isinstance(key.op, (ast.Add, ast.Mod)):
+        return True
+    return (
+        isinstance(key, ast.Call)
+        and isinstance(key.func, ast.Attribute)
+        and key.func.attr in ("format", "join")
+    )
 
 
 def _off(node: ast.expr | None) -> bool:
