@@ -199,3 +199,53 @@ def test_cached_results_follow_who_imports_and_calls_a_file(tmp_path: Path) -> N
         module.format(extra="from pkg.samplers import ShardSampler\n", arg="")
     )
     assert codes() == [("pkg/helper.py", "TPU006"), ("pkg/samplers.py", "TPU505")]
+
+
+def test_cached_results_follow_the_text_files_the_scope_reads(tmp_path: Path) -> None:
+    """The default scope reads more than Python and YAML: a class that only a shell script
+    names (`python train.py --block Probe`) may be built. A warm run sees a script added,
+    changed or removed, though no source changed."""
+    from tests.helpers import run_cli
+
+    parts = (
+        "import torch\n\n\n"
+        "class Stem(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x[x > 0]\n\n\n"
+        "class Probe(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x[x > 0]\n"
+    )
+    model = (
+        "import lightning as L\n\nfrom kit.parts import Stem\n\n\n"
+        "class Net(L.LightningModule):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.stem = Stem()\n\n"
+        "    def training_step(self, batch, i):\n"
+        "        return self.stem(batch).sum()\n"
+    )
+    train = (
+        "import lightning as L\n\nfrom kit.model import Net\n\n"
+        'if __name__ == "__main__":\n'
+        "    L.Trainer().fit(Net())\n"
+    )
+    root = make_project(
+        tmp_path / "p",
+        {"train.py": train, "kit/__init__.py": "", "kit/model.py": model, "kit/parts.py": parts},
+        pyproject='select = ["TPU202"]\n',
+    )
+
+    def lines() -> list[int]:
+        out = run_cli(["check", "."], root).stdout.splitlines()
+        return sorted(int(line.split(":")[1]) for line in out if "kit/parts.py" in line)
+
+    assert lines() == [6]  # Probe: nothing builds it
+    assert lines() == [6]  # warm
+    script = root / "run.sh"
+    script.write_text("python train.py --block Probe\n")
+    assert lines() == [6, 11]  # a shell script names it: it may be built
+    script.write_text("python train.py --block Stem\n")
+    assert lines() == [6]
+    script.unlink()
+    assert lines() == [6]

@@ -111,6 +111,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from tpulint.analysis import text_reads
 from tpulint.analysis.hooks import (
     LIGHTNING1_HOOKS,
     LIGHTNING_HOOKS,
@@ -129,6 +130,7 @@ from tpulint.analysis.scope_facts import (
     name_tokens,
 )
 from tpulint.analysis.summary import ClassSummary, FunctionSummary, ModuleSummary
+from tpulint.analysis.text_reads import note
 
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel, _Function
@@ -244,7 +246,7 @@ _REPOSITORY_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 @lru_cache(maxsize=4096)
 def _repository_of(folder: str) -> str | None:
     """The nearest folder at or above `folder` that marks a repository (None: none)."""
-    if any(os.path.exists(os.path.join(folder, marker)) for marker in _REPOSITORY_MARKERS):
+    if any(os.path.exists(note(os.path.join(folder, marker))) for marker in _REPOSITORY_MARKERS):
         return folder
     parent = os.path.dirname(folder)
     return None if parent == folder else _repository_of(parent)
@@ -273,8 +275,9 @@ def _text_words(folder: str) -> frozenset[str]:
         walks.append((repository, (".sh", "pyproject.toml", "setup.cfg")))
     for top, suffixes in walks:
         for root, dirs, names in os.walk(top):
+            note(root)  # a file added or removed changes the folder's modification time
             dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
-            files += [os.path.join(root, n) for n in names if n.endswith(suffixes)]
+            files += [note(os.path.join(root, n)) for n in names if n.endswith(suffixes)]
             if len(files) > _MAX_TEXT_FILES:
                 return frozenset({"*"})
     for path in files:
@@ -297,10 +300,11 @@ _PATH_TEXT = re.compile(r"[\w.\-]+(?:/[\w.\-]+)+")
 def _run_commands(repository: str) -> tuple[str, ...]:
     """The lines of a repository's README and shell scripts: the commands that run its
     scripts (`python topognn/train_model.py --model GNN`)."""
-    paths = [os.path.join(repository, n) for n in ("README.md", "README.rst", "README")]
+    paths = [note(os.path.join(repository, n)) for n in ("README.md", "README.rst", "README")]
     for root, dirs, files in os.walk(repository):
+        note(root)
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
-        paths += [os.path.join(root, n) for n in files if n.endswith(".sh")]
+        paths += [note(os.path.join(root, n)) for n in files if n.endswith(".sh")]
         if len(paths) > _MAX_TEXT_FILES:
             break
     lines: list[str] = []
@@ -348,9 +352,17 @@ def _training_config_mentions(repository: str, scripts: tuple[str, ...]) -> froz
         for match in _PATH_TEXT.findall(text):
             for base in (folder, repository):
                 path = os.path.normpath(os.path.join(base, match))
-                if _nested(path, repository) and path != repository and os.path.exists(path):
+                if _nested(path, repository) and path != repository and os.path.exists(note(path)):
                     found.add(path)
     return frozenset(found)
+
+
+def forget_text_reads() -> None:
+    """Start noting the text files the analysis reads afresh (before a model is built): the
+    cached readers would otherwise answer a second build without noting what they read."""
+    text_reads.reset()
+    for cached in (_repository_of, _run_commands, _training_config_mentions):
+        cached.cache_clear()
 
 
 def _data_key_path(path: str) -> bool:
@@ -2793,6 +2805,12 @@ class ProjectScope:
         state = self.reach if claimed else self.library
         parts = [f"c{int(claimed)}", self._unreached() if claimed else ""]
         parts.append(self.unimported.get(path, ""))
+        # The classes of the file nothing builds: a shell script naming one changes no reach.
+        parts += sorted(
+            f"u{gkey}={why}"
+            for gkey, why in self.unbuilt.items()
+            if self.model.classes[gkey].module.path == path
+        )
         if state is not None:
             parts.append(f"l{int(path in state.loaded)}")
             for fn in module.functions:

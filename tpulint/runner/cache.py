@@ -388,27 +388,35 @@ class FactsCache:
             h.update(b"\0")
         return h.hexdigest()
 
-    def get(self, key: str) -> tuple[dict[str, int], dict[str, str]] | None:
-        """(class table, path -> facts digest), or None."""
+    def get(self, key: str) -> tuple[dict[str, int], dict[str, str], dict[str, str]] | None:
+        """(class table, path -> facts digest, text file -> signature), or None. The text
+        files are those the analysis read besides the sources (READMEs, shell scripts):
+        the entry holds only while each still has its signature."""
         try:
             data = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(data, dict):
             return None
-        table, digests = data.get("table"), data.get("digests")
-        if not (_str_map(table, int) and _str_map(digests, str)):
+        table, digests, texts = data.get("table"), data.get("digests"), data.get("texts", {})
+        if not (_str_map(table, int) and _str_map(digests, str) and _str_map(texts, str)):
             return None
-        return table, digests
+        return table, digests, texts
 
-    def put(self, key: str, table: dict[str, int], digests: dict[str, str]) -> None:
+    def put(
+        self,
+        key: str,
+        table: dict[str, int],
+        digests: dict[str, str],
+        texts: dict[str, str] | None = None,
+    ) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             JsonStore(self.directory, "facts")._prepare()  # CACHEDIR.TAG and .gitignore
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    data = {"table": table, "digests": digests}
+                    data = {"table": table, "digests": digests, "texts": texts or {}}
                     handle.write(json.dumps(data, separators=(",", ":")))
                 os.replace(tmp, self.folder / f"{key}.json")
             except BaseException:

@@ -377,11 +377,16 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
         + [f"hot-method:{name}" for name in sorted(config.hot_methods)]
         + [f"lightning-version:{config.lightning_version}"]
     )
-    prepared.project_key = facts_key
     found = facts_cache.get(facts_key)
+    if found is not None and any(context_signature(p) != sig for p, sig in found[2].items()):
+        found = None  # a README or shell script the analysis read has changed
     if found is not None:
-        table, prepared.facts = found
+        table, prepared.facts, texts = found
     else:
+        from tpulint.analysis import text_reads
+        from tpulint.analysis.scope import forget_text_reads
+
+        forget_text_reads()
         project = prepared.model()
         table = project.lightning_table()
         prepared.facts = {
@@ -389,7 +394,10 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
             for s, _ in sources
             if s.path.suffix == ".py"
         }
-        facts_cache.put(facts_key, table, prepared.facts)
+        texts = {path: context_signature(path) for path in sorted(text_reads.noted())}
+        facts_cache.put(facts_key, table, prepared.facts, texts)
+    # Findings read from other files are reused only for the same sources and text files.
+    prepared.project_key = FactsCache.key([facts_key, *(f"{p}:{s}" for p, s in texts.items())])
     prepared.results = ResultCache(
         config.root / config.cache_dir, cache_name(config.fingerprint(), table_digest(table))
     )
