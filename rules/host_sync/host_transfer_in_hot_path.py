@@ -522,6 +522,70 @@ def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+def _plain_cpu_attribute(ctx: FileContext, node: cst.Subscript) -> str | None:
+    """The name `x` of `self.x[...]` when `self.x` is a CPU tensor kept as a plain attribute
+    of the class: `__init__` assigns it a CPU tensor unconditionally (`torch.full(...)`
+    without a device), every other assignment of it is in a branch of `__init__` (a flag
+    that makes it a `nn.Parameter`), and no `register_buffer` names it (`.to(device)` moves
+    buffers and parameters, not plain attributes)."""
+    name = self_attribute_name(node.value)
+    klass = ctx.klass
+    if name is None or klass is None:
+        return None
+    classes, pending = [], [klass]  # the class and its bases of this file
+    while pending:
+        current_class = pending.pop()
+        if all(current_class is not c for c in classes):
+            classes.append(current_class)
+            pending.extend(current_class.local_bases)
+    found: list[tuple[cst.BaseExpression, bool, bool]] = []  # (value, in __init__, branched)
+    stack: list[tuple[cst.CSTNode, str | None, bool]] = [
+        (c.node.body, None, False) for c in classes
+    ]
+    while stack:
+        current, function, branched = stack.pop()
+        if isinstance(current, cst.FunctionDef):
+            # (an assignment in a nested function is one outside `__init__`)
+            function = current.name.value if function is None else "<nested>"
+            branched = False
+        elif isinstance(current, (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match)):
+            branched = True
+        elif isinstance(current, cst.Assign):
+            for target in current.targets:
+                if self_attribute_name(target.target) == name:
+                    found.append((current.value, function == "__init__", branched))
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign)):
+            if self_attribute_name(current.target) == name:
+                return None
+        elif isinstance(current, cst.Call) and _registers(current, name):
+            return None
+        stack.extend((child, function, branched) for child in iter_children(current))
+    plain = [value for value, init, branched in found if init and not branched]
+    if not plain:
+        return None
+    for value, init, branched in found:
+        if not init:
+            return None
+        if not branched and ctx.value_kind(value) is not ValueKind.CPU:
+            return None
+    return name
+
+
+def _registers(call: cst.Call, name: str) -> bool:
+    """`self.register_buffer("name", ...)` / `register_parameter` / `setattr(self, "name",
+    ...)`: the attribute is one torch moves (or set in a way not followed)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        if func.attr.value not in ("register_buffer", "register_parameter"):
+            return False
+    elif not (isinstance(func, cst.Name) and func.value == "setattr"):
+        return False
+    return any(
+        isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == name
+        for arg in call.args[:2]
+    )
+
+
 def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
     """The values assigned to `self.<name>` anywhere in the class being walked."""
     klass = ctx.klass
@@ -559,7 +623,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
     passed where torch wants a Python number (`torch.nan_to_num(x, nan=t)`,
     `torch.full(shape, t)`), and a tensor used as a Python
     index into an `nn.ModuleList` or a list or tuple the code builds (`self.heads[k]`; a
-    tensor indexed by a tensor is a gather on the device, not a read). `.item()` is TPU101's, and
+    tensor indexed by a tensor is a gather on the device, not a read), and a device tensor
+    indexing a CPU tensor kept as a plain attribute (`self.logvar[t]` where `__init__` sets
+    `self.logvar = torch.full(...)`, made an `nn.Parameter` only behind an option, never a
+    registered buffer nor moved by a hook: `.to(device)` does not move it, so torch copies
+    the index to the host every step). `.item()` is TPU101's, and
     conversions passed to `self.log`
     are TPU102's.
 
@@ -708,6 +776,21 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # Tables torch moves with the module (a buffer), one a hook moves to the device, and
+        # a CPU table indexed by a host number: no copy of a device index.
+        Valid(
+            _HEAD + "    def __init__(self, steps=10):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('weights', torch.ones(steps))\n"
+            "        self.scales = torch.linspace(0, 1, steps)\n"
+            "        self.offsets = torch.zeros(steps)\n\n"
+            "    def on_fit_start(self):\n"
+            "        self.scales = self.scales.to(self.device)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        t = torch.randint(0, 10, (batch.shape[0],), device=self.device)\n"
+            "        out = self(batch) * self.weights[t] * self.scales[t]\n"
+            "        return out.mean() + self.offsets[batch_idx % 10]\n"
+        ),
         # A helper named for writing, called from the validation step under an opt-in flag:
         # each item's copy ends only in medical-imaging file writers (SimpleITK, torchio).
         Valid(
@@ -1265,6 +1348,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        return self.heads[task.argmax()](x)\n",
             message="as a Python index",
         ),
+        # A CPU table kept as a plain attribute (a learned `nn.Parameter` only behind an
+        # option of `__init__`), indexed by device timesteps: torch copies them to the host.
+        Invalid(
+            _HEAD + "    def __init__(self, steps=10, learn=False):\n"
+            "        super().__init__()\n"
+            "        self.table = torch.full((steps,), 0.5)\n"
+            "        if learn:\n"
+            "            self.table = torch.nn.Parameter(self.table)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        t = torch.randint(0, 10, (batch.shape[0],), device=self.device)\n"
+            "        return (self(batch) * self.table[t].to(self.device)).mean()\n",
+            line=14,
+            message="a CPU tensor kept as a plain attribute",
+        ),
         # A list built in the step, and a list attribute, indexed by device tensors.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -1325,8 +1422,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
         index = node.slice[0].slice
         if not isinstance(index, cst.Index) or isinstance(index.value, (cst.Integer, cst.Slice)):
             return
-        if not self._python_sequence(node.value):
-            return
+        plain = None if self._python_sequence(node.value) else _plain_cpu_attribute(ctx, node)
+        if plain is None and not self._python_sequence(node.value):
+            return  # (asked again only for the few subscripts of neither shape)
         if ctx.value_kind(index.value) is not ValueKind.DEVICE:
             return
         if not is_torch_tensor(ctx, index.value, self.bindings) and not isinstance(
@@ -1334,6 +1432,17 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ):
             return  # a name or element of the step's data that may be a Python number
         if quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        if plain is not None:
+            self.report(
+                node,
+                f"`{source_of(ctx, node)}` in {ctx.hot_reason} indexes `self.{plain}`, a CPU "
+                "tensor kept as a plain attribute (not a registered buffer: moving the module "
+                f"does not move it), with the device tensor `{source_of(ctx, index.value)}`: "
+                "torch copies the index to the host, a sync every step; register it with "
+                f'`self.register_buffer("{plain}", ...)` so it lives on the device',
+                applicability=Applicability.DISPLAY_ONLY,
+            )
             return
         self.report(
             node,

@@ -20,7 +20,9 @@ class ItemInHotPath(Rule):
     Finds `.item()` on tensors in code that runs for every batch: `training_step`,
     `validation_step`, `test_step`, `predict_step`, `forward`, batch-level hooks, and the
     helpers they call through `self.` or module-level functions. Values that are not device
-    tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`) and
+    tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`, and
+    the parameters of a sub-module's `forward` that the step's code alone calls, every call
+    passing a CPU tensor: `lengths.cpu().int()` and what is computed from it) and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
     `if len(self.samples) < self.max_samples:` that collects samples, an assertion's
     message, the lines before a `raise`, an `except` handler and what it calls) are not
@@ -121,6 +123,29 @@ class ItemInHotPath(Rule):
     screen_calls = frozenset({"item"})
 
     VALID = (
+        # A sub-module's forward only the step's forward calls, always with lengths computed
+        # from `lengths.cpu()`: its `.item()` reads host tensors (the `.cpu()` is TPU103's).
+        Valid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Padder(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        keep = torch.ones_like(x)\n"
+            "        for i, n in enumerate(lengths):\n"
+            "            keep[i, n.item():] = 0\n"
+            "        return x * keep\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.pad = Padder()\n\n"
+            "    def shorter(self, lengths):\n"
+            "        return ((lengths - 1) // 2 + 1).int()\n\n"
+            "    def forward(self, x, lengths):\n"
+            "        lengths = lengths.cpu().int()\n"
+            "        return self.pad(x, self.shorter(lengths))\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, lengths = batch\n"
+            "        return self(x, lengths).sum()\n"
+        ),
         # The NaN/inf recovery branch runs on a numeric anomaly, not every step (its test
         # is TPU104's finding).
         Valid(

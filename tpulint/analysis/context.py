@@ -689,6 +689,18 @@ class FileContext(Resolver):
             )
             host = _HOST_KIND_NAMES | {"cpu"} if own_step else _HOST_KIND_NAMES
             if (
+                entry
+                and passed is not None
+                and passed.kind == "cpu"
+                and not passed.mask
+                and info.name == "forward"
+                and view.called_every_step(info.key)
+            ):
+                # A sub-module's forward that only the step's code calls, every call passing a
+                # CPU tensor (`lengths.cpu().int()` and what is computed from it): what the
+                # step hands it is on the host, whatever an inference script would pass.
+                host = host | {"cpu"}
+            if (
                 passed is not None
                 and passed.kind != "unknown"
                 and passed.elements is None

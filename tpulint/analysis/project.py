@@ -1458,6 +1458,16 @@ class ProjectModel:
             values.append(value)
         return combine_values(values)
 
+    def called_every_step(self, gkey: str) -> bool:
+        """Whether the function is called by the project's own code (not its tests) from code
+        that runs every step, and from nowhere else: what those calls pass is what it gets
+        in training (an inference script's calls, which say nothing of that, are none)."""
+        if self._computing_hot:
+            return False
+        callers = [c for c in self._callers().get(gkey, []) if not _is_test_path(c[0].module.path)]
+        hot = self.hot
+        return bool(callers) and all(c[0].gkey in hot for c in callers)
+
     def _spread_of_numbers(self, call: Any, caller: _Function) -> bool:
         """Whether a call's one `**mapping` spread (and no `*args`) is a mapping of Python
         numbers and other host values only (a dict literal of hyper-parameters, a property
@@ -2204,6 +2214,12 @@ class FileView:
         if fn is None:
             return None
         return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out, per_step)
+
+    def called_every_step(self, key: str) -> bool:
+        """Whether this file's function `key` is called only from code that runs every step
+        (see ProjectModel.called_every_step)."""
+        fn = self._functions.get(key)
+        return fn is not None and self.model.called_every_step(fn.gkey)
 
     def index_texts(self, key: str) -> frozenset[str]:
         """What this file's function `key` uses as integer indices (see
