@@ -180,6 +180,83 @@ def _could_be_longest(call: ast.Call) -> bool:
     return False
 
 
+def _longest_item_ast(value: ast.expr) -> bool:
+    """`max(batch, key=...)` or `max(batch, key=...)[0]` read with `ast`."""
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    return _is_max(value) and any(k.arg == "key" for k in value.keywords)  # type: ignore[attr-defined]
+
+
+def _longest_item(value: cst.BaseExpression) -> bool:
+    """`max(batch, key=lambda s: s[0].size(1))`, also indexed (`max(batch, key=f)[0]`): the
+    batch's longest element itself, whose size is the batch's longest length."""
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "max"
+        and any(a.keyword is not None and a.keyword.value == "key" for a in value.args)
+        and sum(1 for a in value.args if a.keyword is None and not a.star) == 1
+    )
+
+
+def _measured_dim(value: cst.BaseExpression) -> tuple[cst.BaseExpression, int] | None:
+    """`x.size(1)`, `x.shape[1]`, `len(x)` (dimension 0): what is measured and which
+    dimension; None for anything else."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+        if value.func.value == "len" and len(value.args) == 1:
+            return value.args[0].value, 0
+        return None
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "size"
+        and len(value.args) == 1
+        and isinstance(value.args[0].value, cst.Integer)
+    ):
+        return value.func.value, int(value.args[0].value.value)
+    if (
+        isinstance(value, cst.Subscript)
+        and isinstance(value.value, cst.Attribute)
+        and value.value.attr.value == "shape"
+        and len(value.slice) == 1
+        and isinstance(value.slice[0].slice, cst.Index)
+        and isinstance(value.slice[0].slice.value, cst.Integer)
+    ):
+        return value.value.value, int(value.slice[0].slice.value.value)
+    return None
+
+
+def _key_dim(value: cst.BaseExpression, body: cst.CSTNode) -> int | None:
+    """The dimension `max(batch, key=...)` compares: a lambda or a function nested in
+    `body` that returns one size of its argument (`lambda s: s[0].size(1)`)."""
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    assert isinstance(value, cst.Call)
+    key = next(a.value for a in value.args if a.keyword is not None and a.keyword.value == "key")
+    returned: cst.BaseExpression | None = None
+    if isinstance(key, cst.Lambda):
+        returned = key.body
+    elif isinstance(key, cst.Name):
+        for node in walk(body):
+            if isinstance(node, cst.FunctionDef) and node.name.value == key.value:
+                returns = [r for r in walk(node) if isinstance(r, cst.Return)]
+                if len(returns) == 1 and returns[0].value is not None:
+                    returned = returns[0].value
+    measured = _measured_dim(returned) if returned is not None else None
+    return measured[1] if measured is not None else None
+
+
+def _size_of(value: cst.BaseExpression, items: dict[str, int]) -> bool:
+    """`x.size(d)`, `x.shape[d]` (`len(x)`: d = 0) of a longest item `x` that `max(...,
+    key=...)` chose by its size in dimension `d` (`items`: name -> d)."""
+    measured = _measured_dim(value)
+    if measured is None or not isinstance(measured[0], cst.Name):
+        return False
+    return items.get(measured[0].value) == measured[1]
+
+
 def _assigns_longest_length(source: str) -> bool:
     """Whether the code has an assignment the hand-rolled padding check can report,
     `name = <the batch's maximum>` (`_batch_maximum`), read with `ast` (a superset): a
@@ -198,6 +275,8 @@ def _assigns_longest_length(source: str) -> bool:
         value = node.value
         if _is_max(value) and _could_be_longest(value):
             return True
+        if _longest_item_ast(value):
+            return True  # `longest = max(batch, key=...)[0]`, sized later (visit_Assign)
         if (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Name)
@@ -523,6 +602,83 @@ def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str
     return out
 
 
+def _collate_reach(view: FileView) -> dict[str, str]:
+    """The project's functions a training data loader's collate runs (function gkey -> the
+    collate it is reached from): what a `collate_fn=` argument names or its lambda calls
+    (ScopeFacts.collate_refs; loaders built in inference code aside), and every project
+    function named as a collate function (`collate_fn`, `_collate`), followed through their
+    calls (overrides in subclasses too; a method of an attribute the model cannot type,
+    `self.encoder.prepare_sample(...)`, by its name among the project's methods, when few
+    have it). Computed once per project."""
+    model = view.model
+    cached = model.__dict__.get("_collate_reach")
+    if cached is not None:
+        return cached
+    reach: dict[str, str] = {}
+    queue: list[tuple[object, int]] = []
+
+    def add(fn: object, root: str, depth: int) -> None:
+        gkey = fn.gkey  # type: ignore[attr-defined]
+        name = fn.summary.name  # type: ignore[attr-defined]
+        if gkey in reach or _NOT_TRAINING.search(name):
+            return
+        reach[gkey] = root
+        queue.append((fn, depth))
+
+    functions = model.functions
+    for module in model.modules.values():
+        local = model._module_functions[id(module)]
+        for key, form, target in module.scope.collate_refs:
+            caller = local.get(key)
+            if caller is None or _NOT_TRAINING.search(caller.summary.name):
+                continue
+            for found in model.resolve_call(module, caller.owner, form, target, virtual=True):
+                if found.gkey in functions:
+                    add(found, found.summary.name, 0)
+    for fn in functions.values():
+        if _SURE_COLLATE.search(fn.summary.name):
+            add(fn, fn.summary.name, 0)
+    methods: dict[str, list[object]] = {}
+    for fn in functions.values():
+        if fn.owner is not None:
+            methods.setdefault(fn.summary.name, []).append(fn)
+    while queue:
+        fn, depth = queue.pop()
+        if depth >= 6:
+            continue
+        root = reach[fn.gkey]  # type: ignore[attr-defined]
+        for call in fn.summary.calls:  # type: ignore[attr-defined]
+            found = [
+                f
+                for f in model.resolve_call(
+                    fn.module,  # type: ignore[attr-defined]
+                    fn.owner,  # type: ignore[attr-defined]
+                    call.form,
+                    call.target,
+                    virtual=True,
+                )
+                if f.gkey in functions
+            ]
+            if not found and call.form == "attr":
+                named = methods.get(call.target.rsplit(".", 1)[-1], [])
+                found = named if len(named) <= 8 else []
+            for target in found:
+                add(target, root, depth + 1)
+    model.__dict__["_collate_reach"] = reach
+    return reach
+
+
+def _reached_collate(ctx: FileContext) -> str | None:
+    """The collate a training data loader runs that reaches the function being walked."""
+    view, info = ctx.analysis.view, ctx.function
+    if view is None or info is None:
+        return None
+    fn = view._functions.get(info.key)
+    if fn is None:
+        return None
+    return _collate_reach(view).get(fn.gkey)
+
+
 # The index parameter of a `__getitem__` that takes a batch of indices (a dataset read
 # with `batch_size=None` and a batch sampler): its items are batches, not examples.
 _BATCH_INDEX = re.compile(r"(?:batch|indices|indexes|idxs|ids|keys|items)$", re.IGNORECASE)
@@ -780,6 +936,24 @@ class DynamicPadding(_DataRule):
             "    return processor(images=[i.cpu() for i in images], return_tensors='pt', "
             "padding=True)\n"
         ),
+        # The longest item chosen by its length in dimension 1, but only its dimension 0 (the
+        # same for every item: feature bins) is read; and a helper only a prediction loader's
+        # collate reaches.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torch.utils.data import DataLoader\n\n\n"
+            "def frames_collate_fn(batch):\n"
+            "    longest = max(batch, key=lambda item: item.size(1))\n"
+            "    bins = longest.size(0)\n"
+            "    return torch.stack([b[:, :64] for b in batch]), bins\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def encode_texts(self, texts):\n"
+            "        ids = [self.vocab.lookup(t) for t in texts]\n"
+            "        longest = max(len(row) for row in ids)\n"
+            "        out = torch.zeros(len(ids), longest, dtype=torch.long)\n"
+            "        return out\n\n"
+            "    def predict_dataloader(self):\n"
+            "        return DataLoader(self.ds, collate_fn=lambda b: self.encode_texts(b))\n"
+        ),
     )
     INVALID = (
         # A `__getitem__` that reads a batch of indices (a batch sampler, `batch_size=None`):
@@ -969,6 +1143,42 @@ class DynamicPadding(_DataRule):
             "loader = DataLoader(ds, batch_size=32, collate_fn=merge)\n",
             line=6,
         ),
+        # The longest item picked by its size in one dimension (`max(..., key=...)`), then
+        # that size read and a zero tensor of it filled per item.
+        Invalid(
+            "import torch\n\n\n"
+            "def frames_collate_fn(batch):\n"
+            "    def frames(item):\n"
+            "        return item[0].size(1)\n"
+            "    longest = max(batch, key=frames)[0]\n"
+            "    bins = longest.size(0)\n"
+            "    width = longest.size(1)\n"
+            "    out = torch.zeros(len(batch), bins, width)\n"
+            "    for i, (feats, _) in enumerate(batch):\n"
+            "        out[i, :, : feats.size(1)] = feats\n"
+            "    return out\n",
+            line=9,
+            message="`width = longest.size(1)` in collate function `frames_collate_fn`",
+        ),
+        # A helper the training loader's collate (a lambda calling a method) reaches, padding
+        # token ids to the batch's longest by hand.
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torch.utils.data import DataLoader\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def encode_texts(self, texts):\n"
+            "        ids = [self.vocab.lookup(t) for t in texts]\n"
+            "        longest = max(len(row) for row in ids)\n"
+            "        out = torch.zeros(len(ids), longest, dtype=torch.long)\n"
+            "        for i, row in enumerate(ids):\n"
+            "            out[i, : len(row)] = torch.tensor(row)\n"
+            "        return out\n\n"
+            "    def make_batch(self, items):\n"
+            "        return self.encode_texts([x['text'] for x in items])\n\n"
+            "    def train_dataloader(self):\n"
+            "        return DataLoader(self.ds, collate_fn=lambda b: self.make_batch(b))\n",
+            line=9,
+            message="in collate function `encode_texts` (reached from `make_batch`)",
+        ),
     )
 
     @classmethod
@@ -1002,13 +1212,30 @@ class DynamicPadding(_DataRule):
             for function in view.module.functions
             for name, owner in view.callers(function.key)
         ):
-            return False
+            # hand-rolled padding in a function a training loader's collate reaches through
+            # other files (`collate_fn=lambda s: self.prepare_sample(s)` ... a tokenizing
+            # helper of an encoder)
+            reach = _collate_reach(view)
+            return (
+                "max" in syntax.calls
+                and any(
+                    view._functions.get(function.key) is not None
+                    and view._functions[function.key].gkey in reach
+                    for function in view.module.functions
+                )
+                and _assigns_longest_length(source)
+            )
         if "padding" in syntax.class_fields:
             return True  # a collator's `padding` field (visit_AnnAssign)
         # `pad_sequence(...)` and hand-rolled padding report only inside what
         # `_collate_function` finds, which needs a collate function defined in this file.
         if not _defines_collate_function(source):
-            return False
+            reach = _collate_reach(view)
+            return any(
+                view._functions.get(function.key) is not None
+                and view._functions[function.key].gkey in reach
+                for function in view.module.functions
+            ) and ("pad_sequence" in syntax.calls or _assigns_longest_length(source))
         return "pad_sequence" in syntax.calls or _assigns_longest_length(source)
 
     def __init__(self, ctx: FileContext) -> None:
@@ -1016,6 +1243,7 @@ class DynamicPadding(_DataRule):
         self._collate_names: set[str] | None = None
         self._collate_helpers: dict[int, str] | None = None
         self._reported_functions: set[int] = set()
+        self._longest_items: dict[int, dict[str, int]] = {}
 
     def _not_training(self) -> bool:
         ctx = self.ctx
@@ -1033,7 +1261,20 @@ class DynamicPadding(_DataRule):
         if self._skip or len(node.targets) != 1:
             return
         target = node.targets[0].target
-        if not isinstance(target, cst.Name) or not _batch_maximum(node.value):
+        if not isinstance(target, cst.Name):
+            return
+        function = self.ctx.function
+        scope = id(function.node) if function is not None else 0
+        if _longest_item(node.value) and function is not None:
+            # `longest = max(batch, key=lambda s: s[0].size(1))[0]`: its size in the
+            # dimension the key compares (next) is the batch's longest length
+            dim = _key_dim(node.value, function.node)
+            if dim is not None:
+                self._longest_items.setdefault(scope, {})[target.value] = dim
+            return
+        if not (
+            _batch_maximum(node.value) or _size_of(node.value, self._longest_items.get(scope, {}))
+        ):
             return
         collate = self._collate_function()
         if collate is None or self._not_training() or not self._surely_collate(collate[0]):
@@ -1235,6 +1476,9 @@ class DynamicPadding(_DataRule):
         name = function.name.value
         if name in (self._collate_names or set()) or _SURE_COLLATE.search(name):
             return True
+        info = self.ctx.function
+        if info is not None and info.node is function and _reached_collate(self.ctx):
+            return True
         if self._collate_helpers and id(function) in self._collate_helpers:
             return True
         info = self.ctx.analysis.function(function)
@@ -1281,4 +1525,9 @@ class DynamicPadding(_DataRule):
             ):
                 return info.node, f"`{info.cls.name}.__call__`"
             info = info.parent
+        root = _reached_collate(ctx)
+        if root is not None and ctx.function is not None:
+            name = ctx.function.name
+            reached = f"`{name}`" if name == root else f"`{name}` (reached from `{root}`)"
+            return ctx.function.node, reached
         return None

@@ -57,7 +57,12 @@ class PerStepSyncDist(Rule):
     on every step: in `training_step` and the training batch hooks (where `on_step`
     defaults to True), and anywhere in code that runs every step with an explicit
     `on_step=True` (a step, a shared step helper both steps call, a sub-module's forward),
-    or `on_step=flag` in a helper that a training batch hook calls with the flag True.
+    or `on_step=flag` in a helper that a training batch hook calls with the flag True, or
+    `on_step=` a value that is True by default on the training path: an attribute every
+    assignment of which defaults to True (a constructor parameter `log_on_step=True`,
+    `cfg.get("log_on_step", True)`), also through a local chosen by the split
+    (`on = self.log_on_step if split == "train" else False`) when a training batch hook
+    passes that split down to the helper (through a shared step a subclass overrides, too).
 
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
@@ -119,6 +124,7 @@ class PerStepSyncDist(Rule):
     fix_applicability = Applicability.UNSAFE
     fix_sometimes = True
     fix_message = "Log once per epoch: `on_step=False, on_epoch=True`"
+    _training_shown = False
     requires = ("sync_dist",)
     screen_calls = frozenset({"log", "log_dict"})
 
@@ -188,6 +194,26 @@ class PerStepSyncDist(Rule):
             '            to_log.update({"train/entropy": self.train_entropy})\n'
             "        self.log_dict(to_log, on_step=True, on_epoch=True, sync_dist=True)\n"
             "        return loss\n"
+        ),
+        # The attribute defaults to False, or the test picks the validation split: not shown
+        # to log every training step.
+        Valid(
+            _HEAD + "    def __init__(self, per_step_logs=False):\n"
+            "        super().__init__()\n"
+            "        self.per_step_logs = per_step_logs\n"
+            "    def _record(self, values, split):\n"
+            '        on = self.per_step_logs if split == "train" else False\n'
+            "        self.log_dict(values, on_step=on, on_epoch=True, sync_dist=True)\n"
+            "    def _record_eval(self, values, split):\n"
+            '        on = True if split == "val" else False\n'
+            "        self.log_dict(values, on_step=on, on_epoch=True, sync_dist=True)\n"
+            "    def _shared(self, batch, split):\n"
+            "        loss = self(batch).mean()\n"
+            '        self._record({f"{split}/loss": loss}, split)\n'
+            '        self._record_eval({f"{split}/loss": loss}, split)\n'
+            "        return loss\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self._shared(batch, split="train")\n'
         ),
     )
     INVALID = (
@@ -280,6 +306,25 @@ class PerStepSyncDist(Rule):
             "        return self._step(batch, False)\n",
             line=8,
         ),
+        # `on_step` from an attribute that defaults to True, chosen for the training split in
+        # a logging helper that the steps reach through a shared step passing the split.
+        Invalid(
+            _HEAD + "    def __init__(self, per_step_logs=True):\n"
+            "        super().__init__()\n"
+            "        self.per_step_logs = per_step_logs\n"
+            "    def _record(self, values, split):\n"
+            '        on = self.per_step_logs if split == "train" else False\n'
+            "        self.log_dict(values, on_step=on, on_epoch=True, sync_dist=True)\n"
+            "    def _shared(self, batch, split):\n"
+            "        loss = self(batch).mean()\n"
+            '        self._record({f"{split}/loss": loss}, split)\n'
+            "        return loss\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self._shared(batch, split="train")\n'
+            "    def validation_step(self, batch, batch_idx):\n"
+            '        return self._shared(batch, split="val")\n',
+            line=11,
+        ),
         # A callback's training batch hook.
         Invalid(
             "import lightning as L\n\n\nclass Log(L.Callback):\n"
@@ -324,6 +369,61 @@ class PerStepSyncDist(Rule):
             return True
         return None
 
+    def _true_on_training_path(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether `on_step=<value>` is True when a training batch hook reaches this helper,
+        as the code shows it by default: a local set once (`on = self.log_on_step if split
+        == "train" else False`), the split the training hook passes down (`split ==
+        "train"`), and an attribute every assignment of which defaults to True (a constructor
+        parameter `log_on_step=True`, `cfg.get("log_on_step", True)`)."""
+        ctx = self.ctx
+        function = ctx.function
+        if depth > 4 or function is None:
+            return False
+        literal = _literal_bool(value)
+        if literal is not None:
+            return literal
+        if isinstance(value, cst.Name):
+            if self._passed_true_by_training_step(value):
+                return True
+            assigned = _assignments(function.node, value.value)
+            return len(assigned) == 1 and self._true_on_training_path(assigned[0], depth + 1)
+        if isinstance(value, cst.IfExp):
+            return self._test_holds_in_training(value.test) and self._true_on_training_path(
+                value.body, depth + 1
+            )
+        if (
+            isinstance(value, cst.Attribute)
+            and isinstance(value.value, cst.Name)
+            and value.value.value == "self"
+            and ctx.klass is not None
+        ):
+            return _attribute_defaults_true(ctx.klass, value.attr.value)
+        return False
+
+    def _test_holds_in_training(self, test: cst.BaseExpression) -> bool:
+        """`split == "train"` with `split` a parameter of the helper that a training batch
+        hook passes as that string, directly or forwarded through helpers between them."""
+        ctx = self.ctx
+        view, function = ctx.analysis.view, ctx.function
+        if (
+            view is None
+            or function is None
+            or not isinstance(test, cst.Comparison)
+            or len(test.comparisons) != 1
+            or not isinstance(test.comparisons[0].operator, cst.Equal)
+            or not isinstance(test.left, cst.Name)
+            or not isinstance(test.comparisons[0].comparator, cst.SimpleString)
+        ):
+            return False
+        wanted = test.comparisons[0].comparator.evaluated_value
+        fn = view._functions.get(function.key)
+        if fn is None:
+            return False
+        if _string_from_training(view.model, fn.gkey, test.left.value, wanted, set()):
+            self._training_shown = True
+            return True
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if is_log_call(node) is None or not ctx.in_hot_code:
@@ -339,6 +439,12 @@ class PerStepSyncDist(Rule):
             on_step = _literal_bool(on_step_arg.value)
             if on_step is None:
                 on_step = self._passed_true_by_training_step(on_step_arg.value)
+            if on_step is None:
+                # True by default where a training batch hook reaches the helper: the hook
+                # is this chain's root, or the value's own test names the training split
+                self._training_shown = hook in _TRAIN_BATCH_HOOKS
+                if self._true_on_training_path(on_step_arg.value) and self._training_shown:
+                    on_step = True
             if on_step is None:
                 return  # computed: unknown
         elif hook in _TRAIN_BATCH_HOOKS:
@@ -378,3 +484,172 @@ class PerStepSyncDist(Rule):
             replacement=fixed,
             replaces=node,
         )
+
+
+def _assignments(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """The values a function's own body assigns to the local `name` (nested functions
+    aside); a tuple target or an augmented assignment counts as an unknown value."""
+    found: list[cst.BaseExpression] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    found.append(node.value)
+                elif name in {n.value for n in _names(target.target)}:
+                    found.extend([cst.Name("None"), cst.Name("None")])
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                found.extend([cst.Name("None"), cst.Name("None")])
+
+        def visit_For(self, node: cst.For) -> None:
+            if name in {n.value for n in _names(node.target)}:
+                found.extend([cst.Name("None"), cst.Name("None")])
+
+    function.visit(_Visitor())
+    return found
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(node, cst.Name):
+        return [node]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for e in node.elements for n in _names(e.value)]
+    if isinstance(node, cst.StarredElement):
+        return _names(node.value)
+    return []
+
+
+def _attribute_defaults_true(klass: object, attr: str) -> bool:
+    """Whether every assignment of `self.<attr>` in the class (and its bases in this file)
+    is True by default: the literal True, a parameter of the method that defaults to True,
+    or `<mapping>.get("...", True)`. At least one assignment."""
+    seen = 0
+    classes = [klass]
+    while classes:
+        info = classes.pop()
+        classes.extend(getattr(info, "local_bases", []))
+        for method in getattr(info, "methods", {}).values():
+            defaults = {
+                p.name.value: p.default
+                for p in (*method.params.params, *method.params.kwonly_params)
+                if p.default is not None
+            }
+            for assign in _self_assignments(method, attr):
+                seen += 1
+                if _literal_bool(assign) is True:
+                    continue
+                if (
+                    isinstance(assign, cst.Name)
+                    and assign.value in defaults
+                    and _literal_bool(defaults[assign.value]) is True  # type: ignore[arg-type]
+                    and _assignments(method, assign.value) == []
+                ):
+                    continue
+                if (
+                    isinstance(assign, cst.Call)
+                    and isinstance(assign.func, cst.Attribute)
+                    and assign.func.attr.value == "get"
+                    and len(assign.args) == 2
+                    and isinstance(assign.args[0].value, cst.SimpleString)
+                    and _literal_bool(assign.args[1].value) is True
+                ):
+                    continue
+                return False
+    return seen > 0
+
+
+def _self_assignments(method: cst.FunctionDef, attr: str) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                for element in _targets(target.target):
+                    if (
+                        isinstance(element, cst.Attribute)
+                        and isinstance(element.value, cst.Name)
+                        and element.value.value == "self"
+                        and element.attr.value == attr
+                    ):
+                        single = isinstance(target.target, cst.Attribute)
+                        found.append(node.value if single else cst.Name("None"))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            target = node.target
+            if (
+                isinstance(target, cst.Attribute)
+                and isinstance(target.value, cst.Name)
+                and target.value.value == "self"
+                and target.attr.value == attr
+            ):
+                found.append(cst.Name("None"))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            target = node.target
+            if (
+                node.value is not None
+                and isinstance(target, cst.Attribute)
+                and isinstance(target.value, cst.Name)
+                and target.value.value == "self"
+                and target.attr.value == attr
+            ):
+                found.append(node.value)
+
+    method.visit(_Visitor())
+    return found
+
+
+def _targets(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [t for e in node.elements for t in _targets(e.value)]
+    return [node]
+
+
+def _string_from_training(model: object, gkey: str, param: str, wanted: object, seen: set) -> bool:
+    """Whether a training batch hook calls function `gkey` with `param` set to the string
+    `wanted`, itself or through helpers that forward their own parameter of that name."""
+    if (gkey, param) in seen or len(seen) > 16:
+        return False
+    seen.add((gkey, param))
+    fn = model.functions.get(gkey)  # type: ignore[attr-defined]
+    if fn is None or param not in fn.summary.params:
+        return False
+    index = fn.summary.params.index(param)
+    callers = list(model._callers().get(gkey, []))  # type: ignore[attr-defined]
+    if fn.owner is not None:
+        # `self.shared_step(batch, split="train")` in a base class runs a subclass's override
+        for base in model.mro(fn.owner)[1:]:  # type: ignore[attr-defined]
+            overridden = model.find_method(base, fn.summary.name)  # type: ignore[attr-defined]
+            params = overridden.summary.params if overridden is not None else []
+            if overridden is not None and params[: index + 1] == fn.summary.params[: index + 1]:
+                callers += [
+                    c
+                    for c in model._callers().get(overridden.gkey, [])  # type: ignore[attr-defined]
+                    if c[1].form == "self"
+                ]
+                break
+    for caller, call, offset in callers:
+        position = str(index - offset)
+        if param in call.keywords:
+            literal = call.literals.get(param)
+            texts = call.keyword_texts.get(param, [])
+        elif 0 <= index - offset < len(call.args):
+            literal = call.literals.get(position)
+            texts = call.arg_texts[index - offset] if index - offset < len(call.arg_texts) else []
+        else:
+            continue
+        if literal == wanted and caller.summary.name in _TRAIN_BATCH_HOOKS:
+            return True
+        if (
+            literal is None
+            and len(texts) == 1
+            and texts[0] in caller.summary.params
+            and _string_from_training(model, caller.gkey, texts[0], wanted, seen)
+        ):
+            return True
+    return False

@@ -26,8 +26,10 @@ class SizeReadFromIndex(Rule):
     `ptr` nor `num_nodes`, `degree` without `num_nodes`, `to_dense_batch` without
     `max_num_nodes` and `batch_size`, and `torch.nn.functional.one_hot` without
     `num_classes`, also when the function is kept in an attribute of the class and called
-    through it (`self.reduce = scatter_mean`, then `self.reduce(x, index, dim=0)`). Indices
-    that are CPU tensors or host values are not reported.
+    through it (`self.reduce = scatter_mean`, then `self.reduce(x, index, dim=0)`), also
+    when the constructor picks between such functions in its branches through a local name
+    (`readout = global_add_pool` in one, `global_mean_pool` in another, then `self.readout =
+    readout`). Indices that are CPU tensors or host values are not reported.
 
     ## Why is this bad on TPU?
     Without the size the library computes it as `int(index.max()) + 1` (`one_hot`:
@@ -142,6 +144,21 @@ class SizeReadFromIndex(Rule):
             "        codes = F.one_hot(torch.tensor([0, 2, 1]))\n"
             "        return self(batch, codes)\n"
         ),
+        # The attribute picks between a sized pooling and a readout of another library: which
+        # one runs is the configuration's, not shown.
+        Valid(
+            "from torch_geometric.nn import global_mean_pool\n"
+            + _HEAD
+            + "    def __init__(self, readout):\n"
+            "        super().__init__()\n"
+            "        self.readout = global_mean_pool if readout == 'mean' else None\n"
+            "        if readout == 'sum':\n"
+            "            self.readout = torch.sum\n"
+            "    def forward(self, graph):\n"
+            "        return self.readout(graph.h, graph.batch)\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch).sum()\n"
+        ),
         # Another library's `scatter` (torch.Tensor.scatter takes its size from `self`).
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -186,19 +203,48 @@ class SizeReadFromIndex(Rule):
             line=11,
             message="`self.reduce` (`scatter_mean`) without `dim_size=`",
         ),
+        # The pooling picked in the constructor's branches through a local name, kept in an
+        # attribute, called in the forward of every step.
+        Invalid(
+            "from torch_geometric.nn import global_add_pool, global_mean_pool\n"
+            + _HEAD
+            + "    def __init__(self, summed=False):\n"
+            "        super().__init__()\n"
+            "        if summed:\n"
+            "            readout = global_add_pool\n"
+            "        else:\n"
+            "            readout = global_mean_pool\n"
+            "        self.readout = readout\n"
+            "    def forward(self, graph):\n"
+            "        return self.readout(graph.h, graph.batch)\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch).sum()\n",
+            line=15,
+            message="`self.readout` (`global_add_pool` / `global_mean_pool`) without `size=`",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if not ctx.in_hot_code:
             return
-        qualified = ctx.qualify_callee(node.func)
-        if qualified is None:
+        # `self.pool(x, batch)`: one function, or several the class picks between in its
+        # branches (`global_add_pool` / `global_mean_pool`) that all read the same size
+        choices = ctx.callee_choices(node.func)
+        if not choices:
             return
-        last = qualified.rpartition(".")[2]
-        sized = sized_call(qualified)
-        if sized is None or any(arg.star for arg in node.args):
+        table = [sized_call(choice) for choice in choices]
+        sized = table[0]
+        if sized is None or any(
+            other is None
+            or (other.size, other.index, other.others, other.also)
+            != (sized.size, sized.index, sized.others, sized.also)
+            for other in table[1:]
+        ):
             return
+        if any(arg.star for arg in node.args):
+            return
+        last = " / ".join(f"{choice.rpartition('.')[2]}" for choice in choices)
         index = get_arg(node, *sized.index)
         if index is None or _is_none(index.value):
             return
@@ -220,7 +266,8 @@ class SizeReadFromIndex(Rule):
         read = f"`{tensor}.max().item() + 1`" if last == "one_hot" else f"`int({tensor}.max()) + 1`"
         given = " and ".join(f"`{name}=`" for name in missing)
         callee = source_of(ctx, node.func)
-        called = f"`{last}`" if callee.endswith(last) else f"`{callee}` (`{last}`)"
+        names = " / ".join(f"`{choice.rpartition('.')[2]}`" for choice in choices)
+        called = f"`{last}`" if callee.endswith(last) else f"`{callee}` ({names})"
         self.report(
             node,
             f"{called} without {given} in {ctx.hot_reason} reads {read} on the host: a sync "

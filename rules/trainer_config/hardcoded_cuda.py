@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import libcst as cst
@@ -98,12 +99,19 @@ class HardcodedCuda(Rule):
     in every method of `nn.Module` classes, in functions called from `forward` or the step
     methods, and in training scripts (functions that build a Lightning Trainer); also a
     device parameter whose default is CUDA (`def embed(t, device="cuda")` using
-    `.to(device)`) of a function the steps call, when a call in the project leaves it out.
+    `.to(device)`) of a function the steps call, when a call in the project leaves it out,
+    and a torch module's constructor default of CUDA kept in an attribute that another
+    method moves tensors to (`def __init__(self, device="cuda"): self.device = device`,
+    then `ids.to(self.device)` in `forward`) when a training config (one with a trainer
+    section) builds the class and sets no key of that name.
     Not reported: code guarded by a device check (`if torch.cuda.is_available():`,
     `if self.device.type == "cuda":`, `... if torch.cuda.is_available() else ...`),
     overrides that implement device moves (`def cuda(self, device=None): return
     super().cuda(device)`), code that is CUDA-only by design (classes and functions named
-    for CUDA or GPUs, such as `CUDAGraphCallback`, unless a step calls them, and modules that
+    for CUDA or GPUs, such as `CUDAGraphCallback`, unless a step calls them or, for a
+    callback, the project names it by its dotted path in a string or a config, as launchers
+    that instantiate a dict of default callbacks do (`{"cuda": {"target":
+    "main.CUDACallback"}}`: the trainer gets it whatever the accelerator), and modules that
     implement CUDA kernels with numba, CuPy or Triton), and Lightning's own source.
 
     ## Why is this bad on TPU?
@@ -243,8 +251,25 @@ class HardcodedCuda(Rule):
             "    def training_step(self, batch, batch_idx):\n"
             "        return self(embed(batch, 8, device=batch.device)).sum()\n"
         ),
+        # The same callback named by no string or config: a GPU-only tool of the project.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class CUDAMemoryCallback(L.Callback):\n"
+            "    def on_train_epoch_start(self, trainer, pl_module):\n"
+            "        torch.cuda.reset_peak_memory_stats()\n"
+        ),
     )
     INVALID = (
+        # A CUDA-named callback the launcher's default callbacks name by its dotted path.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class CUDAMemoryCallback(L.Callback):\n"
+            "    def on_train_epoch_start(self, trainer, pl_module):\n"
+            "        torch.cuda.reset_peak_memory_stats()\n\n\n"
+            'DEFAULT_CALLBACKS = {"memory": {"target": "example.CUDAMemoryCallback"}}\n',
+            line=7,
+            message="`torch.cuda.reset_peak_memory_stats()` needs a CUDA device",
+        ),
         # A helper of the step with a CUDA default the step leaves in place.
         Invalid(
             "import lightning as L\nimport torch\n\n\n"
@@ -374,6 +399,15 @@ class HardcodedCuda(Rule):
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
         for param in params:
             name = param.name.value
+            if (
+                param.default is not None
+                and _cuda_string(param.default) is not None
+                and "dev" in name.lower()
+                and node.name.value == "__init__"
+                and not _used_as_device(node, name)
+            ):
+                self._configured_default(node, param)
+                continue
             if (
                 param.default is None
                 or _cuda_string(param.default) is None
@@ -558,9 +592,92 @@ class HardcodedCuda(Rule):
         # functions no step reaches, are CUDA-only by their name.
         names = [] if ctx.in_hot_code else [info.name for info in _function_chain(ctx)]
         klass = ctx.klass
-        if klass is not None:
+        if klass is not None and not self._registered_callback(klass):
             names.append(klass.name)
         return any(_CUDA_NAME.search(name) for name in names)
+
+    def _configured_default(self, init: cst.FunctionDef, param: cst.Param) -> None:
+        """A torch module whose constructor keeps a CUDA device default in an attribute
+        (`def __init__(self, device="cuda"): self.device = device`) that another method moves
+        tensors to (`tokens.to(self.device)` in `forward`), built by a training config (one
+        with a trainer section) that names the class and sets no key of that name anywhere:
+        the run builds it with the default."""
+        ctx = self.ctx
+        klass, view = ctx.klass, ctx.analysis.view
+        if (
+            klass is None
+            or view is None
+            or klass.kind.is_lightning
+            or not klass.kind & ClassKind.TORCH_MODULE
+            or self._cuda_specific_code()
+        ):
+            return
+        name = param.name.value
+        stored = {
+            target.attr.value
+            for statement in walk(init.body)
+            if isinstance(statement, cst.Assign)
+            and isinstance(statement.value, cst.Name)
+            and statement.value.value == name
+            for t in statement.targets
+            for target in [t.target]
+            if isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        }
+        users = [
+            method.name.value
+            for method_name, method in klass.methods.items()
+            if method_name != "__init__"
+            and any(_used_as_device(method, f"self.{attr}") for attr in stored)
+        ]
+        if not users:
+            return
+        module = view.module.module or ""
+        dotted = f"{module}.{klass.local_qualname or klass.name}"
+        configs = [
+            config.path
+            for config in view.model.configs
+            if config.trainer is not None
+            and name not in config.keys
+            and any(qualified == dotted for _, qualified in config.classes)
+        ]
+        if not module or not configs:
+            return
+        shown = os.path.relpath(configs[0]) if os.path.isabs(configs[0]) else configs[0]
+        self.report(
+            param.default,
+            f"`{name}={source_of(ctx, param.default)}` is the default of `{klass.name}`, whose "
+            f"`{users[0]}` moves tensors to it, and the training config {shown} builds the "
+            f"class without `{name}`: its tensors go to CUDA, which TPU hosts do not have "
+            f"(RuntimeError: no NVIDIA driver); default to `None` and take the device from an "
+            "input or the module's parameters",
+        )
+
+    def _registered_callback(self, klass: object) -> bool:
+        """A Callback class the project names by its dotted path in a string or a config
+        (`{"cuda_callback": {"target": "main.CUDACallback"}}` among the default callbacks a
+        launcher instantiates, `callbacks: - class_path: pkg.cb.CUDACallback`): the trainer
+        gets it whatever the accelerator, so a CUDA name does not keep it off the TPU."""
+        view = self.ctx.analysis.view
+        kind = getattr(klass, "kind", ClassKind.NONE)
+        if view is None or not kind & ClassKind.CALLBACK:
+            return False
+        module = view.module.module or ""
+        qualname = getattr(klass, "local_qualname", "") or getattr(klass, "name", "")
+        if not module or not qualname:
+            return False
+        dotted = f"{module}.{qualname}"
+        model = view.model
+        named = model.__dict__.get("_dotted_strings")
+        if named is None:
+            named = set()
+            for other in model.modules.values():
+                named.update(t for t in other.scope.strings if "." in t)
+            for config in model.configs:
+                named.update(name for _, name in config.classes)
+            model.__dict__["_dotted_strings"] = named
+        return any(t == dotted or t.endswith(f".{dotted}") for t in named)
 
     def _runs_after_move(self) -> bool:
         ctx = self.ctx
@@ -571,13 +688,21 @@ class HardcodedCuda(Rule):
 
 
 def _used_as_device(function: cst.FunctionDef, name: str) -> bool:
-    """Whether the body moves or builds tensors on parameter `name`: `.to(name)`,
-    `.cuda(name)`, `torch.device(name)`, `device=name`."""
+    """Whether the body moves or builds tensors on parameter `name` (or an attribute
+    `self.x` given as that text): `.to(name)`, `.cuda(name)`, `torch.device(name)`,
+    `device=name`."""
     for node in walk(function.body):
         if not isinstance(node, cst.Call):
             continue
         for index, arg in enumerate(node.args):
-            if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
+            if not (
+                (isinstance(arg.value, cst.Name) and arg.value.value == name)
+                or (
+                    isinstance(arg.value, cst.Attribute)
+                    and isinstance(arg.value.value, cst.Name)
+                    and f"{arg.value.value.value}.{arg.value.attr.value}" == name
+                )
+            ):
                 continue
             if arg.keyword is not None and arg.keyword.value == "device":
                 return True

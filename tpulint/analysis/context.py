@@ -263,6 +263,25 @@ class FileContext(Resolver):
         refs = view.attribute_refs(owner, func.attr.value)
         return refs[0] if len(refs) == 1 else None
 
+    def callee_choices(self, func: cst.BaseExpression) -> list[str]:
+        """For `self.<attr>(...)`, every function the class assigns the attribute in some
+        branch (`self.pool = global_add_pool` in one, `global_mean_pool` in another); for any
+        other callee, what `qualify_callee` names (or nothing)."""
+        qualified = self.qualify_callee(func)
+        if qualified is not None:
+            return [qualified]
+        if not (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return []
+        view, function = self.analysis.view, self.function
+        owner = function.owner if function is not None else None
+        if view is None or owner is None:
+            return []
+        return view.attribute_refs(owner, func.attr.value)
+
     @property
     def values(self) -> PositionValues:
         """The one value inference, asked about this file's nodes by position."""

@@ -296,20 +296,25 @@ def namespace_names(path: str, module: str, levels: int = 3) -> list[str]:
     """Other names a module is imported by through folders without `__init__.py` (namespace
     packages): `pl_dalle/loader.py`, a module `loader` for the model, is `pl_dalle.loader` to a
     script beside `pl_dalle/`. Up to `levels` folders above the module's package root whose
-    names are identifiers."""
+    names are identifiers; folders that are packages themselves (an `__init__.py`: a
+    namespace folder inside a package, `pkg/models/rl/common/base.py` with no
+    `common/__init__.py` is `pkg.models.rl.common.base`) do not count against `levels`."""
     parts = module.split(".")
     folder = os.path.dirname(os.path.abspath(path))
     for _ in range(len(parts) - (0 if os.path.basename(path) == "__init__.py" else 1)):
         folder = os.path.dirname(folder)
     out = []
     prefix: list[str] = []
-    for _ in range(levels):
+    left = levels
+    while left > 0:
         name = os.path.basename(folder)
         if not name.isidentifier() or folder == os.path.dirname(folder):
             break
         prefix.insert(0, name)
         out.append(".".join([*prefix, *parts]))
         folder = os.path.dirname(folder)
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            left -= 1
     return out
 
 

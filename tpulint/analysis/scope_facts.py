@@ -251,6 +251,10 @@ class ScopeFacts:
     # Identifier-like string keys of dicts (`{"Triangle_transform": 3}`): a name a run-time
     # lookup (`getattr(module, key)` over the dict) may spell.
     key_strings: list[str] = field(default_factory=list)
+    # What a `collate_fn=` argument runs, as [function key, form, target] uses (call_use's
+    # forms): the function named (`collate_fn=pad_batch`, `collate_fn=self.collate`), or
+    # what a lambda calls (`collate_fn=lambda s: self.prepare_sample(s, stage="fit")`).
+    collate_refs: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -295,6 +299,7 @@ class ScopeFacts:
             "sc": self.sure_calls,
             "se": self.setters,
             "ks": self.key_strings,
+            "cf": self.collate_refs,
         }
 
     @classmethod
@@ -341,6 +346,7 @@ class ScopeFacts:
             data.get("sc", {}),
             data.get("se", {}),
             data.get("ks", []),
+            data.get("cf", []),
         )
 
 
@@ -428,6 +434,9 @@ class _Walker:
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
         # `strategy=strategy` is.
         self.values: dict[tuple[str, str], ast.expr] = {}
+        # `pool = global_mean_pool` in a function: the module-level functions a local name
+        # is set to in any branch (what `self.pool = pool` then stores)
+        self._local_refs: dict[tuple[str, str], list[str]] = {}
         self.keys = keys
         self.text = text
         # Module-level names bound to a kernel compiler (`kernel = wp.kernel`).
@@ -914,7 +923,16 @@ class _Walker:
                         self.unknown_attributes.add((klass, name))
             self.foreign_stored(targets)
             if value is not None and klass is not None and key:
-                self.attribute_refs(targets, value, klass, imports, local)
+                self.attribute_refs(targets, value, klass, imports, local, key)
+            if value is not None and key and isinstance(value, (ast.Name, ast.Attribute)):
+                text = dotted(value)
+                if text is not None and self.known(text.split(".", 1)[0], imports, local):
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            refs = self._local_refs.setdefault((key, target.id), [])
+                            qualified = self.qualify(text, imports)
+                            if qualified not in refs:
+                                refs.append(qualified)
             if value is not None and any(
                 (isinstance(t, ast.Name) and DATA_KEYS.search(t.id))
                 or (
@@ -1016,9 +1034,11 @@ class _Walker:
         klass: str,
         imports: dict[str, str],
         local: set[str],
+        key: str = "",
     ) -> None:
-        """`self.loss_fn = focal_loss` (or `partial(focal_loss, gamma=2)`, or a list of them):
-        what a later `self.loss_fn(...)` calls."""
+        """`self.loss_fn = focal_loss` (or `partial(focal_loss, gamma=2)`, or a list of them,
+        or a local name the function set to such functions in its branches: `pool =
+        global_mean_pool` ... `self.pool = pool`): what a later `self.loss_fn(...)` calls."""
         items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
         names = []
         for item in items:
@@ -1027,6 +1047,8 @@ class _Walker:
             text = dotted(item) if isinstance(item, (ast.Name, ast.Attribute)) else None
             if text is not None and self.known(text.split(".", 1)[0], imports, local):
                 names.append(self.qualify(text, imports))
+            elif isinstance(item, ast.Name) and (key, item.id) in self._local_refs:
+                names.extend(self._local_refs[(key, item.id)])
         if not names:
             return
         for target in targets:
@@ -1299,6 +1321,8 @@ class _Walker:
                 for keyword in current.keywords:
                     if keyword.arg is not None and DATA_KEYS.search(keyword.arg):
                         self.data_argument(keyword.value, imports, local)
+                    if keyword.arg == "collate_fn":
+                        self.collate_argument(keyword.value, key, imports, local)
                     if (
                         self.inference_text
                         and keyword.arg is not None
@@ -1607,6 +1631,30 @@ class _Walker:
                 use = self.call_use(node, imports, local, key)
                 if use is not None and _useful(use) and all(u[:2] != use for u in uses):
                     uses.append([*use, node.lineno])
+
+    def collate_argument(
+        self, value: ast.expr, key: str, imports: dict[str, str], local: set[str]
+    ) -> None:
+        """Record what a `collate_fn=` argument runs (ScopeFacts.collate_refs)."""
+        found: list[list[str]] = []
+        if isinstance(value, ast.Lambda):
+            for node in ast_walk(value.body):
+                if isinstance(node, ast.Call):
+                    use = self.call_use(node, imports, local, key)
+                    if use is not None and use[0] in ("name", "self", "attr"):
+                        found.append(use)
+        elif isinstance(value, ast.Name) and self.known(value.id, imports, local):
+            found.append(["name", self.qualify(value.id, imports)])
+        elif (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "self"
+        ):
+            found.append(["self", value.attr])
+        for use in found:
+            entry = [key, *use]
+            if entry not in self.facts.collate_refs:
+                self.facts.collate_refs.append(entry)
 
     def data_argument(self, value: ast.expr, imports: dict[str, str], local: set[str]) -> None:
         """The classes built or named in a data-pipeline argument (`transforms=[Crop(64)]`,
