@@ -244,6 +244,10 @@ class ScopeFacts:
     # description) or a use form the project resolves ("name", "self", "attr"; text the call
     # as written). Whether the function can complete on a TPU (tpulint.analysis.scope).
     sure_calls: dict[str, list[list[str]]] = field(default_factory=dict)
+    # Every module the file imports by a computed name is one of its own package: each
+    # `import_module` / `__import__` call passes a relative name (`"." + name`, `f".{m}"`),
+    # so it loads a module of the file's folder (a package `__init__` importing its modules).
+    package_imports: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -286,6 +290,7 @@ class ScopeFacts:
             "d": self.digest,
             "ni": self.named_inference,
             "sc": self.sure_calls,
+            "pi": self.package_imports,
         }
 
     @classmethod
@@ -330,7 +335,38 @@ class ScopeFacts:
             data["d"],
             data.get("ni", []),
             data.get("sc", {}),
+            data.get("pi", False),
         )
+
+
+def _package_imports(tree: ast.Module) -> bool:
+    """Whether the file imports by computed names, each time a module of its own package:
+    every `import_module(...)` / `__import__(...)` call's name is relative (a string, an
+    f-string or a `+` whose text starts with ".")."""
+
+    def relative(node: ast.expr) -> bool:
+        while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            node = node.left
+        if isinstance(node, ast.JoinedStr) and node.values:
+            node = node.values[0]
+        return (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith(".")
+        )
+
+    found = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name not in ("import_module", "__import__"):
+            continue
+        if not node.args or not relative(node.args[0]):
+            return False
+        found = True
+    return found
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -573,6 +609,7 @@ class _Walker:
         self.kernels_built_by_call(tree)
         facts = self.facts
         facts.strings = sorted(self._strings)
+        facts.package_imports = _package_imports(tree)
         facts.tests_after_fit = _tests_after_fit(tree.body, frozenset())
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
