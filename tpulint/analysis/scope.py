@@ -1179,6 +1179,18 @@ class ProjectScope:
         if not trains:
             return {}
         index = self._index_of_uses()
+        # The names test code uses at all (most projects' tests are not checked: nothing to do).
+        tested_names = {
+            name
+            for name, entries in index.items()
+            if any(_in_tests(node.rpartition(":")[0]) for node, _ in entries)
+        }
+        for where, module in self.model.modules.items():
+            if _in_tests(where):
+                for ref in module.scope.class_refs:
+                    tested_names.update(ref[1].lstrip(".").split("."))
+        if not tested_names:
+            return {}
         exported = self._exported()
         configured = self._configured_classes()
         words: dict[str, set[str]] = {}  # repository anchor -> names spelled outside the code
@@ -1253,7 +1265,7 @@ class ProjectScope:
         for gkey, cls in self.model.classes.items():
             path = cls.module.path
             name = cls.summary.name
-            if _in_tests(path) or cls.summary.qualname != name:
+            if _in_tests(path) or cls.summary.qualname != name or name not in tested_names:
                 continue
             if not any(same_repository(path, t) for t in trains):
                 continue
@@ -1282,6 +1294,8 @@ class ProjectScope:
             summary = fn.summary
             path = fn.module.path
             if summary.cls is not None or summary.parent is not None or _in_tests(path):
+                continue
+            if summary.name not in tested_names:
                 continue
             if not any(same_repository(path, t) for t in trains):
                 continue
