@@ -2386,7 +2386,10 @@ def test_a_module_no_script_of_an_application_imports_is_out(tmp_path: Path) -> 
     assert reason_at(model, tmp_path, "third_party/ops/ops_modules.py", "# vendored-unused") == why
     assert reason_at(model, tmp_path, "third_party/ops/ops_utils.py", "# vendored-used") is None
     assert reason_at(model, tmp_path, "losses/focal.py", "# focal") is None
-    assert reason_at(model, tmp_path, "third_party/ops/ops_test.py", "group(None") is None
+    # Tests stay out of the question (they are test code, a reason of their own).
+    assert reason_at(model, tmp_path, "third_party/ops/ops_test.py", "group(None") == (
+        "test code (ops_test.py)"
+    )
 
 
 def test_relative_imports_above_a_package_root_keep_what_they_name(tmp_path: Path) -> None:
@@ -3921,3 +3924,280 @@ def test_a_packaged_class_that_may_be_built_stays(
     files[where] = files[where].replace(old, new)
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "app/parts.py", "# pool") is None
+# --- test code ------------------------------------------------------------------------------
+
+TEST_CODE = {
+    "pyproject.toml": "[project]\nname = 'lab'\n",
+    "lab/__init__.py": "",
+    "lab/model.py": """\
+        import lightning as L
+        import torch
+
+        from lab.testing import fake_batch
+
+
+        class Net(L.LightningModule):
+            def training_step(self, batch, i):
+                if batch.sum() > 0:  # net-step
+                    return batch.mean()
+                return fake_batch(batch)
+    """,
+    "lab/testing.py": """\
+        def fake_batch(x):
+            return x[x > 0].sum()  # testing-helper
+    """,
+    "lab/scalers.py": """\
+        import torch
+
+
+        class MeanScaler(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0].mean()  # mean-scaler
+
+
+        class SharedScaler(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0].std()  # shared-scaler
+
+
+        def clip_scale(x):
+            return x[x > 1].sum()  # clip-scale
+    """,
+    "scripts/train.py": """\
+        import lightning as L
+
+        from lab.model import Net
+        from lab.scalers import SharedScaler
+
+        if __name__ == "__main__":
+            SharedScaler()
+            L.Trainer().fit(Net())
+    """,
+    "tests/test_scalers.py": """\
+        import lightning as L
+        import torch
+
+        from lab.scalers import MeanScaler, SharedScaler, clip_scale
+
+
+        def test_scalers():
+            x = torch.randn(4)
+            MeanScaler()(x)
+            SharedScaler()(x)
+            clip_scale(x)
+
+
+        class TinyModule(L.LightningModule):
+            def training_step(self, batch, i):
+                return batch.sum().item()  # in-test-module
+    """,
+    "testlab/testlab/__init__.py": "",
+    "testlab/testlab/configs_for_tests.py": """\
+        class Fixture:
+            def inference_step(self, x):
+                return x.max().item()  # fixture-config
+    """,
+    "testlab/testlab/test_fixture.py": """\
+        from testlab.configs_for_tests import Fixture
+
+
+        def test_fixture():
+            Fixture()
+    """,
+}
+
+
+def test_test_code_is_outside_the_scope(tmp_path: Path) -> None:
+    """Modules pytest collects, and the modules of a test package (`tests/`, or a package
+    named for tests that holds test modules: `testlab/`), are test code: tests do not train
+    on a TPU."""
+    model = project(tmp_path, TEST_CODE)
+    assert reason_at(model, tmp_path, "tests/test_scalers.py", "# in-test-module") == (
+        "test code (tests/...)"
+    )
+    assert reason_at(model, tmp_path, "testlab/testlab/configs_for_tests.py", "# fixture") == (
+        "test code (testlab/...)"
+    )
+    assert reason_at(model, tmp_path, "lab/model.py", "# net-step") is None
+
+
+def test_a_test_helper_training_imports_stays(tmp_path: Path) -> None:
+    """`lab/testing.py` (a module of a `testing` folder or name) that training imports runs
+    in training: not test code."""
+    files = dict(TEST_CODE)
+    files["lab/testing/__init__.py"] = files.pop("lab/testing.py")
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "lab/testing/__init__.py", "# testing-helper") is None
+
+
+def test_a_folder_named_test_something_without_tests_is_not_test_code(tmp_path: Path) -> None:
+    """A package whose name starts with "test" but holds no test modules (`testbed/`) is code
+    like any other."""
+    files = {
+        **TEST_CODE,
+        "testbed/__init__.py": "",
+        "testbed/probe.py": """\
+            def probe(x):
+                return x.max().item()  # testbed
+        """,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "testbed/probe.py", "# testbed") is None
+
+
+def test_classes_and_functions_only_tests_use_are_outside(tmp_path: Path) -> None:
+    """In a repository that trains, a class only tests build and a function only tests call
+    never run in training; one training builds too stays."""
+    model = project(tmp_path, TEST_CODE)
+    assert reason_at(model, tmp_path, "lab/scalers.py", "# mean-scaler") == (
+        "in `MeanScaler`, which only tests build"
+    )
+    assert reason_at(model, tmp_path, "lab/scalers.py", "# clip-scale") == (
+        "`clip_scale`, which only tests call"
+    )
+    assert reason_at(model, tmp_path, "lab/scalers.py", "# shared-scaler") is None
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        # a package's API: users build it
+        ("lab/__init__.py", "from lab.scalers import MeanScaler\n"),
+        # a config names it
+        ("configs/scaler.yaml", "scaler:\n  _target_: lab.scalers.MeanScaler\n"),
+        # a string of the code names it
+        ("lab/registry.py", 'NAMES = ["MeanScaler"]\n'),
+        # a subclass training builds inherits it
+        (
+            "lab/more.py",
+            "from lab.scalers import MeanScaler\n\n\nclass Robust(MeanScaler):\n    pass\n\n\n"
+            "def build():\n    return Robust()\n",
+        ),
+    ],
+)
+def test_a_class_tests_build_that_may_be_built_otherwise_stays(
+    tmp_path: Path, keep: tuple[str, str]
+) -> None:
+    files = dict(TEST_CODE)
+    name, text = keep
+    if name.endswith(".yaml"):
+        model = with_configs(tmp_path, files, {name: text})
+    else:
+        files[name] = text
+        model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "lab/scalers.py", "# mean-scaler") is None
+
+
+def test_a_library_without_training_keeps_what_only_tests_use(tmp_path: Path) -> None:
+    """A library with no training script of its own: its users build what its tests build."""
+    files = dict(TEST_CODE)
+    del files["scripts/train.py"]
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "lab/scalers.py", "# mean-scaler") is None
+    assert reason_at(model, tmp_path, "lab/scalers.py", "# clip-scale") is None
+    # The tests themselves are still test code.
+    assert reason_at(model, tmp_path, "tests/test_scalers.py", "# in-test-module") == (
+        "test code (tests/...)"
+    )
+
+
+NAMESPACE_APP = {
+    "setup.py": "from setuptools import setup\nsetup(name='flows')\n",
+    "experiments/train.py": """\
+        import hydra
+        import lightning as L
+
+        from data.loaders import Batcher, LoaderModule
+        from experiments import utils
+
+
+        @hydra.main(config_path="../configs")
+        def main(cfg):
+            L.Trainer(accelerator="gpu").fit(utils.build(), LoaderModule(Batcher()))
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+    "experiments/utils.py": """\
+        def build():
+            return None
+    """,
+    "data/loaders.py": """\
+        import lightning as L
+        import torch.distributed as dist
+
+
+        class Batcher:
+            def __init__(self):
+                self.world = dist.get_world_size()  # used-batcher
+
+
+        class LoaderModule(L.LightningDataModule):
+            def __init__(self, batcher):
+                super().__init__()
+                self.batcher = batcher
+    """,
+    "data/old_loaders.py": """\
+        import torch.distributed as dist
+
+
+        class Batcher:
+            def __init__(self):
+                self.world = dist.get_world_size()  # old-batcher
+    """,
+}
+
+
+def test_a_namespace_folder_beside_the_scripts_is_part_of_the_application(
+    tmp_path: Path,
+) -> None:
+    """`experiments/train.py` importing `data.loaders` from `data/` (no `__init__.py`, beside
+    `experiments/`): `data/` is the application's, and its module nothing imports
+    (`old_loaders.py`, with a class of the same name as the one training builds) runs on no
+    machine."""
+    model = project(tmp_path, NAMESPACE_APP)
+    why = "imported by no script of its project (its training entry points: train.py)"
+    assert reason_at(model, tmp_path, "data/old_loaders.py", "# old-batcher") == why
+    assert reason_at(model, tmp_path, "data/loaders.py", "# used-batcher") is None
+
+
+def test_a_package_beside_the_scripts_stays_a_library(tmp_path: Path) -> None:
+    """`data/` with an `__init__.py` is a package: a library its users may import from."""
+    files = {**NAMESPACE_APP, "data/__init__.py": ""}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "data/old_loaders.py", "# old-batcher") is None
+
+
+def test_a_package_importing_its_own_modules_by_name_keeps_the_application_known(
+    tmp_path: Path,
+) -> None:
+    """`import_module("." + m, __name__)` in a package's `__init__.py` loads one of the
+    package's own modules: every module of its folder may run, and the rest of the
+    application is still known."""
+    files = {
+        **NAMESPACE_APP,
+        "data/loaders.py": NAMESPACE_APP["data/loaders.py"].replace(
+            "import torch.distributed as dist",
+            "import torch.distributed as dist\n        import ops",
+        ),
+        "ops/__init__.py": """\
+            import importlib
+
+            __all__ = ["conv"]
+            _modules = [importlib.import_module("." + m, __name__) for m in __all__]
+        """,
+        "ops/conv.py": """\
+            def conv(x):
+                return x[x > 0]  # ops-conv
+        """,
+    }
+    model = project(tmp_path, files)
+    why = "imported by no script of its project (its training entry points: train.py)"
+    assert reason_at(model, tmp_path, "data/old_loaders.py", "# old-batcher") == why
+    assert reason_at(model, tmp_path, "ops/conv.py", "# ops-conv") is None
+    files["ops/__init__.py"] = files["ops/__init__.py"].replace('"." + m', "m")
+    # Any other computed name may be any module: none is known unimported (a class nothing
+    # names is still one nothing builds).
+    model = project(tmp_path / "unknown", files)
+    assert reason_at(model, tmp_path / "unknown", "data/old_loaders.py", "# old-batcher") != why

@@ -51,8 +51,17 @@ A finding is outside the scope, with the reason, when its code:
   a CUDA/MPS-or-CPU choice (`.cuda()`, `x.to(DEVICE)` with `DEVICE = torch.device("cuda" if
   torch.cuda.is_available() else "cpu")`), in a module that does not use torch_xla: on a TPU
   host that is the CPU or nothing (ProjectModel.off_tpu_loop);
+- is test code (`_test_code`): a module pytest collects or one of a test folder (`tests/`, a
+  package named for tests that holds test modules: `testhiml/`), unless code outside the
+  tests imports it (a `testing.py` helper training uses); for every finding, breakage too;
+- is used only by tests (`_test_only_in`): a class every construction, call or reference of
+  which is in test code, or a module-level function only tests call, in a repository that
+  trains; unresolved uses, configs, strings, text files, package exports, registries and
+  subclasses that are not test-only keep it;
 - is not reached from the project's TPU entry points, when it has some;
-- is a module no script of its application imports (see `_unimported`), on any accelerator;
+- is a module no script of its application imports (see `_unimported`), on any accelerator
+  (the application holds the namespace folders beside its scripts' folder that they import
+  from: `_namespace_siblings`);
 - is in a class of an application that nothing can build (see `_unbuilt`): no code that runs,
   config, string or selected registry key names it, and no built subclass inherits it; a
   run-time lookup of its module (`getattr(module, key)`) builds only the names spelled
@@ -226,18 +235,57 @@ def _in_tests(path: str) -> bool:
     return _is_test_path(path)
 
 
+_TEST_FOLDERS = frozenset({"tests", "test", "testing", "unittests", "unit_tests"})
+
+
 def _is_test_path(path: str) -> bool:
     """A test module: `test_*.py`, `*_test.py`, `conftest.py`, or a module in a `tests`
-    (`test`, `testing`, `unittests`) folder of its package (or a script in one)."""
+    (`test`, `testing`, `unittests`) folder of its package (or a script in one), or in a
+    package named for tests (`testhiml/`, `testSSL/`: a name starting with "test", of a folder
+    between the package root and the file, that holds test modules or sits in a folder with a
+    `conftest.py`; the folder a loose script sits in counts by the exact names only, since it
+    may be any checkout's name)."""
     name = os.path.basename(path)
     if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
         return True
+    return _test_folder(path) is not None
+
+
+def _test_folder(path: str) -> str | None:
+    """The test folder a module sits in (see `_is_test_path`), or None."""
     path = os.path.abspath(path)
     root = str(package_root(path))
-    folders = os.path.relpath(os.path.dirname(path), root).split(os.sep)
-    if folders == ["."]:
-        folders = [os.path.basename(root)]
-    return any(f in ("tests", "test", "testing", "unittests", "unit_tests") for f in folders)
+    folder = os.path.dirname(path)
+    if folder == root:
+        return root if os.path.basename(root) in _TEST_FOLDERS else None
+    found = None
+    while folder != root and len(folder) > len(root):
+        base = os.path.basename(folder)
+        if base in _TEST_FOLDERS or (base.lower().startswith("test") and _holds_tests(folder)):
+            found = folder
+        folder = os.path.dirname(folder)
+    return found
+
+
+@lru_cache(maxsize=1024)
+def _holds_tests(folder: str) -> bool:
+    """Whether a folder holds test modules (`test_*.py`, `*_test.py`, `conftest.py`), or its
+    parent a `conftest.py`."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    if any(n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py")) for n in names):
+        return True
+    return "conftest.py" in names or os.path.exists(
+        os.path.join(os.path.dirname(folder), "conftest.py")
+    )
+
+
+def _test_shown(path: str) -> str:
+    """How a test module is named in a reason: its test folder (`tests/...`), else its file."""
+    folder = _test_folder(path)
+    return f"{os.path.basename(folder)}/..." if folder is not None else os.path.basename(path)
 
 
 _REPOSITORY_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -414,6 +462,8 @@ class ProjectScope:
         self.unimported: dict[str, str] = {}
         # class gkey -> why nothing can build it (see `_unbuilt`)
         self.unbuilt: dict[str, str] = {}
+        # an application's folder -> every folder of it (its namespace siblings too)
+        self._app_folders: dict[str, set[str]] = {}
 
     def unbuilt_classes(self) -> dict[str, str]:
         """Class gkey -> why nothing can build it (see `_unbuilt`)."""
@@ -1146,6 +1196,210 @@ class ProjectScope:
                 return True
         return False
 
+    # --- test code ------------------------------------------------------------------------------
+
+    def _imported_outside_tests(self) -> set[str]:
+        """The module paths that code outside the tests imports (at the top, inside a function,
+        or by a qualified name): a test helper module that training imports (`testing.py`,
+        `pkg/testing/fakes.py`) runs in training too."""
+        found = self.__dict__.get("_imported_outside")
+        if found is None:
+            found = set()
+            for path, module in self.model.modules.items():
+                if _in_tests(path):
+                    continue
+                targets = [*module.imports.values(), *module.scope.star_imports]
+                for uses in module.scope.uses.values():
+                    targets += [t for form, t in uses if form in ("name", "ref") and "." in t]
+                for target in targets:
+                    hit = self.model.lookup(target, module)
+                    if _is_class(hit) or _is_function(hit):
+                        found.add(hit.module.path)
+                    elif isinstance(hit, ModuleSummary):
+                        found.add(hit.path)
+                    parts = target.lstrip(".").split(".")
+                    for i in range(len(parts), 0, -1):
+                        named = self.model.module_named(".".join(parts[:i]), module)
+                        if named is not None:
+                            found.add(named.path)
+                            break
+            self.__dict__["_imported_outside"] = found
+        return found
+
+    def _test_code(self, path: str) -> str | None:
+        """Why a module is test code (None: it is not): a module pytest collects or one of a
+        test folder, unless code outside the tests imports it (a test helper training uses)."""
+        if not _in_tests(path) or path in self._imported_outside_tests():
+            return None
+        return f"test code ({_test_shown(path)})"
+
+    def _test_only(self) -> dict[str, str]:
+        """Classes and module-level functions of the project (outside the tests) that only
+        test code builds, calls or names, with the reason (see `_test_only_in`)."""
+        found = self.__dict__.get("_test_only_of")
+        if found is None:
+            found = self.__dict__["_test_only_of"] = self._test_only_in()
+        return found
+
+    def _test_only_in(self) -> dict[str, str]:
+        """Classes and module-level functions every use of which is in test code: tests build
+        or call them (at least one use), and no code outside the tests names them (a call, a
+        reference, a qualified name; a use the model cannot resolve counts as one of them),
+        no config, string of the code or text file of the repository spells the name, no
+        package's `__init__.py` re-exports them, no decorator registers them, no subclass
+        that is not test-only inherits them, and their module's names are not looked up at
+        run time. Only in a repository that has a training script of its own (any
+        accelerator): a library without one is built by its users, whose code is not seen."""
+        trains = sorted(
+            {site.path for site in self._launch_sites()}
+            | {
+                path
+                for path, module in self.model.modules.items()
+                if not _in_tests(path)
+                and (
+                    module.scope.step_loops
+                    or any("fit" in calls for calls in module.scope.trainer_calls.values())
+                )
+            }
+        )
+        if not trains:
+            return {}
+        index = self._index_of_uses()
+        # The names test code uses at all (most projects' tests are not checked: nothing to do).
+        tested_names = {
+            name
+            for name, entries in index.items()
+            if any(_in_tests(node.rpartition(":")[0]) for node, _ in entries)
+        }
+        for where, module in self.model.modules.items():
+            if _in_tests(where):
+                for ref in module.scope.class_refs:
+                    tested_names.update(ref[1].lstrip(".").split("."))
+        if not tested_names:
+            return {}
+        exported = self._exported()
+        configured = self._configured_classes()
+        words: dict[str, set[str]] = {}  # repository anchor -> names spelled outside the code
+
+        def spelled(path: str) -> set[str]:
+            repository = _repository_of(os.path.dirname(os.path.abspath(path)))
+            key = repository or os.path.dirname(os.path.abspath(path))
+            if key not in words:
+                names: set[str] = set()
+                for config in self.model.configs:
+                    if same_repository(config.path, path):
+                        names.update(config.words)
+                for other, module in self.model.modules.items():
+                    if not _in_tests(other) and same_repository(other, path):
+                        names.update(
+                            t.replace(":", ".").rsplit(".", 1)[-1] for t in module.scope.strings
+                        )
+                        if "^" in module.scope.lookups:
+                            names.add("*")
+                texts = self.__dict__.setdefault("_text_words_of", {})
+                if key not in texts:
+                    texts[key] = _text_words(key)
+                names.update(texts[key])
+                words[key] = names
+            return words[key]
+
+        def uses_of(name: str, target: Any) -> tuple[bool, bool]:
+            """(a test uses it, code outside the tests may)"""
+            tested = outside = False
+            for node, use in index.get(name, ()):
+                where = node.rpartition(":")[0]
+                module = self.model.modules.get(where)
+                if module is None:
+                    continue
+                hit = self.model.lookup(use[1], module) if use[0] in ("name", "ref") else None
+                if _is_function(hit) and hit is not target and hit.owner is not None:
+                    hit = self.model.classes.get(hit.owner)  # `Cls.create(...)`
+                if hit is not None and hit is not target:
+                    continue  # another object of the same name
+                if (
+                    hit is None
+                    and use[0] not in ("name", "ref", "attr")
+                    and (_is_function(target) or use[0] != "meth")
+                ):
+                    continue  # `self.x()`, `v.x()`: a method of that name, not this
+                if _in_tests(where):
+                    tested = tested or hit is target
+                else:
+                    outside = True
+            return tested, outside
+
+        def refs_outside(gkey: str, name: str) -> bool:
+            for where, module in self.model.modules.items():
+                if _in_tests(where):
+                    continue
+                for _, qualified, _, _, _ in module.scope.class_refs:
+                    if name in qualified.split(".") and gkey in self._ref_targets(
+                        qualified, module, {name: [gkey]}
+                    ):
+                        return True
+            return False
+
+        exported_functions: set[str] = set()
+        for module in self.model.modules.values():
+            if module.is_package:
+                for target in module.imports.values():
+                    hit = self.model.lookup(target, module)
+                    if _is_function(hit):
+                        exported_functions.add(hit.gkey)
+        out: dict[str, str] = {}
+        candidates: dict[str, Any] = {}
+        for gkey, cls in self.model.classes.items():
+            path = cls.module.path
+            name = cls.summary.name
+            if _in_tests(path) or cls.summary.qualname != name or name not in tested_names:
+                continue
+            if not any(same_repository(path, t) for t in trains):
+                continue
+            if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            if gkey in exported or gkey in configured or cls.module.scope.lookups:
+                continue
+            if any(
+                "__init_subclass__" in self.model.classes[base].summary.methods
+                for base in self.model.mro(gkey)[1:]
+                if base in self.model.classes
+            ):
+                continue
+            words_here = spelled(path)
+            if "*" in words_here or name in words_here:
+                continue
+            tested, outside = uses_of(name, cls)
+            if not tested or outside or refs_outside(gkey, name):
+                continue
+            candidates[gkey] = name
+        # A subclass that is not test-only may inherit and run the methods.
+        for gkey, name in candidates.items():
+            if all(sub in candidates for sub in self.model.subclasses(gkey)):
+                out[gkey] = f"in `{name}`, which only tests build"
+        for gkey, fn in self.model.functions.items():
+            summary = fn.summary
+            path = fn.module.path
+            if summary.cls is not None or summary.parent is not None or _in_tests(path):
+                continue
+            if summary.name not in tested_names:
+                continue
+            if not any(same_repository(path, t) for t in trains):
+                continue
+            facts = fn.module.scope
+            if facts.lookups or summary.key in facts.commands or _framework_called(summary.name):
+                continue
+            if ["function", summary.key] in facts.registered or fn.module.is_package:
+                continue
+            if gkey in exported_functions:
+                continue  # a package's API
+            words_here = spelled(path)
+            if "*" in words_here or summary.name in words_here:
+                continue
+            tested, outside = uses_of(summary.name, fn)
+            if tested and not outside:
+                out[gkey] = f"`{summary.name}`, which only tests call"
+        return out
+
     # --- modules no script imports ------------------------------------------------------------
 
     def _unimported(self, sites: list[Entry]) -> dict[str, str]:
@@ -1158,7 +1412,9 @@ class ProjectScope:
         demo makes no application) or in one its repository's README or shell scripts run
         as a file (`python pkg/train.py`), and what that folder holds: a package outside it
         (`mypkg/` beside `examples/train.py`) may be a library its users import from
-        anywhere, and keeps today's scope. Its scripts are the training entry points and
+        anywhere, and keeps today's scope; a folder beside it that its code imports from as
+        a namespace package (no `__init__.py`: `data/` beside `experiments/`) is part of it
+        (`_namespace_siblings`). Its scripts are the training entry points and
         every module with a `__main__` block, a CLI command or a top level that runs code
         (`print(...)`, a loop: a file a shell script runs); the
         modules they import, directly or through others (at the top or inside functions,
@@ -1177,7 +1433,9 @@ class ProjectScope:
             for path, module in self.model.modules.items():
                 if path in loaded or module.is_package or _is_test_path(path):
                     continue
-                if os.path.basename(path) == "__init__.py" or not self._inside(path, {app}):
+                if os.path.basename(path) == "__init__.py" or not self._inside(
+                    path, self._app_folders.get(app, {app})
+                ):
                     continue
                 if (module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
                     continue
@@ -1220,8 +1478,14 @@ class ProjectScope:
                 f for f in folders if not any(f.startswith(o + os.sep) for o in folders)
             ):
                 apps = {app}
-                roots = {path for path in entry_roots | scripts if self._inside(path, apps)}
-                loaded, dynamic = self._import_closure(roots, apps)
+                while True:
+                    roots = {path for path in entry_roots | scripts if self._inside(path, apps)}
+                    loaded, dynamic = self._import_closure(roots, apps)
+                    more = self._namespace_siblings(app, loaded) - apps
+                    if not more:
+                        break
+                    apps |= more
+                self._app_folders[app] = apps
                 names = sorted(
                     {
                         os.path.basename(site.path)
@@ -1232,6 +1496,43 @@ class ProjectScope:
                 shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
                 out.append((app, loaded, shown, dynamic))
         self.__dict__["_applications_of"] = out
+        return out
+
+    def _folder_modules(self, folder: str) -> list[str]:
+        """The project's modules in a folder (not below it)."""
+        index = self.__dict__.get("_by_folder")
+        if index is None:
+            index = {}
+            for path in self.model.modules:
+                index.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
+            self.__dict__["_by_folder"] = index
+        return index.get(folder, [])
+
+    def _namespace_siblings(self, app: str, loaded: set[str]) -> set[str]:
+        """The folders beside an application's folder that its code imports from as namespace
+        packages (`from data.loaders import X` in `experiments/train.py`, where `data/`, beside
+        `experiments/`, has no `__init__.py`): run with their parent on the path, they are
+        part of the application, not a library (a library is a package: `mylib/__init__.py`
+        beside `examples/` stays one). Only inside the application's repository."""
+        repository = _repository_of(app)
+        parent = os.path.dirname(app)
+        if repository is None or not (
+            parent == repository or parent.startswith(repository + os.sep)
+        ):
+            return set()
+        out: set[str] = set()
+        for path in loaded:
+            full = os.path.abspath(path)
+            if not full.startswith(parent + os.sep) or full.startswith(app + os.sep):
+                continue
+            top = full[len(parent) + 1 :].split(os.sep)[0]
+            folder = os.path.join(parent, top)
+            if (
+                os.path.isdir(folder)
+                and not os.path.exists(os.path.join(folder, "__init__.py"))
+                and not _is_test_path(os.path.join(folder, "x.py"))
+            ):
+                out.add(folder)
         return out
 
     # --- classes nothing builds ---------------------------------------------------------------
@@ -1258,7 +1559,9 @@ class ProjectScope:
         application spells."""
         out: dict[str, str] = {}
         for app, loaded, shown, _ in self._applications(sites):
-            out.update(self._unbuilt_in(self._application_folder(app, loaded), shown))
+            folders = {self._application_folder(app, loaded)}
+            folders |= self._app_folders.get(app, set()) - {app}
+            out.update(self._unbuilt_in(folders, shown))
         return out
 
     def _application_folder(self, app: str, loaded: set[str]) -> str:
@@ -1278,8 +1581,8 @@ class ProjectScope:
             return top
         return app
 
-    def _unbuilt_in(self, app: str, shown: str) -> dict[str, str]:
-        apps = {app}
+    def _unbuilt_in(self, apps: set[str], shown: str) -> dict[str, str]:
+        app = sorted(apps)[0]
         candidates: dict[str, Any] = {}
         by_name: dict[str, list[str]] = {}
         looked_up: set[str] = set()  # module paths whose names are looked up at run time
@@ -1363,9 +1666,10 @@ class ProjectScope:
             words.add(text.replace(":", ".").rsplit(".", 1)[-1])
         # read once per model: a long-running server builds a new model when files change
         texts = self.__dict__.setdefault("_text_words_of", {})
-        if app not in texts:
-            texts[app] = _text_words(app)
-        words.update(texts[app])
+        for folder in apps:
+            if folder not in texts:
+                texts[folder] = _text_words(folder)
+            words.update(texts[folder])
         if "*" in words:
             return {}  # too many text files to read: any class may be named in one
         built: set[str] = {g for g, c in candidates.items() if c.summary.name in words}
@@ -1557,6 +1861,12 @@ class ProjectScope:
             for uses in module.scope.uses.values():
                 for form, target in uses:
                     name = target.rsplit(".", 1)[-1]
+                    if name in _DYNAMIC_IMPORTS and module.scope.package_imports:
+                        # `import_module("." + m, __name__)`: any module of its own folder
+                        folder = os.path.dirname(os.path.abspath(path))
+                        for other in self._folder_modules(folder):
+                            load(other)
+                        continue
                     dynamic |= name in _DYNAMIC_IMPORTS
                     builds |= name in _DYNAMIC_BUILDERS
                     if form in ("name", "ref") and "." in target.lstrip("."):
@@ -2811,6 +3121,7 @@ class ProjectScope:
             for gkey, why in self.unbuilt.items()
             if self.model.classes[gkey].module.path == path
         )
+        parts.append(self._test_code(path) or "")
         if state is not None:
             parts.append(f"l{int(path in state.loaded)}")
             for fn in module.functions:
@@ -2830,6 +3141,7 @@ class ProjectScope:
                 parts.append(str(self.cannot_complete(found)))
                 parts.append(str(self._called_only_where_dead(found)))
                 parts.append(str(self._class_built_only_where_dead(found.owner)))
+                parts.append(str(self._test_only_reason(found)))
         return "|".join(parts)
 
     def reason(
@@ -2913,10 +3225,17 @@ class ProjectScope:
             off_tpu = self._off_tpu(fn)
             if off_tpu is not None:
                 return off_tpu
+        tests = self._test_code(path)
+        if tests is not None:
+            return tests
         node = fn.gkey if fn is not None else module_node(path)
         claimed = self.reach is not None and self._claimed(path, self.claimed)
         if not claimed and path in self.unimported:
             return self.unimported[path]
+        if fn is not None:
+            only = self._test_only_reason(fn)
+            if only is not None:
+                return only
         # In a class nothing builds: it never runs, whatever reaches it by name (the TPU
         # reach's "not reached" says more where it applies).
         unbuilt = None
@@ -2946,6 +3265,26 @@ class ProjectScope:
         if claimed:
             return self._unreached()
         return unbuilt
+
+    def _test_only_reason(self, fn: _Function) -> str | None:
+        """Why a function runs only under the tests: it, a function it is nested in, or the
+        class it is a method of is test-only (see `_test_only_in`)."""
+        only = self._test_only()
+        if not only:
+            return None
+        current: _Function | None = fn
+        while current is not None:
+            if current.gkey in only:
+                return only[current.gkey]
+            if current.owner is not None:
+                for gkey in self._enclosing_classes(current.owner):
+                    if gkey in only:
+                        return only[gkey]
+            parent = current.summary.parent
+            current = (
+                self.model.functions.get(f"{current.module.path}:{parent}") if parent else None
+            )
+        return None
 
     def _enclosing_classes(self, gkey: str) -> list[str]:
         """A class and the classes its definition is nested in (`Outer.Inner`)."""

@@ -255,6 +255,10 @@ class ScopeFacts:
     # forms): the function named (`collate_fn=pad_batch`, `collate_fn=self.collate`), or
     # what a lambda calls (`collate_fn=lambda s: self.prepare_sample(s, stage="fit")`).
     collate_refs: list[list[str]] = field(default_factory=list)
+    # Every module the file imports by a computed name is one of its own package: each
+    # `import_module` / `__import__` call passes a relative name (`"." + name`, `f".{m}"`),
+    # so it loads a module of the file's folder (a package `__init__` importing its modules).
+    package_imports: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -300,6 +304,7 @@ class ScopeFacts:
             "se": self.setters,
             "ks": self.key_strings,
             "cf": self.collate_refs,
+            "pi": self.package_imports,
         }
 
     @classmethod
@@ -347,7 +352,38 @@ class ScopeFacts:
             data.get("se", {}),
             data.get("ks", []),
             data.get("cf", []),
+            data.get("pi", False),
         )
+
+
+def _package_imports(tree: ast.Module) -> bool:
+    """Whether the file imports by computed names, each time a module of its own package:
+    every `import_module(...)` / `__import__(...)` call's name is relative (a string, an
+    f-string or a `+` whose text starts with ".")."""
+
+    def relative(node: ast.expr) -> bool:
+        while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            node = node.left
+        if isinstance(node, ast.JoinedStr) and node.values:
+            node = node.values[0]
+        return (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith(".")
+        )
+
+    found = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name not in ("import_module", "__import__"):
+            continue
+        if not node.args or not relative(node.args[0]):
+            return False
+        found = True
+    return found
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -595,6 +631,7 @@ class _Walker:
         facts = self.facts
         facts.strings = sorted(self._strings)
         facts.key_strings = sorted(self._key_strings)
+        facts.package_imports = _package_imports(tree)
         facts.tests_after_fit = _tests_after_fit(tree.body, frozenset())
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
