@@ -3924,6 +3924,8 @@ def test_a_packaged_class_that_may_be_built_stays(
     files[where] = files[where].replace(old, new)
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "app/parts.py", "# pool") is None
+
+
 # --- test code ------------------------------------------------------------------------------
 
 TEST_CODE = {
