@@ -3774,3 +3774,24 @@ def test_a_module_kept_by_a_wrapper_is_called_by_the_wrapper(tmp_path: Path) -> 
     kept_twice = text.replace("self.inner = inner\n", "self.inner = inner\n        keep(inner)\n")
     model = project(tmp_path, {"m.py": MODULE_HEAD + kept_twice})
     assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is None
+
+
+def test_an_option_a_subclass_users_build_passes_on_stays_open(tmp_path: Path) -> None:
+    """A subclass without its own `__init__` (or one a package exports) is built by users
+    with any arguments, which reach the base's constructor: the key decides nothing."""
+    files = {
+        **_BUILT_BY_NAME,
+        "kit/extra.py": "from kit.quant import Quantizer\n\n\nclass Fast(Quantizer):\n    pass\n",
+    }
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is None
+    files["kit/extra.py"] = (
+        "from kit.quant import Quantizer\n\n\nclass Fast(Quantizer):\n"
+        "    def __init__(self, n_codes, dim, **kwargs):\n"
+        "        super().__init__(n_codes, dim, **kwargs)\n"
+    )
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is not None
+    files["kit/__init__.py"] = "from kit.extra import Fast\n"
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is None

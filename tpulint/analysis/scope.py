@@ -2614,6 +2614,16 @@ class ProjectScope:
         if not constructing <= seen:
             return None
         if open_:
+            # Every subclass builds through `super().__init__`, passing by name: users of an
+            # exported subclass, or of one without its own `__init__`, pass anything.
+            for sub in self.model.subclasses(gkey):
+                sub_cls = self.model.classes.get(sub)
+                if (
+                    sub_cls is None
+                    or sub in self._exported()
+                    or not self._base_list(cls, sub_cls.module, index)
+                ):
+                    return None
             given = self._key_arguments(param, cls.module.path)
             if given is None:
                 return None
