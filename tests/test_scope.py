@@ -2106,7 +2106,8 @@ def test_a_function_used_where_calls_are_not_seen_keeps_the_branch(
 
 def test_no_call_seen_or_a_reassigned_parameter_keeps_the_branch(tmp_path: Path) -> None:
     """A function no call of which is seen keeps today's behaviour; so does a parameter the
-    body reassigns (`mask = mask or default`), and a method torch calls itself."""
+    body reassigns (`mask = mask or default`), and the `forward` of a module handed on as a
+    value (`apply(self.head, batch)`: who calls it, with what, is not seen)."""
     model = project(
         tmp_path,
         {
@@ -2139,7 +2140,11 @@ class Model(L.LightningModule):
         self.head = Head()
 
     def training_step(self, batch, i):
-        return filled(self.head(batch)).sum()
+        return filled(apply(self.head, batch)).sum()
+
+
+def apply(module, x):
+    return module(x)
 """
         },
     )
@@ -4203,3 +4208,316 @@ def test_a_package_importing_its_own_modules_by_name_keeps_the_application_known
     # names is still one nothing builds).
     model = project(tmp_path / "unknown", files)
     assert reason_at(model, tmp_path / "unknown", "data/old_loaders.py", "# old-batcher") != why
+
+
+# --- module calls: what every call of a module passes its forward ------------------------------
+
+_MODULE_CALLS = """\
+class Attention(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, q, kv=None, mask=None):
+        scores = self.proj(q) @ q.transpose(-1, -2)
+        if mask is not None:
+            scores[~mask] = float("-inf")
+        return scores.softmax(-1) @ q
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        self.attn = Attention(dim)
+        self.layers = torch.nn.ModuleList([Attention(dim) for _ in range(depth)])
+        self.width = self.attn.proj.out_features
+
+    def forward(self, x, mask=None):
+        assert mask is None, "masks are not supported"
+        h = self.attn(x, mask=mask)
+        for layer in self.layers:
+            h = layer(h)
+        return h[:, : len(self.layers)]
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder(8, 2)
+
+    def training_step(self, batch, i):
+        return self.encoder(batch).sum()
+"""
+
+
+def test_a_forward_parameter_every_module_call_leaves_out_decides_its_branch(
+    tmp_path: Path,
+) -> None:
+    """`Attention` is built only into `self.attn` and a `ModuleList` its holder iterates,
+    and every call of those (`self.attn(x, mask=mask)` after `assert mask is None`,
+    `layer(h)` in the loop) passes no mask: the masked branch of its `forward` never runs."""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _MODULE_CALLS})
+    reason = reason_at(model, tmp_path, "m.py", "scores[~mask]")
+    assert reason == (
+        "under `if mask is not None`, and every call of the function leaves `mask` to its "
+        "default None"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a call passes a mask
+        ("h = layer(h)", "h = layer(h, mask=x > 0)"),
+        ("h = layer(h)", "h = layer(h, None, x > 0)"),
+        ('        assert mask is None, "masks are not supported"\n', ""),
+        # a call spreading arguments
+        ("h = layer(h)", "h = layer(h, **self.extra)"),
+        ("h = layer(h)", "h = layer(*h)"),
+        # the module handed on: who calls it, with what, is not seen
+        ("h = self.attn(x, mask=mask)", "h = checkpoint(self.attn, x, mask)"),
+        (
+            "        for layer in self.layers:\n",
+            "        for layer in self.layers:\n            keep(layer)\n",
+        ),
+        ("h[:, : len(self.layers)]", "h[:, : len(list(self.layers))]"),
+        # built where no attribute holds it
+        (
+            "        self.width = self.attn.proj.out_features\n",
+            "        self.width = [Attention(dim)]\n",
+        ),
+        (
+            "        self.encoder = Encoder(8, 2)\n",
+            "        self.encoder = Encoder(8, 2)\n        self.probe = [Attention(8)]\n",
+        ),
+        # called from outside its holder, or its arguments changed by a hook
+        (
+            "        return self.encoder(batch).sum()\n",
+            "        self.encoder.attn(batch, mask=batch > 0)\n"
+            "        return self.encoder(batch).sum()\n",
+        ),
+        (
+            "        self.encoder = Encoder(8, 2)\n",
+            "        self.encoder = Encoder(8, 2)\n"
+            "        self.encoder.register_forward_pre_hook(add_mask, with_kwargs=True)\n",
+        ),
+        # subclassed, or a class users may build by name
+        ("class Model(", "class MaskedAttention(Attention):\n    pass\n\n\nclass Model("),
+        ("class Model(", "ATTENTIONS = {'plain': Attention}\n\n\nclass Model("),
+    ],
+)
+def test_a_forward_parameter_some_module_call_may_pass_keeps_its_branch(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    text = _MODULE_CALLS.replace(old, new)
+    assert text != _MODULE_CALLS
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is None
+
+
+def test_a_module_class_a_config_names_keeps_its_forward_branch(tmp_path: Path) -> None:
+    files = {"m.py": MODULE_HEAD + _MODULE_CALLS}
+    configs = {"conf/model.yaml": "attention:\n  _target_: m.Attention\n  dim: 8\n"}
+    model = with_configs(tmp_path, files, configs)
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is None
+
+
+def test_a_none_parameter_narrowed_under_its_test_stays_decided(tmp_path: Path) -> None:
+    """`mask = mask.view(...)` under `if mask is not None:` keeps the mask not None there:
+    the parameter is still decided by its calls; another assignment is not."""
+    text = _MODULE_CALLS.replace(
+        "        if mask is not None:\n            scores",
+        "        if mask is not None:\n            mask = mask.view(1, -1).expand_as(scores)\n"
+        "            scores",
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is not None
+    text = text.replace("mask = mask.view(1, -1).expand_as(scores)", "mask = scores > 0")
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is None
+
+
+# --- constructor options no key of the project sets -----------------------------------------
+
+_BUILT_BY_NAME = {
+    "pyproject.toml": "",
+    "kit/__init__.py": "",
+    "kit/util.py": """\
+        import importlib
+
+
+        def instantiate_from_config(config):
+            module, name = config["target"].rsplit(".", 1)
+            cls = getattr(importlib.import_module(module), name)
+            return cls(**config.get("params", {}))
+    """,
+    "kit/quant.py": """\
+        import torch
+
+
+        class Quantizer(torch.nn.Module):
+            def __init__(self, n_codes, dim, remap=None, legacy=True):
+                super().__init__()
+                self.codes = torch.nn.Embedding(n_codes, dim)
+                self.remap = remap
+                self.legacy = legacy
+
+            def forward(self, z):
+                index = (z @ self.codes.weight.T).argmin(-1)
+                if self.remap is not None:
+                    index = self.remap_to_used(index)
+                if not self.legacy:
+                    z = z + (z.detach() - z)
+                    index[index > 3] = 0
+                return self.codes(index)
+
+            def remap_to_used(self, index):
+                unknown = index > 7
+                index[unknown] = 0
+                return index
+    """,
+    "kit/model.py": """\
+        import lightning as L
+
+        from kit.util import instantiate_from_config
+
+
+        class AutoEncoder(L.LightningModule):
+            def __init__(self, n_codes, dim):
+                super().__init__()
+                self.quantizer = instantiate_from_config(
+                    {"target": "kit.quant.Quantizer", "params": {"n_codes": n_codes, "dim": dim}}
+                )
+
+            def training_step(self, batch, i):
+                return self.quantizer(batch).sum()
+    """,
+}
+_BUILT_BY_NAME_CONFIGS = {
+    "configs/ae.yaml": "model:\n  target: kit.model.AutoEncoder\n  params:\n    n_codes: 16\n",
+}
+
+
+def test_options_no_config_or_code_sets_decide_their_branches(tmp_path: Path) -> None:
+    """A class built only by name (a config dict naming it by a string), whose `remap=None`
+    and `legacy=True` no keyword, dict key or config key of the repository sets: the
+    branches of other values never run (and a method only they call neither)."""
+    model = with_configs(tmp_path, _BUILT_BY_NAME, _BUILT_BY_NAME_CONFIGS)
+    reason = reason_at(model, tmp_path, "kit/quant.py", "index[unknown]")
+    assert reason == "called only where it never runs: under `if self.remap is not None`"
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is not None
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # a config sets the key (to a value that turns the branch on, or any value)
+        (
+            "configs/vq.yaml",
+            "quantizer:\n  target: kit.quant.Quantizer\n"
+            "  params:\n    remap: used.npy\n    legacy: false\n",
+        ),
+        # code passes it, by keyword or as a dict key
+        (
+            "kit/extra.py",
+            "from kit.quant import Quantizer\n\n\ndef build():\n"
+            "    return Quantizer(8, 4, remap='used.npy', legacy=False)\n",
+        ),
+        ("kit/extra.py", "PARAMS = {'remap': 'used.npy', 'legacy': False}\n"),
+        (
+            "kit/extra.py",
+            "def build(options):\n    return dict(remap=options.remap, legacy=options.legacy)\n",
+        ),
+        # a command line may set it
+        ("run.sh", "python train.py model.params.remap=used.npy model.params.legacy=false\n"),
+        (
+            "kit/extra.py",
+            "import argparse\n\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--remap')\nparser.add_argument('--legacy')\n",
+        ),
+    ],
+)
+def test_an_option_set_anywhere_keeps_its_branch(tmp_path: Path, path: str, text: str) -> None:
+    files = {**_BUILT_BY_NAME, path: text}
+    configs = dict(_BUILT_BY_NAME_CONFIGS)
+    if path.endswith(".yaml"):
+        configs[path] = files.pop(path)
+    model = with_configs(tmp_path, files, configs)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[unknown]") is None
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is None
+
+
+def test_an_option_of_a_class_a_package_exports_stays_open(tmp_path: Path) -> None:
+    files = {**_BUILT_BY_NAME, "kit/__init__.py": "from kit.quant import Quantizer\n"}
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[unknown]") is None
+
+
+def test_a_class_built_only_under_a_dead_option_in_a_name_building_project(
+    tmp_path: Path,
+) -> None:
+    """`norm = ScaledNorm` only where `scaled_norm=False` (every config dict passes it so)
+    in a repository that builds objects by name: no string or config names `ScaledNorm`, so
+    nothing else may build it; a string that names it keeps it."""
+    files = {
+        **_BUILT_BY_NAME,
+        "kit/critic.py": MODULE_HEAD + _NORM_OPTION.split("class Model(")[0],
+        "kit/model.py": _BUILT_BY_NAME["kit/model.py"].replace(
+            "        def training_step",
+            "            self.critic = instantiate_from_config(\n"
+            '                {"target": "kit.critic.Critic", "params": {"channels": 8, '
+            '"scaled_norm": False}}\n'
+            "            )\n\n        def training_step",
+        ),
+    }
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    reason = reason_at(model, tmp_path, "kit/critic.py", "self.ready.item()")
+    assert reason == (
+        "its class is built only where the code never runs: in the `else` of `if not scaled_norm`"
+    )
+    files["kit/extra.py"] = 'NORMS = ["kit.critic.ScaledNorm"]\n'
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/critic.py", "self.ready.item()") is None
+
+
+def test_a_module_kept_by_a_wrapper_is_called_by_the_wrapper(tmp_path: Path) -> None:
+    """`Residual(Attention(dim))`: the wrapper keeps its argument in `self.inner` and calls
+    it with one tensor; no call passes a mask. A wrapper that hands its module on keeps it."""
+    text = _MODULE_CALLS.replace(
+        "        self.attn = Attention(dim)\n",
+        "        self.attn = Residual(Attention(dim))\n",
+    ).replace(
+        "class Encoder(",
+        "class Residual(torch.nn.Module):\n    def __init__(self, inner):\n"
+        "        super().__init__()\n        self.inner = inner\n\n"
+        "    def forward(self, x):\n        return x + self.inner(x)\n\n\nclass Encoder(",
+    )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is not None
+    handed = text.replace("return x + self.inner(x)", "return x + checkpoint(self.inner, x)")
+    model = project(tmp_path, {"m.py": MODULE_HEAD + handed})
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is None
+    kept_twice = text.replace("self.inner = inner\n", "self.inner = inner\n        keep(inner)\n")
+    model = project(tmp_path, {"m.py": MODULE_HEAD + kept_twice})
+    assert reason_at(model, tmp_path, "m.py", "scores[~mask]") is None
+
+
+def test_an_option_a_subclass_users_build_passes_on_stays_open(tmp_path: Path) -> None:
+    """A subclass without its own `__init__` (or one a package exports) is built by users
+    with any arguments, which reach the base's constructor: the key decides nothing."""
+    files = {
+        **_BUILT_BY_NAME,
+        "kit/extra.py": "from kit.quant import Quantizer\n\n\nclass Fast(Quantizer):\n    pass\n",
+    }
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is None
+    files["kit/extra.py"] = (
+        "from kit.quant import Quantizer\n\n\nclass Fast(Quantizer):\n"
+        "    def __init__(self, n_codes, dim, **kwargs):\n"
+        "        super().__init__(n_codes, dim, **kwargs)\n"
+    )
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is not None
+    files["kit/__init__.py"] = "from kit.extra import Fast\n"
+    model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
+    assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is None

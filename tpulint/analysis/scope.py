@@ -13,8 +13,11 @@ A finding is outside the scope, with the reason, when its code:
   CUDA-only package or one with no XLA backend (tpulint.analysis.gpu_packages), or a
   function of the project that cannot, through a call the project model resolves;
 - sits in a branch no run takes: a parameter's test (`p is None`, `p`, `mode == "cpu"`)
-  that every call of the function decides the same way, an attribute kept from such a
-  constructor parameter (`self.fused`, `self.ignore is not None`), a config option
+  that every call of the function decides the same way (a module's `forward`: every call
+  of the attributes and module lists that hold its instances, `_module_call_arguments`),
+  an attribute kept from such a constructor parameter (`self.fused`, `self.ignore is not
+  None`; for a class configs build, by the key: `_key_arguments`, what any code, config or
+  command line of the repository sets a key of that name to), a config option
   (`self.cfg.flag`) that the project's config classes and files leave at one truth
   (`_option_truth`); calls made where the code never runs are not counted;
 - is a function every call (and reference) of which sits where the code never runs
@@ -142,7 +145,7 @@ from tpulint.analysis.summary import ClassSummary, FunctionSummary, ModuleSummar
 from tpulint.analysis.text_reads import note
 
 if TYPE_CHECKING:
-    from tpulint.analysis.project import ProjectModel, _Function
+    from tpulint.analysis.project import ProjectModel, _Class, _Function
 
 TRAIN = 3
 EPOCH = 2  # once per epoch or fit: an epoch-end hook and what only it reaches
@@ -2678,7 +2681,7 @@ class ProjectScope:
         arguments = self._call_arguments(node, param)
         if arguments is None:
             return None
-        if all(a == _DEFAULT for a in arguments):
+        if all(a in (_DEFAULT, ("literal", None)) for a in arguments):
             return False
         if all(
             a == _VALUE
@@ -2773,7 +2776,7 @@ class ProjectScope:
                 for name, defaults in facts.fields.items():
                     index.setdefault(name, []).append((where, "field", list(defaults)))
                 for name, codes in facts.keyword_values.items():
-                    passed = [c[1] if isinstance(c, list) else "?" for c in codes]
+                    passed = [c[1] if isinstance(c, list) and c[0] == "l" else "?" for c in codes]
                     index.setdefault(name, []).append((where, "keyword", passed))
             self.__dict__["_option_index_cache"] = index
         return index
@@ -2817,15 +2820,25 @@ class ProjectScope:
             return None
         if fn.summary.name == "__init__" and fn.owner is not None:
             return self._constructor_arguments(fn, param)
+        if fn.summary.name == "forward" and fn.owner is not None:
+            return self._module_call_arguments(fn, param)
         if fn.summary.cls is not None and _framework_called(fn.summary.name):
             return None  # Lightning or torch calls it too, with arguments the model cannot see
-        index = fn.summary.params.index(param)
         # A test's call runs under pytest, not in training (a test may try the other way).
         callers = [
             c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
         ]
         if not callers:
             return None
+        arguments = self._arguments_of(callers, fn, param)
+        if not arguments or not self._only_called(fn, callers):
+            return None
+        return arguments
+
+    def _arguments_of(self, callers: list[Any], fn: _Function, param: str) -> list[Any] | None:
+        """What these calls of `fn` pass as `param` (see `_call_arguments`); None when one
+        spreads `*args`/`**kwargs` or passes `self` itself."""
+        index = fn.summary.params.index(param)
         arguments: list[Any] = []
         for caller, call, offset in callers:
             if "*" in call.keywords or "**" in call.keywords:
@@ -2849,9 +2862,153 @@ class ProjectScope:
                 arguments.append(_MAYBE_NONE)
             else:
                 arguments.append(_VALUE)
-        if not arguments or not self._only_called(fn, callers):
-            return None
         return arguments
+
+    def _module_call_arguments(self, fn: _Function, param: str) -> list[Any] | None:
+        """What each call of a module passes its `forward`'s `param` (torch runs `forward`
+        through `__call__`): the calls of the attributes that hold its instances, `self.attn(h)`
+        where `self.attn = Attention(...)`, and of the loop variables over a module list,
+        `for layer in self.layers: h = layer(h)` where `self.layers = nn.ModuleList([Block(...)
+        for ...])`. None unless every construction of the class (tests aside) is so held, the
+        holding classes use the attribute only by calling it (or reading its attributes,
+        `len(...)` of it), no code calls a method of that name on another value, the class is
+        not built by name (a config, a string, a registry), exported by a package, handed on
+        or subclassed, the project registers no forward pre-hooks (which may change the
+        arguments), and at least one call is seen."""
+        gkey = fn.owner
+        assert gkey is not None
+        cls = self.model.classes.get(gkey)
+        if (
+            cls is None
+            or gkey in self._configured_classes()
+            or gkey in self._exported()
+            or cls.summary.name in self._string_tails()
+            or self.model.subclasses(gkey)
+        ):
+            return None
+        uses = self._index_of_uses()
+        if any(
+            not _in_tests(user.rsplit(":", 1)[0])
+            for name in ("register_forward_pre_hook", "register_module_forward_pre_hook")
+            for user, _ in uses.get(name, ())
+        ):
+            return None
+        for user, use in uses.get(cls.summary.name, ()):
+            if _in_tests(user.rsplit(":", 1)[0]):
+                continue
+            targets, _ = self._targets(user, use)
+            if cls in targets and use[0] != "name":
+                return None  # handed on, a classmethod, a base
+        holders: set[tuple[str, str, str]] = set()  # (holding class, attribute, "one" | "list")
+        for path, module in self.model.modules.items():
+            if _in_tests(path):
+                continue
+            built = sum(
+                1
+                for c in module.scope.constructions
+                if c[1].rsplit(".", 1)[-1] == cls.summary.name
+                and self.model.lookup(c[1], module) is cls
+            )
+            if not built:
+                continue
+            prefix = self.model.prefix(module)
+            for entry in module.scope.held:
+                if entry[0] not in ("one", "list", "arg"):
+                    continue
+                if entry[3].rsplit(".", 1)[-1] != cls.summary.name:
+                    continue
+                if self.model.lookup(entry[3], module) is not cls:
+                    continue
+                built -= 1
+                if entry[0] != "arg":
+                    holders.add((f"{prefix}.{entry[1]}", entry[2], entry[0]))
+                    continue
+                # `SkipConnection(Attention(dim))`: held where the wrapper keeps that argument
+                wrapper = self.model.lookup(entry[1], module)
+                kept = self._kept_attribute(wrapper, entry[2]) if _is_class(wrapper) else None
+                if kept is None:
+                    return None
+                holders.add((wrapper.gkey, kept, "one"))  # type: ignore[union-attr]
+            if built:
+                return None  # built somewhere else: passed on, returned, kept in a local
+        if not holders:
+            return None
+        arguments: list[Any] = []
+        callers = [
+            c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
+        ]
+        held_calls: list[Any] = []  # `self.attn(...)` of the holders
+        seen_calls: set[tuple[str, int]] = set()
+        for holder, attr, _kind in holders:
+            if any(use[0] in ("meth", "attr") for _, use in uses.get(attr, ())):
+                return None  # `model.attn(x, mask)` from outside: maybe an instance of it
+            family = [*self.model.mro(holder), *self.model.subclasses(holder)]
+            for member in family:
+                cls_m = self.model.classes.get(member)
+                if cls_m is None:
+                    continue
+                qualname = cls_m.summary.qualname
+                for entry in cls_m.module.scope.held:
+                    if entry[0] == "escape" and entry[1] == qualname and entry[2] == attr:
+                        return None
+                    if entry[0] == "loop" and entry[2] == qualname and entry[3] == attr:
+                        arguments += self._loop_arguments(fn, param, entry)
+                        if arguments and arguments[-1] is None:
+                            return None
+                for other in self._methods_of(member):
+                    for call in other.summary.calls:
+                        if call.form == "self" and call.target == attr:
+                            if (other.gkey, call.line) not in seen_calls:
+                                held_calls.append((other, call, 1))
+                            seen_calls.add((other.gkey, call.line))
+        # Other calls the model resolves to it (`self.forward(x)` in the class itself).
+        held_calls += [c for c in callers if (c[0].gkey, c[1].line) not in seen_calls]
+        given = self._arguments_of(held_calls, fn, param)
+        if given is None:
+            return None
+        arguments += given
+        return arguments or None
+
+    def _kept_attribute(self, wrapper: _Class, slot: str) -> str | None:
+        """The attribute in which a class's `__init__` keeps the argument at `slot` (a
+        position or a keyword: `self.module = module`, the parameter used nowhere else;
+        ScopeFacts.held "kept"), if it does."""
+        for entry in wrapper.module.scope.held:
+            if entry[0] == "kept" and entry[1] == wrapper.summary.qualname:
+                _, _, position, name, attr = entry
+                if slot in (position, name):
+                    return str(attr)
+        return None
+
+    def _methods_of(self, gkey: str) -> list[_Function]:
+        """The methods the class `gkey` defines itself."""
+        index = self.__dict__.get("_methods_by_class")
+        if index is None:
+            index = {}
+            for function in self.model.functions.values():
+                if function.owner is not None:
+                    index.setdefault(function.owner, []).append(function)
+            self.__dict__["_methods_by_class"] = index
+        return index.get(gkey, [])
+
+    def _loop_arguments(self, fn: _Function, param: str, entry: list[Any]) -> list[Any]:
+        """What a loop's call `layer(h, ...)` (ScopeFacts.held "loop") passes as `param` of
+        the module's `forward`: one code, or None when it spreads arguments."""
+        _, _, _, _, positional, keywords, spread = entry
+        if spread:
+            return [None]
+        index = fn.summary.params.index(param) - 1  # `self` is bound by the call
+        if param in keywords:
+            code = keywords[param]
+        elif 0 <= index < len(positional):
+            code = positional[index]
+        elif index < 0:
+            return [None]
+        else:
+            return [_DEFAULT]
+        if isinstance(code, list) and code[0] == "l":
+            return [("literal", code[1])]
+        return [_MAYBE_NONE]  # (the facts do not say whether a name may hold None)
 
     def _only_called(self, fn: _Function, callers: list[Any], dead_refs: bool = False) -> bool:
         """Whether every use of `fn`'s name in the project (tests aside) is one of these
@@ -2925,7 +3082,8 @@ class ProjectScope:
         (tests aside) builds or names it in code that never does (`norm = ActNorm` in the
         `else` of `if not use_actnorm:` where every construction leaves `use_actnorm=False`).
         The class must not be one users or configs may build by name (named by a config or
-        a registry, exported by a package, in a repository that builds objects from names)."""
+        a registry, exported by a package, or named by a string of the code or a word of a
+        config in a repository that builds objects from names)."""
         if gkey is None:
             return None
         memo = self.__dict__.setdefault("_dead_classes", {})
@@ -2938,9 +3096,21 @@ class ProjectScope:
             cls is not None
             and gkey not in self._configured_classes()
             and gkey not in self._exported()
-            and not any(
-                m.scope.builds_by_name and same_repository(m.path, cls.module.path)
-                for m in self.model.modules.values()
+            and not (
+                # objects built from names: from a config, or a string of the code, that
+                # names the class (`{"target": "pkg.util.ActNorm"}`)
+                (
+                    cls.summary.name in self._string_tails()
+                    or any(
+                        cls.summary.name in config.words
+                        and same_repository(config.path, cls.module.path)
+                        for config in self.model.configs
+                    )
+                )
+                and any(
+                    m.scope.builds_by_name and same_repository(m.path, cls.module.path)
+                    for m in self.model.modules.values()
+                )
             )
         ):
             name = cls.summary.name
@@ -2998,26 +3168,30 @@ class ProjectScope:
     def _constructor_arguments(self, init: _Function, param: str) -> list[Any] | None:
         """What each construction of the class whose `__init__` is `init` passes as
         `param` (as `_call_arguments`, a flag parameter of the constructing function passed
-        on being `(_FORWARDED, its node, name, default)`). None unless every use of the
-        class in the project (tests aside) is a construction the scope facts record with its
-        arguments, at least one is, none spreads `*args`/`**kwargs`, and the class is
-        not one users or configs may build with other arguments: named by a config or a
-        registry, re-exported by a package's `__init__.py`, subclassed, or referenced
-        (handed on, partially applied: `ref` uses), in a repository that builds objects
-        from names (`instantiate(cfg)`, `eval(name)`)."""
+        on being `(_FORWARDED, its node, name, default)`). The constructions are those the
+        scope facts record with their arguments when every use of the class in the project
+        (tests aside) is one of them, at least one is, none spreads `*args`/`**kwargs`, and
+        the class is not one users or configs may build with other arguments: named by a
+        config or a registry, re-exported by a package's `__init__.py`, subclassed, or
+        referenced (handed on, partially applied: `ref` uses), in a repository that builds
+        objects from names (`instantiate(cfg)`, `eval(name)`). Otherwise (and when some use
+        is seen), by the key: what the constructions seen pass, the default, and every value
+        the repository gives a keyword, dict key or config key of that name
+        (`_key_arguments`); None when a value is not known."""
         gkey = init.owner
         assert gkey is not None
         cls = self.model.classes.get(gkey)
-        if cls is None or gkey in self._configured_classes() or gkey in self._exported():
-            return None
+        if cls is None or gkey in self._exported():
+            return None  # (a package's API: its users build it as they like)
         index = init.summary.params.index(param) - 1  # `self` is bound by the call
         if index < 0:
             return None
-        if any(
+        # Built where the model cannot see the arguments: by a config, a registry, a
+        # reference handed on, a subclass, a spread of `**kwargs`.
+        open_ = gkey in self._configured_classes() or any(
             m.scope.builds_by_name and same_repository(m.path, cls.module.path)
             for m in self.model.modules.values()
-        ):
-            return None  # (a config or a string may name it, with any arguments)
+        )
         constructing: set[str] = set()
         for user, use in self._index_of_uses().get(cls.summary.name, ()):
             if _in_tests(user.rsplit(":", 1)[0]):
@@ -3026,8 +3200,11 @@ class ProjectScope:
             if cls not in targets:
                 continue
             module = self.model.modules.get(user.rsplit(":", 1)[0])
+            if use[0] == "ref" and module is not None and self._base_list(cls, module, index):
+                open_ = True  # a subclass's base list, its `super().__init__` passes by name
+                continue
             if use[0] != "name" or module is None or self.model.lookup(use[1], module) is not cls:
-                return None  # a reference, a classmethod or a subclass's base list
+                return None  # a reference, a classmethod
             constructing.add(user)
         arguments: list[Any] = []
         seen: set[str] = set()
@@ -3039,9 +3216,9 @@ class ProjectScope:
                     continue
                 if self.model.lookup(qualified, module) is not cls:
                     continue
+                seen.add(f"{path}:{key}" if key else module_node(path))
                 if spread:
                     return None
-                seen.add(f"{path}:{key}" if key else module_node(path))
                 if param in keywords:
                     code = keywords[param]
                 elif index < len(positional):
@@ -3058,9 +3235,127 @@ class ProjectScope:
                     arguments.append((_FORWARDED, f"{path}:{code[1]}", code[2], code[3]))
                 else:
                     arguments.append(_VALUE)
-        if not arguments or not constructing <= seen:
+        if not constructing <= seen:
+            return None
+        if open_:
+            # Every subclass builds through `super().__init__`, passing by name: users of an
+            # exported subclass, or of one without its own `__init__`, pass anything.
+            for sub in self.model.subclasses(gkey):
+                sub_cls = self.model.classes.get(sub)
+                if (
+                    sub_cls is None
+                    or sub in self._exported()
+                    or not self._base_list(cls, sub_cls.module, index)
+                ):
+                    return None
+            given = self._key_arguments(param, cls.module.path)
+            if given is None:
+                return None
+            arguments += [_DEFAULT, *given]
+        if not arguments:
             return None
         return arguments
+
+    def _base_list(self, cls: _Class, module: ModuleSummary, index: int) -> bool:
+        """Whether `module` names `cls` in the base list of its subclasses, each of which
+        has an `__init__` whose `super().__init__(...)` calls pass `cls`'s parameter at
+        `index` by name if at all (a spread `**kwargs` is judged by the key; `*args` and a
+        positional argument that far are not)."""
+        subclasses = [
+            self.model.classes.get(g)
+            for g in self.model.subclasses(cls.gkey)
+            if g.startswith(f"{self.model.prefix(module)}.")
+        ]
+        if not subclasses:
+            return False
+        for sub in subclasses:
+            if sub is None or sub.module is not module:
+                return False
+            init = self.model.functions.get(f"{module.path}:{sub.summary.qualname}.__init__#0")
+            if init is None:
+                return False  # (its constructions pass straight to `cls`'s)
+            for call in init.summary.calls:
+                if (
+                    call.form == "super"
+                    and call.target == "__init__"
+                    and ("*" in call.keywords or len(call.args) > index)
+                ):
+                    return False
+        return True
+
+    def _string_tails(self) -> frozenset[str]:
+        """The last dotted part of every identifier-like string of the project's code
+        (`"pkg.quantize.VectorQuantizer"`: a class a config dict of the code may name)."""
+        found = self.__dict__.get("_string_tail_set")
+        if found is None:
+            found = frozenset(
+                text.rsplit(".", 1)[-1]
+                for m in self.model.modules.values()
+                for text in m.scope.strings
+            )
+            self.__dict__["_string_tail_set"] = found
+        return found
+
+    def _key_arguments(self, name: str, path: str) -> list[Any] | None:
+        """What the repository of `path` may pass as the keyword `name` of a constructor it
+        builds where the model cannot see the arguments (from a config, through a spread
+        `**kwargs`, by users of a package): every value any of its code (tests included)
+        passes as a keyword or string dict key of that name, and every value its YAML configs
+        set that key to, as `_call_arguments` codes (a flag of the passing function passed on
+        under the same name counts as its default: what else it is given is given by this
+        name too). None when one is not known (an expression, an interpolation), or when the
+        name may be set in ways the model does not read: a command-line option of that name,
+        an assignment on another value (`cfg.name = ...`, `cfg["name"] = ...`), a string of
+        the code (`kwargs.setdefault("name", ...)`, an override `"model.name=false"`), or a
+        word of a shell script, JSON, TOML or other text config (`model.name=false`)."""
+        memo = self.__dict__.setdefault("_key_args", {})
+        repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
+        if (name, repository) in memo:
+            return memo[(name, repository)]
+        given: list[Any] | None = []
+        for where, module in self.model.modules.items():
+            if given is None:
+                break
+            if not same_repository(where, path):
+                continue
+            facts = module.scope
+            if name in facts.cli_options or name in facts.foreign_stores:
+                given = None
+                break
+            if any(name in text.replace("=", ".").split(".") for text in facts.strings):
+                given = None
+                break
+            for code in facts.keyword_values.get(name, ()):
+                if isinstance(code, list) and code[0] == "l":
+                    given.append(("literal", code[1]))
+                elif isinstance(code, list) and code[0] == "f" and code[2] == name:
+                    given.append(("literal", code[3]))
+                elif isinstance(code, list) and code[0] == "f":
+                    given.append((_FORWARDED, f"{where}:{code[1]}", code[2], code[3]))
+                else:
+                    given = None
+                    break
+        if given is not None:
+            for config in self.model.configs:
+                if not same_repository(config.path, path):
+                    continue
+                for value in config.keys.get(name, ()):
+                    if value == "?":
+                        given = None
+                        break
+                    given.append(("literal", value))
+                if given is None:
+                    break
+        if given is not None:
+            texts = self.__dict__.setdefault("_repository_words", {})
+            if repository not in texts:
+                texts[repository] = _text_words(
+                    repository if os.path.isdir(repository) else os.path.dirname(repository)
+                )
+            if name in texts[repository] or "*" in texts[repository]:
+                given = None
+        memo[(name, repository)] = given
+        return given
 
     def _configured_classes(self, training: bool = False) -> set[str]:
         """The project classes a config names or a registry decorator registers: built by

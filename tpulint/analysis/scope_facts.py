@@ -210,7 +210,8 @@ class ScopeFacts:
     # with a default (`interleave: bool = False` in a dataclass or pydantic config) -> the
     # literal defaults ("?" for another value); the options a command line declares
     # (`parser.add_argument("--interleave")`, `@click.option`), which users set; the keywords
-    # and string dict keys this file passes -> ["l", literal] or "v" (anything else).
+    # and string dict keys this file passes -> ["l", literal], ["f", function key, parameter,
+    # default] (a flag parameter of the calling function passed on) or "v" (anything else).
     fields: dict[str, list[Any]] = field(default_factory=dict)
     cli_options: list[str] = field(default_factory=list)
     keyword_values: dict[str, list[Any]] = field(default_factory=dict)
@@ -259,6 +260,19 @@ class ScopeFacts:
     # `import_module` / `__import__` call passes a relative name (`"." + name`, `f".{m}"`),
     # so it loads a module of the file's folder (a package `__init__` importing its modules).
     package_imports: bool = False
+    # Sub-modules a class holds and how its methods use them (tpulint.analysis.scope
+    # `_module_call_arguments`: what the calls of a module pass its `forward`):
+    # ["one", class, attribute, constructed class] for `self.attn = Attention(...)`,
+    # ["list", class, attribute, constructed class] for `self.layers = nn.ModuleList([Block(...)
+    # for ...])`; ["escape", class, attribute] for a use of `self.<attribute>` in the class's
+    # methods other than calling it, reading an attribute of it, `len(...)` of it, or a
+    # `for layer in self.<attribute>:` whose `layer` is only called; ["loop", function key,
+    # class, attribute, positional codes, keyword codes, spread] for each call `layer(h, ...)`
+    # in such a loop (codes as `constructions`); ["arg", wrapping class, slot (a position
+    # "0", "1", ... or a keyword), constructed class] for `SkipConnection(Attention(dim))`;
+    # ["kept", class, position ("" for a keyword-only one), parameter, attribute] for
+    # `self.module = module` in `__init__`, the parameter used nowhere else.
+    held: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -305,6 +319,7 @@ class ScopeFacts:
             "ks": self.key_strings,
             "cf": self.collate_refs,
             "pi": self.package_imports,
+            "hm": self.held,
         }
 
     @classmethod
@@ -353,6 +368,7 @@ class ScopeFacts:
             data.get("ks", []),
             data.get("cf", []),
             data.get("pi", False),
+            data.get("hm", []),
         )
 
 
@@ -1430,7 +1446,7 @@ class _Walker:
             elif isinstance(current, ast.Dict):
                 for item_key, item_value in zip(current.keys, current.values, strict=True):
                     if isinstance(item_key, ast.Constant) and isinstance(item_key.value, str):
-                        self._option_value(item_key.value, _literal_code(item_value))
+                        self._option_value(item_key.value, self._keyword_code(item_value))
                 self.registry(current)
             elif isinstance(current, ast.Constant) and isinstance(current.value, str):
                 if id(current) not in self._unnamed_strings and _STRING_NAME.match(current.value):
@@ -1459,7 +1475,7 @@ class _Walker:
         the options a command-line parser declares (`add_argument("--interleave")`)."""
         for keyword in node.keywords:
             if keyword.arg is not None:
-                self._option_value(keyword.arg, _literal_code(keyword.value))
+                self._option_value(keyword.arg, self._keyword_code(keyword.value))
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in ("add_argument", "option", "Option"):
             names = [
@@ -1478,6 +1494,17 @@ class _Walker:
                 dest = name.lstrip("-").replace("-", "_")
                 if dest and dest not in self.facts.cli_options:
                     self.facts.cli_options.append(dest)
+
+    def _keyword_code(self, value: ast.expr) -> Any:
+        """What a keyword or a string dict key is given: `_literal_code`, or `["f", function
+        key, parameter, default]` for a flag parameter of the calling function passed on
+        (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`)."""
+        code = _literal_code(value)
+        if code == "v":
+            forwarded = self._argument_code(value)
+            if isinstance(forwarded, list) and forwarded[0] == "f":
+                return forwarded
+        return code
 
     def _option_value(self, name: str, code: Any) -> None:
         values = self.facts.keyword_values.setdefault(name, [])
@@ -2211,6 +2238,7 @@ def _literal_default_params(
     if params:
         nodes = list(ast_walk(node))  # walked once for both passes
         filling: dict[int, str] = {}  # id of a store under `if p is None:` -> p
+        refined: set[int] = set()  # ids of `p = p.view(...)` under `if p is not None:`
         for child in nodes:
             if isinstance(child, ast.If) and _is_none_test(child.test):
                 name = child.test.left.id  # type: ignore[attr-defined]
@@ -2218,9 +2246,17 @@ def _literal_default_params(
                     for inner in ast_walk(statement):
                         if isinstance(inner, ast.Name) and inner.id == name:
                             filling[id(inner)] = name
+            elif isinstance(child, ast.If) and _is_not_none_test(child.test):
+                # `if mask is not None: mask = mask.view(...)`: still not None where it is
+                name = child.test.left.id  # type: ignore[attr-defined]
+                for statement in child.body:
+                    if _refines(statement, name) and params.get(name, 0) is None:
+                        refined.add(id(statement.targets[0]))  # type: ignore[attr-defined]
         filled: set[str] = set()
         for child in nodes:
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                if id(child) in refined:
+                    continue
                 if filling.get(id(child)) == child.id and params.get(child.id, 0) is None:
                     filled.add(child.id)
                 else:
@@ -2332,6 +2368,35 @@ def _self_attribute(node: ast.expr) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def _is_not_none_test(test: ast.expr) -> bool:
+    """`p is not None` of a name."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
+def _refines(statement: ast.stmt, name: str) -> bool:
+    """`name = name.view(...).expand_as(x)`: a method chain on the name itself (a value
+    that is not None when the name is not)."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == name
+        and isinstance(statement.value, ast.Call)
+    ):
+        return False
+    node: ast.expr = statement.value
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and node.id == name and statement.value.func is not node
 
 
 def _is_none_test(test: ast.expr) -> bool:
@@ -2827,11 +2892,187 @@ def _loops(statements: list[ast.stmt]) -> list[ast.For | ast.While | ast.AsyncFo
 def scope_facts(tree: ast.Module, summary: Any, text: str, keys: dict[int, str]) -> ScopeFacts:
     """The scope facts of a parsed file whose summary is `summary` (`keys`: the summary's
     function keys by `id` of their `def` node)."""
-    facts = _Walker(summary, text, keys).run(tree)
+    walker = _Walker(summary, text, keys)
+    facts = walker.run(tree)
+    if "self." in text:
+        _held_modules(tree, facts, keys, walker)
     if "setattr" in text:
         _setattr_stores(tree, facts, keys)
     facts.digest = text_digest(text)
     return facts
+
+
+def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], walker: Any) -> None:
+    """Record the sub-modules each class holds in an attribute, and how its methods use
+    them (ScopeFacts.held)."""
+    imports = walker.module_imports
+
+    def constructed(value: ast.expr) -> str | None:
+        if isinstance(value, ast.Call):
+            text = dotted(value.func)
+            if text is not None and text.rsplit(".", 1)[-1][:1].isupper():
+                return walker.qualify(text, imports)
+        return None
+
+    def listed(value: ast.expr) -> list[str] | None:
+        """`nn.ModuleList([Block(...) for _ in range(n)])`, `nn.ModuleList([A(), A()])`."""
+        if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
+            return None
+        text = dotted(value.func)
+        if text is None or text.rsplit(".", 1)[-1] != "ModuleList":
+            return None
+        items = value.args[0]
+        if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
+            elements = [items.elt]
+        elif isinstance(items, (ast.List, ast.Tuple)):
+            elements = list(items.elts)
+        else:
+            return None
+        built = [constructed(e) if isinstance(e, ast.Call) else None for e in elements]
+        return [b for b in built if b is not None] if all(built) else None
+
+    def self_attribute(node: ast.AST) -> str | None:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            return node.attr
+        return None
+
+    def method(function: ast.FunctionDef | ast.AsyncFunctionDef, klass: str) -> None:
+        key = keys.get(id(function))
+        parents: dict[int, ast.AST] = {}
+        for node in ast.walk(function):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        if function.name == "__init__":
+            kept(function, klass, parents)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call):
+                wrapped(node)
+            attr = self_attribute(node)
+            if attr is None:
+                continue
+            parent = parents.get(id(node))
+            if isinstance(node.ctx, ast.Store):  # type: ignore[attr-defined]
+                if isinstance(parent, ast.Assign) and parent.targets == [node]:
+                    one = constructed(parent.value)
+                    many = listed(parent.value)
+                    if one is not None:
+                        facts.held.append(["one", klass, attr, one])
+                    for built in many or ():
+                        facts.held.append(["list", klass, attr, built])
+                continue
+            if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                facts.held.append(["escape", klass, attr])
+                continue
+            if isinstance(parent, ast.Call) and parent.func is node:
+                continue  # `self.attn(x)`: a call the project model resolves
+            if isinstance(parent, ast.Attribute):
+                grand = parents.get(id(parent))
+                if not (isinstance(grand, ast.Call) and grand.func is parent):
+                    continue  # `self.attn.num_heads`, `self.attn.proj.weight`
+            if (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Name)
+                and parent.func.id == "len"
+            ):
+                continue
+            if (
+                isinstance(parent, (ast.For, ast.AsyncFor))
+                and parent.iter is node
+                and isinstance(parent.target, ast.Name)
+                and key is not None
+                and _loop_calls(parent, parent.target.id, key, klass, attr, facts, walker)
+            ):
+                continue
+            facts.held.append(["escape", klass, attr])
+
+    def wrapped(call: ast.Call) -> None:
+        """`SkipConnection(Attention(dim))`: a module built as an argument of a class."""
+        wrapper = constructed(call)
+        if wrapper is None:
+            return
+        slots = [(str(i), a) for i, a in enumerate(call.args)]
+        slots += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        for slot, value in slots:
+            inner = constructed(value)
+            if inner is not None:
+                facts.held.append(["arg", wrapper, slot, inner])
+
+    def kept(function: ast.FunctionDef | ast.AsyncFunctionDef, klass: str, parents: Any) -> None:
+        """`self.module = module` in `__init__`, the parameter used nowhere else."""
+        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args][1:]]
+        params += [a.arg for a in function.args.kwonlyargs]
+        loads: dict[str, list[ast.Name]] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and node.id in params:
+                loads.setdefault(node.id, []).append(node)
+        positional = len(function.args.posonlyargs) + len(function.args.args) - 1
+        for index, name in enumerate(params):
+            found = loads.get(name, [])
+            if len(found) != 1 or not isinstance(found[0].ctx, ast.Load):
+                continue
+            parent = parents.get(id(found[0]))
+            if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+                continue
+            attr = self_attribute(parent.targets[0])
+            if attr is not None:
+                slot = str(index) if index < positional else ""
+                facts.held.append(["kept", klass, slot, name, attr])
+
+    def visit(node: ast.AST, klass: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{klass}.{child.name}" if klass else child.name)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if klass is not None:
+                    method(child, klass)
+                else:
+                    visit(child, None)
+            else:
+                visit(child, klass)
+
+    visit(tree, None)
+
+
+def _loop_calls(
+    loop: ast.For | ast.AsyncFor,
+    name: str,
+    key: str,
+    klass: str,
+    attr: str,
+    facts: ScopeFacts,
+    walker: Any,
+) -> bool:
+    """`for layer in self.layers:` whose body uses `layer` only by calling it: record the
+    calls (ScopeFacts.held "loop"); False (nothing recorded) when it uses it otherwise."""
+    calls: list[ast.Call] = []
+    callees: set[int] = set()
+    for statement in loop.body:
+        for node in ast.walk(statement):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == name
+            ):
+                calls.append(node)
+                callees.add(id(node.func))
+    for statement in [*loop.body, *loop.orelse]:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id == name and id(node) not in callees:
+                return False
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return False  # (a closure may keep it)
+    for call in calls:
+        spread = any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        )
+        positional = [walker._argument_code(a) for a in call.args]
+        keywords = {k.arg: walker._argument_code(k.value) for k in call.keywords if k.arg}
+        facts.held.append(["loop", key, klass, attr, positional, keywords, spread])
+    return True
 
 
 def _setattr_stores(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str]) -> None:

@@ -793,6 +793,9 @@ class _Summarizer(ValueEvaluator):
         # Function key -> the parameters that default to None, its enclosing functions'
         # included (a call forwarding one may pass None: `f(x, mask=mask)`).
         self.optional_params: dict[str, set[str]] = {}
+        # function key -> its None-default parameters that an `assert p is None` at the top
+        # of its body (before the line) pins to None: passed on, they pass None.
+        self.asserted_none: dict[str, dict[str, int]] = {}
         # Function key -> whether it is a collate function (is_collate_name).
         self.collates: dict[str, bool] = {}
         self._line_starts: list[int] | None = None
@@ -918,11 +921,18 @@ class _Summarizer(ValueEvaluator):
             for i, a in enumerate(a for a in node.args if not isinstance(a, ast.Starred))
         ]
         named += [(k.arg, k.value) for k in node.keywords if k.arg is not None]
+        asserted = self.asserted_none.get(scope.info.key, {}) if scope.info else {}
         for key, value in named:
             if isinstance(value, ast.Constant) and (
                 value.value is None or isinstance(value.value, (bool, str))
             ):
                 call.literals[key] = value.value
+            elif (
+                isinstance(value, ast.Name)
+                and value.id in asserted
+                and asserted[value.id] < node.lineno
+            ):
+                call.literals[key] = None  # `assert mask is None` above: it passes None
             elif isinstance(value, ast.Name) and (
                 (value.id in optional and _unchanged_param(scope, value.id))
                 or "none" in scope.env.get(value.id, ())
@@ -1249,6 +1259,9 @@ class _Summarizer(ValueEvaluator):
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
+        asserted = _asserted_none(node.body, self.optional_params[info.key])
+        if asserted:
+            self.asserted_none[info.key] = asserted
         self.summary.functions.append(info)
         self.node_keys[id(node)] = info.key
         info.rank_aware = self._spans_rank_line(node)
@@ -2343,3 +2356,30 @@ def _none_default_names(args: ast.arguments) -> set[str]:
         for arg, default in pairs
         if isinstance(default, ast.Constant) and default.value is None
     }
+
+
+def _asserted_none(body: list[ast.stmt], optional: set[str]) -> dict[str, int]:
+    """The None-default parameters an `assert p is None` among the top statements of a
+    function's body pins to None, with the line of the assert (`python -O`, which strips
+    asserts, is not how training runs)."""
+    found: dict[str, int] = {}
+    for statement in body:
+        if not isinstance(statement, ast.Assert):
+            continue
+        test = statement.test
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.left, ast.Name)
+            and test.left.id in optional
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            found.setdefault(test.left.id, statement.lineno)
+    if found:
+        for statement in body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    found.pop(node.id, None)  # reassigned: no longer what the assert saw
+    return found
