@@ -4176,6 +4176,88 @@ def test_a_package_beside_the_scripts_stays_a_library(tmp_path: Path) -> None:
     assert reason_at(model, tmp_path, "data/old_loaders.py", "# old-batcher") is None
 
 
+OWN_PACKAGE_APP = {
+    "scripts/train.py": """\
+        import lightning as L
+
+        from kit.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer(accelerator="gpu").fit(Net())
+    """,
+    "kit/__init__.py": "",
+    "kit/model.py": """\
+        import lightning as L
+        import torch
+
+
+        class SoftLoss(torch.nn.Module):
+            def forward(self, x, m):
+                return x[m].sum()  # built-loss
+
+
+        class HardLoss(torch.nn.Module):
+            def forward(self, x, m):
+                return x[m].sum()  # unbuilt-loss
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.loss = SoftLoss()
+                # self.loss = HardLoss()
+
+            def training_step(self, batch, i):
+                return self.loss(batch, batch > 0)
+    """,
+    "kit/extra.py": """\
+        def pick(x, m):
+            return x[m]  # unimported-extra
+    """,
+}
+
+
+def test_a_package_its_repository_does_not_distribute_is_part_of_the_application(
+    tmp_path: Path,
+) -> None:
+    """`scripts/train.py` importing `kit/` (a package, beside `scripts/`) in a repository with
+    no `setup.py`, `setup.cfg` or packaging `pyproject.toml` (a tool's settings alone do
+    not install it): `kit/` is the application's own code, so its module nothing imports
+    and its class nothing builds run on no machine."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n")
+    model = project(tmp_path, OWN_PACKAGE_APP)
+    why = "imported by no script of its project (its training entry points: train.py)"
+    assert reason_at(model, tmp_path, "kit/extra.py", "# unimported-extra") == why
+    assert reason_at(model, tmp_path, "kit/model.py", "# unbuilt-loss") == why_unbuilt("HardLoss")
+    assert reason_at(model, tmp_path, "kit/model.py", "# built-loss") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "setup.py",
+            "from setuptools import find_packages, setup\nsetup(packages=find_packages())\n",
+        ),
+        ("setup.cfg", "[metadata]\nname = kit\n"),
+        ("pyproject.toml", "[project]\nname = 'kit'\n"),
+        ("pyproject.toml", "[tool.poetry]\nname = 'kit'\n"),
+    ],
+)
+def test_a_package_its_repository_distributes_stays_a_library(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """The same package, installed by its repository's packaging: its users may import any
+    module and build any class of it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / name).write_text(text)
+    model = project(tmp_path, OWN_PACKAGE_APP)
+    assert reason_at(model, tmp_path, "kit/extra.py", "# unimported-extra") is None
+    assert reason_at(model, tmp_path, "kit/model.py", "# unbuilt-loss") is None
+    assert reason_at(model, tmp_path, "kit/model.py", "# built-loss") is None
+
+
 def test_a_package_importing_its_own_modules_by_name_keeps_the_application_known(
     tmp_path: Path,
 ) -> None:

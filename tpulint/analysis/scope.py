@@ -64,7 +64,8 @@ A finding is outside the scope, with the reason, when its code:
 - is not reached from the project's TPU entry points, when it has some;
 - is a module no script of its application imports (see `_unimported`), on any accelerator
   (the application holds the namespace folders beside its scripts' folder that they import
-  from: `_namespace_siblings`);
+  from, and the packages there its repository does not distribute, with no `setup.py`,
+  `setup.cfg` or packaging `pyproject.toml`: `_namespace_siblings`);
 - is in a class of an application that nothing can build (see `_unbuilt`): no code that runs,
   config, string or selected registry key names it, and no built subclass inherits it; a
   run-time lookup of its module (`getattr(module, key)`) builds only the names spelled
@@ -408,11 +409,39 @@ def _training_config_mentions(repository: str, scripts: tuple[str, ...]) -> froz
     return frozenset(found)
 
 
+# Sections of a `pyproject.toml` that make it package and install code (not a tool's settings
+# alone: `[tool.ruff]`).
+_PACKAGING_SECTION = re.compile(
+    r"^\[(?:project|build-system|tool\.(?:setuptools|poetry|flit|hatch|pdm))[\].]", re.M
+)
+
+
+@lru_cache(maxsize=256)
+def _distributes(folder: str, repository: str) -> bool:
+    """Whether a packaging file at `folder` or above it, up to its repository's root, would
+    install the packages of `folder` (`setup.py`, `setup.cfg`, a `pyproject.toml` with a
+    `[project]`, `[build-system]` or build tool's section): then they are a library others
+    may import from anywhere."""
+    while True:
+        if any(os.path.exists(note(os.path.join(folder, n))) for n in ("setup.py", "setup.cfg")):
+            return True
+        pyproject = note(os.path.join(folder, "pyproject.toml"))
+        try:
+            with open(pyproject, encoding="utf-8", errors="replace") as handle:
+                if _PACKAGING_SECTION.search(handle.read()):
+                    return True
+        except OSError:
+            pass
+        if folder == repository or not folder.startswith(repository + os.sep):
+            return False
+        folder = os.path.dirname(folder)
+
+
 def forget_text_reads() -> None:
     """Start noting the text files the analysis reads afresh (before a model is built): the
     cached readers would otherwise answer a second build without noting what they read."""
     text_reads.reset()
-    for cached in (_repository_of, _run_commands, _training_config_mentions):
+    for cached in (_repository_of, _run_commands, _training_config_mentions, _distributes):
         cached.cache_clear()
 
 
@@ -1414,13 +1443,14 @@ class ProjectScope:
         no package (`train.py`, `tools/train.py`; a library's module with a `__main__`
         demo makes no application) or in one its repository's README or shell scripts run
         as a file (`python pkg/train.py`), and what that folder holds: a package outside it
-        (`mypkg/` beside `examples/train.py`) may be a library its users import from
-        anywhere, and keeps today's scope; a folder beside it that its code imports from as
-        a namespace package (no `__init__.py`: `data/` beside `experiments/`) is part of it
-        (`_namespace_siblings`). Its scripts are the training entry points and
-        every module with a `__main__` block, a CLI command or a top level that runs code
-        (`print(...)`, a loop: a file a shell script runs); the
-        modules they import, directly or through others (at the top or inside functions,
+        that its repository installs (`mypkg/` beside `examples/train.py`, with a
+        `setup.py`) may be a library its users import from anywhere, and keeps today's
+        scope; a folder beside it that its code imports from as a namespace package (no
+        `__init__.py`: `data/` beside `experiments/`), or a package there that its
+        repository does not distribute, is part of it (`_namespace_siblings`). Its scripts
+        are the training entry points and every module with a `__main__` block, a CLI
+        command or a top level that runs code (`print(...)`, a loop: a file a shell script
+        runs); the modules they import, directly or through others (at the top or inside functions,
         with the packages that hold them, and the classes its configs name), can run.
         A module of the application none of them imports cannot run on any machine (a
         vendored extension's copy nobody imports, a loss file dropped from the package),
@@ -1515,8 +1545,12 @@ class ProjectScope:
         """The folders beside an application's folder that its code imports from as namespace
         packages (`from data.loaders import X` in `experiments/train.py`, where `data/`, beside
         `experiments/`, has no `__init__.py`): run with their parent on the path, they are
-        part of the application, not a library (a library is a package: `mylib/__init__.py`
-        beside `examples/` stays one). Only inside the application's repository."""
+        part of the application, not a library. So are the packages beside it that its
+        repository does not distribute (`pare/__init__.py` beside `scripts/train.py`, no
+        `setup.py`, `setup.cfg` or packaging `pyproject.toml` at their parent or above it up
+        to the repository's root): nobody installs them to import from elsewhere. A package
+        the repository installs (`mylib/__init__.py` beside `examples/`, `find_packages()`
+        in `setup.py`) stays a library. Only inside the application's repository."""
         repository = _repository_of(app)
         parent = os.path.dirname(app)
         if repository is None or not (
@@ -1532,7 +1566,10 @@ class ProjectScope:
             folder = os.path.join(parent, top)
             if (
                 os.path.isdir(folder)
-                and not os.path.exists(os.path.join(folder, "__init__.py"))
+                and (
+                    not os.path.exists(os.path.join(folder, "__init__.py"))
+                    or not _distributes(parent, repository)
+                )
                 and not _is_test_path(os.path.join(folder, "x.py"))
             ):
                 out.add(folder)
