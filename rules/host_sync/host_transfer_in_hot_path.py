@@ -634,7 +634,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
     It stays silent where the copy is not paid every step or is the point: under "rare"
     guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, any periodic test such
     as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags,
-    collecting the first N samples, or after an early `if batch_idx > 0: return`), under
+    collecting the first N samples, or after an early `if batch_idx > 0: return`; a helper
+    inherits the guards every step's call of it shares, so one the training step calls
+    under `if batch_idx % log_every == 0:` and the validation step only under a hook
+    parameter Lightning never passes, `def validation_step(self, batch, i, dl=0,
+    vis=False)` then `if vis:`, runs only some steps), under
     CUDA checks, in `predict_step` for values it returns, in validation code that draws or
     writes images (a function named for it, `vis_depth`, `save_image_grid`, `plot_*`, or
     one reached through such a function: the numpy copy is what the image file needs, and
@@ -790,6 +794,23 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        t = torch.randint(0, 10, (batch.shape[0],), device=self.device)\n"
             "        out = self(batch) * self.weights[t] * self.scales[t]\n"
             "        return out.mean() + self.offsets[batch_idx % 10]\n"
+        ),
+        # A helper the training step calls every `log_every` steps, and the validation
+        # step only under a parameter Lightning never passes (`show=False` after the
+        # dataloader index): from both hooks it runs only some steps.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            "        if batch_idx % self.hparams.log_every == 0:\n"
+            "            self.match_points(batch, out)\n"
+            "        return out.mean()\n\n"
+            "    def validation_step(self, batch, batch_idx, loader_idx=0, show=False):\n"
+            "        out = self(batch)\n"
+            "        if show:\n"
+            "            return self.match_points(batch, out)\n"
+            "        return out.mean()\n\n"
+            "    def match_points(self, batch, out):\n"
+            "        return pair_up(out.detach().cpu(), batch.cpu())\n"
         ),
         # A helper named for writing, called from the validation step under an opt-in flag:
         # each item's copy ends only in medical-imaging file writers (SimpleITK, torchio).
@@ -1294,6 +1315,28 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        self.logits.clear()\n",
             applicability=Applicability.DISPLAY_ONLY,
             message="not visibly small",
+        ),
+        # The same flag with a true default (or one Lightning passes: the dataloader index)
+        # is on in Lightning's loop: the helper runs every validation step.
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx, loader_idx=0, show=True):\n"
+            "        out = self(batch)\n"
+            "        if show:\n"
+            "            return self.match_points(batch, out)\n"
+            "        return out.mean()\n\n"
+            "    def match_points(self, batch, out):\n"
+            "        return pair_up(out.detach().cpu(), batch.cpu())\n",
+            message="called from validation_step",
+        ),
+        Invalid(
+            _HEAD + "    def validation_step(self, batch, batch_idx, loader_idx=0):\n"
+            "        out = self(batch)\n"
+            "        if loader_idx:\n"
+            "            return self.match_points(batch, out)\n"
+            "        return out.mean()\n\n"
+            "    def match_points(self, batch, out):\n"
+            "        return pair_up(out.detach().cpu(), batch.cpu())\n",
+            message="called from validation_step",
         ),
         # A helper called from the step, and a tolist() on a device tensor.
         Invalid(

@@ -1260,6 +1260,9 @@ class _Summarizer(ValueEvaluator):
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
         asserted = _asserted_none(node.body, self.optional_params[info.key])
+        if klass is not None:
+            for test_node, branch in _unpassed_flag_branches(node):
+                self.dead_branches.setdefault(id(test_node), branch)
         if asserted:
             self.asserted_none[info.key] = asserted
         self.summary.functions.append(info)
@@ -2342,6 +2345,65 @@ def _method_refs(node: ast.expr) -> list[tuple[str, str]]:
     ):
         return [("attr", f"{base.attr}.{node.attr}")]
     return []
+
+
+# How many arguments Lightning's loops pass to a step hook (after `self`): the batch, its
+# index, and the dataloader index (evaluation) or the optimizer index and hidden state
+# (training, Lightning 1.x).
+_HOOK_ARITY = {"training_step": 4, "validation_step": 3, "test_step": 3, "predict_step": 3}
+_LOOP_ARGUMENTS = frozenset({"dataloader_idx", "optimizer_idx", "hiddens"})
+
+
+def _unpassed_flag_branches(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> list[tuple[ast.If, str]]:
+    """The branches of a step hook's body that never run in Lightning's loop: a hook
+    parameter after those the loop passes (`def validation_step(self, batch, i, d, vis=False)`)
+    with a false default (False, None, 0, "") and never rebound stays false there, so the body
+    of `if vis:` / `if vis and save:` (and the else of `if not vis:`) runs only when the
+    project's own code calls the hook with it (a visualisation script), not every step.
+    Returns (the `if`, "body" or "else")."""
+    arity = _HOOK_ARITY.get(node.name)
+    if arity is None:
+        return []
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    defaults.update(
+        (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    )
+    flags = {
+        a.arg
+        for a, default in defaults.items()
+        if (a in args.kwonlyargs or positional.index(a) > arity)
+        and a.arg not in _LOOP_ARGUMENTS
+        and isinstance(default, ast.Constant)
+        and not default.value
+    }
+    if not flags:
+        return []
+    nodes = list(ast_walk(ast.Module(body=node.body, type_ignores=[])))
+    flags -= {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    found: list[tuple[ast.If, str]] = []
+    for statement in nodes:
+        if not isinstance(statement, ast.If):
+            continue
+        test = statement.test
+        operands = (
+            test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        )
+        if any(isinstance(v, ast.Name) and v.id in flags for v in operands):
+            found.append((statement, "body"))
+        elif (
+            isinstance(test, ast.UnaryOp)
+            and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, ast.Name)
+            and test.operand.id in flags
+        ):
+            found.append((statement, "else"))
+    return found
 
 
 def _none_default_names(args: ast.arguments) -> set[str]:
