@@ -2162,10 +2162,11 @@ class _Walker:
                     return _not(result) if unequal else result
             for read, other in ((left, right), (right, left)):
                 if not (
-                    isinstance(other, ast.Constant)
-                    and (other.value is None or isinstance(other.value, (bool, int, float, str)))
+                    isinstance(op, (ast.Eq, ast.NotEq))
+                    and isinstance(other, ast.Constant)
+                    and isinstance(other.value, (bool, int, float, str))
                 ):
-                    continue
+                    continue  # (`is None` tests are `passed` questions)
                 name = _option_read(read)
                 if name is not None:
                     # `cfg["loss"]["kind"] == "focal"`: what the configs set it to
