@@ -4603,3 +4603,167 @@ def test_an_option_a_subclass_users_build_passes_on_stays_open(tmp_path: Path) -
     files["kit/__init__.py"] = "from kit.extra import Fast\n"
     model = with_configs(tmp_path, files, _BUILT_BY_NAME_CONFIGS)
     assert reason_at(model, tmp_path, "kit/quant.py", "index[index > 3]") is None
+
+
+# --- yacs-style default configs: `_C = CN(); _C.LOSS.KIND = "focal"` ---------------------------
+
+_YACS_DEFAULTS = """\
+from yacs.config import CfgNode as CN
+
+_C = CN()
+_C.MODEL = CN()
+_C.MODEL.MATCH = CN()
+_C.MODEL.MATCH.PREFILTER = False
+_C.MODEL.LOSS = CN()
+_C.MODEL.LOSS.KIND = "focal"  # or "ce"
+_C.MODEL.LOSS.FINE = "smooth"
+
+
+def get_defaults():
+    return _C.clone()
+"""
+
+_YACS_READER = """\
+import torch
+from torch import nn
+
+
+def lower(node):
+    if not isinstance(node, dict):
+        return node
+    return {k.lower(): lower(v) for k, v in node.items()}
+
+
+class Criterion(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.loss_config = config["model"]["loss"]
+        self.prefilter = config["model"]["match"]["prefilter"]
+        self.fine = self.loss_config["fine"]
+
+    def forward(self, conf, gt):
+        if self.prefilter:
+            conf[conf < 0.1] = 0
+        if self.loss_config["kind"] == "ce":
+            picked = conf[gt == 1]
+        else:
+            picked = torch.where(gt == 1, conf, 0)
+        if self.fine == "l1":
+            return conf[gt > 0].mean()
+        return picked.sum()
+"""
+
+_YACS_TRAIN = """\
+import lightning as L
+
+from src.config.default import get_defaults
+from src.losses.criterion import Criterion, lower
+
+
+class Model(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.loss = Criterion(lower(config))
+
+    def training_step(self, batch, i):
+        return self.loss(*batch)
+
+
+def main():
+    config = get_defaults()
+    config.merge_from_file("configs/train.yaml")
+    L.Trainer(accelerator="tpu").fit(Model(config))
+"""
+
+
+def _yacs_project(tmp_path: Path, extra: dict[str, str], configs: dict[str, str]) -> ProjectModel:
+    files = {
+        "src/__init__.py": "",
+        "src/config/default.py": _YACS_DEFAULTS,
+        "src/losses/criterion.py": _YACS_READER,
+        "train.py": _YACS_TRAIN,
+        **extra,
+    }
+    return with_configs(tmp_path, files, configs)
+
+
+def test_yacs_defaults_decide_options_read_by_lower_cased_keys(tmp_path: Path) -> None:
+    """A yacs default module's assignments (`_C.MODEL.LOSS.KIND = "focal"`) are the defaults
+    of the options the model reads lower-cased (`config["kind"]`, `self.fine = ...["fine"]`),
+    matched by the last key: branches on values no config selects never run."""
+    model = _yacs_project(tmp_path, {}, {"configs/train.yaml": "MODEL:\n  MATCH:\n    THR: 0.2\n"})
+    path = "src/losses/criterion.py"
+    assert reason_at(model, tmp_path, path, "conf[conf < 0.1]") is not None
+    assert reason_at(model, tmp_path, path, "conf[gt == 1]") == (
+        'under `if self.loss_config["kind"] == "ce"`, and the project\'s config classes and '
+        "files never set `kind` to 'ce'"
+    )
+    assert reason_at(model, tmp_path, path, "conf[gt > 0]") is not None
+    assert reason_at(model, tmp_path, path, "torch.where(gt == 1") is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "configs"),
+    [
+        # an experiment config sets the key
+        (
+            {
+                "configs/exp/ce.py": "from src.config.default import _C as cfg\n\n"
+                'cfg.MODEL.LOSS.KIND = "ce"\ncfg.MODEL.MATCH.PREFILTER = True\n'
+                'cfg.MODEL.LOSS.FINE = "l1"\n'
+            },
+            {},
+        ),
+        # a YAML config sets it
+        (
+            {},
+            {
+                "configs/train.yaml": "MODEL:\n  MATCH:\n    PREFILTER: true\n"
+                "  LOSS:\n    KIND: ce\n    FINE: l1\n"
+            },
+        ),
+        # a string of the code names it (an options list)
+        (
+            {
+                "tools/sweep.py": "from src.config.default import get_defaults\n\n"
+                "cfg = get_defaults()\ncfg.merge_from_list(\n"
+                '    ["MODEL.LOSS.KIND", "ce", "MODEL.MATCH.PREFILTER", True,\n'
+                '     "MODEL.LOSS.FINE", "l1"]\n)\n'
+            },
+            {},
+        ),
+        # the command line's options list sets any key
+        (
+            {
+                "tools/run.py": "import sys\n\nfrom src.config.default import get_defaults\n\n"
+                "cfg = get_defaults()\ncfg.merge_from_list(sys.argv[1:])\n"
+            },
+            {},
+        ),
+        # a command-line option of that name
+        (
+            {
+                "tools/cli.py": "import argparse\n\np = argparse.ArgumentParser()\n"
+                "p.add_argument('--kind')\np.add_argument('--prefilter')\np.add_argument('--fine')\n"
+            },
+            {},
+        ),
+        # a second default module turns it on
+        (
+            {
+                "src/demo_config.py": "from yacs.config import CfgNode as CN\n\n_D = CN()\n"
+                "_D.MATCH = CN()\n_D.MATCH.PREFILTER = True\n_D.LOSS = CN()\n"
+                '_D.LOSS.KIND = "ce"\n_D.LOSS.FINE = "l1"\n'
+            },
+            {},
+        ),
+    ],
+)
+def test_yacs_options_something_else_may_set_keep_their_branches(
+    tmp_path: Path, extra: dict[str, str], configs: dict[str, str]
+) -> None:
+    model = _yacs_project(tmp_path, extra, configs)
+    path = "src/losses/criterion.py"
+    assert reason_at(model, tmp_path, path, "conf[conf < 0.1]") is None
+    assert reason_at(model, tmp_path, path, "conf[gt == 1]") is None
+    assert reason_at(model, tmp_path, path, "conf[gt > 0]") is None

@@ -18,8 +18,10 @@ A finding is outside the scope, with the reason, when its code:
   an attribute kept from such a constructor parameter (`self.fused`, `self.ignore is not
   None`; for a class configs build, by the key: `_key_arguments`, what any code, config or
   command line of the repository sets a key of that name to), a config option
-  (`self.cfg.flag`) that the project's config classes and files leave at one truth
-  (`_option_truth`); calls made where the code never runs are not counted;
+  (`self.cfg.flag`, or `cfg["kind"] == "ce"`) that the project's config classes and files
+  leave at one truth (`_option_truth`; yacs-style default modules, `_C.LOSS.KIND = "focal"`,
+  matched by the last key in any case: `_config_defaults`); calls made where the code never
+  runs are not counted;
 - is a function every call (and reference) of which sits where the code never runs
   (`_called_only_where_dead`), or a method of a class built or named only there
   (`_class_built_only_where_dead`);
@@ -462,6 +464,22 @@ def _nested(a: str, b: str) -> bool:
     return a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep)
 
 
+@lru_cache(maxsize=4096)
+def _import_root(folder: str) -> str:
+    """The folder the imports of a file in `folder` start from: above the topmost of its
+    folders that is a package (`src/__init__.py` for `src/losses/loss.py`, even when
+    `losses/` has none), else `folder` itself."""
+    root, current = folder, folder
+    for _ in range(32):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        if os.path.exists(os.path.join(current, "__init__.py")):
+            root = parent
+        current = parent
+    return root
+
+
 def same_repository(a: str, b: str) -> bool:
     """Whether two files belong to one project: the same repository (the nearest folder
     with `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`), or, without one, folders
@@ -472,6 +490,9 @@ def same_repository(a: str, b: str) -> bool:
     if repo_a is not None and repo_b is not None:
         return repo_a == repo_b
     return _nested(folder_a, folder_b)
+
+
+_same_repository = same_repository
 
 
 class ProjectScope:
@@ -2589,7 +2610,16 @@ class ProjectScope:
             results = {self._passed_truth(f"{m.path}:{t[1]}", t[2]) for t, m, _ in stored}
             return results.pop() if len(results) == 1 else None
         if head == "option":
-            return self._option_truth(value[1], module.path)
+            return self._option_truth(value[1], module.path, *value[2:3])
+        if head == "attr_option":
+            # `self.kind == "l2"` where every assignment of `self.kind` reads one option
+            stored = self._attribute_stores(value[1], owner)
+            if not stored or not all(
+                isinstance(t, list) and len(t) == 2 and t[0] == "option" for t, _, _ in stored
+            ):
+                return None
+            results = {self._option_truth(t[1], m.path, value[2]) for t, m, _ in stored}
+            return results.pop() if len(results) == 1 else None
         if head == "equals":
             return self._equals_truth(f"{module.path}:{value[1]}", value[2], value[3], value[4])
         if head == "glob":
@@ -2778,6 +2808,10 @@ class ProjectScope:
         repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
         if (name, repository) in memo:
             return memo[(name, repository)]
+        defaults = self._config_defaults(name, path)
+        if defaults is not None:
+            memo[(name, repository)] = defaults
+            return defaults
         values: list[Any] | None = []
         declared = False
         for where, kind, found in self._option_index().get(name, ()):
@@ -2800,6 +2834,61 @@ class ProjectScope:
         memo[(name, repository)] = values
         return values
 
+    def _config_defaults(self, name: str, path: str) -> list[Any] | None:
+        """The values of an option a yacs-style default config of the repository declares
+        (`_C.LOSS.KIND = "focal"`, ScopeFacts.config_defaults), matched by the last key
+        without regard to case (`cfg.LOSS.KIND`, `config["loss"]["kind"]` after lower-casing
+        the keys): its defaults, the config files' values of that key and the literals
+        code passes by that name. None when no such default is declared, or when a value
+        is not known: any other assignment of the key (an experiment config's
+        `cfg.LOSS.KIND = ...`), a command-line option of that name or a `merge_from_list`
+        of the command line, a dotted string naming the key (`"LOSS.KIND"` in an options
+        list), a default or a setting that is no literal."""
+        lowered = name.lower()
+        values: list[Any] = []
+        declared = False
+        modules = self.model.modules
+        root = _import_root(os.path.dirname(os.path.abspath(path)))
+
+        def same_repository(where: str, other: str) -> bool:
+            # The repository, or without one the folder its imports start from: a yacs
+            # project's default config and its model are often sibling folders of `src/`.
+            if _same_repository(where, other):
+                return True
+            if _repository_of(os.path.dirname(os.path.abspath(where))) is not None:
+                return False
+            return os.path.abspath(where).startswith(root + os.sep)
+
+        for where, module in modules.items():
+            found = module.scope.config_defaults.get(lowered)
+            if found is not None and same_repository(where, path):
+                declared = True
+                values += found
+        if not declared:
+            return None
+        for other, entries in self._option_index().items():
+            if other.lower() != lowered and other != "*":
+                continue
+            for where, kind, found in entries:
+                if not same_repository(where, path):
+                    continue
+                if kind == "set":
+                    return None
+                if kind == "keyword":
+                    values += found
+        for where, module in self.model.modules.items():
+            if same_repository(where, path) and any(
+                "." in text and text.rsplit(".", 1)[-1].lower() == lowered
+                for text in module.scope.strings
+            ):
+                return None
+        for config in self.model.configs:
+            if same_repository(config.path, path):
+                for key, found in config.keys.items():
+                    if key.lower() == lowered:
+                        values += found
+        return None if "?" in values else values
+
     def _option_index(self) -> dict[str, list[tuple[str, str, list[Any]]]]:
         """Option name -> (file, "field" | "keyword" | "set", values) for what each file
         declares, passes or sets by that name (see `option_values`)."""
@@ -2818,11 +2907,13 @@ class ProjectScope:
             self.__dict__["_option_index_cache"] = index
         return index
 
-    def _option_truth(self, name: str, path: str) -> Truth:
+    def _option_truth(self, name: str, path: str, *compared: Any) -> Truth:
+        """`cfg.name` (its truth), or `cfg.name == literal` when `compared` holds the
+        literal: the one answer every value the repository may give the option agrees on."""
         values = self.option_values(name, path)
         if not values:
             return None
-        truths = {bool(v) for v in values}
+        truths = {v == compared[0] if compared else bool(v) for v in values}
         return truths.pop() if len(truths) == 1 else None
 
     def _equals_truth(self, node: str, param: str, default: Any, literal: Any) -> Truth:
@@ -3517,6 +3608,14 @@ class ProjectScope:
                 where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
                 return f"{where}, and the project's calls pass it no tensor"
             option = _asked_option(truth)
+            if option is not None and len(option) > 2:
+                given = self.truth(option, module, region_owner)
+                state = "only" if given else "never"
+                calls = (
+                    f"the project's config classes and files {state} set `{option[1]}` to"
+                    f" {option[2]!r}"
+                )
+                return _calls_reason(how, text, calls)
             if option is not None:
                 state = "true" if self.truth(option, module, region_owner) else "false"
                 calls = f"the project's config classes and files leave `{option[1]}` {state}"

@@ -44,7 +44,10 @@ reassigned: the truth every call gives it), `["equals", key, name, default, lite
 "literal"` of a parameter that defaults to a string, never reassigned), `["attr_passed",
 name]` (`self.<name> is not None` of an attribute assigned only from None-default
 parameters: what the constructions pass), `["option", name]` (`self.cfg.<name>`,
-`config["<name>"]`: what the project's config classes and files set it to). `"CUDA out of
+`config["<name>"]`: what the project's config classes and files set it to; `["option", name,
+literal]` for `cfg.<name> == literal`), `["attr_option", name, literal]` (`self.<name> ==
+literal` of an attribute that may read an option: decided when every assignment does).
+`"CUDA out of
 memory" in str(e)` of an error a handler caught is False; the body of `except
 torch.cuda.OutOfMemoryError:` is a region ("except") that never runs.
 """
@@ -273,6 +276,13 @@ class ScopeFacts:
     # ["kept", class, position ("" for a keyword-only one), parameter, attribute] for
     # `self.module = module` in `__init__`, the parameter used nowhere else.
     held: list[list[Any]] = field(default_factory=list)
+    # yacs-style config defaults: a module-level chain of attribute assignments on a
+    # `CfgNode()` the module builds (`_C = CN(); _C.MODEL.LOSS.KIND = "focal"`): the last key,
+    # lower-cased (code reads it as `cfg.MODEL.LOSS.KIND` or, lower-cased,
+    # `config["loss"]["kind"]`) -> the literal values ("?" for another value). A
+    # `merge_from_list` of something other than a literal list marks the file's command line
+    # as setting any key ("*" in cli_options).
+    config_defaults: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -320,6 +330,7 @@ class ScopeFacts:
             "cf": self.collate_refs,
             "pi": self.package_imports,
             "hm": self.held,
+            "cd": self.config_defaults,
         }
 
     @classmethod
@@ -369,6 +380,7 @@ class ScopeFacts:
             data.get("cf", []),
             data.get("pi", False),
             data.get("hm", []),
+            data.get("cd", {}),
         )
 
 
@@ -455,7 +467,7 @@ def informative(truth: Truth) -> bool:
     if isinstance(truth, bool):
         return True
     if isinstance(truth, list):
-        if truth[0] in ("attr", "attr_passed", "glob", "flag", "equals", "option"):
+        if truth[0] in ("attr", "attr_passed", "glob", "flag", "equals", "option", "attr_option"):
             return True
         if truth[0] in ("and", "or", "not"):
             return any(informative(t) for t in truth[1:])
@@ -481,6 +493,7 @@ class _Walker:
         self._unnamed_strings: set[int] = set()  # ids of dict keys and message texts
         self._strings: set[str] = set()
         self._key_strings: set[str] = set()
+        self._config_roots: set[str] = set()  # module-level names holding a `CfgNode()`
         self._tested: set[int] = set()  # ids of `isinstance(x, Cls)`'s classes
         self.fitting: set[str] = set()  # ... in the statement being walked
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
@@ -974,7 +987,14 @@ class _Walker:
                         attributes = self.facts.attributes.setdefault(klass, {})
                         attributes.setdefault(name, []).append(None)
                         self.unknown_attributes.add((klass, name))
-            self.foreign_stored(targets)
+            if (
+                isinstance(node, ast.Assign)
+                and not (key or klass)
+                and self.config_default(targets, value, imports)
+            ):
+                pass  # `_C.MODEL.KIND = "focal"`: a default, not a store from outside
+            else:
+                self.foreign_stored(targets)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local, key)
             if value is not None and key and isinstance(value, (ast.Name, ast.Attribute)):
@@ -1060,6 +1080,44 @@ class _Walker:
             ):
                 return ["f", self._functions[-1][0], value.id, default]
         return "v"
+
+    def config_default(
+        self, targets: list[ast.expr], value: ast.expr | None, imports: dict[str, str]
+    ) -> bool:
+        """A module-level statement of a yacs-style default config: `_C = CN()` (a name
+        the module builds a `CfgNode` into) or `_C.MODEL.LOSS.KIND = "focal"` (an attribute
+        chain on such a name: ScopeFacts.config_defaults). True when it was one."""
+        if len(targets) != 1 or value is None:
+            return False
+        target = targets[0]
+        if isinstance(target, ast.Name):
+            if isinstance(value, ast.Call) and self._config_node(value, imports):
+                self._config_roots.add(target.id)
+            else:
+                self._config_roots.discard(target.id)
+            return False
+        if not isinstance(target, ast.Attribute):
+            return False
+        root: ast.expr = target.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self._config_roots):
+            return False
+        if isinstance(value, ast.Call) and self._config_node(value, imports):
+            return True  # `_C.MODEL = CN()`: a section
+        code = _literal_code(value)
+        defaults = self.facts.config_defaults.setdefault(target.attr.lower(), [])
+        found = code[1] if isinstance(code, list) else "?"
+        if found not in defaults:
+            defaults.append(found)
+        return True
+
+    def _config_node(self, call: ast.Call, imports: dict[str, str]) -> bool:
+        text = dotted(call.func)
+        if text is None:
+            return False
+        qualified = self.qualify(text, imports)
+        return qualified.rsplit(".", 1)[-1] == "CfgNode" and not qualified.startswith(".")
 
     def foreign_stored(self, targets: list[ast.expr]) -> None:
         """Record the attributes assigned on values other than `self` (`model.flag = x`), and
@@ -1477,6 +1535,14 @@ class _Walker:
             if keyword.arg is not None:
                 self._option_value(keyword.arg, self._keyword_code(keyword.value))
         func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "merge_from_list"
+            and node.args
+            and not isinstance(node.args[0], (ast.List, ast.Tuple))
+            and "*" not in self.facts.cli_options
+        ):
+            self.facts.cli_options.append("*")  # `cfg.merge_from_list(args.opts)`: any key
         if isinstance(func, ast.Attribute) and func.attr in ("add_argument", "option", "Option"):
             names = [
                 a.value
@@ -2094,6 +2160,23 @@ class _Walker:
                 result = self.string_param_compare(param, other)
                 if result is not None:
                     return _not(result) if unequal else result
+            for read, other in ((left, right), (right, left)):
+                if not (
+                    isinstance(op, (ast.Eq, ast.NotEq))
+                    and isinstance(other, ast.Constant)
+                    and isinstance(other.value, (bool, int, float, str))
+                ):
+                    continue  # (`is None` tests are `passed` questions)
+                name = _option_read(read)
+                if name is not None:
+                    # `cfg["loss"]["kind"] == "focal"`: what the configs set it to
+                    result = ["option", name, other.value]
+                    return _not(result) if unequal else result
+                if _self_attribute(read) and read.attr in self.flag_attributes:  # type: ignore[attr-defined]
+                    # `self.kind == "l2"` of `self.kind = cfg["kind"]`: the same, if every
+                    # assignment of the attribute reads an option (ProjectScope)
+                    result = ["attr_option", read.attr, other.value]  # type: ignore[attr-defined]
+                    return _not(result) if unequal else result
             return None
         # `num_gpus > 0`, `torch.cuda.device_count() > 1`: a GPU count is 0 on a TPU.
         if isinstance(right, ast.Constant) and isinstance(right.value, int):
@@ -2278,6 +2361,12 @@ _CONFIG_NAMES = ("cfg", "config", "conf", "cfgs", "configs")
 
 
 def _config_receiver(node: ast.expr) -> bool:
+    while (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        node = node.value  # `config["model"]["match"]`: a section of the config
     text = dotted(node)
     if text is None:
         return False
@@ -2285,6 +2374,20 @@ def _config_receiver(node: ast.expr) -> bool:
         part.lower().endswith(_CONFIG_NAMES) and not part.lower().endswith("args")
         for part in text.split(".")
     )
+
+
+def _option_read(node: ast.expr) -> str | None:
+    """The option a config read names (`self.cfg.kind`, `config["kind"]`), if it is one."""
+    if isinstance(node, ast.Attribute) and _config_receiver(node.value):
+        return node.attr
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+        and _config_receiver(node.value)
+    ):
+        return node.slice.value
+    return None
 
 
 def _option_reads(node: ast.expr) -> bool:
