@@ -1791,7 +1791,12 @@ class _Summarizer(ValueEvaluator):
                 built = ast.copy_location(
                     ast.Call(func=annotation, args=[], keywords=[]), annotation
                 )
-                atoms = union(atoms, self.atoms(built, scope))
+                instance = self.atoms(built, scope)
+                if atoms == ["unknown"] and len(value) == 1:
+                    # Only the parameter: the annotation is all that is known of it.
+                    atoms = instance
+                else:
+                    atoms = union(atoms, instance)
             scope.cls.attributes[target.attr] = (
                 atoms if existing is None else union(existing, atoms)
             )
