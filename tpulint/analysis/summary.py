@@ -1792,8 +1792,10 @@ class _Summarizer(ValueEvaluator):
                     ast.Call(func=annotation, args=[], keywords=[]), annotation
                 )
                 instance = self.atoms(built, scope)
-                if atoms == ["unknown"] and len(value) == 1:
-                    # Only the parameter: the annotation is all that is known of it.
+                named = self.qualify(dotted(annotation) or "", scope.imports)
+                if atoms == ["unknown"] and len(value) == 1 and not named.startswith("torch."):
+                    # Only the parameter: the annotation is all that is known of it (a
+                    # class of the project or a library; `torch.Tensor` may be anywhere).
                     atoms = instance
                 else:
                     atoms = union(atoms, instance)
