@@ -378,7 +378,22 @@ class PerStepSyncDist(Rule):
             return kinds is not None and all(k is MODULE for k in kinds)
         else:
             values = [value]
-        return all(self.ctx.value_kind(v) is MODULE for v in values)
+        return all(self.ctx.value_kind(v) is MODULE or self._metric_attribute(v) for v in values)
+
+    def _metric_attribute(self, value: cst.BaseExpression) -> bool:
+        """`self.auroc` that the class sets only to metric objects, a constructor parameter
+        annotated with a metric class among them (`self.auroc = auroc`, `auroc:
+        WindowAUROC`)."""
+        ctx = self.ctx
+        view = ctx.analysis.view
+        if not (
+            isinstance(value, cst.Attribute)
+            and isinstance(value.value, cst.Name)
+            and value.value.value == "self"
+            and view is not None
+        ):
+            return False
+        return view.attribute_is_metric(ctx.owner, value.attr.value)
 
     def _passed_true_by_training_step(self, value: cst.BaseExpression) -> bool | None:
         """`on_step=train` with `train` a parameter of a helper that a training batch hook

@@ -1791,14 +1791,7 @@ class _Summarizer(ValueEvaluator):
                 built = ast.copy_location(
                     ast.Call(func=annotation, args=[], keywords=[]), annotation
                 )
-                instance = self.atoms(built, scope)
-                named = self.qualify(dotted(annotation) or "", scope.imports)
-                if atoms == ["unknown"] and len(value) == 1 and not named.startswith("torch."):
-                    # Only the parameter: the annotation is all that is known of it (a
-                    # class of the project or a library; `torch.Tensor` may be anywhere).
-                    atoms = instance
-                else:
-                    atoms = union(atoms, instance)
+                atoms = union(atoms, self.atoms(built, scope))
             scope.cls.attributes[target.attr] = (
                 atoms if existing is None else union(existing, atoms)
             )
