@@ -36,7 +36,11 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `...` are not masks. A mask built on the host from shapes and constants (a torch factory
     without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
     reported: a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there and
-    the device gets a fixed index list. So is a host mask its class builds in `__init__`
+    the device gets a fixed index list. The same holds for a host mask whose inputs are all
+    fixed for the run: sample frequencies (`torch.fft.rfftfreq(n, d=1 / self.hparams.rate)`,
+    `torch.linspace`), compared with numbers or hyperparameters (`self.hparams.low`),
+    combined with `&` / `|` or narrowed in place (`keep &= freqs < self.hparams.high`),
+    `torch.ones_like` of one. So is a host mask its class builds in `__init__`
     and never sets or changes in place elsewhere (`self.mask = self.correlated(batch_size)`):
     built once, its count is the same in every step. A mask made on the host from data or
     random draws (`torch.rand(n) < p`) that selects device data is counted on the CPU (no
@@ -219,6 +223,26 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        drop[torch.arange(n_steps - 1) + 1] = True\n"
             "        return emb[:, ~drop]\n"
         ),
+        # A host band mask from sample frequencies and hyperparameters (combined with `&`,
+        # narrowed in place with `&=`): the same count in every step, taken on the CPU.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Spectral(L.LightningModule):\n"
+            "    def __init__(self, rate: float = 64.0, low: float = 2.0, high=None):\n"
+            "        super().__init__()\n"
+            "        self.save_hyperparameters()\n\n"
+            "    def band(self, signal):\n"
+            "        freqs = torch.fft.rfftfreq(signal.shape[-1], d=1 / self.hparams.rate)\n"
+            "        keep = torch.ones_like(freqs, dtype=torch.bool)\n"
+            "        keep &= freqs > self.hparams.low\n"
+            "        if self.hparams.high is not None:\n"
+            "            keep &= freqs < self.hparams.high\n"
+            "        inner = (freqs > self.hparams.low) & (freqs < 20.0)\n"
+            "        spec = torch.fft.rfft(signal, dim=-1)\n"
+            "        return spec[..., keep].abs().sum() + spec[..., inner].abs().sum()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self.band(batch)\n"
+        ),
         # A host mask over data not known to be on the device: the code works on the host.
         Valid(
             _MOD + "    def forward(self, feats):\n"
@@ -386,6 +410,14 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        drop = torch.rand(feats.shape[0]) < share\n"
             "        return feats[drop]\n",
             message="the host mask `drop` (a CPU tensor): torch counts it on the CPU, no sync",
+        ),
+        # A fixed band narrowed by a random draw: the count changes from step to step.
+        Invalid(
+            _MOD + "    def forward(self, feats):\n"
+            "        keep = torch.linspace(0, 1, feats.shape[0]) > 0.2\n"
+            "        keep &= torch.rand(feats.shape[0]) < 0.5\n"
+            "        return feats[keep]\n",
+            message="the host mask `keep` (a CPU tensor)",
         ),
         # The input's own device (the XLA device on a TPU) wins over the CUDA chain.
         Invalid(
@@ -796,8 +828,24 @@ _BROADCAST_NOTE = (
 
 # torch factories whose values come from their arguments alone (shapes, numbers).
 _STATIC_FACTORIES = frozenset(
-    {"full", "zeros", "ones", "empty", "arange", "eye", "ones_like", "zeros_like", "full_like"}
+    {
+        "full",
+        "zeros",
+        "ones",
+        "empty",
+        "arange",
+        "eye",
+        "linspace",
+        "logspace",
+        "fft.fftfreq",
+        "fft.rfftfreq",
+        "ones_like",
+        "zeros_like",
+        "full_like",
+    }
 )
+# Factories whose values come from their arguments' shapes only (and the given fill).
+_LIKE_FACTORIES = frozenset({"ones_like", "zeros_like", "full_like"})
 
 # Methods that copy a tensor where it is, values and all, or lay its values out anew
 # (`torch.eye(n, dtype=torch.bool).unsqueeze(0).expand(b, -1, -1)`): shapes and
@@ -838,14 +886,24 @@ def _static_host_mask(
     d = depth + 1
     if isinstance(node, cst.UnaryOperation):
         return _static_host_mask(ctx, node.expression, bindings, d)
-    if isinstance(node, cst.Comparison):
-        operands = [node.left, *(c.comparator for c in node.comparisons)]
-        tensors = [o for o in operands if not ctx.value_kind(o).is_host]
+    if isinstance(node, (cst.Comparison, cst.BinaryOperation)):
+        # `torch.arange(n) < k`, `(freqs > self.hparams.low) & (freqs < high)`
+        operands = (
+            [node.left, *(c.comparator for c in node.comparisons)]
+            if isinstance(node, cst.Comparison)
+            else [node.left, node.right]
+        )
+        tensors = [
+            o for o in operands if not ctx.value_kind(o).is_host and not _run_setting(ctx, o)
+        ]
         return bool(tensors) and all(_static_host_mask(ctx, t, bindings, d) for t in tensors)
     if isinstance(node, cst.Name):
         binding = bindings.lookup(node.value)
         if binding is None or binding.value is None or binding.unpack_index is not None:
             return False
+        if isinstance(binding.node, cst.AugAssign):
+            # `mask &= freqs > low`: every binding of the name in its function counts.
+            return _every_binding_static(ctx, node.value, binding.node, bindings, d)
         return _static_host_mask(ctx, binding.value, bindings, d)
     if isinstance(node, cst.Call):
         func = node.func
@@ -861,8 +919,70 @@ def _static_host_mask(
         qualified = ctx.qualify(func) or ""
         if not qualified.startswith("torch.") or qualified[6:] not in _STATIC_FACTORIES:
             return False
-        return all(ctx.value_kind(a.value).is_host for a in node.args if a.keyword is None)
+        positional = [a.value for a in node.args if a.keyword is None]
+        if qualified[6:] in _LIKE_FACTORIES and positional:
+            # `torch.ones_like(freqs, dtype=torch.bool)`: the shape of a static host tensor.
+            first, positional = positional[0], positional[1:]
+            if not _static_host_mask(ctx, first, bindings, d):
+                return False
+        return all(ctx.value_kind(a).is_host or _run_setting(ctx, a) for a in positional)
     return False
+
+
+def _run_setting(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """`self.hparams.low`, `self.hparams["low"]`: a hyperparameter, fixed for the run
+    (Lightning's `save_hyperparameters` stores the constructor's arguments)."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        inner = node.value
+        if (
+            isinstance(inner, cst.Attribute)
+            and inner.attr.value == "hparams"
+            and isinstance(inner.value, cst.Name)
+            and inner.value.value == "self"
+        ):
+            return True
+        node = inner
+    return False
+
+
+def _every_binding_static(
+    ctx: FileContext, name: str, last: cst.CSTNode, bindings: Bindings, depth: int
+) -> bool:
+    """Whether every binding of `name` in the function around `last` gives a static host
+    mask: `keep = torch.ones_like(freqs, dtype=torch.bool)` then `keep &= freqs > low`."""
+    function: cst.CSTNode | None = ctx.parent(last)
+    while function is not None and not isinstance(function, cst.FunctionDef):
+        function = ctx.parent(function)
+    if function is None:
+        return False
+    found = False
+    for node in walk(function.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    if not _static_host_mask(ctx, node.value, bindings, depth):
+                        return False
+                    found = True
+                elif any(isinstance(n, cst.Name) and n.value == name for n in walk(target.target)):
+                    return False
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                value = node.value
+                if value is None:
+                    continue
+                if not (
+                    ctx.value_kind(value).is_host
+                    or _run_setting(ctx, value)
+                    or _static_host_mask(ctx, value, bindings, depth)
+                ):
+                    return False
+        elif isinstance(node, (cst.For, cst.NamedExpr, cst.WithItem)):
+            targets = node.target if not isinstance(node, cst.WithItem) else node.asname
+            if targets is not None and any(
+                isinstance(n, cst.Name) and n.value == name for n in walk(targets)
+            ):
+                return False
+    return found
 
 
 def _constructed_mask(ctx: FileContext, mask: cst.BaseExpression, where: cst.CSTNode) -> bool:

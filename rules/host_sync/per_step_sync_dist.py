@@ -66,7 +66,10 @@ class PerStepSyncDist(Rule):
 
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
-    of metric objects, a literal or a local dict every value stored in which is one).
+    of metric objects, a literal or a local dict every value stored in which is one),
+    whether the class builds it or takes it as a constructor parameter annotated with a
+    metric class (`def __init__(self, auroc: WindowAUROC)` with `class
+    WindowAUROC(Metric)` in the project; `self.auroc = auroc`).
     Lightning applies `sync_dist` to tensors only: its result collection
     syncs a logged tensor in `_ResultMetric.update` and `compute` (`if self.is_tensor:` ...
     `self.meta.sync(...)`), while for a Metric it keeps the object and its forward cache
@@ -176,6 +179,26 @@ class PerStepSyncDist(Rule):
             "        self.log_dict(self.train_scores, sync_dist=True)\n"
             '        self.log_dict({"auroc": self.train_auroc}, sync_dist=True)\n'
             "        return p.sum()\n"
+        ),
+        # A metric object handed to the constructor, annotated with a project subclass of
+        # `Metric`: logged every step, still synced once by its own `compute()`.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import Metric\n\n\n"
+            "class WindowScore(Metric):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            '        self.add_state("total", default=torch.tensor(0.0), dist_reduce_fx="sum")\n\n'
+            "    def update(self, x):\n"
+            "        self.total += x.sum()\n\n"
+            "    def compute(self):\n"
+            "        return self.total\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, score: WindowScore, lr: float = 1e-3):\n"
+            "        super().__init__()\n"
+            "        self.score = score\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        self.score.update(self(batch))\n"
+            '        self.log("val", self.score, on_step=True, on_epoch=True, sync_dist=True)\n'
         ),
         # A local dict of metric objects, filled in before it is logged.
         Valid(
@@ -355,7 +378,22 @@ class PerStepSyncDist(Rule):
             return kinds is not None and all(k is MODULE for k in kinds)
         else:
             values = [value]
-        return all(self.ctx.value_kind(v) is MODULE for v in values)
+        return all(self.ctx.value_kind(v) is MODULE or self._metric_attribute(v) for v in values)
+
+    def _metric_attribute(self, value: cst.BaseExpression) -> bool:
+        """`self.auroc` that the class sets only to metric objects, a constructor parameter
+        annotated with a metric class among them (`self.auroc = auroc`, `auroc:
+        WindowAUROC`)."""
+        ctx = self.ctx
+        view = ctx.analysis.view
+        if not (
+            isinstance(value, cst.Attribute)
+            and isinstance(value.value, cst.Name)
+            and value.value.value == "self"
+            and view is not None
+        ):
+            return False
+        return view.attribute_is_metric(ctx.owner, value.attr.value)
 
     def _passed_true_by_training_step(self, value: cst.BaseExpression) -> bool | None:
         """`on_step=train` with `train` a parameter of a helper that a training batch hook

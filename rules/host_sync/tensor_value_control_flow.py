@@ -67,7 +67,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
     sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not.
     Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
-    tensors. Conditions on shapes (`x.shape[0] > 1`), flags
+    tensors. Conditions on shapes (`x.shape[0] > 1`, also a comparison of dict entries the
+    file stores only shapes in: `data.update({"hw0": a.shape[2:], "hw1": b.shape[2:]})`
+    then `if data["hw0"] == data["hw1"]:`, `torch.Size` being a tuple of ints), flags
     (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
     and CPU tensors are not tensor values and are not reported.
 
@@ -164,6 +166,20 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # Shapes stored in a dict and compared: `torch.Size` is a tuple of Python ints.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Matcher(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = nn.Conv2d(1, 4, 3)\n\n"
+            "    def forward(self, data):\n"
+            '        data.update({"n": data["left"].size(0), "hw_l": data["left"].shape[2:]})\n'
+            '        data["hw_r"] = data["right"].shape[2:]\n'
+            '        if data["hw_l"] == data["hw_r"]:\n'
+            '            return self.net(torch.cat([data["left"], data["right"]]))\n'
+            '        return self.net(data["left"])\n'
+        ),
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
             "        x, mask = batch\n"
@@ -315,6 +331,19 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # Dict entries that hold tensor values, beside entries that hold shapes.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Matcher(nn.Module):\n"
+            "    def forward(self, data):\n"
+            '        data["hw"] = data["left"].shape[2:]\n'
+            '        data["score_l"] = data["left"].mean()\n'
+            '        data["score_r"] = data["right"].mean()\n'
+            '        if data["score_l"] > data["score_r"]:\n'
+            '            return data["left"]\n'
+            '        return data["right"]\n',
+            message='an `if` on the tensor value `data["score_l"] > data["score_r"]`',
+        ),
         # A flag kept as a registered buffer (it lives on the device with the module).
         Invalid(
             _HEAD + "    def __init__(self):\n"
@@ -687,6 +716,8 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 for t in test.comparisons
             ):
                 return None
+            if _compares_stored_shapes(ctx, test):
+                return None  # `data["hw0"] == data["hw1"]` of stored `x.shape[2:]`
             return test if ctx.value_kind(test) is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
             kind = ctx.value_kind(test)
@@ -727,6 +758,92 @@ class TensorValueControlFlow(TrackingRule, Rule):
             ):
                 return test
         return None
+
+
+def _keyed_entry(node: cst.BaseExpression) -> tuple[str, str] | None:
+    """(dict name, key) of `data["key"]`, else None."""
+    if not (
+        isinstance(node, cst.Subscript)
+        and isinstance(node.value, cst.Name)
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+        and isinstance(node.slice[0].slice.value, cst.SimpleString)
+    ):
+        return None
+    return node.value.value, node.slice[0].slice.value.evaluated_value
+
+
+def _is_shape(node: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.shape[2:]`, `x.shape[0]`, `x.size()`, `x.size(0)`: Python sizes."""
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "shape"
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "size"
+        and len(node.args) <= 1
+    )
+
+
+def _stored_entries(ctx: FileContext) -> dict[tuple[str, str], list[cst.BaseExpression]]:
+    """What the file stores under `name["key"]`: `name["key"] = v` and
+    `name.update({"key": v})` / `name.update(key=v)`, by (dict name, key)."""
+    found: dict[tuple[str, str], list[cst.BaseExpression]] = {}
+
+    class _Stores(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                entry = _keyed_entry(target.target)
+                if entry is not None:
+                    found.setdefault(entry, []).append(node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            entry = _keyed_entry(node.target)
+            if entry is not None:
+                found.setdefault(entry, []).append(node)  # never a shape
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if not (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "update"
+                and isinstance(func.value, cst.Name)
+            ):
+                return
+            name = func.value.value
+            for arg in node.args:
+                if arg.keyword is not None:
+                    found.setdefault((name, arg.keyword.value), []).append(arg.value)
+                elif isinstance(arg.value, cst.Dict):
+                    for element in arg.value.elements:
+                        if isinstance(element, cst.DictElement) and isinstance(
+                            element.key, cst.SimpleString
+                        ):
+                            key = element.key.evaluated_value
+                            found.setdefault((name, key), []).append(element.value)
+
+    ctx.module.visit(_Stores())
+    return found
+
+
+def _compares_stored_shapes(ctx: FileContext, test: cst.Comparison) -> bool:
+    """`data["hw0"] == data["hw1"]` where every value the file stores under each of the
+    compared keys of that dict (`data["hw0"] = x.shape[2:]`, `data.update({"hw0":
+    x.shape[2:]})`) is a shape or size: `torch.Size` is a tuple of Python ints."""
+    sides = [test.left, *(t.comparator for t in test.comparisons)]
+    entries = [_keyed_entry(side) for side in sides]
+    if any(e is None for e in entries):
+        return False
+    cache = ctx.__dict__.get("_tpu104_stored_entries")
+    if cache is None:
+        cache = ctx.__dict__["_tpu104_stored_entries"] = _stored_entries(ctx)
+    for entry in entries:
+        values = cache.get(entry)  # type: ignore[arg-type]
+        if not values or not all(_is_shape(v) for v in values):
+            return False
+    return True
 
 
 def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool:

@@ -1634,6 +1634,29 @@ class ProjectModel:
             return self._property_value(class_gkey, attr)
         return combine_values(values) if values else None
 
+    def attribute_is_metric(self, class_gkey: str, attr: str) -> bool:
+        """Whether `self.<attr>` is a torchmetrics metric object by what its assignments say:
+        every one an instance of a metric class, or a constructor parameter annotated with
+        one (`self.auroc = auroc` of `auroc: WindowAUROC`, `class WindowAUROC(Metric)`: the
+        parameter itself stays unknown to the value inference, its annotation says what it
+        holds)."""
+        found = False
+        for gkey in self.mro(class_gkey):
+            cls = self.classes.get(gkey)
+            atoms = cls.summary.attributes.get(attr) if cls is not None else None
+            for atom in atoms or ():
+                if atom == "unknown":
+                    continue
+                if not (isinstance(atom, list) and atom[:1] == ["c"]):
+                    return False
+                value = self.resolve_atoms([atom], cls.module, gkey, 0)  # type: ignore[union-attr]
+                if value is None or value.cls is None:
+                    return False
+                if not self.class_kind(value.cls) & ClassKind.METRIC:
+                    return False
+                found = True
+        return found
+
     def _property_value(self, class_gkey: str, attr: str) -> Value | None:
         """What `self.<attr>` gives when it is a property: what its getter returns, in the
         class and in every subclass that overrides it (an abstract getter says nothing)."""
@@ -2201,6 +2224,10 @@ class FileView:
 
     def batch_key_kind(self, key: str) -> str | None:
         return self.model.batch_key_kind(key)
+
+    def attribute_is_metric(self, owner: str | None, attr: str) -> bool:
+        """See ProjectModel.attribute_is_metric."""
+        return owner is not None and self.model.attribute_is_metric(owner, attr)
 
     def record_attribute(self, name: str) -> str | None:
         return self.model.record_attribute(name)

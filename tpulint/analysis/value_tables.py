@@ -90,6 +90,8 @@ TORCH_FACTORIES = frozenset(
         "linspace",
         "logspace",
         "eye",
+        "fftfreq",  # torch.fft.fftfreq(n, d): sample frequencies from Python numbers
+        "rfftfreq",
         "Tensor",
         "LongTensor",
         "FloatTensor",
