@@ -26,6 +26,8 @@ _LABEL = re.compile(r"\s*#(\d+)\s*\|\s*(right|wrong|not-tpu)\s*\|\s*(.*)")
 
 def run(batch: Path, name: str, exe: str) -> None:
     """Check every repository of the batch as its own project; write runs/NAME.json."""
+    if Path(exe).exists():
+        exe = str(Path(exe).resolve())  # each repository is its own working folder
     found: list[dict[str, Any]] = []
     for repo in sorted(p for p in (batch / "repos").iterdir() if p.is_dir()):
         out = subprocess.run(
