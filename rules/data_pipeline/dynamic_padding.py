@@ -215,7 +215,7 @@ def _measured_dim(value: cst.BaseExpression) -> tuple[cst.BaseExpression, int] |
         and len(value.args) == 1
         and isinstance(value.args[0].value, cst.Integer)
     ):
-        return value.func.value, int(value.args[0].value.value)
+        return value.func.value, int(value.args[0].value.value, 0)
     if (
         isinstance(value, cst.Subscript)
         and isinstance(value.value, cst.Attribute)
@@ -224,7 +224,7 @@ def _measured_dim(value: cst.BaseExpression) -> tuple[cst.BaseExpression, int] |
         and isinstance(value.slice[0].slice, cst.Index)
         and isinstance(value.slice[0].slice.value, cst.Integer)
     ):
-        return value.value.value, int(value.slice[0].slice.value.value)
+        return value.value.value, int(value.slice[0].slice.value.value, 0)
     return None
 
 
@@ -420,32 +420,13 @@ def _length_of(node: cst.CSTNode, name: str) -> bool:
 
 def _batch_count(node: cst.CSTNode, name: str) -> bool:
     """`name.size(0)`, `name.shape[0]` or `len(name)`: the number of rows, not their length."""
-    if isinstance(node, cst.Call) and node.args:
-        func = node.func
-        first = node.args[0].value
-        if isinstance(func, cst.Name) and func.value == "len":
-            return isinstance(first, cst.Name) and first.value == name
-        return (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "size"
-            and isinstance(func.value, cst.Name)
-            and func.value.value == name
-            and isinstance(first, cst.Integer)
-            and first.value == "0"
-        )
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        value = node.value
-        index = node.slice[0].slice
-        return (
-            isinstance(value, cst.Attribute)
-            and value.attr.value == "shape"
-            and isinstance(value.value, cst.Name)
-            and value.value.value == name
-            and isinstance(index, cst.Index)
-            and isinstance(index.value, cst.Integer)
-            and index.value.value == "0"
-        )
-    return False
+    measured = _measured_dim(node) if isinstance(node, cst.BaseExpression) else None
+    return (
+        measured is not None
+        and measured[1] == 0
+        and isinstance(measured[0], cst.Name)
+        and measured[0].value == name
+    )
 
 
 def _fixed_length(target: cst.BaseExpression, padded: str, longest: set[str]) -> bool:

@@ -950,9 +950,7 @@ def _every_binding_static(
 ) -> bool:
     """Whether every binding of `name` in the function around `last` gives a static host
     mask: `keep = torch.ones_like(freqs, dtype=torch.bool)` then `keep &= freqs > low`."""
-    function: cst.CSTNode | None = ctx.parent(last)
-    while function is not None and not isinstance(function, cst.FunctionDef):
-        function = ctx.parent(function)
+    function = next((a for a in ctx.ancestors(last) if isinstance(a, cst.FunctionDef)), None)
     if function is None:
         return False
     found = False

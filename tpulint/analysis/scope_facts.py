@@ -2329,7 +2329,7 @@ def _literal_default_params(
                     for inner in ast_walk(statement):
                         if isinstance(inner, ast.Name) and inner.id == name:
                             filling[id(inner)] = name
-            elif isinstance(child, ast.If) and _is_not_none_test(child.test):
+            elif isinstance(child, ast.If) and _is_none_test(child.test, ast.IsNot):
                 # `if mask is not None: mask = mask.view(...)`: still not None where it is
                 name = child.test.left.id  # type: ignore[attr-defined]
                 for statement in child.body:
@@ -2473,18 +2473,6 @@ def _self_attribute(node: ast.expr) -> bool:
     )
 
 
-def _is_not_none_test(test: ast.expr) -> bool:
-    """`p is not None` of a name."""
-    return (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.left, ast.Name)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
-
-
 def _refines(statement: ast.stmt, name: str) -> bool:
     """`name = name.view(...).expand_as(x)`: a method chain on the name itself (a value
     that is not None when the name is not)."""
@@ -2502,12 +2490,12 @@ def _refines(statement: ast.stmt, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name and statement.value.func is not node
 
 
-def _is_none_test(test: ast.expr) -> bool:
-    """`p is None` of a name."""
+def _is_none_test(test: ast.expr, op: type[ast.cmpop] = ast.Is) -> bool:
+    """`p is None` of a name (`op=ast.IsNot`: `p is not None`)."""
     return (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.ops[0], op)
         and isinstance(test.left, ast.Name)
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
