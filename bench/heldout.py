@@ -1,7 +1,10 @@
 """Held-out precision reads: run tpulint on a frozen batch of repositories, split the findings
 into numbered lists for readers, and score the readers' labels (bench/heldout-reader.md says
 how a reader labels). A batch is a folder with `repos/<name>/` (each checked as its own
-project, default rules and scope); results go next to it.
+project, default rules and scope); results go next to it. A frozen copy has no `.git`, while
+the user's checkout does, and tpulint reads `.git` as the mark of a repository's root (which
+scripts and packages form one project): `run` gives each repository lacking one an empty
+`git init`, so the batch is checked as its users check it.
 
     python bench/heldout.py run BATCH NAME [--tpulint EXE]   # BATCH/runs/NAME.json
     python bench/heldout.py parts BATCH NAME PART=repo1,repo2 ...
@@ -30,6 +33,8 @@ def run(batch: Path, name: str, exe: str) -> None:
         exe = str(Path(exe).resolve())  # each repository is its own working folder
     found: list[dict[str, Any]] = []
     for repo in sorted(p for p in (batch / "repos").iterdir() if p.is_dir()):
+        if not (repo / ".git").exists():
+            subprocess.run(["git", "init", "-q", str(repo)], check=True)
         out = subprocess.run(
             [exe, "check", ".", "--output-format", "json", "--exit-zero", "--no-cache"],
             cwd=repo,
