@@ -216,9 +216,9 @@ def test_yaml_config_is_checked_when_named(tmp_path: Path) -> None:
 
 
 def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) -> None:
-    """A folder's LightningCLI configs are checked when a Trainer section asks for TPUs (the
-    project's TPU launch); other YAML (GPU configs, Hydra configs, CI, data) only when named,
-    excluded ones never."""
+    """A folder's LightningCLI configs are checked when a Trainer section asks for TPUs or
+    leaves the accelerator to `auto` (the project's TPU launch on a TPU VM); other YAML (GPU
+    configs, DDP ones, Hydra configs, CI, data) only when named, excluded ones never."""
     gpu = "trainer:\n  accelerator: gpu\n  tpu_cores: null\n  replace_sampler_ddp: false\n"
     root = make_project(
         tmp_path / "p",
@@ -226,6 +226,10 @@ def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) 
             "configs/tpu.yaml": "model:\n  lr: 0.1\ntrainer:\n  tpu_cores: 8\n",
             "configs/fit.yml": "fit:\n  trainer:\n    accelerator: tpu\n    tpu_cores: 8\n",
             "configs/gpu.yaml": gpu,
+            # No accelerator: `auto`, the TPU on a TPU VM.
+            "configs/auto.yaml": "model:\n  lr: 0.1\ntrainer:\n  max_epochs: 3\n"
+            "  detect_anomaly: true\n",
+            "configs/ddp.yaml": "trainer:\n  strategy: ddp\n  detect_anomaly: true\n",
             "ci.yaml": "jobs:\n  test:\n    runs-on: ubuntu-latest\n",
             # A Hydra overlay for a torch_xla script that ignores its `trainer:` section.
             "configs/experiment/xla.yaml": "# @package _global_\ndefaults:\n  - override /model: "
@@ -233,10 +237,11 @@ def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) 
             "old/tpu.yaml": "trainer:\n  tpu_cores: 8\n",
             "m.py": UNREADY_MODULE,
         },
-        pyproject='select = ["TPU001", "TPU002"]\nextend-exclude = ["old"]\n',
+        pyproject='select = ["TPU001", "TPU002", "TPU009"]\nextend-exclude = ["old"]\n',
     )
     walked = run_cli(["check", ".", "--no-cache"], root)
     assert codes_by_path(walked.stdout) == [
+        ("configs/auto.yaml", "TPU009"),
         ("configs/fit.yml", "TPU001"),
         ("configs/tpu.yaml", "TPU001"),
     ]

@@ -31,7 +31,11 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `x[mask]`, `x[x > 0]`, `x[~m]`, `x[:, keep]` and writes such as `x[mask] = v`. An
     index is a mask when it is a comparison of tensors, `~m`, `&` / `|` of masks,
     `.bool()`, `torch.isnan` / `isfinite` / `logical_*`, a local bound to one of those, or
-    a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`). Integer index
+    a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`), or a helper's
+    parameter that every call from the step passes a boolean tensor (`m.to(torch.bool)` in
+    the caller, when it is not None; a call leaving it to its None default passes none; a
+    step's `self.model(**batch)` gives each parameter annotated as a tensor the batch's
+    entry of its name). Integer index
     tensors (`argsort`, `arange`, `topk` indices, `.long()`), slices, `None`, numbers and
     `...` are not masks. A mask built on the host from shapes and constants (a torch factory
     without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
@@ -367,8 +371,115 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        sim = self.similarity(z.unsqueeze(1), z.unsqueeze(0))\n"
             "        return sim[self.negatives_mask].reshape(2 * self.n, -1).logsumexp(-1)\n"
         ),
+        # A helper handed the indices of a mask (`nonzero(as_tuple=True)`, returned in a
+        # tuple): integer indexing, no mask.
+        Valid(
+            "import lightning as L\n"
+            "import torch\n"
+            "from torch import nn\n"
+            "\n"
+            "\n"
+            "class Pick(nn.Module):\n"
+            "    def forward(self, x, pad_mask):\n"
+            "        chosen = torch.zeros_like(pad_mask)\n"
+            "        chosen[:, ::4] = 1.0\n"
+            "        (top, where) = self._indices(chosen=chosen)\n"
+            "        return self._scatter(x=x, top=top, where=where)\n"
+            "\n"
+            "    def _indices(self, chosen: torch.Tensor):\n"
+            "        counts = chosen.long().sum(dim=1)\n"
+            "        top = counts.max()\n"
+            "        inside = torch.arange(top, device=chosen.device) < counts.unsqueeze(dim=-1)\n"
+            "        where = inside.nonzero(as_tuple=True)\n"
+            "        return (top, where)\n"
+            "\n"
+            "    def _scatter(self, x: torch.Tensor, top: int, where: tuple):\n"
+            "        out = x.new_zeros(x.shape[0], top)\n"
+            "        out[where] = 1.0\n"
+            "        return out\n"
+            "\n"
+            "\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.pick = Pick()\n"
+            "\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self.pick(batch["x"], batch["pad"]).sum()\n'
+        ),
+        # The parameter is given an integer index (`.to(torch.long)`): a gather, no mask.
+        Valid(
+            "from typing import Optional\n\nimport lightning as L\nimport torch\n"
+            "from torch import nn\n\n\n"
+            "class Blend(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.token = nn.Parameter(torch.zeros(16))\n\n"
+            "    def forward(self, feats, hidden=None, debug: Optional[bool] = None):\n"
+            "        if hidden is not None:\n"
+            "            feats[hidden] = self.token\n"
+            "        if debug:\n"
+            "            print(feats.shape)\n"
+            "        return feats\n\n\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.blend = Blend()\n\n"
+            "    def forward(self, feats: torch.Tensor, hidden: Optional[torch.Tensor] = None,\n"
+            "                debug: Optional[bool] = None):\n"
+            "        if hidden is not None:\n"
+            "            hidden = hidden.to(torch.long)\n"
+            "        return self.blend(feats, hidden=hidden, debug=debug)\n\n"
+            "    def embed(self, feats):\n"
+            "        return self.blend(feats)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = Net()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.net.embed(batch['feats'])\n"
+            "        return self.net(**batch).sum()\n"
+        ),
     )
     INVALID = (
+        # The step's batch spread into a forward (`**batch`): a parameter annotated as a
+        # tensor gets a tensor on the device, made boolean (`.to(torch.bool)`) when it is not
+        # None and handed to a sub-module, which another call leaves to its None default;
+        # the parameter annotated `Optional[bool]` stays a Python flag.
+        Invalid(
+            "from typing import Optional\n\nimport lightning as L\nimport torch\n"
+            "from torch import nn\n\n\n"
+            "class Blend(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.token = nn.Parameter(torch.zeros(16))\n\n"
+            "    def forward(self, feats, hidden=None, debug: Optional[bool] = None):\n"
+            "        if hidden is not None:\n"
+            "            feats[hidden] = self.token\n"
+            "        if debug:\n"
+            "            print(feats.shape)\n"
+            "        return feats\n\n\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.blend = Blend()\n\n"
+            "    def forward(self, feats: torch.Tensor, hidden: Optional[torch.Tensor] = None,\n"
+            "                debug: Optional[bool] = None):\n"
+            "        if hidden is not None:\n"
+            "            hidden = hidden.to(torch.bool)\n"
+            "        return self.blend(feats, hidden=hidden, debug=debug)\n\n"
+            "    def embed(self, feats):\n"
+            "        return self.blend(feats)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = Net()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.net.embed(batch['feats'])\n"
+            "        return self.net(**batch).sum()\n",
+            line=15,
+            message="writes through a boolean mask",
+        ),
         # The same attribute mask rebuilt in the step for the batch's size: a count per size.
         Invalid(
             "import torch\nfrom torch import nn\n\n\nclass PairLoss(nn.Module):\n"

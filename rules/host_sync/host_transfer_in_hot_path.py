@@ -1095,8 +1095,56 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "    def as_array(self, views):\n"
             "        return [v if not torch.is_tensor(v) else v.cpu().numpy() for v in views]\n"
         ),
+        # An element of a tuple returned inside a tuple, a Python list: no device read.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Codebook(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        super().__init__()\n"
+            "        self.codes = nn.Embedding(n, 8)\n\n"
+            "    def forward(self, z):\n"
+            "        dist = z @ self.codes.weight.t()\n"
+            "        picked = dist.argmin(dim=1)\n"
+            "        return z, dist.mean(), (dist.shape, [1, 2], picked)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.book = Codebook(4)\n\n"
+            "    def encode(self, x):\n"
+            "        z, loss, stats = self.book(x)\n"
+            "        self.seen = stats[1].tolist()\n"
+            "        return z, loss\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        z, loss = self.encode(batch)\n"
+            "        return loss\n"
+        ),
     )
     INVALID = (
+        # An element of a tuple returned inside a tuple (`_, _, stats = module(x)`), a
+        # device tensor: read on the host every validation step.
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Codebook(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        super().__init__()\n"
+            "        self.codes = nn.Embedding(n, 8)\n\n"
+            "    def forward(self, z):\n"
+            "        dist = z @ self.codes.weight.t()\n"
+            "        picked = dist.argmin(dim=1)\n"
+            "        return z, dist.mean(), (dist.shape, [1, 2], picked)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.book = Codebook(4)\n\n"
+            "    def encode(self, x):\n"
+            "        z, loss, stats = self.book(x)\n"
+            "        self.seen = stats[2].tolist()\n"
+            "        return z, loss\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        z, loss = self.encode(batch)\n"
+            "        return loss\n",
+            line=24,
+        ),
         # The same writing helper called from the training step: paid every step, reported.
         Invalid(
             "import SimpleITK as sitk\nimport torchio as tio\n"

@@ -58,6 +58,8 @@ class PerStepSyncDist(Rule):
     defaults to True), and anywhere in code that runs every step with an explicit
     `on_step=True` (a step, a shared step helper both steps call, a sub-module's forward),
     or `on_step=flag` in a helper that a training batch hook calls with the flag True, or
+    the split test itself (`on_step=(stage == "train")`, `is_train = phase == "train"`) in
+    a helper that a training batch hook passes that split, or
     `on_step=` a value that is True by default on the training path: an attribute every
     assignment of which defaults to True (a constructor parameter `log_on_step=True`,
     `cfg.get("log_on_step", True)`), also through a local chosen by the split
@@ -238,6 +240,19 @@ class PerStepSyncDist(Rule):
             "    def training_step(self, batch, batch_idx):\n"
             '        return self._shared(batch, split="train")\n'
         ),
+        # The split test names a split the training step does not pass.
+        Valid(
+            _HEAD + "    def _common(self, batch, phase):\n"
+            "        loss = self(batch).mean()\n"
+            '        on = phase == "check"\n'
+            '        self.log("seen", loss, on_step=on, sync_dist=True)\n'
+            '        self.log("also", loss, on_step=(phase != "fit"), sync_dist=True)\n'
+            "        return loss\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self._common(batch, "fit")\n'
+            "    def validation_step(self, batch, batch_idx):\n"
+            '        return self._common(batch, "check")\n'
+        ),
     )
     INVALID = (
         # A local dict of metric objects that also holds the loss tensor.
@@ -348,6 +363,33 @@ class PerStepSyncDist(Rule):
             '        return self._shared(batch, split="val")\n',
             line=11,
         ),
+        # `on_step` given by the split test itself, directly or through a local: True when
+        # the training step passes the split down (positionally, through a shared step).
+        Invalid(
+            _HEAD + "    def _report(self, values, phase, size):\n"
+            '        training = phase == "fit"\n'
+            "        self.log_dict(values, on_step=training, on_epoch=True, sync_dist=True)\n"
+            "    def _common(self, batch, phase):\n"
+            "        loss = self(batch).mean()\n"
+            '        self.log("seen", loss, on_step=(phase == "fit"), sync_dist=True)\n'
+            "        self._report({phase: loss}, phase, 8)\n"
+            "        return loss\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self._common(batch, "fit")\n'
+            "    def validation_step(self, batch, batch_idx):\n"
+            '        return self._common(batch, "check")\n',
+            count=2,
+            line=8,
+        ),
+        Invalid(
+            _HEAD + "    def _common(self, batch, phase):\n"
+            "        loss = self(batch).mean()\n"
+            '        self.log("seen", loss, on_step=(phase == "fit"), sync_dist=True)\n'
+            "        return loss\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            '        return self._common(batch, "fit")\n',
+            line=8,
+        ),
         # A callback's training batch hook.
         Invalid(
             "import lightning as L\n\n\nclass Log(L.Callback):\n"
@@ -429,6 +471,10 @@ class PerStepSyncDist(Rule):
             return self._test_holds_in_training(value.test) and self._true_on_training_path(
                 value.body, depth + 1
             )
+        if isinstance(value, cst.Comparison):
+            # `on_step=(split == "train")`, `is_train = phase == "train"`: True exactly when
+            # a training batch hook passes that split down
+            return self._test_holds_in_training(value)
         if (
             isinstance(value, cst.Attribute)
             and isinstance(value.value, cst.Name)

@@ -676,7 +676,11 @@ def mask_kind(
                 return "name"
             if any(t in annotation for t in ("LongTensor", "IntTensor", "int", "float", "List")):
                 return None
-        return "name" if strength and not _integer_index(ctx, node) else None
+        if strength and not _integer_index(ctx, node):
+            return "name"
+        if binding is None and ctx.param_passed_mask(node.value):
+            return "passed"  # every call from the step passes a boolean tensor
+        return None
     if isinstance(node, cst.Attribute):
         if ctx.value_kind(node).is_host:
             return None

@@ -407,6 +407,22 @@ class FileContext(Resolver):
             cached = self._index_texts[info.key] = frozenset(texts)
         return cached
 
+    def param_passed_mask(self, name: str) -> bool:
+        """Whether `name` is a parameter of the function being walked that every call of the
+        project from code that runs every step passes a boolean tensor (`m > 0`,
+        `m.to(torch.bool)`, a helper returning one): a mask, whatever its name says."""
+        info = self.function
+        view = self.analysis.view
+        if info is None or view is None or not info.key or not info.hot:
+            return False
+        params = info.node.params
+        names = [p.name.value for p in (*params.posonly_params, *params.params)]
+        names += [p.name.value for p in params.kwonly_params]
+        if name not in names or name in ("self", "cls"):
+            return False
+        passed = view.param_value(info.key, names.index(name), per_step=True)
+        return passed is not None and passed.mask and passed.kind in ("device", "unknown")
+
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
         return self._is_method(name, self._class_of(function)) if function is not None else True
 

@@ -293,6 +293,19 @@ class ValueEvaluator:
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test = test.operand
             negated = not negated
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            # `if x is not None: x = x.to(torch.bool)`: where the test fails, `x` is None
+            none = {test.left.id: ["none"]}
+            if isinstance(test.ops[0], ast.IsNot):
+                negated = not negated
+            return ({}, none) if negated else (none, {})
         if not (
             isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)
@@ -718,6 +731,13 @@ class ValueEvaluator:
             is_tensorish(a) for arg in args() for a in arg
         ):
             return ["device"]
+        if method in _NOT_MASK_METHODS:
+            # `m.nonzero(as_tuple=True)`, `m.long()`, `m.sum()`: indices or numbers computed
+            # from a mask, tensors where it is, no mask
+            return [
+                "device" if a == "mask" else (["v", *a[1:]] if _is_mask_atom(a) else a)
+                for a in base
+            ]
         return ["device" if a == "mask" else a for a in base]
 
     def qualified_call(
@@ -739,12 +759,14 @@ class ValueEvaluator:
         """`x.to(...)`: a device move, a dtype cast, or `.to(other_tensor)`."""
         if all_host(base):
             return base
+        to_bool = False
         for arg in [*node.args, *(k.value for k in node.keywords if k.arg in ("device", "other"))]:
             literal = device_literal(arg)
             if literal is not None:
                 return [literal]
             text = dotted(arg)
             if text is not None and self.qualify(text, scope.imports).startswith("torch."):
+                to_bool = to_bool or self.qualify(text, scope.imports) == "torch.bool"
                 continue  # a dtype such as torch.float16
             if isinstance(arg, ast.Attribute) and arg.attr == "device":
                 # .to(x.device): with `x`; .to(self.device): the device. A receiver not yet
@@ -766,6 +788,10 @@ class ValueEvaluator:
             else:
                 moved = ["unknown"] if base == ["cpu"] else base
             return on_device(place, ["cpu"], moved)
+        dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+        text = dotted(dtype) if dtype is not None else None
+        if to_bool or (text is not None and self.qualify(text, scope.imports) == "torch.bool"):
+            return mask_of([base])  # `m.to(torch.bool)`: a boolean mask where `m` is
         return base
 
     def beside(self, device: ast.expr, scope: Scope, d: int) -> list[Atom] | None:
@@ -907,6 +933,34 @@ def cpu_branch(node: ast.IfExp) -> ast.expr | None:
         tested = tested.value  # `d.type == "cpu"`
     branch = node.body if isinstance(op, ast.Eq) else node.orelse
     return branch if ast.dump(branch) == ast.dump(tested) else None
+
+
+# Tensor methods whose result is never a boolean mask, whatever the tensor: indices, counts,
+# sums, numbers of another dtype.
+_NOT_MASK_METHODS = frozenset(
+    {
+        "nonzero",
+        "argwhere",
+        "count_nonzero",
+        "argmax",
+        "argmin",
+        "argsort",
+        "sum",
+        "cumsum",
+        "mean",
+        "prod",
+        "long",
+        "int",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+    }
+)
+
+
+def _is_mask_atom(atom: Atom) -> bool:
+    return isinstance(atom, list) and bool(atom) and atom[0] == "m"
 
 
 def is_tensorish(atom: Atom) -> bool:

@@ -1433,6 +1433,22 @@ class ProjectModel:
                     # only: the parameter gets one of them or its default, no tensor
                     values.append(Value("host"))
                     continue
+                if (
+                    per_step
+                    and name in fn.summary.none_params
+                    and not {"*", "**"} & set(call.keywords)
+                    and not leaving_out
+                ):
+                    # It leaves the parameter to its default, None: no value of it (what
+                    # the other calls pass says what it is when it is not None).
+                    continue
+                if name in fn.summary.tensor_params and self._spread_of_batch(call, caller):
+                    # `self.model(**batch)` in a step: a parameter annotated as a tensor gets
+                    # the batch's entry of that name (what the collate builds for the key,
+                    # else a tensor Lightning moved to the device), or its default
+                    kind = self.batch_key_kind(name)
+                    values.append(Value(kind if kind is not None else "device"))
+                    continue
                 return None  # a default, or passed through *args: not visible
             value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
             if value is None:
@@ -1456,12 +1472,17 @@ class ProjectModel:
                 known = [Value(value.kind)] if value.kind != "unknown" else []
                 found = [v for v in inner if v is not None]
                 placed = value.placed
+                # A mask of what its parameters turn out to be (`m.to(torch.bool)`, `x > 0`)
+                # stays a mask when they turn out to be tensors.
+                mask = value.mask and not value.elements
                 value = combine_values([*known, *found])  # type: ignore[list-item]
+                if mask and value.kind in ("device", "cpu", "unknown") and not value.elements:
+                    value = Value(value.kind, True, value.params, None, value.cls, True)
                 if placed and (value.kind != "cpu" or len(found) < len(inner)):
                     # placed beside tensors not known to be CPU ones: on the device
                     value = Value("device")
             values.append(value)
-        return combine_values(values)
+        return combine_values(values) if values else None
 
     def called_every_step(self, gkey: str) -> bool:
         """Whether the function is called by the project's own code (not its tests) from code
@@ -1487,6 +1508,20 @@ class ProjectModel:
             and value.elements is None
             and not value.params
             and not value.mask
+        )
+
+    def _spread_of_batch(self, call: Any, caller: _Function) -> bool:
+        """Whether a call's one `**mapping` spread (and no `*args`) is the batch Lightning
+        passes the calling step method (`self.model(**batch)` in `training_step`)."""
+        spread = call.keywords.get("**")
+        if not spread or "*" in call.keywords or len(spread) != 1:
+            return False
+        atom = spread[0]
+        return (
+            isinstance(atom, list)
+            and len(atom) == 2
+            and atom[0] == "p"
+            and self._step_batch_param(caller, atom[1])
         )
 
     def _framework_called(self, fn: _Function) -> bool:

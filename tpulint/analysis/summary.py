@@ -301,11 +301,18 @@ class FunctionSummary:
     # Where its code puts tensors or modules: the device atoms of each `.to(d)`,
     # `device=d` and `.cuda()` (the marker atom "cuda"), as `placement_atoms` reads them.
     placements: list[list[Atom]] = field(default_factory=list)
+    # The parameters annotated as tensors (`x: Tensor`, `mask: Optional[torch.BoolTensor]`,
+    # `t: torch.Tensor | None`): what a `**batch` spread fills them with is a tensor.
+    tensor_params: list[str] = field(default_factory=list)
+    # The parameters that default to None: a call that leaves one out passes None, no tensor.
+    none_params: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "bk": self.built_keys,
             "pl": self.placements,
+            "tp": self.tensor_params,
+            "np": self.none_params,
             "sp": list(self.span),
             "k": self.key,
             "n": self.name,
@@ -351,6 +358,8 @@ class FunctionSummary:
             data.get("ab", False),
             data.get("bk", {}),
             data.get("pl", []),
+            data.get("tp", []),
+            data.get("np", []),
         )
 
 
@@ -1253,9 +1262,15 @@ class _Summarizer(ValueEvaluator):
             ),
         )
         info.abstract = _is_abstract(node, decorators)
+        info.tensor_params = [
+            a.arg
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+            if a.annotation is not None and _tensor_annotation(a.annotation)
+        ]
         self.collates[info.key] = is_collate_name(
             node.name, klass.name if klass is not None else None
         ) or (klass is not None and node.name in _ITEM_METHODS)
+        info.none_params = sorted(_none_default_names(args))
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
@@ -2445,3 +2460,26 @@ def _asserted_none(body: list[ast.stmt], optional: set[str]) -> dict[str, int]:
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     found.pop(node.id, None)  # reassigned: no longer what the assert saw
     return found
+
+
+def _tensor_annotation(node: ast.expr) -> bool:
+    """`Tensor`, `torch.Tensor`, `torch.BoolTensor` (a `*Tensor` class of torch), alone or
+    optional (`Optional[Tensor]`, `Tensor | None`)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [node.left, node.right]
+        nones = [s for s in sides if isinstance(s, ast.Constant) and s.value is None]
+        rest = [s for s in sides if s not in nones]
+        return len(nones) == 1 and len(rest) == 1 and _tensor_annotation(rest[0])
+    if isinstance(node, ast.Subscript) and (dotted(node.value) or "").rsplit(".", 1)[-1] == (
+        "Optional"
+    ):
+        return _tensor_annotation(node.slice)
+    text = dotted(node)
+    if text is None:
+        return False
+    return text == "Tensor" or (text.startswith("torch.") and text.endswith("Tensor"))

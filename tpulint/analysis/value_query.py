@@ -671,9 +671,48 @@ class PositionValues:
                     )
                 else:
                     kinds.append(_element_of(kind))
+            elif isinstance(atom, list) and atom[0] == "e":
+                # `info[2]` of `_, _, info = self.quantize(h)`: an element of a tuple that is
+                # itself an element of what a call returns
+                nested = self._element_values(atom[1], atom[2], function, depth)
+                if nested is None:
+                    kinds.append(_element_of(self._atom(atom, function, depth)))
+                    continue
+                chosen = [
+                    e
+                    for value in nested
+                    for e in (
+                        [value.elements[index]]
+                        if value.elements is not None and 0 <= index < len(value.elements)
+                        else list(value.elements or ())
+                    )
+                ]
+                kinds.append(
+                    combine([kind_named("device" if e.mask else e.kind) for e in chosen])
+                    if chosen
+                    else UNKNOWN
+                )
             else:
                 kinds.append(_element_of(self._atom(atom, function, depth)))
         return combine(kinds) if kinds else UNKNOWN
+
+    def _element_values(
+        self, index: int, inner: list[Atom], function: cst.FunctionDef | None, depth: int
+    ) -> list[Any] | None:
+        """The values of element `index` of what calls return, when each of `inner` is a
+        call returning a tuple whose element there is itself a tuple; else None."""
+        found = []
+        for atom in inner:
+            if not (isinstance(atom, list) and atom[0] == "c"):
+                return None
+            _, value = self._call(atom, function, depth)
+            elements = value.elements if value is not None else None
+            if elements is None or not 0 <= index < len(elements):
+                return None
+            if elements[index].elements is None:
+                return None
+            found.append(elements[index])
+        return found or None
 
     def _owner_function(self, function: cst.FunctionDef | None, atom: list[Any]) -> Any:
         """The libcst function a parameter atom belongs to: atoms carry the nesting depth of

@@ -339,8 +339,9 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     notices: list[str] = []
     configs: list[Path] = []
     files, problems = discover(paths, config, notices=notices, configs=configs)
-    # The LightningCLI configs met on the walk that ask for a TPU Trainer are the project's TPU
-    # launch: checked as if named (a `tpu_cores` key there fails the launch in Lightning 2).
+    # The LightningCLI configs met on the walk that ask for a TPU Trainer, or leave the
+    # accelerator to `auto` (the TPU on a TPU VM), are the project's TPU launch: checked as if
+    # named (a `tpu_cores` key there fails the launch in Lightning 2).
     named = {source.path for source in files}
     cwd = Path.cwd().resolve()
     for path in tpu_configs([str(p) for p in configs if p not in named], config):

@@ -38,7 +38,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 48
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s45"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s46"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
@@ -363,8 +363,9 @@ _HYDRA = re.compile(r"(?m)^(defaults\s*:|#\s*@package\b)|^\s*(-\s+)?_target_\s*:
 
 def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
     """The LightningCLI configs among the YAML files `paths` whose Trainer section asks for
-    TPUs (`accelerator: tpu`, an XLA strategy, `tpu_cores`): configs of the project's TPU
-    launch. Hydra configs are left out."""
+    TPUs (`accelerator: tpu`, an XLA strategy, `tpu_cores`) or leaves the accelerator to
+    `auto` (no `accelerator:`, no GPU-only strategy or `gpus:`), which picks the TPU on a TPU
+    VM: configs of the project's TPU launch. Hydra configs are left out."""
     from tpulint.analysis.config_facts import config_facts
 
     out = []
@@ -372,7 +373,7 @@ def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
         text = _read(path, config)
         if text is None or _HYDRA.search(text):
             continue
-        if config_facts(path, text).trainer == "tpu":
+        if config_facts(path, text).trainer in ("tpu", "auto"):
             out.append(path)
     return out
 
