@@ -530,10 +530,10 @@ class ProjectScope:
         self._dirs: dict[str, str] = {}
         self._entries: list[Entry] = []
         self.claimed: list[str] = []  # folders the entry points speak for
-        # Each group of roots: the folders it claims, its entry points (named in reasons),
+        # Each group of roots: the folders it claims, the files its reasons name,
         # what they are ("TPU", or "training": a project with no TPU entry point,
         # `_training_groups`), and what they reach.
-        self._groups: list[tuple[list[str], list[Entry], str, _State]] = []
+        self._groups: list[tuple[list[str], list[str], str, _State]] = []
         # Modules a training group's scripts import that its reach did not load: unknown.
         self._unsure: set[str] = set()
         self.reach: _State | None = None  # from the entry points (TPU or training ones)
@@ -816,13 +816,19 @@ class ProjectScope:
         self.claimed = sorted({c for group in groups for c in group[2]})
         self.library = self._library_reach()
 
-    def _shown(self, roots: dict[str, Entry], what: str) -> list[Entry]:
-        """The entry points a group's reasons name: for a training group, those that train
-        (its evaluation scripts are roots too, of inference)."""
-        entries = set(roots.values())
+    def _shown(self, roots: dict[str, Entry], what: str) -> list[str]:
+        """The files a group's reasons name: a TPU group's entry points; a training group's
+        scripts that train (the file run, `train_seg.py`, not the helper module that builds
+        its Trainer; its evaluation scripts are roots too, of inference)."""
         if what == "training":
-            entries = {site for root, site in roots.items() if self._trains(site, root)}
-        return sorted(entries, key=lambda e: (e.path, e.line))
+            return sorted(
+                {
+                    os.path.basename(root.rpartition(":")[0])
+                    for root, site in roots.items()
+                    if self._trains(site, root)
+                }
+            )
+        return sorted({os.path.basename(site.path) for site in roots.values()})
 
     def _training_groups(
         self, sites: list[Entry], every: list[Entry], taken: list[str]
@@ -928,7 +934,7 @@ class ProjectScope:
         folder = self.directory(path)
         return any(folder == c or folder.startswith(c + os.sep) for c in claimed)
 
-    def _group_of(self, path: str) -> tuple[list[str], list[Entry], str, _State] | None:
+    def _group_of(self, path: str) -> tuple[list[str], list[str], str, _State] | None:
         """The group of roots that speaks for a module: a TPU group for the modules whose
         import folder it claims (`_claims`), a training group for the modules inside its
         applications' folders (`_application_folders`)."""
@@ -4043,8 +4049,9 @@ class ProjectScope:
     def _unreached(self, path: str) -> str:
         """Why claimed code the roots do not reach is out, naming the roots of its group."""
         group = self._group_of(path)
-        entries, what = (group[1], group[2]) if group is not None else (self._entries, "TPU")
-        return unreached_reason(what, sorted({os.path.basename(e.path) for e in entries}))
+        if group is not None:
+            return unreached_reason(group[2], group[1])
+        return unreached_reason("TPU", sorted({os.path.basename(e.path) for e in self._entries}))
 
     def _kernel(self, fn: _Function) -> str | None:
         current: _Function | None = fn
