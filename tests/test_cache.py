@@ -202,8 +202,9 @@ def test_cached_results_follow_who_imports_and_calls_a_file(tmp_path: Path) -> N
 
 
 def test_cached_results_follow_the_text_files_the_scope_reads(tmp_path: Path) -> None:
-    """The default scope reads more than Python and YAML: a class that only a shell script
-    names (`python train.py --block Probe`) may be built. A warm run sees a script added,
+    """The default scope reads more than Python and YAML: a class of a module whose names are
+    looked up at run time that only a shell script names (`python train.py --block Probe`)
+    may be built. A warm run sees a script added,
     changed or removed, though no source changed."""
     from tests.helpers import run_cli
 
@@ -216,12 +217,15 @@ def test_cached_results_follow_the_text_files_the_scope_reads(tmp_path: Path) ->
         "    def forward(self, x):\n"
         "        return x[x > 0]\n"
     )
+    # The block is looked up by name (`getattr(parts, block)`): any class of `parts` a text
+    # file spells may be the one built.
     model = (
-        "import lightning as L\n\nfrom kit.parts import Stem\n\n\n"
+        "import lightning as L\n\nfrom kit import parts\nfrom kit.parts import Stem\n\n\n"
         "class Net(L.LightningModule):\n"
-        "    def __init__(self):\n"
+        '    def __init__(self, block="Stem"):\n'
         "        super().__init__()\n"
-        "        self.stem = Stem()\n\n"
+        "        self.stem = Stem()\n"
+        "        self.block = getattr(parts, block)()\n\n"
         "    def training_step(self, batch, i):\n"
         "        return self.stem(batch).sum()\n"
     )

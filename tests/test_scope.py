@@ -1081,15 +1081,19 @@ def test_tpu_entry_points_reach_call_by_call(tmp_path: Path) -> None:
 def test_auto_entry_points_count_once_a_project_targets_tpus(
     tmp_path: Path, accelerator: str
 ) -> None:
-    """With no TPU entry point, "auto" says nothing (a library: everything stays); next to one,
-    an "auto" script runs on the same TPU VMs and its reach is in scope."""
+    """With no TPU entry point, the "auto" and GPU scripts that train are the roots (the
+    scripts a port moves: `test_a_project_without_tpu_entry_points_is_scoped_by_its_training
+    _scripts`); next to a TPU one, an "auto" script runs on the same TPU VMs and its reach is
+    in scope, and the GPU script is not."""
     files = {**PACKAGE, "train_auto.py": tpu_script(accelerator)}
     model = project(tmp_path, files)
     if accelerator.startswith("strategy"):
         assert [e.verdict for e in model.scope.entries] == ["tpu"]
     else:
-        assert model.scope.entries == []
-        assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is None
+        assert sorted(e.verdict for e in model.scope.entries) == ["auto", "other"]
+        assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") == (
+            "not reached from the training entry points (train_auto.py, train_gpu.py)"
+        )
         assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") is None
     # A TPU script that trains the model on another data module: the "auto" script's data
     # module is in scope only because the "auto" script counts.
@@ -1099,6 +1103,256 @@ def test_auto_entry_points_count_once_a_project_targets_tpus(
     assert sorted(e.verdict for e in model.scope.entries) == expected
     assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
     assert reason_at(model, tmp_path, "pkg/losses.py", "# dice") is not None
+
+
+# --- a project with no TPU entry point: its training scripts are the roots -------------------
+
+PORTED = {
+    "train.py": """\
+        import lightning as L
+
+        from lab.data import Frames
+        from lab.model import WorldModel
+
+        if __name__ == "__main__":
+            trainer = L.Trainer(accelerator="gpu", devices=4, strategy="ddp")
+            trainer.fit(WorldModel(), datamodule=Frames())
+    """,
+    "evaluate.py": """\
+        import lightning as L
+
+        from lab.model import WorldModel
+
+        if __name__ == "__main__":
+            L.Trainer(gpus=1).test(WorldModel.load_from_checkpoint("last.ckpt"))
+    """,
+    # Scripts that never train: a rollout collector and a preprocessing step.
+    "collect.py": """\
+        import torch
+
+        from lab.expert import ExpertPolicy
+
+        if __name__ == "__main__":
+            policy = ExpertPolicy()
+            for _ in range(100):
+                policy(torch.zeros(8))
+    """,
+    "preprocess.py": """\
+        import torch
+
+        from lab.prior import PhysicsPrior
+
+        if __name__ == "__main__":
+            torch.save(PhysicsPrior()(torch.load("raw.pt")), "prior.pt")
+    """,
+    "lab/__init__.py": "",
+    "lab/losses.py": """\
+        def masked_mse(x, y):
+            return ((x - y)[y > 0] ** 2).mean()  # train-loss
+    """,
+    "lab/model.py": """\
+        import lightning as L
+        from torch import nn
+
+        from lab.losses import masked_mse
+
+
+        class WorldModel(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(8, 8)
+
+            def training_step(self, batch, i):
+                return masked_mse(self.net(batch[0]), batch[1])  # train-step
+
+            def test_step(self, batch, i):
+                return batch[0][batch[1] > 0].sum()  # test-step
+    """,
+    "lab/data.py": """\
+        import lightning as L
+        from torch.utils.data import DataLoader
+
+
+        class Frames(L.LightningDataModule):
+            def train_dataloader(self):
+                return DataLoader(self.ds, batch_size=16)  # frames
+    """,
+    "lab/expert.py": """\
+        import torch
+        from torch import nn
+
+
+        class ExpertPolicy(nn.Module):
+            @torch.no_grad()
+            def forward(self, obs):
+                return obs.argmax().cpu()  # expert
+    """,
+    "lab/prior.py": """\
+        from torch import nn
+
+
+        class PhysicsPrior(nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # prior
+    """,
+}
+
+
+def test_a_project_without_tpu_entry_points_is_scoped_by_its_training_scripts(
+    tmp_path: Path,
+) -> None:
+    """Its scripts for another accelerator are the ones a port moves to the TPU: what they
+    reach is in scope, an evaluation script reaches its code as inference, and a policy only
+    a rollout collector builds or a module only preprocessing uses is not reached."""
+    model = project(tmp_path, PORTED)
+    assert [(Path(e.path).name, e.verdict) for e in model.scope.entries] == [
+        ("evaluate.py", "other"),
+        ("train.py", "other"),
+    ]
+    unreached = "not reached from the training entry points (train.py)"
+    assert reason_at(model, tmp_path, "lab/model.py", "# train-step") is None
+    assert reason_at(model, tmp_path, "lab/losses.py", "# train-loss") is None
+    assert reason_at(model, tmp_path, "lab/data.py", "# frames") is None
+    assert reason_at(model, tmp_path, "lab/model.py", "# test-step") == (
+        "reached only from `test_step` (evaluation, not training)"
+    )
+    assert reason_at(model, tmp_path, "lab/expert.py", "# expert") == unreached
+    assert reason_at(model, tmp_path, "lab/prior.py", "# prior") == unreached
+    assert reason_at(model, tmp_path, "collect.py", "policy(") == unreached
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # A library: no script trains (an evaluation script alone is no training entry point).
+        lambda files: files.pop("train.py"),
+        # The training script builds its model from a config the model does not see.
+        lambda files: files.__setitem__(
+            "train.py",
+            files["train.py"]
+            .replace("from lab.model import WorldModel\n", "import hydra\n")
+            .replace("WorldModel()", "hydra.utils.instantiate(cfg.model)"),
+        ),
+        # A TPU entry point says where the TPU path is: the GPU scripts stay outside, and what
+        # only they reach is judged by the TPU script (here it reaches everything).
+        lambda files: files.__setitem__(
+            "train_tpu.py",
+            "import lightning as L\n\nfrom lab.expert import ExpertPolicy\n"
+            "from lab.prior import PhysicsPrior\n\n"
+            "if __name__ == '__main__':\n"
+            "    L.Trainer(accelerator='tpu').fit(ExpertPolicy(), PhysicsPrior())\n",
+        ),
+    ],
+)
+def test_training_scripts_are_roots_only_when_they_say_what_trains(
+    tmp_path: Path, change: Any
+) -> None:
+    files = dict(PORTED)
+    change(files)
+    model = project(tmp_path, files)
+    assert all(e.verdict == "tpu" for e in model.scope.entries)
+    assert "not reached" not in (reason_at(model, tmp_path, "lab/prior.py", "# prior") or "")
+
+
+def test_a_package_distributed_beside_training_examples_stays_a_library(tmp_path: Path) -> None:
+    """`examples/train.py` beside `lab/`, which the repository installs: the examples do not
+    speak for what the library's users build, so its modules are judged as a library's; the
+    examples' own folder is theirs."""
+    files = {
+        "setup.py": (
+            "from setuptools import find_packages, setup\n\nsetup(packages=find_packages())\n"
+        ),
+        **{name: text for name, text in PORTED.items() if name.startswith("lab/")},
+        "examples/train.py": PORTED["train.py"],
+        "examples/collect_demo.py": """\
+            import torch
+
+
+            def collect(policy):
+                return policy(torch.zeros(8)).sum().item()  # demo
+
+
+            if __name__ == "__main__":
+                print(collect(torch.nn.Identity()))
+        """,
+    }
+    model = project(tmp_path, files)
+    assert [Path(e.path).name for e in model.scope.entries] == ["train.py"]
+    assert reason_at(model, tmp_path, "lab/prior.py", "# prior") is None
+    assert reason_at(model, tmp_path, "examples/collect_demo.py", "# demo") == (
+        "not reached from the training entry points (train.py)"
+    )
+
+
+def test_each_project_of_a_run_has_its_own_roots(tmp_path: Path) -> None:
+    """Two repositories checked in one run: one with a TPU entry point, one whose scripts
+    train on GPUs. Each is judged by its own roots, and its reasons name them."""
+    files = {f"gpu/{name}": text for name, text in PORTED.items()}
+    files["gpu/pyproject.toml"] = "[project]\nname = 'gpu'\n"
+    files.update({f"tpu/{name}": text for name, text in PACKAGE.items()})
+    files["tpu/train_tpu.py"] = tpu_script('accelerator="tpu"')
+    files["tpu/pyproject.toml"] = "[project]\nname = 'tpu'\n"
+    model = project(tmp_path, files)
+    assert sorted((Path(e.path).name, e.verdict) for e in model.scope.entries) == [
+        ("evaluate.py", "other"),
+        ("train.py", "other"),
+        ("train_tpu.py", "tpu"),
+    ]
+    assert reason_at(model, tmp_path, "gpu/lab/prior.py", "# prior") == (
+        "not reached from the training entry points (train.py)"
+    )
+    assert reason_at(model, tmp_path, "tpu/pkg/losses.py", "# dice") == (
+        "not reached from the TPU entry points (train_tpu.py)"
+    )
+    assert reason_at(model, tmp_path, "gpu/lab/losses.py", "# train-loss") is None
+    assert reason_at(model, tmp_path, "tpu/pkg/losses.py", "# focal") is None
+
+
+def test_reached_code_keeps_the_library_s_epoch_end_roles(tmp_path: Path) -> None:
+    """A metric module built in `__init__` and called only from an epoch-end hook: the call
+    graph reaches its forward through the construction, but it runs once per epoch."""
+    files = dict(PORTED)
+    files["lab/model.py"] = (
+        textwrap.dedent(PORTED["lab/model.py"])
+        .replace(
+            "        self.net = nn.Linear(8, 8)\n",
+            "        self.net = nn.Linear(8, 8)\n"
+            "        self.score = Score()\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            '        self.log("score", self.score(self.net.weight))\n',
+        )
+        .replace(
+            "from lab.losses import masked_mse\n",
+            "from lab.losses import masked_mse\n\n\n"
+            "class Score(nn.Module):\n"
+            "    def forward(self, w):\n"
+            "        return w.abs().max().item()  # score\n",
+        )
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "lab/model.py", "# score") == (
+        "once per epoch (reached only from `on_validation_epoch_end`)"
+    )
+
+
+def test_the_last_line_names_the_training_entry_points(tmp_path: Path) -> None:
+    from tests.helpers import make_project, run_cli
+
+    root = make_project(
+        tmp_path / "p",
+        {name: textwrap.dedent(text) for name, text in PORTED.items()},
+        pyproject='select = ["TPU202"]\n',
+    )
+    out = run_cli(["check", "."], root).stdout
+    assert "lab/losses.py" in out and "lab/prior.py" not in out
+    assert "code not reached from the training entry points (train.py)) not shown" in out
+    assert "the scope follows the scripts that train it today" in out
+    everything = run_cli(["check", ".", "--scope", "all"], root).stdout
+    assert (
+        "lab/prior.py:6:16: TPU202" in everything
+        and "[outside the TPU scope: not reached from the training entry points (train.py)]"
+        in everything
+    )
 
 
 GPU_LOOP = {
@@ -1386,7 +1640,7 @@ def test_tests_are_never_entry_points(tmp_path: Path) -> None:
         """,
     }
     model = project(tmp_path, files)
-    assert model.scope.entries == []
+    assert [Path(e.path).name for e in model.scope.entries] == ["train_gpu.py"]
 
 
 # --- configs --------------------------------------------------------------------------------
@@ -2332,7 +2586,7 @@ APPLICATION = {
         import lightning as L
         from ops_utils import gather
 
-        from losses import focal
+        from losses.focal import focal
 
 
         class Net(L.LightningModule):
@@ -2444,9 +2698,13 @@ def test_relative_imports_above_a_package_root_keep_what_they_name(tmp_path: Pat
 
 
 def test_a_script_that_imports_a_module_keeps_it(tmp_path: Path) -> None:
-    """`tools/convert.py` runs code at its top level (no `__main__` block): a script."""
+    """`tools/convert.py` runs code at its top level (no `__main__` block): a script, so the
+    module it imports can run; the training script does not reach it (a conversion tool is
+    not what a port moves to the TPU)."""
     model = project(tmp_path, APPLICATION)
-    assert reason_at(model, tmp_path, "losses/old_dice.py", "# dropped-loss") is None
+    assert reason_at(model, tmp_path, "losses/old_dice.py", "# dropped-loss") == (
+        "not reached from the training entry points (train.py)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -3483,14 +3741,12 @@ def test_a_model_only_a_prediction_command_loads_is_inference(
     """A LightningModule that only a command which predicts and never fits builds or loads,
     while the project's training script fits another class (named by its config), is
     inference: its hooks and what only they reach leave the default scope. What the trained
-    class also reaches stays, and so does everything once a config may select the class."""
+    class also reaches stays, and so does everything once a config may select the class.
+    (The project's GPU scripts are its roots: the command reaches its code as inference.)"""
     target = "pkg.models.ModelB" if selects_b else "pkg.models.ModelA"
     configs = {"configs/train.yaml": f"model:\n  _target_: {target}\n"}
     model = with_configs(tmp_path, INFERENCE_MODELS, configs)
-    why = (
-        "inference only (reached from `ModelB`, a model only `predict` in cli.py builds or "
-        "loads, which calls `trainer.predict` and never fits)"
-    )
+    why = "inference only (reached from `trainer.predict` in cli.py, which never fits)"
     for marker, where in [("# b-step", "pkg/models.py"), ("# b-only", "pkg/heads.py")]:
         assert reason_at(model, tmp_path, where, marker) == (None if selects_b else why), marker
     assert reason_at(model, tmp_path, "pkg/shared.py", "# shared") is None
@@ -3581,7 +3837,14 @@ OFF_TRAINING = {
             def validation_step(self, batch, i):
                 return self.decoder.decode(batch)
     """,
-    "train.py": """\
+    # A library its repository distributes, with example scripts beside it: the examples
+    # do not speak for what its users build (no roots claim `pkg/`).
+    "setup.py": """\
+        from setuptools import find_packages, setup
+
+        setup(packages=find_packages())
+    """,
+    "examples/train.py": """\
         import lightning as L
 
         from pkg.model import Model
@@ -3589,7 +3852,7 @@ OFF_TRAINING = {
         if __name__ == "__main__":
             L.Trainer().fit(Model())
     """,
-    "transcribe.py": """\
+    "examples/transcribe.py": """\
         import torch
 
         from pkg.decoding import make_decoder
@@ -3628,16 +3891,28 @@ def test_a_class_only_scripts_that_never_train_build_is_inference(tmp_path: Path
     [
         # The training script builds it too.
         (
-            "train.py",
+            "examples/train.py",
             "L.Trainer().fit(Model())",
             "make_decoder('beam')\n    L.Trainer().fit(Model())",
         ),
         # The script that builds it also trains.
-        ("transcribe.py", "print(decoder.decode(torch.load(path)))", "torch.load(path).backward()"),
+        (
+            "examples/transcribe.py",
+            "print(decoder.decode(torch.load(path)))",
+            "torch.load(path).backward()",
+        ),
         # A string of the code names it (built by name).
-        ("transcribe.py", "import torch\n", "import torch\n\nKINDS = ['Beam', 'Rescorer']\n"),
+        (
+            "examples/transcribe.py",
+            "import torch\n",
+            "import torch\n\nKINDS = ['Beam', 'Rescorer']\n",
+        ),
         # The helper is handed on where anything may call it.
-        ("transcribe.py", "import torch\n", "import torch\n\nHOOKS = [lambda: make_decoder]\n"),
+        (
+            "examples/transcribe.py",
+            "import torch\n",
+            "import torch\n\nHOOKS = [lambda: make_decoder]\n",
+        ),
         # A method of a class the training may build calls the helper.
         ("pkg/model.py", "self.decoder = Greedy()", "self.decoder = make_decoder('beam')"),
     ],
@@ -3657,7 +3932,7 @@ def test_a_class_scripts_that_never_train_build_stays_without_a_fitting_script(
     tmp_path: Path,
 ) -> None:
     """No script fits: the project is a library whose users may train with its classes."""
-    files = {k: v for k, v in OFF_TRAINING.items() if k != "train.py"}
+    files = {k: v for k, v in OFF_TRAINING.items() if k != "examples/train.py"}
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "pkg/decoding.py", "# beam") is None
 

@@ -288,6 +288,13 @@ def _scoped(config, diagnostics) -> tuple[list, int]:
     return shown, len(diagnostics) - len(shown)
 
 
+def _left_out_by(config, diagnostics) -> tuple[str, ...]:
+    """The roots that left findings out as unreached (`scope_roots`), for the last line."""
+    from tpulint.datatypes.diagnostics import scope_roots
+
+    return scope_roots(d.scope for d in diagnostics if not config.shows(d))
+
+
 def _emit(
     reporter: _Reporter,
     config,
@@ -297,6 +304,7 @@ def _emit(
     stdin_text: dict[str, str],
     summary_command: str = "tpulint fix --apply",
     outside: int = 0,
+    roots: tuple[str, ...] = (),
 ) -> None:
     from tpulint.reporting import ReportOptions, render
     from tpulint.reporting.text import render_statistics, summary
@@ -309,6 +317,7 @@ def _emit(
         source_lookup=_source_lookup(stdin_text),
         scope=config.scope,
         outside_scope=outside,
+        scope_roots=roots,
     )
     if reporter.quiet >= 2:
         return
@@ -585,10 +594,20 @@ def _check(
         )
     for error in internal_errors:
         reporter.error(f"internal error in {error}")
+    roots = _left_out_by(config, diagnostics)
     diagnostics, outside = _scoped(config, diagnostics)
     if add_noqa:
         return _add_noqa(reporter, diagnostics, internal_errors)
-    _emit(reporter, config, diagnostics, files_checked, statistics, stdin_text, outside=outside)
+    _emit(
+        reporter,
+        config,
+        diagnostics,
+        files_checked,
+        statistics,
+        stdin_text,
+        outside=outside,
+        roots=roots,
+    )
     if internal_errors:
         return EXIT_ERROR
     if diagnostics and not exit_zero:
@@ -815,6 +834,7 @@ def _fix(
             {},
             summary_command="tpulint fix --apply",
             outside=outside,
+            roots=_left_out_by(config, run.diagnostics),
         )
     reporter.info(
         f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "

@@ -63,7 +63,9 @@ A finding is outside the scope, with the reason, when its code:
   which is in test code, or a module-level function only tests call, in a repository that
   trains; unresolved uses, configs, strings, text files, package exports, registries and
   subclasses that are not test-only keep it;
-- is not reached from the project's TPU entry points, when it has some;
+- is not reached from the project's TPU entry points, when it has some, or, in a project
+  (a repository) with none, from its training entry points on another accelerator or
+  "auto" (`_training_groups`): the scripts a port moves to the TPU;
 - is a module no script of its application imports (see `_unimported`), on any accelerator
   (the application holds the namespace folders beside its scripts' folder that they import
   from, and the packages there its repository does not distribute, with no `setup.py`,
@@ -91,6 +93,24 @@ DDP strategy, apex's AMP) do not. An entry point whose code tests, validates or 
 never fits (an evaluation script), or that takes an XLA device and never trains (no training
 loop, `backward`, optimizer step or `fit`: a demo, a self-test), reaches its code as inference.
 
+A project with no TPU entry point whose scripts train on another accelerator or on "auto"
+(`Trainer(accelerator="gpu", strategy="ddp")`, `gpus=2`, configs with `accelerator: gpu`)
+is being ported: the scripts that train it today are the ones the port moves to the TPU.
+Its entry points of another accelerator or "auto" are then the roots, exactly as TPU entry
+points are (evaluation scripts among them reach their code as inference), once one of them
+trains (a Trainer that fits, a LightningCLI, a Fabric loop that steps); its configs for
+another accelerator are its training configs and build their classes. Code they never
+reach (a policy only a data-collection script builds, a module only preprocessing uses, a
+notebook script) is "not reached from the training entry points (train.py)". Such roots
+are weaker evidence than a TPU's, so they only ever take code out: they claim only their
+applications' folders (`_application_folders`: not a package the repository distributes
+beside `examples/`), what they reach keeps the library's inference and epoch-end roles
+(`_role`), a module their scripts import that the call graph never loaded stays unknown
+(in scope), the classes of modules whose names reached code looks up at run time may all
+be built (`_looked_up`), and the group says nothing unless what its training roots alone
+reach shows what trains. Where TPU entry points exist, the scripts of another accelerator
+stay outside; a library with no training entry point keeps today's behaviour.
+
 Reach is followed call by call: a class is live once reached code builds it (or names it:
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
 the methods its framework calls are reached (Lightning's hooks, `forward`, dunders, and every
@@ -105,14 +125,17 @@ The entry points only speak for the code they could reach: the folders of the pa
 scripts they reach (and of the entry scripts themselves) and folders inside or around
 those. Code elsewhere (another project checked in the same run, Lightning's own source) is
 judged as a library with no entry point: in scope unless one of the other reasons holds.
+Each project's training entry points are a group of their own, claiming only their folders
+and dropped when their reach says nothing (`_informative`).
 
-Unimported modules are a separate, weaker question than the TPU reach, asked of training
-entry points of ANY accelerator: a module no script imports cannot run on any machine, so
-whether the scripts target TPUs does not matter. It is asked by imports only (not call by
-call: a GPU script's reach says nothing about what a TPU runs, but its imports do say what
-exists at run time), only inside the folder of a training script that sits in no package
-(an application: a library's package beside an `examples/` script, or a library module with
-a `__main__` demo, keeps today's behaviour), and not at all when the application imports by
+Unimported modules are a separate, weaker question than the reach, asked of training
+entry points of ANY accelerator, beside TPU entry points too: a module no script imports
+cannot run on any machine, so whether the scripts target TPUs does not matter. It is asked
+by imports only (not call by call: beside a TPU entry point, a GPU script's reach says
+nothing about what a TPU runs, but its imports do say what exists at run time), only
+inside the folder of a training script that sits in no package (an application: a library's
+package beside an `examples/` script, or a library module with a `__main__` demo, keeps
+today's behaviour), and not at all when the application imports by
 computed names or builds from configs the model has not seen.
 """
 
@@ -146,6 +169,7 @@ from tpulint.analysis.scope_facts import (
 )
 from tpulint.analysis.summary import ClassSummary, FunctionSummary, ModuleSummary
 from tpulint.analysis.text_reads import note
+from tpulint.datatypes.diagnostics import unreached_reason
 
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel, _Class, _Function
@@ -506,7 +530,13 @@ class ProjectScope:
         self._dirs: dict[str, str] = {}
         self._entries: list[Entry] = []
         self.claimed: list[str] = []  # folders the entry points speak for
-        self.reach: _State | None = None  # from the TPU entry points
+        # Each group of roots: the folders it claims, the files its reasons name,
+        # what they are ("TPU", or "training": a project with no TPU entry point,
+        # `_training_groups`), and what they reach.
+        self._groups: list[tuple[list[str], list[str], str, _State]] = []
+        # Modules a training group's scripts import that its reach did not load: unknown.
+        self._unsure: set[str] = set()
+        self.reach: _State | None = None  # from the entry points (TPU or training ones)
         self.library: _State | None = None  # every root of the rest of the project
         self._truths: dict[tuple[str, Any, str | None, int], Truth] = {}
         self._incomplete: dict[str, list[str] | None] = {}
@@ -525,8 +555,9 @@ class ProjectScope:
 
     @property
     def entries(self) -> list[Entry]:
-        """The TPU entry points whose reach is the scope (empty: the project is judged as a
-        library)."""
+        """The entry points whose reach is the scope: the TPU entry points, and the training
+        entry points of each project with none (`_training_groups`); empty: the project is
+        judged as a library."""
         self.compute()
         return self._entries
 
@@ -747,31 +778,126 @@ class ProjectScope:
         self.unbuilt = self._unbuilt(sites)
 
     def _compute_reach(self, sites: list[Entry]) -> None:
+        """The scope's roots and what they reach. The TPU entry points are the roots where a
+        project has some; a project (a repository) with none, whose scripts train on another
+        accelerator or on "auto" (`Trainer(accelerator="gpu")`, `gpus=2`, a LightningCLI
+        whose configs ask for GPUs), has its training entry points as roots instead: a port
+        to the TPU moves the scripts that train today, so what they never reach (a policy
+        only a data-collection script builds, a module only preprocessing uses) is not what
+        the port runs. Each group of roots must be informative (`_informative`) and speaks
+        only for the folders it claims (`_claims`); the rest is judged as a library."""
+        groups: list[tuple[dict[str, Entry], _State, list[str], str]] = []
         tpu = [s for s in sites if s.verdict == "tpu"]
-        if not tpu:
-            self.library = self._library_reach(set())
-            return
         roots = {root: site for site in tpu for root in self._entry_roots(site)}
-        if not roots:
-            self.library = self._library_reach(set())
-            return
-        reach = self._reach(roots)
-        if not self._informative(reach):
-            # The entry points build their model in a way the project does not show
-            # (a registry, a config read at run time): their reach says nothing.
-            self.library = self._library_reach(set())
-            return
-        claimed = self._claims(reach, roots)
-        auto = [s for s in sites if s.verdict == "auto" and self._claimed(s.path, claimed)]
-        more = {root: site for site in auto for root in self._entry_roots(site)}
-        if set(more) - set(roots):
-            roots.update(more)
-            reach = self._reach(roots)
+        reach = self._reach(roots) if roots else None
+        # The entry points build their model in a way the project does not show (a
+        # registry, a config read at run time): their reach says nothing.
+        if reach is not None and self._informative(reach):
             claimed = self._claims(reach, roots)
+            auto = [s for s in sites if s.verdict == "auto" and self._claimed(s.path, claimed)]
+            more = {root: site for site in auto for root in self._entry_roots(site)}
+            if set(more) - set(roots):
+                roots.update(more)
+                reach = self._reach(roots)
+                claimed = self._claims(reach, roots)
+            groups.append((roots, reach, claimed, "TPU"))
+        # The projects checked in the same run with no TPU entry point of their own.
+        others = [s for s in sites if not any(same_repository(s.path, t.path) for t in tpu)]
+        groups += self._training_groups(others, sites, [c for group in groups for c in group[2]])
+        if not groups:
+            self.library = self._library_reach()
+            return
+        roots = {root: site for group in groups for root, site in group[0].items()}
+        self._groups = [
+            (group[2], self._shown(group[0], group[3]), group[3], group[1]) for group in groups
+        ]
         self._entries = sorted(set(roots.values()), key=lambda e: (e.path, e.line))
-        self.reach = reach
-        self.claimed = claimed
-        self.library = self._library_reach(set(claimed))
+        self.reach = groups[0][1]
+        self.claimed = sorted({c for group in groups for c in group[2]})
+        self.library = self._library_reach()
+
+    def _shown(self, roots: dict[str, Entry], what: str) -> list[str]:
+        """The files a group's reasons name: a TPU group's entry points; a training group's
+        scripts that train (the file run, `train_seg.py`, not the helper module that builds
+        its Trainer; its evaluation scripts are roots too, of inference)."""
+        if what == "training":
+            return sorted(
+                {
+                    os.path.basename(root.rpartition(":")[0])
+                    for root, site in roots.items()
+                    if self._trains(site, root)
+                }
+            )
+        return sorted({os.path.basename(site.path) for site in roots.values()})
+
+    def _training_groups(
+        self, sites: list[Entry], every: list[Entry], taken: list[str]
+    ) -> list[tuple[dict[str, Entry], _State, list[str], str]]:
+        """The training entry points of each project (repository) among `sites` that has no
+        TPU entry point, as roots: every entry point of another accelerator or "auto"
+        (evaluation scripts among them reach their code as inference, `_reach`), when one of
+        them trains (a Trainer that fits, a LightningCLI, a Fabric loop that steps) and its
+        reach is informative. They claim the folders of their applications (`_applications`
+        of `every` site: the script's folder, a package inside it, the namespace folders and
+        undistributed packages beside it), not a package the repository distributes beside
+        an `examples/` folder, nor a folder a TPU group claims (`taken`)."""
+        by_project: dict[str, list[Entry]] = {}
+        for site in sites:
+            if site.verdict not in ("other", "auto") or _is_test_path(site.path):
+                continue
+            folder = os.path.dirname(os.path.abspath(site.path))
+            key = _repository_of(folder) or self.directory(site.path)
+            by_project.setdefault(key, []).append(site)
+        out: list[tuple[dict[str, Entry], _State, list[str], str]] = []
+        for key in sorted(by_project):
+            roots = {root: site for site in by_project[key] for root in self._entry_roots(site)}
+            if not any(self._trains(site, root) for root, site in roots.items()):
+                continue
+            reach = self._reach(roots, training=True)
+            if not self._informative(reach):
+                continue
+            # What the training ones reach must show what trains (an evaluation script that
+            # loads a known model says nothing about a model built from an unseen config).
+            training = {root: site for root, site in roots.items() if self._trains(site, root)}
+            if len(training) < len(roots) and not self._informative(
+                self._reach(training, training=True)
+            ):
+                continue
+            claimed = self._application_folders(every, roots)
+            if not claimed or any(_nested(c, t) for c in claimed for t in taken):
+                continue
+            # The modules the scripts import that the reach never loaded: an import the
+            # call graph does not resolve (a relative import above the package root) leaves
+            # what they hold unknown, not unreached.
+            scripts = {root.rpartition(":")[0] for root in roots}
+            if self._import_closure(scripts, set(claimed))[1]:
+                continue  # they import by computed names, or build what no config names
+            imported, _ = self._import_closure(scripts, set(claimed), configs=False)
+            self._unsure |= imported - reach.loaded
+            out.append((roots, reach, claimed, "training"))
+            taken = taken + claimed
+        return out
+
+    def _application_folders(self, sites: list[Entry], roots: dict[str, Entry]) -> list[str]:
+        """The folders of the applications (see `_unimported`) that hold these roots' scripts:
+        each application's folder, what its scripts import from beside it as part of it, and
+        the top-level folder that holds scripts importing from it (`_application_folder`)."""
+        scripts = {root.rpartition(":")[0] for root in roots}
+        out: set[str] = set()
+        for app, loaded, _, _ in self._applications(sites):
+            folders = self._app_folders.get(app, {app}) | {self._application_folder(app, loaded)}
+            if any(self._inside(script, folders) for script in scripts):
+                out |= folders
+        return sorted(out)
+
+    def _trains(self, site: Entry, root: str) -> bool:
+        """Whether an entry point trains from this root: a Trainer that fits (`fit`, `tune`),
+        a LightningCLI (its default subcommand fits), a Fabric loop that steps."""
+        if site.kind == "cli":
+            return True
+        if site.kind == "trainer":
+            return bool({"fit", "tune"} & (self._trainer_methods(root) or set()))
+        return not self._never_trains(root)
 
     def _informative(self, reach: _State) -> bool:
         """Whether the entry points' reach shows what trains: a LightningModule of the project
@@ -808,7 +934,47 @@ class ProjectScope:
         folder = self.directory(path)
         return any(folder == c or folder.startswith(c + os.sep) for c in claimed)
 
-    def _reach(self, roots: dict[str, Entry]) -> _State:
+    def _group_of(self, path: str) -> tuple[list[str], list[str], str, _State] | None:
+        """The group of roots that speaks for a module: a TPU group for the modules whose
+        import folder it claims (`_claims`), a training group for the modules inside its
+        applications' folders (`_application_folders`)."""
+        for group in self._groups:
+            folders, _, what, _ = group
+            if what == "TPU":
+                if self._claimed(path, folders):
+                    return group
+            elif self._inside(path, set(folders)) and path not in self._unsure:
+                return group
+        return None
+
+    def _is_claimed(self, path: str) -> bool:
+        return self.reach is not None and self._group_of(path) is not None
+
+    def _tpu_claimed(self, path: str) -> bool:
+        group = self._group_of(path) if self.reach is not None else None
+        return group is not None and group[2] == "TPU"
+
+    def _role(self, path: str, node: str) -> tuple[int, str | None]:
+        """The role of a node (TRAIN, EPOCH, INFER; 0: not reached) and why, in the state
+        that speaks for its module. Reached code of a training group keeps the library's
+        inference and epoch-end roles too (`_library_reach`): the call graph builds a metric
+        in `__init__` though only an epoch-end hook calls it, and its roots are the scripts
+        of another machine, not a TPU's, so they only ever take code out."""
+        group = self._group_of(path) if self.reach is not None else None
+        state = group[3] if group is not None else self.library
+        if state is None:
+            return 0, None
+        role, why = state.roles.get(node, 0), state.why.get(node)
+        if group is not None and group[2] == "training" and role and self.library is not None:
+            other = self.library.roles.get(node, 0)
+            if other and other < role:
+                role, why = other, self.library.why.get(node)
+        return role, why
+
+    def _reach(self, roots: dict[str, Entry], training: bool = False) -> _State:
+        """What the roots reach. `training`: they are the training entry points of a project
+        with no TPU entry point, whose configs for another accelerator are its training
+        configs (with TPU entry points, those configs are another machine's)."""
         state = _State()
         for root, site in roots.items():
             evaluates = self._evaluates_only(site, root)
@@ -821,14 +987,25 @@ class ProjectScope:
                 self._visit(state, root, INFER, why)
             else:
                 self._visit(state, root, TRAIN, "")
+        for site in {site for site in roots.values() if site.kind == "cli"}:
+            # A LightningCLI builds the classes it is given, or any subclass a config or the
+            # command line names (`--model.class_path`, subclass mode).
+            module = self.model.modules[site.path]
+            for key, qualified, *_ in module.scope.class_refs:
+                found = self.model.lookup(qualified, module) if key == site.key else None
+                if _is_class(found):
+                    for gkey in (found.gkey, *self.model.subclasses(found.gkey)):
+                        self._instantiate(state, gkey, TRAIN, "")
         self._drain(state)
+        if training:
+            self._looked_up(state)
         cli = any(site.kind == "cli" for site in roots.values())
         if self.model.configs and (cli or self._builds_from_configs(state)):
             # The classes the configs of the entry points' repositories name are built at run
-            # time (those of configs for another accelerator are not).
+            # time (those of configs for another accelerator are not, beside TPU entry points).
             scripts = [root.rpartition(":")[0] for root in roots]
             for config in self.model.configs:
-                if config.trainer == "other" or not any(
+                if (config.trainer == "other" and not training) or not any(
                     self._same_project(config.path, script) for script in scripts
                 ):
                     continue
@@ -841,6 +1018,40 @@ class ProjectScope:
                         self._visit(state, found.gkey, TRAIN, "")
             self._drain(state)
         return state
+
+    def _looked_up(self, state: _State) -> None:
+        """Build the classes of the modules whose names reached code looks up at run time
+        (`getattr(parts, key)()`, `globals()[name]`, `eval(text)`: the call graph does not see
+        which they build; `_unbuilt` tells those named nowhere), until no more are loaded."""
+        done: set[str] = set()
+        while True:
+            todo = sorted(path for path in state.loaded if path not in done)
+            if not todo:
+                return
+            for path in todo:
+                done.add(path)
+                module = self.model.modules.get(path)
+                if module is None or not module.scope.lookups:
+                    continue
+                targets: set[str] = set()
+                for lookup in module.scope.lookups:
+                    if lookup in ("", "*"):
+                        targets.add(path)
+                    if lookup == "*":
+                        for name in module.imports.values():
+                            found = self.model.lookup(name, module)
+                            if _is_class(found):
+                                self._instantiate(state, found.gkey, TRAIN, "")
+                            elif isinstance(found, ModuleSummary):
+                                targets.add(found.path)
+                    elif lookup not in ("", "^"):
+                        found = self.model.lookup(lookup.lstrip("~"), module)
+                        if isinstance(found, ModuleSummary):
+                            targets.add(found.path)
+                for gkey, cls in self.model.classes.items():
+                    if cls.module.path in targets:
+                        self._instantiate(state, gkey, TRAIN, "")
+            self._drain(state)
 
     def _evaluates_only(self, site: Entry, root: str) -> str | None:
         """The Trainer method (`test`, `validate`, `predict`) an entry point runs when it only
@@ -972,7 +1183,18 @@ class ProjectScope:
         self._visit(state, module_node(path), TRAIN, "")
         for kind, name in module.scope.registered:
             if kind == "function":
-                self._visit(state, f"{path}:{name}", TRAIN, "")
+                # A CLI command that tests, validates or predicts and never fits (`predict`
+                # beside `train` in a click group) runs its code as inference.
+                node = f"{path}:{name}"
+                methods = self._trainer_methods(node) if name in module.scope.commands else None
+                evaluates = next(
+                    (m for m in ("test", "validate", "predict") if m in (methods or ())), None
+                )
+                if methods is not None and evaluates and not methods & {"fit", "tune"}:
+                    why = f"`trainer.{evaluates}` in {os.path.basename(path)}, which never fits"
+                    self._visit(state, node, INFER, why)
+                else:
+                    self._visit(state, node, TRAIN, "")
             else:
                 self._instantiate(state, f"{self.model.prefix(module)}.{name}", TRAIN, "")
 
@@ -1865,12 +2087,15 @@ class ProjectScope:
         folder = os.path.dirname(os.path.abspath(path))
         return any(folder == f or folder.startswith(f + os.sep) for f in folders)
 
-    def _import_closure(self, roots: set[str], apps: set[str]) -> tuple[set[str], bool]:
+    def _import_closure(
+        self, roots: set[str], apps: set[str], configs: bool = True
+    ) -> tuple[set[str], bool]:
         """The modules the roots import, directly or not (with the packages holding them),
         and whether any of them imports by a computed name or builds from configs that name
         none of the application's classes. A name the project model cannot resolve that
         names a folder or file of the application (a `sys.path` insert before `import
-        pointnet2_utils`) loads every module it may be."""
+        pointnet2_utils`) loads every module it may be. `configs`: the modules of the classes
+        the application's configs name are loaded too."""
         # Every dotted tail of an application module's path (`pointnet2_utils`,
         # `pointnet2.pointnet2_utils`): what an import the model cannot resolve may name.
         by_tail: dict[str, list[str]] = {}
@@ -1895,7 +2120,7 @@ class ProjectScope:
                 queue.append(path)
 
         configured = False
-        for config in self.model.configs:
+        for config in self.model.configs if configs else ():
             if not self._inside(config.path, apps):
                 continue
             for _, name in config.classes:
@@ -1966,7 +2191,7 @@ class ProjectScope:
 
     # --- the library (no entry point) ------------------------------------------------------
 
-    def _library_reach(self, claimed: set[str]) -> _State:
+    def _library_reach(self) -> _State:
         """Roles in the modules no entry point speaks for. Everything there may run (a
         library's users call what they like), except what only inference or the end of an
         epoch reaches: the functions reached from the inference roots (predict hooks,
@@ -1974,10 +2199,10 @@ class ProjectScope:
         `on_fit_end`, EPOCH) that no other code calls, with the classes only those functions
         build. Only those get a role; the rest is in scope."""
         state = _State()
-        claimed_list = sorted(claimed)
 
         def unclaimed(path: str) -> bool:
-            return not claimed_list or not self._claimed(path, claimed_list)
+            # A training group's modules keep their library roles (see `_role`).
+            return not self._tpu_claimed(path)
 
         roots: dict[str, tuple[int, str]] = {}
         for path, module in self.model.modules.items():
@@ -3534,9 +3759,11 @@ class ProjectScope:
         """Every scope fact the findings of `module` are marked with (for the result cache)."""
         self.compute()
         path = module.path
-        claimed = self.reach is not None and self._claimed(path, self.claimed)
-        state = self.reach if claimed else self.library
-        parts = [f"c{int(claimed)}", self._unreached() if claimed else ""]
+        group = self._group_of(path) if self.reach is not None else None
+        claimed = group is not None
+        state = group[3] if group is not None else self.library
+        parts = [f"c{int(claimed)}", self._unreached(path) if claimed else ""]
+        parts.append(str(path in self._unsure))
         parts.append(self.unimported.get(path, ""))
         # The classes of the file nothing builds: a shell script naming one changes no reach.
         parts += sorted(
@@ -3548,9 +3775,8 @@ class ProjectScope:
         if state is not None:
             parts.append(f"l{int(path in state.loaded)}")
             for fn in module.functions:
-                node = f"{path}:{fn.key}"
-                role = state.roles.get(node, 0)
-                parts.append(f"{fn.key}={role}:{state.why.get(node, '')}")
+                role, why = self._role(path, f"{path}:{fn.key}")
+                parts.append(f"{fn.key}={role}:{why or ''}")
         for region in module.scope.regions:
             key = region[0]
             region_fn = self.model.functions.get(f"{path}:{key}") if key else None
@@ -3660,8 +3886,12 @@ class ProjectScope:
         if tests is not None:
             return tests
         node = fn.gkey if fn is not None else module_node(path)
-        claimed = self.reach is not None and self._claimed(path, self.claimed)
-        if not claimed and path in self.unimported:
+        group = self._group_of(path) if self.reach is not None else None
+        claimed = group is not None
+        # A training group's "not reached" says less than that nothing imports or builds
+        # the code (both hold on any accelerator): those reasons come first there.
+        training = group is not None and group[2] == "training"
+        if (not claimed or training) and path in self.unimported:
             return self.unimported[path]
         if fn is not None:
             only = self._test_only_reason(fn)
@@ -3675,26 +3905,26 @@ class ProjectScope:
                 (self.unbuilt[g] for g in self._enclosing_classes(fn.owner) if g in self.unbuilt),
                 None,
             )
-        state = self.reach if claimed else self.library
+        state = group[3] if group is not None else self.library
         if state is None:
             return unbuilt
-        role = state.roles.get(node, 0)
+        role, why = self._role(path, node)
         if fn is None:
             if claimed and path not in state.loaded:
-                return self._unreached()
+                return self._unreached(path)
             return None
-        if role == TRAIN:
+        if role == TRAIN or (unbuilt is not None and training):
             return unbuilt
         if role == INFER:
             if not per_step:
                 return unbuilt
-            return _inference_reason(state.why.get(node, "inference code"))
+            return _inference_reason(why or "inference code")
         if role == EPOCH:
             if not per_step or is_end_hook(fn.summary.name):
                 return unbuilt  # the hook's own code: its rules know it runs once per epoch
-            return f"once per epoch (reached only from {state.why.get(node, 'an epoch-end hook')})"
+            return f"once per epoch (reached only from {why or 'an epoch-end hook'})"
         if claimed:
-            return self._unreached()
+            return self._unreached(path)
         return unbuilt
 
     def _test_only_reason(self, fn: _Function) -> str | None:
@@ -3755,9 +3985,7 @@ class ProjectScope:
             for where, node in index.get(flag, ()):
                 if not self._same_project(where, path):
                     continue  # another project's flag of the same name
-                claimed = self.reach is not None and self._claimed(where, self.claimed)
-                state = self.reach if claimed else self.library
-                if state is None or state.roles.get(node, 0) not in (INFER, EPOCH):
+                if self._role(where, node)[0] not in (INFER, EPOCH):
                     return True
         return False
 
@@ -3818,10 +4046,12 @@ class ProjectScope:
         verdicts = {launch[1] for launch in module.scope.launches if launch[0] == "trainer"}
         return bool(verdicts) and verdicts == {"other"}
 
-    def _unreached(self) -> str:
-        names = sorted({os.path.basename(e.path) for e in self.entries})
-        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-        return f"not reached from the TPU entry points ({shown})"
+    def _unreached(self, path: str) -> str:
+        """Why claimed code the roots do not reach is out, naming the roots of its group."""
+        group = self._group_of(path)
+        if group is not None:
+            return unreached_reason(group[2], group[1])
+        return unreached_reason("TPU", sorted({os.path.basename(e.path) for e in self._entries}))
 
     def _kernel(self, fn: _Function) -> str | None:
         current: _Function | None = fn

@@ -7,6 +7,8 @@ parallel runner), are stored in the cache, and are what every reporter renders.
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -161,7 +163,8 @@ class Diagnostic:
     # project model digests per file): a cached copy is valid only for the same project.
     project_dependent: bool = field(default=False, compare=False)
     # Why the code is outside the default scope (it never trains on a TPU: a CUDA-only
-    # branch, inference, unreached from the TPU entry points), or None when it is inside.
+    # branch, inference, unreached from the entry points: `unreached_reason`), or None when
+    # it is inside.
     scope: str | None = field(default=None, compare=False)
     # The other places of the same problem (one problem, one finding).
     related: tuple[RelatedLocation, ...] = field(default=(), compare=False)
@@ -231,3 +234,25 @@ class Diagnostic:
             scope=data.get("scope"),
             related=tuple(RelatedLocation.from_json(r) for r in data.get("related", ())),
         )
+
+
+def unreached_reason(roots: str, names: Sequence[str]) -> str:
+    """The scope reason of code the scope's roots do not reach: `roots` says what they are
+    ("TPU": the project's TPU entry points; "training": the scripts that train today on
+    another accelerator, in a project with no TPU entry point), `names` their files."""
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return f"not reached from the {roots} entry points ({shown})"
+
+
+_UNREACHED = re.compile(r"not reached from the (\w+) entry points \((.+)\)\Z")
+
+
+def scope_roots(reasons: Iterable[str | None]) -> tuple[str, ...]:
+    """The roots the `unreached_reason`s among `reasons` name, each once, sorted: `("the
+    training entry points (train.py)",)` (a run may check several projects)."""
+    found = set()
+    for reason in reasons:
+        match = _UNREACHED.fullmatch(reason or "")
+        if match is not None:
+            found.add(f"the {match.group(1)} entry points ({match.group(2)})")
+    return tuple(sorted(found))

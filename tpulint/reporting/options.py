@@ -16,3 +16,6 @@ class ReportOptions:
     source_lookup: Callable[[str], str | None] | None = None
     scope: str = "tpu"  # the scope the findings were chosen by (tpulint.analysis.scope)
     outside_scope: int = 0  # findings the scope left out
+    # The roots that left some of them out as unreached (`scope_roots`): "the training entry
+    # points (train.py)" when a project with no TPU entry point is scoped by its scripts.
+    scope_roots: tuple[str, ...] = ()

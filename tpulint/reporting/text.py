@@ -86,8 +86,19 @@ def _outside(options: ReportOptions) -> str:
     if not count:
         return ""
     noun = "finding" if count == 1 else "findings"
-    return (
-        f"{count} more {noun} in code that does not train on a TPU (CUDA-only branches, "
-        "inference and test-only code, code no training script reaches) not shown: `--scope all` "
-        "shows them.\n"
+    roots = options.scope_roots
+    reach = (
+        "code not reached from " + " or ".join(roots)
+        if roots
+        else "code no training script reaches"
     )
+    text = (
+        f"{count} more {noun} in code that does not train on a TPU (CUDA-only branches, "
+        f"inference and test-only code, {reach}) not shown: `--scope all` shows them.\n"
+    )
+    if any(root.startswith("the training ") for root in roots):
+        text += (
+            "With no TPU entry point in its project, the scope follows the scripts that train it "
+            "today (on any accelerator): the ones a port moves to the TPU.\n"
+        )
+    return text
