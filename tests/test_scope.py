@@ -405,6 +405,39 @@ class TreeDecoder(torch.nn.Module):
     assert reason is not None and "`dgl.unbatch` (DGL" in reason, reason
 
 
+@pytest.mark.parametrize(
+    ("imports", "call", "named"),
+    [
+        # NVIDIA Warp: kernels on its "cpu" and "cuda:i" devices only
+        ("import warp as wp", "wp.from_torch(points)", "`warp.from_torch` (NVIDIA Warp"),
+        # a package of Warp kernels (NVIDIA ALCHEMI Toolkit-Ops)
+        (
+            "from nvalchemiops.neighborlist import cell_list",
+            "cell_list(points, 2.0)",
+            "`nvalchemiops.neighborlist.cell_list` (NVIDIA ALCHEMI",
+        ),
+    ],
+)
+def test_a_function_on_warp_kernels_cannot_run_on_xla(
+    tmp_path: Path, imports: str, call: str, named: str
+) -> None:
+    """Warp's devices are the CPU and CUDA GPUs: a neighbour search on its kernels cannot
+    take XLA tensors, so the function that calls one on every run is off the TPU path."""
+    text = f"""\
+{imports}
+
+
+def pair_search(points, cutoff):
+    found = {call}
+    if torch.any(points > cutoff):  # pairs marker
+        return found
+    return None
+"""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    reason = reason_at(model, tmp_path, "m.py", "torch.any(points")
+    assert reason is not None and named in reason, reason
+
+
 # --- inference, kernels, dead hooks (no entry point: a library) --------------------------------
 
 
@@ -3158,6 +3191,64 @@ def test_a_class_named_only_where_the_code_never_runs_is_out(tmp_path: Path) -> 
 )
 def test_a_class_that_may_be_built_keeps_its_methods(tmp_path: Path, old: str, new: str) -> None:
     model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION.replace(old, new)})
+    assert reason_at(model, tmp_path, "m.py", "self.ready.item()") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a name the scope binds only to the literal passes that literal
+        (
+            "        self.critic = Critic(8, scaled_norm=False)",
+            "        scaled = False\n        self.critic = Critic(8, scaled_norm=scaled)",
+        ),
+        # a spread of a dict whose keys are known passes only those keys
+        (
+            "        self.critic = Critic(8, scaled_norm=False)",
+            '        opts = {"channels": 8}\n        opts["channels"] = 16\n'
+            "        self.critic = Critic(**opts)",
+        ),
+        (
+            "        self.critic = Critic(8, scaled_norm=False)",
+            '        opts = {"channels": 8, "scaled_norm": False}\n'
+            "        self.critic = Critic(**opts)",
+        ),
+    ],
+)
+def test_a_literal_name_or_a_dict_of_known_keys_passes_what_it_holds(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION.replace(old, new)})
+    assert reason_at(model, tmp_path, "m.py", "self.ready.item()") == (
+        "its class is built only where the code never runs: in the `else` of `if not scaled_norm`"
+    )
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        # bound to another value too, or in a loop
+        "        scaled = False\n        if batch_norm_off():\n            scaled = True\n"
+        "        self.critic = Critic(8, scaled_norm=scaled)",
+        "        for scaled in (False, True):\n"
+        "            self.critic = Critic(8, scaled_norm=scaled)",
+        "        scaled = False\n        scaled |= batch_norm_off()\n"
+        "        self.critic = Critic(8, scaled_norm=scaled)",
+        # a dict whose keys may change: a method call, a computed key, handed on
+        '        opts = {"channels": 8}\n        opts.update(scaled_norm=batch_norm_off())\n'
+        "        self.critic = Critic(**opts)",
+        '        opts = {"channels": 8}\n        opts[batch_norm_off()] = True\n'
+        "        self.critic = Critic(**opts)",
+        '        opts = {"channels": 8}\n        fill(opts)\n        self.critic = Critic(**opts)',
+        '        opts = {"channels": 8}\n        opts["scaled_norm"] = batch_norm_off()\n'
+        "        self.critic = Critic(**opts)",
+    ],
+)
+def test_a_name_or_dict_that_may_hold_more_keeps_the_class(tmp_path: Path, new: str) -> None:
+    text = _NORM_OPTION.replace("        self.critic = Critic(8, scaled_norm=False)", new)
+    text += "\n\ndef batch_norm_off():\n    return torch.rand(1).item() > 0.5\n"
+    text += '\n\ndef fill(opts):\n    opts["scaled_norm"] = True\n'
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
     assert reason_at(model, tmp_path, "m.py", "self.ready.item()") is None
 
 

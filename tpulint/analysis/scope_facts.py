@@ -63,6 +63,7 @@ from typing import Any
 
 from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS, no_tpu_package
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.python_ast import constant_names
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
 
@@ -526,6 +527,14 @@ class _Walker:
         # ... and its parameters that default to a string, never reassigned (`mode="gpu"`):
         # `if mode == "cpu":` depends only on what the calls pass.
         self._string_params: list[dict[str, str]] = []
+        # The scopes around the code being walked, innermost last (the module, classes,
+        # functions): the names each binds, those it binds only to one literal
+        # (python_ast.constant_names), and whether it is a class body (which the functions
+        # in it do not see). `Block(use_norm=use_norm)` after `use_norm = False` passes False.
+        # ... and the dicts of known keys it binds (`Net(**opts)` passes exactly their keys).
+        self._constant_scopes: list[
+            tuple[frozenset[str], dict[str, object], dict[str, dict[str, list[ast.expr]]], bool]
+        ] = []
         # The names bound by the `except ... as e:` handlers around the code being walked:
         # `"CUDA out of memory" in str(e)` is false on a TPU.
         self._exceptions: list[str] = []
@@ -655,7 +664,16 @@ class _Walker:
                         elif isinstance(item, ast.stmt):
                             stack.append(item)
         self.kernel_aliases = self.module_kernel_aliases(tree)
+        bound, constants, dicts = constant_names(tree.body, uses=tree)
+        if constants:
+            # a function's `global name` may rebind a module's name anywhere
+            declared = {
+                n for node in ast_walk(tree) if isinstance(node, ast.Global) for n in node.names
+            }
+            constants = {k: v for k, v in constants.items() if k not in declared}
+        self._constant_scopes.append((bound, constants, dicts, False))
         self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
+        self._constant_scopes.pop()
         self.kernels_built_by_call(tree)
         facts = self.facts
         facts.strings = sorted(self._strings)
@@ -1058,12 +1076,23 @@ class _Walker:
                 self.expression(child, key, imports, local)
 
     def construction(self, node: ast.Call, qualified: str, key: str) -> None:
-        """Record a call of a class-like name with what it passes (ScopeFacts.constructions)."""
-        spread = any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        )
+        """Record a call of a class-like name with what it passes (ScopeFacts.constructions).
+        A spread of a dict of known keys (`Net(**opts)`, `opts = {"depth": 3}`) passes those
+        keys."""
+        spread = any(isinstance(a, ast.Starred) for a in node.args)
         positional = [self._argument_code(a) for a in node.args]
-        keywords = {k.arg: self._argument_code(k.value) for k in node.keywords if k.arg}
+        keywords: dict[str, Any] = {}
+        for k in node.keywords:
+            if k.arg:
+                keywords[k.arg] = self._argument_code(k.value)
+                continue
+            known = self._known_keys(k.value)
+            if known is None:
+                spread = True
+                continue
+            for name, values in known.items():
+                codes = [self._argument_code(v) for v in values]
+                keywords[name] = codes[0] if all(c == codes[0] for c in codes) else "v"
         self.facts.constructions.append([key, qualified, positional, keywords, spread])
 
     def _argument_code(self, value: ast.expr) -> Any:
@@ -1071,6 +1100,9 @@ class _Walker:
             value.value is None or isinstance(value.value, (bool, str))
         ):
             return ["l", value.value]
+        constant = self._constant(value)
+        if constant is not _NO_CONSTANT and (constant is None or isinstance(constant, (bool, str))):
+            return ["l", constant]
         if _self_attribute(value):
             return ["a", value.attr]  # type: ignore[attr-defined]
         if isinstance(value, ast.Name) and self._none_params and self._functions:
@@ -1080,6 +1112,30 @@ class _Walker:
             ):
                 return ["f", self._functions[-1][0], value.id, default]
         return "v"
+
+    def _constant(self, value: ast.expr) -> object:
+        """The literal a name holds wherever it is read, when the scope it resolves to binds
+        it only to that literal (`_constant_scopes`); `_NO_CONSTANT` otherwise."""
+        if not isinstance(value, ast.Name):
+            return _NO_CONSTANT
+        for depth, (bound, constants, _, is_class) in enumerate(reversed(self._constant_scopes)):
+            if is_class and depth:
+                continue  # a class body's names are not a method's
+            if value.id in bound:
+                return constants.get(value.id, _NO_CONSTANT)
+        return _NO_CONSTANT
+
+    def _known_keys(self, value: ast.expr) -> dict[str, list[ast.expr]] | None:
+        """The keys a spread `**opts` passes, with what each may hold, when `opts` is a dict
+        of known keys of the scope it resolves to (python_ast.known_key_dicts)."""
+        if not isinstance(value, ast.Name):
+            return None
+        for depth, (bound, _, dicts, is_class) in enumerate(reversed(self._constant_scopes)):
+            if is_class and depth:
+                continue
+            if value.id in bound:
+                return dicts.get(value.id)
+        return None
 
     def config_default(
         self, targets: list[ast.expr], value: ast.expr | None, imports: dict[str, str]
@@ -1274,7 +1330,9 @@ class _Walker:
         self._string_params.append(_string_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
         own_imports = dict(imports)
+        self._constant_scopes.append((*constant_names(node.body, tuple(local), node), False))
         self.body(node.body, key, own_imports, local, klass, inner_truths)
+        self._constant_scopes.pop()
         self.sure_calls(node, key, own_imports, local, klass)
         self._top_level.pop()
         self._none_params.pop()
@@ -1368,7 +1426,9 @@ class _Walker:
                 value = code[1] if isinstance(code, list) else "?"
                 if value not in defaults:
                     defaults.append(value)
+        self._constant_scopes.append((*constant_names(node.body), True))  # (no dicts read)
         self.body(node.body, outer, imports, set(), qualname, [{}])
+        self._constant_scopes.pop()
 
     # --- expressions -----------------------------------------------------------------------
 
@@ -1566,6 +1626,9 @@ class _Walker:
         key, parameter, default]` for a flag parameter of the calling function passed on
         (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`)."""
         code = _literal_code(value)
+        constant = self._constant(value)
+        if code == "v" and constant is not _NO_CONSTANT:
+            return ["l", constant]
         if code == "v":
             forwarded = self._argument_code(value)
             if isinstance(forwarded, list) and forwarded[0] == "f":
@@ -2298,6 +2361,7 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 # (`if length is None: length = x.size(-1)`): it is not None after that test if every
 # call passes one, and unknown otherwise.
 _FILLED = "filled"
+_NO_CONSTANT = object()  # a name that holds no one literal (ScopeWalker._constant)
 
 
 def _literal_default_params(
