@@ -46,7 +46,9 @@ name]` (`self.<name> is not None` of an attribute assigned only from None-defaul
 parameters: what the constructions pass), `["option", name]` (`self.cfg.<name>`,
 `config["<name>"]`: what the project's config classes and files set it to; `["option", name,
 literal]` for `cfg.<name> == literal`), `["attr_option", name, literal]` (`self.<name> ==
-literal` of an attribute that may read an option: decided when every assignment does).
+literal` of an attribute that may read an option: decided when every assignment does);
+stored in an attribute, `["fit_stage", key]` is the stage `setup(self, stage)` was given
+(`self.stage = stage`): "fit" in a training run, so `self.stage == "validate"` is false there.
 `"CUDA out of
 memory" in str(e)` of an error a handler caught is False; the body of `except
 torch.cuda.OutOfMemoryError:` is a region ("except") that never runs.
@@ -468,7 +470,16 @@ def informative(truth: Truth) -> bool:
     if isinstance(truth, bool):
         return True
     if isinstance(truth, list):
-        if truth[0] in ("attr", "attr_passed", "glob", "flag", "equals", "option", "attr_option"):
+        if truth[0] in (
+            "attr",
+            "attr_passed",
+            "glob",
+            "flag",
+            "equals",
+            "option",
+            "attr_option",
+            "fit_stage",
+        ):
             return True
         if truth[0] in ("and", "or", "not"):
             return any(informative(t) for t in truth[1:])
@@ -586,6 +597,7 @@ class _Walker:
             or bool(self._string_params and self._string_params[-1].keys() & _names_in([test]))
             or bool(self._exceptions and "CUDA" in self.source(test).upper())
             or _option_reads(test)
+            or _stage_compare(test)
             or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
         )
 
@@ -1257,6 +1269,8 @@ class _Walker:
                     if key and key.split("#", 1)[0].rsplit(".", 1)[-1] != "__init__":
                         setters = self.facts.setters.setdefault(klass, {})
                         setters.setdefault(target.attr, []).append([key, truth])
+                elif self._setup_stage(value, key):
+                    truth = ["fit_stage", key]  # `self.stage = stage` in `setup(self, stage)`
                 self.facts.attributes.setdefault(klass, {}).setdefault(target.attr, []).append(
                     truth
                 )
@@ -2235,7 +2249,10 @@ class _Walker:
                     # `cfg["loss"]["kind"] == "focal"`: what the configs set it to
                     result = ["option", name, other.value]
                     return _not(result) if unequal else result
-                if _self_attribute(read) and read.attr in self.flag_attributes:  # type: ignore[attr-defined]
+                if _self_attribute(read) and (
+                    read.attr in self.flag_attributes  # type: ignore[attr-defined]
+                    or other.value in _TRAINER_FUNCTIONS
+                ):
                     # `self.kind == "l2"` of `self.kind = cfg["kind"]`: the same, if every
                     # assignment of the attribute reads an option (ProjectScope)
                     result = ["attr_option", read.attr, other.value]  # type: ignore[attr-defined]
@@ -2248,6 +2265,32 @@ class _Walker:
                 limit = right.value if isinstance(op, ast.Gt) else right.value - 1
                 return False if limit >= 0 else None
         return None
+
+    def _setup_stage(self, value: ast.expr, key: str) -> bool:
+        """Whether `value`, in the function `key`, is the stage a `setup(self, stage)` method
+        was given (`stage`, or `"fit" if stage is None else stage`): Lightning calls a
+        module's `setup` with the name of the Trainer's function, "fit" in a training run
+        (ProjectScope decides whose `setup` it is)."""
+        if not self._functions or self._functions[-1][0] != key:
+            return False
+        params = self._functions[-1][1]
+        if key.split("#", 1)[0].rsplit(".", 1)[-1] != "setup" or len(params) < 2:
+            return False
+        stage = params[1]
+        if isinstance(value, ast.IfExp):
+            parts = [value.body, value.orelse]
+            if not any(isinstance(p, ast.Name) and p.id == stage for p in parts):
+                return False
+            return all(
+                (isinstance(p, ast.Name) and p.id == stage)
+                or (isinstance(p, ast.Constant) and p.value == "fit")
+                for p in parts
+            )
+        return (
+            isinstance(value, ast.Name)
+            and value.id == stage
+            and not (self._string_params and stage in self._string_params[-1])
+        )
 
     def string_param_compare(self, param: ast.expr, other: ast.expr) -> Truth:
         """`mode == "cpu"` of a parameter of the function being walked that defaults to a
@@ -2461,6 +2504,23 @@ def _option_reads(node: ast.expr) -> bool:
             return True
         if isinstance(child, ast.Subscript) and _config_receiver(child.value):
             return True
+    return False
+
+
+# The names of Lightning's Trainer functions (`TrainerFn`), which its `setup(stage)` hooks get.
+_TRAINER_FUNCTIONS = frozenset({"fit", "validate", "test", "predict"})
+
+
+def _stage_compare(test: ast.expr) -> bool:
+    """Whether a test compares an attribute of `self` with the name of a Trainer function
+    (`self.stage == "validate"`: the stage `setup` stored, decided by ProjectScope)."""
+    for node in ast_walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            sides = (node.left, node.comparators[0])
+            if any(_self_attribute(s) for s in sides) and any(
+                isinstance(s, ast.Constant) and s.value in _TRAINER_FUNCTIONS for s in sides
+            ):
+                return True
     return False
 
 
