@@ -3347,6 +3347,9 @@ def test_a_literal_name_or_a_dict_of_known_keys_passes_what_it_holds(
         "            self.critic = Critic(8, scaled_norm=scaled)",
         "        scaled = False\n        scaled |= batch_norm_off()\n"
         "        self.critic = Critic(8, scaled_norm=scaled)",
+        # a comprehension's own variable of the same name
+        "        scaled = False\n"
+        "        self.critic = [Critic(8, scaled_norm=scaled) for scaled in (True,)][0]",
         # a dict whose keys may change: a method call, a computed key, handed on
         '        opts = {"channels": 8}\n        opts.update(scaled_norm=batch_norm_off())\n'
         "        self.critic = Critic(**opts)",

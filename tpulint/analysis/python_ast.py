@@ -133,7 +133,13 @@ def constant_names(
     while todo:
         node = todo.pop()
         if isinstance(node, _SCOPES):
-            if not isinstance(node, ast.Lambda):
+            if isinstance(node, ast.Lambda):
+                # its parameters shadow the scope's names in its body: none is constant
+                arguments = node.args
+                for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+                    bound.add(arg.arg)
+                    other.add(arg.arg)
+            else:
                 bound.add(node.name)
                 other.add(node.name)
                 todo.extend(node.decorator_list)
@@ -179,9 +185,10 @@ def constant_names(
         elif isinstance(node, ast.match_case):
             bind(node.pattern)
         elif isinstance(node, _COMPREHENSIONS):
-            # only a walrus in it binds here; its loop variables are its own
+            # only a walrus in it binds here; its loop variables are its own, but they
+            # shadow the scope's names inside it: none of those names is constant
             for child in walk(node):
-                if isinstance(child, ast.NamedExpr):
+                if isinstance(child, ast.NamedExpr | ast.comprehension):
                     bind(child.target)
             continue
         todo.extend(iter_child_nodes(node))

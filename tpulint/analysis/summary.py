@@ -1667,17 +1667,6 @@ class _Summarizer(ValueEvaluator):
             argument = node.args[0] if node.args else None
         if argument is None:
             return None
-        named = argument
-        if (
-            isinstance(argument, ast.Call)
-            and self.qualify(dotted(argument.func) or "", scope.imports) == "torch.device"
-            and argument.args
-        ):
-            named = argument.args[0]  # `torch.device("cuda")`: the device it names
-        if isinstance(named, ast.Constant) and isinstance(named.value, str):
-            name = named.value.split(":", 1)[0]
-            if name in ("cuda", "mps"):
-                return ["cuda"]
         if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
             name = argument.value.split(":", 1)[0]
             if name in ("cuda", "mps"):
