@@ -3445,6 +3445,8 @@ def test_a_branch_on_the_stage_setup_stored_is_off_in_training(tmp_path: Path) -
         ),
         # not the stage parameter
         ("lit/base.py", "if stage is None else stage", 'if stage is None else "validate"'),
+        # a script that tests after fitting: `setup("test")` on the same TPU
+        ("lit/model.py", 'self.phase == "validate"', 'self.phase == "test"'),
     ],
 )
 def test_a_stage_attribute_set_otherwise_keeps_its_branch(
@@ -3453,6 +3455,11 @@ def test_a_stage_attribute_set_otherwise_keeps_its_branch(
     files = dict(_STAGE_FILES)
     assert old in files[path]
     files[path] = files[path].replace(old, new)
+    files["train.py"] = files["train.py"].replace(
+        '            L.Trainer(accelerator="tpu").fit(model)\n',
+        '            trainer = L.Trainer(accelerator="tpu")\n'
+        "            trainer.fit(model)\n            trainer.test(model)\n",
+    )
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "lit/model.py", "out.argmax(-1).cpu()") is None
 

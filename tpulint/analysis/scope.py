@@ -1245,7 +1245,7 @@ class ProjectScope:
                         out.add(found.gkey)
         return out
 
-    def _data_node(self, node: str, functions: bool = True) -> bool:
+    def _data_node(self, node: str) -> bool:
         """Whether a function is code of the data pipeline: a method of a Dataset, a
         DataModule, a sampler or a collator (or of a data transform being decided), a collate
         function, a function only such code calls (`_data_functions`), or a function nested
@@ -1257,7 +1257,7 @@ class ProjectScope:
                 return self._data_class(fn.owner) or fn.owner in so_far
             if "collate" in fn.summary.name.lower():
                 return True
-            if functions and fn.gkey in self._data_functions():
+            if fn.gkey in self._data_functions():
                 return True
             parent = fn.summary.parent
             fn = self.model.functions.get(f"{fn.module.path}:{parent}") if parent else None
@@ -2699,7 +2699,10 @@ class ProjectScope:
             stored = self._attribute_stores(value[1], owner)
             if stored and all(self._fit_stage(t, m, g) for t, m, g in stored):
                 # `self.stage == "validate"` of `self.stage = stage` in `setup`: "fit" in
-                # training (Lightning's Trainer.fit calls `setup(stage="fit")`)
+                # training (Lightning's Trainer.fit calls `setup(stage="fit")`); a script
+                # that tests after fitting runs `setup("test")` on the same TPU
+                if value[2] == "test" and self._tests_in_fit_run(module.path):
+                    return None
                 return value[2] == "fit"
             if not stored or not all(
                 isinstance(t, list) and len(t) == 2 and t[0] == "option" for t, _, _ in stored
