@@ -1143,11 +1143,14 @@ class ProjectScope:
                     if _is_class(found):
                         candidates.add(found.gkey)
         out: set[str] = set()
-        self.__dict__["_data_modules_so_far"] = out
         models = set(model_named)
         on_device = self._device_batch_transforms()
+        tried: set[str] = set()
         while candidates:
-            for gkey in candidates:
+            tried |= candidates
+            # the data modules of the rounds before (not of this one: no order dependence)
+            self.__dict__["_data_modules_so_far"] = frozenset(out)
+            for gkey in sorted(candidates):
                 if not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
                     continue
                 if gkey in model_named or self._model_evidence(gkey):
@@ -1163,7 +1166,7 @@ class ProjectScope:
                 found
                 for gkey in out
                 for found in self._classes_named_by_methods(self.model.classes[gkey])
-                if found not in out and found not in models
+                if found not in tried
             }
         self.__dict__.pop("_data_modules_so_far", None)
         out |= self._data_families(out, models)
