@@ -405,6 +405,39 @@ class TreeDecoder(torch.nn.Module):
     assert reason is not None and "`dgl.unbatch` (DGL" in reason, reason
 
 
+@pytest.mark.parametrize(
+    ("imports", "call", "named"),
+    [
+        # NVIDIA Warp: kernels on its "cpu" and "cuda:i" devices only
+        ("import warp as wp", "wp.from_torch(points)", "`warp.from_torch` (NVIDIA Warp"),
+        # a package of Warp kernels (NVIDIA ALCHEMI Toolkit-Ops)
+        (
+            "from nvalchemiops.neighborlist import cell_list",
+            "cell_list(points, 2.0)",
+            "`nvalchemiops.neighborlist.cell_list` (NVIDIA ALCHEMI",
+        ),
+    ],
+)
+def test_a_function_on_warp_kernels_cannot_run_on_xla(
+    tmp_path: Path, imports: str, call: str, named: str
+) -> None:
+    """Warp's devices are the CPU and CUDA GPUs: a neighbour search on its kernels cannot
+    take XLA tensors, so the function that calls one on every run is off the TPU path."""
+    text = f"""\
+{imports}
+
+
+def pair_search(points, cutoff):
+    found = {call}
+    if torch.any(points > cutoff):  # pairs marker
+        return found
+    return None
+"""
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    reason = reason_at(model, tmp_path, "m.py", "torch.any(points")
+    assert reason is not None and named in reason, reason
+
+
 # --- inference, kernels, dead hooks (no entry point: a library) --------------------------------
 
 
@@ -1913,6 +1946,124 @@ def test_modules_gathered_into_a_transforms_list_are_data_code(tmp_path: Path) -
     assert "Scale.forward" in hot  # also built in Potential.__init__
 
 
+_FEATURE_FILES = {
+    "speech/__init__.py": "",
+    "speech/features.py": """\
+        import torch
+        from torch import nn
+
+
+        class PitchTracker(nn.Module):
+            def forward(self, wave):
+                return torch.from_numpy(wave.cpu().numpy() * 2)  # pitch
+
+
+        class Spectrum(nn.Module):
+            def forward(self, wave):
+                return wave.abs().max().item()  # spectrum
+
+
+        class Settings:  # (no torch module: named by a data module, tried once)
+            rate = 16000
+
+
+        class FeatureExtractor(nn.Module):
+            def __init__(self, pitch):
+                super().__init__()
+                self.settings = Settings()
+                self.pitch = PitchTracker() if pitch else None
+
+            def forward(self, wave):
+                return self.pitch(wave)
+
+
+        def make_features(kind):
+            if kind == "pitch":
+                return FeatureExtractor(pitch=True)
+            return Spectrum()
+    """,
+    "speech/data.py": """\
+        import lightning as L
+
+        from speech.features import make_features
+
+
+        class SpeechData(L.LightningDataModule):
+            def __init__(self, kind):
+                super().__init__()
+                self.features = make_features(kind)
+    """,
+    "speech/model.py": """\
+        import lightning as L
+        from torch import nn
+
+
+        class Recognizer(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(8, 1)
+
+            def training_step(self, batch, i):
+                return self.net(batch).sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from speech.data import SpeechData
+        from speech.model import Recognizer
+
+        L.Trainer(accelerator="tpu").fit(Recognizer(), SpeechData("pitch"))
+    """,
+}
+
+
+def test_modules_a_function_builds_only_for_the_data_pipeline(tmp_path: Path) -> None:
+    """`make_features(kind)`, called only by a DataModule's `__init__`, builds data code, and
+    so are the modules such a transform builds in its own methods (`PitchTracker` held by
+    `FeatureExtractor`); a script that builds one as a model's layer keeps it a layer."""
+    files = dict(_FEATURE_FILES)
+    files["sample.py"] = """\
+        from speech.features import make_features
+
+
+        if __name__ == "__main__":
+            make_features("pitch")(None)
+    """
+    hot = hot_names(project(tmp_path / "a", files))
+    assert "PitchTracker.forward" not in hot
+    assert "FeatureExtractor.forward" not in hot
+    assert "Spectrum.forward" not in hot
+    assert "Recognizer.training_step" in hot
+    # also called by a model's code, or built by one: a layer
+    files["speech/model.py"] = (
+        files["speech/model.py"]
+        .replace(
+            "        from torch import nn\n",
+            "        from torch import nn\n\n        from speech.features import make_features\n",
+        )
+        .replace("nn.Linear(8, 1)", 'make_features("pitch")')
+    )
+    hot = hot_names(project(tmp_path / "b", files))
+    assert "PitchTracker.forward" in hot
+    files = dict(_FEATURE_FILES)
+    files["speech/model.py"] += """\
+
+        from speech.features import PitchTracker
+
+
+        class Tagger(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.pitch = PitchTracker()
+
+            def training_step(self, batch, i):
+                return self.pitch(batch).sum()
+    """
+    hot = hot_names(project(tmp_path / "c", files))
+    assert "PitchTracker.forward" in hot
+    assert "FeatureExtractor.forward" not in hot
+
+
 def test_transforms_of_a_project_that_transforms_batches_on_the_device(tmp_path: Path) -> None:
     """A DataModule that applies transforms in `on_after_batch_transfer` runs them on the
     device every step: the project's `transforms` are not taken for host code."""
@@ -3417,6 +3568,163 @@ def test_a_class_named_only_where_the_code_never_runs_is_out(tmp_path: Path) -> 
 def test_a_class_that_may_be_built_keeps_its_methods(tmp_path: Path, old: str, new: str) -> None:
     model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION.replace(old, new)})
     assert reason_at(model, tmp_path, "m.py", "self.ready.item()") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a name the scope binds only to the literal passes that literal
+        (
+            "        self.critic = Critic(8, scaled_norm=False)",
+            "        scaled = False\n        self.critic = Critic(8, scaled_norm=scaled)",
+        ),
+        # a spread of a dict whose keys are known passes only those keys
+        (
+            "        self.critic = Critic(8, scaled_norm=False)",
+            '        opts = {"channels": 8}\n        opts["channels"] = 16\n'
+            "        self.critic = Critic(**opts)",
+        ),
+        (
+            "        self.critic = Critic(8, scaled_norm=False)",
+            '        opts = {"channels": 8, "scaled_norm": False}\n'
+            "        self.critic = Critic(**opts)",
+        ),
+    ],
+)
+def test_a_literal_name_or_a_dict_of_known_keys_passes_what_it_holds(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    model = project(tmp_path, {"m.py": MODULE_HEAD + _NORM_OPTION.replace(old, new)})
+    assert reason_at(model, tmp_path, "m.py", "self.ready.item()") == (
+        "its class is built only where the code never runs: in the `else` of `if not scaled_norm`"
+    )
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        # bound to another value too, or in a loop
+        "        scaled = False\n        if batch_norm_off():\n            scaled = True\n"
+        "        self.critic = Critic(8, scaled_norm=scaled)",
+        "        for scaled in (False, True):\n"
+        "            self.critic = Critic(8, scaled_norm=scaled)",
+        "        scaled = False\n        scaled |= batch_norm_off()\n"
+        "        self.critic = Critic(8, scaled_norm=scaled)",
+        # a comprehension's own variable of the same name
+        "        scaled = False\n"
+        "        self.critic = [Critic(8, scaled_norm=scaled) for scaled in (True,)][0]",
+        # a dict whose keys may change: a method call, a computed key, handed on
+        '        opts = {"channels": 8}\n        opts.update(scaled_norm=batch_norm_off())\n'
+        "        self.critic = Critic(**opts)",
+        '        opts = {"channels": 8}\n        opts[batch_norm_off()] = True\n'
+        "        self.critic = Critic(**opts)",
+        '        opts = {"channels": 8}\n        fill(opts)\n        self.critic = Critic(**opts)',
+        '        opts = {"channels": 8}\n        opts["scaled_norm"] = batch_norm_off()\n'
+        "        self.critic = Critic(**opts)",
+    ],
+)
+def test_a_name_or_dict_that_may_hold_more_keeps_the_class(tmp_path: Path, new: str) -> None:
+    text = _NORM_OPTION.replace("        self.critic = Critic(8, scaled_norm=False)", new)
+    text += "\n\ndef batch_norm_off():\n    return torch.rand(1).item() > 0.5\n"
+    text += '\n\ndef fill(opts):\n    opts["scaled_norm"] = True\n'
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    assert reason_at(model, tmp_path, "m.py", "self.ready.item()") is None
+
+
+_STAGE_FILES = {
+    "lit/__init__.py": "",
+    "lit/base.py": """\
+        import lightning as L
+
+
+        class Base(L.LightningModule):
+            def setup(self, stage=None):
+                self.phase = "fit" if stage is None else stage
+    """,
+    "lit/model.py": """\
+        import torch
+
+        from lit.base import Base
+
+
+        class Reader(Base):
+            def __init__(self):
+                super().__init__()
+                self.net = torch.nn.Linear(4, 4)
+
+            def training_step(self, batch, i):
+                return self.net(batch).sum()
+
+            def validation_step(self, batch, i):
+                out = self.net(batch)
+                if self.phase == "validate" and out.numel():
+                    print(out.argmax(-1).cpu())  # dump marker
+                return out.sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from lit.model import Reader
+
+
+        def main(mode):
+            model = Reader()
+            model.setup(stage={"train": "fit", "val": "validate"}[mode])
+            L.Trainer(accelerator="tpu").fit(model)
+
+
+        if __name__ == "__main__":
+            main("train")
+    """,
+}
+
+
+def test_a_branch_on_the_stage_setup_stored_is_off_in_training(tmp_path: Path) -> None:
+    """`self.phase = stage` in a LightningModule's `setup`: Lightning's `Trainer.fit` calls
+    `setup(stage="fit")` (a script's own call before it is followed by Lightning's), so
+    `self.phase == "validate"` is false in a training run."""
+    model = project(tmp_path, _STAGE_FILES)
+    assert reason_at(model, tmp_path, "lit/model.py", "out.argmax(-1).cpu()") == (
+        'under `if self.phase == "validate" and out.numel()`, and `self.phase` holds the'
+        ' stage `setup` was given, which is "fit" in a training run'
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        # set otherwise too
+        (
+            "lit/model.py",
+            "                super().__init__()\n",
+            '                super().__init__()\n                self.phase = "validate"\n',
+        ),
+        # a method of the project calls `setup` itself, during training maybe
+        (
+            "lit/model.py",
+            "                return self.net(batch).sum()\n",
+            '                self.setup("validate")\n'
+            "                return self.net(batch).sum()\n",
+        ),
+        # not the stage parameter
+        ("lit/base.py", "if stage is None else stage", 'if stage is None else "validate"'),
+        # a script that tests after fitting: `setup("test")` on the same TPU
+        ("lit/model.py", 'self.phase == "validate"', 'self.phase == "test"'),
+    ],
+)
+def test_a_stage_attribute_set_otherwise_keeps_its_branch(
+    tmp_path: Path, path: str, old: str, new: str
+) -> None:
+    files = dict(_STAGE_FILES)
+    assert old in files[path]
+    files[path] = files[path].replace(old, new)
+    files["train.py"] = files["train.py"].replace(
+        '            L.Trainer(accelerator="tpu").fit(model)\n',
+        '            trainer = L.Trainer(accelerator="tpu")\n'
+        "            trainer.fit(model)\n            trainer.test(model)\n",
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "lit/model.py", "out.argmax(-1).cpu()") is None
 
 
 # --- classes nothing builds ----------------------------------------------------------------

@@ -44,8 +44,18 @@ GPU_BRANCH_ROOTS = frozenset(
 # (https://www.dgl.ai/dgl_docs/generated/dgl.DGLGraph.to.html), a graph accepts features only
 # on its own device ("Using DGLGraph on a GPU", guide 1.6), and its kernels are built for the
 # CPU and CUDA only. Not for TPU011: `import dgl` works on a TPU VM.
+# NVIDIA Warp: "a single CPU device exposed as \"cpu\"" and "cuda:i" for each CUDA GPU are
+# its devices (https://nvidia.github.io/warp/user_guide/devices.html); `wp.from_torch` wraps a
+# tensor in place and `wp.device_from_torch` raises when a Torch device "does not have a
+# corresponding Warp device" (https://nvidia.github.io/warp/api_reference/_generated/
+# warp.device_from_torch.html): an XLA tensor has none. NVIDIA ALCHEMI Toolkit-Ops
+# (`nvalchemiops`) provides its neighbor lists "via NVIDIA Warp" (https://nvidia.github.io/
+# nvalchemi-toolkit-ops/userguide/components/neighborlist.html). Both install and import
+# without CUDA (Warp's CPU device), so they are not for TPU011.
 NO_XLA_PACKAGES = {
     "dgl": "DGL, whose graphs live on the CPU or CUDA devices only",
+    "warp": "NVIDIA Warp, whose kernels run on the CPU or CUDA devices only",
+    "nvalchemiops": "NVIDIA ALCHEMI Toolkit-Ops, Warp kernels for the CPU or CUDA devices only",
 }
 
 # Packages a call of which cannot complete on a TPU (the scope analysis: such a function's

@@ -92,3 +92,165 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, node_type):
                         append(item)
         yield node
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def constant_names(
+    body: list[ast.stmt], params: tuple[str, ...] = (), uses: ast.AST | None = None
+) -> tuple[frozenset[str], dict[str, object], dict[str, dict[str, list[ast.expr]]]]:
+    """The names one scope binds (a function's body with its `params`, or a module's top
+    level), and those of them it binds only to one literal: every binding is a plain
+    `name = literal` (None, a bool, a number or a string) with the same value (`use_norm =
+    False` before `Block(use_norm=use_norm)`: the call passes False). A name bound any other
+    way (a loop, `with ... as`, an import, `+=`, a walrus, a `global` or `nonlocal`
+    declaration, `del`) is bound but not constant. Nested functions and classes are their
+    own scopes (their names are bound here, their bodies not read); a comprehension's walrus
+    binds here.
+
+    The third part: the dicts of known keys (`known_key_dicts`), read in `uses` (the
+    function, or the module's tree), when given."""
+    bound: set[str] = set(params)
+    displays: dict[str, list[ast.Dict]] = {}
+    values: dict[str, list[object]] = {}
+    other: set[str] = set(params)
+
+    def bind(target: ast.AST) -> None:
+        for node in walk(target):
+            if isinstance(node, ast.Name):
+                bound.add(node.id)
+                other.add(node.id)
+            elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+                bound.add(node.name)
+                other.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                bound.add(node.rest)
+                other.add(node.rest)
+
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            if isinstance(node, ast.Lambda):
+                # its parameters shadow the scope's names in its body: none is constant
+                arguments = node.args
+                for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+                    bound.add(arg.arg)
+                    other.add(arg.arg)
+            else:
+                bound.add(node.name)
+                other.add(node.name)
+                todo.extend(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                todo.extend(node.bases)
+                todo.extend(k.value for k in node.keywords)
+            else:
+                todo.extend(d for d in (*node.args.defaults, *node.args.kw_defaults) if d)
+            continue
+        if isinstance(node, ast.Assign):
+            value = node.value
+            literal = isinstance(value, ast.Constant) and (
+                value.value is None or isinstance(value.value, (bool, int, float, str))
+            )
+            for target in node.targets:
+                if isinstance(target, ast.Name) and literal:
+                    bound.add(target.id)
+                    values.setdefault(target.id, []).append(value.value)  # type: ignore[attr-defined]
+                else:
+                    bind(target)
+                if isinstance(target, ast.Name) and isinstance(value, ast.Dict):
+                    displays.setdefault(target.id, []).append(value)
+            todo.append(value)
+            continue
+        if isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor | ast.NamedExpr):
+            bind(node.target)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bind(node.optional_vars)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+            other.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".", 1)[0]
+                bound.add(name)
+                other.add(name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound.update(node.names)
+            other.update(node.names)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                bind(target)
+        elif isinstance(node, ast.match_case):
+            bind(node.pattern)
+        elif isinstance(node, _COMPREHENSIONS):
+            # only a walrus in it binds here; its loop variables are its own, but they
+            # shadow the scope's names inside it: none of those names is constant
+            for child in walk(node):
+                if isinstance(child, ast.NamedExpr | ast.comprehension):
+                    bind(child.target)
+            continue
+        todo.extend(iter_child_nodes(node))
+    constants: dict[str, object] = {}
+    for name, seen in values.items():
+        first = seen[0]
+        if name not in other and all(type(v) is type(first) and v == first for v in seen):
+            constants[name] = first
+    dicts = (
+        known_key_dicts({n: d[0] for n, d in displays.items() if len(d) == 1}, uses)
+        if displays and uses is not None
+        else {}
+    )
+    return frozenset(bound), constants, dicts
+
+
+def known_key_dicts(
+    displays: dict[str, ast.Dict], uses: ast.AST
+) -> dict[str, dict[str, list[ast.expr]]]:
+    """Of the names bound once to a dict display whose keys are all strings (`opts = {"lr":
+    0.1}`), those whose every other use in `uses` reads or sets a key by a string literal
+    (`opts["lr"]`, `opts["depth"] = 3`) or spreads the dict into a call (`Net(**opts)`), with
+    the expressions each key may hold: a call spreading it passes exactly those keywords.
+    Any other use (a method call, `opts[k]`, handing it on, a name bound again) leaves its
+    keys unknown."""
+    keys: dict[str, dict[str, list[ast.expr]]] = {}
+    for name, display in displays.items():
+        if all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in display.keys):
+            keys[name] = {}
+            for key, value in zip(display.keys, display.values, strict=True):
+                keys[name].setdefault(key.value, []).append(value)  # type: ignore[union-attr]
+    if not keys:
+        return {}
+    allowed: set[int] = set()
+    for node in walk(uses):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and node.value is displays.get(target.id):
+                    allowed.add(id(target))
+                elif (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in keys
+                    and isinstance(target.slice, ast.Constant)
+                    and isinstance(target.slice.value, str)
+                ):
+                    allowed.add(id(target.value))
+                    keys[target.value.id].setdefault(target.slice.value, []).append(node.value)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ) or (
+            isinstance(node, ast.keyword) and node.arg is None and isinstance(node.value, ast.Name)
+        ):
+            allowed.add(id(node.value))
+    for node in walk(uses):
+        if isinstance(node, ast.Name) and node.id in keys and id(node) not in allowed:
+            del keys[node.id]
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                keys.pop(name, None)
+    return keys

@@ -1355,29 +1355,42 @@ class ProjectScope:
         for gkey, cls in self.model.classes.items():
             if not self._data_class(gkey):
                 continue
-            functions = self.model._module_functions[id(cls.module)]
-            for key in cls.summary.methods.values():
-                fn = functions.get(key)
-                if fn is None:
-                    continue
-                for use in self._uses(fn.gkey):
-                    if use[0] in ("name", "ref"):
-                        found = self.model.lookup(use[1], cls.module)
-                        if _is_class(found):
-                            candidates.add(found.gkey)
-        out = set()
+            candidates |= self._classes_named_by_methods(cls)
+        for node in self._data_functions():
+            # `get_transform(name)`, a function only the data pipeline calls: what it builds
+            fn = self._function(node)
+            for use in self._uses(node):
+                if fn is not None and use[0] in ("name", "ref"):
+                    found = self.model.lookup(use[1], fn.module)
+                    if _is_class(found):
+                        candidates.add(found.gkey)
+        out: set[str] = set()
         models = set(model_named)
         on_device = self._device_batch_transforms()
-        for gkey in candidates:
-            if not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
-                continue
-            if gkey in model_named or self._model_evidence(gkey):
-                models.add(gkey)
-                continue
-            path = self.model.classes[gkey].module.path
-            if any(self._same_project(path, hook) for hook in on_device):
-                continue  # its transforms may run on the device, in `on_after_batch_transfer`
-            out.add(gkey)
+        tried: set[str] = set()
+        while candidates:
+            tried |= candidates
+            # the data modules of the rounds before (not of this one: no order dependence)
+            self.__dict__["_data_modules_so_far"] = frozenset(out)
+            for gkey in sorted(candidates):
+                if not self.model.class_kind(gkey) & ClassKind.TORCH_MODULE:
+                    continue
+                if gkey in model_named or self._model_evidence(gkey):
+                    models.add(gkey)
+                    continue
+                path = self.model.classes[gkey].module.path
+                if any(self._same_project(path, hook) for hook in on_device):
+                    continue  # its transforms may run on the device, in `on_after_batch_transfer`
+                out.add(gkey)
+            # The modules a data transform builds in its own methods (a vocoder its audio
+            # processor holds) are parts of the transform, unless code of a model builds them.
+            candidates = {
+                found
+                for gkey in out
+                for found in self._classes_named_by_methods(self.model.classes[gkey])
+                if found not in tried
+            }
+        self.__dict__.pop("_data_modules_so_far", None)
         out |= self._data_families(out, models)
         self.__dict__["_data_classes"] = out
         return out
@@ -1442,16 +1455,89 @@ class ProjectScope:
             for base in self.model.external_bases(gkey)
         )
 
+    def _classes_named_by_methods(self, cls: _Class) -> set[str]:
+        """The classes a class's methods build or name."""
+        out = set()
+        functions = self.model._module_functions[id(cls.module)]
+        for key in cls.summary.methods.values():
+            fn = functions.get(key)
+            if fn is None:
+                continue
+            for use in self._uses(fn.gkey):
+                if use[0] in ("name", "ref"):
+                    found = self.model.lookup(use[1], cls.module)
+                    if _is_class(found):
+                        out.add(found.gkey)
+        return out
+
     def _data_node(self, node: str) -> bool:
+        """Whether a function is code of the data pipeline: a method of a Dataset, a
+        DataModule, a sampler or a collator (or of a data transform being decided), a collate
+        function, a function only such code calls (`_data_functions`), or a function nested
+        in one."""
         fn = self._function(node)
+        so_far = self.__dict__.get("_data_modules_so_far") or set()
         while fn is not None:
             if fn.owner is not None:
-                return self._data_class(fn.owner)
+                return self._data_class(fn.owner) or fn.owner in so_far
             if "collate" in fn.summary.name.lower():
+                return True
+            if fn.gkey in self._data_functions():
                 return True
             parent = fn.summary.parent
             fn = self.model.functions.get(f"{fn.module.path}:{parent}") if parent else None
         return False
+
+    def _data_functions(self) -> set[str]:
+        """The module-level functions only the data pipeline runs: every call of which (tests
+        aside) sits in a Dataset's, DataModule's, sampler's or collator's method, a collate
+        function or another such function, or in code that never trains (an inference
+        script's `main`, `_off_training_roots`), with at least one call of the first kind
+        (`get_transform(name)` that a DataModule's `__init__` calls). Followed from the data
+        classes' methods down the calls they make."""
+        found = self.__dict__.get("_data_function_set")
+        if found is not None:
+            return found
+        found = set()
+        self.__dict__["_data_function_set"] = found  # (read by `_data_node` while it grows)
+        queue: deque[str] = deque()
+        for fn in self.model.functions.values():
+            if (fn.owner is not None and self._data_class(fn.owner)) or (
+                fn.summary.cls is None and "collate" in fn.summary.name.lower()
+            ):
+                queue.append(fn.gkey)
+        seen = set(queue)
+        off_training: tuple[Any, ...] | None = None
+        while queue and len(seen) < 4 * _MAX_CLIMB:
+            for callee in self._callees(queue.popleft(), by_name=False):
+                fn = self._function(callee)
+                if (
+                    callee in seen
+                    or fn is None
+                    or fn.summary.cls is not None
+                    or fn.summary.parent is not None
+                    or _is_test_path(fn.module.path)
+                ):
+                    continue
+                callers = [
+                    c for c in self.callers(callee) if not _is_test_path(c.rpartition(":")[0])
+                ]
+                rest = [c for c in callers if not self._data_node(c)]
+                if rest:
+                    # (calls from code that never trains, in a repository with a script that
+                    # fits: `_called_only_off_training`)
+                    if not any(same_repository(p, fn.module.path) for p in self._fitting_scripts()):
+                        continue
+                    if off_training is None:
+                        off_training = (self._inference_only_classes(), *self._names_by_text())
+                    if any(self._off_training_roots(c, *off_training) is None for c in rest):
+                        continue
+                if len(rest) == len(callers):
+                    continue
+                seen.add(callee)
+                found.add(callee)
+                queue.append(callee)
+        return found
 
     def _model_evidence(self, gkey: str) -> bool:
         """Whether some code other than the data pipeline (and tests) builds or names the class
@@ -2839,6 +2925,13 @@ class ProjectScope:
         if head == "attr_option":
             # `self.kind == "l2"` where every assignment of `self.kind` reads one option
             stored = self._attribute_stores(value[1], owner)
+            if stored and all(self._fit_stage(t, m, g) for t, m, g in stored):
+                # `self.stage == "validate"` of `self.stage = stage` in `setup`: "fit" in
+                # training (Lightning's Trainer.fit calls `setup(stage="fit")`); a script
+                # that tests after fitting runs `setup("test")` on the same TPU
+                if value[2] == "test" and self._tests_in_fit_run(module.path):
+                    return None
+                return value[2] == "fit"
             if not stored or not all(
                 isinstance(t, list) and len(t) == 2 and t[0] == "option" for t, _, _ in stored
             ):
@@ -2853,6 +2946,48 @@ class ProjectScope:
                 return None
             return self._all(assigned, module, None, d)
         return None
+
+    def _stage_asked(self, truth: Truth, owner: str | None) -> str | None:
+        """The attribute when a region's condition compares the stage `setup` stored
+        (`self.stage == "validate"`, see `_fit_stage`), for its reason."""
+        todo = [truth]
+        while todo:
+            current = todo.pop()
+            if not isinstance(current, list) or not current:
+                continue
+            if current[0] == "attr_option":
+                stored = self._attribute_stores(current[1], owner)
+                if stored and all(self._fit_stage(t, m, g) for t, m, g in stored):
+                    return str(current[1])
+            elif current[0] in ("and", "or", "not"):
+                todo.extend(current[1:])
+        return None
+
+    def _fit_stage(self, truth: Truth, module: ModuleSummary, gkey: str) -> bool:
+        """Whether an attribute's store is the stage a LightningModule's or DataModule's
+        `setup(self, stage)` was given (`["fit_stage", key]`), and no method of the project
+        calls that `setup` (a script's call before `trainer.fit` is followed by Lightning's):
+        in a training run, Lightning 2's `Trainer.fit` sets `state.fn` to
+        `TrainerFn.FITTING` ("fit") and `_call_setup_hook` passes it as `stage`
+        (lightning/pytorch/trainer/trainer.py:580, call.py:86-110 in 2.6; Lightning 1.x
+        passed "fit" too)."""
+        if not (isinstance(truth, list) and len(truth) == 2 and truth[0] == "fit_stage"):
+            return False
+        kind = self.model.class_kind(gkey)
+        if not kind & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE):
+            return False
+        fn = self._function(f"{module.path}:{truth[1]}")
+        if fn is None:
+            return False
+        # The project's own `model.setup(stage=...)` in a script, before `trainer.fit`, is
+        # followed by Lightning's; one in a method (a hook, a step) may come during training.
+        for caller in self.callers(fn.gkey):
+            if _is_test_path(caller.rpartition(":")[0]):
+                continue
+            calling = self._function(caller)
+            if calling is not None and calling.summary.cls is not None:
+                return False
+        return True
 
     def cannot_complete(self, fn: _Function) -> list[str] | None:
         """Why `fn` cannot complete on a TPU, as the chain of calls it makes on every run
@@ -3833,6 +3968,13 @@ class ProjectScope:
             if isinstance(truth, list) and truth[0] == "tensor_param" and how in ("if", "and"):
                 where = f"under `if {text}`" if how == "if" else f"after `{text} and`"
                 return f"{where}, and the project's calls pass it no tensor"
+            stage = self._stage_asked(truth, region_owner)
+            if stage is not None:
+                calls = (
+                    f'`self.{stage}` holds the stage `setup` was given, which is "fit" in'
+                    " a training run"
+                )
+                return _calls_reason(how, text, calls)
             option = _asked_option(truth)
             if option is not None and len(option) > 2:
                 given = self.truth(option, module, region_owner)
@@ -3864,14 +4006,14 @@ class ProjectScope:
                 return _calls_reason(how, text, calls)
             return _region_reason(how, text, value)
         if fn is not None:
-            chain = self.cannot_complete(fn)
-            if chain is not None:
-                return _cannot_complete_reason(chain)
             kernel = self._kernel(fn)
             if kernel is not None:
                 # A decorator's name, or a compiler call (`warp.Kernel(...)`) given the function.
                 how = kernel if kernel.endswith("(...)") else f"@{kernel}"
                 return f"compiled by `{how}`, not PyTorch code"
+            chain = self.cannot_complete(fn)
+            if chain is not None:
+                return _cannot_complete_reason(chain)
             dead = (
                 self._dead_hook(fn)
                 or self._called_only_where_dead(fn)

@@ -46,7 +46,9 @@ name]` (`self.<name> is not None` of an attribute assigned only from None-defaul
 parameters: what the constructions pass), `["option", name]` (`self.cfg.<name>`,
 `config["<name>"]`: what the project's config classes and files set it to; `["option", name,
 literal]` for `cfg.<name> == literal`), `["attr_option", name, literal]` (`self.<name> ==
-literal` of an attribute that may read an option: decided when every assignment does).
+literal` of an attribute that may read an option: decided when every assignment does);
+stored in an attribute, `["fit_stage", key]` is the stage `setup(self, stage)` was given
+(`self.stage = stage`): "fit" in a training run, so `self.stage == "validate"` is false there.
 `"CUDA out of
 memory" in str(e)` of an error a handler caught is False; the body of `except
 torch.cuda.OutOfMemoryError:` is a region ("except") that never runs.
@@ -63,6 +65,7 @@ from typing import Any
 
 from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS, no_tpu_package
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.python_ast import constant_names
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
 
@@ -467,7 +470,16 @@ def informative(truth: Truth) -> bool:
     if isinstance(truth, bool):
         return True
     if isinstance(truth, list):
-        if truth[0] in ("attr", "attr_passed", "glob", "flag", "equals", "option", "attr_option"):
+        if truth[0] in (
+            "attr",
+            "attr_passed",
+            "glob",
+            "flag",
+            "equals",
+            "option",
+            "attr_option",
+            "fit_stage",
+        ):
             return True
         if truth[0] in ("and", "or", "not"):
             return any(informative(t) for t in truth[1:])
@@ -526,6 +538,14 @@ class _Walker:
         # ... and its parameters that default to a string, never reassigned (`mode="gpu"`):
         # `if mode == "cpu":` depends only on what the calls pass.
         self._string_params: list[dict[str, str]] = []
+        # The scopes around the code being walked, innermost last (the module, classes,
+        # functions): the names each binds, those it binds only to one literal
+        # (python_ast.constant_names), and whether it is a class body (which the functions
+        # in it do not see). `Block(use_norm=use_norm)` after `use_norm = False` passes False.
+        # ... and the dicts of known keys it binds (`Net(**opts)` passes exactly their keys).
+        self._constant_scopes: list[
+            tuple[frozenset[str], dict[str, object], dict[str, dict[str, list[ast.expr]]], bool]
+        ] = []
         # The names bound by the `except ... as e:` handlers around the code being walked:
         # `"CUDA out of memory" in str(e)` is false on a TPU.
         self._exceptions: list[str] = []
@@ -577,6 +597,7 @@ class _Walker:
             or bool(self._string_params and self._string_params[-1].keys() & _names_in([test]))
             or bool(self._exceptions and "CUDA" in self.source(test).upper())
             or _option_reads(test)
+            or _stage_compare(test)
             or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
         )
 
@@ -655,7 +676,16 @@ class _Walker:
                         elif isinstance(item, ast.stmt):
                             stack.append(item)
         self.kernel_aliases = self.module_kernel_aliases(tree)
+        bound, constants, dicts = constant_names(tree.body, uses=tree)
+        if constants:
+            # a function's `global name` may rebind a module's name anywhere
+            declared = {
+                n for node in ast_walk(tree) if isinstance(node, ast.Global) for n in node.names
+            }
+            constants = {k: v for k, v in constants.items() if k not in declared}
+        self._constant_scopes.append((bound, constants, dicts, False))
         self.body(tree.body, "", dict(self.module_imports), set(), None, [{}])
+        self._constant_scopes.pop()
         self.kernels_built_by_call(tree)
         facts = self.facts
         facts.strings = sorted(self._strings)
@@ -1058,12 +1088,23 @@ class _Walker:
                 self.expression(child, key, imports, local)
 
     def construction(self, node: ast.Call, qualified: str, key: str) -> None:
-        """Record a call of a class-like name with what it passes (ScopeFacts.constructions)."""
-        spread = any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        )
+        """Record a call of a class-like name with what it passes (ScopeFacts.constructions).
+        A spread of a dict of known keys (`Net(**opts)`, `opts = {"depth": 3}`) passes those
+        keys."""
+        spread = any(isinstance(a, ast.Starred) for a in node.args)
         positional = [self._argument_code(a) for a in node.args]
-        keywords = {k.arg: self._argument_code(k.value) for k in node.keywords if k.arg}
+        keywords: dict[str, Any] = {}
+        for k in node.keywords:
+            if k.arg:
+                keywords[k.arg] = self._argument_code(k.value)
+                continue
+            known = self._known_keys(k.value)
+            if known is None:
+                spread = True
+                continue
+            for name, values in known.items():
+                codes = [self._argument_code(v) for v in values]
+                keywords[name] = codes[0] if all(c == codes[0] for c in codes) else "v"
         self.facts.constructions.append([key, qualified, positional, keywords, spread])
 
     def _argument_code(self, value: ast.expr) -> Any:
@@ -1071,6 +1112,9 @@ class _Walker:
             value.value is None or isinstance(value.value, (bool, str))
         ):
             return ["l", value.value]
+        constant = self._constant(value)
+        if constant is not _NO_CONSTANT and (constant is None or isinstance(constant, (bool, str))):
+            return ["l", constant]
         if _self_attribute(value):
             return ["a", value.attr]  # type: ignore[attr-defined]
         if isinstance(value, ast.Name) and self._none_params and self._functions:
@@ -1080,6 +1124,30 @@ class _Walker:
             ):
                 return ["f", self._functions[-1][0], value.id, default]
         return "v"
+
+    def _constant(self, value: ast.expr) -> object:
+        """The literal a name holds wherever it is read, when the scope it resolves to binds
+        it only to that literal (`_constant_scopes`); `_NO_CONSTANT` otherwise."""
+        if not isinstance(value, ast.Name):
+            return _NO_CONSTANT
+        for depth, (bound, constants, _, is_class) in enumerate(reversed(self._constant_scopes)):
+            if is_class and depth:
+                continue  # a class body's names are not a method's
+            if value.id in bound:
+                return constants.get(value.id, _NO_CONSTANT)
+        return _NO_CONSTANT
+
+    def _known_keys(self, value: ast.expr) -> dict[str, list[ast.expr]] | None:
+        """The keys a spread `**opts` passes, with what each may hold, when `opts` is a dict
+        of known keys of the scope it resolves to (python_ast.known_key_dicts)."""
+        if not isinstance(value, ast.Name):
+            return None
+        for depth, (bound, _, dicts, is_class) in enumerate(reversed(self._constant_scopes)):
+            if is_class and depth:
+                continue
+            if value.id in bound:
+                return dicts.get(value.id)
+        return None
 
     def config_default(
         self, targets: list[ast.expr], value: ast.expr | None, imports: dict[str, str]
@@ -1201,6 +1269,8 @@ class _Walker:
                     if key and key.split("#", 1)[0].rsplit(".", 1)[-1] != "__init__":
                         setters = self.facts.setters.setdefault(klass, {})
                         setters.setdefault(target.attr, []).append([key, truth])
+                elif self._setup_stage(value, key):
+                    truth = ["fit_stage", key]  # `self.stage = stage` in `setup(self, stage)`
                 self.facts.attributes.setdefault(klass, {}).setdefault(target.attr, []).append(
                     truth
                 )
@@ -1274,7 +1344,9 @@ class _Walker:
         self._string_params.append(_string_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
         own_imports = dict(imports)
+        self._constant_scopes.append((*constant_names(node.body, tuple(local), node), False))
         self.body(node.body, key, own_imports, local, klass, inner_truths)
+        self._constant_scopes.pop()
         self.sure_calls(node, key, own_imports, local, klass)
         self._top_level.pop()
         self._none_params.pop()
@@ -1368,7 +1440,9 @@ class _Walker:
                 value = code[1] if isinstance(code, list) else "?"
                 if value not in defaults:
                     defaults.append(value)
+        self._constant_scopes.append((*constant_names(node.body), True))  # (no dicts read)
         self.body(node.body, outer, imports, set(), qualname, [{}])
+        self._constant_scopes.pop()
 
     # --- expressions -----------------------------------------------------------------------
 
@@ -1566,6 +1640,9 @@ class _Walker:
         key, parameter, default]` for a flag parameter of the calling function passed on
         (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`)."""
         code = _literal_code(value)
+        constant = self._constant(value)
+        if code == "v" and constant is not _NO_CONSTANT:
+            return ["l", constant]
         if code == "v":
             forwarded = self._argument_code(value)
             if isinstance(forwarded, list) and forwarded[0] == "f":
@@ -2172,7 +2249,10 @@ class _Walker:
                     # `cfg["loss"]["kind"] == "focal"`: what the configs set it to
                     result = ["option", name, other.value]
                     return _not(result) if unequal else result
-                if _self_attribute(read) and read.attr in self.flag_attributes:  # type: ignore[attr-defined]
+                if _self_attribute(read) and (
+                    read.attr in self.flag_attributes  # type: ignore[attr-defined]
+                    or other.value in _TRAINER_FUNCTIONS
+                ):
                     # `self.kind == "l2"` of `self.kind = cfg["kind"]`: the same, if every
                     # assignment of the attribute reads an option (ProjectScope)
                     result = ["attr_option", read.attr, other.value]  # type: ignore[attr-defined]
@@ -2185,6 +2265,32 @@ class _Walker:
                 limit = right.value if isinstance(op, ast.Gt) else right.value - 1
                 return False if limit >= 0 else None
         return None
+
+    def _setup_stage(self, value: ast.expr, key: str) -> bool:
+        """Whether `value`, in the function `key`, is the stage a `setup(self, stage)` method
+        was given (`stage`, or `"fit" if stage is None else stage`): Lightning calls a
+        module's `setup` with the name of the Trainer's function, "fit" in a training run
+        (ProjectScope decides whose `setup` it is)."""
+        if not self._functions or self._functions[-1][0] != key:
+            return False
+        params = self._functions[-1][1]
+        if key.split("#", 1)[0].rsplit(".", 1)[-1] != "setup" or len(params) < 2:
+            return False
+        stage = params[1]
+        if isinstance(value, ast.IfExp):
+            parts = [value.body, value.orelse]
+            if not any(isinstance(p, ast.Name) and p.id == stage for p in parts):
+                return False
+            return all(
+                (isinstance(p, ast.Name) and p.id == stage)
+                or (isinstance(p, ast.Constant) and p.value == "fit")
+                for p in parts
+            )
+        return (
+            isinstance(value, ast.Name)
+            and value.id == stage
+            and not (self._string_params and stage in self._string_params[-1])
+        )
 
     def string_param_compare(self, param: ast.expr, other: ast.expr) -> Truth:
         """`mode == "cpu"` of a parameter of the function being walked that defaults to a
@@ -2298,6 +2404,7 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 # (`if length is None: length = x.size(-1)`): it is not None after that test if every
 # call passes one, and unknown otherwise.
 _FILLED = "filled"
+_NO_CONSTANT = object()  # a name that holds no one literal (ScopeWalker._constant)
 
 
 def _literal_default_params(
@@ -2397,6 +2504,23 @@ def _option_reads(node: ast.expr) -> bool:
             return True
         if isinstance(child, ast.Subscript) and _config_receiver(child.value):
             return True
+    return False
+
+
+# The names of Lightning's Trainer functions (`TrainerFn`), which its `setup(stage)` hooks get.
+_TRAINER_FUNCTIONS = frozenset({"fit", "validate", "test", "predict"})
+
+
+def _stage_compare(test: ast.expr) -> bool:
+    """Whether a test compares an attribute of `self` with the name of a Trainer function
+    (`self.stage == "validate"`: the stage `setup` stored, decided by ProjectScope)."""
+    for node in ast_walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            sides = (node.left, node.comparators[0])
+            if any(_self_attribute(s) for s in sides) and any(
+                isinstance(s, ast.Constant) and s.value in _TRAINER_FUNCTIONS for s in sides
+            ):
+                return True
     return False
 
 
