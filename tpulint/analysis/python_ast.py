@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterator
 
 _LAST: list[tuple[str, ast.Module | None]] = []  # the last text parsed and its tree
@@ -92,3 +93,117 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, node_type):
                         append(item)
         yield node
+
+
+class TreeIndex:
+    """Every node of one tree, read in one walk, for the analyses that would otherwise walk it
+    again and again (a whole-module walk per question, a walk of every statement of every
+    block): the nodes in depth-first pre-order, each node's span in that order and its parent,
+    and the positions of the nodes of each type. A subtree's nodes of some types are then a
+    slice of a list; a subtree's nodes in `ast.walk`'s breadth-first order are read from the
+    children recorded here, without reading any node's fields again."""
+
+    __slots__ = ("_by_type", "_ends", "_parents", "_position", "children", "order", "tree")
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.tree = tree
+        order: list[ast.AST] = []
+        children: list[list[ast.AST]] = []
+        parents: dict[int, ast.AST] = {}
+        by_type: dict[type, list[int]] = {}
+        node_type = ast.AST
+        known = _NODE_FIELDS
+        stack = [tree]
+        push, pop = stack.append, stack.pop
+        while stack:
+            node = pop()
+            kind = node.__class__
+            found = by_type.get(kind)
+            if found is None:
+                by_type[kind] = [len(order)]
+            else:
+                found.append(len(order))
+            order.append(node)
+            fields = known.get(kind)
+            if fields is None:
+                fields = _node_fields(kind)
+            inner: list[ast.AST] = []
+            for name in fields:
+                value = getattr(node, name, None)
+                if isinstance(value, node_type):
+                    inner.append(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, node_type):
+                            inner.append(item)
+            children.append(inner)
+            for child in inner:
+                parents[id(child)] = node
+            for child in reversed(inner):
+                push(child)
+        # The end of each node's span: its position plus the size of its subtree.
+        sizes = [1] * len(order)
+        position = {id(node): index for index, node in enumerate(order)}
+        for index in range(len(order) - 1, -1, -1):
+            size = 1
+            for child in children[index]:
+                size += sizes[position[id(child)]]
+            sizes[index] = size
+        self.order = order
+        self.children = children
+        self._position = position
+        self._ends = sizes
+        self._by_type = by_type
+        self._parents = parents
+
+    def holds(self, node: ast.AST) -> bool:
+        """Whether `node` is a node of the indexed tree (not one built since)."""
+        index = self._position.get(id(node))
+        return index is not None and self.order[index] is node
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node `node` is a child of (None for the root). Not for the context and
+        operator nodes (`ast.Load()`, `ast.Add()`), which the parser shares between places."""
+        return self._parents.get(id(node))
+
+    def of_type(self, root: ast.AST, *types: type) -> list[ast.AST]:
+        """The nodes of exactly these types under `root` (itself included), in depth-first
+        pre-order (not `ast.walk`'s order: for questions whose answer does not depend on the
+        order). `root` must be a node of the tree (`holds`)."""
+        start = self._position[id(root)]
+        end = start + self._ends[start]
+        order = self.order
+        if len(types) == 1:
+            positions = self._by_type.get(types[0], ())
+            low, high = bisect_left(positions, start), bisect_left(positions, end)
+            return [order[i] for i in positions[low:high]]
+        found: list[int] = []
+        for kind in types:
+            positions = self._by_type.get(kind, ())
+            found += positions[bisect_left(positions, start) : bisect_left(positions, end)]
+        found.sort()
+        return [order[i] for i in found]
+
+    def walk(self, root: ast.AST) -> list[ast.AST]:
+        """`ast.walk(root)` as a list: the same nodes in the same breadth-first order, from
+        the recorded children. `root` must be a node of the tree (`holds`)."""
+        children, position = self.children, self._position
+        out = [root]
+        index = 0
+        while index < len(out):
+            out += children[position[id(out[index])]]
+            index += 1
+        return out
+
+
+_INDEX: list[TreeIndex] = []  # the last tree indexed
+
+
+def tree_index(tree: ast.AST) -> TreeIndex:
+    """The TreeIndex of `tree`, built on the first call for it: the summary and the scope
+    facts of one file share one (one slot, matched by identity, as parse_python's)."""
+    if _INDEX and _INDEX[0].tree is tree:
+        return _INDEX[0]
+    index = TreeIndex(tree)
+    _INDEX[:] = [index]
+    return index
