@@ -100,61 +100,57 @@ class TreeIndex:
     again and again (a whole-module walk per question, a walk of every statement of every
     block): the nodes in depth-first pre-order, each node's span in that order and its parent,
     and the positions of the nodes of each type. A subtree's nodes of some types are then a
-    slice of a list; a subtree's nodes in `ast.walk`'s breadth-first order are read from the
-    children recorded here, without reading any node's fields again."""
+    slice of a list."""
 
-    __slots__ = ("_by_type", "_ends", "_parents", "_position", "children", "order", "tree")
+    __slots__ = ("_by_type", "_parent_of", "_position", "_sizes", "order", "tree")
 
     def __init__(self, tree: ast.AST) -> None:
         self.tree = tree
         order: list[ast.AST] = []
-        children: list[list[ast.AST]] = []
-        parents: dict[int, ast.AST] = {}
+        parent_of: list[int] = []
         by_type: dict[type, list[int]] = {}
         node_type = ast.AST
         known = _NODE_FIELDS
         stack = [tree]
-        push, pop = stack.append, stack.pop
+        parents = [-1]
+        push, pop, push_parent, pop_parent = stack.append, stack.pop, parents.append, parents.pop
+        add, add_parent = order.append, parent_of.append
         while stack:
             node = pop()
+            index = len(order)
+            add(node)
+            add_parent(pop_parent())
             kind = node.__class__
             found = by_type.get(kind)
             if found is None:
-                by_type[kind] = [len(order)]
+                by_type[kind] = [index]
             else:
-                found.append(len(order))
-            order.append(node)
+                found.append(index)
             fields = known.get(kind)
             if fields is None:
                 fields = _node_fields(kind)
-            inner: list[ast.AST] = []
-            for name in fields:
+            # Children pushed last to first, so that they are read first to last.
+            for name in reversed(fields):
                 value = getattr(node, name, None)
                 if isinstance(value, node_type):
-                    inner.append(value)
+                    push(value)
+                    push_parent(index)
                 elif isinstance(value, list):
-                    for item in value:
+                    for item in reversed(value):
                         if isinstance(item, node_type):
-                            inner.append(item)
-            children.append(inner)
-            for child in inner:
-                parents[id(child)] = node
-            for child in reversed(inner):
-                push(child)
-        # The end of each node's span: its position plus the size of its subtree.
+                            push(item)
+                            push_parent(index)
+        # Each node's subtree size: its span in the pre-order is [position, position + size).
         sizes = [1] * len(order)
-        position = {id(node): index for index, node in enumerate(order)}
-        for index in range(len(order) - 1, -1, -1):
-            size = 1
-            for child in children[index]:
-                size += sizes[position[id(child)]]
-            sizes[index] = size
+        for index in range(len(order) - 1, 0, -1):
+            sizes[parent_of[index]] += sizes[index]
         self.order = order
-        self.children = children
-        self._position = position
-        self._ends = sizes
+        self._parent_of = parent_of
+        # The parser shares the context and operator nodes (`ast.Load()`, `ast.Add()`)
+        # between places: they are leaves, and the last place stands for them here.
+        self._position = dict(zip(map(id, order), range(len(order)), strict=True))
+        self._sizes = sizes
         self._by_type = by_type
-        self._parents = parents
 
     def holds(self, node: ast.AST) -> bool:
         """Whether `node` is a node of the indexed tree (not one built since)."""
@@ -164,14 +160,17 @@ class TreeIndex:
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The node `node` is a child of (None for the root). Not for the context and
         operator nodes (`ast.Load()`, `ast.Add()`), which the parser shares between places."""
-        return self._parents.get(id(node))
+        index = self._position.get(id(node))
+        if index is None or self._parent_of[index] < 0:
+            return None
+        return self.order[self._parent_of[index]]
 
     def of_type(self, root: ast.AST, *types: type) -> list[ast.AST]:
         """The nodes of exactly these types under `root` (itself included), in depth-first
         pre-order (not `ast.walk`'s order: for questions whose answer does not depend on the
         order). `root` must be a node of the tree (`holds`)."""
         start = self._position[id(root)]
-        end = start + self._ends[start]
+        end = start + self._sizes[start]
         order = self.order
         if len(types) == 1:
             positions = self._by_type.get(types[0], ())
@@ -183,17 +182,6 @@ class TreeIndex:
             found += positions[bisect_left(positions, start) : bisect_left(positions, end)]
         found.sort()
         return [order[i] for i in found]
-
-    def walk(self, root: ast.AST) -> list[ast.AST]:
-        """`ast.walk(root)` as a list: the same nodes in the same breadth-first order, from
-        the recorded children. `root` must be a node of the tree (`holds`)."""
-        children, position = self.children, self._position
-        out = [root]
-        index = 0
-        while index < len(out):
-            out += children[position[id(out[index])]]
-            index += 1
-        return out
 
 
 _INDEX: list[TreeIndex] = []  # the last tree indexed

@@ -925,7 +925,8 @@ class _Walker:
             self.body(node.body, key, imports, local, klass, truths)
             self.body(node.orelse, key, imports, local, klass, truths)
             return
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and key and _steps(node):
+        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        if loop and key and _steps(node, self.index):  # type: ignore[arg-type]
             self.step_loop(node, key, imports, local)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.expression(node.iter, key, imports, local)
@@ -2617,10 +2618,15 @@ def _runs_as_command(decorator: str) -> bool:
     return root in ("hydra", "click", "typer", "fire") or last in ("command", "main", "group")
 
 
-def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+def _steps(loop: ast.For | ast.AsyncFor | ast.While, index: TreeIndex | None = None) -> bool:
     """Whether a loop's body takes an optimizer step: `loss.backward()`,
-    `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()`."""
-    for node in ast_walk(ast.Module(body=loop.body, type_ignores=[])):
+    `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()` (the calls of its
+    body read from the tree's index when it holds the loop: any order gives the answer)."""
+    if index is not None and index.holds(loop):
+        calls = [call for statement in loop.body for call in index.of_type(statement, ast.Call)]
+    else:
+        calls = list(ast_walk(ast.Module(body=loop.body, type_ignores=[])))
+    for node in calls:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         name = node.func.attr
@@ -3040,13 +3046,12 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
 
     def method(function: ast.FunctionDef | ast.AsyncFunctionDef, klass: str) -> None:
         key = keys.get(id(function))
-        # The parents and the walk of the method from the tree's index (the parent of the
-        # method itself, which the index also knows, is never asked for a `Call`).
+        # The parents from the tree's index (the parent of the method itself, which the
+        # index also knows, is never asked for a `Call`).
+        nodes = list(ast_walk(function))
         if index.holds(function):
-            nodes = index.walk(function)
             parents = index.parent
         else:
-            nodes = list(ast_walk(function))
             local: dict[int, ast.AST] = {}
             for node in nodes:
                 for child in iter_child_nodes(node):
