@@ -353,6 +353,11 @@ class _Function:
     owner: str | None  # gkey of the class whose method it is (through nesting)
 
 
+_MISSING = object()
+# Re-exports followed by a lookup (`from .a import X` in a package, and so on).
+_MAX_LOOKUP_DEPTH = 12
+
+
 class ProjectModel:
     """The model of a set of files. `hot_methods` are extra method names that run every
     step (the `hot-methods` setting)."""
@@ -397,6 +402,12 @@ class ProjectModel:
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
+        # lookup's answers that did not meet the depth limit, with how deep they went.
+        self._deep_lookups: dict[tuple[str, int], tuple[Any, int]] = {}
+        self._lookup_deepest = 0  # the deepest depth the lookup being answered reached
+        self._lookup_cut = False  # whether it met the depth limit
+        self._named: dict[tuple[str, int], ModuleSummary | None] = {}  # module_named's answers
+        self._resolved: dict[tuple[Any, ...], list[_Function | _Class]] = {}  # resolve_call
 
     # --- building ------------------------------------------------------------------------
 
@@ -484,6 +495,15 @@ class ProjectModel:
         return []
 
     def module_named(self, name: str, near: ModuleSummary | None = None) -> ModuleSummary | None:
+        if near is not None and self.modules.get(near.path) is not near:
+            return self._module_named(name, near)  # a module of another model (with_source)
+        key = (name, id(near))
+        found = self._named.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._named[key] = self._module_named(name, near)
+        return found  # type: ignore[return-value]
+
+    def _module_named(self, name: str, near: ModuleSummary | None) -> ModuleSummary | None:
         if near is not None:
             sibling = self._script_sibling(name, near)
             if sibling is not None:
@@ -551,21 +571,47 @@ class ProjectModel:
         self, qualified: str, near: ModuleSummary | None, depth: int = 0
     ) -> _Class | _Function | ModuleSummary | None:
         """What a qualified name (or `.name` of the module `near`) refers to in the project."""
+        # Memoised: the calls of a module name the same things over and over, and the model
+        # does not change once built (the caller index resolves every call). A question asked
+        # from the top (`depth` 0) keeps its answer as found. Within a chain of re-exports the
+        # answer depends on the depth only where the chain meets the depth limit: an answer
+        # that did not is kept with how deep it went below where it was asked (`span`), and
+        # given again wherever it would not meet the limit either.
+        key = (qualified, id(near))
         if depth == 0:
-            # Memoised: the calls of a module name the same things over and over, and the
-            # model does not change once built (the caller index resolves every call).
-            key = (qualified, id(near))
-            if key in self._lookups:
-                return self._lookups[key]
-            found = self._lookup(qualified, near, 0)
+            found = self._lookups.get(key, _MISSING)
+            if found is not _MISSING:
+                return found  # type: ignore[return-value]
+        known = self._deep_lookups.get(key)
+        if known is not None and depth + known[1] < _MAX_LOOKUP_DEPTH:
+            if depth + known[1] > self._lookup_deepest:
+                self._lookup_deepest = depth + known[1]
+            if depth == 0:
+                self._lookups[key] = known[0]
+            return known[0]
+        outer_deepest, outer_cut = self._lookup_deepest, self._lookup_cut
+        self._lookup_deepest, self._lookup_cut = depth, False
+        try:
+            found = self._lookup(qualified, near, depth)
+        finally:
+            deepest, cut = self._lookup_deepest, self._lookup_cut
+            self._lookup_deepest = max(outer_deepest, deepest)
+            self._lookup_cut = outer_cut or cut
+        if depth == 0:
             self._lookups[key] = found
-            return found
-        return self._lookup(qualified, near, depth)
+        if not cut:
+            span = deepest - depth
+            if known is None or span < known[1]:
+                self._deep_lookups[key] = (found, span)
+        return found
 
     def _lookup(
         self, qualified: str, near: ModuleSummary | None, depth: int
     ) -> _Class | _Function | ModuleSummary | None:
-        if depth > 12:
+        if depth > self._lookup_deepest:
+            self._lookup_deepest = depth
+        if depth > _MAX_LOOKUP_DEPTH:
+            self._lookup_cut = True
             return None
         if qualified.startswith("."):
             if near is None:
@@ -615,7 +661,12 @@ class ProjectModel:
         for star in module.scope.star_imports:
             # `from .neighborlist import *` in a package's `__init__.py`.
             source = self.module_named(star, module)
-            if source is not None and source is not module and depth < 12:
+            if source is not None and source is not module:
+                if depth > self._lookup_deepest:
+                    self._lookup_deepest = depth
+                if depth >= _MAX_LOOKUP_DEPTH:
+                    self._lookup_cut = True
+                    continue
                 found = self._in_module(source, rest, depth + 1)
                 if found is not None:
                     return found
@@ -815,7 +866,34 @@ class ProjectModel:
     ) -> list[_Function | _Class]:
         """The project functions (or classes, for constructor calls) a call may run.
         `owner` is the class of the calling method; `virtual` adds overrides of a `self.m()`
-        in subclasses (for reachability: a base class's step may call a subclass's hook)."""
+        in subclasses (for reachability: a base class's step may call a subclass's hook).
+        The list is shared between callers: read it, do not change it."""
+        # Memoised: the hot set (twice), the scope's reach, the caller index and the values
+        # resolve the same calls over and over. What a call resolves to depends only on the
+        # model and on memoised answers (lookups, class hierarchies, the classes attributes
+        # hold), except an answer that used a cycle's stand-in (see
+        # tpulint.analysis.recursion): such an answer is not kept.
+        key = (id(module), owner, form, target, virtual)
+        found = self._resolved.get(key)
+        if found is not None:
+            return found
+        recursion = self._recursion
+        outer = recursion.take_stand_in_flag()
+        out = self._resolve_call(module, owner, form, target, virtual)
+        used = recursion.take_stand_in_flag()
+        recursion.restore_stand_in_flag(outer or used)
+        if not used:
+            self._resolved[key] = out
+        return out
+
+    def _resolve_call(
+        self,
+        module: ModuleSummary,
+        owner: str | None,
+        form: str,
+        target: str,
+        virtual: bool,
+    ) -> list[_Function | _Class]:
         out: list[_Function | _Class] = []
         if form == "self":
             if owner is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterator
 
 _LAST: list[tuple[str, ast.Module | None]] = []  # the last text parsed and its tree
@@ -254,3 +255,105 @@ def known_key_dicts(
             for name in node.names:
                 keys.pop(name, None)
     return keys
+
+
+class TreeIndex:
+    """Every node of one tree, read in one walk, for the analyses that would otherwise walk it
+    again and again (a whole-module walk per question, a walk of every statement of every
+    block): the nodes in depth-first pre-order, each node's span in that order and its parent,
+    and the positions of the nodes of each type. A subtree's nodes of some types are then a
+    slice of a list."""
+
+    __slots__ = ("_by_type", "_parent_of", "_position", "_sizes", "order", "tree")
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.tree = tree
+        order: list[ast.AST] = []
+        parent_of: list[int] = []
+        by_type: dict[type, list[int]] = {}
+        node_type = ast.AST
+        known = _NODE_FIELDS
+        stack = [tree]
+        parents = [-1]
+        push, pop, push_parent, pop_parent = stack.append, stack.pop, parents.append, parents.pop
+        add, add_parent = order.append, parent_of.append
+        while stack:
+            node = pop()
+            index = len(order)
+            add(node)
+            add_parent(pop_parent())
+            kind = node.__class__
+            found = by_type.get(kind)
+            if found is None:
+                by_type[kind] = [index]
+            else:
+                found.append(index)
+            fields = known.get(kind)
+            if fields is None:
+                fields = _node_fields(kind)
+            # Children pushed last to first, so that they are read first to last.
+            for name in reversed(fields):
+                value = getattr(node, name, None)
+                if isinstance(value, node_type):
+                    push(value)
+                    push_parent(index)
+                elif isinstance(value, list):
+                    for item in reversed(value):
+                        if isinstance(item, node_type):
+                            push(item)
+                            push_parent(index)
+        # Each node's subtree size: its span in the pre-order is [position, position + size).
+        sizes = [1] * len(order)
+        for index in range(len(order) - 1, 0, -1):
+            sizes[parent_of[index]] += sizes[index]
+        self.order = order
+        self._parent_of = parent_of
+        # The parser shares the context and operator nodes (`ast.Load()`, `ast.Add()`)
+        # between places: they are leaves, and the last place stands for them here.
+        self._position = dict(zip(map(id, order), range(len(order)), strict=True))
+        self._sizes = sizes
+        self._by_type = by_type
+
+    def holds(self, node: ast.AST) -> bool:
+        """Whether `node` is a node of the indexed tree (not one built since)."""
+        index = self._position.get(id(node))
+        return index is not None and self.order[index] is node
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node `node` is a child of (None for the root). Not for the context and
+        operator nodes (`ast.Load()`, `ast.Add()`), which the parser shares between places."""
+        index = self._position.get(id(node))
+        if index is None or self._parent_of[index] < 0:
+            return None
+        return self.order[self._parent_of[index]]
+
+    def of_type(self, root: ast.AST, *types: type) -> list[ast.AST]:
+        """The nodes of exactly these types under `root` (itself included), in depth-first
+        pre-order (not `ast.walk`'s order: for questions whose answer does not depend on the
+        order). `root` must be a node of the tree (`holds`)."""
+        start = self._position[id(root)]
+        end = start + self._sizes[start]
+        order = self.order
+        if len(types) == 1:
+            positions = self._by_type.get(types[0], ())
+            low, high = bisect_left(positions, start), bisect_left(positions, end)
+            return [order[i] for i in positions[low:high]]
+        found: list[int] = []
+        for kind in types:
+            positions = self._by_type.get(kind, ())
+            found += positions[bisect_left(positions, start) : bisect_left(positions, end)]
+        found.sort()
+        return [order[i] for i in found]
+
+
+_INDEX: list[TreeIndex] = []  # the last tree indexed
+
+
+def tree_index(tree: ast.AST) -> TreeIndex:
+    """The TreeIndex of `tree`, built on the first call for it: the summary and the scope
+    facts of one file share one (one slot, matched by identity, as parse_python's)."""
+    if _INDEX and _INDEX[0].tree is tree:
+        return _INDEX[0]
+    index = TreeIndex(tree)
+    _INDEX[:] = [index]
+    return index

@@ -52,3 +52,16 @@ class Recursion:
             elif used:
                 self._scratch[key] = result
         return result, not used
+
+    def active(self) -> bool:
+        """Whether some question is being answered."""
+        return bool(self._active)
+
+    def take_stand_in_flag(self) -> bool:
+        """Whether a stand-in was used since the flag was last taken; clears it (for a memo
+        of the caller's own: keep an answer only if it used none)."""
+        used, self._used_stand_in = self._used_stand_in, False
+        return used
+
+    def restore_stand_in_flag(self, used: bool) -> None:
+        self._used_stand_in = used

@@ -527,6 +527,7 @@ class ProjectScope:
         self.model = model
         self.lightning1 = lightning_version.split(".", 1)[0] == "1"
         self._index: dict[str, list[tuple[str, list[str]]]] | None = None
+        self._target_memo: dict[tuple[str, str, str], tuple[list[Any], str | None]] = {}
         self._dirs: dict[str, str] = {}
         self._entries: list[Entry] = []
         self.claimed: list[str] = []  # folders the entry points speak for
@@ -589,8 +590,22 @@ class ProjectScope:
     def _targets(self, node: str, use: list[str]) -> tuple[list[Any], str | None]:
         """What a use of `node` may run: project functions, classes (built) and modules
         (imported), and a method name to look for on every live class when the receiver is
-        not known."""
+        not known. Memoised as ProjectModel.resolve_call is (shared: read the list, do not
+        change it)."""
+        memo_key = (node, use[0], use[1])
+        found = self._target_memo.get(memo_key)
+        if found is not None:
+            return found
+        recursion = self.model._recursion
+        outer = recursion.take_stand_in_flag()
+        out = self._find_targets(node, use)
+        used = recursion.take_stand_in_flag()
+        recursion.restore_stand_in_flag(outer or used)
+        if not used:
+            self._target_memo[memo_key] = out
+        return out
 
+    def _find_targets(self, node: str, use: list[str]) -> tuple[list[Any], str | None]:
         path, _, key = node.rpartition(":")
         module = self.model.modules.get(path)
         if module is None:

@@ -65,7 +65,7 @@ from typing import Any
 
 from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS, no_tpu_package
 from tpulint.analysis.modules import resolve_relative
-from tpulint.analysis.python_ast import constant_names
+from tpulint.analysis.python_ast import TreeIndex, constant_names, iter_child_nodes, tree_index
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
 
@@ -404,9 +404,9 @@ def _package_imports(tree: ast.Module) -> bool:
         )
 
     found = False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    # Every call of the tree (the answer does not depend on the order they are read in).
+    for node in tree_index(tree).of_type(tree, ast.Call):
+        assert isinstance(node, ast.Call)
         func = node.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
         if name not in ("import_module", "__import__"):
@@ -520,6 +520,7 @@ class _Walker:
         self.kernel_aliases: dict[str, str] = {}
         self._lines: list[str] | None = None
         self._line_starts: list[int] | None = None  # offsets where `ast`'s lines start
+        self.index: TreeIndex | None = None  # of the tree being read (run)
         # Inference flags (INFERENCE_TOKENS) that are off in the function being walked: its
         # parameters that default to False/None and are never reassigned, with its class;
         # per class, the attributes set only from such parameters or from False/None (with
@@ -658,6 +659,7 @@ class _Walker:
     # --- structure -----------------------------------------------------------------------
 
     def run(self, tree: ast.Module) -> ScopeFacts:
+        self.index = tree_index(tree)
         stack: list[ast.stmt] = list(tree.body)
         while stack:
             # Definitions of the top level, also in its `if`/`try` blocks (a `__main__` block's
@@ -691,7 +693,7 @@ class _Walker:
         facts.strings = sorted(self._strings)
         facts.key_strings = sorted(self._key_strings)
         facts.package_imports = _package_imports(tree)
-        facts.tests_after_fit = _tests_after_fit(tree.body, frozenset())
+        facts.tests_after_fit = _tests_after_fit(tree.body, frozenset(), self.index)
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
             or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call))
@@ -952,7 +954,8 @@ class _Walker:
             self.body(node.body, key, imports, local, klass, truths)
             self.body(node.orelse, key, imports, local, klass, truths)
             return
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and key and _steps(node):
+        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        if loop and key and _steps(node, self.index):  # type: ignore[arg-type]
             self.step_loop(node, key, imports, local)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.expression(node.iter, key, imports, local)
@@ -1378,7 +1381,7 @@ class _Walker:
     ) -> None:
         """The calls `node` makes on every run that completes (ScopeFacts.sure_calls)."""
         found: list[list[str]] = []
-        for call in _sure_calls(node.body):
+        for call in _sure_calls(node.body, self.index):
             name = dotted(call.func)
             if name is None:
                 continue
@@ -2738,10 +2741,15 @@ def _runs_as_command(decorator: str) -> bool:
     return root in ("hydra", "click", "typer", "fire") or last in ("command", "main", "group")
 
 
-def _steps(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+def _steps(loop: ast.For | ast.AsyncFor | ast.While, index: TreeIndex | None = None) -> bool:
     """Whether a loop's body takes an optimizer step: `loss.backward()`,
-    `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()`."""
-    for node in ast_walk(ast.Module(body=loop.body, type_ignores=[])):
+    `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()` (the calls of its
+    body read from the tree's index when it holds the loop: any order gives the answer)."""
+    if index is not None and index.holds(loop):
+        calls = [call for statement in loop.body for call in index.of_type(statement, ast.Call)]
+    else:
+        calls = list(ast_walk(ast.Module(body=loop.body, type_ignores=[])))
+    for node in calls:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         name = node.func.attr
@@ -2787,30 +2795,27 @@ def _stores(target: ast.expr, local: set[str]) -> None:
             local.add(node.id)
 
 
-def _trainer_calls(statement: ast.stmt, method: str) -> set[str]:
+def _trainer_calls(statement: ast.stmt, method: str, index: TreeIndex) -> set[str]:
     """The receivers (`trainer`, `cli.trainer`, `runner`) of the `.<method>(...)` calls in a
-    statement."""
+    statement (of the tree `index` indexes)."""
     out = set()
-    for node in ast.walk(statement):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == method
-        ):
+    for node in index.of_type(statement, ast.Call):
+        assert isinstance(node, ast.Call)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == method:
             receiver = dotted(node.func.value)
             if receiver is not None:
                 out.add(receiver)
     return out
 
 
-def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str]) -> bool:
+def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str], index: TreeIndex) -> bool:
     """Whether a block calls `<trainer>.test(...)` after `<trainer>.fit(...)` ran in it or in
     a block around it (`trainer.fit(m); trainer.test(m)`, `if not args.two_steps:
     trainer.test()` after the fit), the same receiver or both named for a trainer. The
     branches of one `if` do not follow each other (`if train: fit() else: test()`)."""
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if _tests_after_fit(statement.body, frozenset()):
+            if _tests_after_fit(statement.body, frozenset(), index):
                 return True
             continue
         blocks: list[list[ast.stmt]] = [
@@ -2821,15 +2826,15 @@ def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str]) -> bool
         blocks += [h.body for h in getattr(statement, "handlers", ())]
         blocks += [c.body for c in getattr(statement, "cases", ())]
         if blocks:
-            if any(_tests_after_fit(block, fitted) for block in blocks):
+            if any(_tests_after_fit(block, fitted, index) for block in blocks):
                 return True
         elif fitted:
-            for receiver in _trainer_calls(statement, "test"):
+            for receiver in _trainer_calls(statement, "test", index):
                 trainer = "trainer" in receiver.lower()
                 if receiver in fitted or (trainer and any("trainer" in f.lower() for f in fitted)):
                     return True
         # What follows may run after a fit anywhere in the statement (one branch of an `if`).
-        fitted = fitted | _trainer_calls(statement, "fit")
+        fitted = fitted | _trainer_calls(statement, "fit", index)
     return False
 
 
@@ -2909,7 +2914,15 @@ def _without_gradients(
     return False
 
 
-def _sure_calls(body: list[ast.stmt]) -> list[ast.Call]:
+def _holds_any(node: ast.AST, types: tuple[type, ...], index: TreeIndex | None) -> bool:
+    """Whether `node` or a node under it is of one of these types (exactly: node types that
+    no other node type derives from), read from the tree's index when it holds `node`."""
+    if index is not None and index.holds(node):
+        return bool(index.of_type(node, *types))
+    return any(isinstance(n, types) for n in ast_walk(node))
+
+
+def _sure_calls(body: list[ast.stmt], index: TreeIndex | None = None) -> list[ast.Call]:
     """The calls a block makes on every run that gets past it: in its simple statements and
     `with` blocks, up to the first compound statement that may `return` (what follows it may
     not run); not inside branches, loops, `try`, lambdas, conditional expressions or the later
@@ -2948,10 +2961,7 @@ def _sure_calls(body: list[ast.stmt]) -> list[ast.Call]:
             if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)) or (
                 type(statement).__name__ in ("Match", "TryStar")
             ):
-                if any(
-                    isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))
-                    for n in ast.walk(statement)
-                ):
+                if _holds_any(statement, (ast.Return, ast.Yield, ast.YieldFrom), index):
                     return False
                 continue
             expression(statement)
@@ -3155,21 +3165,30 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
             return node.attr
         return None
 
+    index = tree_index(tree)
+
     def method(function: ast.FunctionDef | ast.AsyncFunctionDef, klass: str) -> None:
         key = keys.get(id(function))
-        parents: dict[int, ast.AST] = {}
-        for node in ast.walk(function):
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
+        # The parents from the tree's index (the parent of the method itself, which the
+        # index also knows, is never asked for a `Call`).
+        nodes = list(ast_walk(function))
+        if index.holds(function):
+            parents = index.parent
+        else:
+            local: dict[int, ast.AST] = {}
+            for node in nodes:
+                for child in iter_child_nodes(node):
+                    local[id(child)] = node
+            parents = lambda node: local.get(id(node))  # noqa: E731
         if function.name == "__init__":
-            kept(function, klass, parents)
-        for node in ast.walk(function):
+            kept(function, klass, parents, nodes)
+        for node in nodes:
             if isinstance(node, ast.Call):
                 wrapped(node)
             attr = self_attribute(node)
             if attr is None:
                 continue
-            parent = parents.get(id(node))
+            parent = parents(node)
             if isinstance(node.ctx, ast.Store):  # type: ignore[attr-defined]
                 if isinstance(parent, ast.Assign) and parent.targets == [node]:
                     one = constructed(parent.value)
@@ -3185,7 +3204,7 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
             if isinstance(parent, ast.Call) and parent.func is node:
                 continue  # `self.attn(x)`: a call the project model resolves
             if isinstance(parent, ast.Attribute):
-                grand = parents.get(id(parent))
+                grand = parents(parent)
                 if not (isinstance(grand, ast.Call) and grand.func is parent):
                     continue  # `self.attn.num_heads`, `self.attn.proj.weight`
             if (
@@ -3216,12 +3235,18 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
             if inner is not None:
                 facts.held.append(["arg", wrapper, slot, inner])
 
-    def kept(function: ast.FunctionDef | ast.AsyncFunctionDef, klass: str, parents: Any) -> None:
-        """`self.module = module` in `__init__`, the parameter used nowhere else."""
+    def kept(
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        klass: str,
+        parents: Callable[[ast.AST], ast.AST | None],
+        nodes: list[ast.AST],
+    ) -> None:
+        """`self.module = module` in `__init__`, the parameter used nowhere else (`nodes`:
+        the method's, in `ast.walk`'s order)."""
         params = [a.arg for a in [*function.args.posonlyargs, *function.args.args][1:]]
         params += [a.arg for a in function.args.kwonlyargs]
         loads: dict[str, list[ast.Name]] = {}
-        for node in ast.walk(function):
+        for node in nodes:
             if isinstance(node, ast.Name) and node.id in params:
                 loads.setdefault(node.id, []).append(node)
         positional = len(function.args.posonlyargs) + len(function.args.args) - 1
@@ -3229,7 +3254,7 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
             found = loads.get(name, [])
             if len(found) != 1 or not isinstance(found[0].ctx, ast.Load):
                 continue
-            parent = parents.get(id(found[0]))
+            parent = parents(found[0])
             if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
                 continue
             attr = self_attribute(parent.targets[0])

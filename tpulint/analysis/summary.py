@@ -58,6 +58,7 @@ from tpulint.analysis.inference import (
     union,
 )
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.python_ast import tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
@@ -686,16 +687,19 @@ def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assi
     (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
     found: dict[int, ast.Assign] = {}
     names: dict[str, int] = {}
-    for statement in tree.body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+    # Every binding of the module's statements (the counts do not depend on the order they
+    # are read in), from the tree's index.
+    for node in tree_index(tree).of_type(tree, ast.Name, ast.Global, ast.Nonlocal, ast.alias):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
                 names[node.id] = names.get(node.id, 0) + 1
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                for name in node.names:
-                    names[name] = names.get(name, 0) + 2  # rebound elsewhere
-            elif isinstance(node, ast.alias):
-                local = (node.asname or node.name).split(".", 1)[0]
-                names[local] = names.get(local, 0) + 2
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                names[name] = names.get(name, 0) + 2  # rebound elsewhere
+        elif isinstance(node, ast.alias):
+            local = (node.asname or node.name).split(".", 1)[0]
+            names[local] = names.get(local, 0) + 2
+    for statement in tree.body:
         if (
             isinstance(statement, ast.Assign)
             and len(statement.targets) == 1
