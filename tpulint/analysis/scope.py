@@ -240,6 +240,9 @@ class _State:
     roles: dict[str, int] = field(default_factory=dict)  # node -> TRAIN / EPOCH / INFER
     why: dict[str, str] = field(default_factory=dict)  # node -> the inference root's name
     live: set[str] = field(default_factory=set)  # instantiated class gkeys
+    # method name -> the live classes with a method of that name in their hierarchy (in the
+    # order they became live): `v.<name>(...)` on a value of unknown class looks only there
+    by_method: dict[str, list[str]] = field(default_factory=dict)
     loaded: set[str] = field(default_factory=set)  # module paths whose top level ran
     rta: set[str] = field(default_factory=set)  # method names called on unknown values
     rta_args: set[str] = field(default_factory=set)  # ... with arguments somewhere
@@ -1063,10 +1066,20 @@ class ProjectScope:
                         found = self.model.lookup(lookup.lstrip("~"), module)
                         if isinstance(found, ModuleSummary):
                             targets.add(found.path)
-                for gkey, cls in self.model.classes.items():
-                    if cls.module.path in targets:
-                        self._instantiate(state, gkey, TRAIN, "")
+                for gkey in self._classes_in(targets):
+                    self._instantiate(state, gkey, TRAIN, "")
             self._drain(state)
+
+    def _classes_in(self, paths: set[str]) -> list[str]:
+        """The project classes defined in `paths`, in the model's order of classes."""
+        index = self.__dict__.get("_classes_by_path")
+        if index is None:
+            index = {}
+            for position, (gkey, cls) in enumerate(self.model.classes.items()):
+                index.setdefault(cls.module.path, []).append((position, gkey))
+            self.__dict__["_classes_by_path"] = index
+        found = [entry for path in paths for entry in index.get(path, ())]
+        return [gkey for _, gkey in sorted(found)]
 
     def _evaluates_only(self, site: Entry, root: str) -> str | None:
         """The Trainer method (`test`, `validate`, `predict`) an entry point runs when it only
@@ -1245,8 +1258,8 @@ class ProjectScope:
                     state.rta.add(name)
                     if not self._bare_call(node, name):
                         state.rta_args.add(name)
-                    for gkey in list(state.live):
-                        found = self.model.find_method(gkey, name)
+                    for gkey in list(state.by_method.get(name, ())):
+                        found = self._live_method(gkey, name)
                         if found is not None and self._may_call(node, name, found):
                             self._visit(state, found.gkey, role, why)
             fn = self._function(node)
@@ -1267,13 +1280,35 @@ class ProjectScope:
             self.__dict__["_nested_index"] = nested
         return nested.get(fn.gkey, [])
 
+    def _live_method(self, gkey: str, name: str) -> _Function | None:
+        """`find_method` for a live class, kept: its hierarchy was resolved when it became
+        live (`_index_methods`), so the answer no longer changes."""
+        memo = self.__dict__.setdefault("_live_methods", {})
+        key = (gkey, name)
+        if key not in memo:
+            memo[key] = self.model.find_method(gkey, name)
+        return memo[key]
+
+    def _index_methods(self, state: _State, gkey: str) -> None:
+        """Record a class that became live under every method name its hierarchy defines
+        (`find_method` finds nothing for the other names)."""
+        names: set[str] = set()
+        for name in self.model.mro(gkey):
+            cls = self.model.classes.get(name)
+            if cls is not None:
+                names.update(cls.summary.methods)
+        for method in sorted(names):
+            state.by_method.setdefault(method, []).append(gkey)
+
     def _instantiate(self, state: _State, gkey: str, role: int, why: str) -> None:
 
         marker = f"class:{gkey}"
         if state.roles.get(marker, 0) >= role:
             return
         state.roles[marker] = role
-        state.live.add(gkey)
+        if gkey not in state.live:
+            state.live.add(gkey)
+            self._index_methods(state, gkey)
         kind = self.model.class_kind(gkey)
         lightning = kind & (
             ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK
