@@ -5350,3 +5350,68 @@ def test_yacs_options_something_else_may_set_keep_their_branches(
     assert reason_at(model, tmp_path, path, "conf[conf < 0.1]") is None
     assert reason_at(model, tmp_path, path, "conf[gt == 1]") is None
     assert reason_at(model, tmp_path, path, "conf[gt > 0]") is None
+
+
+def test_a_method_called_on_a_value_of_unknown_class_reaches_inherited_methods(
+    tmp_path: Path,
+) -> None:
+    """`runner.run(batch)` on a value whose class the model does not know may run the `run`
+    of any built class, found through its bases (`Child` inherits `Base.run`), whether the
+    class is built before or after the call is reached; a class nothing builds stays out."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/steps.py": """\
+            class Base:
+                def run(self, x):
+                    return x.sum().item()  # base-run
+
+
+            class Child(Base):
+                pass
+
+
+            class Early:
+                def run(self, x):
+                    return x.max().item()  # early-run
+
+
+            class Never:
+                def run(self, x):
+                    return x.min().item()  # never-run
+
+
+            def make(kind):
+                return Child() if kind else Early()
+        """,
+        "pkg/model.py": """\
+            import lightning as L
+            import torch
+
+            from pkg.steps import Early, make
+
+
+            class Model(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.early = Early()
+                    self.kept = make(True)
+                    self.layer = torch.nn.Linear(2, 2)
+
+                def training_step(self, batch, batch_idx):
+                    runner = self.hparams.runner
+                    runner.run(batch)
+                    return self.layer(batch).sum()
+
+        """,
+        "train_tpu.py": """\
+            import lightning as L
+
+            from pkg.model import Model
+
+            L.Trainer(accelerator="tpu").fit(Model())
+        """,
+    }
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/steps.py", "# base-run") is None
+    assert reason_at(model, tmp_path, "pkg/steps.py", "# early-run") is None
+    assert reason_at(model, tmp_path, "pkg/steps.py", "# never-run") is not None
