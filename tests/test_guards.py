@@ -6,10 +6,14 @@ import pytest
 
 from tpulint.analysis.guards import (
     RARE,
+    change_targets,
     effective,
+    first_n_targets,
     flush_targets,
     flushes,
+    lazy_attribute,
     marker_targets,
+    records,
     resets,
     shape_kinds,
 )
@@ -123,3 +127,29 @@ def test_a_step_counter_disjunct_is_rare_in_training_only() -> None:
     kinds = shape_kinds("i % 100 == 0 or self.global_step % 500 == 0")
     assert RARE in effective(kinds, "training_step")
     assert RARE not in effective(kinds, "validation_step")
+
+
+def test_change_targets_and_records() -> None:
+    # `if self.shown_split != split:` whose body records `split`: once per change of split.
+    assert change_targets("self.shown_split != split") == [("self.shown_split", "split")]
+    assert change_targets("key != self.last_key and key > 0") == [("self.last_key", "key")]
+    assert change_targets("self.shown_split == split") == []
+    assert change_targets("self.a != 3") == []  # a literal is not a changing key
+    assert records("x = 1\nself.shown_split = split\n", "self.shown_split", "split")
+    assert records("self.shown_split = split  # remember", "self.shown_split", "split")
+    assert not records("self.shown_split = other\n", "self.shown_split", "split")
+    assert not records("self.shown_split = split_next\n", "self.shown_split", "split")
+    assert not records("self.shown_split == split\n", "self.shown_split", "split")
+
+
+def test_zero_sentinel_lazy_tests() -> None:
+    assert lazy_attribute("self.size.item() == 0") == "size"
+    assert lazy_attribute("self.count == 0 and self.limit > 0") == "count"
+    assert lazy_attribute("self.count == 0.5") is None
+    assert lazy_attribute("self.count.item() == 1") is None
+
+
+def test_first_n_targets_read_through_item() -> None:
+    assert first_n_targets("n > self.size.item()") == ["self.size"]
+    assert first_n_targets("self.size.item() < n") == ["self.size"]
+    assert first_n_targets("n > size.item()") == []

@@ -634,11 +634,15 @@ class HostTransferInHotPath(TrackingRule, Rule):
     It stays silent where the copy is not paid every step or is the point: under "rare"
     guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, any periodic test such
     as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags,
-    collecting the first N samples, or after an early `if batch_idx > 0: return`; a helper
+    collecting the first N samples, a block that records the key it compares, `if
+    self.shown_split != dataloader_idx:` then `self.shown_split = dataloader_idx` (once per
+    change of the key), or after an early `if batch_idx > 0: return`; a helper
     inherits the guards every step's call of it shares, so one the training step calls
     under `if batch_idx % log_every == 0:` and the validation step only under a hook
     parameter Lightning never passes, `def validation_step(self, batch, i, dl=0,
-    vis=False)` then `if vis:`, runs only some steps), under
+    vis=False)` then `if vis:`, runs only some steps; one that training calls only on
+    some steps and validation on every batch is read as validation code, named in the
+    message by the validation route), under
     CUDA checks, in `predict_step` for values it returns, in validation code that draws or
     writes images (a function named for it, `vis_depth`, `save_image_grid`, `plot_*`, or
     one reached through such a function: the numpy copy is what the image file needs, and
@@ -780,6 +784,39 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A block whose body records the key it compares (`self.shown_split = split`): it
+        # runs once per change of the key (a new dataloader), not on every batch.
+        Valid(
+            "import lightning as L\nimport numpy as np\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx, dataloader_idx=0):\n"
+            "        if self.shown_split != dataloader_idx:\n"
+            "            self.shown_split = dataloader_idx\n"
+            "            self.canvas = np.zeros(batch['size'][0].cpu().numpy())\n"
+            "        return self(batch['x']).mean()\n"
+        ),
+        # A figure helper training calls every `every` steps and validation on every batch
+        # (a step-count guard means nothing there): validation code that draws.
+        Valid(
+            "import lightning as L\nimport matplotlib.pyplot as plt\n\n\n"
+            "def panel_plot(images):\n"
+            "    fig, ax = plt.subplots()\n"
+            "    ax.imshow(images[0, 0].detach().cpu().numpy())\n"
+            "    return fig\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, every):\n"
+            "        super().__init__()\n"
+            "        self.every = every\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            "        if self.global_step % self.every == 0:\n"
+            "            self.logger.experiment.add_figure('t', panel_plot(out))\n"
+            "        return out.mean()\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            "        if self.global_step % self.every == 0:\n"
+            "            self.logger.experiment.add_figure('v', panel_plot(out))\n"
+        ),
         # Tables torch moves with the module (a buffer), one a hook moves to the device, and
         # a CPU table indexed by a host number: no copy of a device index.
         Valid(

@@ -24,7 +24,10 @@ class ItemInHotPath(Rule):
     the parameters of a sub-module's `forward` that the step's code alone calls, every call
     passing a CPU tensor: `lengths.cpu().int()` and what is computed from it) and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
-    `if len(self.samples) < self.max_samples:` that collects samples, an assertion's
+    `if len(self.samples) < self.max_samples:` that collects samples, a one-time set-up
+    behind a zero sentinel or a length it grows, `if self.size.item() == 0:` or `while n >
+    self.size.item():` whose body, or the method it calls, sets `self.size` (the guard's
+    own `.item()` runs every step and is reported), an assertion's
     message, the lines before a `raise`, an `except` handler and what it calls) are not
     reported.
 
@@ -240,6 +243,36 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # A helper that sets the length it is called to set, called behind `if
+        # self.size.item() == 0:` (a zero sentinel) and in `while n > self.size.item():`
+        # (the loop ends with the test false): it runs on the first step or when the
+        # length grows. Only the guards' own reads run every step.
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Table(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('size', torch.tensor(0))\n\n"
+            "    def _resize(self, n):\n"
+            "        if n > self.size.item():\n"
+            "            n = max(n, 2 * self.size.item())\n"
+            "        self.size = torch.tensor(n)\n\n"
+            "    def forward(self, x):\n"
+            "        if self.size.item() == 0:\n"
+            "            self._resize(x.shape[-1])\n"
+            "        while x.shape[-1] > self.size.item():\n"
+            "            self._resize(x.shape[-1])\n"
+            "        return x\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.table = Table()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self.table(batch).mean()\n",
+            count=2,
+            line=17,
+            message="in forward",
+        ),
         # A branch that returns before the function's final `raise` is not the error path.
         Invalid(
             "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"

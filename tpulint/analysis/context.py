@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from tpulint.analysis.guards import (
+    change_targets,
     condition_kinds,
     effective,
     first_n_targets,
@@ -24,6 +25,7 @@ from tpulint.analysis.guards import (
     is_warning_callee,
     lazy_attribute,
     marker_targets,
+    records,
     resets,
     shape_kinds,
 )
@@ -676,8 +678,9 @@ class FileContext(Resolver):
         test = self.module.code_for_node(node.test)
         targets, flushed = first_n_targets(test), flush_targets(test)
         markers = marker_targets(test)
+        changes = change_targets(test)
         result = False
-        if targets or flushed or markers:
+        if targets or flushed or markers or changes:
             texts = [self.module.code_for_node(node.body)]
             resolve = self._method_resolver(node, parents)
             for name in _self_calls(node.body):
@@ -686,8 +689,15 @@ class FileContext(Resolver):
                     texts.append(self.module.code_for_node(method.body))
             result = (
                 any(grows(text, target) for text in texts for target in targets)
+                # `while self.n < N:` whose body sets `self.n`: the loop ends with the test
+                # false and the attribute persists, so later steps skip it until N changes.
+                or (
+                    isinstance(node, cst.While)
+                    and any(resets(text, target) for text in texts for target in targets)
+                )
                 or any(flushes(text, target) for text in texts for target in flushed)
                 or any(resets(text, target) for text in texts for target in markers)
+                or any(records(text, *change) for text in texts for change in changes)
             )
         self._guard_cache[key] = frozenset({"rare"}) if result else frozenset()
         return result

@@ -10,7 +10,8 @@ Guard kinds:
   `not i % 10`), or once (a lazy initialisation block), or for the first N batches (`if
   len(self.samples) < self.max_samples:` whose body grows `self.samples`), or once per
   interval (`if epoch - self.last_sample >= self.interval:` whose body moves
-  `self.last_sample`), or on the error
+  `self.last_sample`), or once per change of a key (`if self.shown != key:` whose body sets
+  `self.shown = key`), or on the error
   path only (an assertion's message, the statements of a block before its `raise`, a branch
   that only warns: `if not ok.all(): warnings.warn(f"{(~ok).sum()} bad rows")`);
 - "rare-train": a test on the optimizer step count (`self.global_step % 100 == 0`, or a
@@ -20,7 +21,8 @@ Guard kinds:
 - "device-check": a test of the device (`torch.cuda.is_available()`, `x.device.type`).
 
 Names are read from the condition's text (`condition_kinds`), shapes from its syntax
-(`shape_kinds`, `first_n_targets`, `grows`, `marker_targets`, `resets`), so both walkers
+(`shape_kinds`, `first_n_targets`, `grows`, `marker_targets`, `resets`, `change_targets`,
+`records`), so both walkers
 pass source text and get one reading. Shapes are read through `and`, `or` and `not`: a
 conjunction is as rare as its rarest conjunct (`rank == 0 and step % n == 0`), a disjunction
 only as rare as its least rare operand (`i % n == 0 or i + 1 == len(loader)`: periodic, or
@@ -118,9 +120,12 @@ def effective(kinds: frozenset[str] | set[str], root_hook: str | None) -> frozen
 LAZY_TEST = re.compile(
     r"^\s*(?:not\s+self\.(?P<a>\w+)|self\.(?P<b>\w+)\s+is\s+None|"
     r"not\s+hasattr\(\s*self\s*,\s*['\"](?P<c>\w+)['\"]\s*\)|"
-    r"self\.(?P<d>\w+)\s*==\s*False)"
-    # `if self.cache is None or self.cache.size(0) < n:` (allocated once, grown rarely)
-    r"(?:\s+or\s+.*)?\s*$",
+    r"self\.(?P<d>\w+)\s*==\s*False|"
+    # `if self.length.item() == 0:` / `if self.n == 0:` (a zero sentinel, set on first use)
+    r"self\.(?P<e>\w+)(?:\.item\(\))?\s*==\s*0)"
+    # `if self.cache is None or self.cache.size(0) < n:` (allocated once, grown rarely);
+    # `if self.n == 0 and self.limit > 0:` (a conjunction runs at most as often)
+    r"(?:\s+(?:or|and)\s+.*)?\s*$",
     re.DOTALL,
 )
 
@@ -130,7 +135,13 @@ def lazy_attribute(test_text: str) -> str | None:
     match = LAZY_TEST.match(test_text)
     if match is None:
         return None
-    return match.group("a") or match.group("b") or match.group("c") or match.group("d")
+    return (
+        match.group("a")
+        or match.group("b")
+        or match.group("c")
+        or match.group("d")
+        or match.group("e")
+    )
 
 
 # --- shapes read from the condition's syntax (both walkers pass source text) ------------
@@ -412,14 +423,28 @@ def _self_attribute_text(node: ast.expr) -> str | None:
     return None
 
 
+def _item_receiver(node: ast.expr) -> ast.expr:
+    """`x` of `x.item()` (a tensor counter read as a number), else the node."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "item"
+        and not node.args
+        and not node.keywords
+    ):
+        return node.func.value
+    return node
+
+
 def first_n_targets(test_text: str) -> list[str]:
     """The attributes a collect-the-first-N test bounds: `self.x` in `len(self.x) < N`,
     `self.n < N`, `N > self.n` (one conjunct of an `and`). Only attributes of `self`: they
     persist across steps, so the guarded code stops running after N batches; a local counter
-    bounds a loop that runs again on every step."""
+    bounds a loop that runs again on every step. A tensor counter read with `.item()`
+    (`self.n.item() < N`) counts as well."""
     targets = []
     for measured, _ in _bounds(test_text, measured_below=True):
-        name = _self_attribute_text(_len_argument(measured) or measured)
+        name = _self_attribute_text(_len_argument(measured) or _item_receiver(measured))
         if name is not None:
             targets.append(name)
     return targets
@@ -475,6 +500,38 @@ def marker_targets(test_text: str) -> list[str]:
                 if name is not None and name not in targets:
                     targets.append(name)
     return targets
+
+
+def change_targets(test_text: str) -> list[tuple[str, str]]:
+    """The `(attribute, value)` pairs of a change test: `self.current != key` or `key !=
+    self.current` (one conjunct of an `and`), `key` a name, attribute or subscript. With a
+    body that records the value (`records`: `self.current = key`), the body runs once per
+    change of `key` (a new dataloader, a new case), not on every batch: after it, the test
+    fails until `key` changes."""
+    if "!=" not in test_text:
+        return []
+    node = _parse(test_text)
+    if node is None:
+        return []
+    pairs = []
+    for part in _conjuncts(node):
+        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+            continue
+        if not isinstance(part.ops[0], ast.NotEq):
+            continue
+        left, right = part.left, part.comparators[0]
+        for attribute, value in ((left, right), (right, left)):
+            name = _self_attribute_text(attribute)
+            if name is not None and isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
+                pairs.append((name, ast.unparse(value)))
+                break
+    return pairs
+
+
+def records(body_text: str, target: str, value: str) -> bool:
+    """Whether code sets `target` to the compared value (`self.current = key`)."""
+    pattern = rf"\b{re.escape(target)}\s*=\s*{re.escape(value)}\s*(?:$|[\n;#])"
+    return re.search(pattern, body_text, re.MULTILINE) is not None
 
 
 def resets(body_text: str, target: str) -> bool:

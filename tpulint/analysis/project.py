@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from tpulint.analysis.config_facts import ConfigFacts
 from tpulint.analysis.guards import (
+    RARE,
     condition_kinds,  # noqa: F401 (re-exported for rules)
     effective,
 )
@@ -1316,13 +1317,17 @@ class ProjectModel:
             queue.append(target.gkey)
             return
         if existing.guards and not guards >= existing.guards:
-            # Another call reaches it under fewer guards: keep only the shared ones.
+            # Another call reaches it under fewer guards: keep only the shared ones. When the
+            # first route reached it only on some steps (a training hook's periodic guard) and
+            # this one on every step (a validation hook's call), this route is why it is hot:
+            # its root and chain are the ones to name and to read the code as (validation code
+            # that draws an image is not training code).
+            root, name, chain = existing.root, existing.name, existing.chain
+            if RARE in existing.guards and RARE not in guards:
+                root, name = info.root, (info.name if site is None else target.summary.name)
+                chain = info.chain if site is None else (*info.chain, site)
             hot[target.gkey] = HotInfo(
-                existing.root,
-                existing.name,
-                existing.chain,
-                existing.guards & guards,
-                existing.off_tpu,
+                root, name, chain, existing.guards & guards, existing.off_tpu
             )
             queue.append(target.gkey)
 

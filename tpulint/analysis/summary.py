@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from tpulint.analysis.guards import (
     RARE,
+    change_targets,
     condition_kinds,
     first_n_targets,
     flush_targets,
@@ -38,6 +39,7 @@ from tpulint.analysis.guards import (
     is_warning_callee,
     lazy_attribute,
     marker_targets,
+    records,
     resets,
 )
 from tpulint.analysis.hooks import is_cold_name
@@ -1501,7 +1503,8 @@ class _Summarizer(ValueEvaluator):
         test = self.segment(node.test)
         targets, flushed = first_n_targets(test), flush_targets(test)
         markers = marker_targets(test)
-        if not targets and not flushed and not markers:
+        changes = change_targets(test)
+        if not targets and not flushed and not markers and not changes:
             return False
         texts = [self.segment(statement) for statement in node.body]  # type: ignore[arg-type]
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
@@ -1516,8 +1519,15 @@ class _Summarizer(ValueEvaluator):
                 texts.extend(self.segment(s) for s in methods[call.func.attr].body)  # type: ignore[arg-type]
         return (
             any(grows(text, target) for text in texts for target in targets)
+            # `while self.n < N:` whose body sets `self.n`: the loop ends with the test
+            # false and the attribute persists, so later steps skip it until N changes.
+            or (
+                isinstance(node, ast.While)
+                and any(resets(text, target) for text in texts for target in targets)
+            )
             or any(flushes(text, target) for text in texts for target in flushed)
             or any(resets(text, target) for text in texts for target in markers)
+            or any(records(text, *change) for text in texts for change in changes)
         )
 
     def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
@@ -2082,11 +2092,14 @@ def _sets_self_attribute(body: list[ast.stmt], attribute: str) -> bool:
 
 def _may_be_lazy_test(test: ast.expr) -> bool:
     """A cheap look at the shapes `guards.lazy_attribute` reads (`not self.x`,
-    `self.x is None`, `not hasattr(self, ...)`, `self.x == False`)."""
+    `self.x is None`, `not hasattr(self, ...)`, `self.x == False`, `self.n.item() == 0`)."""
+    if isinstance(test, ast.BoolOp) and test.values:
+        return _may_be_lazy_test(test.values[0])  # `self.n == 0 and ...`, `... or ...`
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         operand = test.operand
         return isinstance(operand, (ast.Attribute, ast.Call))
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Attribute)
+    # `self.x is None`, `self.n.item() == 0`
+    return isinstance(test, ast.Compare) and isinstance(test.left, (ast.Attribute, ast.Call))
 
 
 class _Test(NamedTuple):
