@@ -440,8 +440,50 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        self.net.embed(batch['feats'])\n"
             "        return self.net(**batch).sum()\n"
         ),
+        # A helper called in a comprehension whose tuple target iterates `zip` of lists
+        # of host copies (`.cpu()`): its parameters are CPU tensors, like a for loop's.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def hit_rate(guess, truth):\n"
+            "    return float(truth.bool()[guess.bool()].float().mean())\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = torch.nn.Linear(8, 1)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        xs, ys = batch\n"
+            "        guesses, truths = [], []\n"
+            "        for i in range(xs.shape[0]):\n"
+            "            guesses.append((self.net(xs[i]) > 0).detach().cpu())\n"
+            "            truths.append(ys[i].detach().cpu())\n"
+            "        rates = [hit_rate(g, t) for g, t in zip(guesses, truths)]\n"
+            "        self.log('rate', sum(rates) / len(rates))\n"
+            "        return self.net(xs).sum()\n"
+        ),
     )
     INVALID = (
+        # The same comprehension over lists of device tensors: the helper masks them on
+        # the TPU.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def hit_rate(guess, truth):\n"
+            "    return float(truth.bool()[guess.bool()].float().mean())\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = torch.nn.Linear(8, 1)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        xs, ys = batch\n"
+            "        guesses, truths = [], []\n"
+            "        for i in range(xs.shape[0]):\n"
+            "            guesses.append((self.net(xs[i]) > 0).detach())\n"
+            "            truths.append(ys[i].detach())\n"
+            "        rates = [hit_rate(g, t) for g, t in zip(guesses, truths)]\n"
+            "        self.log('rate', sum(rates) / len(rates))\n"
+            "        return self.net(xs).sum()\n",
+            line=6,
+            message="selects by the boolean mask",
+        ),
         # The step's batch spread into a forward (`**batch`): a parameter annotated as a
         # tensor gets a tensor on the device, made boolean (`.to(torch.bool)`) when it is not
         # None and handed to a sub-module, which another call leaves to its None default;

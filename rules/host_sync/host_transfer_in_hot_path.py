@@ -1155,6 +1155,31 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        z, loss = self.encode(batch)\n"
             "        return loss\n"
         ),
+        # A module dict indexed by the names a mapping annotated with string keys yields
+        # (iterated, or its `.keys()`): a key lookup, no tensor read.
+        Valid(
+            "from typing import Dict\n\nimport lightning as L\nimport torch\n"
+            "import torch.nn.functional as F\nfrom torch import Tensor\n\n\n"
+            "class LM(L.LightningModule):\n"
+            "    def __init__(self, names):\n"
+            "        super().__init__()\n"
+            "        self.net = torch.nn.Linear(8, 3)\n"
+            "        self.class_weights = torch.nn.ParameterDict(\n"
+            "            {n: torch.nn.Parameter(torch.ones(3)) for n in names}\n"
+            "        )\n\n"
+            "    def head_losses(self, scores: Dict[str, Tensor], labels: Dict[str, Tensor]):\n"
+            "        terms = []\n"
+            "        for name in labels:\n"
+            "            weight = self.class_weights[name]\n"
+            "            terms.append(F.cross_entropy(scores[name], labels[name], weight=weight))\n"
+            "        for name in labels.keys():\n"
+            "            terms.append(self.class_weights[name].sum())\n"
+            "        return terms\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, labels = batch\n"
+            "        out = self.net(x)\n"
+            "        return sum(self.head_losses({n: out for n in labels}, labels))\n"
+        ),
     )
     INVALID = (
         # An element of a tuple returned inside a tuple (`_, _, stats = module(x)`), a

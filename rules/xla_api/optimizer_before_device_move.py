@@ -43,12 +43,61 @@ def _all_of(root: cst.CSTNode, node_type: type[_NodeT]) -> list[_NodeT]:
     return [n for n in iter_in_order(root) if isinstance(n, node_type)]
 
 
+# Calls that pass a parameter collection through (the stored value is still the parameters):
+# `list(self.parameters())`, `filter(lambda p: p.requires_grad, self.parameters())`,
+# `itertools.chain(a.parameters(), b.parameters())`.
+_PASS_THROUGH = ("list", "tuple", "set", "filter", "chain", "sorted")
+
+
 def _takes_parameters(node: cst.CSTNode) -> bool:
-    """Whether `node` calls `.parameters()` or `.named_parameters()` on something."""
-    return any(
-        isinstance(call.func, cst.Attribute) and call.func.attr.value in _PARAMETERS
-        for call in _all_of(node, cst.Call)
-    )
+    """Whether `node` evaluates to a collection of parameters taken now: `.parameters()` or
+    `.named_parameters()`, passed through `list`/`filter`/`chain`, in a list, tuple or
+    parameter-group dict, concatenated, or a comprehension over them that keeps the
+    parameter. A module built from arguments that read parameters (`Wrapper(net,
+    names={n for n, _ in net.named_parameters()})`) is not one: a sub-module moves with its
+    parent, and its `.parameters()` read in `configure_optimizers` are the moved ones."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _PARAMETERS:
+            return True
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if name in _PASS_THROUGH:
+            return any(_takes_parameters(arg.value) for arg in node.args)
+        return False
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return any(_takes_parameters(element.value) for element in node.elements)
+    if isinstance(node, cst.Dict):
+        return any(
+            isinstance(element, cst.DictElement) and _takes_parameters(element.value)
+            for element in node.elements
+        )
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _takes_parameters(node.left) or _takes_parameters(node.right)
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return _comprehension_keeps_parameter(node)
+    return False
+
+
+def _comprehension_keeps_parameter(node: cst.ListComp | cst.SetComp | cst.GeneratorExp) -> bool:
+    """Whether a comprehension over `.parameters()` (or `.named_parameters()`) yields the
+    parameters: its element reads the loop's parameter name (`p` of `for p in` or of
+    `for n, p in`), not only the names (`{n for n, _ in m.named_parameters()}`)."""
+    used = {n.value for n in _all_of(node.elt, cst.Name)}
+    clause: cst.CompFor | None = node.for_in
+    while clause is not None:
+        if _takes_parameters(clause.iter):
+            target = clause.target
+            if isinstance(target, cst.Name):
+                kept = {target.value}
+            elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                second = target.elements[1].value
+                kept = {second.value} if isinstance(second, cst.Name) else set()
+            else:
+                kept = {n.value for n in _all_of(target, cst.Name)}
+            if kept & used:
+                return True
+        clause = clause.inner_for_in
+    return False
 
 
 class OptimizerBeforeDeviceMove(Rule):
@@ -142,8 +191,62 @@ class OptimizerBeforeDeviceMove(Rule):
             "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n\n"
             "    def step(self):\n        self.opt.step()\n"
         ),
+        # A sub-module built in __init__ from arguments that read parameters (their names):
+        # it moves with the module, and configure_optimizers reads its moved parameters
+        # (Lightning's strategy.setup calls model_to_device before setup_optimizers).
+        Valid(
+            "import lightning as L\nimport torch\n\n\nclass LM(L.LightningModule):\n"
+            "    def __init__(self, backbone, Editor):\n"
+            "        super().__init__()\n"
+            "        self.backbone = backbone\n"
+            "        self.editor = Editor(\n"
+            "            backbone,\n"
+            "            names={n for n, _ in backbone.named_parameters() if 'norm' not in n},\n"
+            "        )\n"
+            "        self.scale = torch.nn.Parameter(torch.ones(()))\n\n"
+            "    def configure_optimizers(self):\n"
+            "        return torch.optim.RMSprop(\n"
+            "            [{'params': self.editor.parameters()}, {'params': [self.scale]}]\n"
+            "        )\n"
+        ),
+        # Stored parameter names, not parameters.
+        Valid(
+            "import lightning as L\nimport torch\n\n\nclass LM(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = torch.nn.Linear(2, 2)\n"
+            "        self.frozen = [n for n, p in self.named_parameters() if 'bias' in n]\n\n"
+            "    def configure_optimizers(self):\n"
+            "        keep = [p for n, p in self.named_parameters() if n not in self.frozen]\n"
+            "        return torch.optim.SGD(keep, lr=0.1)\n"
+        ),
     )
     INVALID = (
+        Invalid(
+            "import lightning as L\nimport torch\n\n\nclass LM(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.body = torch.nn.Linear(2, 2)\n"
+            "        self.top = torch.nn.Linear(2, 1)\n"
+            "        self.groups = [\n"
+            "            {'params': list(self.body.parameters()) + list(self.top.parameters())},\n"
+            "        ]\n\n"
+            "    def configure_optimizers(self):\n"
+            "        return torch.optim.Adam(self.groups, lr=0.1)\n",
+            line=15,
+            message="`self.groups`, which `__init__` took",
+        ),
+        Invalid(
+            "import lightning as L\nimport torch\n\n\nclass LM(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = torch.nn.Linear(2, 2)\n"
+            "        self.decay = [p for n, p in self.named_parameters() if 'bias' not in n]\n\n"
+            "    def configure_optimizers(self):\n"
+            "        return torch.optim.SGD(self.decay, lr=0.1)\n",
+            line=12,
+            message="`self.decay`, which `__init__` took",
+        ),
         Invalid(
             "import lightning as L\nimport torch\n\n\nclass LM(L.LightningModule):\n"
             "    def __init__(self):\n"

@@ -140,6 +140,9 @@ class Scope:
     # What each parameter of the function held on entry: a parameter whose value is still
     # that (or may be) has not been replaced by the code before.
     params: dict[str, list[Atom]] = field(default_factory=dict)
+    # Parameters annotated as mappings with string keys (`targets: Dict[str, Tensor]`):
+    # iterating one, while it still holds what the call passed, yields strings.
+    str_keyed: frozenset[str] = frozenset()
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -221,6 +224,28 @@ class ValueEvaluator:
             # `for p in group["params"]`: the model's parameters, where the model is (an
             # optimizer's `step` updates them on the device)
             return ["device"]
+        if (
+            isinstance(iterator, ast.Name)
+            and iterator.id in scope.str_keyed
+            and scope.env.get(iterator.id) is scope.params.get(iterator.id)
+        ):
+            # `for key in targets` over a parameter annotated `Dict[str, Tensor]`: its keys
+            return ["host"]
+        if (
+            isinstance(iterator, ast.Call)
+            and isinstance(iterator.func, ast.Attribute)
+            and iterator.func.attr == "keys"
+            and not iterator.args
+        ):
+            # `for key in outputs.keys()`: a mapping's keys (names, like those `.items()`
+            # yields), not the tensors it holds
+            keys = [
+                k
+                for a in self.atoms(iterator.func.value, scope)
+                if isinstance(a, list) and a[0] == "s" and len(a) > 2
+                for k in a[2]
+            ]
+            return keys or ["host"]
         if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name):
             name = iterator.func.id
             shadowed = name in scope.env or name in scope.imports
@@ -279,6 +304,7 @@ class ValueEvaluator:
         """A scope in which the targets of a comprehension's generators are bound."""
         inner = Scope(scope.info, scope.imports, dict(scope.env), scope.instances, cls=scope.cls)
         inner.keyed = set(scope.keyed)
+        inner.str_keyed, inner.params = scope.str_keyed, scope.params
         for generator in getattr(node, "generators", ()):
             self.bind_loop(generator.target, generator.iter, inner)
         return inner

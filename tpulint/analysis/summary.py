@@ -69,6 +69,13 @@ from tpulint.analysis.value_tables import (
     annotation_kind,
 )
 
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# A mapping annotated with string keys (`Dict[str, Tensor]`, `Optional[Mapping[str, Any]]`).
+_STR_KEYED = re.compile(
+    r"^(typing\.)?(Optional\[)?(typing\.)?"
+    r"(Dict|dict|Mapping|MutableMapping|OrderedDict)\[\s*str\s*,"
+)
+
 _MAX_ATOMS = 8
 # Packages whose functions are never project functions: their calls' arguments are not kept.
 _EXTERNAL = frozenset(
@@ -1330,6 +1337,11 @@ class _Summarizer(ValueEvaluator):
             annotated_class = _annotated_class(annotated[index]) if kind is None else None
             if annotated_class is not None:
                 scope.param_classes[name] = annotated_class
+        scope.str_keyed = frozenset(
+            name
+            for name, annotation in zip(params, annotated, strict=False)
+            if annotation is not None and _STR_KEYED.match(ast.unparse(annotation))
+        )
         if args.vararg is not None:
             vararg: list[Atom] = ["unknown"] if self.query else ["host"]
             if not self.query and not args.kwonlyargs:
@@ -1570,15 +1582,20 @@ class _Summarizer(ValueEvaluator):
         if scope.info is None or not scope.record_calls or self.query:
             return
         start = (*scope.guards, RARE) if scope.error_path else scope.guards
-        stack: list[tuple[ast.AST, tuple[Any, ...]]] = [(node, start)]
+        # Each node with the scope its names are read in: inside a comprehension, one in
+        # which its generators' targets are bound like a for loop's (`[f(p, t) for p, t in
+        # zip(preds, targets)]` passes the elements of `preds` and `targets`).
+        stack: list[tuple[ast.AST, tuple[Any, ...], Scope]] = [(node, start, scope)]
         while stack:
-            current, guards = stack.pop()
+            current, guards, names = stack.pop()
+            if isinstance(current, _COMPREHENSIONS) and current.generators:
+                names = self.bind_comprehension(current, names)
             if isinstance(current, ast.Call):
                 self.record_placement(current, scope)
                 mapped = _mapped_call(current)
                 if mapped is not None:
                     # `executor.map(self._item, rows, masks)`: a call of `_item` per element.
-                    stack.append((mapped, guards))
+                    stack.append((mapped, guards, names))
                 calls = [self.call_site(current, scope, guards)]
                 if isinstance(current.func, ast.Name) and current.func.id in scope.method_refs:
                     # `step = self.model.forward_old if old else self.model.forward;
@@ -1595,12 +1612,12 @@ class _Summarizer(ValueEvaluator):
                         # What the call passes: the callee's parameters' values, for the
                         # model (a helper only ever called with CPU tensors or numpy).
                         call.args = [
-                            self.atoms(a, scope)
+                            self.atoms(a, names)
                             for a in current.args
                             if not isinstance(a, ast.Starred)
                         ]
                         call.keywords = {
-                            k.arg: self.atoms(k.value, scope)
+                            k.arg: self.atoms(k.value, names)
                             for k in current.keywords
                             if k.arg is not None
                         }
@@ -1613,7 +1630,7 @@ class _Summarizer(ValueEvaluator):
                             # one mapping spread (`**self.step_kwargs`): what it holds, for
                             # the parameters it may fill; several: not followed
                             call.keywords["**"] = (
-                                self.atoms(spreads[0], scope) if len(spreads) == 1 else []
+                                self.atoms(spreads[0], names) if len(spreads) == 1 else []
                             )
                         call.arg_texts = [
                             value_texts(a) for a in current.args if not isinstance(a, ast.Starred)
@@ -1628,22 +1645,24 @@ class _Summarizer(ValueEvaluator):
             if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
                 extra = guards
                 for value in current.values:
-                    stack.append((value, extra))
+                    stack.append((value, extra, names))
                     extra = (*extra, _Test(value, False, scope.cls))
                 continue
             if isinstance(current, ast.IfExp):
-                stack.append((current.test, guards))
-                stack.append((current.body, (*guards, _Test(current.test, False, scope.cls))))
-                stack.append((current.orelse, guards))
+                stack.append((current.test, guards, names))
+                stack.append(
+                    (current.body, (*guards, _Test(current.test, False, scope.cls)), names)
+                )
+                stack.append((current.orelse, guards, names))
                 continue
             for name in _child_fields(type(current)):
                 child = getattr(current, name)
                 if type(child) is list:
                     for item in child:
                         if isinstance(item, ast.AST):
-                            stack.append((item, guards))
+                            stack.append((item, guards, names))
                 elif isinstance(child, ast.AST):
-                    stack.append((child, guards))
+                    stack.append((child, guards, names))
 
     def top_call(self, node: ast.expr, scope: Scope) -> None:
         """`train(args, model, loader)` or `fit(net, data, DEVICE)` at the module's top level
