@@ -155,9 +155,19 @@ class OptimizerBeforeDeviceMove(Rule):
     - [Lightning docs: `configure_optimizers`](https://lightning.ai/docs/pytorch/stable/common/lightning_module.html#configure-optimizers)
     - [PyTorch source: `Module._apply` replaces parameters that are not shallow-copy compatible](https://github.com/pytorch/pytorch/blob/main/torch/nn/modules/module.py)
     - [torch_xla: XLA tensors and moving modules](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
+
+    ## Status
+    Preview (issue 21). Every finding read on code frozen after the rule was added was
+    wrong (sci19: 1, sci21: 2): an optimizer `configure_optimizers` builds over a
+    sub-module whose constructor only read parameter names, taken for parameters stored
+    before the move. That shape is fixed (only a stored parameter collection counts:
+    `.parameters()`, lists and groups of them, comprehensions keeping the parameter); with
+    no right finding on fresh code yet, it reports in preview (`--preview`) until a fresh
+    read shows it at 95%.
     """
 
     code = "TPU506"
+    preview = True  # 0 of 3 right on code read after it was added (see Status)
     name = "optimizer-before-device-move"
     summary = "An optimizer over a LightningModule's parameters taken before the move to XLA"
     severity = Severity.ERROR
