@@ -6,9 +6,13 @@ the user's checkout does, and tpulint reads `.git` as the mark of a repository's
 scripts and packages form one project): `run` gives each repository lacking one an empty
 `git init`, so the batch is checked as its users check it.
 
-    python bench/heldout.py run BATCH NAME [--tpulint EXE]   # BATCH/runs/NAME.json
-    python bench/heldout.py parts BATCH NAME PART=repo1,repo2 ...
+    python bench/heldout.py run BATCH NAME [--tpulint EXE] [--args "--preview --select TPU006"]
+                                                             # BATCH/runs/NAME.json
+    python bench/heldout.py parts BATCH NAME PART=repo1,repo2:sub/dir ...
                                                              # BATCH/findings-PART.md, index.json
+
+A part's `repo:prefix` takes that repository's findings under one folder (a large repository
+split between readers); a bare `repo` takes its findings no earlier part took.
     python bench/heldout.py score BATCH [-v]                 # labels-*.md against index.json
     python bench/heldout.py rescore BATCH NAME               # a later run against the labels
 """
@@ -27,7 +31,7 @@ from typing import Any
 _LABEL = re.compile(r"\s*#(\d+)\s*\|\s*(right|wrong|not-tpu)\s*\|\s*(.*)")
 
 
-def run(batch: Path, name: str, exe: str) -> None:
+def run(batch: Path, name: str, exe: str, extra: list[str] | None = None) -> None:
     """Check every repository of the batch as its own project; write runs/NAME.json."""
     if Path(exe).exists():
         exe = str(Path(exe).resolve())  # each repository is its own working folder
@@ -36,7 +40,16 @@ def run(batch: Path, name: str, exe: str) -> None:
         if not (repo / ".git").exists():
             subprocess.run(["git", "init", "-q", str(repo)], check=True)
         out = subprocess.run(
-            [exe, "check", ".", "--output-format", "json", "--exit-zero", "--no-cache"],
+            [
+                exe,
+                "check",
+                ".",
+                "--output-format",
+                "json",
+                "--exit-zero",
+                "--no-cache",
+                *(extra or []),
+            ],
             cwd=repo,
             capture_output=True,
             text=True,
@@ -59,15 +72,22 @@ def parts(batch: Path, name: str, specs: list[str]) -> None:
     """Numbered findings lists, one per reader (PART=repo,repo), and the index they share."""
     found = json.loads((batch / "runs" / f"{name}.json").read_text())
     index: list[dict[str, Any]] = []
+    taken: set[int] = set()
     for spec in specs:
         part, repos = spec.split("=", 1)
         lines = [f"# findings {part} (run {name}, default rules and scope)", ""]
-        for repo in repos.split(","):
+        for entry in repos.split(","):
+            repo, _, prefix = entry.partition(":")
             items = sorted(
-                (d for d in found if d["repo"] == repo),
+                (
+                    d
+                    for d in found
+                    if d["repo"] == repo and id(d) not in taken and d["path"].startswith(prefix)
+                ),
                 key=lambda d: (d["path"], d["start"]["line"], d["start"]["column"]),
             )
-            lines.append(f"## {repo} ({len(items)} findings)")
+            taken.update(id(d) for d in items)
+            lines.append(f"## {entry} ({len(items)} findings)")
             for d in items:
                 index.append({"n": len(index) + 1, "part": part, **d})
                 where = f"{repo}/{d['path']}:{d['start']['line']}:{d['start']['column']}"
@@ -160,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("batch", type=Path)
     p.add_argument("name")
     p.add_argument("--tpulint", default=str(Path(sys.executable).with_name("tpulint")))
+    p.add_argument("--args", default="", help="more tpulint arguments, one string")
     p = sub.add_parser("parts")
     p.add_argument("batch", type=Path)
     p.add_argument("name")
@@ -172,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("name")
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(args.batch, args.name, args.tpulint)
+        run(args.batch, args.name, args.tpulint, args.args.split())
     elif args.command == "parts":
         parts(args.batch, args.name, args.specs)
     elif args.command == "score":
