@@ -198,6 +198,16 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        flipped = ~self.order\n"
             "        return self.net(batch['x'])[self.order].sum() + flipped.sum()\n"
         ),
+        # A local's complement indexed in another function: a different value there (the
+        # positions `order` picks in the step may be integers).
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        order = batch['order']\n"
+            "        return self.net(batch['x'])[order].sum()\n\n"
+            "    def plot_rest(self, batch):\n"
+            "        order = batch['order']\n"
+            "        return self.net(batch['x'])[~order].sum()\n"
+        ),
         # What a library object returns for numpy arrays is numpy data (filtered on the host).
         Valid(
             "import numpy as np\nfrom torch import nn\nfrom peaks import Tracker\n\n\n"
@@ -495,6 +505,18 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             count=2,
             line=15,
             message="by the boolean mask `self.annotated`",
+        ),
+        # The same with a local of the step.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        seen = batch['seen']\n"
+            "        out = self.net(batch['x'])\n"
+            "        fit = out[seen].mean()\n"
+            "        spread = out[~seen].var()\n"
+            "        return fit + spread\n",
+            count=2,
+            line=9,
+            message="by the boolean mask `seen`",
         ),
         # The same comprehension over lists of device tensors: the helper masks them on
         # the TPU.

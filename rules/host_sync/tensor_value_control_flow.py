@@ -70,9 +70,10 @@ class TensorValueControlFlow(TrackingRule, Rule):
     tensors. So is what a method the step calls stores from the batch it is handed
     (`self.labeled = batch["labeled"]` in a `set_input(self, batch)`, also an override
     that a base class's step calls), and what is computed from it (`bs =
-    torch.sum(self.labeled)`, then `if bs > 0:`). Conditions on shapes (`x.shape[0] > 1`, also a comparison of dict entries the
-    file stores only shapes in: `data.update({"hw0": a.shape[2:], "hw1": b.shape[2:]})`
-    then `if data["hw0"] == data["hw1"]:`, `torch.Size` being a tuple of ints), flags
+    torch.sum(self.labeled)`, then `if bs > 0:`). Conditions on shapes (`x.shape[0] > 1`,
+    also a comparison of dict entries the file stores only shapes in:
+    `data.update({"hw0": a.shape[2:], "hw1": b.shape[2:]})` then
+    `if data["hw0"] == data["hw1"]:`, `torch.Size` being a tuple of ints), flags
     (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
     and CPU tensors are not tensor values and are not reported.
 

@@ -662,9 +662,13 @@ def mask_kind(
                 return inner
             if not_a_mask(ctx, binding.value):
                 return None
-            return "name" if strength == "strong" and not _integer_index(ctx, node) else None
+            if strength == "strong" and not _integer_index(ctx, node):
+                return "name"
+            return "operator" if _inverted_as_index(ctx, node) else None
         if binding is not None and binding.unpack_index is not None:
-            return "name" if strength == "strong" and not _integer_index(ctx, node) else None
+            if strength == "strong" and not _integer_index(ctx, node):
+                return "name"
+            return "operator" if _inverted_as_index(ctx, node) else None
         if ctx.value_kind(node).is_host and bindings.lookup(node.value) is None:
             # a parameter with a Python default, a module constant
             annotation = bindings.annotation(node.value)
@@ -708,7 +712,7 @@ def _inverted_as_index(ctx: FileContext, node: cst.BaseExpression) -> bool:
         return False
     root: cst.CSTNode | None = ctx.module
     if isinstance(node, cst.Name):
-        root = next((a for a in ctx.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+        root = ctx.current_function()
     elif not (isinstance(node.value, cst.Name) and node.value.value == "self"):
         return False
     if root is None:
