@@ -31,7 +31,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `x[mask]`, `x[x > 0]`, `x[~m]`, `x[:, keep]` and writes such as `x[mask] = v`. An
     index is a mask when it is a comparison of tensors, `~m`, `&` / `|` of masks,
     `.bool()`, `torch.isnan` / `isfinite` / `logical_*`, a local bound to one of those, or
-    a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`), or a helper's
+    a name that says so (`mask`, `loss_mask`, `keep`, `valid`, `is_target`), a value whose
+    complement the code also indexes with (`x[self.labeled]` beside `y[~self.labeled]`: an
+    attribute anywhere in the file, a local in the same function), or a helper's
     parameter that every call from the step passes a boolean tensor (`m.to(torch.bool)` in
     the caller, when it is not None; a call leaving it to its None default passes none; a
     step's `self.model(**batch)` gives each parameter annotated as a tensor the batch's
@@ -184,6 +186,28 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # `~` of an attribute outside an index (an integer flag toggled bitwise) says nothing
+        # of the attribute as an index.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def load_inputs(self, batch):\n"
+            "        self.order = batch['order']\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.load_inputs(batch)\n"
+            "        flipped = ~self.order\n"
+            "        return self.net(batch['x'])[self.order].sum() + flipped.sum()\n"
+        ),
+        # A local's complement indexed in another function: a different value there (the
+        # positions `order` picks in the step may be integers).
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        order = batch['order']\n"
+            "        return self.net(batch['x'])[order].sum()\n\n"
+            "    def plot_rest(self, batch):\n"
+            "        order = batch['order']\n"
+            "        return self.net(batch['x'])[~order].sum()\n"
+        ),
         # What a library object returns for numpy arrays is numpy data (filtered on the host).
         Valid(
             "import numpy as np\nfrom torch import nn\nfrom peaks import Tracker\n\n\n"
@@ -462,6 +486,38 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A mask the step's set-up method stores from the batch, used as it is and as its
+        # complement (`~`): both select rows by the mask's values.
+        Invalid(
+            "import lightning as L\nimport torch\nimport torch.nn.functional as F\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def load_inputs(self, batch):\n"
+            "        self.images = batch['images']\n"
+            "        self.classes = batch['classes']\n"
+            "        self.annotated = batch['annotated']\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.load_inputs(batch)\n"
+            "        logits = self.net(self.images)\n"
+            "        supervised = F.cross_entropy(logits[self.annotated], "
+            "self.classes[self.annotated])\n"
+            "        spread = logits[~self.annotated].softmax(-1).var()\n"
+            "        return supervised + spread\n",
+            count=2,
+            line=15,
+            message="by the boolean mask `self.annotated`",
+        ),
+        # The same with a local of the step.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        seen = batch['seen']\n"
+            "        out = self.net(batch['x'])\n"
+            "        fit = out[seen].mean()\n"
+            "        spread = out[~seen].var()\n"
+            "        return fit + spread\n",
+            count=2,
+            line=9,
+            message="by the boolean mask `seen`",
+        ),
         # The same comprehension over lists of device tensors: the helper masks them on
         # the TPU.
         Invalid(

@@ -67,9 +67,13 @@ class TensorValueControlFlow(TrackingRule, Rule):
     sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not.
     Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
-    tensors. Conditions on shapes (`x.shape[0] > 1`, also a comparison of dict entries the
-    file stores only shapes in: `data.update({"hw0": a.shape[2:], "hw1": b.shape[2:]})`
-    then `if data["hw0"] == data["hw1"]:`, `torch.Size` being a tuple of ints), flags
+    tensors. So is what a method the step calls stores from the batch it is handed
+    (`self.labeled = batch["labeled"]` in a `set_input(self, batch)`, also an override
+    that a base class's step calls), and what is computed from it (`bs =
+    torch.sum(self.labeled)`, then `if bs > 0:`). Conditions on shapes (`x.shape[0] > 1`,
+    also a comparison of dict entries the file stores only shapes in:
+    `data.update({"hw0": a.shape[2:], "hw1": b.shape[2:]})` then
+    `if data["hw0"] == data["hw1"]:`, `torch.Size` being a tuple of ints), flags
     (`self.training`), `None` checks, hook arguments (`batch_idx == 0`), Python numbers
     and CPU tensors are not tensor values and are not reported.
 
@@ -166,6 +170,17 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # A set-up method the step hands a Python number: the attribute holds a number.
+        Valid(
+            _HEAD + "    def set_weight(self, weight):\n"
+            "        self.weight = weight\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.set_weight(0.5 if self.current_epoch < 3 else 1.0)\n"
+            "        loss = self(batch).mean()\n"
+            "        if self.weight > 0.7:\n"
+            "            loss = loss * 2\n"
+            "        return loss\n"
+        ),
         # Shapes stored in a dict and compared: `torch.Size` is a tuple of Python ints.
         Valid(
             "import torch\nfrom torch import nn\n\n\n"
@@ -331,6 +346,48 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A count of a mask that a set-up method stores from the step's batch: the base
+        # class's step calls it, only the subclass defines it.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Base(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.read_batch(batch)\n"
+            "        return self.objective()\n\n\n"
+            "class Semi(Base):\n"
+            "    def read_batch(self, batch):\n"
+            "        self.x = batch['x']\n"
+            "        self.annotated = batch['annotated']\n\n"
+            "    def objective(self):\n"
+            "        count = torch.sum(self.annotated)\n"
+            "        loss = self.net(self.x).mean()\n"
+            "        if count > 0:\n"
+            "            loss = loss + self.net(self.x).var()\n"
+            "        return loss\n",
+            line=19,
+            message="`count > 0`",
+        ),
+        # The same when the base class defines the set-up method and the subclass overrides
+        # it to store more of the batch.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Base(L.LightningModule):\n"
+            "    def read_batch(self, batch):\n"
+            "        self.x = batch['x']\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        self.read_batch(batch)\n"
+            "        return self.objective()\n\n\n"
+            "class Semi(Base):\n"
+            "    def read_batch(self, batch):\n"
+            "        self.x = batch['x']\n"
+            "        self.annotated = batch['annotated']\n\n"
+            "    def objective(self):\n"
+            "        if self.annotated.any():\n"
+            "            return self.net(self.x).var()\n"
+            "        return self.net(self.x).mean()\n",
+            line=20,
+            message="`self.annotated.any()`",
+        ),
         # Dict entries that hold tensor values, beside entries that hold shapes.
         Invalid(
             "import torch\nfrom torch import nn\n\n\n"

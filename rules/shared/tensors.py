@@ -662,9 +662,13 @@ def mask_kind(
                 return inner
             if not_a_mask(ctx, binding.value):
                 return None
-            return "name" if strength == "strong" and not _integer_index(ctx, node) else None
+            if strength == "strong" and not _integer_index(ctx, node):
+                return "name"
+            return "operator" if _inverted_as_index(ctx, node) else None
         if binding is not None and binding.unpack_index is not None:
-            return "name" if strength == "strong" and not _integer_index(ctx, node) else None
+            if strength == "strong" and not _integer_index(ctx, node):
+                return "name"
+            return "operator" if _inverted_as_index(ctx, node) else None
         if ctx.value_kind(node).is_host and bindings.lookup(node.value) is None:
             # a parameter with a Python default, a module constant
             annotation = bindings.annotation(node.value)
@@ -678,6 +682,8 @@ def mask_kind(
                 return None
         if strength and not _integer_index(ctx, node):
             return "name"
+        if _inverted_as_index(ctx, node):
+            return "operator"  # `x[~valid]` beside `x[valid]`: `~` of a mask
         if binding is None and ctx.param_passed_mask(node.value):
             return "passed"  # every call from the step passes a boolean tensor
         return None
@@ -685,8 +691,53 @@ def mask_kind(
         if ctx.value_kind(node).is_host:
             return None
         strong = name_mask_strength(node.attr.value) == "strong"
-        return "name" if strong and not _integer_index(ctx, node) else None
+        if strong and not _integer_index(ctx, node):
+            return "name"
+        if _inverted_as_index(ctx, node):
+            return "operator"  # `x[~self.labeled]` beside `x[self.labeled]`: `~` of a mask
+        return None
     return None
+
+
+_INVERTED_CACHE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def _inverted_as_index(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """Whether the code indexes a tensor by `~<node>` too (`x[~self.labeled]` elsewhere in
+    the file for `self.labeled`, `x[~valid]` in the same function for a local `valid`): the
+    complement of a boolean mask selects the other rows, so `node` is that mask. (`~` of an
+    integer index tensor would index from the end, which no selection of rows does.)"""
+    text = _value_text(node)
+    if text is None or "[" in text:
+        return False
+    root: cst.CSTNode | None = ctx.module
+    if isinstance(node, cst.Name):
+        root = ctx.current_function()
+    elif not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+        return False
+    if root is None:
+        return False
+    cached = _INVERTED_CACHE.get(id(root))
+    if cached is None or cached[0] is not root:
+        if len(_INVERTED_CACHE) > 64:
+            _INVERTED_CACHE.clear()
+        found: set[str] = set()
+
+        class _Inverted(cst.CSTVisitor):
+            def visit_SubscriptElement(self, element: cst.SubscriptElement) -> None:
+                index = element.slice
+                if (
+                    isinstance(index, cst.Index)
+                    and isinstance(index.value, cst.UnaryOperation)
+                    and isinstance(index.value.operator, cst.BitInvert)
+                ):
+                    inner = _value_text(index.value.expression)
+                    if inner is not None:
+                        found.add(inner)
+
+        root.visit(_Inverted())
+        cached = _INVERTED_CACHE[id(root)] = (root, frozenset(found))
+    return text in cached[1] and not _integer_index(ctx, node)
 
 
 def _integer_index(ctx: FileContext, node: cst.BaseExpression) -> bool:

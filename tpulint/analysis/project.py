@@ -1710,6 +1710,10 @@ class ProjectModel:
                         # `self.encoder(x, n)` on a sub-module attribute: its forward (what
                         # the project passes it; reach follows the sub-module on its own).
                         targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
+                        if not targets and fn.owner is not None:
+                            # `self.set_input(batch)` in a base class that only its subclasses
+                            # define: it runs their overrides, with these arguments.
+                            targets = self._overrides(fn.owner, call.target)
                     for target in targets:
                         if not isinstance(target, _Function):
                             continue
@@ -1723,6 +1727,17 @@ class ProjectModel:
                         index.setdefault(target.gkey, []).append((fn, call, offset))
             self._caller_index = index
         return self._caller_index
+
+    def _overrides(self, owner: str, name: str) -> list[_Function | _Class]:
+        """The methods `name` the subclasses of the class define."""
+        out: list[_Function | _Class] = []
+        for sub in self.subclasses(owner):
+            cls = self.classes[sub]
+            key = cls.summary.methods.get(name)
+            found = self._module_functions[id(cls.module)].get(key) if key is not None else None
+            if found is not None and found not in out:
+                out.append(found)
+        return out
 
     def attribute_value(self, class_gkey: str, attr: str) -> Value | None:
         """What `self.<attr>` holds in instances of the class (None when no method of the
@@ -1822,6 +1837,8 @@ class ProjectModel:
         tag = atom[0]
         if tag == "p":
             return Value("unknown", params=frozenset({atom[1]}))
+        if tag == "ap":
+            return self._stored_param(owner, atom[1], atom[2])
         if tag == "a":
             if owner is None:
                 return UNKNOWN_VALUE
@@ -1917,6 +1934,29 @@ class ProjectModel:
         if tag == "c":
             return self.call_value(module, owner, atom[1], atom[2], atom[3], depth)
         return UNKNOWN_VALUE
+
+    def _stored_param(self, owner: str | None, method: str, index: int) -> Value:
+        """What parameter `index` of the class's method `method` holds, for an attribute the
+        method stores it (or an element of it) in: the step's batch for a step method
+        Lightning calls, else what the calls from code that runs every step pass it (a
+        `set_input(self, batch)` the step calls with its batch)."""
+        fn = self.find_method(owner, method) if owner is not None else None
+        if fn is None:
+            return UNKNOWN_VALUE
+        if self._step_batch_param(fn, index):
+            return Value("device")
+        value = self.param_value(fn.gkey, index, per_step=True)
+        if value is None and fn.owner is not None:
+            # An override the base class's own calls run (`self.set_input(batch)` in the
+            # base's step, the subclass's `set_input` stores more of the batch).
+            for base in self.mro(fn.owner)[1:]:
+                inherited = self.find_method(base, method)
+                if inherited is not None and inherited is not fn:
+                    if self._step_batch_param(inherited, index):
+                        return Value("device")
+                    value = self.param_value(inherited.gkey, index, per_step=True)
+                    break
+        return _without_params(value) if value is not None else UNKNOWN_VALUE
 
     def call_value(
         self,

@@ -1832,7 +1832,7 @@ class _Summarizer(ValueEvaluator):
             ):
                 scope.cls.param_attributes[target.attr] = scope.info.params.index(value_node.id)
             existing = scope.cls.attributes.get(target.attr)
-            atoms = self._attribute_atoms(value_node, value)
+            atoms = self._attribute_atoms(value_node, _stored_params(value, scope))
             annotation = (
                 scope.param_classes.get(value_node.id) if isinstance(value_node, ast.Name) else None
             )
@@ -2008,6 +2008,43 @@ def _sets_when_none(statement: ast.stmt) -> str | None:
         ):
             return tested[0]
     return None
+
+
+def _stored_params(value: list[Atom], scope: Scope) -> list[Atom]:
+    """What a method other than `__init__` stores in `self.<name>`: when it is one of the
+    method's parameters or an element of one (`self.mask = batch["mask"]` in a `set_input(self,
+    batch)` the step calls), the parameter named by its method (`["ap", method, i]`), so the
+    project model can ask what the method's calls pass it. `__init__`'s parameters are what
+    each construction passes (ProjectModel._constructed_attribute); values computed from a
+    parameter (`batch.get("names")`) stay as they were."""
+    info = scope.info
+    if (
+        info is None
+        or scope.cls is None
+        or info.name == "__init__"
+        or info.cls != scope.cls.qualname
+        or len(value) != 1
+    ):
+        return value
+    atom = value[0]
+    while isinstance(atom, list) and atom:
+        if atom[0] == "e" and len(atom[2]) == 1:
+            atom = atom[2][0]
+        elif atom[0] == "k" and len(atom[3]) == 1:
+            atom = atom[3][0]  # what it is when no collate function says otherwise
+        else:
+            break
+    if not (isinstance(atom, list) and len(atom) >= 2 and atom[0] == "p"):
+        return value
+
+    def named(atom: Atom) -> Atom:
+        if not isinstance(atom, list):
+            return atom
+        if atom[:1] == ["p"]:
+            return ["ap", info.name, atom[1]]
+        return [named(a) if isinstance(a, list) else a for a in atom]
+
+    return [named(value[0])]
 
 
 def _rebound_names(statement: ast.stmt) -> set[str]:
