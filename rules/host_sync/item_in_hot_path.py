@@ -24,6 +24,7 @@ class ItemInHotPath(Rule):
     the parameters of a sub-module's `forward` that the step's code alone calls, every call
     passing a CPU tensor: `lengths.cpu().int()` and what is computed from it) and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
+    `if self.control.should_log:`, the first steps `if self.global_step < 5:`,
     `if len(self.samples) < self.max_samples:` that collects samples, a one-time set-up
     behind a zero sentinel or a length it grows, `if self.size.item() == 0:` or `while n >
     self.size.item():` whose body, or the method it calls, sets `self.size` (the guard's
