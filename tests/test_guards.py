@@ -7,6 +7,7 @@ import pytest
 from tpulint.analysis.guards import (
     RARE,
     change_targets,
+    condition_kinds,
     effective,
     first_n_targets,
     flush_targets,
@@ -153,3 +154,31 @@ def test_first_n_targets_read_through_item() -> None:
     assert first_n_targets("n > self.size.item()") == ["self.size"]
     assert first_n_targets("self.size.item() < n") == ["self.size"]
     assert first_n_targets("n > size.item()") == []
+
+
+@pytest.mark.parametrize(
+    ("test", "negated", "rare"),
+    [
+        ("self.global_step < 3", False, True),  # the first steps only, in any hook
+        ("8 >= self.trainer.global_step", False, True),
+        ("self.global_step >= 10", True, True),  # the `else`: the first ten steps
+        ("self.global_step > 10", False, False),  # every step after the tenth
+        ("self.global_step < 3", True, False),
+        ("self.global_step < self.warmup_steps", False, False),  # a setting: maybe the run
+        ("self.global_step < 3 or verbose", False, False),
+    ],
+)
+def test_a_test_for_the_first_steps_is_rare_in_every_hook(
+    test: str, negated: bool, rare: bool
+) -> None:
+    kinds = shape_kinds(test, negated)
+    assert (RARE in kinds) is rare
+    assert (RARE in effective(kinds, "validation_step")) is rare
+
+
+def test_a_trainer_controls_periodic_flags_are_rare() -> None:
+    # A Hugging Face style loop logs, saves and evaluates when its callbacks set the control
+    # flags (every `logging_steps`); `args.should_save` says which process saves, not when.
+    assert RARE in condition_kinds("self.control.should_log")
+    assert RARE in condition_kinds("control.should_save and not self.args.fast")
+    assert RARE not in condition_kinds("self.args.should_save")

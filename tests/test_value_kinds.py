@@ -732,7 +732,42 @@ def test_guard_shapes_stay_silent(name: str) -> None:
 
 
 # Shapes whose findings are outside the default scope, with the reason `--scope all` gives.
+KWARGS_METER = """
+    from steplib import comm
+    from steplib.plans import WarmupCosineSchedule
+
+
+    class Meter:
+        def __init__(self):
+            self.vals = {}
+
+        def update(self, **fields):
+            for key, val in fields.items():
+                if isinstance(val, torch.Tensor):
+                    val = val.item()
+                self.vals[key] = float(val)
+
+
+    class M(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.meter = Meter()
+            self.rate_plan = WarmupCosineSchedule(base=1e-3, total=1000)
+
+        def training_step(self, batch, batch_idx):
+            loss = self(batch).mean()
+            self.meter.update(rate=self.rate_plan[self.global_step], size=batch.shape[0] / 2)
+            self.meter.update(share=1.0 / comm.get_world_size(), **{"epoch": 1})
+"""
+
 OUTSIDE_SCOPE = {
+    # `meter.update(rate=..., size=...)`: every call passes `**fields` Python numbers (the
+    # rate at a step of a schedule class of another package, a size, a share of the world
+    # size), so the tensor branch of the loop over its values never runs
+    "a tensor branch of a **kwargs loop no call passes a tensor to": (
+        KWARGS_METER + "            return loss\n",
+        "the project's calls pass it no tensor",
+    ),
     # `repeat_blocks(x, 2)`: the helper takes an int or a tensor; the project passes ints, so
     # its `isinstance(..., torch.Tensor)` branches never run
     "a tensor branch no call passes a tensor to": (
@@ -823,6 +858,17 @@ def test_shapes_outside_the_scope(name: str) -> None:
     found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
     assert found and all(not config.shows(d) for d in found)
     assert all(reason in (d.scope or "") for d in found), [d.scope for d in found]
+
+
+def test_a_tensor_passed_by_keyword_keeps_the_kwargs_branch() -> None:
+    # One call passing a tensor by keyword (or spreading a mapping the model cannot see)
+    # keeps the tensor branch of `**fields` in the scope.
+    config = Config.from_mapping({"select": ["TPU1", "TPU2"]})
+    for extra in ("self.meter.update(loss=loss.detach())", "self.meter.update(**self.stats)"):
+        source = KWARGS_METER + f"            {extra}\n            return loss\n"
+        found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
+        shown = [(d.code, d.start.line - HEAD.count("\n")) for d in found if config.shows(d)]
+        assert shown == [("TPU101", 12)], extra
 
 
 @pytest.mark.parametrize("name", sorted(REPORTED_GUARDS))
@@ -1434,6 +1480,56 @@ def test_branching_chains_resolve_in_polynomial_work(monkeypatch: pytest.MonkeyP
 # Values on the host that the rules once took for device tensors (issue 21): each silent shape
 # beside the nearest shape that stays reported.
 HOST_VALUE_SILENT = {
+    "a size read from a shape under a tensor test for tracing": """
+        class Mix(nn.Module):
+            def forward(self, query, heads: int):
+                rows, batch, width = query.shape
+                if isinstance(width, torch.Tensor):
+                    per_head = width.div(heads, rounding_mode="floor")
+                else:
+                    per_head = width // heads
+                assert per_head * heads == width, "width must split into heads"
+                return query.view(rows, batch, heads, per_head)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return Mix()(batch, 4).sum()
+        """,
+    "a CPU tensor a helper fills and returns in a dict beside device entries": """
+        def by_chunks(fn, pred, target, step=64):
+            rows = pred.shape[0]
+            held = torch.zeros(rows, pred.shape[1])
+            for start in range(0, rows, step):
+                end = start + step
+                held[start:end] = fn(pred[start:end], target[start:end])
+            return held
+
+
+        def sq_err(a, b):
+            return ((a - b) ** 2).mean(-1)
+
+
+        def scores(pred, target, which=None):
+            found = {}
+            if which is None or "err" in which:
+                found["err"] = by_chunks(sq_err, pred, target)
+            if which is None or "gap" in which:
+                found["gap"] = (pred - target).abs().mean(-1)
+            return found
+
+
+        def both(pred, target):
+            return {"err": by_chunks(sq_err, pred, target), "gap": (pred - target).abs()}
+
+
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                found = scores(self(x), y, which=["err", "gap"])
+                self.log("err", found["err"].mean().item())
+                self.log("err_rows", both(self(x), y)["err"].cpu())
+        """,
     "offsets kept in a dunder attribute of a batch record": """
         def to_padded(graph, feats, key="x"):
             bounds = graph.__offsets__[key]
@@ -1541,6 +1637,50 @@ HOST_VALUE_REPORTED = {
                 self.log("val_score", page_score(found, truth))
         """,
         [("TPU104", 4), ("TPU101", 6), ("TPU101", 7), ("TPU101", 13)],
+    ),
+    "a tensor value under a tensor test of a parameter": (
+        """
+        class Mix(nn.Module):
+            def forward(self, query, width):
+                if isinstance(width, torch.Tensor):
+                    assert width.sum() > 0, "empty"
+                return query
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return Mix()(batch, batch.sum(-1)).sum()
+        """,
+        [("TPU104", 4)],
+    ),
+    "the device entries of a returned dict beside its CPU tensor": (
+        """
+        def by_chunks(pred, step=64):
+            held = torch.zeros(pred.shape[0])
+            for start in range(0, pred.shape[0], step):
+                held[start : start + step] = pred[start : start + step].sum(-1)
+            return held
+
+
+        def scores(pred, target):
+            found = {}
+            found["err"] = by_chunks(pred - target)
+            found["gap"] = (pred - target).abs().mean(-1)
+            return found
+
+
+        def both(pred, target):
+            return {"err": by_chunks(pred), "gap": (pred - target).abs()}
+
+
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                found = scores(self(x), y)
+                self.log("gap", found["gap"].mean().item())
+                self.log("gap_rows", both(self(x), y)["gap"].cpu())
+        """,
+        [("TPU102", 23), ("TPU103", 24)],
     ),
     "a loss formatted into the string concatenated in the step": (
         """

@@ -76,7 +76,11 @@ class CollectiveInRankBranch(Rule):
     A collective that every path through the rank test reaches is not reported: both
     branches call it (`if rank == dst: dist.gather(t, parts, dst=dst)` and
     `else: dist.gather(t, [], dst=dst)`), before any `return` and not only under a loop or a
-    one-sided `if`; a branch that always raises is an error exit and does not count.
+    one-sided `if`; a branch that always raises is an error exit and does not count. Nor is
+    the "rank zero first" pair of barriers: `if rank not in [-1, 0]: dist.barrier()`, the
+    work rank 0 does alone, then `if rank == 0: dist.barrier()` in the same block (opposite
+    tests of the same rank, each body surely calling the same barrier or rendezvous): every
+    process calls it once, the others waiting for rank 0 at the first.
 
     Code that runs only in the process that launched training is not reported when that
     process is no rank: under the XLA strategy (an XLA or "auto" Trainer), Lightning spawns
@@ -197,6 +201,18 @@ class CollectiveInRankBranch(Rule):
             "        dist.broadcast(flag, src=0)\n"
             "    return flag\n"
         ),
+        # "Rank zero first": the other ranks wait at one barrier while rank 0 builds the
+        # cache, then rank 0 joins them at the other; every process calls it once.
+        Valid(
+            "import torch.distributed as dist\n\n\n"
+            "def shared_vocab(rank, folder):\n"
+            "    if rank > 0:\n"
+            "        dist.barrier()\n"
+            "    vocab = build_cache(folder)\n"
+            "    if rank == 0:\n"
+            "        dist.barrier()\n"
+            "    return vocab\n"
+        ),
         # torch.save is no collective.
         Valid(
             "import torch\nimport lightning as L\n\n\n"
@@ -254,6 +270,19 @@ class CollectiveInRankBranch(Rule):
             "        if value is None:\n"
             "            return\n"
             "        dist.broadcast(value, src=0)\n",
+            line=6,
+            count=2,
+        ),
+        # Two barriers on the same side of the rank test: rank 0 never joins them.
+        Invalid(
+            "import torch.distributed as dist\n\n\n"
+            "def shared_vocab(rank, folder):\n"
+            "    if rank > 0:\n"
+            "        dist.barrier()\n"
+            "    vocab = build_cache(folder)\n"
+            "    if rank != 0:\n"
+            "        dist.barrier()\n"
+            "    return vocab\n",
             line=6,
             count=2,
         ),
@@ -368,6 +397,37 @@ class CollectiveInRankBranch(Rule):
                     return out
         return out
 
+    def _paired(self, branch: cst.If, node: cst.Call) -> bool:
+        """Whether a barrier under a rank test is the half of the "rank zero first" pair:
+        the same block holds another `if` on the opposite test of the same rank
+        (`if args.local_rank not in [-1, 0]: dist.barrier()`, the work of rank 0, then
+        `if args.local_rank == 0: dist.barrier()`) whose body surely calls the same barrier.
+        Every process of the group then calls it once: the others wait at the first, rank 0
+        joins them at the second (a process of rank -1 runs alone, without a group)."""
+        identity = self._identity(node)
+        if identity is None or identity.rsplit(".", 1)[-1] not in ("barrier", "rendezvous"):
+            return False
+        mine = _zero_test(self.ctx.module.code_for_node(branch.test))
+        if mine is None or branch.orelse is not None:
+            return False
+        block = self.ctx.parent(branch)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return False
+        for statement in block.body:
+            if statement is branch or not isinstance(statement, cst.If):
+                continue
+            if statement.orelse is not None:
+                continue
+            other = _zero_test(self.ctx.module.code_for_node(statement.test))
+            if (
+                other is not None
+                and other[0] == mine[0]
+                and other[1] != mine[1]
+                and identity in (self._block_calls(statement.body) or ())
+            ):
+                return True
+        return False
+
     def _in_launcher(self, node: cst.Call) -> bool:
         """Code that runs only in the process that launched training: after the
         `trainer.fit(...)` of its own function (or in the `except` around it), or in a
@@ -391,8 +451,10 @@ class CollectiveInRankBranch(Rule):
         for ancestor in ctx.ancestors(node):
             if isinstance(ancestor, cst.If) and child is not ancestor.test:
                 test = ctx.module.code_for_node(ancestor.test)
-                if _RANK_TEST.search(test) and self._identity(node) not in (
-                    self._must_calls(ancestor) or ()
+                if (
+                    _RANK_TEST.search(test)
+                    and self._identity(node) not in (self._must_calls(ancestor) or ())
+                    and not self._paired(ancestor, node)
                 ):
                     return f"under `if {' '.join(test.split())}`"
             elif isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
@@ -421,6 +483,49 @@ class CollectiveInRankBranch(Rule):
                 break
             child = ancestor
         return None
+
+
+def _zero_test(text: str) -> tuple[str, bool] | None:
+    """A test of whether a rank is zero, as (the rank's text, True when it holds on rank 0):
+    `rank == 0`, `rank in [-1, 0]`, `rank <= 0`, `trainer.is_global_zero`,
+    `xm.is_master_ordinal()` (True); `rank != 0`, `rank not in [-1, 0]`, `rank > 0`, `not
+    ...` (False). None for any other test."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    holds = True
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand
+        holds = not holds
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        op, right = node.ops[0], node.comparators[0]
+        subject = ast.unparse(node.left)
+        if isinstance(right, ast.Constant) and right.value == 0 and type(right.value) is int:
+            if isinstance(op, (ast.Eq, ast.LtE)):
+                return subject, holds
+            if isinstance(op, (ast.NotEq, ast.Gt)):
+                return subject, not holds
+            return None
+        if isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            try:
+                values = [ast.literal_eval(e) for e in right.elts]
+            except ValueError:
+                return None
+            if 0 not in values or not all(type(v) is int and v in (0, -1) for v in values):
+                return None
+            if isinstance(op, ast.In):
+                return subject, holds
+            if isinstance(op, ast.NotIn):
+                return subject, not holds
+        return None
+    if isinstance(node, ast.Call) and not node.args:
+        node = node.func
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        last = node.attr if isinstance(node, ast.Attribute) else node.id
+        if "zero" in last or "master" in last:
+            return ast.unparse(node), holds
+    return None
 
 
 def _may_leave(statement: cst.CSTNode) -> bool:

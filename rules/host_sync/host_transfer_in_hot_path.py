@@ -633,8 +633,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
 
     It stays silent where the copy is not paid every step or is the point: under "rare"
     guards (`if batch_idx == 0:`, `if self.global_step % 100 == 0:`, any periodic test such
-    as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags,
-    collecting the first N samples, a block that records the key it compares, `if
+    as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags
+    (a Hugging Face style loop's `if self.control.should_log:`), the first steps of the run
+    (`if self.global_step < 5:`, in the validation step too), collecting the first N
+    samples, a block that records the key it compares, `if
     self.shown_split != dataloader_idx:` then `self.shown_split = dataloader_idx` (once per
     change of the key), or after an early `if batch_idx > 0: return`; a helper
     inherits the guards every step's call of it shares, so one the training step calls

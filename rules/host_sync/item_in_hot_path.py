@@ -20,10 +20,13 @@ class ItemInHotPath(Rule):
     Finds `.item()` on tensors in code that runs for every batch: `training_step`,
     `validation_step`, `test_step`, `predict_step`, `forward`, batch-level hooks, and the
     helpers they call through `self.` or module-level functions. Values that are not device
-    tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`, and
+    tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`, also
+    at their key of a dict a helper returns: `out = torch.zeros(n)` filled from device results,
+    `scores["mse"] = out`, `return scores`, then `scores["mse"].mean().item()`; and
     the parameters of a sub-module's `forward` that the step's code alone calls, every call
     passing a CPU tensor: `lengths.cpu().int()` and what is computed from it) and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
+    `if self.control.should_log:`, the first steps `if self.global_step < 5:`,
     `if len(self.samples) < self.max_samples:` that collects samples, a one-time set-up
     behind a zero sentinel or a length it grows, `if self.size.item() == 0:` or `while n >
     self.size.item():` whose body, or the method it calls, sets `self.size` (the guard's

@@ -468,6 +468,24 @@ class FileContext(Resolver):
         info = self.analysis.function(function)
         params = function.params
         ordered = [*params.posonly_params, *params.params, *params.kwonly_params]
+        view = self.analysis.view
+        if (
+            info is not None
+            and view is not None
+            and index == len(ordered) + 1
+            and isinstance(params.star_kwarg, cst.Param)
+        ):
+            # the values of `**kwargs`: what the project's calls pass by the keywords no
+            # named parameter takes, when all are host values
+            passed = view.param_value(info.key, index, outside_tests=True, per_step=info.hot)
+            if (
+                passed is not None
+                and passed.kind in _HOST_KIND_NAMES
+                and passed.elements is None
+                and not passed.mask
+            ):
+                return kind_named(passed.kind)
+            return UNKNOWN
         if info is None or not 0 <= index < len(ordered):
             return UNKNOWN
         param = ordered[index]

@@ -14,6 +14,9 @@ Guard kinds:
   `self.shown = key`), or on the error
   path only (an assertion's message, the statements of a block before its `raise`, a branch
   that only warns: `if not ok.all(): warnings.warn(f"{(~ok).sum()} bad rows")`);
+- also "rare": the first steps of the run (`if self.global_step < 5:`, a literal bound):
+  the step count only grows, so in training and in validation alike the code runs in a
+  few early steps only;
 - "rare-train": a test on the optimizer step count (`self.global_step % 100 == 0`, or a
   periodic test of any counter named for steps: `step_count % log_freq == 0`), which
   is rare in training code but not in validation, test or predict code, where
@@ -44,7 +47,10 @@ from tpulint.analysis.python_ast import walk as ast_walk
 RARE_NAMES = re.compile(
     r"(batch_?(idx|nb|num|index|id|i)\b|current_epoch|\bepoch\b|log_every|"
     r"every_n|log_images?|_images\b|plot|visuali[sz]|debug|verbose|is_last_batch|"
-    r"print_every|logging_interval|first_batch|sample_every|val_check|figure|\bimage)",
+    r"print_every|logging_interval|first_batch|sample_every|val_check|figure|\bimage|"
+    # a Hugging Face Trainer's control flags, set at `logging_steps` / `save_steps` /
+    # `eval_steps` by its callbacks (`if self.control.should_log:`)
+    r"control\.should_(?:log|save|evaluate)\b)",
     re.IGNORECASE,
 )
 STEP_COUNTER = re.compile(r"global_step", re.IGNORECASE)
@@ -248,12 +254,43 @@ def shape_kinds(
         and not anomaly
         and (predicate is None or "self." not in text)
         and not _EPOCH_END_SCREEN.search(text)
+        and not STEP_COUNTER.search(text)
     ):
         return frozenset()
     node = _parse(text)
     if node is None:
         return frozenset()
     return frozenset(_kinds_where(node, not negated, anomaly, predicate))
+
+
+def _first_steps(node: ast.expr, holds: bool) -> bool:
+    """`self.global_step < 5` (`<=`, or `5 > self.global_step`), where it holds, or
+    `global_step >= 5` where it fails: the first steps of the run only. The count only grows,
+    so the code runs in a few training steps and in the validations among them (a sanity
+    check), never again; a bound that is not a literal (`< self.warmup_steps`) says nothing."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+        return False
+    left, op, right = node.left, node.ops[0], node.comparators[0]
+    if isinstance(left, ast.Constant):  # `5 > self.global_step`
+        flipped = {ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Lt: ast.Gt, ast.LtE: ast.GtE}
+        left, right = right, left
+        op = flipped.get(type(op), type(op))()
+    if not (
+        isinstance(right, ast.Constant)
+        and type(right.value) is int
+        and STEP_COUNTER.fullmatch(_last_part(left) or "")
+    ):
+        return False
+    below = isinstance(op, (ast.Lt, ast.LtE))
+    above = isinstance(op, (ast.Gt, ast.GtE))
+    return (below and holds) or (above and not holds)
+
+
+def _last_part(node: ast.expr) -> str | None:
+    """`global_step` of `self.trainer.global_step` and of `global_step`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _kinds_where(
@@ -283,6 +320,8 @@ def _kinds_where(
     kind = _periodic(node, not holds) or (_epoch_end(node) if holds else None)
     if kind is not None:
         return {kind}
+    if _first_steps(node, holds):
+        return {RARE}
     name = _self_method_call(node) if holds and predicate is not None else None
     returned = predicate(name) if predicate is not None and name is not None else None
     if returned is not None:

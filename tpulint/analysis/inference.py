@@ -18,7 +18,13 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["s", [atoms]]                 a container (list, dict, set) holding values of these atoms
     ["s", [atoms], [keys]]         a dict literal or comprehension: its values and its keys
                                    (iterating it gives the keys)
+    ["s", [atoms], [keys], [[key, [atoms]], ...]]
+                                   a returned dict whose string keys are known, with what
+                                   each holds (`out["mse"] = ...; return out`)
     ["e", i, [atoms]]              element i (-1: any) of a tuple or container value
+    ["e", -1, [atoms], key]        entry `key` (a string) of a dict value: what a returned
+                                   dict holds there when its entries are known, else any
+                                   of its values
     ["k", key, [atoms], [fallback]]
                                    entry `key` (a string) of a parameter's value (the step's
                                    batch dict): a Python value when every collate function
@@ -143,6 +149,10 @@ class Scope:
     # Parameters annotated as mappings with string keys (`targets: Dict[str, Tensor]`):
     # iterating one, while it still holds what the call passed, yields strings.
     str_keyed: frozenset[str] = frozenset()
+    # The function's `**kwargs` parameter: its name, what it was bound to on entry, and the
+    # parameter atom that stands for the values the calls pass by keyword beyond the named
+    # parameters (`logger.update(lr=lr, loss=v)`): what iterating its `.items()` yields.
+    kwargs: tuple[str, list[Atom], Atom] | None = None
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -265,6 +275,17 @@ class ValueEvaluator:
             and not iterator.args
         ):
             base = self.atoms(iterator.func.value, scope)
+            spread = scope.kwargs
+            if (
+                spread is not None
+                and isinstance(iterator.func.value, ast.Name)
+                and iterator.func.value.id == spread[0]
+                and base is spread[1]
+            ):
+                # `for k, v in kwargs.items()` of the function's own `**kwargs`: the values
+                # the calls pass by keyword (ProjectModel.param_value of that atom)
+                passed: list[Atom] = [spread[2]]
+                return passed if iterator.func.attr == "values" else [["t", ["host"], passed]]
             if base == ["host"]:
                 # An opaque dict (`scores = dict()` filled at computed keys): its values are
                 # whatever was stored, not host data because the dict is.
@@ -354,6 +375,10 @@ class ValueEvaluator:
         holds: dict[str, list[Atom]] = {}
         fails: dict[str, list[Atom]] = {}
         if tensor and len(tensor) == len(qualified):
+            if current and all(a in ("number", "host") for a in current):
+                # `if isinstance(embed_dim, torch.Tensor):` of a size read from `.shape` (a
+                # tensor only under JIT tracing): a Python value, whatever the body does
+                return {}, {}
             holds[name] = ["cpu"] if current == ["cpu"] else ["device"]
             fails[name] = ["host"]
         elif not tensor and all(last in HOST_CLASS_NAMES for last in lasts):
@@ -437,6 +462,10 @@ class ValueEvaluator:
             position = (
                 index.value if isinstance(index, ast.Constant) and type(index.value) is int else -1
             )
+            if isinstance(index, ast.Constant) and isinstance(index.value, str):
+                # `scores["mse"]`: the entry at that key when the dict's entries are known
+                # (`dict_entries`), else any of its values
+                return [["e", -1, base, index.value]]
             return [["e", position, base]]  # element `position` (-1: any) of a tuple
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, ast.Add) and (_is_text(node.left) or _is_text(node.right)):
@@ -1081,6 +1110,11 @@ def union(a: list[Atom], b: list[Atom]) -> list[Atom]:
     out = list(a)
     for atom in b:
         if atom not in out:
+            if _is_dict_atom(atom):
+                merged = _merge_dict(out, atom)
+                if merged is not None:
+                    out = merged
+                    continue
             out.append(atom)
     if _EMPTY_LIST in out and any(_filled_list(x) for x in out):
         # A list that is empty on one path and holds values on another holds those values
@@ -1089,6 +1123,24 @@ def union(a: list[Atom], b: list[Atom]) -> list[Atom]:
     if len(out) > MAX_ATOMS:
         return ["unknown"]
     return out
+
+
+def _is_dict_atom(atom: Atom) -> bool:
+    return isinstance(atom, list) and len(atom) == 3 and atom[0] == "s"
+
+
+def _merge_dict(out: list[Atom], atom: list[Any]) -> list[Atom] | None:
+    """`out` with the dict `atom` merged into the dict it already holds (None when it holds
+    none): a dict filled under conditions (`if want_mse: out["mse"] = ...`, several times)
+    is one dict holding any of the values, not one atom per combination of branches."""
+    for index, other in enumerate(out):
+        if _is_dict_atom(other) and other is not atom:
+            held = union(other[1], atom[1])
+            keys = union(other[2], atom[2])
+            merged = list(out)
+            merged[index] = ["s", held, keys]
+            return merged
+    return None
 
 
 def _is_text(node: ast.expr) -> bool:
@@ -1329,3 +1381,42 @@ def store_in_container(scope: Scope, name: str, values: list[Atom], keys: list[A
         if name not in journal:
             journal[name] = current
     scope.env[name] = grown
+
+
+def dict_entries(node: ast.expr, scope: Scope, evaluator: ValueEvaluator) -> list[list[Any]] | None:
+    """The string keys of a returned dict and what each holds: a dict literal whose keys are
+    all strings (`{"mse": err}`), or a local dict whose string keys this function bound
+    (`out = {}`, then `out["mse"] = chunked(...)`: the last value bound at each key). None
+    when they are not known (a computed key, `**other`, an update)."""
+    if isinstance(node, ast.Dict):
+        if not node.keys or not all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+        ):
+            return None
+        return [
+            [k.value, evaluator.atoms(v, scope)]  # type: ignore[union-attr]
+            for k, v in zip(node.keys, node.values, strict=True)
+        ]
+    if isinstance(node, ast.Name) and node.id in scope.keyed:
+        prefix = node.id + "["
+        entries = []
+        for k, v in scope.env.items():
+            if k.startswith(prefix) and k.endswith("]"):
+                try:
+                    key = ast.literal_eval(k[len(prefix) : -1])
+                except (ValueError, SyntaxError):
+                    continue
+                if isinstance(key, str):
+                    entries.append([key, v])
+        return entries or None
+    return None
+
+
+def with_entries(atoms: list[Atom], entries: list[list[Any]]) -> list[Atom]:
+    """The dict atoms of a returned value with its known entries attached."""
+    out: list[Atom] = []
+    for atom in atoms:
+        if isinstance(atom, list) and atom[0] == "s" and len(atom) == 3:
+            atom = [*atom, entries]
+        out.append(atom)
+    return out

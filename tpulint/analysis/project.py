@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import os
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -183,16 +184,51 @@ class Value:
     # A tensor placed with its parameters' tensors (`device=points.device`, a helper annotated
     # `-> Tensor`): on the CPU when they are CPU tensors, else on the device.
     placed: bool = False
+    # A dict's known string keys and what each holds (`out["mse"] = chunked(...); return
+    # out`), for reading one entry of what a helper returns.
+    entries: tuple[tuple[str, Value], ...] | None = None
+    # An instance of a schedule class outside the project (`CosineScheduler(...)` of a
+    # package): the value at a step, `schedule[it]`, is a number (a learning rate, a weight
+    # decay, a momentum), not a tensor.
+    schedule: bool = False
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
+        keyed = ",".join(f"{k}={v.digest_text()}" for k, v in self.entries) if self.entries else ""
         return (
             f"{self.kind}/{int(self.mask)}/{sorted(self.params)}/({inner})/{self.cls}"
             f"/{int(self.tensor)}/{int(self.placed)}"
+            + (f"/{{{keyed}}}" if keyed else "")
+            + ("/schedule" if self.schedule else "")
         )
+
+    def entry(self, key: str) -> Value | None:
+        """What the dict holds at `key`, when its entries are known."""
+        for k, v in self.entries or ():
+            if k == key:
+                return v
+        return None
 
 
 UNKNOWN_VALUE = Value()
+# The class of a package outside the project that a call builds, named for a schedule of
+# step-indexed numbers (`CosineScheduler`, `LinearSchedule`): `dinov2.utils.utils.
+# CosineScheduler.__getitem__` reads a numpy array of rates. Not a project's class (its
+# `__getitem__` is read like any other) and not a module-local name.
+# Functions of a package outside the project that read the process group's size or this
+# process's rank (`dinov2.distributed.get_global_size()`, `accelerate`'s helpers, a vendored
+# `dist_utils`): Python ints, as torch.distributed's own are.
+_PROCESS_COUNTS = frozenset(
+    {
+        "get_world_size",
+        "get_global_size",
+        "get_local_size",
+        "get_rank",
+        "get_global_rank",
+        "get_local_rank",
+    }
+)
+_SCHEDULE_CLASS = re.compile(r"^[A-Za-z_][\w.]*\.[A-Za-z_]\w*Schedul(?:e|er)$")
 
 
 def combine_kinds(kinds: Iterable[str]) -> str:
@@ -231,7 +267,16 @@ def combine_values(values: list[Value]) -> Value:
     tensor = all(v.tensor for v in values)
     placed = any(v.placed for v in values)
     cls = classes.pop() if len(classes) == 1 else None
-    return Value(kind, mask, params, elements, cls, tensor, placed)
+    entries = None
+    if all(v.entries for v in values):
+        # the keys every dict has, each holding what any of them holds there
+        shared = set.intersection(*({k for k, _ in v.entries or ()} for v in values))
+        entries = tuple(
+            (k, combine_values([e for v in values if (e := v.entry(k)) is not None]))
+            for k in sorted(shared)
+        )
+    schedule = all(v.schedule for v in values)
+    return Value(kind, mask, params, elements, cls, tensor, placed, entries or None, schedule)
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -257,12 +302,17 @@ def _has_params(elements: tuple[Value, ...] | None) -> bool:
 
 def _without_params(value: Value) -> Value:
     """The value with no dependence on the parameters of the function it came from."""
-    if not value.params and value.elements is None:
+    if not value.params and value.elements is None and value.entries is None:
         return value
     elements = (
         tuple(_without_params(e) for e in value.elements) if value.elements is not None else None
     )
-    return replace(value, params=frozenset(), elements=elements)
+    entries = (
+        tuple((k, _without_params(v)) for k, v in value.entries)
+        if value.entries is not None
+        else None
+    )
+    return replace(value, params=frozenset(), elements=elements, entries=entries)
 
 
 @dataclass(frozen=True)
@@ -1506,6 +1556,8 @@ class ProjectModel:
             ]
         if fn is None or not callers or _depth > 4:
             return None
+        if fn.summary.kwargs and index == len(fn.summary.params) + 1:
+            return self._keyword_values(fn, callers)
         name = fn.summary.params[index] if index < len(fn.summary.params) else None
         values: list[Value] = []
         for caller, call, offset in callers:
@@ -1576,6 +1628,31 @@ class ProjectModel:
         callers = [c for c in self._callers().get(gkey, []) if not _is_test_path(c[0].module.path)]
         hot = self.hot
         return bool(callers) and all(c[0].gkey in hot for c in callers)
+
+    def _keyword_values(self, fn: _Function, callers: list[Any]) -> Value | None:
+        """What the calls pass to `**kwargs` of `fn`: the values of their keywords that no
+        named parameter takes (`logger.update(lr=lr, loss=loss.item())`), and a mapping of
+        Python numbers spread (`**scalars`). None when a call spreads what the model cannot
+        see, or a value depends on the caller's own parameters."""
+        named = set(fn.summary.params)
+        values: list[Value] = []
+        for caller, call, _ in callers:
+            if "*" in call.keywords:
+                return None
+            if "**" in call.keywords:
+                if not self._spread_of_numbers(call, caller):
+                    return None
+                values.append(Value("host"))
+            for keyword, atoms in call.keywords.items():
+                if keyword in named or keyword in ("*", "**"):
+                    continue
+                value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
+                if value is None:
+                    continue  # `None` passed
+                if value.params:
+                    return None
+                values.append(value)
+        return combine_values(values) if values else None
 
     def _spread_of_numbers(self, call: Any, caller: _Function) -> bool:
         """Whether a call's one `**mapping` spread (and no `*args`) is a mapping of Python
@@ -1825,6 +1902,29 @@ class ProjectModel:
             return None
         return combine_values(values)
 
+    def _keyed_entry(
+        self, atom: list[Any], module: ModuleSummary, owner: str | None, depth: int
+    ) -> Value | None:
+        """Entry `atom[3]` of the dicts `atom[2]` holds, when every one of them is a dict
+        whose entries are known and has that key; else None (any of its values)."""
+        key = atom[3]
+        found: list[Value] = []
+        for inner in atom[2]:
+            if isinstance(inner, list) and inner[0] == "s" and len(inner) > 3:
+                held = [v for k, v in inner[3] if k == key]
+                if not held:
+                    return None
+                value = self.resolve_atoms(held[0], module, owner, depth)
+            else:
+                whole = self.resolve_atoms([inner], module, owner, depth)
+                value = whole.entry(key) if whole is not None else None
+                if value is not None and value.params:
+                    return None  # the callee's parameters, not bound here
+            if value is None:
+                return None
+            found.append(value)
+        return combine_values(found) if found else None
+
     def _atom(
         self, atom: Atom, module: ModuleSummary, owner: str | None, depth: int
     ) -> Value | None:
@@ -1858,15 +1958,30 @@ class ProjectModel:
             # list of `.cpu()` copies) is host data, its elements CPU tensors at most. Not
             # one of other host values: `list(batch.values())` is "host" with tensors in it.
             held = self.resolve_atoms(atom[1], module, owner, depth) if atom[1] else None
+            entries = None
+            if len(atom) > 3:
+                # a returned dict with known keys: what each holds (`out["mse"]`)
+                entries = tuple(
+                    (key, self.resolve_atoms(inner, module, owner, depth) or Value("host"))
+                    for key, inner in atom[3]
+                )
             if (
                 held is not None
                 and held.elements is None
                 and not held.params
                 and held.kind in ("cpu", "number", "numpy")
             ):
-                return Value("cpu" if held.kind == "cpu" else "host")
-            return UNKNOWN_VALUE
+                return Value("cpu" if held.kind == "cpu" else "host", entries=entries)
+            return Value(entries=entries) if entries else UNKNOWN_VALUE
+        if tag == "e" and len(atom) > 3:
+            # `scores["mse"]`: the entry at that key of a dict with known entries
+            found = self._keyed_entry(atom, module, owner, depth)
+            if found is not None:
+                return found
         if tag == "e":
+            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            if inner is not None and inner.schedule:
+                return Value("number")  # `lr_schedule[it]`: the rate at a step
             container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
             if container and len(container) == len(atom[2]):
                 held = [a for c in container for a in c[1]]
@@ -1975,6 +2090,11 @@ class ProjectModel:
             targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "attr" and owner is not None:
             return self._attribute_call(module, owner, target, args, depth)
+        if not targets and form == "name":
+            if _SCHEDULE_CLASS.search(target):
+                return Value(schedule=True)
+            if target.rsplit(".", 1)[-1] in _PROCESS_COUNTS and not target.startswith("."):
+                return Value("number")  # `dist_utils.get_global_size()` of a package
         if len(targets) != 1:
             return UNKNOWN_VALUE
         found = targets[0]

@@ -532,6 +532,12 @@ class _Walker:
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
+        # Per function being walked: its `**kwargs` parameter (name, and the parameter index
+        # that stands for the values calls pass by keyword: len(params) + 1, as the values
+        # summary numbers it), and the loop variables bound to those values (`for key, val
+        # in kwargs.items()`): `isinstance(val, torch.Tensor)` is decided by what the calls
+        # pass by keyword.
+        self._kwargs: list[tuple[str | None, int, dict[str, int]]] = []
         # Per function being walked: its parameters that default to None, True or False and
         # that its body never reassigns, with that default (`if mask is not None:` depends
         # only on what the calls pass).
@@ -959,6 +965,7 @@ class _Walker:
             self.step_loop(node, key, imports, local)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.expression(node.iter, key, imports, local)
+            self._kwargs_loop(node)
             _stores(node.target, local)
             self.body(node.body, key, imports, local, klass, truths)
             self.body(node.orelse, key, imports, local, klass, truths)
@@ -1343,6 +1350,8 @@ class _Walker:
         if needs > 0:
             self.facts.needs[key] = needs
         self._functions.append((key, [a.arg for a in positional]))
+        named = len(positional) + len(args.kwonlyargs)
+        self._kwargs.append((args.kwarg.arg if args.kwarg is not None else None, named + 1, {}))
         self._none_params.append(_literal_default_params(node))
         self._string_params.append(_string_default_params(node))
         self._top_level.append({id(statement) for statement in node.body})
@@ -1355,6 +1364,7 @@ class _Walker:
         self._none_params.pop()
         self._string_params.pop()
         self._functions.pop()
+        self._kwargs.pop()
         self._flag_params.pop()
         tokens = name_tokens(node.name)
         if (
@@ -2197,6 +2207,29 @@ class _Walker:
             return None  # `p is None` of a True/False flag: no call's business
         return _not(truth) if negated else truth
 
+    def _kwargs_loop(self, node: ast.For | ast.AsyncFor) -> None:
+        """`for key, val in kwargs.items()` (or `for val in kwargs.values()`) over the
+        function's own `**kwargs`: `val` holds the values the calls pass by keyword."""
+        if not self._kwargs or self._kwargs[-1][0] is None:
+            return
+        spread, index, values = self._kwargs[-1]
+        it = node.iter
+        if not (
+            isinstance(it, ast.Call)
+            and not it.args
+            and isinstance(it.func, ast.Attribute)
+            and isinstance(it.func.value, ast.Name)
+            and it.func.value.id == spread
+        ):
+            return
+        target = node.target
+        if it.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        elif it.func.attr != "values":
+            return
+        if isinstance(target, ast.Name) and not _rebinds(node.body, target.id):
+            values[target.id] = index
+
     def tensor_param(self, subject: ast.expr, classes: list[str], imports: dict[str, str]) -> Truth:
         """`isinstance(p, torch.Tensor)` of a parameter of the function being walked:
         `["tensor_param", function key, index]`, decided by what the project's calls pass
@@ -2208,6 +2241,10 @@ class _Walker:
             return None
         key, params = self._functions[-1]
         if subject.id not in params:
+            spread = self._kwargs[-1][2] if self._kwargs else {}
+            if subject.id in spread:
+                # a value of the function's `**kwargs`: what the calls pass by keyword
+                return ["tensor_param", key, spread[subject.id]]
             return None
         return ["tensor_param", key, params.index(subject.id)]
 
@@ -3348,3 +3385,28 @@ def _setattr_stores(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str]) -
 def text_digest(text: str) -> int:
     """A cheap digest of a file's text: whether facts are of the text being checked."""
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def _rebinds(body: list[ast.stmt], name: str) -> bool:
+    """Whether a loop body binds `name` again before the statement that first tests it with
+    `isinstance` (`val = torch.as_tensor(val)` first): then what the test sees is not only
+    what the calls passed. A store inside that statement (`val = val.item()` under the
+    test) comes after the test."""
+    for statement in body:
+        nodes = list(ast.walk(statement))
+        if any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == name
+            for node in nodes
+        ):
+            return not isinstance(statement, ast.If)  # the test heads an `if`, or unsure
+        if any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+            for node in nodes
+        ):
+            return True
+    return False

@@ -52,12 +52,14 @@ from tpulint.analysis.inference import (
     ValueEvaluator,
     all_host,
     device_literal,
+    dict_entries,
     dotted,
     entry_key,
     grow_container,
     is_super_call,
     set_local,
     union,
+    with_entries,
 )
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.python_ast import tree_index
@@ -316,9 +318,13 @@ class FunctionSummary:
     tensor_params: list[str] = field(default_factory=list)
     # The parameters that default to None: a call that leaves one out passes None, no tensor.
     none_params: list[str] = field(default_factory=list)
+    # It takes `**kwargs`: parameter index len(params) + 1 stands for the values calls pass
+    # by keywords it does not name.
+    kwargs: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "kw": self.kwargs,
             "bk": self.built_keys,
             "pl": self.placements,
             "tp": self.tensor_params,
@@ -370,6 +376,7 @@ class FunctionSummary:
             data.get("pl", []),
             data.get("tp", []),
             data.get("np", []),
+            data.get("kw", False),
         )
 
 
@@ -1228,6 +1235,9 @@ class _Summarizer(ValueEvaluator):
                         constant = None
                     info.const_return = constant
                     returned = self.value(node.value, scope)
+                    entries = dict_entries(node.value, scope, self)
+                    if entries is not None:
+                        returned = with_entries(returned, entries)
                     if not (scope.cuda_only and all_host(returned)):
                         info.returns.append(returned)
             return
@@ -1351,6 +1361,12 @@ class _Summarizer(ValueEvaluator):
             scope.env[args.vararg.arg] = vararg
         if args.kwarg is not None:
             scope.env[args.kwarg.arg] = ["host"]
+            # the values of `**kwargs`: parameter index len(params) + 1 (`*args` is at
+            # len(params)), resolved from the keywords the calls pass beyond the named ones
+            index = len(params) + 1
+            spread: Atom = ["p", index, self.depth] if self.query else ["p", index]
+            scope.kwargs = (args.kwarg.arg, scope.env[args.kwarg.arg], spread)
+            info.kwargs = True
         if self.snapshots is not None:
             self.snapshots[id(args)] = _snapshot(scope)
         self.depth += 1

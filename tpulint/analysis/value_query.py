@@ -584,6 +584,10 @@ class PositionValues:
         if tag in ("t", "s"):
             return HOST
         if tag == "e":
+            if len(atom) > 3:
+                keyed = self._entry(atom[3], atom[2], function, depth)
+                if keyed is not None:
+                    return keyed
             return self._element(atom[1], atom[2], function, depth)
         if tag == "w":
             return CPU if self.resolve(atom[1], function, depth) is CPU else DEVICE
@@ -695,6 +699,28 @@ class PositionValues:
             else:
                 kinds.append(_element_of(self._atom(atom, function, depth)))
         return combine(kinds) if kinds else UNKNOWN
+
+    def _entry(
+        self, key: str, inner: list[Atom], function: cst.FunctionDef | None, depth: int
+    ) -> ValueKind | None:
+        """Entry `key` of the dicts `inner` holds (`scores["mse"]` of what a helper returns),
+        when each is a dict whose entries are known and has that key; else None."""
+        kinds: list[ValueKind] = []
+        for atom in inner:
+            if isinstance(atom, list) and atom[0] == "s" and len(atom) > 3:
+                held = [v for k, v in atom[3] if k == key]
+                if not held:
+                    return None
+                kinds.append(self.resolve(held[0], function, depth))
+            elif isinstance(atom, list) and atom[0] == "c":
+                _, value = self._call(atom, function, depth)
+                entry = value.entry(key) if value is not None else None
+                if entry is None or entry.params or entry.elements is not None:
+                    return None  # unknown, or the callee's parameters, not bound here
+                kinds.append(kind_named("device" if entry.mask else entry.kind))
+            else:
+                return None
+        return combine(kinds) if kinds else None
 
     def _element_values(
         self, index: int, inner: list[Atom], function: cst.FunctionDef | None, depth: int
