@@ -372,6 +372,24 @@ SILENT = {
                 return self.net(batch).sum()
         """
     ),
+    # A count a batch object carries as an attribute (`num_graphs`, a property giving a
+    # Python number), passed as a size.
+    "a size parameter given a batch record's attribute": (
+        """
+        def pooled(h, owner, count):
+            out = torch.zeros(count, h.shape[-1], device=h.device)
+            return out.index_add(0, owner, h)
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def training_step(self, batch, batch_idx):
+                h = self.proj(batch.x)
+                return pooled(h, batch.owner, batch.num_graphs).sum()
+        """
+    ),
     # Parameters counted once, outside the step.
     "parameters read when training starts": (
         """

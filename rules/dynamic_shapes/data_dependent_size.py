@@ -411,9 +411,11 @@ def _device_size_param(ctx: FileContext, size: cst.BaseExpression) -> bool:
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
     if size.value not in names or size.value in ("self", "cls"):
         return False
-    passed = view.param_value(function.key, names.index(size.value), per_step=True)
+    index = names.index(size.value)
+    passed = view.param_value(function.key, index, per_step=True)
     return (
-        passed is not None
+        not view.passes_record_attribute(function.key, index)
+        and passed is not None
         and passed.kind == "device"
         and not passed.mask
         and not passed.params

@@ -36,6 +36,8 @@ _NUMBER_PARAMETERS = {
     "full_like": (("fill_value", 1),),
 }
 # The callees' last names `visit_Call` goes on with (its screen, `hot_shapes`).
+# Methods of loggers and `warnings` that report an error or a warning.
+_ERROR_REPORTS = frozenset({"error", "warning", "warn", "exception", "critical"})
 # torch calls building a tensor from Python data: a device tensor among the items of a
 # list literal given there (`x.new_tensor([[1, n, n**2]])`) is read on the host.
 _FROM_DATA = ("tensor", "as_tensor", "new_tensor")
@@ -1712,11 +1714,26 @@ class HostTransferInHotPath(TrackingRule, Rule):
         }
 
     def _under_tensor_test(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in the body of an `if` decided by a device tensor's value
-        (`if torch.min(d) < eps: log.error(f"... {torch.min(d)}")`): the body runs only when
-        the data says so (an error report, most often never); the `if` itself is TPU104's."""
+        """Whether `node` is an error or warning report (`logging.error(...)`,
+        `warnings.warn(...)`) in the body of an `if` decided by a device tensor's value (`if
+        torch.min(d) < eps: log.error(f"... {torch.min(d)}")`): it runs only when the data is
+        broken, most often never; the `if` itself is TPU104's. (A `print` there stays
+        reported: TPU103's fix removes the debugging block.)"""
         ctx = self.ctx
         child: cst.CSTNode = node
+        parent = ctx.parent(node)
+        report = None
+        while parent is not None and not isinstance(parent, (cst.SimpleStatementLine, cst.If)):
+            if isinstance(parent, cst.Call):
+                report = parent
+                break
+            parent = ctx.parent(parent)
+        if not (
+            report is not None
+            and isinstance(report.func, cst.Attribute)
+            and report.func.attr.value in _ERROR_REPORTS
+        ):
+            return False
         parent = ctx.parent(node)
         while parent is not None and not isinstance(parent, cst.FunctionDef):
             if isinstance(parent, cst.If) and child is parent.body:

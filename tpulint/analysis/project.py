@@ -1645,6 +1645,20 @@ class ProjectModel:
             return False  # `streaming_step`, `shared_step`: the project calls them itself
         return index == 1 or summary.params[index] in BATCH_PARAMS
 
+    def passes_record_attribute(self, gkey: str, index: int) -> bool:
+        """Whether some call of the project passes parameter `index` of the function an
+        attribute of a record (`batch.num_graphs`: a batch object's property may be a
+        Python number, whatever its tensors are)."""
+        fn = self.functions.get(gkey)
+        if fn is None:
+            return False
+        name = fn.summary.params[index] if index < len(fn.summary.params) else None
+        for _caller, call, offset in self._callers().get(gkey, []):
+            atoms = _passed(call.keywords, call.args, name, index - offset)
+            if atoms and any(isinstance(a, list) and a and a[0] == "g" for a in atoms):
+                return True
+        return False
+
     def _forward_batch_param(self, fn: _Function, index: int) -> bool:
         """Whether parameter `index` of `fn` is the batch-named input (`data`, `x`, `batch`)
         of a torch module's `forward` that runs every step and that no code of the project
@@ -2400,6 +2414,12 @@ class FileView:
         if fn is None:
             return None
         return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out, per_step)
+
+    def passes_record_attribute(self, key: str, index: int) -> bool:
+        """Whether a call passes parameter `index` of this file's function `key` a record's
+        attribute (see ProjectModel.passes_record_attribute)."""
+        fn = self._functions.get(key)
+        return fn is not None and self.model.passes_record_attribute(fn.gkey, index)
 
     def called_every_step(self, key: str) -> bool:
         """Whether this file's function `key` is called only from code that runs every step
