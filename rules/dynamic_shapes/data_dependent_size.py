@@ -277,7 +277,7 @@ class DataDependentSize(TrackingRule, Rule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         if not hasattr(self, "_reported"):
-            self._reported: set[int] = set()
+            self._reported: set[object] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -328,6 +328,33 @@ class DataDependentSize(TrackingRule, Rule):
                 return _tuple_items(binding.value)
         return []
 
+    def _unchanged_param(self, name: cst.BaseExpression) -> bool:
+        """Whether the parameter `name` still holds what the call passed: never bound in the
+        function so far, or bound only in its own default branch (`if width is None: width =
+        ...`, which a call passing it skips); not `width = width.item()`."""
+        if not isinstance(name, cst.Name):
+            return False
+        binding = self.bindings.lookup(name.value)
+        if binding is None:
+            return True
+        node: cst.CSTNode | None = binding.node
+        while node is not None:
+            if isinstance(node, cst.If):
+                test = node.test
+                return (
+                    isinstance(test, cst.Comparison)
+                    and len(test.comparisons) == 1
+                    and isinstance(test.comparisons[0].operator, cst.Is)
+                    and isinstance(test.left, cst.Name)
+                    and test.left.value == name.value
+                    and isinstance(test.comparisons[0].comparator, cst.Name)
+                    and test.comparisons[0].comparator.value == "None"
+                )
+            if isinstance(node, (cst.FunctionDef, cst.For, cst.While, cst.With, cst.Try)):
+                return False
+            node = self.ctx.parent(node)
+        return False
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
         ctx = self.ctx
         if not ctx.in_hot_code:
@@ -342,16 +369,24 @@ class DataDependentSize(TrackingRule, Rule):
     def _check(self, size: cst.BaseExpression, sink: cst.CSTNode) -> None:
         ctx = self.ctx
         source = value_size(ctx, size, self.bindings)
+        if source is not None and _default_branch_not_on_device(ctx, source):
+            source = None
+        key: object = id(source)
+        if source is None and _device_size_param(ctx, size) and self._unchanged_param(size):
+            # one finding per parameter and function, at its first use as a size
+            source = size
+            function = ctx.function
+            key = (function.key if function is not None else "", size.value)  # type: ignore[attr-defined]
         if source is None:
             return
         reported = getattr(self, "_reported", None)
         if reported is None:
             reported = self._reported = set()
-        if id(source) in reported:
+        if key in reported:
             return
-        if _quiet(ctx, sink) or _default_branch_not_on_device(ctx, source):
+        if _quiet(ctx, sink):
             return
-        reported.add(id(source))
+        reported.add(key)
         self.report(
             source,
             f"`{source_of(ctx, source)}` reads a device tensor's values and is used as a size "
@@ -360,6 +395,32 @@ class DataDependentSize(TrackingRule, Rule):
             note=f"the value is then a size in `{source_of(ctx, sink, 40)}`, so every new value "
             "also compiles a new graph (TPU205): use a static size and a mask",
         )
+
+
+def _device_size_param(ctx: FileContext, size: cst.BaseExpression) -> bool:
+    """Whether `size` is a parameter of the helper being walked that every call from code
+    that runs every step passes a device tensor (`max_len=batch["max_len"]`, a 0-dim count
+    the loader collated and Lightning moved), not a mask: using it as a size reads it."""
+    function = ctx.function
+    view = ctx.analysis.view
+    if not isinstance(size, cst.Name) or function is None or view is None:
+        return False
+    if not function.hot or not function.key or not view.callers(function.key):
+        return False
+    params = function.node.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    if size.value not in names or size.value in ("self", "cls"):
+        return False
+    index = names.index(size.value)
+    passed = view.param_value(function.key, index, per_step=True)
+    return (
+        not view.passes_record_attribute(function.key, index)
+        and passed is not None
+        and passed.kind == "device"
+        and not passed.mask
+        and not passed.params
+        and passed.elements is None
+    )
 
 
 def _default_branch_not_on_device(ctx: FileContext, source: cst.BaseExpression) -> bool:

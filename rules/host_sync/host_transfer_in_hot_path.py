@@ -36,8 +36,23 @@ _NUMBER_PARAMETERS = {
     "full_like": (("fill_value", 1),),
 }
 # The callees' last names `visit_Call` goes on with (its screen, `hot_shapes`).
+# Methods of loggers and `warnings` that report an error or a warning.
+_ERROR_REPORTS = frozenset({"error", "warning", "warn", "exception", "critical"})
+# torch calls building a tensor from Python data: a device tensor among the items of a
+# list literal given there (`x.new_tensor([[1, n, n**2]])`) is read on the host.
+_FROM_DATA = ("tensor", "as_tensor", "new_tensor")
 _CALLS_CHECKED = frozenset(
-    {"cpu", "tolist", "numpy", "to", "print", *_CONVERSIONS, *_COMPARING, *_ITERATING}
+    {
+        "cpu",
+        "tolist",
+        "numpy",
+        "to",
+        "print",
+        *_CONVERSIONS,
+        *_COMPARING,
+        *_ITERATING,
+        *_FROM_DATA,
+    }
 ) | frozenset(_NUMBER_PARAMETERS)
 _WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
 
@@ -1546,6 +1561,12 @@ class HostTransferInHotPath(TrackingRule, Rule):
         qualified = ctx.qualify(func) or ""
         if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NUMBER_PARAMETERS:
             self._check_number_arguments(node, qualified.rsplit(".", 1)[-1])
+        if qualified in ("torch.tensor", "torch.as_tensor") or (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "new_tensor"
+            and ctx.value_kind(func.value) in (ValueKind.DEVICE, ValueKind.CPU)
+        ):
+            self._check_listed_tensors(node)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if (
@@ -1694,6 +1715,67 @@ class HostTransferInHotPath(TrackingRule, Rule):
             p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
         }
 
+    def _under_tensor_test(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is an error or warning report (`logging.error(...)`,
+        `warnings.warn(...)`) in the body of an `if` decided by a device tensor's value (`if
+        torch.min(d) < eps: log.error(f"... {torch.min(d)}")`): it runs only when the data is
+        broken, most often never; the `if` itself is TPU104's. (A `print` there stays
+        reported: TPU103's fix removes the debugging block.)"""
+        ctx = self.ctx
+        child: cst.CSTNode = node
+        parent = ctx.parent(node)
+        report = None
+        while parent is not None and not isinstance(parent, (cst.SimpleStatementLine, cst.If)):
+            if isinstance(parent, cst.Call):
+                report = parent
+                break
+            parent = ctx.parent(parent)
+        if not (
+            report is not None
+            and isinstance(report.func, cst.Attribute)
+            and report.func.attr.value in _ERROR_REPORTS
+        ):
+            return False
+        parent = ctx.parent(node)
+        while parent is not None and not isinstance(parent, cst.FunctionDef):
+            if isinstance(parent, cst.If) and child is parent.body:
+                test = parent.test
+                if isinstance(test, cst.Comparison):
+                    test = test.left
+                elif isinstance(test, cst.UnaryOperation):
+                    test = test.expression
+                if computed_tensor(ctx, test, self.bindings):
+                    return True
+            child, parent = parent, ctx.parent(parent)
+        return False
+
+    def _check_listed_tensors(self, node: cst.Call) -> None:
+        """`torch.tensor([a, n, n**2])`, `x.new_tensor([[1, n]])` with a device tensor
+        computed in the code among the list's items: torch reads each such item on the host
+        (a sync every step) to build the new tensor's data."""
+        ctx = self.ctx
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return
+        # (`torch.tensor(t)` of a tensor itself copies it where it is: no read)
+        stack: list[cst.BaseExpression] = [node.args[0].value]
+        found: cst.BaseExpression | None = None
+        while stack and found is None:
+            item = stack.pop(0)
+            if isinstance(item, (cst.List, cst.Tuple)):
+                stack.extend(e.value for e in item.elements if isinstance(e, cst.Element))
+            elif item is not node.args[0].value and computed_tensor(ctx, item, self.bindings):
+                found = item
+        if found is None or quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        self.report(
+            found,
+            f"`{source_of(ctx, found)}` is a device tensor listed as data of "
+            f"`{source_of(ctx, node, 40)}` in {ctx.hot_reason}: torch reads it on the host "
+            "to build the new tensor, a sync every step; build it with `torch.stack` / "
+            "`torch.cat` on the device instead",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
     def _check_number_arguments(self, node: cst.Call, name: str) -> None:
         ctx = self.ctx
         for keyword_name, position in _NUMBER_PARAMETERS[name]:
@@ -1721,7 +1803,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         value = node.expression
         if not computed_tensor(ctx, value, self.bindings):
             return
-        if in_exception_path(ctx, node) or quiet(ctx, node):
+        if in_exception_path(ctx, node) or quiet(ctx, node) or self._under_tensor_test(node):
             return
         printed = enclosing_print(ctx, node)
         self.report(

@@ -83,6 +83,8 @@ _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|S
 # Roots of base classes whose methods are known (so `self.x(...)` that is not one of
 # them, nor defined in the file, is a sub-module or callable attribute).
 _KNOWN_BASE_ROOTS = frozenset({"lightning", "pytorch_lightning", "torch", "object", "nn"})
+# Bases that define no methods a class calls on itself (`class Wrapper(Base, ABC)`).
+_MIXIN_BASES = frozenset({"ABC", "abc.ABC", "Generic", "typing.Generic"})
 # LightningModule / nn.Module methods that take tensors and do not return device tensors
 # of the same batch (or are not tensors at all).
 _LIGHTNING_METHODS = frozenset(
@@ -345,6 +347,21 @@ class FileContext(Resolver):
             if name in current.methods:
                 return True
             stack.extend(current.local_bases)
+        view = self.analysis.view
+        if view is not None:
+            # The project's classes, through every file: a base defined in another module
+            # (or in this one) that neither defines the method nor derives from an unknown
+            # class leaves `self.<name>` an attribute (a loss module its `__init__` stores).
+            gkey = view.class_gkey(info.local_qualname)
+            model = view.model
+            if gkey in model.classes:
+                if model.find_method(gkey, name) is not None:
+                    return True
+                if all(
+                    b.split(".", 1)[0] in _KNOWN_BASE_ROOTS or b in _MIXIN_BASES
+                    for b in model.external_bases(gkey)
+                ):
+                    return name in _LIGHTNING_METHODS
         if any(b for b in info.bases if b.split(".", 1)[0] not in _KNOWN_BASE_ROOTS):
             # A base class from elsewhere in the project may define it: stay unknown
             # unless the name is plainly an attribute-style name.

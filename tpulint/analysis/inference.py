@@ -235,6 +235,20 @@ class ValueEvaluator:
             # optimizer's `step` updates them on the device)
             return ["device"]
         if (
+            isinstance(iterator, ast.Call)
+            and isinstance(iterator.func, ast.Attribute)
+            and iterator.func.attr in ("parameters", "named_parameters")
+            and (
+                (isinstance(iterator.func.value, ast.Name) and iterator.func.value.id == "self")
+                or self.atoms(iterator.func.value, scope) == ["module"]
+            )
+        ):
+            # `for p in self.parameters()`: the module's weights, where the module is (on
+            # the device in a step), and `(name, weight)` pairs of `named_parameters()`
+            if iterator.func.attr == "parameters":
+                return ["device"]
+            return [["t", ["host"], ["device"]]]
+        if (
             isinstance(iterator, ast.Name)
             and iterator.id in scope.str_keyed
             and scope.env.get(iterator.id) is scope.params.get(iterator.id)
@@ -656,6 +670,14 @@ class ValueEvaluator:
                     if not all_host(inner)
                     else ["number"]
                 )
+            if name in ("list", "tuple") and len(positional) == 1 and not node.keywords:
+                rows = self.atoms(positional[0], scope, d)
+                if rows and all(
+                    is_tensorish(a) or (isinstance(a, list) and a[0] in ("v", "w", "x"))
+                    for a in rows
+                ):
+                    # `list(t)` of a tensor: a container of its rows, where it is
+                    return [["s", ["device" if a == "mask" else a for a in rows]]]
             if name in HOST_BUILTINS:
                 return ["host"]
             if name == "getattr" and positional:
@@ -803,6 +825,10 @@ class ValueEvaluator:
             return self.atoms(node.args[0], scope, d)
         if top == "torch":
             return self.torch_call(qualified[len("torch.") :], node, scope, d)
+        if top == "torch_scatter" and qualified.rsplit(".", 1)[-1][:1].islower():
+            # `segment_coo(src, index, dim_size=n)`, `scatter_add(...)`: a torch op, its
+            # result beside its input tensors
+            return self.torch_call(qualified.rsplit(".", 1)[-1], node, scope, d)
         kind = package_kind(top)
         if kind is not None:
             return [kind]

@@ -1496,7 +1496,10 @@ class ProjectModel:
             elif annotation.endswith("Tensor"):
                 value = Value("device", value.mask, value.params)
             elif annotation in ("int", "float", "bool"):
-                value = Value("number")
+                # a number, unless the body hands back what its arguments are (`return
+                # (a - b).mean()` annotated `-> float`): a device tensor passed in gives a
+                # device tensor out, whatever the annotation says
+                value = Value("number", params=value.params)
         return value
 
     def param_value(
@@ -1596,9 +1599,22 @@ class ProjectModel:
                 framework = outside_tests or self._framework_called(caller)
                 inner = [
                     Value("device")
-                    if _part_of_param(atoms, p) and self._step_batch_param(caller, p)
+                    if (_part_of_param(atoms, p) or value.tensor)
+                    and self._step_batch_param(caller, p)
                     else self.param_value(caller.gkey, p, _depth + 1, framework, per_step=per_step)
                     for p in value.params
+                ]
+                # A value the forward computes from its batch-named input (`data.pos[j] -
+                # data.pos[i]`, an element of what a method builds from it): a tensor on the
+                # device. Not the input's own entries and attributes, which may be records
+                # of settings (`data.neighbor_list.get(name)` with its "order" and "rcut").
+                inner = [
+                    Value("device")
+                    if v is None
+                    and not _part_of_param(atoms, p)
+                    and self._forward_batch_param(caller, p)
+                    else v
+                    for v, p in zip(inner, value.params, strict=True)
                 ]
                 if any(v is None for v in inner) and not value.placed:
                     return None
@@ -1705,6 +1721,38 @@ class ProjectModel:
         if summary.name not in STEP_METHODS:
             return False  # `streaming_step`, `shared_step`: the project calls them itself
         return index == 1 or summary.params[index] in BATCH_PARAMS
+
+    def passes_record_attribute(self, gkey: str, index: int) -> bool:
+        """Whether some call of the project passes parameter `index` of the function an
+        attribute of a record (`batch.num_graphs`: a batch object's property may be a
+        Python number, whatever its tensors are)."""
+        fn = self.functions.get(gkey)
+        if fn is None:
+            return False
+        name = fn.summary.params[index] if index < len(fn.summary.params) else None
+        for _caller, call, offset in self._callers().get(gkey, []):
+            atoms = _passed(call.keywords, call.args, name, index - offset)
+            if atoms and any(isinstance(a, list) and a and a[0] == "g" for a in atoms):
+                return True
+        return False
+
+    def _forward_batch_param(self, fn: _Function, index: int) -> bool:
+        """Whether parameter `index` of `fn` is the batch-named input (`data`, `x`, `batch`)
+        of a torch module's `forward` that runs every step and that no code of the project
+        calls by name (`self.net(batch)` in the step reaches it through `__call__`): the
+        step's tensors, on the device, as the rules take it inside that forward."""
+        summary = fn.summary
+        if summary.name != "forward" or fn.owner is None or not summary.bound:
+            return False
+        if not 0 < index < len(summary.params) or summary.params[index] not in BATCH_PARAMS:
+            return False
+        if self._computing_hot or fn.gkey not in self.hot:
+            return False
+        if not self._kind_with_subclasses(fn.owner) & ClassKind.TORCH_MODULE:
+            return False
+        return not any(
+            not _is_test_path(c[0].module.path) for c in self._callers().get(fn.gkey, [])
+        )
 
     def precompute_callers(self) -> None:
         """Resolve the caller index now (before worker processes fork and inherit it)."""
@@ -2200,7 +2248,9 @@ class ProjectModel:
                 params |= resolved.params
         if "device" in kinds:
             return Value("device")
-        return Value("unknown", params=frozenset(params))
+        # A torch module's output from its arguments: a tensor (or a container of them)
+        # beside the module's weights when they turn out to be the step's batch.
+        return Value("unknown", params=frozenset(params), tensor=bool(params))
 
     def iteration_splits_by_rank(self, class_gkey: str) -> bool | None:
         """Whether iterating instances of the class reads the rank or world size: True when
@@ -2524,6 +2574,12 @@ class FileView:
         if fn is None:
             return None
         return self.model.param_value(fn.gkey, index, 0, outside_tests, leaving_out, per_step)
+
+    def passes_record_attribute(self, key: str, index: int) -> bool:
+        """Whether a call passes parameter `index` of this file's function `key` a record's
+        attribute (see ProjectModel.passes_record_attribute)."""
+        fn = self._functions.get(key)
+        return fn is not None and self.model.passes_record_attribute(fn.gkey, index)
 
     def called_every_step(self, key: str) -> bool:
         """Whether this file's function `key` is called only from code that runs every step
