@@ -4929,13 +4929,29 @@ def test_a_forward_parameter_every_module_call_leaves_out_decides_its_branch(
     )
 
 
+@pytest.mark.parametrize("passes_mask", [False, True])
+def test_a_forward_parameter_a_holder_passes_on_is_what_its_calls_pass(
+    tmp_path: Path, passes_mask: bool
+) -> None:
+    """`self.attn(x, mask=mask)` in `Encoder.forward(self, x, mask=None)` without the
+    assert: `Attention` gets what `Encoder`'s calls pass, None when they all leave it out
+    (the branch is dead) and a mask when one passes it (the branch stays)."""
+    text = _MODULE_CALLS.replace('        assert mask is None, "masks are not supported"\n', "")
+    if passes_mask:
+        text = text.replace(
+            "self.encoder(batch).sum()", "self.encoder(batch, mask=batch > 0).sum()"
+        )
+    model = project(tmp_path, {"m.py": MODULE_HEAD + text})
+    found = reason_at(model, tmp_path, "m.py", "scores[~mask]")
+    assert (found is None) == passes_mask
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [
         # a call passes a mask
         ("h = layer(h)", "h = layer(h, mask=x > 0)"),
         ("h = layer(h)", "h = layer(h, None, x > 0)"),
-        ('        assert mask is None, "masks are not supported"\n', ""),
         # a call spreading arguments
         ("h = layer(h)", "h = layer(h, **self.extra)"),
         ("h = layer(h)", "h = layer(*h)"),
@@ -5415,3 +5431,316 @@ def test_a_method_called_on_a_value_of_unknown_class_reaches_inherited_methods(
     assert reason_at(model, tmp_path, "pkg/steps.py", "# base-run") is None
     assert reason_at(model, tmp_path, "pkg/steps.py", "# early-run") is None
     assert reason_at(model, tmp_path, "pkg/steps.py", "# never-run") is not None
+
+
+# --- constructor options every config that builds the class sets (issue 21) -----------------
+
+CONFIGURED_OPTIONS = {
+    "pyproject.toml": "",
+    "lattice/__init__.py": "from lattice.model import Lattice\n",
+    "lattice/model.py": """\
+        import torch
+
+        from lattice.cells import wrap_cells
+
+
+        class Lattice(torch.nn.Module):
+            def __init__(self, width: int = 4, periodic: bool = True, timing: bool = False):
+                super().__init__()
+                self.periodic = periodic
+                self.timing = timing
+                self.proj = torch.nn.Linear(width, width)
+
+            def _edges(self, x, periodic=None):
+                periodic = periodic or self.periodic
+                if periodic:
+                    return wrap_cells(x)  # periodic-only
+                return x
+
+            def forward(self, x):
+                if self.timing:
+                    print(x.sum().item())  # timing-only
+                return self.proj(self._edges(x))
+    """,
+    "lattice/cells.py": """\
+        def wrap_cells(x):
+            return x[x > 0]  # cells-only
+    """,
+    "lattice/other.py": """\
+        import torch
+
+
+        class Ring(torch.nn.Module):
+            def _edges(self, x):
+                return x
+
+            def forward(self, x):
+                return self._edges(x)
+    """,
+    "lattice/task.py": """\
+        import lightning as L
+
+
+        class Task(L.LightningModule):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def training_step(self, batch, i):
+                return self.net(batch).sum()
+    """,
+    "train.py": """\
+        import hydra
+        import lightning as L
+
+
+        @hydra.main(config_path="configs", config_name="train")
+        def main(cfg):
+            L.Trainer().fit(hydra.utils.instantiate(cfg.model))
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+CONFIGURED_OPTION_CONFIGS = {
+    "configs/model/small.yaml": """\
+        _target_: lattice.task.Task
+        net:
+          _target_: lattice.Lattice
+          width: 8
+          periodic: false
+    """,
+    "configs/model/large.yaml": """\
+        _target_: lattice.task.Task
+        net:
+          _target_: lattice.Lattice
+          width: 32
+          periodic: false
+    """,
+    "configs/other.yaml": """\
+        _target_: lattice.other.Ring
+        periodic: true
+    """,
+}
+
+
+def test_an_option_every_config_building_the_class_turns_off(tmp_path: Path) -> None:
+    """`Lattice(periodic=True)` by default, but every config that builds it sets `periodic:
+    false` (another class's config setting the key is no construction of it): the branch
+    on the kept flag (read through `periodic = periodic or self.periodic`, where no call
+    passes `periodic`) never runs, nor what only it calls. A flag no config or call sets
+    stays at its False default. (`Ring._edges` is another method of that name.)"""
+    model = with_configs(tmp_path, CONFIGURED_OPTIONS, CONFIGURED_OPTION_CONFIGS)
+    assert (
+        reason_at(model, tmp_path, "lattice/model.py", "return wrap_cells(x)  # periodic-only")
+        is not None
+    )
+    assert reason_at(model, tmp_path, "lattice/cells.py", "# cells-only") == (
+        "called only where it never runs: under `if periodic`"
+    )
+    assert (
+        reason_at(model, tmp_path, "lattice/model.py", "print(x.sum().item())  # timing-only")
+        is not None
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # A config builds the class leaving the key to its default (True).
+        ("configs/model/large.yaml", "  periodic: false\n", ""),
+        # A config that builds it turns it on.
+        ("configs/model/large.yaml", "periodic: false", "periodic: true"),
+        # An override that builds nothing turns it on (merged into a mapping that does).
+        ("configs/other.yaml", "_target_: lattice.other.Ring\n", "model:\n  net:\n  "),
+        # A command-line option of that name: users set it.
+        (
+            "train.py",
+            "import hydra\n",
+            "import argparse\n\nimport hydra\n\nargparse.ArgumentParser().add_argument("
+            '"--periodic")\n',
+        ),
+        # Code names the class by its path: it may build it with other arguments.
+        ("train.py", "import hydra\n", 'import hydra\n\nNAME = "lattice.model.Lattice"\n'),
+        # A partial: the code passes the rest.
+        ("configs/model/small.yaml", "width: 8", "_partial_: true"),
+    ],
+)
+def test_an_option_a_config_or_user_may_turn_on_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in CONFIGURED_OPTIONS.items()}
+    configs = {name: textwrap.dedent(text) for name, text in CONFIGURED_OPTION_CONFIGS.items()}
+    held = files if where in files else configs
+    assert old in held[where]
+    held[where] = held[where].replace(old, new)
+    model = with_configs(tmp_path, files, configs)
+    assert (
+        reason_at(model, tmp_path, "lattice/model.py", "return wrap_cells(x)  # periodic-only")
+        is None
+    )
+    assert reason_at(model, tmp_path, "lattice/cells.py", "# cells-only") is None
+
+
+def test_a_flag_a_constructor_passes_on_under_its_own_name(tmp_path: Path) -> None:
+    """`Block(periodic=periodic)` in the constructor of a class every config builds with
+    `periodic: false`: what it hands on under the key's name is the configs' value, not a
+    value of the key of its own (its default), so the class's own branch stays decided.
+    `Block`'s branch is not: a repository that builds classes by name may build it with
+    any value."""
+    files = dict(CONFIGURED_OPTIONS)
+    files["lattice/model.py"] = textwrap.dedent(files["lattice/model.py"]).replace(
+        "self.proj = torch.nn.Linear(width, width)",
+        "self.proj = torch.nn.Linear(width, width)\n        self.block = Block(periodic=periodic)",
+    ) + textwrap.dedent(
+        """\
+
+
+        class Block(torch.nn.Module):
+            def __init__(self, periodic: bool = True):
+                super().__init__()
+                self.periodic = periodic
+
+            def forward(self, x):
+                if self.periodic:
+                    return wrap_cells(x)  # block-periodic
+                return x
+        """
+    )
+    files["lattice/model.py"] = files["lattice/model.py"].replace(
+        "return self.proj(self._edges(x))", "return self.block(self.proj(self._edges(x)))"
+    )
+    model = with_configs(tmp_path, files, CONFIGURED_OPTION_CONFIGS)
+    assert reason_at(model, tmp_path, "lattice/model.py", "return wrap_cells(x)  # periodic-only")
+    assert (
+        reason_at(model, tmp_path, "lattice/model.py", "return wrap_cells(x)  # block-periodic")
+        is None
+    )
+
+
+# --- a parameter's type decided by every call (issue 21) ------------------------------------
+
+LITERAL_DEFAULT_CALLS = {
+    "pkg/__init__.py": "",
+    "pkg/blocks.py": """\
+        import torch
+
+
+        def tile(sizes, step: int = 0):
+            if isinstance(step, torch.Tensor):
+                step = step[sizes > 0]  # tensor-step
+            return sizes + step
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from pkg.blocks import tile
+
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, i):
+                a = tile(batch, step=batch.size(1))
+                return (a + tile(batch)).sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Model
+
+        L.Trainer().fit(Model())
+    """,
+}
+
+
+@pytest.mark.parametrize("tensor_passed", [False, True])
+def test_isinstance_of_a_parameter_every_call_passes_a_host_value(
+    tmp_path: Path, tensor_passed: bool
+) -> None:
+    """`isinstance(step, torch.Tensor)` of a parameter that defaults to 0, where every call
+    leaves it out or passes a host int (`x.size(1)`): never a tensor. A call passing a
+    tensor keeps it."""
+    files = dict(LITERAL_DEFAULT_CALLS)
+    if tensor_passed:
+        files["pkg/model.py"] = files["pkg/model.py"].replace("tile(batch)", "tile(batch, batch)")
+    model = project(tmp_path, files)
+    found = reason_at(model, tmp_path, "pkg/blocks.py", "step = step[sizes > 0]  # tensor-step")
+    assert (found is None) == tensor_passed
+
+
+FORWARDED_PARAMS = {
+    "pkg/__init__.py": "",
+    "pkg/steps.py": """\
+        import torch
+
+
+        class Stepper:
+            def spaced(self, spacing, n):
+                if spacing == "log":
+                    return torch.logspace(0, 1, n).tolist()  # log-spacing
+                return torch.linspace(0, 1, n)
+
+            def run(self, x, n, spacing="uniform"):
+                return x * self.spaced(spacing, n).sum()
+
+
+        def mask(lengths, limit=None):
+            if limit is None:
+                limit = lengths.max().item()  # filled-limit
+            return torch.arange(limit)[None] < lengths[:, None]
+
+
+        def features(lengths, limit=None):
+            return mask(lengths, limit)
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from pkg.steps import Stepper, features
+
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.stepper = Stepper()
+
+            def training_step(self, batch, i):
+                m = features(batch["lengths"], batch["limit"])
+                return self.stepper.run(batch["x"], 4).sum() + m.sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Model
+
+        L.Trainer().fit(Model())
+    """,
+}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "log", "filled"),
+    [
+        (None, None, False, False),
+        # A call selects the other spacing.
+        ('run(batch["x"], 4)', 'run(batch["x"], 4, spacing="log")', True, False),
+        # A call leaves the limit out: the forwarded None reaches `mask`.
+        ('features(batch["lengths"], batch["limit"])', 'features(batch["lengths"])', False, True),
+    ],
+)
+def test_a_parameter_a_caller_passes_on_is_what_its_calls_pass(
+    tmp_path: Path, old: str | None, new: str | None, log: bool, filled: bool
+) -> None:
+    """`self.spaced(spacing, n)` in `run(self, x, n, spacing="uniform")`: the required
+    `spacing` of `spaced` is what `run`'s calls pass (its default here), so `spacing ==
+    "log"` is decided; `mask(lengths, limit)` in `features(lengths, limit=None)`: `limit` is
+    not None when every call of `features` passes one."""
+    files = dict(FORWARDED_PARAMS)
+    if old is not None:
+        assert new is not None and old in files["pkg/model.py"]
+        files["pkg/model.py"] = files["pkg/model.py"].replace(old, new)
+    model = project(tmp_path, files)
+    spacing = reason_at(model, tmp_path, "pkg/steps.py", "return torch.logspace(0, 1, n)")
+    limit = reason_at(model, tmp_path, "pkg/steps.py", "limit = lengths.max().item()")
+    assert (spacing is None) == log
+    assert (limit is None) == filled

@@ -46,13 +46,28 @@ class ConfigFacts:
     # The identifier-like words of the file (keys, values, comments): a registry key or a
     # class name the config may select (`decoder: pack`, `name: Lamb`).
     words: list[str] = field(default_factory=list)
+    # Qualified class name -> for each mapping that builds it, the keys the mapping gives
+    # its constructor with their values as in `keys` (`_target_: pkg.Model` with `use_pbc:
+    # false` beside it; a `class_path`'s `init_args`): a parameter every construction sets
+    # is never left to its default by these configs (ProjectScope._constructor_arguments).
+    given: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The keys set in mappings that build no class (an override `model: {net: {use_pbc:
+    # true}}` merged into another file's mapping), with their values as in `keys`.
+    loose: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"c": self.classes, "t": self.trainer, "k": self.keys, "w": self.words}
+        return {
+            "c": self.classes,
+            "t": self.trainer,
+            "k": self.keys,
+            "w": self.words,
+            "g": self.given,
+            "l": self.loose,
+        }
 
     @classmethod
     def from_json(cls, path: str, data: dict[str, Any]) -> ConfigFacts:
-        return cls(path, data["c"], data["t"], data["k"], data["w"])
+        return cls(path, data["c"], data["t"], data["k"], data["w"], data["g"], data["l"])
 
 
 def config_facts(path: str, text: str) -> ConfigFacts:
@@ -69,6 +84,7 @@ def config_facts(path: str, text: str) -> ConfigFacts:
         return facts
     for document in documents:
         _keys(document, facts.keys)
+        _arguments(document, facts)
     if not _PREFILTER.search(text):
         return facts
     verdicts: list[str] = []
@@ -125,6 +141,56 @@ def _keys(node: Any, keys: dict[str, list[Any]], depth: int = 0) -> None:
     elif isinstance(node, list):
         for item in node:
             _keys(item, keys, depth + 1)
+
+
+def _scalar(value: Any) -> Any:
+    """A config value as `ConfigFacts.keys` records it: a scalar, or "?"."""
+    if isinstance(value, str) and "${" in value:
+        return "?"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return "?"
+
+
+def _arguments(node: Any, facts: ConfigFacts, depth: int = 0) -> None:
+    """Fill `facts.given` and `facts.loose`: what each mapping that builds a class gives its
+    constructor, and what the mappings that build none set."""
+    if depth > 40:
+        return
+    if isinstance(node, list):
+        for item in node:
+            _arguments(item, facts, depth + 1)
+        return
+    if not isinstance(node, dict):
+        return
+    built = next(
+        (
+            (k, v)
+            for k, v in node.items()
+            if str(k) in CLASS_KEYS and isinstance(v, str) and _DOTTED.match(v)
+        ),
+        None,
+    )
+    arguments: Any = node
+    if built is not None and built[0] == "class_path":
+        arguments = node.get("init_args") or {}
+    if built is not None and isinstance(arguments, dict):
+        facts.given.setdefault(built[1], []).append(
+            {str(k): _scalar(v) for k, v in arguments.items() if str(k) not in CLASS_KEYS}
+        )
+        for k, value in node.items():
+            if arguments is not node and k == "init_args":
+                for inner in arguments.values():
+                    _arguments(inner, facts, depth + 1)
+            elif str(k) not in CLASS_KEYS:
+                _arguments(value, facts, depth + 1)
+        return
+    for k, value in node.items():
+        scalar = _scalar(value)
+        values = facts.loose.setdefault(str(k), [])
+        if scalar not in values:
+            values.append(scalar)
+        _arguments(value, facts, depth + 1)
 
 
 def _text(value: Any) -> str:

@@ -1510,6 +1510,7 @@ class ProjectModel:
         outside_tests: bool = False,
         leaving_out: str | None = None,
         per_step: bool = False,
+        passing: bool = False,
     ) -> Value | None:
         """What the project's calls pass as parameter `index` of the function (None when no
         call of the project is seen, or a call does not pass it). Entry points are called by
@@ -1519,15 +1520,18 @@ class ProjectModel:
         to its default (what the function's `if p is None:` branch gets). `per_step`: only
         the calls from code that runs every step, when there are some (what a hot helper
         gets every step; an inference script's numpy arrays or its unknown values say
-        nothing of that)."""
+        nothing of that). `passing`: only the calls that pass it (what the function gets
+        when it is not left to its default)."""
         # The depth is part of the question: an answer cut short at depth 5 is not the answer
         # to the same question asked at depth 0.
-        key = (gkey, index, outside_tests, leaving_out, per_step, _depth)
+        key = (gkey, index, outside_tests, leaving_out, per_step, _depth, passing)
         if key in self._params:
             return self._params[key]
         result, keep = self._recursion.answer(
             ("param", *key),
-            lambda: self._param_value(gkey, index, _depth, outside_tests, leaving_out, per_step),
+            lambda: self._param_value(
+                gkey, index, _depth, outside_tests, leaving_out, per_step, passing
+            ),
             None,
         )
         if keep:
@@ -1542,9 +1546,17 @@ class ProjectModel:
         outside_tests: bool,
         leaving_out: str | None,
         per_step: bool,
+        passing: bool = False,
     ) -> Value | None:
         fn = self.functions.get(gkey)
         callers = self._callers().get(gkey, []) if fn is not None else []
+        if fn is not None and passing and index < len(fn.summary.params):
+            name_of = fn.summary.params[index]
+            callers = [
+                (caller, call, offset)
+                for caller, call, offset in callers
+                if _passed(call.keywords, call.args, name_of, index - offset) is not None
+            ]
         if outside_tests:
             callers = [c for c in callers if not _is_test_path(c[0].module.path)]
         if per_step and not self._computing_hot:

@@ -17,7 +17,9 @@ A finding is outside the scope, with the reason, when its code:
   of the attributes and module lists that hold its instances, `_module_call_arguments`),
   an attribute kept from such a constructor parameter (`self.fused`, `self.ignore is not
   None`; for a class configs build, by the key: `_key_arguments`, what any code, config or
-  command line of the repository sets a key of that name to), a config option
+  command line of the repository sets a key of that name to, without the default when
+  every config mapping that builds the class sets the key: `_configs_always_give`), a
+  caller's own parameter passed on being what the caller's calls pass, a config option
   (`self.cfg.flag`, or `cfg["kind"] == "ce"`) that the project's config classes and files
   leave at one truth (`_option_truth`; yacs-style default modules, `_C.LOSS.KIND = "focal"`,
   matched by the last key in any case: `_config_defaults`); calls made where the code never
@@ -162,6 +164,7 @@ from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import package_root
 from tpulint.analysis.scope_facts import (
     DATA_KEYS,
+    REQUIRED,
     STATEMENT_REGIONS,
     TPU_TOKENS,
     Truth,
@@ -2934,7 +2937,10 @@ class ProjectScope:
             # file that starts training itself may be the script that runs
             return None if module.scope.launches else False
         if head == "tensor_param":
-            passed = self.model.param_value(f"{module.path}:{value[1]}", value[2])
+            node = f"{module.path}:{value[1]}"
+            if len(value) > 3 and self._passed_only_literals_or_host(node, value[2]):
+                return False
+            passed = self.model.param_value(node, value[2])
             if passed is None or passed.tensor:
                 return True if passed is not None else None
             if passed.kind in ("device", "cpu"):
@@ -3150,6 +3156,22 @@ class ProjectScope:
             self.__dict__["_foreign"] = found
         return found
 
+    def _passed_only_literals_or_host(self, node: str, index: int) -> bool:
+        """Whether every call of function `node` (all of them known: `_call_arguments`)
+        leaves parameter `index`, whose default is a literal, to it or passes a literal or a
+        host value (a Python number, `x.size(1)`): never a tensor."""
+        fn = self._function(node)
+        if fn is None or index >= len(fn.summary.params):
+            return False
+        param = fn.summary.params[index]
+        arguments = self._call_arguments(node, param)
+        if not arguments:
+            return False
+        if all(a == _DEFAULT or (isinstance(a, tuple) and a[0] == "literal") for a in arguments):
+            return True
+        passed = self.model.param_value(fn.gkey, index, leaving_out=None, passing=True)
+        return passed is not None and not passed.tensor and passed.kind in ("number", "host")
+
     def _passed_truth(self, node: str, param: str) -> Truth:
         """`p is not None` of a None-default parameter of function `node`: False when every
         call leaves it to its default, True when every call passes it something that is
@@ -3158,6 +3180,7 @@ class ProjectScope:
         arguments = self._call_arguments(node, param)
         if arguments is None:
             return None
+        arguments = [self._own_passed(a) for a in arguments]
         if all(a in (_DEFAULT, ("literal", None)) for a in arguments):
             return False
         if all(
@@ -3168,6 +3191,24 @@ class ProjectScope:
         ):
             return True
         return None
+
+    def _own_passed(self, argument: Any) -> Any:
+        """An argument as `_passed_truth` reads it: a caller's own parameter passed on is a
+        value (`_VALUE`), or, when it may be None (it defaults to None), what the caller's
+        calls pass it: a value when they all pass one, None when none does."""
+        if not (isinstance(argument, tuple) and argument[0] == _OWN_PARAM):
+            return argument
+        _, caller, name, kind = argument
+        if kind != _MAYBE_NONE:
+            return kind
+        given, _ = self.model._recursion.answer(
+            ("passed", caller.gkey, name),
+            lambda: self._passed_truth(caller.gkey, name),
+            None,
+        )
+        if given is None:
+            return _MAYBE_NONE
+        return _VALUE if given else ("literal", None)
 
     def _flag_truth(self, node: str, param: str, default: bool | None) -> Truth:
         """`p` (its truth) of a parameter of function `node` that defaults to None, True or
@@ -3193,6 +3234,8 @@ class ProjectScope:
                 if given is None:
                     return None
                 values.add(bool(given))
+            elif isinstance(argument, tuple) and argument[0] == _OWN_PARAM:
+                return None  # (the caller's own parameter: a value of any truth)
             elif isinstance(argument, tuple) and argument[0] == _SELF_ATTRIBUTE:
                 # `f(x, self.unbounded)`: the truth the caller's class gives its attribute
                 _, name, caller = argument
@@ -3328,18 +3371,34 @@ class ProjectScope:
 
     def _equals_truth(self, node: str, param: str, default: Any, literal: Any) -> Truth:
         """`p == "literal"` of a parameter of function `node` that defaults to a literal
-        (`mode="gpu"`, never reassigned): true or false when every call leaves it to its
-        default or passes a literal, and they all agree; unknown when a call passes anything
-        else (a variable, a forwarded parameter, an attribute)."""
+        (`mode="gpu"`) or has no default (`REQUIRED`), never reassigned: true or false when
+        every call leaves it to its default, passes a literal, or passes on its own such
+        parameter (`get_steps(kind, ...)` in `sample(self, kind="uniform")`, decided by what
+        its calls pass), and they all agree; unknown when a call passes anything else (a
+        variable, an attribute)."""
         arguments = self._call_arguments(node, param)
         if not arguments:
             return None
         values = set()
         for argument in arguments:
-            if argument == _DEFAULT:
+            if argument == _DEFAULT and default != REQUIRED:
                 values.add(default == literal)
             elif isinstance(argument, tuple) and argument[0] == "literal":
                 values.add(argument[1] == literal)
+            elif isinstance(argument, tuple) and argument[0] == _OWN_PARAM:
+                _, caller, name, _ = argument
+                own = caller.module.scope.string_params.get(caller.summary.key, {})
+                if name not in own:
+                    return None
+                # One cycle cut for every recursive question (tpulint.analysis.recursion).
+                given, _ = self.model._recursion.answer(
+                    ("equals", caller.gkey, name, literal),
+                    lambda c=caller, n=name, d=own[name]: self._equals_truth(c.gkey, n, d, literal),
+                    None,
+                )
+                if given is None:
+                    return None
+                values.add(given)
             else:
                 return None
         return values.pop() if len(values) == 1 else None
@@ -3383,6 +3442,8 @@ class ProjectScope:
                 return None
             if self._dead_region(caller, call.line) is not None:
                 continue  # (a retry in a CUDA error's handler: it never runs on a TPU)
+            if caller.gkey != fn.gkey and self._called_only_where_dead(caller) is not None:
+                continue  # (a caller that never runs: `radius_graph_pbc` when pbc is off)
             if param in call.keywords:
                 key = param
             elif len(call.args) + offset > index:
@@ -3392,10 +3453,18 @@ class ProjectScope:
             else:
                 arguments.append(_DEFAULT)
                 continue
+            atoms = call.keywords.get(key) if key == param else None
+            if atoms is None and key != param and int(key) < len(call.args):
+                atoms = call.args[int(key)]
+            own = _own_param(atoms, caller)
             if key in call.literals:
                 arguments.append(("literal", call.literals[key]))
             elif key in call.self_attributes and caller.owner is not None:
                 arguments.append((_SELF_ATTRIBUTE, call.self_attributes[key], caller))
+            elif own is not None:
+                # the caller's own parameter, as its calls pass it
+                kind = _MAYBE_NONE if key in call.maybe_none else _VALUE
+                arguments.append((_OWN_PARAM, caller, own, kind))
             elif key in call.maybe_none:
                 arguments.append(_MAYBE_NONE)
             else:
@@ -3564,6 +3633,12 @@ class ProjectScope:
                 and self._refers_only_where_dead(user, name)
             ):
                 continue
+            if use[0] in ("self", "name", "ref") and user not in calling:
+                # `self.name(...)` in another class, `name(...)` of another module's function
+                # of that name: a use of another function
+                targets, _ = self._targets(user, use)
+                if targets and all(t is not fn and _is_function(t) for t in targets):
+                    continue
             if use[0] in ("ref", "selfref", "meth") or user not in calling:
                 return False
         return True
@@ -3684,6 +3759,16 @@ class ProjectScope:
         memo = self.__dict__.setdefault("_dead_callers", {})
         if fn.gkey in memo:
             return memo[fn.gkey]
+        # One cycle cut for the questions this asks (a caller's argument may be decided by
+        # whether its own callers run: `_arguments_of`); an answer that met a cycle is not kept.
+        found, keep = self.model._recursion.answer(
+            ("dead_callers", fn.gkey), lambda: self._find_called_only_where_dead(fn), None
+        )
+        if keep:
+            memo[fn.gkey] = found
+        return found
+
+    def _find_called_only_where_dead(self, fn: _Function) -> str | None:
         found = None
         if not fn.summary.name.startswith("__") and not (
             fn.summary.cls is not None and _framework_called(fn.summary.name)
@@ -3692,6 +3777,13 @@ class ProjectScope:
                 c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
             ]
             regions = [self._dead_region(caller, call.line) for caller, call, _ in callers]
+            for i, (caller, _, _) in enumerate(callers):
+                if regions[i] is None and caller.gkey != fn.gkey:
+                    # a caller that never runs itself (`radius_graph_pbc`, called only under
+                    # `if use_pbc:` that no config turns on): its reason is this one's
+                    inherited = self._called_only_where_dead(caller)
+                    if inherited is not None:
+                        regions[i] = [inherited]
             if all(r is not None for r in regions) and self._only_called(fn, callers, True):
                 if not regions:
                     # only referred to, where the code never runs (`fn = self.interleave`)
@@ -3699,8 +3791,10 @@ class ProjectScope:
                 if regions:
                     region = regions[0]
                     assert region is not None
-                    found = f"called only where it never runs: {_where(region[7], region[8])}"
-        memo[fn.gkey] = found
+                    if len(region) == 1:
+                        found = str(region[0])
+                    else:
+                        found = f"called only where it never runs: {_where(region[7], region[8])}"
         return found
 
     def _constructor_arguments(self, init: _Function, param: str) -> list[Any] | None:
@@ -3719,16 +3813,26 @@ class ProjectScope:
         gkey = init.owner
         assert gkey is not None
         cls = self.model.classes.get(gkey)
-        if cls is None or gkey in self._exported():
-            return None  # (a package's API: its users build it as they like)
+        if cls is None:
+            return None
+        exported = gkey in self._exported()
+        if exported and not self._config_mappings(cls):
+            # A package's API: its users build it as they like, unless the repository's own
+            # configs build it: then what they give it is what the repository trains with
+            # (a user's other value is another training).
+            return None
         index = init.summary.params.index(param) - 1  # `self` is bound by the call
         if index < 0:
             return None
         # Built where the model cannot see the arguments: by a config, a registry, a
         # reference handed on, a subclass, a spread of `**kwargs`.
-        open_ = gkey in self._configured_classes() or any(
-            m.scope.builds_by_name and same_repository(m.path, cls.module.path)
-            for m in self.model.modules.values()
+        open_ = (
+            exported
+            or gkey in self._configured_classes()
+            or any(
+                m.scope.builds_by_name and same_repository(m.path, cls.module.path)
+                for m in self.model.modules.values()
+            )
         )
         constructing: set[str] = set()
         for user, use in self._index_of_uses().get(cls.summary.name, ()):
@@ -3738,6 +3842,8 @@ class ProjectScope:
             if cls not in targets:
                 continue
             module = self.model.modules.get(user.rsplit(":", 1)[0])
+            if use[0] == "ref" and module is not None and module.is_package and exported:
+                continue  # the export itself (judged by the configs above)
             if use[0] == "ref" and module is not None and self._base_list(cls, module, index):
                 open_ = True  # a subclass's base list, its `super().__init__` passes by name
                 continue
@@ -3786,13 +3892,84 @@ class ProjectScope:
                     or not self._base_list(cls, sub_cls.module, index)
                 ):
                     return None
-            given = self._key_arguments(param, cls.module.path)
+            if self._configs_always_give(cls, param):
+                # What the mappings that build it set, and what overrides that build
+                # nothing set: not the values other classes' mappings give that key.
+                given = self._key_arguments(param, cls.module.path, cls)
+            else:
+                given = self._key_arguments(param, cls.module.path)
+                given = None if given is None else [_DEFAULT, *given]
             if given is None:
                 return None
-            arguments += [_DEFAULT, *given]
+            arguments += given
         if not arguments:
             return None
         return arguments
+
+    def _forwards_given_key(self, node: str, name: str) -> bool:
+        """Whether function `node` is the constructor of a class every config mapping that
+        builds it gives the key `name` (`_configs_always_give`): what it hands on under that
+        name is what the configs set the key to, never its default."""
+        fn = self.model.functions.get(node)
+        if fn is None or fn.summary.name != "__init__" or fn.owner is None:
+            return False
+        cls = self.model.classes.get(fn.owner)
+        return cls is not None and self._configs_always_give(cls, name)
+
+    def _configs_always_give(self, cls: _Class, param: str) -> bool:
+        """Whether the configs of `cls`'s repository are the only ones that build it by name
+        and every one of their mappings that builds it gives `param` (`_target_: pkg.Model`
+        with `use_pbc: false` beside it): then no construction by name leaves the parameter
+        to its default. Not so for a class a registry decorator registers, one with
+        subclasses, one a string of the code names (code may build it with other
+        arguments), or a mapping that is a partial (`_partial_: true`: the code passes the
+        rest)."""
+        memo = self.__dict__.setdefault("_always_given", {})
+        if (cls.gkey, param) not in memo:
+            memo[(cls.gkey, param)] = self._find_configs_always_give(cls, param)
+        return bool(memo[(cls.gkey, param)])
+
+    def _find_configs_always_give(self, cls: _Class, param: str) -> bool:
+        gkey = cls.gkey
+        if self.model.subclasses(gkey):
+            return False
+        name = cls.summary.name
+        for module in self.model.modules.values():
+            if not same_repository(module.path, cls.module.path):
+                continue
+            if module.scope.lookups and name in module.scope.strings:
+                return False  # (a name a run-time lookup may build: `getattr(models, name)`)
+        if any(
+            "." in text and text.rsplit(".", 1)[-1] == name
+            for m in self.model.modules.values()
+            for text in m.scope.strings
+        ):
+            return False  # (a dotted path code may build by name)
+        for module in self.model.modules.values():
+            if ("class", cls.summary.name) in [tuple(r) for r in module.scope.registered]:
+                return False
+        mappings = self._config_mappings(cls)
+        return bool(mappings) and all(
+            param in keys and "_partial_" not in keys for keys in mappings
+        )
+
+    def _config_mappings(self, cls: _Class) -> list[dict[str, Any]]:
+        """What each config mapping of `cls`'s repository that builds it gives its
+        constructor (ConfigFacts.given)."""
+        memo = self.__dict__.setdefault("_mappings_of", {})
+        found = memo.get(cls.gkey)
+        if found is None:
+            found = []
+            for config in self.model.configs:
+                if not same_repository(config.path, cls.module.path):
+                    continue
+                for name, given in config.given.items():
+                    if name.rsplit(".", 1)[-1] != cls.summary.name:
+                        continue
+                    if self.model.lookup(name, None) is cls:
+                        found += given
+            memo[cls.gkey] = found
+        return found
 
     def _base_list(self, cls: _Class, module: ModuleSummary, index: int) -> bool:
         """Whether `module` names `cls` in the base list of its subclasses, each of which
@@ -3834,7 +4011,7 @@ class ProjectScope:
             self.__dict__["_string_tail_set"] = found
         return found
 
-    def _key_arguments(self, name: str, path: str) -> list[Any] | None:
+    def _key_arguments(self, name: str, path: str, cls: _Class | None = None) -> list[Any] | None:
         """What the repository of `path` may pass as the keyword `name` of a constructor it
         builds where the model cannot see the arguments (from a config, through a spread
         `**kwargs`, by users of a package): every value any of its code (tests included)
@@ -3845,11 +4022,15 @@ class ProjectScope:
         name may be set in ways the model does not read: a command-line option of that name,
         an assignment on another value (`cfg.name = ...`, `cfg["name"] = ...`), a string of
         the code (`kwargs.setdefault("name", ...)`, an override `"model.name=false"`), or a
-        word of a shell script, JSON, TOML or other text config (`model.name=false`)."""
+        word of a shell script, JSON, TOML or other text config (`model.name=false`).
+        With `cls`, a class every config mapping that builds it gives the key
+        (`_configs_always_give`): of the configs, only the values those mappings and the
+        mappings that build no class set count."""
         memo = self.__dict__.setdefault("_key_args", {})
         repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
-        if (name, repository) in memo:
-            return memo[(name, repository)]
+        slot = (name, repository, cls.gkey if cls is not None else None)
+        if slot in memo:
+            return memo[slot]
         given: list[Any] | None = []
         for where, module in self.model.modules.items():
             if given is None:
@@ -3867,7 +4048,8 @@ class ProjectScope:
                 if isinstance(code, list) and code[0] == "l":
                     given.append(("literal", code[1]))
                 elif isinstance(code, list) and code[0] == "f" and code[2] == name:
-                    given.append(("literal", code[3]))
+                    if not self._forwards_given_key(f"{where}:{code[1]}", name):
+                        given.append(("literal", code[3]))
                 elif isinstance(code, list) and code[0] == "f":
                     given.append((_FORWARDED, f"{where}:{code[1]}", code[2], code[3]))
                 else:
@@ -3877,7 +4059,13 @@ class ProjectScope:
             for config in self.model.configs:
                 if not same_repository(config.path, path):
                     continue
-                for value in config.keys.get(name, ()):
+                values = config.keys.get(name, ())
+                if cls is not None:
+                    values = [*config.loose.get(name, ())]
+                    for target, mappings in config.given.items():
+                        if self.model.lookup(target, None) is cls:
+                            values += [m[name] for m in mappings if name in m]
+                for value in values:
                     if value == "?":
                         given = None
                         break
@@ -3892,7 +4080,7 @@ class ProjectScope:
                 )
             if name in texts[repository] or "*" in texts[repository]:
                 given = None
-        memo[(name, repository)] = given
+        memo[slot] = given
         return given
 
     def _configured_classes(self, training: bool = False) -> set[str]:
@@ -4326,6 +4514,22 @@ _SELF_ATTRIBUTE = "self-attribute"
 # Attributes torch sets on a module itself (`model.train()` sets `training`).
 _FRAMEWORK_SET_ATTRIBUTES = frozenset({"training"})
 _FORWARDED = "forwarded"
+# A caller's own parameter passed on unchanged: (_OWN_PARAM, caller, name, _VALUE or
+# _MAYBE_NONE), judged as the kind unless a question follows it to the caller's calls.
+_OWN_PARAM = "own-param"
+
+
+def _own_param(atoms: Any, caller: _Function) -> str | None:
+    """The name of the calling function's parameter an argument is, when its value is that
+    parameter as passed and nothing else (`[["p", index]]`)."""
+    if not (isinstance(atoms, list) and len(atoms) == 1):
+        return None
+    atom = atoms[0]
+    if not (isinstance(atom, list) and len(atom) == 2 and atom[0] == "p"):
+        return None
+    index = atom[1]
+    params = caller.summary.params
+    return params[index] if isinstance(index, int) and 0 <= index < len(params) else None
 
 
 def _inference_reason(why: str) -> str:

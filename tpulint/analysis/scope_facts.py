@@ -286,6 +286,10 @@ class ScopeFacts:
     # `merge_from_list` of something other than a literal list marks the file's command line
     # as setting any key ("*" in cli_options).
     config_defaults: dict[str, list[Any]] = field(default_factory=dict)
+    # Function key -> the parameters compared with a string that the body never reassigns,
+    # with their default string (`REQUIRED` for one without a default): what a call that
+    # passes its own such parameter on passes (ProjectScope._equals_truth).
+    string_params: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -334,6 +338,7 @@ class ScopeFacts:
             "pi": self.package_imports,
             "hm": self.held,
             "cd": self.config_defaults,
+            "sp": self.string_params,
         }
 
     @classmethod
@@ -384,6 +389,7 @@ class ScopeFacts:
             data.get("pi", False),
             data.get("hm", []),
             data.get("cd", {}),
+            data.get("sp", {}),
         )
 
 
@@ -542,9 +548,16 @@ class _Walker:
         # that its body never reassigns, with that default (`if mask is not None:` depends
         # only on what the calls pass).
         self._none_params: list[dict[str, bool | str | None]] = []
+        # Per function: the reads of a parameter that are its value as passed, in the one
+        # statement that reassigns it (`p = p or self.p`; `_incoming_reads`).
+        self._incoming: list[dict[int, tuple[str, bool | None]]] = []
+        # Per function: the parameters that default to a literal (`repeat_inc: int = 0`).
+        self._constant_defaults: list[set[str]] = []
         # ... and its parameters that default to a string, never reassigned (`mode="gpu"`):
         # `if mode == "cpu":` depends only on what the calls pass.
         self._string_params: list[dict[str, str]] = []
+        # Per function: the parameters without a default that the body never reassigns.
+        self._required_params: list[set[str]] = []
         # The scopes around the code being walked, innermost last (the module, classes,
         # functions): the names each binds, those it binds only to one literal
         # (python_ast.constant_names), and whether it is a class body (which the functions
@@ -602,10 +615,15 @@ class _Walker:
             or _calls_function(test)
             or bool(self._none_params and self._none_params[-1].keys() & _names_in([test]))
             or bool(self._string_params and self._string_params[-1].keys() & _names_in([test]))
+            or bool(self._required_params and self._required_params[-1] & _names_in([test]))
             or bool(self._exceptions and "CUDA" in self.source(test).upper())
             or _option_reads(test)
             or _stage_compare(test)
             or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
+            or bool(
+                self._incoming
+                and {name for name, _ in self._incoming[-1].values()} & _names_in([test])
+            )
         )
 
     # --- names ---------------------------------------------------------------------------
@@ -1009,8 +1027,17 @@ class _Walker:
                     self.assigned(targets, value, key, imports, klass, truths, sequential)
                 elif not isinstance(node, ast.AugAssign):
                     # A file naming no device: only what its classes set their attributes
-                    # to (`self.unbounded = False`), which a flag passed on may be.
+                    # to (`self.unbounded = False`), which a flag passed on may be, and a
+                    # flag parameter given its fallback (`periodic = periodic or self.p`).
                     mine = [t for t in targets if _self_attribute(t)]
+                    if (
+                        self._incoming
+                        and len(targets) == 1
+                        and isinstance(targets[0], ast.Name)
+                        and targets[0].id in {n for n, _ in self._incoming[-1].values()}
+                    ):
+                        sequential = bool(self._top_level) and id(node) in self._top_level[-1]
+                        self.assigned(targets, value, key, imports, klass, truths, sequential)
                     if mine:
                         self.assigned(mine, value, key, imports, klass, truths)
                 if klass is not None:
@@ -1353,7 +1380,15 @@ class _Walker:
         named = len(positional) + len(args.kwonlyargs)
         self._kwargs.append((args.kwarg.arg if args.kwarg is not None else None, named + 1, {}))
         self._none_params.append(_literal_default_params(node))
+        self._incoming.append(_incoming_reads(node))
+        self._constant_defaults.append(_constant_default_params(node))
         self._string_params.append(_string_default_params(node))
+        self._required_params.append(_unassigned_required_params(node))
+        if self._string_params[-1] or self._required_params[-1]:
+            self.facts.string_params[key] = {
+                **{name: REQUIRED for name in self._required_params[-1]},
+                **self._string_params[-1],
+            }
         self._top_level.append({id(statement) for statement in node.body})
         own_imports = dict(imports)
         self._constant_scopes.append((*constant_names(node.body, tuple(local), node), False))
@@ -1362,7 +1397,10 @@ class _Walker:
         self.sure_calls(node, key, own_imports, local, klass)
         self._top_level.pop()
         self._none_params.pop()
+        self._incoming.pop()
+        self._constant_defaults.pop()
         self._string_params.pop()
+        self._required_params.pop()
         self._functions.pop()
         self._kwargs.pop()
         self._flag_params.pop()
@@ -2063,6 +2101,10 @@ class _Walker:
         if isinstance(node, ast.Call):
             return self.call_truth(node, imports, truths)
         if isinstance(node, ast.Name):
+            if self._incoming and id(node) in self._incoming[-1] and self._functions:
+                # `p = p or self.p`: the `p` read there is what the calls pass
+                name, default = self._incoming[-1][id(node)]
+                return ["flag", self._functions[-1][0], name, default]
             for scope in reversed(truths):
                 if node.id in scope:
                     return scope[node.id]
@@ -2246,6 +2288,9 @@ class _Walker:
                 # a value of the function's `**kwargs`: what the calls pass by keyword
                 return ["tensor_param", key, spread[subject.id]]
             return None
+        if self._constant_defaults and subject.id in self._constant_defaults[-1]:
+            # its default is no tensor: decided by the calls that pass it
+            return ["tensor_param", key, params.index(subject.id), True]
         return ["tensor_param", key, params.index(subject.id)]
 
     def compare(
@@ -2341,11 +2386,16 @@ class _Walker:
             and isinstance(other, ast.Constant)
             and isinstance(other.value, str)
             and self._string_params
-            and param.id in self._string_params[-1]
+            and self._functions
         ):
             return None
         key = self._functions[-1][0]
-        return ["equals", key, param.id, self._string_params[-1][param.id], other.value]
+        if param.id in self._string_params[-1]:
+            return ["equals", key, param.id, self._string_params[-1][param.id], other.value]
+        if self._required_params and param.id in self._required_params[-1]:
+            # no default: what every call passes decides it
+            return ["equals", key, param.id, REQUIRED, other.value]
+        return None
 
     def cuda_error_text(self, text: ast.expr, error: ast.expr) -> bool:
         """`"CUDA out of memory" in str(e)` (or `e.args[0]`, `repr(e)`, `e`) in an `except
@@ -2501,6 +2551,71 @@ def _literal_default_params(
     return params
 
 
+def _constant_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters whose default is a literal (a number, a string, None, True, False)."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    return {
+        arg.arg
+        for arg, default in pairs
+        if isinstance(default, ast.Constant) and not isinstance(default.value, bytes)
+    }
+
+
+def _incoming_reads(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[int, tuple[str, bool | None]]:
+    """The reads of a parameter that defaults to None, True or False that stand for the
+    value the call passes, by id: the first operand of `p = p or <fallback>` when that
+    statement is of the function's own body (no branch or loop around it) and is the only
+    store of `p` in the function (so nothing before it changed `p`)."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    defaults = {
+        arg.arg: default.value
+        for arg, default in pairs
+        if isinstance(default, ast.Constant)
+        and (default.value is None or isinstance(default.value, bool))
+    }
+    found: dict[int, tuple[str, bool | None]] = {}
+    if not defaults:
+        return found
+    candidates: dict[str, ast.Name] = {}
+    for statement in node.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id in defaults
+            and isinstance(statement.value, ast.BoolOp)
+            and isinstance(statement.value.op, ast.Or)
+            and isinstance(statement.value.values[0], ast.Name)
+            and statement.value.values[0].id == statement.targets[0].id
+        ):
+            candidates.setdefault(statement.targets[0].id, statement.value.values[0])
+    if not candidates:
+        return found
+    stores: dict[str, int] = {}
+    for child in ast_walk(node):
+        if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+            stores[child.id] = stores.get(child.id, 0) + 1
+        elif isinstance(child, (ast.Global, ast.Nonlocal)):
+            for name in child.names:
+                stores[name] = 2
+    for name, read in candidates.items():
+        if stores.get(name) == 1:
+            found[id(read)] = (name, defaults[name])  # type: ignore[assignment]
+    return found
+
+
 # Names of values that hold a project's configuration (`cfg`, `self.config`, `model_cfg`,
 # `cfg.model`): what their options are is what the project's config files and config classes
 # say. Command-line namespaces (`args`, `opt`) are not among them: users set those.
@@ -2578,6 +2693,27 @@ def _literal_code(value: ast.expr | None) -> Any:
     ):
         return ["l", -value.operand.value]
     return "v"
+
+
+# The "default" of a parameter that has none (ScopeFacts.string_params, `["equals", ...]`).
+REQUIRED = "<required>"
+
+
+def _unassigned_required_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters without a default (`self` and `cls` aside) that the body never
+    reassigns."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    required = [a.arg for a in positional[: len(positional) - len(args.defaults)]]
+    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
+    params = {name for name in required if name not in ("self", "cls")}
+    if params:
+        for child in ast_walk(node):
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                params.discard(child.id)
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                params.difference_update(child.names)
+    return params
 
 
 def _string_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:

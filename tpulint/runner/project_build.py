@@ -38,7 +38,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 48
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s52"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s53"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
@@ -387,7 +387,7 @@ def read_configs(items: Sequence[tuple[str, str]], cache: ScanCache | None) -> l
     for path, text in items:
         key = content_key(f"{SUMMARY_FORMAT}:config", text)
         cached = cache.get_raw(key) if cache is not None else None
-        if isinstance(cached, dict) and cached.keys() == {"c", "t", "k", "w"}:
+        if isinstance(cached, dict) and cached.keys() == {"c", "t", "k", "w", "g", "l"}:
             out.append(ConfigFacts.from_json(path, cached))
             continue
         facts = config_facts(path, text)
