@@ -188,12 +188,12 @@ class HardcodedCuda(Rule):
 
     Issue 21 (branch `preview22`, tuning figures, not held out): with `--preview` on the
     read batches sci16all-sci21 it reported 96 findings, 31 right, none wrong and 65 in
-    code that never runs on a TPU; 43 of those were the shapes now left out (CUDA speed
-    tests and memory estimators with their own loops, HF model-parallel branches, DDP-only
-    batch shuffles), which leaves 31 right, none wrong and 20 not on the TPU path (vendored
-    or evaluation-only scripts, a debug branch under a flag that is off, classes nothing
-    builds, `predict_step`), plus 5 right findings of `torch.cuda.get_rng_state()` in
-    checkpoint hooks (labelled misses).
+    code that never runs on a TPU; 44 of those were the shapes now left out (CUDA speed
+    tests and memory estimators with their own loops, HF model-parallel branches, a
+    DDP-only batch shuffle), which leaves 31 right, none wrong and 21 not on the TPU path
+    (vendored or evaluation-only scripts, debug branches under flags that are off, classes
+    nothing builds, a shuffle behind a called DDP check, `predict_step`), plus 5 right
+    findings of `torch.cuda.get_rng_state()` in checkpoint hooks (labelled misses).
     """
 
     code = "TPU006"
