@@ -94,6 +94,22 @@ _SIZED_FACTORIES = frozenset(
 )
 
 
+# Legacy tensor types called with sizes (`torch.LongTensor(n, longest)`); given a list they
+# hold data, so only bare names as arguments count (`_sizes_something`).
+_LEGACY_TENSOR_TYPES = frozenset(
+    {
+        "Tensor",
+        "LongTensor",
+        "FloatTensor",
+        "IntTensor",
+        "DoubleTensor",
+        "HalfTensor",
+        "BoolTensor",
+        "ByteTensor",
+    }
+)
+
+
 # A name that holds sizes: `lengths`, `max_len`, `img_sizes`, `shapes`.
 _SIZES_NAME = re.compile(r"(?i)(len|length|size|shape)")
 
@@ -177,6 +193,18 @@ def _could_be_longest(call: ast.Call) -> bool:
             return True
         if isinstance(argument, ast.Name) and _SIZES_NAME.search(argument.id):
             return True
+        if len(call.args) == 2 and any(
+            (isinstance(n, ast.Attribute) and n.attr == "shape")
+            or (
+                isinstance(n, ast.Call)
+                and (
+                    (isinstance(n.func, ast.Attribute) and n.func.attr == "size")
+                    or (isinstance(n.func, ast.Name) and n.func.id == "len")
+                )
+            )
+            for n in ast_walk(argument)
+        ):
+            return True  # a running maximum: `longest = max(longest, x.size(1))`
     return False
 
 
@@ -371,6 +399,10 @@ def _sizes_something(body: cst.CSTNode, name: str) -> bool:
     for node in walk(body):
         if isinstance(node, cst.Call):
             callee = _callee_name(node)
+            if callee in _LEGACY_TENSOR_TYPES and any(
+                isinstance(a.value, cst.Name) and a.value.value in names for a in node.args
+            ):
+                return True  # `LongTensor(len(batch), longest)`: sizes, not data
             if (callee in _SIZED_FACTORIES or _is_pad_helper(node.func)) and any(
                 isinstance(n, cst.Name) and n.value in names
                 for arg in node.args
@@ -382,6 +414,37 @@ def _sizes_something(body: cst.CSTNode, name: str) -> bool:
             for bound in (node.lower, node.upper)
             if bound is not None
             for n in walk(bound)
+        ):
+            return True
+        # `seq + [pad] * (longest - len(seq))`: a list padded to the longest.
+        if (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, cst.Multiply)
+            and any(isinstance(side, cst.List) for side in (node.left, node.right))
+            and any(
+                isinstance(n, cst.Name) and n.value in names
+                for side in (node.left, node.right)
+                if not isinstance(side, cst.List)
+                for n in walk(side)
+            )
+        ):
+            return True
+    return False
+
+
+def _rounded_to_multiple(body: cst.CSTNode, name: str) -> bool:
+    """Whether `body` rounds the longest length up to a multiple before using it
+    (`longest = (longest + m - 1) // m * m`, Hugging Face's `pad_to_multiple_of`): a few
+    bucketed lengths, what the rule recommends."""
+    for node in walk(body):
+        if (
+            isinstance(node, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+            and any(
+                isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.FloorDivide)
+                for n in walk(node.value)
+            )
+            and any(isinstance(n, cst.Name) and n.value == name for n in walk(node.value))
         ):
             return True
     return False
@@ -712,6 +775,270 @@ def _item_methods(tree: ast.Module | None) -> frozenset[str]:
     return frozenset(items)
 
 
+# String methods whose result is one string (`sep.join(parts)`, `template.format(...)`).
+_STRING_RESULTS = frozenset(
+    {"join", "format", "replace", "strip", "lstrip", "rstrip", "lower", "upper", "capitalize"}
+)
+
+
+def _string_expression(
+    node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int = 0
+) -> bool:
+    """Whether `node` is one string: a literal, an f-string, `sep.join(...)`,
+    `"...".format(...)`, a concatenation with one of those, or a local name every assignment
+    of which in `function` is one (`text = f"{a} {b}"`; `input_text = text`)."""
+    if isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _string_expression(node.left, function, depth) or _string_expression(
+            node.right, function, depth
+        )
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value in _STRING_RESULTS
+    if isinstance(node, cst.Name) and function is not None and depth < 3:
+        values: list[cst.BaseExpression] = []
+        for statement in walk(function.body):
+            if isinstance(statement, cst.Assign):
+                if any(
+                    isinstance(t.target, cst.Name) and t.target.value == node.value
+                    for t in statement.targets
+                ):
+                    values.append(statement.value)
+                elif any(
+                    isinstance(n, cst.Name) and n.value == node.value
+                    for t in statement.targets
+                    for n in walk(t.target)
+                ):
+                    return False  # unpacked or subscripted: not shown
+            elif isinstance(statement, (cst.AugAssign, cst.AnnAssign, cst.For)) and any(
+                isinstance(n, cst.Name) and n.value == node.value for n in walk(statement.target)
+            ):
+                if not isinstance(statement, (cst.AugAssign, cst.AnnAssign)) or (
+                    statement.value is None
+                ):
+                    return False
+                values.append(statement.value)  # `text += f"..."`: still one string
+        return bool(values) and all(_string_expression(v, function, depth + 1) for v in values)
+    return False
+
+
+_UNSET = object()
+
+
+def _default_never_used(ctx: FileContext, klass: object, field_node: cst.AnnAssign) -> bool:
+    """Whether no construction of a collator class keeps its `padding` default: nothing in
+    an application builds it (the scope's unbuilt classes: no call, config or string names
+    it), or every construction in the project's files passes `pad_to_multiple_of=` (not
+    None) or a `padding=` literal that is not padding to the longest (`"max_length"`,
+    False). A class with subclasses, one a string or a config names, one handed on as a
+    value or built with arguments not seen (`**kwargs`, the field given by position,
+    `padding=args.padding`) keeps its finding, and so does a library's collator nothing
+    builds (its users build it)."""
+    view = ctx.analysis.view
+    if view is None:
+        return False
+    model = view.model
+    qualname = getattr(klass, "local_qualname", "") or getattr(klass, "name", "")
+    gkey = next(
+        (
+            key
+            for key, entry in model.classes.items()
+            if entry.module is view.module and entry.summary.qualname == qualname
+        ),
+        None,
+    )
+    if gkey is None or model.subclasses(gkey):
+        return False
+    scope = getattr(model, "scope", None)
+    if scope is not None and gkey in scope.unbuilt_classes():
+        return True  # an application's collator nothing builds (no call, config or string)
+    name = qualname.rsplit(".", 1)[-1]
+    if any(
+        text == name or text.endswith(f".{name}")
+        for module in model.modules.values()
+        for text in module.scope.strings
+    ) or any(entry.endswith(name) for config in model.configs for _, entry in config.classes):
+        return False
+    # The field's position among the class's fields: a construction passing that many
+    # positional arguments may set it.
+    body = getattr(getattr(klass, "node", None), "body", None)
+    fields = [
+        statement.body[0].target
+        for statement in (body.body if body is not None else ())
+        if isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.AnnAssign)
+    ]
+    position = next(
+        (i for i, target in enumerate(fields) if target is field_node.target), len(fields)
+    )
+    constructions = _constructions(model, name, view.module, ctx.module.code)
+    if not constructions:
+        return False
+    for call in constructions:
+        if call is None or any(k.arg is None for k in call.keywords) or len(call.args) > position:
+            return False  # handed on as a value, or arguments not seen
+        keywords = {k.arg: k.value for k in call.keywords}
+        multiple = keywords.get("pad_to_multiple_of")
+        if multiple is not None and not any(
+            isinstance(n, ast.Constant) and n.value is None for n in ast_walk(multiple)
+        ):
+            continue  # `pad_to_multiple_of=8` (no None in it: not `8 if fp16 else None`)
+        padding = keywords.get("padding")
+        if (
+            isinstance(padding, ast.Constant)
+            and padding.value is not True
+            and padding.value != "longest"
+        ):
+            continue  # `padding="max_length"` or False
+        return False
+    return True
+
+
+def _constructions(
+    model: object, name: str, current: object, current_text: str
+) -> list[ast.Call | None]:
+    """The calls of the project's files that build a class of that name (`Name(...)`,
+    `mod.Name(...)`), and None for each other use of the name (handed on as a value)."""
+    cache = model.__dict__.setdefault("_tpu304_constructions", {})
+    if name in cache:
+        return cache[name]
+    found: list[ast.Call | None] = []
+    for module in model.modules.values():
+        if module is current:
+            text = current_text
+        else:
+            try:
+                with open(module.path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+        if name not in text:
+            continue
+        tree = parse_python(text)
+        if tree is None:
+            found.append(None)
+            continue
+        called: set[int] = set()
+        for node in ast_walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if (isinstance(func, ast.Name) and func.id == name) or (
+                    isinstance(func, ast.Attribute) and func.attr == name
+                ):
+                    found.append(node)
+                    called.add(id(func))
+        for node in ast_walk(tree):
+            if (
+                (isinstance(node, ast.Name) and node.id == name)
+                or (isinstance(node, ast.Attribute) and node.attr == name)
+            ) and id(node) not in called:
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    continue
+                found.append(None)
+    cache[name] = found
+    return found
+
+
+def _text_argument(node: cst.Call) -> cst.BaseExpression | None:
+    """The text a tokenizer call encodes: its first positional argument, or `text=`."""
+    for arg in node.args:
+        if arg.star:
+            return None
+        if arg.keyword is None or arg.keyword.value == "text":
+            return arg.value
+    return None
+
+
+def _per_item_loop(ctx: FileContext, node: cst.Call) -> bool:
+    """Whether the call sits in a `for` loop over the items of a parameter of its function
+    (`for item in items:`, `enumerate(batch)`, `zip(batch, ...)`, `range(len(batch))`) and
+    does not read that parameter itself: it encodes one item per iteration."""
+    info = ctx.function
+    if info is None:
+        return False
+    fn = info.node
+    params = {
+        p.name.value
+        for p in (*fn.params.posonly_params, *fn.params.params)
+        if p.name.value != "self"
+    }
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.For) and child is ancestor.body:
+            source = _loop_source(ancestor.iter)
+            if source in params and not any(
+                isinstance(n, cst.Name) and n.value == source
+                for arg in node.args
+                for n in walk(arg.value)
+            ):
+                return True
+        elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        child = ancestor
+    return False
+
+
+def _loop_source(iterable: cst.BaseExpression) -> str | None:
+    """`items` of `items`, `enumerate(items)`, `zip(items, ...)`, `range(len(items))`."""
+    if isinstance(iterable, cst.Name):
+        return iterable.value
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.args:
+        first = iterable.args[0].value
+        name = iterable.func.value
+        if name in ("enumerate", "zip", "reversed") and isinstance(first, cst.Name):
+            return first.value
+        if (
+            name == "range"
+            and len(iterable.args) == 1
+            and isinstance(first, cst.Call)
+            and isinstance(first.func, cst.Name)
+            and first.func.value == "len"
+            and len(first.args) == 1
+            and isinstance(first.args[0].value, cst.Name)
+        ):
+            return first.args[0].value.value
+    return None
+
+
+def _mapped_functions(module: cst.Module) -> frozenset[str]:
+    """Top-level functions the file maps over a collection one element at a time: handed to
+    the builtin `map(fn, xs)`, a pool's `map`/`imap`/`imap_unordered`, directly or through a
+    `partial(fn, ...)` held by a name (not `dataset.map(fn, batched=True)`, which hands
+    over batches)."""
+    partials: dict[str, set[str]] = {}
+    for node in walk(module):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(node.value, cst.Call)
+            and _callee_name(node.value) == "partial"
+            and node.value.args
+            and isinstance(node.value.args[0].value, cst.Name)
+        ):
+            partials.setdefault(node.targets[0].target.value, set()).add(
+                node.value.args[0].value.value
+            )
+    mapped: set[str] = set()
+    for node in walk(module):
+        if not isinstance(node, cst.Call) or not node.args:
+            continue
+        func = node.func
+        per_element = (isinstance(func, cst.Name) and func.value == "map") or (
+            isinstance(func, cst.Attribute)
+            and (
+                func.attr.value in ("imap", "imap_unordered")
+                or (func.attr.value == "map" and keyword_arg(node, "batched") is None)
+            )
+        )
+        if not per_element:
+            continue
+        first = node.args[0].value
+        if isinstance(first, cst.Name):
+            mapped.update(partials.get(first.value, {first.value}))
+    return frozenset(mapped)
+
+
 class DynamicPadding(_DataRule):
     """
     ## What it does
@@ -740,7 +1067,21 @@ class DynamicPadding(_DataRule):
     processor call on one example is not reported either: in a map-style dataset's
     `__getitem__` (one index, not `indices`), or in a method every call of which in the file
     is `self.<method>(...)` there, padding to the longest pads nothing (the collate batches
-    the items).
+    the items). The same holds for a call whose text is one string (an f-string, a literal,
+    `sep.join(...)`, `"...".format(...)`, or a local name only such values are assigned
+    to), for one inside a `for` loop over the items of its function's batch parameter
+    (`for item in items:`, `enumerate(items)`, `range(len(items))`) that does not read the
+    batch itself, and for one in a function the file maps over examples one at a time
+    (`map(partial(to_features, ...), examples)`, a pool's `imap`; not `dataset.map(...,
+    batched=True)`). A collator class's `padding = True` default is not reported when no
+    construction keeps it: every construction in the project passes
+    `pad_to_multiple_of=` or a `padding=` that is not the longest, or nothing in an
+    application builds the class (no call, config or string names it); a library's
+    collator nothing builds is still reported (its users build it). Hand-rolled padding
+    also covers Python lists padded to the longest (`seq + [pad] * (longest - len(seq))`),
+    a longest length kept by a running maximum in a loop over the batch (`longest =
+    max(longest, x.size(1))`), and legacy tensor types sized with it
+    (`torch.FloatTensor(n, 80, longest)`).
 
     Test files (under `tests/`, `test_*.py`, `conftest.py`) are not checked: their loaders
     and batch sizes are sized for fast CPU runs.
@@ -791,6 +1132,15 @@ class DynamicPadding(_DataRule):
     padded afterwards; 3: a collator's default that no construction uses): 17 right of 40
     since the sci15 change. It reports in preview (`--preview`) until a fresh read shows it
     at 95%.
+
+    Issue 21 (branch `preview22`, tuning figures, not held out): with `--preview` on the
+    read batches sci16all-sci21 it reported 53 findings, 27 right, 13 wrong and 13 off the
+    TPU path. The one-string, per-item-loop and mapped-function shapes and the collator
+    constructions leave 27 right, 1 wrong (a `DataCollatorWithPadding` default behind
+    `if data_collator is None:` that every caller fills) and 9 off the TPU path (probe-only
+    and evaluation-only collates, a CUDA-only sub-project), plus 3 right findings of the
+    new hand-rolled shapes (Python-list padding and a running maximum, two labelled misses,
+    and a vendored collator's label padding).
     """
 
     code = "TPU304"
@@ -942,8 +1292,95 @@ class DynamicPadding(_DataRule):
             "    def predict_dataloader(self):\n"
             "        return DataLoader(self.ds, collate_fn=lambda b: self.encode_texts(b))\n"
         ),
+        # One example per call in a collate's loop over its items, or one string (an f-string,
+        # a `join`): padding it to its own longest pads nothing; the batch is padded after.
+        Valid(
+            "class KGDataModule:\n"
+            "    def collate_fn(self, items):\n"
+            "        ids = []\n"
+            "        for i, item in enumerate(items):\n"
+            "            enc = self.tokenizer(item.head, item.relation, padding='longest',\n"
+            "                                 max_length=64, truncation=True)\n"
+            "            ids.append(enc.input_ids)\n"
+            "        return self.tokenizer.pad({'input_ids': ids}, padding='max_length',\n"
+            "                                  max_length=64, return_tensors='pt')\n"
+        ),
+        Valid(
+            "def encode_example(example, tokenizer, max_length):\n"
+            "    prompt = f'{example.head} is a {example.relation} of'\n"
+            "    return tokenizer(prompt, padding='longest', max_length=max_length)\n"
+        ),
+        # A feature function mapped over the examples one at a time.
+        Valid(
+            "from functools import partial\n\n\n"
+            "def to_features(example, tokenizer, max_length):\n"
+            "    return tokenizer(example.target, padding='longest', max_length=max_length)\n\n\n"
+            "def build(examples, tokenizer):\n"
+            "    encode = partial(to_features, tokenizer=tokenizer, max_length=32)\n"
+            "    return list(map(encode, examples))\n"
+        ),
+        # A collator dataclass whose `padding=True` default every construction overrides.
+        Valid(
+            "from dataclasses import dataclass\n\n\n"
+            "@dataclass\n"
+            "class PairCollator:\n"
+            "    tokenizer: object\n"
+            "    padding: bool = True\n"
+            "    pad_to_multiple_of: int = None\n\n"
+            "    def __call__(self, features):\n"
+            "        return self.tokenizer.pad(features, padding=self.padding,\n"
+            "                                  pad_to_multiple_of=self.pad_to_multiple_of)\n\n\n"
+            "def make_collator(tokenizer):\n"
+            "    return PairCollator(tokenizer, padding='longest', pad_to_multiple_of=8)\n"
+        ),
     )
     INVALID = (
+        # Python lists padded to the longest, and a longest length kept by a running maximum
+        # sizing legacy tensor types.
+        Invalid(
+            "class SmilesCollator:\n"
+            "    def __call__(self, seqs):\n"
+            "        longest = max([len(s) for s in seqs])\n"
+            "        return [s + [0] * (longest - len(s)) for s in seqs]\n",
+            line=3,
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "class SpeechCollate:\n"
+            "    def __call__(self, items):\n"
+            "        max_frames = 0\n"
+            "        for item in items:\n"
+            "            max_frames = max(max_frames, item.frames.size(1))\n"
+            "        out = torch.FloatTensor(len(items), 80, max_frames)\n"
+            "        return out.zero_()\n",
+            line=8,
+        ),
+        # The same collator built with its default kept.
+        Invalid(
+            "from dataclasses import dataclass\n\n\n"
+            "@dataclass\n"
+            "class PairCollator:\n"
+            "    tokenizer: object\n"
+            "    padding: bool = True\n"
+            "    pad_to_multiple_of: int = None\n\n"
+            "    def __call__(self, features):\n"
+            "        return self.tokenizer.pad(features, padding=self.padding,\n"
+            "                                  pad_to_multiple_of=self.pad_to_multiple_of)\n\n\n"
+            "def make_collator(tokenizer):\n"
+            "    return PairCollator(tokenizer, padding='longest')\n",
+            line=7,
+        ),
+        # The loop's batch-level padding, and a loop over a list that is not the items.
+        Invalid(
+            "class KGDataModule:\n"
+            "    def collate_fn(self, items):\n"
+            "        ids = [item.ids for item in items]\n"
+            "        for key in ('query', 'answer'):\n"
+            "            texts = [getattr(item, key) for item in items]\n"
+            "            ids.append(self.tokenizer(texts, padding=True).input_ids)\n"
+            "        return self.tokenizer.pad({'input_ids': ids}, padding='longest')\n",
+            count=2,
+        ),
         # A `__getitem__` that reads a batch of indices (a batch sampler, `batch_size=None`):
         # its tokenizer call pads a batch.
         Invalid(
@@ -1261,7 +1698,9 @@ class DynamicPadding(_DataRule):
                 self._longest_items.setdefault(scope, {})[target.value] = dim
             return
         if not (
-            _batch_maximum(node.value) or _size_of(node.value, self._longest_items.get(scope, {}))
+            _batch_maximum(node.value)
+            or _size_of(node.value, self._longest_items.get(scope, {}))
+            or self._running_maximum(node, target.value)
         ):
             return
         collate = self._collate_function()
@@ -1272,6 +1711,8 @@ class DynamicPadding(_DataRule):
         body = info.node.body if info is not None else function.body
         if id(function) in self._reported_functions or not _sizes_something(body, target.value):
             return
+        if _rounded_to_multiple(body, target.value):
+            return  # bucketed: `longest = (longest + m - 1) // m * m`
         self._reported_functions.add(id(function))
         self.report(
             node,
@@ -1280,6 +1721,30 @@ class DynamicPadding(_DataRule):
             "again; pad to a fixed maximum length (the tokenizer's `max_length`, or a bucket of "
             "a few sizes)",
         )
+
+    def _running_maximum(self, node: cst.Assign, target: str) -> bool:
+        """`longest = max(longest, item.size(1))` (or `max(longest, length)`) in the body of a
+        `for` loop: the batch's longest length, kept as the loop goes."""
+        value = node.value
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == "max"
+            and len(value.args) == 2
+            and all(a.keyword is None and not a.star for a in value.args)
+        ):
+            return False
+        first, second = (a.value for a in value.args)
+        if isinstance(second, cst.Name) and second.value == target:
+            first, second = second, first
+        if not (isinstance(first, cst.Name) and first.value == target):
+            return False
+        if not (
+            _reads_sizes(second)
+            or (isinstance(second, cst.Name) and _SIZES_NAME.search(second.value))
+        ):
+            return False
+        return any(isinstance(a, cst.For) for a in self.ctx.ancestors(node))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = _callee_name(node)
@@ -1300,6 +1765,7 @@ class DynamicPadding(_DataRule):
             and _pads_a_sequence(node)
             and not self._not_training()
             and not self._one_example_per_call()
+            and not self._one_text(node)
         ):
             self._tokenizer(node, padding)
 
@@ -1315,7 +1781,23 @@ class DynamicPadding(_DataRule):
         if methods is None:
             methods = _item_methods(self.ctx.ast_tree)
             self.__dict__["_item_methods"] = methods
-        return info.name in methods
+        if info.name in methods:
+            return True
+        mapped = self.__dict__.get("_mapped")
+        if mapped is None:
+            mapped = self.__dict__["_mapped"] = _mapped_functions(self.ctx.module)
+        return info.parent is None and info.cls is None and info.name in mapped
+
+    def _one_text(self, node: cst.Call) -> bool:
+        """Whether the call encodes one text (or one pair): its text is a single string (an
+        f-string, `sep.join(...)`, a name only such values are assigned to), or it runs once
+        per item of a collate's loop over the batch. Padding one sequence to the longest
+        pads nothing; what pads the batch comes after."""
+        text = _text_argument(node)
+        function = self.ctx.function.node if self.ctx.function is not None else None
+        if text is not None and _string_expression(text, function):
+            return True
+        return _per_item_loop(self.ctx, node)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         # `padding: Union[bool, str] = True` of a collator dataclass (the Hugging Face
@@ -1333,6 +1815,8 @@ class DynamicPadding(_DataRule):
             or info is None
             or not _COLLATE_NAME.search(info.name)
         ):
+            return
+        if _default_never_used(ctx, info, node):
             return
         self.report(
             node.value,
