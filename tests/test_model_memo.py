@@ -73,3 +73,151 @@ def test_call_resolution_and_hot_code_do_not_depend_on_what_was_asked_first(
     assert [t.gkey for t in again] == [
         t.gkey for t in other.resolve_call(use, None, "name", "pkg.m3.X")
     ]
+
+
+def _shadowing_package(tmp_path: Path) -> list[tuple[str, str]]:
+    """A project package named like a library it imports (`checks/torch/`, its parent no
+    package, so the model names it `torch`): `import torch` in it, and `torch.nn` anywhere,
+    goes round the package and back until the lookup's depth limit."""
+    files = {
+        "checks/torch/__init__.py": (
+            "from torch.depth import DepthCheck\nfrom .cycle import *\nfrom .image import *\n"
+        ),
+        # Star imports round the package: a name `image` defines is found past them only
+        # when the cycle met the limit with depth to spare (the answer depends on the depth).
+        "checks/torch/cycle.py": "from torch import *\n",
+        "checks/torch/image.py": (
+            "import torch\nfrom torch import depth\n\n\nclass ImageCheck:\n"
+            "    def run(self, x):\n        return torch.cat(x)\n"
+        ),
+        "checks/torch/depth.py": (
+            "import torch\n\n\nclass DepthCheck:\n    def run(self, x):\n"
+            "        return torch.stack(x)\n"
+        ),
+        "checks/use.py": (
+            "import torch\nimport torch.nn as nn\nfrom torch import DepthCheck, ImageCheck\n\n\n"
+            "def fit(loader):\n    DepthCheck().run([])\n    ImageCheck().run([])\n"
+            "    return torch.cat([nn.Linear(2, 2)(x) for x in loader])\n"
+        ),
+    }
+    out = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out.append((str(path), text))
+    return out
+
+
+NAMES = [
+    "torch.nn",
+    "torch.nn.Linear",
+    "torch.cat",
+    "torch.depth.DepthCheck",
+    "torch.DepthCheck",
+    "torch.ImageCheck",
+    "torch.image.ImageCheck",
+    ".DepthCheck",
+]
+
+
+def _deep_answers(
+    model: ProjectModel, questions: list[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[str | None, bool]]:
+    """Each name looked up from `use.py` at a depth, with whether it met the depth limit
+    (what the lookup further up a chain reads; nothing reads it above a question from the
+    top)."""
+    use = next(m for m in model.modules.values() if m.path.endswith("use.py"))
+    out = {}
+    for name, depth in questions:
+        model._lookup_cut = False
+        found = model.lookup(name, use, depth)
+        gkey = getattr(found, "gkey", getattr(found, "path", None))
+        out[(name, depth)] = (gkey, model._lookup_cut and depth > 0)
+    return out
+
+
+def test_lookups_round_a_cycle_answer_as_a_fresh_model_at_every_depth(tmp_path: Path) -> None:
+    """Answers that met the depth limit are kept by the depth they were asked at (and say
+    again that they met it): asked in any order, deep or from the top, each is the answer of
+    a model asked nothing before."""
+    files = _shadowing_package(tmp_path)
+    assert "torch" in build_model(files).by_name  # the shape: the package is named `torch`
+    questions = [(name, depth) for name in NAMES for depth in (0, 1, 6, 11, 12, 13)]
+    alone = {}
+    for question in questions:
+        alone.update(_deep_answers(build_model(files), [question]))
+    assert any(cut for _, cut in alone.values())  # some went round the cycle to the limit
+    assert alone[("torch.DepthCheck", 0)][0] is not None
+    assert alone[("torch.DepthCheck", 12)] == (None, True)
+    assert alone[("torch.ImageCheck", 6)][0] is not None and alone[("torch.ImageCheck", 6)][1]
+    assert alone[("torch.ImageCheck", 12)] == (None, True)
+    for order in (questions, questions[::-1], questions[::2] + questions[1::2]):
+        assert _deep_answers(build_model(files), order) == alone
+    model = build_model(files)
+    _deep_answers(model, questions)
+    assert model._cut_lookups  # kept
+    assert _deep_answers(model, questions[::-1]) == alone  # and given again as computed
+
+
+def _two_trains(tmp_path: Path) -> list[tuple[str, str]]:
+    """`m.train(loader)` and `m.train()` on values of unknown class, and two classes with a
+    `train` method: one needs an argument (a call passing none never runs it)."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models.py": (
+            "class Net:\n    def train(self, loader):\n        return loader\n\n\n"
+            "class Head:\n    def train(self):\n        return 1\n"
+        ),
+        "pkg/use.py": (
+            "def fit(m, loader):\n    m.train(loader)\n\n\n"
+            "def evaluate(m):\n    m.train()\n    return helper()\n\n\n"
+            "def helper():\n    return 2\n"
+        ),
+    }
+    out = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out.append((str(path), text))
+    return out
+
+
+def test_callers_and_callees_by_method_name_do_not_depend_on_what_was_asked_first(
+    tmp_path: Path,
+) -> None:
+    """`callers` and `_callees_of_use` are kept (a call by method name once per name and
+    whether the call passes arguments): each answer is a fresh scope's."""
+    files = _two_trains(tmp_path)
+    model = build_model(files)
+    use = next(m for m in model.modules.values() if m.path.endswith("use.py"))
+    models = next(m for m in model.modules.values() if m.path.endswith("models.py"))
+    fit, evaluate = f"{use.path}:fit#0", f"{use.path}:evaluate#0"
+    net, head = f"{models.path}:Net.train#0", f"{models.path}:Head.train#0"
+    helper = f"{use.path}:helper#0"
+    meth = ["meth", "train"]
+
+    def answers(order: list[str]) -> dict[str, list[str]]:
+        scope = build_model(files).scope
+        out = {}
+        for question in order:
+            if question.startswith("callers "):
+                out[question] = sorted(scope.callers(question.split(" ", 1)[1]))
+            else:
+                out[question] = sorted(scope._callees_of_use(question, meth))
+        return out
+
+    questions = [fit, evaluate, f"callers {net}", f"callers {head}", f"callers {helper}"]
+    alone = {}
+    for question in questions:
+        alone.update(answers([question]))
+    assert alone[evaluate] == [head]  # `m.train()` never runs `Net.train(self, loader)`
+    assert alone[fit] == sorted([net, head])
+    assert alone[f"callers {net}"] == [fit]
+    assert alone[f"callers {head}"] == sorted([fit, evaluate])
+    assert alone[f"callers {helper}"] == [evaluate]
+    assert answers(questions) == alone
+    assert answers(questions[::-1]) == alone
+    scope = build_model(files).scope
+    assert scope.callers(net) is scope.callers(net)  # kept

@@ -455,6 +455,10 @@ class ProjectModel:
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
         # lookup's answers that did not meet the depth limit, with how deep they went.
         self._deep_lookups: dict[tuple[str, int], tuple[Any, int]] = {}
+        # lookup's answers that met it, by the depth they were asked at (a cycle of
+        # re-exports, `import torch` in a project package the model also names `torch`), with
+        # the deepest depth they reached.
+        self._cut_lookups: dict[tuple[str, int, int], tuple[Any, int]] = {}
         self._lookup_deepest = 0  # the deepest depth the lookup being answered reached
         self._lookup_cut = False  # whether it met the depth limit
         self._named: dict[tuple[str, int], ModuleSummary | None] = {}  # module_named's answers
@@ -640,6 +644,17 @@ class ProjectModel:
             if depth == 0:
                 self._lookups[key] = known[0]
             return known[0]
+        # An answer that met the limit depends on the depth it was asked at: kept by it, and
+        # given again with the limit met and the depth it reached.
+        cut_key = (qualified, id(near), depth)
+        cut_known = self._cut_lookups.get(cut_key)
+        if cut_known is not None:
+            self._lookup_cut = True
+            if cut_known[1] > self._lookup_deepest:
+                self._lookup_deepest = cut_known[1]
+            if depth == 0:
+                self._lookups[key] = cut_known[0]
+            return cut_known[0]  # type: ignore[no-any-return]
         outer_deepest, outer_cut = self._lookup_deepest, self._lookup_cut
         self._lookup_deepest, self._lookup_cut = depth, False
         try:
@@ -654,6 +669,8 @@ class ProjectModel:
             span = deepest - depth
             if known is None or span < known[1]:
                 self._deep_lookups[key] = (found, span)
+        else:
+            self._cut_lookups[cut_key] = (found, deepest)
         return found
 
     def _lookup(
@@ -669,12 +686,10 @@ class ProjectModel:
                 return None
             return self._in_module(near, qualified[1:], depth)
         parts = qualified.split(".")
+        # Outside the project's roots, `module_named` finds only a script's sibling or a
+        # module of an outer package (memoised there).
         if parts[0] not in self._roots and (
-            near is None
-            or (
-                self._script_sibling(parts[0], near) is None
-                and not self._in_outer_package(parts[0], near)
-            )
+            near is None or self.module_named(parts[0], near) is None
         ):
             inner = self._inner_root(parts[0], near)
             if inner is None:

@@ -177,6 +177,7 @@ from tpulint.datatypes.diagnostics import unreached_reason
 if TYPE_CHECKING:
     from tpulint.analysis.project import ProjectModel, _Class, _Function
 
+_UNSET = object()  # a memo's missing answer (None is an answer)
 TRAIN = 3
 EPOCH = 2  # once per epoch or fit: an epoch-end hook and what only it reaches
 INFER = 1
@@ -554,6 +555,9 @@ class ProjectScope:
         self.unbuilt: dict[str, str] = {}
         # an application's folder -> every folder of it (its namespace siblings too)
         self._app_folders: dict[str, set[str]] = {}
+        self._live_methods: dict[tuple[str, str], _Function | None] = {}  # see _live_method
+        self._callers_memo: dict[str, list[str]] = {}  # see callers
+        self._callee_memo: dict[tuple[str, str, str, bool], list[str]] = {}  # _callees_of_use
 
     def unbuilt_classes(self) -> dict[str, str]:
         """Class gkey -> why nothing can build it (see `_unbuilt`)."""
@@ -669,13 +673,35 @@ class ProjectScope:
         return self._index
 
     def callers(self, node: str) -> list[str]:
+        """The nodes whose uses may run `node`. Memoised as `_targets` is (an answer that
+        used no cycle's stand-in; shared: read the list, do not change it)."""
+        found = self._callers_memo.get(node)
+        if found is not None:
+            return found
+        recursion = self.model._recursion
+        outer = recursion.take_stand_in_flag()
+        out = self._find_callers(node)
+        used = recursion.take_stand_in_flag()
+        recursion.restore_stand_in_flag(outer or used)
+        if not used:
+            self._callers_memo[node] = out
+        return out
+
+    def _find_callers(self, node: str) -> list[str]:
         fn = self._function(node)
         if fn is None:
             return []
         out = []
-        for caller, use in self._index_of_uses().get(fn.summary.name, ()):
-            targets, name = self._targets(caller, use)
-            if fn in targets or (name == fn.summary.name and self._may_call(caller, name, fn)):
+        name = fn.summary.name
+        # `_may_call`: a method needing arguments is not run by a call passing none.
+        needs = fn.summary.cls is not None and bool(fn.module.scope.needs.get(fn.summary.key))
+        for caller, use in self._index_of_uses().get(name, ()):
+            targets, called = self._targets(caller, use)
+            if fn in targets or (
+                called == name
+                and fn.summary.cls is not None
+                and not (needs and self._bare_call(caller, called))
+            ):
                 out.append(caller)
         return out
 
@@ -1185,6 +1211,10 @@ class ProjectScope:
         return False
 
     def _visit(self, state: _State, node: str, role: int, why: str) -> None:
+        if state.roles.get(node, 0) >= role:
+            # Visited already with this role or a higher one (its module loaded then); a
+            # generation loop's role only goes down.
+            return
         path, _, key = node.rpartition(":")
         if path not in state.loaded:
             self._load(state, path)
@@ -1259,11 +1289,20 @@ class ProjectScope:
                         self._load(state, target.path)
                 if name is not None:
                     state.rta.add(name)
-                    if not self._bare_call(node, name):
+                    bare = self._bare_call(node, name)
+                    if not bare:
                         state.rta_args.add(name)
-                    for gkey in list(state.by_method.get(name, ())):
+                    classes = state.by_method.get(name)
+                    if not classes:
+                        continue
+                    # `_may_call`, with `_bare_call` asked once for the use.
+                    for gkey in list(classes):  # what the visits make live is not looked at
                         found = self._live_method(gkey, name)
-                        if found is not None and self._may_call(node, name, found):
+                        if (
+                            found is not None
+                            and found.summary.cls is not None
+                            and not (bare and found.module.scope.needs.get(found.summary.key))
+                        ):
                             self._visit(state, found.gkey, role, why)
             fn = self._function(node)
             if fn is not None:
@@ -1286,11 +1325,12 @@ class ProjectScope:
     def _live_method(self, gkey: str, name: str) -> _Function | None:
         """`find_method` for a live class, kept: its hierarchy was resolved when it became
         live (`_index_methods`), so the answer no longer changes."""
-        memo = self.__dict__.setdefault("_live_methods", {})
+        memo = self._live_methods
         key = (gkey, name)
-        if key not in memo:
-            memo[key] = self.model.find_method(gkey, name)
-        return memo[key]
+        found = memo.get(key, _UNSET)
+        if found is _UNSET:
+            found = memo[key] = self.model.find_method(gkey, name)
+        return found  # type: ignore[return-value]
 
     def _index_methods(self, state: _State, gkey: str) -> None:
         """Record a class that became live under every method name its hierarchy defines
@@ -2424,6 +2464,7 @@ class ProjectScope:
         # `self.encoder(x)` calls a forward (or `__call__`) by the attribute's name.
         module_calls = bool(names & {"forward", "__call__"})
         trained: set[str] = set()
+        reached_methods: dict[tuple[str, bool], list[str]] = {}
         for path, module in self.model.modules.items():
             for key, uses in module.scope.uses.items():
                 node = f"{path}:{key}"
@@ -2442,7 +2483,18 @@ class ProjectScope:
                         continue
                     # A method name on a value of unknown class counts (any class may be
                     # it); one on `self.x.y` is a component's, never these classes' own.
-                    for callee in self._callees_of_use(node, use, by_name=form == "meth"):
+                    if form == "meth":
+                        # The same for every node but by whether it passes arguments: the
+                        # reached ones, once.
+                        meth_key = (target, self._bare_call(node, target))
+                        callees = reached_methods.get(meth_key)
+                        if callees is None:
+                            callees = reached_methods[meth_key] = [
+                                c for c in self._callees_of_use(node, use) if c in reached
+                            ]
+                    else:
+                        callees = self._callees_of_use(node, use, by_name=False)
+                    for callee in callees:
                         if callee in reached and (
                             callee not in roots or self._called_test_hook(callee, form, roots)
                         ):
@@ -2870,12 +2922,42 @@ class ProjectScope:
         return out
 
     def _callees_of_use(self, node: str, use: list[str], by_name: bool = True) -> list[str]:
-        if use[0] == "meth" and not by_name:
-            return []
+        """Memoised as `_targets` is (shared: read the list, do not change it)."""
+        if use[0] == "meth":
+            if not by_name:
+                return []
+            # `v.<name>(...)`: any class's method of the name, whoever calls it (the node
+            # says only whether it passes arguments).
+            bare = self._bare_call(node, use[1])
+            meth_key = ("", "meth", use[1], bare)
+            found = self._callee_memo.get(meth_key)
+            if found is None:
+                found = self._callee_memo[meth_key] = [
+                    t.gkey
+                    for t in self._methods_named(use[1])
+                    if not (bare and t.module.scope.needs.get(t.summary.key))
+                ]
+            return found
+        memo_key = (node, use[0], use[1], by_name)
+        found = self._callee_memo.get(memo_key)
+        if found is not None:
+            return found
+        recursion = self.model._recursion
+        outer = recursion.take_stand_in_flag()
         targets, name = self._targets(node, use)
+        used = recursion.take_stand_in_flag()
+        recursion.restore_stand_in_flag(outer or used)
         out = [t.gkey for t in targets if _is_function(t)]
         if name is not None and by_name:
-            out += [t.gkey for t in self._methods_named(name) if self._may_call(node, name, t)]
+            bare = self._bare_call(node, name)  # `_may_call`, asked once for the use
+            out += [
+                t.gkey
+                for t in self._methods_named(name)
+                if t.summary.cls is not None
+                and not (bare and t.module.scope.needs.get(t.summary.key))
+            ]
+        if not used:
+            self._callee_memo[memo_key] = out
         return out
 
     def _methods_named(self, name: str) -> list[_Function]:
