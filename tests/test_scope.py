@@ -5744,3 +5744,182 @@ def test_a_parameter_a_caller_passes_on_is_what_its_calls_pass(
     limit = reason_at(model, tmp_path, "pkg/steps.py", "limit = lengths.max().item()")
     assert (spacing is None) == log
     assert (limit is None) == filled
+
+
+# --- an attribute only a method nothing calls sets -------------------------------------------
+
+NEVER_SET = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        from contextlib import contextmanager
+
+        import lightning as L
+        import torch
+
+
+        class Tally(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.record = None
+
+            @contextmanager
+            def collecting(self):
+                self.record = {"total": 0.0, "count": 0}
+                yield
+                self.record = None
+
+            def forward(self, x):
+                if self.record is None:
+                    return x * 2
+                self.record["total"] += x.var().item()
+                self.record["count"] += 1
+                return x * 2
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.tally = Tally()
+
+            def training_step(self, batch, i):
+                return self.tally(batch).sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Net())
+    """,
+}
+
+
+def test_an_attribute_only_an_uncalled_method_sets_stays_none(tmp_path: Path) -> None:
+    """`self.record` is None from the constructor and a dict only inside `collecting()`,
+    which nothing calls or names: `if self.record is None: return` always returns."""
+    model = project(tmp_path, NEVER_SET)
+    reason = reason_at(model, tmp_path, "pkg/model.py", "x.var()")
+    assert reason is not None and "self.record is None" in reason
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training script enters the context.
+        (
+            "train.py",
+            "L.Trainer().fit(Net())",
+            "net = Net()\n    with net.tally.collecting():\n        L.Trainer().fit(net)",
+        ),
+        # A string names the method (a run-time lookup may call it).
+        ("train.py", "if __name__", "HOW = 'collecting'\n\nif __name__"),
+        # A literal False is stored too: a false truth is then not only None.
+        ("pkg/model.py", "yield\n        self.record = None", "yield\n        self.record = False"),
+    ],
+)
+def test_an_attribute_a_called_method_sets_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in NEVER_SET.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x.var()") is None
+
+
+def test_an_attribute_set_by_a_library_method_stays(tmp_path: Path) -> None:
+    """No script fits: a user of the library may call the method."""
+    files = {k: v for k, v in NEVER_SET.items() if k != "train.py"}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x.var()") is None
+
+
+# --- a LightningModule's forward that only prediction calls ----------------------------------
+
+FORWARD_FOR_PREDICTION = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import lightning as L
+        import torch
+
+
+        class Regressor(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.body = torch.nn.Linear(4, 4)
+
+            def forward(self, batch):
+                out = self.body(batch)
+                return out[out > 0]
+
+            def training_step(self, batch, i):
+                return self.body(batch).sum()
+
+            def predict_step(self, batch, i):
+                return self(batch)
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Regressor
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Regressor())
+    """,
+}
+
+
+def test_a_forward_only_prediction_calls_is_inference(tmp_path: Path) -> None:
+    """Lightning's fit loop runs `training_step`, which calls the sub-module directly;
+    only `predict_step`'s `self(batch)` runs `forward`."""
+    model = project(tmp_path, FORWARD_FOR_PREDICTION)
+    reason = reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]")
+    assert reason == "inference only (reached from `predict_step`)"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # The training step calls the module itself.
+        ("return self.body(batch).sum()", "return self(batch).sum()"),
+        # ... or its forward by name.
+        ("return self.body(batch).sum()", "return self.forward(batch).sum()"),
+    ],
+)
+def test_a_forward_a_training_step_calls_stays(tmp_path: Path, old: str, new: str) -> None:
+    files = {name: textwrap.dedent(text) for name, text in FORWARD_FOR_PREDICTION.items()}
+    files["pkg/model.py"] = files["pkg/model.py"].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") is None
+
+
+def test_a_forward_of_a_module_without_its_own_steps_stays(tmp_path: Path) -> None:
+    """A LightningModule with no `training_step` of its own (a model another module wraps)
+    keeps its forward framework-run."""
+    files = {name: textwrap.dedent(text) for name, text in FORWARD_FOR_PREDICTION.items()}
+    text = files["pkg/model.py"]
+    start = text.index("    def training_step")
+    end = text.index("    def predict_step")
+    files["pkg/model.py"] = text[:start] + text[end:]
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("", "", "inference only (reached from `predict_step`)"),
+        ("return self.body(batch).sum()", "return self(batch).sum()", None),
+    ],
+)
+def test_a_library_forward_only_prediction_calls(
+    tmp_path: Path, old: str, new: str, expected: str | None
+) -> None:
+    """The same in a library with no training script: the predict hook's reach is inference
+    unless a training step calls the module too."""
+    files = {k: textwrap.dedent(v) for k, v in FORWARD_FOR_PREDICTION.items() if k != "train.py"}
+    if old:
+        files["pkg/model.py"] = files["pkg/model.py"].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") == expected

@@ -1329,6 +1329,13 @@ class ProjectScope:
                 if fn is None:
                     continue
                 runs = self._framework_calls(method, fn, kind, bool(lightning), bool(external))
+                if runs and method == "forward" and self._steps_without_forward(gkey, kind):
+                    # Lightning's fit loop runs `training_step`, never `forward`: a step that
+                    # calls `self(x)` reaches it; otherwise only Lightning's default
+                    # `predict_step` (`return self(batch)`) runs it, for inference.
+                    if self.model.find_method(gkey, "predict_step") is None:
+                        self._visit(state, fn.gkey, INFER, "`predict_step` (Lightning's own)")
+                    runs = False
                 if not runs and (
                     method not in state.rta
                     or (method not in state.rta_args and fn.module.scope.needs.get(key))
@@ -1343,6 +1350,13 @@ class ProjectScope:
                     self._visit(state, fn.gkey, EPOCH, f"`{method}`")
                 else:
                     self._visit(state, fn.gkey, role, why)
+
+    def _steps_without_forward(self, gkey: str, kind: Any) -> bool:
+        """Whether a LightningModule's hierarchy defines its own `training_step`: Lightning
+        then calls `forward` only through that step's (or another hook's) `self(...)`."""
+        return bool(kind & ClassKind.LIGHTNING_MODULE) and (
+            self.model.find_method(gkey, "training_step") is not None
+        )
 
     def _framework_calls(
         self, method: str, fn: _Function, kind: Any, lightning: bool, external: bool
@@ -2647,6 +2661,27 @@ class ProjectScope:
         )
         return bool(cache[node])
 
+    def _never_called(self, node: str) -> bool:
+        """Whether nothing calls or names a method (`collecting()`, a context manager the
+        repository never enters), in a repository with a script that fits: not a method a
+        framework may call, nor one a config, a string or a run-time lookup may name."""
+        cache = self.__dict__.setdefault("_never_called_cache", {})
+        if node not in cache:
+            fn = self._function(node)
+            cache[node] = (
+                fn is not None
+                and fn.owner is not None
+                and not _framework_called(fn.summary.name)
+                and any(same_repository(p, fn.module.path) for p in self._fitting_scripts())
+                and not self._index_of_uses().get(fn.summary.name)
+                and self._named_nowhere(fn)
+            )
+        return bool(cache[node])
+
+    def _named_nowhere(self, fn: _Function) -> bool:
+        words, looked_up = self._names_by_text()
+        return not (fn.summary.name in words or fn.module.path in looked_up or "^" in looked_up)
+
     def _built_only_off_training(
         self,
         gkey: str,
@@ -2806,7 +2841,12 @@ class ProjectScope:
             return False
         if not (name in LIGHTNING_HOOKS or (self.lightning1 and name in LIGHTNING1_HOOKS)):
             return False
-        return fn.owner is not None and self.model.class_kind(fn.owner).is_lightning
+        if fn.owner is None:
+            return False
+        kind = self.model.class_kind(fn.owner)
+        if name == "forward" and self._steps_without_forward(fn.owner, kind):
+            return False  # fit runs it only through a step's `self(x)`, a call of its own
+        return kind.is_lightning
 
     @staticmethod
     def _called_test_hook(node: str, form: str, roots: dict[str, tuple[int, str]]) -> bool:
@@ -2972,6 +3012,15 @@ class ProjectScope:
             # `self.x is not None` where every assignment of `x` stores a None-default
             # parameter of a constructor or method (`self.x = x`): what the calls pass.
             stored = self._attribute_stores(value[1], owner)
+            if stored and all(
+                t is False
+                and value[1]
+                not in m.scope.bool_stores.get(self.model.classes[g].summary.qualname, ())
+                for t, m, g in stored
+            ):
+                # Every store that happens in training is `self.x = None` (`self.stats =
+                # {...}` only in a method nothing calls): never anything else.
+                return False
             if not stored or not all(_is_none_flag(t) for t, _, _ in stored):
                 return None
             results = {self._passed_truth(f"{m.path}:{t[1]}", t[2]) for t, m, _ in stored}
@@ -3123,11 +3172,13 @@ class ProjectScope:
             setters = cls.module.scope.setters.get(cls.summary.qualname, {}).get(name)
             if assigned and setters:
                 # A store in a method only code that never trains calls (a scoring CLI's
-                # `model.enable_context()`) does not happen in training.
+                # `model.enable_context()`), or that nothing calls at all, does not happen
+                # in training.
                 assigned = list(assigned)
                 for key, value in setters:
-                    if value in assigned and self._called_only_off_training(
-                        f"{cls.module.path}:{key}"
+                    node = f"{cls.module.path}:{key}"
+                    if value in assigned and (
+                        self._called_only_off_training(node) or self._never_called(node)
                     ):
                         assigned.remove(value)
             stored += [(t, cls.module, gkey) for t in assigned or ()]
