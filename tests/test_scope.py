@@ -5923,3 +5923,180 @@ def test_a_library_forward_only_prediction_calls(
         files["pkg/model.py"] = files["pkg/model.py"].replace(old, new)
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") == expected
+
+
+# --- a Trainer its config builds --------------------------------------------------------------
+
+CONFIGURED_TRAINER = {
+    "pkg/__init__.py": "",
+    "pkg/layers.py": """\
+        import torch
+
+
+        class Gate(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]
+
+
+        class Unused(torch.nn.Module):
+            def forward(self, x):
+                return x[x < 0]
+
+
+        def describe(module):
+            return isinstance(module, Unused)
+    """,
+    "pkg/pipelines.py": """\
+        import hydra
+        import lightning as L
+
+        from pkg.layers import Gate
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.gate = Gate()
+
+            def training_step(self, batch, i):
+                return self.gate(batch).sum()
+
+
+        def run(config):
+            trainer = hydra.utils.instantiate(config.trainer, callbacks=[])
+            trainer.fit(Net())
+    """,
+    "run.py": """\
+        import hydra
+
+        from pkg.pipelines import run
+
+
+        @hydra.main(config_path="config", config_name=None)
+        def main(config):
+            run(config)
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def test_a_trainer_its_config_builds_is_an_entry_point(tmp_path: Path) -> None:
+    """`hydra.utils.instantiate(config.trainer)` then `trainer.fit`: the project trains,
+    so a class nothing builds (named only in an `isinstance` check) never runs."""
+    model = project(tmp_path, CONFIGURED_TRAINER)
+    assert reason_at(model, tmp_path, "pkg/layers.py", "x[x > 0]") is None
+    reason = reason_at(model, tmp_path, "pkg/layers.py", "x[x < 0]")
+    assert reason is not None and "`Unused`, a class nothing builds" in reason
+
+
+# --- an inference script's class, also built by a serving script's top level -----------------
+
+INFERENCE_TOOLS = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import lightning as L
+        import torch
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.body = torch.nn.Linear(4, 4)
+
+            def training_step(self, batch, i):
+                return self.body(batch).sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Net())
+    """,
+    "tools/__init__.py": "",
+    "tools/infer.py": """\
+        import torch
+
+        from pkg.model import Net
+
+
+        class Runner(torch.nn.Module):
+            def __init__(self, path):
+                super().__init__()
+                self.net = Net.load_from_checkpoint(path)
+
+            def forward(self, x):
+                out = self.net.body(x)
+                return out[out > 0]
+
+
+        if __name__ == "__main__":
+            print(Runner("last.ckpt")(torch.ones(2, 4)))
+    """,
+    "tools/serve.py": """\
+        import torch
+
+        from tools.infer import Runner
+
+        runner = Runner("last.ckpt")
+        while True:
+            print(runner(torch.ones(2, 4)))
+    """,
+    "tools/infer_fast.py": """\
+        import torch
+
+        from tools.infer import Runner
+
+
+        class FastRunner(Runner):
+            pass
+
+
+        if __name__ == "__main__":
+            print(FastRunner("last.ckpt")(torch.ones(2, 4)))
+    """,
+}
+
+
+def test_a_class_only_inference_scripts_build_is_inference(tmp_path: Path) -> None:
+    """Built by an inference script's `__main__`, at the top level of a serving script
+    nothing imports, and subclassed by a class only another inference script builds."""
+    model = project(tmp_path, INFERENCE_TOOLS)
+    reason = _inference_only(model).get("Runner")
+    assert reason is not None and "`Runner`, a class only code that never trains builds" in reason
+    assert "the top level of serve.py" in reason
+
+
+def _inference_only(model: ProjectModel) -> dict[str, str]:
+    """The classes only inference builds (the reason a library's reach gives their methods),
+    by class name."""
+    model.scope.compute()
+    found = model.scope._inference_only_classes()
+    return {gkey.rsplit(".", 1)[-1]: why for gkey, why in found.items()}
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training script imports the serving module: its top level runs there too.
+        ("train.py", "from pkg.model import Net", "from pkg.model import Net\nimport tools.serve"),
+        # The serving script trains.
+        ("tools/serve.py", "while True:", "runner.fit = None\nwhile True:\n    runner.backward()"),
+        # The training script builds the subclass.
+        ("train.py", "L.Trainer().fit(Net())", "FastRunner('x')\n    L.Trainer().fit(Net())"),
+    ],
+)
+def test_a_tool_class_training_may_build_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in INFERENCE_TOOLS.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    if "FastRunner('x')" in new:
+        files[where] = "from tools.infer_fast import FastRunner\n" + files[where]
+    model = project(tmp_path, files)
+    assert "Runner" not in _inference_only(model)

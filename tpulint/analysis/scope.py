@@ -2534,7 +2534,7 @@ class ProjectScope:
                 continue
             if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
                 continue
-            if cls.summary.name in words or self.model.subclasses(gkey):
+            if cls.summary.name in words:
                 continue
             if any(g in configured for g in self.model.mro(gkey)):
                 continue
@@ -2547,6 +2547,9 @@ class ProjectScope:
             changed = False
             for gkey in candidates:
                 if gkey not in found:
+                    if any(sub not in found for sub in self.model.subclasses(gkey)):
+                        continue  # a subclass training may build (one only inference builds
+                        # leaves it: its own methods run only where the subclass's do)
                     why = self._built_only_off_training(gkey, refs[gkey], found, words, looked_up)
                     if why is not None:
                         found[gkey] = why
@@ -2661,6 +2664,25 @@ class ProjectScope:
         )
         return bool(cache[node])
 
+    def _imported(self, path: str) -> bool:
+        """Whether a module of the project imports the module at `path`."""
+        known = self.__dict__.get("_imported_paths")
+        if known is None:
+            imported: set[str] = set()
+            packages: set[str] = set()  # `import pkg.sub` binds only `pkg`: any module inside
+            for module in self.model.modules.values():
+                for name, target in module.imports.items():
+                    found = self.model.lookup(target, module)
+                    if found is None:
+                        continue
+                    where = found.path if isinstance(found, ModuleSummary) else found.module.path
+                    imported.add(where)
+                    if name == target and os.path.basename(where) == "__init__.py":
+                        packages.add(os.path.dirname(where) + os.sep)
+            known = (imported, tuple(sorted(packages)))
+            self.__dict__["_imported_paths"] = known
+        return path in known[0] or path.startswith(known[1])
+
     def _never_called(self, node: str) -> bool:
         """Whether nothing calls or names a method (`collecting()`, a context manager the
         repository never enters), in a repository with a script that fits: not a method a
@@ -2712,7 +2734,16 @@ class ProjectScope:
                     evaluates.add(asked)
                     continue
             if not key:
-                return None  # a module's top level: it runs wherever the module is imported
+                # A module's top level runs wherever the module is imported; a script's that
+                # nothing imports (a serving script loading the model) runs only as itself.
+                if (
+                    os.path.basename(where) == "__init__.py"
+                    or self._imported(where)
+                    or not self._never_trains(module_node(where))
+                ):
+                    return None
+                roots.add(f"the top level of {os.path.basename(where)}")
+                continue
             starts = self._off_training_roots(f"{where}:{key}", found, words, looked_up)
             if starts is None:
                 return None

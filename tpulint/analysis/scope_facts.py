@@ -1969,6 +1969,16 @@ class _Walker:
                 if self.computed_accelerator(node, key):
                     launch.append("computed")
                 self.facts.launches.append(launch)
+            elif (
+                last == "instantiate"
+                and root == "hydra"
+                and node.args
+                and (text := dotted(node.args[0])) is not None
+                and text.rsplit(".", 1)[-1].lower() == "trainer"
+            ):
+                # `hydra.utils.instantiate(config.trainer, callbacks=...)`: a Trainer its
+                # config builds (what it asks for is the config's: "auto" here).
+                self.facts.launches.append(["trainer", "auto", key, node.lineno])
             elif last.endswith("CLI"):
                 self.facts.launches.append(
                     ["cli", self.cli_verdict(node), key, node.lineno, target]
