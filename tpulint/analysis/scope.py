@@ -2739,7 +2739,9 @@ class ProjectScope:
                 if (
                     os.path.basename(where) == "__init__.py"
                     or self._imported(where)
+                    or where in self._fitting_scripts()
                     or not self._never_trains(module_node(where))
+                    or not self._never_trains(module_node(where, main=True))
                 ):
                     return None
                 roots.add(f"the top level of {os.path.basename(where)}")
