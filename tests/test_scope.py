@@ -5744,3 +5744,359 @@ def test_a_parameter_a_caller_passes_on_is_what_its_calls_pass(
     limit = reason_at(model, tmp_path, "pkg/steps.py", "limit = lengths.max().item()")
     assert (spacing is None) == log
     assert (limit is None) == filled
+
+
+# --- an attribute only a method nothing calls sets -------------------------------------------
+
+NEVER_SET = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        from contextlib import contextmanager
+
+        import lightning as L
+        import torch
+
+
+        class Tally(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.record = None
+
+            @contextmanager
+            def collecting(self):
+                self.record = {"total": 0.0, "count": 0}
+                yield
+                self.record = None
+
+            def forward(self, x):
+                if self.record is None:
+                    return x * 2
+                self.record["total"] += x.var().item()
+                self.record["count"] += 1
+                return x * 2
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.tally = Tally()
+
+            def training_step(self, batch, i):
+                return self.tally(batch).sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Net())
+    """,
+}
+
+
+def test_an_attribute_only_an_uncalled_method_sets_stays_none(tmp_path: Path) -> None:
+    """`self.record` is None from the constructor and a dict only inside `collecting()`,
+    which nothing calls or names: `if self.record is None: return` always returns."""
+    model = project(tmp_path, NEVER_SET)
+    reason = reason_at(model, tmp_path, "pkg/model.py", "x.var()")
+    assert reason is not None and "self.record is None" in reason
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training script enters the context.
+        (
+            "train.py",
+            "L.Trainer().fit(Net())",
+            "net = Net()\n    with net.tally.collecting():\n        L.Trainer().fit(net)",
+        ),
+        # A string names the method (a run-time lookup may call it).
+        ("train.py", "if __name__", "HOW = 'collecting'\n\nif __name__"),
+        # A literal False is stored too: a false truth is then not only None.
+        ("pkg/model.py", "yield\n        self.record = None", "yield\n        self.record = False"),
+    ],
+)
+def test_an_attribute_a_called_method_sets_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in NEVER_SET.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x.var()") is None
+
+
+def test_an_attribute_set_by_a_library_method_stays(tmp_path: Path) -> None:
+    """No script fits: a user of the library may call the method."""
+    files = {k: v for k, v in NEVER_SET.items() if k != "train.py"}
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "x.var()") is None
+
+
+# --- a LightningModule's forward that only prediction calls ----------------------------------
+
+FORWARD_FOR_PREDICTION = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import lightning as L
+        import torch
+
+
+        class Regressor(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.body = torch.nn.Linear(4, 4)
+
+            def forward(self, batch):
+                out = self.body(batch)
+                return out[out > 0]
+
+            def training_step(self, batch, i):
+                return self.body(batch).sum()
+
+            def predict_step(self, batch, i):
+                return self(batch)
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Regressor
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Regressor())
+    """,
+}
+
+
+def test_a_forward_only_prediction_calls_is_inference(tmp_path: Path) -> None:
+    """Lightning's fit loop runs `training_step`, which calls the sub-module directly;
+    only `predict_step`'s `self(batch)` runs `forward`."""
+    model = project(tmp_path, FORWARD_FOR_PREDICTION)
+    reason = reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]")
+    assert reason == "inference only (reached from `predict_step`)"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # The training step calls the module itself.
+        ("return self.body(batch).sum()", "return self(batch).sum()"),
+        # ... or its forward by name.
+        ("return self.body(batch).sum()", "return self.forward(batch).sum()"),
+    ],
+)
+def test_a_forward_a_training_step_calls_stays(tmp_path: Path, old: str, new: str) -> None:
+    files = {name: textwrap.dedent(text) for name, text in FORWARD_FOR_PREDICTION.items()}
+    files["pkg/model.py"] = files["pkg/model.py"].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") is None
+
+
+def test_a_forward_of_a_module_without_its_own_steps_stays(tmp_path: Path) -> None:
+    """A LightningModule with no `training_step` of its own (a model another module wraps)
+    keeps its forward framework-run."""
+    files = {name: textwrap.dedent(text) for name, text in FORWARD_FOR_PREDICTION.items()}
+    text = files["pkg/model.py"]
+    start = text.index("    def training_step")
+    end = text.index("    def predict_step")
+    files["pkg/model.py"] = text[:start] + text[end:]
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("", "", "inference only (reached from `predict_step`)"),
+        ("return self.body(batch).sum()", "return self(batch).sum()", None),
+    ],
+)
+def test_a_library_forward_only_prediction_calls(
+    tmp_path: Path, old: str, new: str, expected: str | None
+) -> None:
+    """The same in a library with no training script: the predict hook's reach is inference
+    unless a training step calls the module too."""
+    files = {k: textwrap.dedent(v) for k, v in FORWARD_FOR_PREDICTION.items() if k != "train.py"}
+    if old:
+        files["pkg/model.py"] = files["pkg/model.py"].replace(old, new)
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/model.py", "out[out > 0]") == expected
+
+
+# --- a Trainer its config builds --------------------------------------------------------------
+
+CONFIGURED_TRAINER = {
+    "pkg/__init__.py": "",
+    "pkg/layers.py": """\
+        import torch
+
+
+        class Gate(torch.nn.Module):
+            def forward(self, x):
+                return x[x > 0]
+
+
+        class Unused(torch.nn.Module):
+            def forward(self, x):
+                return x[x < 0]
+
+
+        def describe(module):
+            return isinstance(module, Unused)
+    """,
+    "pkg/pipelines.py": """\
+        import hydra
+        import lightning as L
+
+        from pkg.layers import Gate
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.gate = Gate()
+
+            def training_step(self, batch, i):
+                return self.gate(batch).sum()
+
+
+        def run(config):
+            trainer = hydra.utils.instantiate(config.trainer, callbacks=[])
+            trainer.fit(Net())
+    """,
+    "run.py": """\
+        import hydra
+
+        from pkg.pipelines import run
+
+
+        @hydra.main(config_path="config", config_name=None)
+        def main(config):
+            run(config)
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def test_a_trainer_its_config_builds_is_an_entry_point(tmp_path: Path) -> None:
+    """`hydra.utils.instantiate(config.trainer)` then `trainer.fit`: the project trains,
+    so a class nothing builds (named only in an `isinstance` check) never runs."""
+    model = project(tmp_path, CONFIGURED_TRAINER)
+    assert reason_at(model, tmp_path, "pkg/layers.py", "x[x > 0]") is None
+    reason = reason_at(model, tmp_path, "pkg/layers.py", "x[x < 0]")
+    assert reason is not None and "`Unused`, a class nothing builds" in reason
+
+
+# --- an inference script's class, also built by a serving script's top level -----------------
+
+INFERENCE_TOOLS = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import lightning as L
+        import torch
+
+
+        class Net(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.body = torch.nn.Linear(4, 4)
+
+            def training_step(self, batch, i):
+                return self.body(batch).sum()
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from pkg.model import Net
+
+        if __name__ == "__main__":
+            L.Trainer().fit(Net())
+    """,
+    "tools/__init__.py": "",
+    "tools/infer.py": """\
+        import torch
+
+        from pkg.model import Net
+
+
+        class Runner(torch.nn.Module):
+            def __init__(self, path):
+                super().__init__()
+                self.net = Net.load_from_checkpoint(path)
+
+            def forward(self, x):
+                out = self.net.body(x)
+                return out[out > 0]
+
+
+        if __name__ == "__main__":
+            print(Runner("last.ckpt")(torch.ones(2, 4)))
+    """,
+    "tools/serve.py": """\
+        import torch
+
+        from tools.infer import Runner
+
+        runner = Runner("last.ckpt")
+        while True:
+            print(runner(torch.ones(2, 4)))
+    """,
+    "tools/infer_fast.py": """\
+        import torch
+
+        from tools.infer import Runner
+
+
+        class FastRunner(Runner):
+            pass
+
+
+        if __name__ == "__main__":
+            print(FastRunner("last.ckpt")(torch.ones(2, 4)))
+    """,
+}
+
+
+def test_a_class_only_inference_scripts_build_is_inference(tmp_path: Path) -> None:
+    """Built by an inference script's `__main__`, at the top level of a serving script
+    nothing imports, and subclassed by a class only another inference script builds."""
+    model = project(tmp_path, INFERENCE_TOOLS)
+    reason = _inference_only(model).get("Runner")
+    assert reason is not None and "`Runner`, a class only code that never trains builds" in reason
+    assert "the top level of serve.py" in reason
+
+
+def _inference_only(model: ProjectModel) -> dict[str, str]:
+    """The classes only inference builds (the reason a library's reach gives their methods),
+    by class name."""
+    model.scope.compute()
+    found = model.scope._inference_only_classes()
+    return {gkey.rsplit(".", 1)[-1]: why for gkey, why in found.items()}
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # The training script imports the serving module: its top level runs there too.
+        ("train.py", "from pkg.model import Net", "from pkg.model import Net\nimport tools.serve"),
+        # The serving script trains.
+        ("tools/serve.py", "while True:", "runner.fit = None\nwhile True:\n    runner.backward()"),
+        # The training script builds the subclass.
+        ("train.py", "L.Trainer().fit(Net())", "FastRunner('x')\n    L.Trainer().fit(Net())"),
+    ],
+)
+def test_a_tool_class_training_may_build_stays(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    files = {name: textwrap.dedent(text) for name, text in INFERENCE_TOOLS.items()}
+    assert old in files[where]
+    files[where] = files[where].replace(old, new)
+    if "FastRunner('x')" in new:
+        files[where] = "from tools.infer_fast import FastRunner\n" + files[where]
+    model = project(tmp_path, files)
+    assert "Runner" not in _inference_only(model)

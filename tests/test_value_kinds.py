@@ -510,6 +510,26 @@ SILENT_GUARDS = {
                     raise ValueError(text)
                 return out.mean()
         """,
+    "a mask indexed inside the message of a raise": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                empty = out.sum(dim=1) == 0
+                if self.strict:
+                    raise ValueError(f"empty rows: {out[empty].tolist()}")
+                return out.mean()
+        """,
+    "a helper called only in the exception a raise builds": """
+        class M(L.LightningModule):
+            def _describe(self, out):
+                return f"{out.max().item()}"
+
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.strict:
+                    raise RuntimeError(self._describe(out))
+                return out.mean()
+        """,
     "a helper called only in a branch that warns": """
         import warnings
 

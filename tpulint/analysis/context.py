@@ -647,6 +647,10 @@ class FileContext(Resolver):
                     kinds.add("rare")
             elif isinstance(ancestor, cst.Assert) and child is ancestor.msg:
                 kinds.add("rare")  # the message is evaluated only when the assertion fails
+            elif isinstance(ancestor, cst.Raise):
+                # `raise ValueError(f"... {x[mask]}")`: the exception (and its message) is
+                # built only when the code raises: the error path, not every step.
+                kinds.add("rare")
             elif isinstance(ancestor, cst.ExceptHandler) and child is ancestor.body:
                 kinds.add("rare")  # a handler runs when the block raised: the error path
             elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:

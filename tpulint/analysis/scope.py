@@ -1369,6 +1369,13 @@ class ProjectScope:
                 if fn is None:
                     continue
                 runs = self._framework_calls(method, fn, kind, bool(lightning), bool(external))
+                if runs and method == "forward" and self._steps_without_forward(gkey, kind):
+                    # Lightning's fit loop runs `training_step`, never `forward`: a step that
+                    # calls `self(x)` reaches it; otherwise only Lightning's default
+                    # `predict_step` (`return self(batch)`) runs it, for inference.
+                    if self.model.find_method(gkey, "predict_step") is None:
+                        self._visit(state, fn.gkey, INFER, "`predict_step` (Lightning's own)")
+                    runs = False
                 if not runs and (
                     method not in state.rta
                     or (method not in state.rta_args and fn.module.scope.needs.get(key))
@@ -1383,6 +1390,13 @@ class ProjectScope:
                     self._visit(state, fn.gkey, EPOCH, f"`{method}`")
                 else:
                     self._visit(state, fn.gkey, role, why)
+
+    def _steps_without_forward(self, gkey: str, kind: Any) -> bool:
+        """Whether a LightningModule's hierarchy defines its own `training_step`: Lightning
+        then calls `forward` only through that step's (or another hook's) `self(...)`."""
+        return bool(kind & ClassKind.LIGHTNING_MODULE) and (
+            self.model.find_method(gkey, "training_step") is not None
+        )
 
     def _framework_calls(
         self, method: str, fn: _Function, kind: Any, lightning: bool, external: bool
@@ -2572,7 +2586,7 @@ class ProjectScope:
                 continue
             if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
                 continue
-            if cls.summary.name in words or self.model.subclasses(gkey):
+            if cls.summary.name in words:
                 continue
             if any(g in configured for g in self.model.mro(gkey)):
                 continue
@@ -2585,6 +2599,9 @@ class ProjectScope:
             changed = False
             for gkey in candidates:
                 if gkey not in found:
+                    if any(sub not in found for sub in self.model.subclasses(gkey)):
+                        continue  # a subclass training may build (one only inference builds
+                        # leaves it: its own methods run only where the subclass's do)
                     why = self._built_only_off_training(gkey, refs[gkey], found, words, looked_up)
                     if why is not None:
                         found[gkey] = why
@@ -2699,6 +2716,46 @@ class ProjectScope:
         )
         return bool(cache[node])
 
+    def _imported(self, path: str) -> bool:
+        """Whether a module of the project imports the module at `path`."""
+        known = self.__dict__.get("_imported_paths")
+        if known is None:
+            imported: set[str] = set()
+            packages: set[str] = set()  # `import pkg.sub` binds only `pkg`: any module inside
+            for module in self.model.modules.values():
+                for name, target in module.imports.items():
+                    found = self.model.lookup(target, module)
+                    if found is None:
+                        continue
+                    where = found.path if isinstance(found, ModuleSummary) else found.module.path
+                    imported.add(where)
+                    if name == target and os.path.basename(where) == "__init__.py":
+                        packages.add(os.path.dirname(where) + os.sep)
+            known = (imported, tuple(sorted(packages)))
+            self.__dict__["_imported_paths"] = known
+        return path in known[0] or path.startswith(known[1])
+
+    def _never_called(self, node: str) -> bool:
+        """Whether nothing calls or names a method (`collecting()`, a context manager the
+        repository never enters), in a repository with a script that fits: not a method a
+        framework may call, nor one a config, a string or a run-time lookup may name."""
+        cache = self.__dict__.setdefault("_never_called_cache", {})
+        if node not in cache:
+            fn = self._function(node)
+            cache[node] = (
+                fn is not None
+                and fn.owner is not None
+                and not _framework_called(fn.summary.name)
+                and any(same_repository(p, fn.module.path) for p in self._fitting_scripts())
+                and not self._index_of_uses().get(fn.summary.name)
+                and self._named_nowhere(fn)
+            )
+        return bool(cache[node])
+
+    def _named_nowhere(self, fn: _Function) -> bool:
+        words, looked_up = self._names_by_text()
+        return not (fn.summary.name in words or fn.module.path in looked_up or "^" in looked_up)
+
     def _built_only_off_training(
         self,
         gkey: str,
@@ -2729,7 +2786,18 @@ class ProjectScope:
                     evaluates.add(asked)
                     continue
             if not key:
-                return None  # a module's top level: it runs wherever the module is imported
+                # A module's top level runs wherever the module is imported; a script's that
+                # nothing imports (a serving script loading the model) runs only as itself.
+                if (
+                    os.path.basename(where) == "__init__.py"
+                    or self._imported(where)
+                    or where in self._fitting_scripts()
+                    or not self._never_trains(module_node(where))
+                    or not self._never_trains(module_node(where, main=True))
+                ):
+                    return None
+                roots.add(f"the top level of {os.path.basename(where)}")
+                continue
             starts = self._off_training_roots(f"{where}:{key}", found, words, looked_up)
             if starts is None:
                 return None
@@ -2858,7 +2926,12 @@ class ProjectScope:
             return False
         if not (name in LIGHTNING_HOOKS or (self.lightning1 and name in LIGHTNING1_HOOKS)):
             return False
-        return fn.owner is not None and self.model.class_kind(fn.owner).is_lightning
+        if fn.owner is None:
+            return False
+        kind = self.model.class_kind(fn.owner)
+        if name == "forward" and self._steps_without_forward(fn.owner, kind):
+            return False  # fit runs it only through a step's `self(x)`, a call of its own
+        return kind.is_lightning
 
     @staticmethod
     def _called_test_hook(node: str, form: str, roots: dict[str, tuple[int, str]]) -> bool:
@@ -3054,6 +3127,15 @@ class ProjectScope:
             # `self.x is not None` where every assignment of `x` stores a None-default
             # parameter of a constructor or method (`self.x = x`): what the calls pass.
             stored = self._attribute_stores(value[1], owner)
+            if stored and all(
+                t is False
+                and value[1]
+                not in m.scope.bool_stores.get(self.model.classes[g].summary.qualname, ())
+                for t, m, g in stored
+            ):
+                # Every store that happens in training is `self.x = None` (`self.stats =
+                # {...}` only in a method nothing calls): never anything else.
+                return False
             if not stored or not all(_is_none_flag(t) for t, _, _ in stored):
                 return None
             results = {self._passed_truth(f"{m.path}:{t[1]}", t[2]) for t, m, _ in stored}
@@ -3205,11 +3287,13 @@ class ProjectScope:
             setters = cls.module.scope.setters.get(cls.summary.qualname, {}).get(name)
             if assigned and setters:
                 # A store in a method only code that never trains calls (a scoring CLI's
-                # `model.enable_context()`) does not happen in training.
+                # `model.enable_context()`), or that nothing calls at all, does not happen
+                # in training.
                 assigned = list(assigned)
                 for key, value in setters:
-                    if value in assigned and self._called_only_off_training(
-                        f"{cls.module.path}:{key}"
+                    node = f"{cls.module.path}:{key}"
+                    if value in assigned and (
+                        self._called_only_off_training(node) or self._never_called(node)
                     ):
                         assigned.remove(value)
             stored += [(t, cls.module, gkey) for t in assigned or ()]

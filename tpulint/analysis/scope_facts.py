@@ -251,9 +251,10 @@ class ScopeFacts:
     # description) or a use form the project resolves ("name", "self", "attr"; text the call
     # as written). Whether the function can complete on a TPU (tpulint.analysis.scope).
     sure_calls: dict[str, list[list[str]]] = field(default_factory=dict)
-    # class qualname -> attribute -> [method key, truth] for each `self.<attribute> = True`
-    # (a literal True, False or None) in a method other than `__init__` (`enable_context()`
-    # turning a flag on): whether the code that calls the method trains decides the flag.
+    # class qualname -> attribute -> [method key, truth] for each `self.<attribute> = ...`
+    # in a method other than `__init__` (`enable_context()` turning a flag on, `collecting()`
+    # storing a dict): whether the code that calls the method trains (or whether anything
+    # calls it) decides the attribute.
     setters: dict[str, dict[str, list[list[Any]]]] = field(default_factory=dict)
     # Identifier-like string keys of dicts (`{"Triangle_transform": 3}`): a name a run-time
     # lookup (`getattr(module, key)` over the dict) may spell.
@@ -290,6 +291,9 @@ class ScopeFacts:
     # with their default string (`REQUIRED` for one without a default): what a call that
     # passes its own such parameter on passes (ProjectScope._equals_truth).
     string_params: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Class qualname -> the attributes some `self.<attribute> = True` or `= False` stores: a
+    # False among an attribute's truths is a stored None only where the attribute is absent.
+    bool_stores: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -339,6 +343,7 @@ class ScopeFacts:
             "hm": self.held,
             "cd": self.config_defaults,
             "sp": self.string_params,
+            "bs": self.bool_stores,
         }
 
     @classmethod
@@ -390,6 +395,7 @@ class ScopeFacts:
             data.get("hm", []),
             data.get("cd", {}),
             data.get("sp", {}),
+            data.get("bs", {}),
         )
 
 
@@ -1042,12 +1048,13 @@ class _Walker:
                         self.assigned(mine, value, key, imports, klass, truths)
                 if klass is not None:
                     # `self.on |= x`, `self.a, self.b = ...`: set to something unknown
+                    # (what is stored: `self.stats["n"] += 1` leaves `self.stats` as it was)
                     unpacked = [
                         e
                         for t in targets
                         if isinstance(t, (ast.Tuple, ast.List)) or isinstance(node, ast.AugAssign)
                         for e in ast.walk(t)
-                        if _self_attribute(e)
+                        if _self_attribute(e) and isinstance(e.ctx, ast.Store)  # type: ignore[attr-defined]
                     ]
                     for element in unpacked:
                         name = element.attr  # type: ignore[attr-defined]
@@ -1303,11 +1310,21 @@ class _Walker:
                     value.value is None or isinstance(value.value, bool)
                 ):
                     truth = bool(value.value)  # `self.unbounded = False`: a flag that is off
-                    if key and key.split("#", 1)[0].rsplit(".", 1)[-1] != "__init__":
-                        setters = self.facts.setters.setdefault(klass, {})
-                        setters.setdefault(target.attr, []).append([key, truth])
+                    if value.value is not None:
+                        stores = self.facts.bool_stores.setdefault(klass, [])
+                        if target.attr not in stores:
+                            stores.append(target.attr)
                 elif self._setup_stage(value, key):
                     truth = ["fit_stage", key]  # `self.stage = stage` in `setup(self, stage)`
+                if (
+                    key
+                    and key.split("#", 1)[0].rsplit(".", 1)[-1] != "__init__"
+                    and truth != ["fit_stage", key]
+                ):
+                    # A store in a method other than the constructor: it happens only when
+                    # that method runs (`self.stats = {...}` in a `collecting()` nothing calls).
+                    setters = self.facts.setters.setdefault(klass, {})
+                    setters.setdefault(target.attr, []).append([key, truth])
                 self.facts.attributes.setdefault(klass, {}).setdefault(target.attr, []).append(
                     truth
                 )
@@ -1836,6 +1853,8 @@ class _Walker:
         if isinstance(func, ast.Name):
             if self.known(func.id, imports, local):
                 return ["name", self.qualify(func.id, imports)]
+            if func.id == "self" and "." in key:
+                return ["self", "forward"]  # `self(batch)` in a method: the module's forward
             return None
         if not isinstance(func, ast.Attribute):
             return None
@@ -1950,6 +1969,16 @@ class _Walker:
                 if self.computed_accelerator(node, key):
                     launch.append("computed")
                 self.facts.launches.append(launch)
+            elif (
+                last == "instantiate"
+                and root == "hydra"
+                and node.args
+                and (text := dotted(node.args[0])) is not None
+                and text.rsplit(".", 1)[-1].lower() == "trainer"
+            ):
+                # `hydra.utils.instantiate(config.trainer, callbacks=...)`: a Trainer its
+                # config builds (what it asks for is the config's: "auto" here).
+                self.facts.launches.append(["trainer", "auto", key, node.lineno])
             elif last.endswith("CLI"):
                 self.facts.launches.append(
                     ["cli", self.cli_verdict(node), key, node.lineno, target]

@@ -995,7 +995,8 @@ class _Summarizer(ValueEvaluator):
         raises = max((i for i, s in enumerate(statements) if isinstance(s, ast.Raise)), default=-1)
         surely_set: set[str] = set()  # names set when None by an earlier statement
         for index, statement in enumerate(statements):
-            scope.error_path = index < raises
+            # (the `raise` itself too: its exception is built only when the code raises)
+            scope.error_path = index <= raises
             if isinstance(statement, ast.If) and isinstance(statement.test, ast.Constant):
                 # `if False:` (code switched off by hand) never runs; `if True:`'s else neither.
                 self.dead_branches[id(statement)] = "else" if statement.test.value else "body"
