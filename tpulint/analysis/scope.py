@@ -3775,7 +3775,8 @@ class ProjectScope:
         other use of its name (a reference, a call on a value of unknown class), it is no
         method a framework calls, no dunder, and it does not run in training."""
         return (
-            not fn.summary.name.startswith("__")
+            not self.model._computing_hot  # (what is hot is asked once it is known)
+            and not fn.summary.name.startswith("__")
             and not (fn.summary.cls is not None and _framework_called(fn.summary.name))
             and fn.gkey not in self.model.hot
             and not [
