@@ -6100,3 +6100,52 @@ def test_a_tool_class_training_may_build_stays(
         files[where] = "from tools.infer_fast import FastRunner\n" + files[where]
     model = project(tmp_path, files)
     assert "Runner" not in _inference_only(model)
+
+
+NEVER_CALLED_CALLER = {
+    "pkg/__init__.py": "",
+    "pkg/grid.py": """\
+        import torch
+
+
+        def grid(kind, hi, n, device):
+            if kind == "log":
+                top = torch.log(torch.tensor(hi, device=device)).item()  # log-top
+                return torch.logspace(0, top, n, device=device)
+            return torch.linspace(0.0, hi, n, device=device)
+
+
+        def schedule(n, device, kind="linear"):
+            return grid(kind, 1.0, n, device)
+
+
+        def plan(n, kind, device):
+            return grid(kind, 1.0, n, device)
+    """,
+    "pkg/model.py": """\
+        import lightning as L
+
+        from pkg.grid import plan, schedule
+
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                t = schedule(8, batch.device, kind="linear")
+                return (self(batch) * t).sum()
+    """,
+}
+
+
+@pytest.mark.parametrize("plan_called", [False, True])
+def test_a_caller_nothing_calls_does_not_decide_a_branch(tmp_path: Path, plan_called: bool) -> None:
+    """`kind == "log"` of a helper the step's path calls with "linear": a second caller that
+    passes its own parameter on but that nothing calls never runs, so it leaves the branch
+    decided; once something calls it (with any kind), the branch may run."""
+    files = dict(NEVER_CALLED_CALLER)
+    if plan_called:
+        files["pkg/model.py"] = files["pkg/model.py"].replace(
+            "        return (self", "        plan(4, batch_idx, batch.device)\n        return (self"
+        )
+    model = project(tmp_path, files)
+    found = reason_at(model, tmp_path, "pkg/grid.py", "top = torch.log")
+    assert (found is None) == plan_called

@@ -144,6 +144,18 @@ class DataDependentShapeOp(TrackingRule, Rule):
         Valid(_MOD + "    def forward(self, x):\n        return torch.where(x > 0, x, 0)\n"),
         # Integer repeats are static.
         Valid(_MOD + "    def forward(self, x):\n        return x.repeat_interleave(2, dim=0)\n"),
+        # A helper taking an int or a tensor of repeats, every call passing the int: its
+        # tensor-only branches (which rebind the repeats) never run.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def spread(groups, reps):\n"
+            "    if isinstance(reps, torch.Tensor):\n"
+            "        reps = torch.cat((groups.new_ones(1), reps))\n"
+            "    return torch.repeat_interleave(groups, reps)\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x, groups):\n"
+            "        return x[spread(groups, 3)]\n"
+        ),
     )
     INVALID = (
         Invalid(

@@ -189,6 +189,20 @@ class DataDependentSize(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The total of a counts tensor times a Python number (the helper's tensor-only
+        # branch never runs): still read on the host to size the buffer.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def expand_counts(counts, reps):\n"
+            "    if isinstance(reps, torch.Tensor):\n"
+            "        reps = torch.cat((counts.new_ones(1), reps))\n"
+            "    total = (counts * reps).sum()\n"
+            "    return torch.zeros(total, device=counts.device)\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x, counts):\n"
+            "        return x + expand_counts(counts, 2).sum()\n",
+            line=8,
+        ),
         # Random per-sample windows (VITS-style `slice_segments`): each start is an element
         # of a device tensor, read on the host by the slice, one per sample and step.
         Invalid(

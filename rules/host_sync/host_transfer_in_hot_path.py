@@ -801,6 +801,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A scorer stored from a constructor's default, a host package's function (no
+        # construction passes another): it returns a numpy number, formatting it reads no
+        # tensor.
+        Valid(
+            "import logging\n\nimport lightning as L\nimport torch\n"
+            "from scipy.spatial.distance import cosine\n\n\n"
+            "class Fitted(L.LightningModule):\n"
+            "    def __init__(self, score=cosine):\n"
+            "        super().__init__()\n"
+            "        self.score = score\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        a, b = batch\n"
+            "        logging.info(f'score {self.score(a, b)}')\n"
+        ),
         # A block whose body records the key it compares (`self.shown_split = split`): it
         # runs once per change of the key (a new dataloader), not on every batch.
         Valid(

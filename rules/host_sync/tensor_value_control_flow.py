@@ -170,6 +170,36 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # A sub-module's forward handed the outer forward's optional step down the stack:
+        # None in training (the step leaves it out), a loop counter only when sampling.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Shift(nn.Module):\n"
+            "    def forward(self, x, pos):\n"
+            "        if pos is not None and pos > 0:\n"
+            "            return x\n"
+            "        return torch.roll(x, 1, dims=1)\n\n\n"
+            "class Body(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.shift = Shift()\n\n"
+            "    def forward(self, x, pos):\n"
+            "        return self.shift(x, pos)\n\n\n"
+            "class Sampler(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.body = Body()\n\n"
+            "    def generate(self, x):\n"
+            "        for k in range(3):\n"
+            "            x = self(x, pos=k)\n"
+            "        return x\n\n"
+            "    def forward(self, x, pos=None):\n"
+            "        if pos is None:\n"
+            "            x = x * 2\n"
+            "        return self.body(x, pos)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch).sum()\n"
+        ),
         # A set-up method the step hands a Python number: the attribute holds a number.
         Valid(
             _HEAD + "    def set_weight(self, weight):\n"

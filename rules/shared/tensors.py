@@ -1069,6 +1069,12 @@ def _tensorish(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -
         return True
     if kind.is_host or kind is CPU:
         return False
+    if isinstance(node, cst.BinaryOperation):
+        # `(sizes * repeats)` of a tensorish value and a number (or another such value)
+        sides = (node.left, node.right)
+        return any(_tensorish(ctx, side, bindings) for side in sides) and not any(
+            ctx.value_kind(side) is CPU for side in sides
+        )
     name = root_name(node)
     if name is None or name == "self":
         return False

@@ -454,6 +454,12 @@ class FileContext(Resolver):
         view = self.analysis.view
         return dict(view.module.star_bindings) if view is not None else {}
 
+    def never_run_branches(self) -> frozenset[tuple[int, int]]:
+        view = self.analysis.view
+        if view is None:
+            return frozenset()
+        return view.model.scope.never_run_branches(view.module.path)
+
     def record_attribute(self, name: str) -> ValueKind | None:
         view = self.analysis.view
         found = view.record_attribute(name) if view is not None else None
@@ -839,8 +845,13 @@ class FileContext(Resolver):
             )
         ):
             # An nn.Module's forward and a metric's update take tensors, except what their
-            # names say are shapes or counts (`hw_shape`, `output_size`, `num_frames`).
-            return UNKNOWN if _SHAPE_PARAM.search(name) else DEVICE
+            # names say are shapes or counts (`hw_shape`, `output_size`, `num_frames`), and
+            # what every call hands down from a caller's optional parameter (`step=None`).
+            if _SHAPE_PARAM.search(name) or (
+                view is not None and view.forwarded_optional(info.key, index)
+            ):
+                return UNKNOWN
+            return DEVICE
         return UNKNOWN
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -1338,6 +1338,32 @@ class ProjectModel:
             values.append(value)
         return combine_values(values) if values else None
 
+    def _host_function_attribute(self, class_gkey: str, attr: str) -> bool:
+        """Whether `self.<attr>` is only ever an `__init__` parameter stored as is whose
+        default is a function of a host package (`self.loss = loss` of `loss=log_loss`),
+        which no construction the project makes replaces: calling it gives host data (a
+        numpy number), not a tensor."""
+        init = self.find_method(class_gkey, "__init__")
+        if init is None or init.owner is None:
+            return False
+        cls = self.classes.get(init.owner)
+        index = cls.summary.param_attributes.get(attr) if cls is not None else None
+        if cls is None or index is None or index >= len(init.summary.params):
+            return False
+        name = init.summary.params[index]
+        if name not in init.summary.host_defaults:
+            return False
+        if cls.summary.attributes.get(attr) != ["unknown"]:
+            return False  # assigned something else too
+        for gkey in [*self.mro(class_gkey), *self.subclasses(class_gkey)]:
+            other = self.classes.get(gkey)
+            if gkey != init.owner and other is not None and attr in other.summary.attributes:
+                return False
+        return all(
+            _passed(call.keywords, call.args, name, index - 1) is None
+            for _, call in self._constructions(init.owner)
+        )
+
     def _constructions(self, class_gkey: str) -> list[tuple[_Function, Any]]:
         """The calls of the project that build the class (`Trainer(device, loader)`)."""
         index = self.__dict__.get("_construction_index")
@@ -1661,6 +1687,43 @@ class ProjectModel:
                     value = Value("device")
             values.append(value)
         return combine_values(values) if values else None
+
+    def forwarded_optional(self, gkey: str, index: int, _depth: int = 0) -> bool:
+        """Whether every call of the project's own code (not its tests) passes parameter
+        `index` of the function a parameter of the caller's that defaults to None (or one
+        that is itself so forwarded), whose calls the model does not see (a forward the
+        module's `self(...)` runs): an optional setting as often as a tensor
+        (`decode_step=None` handed down the stack, a loop counter only when sampling)."""
+        fn = self.functions.get(gkey)
+        if fn is None or _depth > 4 or index >= len(fn.summary.params):
+            return False
+        callers = [c for c in self._callers().get(gkey, []) if not _is_test_path(c[0].module.path)]
+        if not callers:
+            return False
+        name = fn.summary.params[index]
+        for caller, call, offset in callers:
+            atoms = _passed(call.keywords, call.args, name, index - offset)
+            # the parameter itself (`["none", p]` after an `if p is None:` test)
+            passed = [a for a in atoms or () if a != "none"]
+            if not (
+                len(passed) == 1
+                and isinstance(passed[0], list)
+                and len(passed[0]) == 2
+                and passed[0][0] == "p"
+                and isinstance(passed[0][1], int)
+            ):
+                return False
+            own = passed[0][1]
+            params = caller.summary.params
+            if own >= len(params):
+                return False
+            if params[own] in caller.summary.none_params:
+                if self._callers().get(caller.gkey):
+                    return False  # its calls are seen: they say what it is
+                continue
+            if not self.forwarded_optional(caller.gkey, own, _depth + 1):
+                return False
+        return True
 
     def called_every_step(self, gkey: str) -> bool:
         """Whether the function is called by the project's own code (not its tests) from code
@@ -2259,6 +2322,8 @@ class ProjectModel:
             ]
             if all(p is not None and p.kind == "numpy" and not p.params for p in passed):
                 return Value("numpy")
+        if not method and self._host_function_attribute(owner, attr):
+            return Value("host")
         if value is None or value.kind != "module":
             return UNKNOWN_VALUE
         if method in MODULE_SELF_METHODS:
@@ -2567,7 +2632,8 @@ class FileView:
         if not targets and form == "attr" and owner is not None and "." not in target:
             # `self.tracker(activations)`: a library object fed numpy arrays only
             value = self.model._attribute_call(self.module, owner, target, args, 0)
-            return value if value.kind == "numpy" else None
+            # (or a host package's function stored from a constructor's default)
+            return value if value.kind in ("numpy", "host") else None
         if len(targets) != 1:
             return None
         return self.model.call_value(self.module, owner, form, target, args)
@@ -2607,6 +2673,12 @@ class FileView:
         attribute (see ProjectModel.passes_record_attribute)."""
         fn = self._functions.get(key)
         return fn is not None and self.model.passes_record_attribute(fn.gkey, index)
+
+    def forwarded_optional(self, key: str, index: int) -> bool:
+        """Whether every call hands parameter `index` of this file's function `key` down from
+        a caller's optional parameter (see ProjectModel.forwarded_optional)."""
+        fn = self._functions.get(key)
+        return fn is not None and self.model.forwarded_optional(fn.gkey, index)
 
     def called_every_step(self, key: str) -> bool:
         """Whether this file's function `key` is called only from code that runs every step

@@ -3610,6 +3610,8 @@ class ProjectScope:
                 continue  # (a retry in a CUDA error's handler: it never runs on a TPU)
             if caller.gkey != fn.gkey and self._called_only_where_dead(caller) is not None:
                 continue  # (a caller that never runs: `radius_graph_pbc` when pbc is off)
+            if caller.gkey != fn.gkey and self._caller_never_runs(caller):
+                continue  # (a caller nothing calls: its call never runs)
             if param in call.keywords:
                 key = param
             elif len(call.args) + offset > index:
@@ -3933,6 +3935,21 @@ class ProjectScope:
         if keep:
             memo[fn.gkey] = found
         return found
+
+    def _caller_never_runs(self, fn: _Function) -> bool:
+        """Whether nothing runs the function: no call of it in the project (tests aside), no
+        other use of its name (a reference, a call on a value of unknown class), it is no
+        method a framework calls, no dunder, and it does not run in training."""
+        return (
+            not self.model._computing_hot  # (what is hot is asked once it is known)
+            and not fn.summary.name.startswith("__")
+            and not (fn.summary.cls is not None and _framework_called(fn.summary.name))
+            and fn.gkey not in self.model.hot
+            and not [
+                c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
+            ]
+            and self._only_called(fn, [])
+        )
 
     def _find_called_only_where_dead(self, fn: _Function) -> str | None:
         found = None
@@ -4331,6 +4348,32 @@ class ProjectScope:
                 parts.append(str(self._class_built_only_where_dead(found.owner)))
                 parts.append(str(self._test_only_reason(found)))
         return "|".join(parts)
+
+    def never_run_branches(self, path: str) -> frozenset[tuple[int, int]]:
+        """(line, column) of the first statement of each `if` body or `else` of the module
+        that runs only when a parameter is a tensor (`isinstance(p, torch.Tensor)`) or only
+        when it is not, and the project's calls decide it never runs (a helper that takes an
+        int or a tensor, every call passing the int 2): the value inference leaves out what
+        such a branch binds."""
+        memo = self.__dict__.setdefault("_never_run", {})
+        if path in memo:
+            return memo[path]
+        found: set[tuple[int, int]] = set()
+        module = self.model.modules.get(path)
+        if module is not None:
+            for region in module.scope.regions:
+                key, line, column, _, _, truth, wanted, how = region[:8]
+                if not (isinstance(truth, list) and truth and truth[0] == "tensor_param"):
+                    continue
+                if how not in ("if", "else"):
+                    continue
+                region_fn = self.model.functions.get(f"{path}:{key}") if key else None
+                owner = region_fn.owner if region_fn is not None else None
+                value = self.truth(truth, module, owner)
+                if value is not None and value != wanted:
+                    found.add((line, column))
+        memo[path] = frozenset(found)
+        return memo[path]
 
     def reason(
         self,

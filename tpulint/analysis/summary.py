@@ -66,6 +66,7 @@ from tpulint.analysis.python_ast import tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
+    HOST_PACKAGES,
     NUMPY_ONLY_METHODS,
     SIZE_ARGUMENT_METHODS,
     annotation_kind,
@@ -318,6 +319,9 @@ class FunctionSummary:
     tensor_params: list[str] = field(default_factory=list)
     # The parameters that default to None: a call that leaves one out passes None, no tensor.
     none_params: list[str] = field(default_factory=list)
+    # The parameters whose default is a function of a host package (`loss=log_loss` of
+    # sklearn.metrics): what calling it gives is host data, never a tensor.
+    host_defaults: list[str] = field(default_factory=list)
     # It takes `**kwargs`: parameter index len(params) + 1 stands for the values calls pass
     # by keywords it does not name.
     kwargs: bool = False
@@ -329,6 +333,7 @@ class FunctionSummary:
             "pl": self.placements,
             "tp": self.tensor_params,
             "np": self.none_params,
+            "hd": self.host_defaults,
             "sp": list(self.span),
             "k": self.key,
             "n": self.name,
@@ -377,6 +382,7 @@ class FunctionSummary:
             data.get("tp", []),
             data.get("np", []),
             data.get("kw", False),
+            data.get("hd", []),
         )
 
 
@@ -813,11 +819,16 @@ class _Summarizer(ValueEvaluator):
         summary: ModuleSummary,
         text: str,
         snapshots: dict[int, tuple[Any, ...]] | None = None,
+        never_run: frozenset[tuple[int, int]] = frozenset(),
     ) -> None:
         self.summary = summary
         self.text = text
         self.snapshots = snapshots
         self.query = snapshots is not None
+        # (line, column) of the first statement of each branch the project's calls decide
+        # never runs (query mode: `isinstance(p, torch.Tensor)` of a parameter every call
+        # passes a Python number): what it binds is no value after the `if`.
+        self.never_run = never_run
         self.depth = 0  # how many functions enclose the code being walked
         # Function key -> the parameters that default to None, its enclosing functions'
         # included (a call forwarding one may pass None: `f(x, mask=mask)`).
@@ -1096,9 +1107,13 @@ class _Summarizer(ValueEvaluator):
             for journal in (body_journal, else_journal):
                 for name, old in journal.items():
                     _note(scope, name, old)  # the value before the `if`, for an outer branch
+            body_dead = self._never_runs(node.body)
+            else_dead = self._never_runs(node.orelse)
             for name in {*body_journal, *else_journal}:
                 before = body_journal[name] if name in body_journal else else_journal[name]
                 in_body = body_values.get(name) if name in body_journal else before
+                if body_dead:
+                    in_body = before
                 if (
                     cuda_only
                     and in_body is not None
@@ -1107,6 +1122,8 @@ class _Summarizer(ValueEvaluator):
                 ):
                     in_body = before
                 in_else = scope.env.get(name) if name in else_journal else before
+                if else_dead:
+                    in_else = before
                 options = [v for v in (in_body, in_else) if v is not None and v is not MISSING]
                 if not options:
                     scope.env.pop(name, None)
@@ -1295,6 +1312,7 @@ class _Summarizer(ValueEvaluator):
             node.name, klass.name if klass is not None else None
         ) or (klass is not None and node.name in _ITEM_METHODS)
         info.none_params = sorted(_none_default_names(args))
+        info.host_defaults = sorted(self._host_function_defaults(args, outer))
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
@@ -1564,6 +1582,39 @@ class _Summarizer(ValueEvaluator):
         for item in pending:
             kinds |= {item} if isinstance(item, str) else self.condition(item)
         return tuple(sorted(kinds))
+
+    def _host_function_defaults(self, args: ast.arguments, scope: Scope) -> set[str]:
+        """The parameters whose default names a function of a host package (numpy, scipy,
+        sklearn: `metric=mean_absolute_error`): calling it gives host data."""
+        positional = [*args.posonlyargs, *args.args]
+        pairs = [
+            *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+        ]
+        found: set[str] = set()
+        for arg, default in pairs:
+            text = dotted(default) if isinstance(default, (ast.Name, ast.Attribute)) else None
+            if text is None or text.split(".", 1)[0] not in scope.imports:
+                continue
+            qualified = self.qualify(text, scope.imports)
+            if "." in qualified and qualified.split(".", 1)[0] in HOST_PACKAGES:
+                found.add(arg.arg)
+        return found
+
+    def _never_runs(self, body: list[ast.stmt]) -> bool:
+        """Whether a branch's first statement starts where `never_run` says (1-based
+        character columns, as the scope facts record them)."""
+        if not body or not self.never_run:
+            return False
+        first = body[0]
+        lines = self.__dict__.get("_lines")
+        if lines is None:
+            lines = self.__dict__["_lines"] = self.text.splitlines()
+        column = first.col_offset
+        if 0 < first.lineno <= len(lines) and not lines[first.lineno - 1].isascii():
+            raw = lines[first.lineno - 1].encode("utf-8")
+            column = len(raw[:column].decode("utf-8", errors="replace"))
+        return (first.lineno, column + 1) in self.never_run
 
     def lazy_block(self, node: ast.If, scope: Scope) -> bool:
         """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets

@@ -106,6 +106,12 @@ class Resolver:
         without a project."""
         return {}
 
+    def never_run_branches(self) -> frozenset[tuple[int, int]]:
+        """(line, column) of the first statement of each branch of the file that the
+        project's calls decide never runs (ProjectScope.never_run_branches): none without a
+        project."""
+        return frozenset()
+
     def current_function(self) -> cst.FunctionDef | None:  # pragma: no cover
         """The function the walk is in: the one around a node whose parents the walk has not
         linked yet (a rule asks about the children of the node it visits)."""
@@ -249,6 +255,7 @@ class PositionValues:
             summary,
             self.source,
             snapshots=snapshots,
+            never_run=self.resolver.never_run_branches(),
         )
         try:
             walker.module(tree)
