@@ -134,6 +134,22 @@ class DataDependentSize(TrackingRule, Rule):
     folds_into = ("TPU101", "TPU103")
 
     VALID = (
+        # The lengths `pad_packed_sequence` returns are a CPU tensor whatever the input's
+        # device: slicing with one of them reads no device value.
+        Valid(
+            "import lightning as L\nfrom torch import nn\n"
+            "from torch.nn.utils.rnn import pad_packed_sequence\n\n\n"
+            "class Tagger(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cell = nn.LSTM(8, 8)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        seq, steps = pad_packed_sequence(self.cell(batch)[0])\n"
+            "        total = 0\n"
+            "        for j in range(seq.shape[1]):\n"
+            "            total = total + seq[: steps[j], j].sum()\n"
+            "        return total\n"
+        ),
         # Elements of the step's data (a list of lengths as often as a tensor) and of a CPU
         # tensor are not device reads.
         Valid(

@@ -801,6 +801,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # The lengths `pad_packed_sequence` returns live on the CPU: `.to("cpu")` and
+        # `.tolist()` on them copy nothing from the device.
+        Valid(
+            "import lightning as L\nfrom torch import nn\nfrom torch.nn.utils import rnn\n\n\n"
+            "class Tagger(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cell = nn.GRU(8, 8)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        seq, steps = rnn.pad_packed_sequence(self.cell(batch)[0])\n"
+            "        counts = steps.to('cpu')\n"
+            "        widths = steps.tolist()\n"
+            "        return seq.sum() / (counts.sum() + len(widths))\n"
+        ),
         # A scorer stored from a constructor's default, a host package's function (no
         # construction passes another): it returns a numpy number, formatting it reads no
         # tensor.

@@ -246,6 +246,20 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # `pad_packed_sequence`'s padded output stays on the device (only its lengths are
+        # on the CPU): `.item()` on it is a read.
+        Invalid(
+            "import lightning as L\nfrom torch import nn\n"
+            "from torch.nn.utils.rnn import pad_packed_sequence\n\n\n"
+            "class Tagger(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cell = nn.GRU(8, 8)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        seq, steps = pad_packed_sequence(self.cell(batch)[0])\n"
+            "        top = seq.max().item()\n"
+            "        return seq.sum() * top + steps.sum()\n"
+        ),
         # A helper that sets the length it is called to set, called behind `if
         # self.size.item() == 0:` (a zero sentinel) and in `while n > self.size.item():`
         # (the loop ends with the test false): it runs on the first step or when the

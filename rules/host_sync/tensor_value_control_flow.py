@@ -170,6 +170,22 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # A list of tensors compared with a list or tuple display (`parts != []`): Python's
+        # comparison (a tensor never equals a display), a plain bool with no device read.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Joiner(nn.Module):\n"
+            "    def forward(self, parts):\n"
+            "        if parts != []:\n"
+            "            return torch.cat(parts, dim=1)\n"
+            "        if parts == ():\n"
+            "            return None\n"
+            "        return parts[0]\n\n\n" + _HEAD + "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.join = Joiner()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self.join([batch, batch * 2]).mean()\n"
+        ),
         # A sub-module's forward handed the outer forward's optional step down the stack:
         # None in training (the step leaves it out), a loop counter only when sampling.
         Valid(

@@ -82,6 +82,7 @@ from tpulint.analysis.value_tables import (
     STRING_ARGUMENT_METHODS,
     STRING_METHODS,
     TENSOR_METHODS_OF_MODULES,
+    TORCH_CPU_SECOND_RESULTS,
     TORCH_CUDA_CHECK_PREFIXES,
     TORCH_FACTORIES,
     TORCH_HOST_FUNCTIONS,
@@ -563,6 +564,10 @@ class ValueEvaluator:
             # Python's False (`Tensor.__eq__` returns NotImplemented for None), no read;
             # `x != ["NA"]`: a list of strings is no tensor operand either (torch raises)
             return ["number"]
+        if any(isinstance(o, (ast.List, ast.Tuple, ast.Dict, ast.Set)) for o in operands):
+            # `feats != []`, `x == ()`: a tensor compared with a list/tuple/dict/set display
+            # is Python's comparison (`Tensor.__eq__` gives NotImplemented), a plain bool
+            return ["number"]
         kinds = [self.atoms(o, scope, d) for o in operands]
         flat = [a for k in kinds for a in k]
         if all(all_host(k) for k in kinds):
@@ -915,6 +920,14 @@ class ValueEvaluator:
         )
 
     def torch_call(self, rest: str, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
+        result = self.torch_result(rest, node, scope, d)
+        last = rest.rsplit(".", 1)[-1]
+        if last in TORCH_CPU_SECOND_RESULTS:
+            # `out, lengths = pad_packed_sequence(packed)`: the lengths are a CPU tensor
+            return [["t", result, ["cpu"]]]
+        return result
+
+    def torch_result(self, rest: str, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
         last = rest.rsplit(".", 1)[-1]
         if last == "device" and node.args:
             # `torch.device("cuda" if torch.cuda.is_available() else "cpu")`: a device

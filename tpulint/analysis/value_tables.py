@@ -135,6 +135,9 @@ TORCH_HOST_FUNCTIONS = frozenset(
         "autocast",
     }
 )
+# torch functions returning a pair whose second element is a CPU tensor whatever the input's
+# device (`out, lengths = torch.nn.utils.rnn.pad_packed_sequence(packed)`: the lengths).
+TORCH_CPU_SECOND_RESULTS = frozenset({"pad_packed_sequence"})
 # torch sub-packages whose functions return host values (`torch.cuda.is_available()`).
 TORCH_HOST_PREFIXES = ("cuda.", "backends.", "distributed.")
 # torch checks of a CUDA or MPS device (`torch.cuda.is_available()`,
