@@ -233,6 +233,16 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        ids = x.argmax(-1).to(device)\n"
             "        return ids[ids > 0]\n"
         ),
+        # The same chain held by a module global the module binds once: a host tensor.
+        Valid(
+            "import numpy as np\nimport torch\nfrom torch import nn\n\n"
+            "where = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        signs = torch.from_numpy(np.ones(5)).float().to(where)\n"
+            "        signs[signs == 0] = -1\n"
+            "        return x * signs.sum()\n"
+        ),
         # Integer indices, slices, None, numbers and ellipsis are static.
         Valid(
             _MOD + "    def forward(self, x, lengths):\n"
@@ -635,6 +645,19 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             "        place = x.device if x.device.type != 'cpu' else device\n"
             "        ids = x.argmax(-1).to(place)\n"
             "        return ids[ids > 0]\n",
+            line=10,
+        ),
+        # A global the module rebinds (to the XLA device when run): its place is not known.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n"
+            "where = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        ids = x.argmax(-1).to(where)\n"
+            "        return ids[ids > 0]\n\n\n"
+            "def main(xla_device):\n"
+            "    global where\n"
+            "    where = xla_device\n",
             line=10,
         ),
         # Real shapes from the corpus (EXAMPLES §2).

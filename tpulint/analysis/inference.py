@@ -451,6 +451,9 @@ class ValueEvaluator:
             imported = scope.imports.get(node.id)
             if imported is not None:
                 return [package_kind(imported.split(".", 1)[0]) or "unknown"]
+            held = self.global_atoms(node.id, scope)
+            if held is not None:
+                return held
             return ["unknown"]
         if isinstance(node, ast.Attribute):
             return self.attribute(node, scope, d)
@@ -903,6 +906,10 @@ class ValueEvaluator:
         if device_literal(node) == "cpu":
             return ["cpu_device"]
         return self.atoms(node, scope, d)
+
+    def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
+        """What a module global read in a function holds, where that is known (None here)."""
+        return None
 
     def cuda_check(self, test: ast.expr, scope: Scope) -> bool:
         """Whether a test is False on a TPU host: a CUDA/MPS availability check, alone or as

@@ -704,13 +704,10 @@ class ModuleSummary:
         )
 
 
-def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
-    """The module-level assignments of a lambda to a name the module binds nowhere else
-    (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
-    found: dict[int, ast.Assign] = {}
+def _binding_counts(tree: ast.Module) -> dict[str, int]:
+    """How often the module binds each name, anywhere (2 for a `global`, `nonlocal` or an
+    import: rebound elsewhere); the counts do not depend on the order they are read in."""
     names: dict[str, int] = {}
-    # Every binding of the module's statements (the counts do not depend on the order they
-    # are read in), from the tree's index.
     for node in tree_index(tree).of_type(tree, ast.Name, ast.Global, ast.Nonlocal, ast.alias):
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -721,6 +718,14 @@ def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assi
         elif isinstance(node, ast.alias):
             local = (node.asname or node.name).split(".", 1)[0]
             names[local] = names.get(local, 0) + 2
+    return names
+
+
+def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
+    """The module-level assignments of a lambda to a name the module binds nowhere else
+    (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
+    found: dict[int, ast.Assign] = {}
+    names = _binding_counts(tree)
     for statement in tree.body:
         if (
             isinstance(statement, ast.Assign)
@@ -870,6 +875,8 @@ class _Summarizer(ValueEvaluator):
         self.dead_branches: dict[int, str] = {}
         # Module global -> the atoms the module binds to it (at its top level).
         self.module_globals: dict[str, list[Atom]] = {}
+        # name -> how often the module binds it anywhere (_binding_counts).
+        self.binding_counts: dict[str, int] = {}
         # Placements naming a module global or a namespace attribute, settled at the end:
         # (function, index in its placements, "global" | "namespace", name).
         self.pending_placements: list[tuple[FunctionSummary, int, str, str]] = []
@@ -898,6 +905,7 @@ class _Summarizer(ValueEvaluator):
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
         self.lambda_functions = _lambda_functions(tree, self.module_names)
+        self.binding_counts = _binding_counts(tree)
         self.module_names.update(node.targets[0].id for node in self.lambda_functions.values())  # type: ignore[attr-defined]
         if use_tables is not None:
             self.size_uses, self.numpy_uses = use_tables
@@ -923,6 +931,18 @@ class _Summarizer(ValueEvaluator):
             if brought.get(name) != target
         }
         self._settle_placements()
+
+    def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
+        """A module global read in a function that the module's top level (so far) binds
+        only to the CPU on a TPU host (`device = "cuda" if torch.cuda.is_available() else
+        "cpu"`): `x.to(device)` makes a host tensor there. Other globals stay unknown."""
+        if (
+            scope.info is None
+            or self.binding_counts.get(name) != 1
+            or self.module_globals.get(name) != ["cpu_device"]
+        ):
+            return None
+        return ["cpu_device"]
 
     def _settle_placements(self) -> None:
         """Resolve the placements that name a module global (`x.to(DEVICE)`) or an attribute
