@@ -221,3 +221,69 @@ def test_callers_and_callees_by_method_name_do_not_depend_on_what_was_asked_firs
     assert answers(questions[::-1]) == alone
     scope = build_model(files).scope
     assert scope.callers(net) is scope.callers(net)  # kept
+
+
+def _stored_encoder(tmp_path: Path) -> list[tuple[str, str]]:
+    """`self.enc.run(x)` on a constructor parameter stored on `self`: resolving it asks what
+    the callers of `__init__` pass, so building the caller index asks for the index again."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/nets.py": (
+            "class Encoder:\n    def run(self, x):\n        return x\n\n\n"
+            "class Model:\n    def __init__(self, enc):\n        self.enc = enc\n\n"
+            "    def step(self, x):\n        return self.enc.run(x)\n"
+        ),
+        "pkg/use.py": (
+            "from pkg.nets import Encoder, Model\n\n\n"
+            "def main():\n    m = Model(Encoder())\n    return m.step(1)\n"
+        ),
+    }
+    out = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out.append((str(path), text))
+    return out
+
+
+class _NeverKept(dict):  # type: ignore[type-arg]
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+def _index(model: ProjectModel) -> dict[str, list[tuple[str, int, str, int]]]:
+    return {
+        gkey: [(fn.gkey, call.line, call.target, offset) for fn, call, offset in entries]
+        for gkey, entries in model._callers().items()
+    }
+
+
+def test_caller_index_built_inside_its_own_build_is_a_fresh_builds(tmp_path: Path) -> None:
+    """Each function's caller entries are kept across the builds of the index that run inside
+    its build (a resolution asking what the callers pass asks for the index again; only
+    entries no cycle's stand-in went into are kept): the index is the one a build that keeps
+    nothing gives, also after the hot set and the values asked first."""
+    files = _stored_encoder(tmp_path)
+    plain = build_model(files)
+    plain._caller_entries = _NeverKept()
+    expected = _index(plain)
+    step = next(gkey for gkey in expected if gkey.endswith("Model.step#0"))
+    assert expected[step][0][0].endswith("main#0")
+    model = build_model(files)
+    built: list[str] = []
+    entries_of = model._caller_entries_of
+
+    def reentrant(fn):  # type: ignore[no-untyped-def]
+        built.append(fn.gkey)
+        if len(built) == 1:
+            model._callers()  # the index asked for again inside its build
+        return entries_of(fn)
+
+    model._caller_entries_of = reentrant  # type: ignore[method-assign]
+    assert _index(model) == expected
+    # The first function's calls resolved twice (inside, then outside), every other's once.
+    assert len(built) == len(set(built)) + 1 == len(model.functions) + 1
+    later = build_model(files)
+    assert sorted(later.hot) == sorted(plain.hot)
+    assert _index(later) == expected
