@@ -1916,9 +1916,11 @@ class ProjectModel:
         if self._caller_index is None:
             # Building the index resolves every call, and a resolution may ask what the
             # callers pass (a constructor parameter stored on `self`): that asks for the index
-            # again, which is built anew inside. Each function's entries are kept when none of
-            # its resolutions used a cycle's stand-in (as resolve_call keeps its answers), so
-            # the builds inside give the same index without resolving every call again.
+            # again, which is built anew inside (60 builds deep on the corpus). Each function's
+            # entries are kept when none of its resolutions used a cycle's stand-in (as
+            # resolve_call keeps its answers), so the builds inside give the same index without
+            # resolving every call again. (One loop, no helper: each build inside adds its
+            # frames to a deep stack.)
             kept = self._caller_entries
             recursion = self._recursion
             index: dict[str, list[tuple[_Function, Any, int]]] = {}
@@ -1926,7 +1928,34 @@ class ProjectModel:
                 entries = kept.get(id(fn))
                 if entries is None:
                     outer = recursion.take_stand_in_flag()
-                    entries = self._caller_entries_of(fn)
+                    entries = []
+                    functions = self._module_functions[id(fn.module)]
+                    for call in fn.summary.calls:
+                        targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+                        if not targets and call.form == "name":
+                            # A function nested in the caller (`def filter_ids(ids): ...`).
+                            inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
+                            targets = [inner] if inner is not None else []
+                        elif not targets and call.form == "self":
+                            # `self.encoder(x, n)` on a sub-module attribute: its forward (what
+                            # the project passes it; reach follows the sub-module on its own).
+                            targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
+                            if not targets and fn.owner is not None:
+                                # `self.set_input(batch)` in a base class that only its
+                                # subclasses define: it runs their overrides, with these
+                                # arguments.
+                                targets = self._overrides(fn.owner, call.target)
+                        for target in targets:
+                            if not isinstance(target, _Function):
+                                continue
+                            bound = call.form in ("self", "super", "attr", "inst")
+                            offset = (
+                                1
+                                if (bound and target.summary.bound)
+                                or "classmethod" in target.summary.decorators
+                                else 0
+                            )
+                            entries.append((target.gkey, (fn, call, offset)))
                     used = recursion.take_stand_in_flag()
                     recursion.restore_stand_in_flag(outer or used)
                     if not used:
@@ -1935,37 +1964,6 @@ class ProjectModel:
                     index.setdefault(gkey, []).append(entry)
             self._caller_index = index
         return self._caller_index
-
-    def _caller_entries_of(self, fn: _Function) -> list[tuple[str, tuple[_Function, Any, int]]]:
-        """The caller index's entries of the calls in one function, in order."""
-        out: list[tuple[str, tuple[_Function, Any, int]]] = []
-        functions = self._module_functions[id(fn.module)]
-        for call in fn.summary.calls:
-            targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
-            if not targets and call.form == "name":
-                # A function nested in the caller (`def filter_ids(ids): ...`).
-                inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
-                targets = [inner] if inner is not None else []
-            elif not targets and call.form == "self":
-                # `self.encoder(x, n)` on a sub-module attribute: its forward (what
-                # the project passes it; reach follows the sub-module on its own).
-                targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
-                if not targets and fn.owner is not None:
-                    # `self.set_input(batch)` in a base class that only its subclasses
-                    # define: it runs their overrides, with these arguments.
-                    targets = self._overrides(fn.owner, call.target)
-            for target in targets:
-                if not isinstance(target, _Function):
-                    continue
-                bound = call.form in ("self", "super", "attr", "inst")
-                offset = (
-                    1
-                    if (bound and target.summary.bound)
-                    or "classmethod" in target.summary.decorators
-                    else 0
-                )
-                out.append((target.gkey, (fn, call, offset)))
-        return out
 
     def _overrides(self, owner: str, name: str) -> list[_Function | _Class]:
         """The methods `name` the subclasses of the class define."""
