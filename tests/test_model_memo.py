@@ -221,3 +221,82 @@ def test_callers_and_callees_by_method_name_do_not_depend_on_what_was_asked_firs
     assert answers(questions[::-1]) == alone
     scope = build_model(files).scope
     assert scope.callers(net) is scope.callers(net)  # kept
+
+
+def _stored_encoder(tmp_path: Path) -> list[tuple[str, str]]:
+    """`self.enc.run(x)` on a constructor parameter stored on `self`: resolving it asks what
+    the callers of `__init__` pass, so building the caller index asks for the index again."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/nets.py": (
+            "class Encoder:\n    def run(self, x):\n        return x\n\n\n"
+            "class Model:\n    def __init__(self, enc):\n        self.enc = enc\n\n"
+            "    def step(self, x):\n        return self.enc.run(x)\n"
+        ),
+        "pkg/use.py": (
+            "from pkg.nets import Encoder, Model\n\n\n"
+            "def main():\n    m = Model(Encoder())\n    return m.step(1)\n"
+        ),
+    }
+    out = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out.append((str(path), text))
+    return out
+
+
+def _count_resolutions(model: ProjectModel, reenter: bool) -> int:
+    """How many calls the caller index's build resolves; `reenter`: the first resolution asks
+    for the index again (as a resolution asking what the callers pass does)."""
+    resolve = model.resolve_call
+    seen: list[str] = []
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(args[3])
+        if reenter and len(seen) == 1:
+            model._callers()
+        return resolve(*args, **kwargs)
+
+    model.resolve_call = counting  # type: ignore[method-assign]
+    model._callers()
+    model.resolve_call = resolve  # type: ignore[method-assign]
+    return len(seen)
+
+
+class _NeverKept(dict):  # type: ignore[type-arg]
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+def _index(model: ProjectModel) -> dict[str, list[tuple[str, int, str, int]]]:
+    return {
+        gkey: [(fn.gkey, call.line, call.target, offset) for fn, call, offset in entries]
+        for gkey, entries in model._callers().items()
+    }
+
+
+def test_caller_index_built_inside_its_own_build_is_a_fresh_builds(tmp_path: Path) -> None:
+    """Each function's caller entries are kept across the builds of the index that run inside
+    its build (a resolution asking what the callers pass asks for the index again; only
+    entries no cycle's stand-in went into are kept): the index is the one a build that keeps
+    nothing gives, also after the hot set and the values asked first."""
+    files = _stored_encoder(tmp_path)
+    plain = build_model(files)
+    plain._caller_entries = _NeverKept()
+    expected = _index(plain)
+    step = next(gkey for gkey in expected if gkey.endswith("Model.step#0"))
+    assert expected[step][0][0].endswith("main#0")
+    counted = build_model(files)
+    plain_resolutions = _count_resolutions(counted, reenter=False)
+    model = build_model(files)
+    resolutions = _count_resolutions(model, reenter=True)
+    assert _index(model) == expected
+    # The build inside resolved every call; the build outside, once it was done, only what
+    # was left of the first call's function (not every call again).
+    assert plain_resolutions < resolutions < 2 * plain_resolutions
+    assert len(model._caller_entries) == len(model.functions)
+    later = build_model(files)
+    assert sorted(later.hot) == sorted(plain.hot)
+    assert _index(later) == expected

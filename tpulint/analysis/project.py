@@ -451,6 +451,8 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int, bool, str | None, bool, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
+        # _callers: each function's entries (callee gkey, entry), by id of the function
+        self._caller_entries: dict[int, list[tuple[str, tuple[_Function, Any, int]]]] = {}
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
         # lookup's answers that did not meet the depth limit, with how deep they went.
@@ -1912,34 +1914,54 @@ class ProjectModel:
     def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
         """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
         if self._caller_index is None:
+            # Building the index resolves every call, and a resolution may ask what the
+            # callers pass (a constructor parameter stored on `self`): that asks for the index
+            # again, which is built anew inside (60 builds deep on the corpus). Each function's
+            # entries are kept when none of its resolutions used a cycle's stand-in (as
+            # resolve_call keeps its answers), so the builds inside give the same index without
+            # resolving every call again. (One loop, no helper: each build inside adds its
+            # frames to a deep stack.)
+            kept = self._caller_entries
+            recursion = self._recursion
             index: dict[str, list[tuple[_Function, Any, int]]] = {}
             for fn in self.functions.values():
-                functions = self._module_functions[id(fn.module)]
-                for call in fn.summary.calls:
-                    targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
-                    if not targets and call.form == "name":
-                        # A function nested in the caller (`def filter_ids(ids): ...`).
-                        inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
-                        targets = [inner] if inner is not None else []
-                    elif not targets and call.form == "self":
-                        # `self.encoder(x, n)` on a sub-module attribute: its forward (what
-                        # the project passes it; reach follows the sub-module on its own).
-                        targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
-                        if not targets and fn.owner is not None:
-                            # `self.set_input(batch)` in a base class that only its subclasses
-                            # define: it runs their overrides, with these arguments.
-                            targets = self._overrides(fn.owner, call.target)
-                    for target in targets:
-                        if not isinstance(target, _Function):
-                            continue
-                        bound = call.form in ("self", "super", "attr", "inst")
-                        offset = (
-                            1
-                            if (bound and target.summary.bound)
-                            or "classmethod" in target.summary.decorators
-                            else 0
-                        )
-                        index.setdefault(target.gkey, []).append((fn, call, offset))
+                entries = kept.get(id(fn))
+                if entries is None:
+                    outer = recursion.take_stand_in_flag()
+                    entries = []
+                    functions = self._module_functions[id(fn.module)]
+                    for call in fn.summary.calls:
+                        targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+                        if not targets and call.form == "name":
+                            # A function nested in the caller (`def filter_ids(ids): ...`).
+                            inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
+                            targets = [inner] if inner is not None else []
+                        elif not targets and call.form == "self":
+                            # `self.encoder(x, n)` on a sub-module attribute: its forward (what
+                            # the project passes it; reach follows the sub-module on its own).
+                            targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
+                            if not targets and fn.owner is not None:
+                                # `self.set_input(batch)` in a base class that only its
+                                # subclasses define: it runs their overrides, with these
+                                # arguments.
+                                targets = self._overrides(fn.owner, call.target)
+                        for target in targets:
+                            if not isinstance(target, _Function):
+                                continue
+                            bound = call.form in ("self", "super", "attr", "inst")
+                            offset = (
+                                1
+                                if (bound and target.summary.bound)
+                                or "classmethod" in target.summary.decorators
+                                else 0
+                            )
+                            entries.append((target.gkey, (fn, call, offset)))
+                    used = recursion.take_stand_in_flag()
+                    recursion.restore_stand_in_flag(outer or used)
+                    if not used:
+                        kept[id(fn)] = entries
+                for gkey, entry in entries:
+                    index.setdefault(gkey, []).append(entry)
             self._caller_index = index
         return self._caller_index
 
