@@ -99,6 +99,16 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+def defaulted_params(args: ast.arguments) -> list[tuple[ast.arg, ast.expr | None]]:
+    """The parameters that have a default, each with it (keyword-only ones may have None:
+    no default), in order: the last positional ones, then the keyword-only ones."""
+    positional = [*args.posonlyargs, *args.args]
+    return [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+
+
 def constant_names(
     body: list[ast.stmt], params: tuple[str, ...] = (), uses: ast.AST | None = None
 ) -> tuple[frozenset[str], dict[str, object], dict[str, dict[str, list[ast.expr]]]]:

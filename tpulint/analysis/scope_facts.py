@@ -65,7 +65,13 @@ from typing import Any
 
 from tpulint.analysis.gpu_packages import GPU_BRANCH_ROOTS, no_tpu_package
 from tpulint.analysis.modules import resolve_relative
-from tpulint.analysis.python_ast import TreeIndex, constant_names, iter_child_nodes, tree_index
+from tpulint.analysis.python_ast import (
+    TreeIndex,
+    constant_names,
+    defaulted_params,
+    iter_child_nodes,
+    tree_index,
+)
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
 
@@ -2533,11 +2539,7 @@ def _literal_default_params(
     reassigns, with their default; `_FILLED` for one that defaults to None and is
     reassigned only under `if p is None:`."""
     args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-    ]
+    pairs = defaulted_params(args)
     params: dict[str, bool | str | None] = {
         arg.arg: default.value
         for arg, default in pairs
@@ -2583,11 +2585,7 @@ def _literal_default_params(
 def _constant_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The parameters whose default is a literal (a number, a string, None, True, False)."""
     args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-    ]
+    pairs = defaulted_params(args)
     return {
         arg.arg
         for arg, default in pairs
@@ -2603,11 +2601,7 @@ def _incoming_reads(
     statement is of the function's own body (no branch or loop around it) and is the only
     store of `p` in the function (so nothing before it changed `p`)."""
     args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-    ]
+    pairs = defaulted_params(args)
     defaults = {
         arg.arg: default.value
         for arg, default in pairs
@@ -2748,11 +2742,7 @@ def _unassigned_required_params(node: ast.FunctionDef | ast.AsyncFunctionDef) ->
 def _string_default_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
     """The parameters that default to a string and that the body never reassigns."""
     args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-    ]
+    pairs = defaulted_params(args)
     params = {
         arg.arg: default.value
         for arg, default in pairs

@@ -62,7 +62,7 @@ from tpulint.analysis.inference import (
     with_entries,
 )
 from tpulint.analysis.modules import resolve_relative
-from tpulint.analysis.python_ast import tree_index
+from tpulint.analysis.python_ast import defaulted_params, tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
@@ -1606,11 +1606,7 @@ class _Summarizer(ValueEvaluator):
     def _host_function_defaults(self, args: ast.arguments, scope: Scope) -> set[str]:
         """The parameters whose default names a function of a host package (numpy, scipy,
         sklearn: `metric=mean_absolute_error`): calling it gives host data."""
-        positional = [*args.posonlyargs, *args.args]
-        pairs = [
-            *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-        ]
+        pairs = defaulted_params(args)
         found: set[str] = set()
         for arg, default in pairs:
             text = dotted(default) if isinstance(default, (ast.Name, ast.Attribute)) else None
@@ -2584,11 +2580,7 @@ def _unpassed_flag_branches(
 
 def _none_default_names(args: ast.arguments) -> set[str]:
     """The parameters that default to None."""
-    positional = [*args.posonlyargs, *args.args]
-    pairs = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-    ]
+    pairs = defaulted_params(args)
     return {
         arg.arg
         for arg, default in pairs
