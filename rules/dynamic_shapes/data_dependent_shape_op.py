@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tpulint.analysis.context import get_arg
+from tpulint.analysis.project import FileView
 from tpulint.analysis.values import CPU, DEVICE, ValueKind
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..rewrite.nonzero import shape_op_fix
+from ..shared.library_sizes import SHAPED_NAMES, shaped_call
 from ..shared.matchers import source_of
 from ..shared.tensors import (
     TrackingRule,
@@ -36,8 +39,15 @@ class DataDependentShapeOp(TrackingRule, Rule):
     Finds operations whose output shape depends on the values of their input, in code that
     runs every step: `nonzero` (method and `torch.nonzero`), `argwhere`, `unique`,
     `unique_consecutive`, `masked_select`, one-argument `torch.where(cond)`, and
-    `repeat_interleave` with a tensor of repeats. Calls on numpy arrays, pandas objects
-    and CPU tensors built from Python data (`torch.tensor([...])`) are not reported.
+    `repeat_interleave` with a tensor of repeats. Also the graph-library functions built on
+    them: PyTorch Geometric's `dense_to_sparse` (`nonzero`), `remove_self_loops` and
+    `add_remaining_self_loops` (a boolean select of the edges), `coalesce` and
+    `to_undirected` (duplicates dropped by a boolean mask), `subgraph` and
+    `k_hop_subgraph`, `torch_sparse.coalesce`, and the neighbour searches `radius_graph`,
+    `radius`, `knn_graph` and `knn` (torch_cluster's, or PyG's wrappers of them), also when
+    the function is kept in an attribute of the class and called through it. Calls on
+    numpy arrays, pandas objects and CPU tensors built from Python data
+    (`torch.tensor([...])`) are not reported.
 
     ## Why is this bad on TPU?
     XLA compiles graphs with static shapes. When the size of a result is only known after
@@ -70,7 +80,11 @@ class DataDependentShapeOp(TrackingRule, Rule):
 
     Keep shapes static: compute on the whole tensor and mask the result (`torch.where`,
     multiplication by a mask, masked sums and means), or pad to a fixed maximum size
-    (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers).
+    (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers). For
+    graphs, build the edge list in the data pipeline (a dataset transform runs on the host,
+    once per sample) and pad it to a fixed edge count, or keep a dense adjacency and mask it;
+    a neighbour search of fixed size is `torch.cdist` with `topk`, masking the pairs past
+    the cutoff. torch_cluster has no XLA kernels at all.
 
     ## Fix safety
     Where the indices are only used to count or to index, an **unsafe** fix keeps the mask
@@ -101,6 +115,13 @@ class DataDependentShapeOp(TrackingRule, Rule):
     - [torch_xla troubleshooting: known performance caveats (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
     - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
     - [torch_xla: dynamic shape support (experimental, bounded)](https://github.com/pytorch/xla/blob/master/docs/source/learn/dynamic_shape.md)
+    - [PyTorch Geometric source: `dense_to_sparse` is `adj.nonzero()`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/sparse.py)
+    - [PyTorch Geometric source: `remove_self_loops` selects `edge_index[:, mask]`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/loop.py)
+    - [PyTorch Geometric source: `coalesce` drops duplicates by a mask after `mask.all()`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/_coalesce.py)
+    - [PyTorch Geometric source: `subgraph` keeps `edge_index[:, edge_mask]`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/_subgraph.py)
+    - [torch_sparse source: `SparseStorage.coalesce` selects `row()[mask]`](https://github.com/rusty1s/pytorch_sparse/blob/master/torch_sparse/storage.py)
+    - [torch_cluster source: `knn` keeps `masked_select(col != -1)`](https://github.com/rusty1s/pytorch_cluster/blob/master/csrc/cuda/knn_cuda.cu)
+    - [torch_cluster source: `radius_graph`](https://github.com/rusty1s/pytorch_cluster/blob/master/torch_cluster/radius.py)
     """
 
     code = "TPU201"
@@ -110,8 +131,36 @@ class DataDependentShapeOp(TrackingRule, Rule):
     fix_message = "Keep the mask"
     name = "data-dependent-shape-op"
     summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
-    requires = ("nonzero", "argwhere", "unique", "masked_select", "where(", "repeat_interleave")
-    screen_calls = frozenset({*_SHAPE_OPS, "where", "repeat_interleave"})
+    requires = (
+        "nonzero",
+        "argwhere",
+        "unique",
+        "masked_select",
+        "where(",
+        "repeat_interleave",
+        # graph libraries (`..shared.library_sizes.SHAPED_NAMES`)
+        "dense_to_sparse",
+        "self_loops",
+        "coalesce",
+        "to_undirected",
+        "subgraph",
+        "radius",
+        "knn",
+    )
+    _CALLEES = frozenset({*_SHAPE_OPS, "where", "repeat_interleave", *SHAPED_NAMES})
+
+    @classmethod
+    def applies(cls, source: str, view: FileView) -> bool:
+        syntax = view.module.syntax
+        if syntax is None or not syntax.calls.isdisjoint(cls._CALLEES):
+            return True
+        # `self.search = radius_graph`, then `self.search(pos, r)` (`ctx.callee_choices`)
+        return any(
+            ref.rsplit(".", 1)[-1] in SHAPED_NAMES
+            for attributes in view.module.scope.attribute_refs.values()
+            for refs in attributes.values()
+            for ref in refs
+        )
 
     VALID = (
         # A scipy sparse matrix made dense is a numpy array: numpy's `nonzero`, on the host.
@@ -156,8 +205,54 @@ class DataDependentShapeOp(TrackingRule, Rule):
             "    def forward(self, x, groups):\n"
             "        return x[spread(groups, 3)]\n"
         ),
+        # Graph libraries: the neighbour graph built once per sample in a dataset transform
+        # (not step code), a CPU tensor of Python numbers, an unrelated `coalesce`.
+        Valid(
+            "import torch\nfrom torch_geometric.nn import radius_graph\n\n\n"
+            "class NeighbourGraph:\n"
+            "    def __call__(self, data):\n"
+            "        data.edge_index = radius_graph(data.pos, r=4.0)\n"
+            "        return data\n\n\n"
+            "class Head(torch.nn.Module):\n"
+            "    def forward(self, h, edge_index):\n"
+            "        corners = radius_graph(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), 2.0)\n"
+            "        return h[edge_index[0]].sum() + corners.sum()\n"
+        ),
+        Valid(
+            "from torch import nn\n\n\n"
+            "def coalesce(parts):\n"
+            "    return parts[0]\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, h, edges):\n"
+            "        return h[coalesce(edges)]\n"
+        ),
     )
     INVALID = (
+        # Graph libraries whose output size follows the data, in the forward of every step:
+        # an adjacency made sparse, self-loops dropped, duplicates merged (torch_sparse), a
+        # radius graph rebuilt from the positions (through the attribute it is kept in).
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "from torch_cluster import radius_graph\n"
+            "from torch_geometric.utils import dense_to_sparse, remove_self_loops\n"
+            "from torch_sparse import coalesce\n\n\n"
+            "class Layer(nn.Module):\n"
+            "    def __init__(self, cutoff):\n"
+            "        super().__init__()\n"
+            "        self.cutoff = cutoff\n"
+            "        self.neighbours = radius_graph\n\n"
+            "    def forward(self, h, pos, graph_id, bonds, bond_types):\n"
+            "        near = self.neighbours(pos, self.cutoff, graph_id)\n"
+            "        same = (graph_id[:, None] == graph_id[None, :]).long()\n"
+            "        full, _ = dense_to_sparse(same)\n"
+            "        full, _ = remove_self_loops(full)\n"
+            "        edges = torch.cat([full, bonds], dim=1)\n"
+            "        n = h.size(0)\n"
+            "        edges, types = coalesce(index=edges, value=bond_types, m=n, n=n)\n"
+            "        return h[near[0]].sum() + h[edges[0]].sum() + types.sum()\n",
+            count=4,
+            message="its output size depends on the values of",
+        ),
         Invalid(
             _MOD + "    def forward(self, masks):\n"
             "        batch_idx, patch_idx = torch.nonzero(masks, as_tuple=True)\n"
@@ -201,6 +296,8 @@ class DataDependentShapeOp(TrackingRule, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if not ctx.in_hot_code:
+            return
+        if self._library_call(node):
             return
         name = torch_name(ctx, node)
         method = None
@@ -247,6 +344,45 @@ class DataDependentShapeOp(TrackingRule, Rule):
                 and is_torch_tensor(ctx, value, self.bindings)
             ):
                 self._report(node, "repeat_interleave")
+
+    def _library_call(self, node: cst.Call) -> bool:
+        """A graph library's function whose output size follows its input's values
+        (`dense_to_sparse`, `remove_self_loops`, `coalesce`, `radius_graph`, ...), called
+        directly or through an attribute the class assigns it: reported when the tensor it
+        reads may be on the device. Whether the callee is such a function."""
+        ctx = self.ctx
+        choices = ctx.callee_choices(node.func)
+        if not choices:
+            return False
+        table = [shaped_call(choice) for choice in choices]
+        shaped = table[0]
+        if shaped is None:
+            return False
+        if any(other is None or other.subject != shaped.subject for other in table[1:]):
+            return True
+        table = [other for other in table if other is not None]
+        if any(arg.star for arg in node.args):
+            return True
+        subject = get_arg(node, *shaped.subject)
+        if subject is None:
+            return True
+        kind = ctx.value_kind(subject.value)
+        if kind.is_host or kind is CPU or not _maybe_device(kind):
+            return True
+        if _quiet(ctx, node):
+            return True
+        names = " / ".join(f"`{choice.rpartition('.')[2]}`" for choice in choices)
+        callee = source_of(ctx, node.func)
+        last = choices[-1].rpartition(".")[2]
+        called = f"`{callee}`" if callee.endswith(last) else f"`{callee}` ({names})"
+        how = shaped.how if all(other.how == shaped.how for other in table) else "searches"
+        self.report(
+            node,
+            f"{called} in {ctx.hot_reason} {how}: its output size depends on the values of "
+            f"`{source_of(ctx, subject.value)}`, so XLA syncs to learn it and compiles a graph "
+            f"per size; {shaped.advice}",
+        )
+        return True
 
     def _report(self, node: cst.Call, op: str) -> None:
         ctx = self.ctx

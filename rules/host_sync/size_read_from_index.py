@@ -24,7 +24,9 @@ class SizeReadFromIndex(Rule):
     `scatter` without `dim_size`, `global_add_pool` / `global_mean_pool` /
     `global_max_pool` with a `batch` but no `size`, `softmax` with an index but neither
     `ptr` nor `num_nodes`, `degree` without `num_nodes`, `to_dense_batch` without
-    `max_num_nodes` and `batch_size`, and `torch.nn.functional.one_hot` without
+    `max_num_nodes` and `batch_size`, `sort_edge_index` and `add_self_loops` without
+    `num_nodes`, `to_dense_adj` without `max_num_nodes` and `batch_size`, and
+    `torch.nn.functional.one_hot` without
     `num_classes`, also when the function is kept in an attribute of the class and called
     through it (`self.reduce = scatter_mean`, then `self.reduce(x, index, dim=0)`), also
     when the constructor picks between such functions in its branches through a local name
@@ -78,6 +80,10 @@ class SizeReadFromIndex(Rule):
     ## References
     - [torch_scatter source: `scatter_sum` sizes its output from `index.max()`](https://github.com/rusty1s/pytorch_scatter/blob/master/torch_scatter/scatter.py)
     - [PyTorch Geometric source: `utils.scatter`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/_scatter.py)
+    - [PyG source: `maybe_num_nodes`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/num_nodes.py)
+      (`degree`, `sort_edge_index`, `add_self_loops`: `int(edge_index.max()) + 1`)
+    - [PyG source: `to_dense_adj`](https://github.com/pyg-team/pytorch_geometric/blob/master/torch_geometric/utils/_to_dense_adj.py)
+      (the batch size and `int(num_nodes.max())`)
     - [PyTorch: `torch.nn.functional.one_hot` (`num_classes=-1` infers the count)](https://pytorch.org/docs/stable/generated/torch.nn.functional.one_hot.html)
     - [torch_xla: recompilation causes](https://github.com/pytorch/xla/blob/master/docs/source/perf/recompilation.md)
 
@@ -85,7 +91,11 @@ class SizeReadFromIndex(Rule):
     Stable (new in issue 21): the read is in the library's own code whenever the size is
     missing, so every call in code that runs every step with a device index syncs by
     construction. It comes from the misses of the fifth held-out pair (graph losses and
-    readouts of a crystal model).
+    readouts of a crystal model); PyG's edge-list helpers (`sort_edge_index`,
+    `add_self_loops`, `to_dense_adj`) from the misses of a molecule-diffusion model read
+    later (their node count taken from the edges every step). `to_dense_adj` given both
+    sizes still compares the edges with `max_num_nodes` on the host; that read is not
+    reported.
     """
 
     code = "TPU111"
@@ -93,7 +103,17 @@ class SizeReadFromIndex(Rule):
     summary = "`scatter` / PyG pooling / `one_hot` without their size argument in hot code"
     hot_only = True
     fix_applicability = Applicability.DISPLAY_ONLY
-    requires = ("scatter", "pool", "softmax", "degree", "to_dense_batch", "one_hot")
+    requires = (
+        "scatter",
+        "pool",
+        "softmax",
+        "degree",
+        "to_dense_batch",
+        "one_hot",
+        "sort_edge_index",
+        "add_self_loops",
+        "to_dense_adj",
+    )
     _CALLEES = SIZED_NAMES
 
     @classmethod
@@ -165,8 +185,32 @@ class SizeReadFromIndex(Rule):
             "        out = torch.zeros(4, 3).scatter(0, batch.index, batch.x)\n"
             "        return out.sum()\n"
         ),
+        # Edge-list helpers told the node count.
+        Valid(
+            "from torch import nn\n"
+            "from torch_geometric.utils import add_self_loops, sort_edge_index\n\n\n"
+            "class Layer(nn.Module):\n"
+            "    def forward(self, h, edge_index):\n"
+            "        n = h.size(0)\n"
+            "        edge_index, _ = add_self_loops(edge_index, num_nodes=n)\n"
+            "        edge_index = sort_edge_index(edge_index, None, n)[0]\n"
+            "        return h[edge_index[0]]\n"
+        ),
     )
     INVALID = (
+        # Edge-list helpers left to find the node count (and the dense batch its sizes).
+        Invalid(
+            "from torch import nn\n"
+            "from torch_geometric.utils import add_self_loops, sort_edge_index, to_dense_adj\n"
+            "\n\n"
+            "class Layer(nn.Module):\n"
+            "    def forward(self, h, edge_index, graph_id):\n"
+            "        edge_index = sort_edge_index(edge_index, sort_by_row=False)\n"
+            "        looped, _ = add_self_loops(edge_index)\n"
+            "        adj = to_dense_adj(edge_index, graph_id, max_num_nodes=32)\n"
+            "        return h[looped[0]].sum() + adj.sum()\n",
+            count=3,
+        ),
         Invalid(
             "from torch_scatter import scatter\n"
             + _HEAD
@@ -263,7 +307,12 @@ class SizeReadFromIndex(Rule):
         if quiet(ctx, node) or in_exception_path(ctx, node):
             return
         tensor = source_of(ctx, index.value)
-        read = f"`{tensor}.max().item() + 1`" if last == "one_hot" else f"`int({tensor}.max()) + 1`"
+        if sized.read is not None:
+            read = sized.read
+        elif last == "one_hot":
+            read = f"`{tensor}.max().item() + 1`"
+        else:
+            read = f"`int({tensor}.max()) + 1`"
         given = " and ".join(f"`{name}=`" for name in missing)
         callee = source_of(ctx, node.func)
         names = " / ".join(f"`{choice.rpartition('.')[2]}`" for choice in choices)
