@@ -130,6 +130,32 @@ class DataDependentShapeOp(TrackingRule, Rule):
     screen_calls = frozenset({*_SHAPE_OPS, "where", "repeat_interleave"})
 
     VALID = (
+        # k-means initialisation of a codebook behind `if self.initialized: return`, which
+        # the rest of the method sets: it runs once, on the first batch.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def k_means(samples, k, iters=10):\n"
+            "    means = samples[:k]\n"
+            "    for _ in range(iters):\n"
+            "        buckets = torch.cdist(samples, means).argmin(dim=1)\n"
+            "        counts = torch.bincount(buckets, minlength=k)\n"
+            "        means = means * counts[:, None]\n"
+            "    return means\n\n\n"
+            "class Codebook(nn.Module):\n"
+            "    def __init__(self, k):\n"
+            "        super().__init__()\n"
+            "        self.k = k\n"
+            "        self.register_buffer('initialized', torch.tensor([False]))\n"
+            "        self.register_buffer('codes', torch.zeros(k, 8))\n\n"
+            "    def _init_codes(self, x):\n"
+            "        if self.initialized:\n"
+            "            return\n"
+            "        self.codes.data.copy_(k_means(x, self.k))\n"
+            "        self.initialized.data.copy_(torch.tensor([True]))\n\n"
+            "    def forward(self, x):\n"
+            "        self._init_codes(x)\n"
+            "        return self.codes[torch.cdist(x, self.codes).argmin(dim=1)]\n"
+        ),
         # bincount of numpy arrays and of CPU tensors built from Python data (lengths).
         Valid(
             "import numpy as np\n" + _MOD + "    def forward(self, x, lengths):\n"
