@@ -30,6 +30,7 @@ _SHAPE_OPS = {
     "unique": "unique",
     "unique_consecutive": "unique_consecutive",
     "masked_select": "masked_select",
+    "bincount": "bincount",
 }
 
 
@@ -38,8 +39,9 @@ class DataDependentShapeOp(TrackingRule, Rule):
     ## What it does
     Finds operations whose output shape depends on the values of their input, in code that
     runs every step: `nonzero` (method and `torch.nonzero`), `argwhere`, `unique`,
-    `unique_consecutive`, `masked_select`, one-argument `torch.where(cond)`, and
-    `repeat_interleave` with a tensor of repeats. Also the graph-library functions built on
+    `unique_consecutive`, `masked_select`, `bincount` (method and `torch.bincount`, with or
+    without `minlength`), one-argument `torch.where(cond)`, and `repeat_interleave` with a
+    tensor of repeats. Also the graph-library functions built on
     them: PyTorch Geometric's `dense_to_sparse` (`nonzero`), `remove_self_loops` and
     `add_remaining_self_loops` (a boolean select of the edges), `coalesce` and
     `to_undirected` (duplicates dropped by a boolean mask), `subgraph` and
@@ -54,7 +56,9 @@ class DataDependentShapeOp(TrackingRule, Rule):
     looking at the data, torch_xla has to execute the graph up to that point and copy the
     values to the host to learn it (a sync), then record and compile a new graph for every
     size that shows up. torch_xla's troubleshooting guide lists `nonzero` and masked
-    indexing as the first cause of dynamic shapes.
+    indexing as the first cause of dynamic shapes. `bincount` returns `max(minlength,
+    x.max() + 1)` counts, so its length follows the largest value even with `minlength`;
+    torch_xla has no lowering for it and runs it on the CPU (a copy to the host and back).
 
     ## Example
     ```python
@@ -80,8 +84,11 @@ class DataDependentShapeOp(TrackingRule, Rule):
 
     Keep shapes static: compute on the whole tensor and mask the result (`torch.where`,
     multiplication by a mask, masked sums and means), or pad to a fixed maximum size
-    (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers). For
-    graphs, build the edge list in the data pipeline (a dataset transform runs on the host,
+    (`torch.nonzero_static`, `torch.unique(..., sorted=True)` on fixed-size buffers).
+    Count values in a known range `[0, n)` with a fixed-size sum instead of `bincount`:
+    `torch.nn.functional.one_hot(x, n).sum(0)` or
+    `torch.zeros(n, dtype=torch.long, device=x.device).scatter_add_(0, x, torch.ones_like(x))`.
+    For graphs, build the edge list in the data pipeline (a dataset transform runs on the host,
     once per sample) and pad it to a fixed edge count, or keep a dense adjacency and mask it;
     a neighbour search of fixed size is `torch.cdist` with `topk`, masking the pairs past
     the cutoff. torch_cluster has no XLA kernels at all.
@@ -108,8 +115,8 @@ class DataDependentShapeOp(TrackingRule, Rule):
     losses TPU202's fixes then rewrite into static shapes. `tpulint fix --prove
     module:Class --apply --unsafe-fixes` checks the rewritten training against the
     original before writing it. Other uses (the indices themselves, `unique` values or
-    counts kept as tensors, `masked_select`, `repeat_interleave`) are reported without a
-    fix: rewriting them changes the shapes that the following code sees.
+    counts kept as tensors, `masked_select`, `bincount`, `repeat_interleave`) are reported
+    without a fix: rewriting them changes the shapes that the following code sees.
 
     ## References
     - [torch_xla troubleshooting: known performance caveats (dynamic shapes)](https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md)
@@ -122,6 +129,7 @@ class DataDependentShapeOp(TrackingRule, Rule):
     - [torch_sparse source: `SparseStorage.coalesce` selects `row()[mask]`](https://github.com/rusty1s/pytorch_sparse/blob/master/torch_sparse/storage.py)
     - [torch_cluster source: `knn` keeps `masked_select(col != -1)`](https://github.com/rusty1s/pytorch_cluster/blob/master/csrc/cuda/knn_cuda.cu)
     - [torch_cluster source: `radius_graph`](https://github.com/rusty1s/pytorch_cluster/blob/master/torch_cluster/radius.py)
+    - [pytorch/xla#4511: `aten::bincount` and `unique` run on the CPU (output shape depends on the values)](https://github.com/pytorch/xla/issues/4511)
     """
 
     code = "TPU201"
@@ -130,12 +138,13 @@ class DataDependentShapeOp(TrackingRule, Rule):
     fix_sometimes = True
     fix_message = "Keep the mask"
     name = "data-dependent-shape-op"
-    summary = "`nonzero`, `unique`, `masked_select`, one-argument `where` in hot code"
+    summary = "`nonzero`, `unique`, `masked_select`, `bincount`, one-argument `where` in hot code"
     requires = (
         "nonzero",
         "argwhere",
         "unique",
         "masked_select",
+        "bincount",
         "where(",
         "repeat_interleave",
         # graph libraries (`..shared.library_sizes.SHAPED_NAMES`)
@@ -163,6 +172,39 @@ class DataDependentShapeOp(TrackingRule, Rule):
         )
 
     VALID = (
+        # k-means initialisation of a codebook behind `if self.initialized: return`, which
+        # the rest of the method sets: it runs once, on the first batch.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def k_means(samples, k, iters=10):\n"
+            "    means = samples[:k]\n"
+            "    for _ in range(iters):\n"
+            "        buckets = torch.cdist(samples, means).argmin(dim=1)\n"
+            "        counts = torch.bincount(buckets, minlength=k)\n"
+            "        means = means * counts[:, None]\n"
+            "    return means\n\n\n"
+            "class Codebook(nn.Module):\n"
+            "    def __init__(self, k):\n"
+            "        super().__init__()\n"
+            "        self.k = k\n"
+            "        self.register_buffer('initialized', torch.tensor([False]))\n"
+            "        self.register_buffer('codes', torch.zeros(k, 8))\n\n"
+            "    def _init_codes(self, x):\n"
+            "        if self.initialized:\n"
+            "            return\n"
+            "        self.codes.data.copy_(k_means(x, self.k))\n"
+            "        self.initialized.data.copy_(torch.tensor([True]))\n\n"
+            "    def forward(self, x):\n"
+            "        self._init_codes(x)\n"
+            "        return self.codes[torch.cdist(x, self.codes).argmin(dim=1)]\n"
+        ),
+        # bincount of numpy arrays and of CPU tensors built from Python data (lengths).
+        Valid(
+            "import numpy as np\n" + _MOD + "    def forward(self, x, lengths):\n"
+            "        hist = np.bincount(np.asarray(lengths))\n"
+            "        per_len = torch.bincount(torch.tensor([len(s) for s in x]), minlength=8)\n"
+            "        return hist, per_len\n"
+        ),
         # A scipy sparse matrix made dense is a numpy array: numpy's `nonzero`, on the host.
         Valid(
             _MOD + "    def forward(self, x, graph):\n"
@@ -252,6 +294,29 @@ class DataDependentShapeOp(TrackingRule, Rule):
             "        return h[near[0]].sum() + h[edges[0]].sum() + types.sum()\n",
             count=4,
             message="its output size depends on the values of",
+        ),
+        # bincount: the number of bins follows the largest value, `minlength` or not.
+        Invalid(
+            _MOD + "    def forward(self, pred, target):\n"
+            "        cells = target.flatten() * 2 + pred.flatten()\n"
+            "        confusion = torch.bincount(cells, minlength=4)\n"
+            "        freq = target.flatten().bincount()\n"
+            "        return confusion[3] / freq.sum()\n",
+            count=2,
+            message="has a data-dependent output shape",
+        ),
+        # Per-sample indices of the set labels, in a loop over the batch.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        x, labels = batch\n"
+            "        picked = []\n"
+            "        for n in range(labels.size(0)):\n"
+            "            picked.append(torch.where(labels[n] == 1)[0])\n"
+            "        for row in labels:\n"
+            "            picked.append(row.nonzero().flatten())\n"
+            "        return self(x, picked)\n",
+            count=2,
+            message="in training_step",
         ),
         Invalid(
             _MOD + "    def forward(self, masks):\n"
@@ -394,6 +459,8 @@ class DataDependentShapeOp(TrackingRule, Rule):
             "unique": "use a fixed-size encoding (one-hot counts, `scatter_add` over all classes)",
             "unique_consecutive": "use a fixed-size encoding over all possible values",
             "masked_select": "use `torch.where(mask, x, 0)` and masked reductions",
+            "bincount": "count into a fixed number of bins "
+            "(`torch.nn.functional.one_hot(x, n).sum(0)`, `scatter_add_` into `zeros(n)`)",
             "where": "use the three-argument `torch.where(cond, x, y)`",
             "repeat_interleave": "expand to a fixed maximum length and mask",
         }[op]

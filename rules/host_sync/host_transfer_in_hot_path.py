@@ -1227,6 +1227,27 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A helper returning tuples of different lengths under a flag (three elements with
+        # the distances, two without): unpacked into three names, the third is the device
+        # norm, copied to the host by a method of the caller every step.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "def neighbours(pos, cutoff, with_dist=True):\n"
+            "    dist = torch.cdist(pos, pos)\n"
+            "    keep = dist < cutoff\n"
+            "    if with_dist:\n"
+            "        return keep, dist, dist.norm(dim=-1)\n"
+            "    return keep, None\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, pos):\n"
+            "        keep, dist, norms = neighbours(pos, 1.0)\n"
+            "        self.track(norms)\n"
+            "        return (dist * keep).sum()\n\n"
+            "    def track(self, norms):\n"
+            "        self.seen = norms.detach().cpu().numpy()\n",
+            line=20,
+            message="in `track` (called from forward)",
+        ),
         # An element of a tuple returned inside a tuple (`_, _, stats = module(x)`), a
         # device tensor: read on the host every validation step.
         Invalid(

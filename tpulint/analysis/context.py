@@ -8,7 +8,7 @@ the node sits under a guard (`if torch.cuda.is_available():`, `if batch_idx == 0
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ import libcst as cst
 from tpulint.analysis.guards import (
     change_targets,
     condition_kinds,
+    done_attribute,
     effective,
     first_n_targets,
     flush_targets,
@@ -663,12 +664,19 @@ class FileContext(Resolver):
                 if isinstance(ancestor.operator, cst.And):
                     kinds |= self._condition_kinds(ancestor.left)
             elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-                for statement in ancestor.body:
+                for position, statement in enumerate(ancestor.body):
                     if statement is child:
                         break
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test, negated=True)
+                        if _initialises_once(
+                            self.module,
+                            test,
+                            ancestor.body[position + 1 :],
+                            self._method_resolver(ancestor, parents),
+                        ):
+                            kinds.add("rare")  # `if self.initialized: return`: runs once
                 if (
                     isinstance(ancestor, cst.IndentedBlock)
                     and innermost_block
@@ -926,6 +934,40 @@ def _lazy_block(
             if method is not None and _sets_self_attribute(method.body, attribute):
                 return True
         stack.extend(iter_children(current))
+    return False
+
+
+def _initialises_once(
+    module: cst.Module,
+    test: cst.BaseExpression,
+    rest: Sequence[cst.CSTNode],
+    resolve: Callable[[str], cst.FunctionDef | None],
+) -> bool:
+    """`if self.initialized: return` followed by statements that set `self.initialized`
+    (themselves or through a method of the class they call): those run once."""
+    if not isinstance(test, (cst.Attribute, cst.Call, cst.Comparison)):
+        return False
+    attribute = done_attribute(module.code_for_node(test))
+    if attribute is None:
+        return False
+    from tpulint.analysis.walker import iter_children
+
+    for statement in rest:
+        if _sets_self_attribute(statement, attribute):
+            return True
+        stack: list[cst.CSTNode] = [statement]
+        while stack:
+            current = stack.pop()
+            if (
+                isinstance(current, cst.Call)
+                and isinstance(current.func, cst.Attribute)
+                and isinstance(current.func.value, cst.Name)
+                and current.func.value.value == "self"
+            ):
+                method = resolve(current.func.attr.value)
+                if method is not None and _sets_self_attribute(method.body, attribute):
+                    return True
+            stack.extend(iter_children(current))
     return False
 
 

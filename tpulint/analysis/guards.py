@@ -150,6 +150,21 @@ def lazy_attribute(test_text: str) -> str | None:
     )
 
 
+def done_attribute(exit_test_text: str) -> str | None:
+    """The attribute an early exit tests for a finished one-time initialisation (`initialized`
+    in `if self.initialized: return`, `cache` in `if self.cache is not None: return`): the
+    code after the exit runs under the negated test, the lazy-initialisation test that
+    `lazy_attribute` reads."""
+    text = exit_test_text.strip()
+    if text.endswith(" is not None"):
+        negated = text[: -len(" is not None")] + " is None"
+    elif re.fullmatch(r"self\.\w+(?:\.item\(\))?", text):
+        negated = f"not {text.removesuffix('.item()')}"
+    else:
+        return None
+    return lazy_attribute(negated)
+
+
 # --- shapes read from the condition's syntax (both walkers pass source text) ------------
 
 # A divisor that is the cadence of every optimizer step or a split across devices, not of a

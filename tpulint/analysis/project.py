@@ -257,11 +257,13 @@ def combine_values(values: list[Value]) -> Value:
     params = frozenset().union(*(v.params for v in values))
     lengths = {len(v.elements) if v.elements is not None else -1 for v in values}
     elements = None
-    if len(lengths) == 1 and -1 not in lengths:
-        count = lengths.pop()
+    if -1 not in lengths:
+        # Tuples of different lengths (`return a, b, c, d` under a flag, `return a, b`
+        # otherwise): element i is what any tuple long enough holds there. Unpacking takes
+        # element i only of a tuple that has it, so the shorter ones add nothing beyond it.
         elements = tuple(
-            combine_values([v.elements[i] for v in values if v.elements is not None])
-            for i in range(count)
+            combine_values([v.elements[i] for v in values if len(v.elements or ()) > i])
+            for i in range(max(lengths))
         )
     classes = {v.cls for v in values}
     tensor = all(v.tensor for v in values)

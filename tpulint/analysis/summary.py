@@ -32,6 +32,7 @@ from tpulint.analysis.guards import (
     RARE,
     change_targets,
     condition_kinds,
+    done_attribute,
     first_n_targets,
     flush_targets,
     flushes,
@@ -1045,6 +1046,12 @@ class _Summarizer(ValueEvaluator):
             if exit_test is not None:
                 # Code after `if T: return` runs where T fails.
                 scope.guards = (*scope.guards, _Test(exit_test, True, scope.cls))
+                if not self.query and self.initialises_once(
+                    exit_test, statements[index + 1 :], scope
+                ):
+                    # `if self.initialized: return` ... `self.initialized.fill_(True)`: the
+                    # rest of the block runs once, like a lazy initialisation's body.
+                    scope.guards = (*scope.guards, RARE)
         scope.guards = saved
         scope.error_path = saved_error
 
@@ -1631,6 +1638,29 @@ class _Summarizer(ValueEvaluator):
             raw = lines[first.lineno - 1].encode("utf-8")
             column = len(raw[:column].decode("utf-8", errors="replace"))
         return (first.lineno, column + 1) in self.never_run
+
+    def initialises_once(self, test: ast.expr, rest: list[ast.stmt], scope: Scope) -> bool:
+        """`if self.initialized: return` followed by code that sets `self.initialized` (or
+        a method of the class it calls sets it): that code runs once."""
+        if not isinstance(test, (ast.Attribute, ast.Call, ast.Compare)):
+            return False
+        attribute = done_attribute(self.segment(test))
+        if attribute is None:
+            return False
+        if _sets_self_attribute(rest, attribute):
+            return True
+        methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
+        for call in ast_walk(ast.Module(body=rest, type_ignores=[])):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self"
+                and call.func.attr in methods
+                and _sets_self_attribute(methods[call.func.attr].body, attribute)
+            ):
+                return True
+        return False
 
     def lazy_block(self, node: ast.If, scope: Scope) -> bool:
         """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
