@@ -4633,14 +4633,9 @@ class ProjectScope:
         short = cls.summary.name
         if short in words or cls.module.path in looked_up or "^" in looked_up:
             return None
-        for module in self.model.modules.values():
-            if any(q.rsplit(".", 1)[-1] == short for _, q, *_ in module.scope.class_refs):
-                return None
-            if module.is_package and any(
-                getattr(self.model.lookup(t, module), "path", None) == cls.module.path
-                for t in module.scope.star_imports
-            ):
-                return None
+        named, star_exported = self._referenced_names()
+        if short in named or cls.module.path in star_exported:
+            return None
         family = {owner, *subclasses}
         for caller in self.callers(fn.gkey):
             calling = self._function(caller)
@@ -4655,6 +4650,23 @@ class ProjectScope:
             f"`{short}.{name}` is defined again by every subclass of `{short}`, which is"
             " built only as their base"
         )
+
+    def _referenced_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The last parts of the names every module's class references spell (base lists
+        left out), and the modules a package's `__init__.py` star-imports (its API)."""
+        found = self.__dict__.get("_referenced")
+        if found is None:
+            named: set[str] = set()
+            exported: set[str] = set()
+            for module in self.model.modules.values():
+                named.update(q.rsplit(".", 1)[-1] for _, q, *_ in module.scope.class_refs)
+                if module.is_package:
+                    for target in module.scope.star_imports:
+                        hit = self.model.lookup(target, module)
+                        if isinstance(hit, ModuleSummary):
+                            exported.add(hit.path)
+            found = self.__dict__["_referenced"] = (frozenset(named), frozenset(exported))
+        return found
 
     def _dead_hook(self, fn: _Function) -> str | None:
         """A Lightning 1 hook (`on_keyboard_interrupt`) of a Lightning class, which Lightning 2
