@@ -89,7 +89,8 @@ class Model(L.LightningModule):
         "not torch.cuda.is_available()",
         "x.sum() > 0",
         "self.training",
-        'self.device.type == "cpu"',
+        # a tensor's device may be the host's; the module's own is XLA's in a step
+        'batch.device.type == "cpu"',
         "not torch.distributed.is_initialized()",
         "torch.distributed.is_available()",
     ],
@@ -6149,3 +6150,224 @@ def test_a_caller_nothing_calls_does_not_decide_a_branch(tmp_path: Path, plan_ca
     model = project(tmp_path, files)
     found = reason_at(model, tmp_path, "pkg/grid.py", "top = torch.log")
     assert (found is None) == plan_called
+
+
+# --- a base's method every built subclass overrides ------------------------------------------
+
+OVERRIDE_BASE = """\
+    import lightning as L
+    import torch
+
+
+    class BaseTask(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            loss = self.net(batch).mean()
+            print(loss.item())  # base-train
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            loss = self.net(batch).mean()
+            print(loss.item())  # base-val
+            return loss
+
+        def on_train_epoch_start(self):
+            print(self.net.weight.sum().item())  # base-hook
+
+
+    class BalancedTask(BaseTask):
+        def training_step(self, batch, batch_idx):
+            return self.net(batch).sum()
+"""
+
+
+def _override_project(tmp_path: Path, subclass: str, script: str = "") -> ProjectModel:
+    return project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": OVERRIDE_BASE,
+            "pkg/task.py": subclass,
+            "train.py": script
+            or """\
+                import lightning as L
+                from pkg.task import Task
+
+                L.Trainer(accelerator="tpu").fit(Task())
+            """,
+        },
+    )
+
+
+def test_a_base_step_every_built_subclass_overrides_is_outside(tmp_path: Path) -> None:
+    """Lightning calls the built class's `training_step`: the base's, overridden by an
+    intermediate class, never runs; the base's hooks the built class inherits (or reaches
+    through `super()`) run."""
+    model = _override_project(
+        tmp_path,
+        """\
+            from pkg.base import BalancedTask
+
+
+            class Task(BalancedTask):
+                def validation_step(self, batch, batch_idx):
+                    return super().validation_step(batch, batch_idx)
+        """,
+    )
+    assert reason_at(model, tmp_path, "pkg/base.py", "# base-train") is not None
+    assert reason_at(model, tmp_path, "pkg/base.py", "# base-val") is None
+    assert reason_at(model, tmp_path, "pkg/base.py", "# base-hook") is None
+    assert reason_at(model, tmp_path, "pkg/base.py", "return self.net(batch).sum()") is None
+
+
+@pytest.mark.parametrize(
+    "subclass",
+    [
+        # the override hands on to the base's step
+        """\
+            from pkg.base import BalancedTask, BaseTask
+
+
+            class Task(BalancedTask):
+                def training_step(self, batch, batch_idx):
+                    return BaseTask.training_step(self, batch, batch_idx)
+        """,
+        # a mixin first in the MRO hands on with `super()` (the mixin's own MRO ends there)
+        """\
+            from pkg.base import BaseTask
+
+
+            class Logged:
+                def training_step(self, batch, batch_idx):
+                    return super().training_step(batch, batch_idx)
+
+
+            class Task(Logged, BaseTask):
+                pass
+        """,
+        # the base is built itself too
+        """\
+            from pkg.base import BalancedTask, BaseTask
+
+
+            class Task(BalancedTask):
+                pass
+
+
+            PLAIN = BaseTask()
+        """,
+        # the base is handed on by reference
+        """\
+            from pkg.base import BalancedTask, BaseTask
+
+
+            class Task(BalancedTask):
+                pass
+
+
+            TASKS = {"plain": BaseTask, "balanced": BalancedTask}
+        """,
+    ],
+)
+def test_a_base_step_that_may_run_stays(tmp_path: Path, subclass: str) -> None:
+    model = _override_project(tmp_path, subclass)
+    assert reason_at(model, tmp_path, "pkg/base.py", "# base-train") is None
+
+
+@pytest.mark.parametrize("exported", [False, True])
+def test_a_library_base_step_every_subclass_overrides(tmp_path: Path, exported: bool) -> None:
+    """In a library (no script that trains), a base the package does not export and no code
+    builds or names is built only as its subclasses' base: their overrides run, not its
+    step. A base the package exports may be subclassed by users, who inherit its step."""
+    model = project(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='pkg')\n",
+            "pkg/__init__.py": (
+                "from pkg.task import Task\n"
+                + ("from pkg.base import BaseTask\n" if exported else "")
+            ),
+            "pkg/base.py": OVERRIDE_BASE,
+            "pkg/task.py": """\
+                from pkg.base import BalancedTask
+
+
+                class Task(BalancedTask):
+                    pass
+            """,
+        },
+    )
+    reason = reason_at(model, tmp_path, "pkg/base.py", "# base-train")
+    if exported:
+        assert reason is None
+    else:
+        assert reason == (
+            "`BaseTask.training_step` is defined again by every subclass of `BaseTask`,"
+            " which is built only as their base"
+        )
+    assert reason_at(model, tmp_path, "pkg/base.py", "# base-val") is None
+
+
+@pytest.mark.parametrize(
+    ("condition", "outside"),
+    [
+        ('self.device.type in ("cpu", "cuda")', True),
+        ('self.device.type == "cpu"', True),
+        ('str(self.device) == "cpu"', True),
+        ('device.type == "cpu" or (device.type == "cuda" and device.index == 0)', True),
+        ('x.device.type in ("cuda", "mps")', True),
+        ('self.device.type not in ("cpu", "cuda")', False),
+        ('self.device.type in ("xla", "cpu")', False),
+        # a tensor's device may be the host's (a batch kept on the CPU)
+        ('x.device.type in ("cpu", "cuda")', False),
+        ('x.device.type == "cpu"', False),
+    ],
+)
+def test_a_branch_on_the_models_device_being_the_cpu_or_cuda(
+    tmp_path: Path, condition: str, outside: bool
+) -> None:
+    """In a step or hook the module's own device (`self.device`, its first parameter's) is
+    XLA's on a TPU: a branch for the CPU or CUDA is off."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def on_validation_epoch_end(self):
+        x = self.cached
+        device = next(iter(self.parameters())).device
+        if {condition}:
+            print(x.sum().item())  # marker
+"""
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "print(x")
+    assert (reason is not None) == outside
+
+
+@pytest.mark.parametrize("method", ["__init__", "setup", "build"])
+def test_the_models_device_before_it_moves_is_the_cpu(tmp_path: Path, method: str) -> None:
+    """`__init__` and `setup` (and a helper they may call) run before Lightning moves the
+    module to its device: `self.device` is the CPU there."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + f"""\
+class Model(L.LightningModule):
+    def {method}(self, stage=None):
+        x = torch.ones(3)
+        if self.device.type in ("cpu", "cuda"):
+            print(x.sum().item())  # marker
+
+    def training_step(self, batch, i):
+        self.build()
+        return batch.sum()
+"""
+        },
+    )
+    assert reason_at(model, tmp_path, "m.py", "print(x") is None

@@ -679,7 +679,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     stay reported, in
     exception messages and
     assertion messages, in a branch that only warns (`if not ok.all():
-    warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's), in a branch the code before
+    warnings.warn(f"{(~ok).sum()} bad")`: the `if` is TPU104's) or only prints or logs under
+    a check of a tensor for bad values (`if torch.isnan(x).any(): print(x.cpu())`), in a
+    branch the code before
     it makes unreachable (`if n is None: n = x.shape[0]`, then the `else` of `if n is not
     None:`), and on values that are
     not device tensors (numpy arrays, Python numbers, CPU tensors).

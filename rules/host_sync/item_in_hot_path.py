@@ -31,7 +31,9 @@ class ItemInHotPath(Rule):
     behind a zero sentinel or a length it grows, `if self.size.item() == 0:` or `while n >
     self.size.item():` whose body, or the method it calls, sets `self.size` (the guard's
     own `.item()` runs every step and is reported), an assertion's
-    message, the lines before a `raise`, an `except` handler and what it calls) are not
+    message, the lines before a `raise`, an `except` handler and what it calls, a branch
+    that only prints, warns or logs under a check of a tensor for bad values: `if
+    torch.any(empty): print(empty.sum().item())`, whose `if` is TPU104's) are not
     reported.
 
     ## Why is this bad on TPU?
@@ -129,6 +131,20 @@ class ItemInHotPath(Rule):
     screen_calls = frozenset({"item"})
 
     VALID = (
+        # A branch that only prints under a check of a tensor for bad values runs when the
+        # step goes wrong, not every step (the `if` itself is TPU104's).
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Mesh(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        counts = self(batch)\n"
+            "        empty = counts == 0\n"
+            "        if torch.any(empty):\n"
+            "            print(f'{empty.sum().item()} samples have no neighbours')\n"
+            "        if torch.isnan(counts).any():\n"
+            "            logger.error('nan counts: %s', counts.max().item())\n"
+            "        return counts.float().mean()\n"
+        ),
         # A sub-module's forward only the step's forward calls, always with lengths computed
         # from `lengths.cpu()`: its `.item()` reads host tensors (the `.cpu()` is TPU103's).
         Valid(
@@ -246,6 +262,17 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # A branch that prints beside other work, or prints under a test that is no check
+        # for bad values, runs as often as its test holds.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Mesh(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        counts = self(batch)\n"
+            "        if counts.sum() > 3:\n"
+            "            print(counts.max().item())\n"
+            "        return counts.float().mean()\n"
+        ),
         # `pad_packed_sequence`'s padded output stays on the device (only its lengths are
         # on the CPU): `.item()` on it is a read.
         Invalid(

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from tpulint.analysis.guards import (
+    ANOMALY_CHECKS,
+    ANOMALY_REDUCTIONS,
     change_targets,
     condition_kinds,
     done_attribute,
@@ -23,6 +25,7 @@ from tpulint.analysis.guards import (
     flush_targets,
     flushes,
     grows,
+    is_report_callee,
     is_warning_callee,
     lazy_attribute,
     marker_targets,
@@ -635,8 +638,10 @@ class FileContext(Resolver):
                     kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and self._first_n_block(ancestor, parents):
                     kinds.add("rare")  # collects from the first N batches only
-                if (child is ancestor.body and _warns_only(ancestor.body)) or (
-                    isinstance(child, cst.Else) and _warns_only(child.body)
+                if (
+                    (child is ancestor.body and _warns_only(ancestor.body))
+                    or (isinstance(child, cst.Else) and _warns_only(child.body))
+                    or (child is ancestor.body and _reports_anomaly(test, ancestor.body))
                 ):
                     kinds.add("rare")  # a branch that only warns: an abnormal condition
                 if _unreachable_branch(ancestor, child, parents):
@@ -1127,6 +1132,48 @@ def _unreachable_branch(
         elif _binds(statement, name):
             surely_set = False
     return False
+
+
+def _callee_name(call: cst.Call) -> str:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
+
+
+def _reports_anomaly(test: cst.BaseExpression, block: cst.BaseSuite) -> bool:
+    """A branch that only prints or logs under a check of a tensor for bad values
+    (`if torch.isnan(loss).any(): print(loss.item())`): it runs when the step goes wrong
+    (summary._reports_anomaly)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if not isinstance(test, cst.Call):
+        return False
+    names = {_callee_name(n) for n in _cst_calls(test)}
+    if _callee_name(test) not in ANOMALY_REDUCTIONS and not names & ANOMALY_CHECKS:
+        return False
+    statements = list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
+    smalls = []
+    for statement in statements:
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        smalls.extend(statement.body)
+    return bool(smalls) and all(
+        isinstance(small, cst.Expr)
+        and isinstance(small.value, cst.Call)
+        and (callee := dotted_name(small.value.func)) is not None
+        and is_report_callee(callee)
+        for small in smalls
+    )
+
+
+def _cst_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(current.children)
 
 
 def _warns_only(block: cst.BaseSuite) -> bool:

@@ -68,6 +68,23 @@ def is_warning_callee(callee_text: str) -> bool:
     return _WARNING_CALLEE.search(callee_text) is not None
 
 
+# What a diagnostic branch calls: `print(...)`, a warning, a logger's message.
+_REPORT_CALLEE = re.compile(
+    r"^print$|(?:^|\.)(?:logger|logging|log|_logger|LOGGER|LOG)\."
+    r"(?:info|debug|error|critical|exception|warning|warn)$"
+)
+# A check of a tensor for values a healthy run does not have: `torch.isnan(x).any()`,
+# `torch.any(empty)`, `not torch.all(ok)`.
+ANOMALY_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+ANOMALY_REDUCTIONS = frozenset({"any", "all"})
+
+
+def is_report_callee(callee_text: str) -> bool:
+    """Whether a callee's dotted text prints or logs a message (`print`, `logger.info`,
+    `warnings.warn`): what a diagnostic branch does."""
+    return _REPORT_CALLEE.search(callee_text) is not None or is_warning_callee(callee_text)
+
+
 RARE = "rare"
 RARE_TRAIN = "rare-train"
 DEVICE = "device-check"

@@ -1357,6 +1357,10 @@ class ProjectScope:
             ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE | ClassKind.CALLBACK
         )
         external = [b for b in self.model.external_bases(gkey) if b not in _PLAIN_BASES]
+        # A method a class nearer in the MRO defines again runs on this instance only
+        # through that override's `super().m(...)` (or `Base.m(self, ...)`): Lightning calls
+        # the override's `training_step`, not a base's every built subclass replaces.
+        shadowed: set[str] = set()
         for name in self.model.mro(gkey):
             cls = self.model.classes.get(name)
             if cls is None:
@@ -1364,9 +1368,14 @@ class ProjectScope:
             if cls.module.path not in state.loaded:
                 self._load(state, cls.module.path)
             functions = self.model._module_functions[id(cls.module)]
+            overrides: list[str] = []
             for method, key in cls.summary.methods.items():
                 fn = functions.get(key)
                 if fn is None:
+                    continue
+                if not self._passes_up(fn, method):
+                    overrides.append(method)
+                if method in shadowed:
                     continue
                 runs = self._framework_calls(method, fn, kind, bool(lightning), bool(external))
                 if runs and method == "forward" and self._steps_without_forward(gkey, kind):
@@ -1390,6 +1399,16 @@ class ProjectScope:
                     self._visit(state, fn.gkey, EPOCH, f"`{method}`")
                 else:
                     self._visit(state, fn.gkey, role, why)
+            shadowed.update(overrides)
+
+    def _passes_up(self, fn: _Function, method: str) -> bool:
+        """Whether a method may run the definition of `method` a class later in the MRO
+        holds: `super().m(...)` or `Base.m(self, ...)` (a name ending in `.m`)."""
+        return any(
+            (form == "super" and target == method)
+            or (form in ("name", "ref") and target.rsplit(".", 1)[-1] == method)
+            for form, target in fn.module.scope.uses.get(fn.summary.key, ())
+        )
 
     def _steps_without_forward(self, gkey: str, kind: Any) -> bool:
         """Whether a LightningModule's hierarchy defines its own `training_step`: Lightning
@@ -4463,6 +4482,7 @@ class ProjectScope:
                 return _cannot_complete_reason(chain)
             dead = (
                 self._dead_hook(fn)
+                or self._overridden_everywhere(fn)
                 or self._called_only_where_dead(fn)
                 or self._class_built_only_where_dead(fn.owner)
             )
@@ -4577,6 +4597,76 @@ class ProjectScope:
                 if self._role(where, node)[0] not in (INFER, EPOCH):
                     return True
         return False
+
+    def _overridden_everywhere(self, fn: _Function) -> str | None:
+        """A method of a class nothing builds or names but as a base, which every subclass
+        defines again without handing on (`super().m(...)`, `Base.m(self, ...)`): Lightning
+        calls the built class's `training_step`, never the base's. Not for a class a package
+        exports (users subclass it), a config, registry, string or run-time lookup names, or
+        that code outside its family calls the method of."""
+        name = fn.summary.name
+        owner = fn.owner
+        if owner is None or fn.summary.cls is None or name.startswith("__"):
+            return None
+        cls = self.model.classes.get(owner)
+        if cls is None or cls.summary.methods.get(name) != fn.summary.key:
+            return None
+        subclasses = self.model.subclasses(owner)
+        if not subclasses:
+            return None
+        for sub in subclasses:
+            for gkey in self.model.mro(sub):
+                if gkey == owner:
+                    return None  # inherited, or handed on to
+                other = self.model.classes.get(gkey)
+                key = other.summary.methods.get(name) if other is not None else None
+                if key is None or other is None:
+                    continue
+                override = self.model._module_functions[id(other.module)].get(key)
+                if override is None:
+                    return None
+                if not self._passes_up(override, name):
+                    break
+        if owner in self._exported() or owner in self._configured_classes():
+            return None
+        words, looked_up = self._names_by_text()
+        short = cls.summary.name
+        if short in words or cls.module.path in looked_up or "^" in looked_up:
+            return None
+        named, star_exported = self._referenced_names()
+        if short in named or cls.module.path in star_exported:
+            return None
+        family = {owner, *subclasses}
+        for caller in self.callers(fn.gkey):
+            calling = self._function(caller)
+            if calling is None or calling.owner not in family:
+                return None
+            if any(
+                form in ("name", "ref") and target.endswith(f"{short}.{name}")
+                for form, target in self._uses(caller)
+            ):
+                return None  # `Base.m(self, ...)` past an override that does not hand on
+        return (
+            f"`{short}.{name}` is defined again by every subclass of `{short}`, which is"
+            " built only as their base"
+        )
+
+    def _referenced_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The last parts of the names every module's class references spell (base lists
+        left out), and the modules a package's `__init__.py` star-imports (its API)."""
+        found = self.__dict__.get("_referenced")
+        if found is None:
+            named: set[str] = set()
+            exported: set[str] = set()
+            for module in self.model.modules.values():
+                named.update(q.rsplit(".", 1)[-1] for _, q, *_ in module.scope.class_refs)
+                if module.is_package:
+                    for target in module.scope.star_imports:
+                        hit = self.model.lookup(target, module)
+                        if isinstance(hit, ModuleSummary):
+                            exported.add(hit.path)
+            found = self.__dict__["_referenced"] = (frozenset(named), frozenset(exported))
+        return found
 
     def _dead_hook(self, fn: _Function) -> str | None:
         """A Lightning 1 hook (`on_keyboard_interrupt`) of a Lightning class, which Lightning 2

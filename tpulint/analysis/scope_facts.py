@@ -97,6 +97,11 @@ GENERATION_TOKENS = frozenset({"generate", "generation", "sample", "sampling", "
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 # Device names compared with a device or its type.
 _CUDA_DEVICE_NAMES = ("cuda", "gpu", "mps")
+# Lightning's steps and hooks that run once the model is on its device (`on_fit_start` on).
+_DEVICE_HOOK = re.compile(
+    r"(training|validation|test|predict)_step(_end)?$|\w+_epoch_(start|end)$"
+    r"|on_(train|validation|test|predict)_batch_\w+$|on_(before|after)_\w+$"
+)
 _TPU_DEVICE_NAMES = ("xla", "tpu")
 _TORCH_CUDA_CHECKS = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.mps.")
 # Lightning's XLA strategies never create a torch.distributed process group (they talk
@@ -608,6 +613,9 @@ class _Walker:
                     "XLA",
                     "mps",
                     "CUDA",
+                    # `self.device.type == "cpu"` in a step: the model's device is XLA's
+                    '"cpu"',
+                    "'cpu'",
                     "autocast",
                     "bnb",
                     # `dist.is_initialized()` and helpers named for it
@@ -2341,6 +2349,8 @@ class _Walker:
         if isinstance(op, (ast.In, ast.NotIn)):
             # `"cuda" in str(x.device)`
             result = self.device_compare(right, left, True)
+            if result is None:
+                result = self.device_in(left, right)  # `x.device.type in ("cpu", "cuda")`
             if result is None and self.cuda_error_text(left, right):
                 result = False  # `"CUDA out of memory" in str(e)`: XLA raises no CUDA error
             return _not(result) if isinstance(op, ast.NotIn) else result
@@ -2351,6 +2361,8 @@ class _Walker:
         if equal or unequal:
             for device, other in ((left, right), (right, left)):
                 result = self.device_compare(device, other, False)
+                if result is None:
+                    result = self.device_in(device, ast.Tuple(elts=[other]))
                 if result is not None:
                     return _not(result) if unequal else result
             for param, other in ((left, right), (right, left)):
@@ -2467,6 +2479,71 @@ class _Walker:
             return False
         text = dotted(node)
         return text is not None and bool(name_tokens(text.rsplit(".", 1)[-1]) & _CUDA_TOKENS)
+
+    def device_in(self, device: ast.expr, options: ast.expr) -> Truth:
+        """`device.type in ("cpu", "cuda")` (False on a TPU: no CUDA device, and the model's
+        own device in a step or hook is XLA's), `in ("xla", "cpu")` (True)."""
+        if not isinstance(options, (ast.Tuple, ast.List, ast.Set)) or not options.elts:
+            return None
+        names = [
+            e.value.lower().split(":", 1)[0]
+            for e in options.elts
+            if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        ]
+        if len(names) != len(options.elts) or not _is_device_text(device):
+            return None
+        if any(n in _TPU_DEVICE_NAMES for n in names):
+            return True
+        if all(n in _CUDA_DEVICE_NAMES for n in names):
+            return False
+        if all(n in _CUDA_DEVICE_NAMES or n == "cpu" for n in names) and self.model_device(device):
+            return False
+        return None
+
+    def model_device(self, node: ast.expr) -> bool:
+        """Whether an expression holds the device of the module's own parameters, read in a
+        step or hook Lightning calls once the model is on its device (not `__init__`,
+        `setup`, `configure_model`, nor a helper they may call): `self.device`,
+        `next(self.parameters()).device`, their `.type` or text, or a local name bound to
+        one. In a training run on TPUs that is the XLA device."""
+        if not self._functions:
+            return False
+        key = self._functions[-1][0]
+        method = key.split("#", 1)[0]
+        if "." not in method or not _DEVICE_HOOK.match(method.rsplit(".", 1)[-1]):
+            return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str":
+            if not node.args:
+                return False
+            node = node.args[0]
+        if isinstance(node, ast.Attribute) and node.attr == "type":
+            node = node.value
+        if isinstance(node, ast.Name):
+            bound = self.values.get((key, node.id))
+            if bound is None:
+                return False
+            if isinstance(bound, ast.Attribute) and bound.attr == "type":
+                bound = bound.value
+            node = bound
+        if not (isinstance(node, ast.Attribute) and node.attr == "device"):
+            return False
+        receiver = node.value
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            # Lightning's `device` property, unless the file keeps a device of its own.
+            return not re.search(r"self\.device\s*=[^=]|def device\b", self.text)
+        return (
+            isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "next"
+            and any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "parameters"
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+                for n in ast.walk(receiver)
+            )
+        )
 
     def device_compare(self, device: ast.expr, other: ast.expr, prefix: bool) -> Truth:
         """`device.type == "cuda"` (False on a TPU), `== "xla"` (True); `prefix`: `other` is

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from tpulint.analysis.guards import (
+    ANOMALY_CHECKS,
+    ANOMALY_REDUCTIONS,
     RARE,
     change_targets,
     condition_kinds,
@@ -37,6 +39,7 @@ from tpulint.analysis.guards import (
     flush_targets,
     flushes,
     grows,
+    is_report_callee,
     is_warning_callee,
     lazy_attribute,
     marker_targets,
@@ -1094,7 +1097,12 @@ class _Summarizer(ValueEvaluator):
             # A branch that only warns reports an abnormal condition: rare, like a lazy block;
             # one the code before makes unreachable never runs.
             dead = self.dead_branches.get(id(node))
-            rare = lazy or _warns_only(node.body) or dead == "body"
+            rare = (
+                lazy
+                or _warns_only(node.body)
+                or _reports_anomaly(node.test, node.body)
+                or dead == "body"
+            )
             saved = scope.guards
             scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if rare else ()))
             # Each branch's bindings are journaled, so both start from the same state and
@@ -2169,6 +2177,32 @@ def _rebound_names(statement: ast.stmt) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             out.add(node.id)
     return out
+
+
+def _reports_anomaly(test: ast.expr, statements: list[ast.stmt]) -> bool:
+    """`if torch.any(empty): print(f"... {empty.sum().item()}")`: a branch that only prints
+    or logs, under a check of a tensor for bad values (`torch.isnan(x).any()`,
+    `torch.any(m)`, `not torch.all(ok)`). It runs when the step goes wrong, not every step;
+    the check itself is the cost every step pays."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if not isinstance(test, ast.Call):
+        return False
+    names = {
+        n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+        for n in ast.walk(test)
+        if isinstance(n, ast.Call)
+    }
+    outer = test.func.attr if isinstance(test.func, ast.Attribute) else getattr(test.func, "id", "")
+    if outer not in ANOMALY_REDUCTIONS and not names & ANOMALY_CHECKS:
+        return False
+    return bool(statements) and all(
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and (callee := dotted(statement.value.func)) is not None
+        and is_report_callee(callee)
+        for statement in statements
+    )
 
 
 def _warns_only(statements: list[ast.stmt]) -> bool:
