@@ -48,8 +48,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    (`x > 0` on a parameter `x`)
     ["v", atom, ...]               a tensor computed by torch from these operands: where they
                                    are, unknown when they turn out not to be tensors
-    ["x", atom, ...]               an elementwise result of a CPU tensor and symbolic operands:
-                                   on the device if one of them is, else on the CPU
+    ["x", atom, ...]               an elementwise result (`a * b`) of a CPU tensor and symbolic
+                                   operands, or of several symbolic operands: on the device
+                                   if one of them is, else on the CPU if one of them is a CPU
+                                   tensor, else any of them
 """
 
 from __future__ import annotations
@@ -950,6 +952,10 @@ class ValueEvaluator:
         device_arg = next((k.value for k in node.keywords if k.arg == "device"), None)
         if last in TORCH_FACTORIES:
             if device_arg is None:
+                if last in ("tensor", "as_tensor") and node.args and _number_literal(node.args[0]):
+                    # `torch.tensor(3)`: a 0-dim CPU tensor, which torch combines with a
+                    # tensor on any device as it does a number (the result stays there)
+                    return ["number"]
                 return ["cpu"]
             beside = self.beside(device_arg, scope, d)
             if beside is not None:
@@ -990,6 +996,13 @@ class ValueEvaluator:
 
 
 # --- atoms ---------------------------------------------------------------------------------
+
+
+def _number_literal(node: ast.expr) -> bool:
+    """`3`, `-0.5`, `True`: a Python number written out."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, bool)
 
 
 def device_literal(node: ast.expr) -> str | None:
@@ -1255,6 +1268,11 @@ def arith(left: list[Atom], right: list[Atom]) -> list[Atom]:
         return [["x", "cpu", *symbolic]] if symbolic else ["cpu"]
     tensors = [a for a in both if a not in _HOSTLIKE]
     if tensors:
+        symbolic = [a for a in tensors if isinstance(a, list)]
+        if len(symbolic) > 1 and "device" not in tensors and "mask" not in tensors:
+            # `keep / C` of two symbolic operands: a CPU tensor among them keeps the result on
+            # the CPU unless another turns out to be on the device (`["x", ...]`)
+            return [["x", *tensors]]
         return [a if a != "mask" else "device" for a in tensors]
     if "numpy" in both:
         return ["numpy"]
@@ -1433,16 +1451,22 @@ def dict_entries(node: ast.expr, scope: Scope, evaluator: ValueEvaluator) -> lis
     """The string keys of a returned dict and what each holds: a dict literal whose keys are
     all strings (`{"mse": err}`), or a local dict whose string keys this function bound
     (`out = {}`, then `out["mse"] = chunked(...)`: the last value bound at each key). None
-    when they are not known (a computed key, `**other`, an update)."""
+    when they are not known (a computed key, an update); after a `**other` spread, the keys
+    written after it."""
     if isinstance(node, ast.Dict):
         if not node.keys or not all(
-            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+            k is None or (isinstance(k, ast.Constant) and isinstance(k.value, str))
+            for k in node.keys
         ):
             return None
-        return [
+        # `{"loss": loss, **parts, "pred": pred}`: a spread may bind any key, so the entries
+        # known are those written after the last one (a key not among them: any value)
+        last = max((i for i, k in enumerate(node.keys) if k is None), default=-1)
+        entries = [
             [k.value, evaluator.atoms(v, scope)]  # type: ignore[union-attr]
-            for k, v in zip(node.keys, node.values, strict=True)
+            for k, v in list(zip(node.keys, node.values, strict=True))[last + 1 :]
         ]
+        return entries or None
     if isinstance(node, ast.Name) and node.id in scope.keyed:
         prefix = node.id + "["
         entries = []
