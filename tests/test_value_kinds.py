@@ -1735,6 +1735,30 @@ def test_device_values_beside_them_stay_reported(name: str) -> None:
 # moved to the host stays there through arithmetic with values not known and through the
 # entries of a dict that also spreads another one.
 BATCH_VALUE_SILENT = {
+    "a path the dataset's items hold, known by its use as one, saved under in the step": """
+        class Scans(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                source = self.files[i]
+                volume = np.load(os.path.join(self.root, source))
+                return {"volume": volume, "source": source}
+
+
+        class Store:
+            def __call__(self, batch):
+                return {"volume": batch["volume"].float()}
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.store = Store()
+
+            def validation_step(self, batch, batch_idx):
+                source = batch["source"]
+                batch = self.store(batch)
+                out = self(batch["volume"])
+                torch.save(out, f"{source[0]}.pt")
+        """,
     "a file name the dataset's items hold, formatted in the step": """
         class Clips(torch.utils.data.Dataset):
             def __len__(self):

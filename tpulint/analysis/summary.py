@@ -2054,6 +2054,10 @@ _STRING_METHODS = frozenset(
         "rjust",
     }
 )
+# Methods only a string has, called on a name: the name holds a string.
+_STRING_USES = frozenset(
+    {"startswith", "endswith", "encode", "format", "lower", "upper", "strip", "isdigit"}
+)
 _STRING_FUNCTIONS = frozenset(
     {
         "str",
@@ -2113,10 +2117,18 @@ def is_string(node: ast.expr, strings: frozenset[str] = frozenset()) -> bool:
 
 def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
     """The local names of a function that hold strings: some assignment binds a string
-    (is_string) and every other one leaves the type open (an unpacked tuple, an element or
-    attribute of something, another name); a name also bound to anything else (a call, a
-    number, a container) is not one."""
+    (is_string), or the code uses the name as one (`os.path.join(root, name)`,
+    `name.split(" ")`, `name.endswith(".wav")`), and every other binding leaves the type open
+    (an unpacked tuple, a loop variable, an element or attribute of something, another name);
+    a name also bound to anything else (a call, a number, a container) is not one."""
     bound: dict[str, list[ast.expr | None]] = {}
+    used: set[str] = set()
+
+    def unpacked(target: ast.expr) -> None:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                bound.setdefault(sub.id, []).append(None)
+
     for sub in ast.walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and sub is not node:
             continue
@@ -2124,12 +2136,30 @@ def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]
             for target in sub.targets:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(sub.value)
+                else:
+                    unpacked(target)
         elif isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name):
             bound.setdefault(sub.target.id, []).append(sub.value)
         elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
             bound.setdefault(sub.target.id, []).append(
                 ast.BinOp(ast.Name(sub.target.id), sub.op, sub.value)
             )
+        elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
+            unpacked(sub.target)
+        elif isinstance(sub, ast.Call):
+            name = dotted(sub.func) or ""
+            if name.startswith(("os.path.", "osp.")):
+                used.update(a.id for a in sub.args if isinstance(a, ast.Name))
+            elif isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+                attr = sub.func.attr
+                texts = [a for a in sub.args if isinstance(a, ast.Constant)]
+                if attr in _STRING_USES or (
+                    attr in ("split", "rsplit", "replace")
+                    and texts
+                    and all(isinstance(a.value, str) for a in texts)
+                    and len(texts) == len(sub.args)
+                ):
+                    used.add(sub.func.value.id)
     strings: set[str] = set()
     changed = True
     while changed:
@@ -2138,7 +2168,7 @@ def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]
             if name in strings:
                 continue
             known = frozenset(strings)
-            if any(v is not None and is_string(v, known) for v in values) and all(
+            if (name in used or any(v is not None and is_string(v, known) for v in values)) and all(
                 v is None
                 or is_string(v, known)
                 or isinstance(v, (ast.Subscript, ast.Attribute, ast.Name))
