@@ -492,7 +492,10 @@ class ValueEvaluator:
                 # `", " + message`: string concatenation gives a string (a tensor operand
                 # would raise), no tensor is read. (`"%.3f" % t` does read `t`.)
                 return ["host"]
-            left, right = self.atoms(node.left, scope, d), self.atoms(node.right, scope, d)
+            # `t / torch.sqrt(torch.tensor(3))`: a 0-dim CPU tensor built from a number, which
+            # torch combines with a tensor on any device as it does the number
+            left = ["number"] if _scalar_tensor(node.left) else self.atoms(node.left, scope, d)
+            right = ["number"] if _scalar_tensor(node.right) else self.atoms(node.right, scope, d)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
                 maskish(left) or maskish(right)
             ):
@@ -952,10 +955,6 @@ class ValueEvaluator:
         device_arg = next((k.value for k in node.keywords if k.arg == "device"), None)
         if last in TORCH_FACTORIES:
             if device_arg is None:
-                if last in ("tensor", "as_tensor") and node.args and _number_literal(node.args[0]):
-                    # `torch.tensor(3)`: a 0-dim CPU tensor, which torch combines with a
-                    # tensor on any device as it does a number (the result stays there)
-                    return ["number"]
                 return ["cpu"]
             beside = self.beside(device_arg, scope, d)
             if beside is not None:
@@ -1003,6 +1002,19 @@ def _number_literal(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
     return isinstance(node, ast.Constant) and type(node.value) in (int, float, bool)
+
+
+def _scalar_tensor(node: ast.expr) -> bool:
+    """`torch.tensor(3)`, `torch.sqrt(torch.tensor(2.0))`: a 0-dim tensor built from a number
+    written out (no `device=`), or a torch function of one."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return False
+    name = dotted(node.func) or ""
+    if not name.startswith("torch."):
+        return False
+    if name in ("torch.tensor", "torch.as_tensor"):
+        return _number_literal(node.args[0])
+    return _scalar_tensor(node.args[0])
 
 
 def device_literal(node: ast.expr) -> str | None:
