@@ -1281,9 +1281,15 @@ def arith(left: list[Atom], right: list[Atom]) -> list[Atom]:
     tensors = [a for a in both if a not in _HOSTLIKE]
     if tensors:
         symbolic = [a for a in tensors if isinstance(a, list)]
-        if len(symbolic) > 1 and "device" not in tensors and "mask" not in tensors:
-            # `keep / C` of two symbolic operands: a CPU tensor among them keeps the result on
-            # the CPU unless another turns out to be on the device (`["x", ...]`)
+        if (
+            len(symbolic) > 1
+            and len(symbolic) == len(tensors)
+            and all(a[0] in ("p", "e", "a", "k", "g") for a in symbolic)
+        ):
+            # `keep[:, 0] / rows` of parameters, attributes and their elements: a CPU tensor
+            # among them keeps the result on the CPU unless another turns out to be on the
+            # device (`["x", ...]`). (What calls return may be a CPU fallback beside a device
+            # value, `t.mean() if len(t) else torch.tensor(0)`: those stay any of them.)
             return [["x", *tensors]]
         return [a if a != "mask" else "device" for a in tensors]
     if "numpy" in both:
