@@ -1726,3 +1726,261 @@ def test_host_values_stay_silent(name: str) -> None:
 def test_device_values_beside_them_stay_reported(name: str) -> None:
     source, expected = HOST_VALUE_REPORTED[name]
     assert codes(source) == expected
+
+
+# What a batch key holds is what the dataset's items hold there after the collate: default_collate
+# keeps strings as lists of strings (and no collate makes a tensor of text), and Lightning's
+# batch transfer moves only tensors, so a file name read from the batch is a host string. A
+# number or an array the collate turns into a tensor stays a device tensor. A tensor the step
+# moved to the host stays there through arithmetic with values not known and through the
+# entries of a dict that also spreads another one.
+BATCH_VALUE_SILENT = {
+    "a path the dataset's items hold, known by its use as one, saved under in the step": """
+        class Scans(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                source = self.files[i]
+                volume = np.load(os.path.join(self.root, source))
+                return {"volume": volume, "source": source}
+
+
+        class Store:
+            def __call__(self, batch):
+                return {"volume": batch["volume"].float()}
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.store = Store()
+
+            def validation_step(self, batch, batch_idx):
+                source = batch["source"]
+                batch = self.store(batch)
+                out = self(batch["volume"])
+                torch.save(out, f"{source[0]}.pt")
+        """,
+    "a file name the dataset's items hold, formatted in the step": """
+        class Clips(torch.utils.data.Dataset):
+            def __len__(self):
+                return 8
+
+            def __getitem__(self, i):
+                group, stem, offset = self.rows[i]
+                if offset is None:
+                    stem = str(os.path.splitext(stem)[0])
+                item = {"audio": np.zeros(16), "clip": stem}
+                item["title"] = f"clip {i}"
+                return item
+
+
+        class Prepare:
+            def __call__(self, batch):
+                return {"audio": batch["audio"].float()}
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.prepare = Prepare()
+
+            def training_step(self, batch, batch_idx):
+                clip = batch["clip"][0]
+                title = batch["title"]
+                batch = self.prepare(batch)
+                print(f"{clip}: {title}")
+                return self(batch["audio"]).sum()
+        """,
+    "string ids an iterable dataset yields, compared in the step": """
+        class Pairs(torch.utils.data.IterableDataset):
+            def __iter__(self):
+                for path in self.paths:
+                    yield {"image": np.load(path), "id": os.path.basename(path)}
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                left, right = batch["id"], self.other["id"]
+                assert left == right
+                name = batch["id"][0].strip()
+                print(f"{name}")
+                return self(batch["image"]).sum()
+        """,
+    "a host index tensor divided by a size taken from a tuple attribute": """
+        class Head(nn.Module):
+            def __init__(self, grid):
+                super().__init__()
+                self.grid = grid
+
+            def forward(self, x, keep=None):
+                rows, cols = self.grid
+                if keep is not None:
+                    keep = (keep[:, 0] / rows).long()
+                    print(keep.tolist())
+                return x
+
+
+        class M(L.LightningModule):
+            def __init__(self, body):
+                super().__init__()
+                self.head = Head(grid=body.grid)
+
+            def training_step(self, batch, batch_idx):
+                keep = torch.stack([torch.randperm(8)[:3] for _ in range(2)])
+                return self.head(batch, keep=keep).sum()
+        """,
+}
+BATCH_VALUE_REPORTED = {
+    "a mask of device distances scaled by a 0-dim tensor and signs not known": (
+        """
+        def signed(points, faces):
+            gaps = nearest(points, faces)
+            dist = torch.sqrt(gaps) / torch.sqrt(torch.tensor(3))
+            signs = 2.0 * (inside(points, faces).float() - 0.5)
+            return (dist * signs).unsqueeze(-1)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                sdf = signed(self(batch), batch)
+                far = torch.abs(sdf).ge(0.5)
+                sdf[far] = 0.0
+                return sdf.sum()
+        """,
+        [("TPU202", 12)],
+    ),
+    "a host copy returned in a dict that also spreads the losses": (
+        """
+        def rows_of(track, steps=2):
+            found = []
+            for i in range(track.shape[0]):
+                for j in range(steps):
+                    found.append(track[i, j].cpu().numpy())
+            return found
+
+
+        class M(L.LightningModule):
+            def shared(self, batch):
+                out = self(batch)
+                loss = out.mean()
+                parts = {"mse": loss}
+                return {"loss": loss, **parts, "pred": out.detach().cpu()}
+
+            def validation_step(self, batch, batch_idx):
+                found = self.shared(batch)
+                for k, sample in enumerate(found["pred"].transpose(0, 1)):
+                    rows_of(sample)
+        """,
+        [("TPU103", 14)],  # the copy itself, not the rows of the copy
+    ),
+    "a count the dataset's items hold, which default_collate makes a tensor": (
+        """
+        class Clips(torch.utils.data.Dataset):
+            def __len__(self):
+                return 8
+
+            def __getitem__(self, i):
+                stem = str(self.rows[i])
+                return {"audio": np.zeros(16), "clip": stem, "count": 3}
+
+
+        class Prepare:
+            def __call__(self, batch):
+                return {"audio": batch["audio"].float()}
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.prepare = Prepare()
+
+            def training_step(self, batch, batch_idx):
+                clip = batch["clip"][0]
+                count = batch["count"][0]
+                batch = self.prepare(batch)
+                print(f"{clip}: {count}")
+                return self(batch["audio"]).sum()
+        """,
+        [("TPU103", 24)],
+    ),
+    "a key the items hold as a string in one dataset and an array in another": (
+        """
+        class Named(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return {"audio": np.zeros(16), "clip": os.path.basename(self.paths[i])}
+
+
+        class Coded(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return {"audio": np.zeros(16), "clip": np.ones(4)}
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if batch["clip"][0] > 0:
+                    return self(batch["audio"]).sum()
+        """,
+        [("TPU104", 13)],
+    ),
+    "a device tensor divided by a size taken from a tuple attribute": (
+        """
+        class Head(nn.Module):
+            def __init__(self, grid):
+                super().__init__()
+                self.grid = grid
+
+            def forward(self, x, keep=None):
+                rows, cols = self.grid
+                if keep is not None:
+                    keep = (keep[:, 0] / rows).long()
+                    print(keep.tolist())
+                return x
+
+
+        class M(L.LightningModule):
+            def __init__(self, body):
+                super().__init__()
+                self.head = Head(grid=body.grid)
+
+            def training_step(self, batch, batch_idx):
+                keep = self(batch).argsort(-1)[:, :3]
+                return self.head(batch, keep=keep).sum()
+        """,
+        [("TPU103", 10)],
+    ),
+    "a device tensor returned in a dict after the spread losses": (
+        """
+        def rows_of(track, steps=2):
+            found = []
+            for i in range(track.shape[0]):
+                for j in range(steps):
+                    found.append(track[i, j].cpu().numpy())
+            return found
+
+
+        class M(L.LightningModule):
+            def shared(self, batch):
+                out = self(batch)
+                loss = out.mean()
+                parts = {"mse": loss}
+                return {"loss": loss, **parts, "pred": out.detach()}
+
+            def validation_step(self, batch, batch_idx):
+                found = self.shared(batch)
+                for k, sample in enumerate(found["pred"].transpose(0, 1)):
+                    rows_of(sample)
+        """,
+        [("TPU103", 5)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_VALUE_SILENT))
+def test_batch_host_values_stay_silent(name: str) -> None:
+    assert codes("import os\n" + textwrap.dedent(BATCH_VALUE_SILENT[name])) == []
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_VALUE_REPORTED))
+def test_batch_device_values_stay_reported(name: str) -> None:
+    source, expected = BATCH_VALUE_REPORTED[name]
+    found = codes("import os\n" + textwrap.dedent(source))
+    assert found == [(code, line + 2) for code, line in expected]

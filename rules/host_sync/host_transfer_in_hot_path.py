@@ -684,7 +684,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     branch the code before
     it makes unreachable (`if n is None: n = x.shape[0]`, then the `else` of `if n is not
     None:`), and on values that are
-    not device tensors (numpy arrays, Python numbers, CPU tensors).
+    not device tensors (numpy arrays, Python numbers, CPU tensors, and the strings a dataset's
+    items hold, such as a file name read as `batch["name"][0]`: the collate keeps them as lists of
+    strings and Lightning's batch transfer moves only tensors; README, "Whole-project analysis").
 
     ## Why is this bad on TPU?
     Tensors on an XLA device are lazy: the step is recorded as a graph and run once per

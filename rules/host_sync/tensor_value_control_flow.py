@@ -64,7 +64,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
     tensor is computed in the code (`preds = self(x).argmax(-1)`), is a row of one
     (`for row in preds:`), a buffer of the module, or a helper's parameter tested for a
     device tensor, and what is looked for is a number or a device tensor; lists, dicts,
-    sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not.
+    sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not; nor
+    are the strings a dataset's items hold (`assert batch["id"] == other["id"]` compares lists
+    of file names the collate built, not tensors).
     Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
     tensors. So is what a method the step calls stores from the batch it is handed

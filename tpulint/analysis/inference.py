@@ -48,8 +48,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    (`x > 0` on a parameter `x`)
     ["v", atom, ...]               a tensor computed by torch from these operands: where they
                                    are, unknown when they turn out not to be tensors
-    ["x", atom, ...]               an elementwise result of a CPU tensor and symbolic operands:
-                                   on the device if one of them is, else on the CPU
+    ["x", atom, ...]               an elementwise result (`a * b`) of a CPU tensor and symbolic
+                                   operands, or of several symbolic operands: on the device
+                                   if one of them is, else on the CPU if one of them is a CPU
+                                   tensor, else any of them
 """
 
 from __future__ import annotations
@@ -490,7 +492,10 @@ class ValueEvaluator:
                 # `", " + message`: string concatenation gives a string (a tensor operand
                 # would raise), no tensor is read. (`"%.3f" % t` does read `t`.)
                 return ["host"]
-            left, right = self.atoms(node.left, scope, d), self.atoms(node.right, scope, d)
+            # `t / torch.sqrt(torch.tensor(3))`: a 0-dim CPU tensor built from a number, which
+            # torch combines with a tensor on any device as it does the number
+            left = ["number"] if _scalar_tensor(node.left) else self.atoms(node.left, scope, d)
+            right = ["number"] if _scalar_tensor(node.right) else self.atoms(node.right, scope, d)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
                 maskish(left) or maskish(right)
             ):
@@ -992,6 +997,26 @@ class ValueEvaluator:
 # --- atoms ---------------------------------------------------------------------------------
 
 
+def _number_literal(node: ast.expr) -> bool:
+    """`3`, `-0.5`, `True`: a Python number written out."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, bool)
+
+
+def _scalar_tensor(node: ast.expr) -> bool:
+    """`torch.tensor(3)`, `torch.sqrt(torch.tensor(2.0))`: a 0-dim tensor built from a number
+    written out (no `device=`), or a torch function of one."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return False
+    name = dotted(node.func) or ""
+    if not name.startswith("torch."):
+        return False
+    if name in ("torch.tensor", "torch.as_tensor"):
+        return _number_literal(node.args[0])
+    return _scalar_tensor(node.args[0])
+
+
 def device_literal(node: ast.expr) -> str | None:
     """ "cpu" for `"cpu"` / `torch.device("cpu")`, "device" for another literal device."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -1255,6 +1280,17 @@ def arith(left: list[Atom], right: list[Atom]) -> list[Atom]:
         return [["x", "cpu", *symbolic]] if symbolic else ["cpu"]
     tensors = [a for a in both if a not in _HOSTLIKE]
     if tensors:
+        symbolic = [a for a in tensors if isinstance(a, list)]
+        if (
+            len(symbolic) > 1
+            and len(symbolic) == len(tensors)
+            and all(a[0] in ("p", "e", "a", "k", "g") for a in symbolic)
+        ):
+            # `keep[:, 0] / rows` of parameters, attributes and their elements: a CPU tensor
+            # among them keeps the result on the CPU unless another turns out to be on the
+            # device (`["x", ...]`). (What calls return may be a CPU fallback beside a device
+            # value, `t.mean() if len(t) else torch.tensor(0)`: those stay any of them.)
+            return [["x", *tensors]]
         return [a if a != "mask" else "device" for a in tensors]
     if "numpy" in both:
         return ["numpy"]
@@ -1433,16 +1469,22 @@ def dict_entries(node: ast.expr, scope: Scope, evaluator: ValueEvaluator) -> lis
     """The string keys of a returned dict and what each holds: a dict literal whose keys are
     all strings (`{"mse": err}`), or a local dict whose string keys this function bound
     (`out = {}`, then `out["mse"] = chunked(...)`: the last value bound at each key). None
-    when they are not known (a computed key, `**other`, an update)."""
+    when they are not known (a computed key, an update); after a `**other` spread, the keys
+    written after it."""
     if isinstance(node, ast.Dict):
         if not node.keys or not all(
-            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+            k is None or (isinstance(k, ast.Constant) and isinstance(k.value, str))
+            for k in node.keys
         ):
             return None
-        return [
+        # `{"loss": loss, **parts, "pred": pred}`: a spread may bind any key, so the entries
+        # known are those written after the last one (a key not among them: any value)
+        last = max((i for i, k in enumerate(node.keys) if k is None), default=-1)
+        entries = [
             [k.value, evaluator.atoms(v, scope)]  # type: ignore[union-attr]
-            for k, v in zip(node.keys, node.values, strict=True)
+            for k, v in list(zip(node.keys, node.values, strict=True))[last + 1 :]
         ]
+        return entries or None
     if isinstance(node, ast.Name) and node.id in scope.keyed:
         prefix = node.id + "["
         entries = []

@@ -2186,8 +2186,14 @@ class ProjectModel:
             return Value(kind, False, params, tensor=True, placed=placed)
         if tag == "x":
             parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
-            kinds = {p.kind for p in parts if p is not None}
-            return Value("device" if "device" in kinds else "cpu")
+            found = [p for p in parts if p is not None]
+            kinds = {p.kind for p in found}
+            if "device" in kinds:
+                return Value("device")
+            if "cpu" in kinds:
+                return Value("cpu")
+            # no CPU tensor among them: what any of them is (`a * b` of two parameters)
+            return combine_values(found) if found else UNKNOWN_VALUE
         if tag == "w":
             inner = self.resolve_atoms(atom[1], module, owner, depth)
             if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):

@@ -847,6 +847,9 @@ class _Summarizer(ValueEvaluator):
         self.asserted_none: dict[str, dict[str, int]] = {}
         # Function key -> whether it is a collate function (is_collate_name).
         self.collates: dict[str, bool] = {}
+        # Function key of a dataset's item method -> its names that hold strings
+        # (string_names), for the keys default_collate leaves as strings.
+        self.item_strings: dict[str, frozenset[str]] = {}
         self._line_starts: list[int] | None = None
         self._conditions: dict[Any, frozenset[str]] = {}
         # class qualname -> its methods (a lazy-initialisation block may call one that sets
@@ -1346,6 +1349,8 @@ class _Summarizer(ValueEvaluator):
         self.collates[info.key] = is_collate_name(
             node.name, klass.name if klass is not None else None
         ) or (klass is not None and node.name in _ITEM_METHODS)
+        if klass is not None and node.name in _ITEM_METHODS and not self.query:
+            self.item_strings[info.key] = string_names(node)
         info.none_params = sorted(_none_default_names(args))
         info.host_defaults = sorted(self._host_function_defaults(args, outer))
         self.optional_params[info.key] = _none_default_names(args) | (
@@ -1438,6 +1443,8 @@ class _Summarizer(ValueEvaluator):
             call = node.value
             if isinstance(call.func, ast.Attribute) and call.func.attr == "update":
                 displays.extend(call.args[:1])
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Yield) and node.value.value:
+            displays.append(node.value.value)  # `yield {...}` of an IterableDataset
         for display in displays:
             if isinstance(display, ast.Dict):
                 for key, value in zip(display.keys, display.values, strict=True):
@@ -1454,11 +1461,14 @@ class _Summarizer(ValueEvaluator):
         built = scope.info.built_keys
         # A dataset's items may reach a step through torch's default_collate, which stacks
         # numbers into tensors: what an item holds at a key says nothing of the batch's.
+        # A string stays one (a list of them after default_collate, and no collate function
+        # makes a tensor of text), which Lightning's batch transfer leaves on the host.
         item = scope.info.name in _ITEM_METHODS
+        strings = self.item_strings.get(scope.info.key, frozenset())
         for key, value in entries:
             atoms = self.atoms(value, scope)
             kind = (
-                "tensor"
+                ("host" if is_string(value, strings) else "tensor")
                 if item
                 else "number"
                 if atoms and all(a == "number" for a in atoms)
@@ -2059,6 +2069,153 @@ def merge_built_kinds(before: str, kind: str) -> str:
 
 # A dataset's item methods: the dicts they build are a batch's keys after default_collate.
 _ITEM_METHODS = frozenset({"__getitem__", "__iter__", "__getitems__"})
+
+# What surely gives a string: str methods no tensor, array or number has, and os.path's
+# functions that return a path.
+_STRING_METHODS = frozenset(
+    {
+        "format",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "lower",
+        "upper",
+        "decode",
+        "removeprefix",
+        "removesuffix",
+        "as_posix",
+        "capitalize",
+        "casefold",
+        "title",
+        "zfill",
+        "ljust",
+        "rjust",
+    }
+)
+# Methods only a string has, called on a name: the name holds a string.
+_STRING_USES = frozenset(
+    {"startswith", "endswith", "encode", "format", "lower", "upper", "strip", "isdigit"}
+)
+_STRING_FUNCTIONS = frozenset(
+    {
+        "str",
+        "repr",
+        "os.path.basename",
+        "os.path.join",
+        "os.path.dirname",
+        "os.path.abspath",
+        "os.path.relpath",
+        "os.path.normpath",
+        "os.path.expanduser",
+        "osp.basename",
+        "osp.join",
+        "osp.dirname",
+    }
+)
+
+
+def is_string(node: ast.expr, strings: frozenset[str] = frozenset()) -> bool:
+    """Whether an expression surely holds a string: a literal or f-string, `str(...)`,
+    `os.path.basename(p)`, `name.strip()`, `"-".join(parts)`, `os.path.splitext(p)[0]`,
+    `p.split("/")[-1]`, `a + ".wav"`, or a name of `strings` (string_names)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in strings
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return is_string(node.left, strings) or (
+            isinstance(node.op, ast.Add) and is_string(node.right, strings)
+        )
+    if isinstance(node, ast.IfExp):
+        return is_string(node.body, strings) and is_string(node.orelse, strings)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call):
+        # `os.path.splitext(p)[0]`, `p.split("/")[-1]` (a tensor's `split` takes a size)
+        call = node.value
+        name = dotted(call.func)
+        if name in ("os.path.splitext", "osp.splitext", "os.path.split", "osp.split"):
+            return True
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("split", "rsplit"):
+            return all(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args[:1]
+            ) and (bool(call.args) or is_string(call.func.value, strings))
+        return False
+    if isinstance(node, ast.Call):
+        name = dotted(node.func)
+        if name in _STRING_FUNCTIONS:
+            return True
+        if isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr == "join":
+                return is_string(node.func.value, strings)
+            return attr in _STRING_METHODS
+    return False
+
+
+def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The local names of a function that hold strings: some assignment binds a string
+    (is_string), or the code uses the name as one (`os.path.join(root, name)`,
+    `name.split(" ")`, `name.endswith(".wav")`), and every other binding leaves the type open
+    (an unpacked tuple, a loop variable, an element or attribute of something, another name);
+    a name also bound to anything else (a call, a number, a container) is not one."""
+    bound: dict[str, list[ast.expr | None]] = {}
+    used: set[str] = set()
+
+    def unpacked(target: ast.expr) -> None:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                bound.setdefault(sub.id, []).append(None)
+
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and sub is not node:
+            continue
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(sub.value)
+                else:
+                    unpacked(target)
+        elif isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name):
+            bound.setdefault(sub.target.id, []).append(sub.value)
+        elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+            bound.setdefault(sub.target.id, []).append(
+                ast.BinOp(ast.Name(sub.target.id), sub.op, sub.value)
+            )
+        elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
+            unpacked(sub.target)
+        elif isinstance(sub, ast.Call):
+            name = dotted(sub.func) or ""
+            if name.startswith(("os.path.", "osp.")):
+                used.update(a.id for a in sub.args if isinstance(a, ast.Name))
+            elif isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+                attr = sub.func.attr
+                texts = [a for a in sub.args if isinstance(a, ast.Constant)]
+                if attr in _STRING_USES or (
+                    attr in ("split", "rsplit", "replace")
+                    and texts
+                    and all(isinstance(a.value, str) for a in texts)
+                    and len(texts) == len(sub.args)
+                ):
+                    used.add(sub.func.value.id)
+    strings: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in bound.items():
+            if name in strings:
+                continue
+            known = frozenset(strings)
+            if (name in used or any(v is not None and is_string(v, known) for v in values)) and all(
+                v is None
+                or is_string(v, known)
+                or isinstance(v, (ast.Subscript, ast.Attribute, ast.Name))
+                or (isinstance(v, ast.BinOp) and isinstance(v.left, ast.Name) and v.left.id == name)
+                for v in values
+            ):
+                strings.add(name)
+                changed = True
+    return frozenset(strings)
 
 
 def is_collate_name(name: str, class_name: str | None) -> bool:
