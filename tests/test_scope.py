@@ -6306,6 +6306,10 @@ def test_a_config_option_read_with_get_is_decided_by_its_default(tmp_path: Path)
         tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/train.yaml": "interleave: true\n"}
     )
     assert reason_at(on, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+    # A repository that ships no configs (a package: its users bring their own) keeps it.
+    (tmp_path / "configs/train.yaml").unlink()
+    bare = with_configs(tmp_path, {"m.py": MODULE_HEAD + text}, {})
+    assert reason_at(bare, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
     stored = text.replace(
         "        self.config = config\n",
         '        self.config = config\n        self.mixed = config.get("interleave", False)\n',

@@ -3432,14 +3432,14 @@ class ProjectScope:
         command-line option of that name (users set it), an assignment by code."""
         memo = self.__dict__.setdefault("_options", {})
         repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
-        if (name, repository) in memo:
-            return memo[(name, repository)]
+        if (name, path) in memo:
+            return memo[(name, path)]
         defaults = self._config_defaults(name, path)
         if defaults is not None:
-            memo[(name, repository)] = defaults
+            memo[(name, path)] = defaults
             return defaults
         values: list[Any] | None = []
-        declared = elsewhere = False
+        declared = elsewhere = got = False
         for where, kind, found in self._option_index().get(name, ()):
             if not same_repository(where, path):
                 continue
@@ -3451,13 +3451,21 @@ class ProjectScope:
             # elsewhere may belong to another object (a model config read from a hub's JSON).
             declared = declared or (kind == "field" and where == path)
             elsewhere = elsewhere or (kind == "field" and where != path)
+            if kind == "get" and where != path:
+                continue  # (another file's `get` of that key: another object's default)
+            got = got or kind == "get"
             values += found
         configured: list[Any] = []
+        shipped = False  # (whether the repository ships YAML configs at all)
         if values is not None:
             for config in self.model.configs:
                 if same_repository(config.path, path):
                     configured += config.keys.get(name, [])
+                    shipped = True
             values += configured
+        # `cfg.get("use_map", False)` declares the default where it reads the key, for a
+        # repository whose configs are shipped (a package's users bring their own).
+        declared = declared or (got and shipped)
         if values is None or "?" in values:
             values = None
         elif not declared and (
@@ -3468,7 +3476,7 @@ class ProjectScope:
             # class of another module declares (another object's, which a hub's JSON may
             # fill in), is what they set.
             values = None
-        memo[(name, repository)] = values
+        memo[(name, path)] = values
         return values
 
     def _config_defaults(self, name: str, path: str) -> list[Any] | None:
@@ -3538,6 +3546,8 @@ class ProjectScope:
                     index.setdefault(name, []).append((where, "set", []))
                 for name, defaults in facts.fields.items():
                     index.setdefault(name, []).append((where, "field", list(defaults)))
+                for name, defaults in facts.got_defaults.items():
+                    index.setdefault(name, []).append((where, "get", list(defaults)))
                 for name, codes in facts.keyword_values.items():
                     passed = [c[1] if isinstance(c, list) and c[0] == "l" else "?" for c in codes]
                     index.setdefault(name, []).append((where, "keyword", passed))

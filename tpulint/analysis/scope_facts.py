@@ -223,8 +223,7 @@ class ScopeFacts:
     # `setattr(model, "flag", x)`): an attribute's truth is not its class's alone.
     foreign_stores: list[str] = field(default_factory=list)
     # Config options (tpulint.analysis.scope `_option_truth`): the fields a class body declares
-    # with a default (`interleave: bool = False` in a dataclass or pydantic config), and the
-    # keys a config's `get` reads with its default (`cfg.get("interleave", False)`) -> the
+    # with a default (`interleave: bool = False` in a dataclass or pydantic config) -> the
     # literal defaults ("?" for another value); the options a command line declares
     # (`parser.add_argument("--interleave")`, `@click.option`), which users set; the keywords
     # and string dict keys this file passes -> ["l", literal], ["f", function key, parameter,
@@ -311,6 +310,10 @@ class ScopeFacts:
     # defaults: what `args.use_ema` holds unless a launcher passes the switch
     # (tpulint.analysis.scope `_switch_value`).
     cli_switches: dict[str, list[Any]] = field(default_factory=dict)
+    # The keys a config's `get` reads with its default (`cfg.get("interleave", False)`) -> the
+    # literal defaults ("?" for another value): the option's default where the file reads it,
+    # in a repository whose YAML configs are shipped (tpulint.analysis.scope `option_values`).
+    got_defaults: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -362,6 +365,7 @@ class ScopeFacts:
             "sp": self.string_params,
             "bs": self.bool_stores,
             "sw": self.cli_switches,
+            "gd": self.got_defaults,
         }
 
     @classmethod
@@ -415,6 +419,7 @@ class ScopeFacts:
             data.get("sp", {}),
             data.get("bs", {}),
             data.get("sw", {}),
+            data.get("gd", {}),
         )
 
 
@@ -1717,7 +1722,7 @@ class _Walker:
         if got is not None:
             # `cfg.get("use_map", False)`: the option's default where the module reads it
             code = _literal_code(node.args[1]) if len(node.args) > 1 else ["l", None]
-            defaults = self.facts.fields.setdefault(got, [])
+            defaults = self.facts.got_defaults.setdefault(got, [])
             value = code[1] if isinstance(code, list) else "?"
             if value not in defaults:
                 defaults.append(value)
