@@ -6371,3 +6371,291 @@ class Model(L.LightningModule):
         },
     )
     assert reason_at(model, tmp_path, "m.py", "print(x") is None
+
+
+# --- options a mapping spread into a constructor gives (`Net(**cfg["net"])`) ----------------
+
+SPREAD_OPTIONS = {
+    "voc/__init__.py": "",
+    "voc/generator.py": """\
+        import torch
+        from torch import nn
+
+
+        class CombSource(nn.Module):
+            def forward(self, x):
+                return x.cumsum(-1)
+
+
+        class SineSource(nn.Module):
+            def forward(self, x):
+                return torch.sin(x[x > 0])  # sine-only
+
+
+        class Generator(nn.Module):
+            def __init__(self, *, channels=16, source="comb", add_noise=False):
+                super().__init__()
+                self.proj = nn.Linear(channels, channels)
+                if source == "comb":
+                    self.source = CombSource()
+                elif source == "sine":
+                    self.source = SineSource()
+                else:
+                    raise ValueError(source)
+                self.add_noise = add_noise
+
+            def forward(self, x):
+                if self.add_noise:
+                    x = x + x.std().item()  # noise-only
+                return self.source(self.proj(x))
+    """,
+    "voc/task.py": """\
+        import lightning as L
+
+        from voc.generator import Generator
+
+
+        class Vocoder(L.LightningModule):
+            def __init__(self, config):
+                super().__init__()
+                self.generator = Generator(**config["generator"])
+
+            def training_step(self, batch, i):
+                return self.generator(batch).sum()
+    """,
+    "configs/vocoder.py": """\
+        model = dict(
+            type="Vocoder",
+            generator=dict(channels=32),
+        )
+    """,
+    "train.py": """\
+        import lightning as L
+
+        from voc.task import Vocoder
+
+
+        def main(cfg):
+            L.Trainer().fit(Vocoder(cfg.model))
+
+
+        if __name__ == "__main__":
+            main(load_config("configs/vocoder.py"))
+    """,
+}
+
+
+def test_options_a_spread_config_mapping_leaves_to_their_defaults(tmp_path: Path) -> None:
+    """`Generator(**config["generator"])`: the mapping's keys are what the repository's
+    configs and code give them by name. No config, keyword or text sets `source` or
+    `add_noise`, so both stay at their defaults: the `"sine"` branch and the class only it
+    builds never run, nor the branch of the off flag."""
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    model = with_configs(tmp_path, SPREAD_OPTIONS, {})
+    assert reason_at(model, tmp_path, "voc/generator.py", "x.std().item()  # noise-only")
+    assert reason_at(model, tmp_path, "voc/generator.py", "x[x > 0])  # sine-only")
+    # Another module's class of the same name, built where the code runs, is another class.
+    other = """\
+        from torch import nn
+
+
+        class SineSource(nn.Module):
+            def forward(self, x):
+                return x[x > 0]  # other-sine
+
+
+        def build():
+            return SineSource()
+    """
+    model = with_configs(tmp_path, {**SPREAD_OPTIONS, "voc/other.py": other}, {})
+    assert reason_at(model, tmp_path, "voc/generator.py", "x[x > 0])  # sine-only")
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # A python config's dict turns them on.
+        ("configs/vocoder.py", "channels=32", 'channels=32, source="sine", add_noise=True'),
+        # A YAML config sets the keys.
+        ("configs/other.yaml", "", "generator:\n  source: sine\n  add_noise: true\n"),
+        # A launcher's words name them (`--add_noise`, `generator.source=sine`).
+        ("run.sh", "", "python train.py generator.source=sine --add_noise\n"),
+        # A command-line option of that name: users set it.
+        (
+            "train.py",
+            "import lightning as L\n",
+            'import argparse\n\nimport lightning as L\n\nargparse.ArgumentParser().add_argument("'
+            '--source")\nargparse.ArgumentParser().add_argument("--add_noise")\n',
+        ),
+        # Code sets the keys on the mapping.
+        (
+            "train.py",
+            "    L.Trainer()",
+            '    cfg.model["generator"]["source"] = "sine"\n'
+            '    cfg.model["generator"]["add_noise"] = True\n    L.Trainer()',
+        ),
+    ],
+)
+def test_options_a_spread_mapping_may_set_stay(
+    tmp_path: Path, where: str, old: str, new: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    files = {name: textwrap.dedent(text) for name, text in SPREAD_OPTIONS.items()}
+    configs: dict[str, str] = {}
+    if where.endswith(".yaml"):
+        configs[where] = new
+    elif where not in files:
+        (tmp_path / where).write_text(new, encoding="utf-8")
+    else:
+        assert old in files[where]
+        files[where] = files[where].replace(old, new)
+    model = with_configs(tmp_path, files, configs)
+    assert reason_at(model, tmp_path, "voc/generator.py", "x.std().item()  # noise-only") is None
+    assert reason_at(model, tmp_path, "voc/generator.py", "x[x > 0])  # sine-only") is None
+
+
+def test_a_config_option_read_with_get_is_decided_by_its_default(tmp_path: Path) -> None:
+    """`self.config.get("interleave", False)`: the `get`'s default is the option's default
+    where the module reads it (no config class needed); a config file that turns it on
+    keeps the branch."""
+    text = _CONFIG_OPTION.replace(
+        "self.config.interleave", 'self.config.get("interleave", False)'
+    ).replace("        interleave: bool = False\n", "")
+    model = with_configs(tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/train.yaml": "a: 1\n"})
+    reason = reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]")
+    assert reason is not None and reason.endswith("leave `interleave` false")
+    on = with_configs(
+        tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/train.yaml": "interleave: true\n"}
+    )
+    assert reason_at(on, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+    # A repository that ships no configs (a package: its users bring their own) keeps it.
+    (tmp_path / "configs/train.yaml").unlink()
+    bare = with_configs(tmp_path, {"m.py": MODULE_HEAD + text}, {})
+    assert reason_at(bare, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+    stored = text.replace(
+        "        self.config = config\n",
+        '        self.config = config\n        self.mixed = config.get("interleave", False)\n',
+    ).replace('if self.config.get("interleave", False):', "if self.mixed:")
+    assert "if self.mixed:" in stored
+    model = with_configs(tmp_path, {"m.py": MODULE_HEAD + stored}, {"configs/train.yaml": "a: 1\n"})
+    assert reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]") is not None
+
+
+def test_a_config_option_no_class_declares_is_what_the_config_files_set(tmp_path: Path) -> None:
+    """`self.config.interleave` with no default declared anywhere: the repository's YAML
+    configs all set `interleave: false`, so the branch never runs. A launcher that spells
+    the key (`model.interleave=true`), a config that turns it on, or no config setting it
+    at all keeps it."""
+    text = _CONFIG_OPTION.replace("        interleave: bool = False\n", "")
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    model = with_configs(tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/a.yaml": _CONFIG_FILE})
+    reason = reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]")
+    assert reason is not None and reason.endswith("leave `interleave` false")
+    for configs in (
+        {"configs/a.yaml": _CONFIG_FILE, "configs/b.yaml": "model:\n  interleave: true\n"},
+        {"configs/a.yaml": "model:\n  dim: 16\n"},
+    ):
+        model = with_configs(tmp_path, {"m.py": MODULE_HEAD + text}, configs)
+        assert reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+        for name in configs:
+            (tmp_path / name).unlink()
+    (tmp_path / "run.sh").write_text("python train.py model.interleave=true\n", encoding="utf-8")
+    model = with_configs(tmp_path, {"m.py": MODULE_HEAD + text}, {"configs/a.yaml": _CONFIG_FILE})
+    assert reason_at(model, tmp_path, "m.py", "a[a.sum(-1) > 0]") is None
+
+
+# --- command-line switches no launcher passes (`action="store_true"`) -----------------------
+
+SWITCHES = {
+    "train.py": """\
+        import argparse
+
+        import lightning as L
+        from torch import nn
+
+
+        class Net(L.LightningModule):
+            def __init__(self, dim, use_ema=True):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+                self.use_ema = use_ema
+
+            def training_step(self, batch, i):
+                out = self.proj(batch)
+                if self.use_ema:
+                    print(out.mean().item())  # ema-only
+                return out.sum()
+
+
+        def fit(args, batch):
+            if args.debug:
+                print(batch.sum().item())  # debug-only
+            L.Trainer().fit(Net(8, use_ema=args.use_ema))
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--use-ema", action="store_true")
+            parser.add_argument("--debug", action="store_true", default=False)
+            fit(parser.parse_args(), None)
+    """,
+}
+
+
+def test_switches_no_launcher_passes_are_off(tmp_path: Path) -> None:
+    """`add_argument("--use-ema", action="store_true")` that no shell script, README
+    command, config or code passes: `args.use_ema` is False in every run, so the
+    constructor gets False (not its True default) and the branches on the switches never
+    run."""
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    (tmp_path / "README.md").write_text("python train.py --help\n", encoding="utf-8")
+    model = project(tmp_path, SWITCHES)
+    assert reason_at(model, tmp_path, "train.py", "out.mean().item())  # ema-only")
+    reason = reason_at(model, tmp_path, "train.py", "batch.sum().item())  # debug-only")
+    assert reason is not None and "passes `--debug`" in reason
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        # A launcher or a README command passes the switches.
+        ("run.sh", "", "python train.py --use-ema --debug\n"),
+        ("README.md", "", "python train.py --use_ema --debug\n"),
+        # Code passes them, sets their defaults, or stores them.
+        ("train.py", "parse_args()", 'parse_args(["--use-ema", "--debug"])'),
+        (
+            "train.py",
+            "    fit(parser",
+            "    parser.set_defaults(use_ema=True, debug=True)\n    fit(parser",
+        ),
+        (
+            "train.py",
+            "    if args.debug:",
+            "    args.use_ema = args.debug = True\n    if args.debug:",
+        ),
+        # Not off by default, or not a switch.
+        (
+            "train.py",
+            'action="store_true")',
+            'action="store_true", default=True)',
+        ),
+        ("train.py", 'action="store_true", default=False)', "type=int)"),
+    ],
+)
+def test_switches_something_may_pass_stay(tmp_path: Path, where: str, old: str, new: str) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    files = {name: textwrap.dedent(text) for name, text in SWITCHES.items()}
+    if where in files:
+        assert old in files[where]
+        files[where] = files[where].replace(old, new)
+    else:
+        (tmp_path / where).write_text(new, encoding="utf-8")
+    model = project(tmp_path, files)
+    ema = reason_at(model, tmp_path, "train.py", "out.mean().item())  # ema-only")
+    debug = reason_at(model, tmp_path, "train.py", "batch.sum().item())  # debug-only")
+    if "type=int" in new:
+        assert debug is None  # (`--use-ema` is still a switch no one passes)
+    elif "default=True" in new:
+        assert ema is None  # (`--debug` keeps its own `default=False`)
+    else:
+        assert ema is None and debug is None

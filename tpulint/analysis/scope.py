@@ -22,8 +22,9 @@ A finding is outside the scope, with the reason, when its code:
   caller's own parameter passed on being what the caller's calls pass, a config option
   (`self.cfg.flag`, or `cfg["kind"] == "ce"`) that the project's config classes and files
   leave at one truth (`_option_truth`; yacs-style default modules, `_C.LOSS.KIND = "focal"`,
-  matched by the last key in any case: `_config_defaults`); calls made where the code never
-  runs are not counted;
+  matched by the last key in any case: `_config_defaults`), a command-line switch
+  (`args.use_ema` of `action="store_true"`) that no launcher, README command, config or code
+  passes (`_switch_value`); calls made where the code never runs are not counted;
 - is a function every call (and reference) of which sits where the code never runs
   (`_called_only_where_dead`), or a method of a class built or named only there
   (`_class_built_only_where_dead`);
@@ -3161,6 +3162,9 @@ class ProjectScope:
             return results.pop() if len(results) == 1 else None
         if head == "option":
             return self._option_truth(value[1], module.path, *value[2:3])
+        if head == "switch":
+            switched = self._switch_value(value[1], module.path)
+            return None if switched is None else bool(switched)
         if head == "attr_option":
             # `self.kind == "l2"` where every assignment of `self.kind` reads one option
             stored = self._attribute_stores(value[1], owner)
@@ -3439,19 +3443,22 @@ class ProjectScope:
         `config["name"]`) may have in its repository: the defaults its config classes
         declare (`name: bool = False`; at least one in the module of `path`, which reads
         its own config class), what the config files set it to, and
-        the literals code passes as a keyword or dict key of that name. None when a value is
-        not known: no declared default, a default or a setting that is no literal, a
+        the literals code passes as a keyword or dict key of that name (a `cfg.get("name",
+        False)` declares its default where it reads the key). Without a declared default,
+        what the YAML configs set when at least one sets the key, no config class of another
+        module declares it and no text file spells it. None when a value is not known: no
+        declared default nor such configs, a default or a setting that is no literal, a
         command-line option of that name (users set it), an assignment by code."""
         memo = self.__dict__.setdefault("_options", {})
         repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
-        if (name, repository) in memo:
-            return memo[(name, repository)]
+        if (name, path) in memo:
+            return memo[(name, path)]
         defaults = self._config_defaults(name, path)
         if defaults is not None:
-            memo[(name, repository)] = defaults
+            memo[(name, path)] = defaults
             return defaults
         values: list[Any] | None = []
-        declared = False
+        declared = elsewhere = got = False
         for where, kind, found in self._option_index().get(name, ()):
             if not same_repository(where, path):
                 continue
@@ -3462,14 +3469,33 @@ class ProjectScope:
             # Config: interleave: bool = False` beside the code): a field of that name
             # elsewhere may belong to another object (a model config read from a hub's JSON).
             declared = declared or (kind == "field" and where == path)
+            elsewhere = elsewhere or (kind == "field" and where != path)
+            if kind == "get" and where != path:
+                continue  # (another file's `get` of that key: another object's default)
+            got = got or kind == "get"
             values += found
+        configured: list[Any] = []
+        shipped = False  # (whether the repository ships YAML configs at all)
         if values is not None:
             for config in self.model.configs:
                 if same_repository(config.path, path):
-                    values += config.keys.get(name, [])
-        if values is None or not declared or "?" in values:
+                    configured += config.keys.get(name, [])
+                    shipped = True
+            values += configured
+        # `cfg.get("use_map", False)` declares the default where it reads the key, for a
+        # repository whose configs are shipped (a package's users bring their own).
+        declared = declared or (got and shipped)
+        if values is None or "?" in values:
             values = None
-        memo[(name, repository)] = values
+        elif not declared and (
+            elsewhere or not configured or self._spelled_in_texts(name, repository)
+        ):
+            # No default declared: a key the repository's YAML configs set (`use_pbc:
+            # false`), which no launcher, JSON or other text config spells and no config
+            # class of another module declares (another object's, which a hub's JSON may
+            # fill in), is what they set.
+            values = None
+        memo[(name, path)] = values
         return values
 
     def _config_defaults(self, name: str, path: str) -> list[Any] | None:
@@ -3539,11 +3565,65 @@ class ProjectScope:
                     index.setdefault(name, []).append((where, "set", []))
                 for name, defaults in facts.fields.items():
                     index.setdefault(name, []).append((where, "field", list(defaults)))
+                for name, defaults in facts.got_defaults.items():
+                    index.setdefault(name, []).append((where, "get", list(defaults)))
                 for name, codes in facts.keyword_values.items():
                     passed = [c[1] if isinstance(c, list) and c[0] == "l" else "?" for c in codes]
                     index.setdefault(name, []).append((where, "keyword", passed))
             self.__dict__["_option_index_cache"] = index
         return index
+
+    def _switch_value(self, name: str, path: str) -> Any:
+        """What `args.<name>` holds in every run of the repository of `path` when `name` is
+        a command-line switch (`add_argument("--use-ema", action="store_true")`,
+        ScopeFacts.cli_switches): its default, when every declaration of that dest is such a
+        switch with that default and nothing may pass it: no README or shell command line,
+        no JSON, TOML or other text config, no YAML config word spells it (`--use_ema`,
+        `--use-ema`), no string of the code does (`"--use_ema"` in an argument list), no
+        code passes that keyword or dict key another value (`parser.set_defaults(use_ema=
+        True)`) or stores it (`args.use_ema = True`). None otherwise (unknown)."""
+        memo = self.__dict__.setdefault("_switches", {})
+        repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
+        if (name, repository) in memo:
+            return memo[(name, repository)]
+        defaults: set[Any] = set()
+        known = declared = False
+        for where, module in self.model.modules.items():
+            if not same_repository(where, path):
+                continue
+            facts = module.scope
+            if name in facts.foreign_stores:
+                defaults.add("?")
+            elif name in facts.cli_switches:
+                defaults.update(facts.cli_switches[name])
+                declared = declared or name in facts.cli_options
+            elif name in facts.cli_options:
+                defaults.add("?")  # (declared elsewhere as an option that takes a value)
+            for code in facts.keyword_values.get(name, ()):
+                if code == ["o", name]:
+                    continue  # (`Net(use_ema=args.use_ema)`: the switch itself passed on)
+                defaults.add(code[1] if isinstance(code, list) and code[0] == "l" else "?")
+        known = declared and len(defaults) == 1 and "?" not in defaults
+        value: Any = None
+        if known:
+            value = next(iter(defaults))
+            dashed = name.replace("_", "-")
+            lines = _run_commands(
+                repository if os.path.isdir(repository) else os.path.dirname(repository)
+            )
+            if (
+                self._spelled_in_texts(name, repository)
+                or self._spelled_in_texts(dashed, repository)
+                or any(f"--{name}" in line or f"--{dashed}" in line for line in lines)
+                or any(
+                    (name in config.words or dashed in config.words)
+                    and same_repository(config.path, path)
+                    for config in self.model.configs
+                )
+            ):
+                value = None
+        memo[(name, repository)] = value
+        return value
 
     def _option_truth(self, name: str, path: str, *compared: Any) -> Truth:
         """`cfg.name` (its truth), or `cfg.name == literal` when `compared` holds the
@@ -3918,6 +3998,9 @@ class ProjectScope:
             for user, use in self._index_of_uses().get(name, ()):
                 if _in_tests(user.rsplit(":", 1)[0]):
                     continue
+                targets, _ = self._targets(user, use)
+                if targets and cls not in targets:
+                    continue  # (another class of that name: `SineGen` of another module)
                 caller = self._function(user)
                 lines = (
                     caller.module.scope.ref_lines.get(caller.summary.key, {}).get(name)
@@ -4004,7 +4087,9 @@ class ProjectScope:
         `param` (as `_call_arguments`, a flag parameter of the constructing function passed
         on being `(_FORWARDED, its node, name, default)`). The constructions are those the
         scope facts record with their arguments when every use of the class in the project
-        (tests aside) is one of them, at least one is, none spreads `*args`/`**kwargs`, and
+        (tests aside) is one of them, at least one is, none spreads `*args` or a mapping that
+        is no config section (one spreading a config's, `Net(**cfg["net"])`, gives what it
+        does not pass by name by the key: `_key_arguments` and the default), and
         the class is not one users or configs may build with other arguments: named by a
         config or a registry, re-exported by a package's `__init__.py`, subclassed, or
         referenced (handed on, partially applied: `ref` uses), in a repository that builds
@@ -4054,6 +4139,7 @@ class ProjectScope:
             constructing.add(user)
         arguments: list[Any] = []
         seen: set[str] = set()
+        by_key = False
         for path, module in self.model.modules.items():
             if _in_tests(path):
                 continue
@@ -4063,12 +4149,15 @@ class ProjectScope:
                 if self.model.lookup(qualified, module) is not cls:
                     continue
                 seen.add(f"{path}:{key}" if key else module_node(path))
-                if spread:
+                if spread and spread != "**":
                     return None
                 if param in keywords:
                     code = keywords[param]
                 elif index < len(positional):
                     code = positional[index]
+                elif spread:
+                    by_key = True  # `Net(**cfg["net"])`: what the mapping gives the key
+                    continue
                 else:
                     arguments.append(_DEFAULT)
                     continue
@@ -4079,10 +4168,22 @@ class ProjectScope:
                     arguments.append((_SELF_ATTRIBUTE, code[1], caller))
                 elif isinstance(code, list) and code[0] == "f":
                     arguments.append((_FORWARDED, f"{path}:{code[1]}", code[2], code[3]))
+                elif isinstance(code, list) and code[0] == "o":
+                    # `Net(use_ema=args.use_ema)`: the switch's value when no launcher passes it
+                    switched = self._switch_value(code[1], path)
+                    arguments.append(_VALUE if switched is None else ("literal", switched))
                 else:
                     arguments.append(_VALUE)
         if not constructing <= seen:
             return None
+        if by_key and not open_:
+            # A mapping spread into the constructor (`Net(**cfg["net"])`, `Net(**cfg.net)`)
+            # gives the parameter what the repository's configs and code give that key, or
+            # leaves it to its default.
+            given = self._key_arguments(param, cls.module.path)
+            if given is None:
+                return None
+            arguments += [_DEFAULT, *given]
         if open_:
             # Every subclass builds through `super().__init__`, passing by name: users of an
             # exported subclass, or of one without its own `__init__`, pass anything.
@@ -4274,16 +4375,20 @@ class ProjectScope:
                     given.append(("literal", value))
                 if given is None:
                     break
-        if given is not None:
-            texts = self.__dict__.setdefault("_repository_words", {})
-            if repository not in texts:
-                texts[repository] = _text_words(
-                    repository if os.path.isdir(repository) else os.path.dirname(repository)
-                )
-            if name in texts[repository] or "*" in texts[repository]:
-                given = None
+        if given is not None and self._spelled_in_texts(name, repository):
+            given = None
         memo[slot] = given
         return given
+
+    def _spelled_in_texts(self, name: str, repository: str) -> bool:
+        """Whether a shell script, JSON, TOML or other text config of the repository (or of
+        the file's folder without one) spells `name` (`--use_map`, `model.use_map=true`)."""
+        texts = self.__dict__.setdefault("_repository_words", {})
+        if repository not in texts:
+            texts[repository] = _text_words(
+                repository if os.path.isdir(repository) else os.path.dirname(repository)
+            )
+        return name in texts[repository] or "*" in texts[repository]
 
     def _configured_classes(self, training: bool = False) -> set[str]:
         """The project classes a config names or a registry decorator registers: built by
@@ -4453,6 +4558,14 @@ class ProjectScope:
             if option is not None:
                 state = "true" if self.truth(option, module, region_owner) else "false"
                 calls = f"the project's config classes and files leave `{option[1]}` {state}"
+                return _calls_reason(how, text, calls)
+            switch = _asked_option(truth, "switch")
+            if switch is not None:
+                state = "true" if self.truth(switch, module, region_owner) else "false"
+                calls = (
+                    f"no launcher, README command or config passes `--{switch[1]}`, which"
+                    f" leaves it {state}"
+                )
                 return _calls_reason(how, text, calls)
             asked = _passed_param(truth)
             if asked is not None:
@@ -4840,12 +4953,12 @@ def _inference_reason(why: str) -> str:
     return f"inference only (reached from {why})"
 
 
-def _asked_option(truth: Truth) -> list[Any] | None:
-    """The config option a region asks (`self.cfg.flag`, `not cfg.flag`), if that is all it
-    asks."""
+def _asked_option(truth: Truth, head: str = "option") -> list[Any] | None:
+    """The config option a region asks (`self.cfg.flag`, `not cfg.flag`; with `head`
+    "switch", the command-line switch: `args.flag`), if that is all it asks."""
     while isinstance(truth, list) and truth and truth[0] == "not":
         truth = truth[1]
-    return truth if isinstance(truth, list) and truth and truth[0] == "option" else None
+    return truth if isinstance(truth, list) and truth and truth[0] == head else None
 
 
 def _passed_param(truth: Truth) -> list[Any] | None:

@@ -44,8 +44,10 @@ reassigned: the truth every call gives it), `["equals", key, name, default, lite
 "literal"` of a parameter that defaults to a string, never reassigned), `["attr_passed",
 name]` (`self.<name> is not None` of an attribute assigned only from None-default
 parameters: what the constructions pass), `["option", name]` (`self.cfg.<name>`,
-`config["<name>"]`: what the project's config classes and files set it to; `["option", name,
-literal]` for `cfg.<name> == literal`), `["attr_option", name, literal]` (`self.<name> ==
+`config["<name>"]`, `cfg.get("<name>", False)`: what the project's config classes and files
+set it to; `["option", name, literal]` for `cfg.<name> == literal`), `["switch", name]`
+(`args.<name>` of a command-line switch, `action="store_true"`: its default unless a launcher
+passes it), `["attr_option", name, literal]` (`self.<name> ==
 literal` of an attribute that may read an option: decided when every assignment does);
 stored in an attribute, `["fit_stage", key]` is the stage `setup(self, stage)` was given
 (`self.stage = stage`): "fit" in a training run, so `self.stage == "validate"` is false there.
@@ -215,7 +217,9 @@ class ScopeFacts:
     # flag arguments: [function key, qualified callee, positional codes, keyword codes,
     # spread], a code being ["l", None | True | False] (a literal), ["a", name] (`self.name`),
     # ["f", function key, parameter, default] (a flag parameter of the calling function
-    # passed on) or "v" (anything else); spread: `*args` or `**kwargs` passed.
+    # passed on), ["o", name] (`args.name` of a command-line switch) or "v" (anything else);
+    # spread: `*args` passed (true), or only a mapping of
+    # keys not known (`**cfg.model`: "**"), or neither (false).
     constructions: list[list[Any]] = field(default_factory=list)
     # Whether the file builds objects from names (`instantiate(cfg.model)`, `eval(name)`,
     # `import_module(...)`): a class may be built with arguments no construction shows.
@@ -228,7 +232,8 @@ class ScopeFacts:
     # literal defaults ("?" for another value); the options a command line declares
     # (`parser.add_argument("--interleave")`, `@click.option`), which users set; the keywords
     # and string dict keys this file passes -> ["l", literal], ["f", function key, parameter,
-    # default] (a flag parameter of the calling function passed on) or "v" (anything else).
+    # default] (a flag parameter of the calling function passed on), ["o", name] (a
+    # command-line switch read, `args.use_ema`) or "v" (anything else).
     fields: dict[str, list[Any]] = field(default_factory=dict)
     cli_options: list[str] = field(default_factory=list)
     keyword_values: dict[str, list[Any]] = field(default_factory=dict)
@@ -305,6 +310,15 @@ class ScopeFacts:
     # Class qualname -> the attributes some `self.<attribute> = True` or `= False` stores: a
     # False among an attribute's truths is a stored None only where the attribute is absent.
     bool_stores: dict[str, list[str]] = field(default_factory=dict)
+    # Command-line switches: the dest of each `add_argument("--use-ema",
+    # action="store_true")` (default False, or `action="store_false"`, default True) -> its
+    # defaults: what `args.use_ema` holds unless a launcher passes the switch
+    # (tpulint.analysis.scope `_switch_value`).
+    cli_switches: dict[str, list[Any]] = field(default_factory=dict)
+    # The keys a config's `get` reads with its default (`cfg.get("interleave", False)`) -> the
+    # literal defaults ("?" for another value): the option's default where the file reads it,
+    # in a repository whose YAML configs are shipped (tpulint.analysis.scope `option_values`).
+    got_defaults: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -355,6 +369,8 @@ class ScopeFacts:
             "cd": self.config_defaults,
             "sp": self.string_params,
             "bs": self.bool_stores,
+            "sw": self.cli_switches,
+            "gd": self.got_defaults,
         }
 
     @classmethod
@@ -407,6 +423,8 @@ class ScopeFacts:
             data.get("cd", {}),
             data.get("sp", {}),
             data.get("bs", {}),
+            data.get("sw", {}),
+            data.get("gd", {}),
         )
 
 
@@ -500,6 +518,7 @@ def informative(truth: Truth) -> bool:
             "flag",
             "equals",
             "option",
+            "switch",
             "attr_option",
             "fit_stage",
         ):
@@ -526,6 +545,7 @@ class _Walker:
         self._inert = 0  # > 0 while walking a class's bases and decorators (no class_refs)
         self._registry_values: dict[int, str] = {}  # id of a dict value -> its string key
         self._unnamed_strings: set[int] = set()  # ids of dict keys and message texts
+        self._declared_switches: set[int] = set()  # ids of `add_argument`'s option names
         self._strings: set[str] = set()
         self._key_strings: set[str] = set()
         self._config_roots: set[str] = set()  # module-level names holding a `CfgNode()`
@@ -1149,7 +1169,7 @@ class _Walker:
         """Record a call of a class-like name with what it passes (ScopeFacts.constructions).
         A spread of a dict of known keys (`Net(**opts)`, `opts = {"depth": 3}`) passes those
         keys."""
-        spread = any(isinstance(a, ast.Starred) for a in node.args)
+        spread: bool | str = any(isinstance(a, ast.Starred) for a in node.args)
         positional = [self._argument_code(a) for a in node.args]
         keywords: dict[str, Any] = {}
         for k in node.keywords:
@@ -1158,7 +1178,11 @@ class _Walker:
                 continue
             known = self._known_keys(k.value)
             if known is None:
-                spread = True
+                # A section of a config (`Net(**cfg["net"])`, `Net(**cfg.net)`): its keys are
+                # what the configs and code give them by name ("**"). Another mapping, or
+                # `*args`, passes what the model cannot see (`True`).
+                config = spread in (False, "**") and _config_receiver(k.value)
+                spread = "**" if config else True
                 continue
             for name, values in known.items():
                 codes = [self._argument_code(v) for v in values]
@@ -1175,6 +1199,9 @@ class _Walker:
             return ["l", constant]
         if _self_attribute(value):
             return ["a", value.attr]  # type: ignore[attr-defined]
+        switch = _switch_read(value)
+        if switch is not None:
+            return ["o", switch]  # `Net(use_ema=args.use_ema)`: a command-line switch
         if isinstance(value, ast.Name) and self._none_params and self._functions:
             default = self._none_params[-1].get(value.id, _FILLED)
             if default != _FILLED and not (
@@ -1666,6 +1693,14 @@ class _Walker:
                 if id(current) not in self._unnamed_strings and _STRING_NAME.match(current.value):
                     # a dict key is looked up, a message names nothing
                     self._strings.add(current.value)
+                elif id(current) not in self._declared_switches and (
+                    switch := _SWITCH.match(current.value)
+                ):
+                    # `["--use_ema"]` handed to a parser or a subprocess: the code passes it
+                    dest = switch.group(1).replace("-", "_")
+                    defaults = self.facts.cli_switches.setdefault(dest, [])
+                    if "?" not in defaults:
+                        defaults.append("?")
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
             stack.extend(ast_children(current))
@@ -1691,6 +1726,14 @@ class _Walker:
             if keyword.arg is not None:
                 self._option_value(keyword.arg, self._keyword_code(keyword.value))
         func = node.func
+        got = _option_get(node)
+        if got is not None:
+            # `cfg.get("use_map", False)`: the option's default where the module reads it
+            code = _literal_code(node.args[1]) if len(node.args) > 1 else ["l", None]
+            defaults = self.facts.got_defaults.setdefault(got, [])
+            value = code[1] if isinstance(code, list) else "?"
+            if value not in defaults:
+                defaults.append(value)
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "merge_from_list"
@@ -1712,22 +1755,30 @@ class _Walker:
                 and isinstance(k.value, ast.Constant)
                 and isinstance(k.value.value, str)
             ]
+            switch = _switch_default(node)
+            self._declared_switches.update(id(a) for a in node.args)
+            self._declared_switches.update(id(k.value) for k in node.keywords)
             for name in names:
                 dest = name.lstrip("-").replace("-", "_")
                 if dest and dest not in self.facts.cli_options:
                     self.facts.cli_options.append(dest)
+                if dest and name.startswith("--") and func.attr == "add_argument":
+                    defaults = self.facts.cli_switches.setdefault(dest, [])
+                    if switch not in defaults:
+                        defaults.append(switch)
 
     def _keyword_code(self, value: ast.expr) -> Any:
         """What a keyword or a string dict key is given: `_literal_code`, or `["f", function
         key, parameter, default]` for a flag parameter of the calling function passed on
-        (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`)."""
+        (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`), or
+        `["o", name]` for a command-line switch read (`Net(use_ema=args.use_ema)`)."""
         code = _literal_code(value)
         constant = self._constant(value)
         if code == "v" and constant is not _NO_CONSTANT:
             return ["l", constant]
         if code == "v":
             forwarded = self._argument_code(value)
-            if isinstance(forwarded, list) and forwarded[0] == "f":
+            if isinstance(forwarded, list) and forwarded[0] in ("f", "o"):
                 return forwarded
         return code
 
@@ -2187,6 +2238,8 @@ class _Walker:
                 return ["attr", node.attr]
             if _config_receiver(node.value):
                 return ["option", node.attr]  # `self.cfg.interleave`: what the configs say
+            if _switch_read(node) is not None:
+                return ["switch", node.attr]  # `args.use_ema`: what the launchers pass
             return None
         if (
             isinstance(node, ast.Subscript)
@@ -2202,6 +2255,9 @@ class _Walker:
     def call_truth(
         self, node: ast.Call, imports: dict[str, str], truths: list[dict[str, Truth]]
     ) -> Truth:
+        got = _option_get(node)
+        if got is not None:
+            return ["option", got]  # `cfg.get("use_map", False)`: what the configs say
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "startswith" and node.args:
             return self.device_compare(func.value, node.args[0], True)
@@ -2738,10 +2794,59 @@ def _config_receiver(node: ast.expr) -> bool:
     )
 
 
+def _switch_default(node: ast.Call) -> Any:
+    """What an `add_argument(...)` leaves its dest when the command line does not name it,
+    if it is a switch: False for `action="store_true"` (its `default` unset or False), True
+    for `action="store_false"`; "?" for any other option."""
+    action = default = _NO_CONSTANT
+    for keyword in node.keywords:
+        if keyword.arg == "action":
+            action = keyword.value.value if isinstance(keyword.value, ast.Constant) else "?"
+        elif keyword.arg == "default":
+            default = keyword.value.value if isinstance(keyword.value, ast.Constant) else "?"
+    if action == "store_true" and default in (_NO_CONSTANT, False):
+        return False
+    if action == "store_false" and default in (_NO_CONSTANT, True):
+        return True
+    return "?"
+
+
+def _switch_read(node: ast.expr) -> str | None:
+    """The command-line option `args.use_ema` (`self.args.use_ema`, `opt.use_ema`) reads:
+    an attribute of a value named for parsed arguments."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    text = dotted(node.value)
+    if text is None:
+        return None
+    last = text.rsplit(".", 1)[-1].lower()
+    return node.attr if last.endswith("args") or last in ("opt", "opts", "flags") else None
+
+
+def _option_get(node: ast.expr) -> str | None:
+    """The option a config's `get` reads (`self.cfg.get("use_map", False)`), if it is one."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and 1 <= len(node.args) <= 2
+        and not node.keywords
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+        and _config_receiver(node.func.value)
+    ):
+        return node.args[0].value
+    return None
+
+
 def _option_read(node: ast.expr) -> str | None:
-    """The option a config read names (`self.cfg.kind`, `config["kind"]`), if it is one."""
+    """The option a config read names (`self.cfg.kind`, `config["kind"]`,
+    `cfg.get("kind", "l2")`), if it is one."""
     if isinstance(node, ast.Attribute) and _config_receiver(node.value):
         return node.attr
+    got = _option_get(node)
+    if got is not None:
+        return got
     if (
         isinstance(node, ast.Subscript)
         and isinstance(node.slice, ast.Constant)
@@ -2756,6 +2861,8 @@ def _option_reads(node: ast.expr) -> bool:
     """Whether a test reads a config option (`self.cfg.flag`, `config["flag"]`)."""
     for child in ast_walk(node):
         if isinstance(child, ast.Attribute) and _config_receiver(child.value):
+            return True
+        if _switch_read(child) is not None:
             return True
         if isinstance(child, ast.Subscript) and _config_receiver(child.value):
             return True
@@ -3337,6 +3444,7 @@ _MESSAGE_CALLS = frozenset(
 # A string that may name a class or a registry key (`"pkg.optim.Lamb"`, `"pack"`, an entry
 # point's `"pkg.plugins:Lamb"`).
 _STRING_NAME = re.compile(r"^[A-Za-z_][\w.:\-]{0,79}$")
+_SWITCH = re.compile(r"^--([A-Za-z_][\w\-]{0,79})(?:=.*)?$", re.DOTALL)
 
 _BUILDS_BY_NAME = re.compile(
     r"instantiate|^(?:eval|import_module|__import__|locate|get_obj_from_str|import_string"
