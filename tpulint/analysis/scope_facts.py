@@ -300,6 +300,9 @@ class ScopeFacts:
     # Class qualname -> the attributes some `self.<attribute> = True` or `= False` stores: a
     # False among an attribute's truths is a stored None only where the attribute is absent.
     bool_stores: dict[str, list[str]] = field(default_factory=dict)
+    # The fixed endings of names `getattr(self, ...)` builds from pieces (`"_step"` for
+    # `getattr(self, f"{stage}_step")`): the methods of those names may run by name.
+    self_lookups: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -350,6 +353,7 @@ class ScopeFacts:
             "cd": self.config_defaults,
             "sp": self.string_params,
             "bs": self.bool_stores,
+            "sk": self.self_lookups,
         }
 
     @classmethod
@@ -402,6 +406,7 @@ class ScopeFacts:
             data.get("cd", {}),
             data.get("sp", {}),
             data.get("bs", {}),
+            data.get("sk", []),
         )
 
 
@@ -1786,6 +1791,10 @@ class _Walker:
             and not (isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str))
         ):
             receiver = dotted(call.args[0]) if call.args else None
+            if receiver in ("self", "cls") and name == "getattr":
+                ending = _fixed_ending(call.args[1])
+                if ending and ending not in self.facts.self_lookups:
+                    self.facts.self_lookups.append(ending)
             if receiver is None or receiver.split(".", 1)[0] in ("self", "cls"):
                 return
             root = receiver.split(".", 1)[0]
@@ -1883,15 +1892,13 @@ class _Walker:
         if text is not None and self.known(text.split(".", 1)[0], imports, local):
             return ["name", self.qualify(text, imports)]
         if isinstance(receiver, ast.Name):
-            # `runner = Pretrainer(cfg)` ... `runner.run()`: the class's method.
+            # `runner = Pretrainer(cfg)` ... `runner.run()`: the class's method (also of a
+            # class named in lower case, `pl_trainer(cfg)`: what the name is, the project
+            # model decides; a function's result keeps the call by method name).
             built = self.values.get((key, receiver.id))
             if isinstance(built, ast.Call):
                 name = dotted(built.func)
-                if (
-                    name is not None
-                    and name.rsplit(".", 1)[-1][:1].isupper()
-                    and self.known(name.split(".", 1)[0], imports, set())
-                ):
+                if name is not None and self.known(name.split(".", 1)[0], imports, set()):
                     return ["name", f"{self.qualify(name, imports)}.{method}"]
         return ["meth", method]
 
@@ -2496,6 +2503,33 @@ def _composed(key: ast.expr) -> bool:
         and isinstance(key.func, ast.Attribute)
         and key.func.attr in ("format", "join")
     )
+
+
+def _fixed_ending(key: ast.expr) -> str:
+    """The fixed text a name built from pieces ends with: `"_step"` for `f"{stage}_step"`,
+    `stage + "_step"`, `"%s_step" % stage` and `"{}_step".format(stage)`; "" when none."""
+    text = ""
+    if isinstance(key, ast.JoinedStr) and key.values:
+        last = key.values[-1]
+        if isinstance(last, ast.Constant) and isinstance(last.value, str):
+            text = last.value
+    elif isinstance(key, ast.BinOp) and isinstance(key.op, ast.Add):
+        if isinstance(key.right, ast.Constant) and isinstance(key.right.value, str):
+            text = key.right.value
+    elif isinstance(key, ast.BinOp) and isinstance(key.op, ast.Mod):
+        if isinstance(key.left, ast.Constant) and isinstance(key.left.value, str):
+            pieces = re.split(r"%[-#0 +]*\d*(?:\.\d+)?[a-z]", key.left.value)
+            text = pieces[-1] if len(pieces) > 1 else ""
+    elif (
+        isinstance(key, ast.Call)
+        and isinstance(key.func, ast.Attribute)
+        and key.func.attr == "format"
+        and isinstance(key.func.value, ast.Constant)
+        and isinstance(key.func.value.value, str)
+    ):
+        pieces = re.split(r"\{[^{}]*\}", key.func.value.value)
+        text = pieces[-1] if len(pieces) > 1 else ""
+    return text if text.isidentifier() else ""
 
 
 def _off(node: ast.expr | None) -> bool:
