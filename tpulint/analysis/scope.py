@@ -630,10 +630,6 @@ class ProjectScope:
             if found is None and "." in target.lstrip("."):
                 # `Model.load_from_checkpoint(...)`: a classmethod from outside the project.
                 prefix = self.model.lookup(target.rsplit(".", 1)[0], module)
-                if _is_function(prefix) and form == "name":
-                    # `runner = make_runner(cfg)` ... `runner.run()`: a method of the
-                    # function's result, by name, as a call on a value of unknown class.
-                    return [], target.rsplit(".", 1)[-1]
                 return ([prefix] if _is_class(prefix) else []), None
             if _is_function(found) and found.owner is not None:
                 cls = self.model.classes.get(found.owner)

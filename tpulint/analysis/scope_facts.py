@@ -1544,6 +1544,18 @@ class _Walker:
                     if built[:1].isupper():
                         # `ActNorm(...)`: where a class is built (ScopeFacts.ref_lines)
                         self._reference_line(key, built, current.lineno)
+                if (
+                    use is not None
+                    and use[0] == "meth"
+                    and isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                ):
+                    # `runner = lit_runner(cfg)` ... `runner.train()`: the method of a class
+                    # named in lower case too, if the name is one (the project model says;
+                    # the call by method name stays for a function's result).
+                    built = self._built_method(func.value.id, func.attr, imports, key)
+                    if built is not None:
+                        self._add(uses, seen, ["name", built])
                 if use is not None and use[0] in ("meth", "attr"):
                     calls = (
                         self._argument_calls
@@ -1892,15 +1904,24 @@ class _Walker:
         if text is not None and self.known(text.split(".", 1)[0], imports, local):
             return ["name", self.qualify(text, imports)]
         if isinstance(receiver, ast.Name):
-            # `runner = Pretrainer(cfg)` ... `runner.run()`: the class's method (also of a
-            # class named in lower case, `pl_trainer(cfg)`: what the name is, the project
-            # model decides; a function's result keeps the call by method name).
-            built = self.values.get((key, receiver.id))
-            if isinstance(built, ast.Call):
-                name = dotted(built.func)
-                if name is not None and self.known(name.split(".", 1)[0], imports, set()):
-                    return ["name", f"{self.qualify(name, imports)}.{method}"]
+            # `runner = Pretrainer(cfg)` ... `runner.run()`: the class's method.
+            built = self._built_method(receiver.id, method, imports, key)
+            if built is not None and built.rsplit(".", 2)[-2][:1].isupper():
+                return ["name", built]
         return ["meth", method]
+
+    def _built_method(
+        self, receiver: str, method: str, imports: dict[str, str], key: str
+    ) -> str | None:
+        """`pkg.Runner.run` for `runner.run()` after `runner = Runner(cfg)` (a name the file
+        imports or defines): the method of what the call built, if it is a class."""
+        built = self.values.get((key, receiver))
+        if not isinstance(built, ast.Call):
+            return None
+        name = dotted(built.func)
+        if name is None or not self.known(name.split(".", 1)[0], imports, set()):
+            return None
+        return f"{self.qualify(name, imports)}.{method}"
 
     # --- launches ------------------------------------------------------------------------
 
