@@ -6659,3 +6659,168 @@ def test_switches_something_may_pass_stay(tmp_path: Path, where: str, old: str, 
         assert ema is None  # (`--debug` keeps its own `default=False`)
     else:
         assert ema is None and debug is None
+
+
+# --- `*_step` methods Lightning does not call, device helpers, packages at the root ---------
+
+_STEP_HELPERS = """\
+import lightning as L
+import torch
+
+
+class Segmenter(L.LightningModule):
+    def tally_step(self, scores, target):
+        return (scores.argmax(-1) == target).sum().item()  # tally
+
+    def heatmap_step(self, batch):
+        return self(batch).detach().cpu()  # heatmap
+
+    def training_step(self, batch, i):
+        scores = self(batch["x"])
+        self.tally_step(scores, batch["y"])
+        return scores.mean()
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "heatmap_hot"),
+    [
+        ("", False),  # named nowhere: runs only when called, and nothing calls it
+        # looked up by a name built with its ending, or spelled in a string
+        (
+            "\n    def validation_step(self, batch, i):\n"
+            '        return getattr(self, f"{self.mode}_step")(batch)\n',
+            True,
+        ),
+        ('\n\nSTEPS = ["heatmap_step"]\n', True),
+        # called on a value the model cannot resolve
+        ("\n\ndef render(module, batch):\n    return module.heatmap_step(batch)\n", True),
+    ],
+)
+def test_a_step_named_method_lightning_does_not_call_runs_when_called_or_named(
+    tmp_path: Path, extra: str, heatmap_hot: bool
+) -> None:
+    """Lightning calls `training_step` and the other hooks, never `heatmap_step`: a
+    LightningModule's own `*_step` method is hot as a helper of the step that calls it
+    ("called from training_step"), and on its own only when its name is looked up at run
+    time (a string, `getattr(self, f"{stage}_step")`) or called where the model cannot see
+    on what."""
+    model = project(tmp_path, {"m.py": _STEP_HELPERS.format(extra=extra)})
+    infos = {model.functions[g].summary.name: info for g, info in model.hot.items()}
+    assert infos["tally_step"].root == "training_step"
+    assert ("heatmap_step" in infos) is heatmap_hot
+
+
+_DEVICE_HELPER_LOOP = {
+    "exp/base.py": """\
+        import torch
+
+
+        class BaseRun:
+            def __init__(self, args):
+                self.args = args
+                self.device = self._pick_device()
+                self.net = self.build().to(self.device)
+
+            def _pick_device(self):
+                if self.args.gpu:
+                    chosen = torch.device("cuda:{}".format(self.args.index))
+                else:
+                    chosen = torch.device("cpu")
+                return chosen
+    """,
+    "exp/run.py": """\
+        import torch
+
+        from exp.base import BaseRun
+
+
+        class Run(BaseRun):
+            def build(self):
+                return torch.nn.Linear(4, 1)
+
+            def fit(self, loader):
+                opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+                for x in loader:
+                    loss = self.net(x.to(self.device)).sum()
+                    loss.backward()
+                    opt.step()
+                    print(loss.item())  # loop-item
+    """,
+}
+
+
+@pytest.mark.parametrize("returned", ['torch.device(f"cuda:{self.args.index}")', None])
+def test_a_loop_whose_device_a_helper_returns_as_cuda_or_cpu_is_off_the_tpu(
+    tmp_path: Path, returned: str | None
+) -> None:
+    """A plain-PyTorch loop of a class whose base stores `self.device = self._pick_device()`,
+    a method every return of which is a CUDA or CPU device, and places the model there: on
+    a TPU host that is the CPU. A helper that may return another device keeps the loop."""
+    files = dict(_DEVICE_HELPER_LOOP)
+    if returned is not None:
+        files["exp/base.py"] = files["exp/base.py"].replace(
+            'torch.device("cuda:{}".format(self.args.index))', returned
+        )
+        off = True
+    else:
+        files["exp/base.py"] = files["exp/base.py"].replace(
+            'torch.device("cpu")', "self.args.device"
+        )
+        off = False
+    model = project(tmp_path, files)
+    fit = next(g for g, f in model.functions.items() if f.summary.name == "fit")
+    assert (model.off_tpu_loop(model.functions[fit]) is not None) is off
+
+
+_ROOT_PACKAGE_APP = {
+    "__init__.py": "",
+    "scripts/train_run.py": """\
+        import lightning as L
+
+        from proj.core.trainers.runner import lit_runner
+
+        if __name__ == "__main__":
+            runner = lit_runner()
+            runner.train()
+    """,
+    "core/trainers/runner.py": """\
+        import lightning as L
+
+        from proj.core.models.image.mil.net import Net
+
+
+        class lit_runner:
+            def train(self):
+                L.Trainer(accelerator="gpu").fit(Net())
+    """,
+    "core/models/image/mil/net.py": """\
+        import lightning as L
+
+
+        class Net(L.LightningModule):
+            def training_step(self, batch, i):
+                return batch[batch > 0].sum()  # used-net
+    """,
+    "core/losses/extra.py": '''\
+        """Losses: `from proj.core.losses.extra import Picky` to use them."""
+
+
+        def pick(x, m):
+            return x[m]  # unimported-extra
+    ''',
+}
+
+
+def test_a_repository_whose_root_is_its_package_is_an_application(tmp_path: Path) -> None:
+    """The repository folder is the package (`__init__.py` at its root, no `__init__.py`
+    below), a script in `scripts/` imports `proj.core.trainers.runner` (namespace folders
+    inside the package, `proj.core.models.image.mil.net` four deep) and runs a lower-case
+    class's method that fits: the module it reaches is in scope, the module nothing imports
+    (its one import spelled in a docstring) is not."""
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    model = project(root, _ROOT_PACKAGE_APP)
+    assert reason_at(model, root, "core/models/image/mil/net.py", "# used-net") is None
+    why = reason_at(model, root, "core/losses/extra.py", "# unimported-extra")
+    assert why is not None and why.startswith("imported by no script of its project")

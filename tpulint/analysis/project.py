@@ -29,8 +29,9 @@ import hashlib
 import os
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -135,9 +136,16 @@ def _root_phase(name: str) -> int:
     return 1 if "validation" in name else 0
 
 
-def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str]) -> str | None:
+def entry_reason(
+    name: str,
+    kind: ClassKind | None,
+    hot_methods: frozenset[str],
+    runs_by_name: Callable[[], bool] | None = None,
+) -> str | None:
     """Why a function is hot on its own (an entry point), or None. `kind` is the kind of its
-    class (None for a module-level function)."""
+    class (None for a module-level function). `runs_by_name`: whether a LightningModule's
+    own `*_step` method (`infer_step`, `shared_step`: not a hook Lightning calls) may run
+    with no call the project resolves (ProjectModel._step_runs_by_name); None: it may."""
     if name in hot_methods:
         return name
     if kind is None:
@@ -147,7 +155,11 @@ def entry_reason(name: str, kind: ClassKind | None, hot_methods: frozenset[str])
     if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.LIGHTNING_DATAMODULE):
         if name in LIGHTNING_BATCH_HOOKS:
             return name
-        if name.endswith("_step") and not is_cold_name(name):
+        if (
+            name.endswith("_step")
+            and not is_cold_name(name)
+            and (runs_by_name is None or runs_by_name())
+        ):
             return name
     if kind & ClassKind.CALLBACK and name in CALLBACK_BATCH_HOOKS:
         return name
@@ -366,9 +378,25 @@ def namespace_names(path: str, module: str, levels: int = 3) -> list[str]:
         prefix.insert(0, name)
         out.append(".".join([*prefix, *parts]))
         folder = os.path.dirname(folder)
-        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        # Namespace folders inside a package do not count either (`repo/__init__.py` with
+        # `repo/models/mil/abmil/pl.py`, no `__init__.py` below the root, is
+        # `repo.models.mil.abmil.pl` to a script beside `repo/`).
+        if not os.path.isfile(os.path.join(folder, "__init__.py")) and not _package_above(folder):
             left -= 1
     return out
+
+
+def _package_above(folder: str, up: int = 6) -> bool:
+    """Whether a folder above `folder` (within `up` levels, through folders whose names are
+    identifiers) is a package: the namespace folders between are its subpackages."""
+    for _ in range(up):
+        parent = os.path.dirname(folder)
+        if parent == folder or not os.path.basename(folder).isidentifier():
+            return False
+        folder = parent
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            return True
+    return False
 
 
 def _shared_prefix(a: str, b: str) -> int:
@@ -467,6 +495,8 @@ class ProjectModel:
         self._lookup_cut = False  # whether it met the depth limit
         self._named: dict[tuple[str, int], ModuleSummary | None] = {}  # module_named's answers
         self._resolved: dict[tuple[Any, ...], list[_Function | _Class]] = {}  # resolve_call
+        # the names the code and configs spell, and the endings `getattr(self, ...)` builds
+        self._names_spelled: tuple[frozenset[str], tuple[str, ...]] | None = None
 
     # --- building ------------------------------------------------------------------------
 
@@ -1152,7 +1182,9 @@ class ProjectModel:
                 kind = self._kind_with_subclasses(fn.owner)
             elif fn.summary.cls is not None:
                 kind = ClassKind.NONE
-            reason = entry_reason(fn.summary.name, kind, self.hot_methods)
+            reason = entry_reason(
+                fn.summary.name, kind, self.hot_methods, partial(self._step_runs_by_name, fn)
+            )
             if reason == "forward" and fn.owner in data_classes:
                 continue  # a transform of the data pipeline: host tensors, per sample
             if (
@@ -1257,6 +1289,15 @@ class ProjectModel:
             for other in self._module_functions[id(module)].values()
             for placement in other.summary.placements
         ]
+        # Where the loop's class and its project bases put them too (`self.model =
+        # build().to(self.device)` in a base experiment class of another module).
+        for gkey in self.mro(fn.owner)[1:] if fn.owner is not None else ():
+            base = self.classes.get(gkey)
+            if base is None or base.module is module:
+                continue
+            for other in self._module_functions[id(base.module)].values():
+                if other.owner == gkey:
+                    placements += [(other, placement) for placement in other.summary.placements]
         if not placements:
             return None
         cuda = False
@@ -1277,12 +1318,37 @@ class ProjectModel:
                     continue
                 return False
             elif isinstance(atom, list) and atom[0] == "a" and fn.owner is not None:
+                if self._helper_device_attribute(fn.owner, atom[1]):
+                    continue
                 value = self._constructed_attribute(fn.owner, atom[1])
             else:
                 value = self.resolve_atoms([atom], fn.module, fn.owner, 0)
             if value is None or value.kind != "cpu_device" or value.params:
                 return False
         return True
+
+    def _helper_device_attribute(self, class_gkey: str, attr: str) -> bool:
+        """Whether every store of `self.<attr>` in the class and its project bases is what a
+        project function returns that gives a CUDA/MPS or CPU device on every return
+        (`self.device = self._acquire_device()`, where `_acquire_device` returns
+        `torch.device(f"cuda:{gpu}")` or `torch.device("cpu")`): on a TPU host, the CPU or
+        nothing."""
+        found = False
+        for gkey in self.mro(class_gkey):
+            cls = self.classes.get(gkey)
+            atoms = cls.summary.attributes.get(attr) if cls is not None else None
+            if cls is None or atoms is None:
+                continue
+            for atom in atoms:
+                if not (isinstance(atom, list) and atom[:1] == ["c"] and len(atom) >= 3):
+                    return False
+                targets = self.resolve_call(cls.module, gkey, atom[1], atom[2], virtual=True)
+                if not targets or not all(
+                    isinstance(t, _Function) and t.summary.device_returns for t in targets
+                ):
+                    return False
+                found = True
+        return found
 
     def _passed_device(self, fn: _Function, index: int, depth: int) -> bool:
         """Whether every call of the project that passes parameter `index` of `fn` passes a
@@ -1800,7 +1866,34 @@ class ProjectModel:
         kind = None
         if fn.summary.cls is not None:
             kind = self._kind_with_subclasses(fn.owner) if fn.owner else ClassKind.NONE
-        return entry_reason(fn.summary.name, kind, self.hot_methods) is not None
+        runs = partial(self._step_runs_by_name, fn)
+        return entry_reason(fn.summary.name, kind, self.hot_methods, runs) is not None
+
+    def _step_runs_by_name(self, fn: _Function) -> bool:
+        """Whether a LightningModule's own `*_step` method (`infer_step`, `shared_step`;
+        Lightning calls only its step hooks) may run with no call the project resolves: no
+        call resolves to it (`self.shared_step(batch)` in `training_step` reaches it as a
+        helper), and its name is looked up by name: a string of the code or a config spells
+        it (`getattr(self, "infer_step")`, `step_fn: infer_step`), `getattr(self, ...)` builds
+        a name with its ending (`getattr(self, f"{stage}_step")`), or some code calls a method
+        of that name on a value the model cannot resolve. A method nothing names runs only
+        when called."""
+        if self._callers().get(fn.gkey):
+            return False
+        named = self._names_spelled
+        if named is None:
+            strings: set[str] = set()
+            endings: set[str] = set()
+            for module in self.modules.values():
+                strings.update(module.scope.strings)
+                endings.update(module.scope.self_lookups)
+                for uses in module.scope.uses.values():
+                    strings.update(u[1] for u in uses if u[0] == "meth")
+            for config in self.configs:
+                strings.update(config.words)
+            named = self._names_spelled = (frozenset(strings), tuple(endings))
+        name = fn.summary.name
+        return name in named[0] or any(name.endswith(e) for e in named[1])
 
     def _step_batch_param(self, fn: _Function, index: int) -> bool:
         """Whether parameter `index` of `fn` is the batch Lightning passes a step method of a

@@ -319,6 +319,9 @@ class ScopeFacts:
     # literal defaults ("?" for another value): the option's default where the file reads it,
     # in a repository whose YAML configs are shipped (tpulint.analysis.scope `option_values`).
     got_defaults: dict[str, list[Any]] = field(default_factory=dict)
+    # The fixed endings of names `getattr(self, ...)` builds from pieces (`"_step"` for
+    # `getattr(self, f"{stage}_step")`): the methods of those names may run by name.
+    self_lookups: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -371,6 +374,7 @@ class ScopeFacts:
             "bs": self.bool_stores,
             "sw": self.cli_switches,
             "gd": self.got_defaults,
+            "sk": self.self_lookups,
         }
 
     @classmethod
@@ -425,6 +429,7 @@ class ScopeFacts:
             data.get("bs", {}),
             data.get("sw", {}),
             data.get("gd", {}),
+            data.get("sk", []),
         )
 
 
@@ -1574,6 +1579,18 @@ class _Walker:
                     if built[:1].isupper():
                         # `ActNorm(...)`: where a class is built (ScopeFacts.ref_lines)
                         self._reference_line(key, built, current.lineno)
+                if (
+                    use is not None
+                    and use[0] == "meth"
+                    and isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                ):
+                    # `runner = lit_runner(cfg)` ... `runner.train()`: the method of a class
+                    # named in lower case too, if the name is one (the project model says;
+                    # the call by method name stays for a function's result).
+                    built = self._built_method(func.value.id, func.attr, imports, key)
+                    if built is not None:
+                        self._add(uses, seen, ["name", built])
                 if use is not None and use[0] in ("meth", "attr"):
                     calls = (
                         self._argument_calls
@@ -1845,6 +1862,10 @@ class _Walker:
             and not (isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str))
         ):
             receiver = dotted(call.args[0]) if call.args else None
+            if receiver in ("self", "cls") and name == "getattr":
+                ending = _fixed_ending(call.args[1])
+                if ending and ending not in self.facts.self_lookups:
+                    self.facts.self_lookups.append(ending)
             if receiver is None or receiver.split(".", 1)[0] in ("self", "cls"):
                 return
             root = receiver.split(".", 1)[0]
@@ -1943,16 +1964,23 @@ class _Walker:
             return ["name", self.qualify(text, imports)]
         if isinstance(receiver, ast.Name):
             # `runner = Pretrainer(cfg)` ... `runner.run()`: the class's method.
-            built = self.values.get((key, receiver.id))
-            if isinstance(built, ast.Call):
-                name = dotted(built.func)
-                if (
-                    name is not None
-                    and name.rsplit(".", 1)[-1][:1].isupper()
-                    and self.known(name.split(".", 1)[0], imports, set())
-                ):
-                    return ["name", f"{self.qualify(name, imports)}.{method}"]
+            built = self._built_method(receiver.id, method, imports, key)
+            if built is not None and built.rsplit(".", 2)[-2][:1].isupper():
+                return ["name", built]
         return ["meth", method]
+
+    def _built_method(
+        self, receiver: str, method: str, imports: dict[str, str], key: str
+    ) -> str | None:
+        """`pkg.Runner.run` for `runner.run()` after `runner = Runner(cfg)` (a name the file
+        imports or defines): the method of what the call built, if it is a class."""
+        built = self.values.get((key, receiver))
+        if not isinstance(built, ast.Call):
+            return None
+        name = dotted(built.func)
+        if name is None or not self.known(name.split(".", 1)[0], imports, set()):
+            return None
+        return f"{self.qualify(name, imports)}.{method}"
 
     # --- launches ------------------------------------------------------------------------
 
@@ -2629,6 +2657,33 @@ def _composed(key: ast.expr) -> bool:
         and isinstance(key.func, ast.Attribute)
         and key.func.attr in ("format", "join")
     )
+
+
+def _fixed_ending(key: ast.expr) -> str:
+    """The fixed text a name built from pieces ends with: `"_step"` for `f"{stage}_step"`,
+    `stage + "_step"`, `"%s_step" % stage` and `"{}_step".format(stage)`; "" when none."""
+    text = ""
+    if isinstance(key, ast.JoinedStr) and key.values:
+        last = key.values[-1]
+        if isinstance(last, ast.Constant) and isinstance(last.value, str):
+            text = last.value
+    elif isinstance(key, ast.BinOp) and isinstance(key.op, ast.Add):
+        if isinstance(key.right, ast.Constant) and isinstance(key.right.value, str):
+            text = key.right.value
+    elif isinstance(key, ast.BinOp) and isinstance(key.op, ast.Mod):
+        if isinstance(key.left, ast.Constant) and isinstance(key.left.value, str):
+            pieces = re.split(r"%[-#0 +]*\d*(?:\.\d+)?[a-z]", key.left.value)
+            text = pieces[-1] if len(pieces) > 1 else ""
+    elif (
+        isinstance(key, ast.Call)
+        and isinstance(key.func, ast.Attribute)
+        and key.func.attr == "format"
+        and isinstance(key.func.value, ast.Constant)
+        and isinstance(key.func.value.value, str)
+    ):
+        pieces = re.split(r"\{[^{}]*\}", key.func.value.value)
+        text = pieces[-1] if len(pieces) > 1 else ""
+    return text if text.isidentifier() else ""
 
 
 def _off(node: ast.expr | None) -> bool:

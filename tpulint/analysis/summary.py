@@ -329,9 +329,13 @@ class FunctionSummary:
     # It takes `**kwargs`: parameter index len(params) + 1 stands for the values calls pass
     # by keywords it does not name.
     kwargs: bool = False
+    # Every `return` gives a CUDA/MPS or CPU device (`torch.device(f"cuda:{i}")` or
+    # `torch.device("cpu")`, directly or through a local): a device helper of a GPU script.
+    device_returns: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "dv": self.device_returns,
             "kw": self.kwargs,
             "bk": self.built_keys,
             "pl": self.placements,
@@ -387,6 +391,7 @@ class FunctionSummary:
             data.get("np", []),
             data.get("kw", False),
             data.get("hd", []),
+            data.get("dv", False),
         )
 
 
@@ -1353,6 +1358,7 @@ class _Summarizer(ValueEvaluator):
             self.item_strings[info.key] = string_names(node)
         info.none_params = sorted(_none_default_names(args))
         info.host_defaults = sorted(self._host_function_defaults(args, outer))
+        info.device_returns = _returns_gpu_or_cpu_device(node)
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
@@ -2857,3 +2863,73 @@ def _tensor_annotation(node: ast.expr) -> bool:
     if text is None:
         return False
     return text == "Tensor" or (text.startswith("torch.") and text.endswith("Tensor"))
+
+
+_LOCAL_DEVICES = ("cpu", "cuda", "mps")
+
+
+def _local_device_text(node: ast.expr) -> bool:
+    """A device string of CUDA, MPS or the CPU: `"cpu"`, `"cuda:0"`, `f"cuda:{i}"`,
+    `"cuda:{}".format(i)`, `"cuda:" + str(i)`."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+    ):
+        node = node.func.value
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        node = node.left
+    elif isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return False
+    text = node.value
+    return text in _LOCAL_DEVICES or (text.split(":", 1)[0] in ("cuda", "mps") and ":" in text)
+
+
+def _returns_gpu_or_cpu_device(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every `return` of the function (at least one, none bare) gives a CUDA/MPS
+    or CPU device: such a string, `torch.device(...)` of one, a choice between such, or a
+    local name every assignment of which (plain `name = ...`, nothing else binds it) is
+    one. `device = torch.device(f"cuda:{gpu}") if use_gpu else torch.device("cpu")`."""
+    returns: list[ast.expr | None] = []
+    assigned: dict[str, list[ast.expr]] = {}
+    other: set[str] = set()
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(current, ast.Return):
+            returns.append(current.value)
+        elif isinstance(current, ast.Assign) and all(
+            isinstance(t, ast.Name) for t in current.targets
+        ):
+            for target in current.targets:
+                assert isinstance(target, ast.Name)
+                assigned.setdefault(target.id, []).append(current.value)
+            stack.append(current.value)
+            continue
+        elif isinstance(current, ast.Name) and isinstance(current.ctx, (ast.Store, ast.Del)):
+            other.add(current.id)
+        stack.extend(ast.iter_child_nodes(current))
+
+    def device(node: ast.expr | None, depth: int) -> bool:
+        if node is None or depth > 3:
+            return False
+        if isinstance(node, ast.IfExp):
+            return device(node.body, depth) and device(node.orelse, depth)
+        if isinstance(node, ast.Name):
+            values = assigned.get(node.id)
+            return (
+                bool(values)
+                and node.id not in other
+                and all(device(v, depth + 1) for v in values or ())
+            )
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            text = dotted(node.func)
+            if text is not None and text in ("torch.device", "device"):
+                return _local_device_text(node.args[0]) or device(node.args[0], depth + 1)
+        return _local_device_text(node)
+
+    return bool(returns) and all(device(r, 0) for r in returns)
