@@ -107,3 +107,53 @@ def test_cli_deep_files_do_not_stop_the_run(tmp_path: Path) -> None:
     )
     assert any(line.startswith("deep.py:6:13: TPU006") for line in lines)
     assert any(line.startswith("train.py:2:11: TPU001") for line in lines)
+
+
+STEP = (
+    "\n\nclass Model(L.LightningModule):\n"
+    "    def __init__(self):\n        super().__init__()\n"
+    "        self.layer = torch.nn.Linear(4, 4)\n"
+    "{init}"
+    "    def training_step(self, batch, batch_idx):\n        y = {step}\n"
+    "        print(y.item())\n        return y.sum()\n\n"
+    "    def configure_optimizers(self):\n"
+    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n\n\n"
+    'if __name__ == "__main__":\n    L.Trainer(accelerator="tpu").fit(Model())\n'
+)
+
+
+def _stored_chain(count: int) -> str:
+    """`count` classes that each store what `attach` gets and call it in `run`: resolving
+    each `self.m(x)` asks what the callers of its `attach` pass (the caller index)."""
+    out = "import lightning as L\nimport torch\n"
+    for i in range(count):
+        out += (
+            f"\n\nclass Holder{i}:\n    def attach(self, m):\n        self.m = m\n\n"
+            "    def run(self, x):\n        return self.m(x)\n"
+        )
+    init = "        self.holder = Holder0()\n        self.holder.attach(self.layer)\n\n"
+    return out + STEP.format(init=init, step="self.holder.run(batch)")
+
+
+def _return_chain(count: int) -> str:
+    """`count` functions, each returning what the next returns, the last a module: the class
+    of `self.net` is found at the end of the chain."""
+    out = "import lightning as L\nimport torch\n\n\nclass Net(torch.nn.Module):\n"
+    out += "    def forward(self, x):\n        return x\n"
+    for i in range(count):
+        returned = f"make{i + 1}()" if i < count - 1 else "Net()"
+        out += f"\n\ndef make{i}():\n    return {returned}\n"
+    return out + STEP.format(init="        self.net = make0()\n\n", step="self.net(batch)")
+
+
+def test_cli_deep_call_chains_do_not_stop_the_run(tmp_path: Path) -> None:
+    # The project model's questions follow calls across functions: thousands deep here,
+    # beyond Python's recursion limit if each step added frames (the caller index asked for
+    # while it is built, the return values of a chain). The run finishes and reports.
+    (tmp_path / "stored.py").write_text(_stored_chain(2000))
+    (tmp_path / "returned.py").write_text(_return_chain(3000))
+    result = run_subprocess(["check", "--no-cache", "--select", "TPU101", "."], cwd=tmp_path)
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == ""
+    found = [line.split(" ", 2)[:2] for line in result.stdout.splitlines() if " TPU101 " in line]
+    assert [name.split(":")[0] for name, _ in found] == ["returned.py", "stored.py"]

@@ -224,18 +224,18 @@ def test_callers_and_callees_by_method_name_do_not_depend_on_what_was_asked_firs
 
 
 def _stored_encoder(tmp_path: Path) -> list[tuple[str, str]]:
-    """`self.enc.run(x)` on a constructor parameter stored on `self`: resolving it asks what
-    the callers of `__init__` pass, so building the caller index asks for the index again."""
+    """`self.enc.run(x)` on a parameter that `attach` stores on `self`: resolving it asks what
+    the callers of `attach` pass, so building the caller index asks for the index."""
     files = {
         "pkg/__init__.py": "",
         "pkg/nets.py": (
             "class Encoder:\n    def run(self, x):\n        return x\n\n\n"
-            "class Model:\n    def __init__(self, enc):\n        self.enc = enc\n\n"
+            "class Model:\n    def attach(self, enc):\n        self.enc = enc\n\n"
             "    def step(self, x):\n        return self.enc.run(x)\n"
         ),
         "pkg/use.py": (
             "from pkg.nets import Encoder, Model\n\n\n"
-            "def main():\n    m = Model(Encoder())\n    return m.step(1)\n"
+            "def main():\n    m = Model()\n    m.attach(Encoder())\n    return m.step(1)\n"
         ),
     }
     out = []
@@ -247,27 +247,25 @@ def _stored_encoder(tmp_path: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _count_resolutions(model: ProjectModel, reenter: bool) -> int:
-    """How many calls the caller index's build resolves; `reenter`: the first resolution asks
-    for the index again (as a resolution asking what the callers pass does)."""
+def _count_resolutions(model: ProjectModel, first: str) -> int:
+    """How many calls the model resolves while `first` is asked (the caller index, the hot
+    set, or the step's call), then the caller index."""
     resolve = model.resolve_call
     seen: list[str] = []
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(args[3])
-        if reenter and len(seen) == 1:
-            model._callers()
         return resolve(*args, **kwargs)
 
     model.resolve_call = counting  # type: ignore[method-assign]
+    if first == "hot":
+        model.hot  # noqa: B018
+    elif first == "call":
+        nets = next(m for m in model.modules.values() if m.path.endswith("nets.py"))
+        model.resolve_call(nets, "pkg.nets.Model", "attr", "enc.run")
     model._callers()
     model.resolve_call = resolve  # type: ignore[method-assign]
     return len(seen)
-
-
-class _NeverKept(dict):  # type: ignore[type-arg]
-    def __setitem__(self, key: object, value: object) -> None:
-        pass
 
 
 def _index(model: ProjectModel) -> dict[str, list[tuple[str, int, str, int]]]:
@@ -277,26 +275,35 @@ def _index(model: ProjectModel) -> dict[str, list[tuple[str, int, str, int]]]:
     }
 
 
-def test_caller_index_built_inside_its_own_build_is_a_fresh_builds(tmp_path: Path) -> None:
-    """Each function's caller entries are kept across the builds of the index that run inside
-    its build (a resolution asking what the callers pass asks for the index again; only
-    entries no cycle's stand-in went into are kept): the index is the one a build that keeps
-    nothing gives, also after the hot set and the values asked first."""
+def test_caller_index_asked_while_it_is_built(tmp_path: Path) -> None:
+    """Resolving `self.enc.run(x)` asks what `attach`'s callers pass while the caller index is
+    built: the build is not started again inside itself; the resolution gets the index so far
+    as a stand-in and is done again once the index is known. The index names `step` among
+    the callers of `Encoder.run`, is the same whatever is asked first, and the build resolves
+    again only what asked (not every call)."""
     files = _stored_encoder(tmp_path)
     plain = build_model(files)
-    plain._caller_entries = _NeverKept()
     expected = _index(plain)
-    step = next(gkey for gkey in expected if gkey.endswith("Model.step#0"))
-    assert expected[step][0][0].endswith("main#0")
-    counted = build_model(files)
-    plain_resolutions = _count_resolutions(counted, reenter=False)
-    model = build_model(files)
-    resolutions = _count_resolutions(model, reenter=True)
-    assert _index(model) == expected
-    # The build inside resolved every call; the build outside, once it was done, only what
-    # was left of the first call's function (not every call again).
-    assert plain_resolutions < resolutions < 2 * plain_resolutions
-    assert len(model._caller_entries) == len(model.functions)
-    later = build_model(files)
-    assert sorted(later.hot) == sorted(plain.hot)
-    assert _index(later) == expected
+    run = next(gkey for gkey in plain.functions if gkey.endswith("Encoder.run#0"))
+    step = next(gkey for gkey in plain.functions if gkey.endswith("Model.step#0"))
+    assert [caller for caller, *_ in expected[run]] == [step]
+    counts = []
+    for first in ("callers", "hot", "call"):
+        model = build_model(files)
+        builds: list[bool] = []
+        build = model._build_callers
+
+        def once(build=build, builds=builds):  # type: ignore[no-untyped-def]
+            assert not builds, "the caller index built inside its own build"
+            builds.append(True)
+            return build()
+
+        model._build_callers = once  # type: ignore[method-assign]
+        counts.append(_count_resolutions(model, first))
+        assert builds == [True]
+        assert _index(model) == expected, first
+    calls = sum(len(fn.summary.calls) for fn in build_model(files).functions.values())
+    assert counts[0] < 2 * calls
+    nets = next(m for m in model.modules.values() if m.path.endswith("nets.py"))
+    found = model.resolve_call(nets, "pkg.nets.Model", "attr", "enc.run")
+    assert [fn.gkey for fn in found] == [run]

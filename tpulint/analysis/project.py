@@ -240,6 +240,10 @@ _PROCESS_COUNTS = frozenset(
         "get_local_rank",
     }
 )
+# At most this many rounds of the caller index's build (ProjectModel._build_callers): each
+# resolves again only the functions whose resolutions asked for the index.
+_CALLER_ROUNDS = 8
+
 _SCHEDULE_CLASS = re.compile(r"^[A-Za-z_][\w.]*\.[A-Za-z_]\w*Schedul(?:e|er)$")
 
 
@@ -481,8 +485,11 @@ class ProjectModel:
         self._table: dict[str, int] | None = None
         self._params: dict[tuple[str, int, bool, str | None, bool, int], Value | None] = {}
         self._caller_index: dict[str, list[tuple[_Function, Any, int]]] | None = None
-        # _callers: each function's entries (callee gkey, entry), by id of the function
-        self._caller_entries: dict[int, list[tuple[str, tuple[_Function, Any, int]]]] = {}
+        # While the index is built (_build_callers): the stand-in a resolution asking for it
+        # gets, and whether the function being resolved asked.
+        self._building_callers = False
+        self._callers_stand_in: dict[str, list[tuple[_Function, Any, int]]] = {}
+        self._callers_asked = False
         self._lightning_imported: set[str] | None = None
         self._lookups: dict[tuple[str, int], _Class | _Function | ModuleSummary | None] = {}
         # lookup's answers that did not meet the depth limit, with how deep they went.
@@ -1942,7 +1949,8 @@ class ProjectModel:
         )
 
     def precompute_callers(self) -> None:
-        """Resolve the caller index now (before worker processes fork and inherit it)."""
+        """Build the caller index now (before the hot set, which asks it, and before worker
+        processes fork and inherit it)."""
         self._callers()
 
     def index_texts(self, gkey: str, _depth: int = 0) -> frozenset[str]:
@@ -2008,57 +2016,94 @@ class ProjectModel:
 
     def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
         """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
-        if self._caller_index is None:
-            # Building the index resolves every call, and a resolution may ask what the
-            # callers pass (a constructor parameter stored on `self`): that asks for the index
-            # again, which is built anew inside (60 builds deep on the corpus). Each function's
-            # entries are kept when none of its resolutions used a cycle's stand-in (as
-            # resolve_call keeps its answers), so the builds inside give the same index without
-            # resolving every call again. (One loop, no helper: each build inside adds its
-            # frames to a deep stack.)
-            kept = self._caller_entries
-            recursion = self._recursion
-            index: dict[str, list[tuple[_Function, Any, int]]] = {}
-            for fn in self.functions.values():
-                entries = kept.get(id(fn))
-                if entries is None:
-                    outer = recursion.take_stand_in_flag()
-                    entries = []
-                    functions = self._module_functions[id(fn.module)]
-                    for call in fn.summary.calls:
-                        targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
-                        if not targets and call.form == "name":
-                            # A function nested in the caller (`def filter_ids(ids): ...`).
-                            inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
-                            targets = [inner] if inner is not None else []
-                        elif not targets and call.form == "self":
-                            # `self.encoder(x, n)` on a sub-module attribute: its forward (what
-                            # the project passes it; reach follows the sub-module on its own).
-                            targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
-                            if not targets and fn.owner is not None:
-                                # `self.set_input(batch)` in a base class that only its
-                                # subclasses define: it runs their overrides, with these
-                                # arguments.
-                                targets = self._overrides(fn.owner, call.target)
-                        for target in targets:
-                            if not isinstance(target, _Function):
-                                continue
-                            bound = call.form in ("self", "super", "attr", "inst")
-                            offset = (
-                                1
-                                if (bound and target.summary.bound)
-                                or "classmethod" in target.summary.decorators
-                                else 0
-                            )
-                            entries.append((target.gkey, (fn, call, offset)))
-                    used = recursion.take_stand_in_flag()
-                    recursion.restore_stand_in_flag(outer or used)
-                    if not used:
-                        kept[id(fn)] = entries
-                for gkey, entry in entries:
-                    index.setdefault(gkey, []).append(entry)
-            self._caller_index = index
-        return self._caller_index
+        index = self._caller_index
+        if index is None:
+            if self._building_callers:
+                # A resolution during the build asks what the callers pass (a parameter a
+                # method stores on `self`): the stand-in of a cycle, the index of the build's
+                # round before (see _build_callers).
+                self._callers_asked = True
+                self._recursion.note_stand_in()
+                return self._callers_stand_in
+            index = self._caller_index = self._build_callers()
+        return index
+
+    def _build_callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
+        """The caller index, built once and never inside itself. Resolving a call may ask
+        what the callers of a method pass (`self.m(x)` after `def attach(self, m): self.m =
+        m`): the index being built. Such a question gets the index of the round before (none
+        in the first) as a cycle's stand-in, so no answer that used it is kept, and the
+        functions whose resolutions asked are resolved again with the new index, until their
+        entries stop changing: the index is then the one its own resolutions give. The build
+        starts from no question (a Recursion of its own) and without the hot set (a
+        parameter's per-step callers are all its callers, as while the hot set is found), so
+        it is the same index whenever it is first asked for."""
+        outer_recursion, outer_hot = self._recursion, self._computing_hot
+        self._recursion = Recursion()
+        self._computing_hot = True
+        self._building_callers = True
+        self._callers_stand_in = {}
+        entries: dict[int, list[tuple[str, tuple[_Function, Any, int]]]] = {}
+        try:
+            pending = list(self.functions.values())
+            rounds = 0
+            while True:
+                again = []
+                changed = False
+                for fn in pending:
+                    self._callers_asked = False
+                    found = self._caller_entries(fn)
+                    if self._callers_asked:
+                        again.append(fn)
+                        before = entries.get(id(fn))
+                        changed = changed or before is None or not _same_entries(before, found)
+                    entries[id(fn)] = found
+                index: dict[str, list[tuple[_Function, Any, int]]] = {}
+                for fn in self.functions.values():
+                    for gkey, entry in entries[id(fn)]:
+                        index.setdefault(gkey, []).append(entry)
+                rounds += 1
+                if not again or (rounds > 1 and not changed) or rounds >= _CALLER_ROUNDS:
+                    break
+                self._callers_stand_in = index
+                pending = again
+        finally:
+            self._recursion, self._computing_hot = outer_recursion, outer_hot
+            self._building_callers = False
+            self._callers_stand_in = {}
+        return index
+
+    def _caller_entries(self, fn: _Function) -> list[tuple[str, tuple[_Function, Any, int]]]:
+        """The caller index's entries of the calls in a function: (callee gkey, (fn, call,
+        argument offset))."""
+        entries = []
+        functions = self._module_functions[id(fn.module)]
+        for call in fn.summary.calls:
+            targets = self.resolve_call(fn.module, fn.owner, call.form, call.target)
+            if not targets and call.form == "name":
+                # A function nested in the caller (`def filter_ids(ids): ...`).
+                inner = functions.get(f"{fn.summary.qualname}{call.target}#0")
+                targets = [inner] if inner is not None else []
+            elif not targets and call.form == "self":
+                # `self.encoder(x, n)` on a sub-module attribute: its forward (what the project
+                # passes it; reach follows the sub-module on its own).
+                targets = self.resolve_call(fn.module, fn.owner, "attr", call.target)
+                if not targets and fn.owner is not None:
+                    # `self.set_input(batch)` in a base class that only its subclasses define:
+                    # it runs their overrides, with these arguments.
+                    targets = self._overrides(fn.owner, call.target)
+            for target in targets:
+                if not isinstance(target, _Function):
+                    continue
+                bound = call.form in ("self", "super", "attr", "inst")
+                offset = (
+                    1
+                    if (bound and target.summary.bound)
+                    or "classmethod" in target.summary.decorators
+                    else 0
+                )
+                entries.append((target.gkey, (fn, call, offset)))
+        return entries
 
     def _overrides(self, owner: str, name: str) -> list[_Function | _Class]:
         """The methods `name` the subclasses of the class define."""
@@ -2978,6 +3023,17 @@ def summaries_digest(values: Iterable[Any]) -> str:  # pragma: no cover - debugg
     for value in values:
         h.update(repr(value).encode())
     return h.hexdigest()
+
+
+def _same_entries(
+    one: list[tuple[str, tuple[_Function, Any, int]]],
+    other: list[tuple[str, tuple[_Function, Any, int]]],
+) -> bool:
+    """Whether two lists of caller-index entries name the same callees, calls and offsets."""
+    return len(one) == len(other) and all(
+        a[0] == b[0] and a[1][1] is b[1][1] and a[1][2] == b[1][2]
+        for a, b in zip(one, other, strict=True)
+    )
 
 
 def _passed(keywords: dict[str, _T], args: list[_T], name: str | None, position: int) -> _T | None:

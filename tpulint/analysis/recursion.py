@@ -10,6 +10,10 @@ and worker processes, which ask in different orders, reported different findings
 file. So only answers that used no stand-in are kept for good; the others are kept only until
 the outermost question being answered is done (within it every step is the same whatever was
 asked before), and computed again from the question asked next time.
+
+The same holds for questions nested deeper than Python's recursion limit allows: the
+innermost one met by the limit gets its stand-in, so deep code degrades to unknown answers
+instead of failing the run.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ class Recursion:
         result = stand_in
         try:
             result = compute()
+        except RecursionError:
+            # Questions asking each other deeper than Python's stack (a chain of thousands of
+            # functions, each returning what the next returns): this one's answer is unknown,
+            # its stand-in, and like a cycle's not kept, nor any answer that used it.
+            self._used_stand_in = True
         finally:
             self._active.discard(key)
             used = self._used_stand_in
@@ -62,6 +71,10 @@ class Recursion:
         of the caller's own: keep an answer only if it used none)."""
         used, self._used_stand_in = self._used_stand_in, False
         return used
+
+    def note_stand_in(self) -> None:
+        """A stand-in of the caller's own was used (an answer that used it is not kept)."""
+        self._used_stand_in = True
 
     def restore_stand_in_flag(self, used: bool) -> None:
         self._used_stand_in = used

@@ -341,8 +341,10 @@ def model_of(
         if rebound is not None:
             model = ProjectModel(rebound, config.hot_methods, config.lightning_version, facts)
         model.lightning_table()
-        model.hot  # noqa: B018
+        # The caller index first: the hot set asks it (what a method's callers pass), and it
+        # is built once, from no question (ProjectModel._build_callers).
         model.precompute_callers()
+        model.hot  # noqa: B018
     finally:
         # The model lives until the run ends: kept out of the collector's generations, so
         # that the first collections after this do not traverse the millions of objects made
