@@ -191,6 +191,10 @@ class Value:
     # package): the value at a step, `schedule[it]`, is a number (a learning rate, a weight
     # decay, a momentum), not a tensor.
     schedule: bool = False
+    # A tensor made on (or moved to) the device its parameters name (`torch.as_tensor(y,
+    # device=device)` with `device=None`): on the CPU when a call leaves them out or passes
+    # None or the CPU, else on the device.
+    param_device: bool = False
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
@@ -200,6 +204,7 @@ class Value:
             f"/{int(self.tensor)}/{int(self.placed)}"
             + (f"/{{{keyed}}}" if keyed else "")
             + ("/schedule" if self.schedule else "")
+            + ("/param_device" if self.param_device else "")
         )
 
     def entry(self, key: str) -> Value | None:
@@ -276,7 +281,10 @@ def combine_values(values: list[Value]) -> Value:
             for k in sorted(shared)
         )
     schedule = all(v.schedule for v in values)
-    return Value(kind, mask, params, elements, cls, tensor, placed, entries or None, schedule)
+    param_device = any(v.param_device for v in values)
+    return Value(
+        kind, mask, params, elements, cls, tensor, placed, entries or None, schedule, param_device
+    )
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -2204,10 +2212,21 @@ class ProjectModel:
         if tag == "md":
             place = self.resolve_atoms(atom[1], module, owner, depth)
             on_cpu = place is not None and place.kind == "cpu_device"
+            if (
+                place is not None
+                and place.kind == "unknown"
+                and place.params
+                and place.elements is None
+                and atom[2] == ["cpu"]
+                and atom[3] == ["device"]
+            ):
+                # a tensor made on the device a parameter names: where the call puts it
+                return Value("unknown", params=place.params, tensor=True, param_device=True)
             chosen = self.resolve_atoms(atom[2] if on_cpu else atom[3], module, owner, depth)
             return chosen if chosen is not None else UNKNOWN_VALUE
         if tag == "c":
-            return self.call_value(module, owner, atom[1], atom[2], atom[3], depth)
+            keywords = dict(atom[4]) if len(atom) > 4 else {}
+            return self.call_value(module, owner, atom[1], atom[2], atom[3], depth, keywords)
         return UNKNOWN_VALUE
 
     def _stored_param(self, owner: str | None, method: str, index: int) -> Value:
@@ -2241,9 +2260,11 @@ class ProjectModel:
         target: str,
         args: list[list[Atom]] | list[Value],
         depth: int = 0,
+        keywords: dict[str, Any] | None = None,
     ) -> Value:
         """The value a call returns; `args` are the positional arguments (atoms, or values
-        already resolved by the caller)."""
+        already resolved by the caller); `keywords` what its keywords pass (atoms, or values
+        with None for `None`), when known."""
         targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "self" and owner is not None:
             form = "attr"  # `self.softmax(x)`: a sub-module attribute, not a method
@@ -2266,6 +2287,9 @@ class ProjectModel:
             return value
         bound_call = form in ("self", "super", "attr", "inst") and found.summary.bound
         offset = 1 if bound_call or "classmethod" in found.summary.decorators else 0
+
+        if value.param_device and value.elements is None:
+            return self._on_param_device(found, value, offset, args, keywords, module, owner, depth)
 
         def bind(value: Value) -> Value:
             # The callee's parameters are the call's arguments: a returned tuple's elements
@@ -2313,6 +2337,60 @@ class ProjectModel:
             )
 
         return bind(value)
+
+    def _on_param_device(
+        self,
+        found: _Function,
+        value: Value,
+        offset: int,
+        args: list[list[Atom]] | list[Value],
+        keywords: dict[str, Any] | None,
+        module: ModuleSummary,
+        owner: str | None,
+        depth: int,
+    ) -> Value:
+        """What a call of a helper returns that places its tensors on the device its
+        parameters name (`pad_to_tensor(y, device=None)`): CPU tensors when the call leaves
+        each such None-default parameter out or passes None or the CPU, device tensors when
+        it passes another device (`x.device`) or a value not known, and where the caller's
+        own parameter turns out to be when it hands that down."""
+        params = found.summary.params
+        kinds: set[str] = set()
+        passed_on: set[int] = set()
+        for index in value.params:
+            name = params[index] if index < len(params) else None
+            position = index - offset
+            arg: Any = None
+            given = False
+            if 0 <= position < len(args):
+                arg, given = args[position], True
+            elif keywords is not None and name is not None and name in keywords:
+                arg, given = keywords[name], True
+            elif keywords is None or "**" in keywords:
+                kinds.add("device")  # its keywords not known, or spread from a mapping
+                continue
+            if not given:
+                if name in found.summary.none_params:
+                    kinds.add("cpu")  # left to its default, None: torch's default device
+                else:
+                    kinds.add("device")
+                continue
+            resolved = (
+                arg
+                if arg is None or isinstance(arg, Value)
+                else self.resolve_atoms(arg, module, owner, depth + 1)
+            )
+            if resolved is None or resolved.kind == "cpu_device":
+                kinds.add("cpu")  # `device=None`, `device="cpu"`
+            elif resolved.params and resolved.kind == "unknown":
+                passed_on |= resolved.params
+            else:
+                kinds.add("device")
+        if "device" in kinds:
+            return Value("device", tensor=True)
+        if passed_on:
+            return Value("unknown", params=frozenset(passed_on), tensor=True, param_device=True)
+        return Value("cpu", tensor=True)
 
     def _attribute_call(
         self,
@@ -2647,7 +2725,12 @@ class FileView:
         return out
 
     def call_value(
-        self, owner: str | None, form: str, target: str, args: list[Value]
+        self,
+        owner: str | None,
+        form: str,
+        target: str,
+        args: list[Value],
+        keywords: dict[str, Value | None] | None = None,
     ) -> Value | None:
         """What a call in this file returns (None when the model does not know the callee)."""
         targets = self.model.resolve_call(self.module, owner, form, target)
@@ -2658,7 +2741,7 @@ class FileView:
             return value if value.kind in ("numpy", "host") else None
         if len(targets) != 1:
             return None
-        return self.model.call_value(self.module, owner, form, target, args)
+        return self.model.call_value(self.module, owner, form, target, args, 0, keywords)
 
     def attribute_value(self, owner: str | None, attr: str) -> Value | None:
         if owner is None:
