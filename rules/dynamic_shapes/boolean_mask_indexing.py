@@ -496,6 +496,21 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The values a boolean mask selects (`mask_i = i[mask]`, the rows of an edge index)
+        # are integer indices, whatever their name: the select is reported, the gather by
+        # them (`graph[mask_i]`) is not.
+        Invalid(
+            "import lightning as L\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, edges, graph = batch\n"
+            "        j, i = edges\n"
+            "        mask = j < i\n"
+            "        mask_i = i[mask]\n"
+            "        return x[graph[mask_i]].sum()\n",
+            line=9,
+            count=1,
+        ),
         # A mask the step's set-up method stores from the batch, used as it is and as its
         # complement (`~`): both select rows by the mask's values.
         Invalid(
