@@ -38,8 +38,9 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     the caller, when it is not None; a call leaving it to its None default passes none; a
     step's `self.model(**batch)` gives each parameter annotated as a tensor the batch's
     entry of its name). Integer index
-    tensors (`argsort`, `arange`, `topk` indices, `.long()`), slices, `None`, numbers and
-    `...` are not masks. A mask built on the host from shapes and constants (a torch factory
+    tensors (`argsort`, `arange`, `topk` indices, `.long()`), the values a mask selects
+    from a tensor that is no mask (`mask_i = i[mask]`: the select is reported, the gather
+    `x[mask_i]` is not), slices, `None`, numbers and `...` are not masks. A mask built on the host from shapes and constants (a torch factory
     without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
     reported: a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there and
     the device gets a fixed index list. The same holds for a host mask whose inputs are all
