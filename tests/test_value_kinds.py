@@ -1726,3 +1726,32 @@ def test_host_values_stay_silent(name: str) -> None:
 def test_device_values_beside_them_stay_reported(name: str) -> None:
     source, expected = HOST_VALUE_REPORTED[name]
     assert codes(source) == expected
+
+
+def test_a_device_none_helper_places_its_tensors_where_each_call_says() -> None:
+    # `device=None` left out, handed down by a wrapper, passed by position or by keyword:
+    # only the calls naming a device tensor's device make device tensors.
+    source = """
+        def to_padded(rows, dtype=None, device=None):
+            out = torch.as_tensor(rows, dtype=dtype)
+            if device is not None:
+                out = out.to(device)
+            return out
+
+
+        def to_batch(rows, device=None):
+            return to_padded(rows, device=device)
+
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                a = to_batch([1, 2], device=batch.device)
+                b = to_batch([1, 2])
+                c = to_padded([1, 2], None, batch.device)
+                d = to_padded([1, 2], device=None)
+                self.log("a", float(a.max()))
+                self.log("b", float(b.max()))
+                self.log("c", float(c.max()))
+                self.log("d", float(d.max()))
+    """
+    assert [c for c in codes(source, "TPU102,TPU103")] == [("TPU102", 18), ("TPU102", 20)]
