@@ -310,6 +310,9 @@ def _has_params(elements: tuple[Value, ...] | None) -> bool:
 
 def _without_params(value: Value) -> Value:
     """The value with no dependence on the parameters of the function it came from."""
+    if value.param_device and value.params:
+        # made on the device parameters name that nothing here binds: presumed the device
+        return Value("device", tensor=True)
     if not value.params and value.elements is None and value.entries is None:
         return value
     elements = (
@@ -1654,6 +1657,9 @@ class ProjectModel:
             value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
             if value is None:
                 return None
+            if value.param_device and value.params:
+                # made on the device the caller's own parameters name: presumed the device
+                value = Value("device", tensor=True)
             if value.params:
                 # The caller passes its own parameter on: what its callers pass, or for a
                 # step method Lightning calls, its batch (device tensors).
@@ -2288,13 +2294,14 @@ class ProjectModel:
         bound_call = form in ("self", "super", "attr", "inst") and found.summary.bound
         offset = 1 if bound_call or "classmethod" in found.summary.decorators else 0
 
-        if value.param_device and value.elements is None:
-            return self._on_param_device(found, value, offset, args, keywords, module, owner, depth)
-
         def bind(value: Value) -> Value:
             # The callee's parameters are the call's arguments: a returned tuple's elements
             # too (`return out, state` hands back the argument `state`), never the caller's
             # own parameters of the same position.
+            if value.param_device and value.params and value.elements is None:
+                return self._on_param_device(
+                    found, value, offset, args, keywords, module, owner, depth
+                )
             elements = (
                 tuple(bind(e) for e in value.elements) if value.elements is not None else None
             )
