@@ -1755,3 +1755,20 @@ def test_a_device_none_helper_places_its_tensors_where_each_call_says() -> None:
                 self.log("d", float(d.max()))
     """
     assert [c for c in codes(source, "TPU102,TPU103")] == [("TPU102", 18), ("TPU102", 20)]
+
+
+def test_a_buffer_made_on_a_constructor_device_param_stays_a_device_tensor() -> None:
+    # `device=None` of `__init__`, kept in an attribute or wrapped in a mask: no call binds
+    # it where the step reads it, presumed on the device as before.
+    source = """
+        class Hyps(nn.Module):
+            def __init__(self, n, device=None):
+                super().__init__()
+                self.lengths = torch.zeros(n, device=device)
+
+            def forward(self, x):
+                if (self.lengths + 1).max() > 3:
+                    return x
+                return x * 2
+    """
+    assert codes(source, "TPU104") == [("TPU104", 7)]

@@ -308,6 +308,14 @@ def _has_params(elements: tuple[Value, ...] | None) -> bool:
     return elements is not None and any(e.params or _has_params(e.elements) for e in elements)
 
 
+def _unbound_device(value: Value | None) -> Value | None:
+    """A tensor made on the device parameters name, used where no call binds them (inside
+    a mask, a torch op, an element, a move): presumed on the device."""
+    if value is not None and value.param_device and value.params:
+        return Value("device", tensor=True)
+    return value
+
+
 def _without_params(value: Value) -> Value:
     """The value with no dependence on the parameters of the function it came from."""
     if value.param_device and value.params:
@@ -2011,7 +2019,7 @@ class ProjectModel:
                 continue
             atoms = cls.summary.attributes.get(attr)
             if atoms is not None:
-                resolved = self.resolve_atoms(atoms, cls.module, gkey, 0)
+                resolved = _unbound_device(self.resolve_atoms(atoms, cls.module, gkey, 0))
                 if resolved is not None:
                     values.append(resolved)
         if not values:
@@ -2153,14 +2161,14 @@ class ProjectModel:
             if found is not None:
                 return found
         if tag == "e":
-            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is not None and inner.schedule:
                 return Value("number")  # `lr_schedule[it]`: the rate at a step
             container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
             if container and len(container) == len(atom[2]):
                 held = [a for c in container for a in c[1]]
                 return self.resolve_atoms(held, module, owner, depth) if held else UNKNOWN_VALUE
-            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is None:
                 return UNKNOWN_VALUE
             if inner.elements is not None:
@@ -2176,7 +2184,7 @@ class ProjectModel:
             fallback = self.resolve_atoms(atom[3], module, owner, depth)
             return fallback if fallback is not None else UNKNOWN_VALUE
         if tag == "m":
-            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [_unbound_device(self._atom(a, module, owner, depth + 1)) for a in atom[1:]]
             parts = [p for p in parts if p is not None]
             kind = combine_kinds(p.kind for p in parts) if parts else "unknown"
             if kind in _HOSTLIKE:
@@ -2188,7 +2196,7 @@ class ProjectModel:
                 kind if kind in ("device", "cpu") else "unknown", True, params, placed=placed
             )
         if tag == "v":
-            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [_unbound_device(self._atom(a, module, owner, depth + 1)) for a in atom[1:]]
             tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
             if not tensors:
                 return UNKNOWN_VALUE
@@ -2197,17 +2205,17 @@ class ProjectModel:
             kind = combine_kinds(p.kind for p in tensors)
             return Value(kind, False, params, tensor=True, placed=placed)
         if tag == "x":
-            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [_unbound_device(self._atom(a, module, owner, depth + 1)) for a in atom[1:]]
             kinds = {p.kind for p in parts if p is not None}
             return Value("device" if "device" in kinds else "cpu")
         if tag == "w":
-            inner = self.resolve_atoms(atom[1], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[1], module, owner, depth))
             if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):
                 # where the parameter's tensor turns out to be, once a call binds it
                 return Value("unknown", params=inner.params, tensor=True, placed=True)
             return Value("cpu" if inner is not None and inner.kind == "cpu" else "device")
         if tag == "mv":
-            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
                 return inner
             if inner is None or inner.kind == "unknown":
