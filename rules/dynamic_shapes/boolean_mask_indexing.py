@@ -43,7 +43,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     `x[mask_i]` is not), slices, `None`, numbers and `...` are not masks. A mask built on
     the host from shapes and constants (a torch factory without `device=`, or a copy of
     one, `.clone()`, set in place at host positions) is not reported: a CPU tensor
-    indexed in place stays on the CPU, its `nonzero` runs there and the device gets a fixed index list. The same holds for a host mask whose inputs are all
+    indexed in place stays on the CPU, its `nonzero` runs there and the device gets a
+    fixed index list. The same holds for a host mask whose inputs are all
     fixed for the run: sample frequencies (`torch.fft.rfftfreq(n, d=1 / self.hparams.rate)`,
     `torch.linspace`), compared with numbers or hyperparameters (`self.hparams.low`),
     combined with `&` / `|` or narrowed in place (`keep &= freqs < self.hparams.high`),
