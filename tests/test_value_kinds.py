@@ -1984,3 +1984,49 @@ def test_batch_device_values_stay_reported(name: str) -> None:
     source, expected = BATCH_VALUE_REPORTED[name]
     found = codes("import os\n" + textwrap.dedent(source))
     assert found == [(code, line + 2) for code, line in expected]
+
+
+def test_a_device_none_helper_places_its_tensors_where_each_call_says() -> None:
+    # `device=None` left out, handed down by a wrapper, passed by position or by keyword:
+    # only the calls naming a device tensor's device make device tensors.
+    source = """
+        def to_padded(rows, dtype=None, device=None):
+            out = torch.as_tensor(rows, dtype=dtype)
+            if device is not None:
+                out = out.to(device)
+            return out
+
+
+        def to_batch(rows, device=None):
+            return to_padded(rows, device=device)
+
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                a = to_batch([1, 2], device=batch.device)
+                b = to_batch([1, 2])
+                c = to_padded([1, 2], None, batch.device)
+                d = to_padded([1, 2], device=None)
+                self.log("a", float(a.max()))
+                self.log("b", float(b.max()))
+                self.log("c", float(c.max()))
+                self.log("d", float(d.max()))
+    """
+    assert [c for c in codes(source, "TPU102,TPU103")] == [("TPU102", 18), ("TPU102", 20)]
+
+
+def test_a_buffer_made_on_a_constructor_device_param_stays_a_device_tensor() -> None:
+    # `device=None` of `__init__`, kept in an attribute or wrapped in a mask: no call binds
+    # it where the step reads it, presumed on the device as before.
+    source = """
+        class Hyps(nn.Module):
+            def __init__(self, n, device=None):
+                super().__init__()
+                self.lengths = torch.zeros(n, device=device)
+
+            def forward(self, x):
+                if (self.lengths + 1).max() > 3:
+                    return x
+                return x * 2
+    """
+    assert codes(source, "TPU104") == [("TPU104", 7)]

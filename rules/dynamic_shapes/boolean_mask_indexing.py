@@ -38,11 +38,13 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     the caller, when it is not None; a call leaving it to its None default passes none; a
     step's `self.model(**batch)` gives each parameter annotated as a tensor the batch's
     entry of its name). Integer index
-    tensors (`argsort`, `arange`, `topk` indices, `.long()`), slices, `None`, numbers and
-    `...` are not masks. A mask built on the host from shapes and constants (a torch factory
-    without `device=`, or a copy of one, `.clone()`, set in place at host positions) is not
-    reported: a CPU tensor indexed in place stays on the CPU, its `nonzero` runs there and
-    the device gets a fixed index list. The same holds for a host mask whose inputs are all
+    tensors (`argsort`, `arange`, `topk` indices, `.long()`), the values a mask selects
+    from a tensor that is no mask (`mask_i = i[mask]`: the select is reported, the gather
+    `x[mask_i]` is not), slices, `None`, numbers and `...` are not masks. A mask built on
+    the host from shapes and constants (a torch factory without `device=`, or a copy of
+    one, `.clone()`, set in place at host positions) is not reported: a CPU tensor
+    indexed in place stays on the CPU, its `nonzero` runs there and the device gets a
+    fixed index list. The same holds for a host mask whose inputs are all
     fixed for the run: sample frequencies (`torch.fft.rfftfreq(n, d=1 / self.hparams.rate)`,
     `torch.linspace`), compared with numbers or hyperparameters (`self.hparams.low`),
     combined with `&` / `|` or narrowed in place (`keep &= freqs < self.hparams.high`),
@@ -496,6 +498,21 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # The values a boolean mask selects (`mask_i = i[mask]`, the rows of an edge index)
+        # are integer indices, whatever their name: the select is reported, the gather by
+        # them (`graph[mask_i]`) is not.
+        Invalid(
+            "import lightning as L\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, edges, graph = batch\n"
+            "        j, i = edges\n"
+            "        mask = j < i\n"
+            "        mask_i = i[mask]\n"
+            "        return x[graph[mask_i]].sum()\n",
+            line=9,
+            count=1,
+        ),
         # A mask the step's set-up method stores from the batch, used as it is and as its
         # complement (`~`): both select rows by the mask's values.
         Invalid(

@@ -805,6 +805,19 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A helper building tensors on the device its `device=None` parameter names, called
+        # without one on host lists in a metric's update: CPU tensors, read on the host with
+        # no sync.
+        Valid(
+            "import torch\nfrom torchmetrics import Metric\n\n\n"
+            "def to_padded(rows, dtype=None, device=None):\n"
+            "    return torch.as_tensor(rows, dtype=dtype, device=device)\n\n\n"
+            "class Overlap(Metric):\n"
+            "    def update(self, preds, target):\n"
+            "        hits = to_padded([[len(p & t) for t in target] for p in preds])\n"
+            "        best = to_padded([len(t) for t in target], device=None).max()\n"
+            "        self.total += float(hits.max()) / max(float(best), 1.0)\n"
+        ),
         # The lengths `pad_packed_sequence` returns live on the CPU: `.to("cpu")` and
         # `.tolist()` on them copy nothing from the device.
         Valid(
@@ -1251,6 +1264,17 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        self.seen = norms.detach().cpu().numpy()\n",
             line=20,
             message="in `track` (called from forward)",
+        ),
+        # The same helper handed a device tensor's device: its tensors are on the device.
+        Invalid(
+            "import torch\nfrom torchmetrics import Metric\n\n\n"
+            "def to_padded(rows, dtype=None, device=None):\n"
+            "    return torch.as_tensor(rows, dtype=dtype, device=device)\n\n\n"
+            "class Overlap(Metric):\n"
+            "    def update(self, preds, target):\n"
+            "        hits = to_padded(target, device=preds.device) * preds\n"
+            "        self.total += float(hits.max())\n",
+            line=12,
         ),
         # An element of a tuple returned inside a tuple (`_, _, stats = module(x)`), a
         # device tensor: read on the host every validation step.

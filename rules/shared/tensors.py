@@ -660,7 +660,7 @@ def mask_kind(
                 return None  # `lig_mask = batch["mask"]`, then `scatter_mean(x, lig_mask)`
             if inner:
                 return inner
-            if not_a_mask(ctx, binding.value):
+            if not_a_mask(ctx, binding.value) or _selected_by_mask(ctx, binding.value, bindings, d):
                 return None
             if strength == "strong" and not _integer_index(ctx, node):
                 return "name"
@@ -697,6 +697,22 @@ def mask_kind(
             return "operator"  # `x[~self.labeled]` beside `x[self.labeled]`: `~` of a mask
         return None
     return None
+
+
+def _selected_by_mask(
+    ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int
+) -> bool:
+    """Whether `node` selects from a tensor that is no mask by a boolean mask (`i[mask]` of
+    an edge index's row, `torch.arange(n)[keep]`): the selected values (integer indices,
+    say), not a mask, whatever the name they are bound to (`mask_i = i[mask]`)."""
+    if not (isinstance(node, cst.Subscript) and len(node.slice) == 1):
+        return False
+    index = node.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and mask_kind(ctx, node.value, bindings, depth) is None
+        and mask_kind(ctx, index.value, bindings, depth) is not None
+    )
 
 
 _INVERTED_CACHE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}

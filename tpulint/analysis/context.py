@@ -479,13 +479,24 @@ class FileContext(Resolver):
         return kind_named(value.kind)
 
     def call_kind(
-        self, function: cst.FunctionDef | None, form: str, target: str, args: list[ValueKind]
+        self,
+        function: cst.FunctionDef | None,
+        form: str,
+        target: str,
+        args: list[ValueKind],
+        keywords: dict[str, ValueKind | None] | None = None,
     ) -> tuple[ValueKind, Value | None]:
         view = self.analysis.view
         if view is None:
             return UNKNOWN, None
         value = view.call_value(
-            self._owner_of(function), form, target, [Value(k.value) for k in args]
+            self._owner_of(function),
+            form,
+            target,
+            [Value(k.value) for k in args],
+            {n: None if k is None else Value(k.value) for n, k in keywords.items()}
+            if keywords is not None
+            else None,
         )
         if value is None or value.kind == "unknown" or value.elements is not None:
             return UNKNOWN, value
@@ -565,7 +576,16 @@ class FileContext(Resolver):
                 self.value_kind(a.value) for a in node.args if a.keyword is None and not a.star
             ]
         args = [Value(k.value) for k in arg_kinds]
-        return view.call_value(self.owner, target[0], target[1], args)
+        keywords: dict[str, Value | None] = {}
+        for arg in node.args:
+            if arg.star == "**":
+                keywords["**"] = Value()
+            elif arg.keyword is not None:
+                is_none = isinstance(arg.value, cst.Name) and arg.value.value == "None"
+                keywords[arg.keyword.value] = (
+                    None if is_none else Value(self.value_kind(arg.value).value)
+                )
+        return view.call_value(self.owner, target[0], target[1], args, keywords)
 
     # --- guards ----------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    itself, and what `.to(d)` / `device=d` put on the CPU
     ["p", i]                       the function's parameter i
     ["c", form, target, [args]]    the result of a call (args: atoms of positional args)
+    ["c", form, target, [args], [[name, [atoms]], ...]]
+                                   the same with what its keywords pass ("**" for a spread)
     ["a", name]                    the value of `self.<name>`
     ["t", [atoms], ...]            a tuple of values (element by element)
     ["s", [atoms]]                 a container (list, dict, set) holding values of these atoms
@@ -655,11 +657,17 @@ class ValueEvaluator:
             if name == "self" and scope.cls is not None:
                 return ["device"]  # `self(x)`: the module's forward
             if name in scope.instances:
-                return [["c", "inst", f"{scope.instances[name]}.__call__", args()]]
+                return [
+                    self.call_atom(
+                        ["c", "inst", f"{scope.instances[name]}.__call__", args()], node, scope, d
+                    )
+                ]
             if name in scope.class_refs:
                 built: list[Atom] = []
                 for target in scope.class_refs[name]:
-                    built = union(built, [["c", "name", target, args()]])
+                    built = union(
+                        built, [self.call_atom(["c", "name", target, args()], node, scope, d)]
+                    )
                 return built
             if name in scope.env:
                 bound = scope.env[name]
@@ -709,7 +717,7 @@ class ValueEvaluator:
             if name in self.module_names or (self.star_import and name not in _BUILTIN_NAMES):
                 # A function of this module, or a name a `from m import *` binds (the model
                 # resolves it through the star imports, as Python does).
-                return [["c", "name", "." + name, args()]]
+                return [self.call_atom(["c", "name", "." + name, args()], node, scope, d)]
             return ["unknown"]
         if not isinstance(func, ast.Attribute):
             return ["unknown"]
@@ -719,9 +727,9 @@ class ValueEvaluator:
                 return ["host"]
             if method == "forward":
                 return ["device"]
-            return [["c", "self", method, args()]]
+            return [self.call_atom(["c", "self", method, args()], node, scope, d)]
         if is_super_call(receiver):
-            return [["c", "super", method, args()]]
+            return [self.call_atom(["c", "super", method, args()], node, scope, d)]
         if method in NUMBER_METHODS:
             return ["number"]
         if method in HOST_METHODS:
@@ -739,9 +747,18 @@ class ValueEvaluator:
             and isinstance(receiver.value, ast.Name)
             and receiver.value.id == "self"
         ):
-            return [["c", "attr", f"{receiver.attr}.{method}", args()]]
+            return [
+                self.call_atom(["c", "attr", f"{receiver.attr}.{method}", args()], node, scope, d)
+            ]
         if isinstance(receiver, ast.Name) and receiver.id in scope.instances:
-            return [["c", "inst", f"{scope.instances[receiver.id]}.{method}", args()]]
+            return [
+                self.call_atom(
+                    ["c", "inst", f"{scope.instances[receiver.id]}.{method}", args()],
+                    node,
+                    scope,
+                    d,
+                )
+            ]
         text = dotted(func)
         if text is not None:
             root = text.split(".", 1)[0]
@@ -751,7 +768,9 @@ class ValueEvaluator:
                         self.qualify(text, scope.imports), node, scope, d, args
                     )
                 if root in self.module_names:
-                    return [["c", "name", "." + text, args()]]  # `Cls.build(...)`
+                    return [
+                        self.call_atom(["c", "name", "." + text, args()], node, scope, d)
+                    ]  # `Cls.build(...)`
         if method in STRING_METHODS or (
             method in STRING_ARGUMENT_METHODS
             and (
@@ -847,7 +866,15 @@ class ValueEvaluator:
             return [kind]
         if top == "torchmetrics" and qualified.rsplit(".", 1)[-1][:1].isupper():
             return ["module"]
-        return [["c", "name", qualified, args()]]
+        return [self.call_atom(["c", "name", qualified, args()], node, scope, d)]
+
+    def call_atom(self, atom: list[Atom], node: ast.Call, scope: Scope, d: int) -> list[Atom]:
+        """A call of a project function with what its keywords pass (`["**", ...]` for a
+        spread mapping), when it passes some: a helper placing its tensors on the device a
+        parameter names (`device=None`) puts them where the call's `device=` says."""
+        if node.keywords:
+            atom.append([[k.arg or "**", self.atoms(k.value, scope, d)] for k in node.keywords])
+        return atom
 
     def to_call(self, node: ast.Call, base: list[Atom], scope: Scope, d: int) -> list[Atom]:
         """`x.to(...)`: a device move, a dtype cast, or `.to(other_tensor)`."""

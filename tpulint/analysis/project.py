@@ -203,6 +203,10 @@ class Value:
     # package): the value at a step, `schedule[it]`, is a number (a learning rate, a weight
     # decay, a momentum), not a tensor.
     schedule: bool = False
+    # A tensor made on (or moved to) the device its parameters name (`torch.as_tensor(y,
+    # device=device)` with `device=None`): on the CPU when a call leaves them out or passes
+    # None or the CPU, else on the device.
+    param_device: bool = False
 
     def digest_text(self) -> str:
         inner = ",".join(e.digest_text() for e in self.elements) if self.elements else ""
@@ -212,6 +216,7 @@ class Value:
             f"/{int(self.tensor)}/{int(self.placed)}"
             + (f"/{{{keyed}}}" if keyed else "")
             + ("/schedule" if self.schedule else "")
+            + ("/param_device" if self.param_device else "")
         )
 
     def entry(self, key: str) -> Value | None:
@@ -294,7 +299,10 @@ def combine_values(values: list[Value]) -> Value:
             for k in sorted(shared)
         )
     schedule = all(v.schedule for v in values)
-    return Value(kind, mask, params, elements, cls, tensor, placed, entries or None, schedule)
+    param_device = any(v.param_device for v in values)
+    return Value(
+        kind, mask, params, elements, cls, tensor, placed, entries or None, schedule, param_device
+    )
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -318,8 +326,19 @@ def _has_params(elements: tuple[Value, ...] | None) -> bool:
     return elements is not None and any(e.params or _has_params(e.elements) for e in elements)
 
 
+def _unbound_device(value: Value | None) -> Value | None:
+    """A tensor made on the device parameters name, used where no call binds them (inside
+    a mask, a torch op, an element, a move): presumed on the device."""
+    if value is not None and value.param_device and value.params:
+        return Value("device", tensor=True)
+    return value
+
+
 def _without_params(value: Value) -> Value:
     """The value with no dependence on the parameters of the function it came from."""
+    if value.param_device and value.params:
+        # made on the device parameters name that nothing here binds: presumed the device
+        return Value("device", tensor=True)
     if not value.params and value.elements is None and value.entries is None:
         return value
     elements = (
@@ -1721,6 +1740,9 @@ class ProjectModel:
             value = self.resolve_atoms(atoms, caller.module, caller.owner, 0)
             if value is None:
                 return None
+            if value.param_device and value.params:
+                # made on the device the caller's own parameters name: presumed the device
+                value = Value("device", tensor=True)
             if value.params:
                 # The caller passes its own parameter on: what its callers pass, or for a
                 # step method Lightning calls, its batch (device tensors).
@@ -2137,7 +2159,7 @@ class ProjectModel:
                 continue
             atoms = cls.summary.attributes.get(attr)
             if atoms is not None:
-                resolved = self.resolve_atoms(atoms, cls.module, gkey, 0)
+                resolved = _unbound_device(self.resolve_atoms(atoms, cls.module, gkey, 0))
                 if resolved is not None:
                     values.append(resolved)
         if not values:
@@ -2279,14 +2301,14 @@ class ProjectModel:
             if found is not None:
                 return found
         if tag == "e":
-            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is not None and inner.schedule:
                 return Value("number")  # `lr_schedule[it]`: the rate at a step
             container = [a for a in atom[2] if isinstance(a, list) and a[0] == "s"]
             if container and len(container) == len(atom[2]):
                 held = [a for c in container for a in c[1]]
                 return self.resolve_atoms(held, module, owner, depth) if held else UNKNOWN_VALUE
-            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is None:
                 return UNKNOWN_VALUE
             if inner.elements is not None:
@@ -2302,7 +2324,7 @@ class ProjectModel:
             fallback = self.resolve_atoms(atom[3], module, owner, depth)
             return fallback if fallback is not None else UNKNOWN_VALUE
         if tag == "m":
-            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [_unbound_device(self._atom(a, module, owner, depth + 1)) for a in atom[1:]]
             parts = [p for p in parts if p is not None]
             kind = combine_kinds(p.kind for p in parts) if parts else "unknown"
             if kind in _HOSTLIKE:
@@ -2314,7 +2336,7 @@ class ProjectModel:
                 kind if kind in ("device", "cpu") else "unknown", True, params, placed=placed
             )
         if tag == "v":
-            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [_unbound_device(self._atom(a, module, owner, depth + 1)) for a in atom[1:]]
             tensors = [p for p in parts if p is not None and p.kind not in _HOSTLIKE]
             if not tensors:
                 return UNKNOWN_VALUE
@@ -2323,7 +2345,7 @@ class ProjectModel:
             kind = combine_kinds(p.kind for p in tensors)
             return Value(kind, False, params, tensor=True, placed=placed)
         if tag == "x":
-            parts = [self._atom(a, module, owner, depth + 1) for a in atom[1:]]
+            parts = [_unbound_device(self._atom(a, module, owner, depth + 1)) for a in atom[1:]]
             found = [p for p in parts if p is not None]
             kinds = {p.kind for p in found}
             if "device" in kinds:
@@ -2333,13 +2355,13 @@ class ProjectModel:
             # no CPU tensor among them: what any of them is (`a * b` of two parameters)
             return combine_values(found) if found else UNKNOWN_VALUE
         if tag == "w":
-            inner = self.resolve_atoms(atom[1], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[1], module, owner, depth))
             if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):
                 # where the parameter's tensor turns out to be, once a call binds it
                 return Value("unknown", params=inner.params, tensor=True, placed=True)
             return Value("cpu" if inner is not None and inner.kind == "cpu" else "device")
         if tag == "mv":
-            inner = self.resolve_atoms(atom[2], module, owner, depth)
+            inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is not None and (inner.kind == "module" or inner.cls is not None):
                 return inner
             if inner is None or inner.kind == "unknown":
@@ -2350,10 +2372,21 @@ class ProjectModel:
         if tag == "md":
             place = self.resolve_atoms(atom[1], module, owner, depth)
             on_cpu = place is not None and place.kind == "cpu_device"
+            if (
+                place is not None
+                and place.kind == "unknown"
+                and place.params
+                and place.elements is None
+                and atom[2] == ["cpu"]
+                and atom[3] == ["device"]
+            ):
+                # a tensor made on the device a parameter names: where the call puts it
+                return Value("unknown", params=place.params, tensor=True, param_device=True)
             chosen = self.resolve_atoms(atom[2] if on_cpu else atom[3], module, owner, depth)
             return chosen if chosen is not None else UNKNOWN_VALUE
         if tag == "c":
-            return self.call_value(module, owner, atom[1], atom[2], atom[3], depth)
+            keywords = dict(atom[4]) if len(atom) > 4 else {}
+            return self.call_value(module, owner, atom[1], atom[2], atom[3], depth, keywords)
         return UNKNOWN_VALUE
 
     def _stored_param(self, owner: str | None, method: str, index: int) -> Value:
@@ -2387,9 +2420,11 @@ class ProjectModel:
         target: str,
         args: list[list[Atom]] | list[Value],
         depth: int = 0,
+        keywords: dict[str, Any] | None = None,
     ) -> Value:
         """The value a call returns; `args` are the positional arguments (atoms, or values
-        already resolved by the caller)."""
+        already resolved by the caller); `keywords` what its keywords pass (atoms, or values
+        with None for `None`), when known."""
         targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "self" and owner is not None:
             form = "attr"  # `self.softmax(x)`: a sub-module attribute, not a method
@@ -2417,6 +2452,10 @@ class ProjectModel:
             # The callee's parameters are the call's arguments: a returned tuple's elements
             # too (`return out, state` hands back the argument `state`), never the caller's
             # own parameters of the same position.
+            if value.param_device and value.params and value.elements is None:
+                return self._on_param_device(
+                    found, value, offset, args, keywords, module, owner, depth
+                )
             elements = (
                 tuple(bind(e) for e in value.elements) if value.elements is not None else None
             )
@@ -2459,6 +2498,60 @@ class ProjectModel:
             )
 
         return bind(value)
+
+    def _on_param_device(
+        self,
+        found: _Function,
+        value: Value,
+        offset: int,
+        args: list[list[Atom]] | list[Value],
+        keywords: dict[str, Any] | None,
+        module: ModuleSummary,
+        owner: str | None,
+        depth: int,
+    ) -> Value:
+        """What a call of a helper returns that places its tensors on the device its
+        parameters name (`pad_to_tensor(y, device=None)`): CPU tensors when the call leaves
+        each such None-default parameter out or passes None or the CPU, device tensors when
+        it passes another device (`x.device`) or a value not known, and where the caller's
+        own parameter turns out to be when it hands that down."""
+        params = found.summary.params
+        kinds: set[str] = set()
+        passed_on: set[int] = set()
+        for index in value.params:
+            name = params[index] if index < len(params) else None
+            position = index - offset
+            arg: Any = None
+            given = False
+            if 0 <= position < len(args):
+                arg, given = args[position], True
+            elif keywords is not None and name is not None and name in keywords:
+                arg, given = keywords[name], True
+            elif keywords is None or "**" in keywords:
+                kinds.add("device")  # its keywords not known, or spread from a mapping
+                continue
+            if not given:
+                if name in found.summary.none_params:
+                    kinds.add("cpu")  # left to its default, None: torch's default device
+                else:
+                    kinds.add("device")
+                continue
+            resolved = (
+                arg
+                if arg is None or isinstance(arg, Value)
+                else self.resolve_atoms(arg, module, owner, depth + 1)
+            )
+            if resolved is None or resolved.kind == "cpu_device":
+                kinds.add("cpu")  # `device=None`, `device="cpu"`
+            elif resolved.params and resolved.kind == "unknown":
+                passed_on |= resolved.params
+            else:
+                kinds.add("device")
+        if "device" in kinds:
+            return Value("device", tensor=True)
+        if passed_on:
+            return Value("unknown", params=frozenset(passed_on), tensor=True, param_device=True)
+        return Value("cpu", tensor=True)
 
     def _attribute_call(
         self,
@@ -2793,7 +2886,12 @@ class FileView:
         return out
 
     def call_value(
-        self, owner: str | None, form: str, target: str, args: list[Value]
+        self,
+        owner: str | None,
+        form: str,
+        target: str,
+        args: list[Value],
+        keywords: dict[str, Value | None] | None = None,
     ) -> Value | None:
         """What a call in this file returns (None when the model does not know the callee)."""
         targets = self.model.resolve_call(self.module, owner, form, target)
@@ -2804,7 +2902,7 @@ class FileView:
             return value if value.kind in ("numpy", "host") else None
         if len(targets) != 1:
             return None
-        return self.model.call_value(self.module, owner, form, target, args)
+        return self.model.call_value(self.module, owner, form, target, args, 0, keywords)
 
     def attribute_value(self, owner: str | None, attr: str) -> Value | None:
         if owner is None:

@@ -83,9 +83,15 @@ class Resolver:
         raise NotImplementedError  # pragma: no cover
 
     def call_kind(
-        self, function: cst.FunctionDef | None, form: str, target: str, args: list[ValueKind]
+        self,
+        function: cst.FunctionDef | None,
+        form: str,
+        target: str,
+        args: list[ValueKind],
+        keywords: dict[str, ValueKind | None] | None = None,
     ) -> tuple[ValueKind, Any]:  # pragma: no cover
-        """The kind a call returns and the project model's value (None when unknown)."""
+        """The kind a call returns and the project model's value (None when unknown);
+        `keywords`: the kinds its keywords pass (None for `None`), when it passes some."""
         raise NotImplementedError
 
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
@@ -633,9 +639,19 @@ class PositionValues:
     ) -> tuple[ValueKind, Any]:
         _, form, target, args = atom[:4]
         kinds = [self.resolve(a, function, depth) for a in args]
+        keywords = (
+            {
+                name: None
+                if all(a == "none" for a in held)
+                else self.resolve(held, function, depth)
+                for name, held in atom[4]
+            }
+            if len(atom) > 4
+            else {}
+        )
         if form == "self" and not self.resolver.is_method(function, target):
             form = "attr"  # `self.encoder(x)`: a sub-module, loss or metric attribute
-        kind, value = self.resolver.call_kind(function, form, target, kinds)
+        kind, value = self.resolver.call_kind(function, form, target, kinds, keywords)
         if kind is not UNKNOWN or (value is not None and value.elements is not None):
             return kind, value
         if form == "attr":
