@@ -3,6 +3,7 @@ matched by pathspec, against paths relative to the project root."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,31 @@ def test_per_file_ignores_and_excludes_on_a_project(tmp_path: Path) -> None:
     config = Config.from_mapping({"per-file-ignores": {"tests/*": ["TPU1"]}}, root=root)
     assert "TPU101" not in config.enabled_for("tests/unit/test_train.py")
     assert "TPU101" in config.enabled_for("src/tests/test_train.py")
+
+
+def test_macos_archive_metadata_is_excluded_by_default(tmp_path: Path) -> None:
+    """A zip made on macOS keeps `__MACOSX/<path>/._<name>.py`: AppleDouble metadata, binary,
+    not source. The default excludes skip the folder, so no TPL003 "not valid UTF-8"."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(LEGACY_TRAINER, encoding="utf-8")
+    meta = tmp_path / "__MACOSX" / "pkg"
+    meta.mkdir(parents=True)
+    (meta / "._train.py").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        \xff\xfe")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tpulint",
+            "check",
+            str(tmp_path),
+            "--no-cache",
+            "--output-format",
+            "json",
+            "--exit-zero",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    found = json.loads(done.stdout)["diagnostics"]
+    assert not [d for d in found if "__MACOSX" in d["path"]], found
+    assert any(d["code"] == "TPU001" for d in found), found

@@ -54,6 +54,9 @@ DEFAULT_EXCLUDES = (
     ".venv",
     ".vscode",
     "__pypackages__",
+    # macOS's zip tool stores each file's AppleDouble metadata as `__MACOSX/<path>/._<name>`:
+    # binary, never source, though the copies keep the `.py` names.
+    "__MACOSX",
     "_build",
     "buck-out",
     "build",
