@@ -141,3 +141,31 @@ def test_a_real_preview_rule_through_the_cli(tmp_path: Path) -> None:
     assert rule["properties"]["status"] == "preview"
     page = run_cli(["explain", "TPU302"], root).stdout
     assert "This rule is in preview" in page and "## Status" in page
+
+
+OPTIMIZER = """\
+import torch
+from torch.optim import Optimizer
+
+
+class Lars(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                trust = p.norm() / p.grad.norm()
+                p.data.add_(p.grad, alpha=-group["lr"] * trust.item())
+"""
+
+
+def test_item_in_a_custom_optimizer_step_is_a_preview_shape(tmp_path: Path) -> None:
+    """TPU101 in what a custom optimizer's `step()` reaches reports only in preview mode (the
+    shape was wrong in 4 of 4 findings on code read after it was frozen)."""
+    make_project(tmp_path, {"opt.py": OPTIMIZER})
+    default = run_cli(["check", ".", "--no-cache", "--select", "TPU101"], tmp_path)
+    assert default.exit_code == 0, default.stdout
+    preview = run_cli(["check", ".", "--no-cache", "--select", "TPU101", "--preview"], tmp_path)
+    assert preview.exit_code == 1, preview.stdout
+    assert "trust.item()" in preview.stdout and "in optimizer step" in preview.stdout

@@ -136,6 +136,10 @@ def _root_phase(name: str) -> int:
     return 1 if "validation" in name else 0
 
 
+# The root of what a custom optimizer's `step()` reaches (`HotInfo.root`).
+OPTIMIZER_STEP = "optimizer step"
+
+
 def entry_reason(
     name: str,
     kind: ClassKind | None,
@@ -166,7 +170,7 @@ def entry_reason(
     if kind & ClassKind.METRIC and name == "update":
         return "update"
     if kind & ClassKind.OPTIMIZER and name == "step":
-        return "optimizer step"  # `optimizer.step()` runs every training step
+        return OPTIMIZER_STEP  # `optimizer.step()` runs every training step
     return None
 
 
