@@ -6687,6 +6687,7 @@ YAML_ARGS = {
             parser.add_argument("--pair-loss", default=False, action="store_true")
             parser.add_argument("--use-prior", action="store_true")
             parser.add_argument("--use-halo", action="store_true")
+            parser.add_argument("--teacher", default=None, type=str)
             return parser
     """,
     "model.py": """\
@@ -6724,6 +6725,8 @@ YAML_ARGS = {
                     out = out[out > 0]  # seven-only
                 if self.hparams.get("width", 64) != 64:
                     print(out.min().item())  # wide-only
+                if self.hparams.teacher is not None:
+                    print(out.std().item())  # teacher-only
                 return out.sum()
     """,
     "train.py": """\
@@ -6752,6 +6755,7 @@ YAML_ARGS_MARKERS = (
     "out.max().item())  # prior-only",
     "out[out > 0]  # seven-only",
     "out.min().item())  # wide-only",
+    "out.std().item())  # teacher-only",
 )
 
 
@@ -6813,6 +6817,8 @@ def test_yaml_loaded_options_are_what_configs_set(
         ("configs/large.yaml", "width: 64\n", "width: 128\n", "wide-only"),
         # A launcher passes it, or code stores another value.
         ("run.sh", "", "python train.py -c configs/small.yaml --use-prior\n", "prior-only"),
+        ("README.md", "", "python train.py --teacher runs/best.ckpt\n", "teacher-only"),
+        ("configs/small.yaml", "width: 64\n", "width: 64\nteacher: best.ckpt\n", "teacher-only"),
         ("model.py", 'hparams["use_prior"] = False', 'hparams["use_prior"] = True', "prior-only"),
         # No YAML file is loaded into the command line: the valued options stay open, and
         # so do the switches a config spells (`use_prior` alone is off).
@@ -6820,7 +6826,7 @@ def test_yaml_loaded_options_are_what_configs_set(
             "tools.py",
             "setattr(namespace, key, value)",
             "print(key, value)",
-            "halo-only pair-only seven-only wide-only",
+            "halo-only pair-only seven-only wide-only teacher-only",
         ),
     ],
 )

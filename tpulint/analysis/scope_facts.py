@@ -2468,6 +2468,12 @@ class _Walker:
                 if result is not None:
                     return _not(result) if unequal else result
             for read, other in ((left, right), (right, left)):
+                name = _switch_read(read) if _is_none_constant(other) else None
+                if name is not None:
+                    # `self.hparams.teacher is not None`: what the parser and configs leave it
+                    result = ["switch", name, None]
+                    return _not(result) if unequal else result
+            for read, other in ((left, right), (right, left)):
                 if not (
                     isinstance(op, (ast.Eq, ast.NotEq))
                     and isinstance(other, ast.Constant)
@@ -2893,6 +2899,10 @@ def _switch_read(node: ast.expr) -> str | None:
         return None
     last = text.rsplit(".", 1)[-1].lower()
     return node.attr if last.endswith("args") or last in ("opt", "opts", "flags") else None
+
+
+def _is_none_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _hparams_receiver(node: ast.expr) -> bool:
