@@ -6824,3 +6824,195 @@ def test_a_repository_whose_root_is_its_package_is_an_application(tmp_path: Path
     assert reason_at(model, root, "core/models/image/mil/net.py", "# used-net") is None
     why = reason_at(model, root, "core/losses/extra.py", "# unimported-extra")
     assert why is not None and why.startswith("imported by no script of its project")
+
+
+# --- options a `--conf` YAML file sets on the parsed command line -----------------------------
+
+YAML_ARGS = {
+    "tools.py": """\
+        import argparse
+
+        import yaml
+
+
+        class ConfFile(argparse.Action):
+            def __call__(self, parser, namespace, values, option_string=None):
+                with open(values) as handle:
+                    for key, value in yaml.safe_load(handle).items():
+                        setattr(namespace, key, value)
+    """,
+    "options.py": """\
+        from tools import ConfFile
+
+
+        def fill(parser):
+            parser.add_argument("--conf", "-c", action=ConfFile)
+            parser.add_argument("--width", default=64, type=int)
+            parser.add_argument("--num-classes", default=5, type=int)
+            parser.add_argument("--pair-loss", default=False, action="store_true")
+            parser.add_argument("--use-prior", action="store_true")
+            parser.add_argument("--use-halo", action="store_true")
+            parser.add_argument("--teacher", default=None, type=str)
+            return parser
+    """,
+    "model.py": """\
+        import lightning as L
+        from torch import nn
+
+
+        class Head(nn.Module):
+            def __init__(self, dim, use_halo=False):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+                self.use_halo = use_halo
+
+            def forward(self, x):
+                if self.use_halo:
+                    x = x[x.sum(-1) > 0]  # halo-only
+                return self.proj(x)
+
+
+        class Model(L.LightningModule):
+            def __init__(self, hparams):
+                super().__init__()
+                if "use_prior" not in hparams.keys():
+                    hparams["use_prior"] = False
+                self.save_hyperparameters(hparams)
+                self.head = Head(hparams["width"], use_halo=hparams["use_halo"])
+
+            def training_step(self, batch, i):
+                out = self.head(batch)
+                if self.hparams.pair_loss:
+                    print(out.mean().item())  # pair-only
+                if self.hparams["use_prior"]:
+                    print(out.max().item())  # prior-only
+                if self.hparams.num_classes == 7:
+                    out = out[out > 0]  # seven-only
+                if self.hparams.get("width", 64) != 64:
+                    print(out.min().item())  # wide-only
+                if self.hparams.teacher is not None:
+                    print(out.std().item())  # teacher-only
+                return out.sum()
+    """,
+    "train.py": """\
+        import argparse
+
+        import lightning as L
+
+        from model import Model
+        from options import fill
+
+
+        if __name__ == "__main__":
+            args = fill(argparse.ArgumentParser()).parse_args()
+            L.Trainer().fit(Model(hparams=vars(args)))
+    """,
+}
+
+YAML_ARGS_CONFIGS = {
+    "configs/small.yaml": "width: 64\nnum_classes: 5\npair_loss: false\nuse_halo: false\n",
+    "configs/large.yaml": "width: 64\nnum_classes: 5\npair_loss: false\nuse_halo: false\n",
+}
+
+YAML_ARGS_MARKERS = (
+    "x[x.sum(-1) > 0]  # halo-only",
+    "out.mean().item())  # pair-only",
+    "out.max().item())  # prior-only",
+    "out[out > 0]  # seven-only",
+    "out.min().item())  # wide-only",
+    "out.std().item())  # teacher-only",
+)
+
+
+_TRAIN_LOADING = """\
+    import argparse
+
+    import lightning as L
+    import yaml
+
+    from model import Model
+    from options import fill
+
+
+    if __name__ == "__main__":
+        parser = fill(argparse.ArgumentParser())
+        args = parser.parse_args()
+        LOAD
+        L.Trainer().fit(Model(hparams=vars(args)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("action", "load"),
+    [
+        ("setattr(namespace, key, value)", None),
+        ("namespace.__dict__.update({key: value})", None),
+        ("pass", "vars(args).update(yaml.safe_load(open(args.conf)))"),
+        ("pass", "args.__dict__.update(yaml.safe_load(open(args.conf)))"),
+        ("pass", "parser.set_defaults(**yaml.safe_load(open(args.conf)))"),
+    ],
+)
+def test_yaml_loaded_options_are_what_configs_set(
+    tmp_path: Path, action: str, load: str | None
+) -> None:
+    """A `--conf` option whose `argparse.Action` sets a YAML file's keys on the namespace:
+    each option is what the repository's configs set (`num_classes: 5`, `pair_loss:
+    false`), or its parser default when they leave it (`use_prior`); a module's
+    hyperparameters filled from the parsed arguments (`Model(hparams=vars(args))`) read
+    the same, in branches, comparisons and constructions (`Head(use_halo=...)`)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    files = {name: textwrap.dedent(text) for name, text in YAML_ARGS.items()}
+    files["tools.py"] = files["tools.py"].replace("setattr(namespace, key, value)", action)
+    if load is not None:  # (the script loads the YAML file itself)
+        files["train.py"] = _TRAIN_LOADING.replace("LOAD", load)
+    model = with_configs(tmp_path, files, YAML_ARGS_CONFIGS)
+    for marker in YAML_ARGS_MARKERS:
+        assert reason_at(model, tmp_path, "model.py", marker) is not None, marker
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new", "kept"),
+    [
+        # A config turns an option on, or sets another value.
+        ("configs/large.yaml", "pair_loss: false", "pair_loss: true", "pair-only"),
+        ("configs/large.yaml", "num_classes: 5", "num_classes: 7", "seven-only"),
+        ("configs/large.yaml", "use_halo: false", "use_halo: true", "halo-only"),
+        # A config differs from the parser's default where another config leaves it.
+        ("configs/large.yaml", "width: 64\n", "", None),
+        ("configs/large.yaml", "width: 64\n", "width: 128\n", "wide-only"),
+        # A launcher passes it, or code stores another value.
+        ("run.sh", "", "python train.py -c configs/small.yaml --use-prior\n", "prior-only"),
+        ("README.md", "", "python train.py --teacher runs/best.ckpt\n", "teacher-only"),
+        ("configs/small.yaml", "width: 64\n", "width: 64\nteacher: best.ckpt\n", "teacher-only"),
+        ("model.py", 'hparams["use_prior"] = False', 'hparams["use_prior"] = True', "prior-only"),
+        # No YAML file is loaded into the command line: the valued options stay open, and
+        # so do the switches a config spells (`use_prior` alone is off).
+        (
+            "tools.py",
+            "setattr(namespace, key, value)",
+            "print(key, value)",
+            "halo-only pair-only seven-only wide-only teacher-only",
+        ),
+    ],
+)
+def test_yaml_loaded_options_others_stay(
+    tmp_path: Path, where: str, old: str, new: str, kept: str | None
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\n", encoding="utf-8")
+    files = {name: textwrap.dedent(text) for name, text in YAML_ARGS.items()}
+    configs = dict(YAML_ARGS_CONFIGS)
+    if where in files:
+        assert old in files[where]
+        files[where] = files[where].replace(old, new)
+    elif where in configs:
+        assert old in configs[where]
+        configs[where] = configs[where].replace(old, new)
+    else:
+        (tmp_path / where).write_text(new, encoding="utf-8")
+    model = with_configs(tmp_path, files, configs)
+    for marker in YAML_ARGS_MARKERS:
+        reason = reason_at(model, tmp_path, "model.py", marker)
+        if kept is not None and marker.rsplit("# ", 1)[1] in kept.split():
+            assert reason is None, marker
+        else:
+            assert reason is not None, marker

@@ -24,7 +24,9 @@ A finding is outside the scope, with the reason, when its code:
   leave at one truth (`_option_truth`; yacs-style default modules, `_C.LOSS.KIND = "focal"`,
   matched by the last key in any case: `_config_defaults`), a command-line switch
   (`args.use_ema` of `action="store_true"`) that no launcher, README command, config or code
-  passes (`_switch_value`); calls made where the code never runs are not counted;
+  passes, or an option the YAML configs a `--conf` loads into the command line set
+  (`self.hparams.num_classes == 7` with `num_classes: 5` in every config) (`_switch_values`);
+  calls made where the code never runs are not counted;
 - is a function every call (and reference) of which sits where the code never runs
   (`_called_only_where_dead`), or a method of a class built or named only there
   (`_class_built_only_where_dead`);
@@ -3163,8 +3165,11 @@ class ProjectScope:
         if head == "option":
             return self._option_truth(value[1], module.path, *value[2:3])
         if head == "switch":
-            switched = self._switch_value(value[1], module.path)
-            return None if switched is None else bool(switched)
+            switched = self._switch_values(value[1], module.path)
+            if switched is None:
+                return None
+            answers = {v == value[2] if len(value) > 2 else bool(v) for v in switched}
+            return answers.pop() if len(answers) == 1 else None
         if head == "attr_option":
             # `self.kind == "l2"` where every assignment of `self.kind` reads one option
             stored = self._attribute_stores(value[1], owner)
@@ -3574,39 +3579,76 @@ class ProjectScope:
         return index
 
     def _switch_value(self, name: str, path: str) -> Any:
-        """What `args.<name>` holds in every run of the repository of `path` when `name` is
-        a command-line switch (`add_argument("--use-ema", action="store_true")`,
+        """The one value `_switch_values` knows for `args.<name>`, None when it knows none
+        or more than one."""
+        values = self._switch_values(name, path)
+        return values[0] if values is not None and len(values) == 1 else None
+
+    def _switch_values(self, name: str, path: str) -> list[Any] | None:
+        """The values `args.<name>` holds in every run of the repository of `path` when
+        `name` is a command-line switch (`add_argument("--use-ema", action="store_true")`,
         ScopeFacts.cli_switches): its default, when every declaration of that dest is such a
         switch with that default and nothing may pass it: no README or shell command line,
         no JSON, TOML or other text config, no YAML config word spells it (`--use_ema`,
         `--use-ema`), no string of the code does (`"--use_ema"` in an argument list), no
         code passes that keyword or dict key another value (`parser.set_defaults(use_ema=
-        True)`) or stores it (`args.use_ema = True`). None otherwise (unknown)."""
+        True)`) or stores it (`args.use_ema = True`). In a repository that loads YAML files
+        into the parsed command line (ScopeFacts.yaml_args: `--conf` with an
+        `argparse.Action` that sets what the file holds), any option with a literal default
+        (`--num-bond-classes`, `default=5`) is what the YAML configs set it to: their literal
+        when every config that sets options of the parser (three or more of its dests) sets
+        it, else that and the default (`_yaml_option_values`). A module's hyperparameters
+        filled from the command line read the same (`self.hparams.use_ema`). None otherwise
+        (unknown)."""
         memo = self.__dict__.setdefault("_switches", {})
         repository = _repository_of(os.path.dirname(os.path.abspath(path))) or path
         if (name, repository) in memo:
             return memo[(name, repository)]
-        defaults: set[Any] = set()
-        known = declared = False
-        for where, module in self.model.modules.items():
-            if not same_repository(where, path):
-                continue
+        modules = [
+            module for where, module in self.model.modules.items() if same_repository(where, path)
+        ]
+        from_yaml = any(module.scope.yaml_args for module in modules)
+        parsed: list[Any] = []  # what the parser leaves the dest
+        given: list[Any] = []  # what code passes or stores
+        declared = False
+        for module in modules:
             facts = module.scope
+            table = facts.cli_defaults if from_yaml else facts.cli_switches
             if name in facts.foreign_stores:
-                defaults.add("?")
-            elif name in facts.cli_switches:
-                defaults.update(facts.cli_switches[name])
+                given.append("?")
+            elif name in table:
+                parsed += table[name]
                 declared = declared or name in facts.cli_options
             elif name in facts.cli_options:
-                defaults.add("?")  # (declared elsewhere as an option that takes a value)
+                parsed.append("?")  # (declared elsewhere as an option that takes a value)
             for code in facts.keyword_values.get(name, ()):
                 if code == ["o", name]:
                     continue  # (`Net(use_ema=args.use_ema)`: the switch itself passed on)
-                defaults.add(code[1] if isinstance(code, list) and code[0] == "l" else "?")
-        known = declared and len(defaults) == 1 and "?" not in defaults
-        value: Any = None
+                if from_yaml and isinstance(code, list) and code[0] == "f" and code[2] == name:
+                    # `Gnn(use_x=use_x)` of a parameter of that name: what its callers pass
+                    # by name (recorded), or its default
+                    given.append(code[3])
+                    continue
+                given.append(code[1] if isinstance(code, list) and code[0] == "l" else "?")
+        if from_yaml and declared:
+            configured = self._yaml_option_values(name, path, modules)
+            if configured is None:
+                parsed.append("?")
+            elif configured[1]:
+                parsed = configured[0]  # (every config of the parser sets it)
+            else:
+                parsed += configured[0]
+        values = parsed + given
+        kinds = {(type(v), v) for v in values if not isinstance(v, (list, dict))}
+        known = (
+            declared
+            and bool(kinds)
+            and len(values) == sum(not isinstance(v, (list, dict)) for v in values)
+            and "?" not in values
+        )
+        value: list[Any] | None = None
         if known:
-            value = next(iter(defaults))
+            value = [v for _, v in kinds]
             dashed = name.replace("_", "-")
             lines = _run_commands(
                 repository if os.path.isdir(repository) else os.path.dirname(repository)
@@ -3615,15 +3657,43 @@ class ProjectScope:
                 self._spelled_in_texts(name, repository)
                 or self._spelled_in_texts(dashed, repository)
                 or any(f"--{name}" in line or f"--{dashed}" in line for line in lines)
-                or any(
-                    (name in config.words or dashed in config.words)
-                    and same_repository(config.path, path)
-                    for config in self.model.configs
+                or (
+                    not from_yaml
+                    and any(
+                        (name in config.words or dashed in config.words)
+                        and same_repository(config.path, path)
+                        for config in self.model.configs
+                    )
                 )
             ):
                 value = None
         memo[(name, repository)] = value
         return value
+
+    def _yaml_option_values(
+        self, name: str, path: str, modules: list[Any]
+    ) -> tuple[list[Any], bool] | None:
+        """What the YAML configs of the repository of `path` set the command-line option
+        `name` to (a repository loading them into its parsed command line), and whether
+        every config that sets options of the parser (three or more of the dests `modules`
+        declare) sets it. None when one sets it to no literal."""
+        dests: set[str] = set()
+        for module in modules:
+            dests.update(module.scope.cli_defaults)
+        values: list[Any] = []
+        parsers = 0
+        everywhere = True
+        for config in self.model.configs:
+            if not same_repository(config.path, path):
+                continue
+            found = config.keys.get(name)
+            values += found or []
+            if len(dests & config.keys.keys()) >= 3:
+                parsers += 1
+                everywhere = everywhere and found is not None
+        if "?" in values:
+            return None
+        return values, everywhere and parsers > 0
 
     def _option_truth(self, name: str, path: str, *compared: Any) -> Truth:
         """`cfg.name` (its truth), or `cfg.name == literal` when `compared` holds the
@@ -4170,8 +4240,11 @@ class ProjectScope:
                     arguments.append((_FORWARDED, f"{path}:{code[1]}", code[2], code[3]))
                 elif isinstance(code, list) and code[0] == "o":
                     # `Net(use_ema=args.use_ema)`: the switch's value when no launcher passes it
-                    switched = self._switch_value(code[1], path)
-                    arguments.append(_VALUE if switched is None else ("literal", switched))
+                    switched = self._switch_values(code[1], path)
+                    if switched is None:
+                        arguments.append(_VALUE)
+                    else:
+                        arguments += [("literal", v) for v in switched]
                 else:
                     arguments.append(_VALUE)
         if not constructing <= seen:
@@ -4560,6 +4633,13 @@ class ProjectScope:
                 calls = f"the project's config classes and files leave `{option[1]}` {state}"
                 return _calls_reason(how, text, calls)
             switch = _asked_option(truth, "switch")
+            if switch is not None and len(switch) > 2:
+                state = "only" if self.truth(switch, module, region_owner) else "never"
+                calls = (
+                    f"the parser's default and the launchers and configs {state} set"
+                    f" `--{switch[1]}` to {switch[2]!r}"
+                )
+                return _calls_reason(how, text, calls)
             if switch is not None:
                 state = "true" if self.truth(switch, module, region_owner) else "false"
                 calls = (

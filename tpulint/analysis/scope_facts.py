@@ -47,7 +47,9 @@ parameters: what the constructions pass), `["option", name]` (`self.cfg.<name>`,
 `config["<name>"]`, `cfg.get("<name>", False)`: what the project's config classes and files
 set it to; `["option", name, literal]` for `cfg.<name> == literal`), `["switch", name]`
 (`args.<name>` of a command-line switch, `action="store_true"`: its default unless a launcher
-passes it), `["attr_option", name, literal]` (`self.<name> ==
+passes it; `self.hparams.<name>`, `hparams["<name>"]` of a module's hyperparameters filled
+from the parsed command line read the same; `["switch", name, literal]` for `args.<name> ==
+literal`), `["attr_option", name, literal]` (`self.<name> ==
 literal` of an attribute that may read an option: decided when every assignment does);
 stored in an attribute, `["fit_stage", key]` is the stage `setup(self, stage)` was given
 (`self.stage = stage`): "fit" in a training run, so `self.stage == "validate"` is false there.
@@ -322,6 +324,17 @@ class ScopeFacts:
     # The fixed endings of names `getattr(self, ...)` builds from pieces (`"_step"` for
     # `getattr(self, f"{stage}_step")`): the methods of those names may run by name.
     self_lookups: list[str] = field(default_factory=list)
+    # Command-line options by dest (`add_argument("--num-bond-classes", default=5)`) -> what
+    # the parser leaves them without the option: the literal default (None without one, the
+    # switch's for `store_true`/`store_false`), "?" for another value or for a string of the
+    # code spelling the option (`["--num_bond_classes", "7"]`).
+    cli_defaults: dict[str, list[Any]] = field(default_factory=dict)
+    # Whether the file loads a YAML file into a parsed command line: an `argparse.Action`
+    # that sets what `yaml.safe_load` read on the namespace (`setattr(namespace, k, v)`,
+    # `namespace.__dict__.update(config)`), `parser.set_defaults(**config)`,
+    # `vars(args).update(config)`: the repository's YAML configs set the options
+    # (tpulint.analysis.scope `_switch_value`).
+    yaml_args: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -375,6 +388,8 @@ class ScopeFacts:
             "sw": self.cli_switches,
             "gd": self.got_defaults,
             "sk": self.self_lookups,
+            "cdf": self.cli_defaults,
+            "ya": self.yaml_args,
         }
 
     @classmethod
@@ -430,6 +445,8 @@ class ScopeFacts:
             data.get("sw", {}),
             data.get("gd", {}),
             data.get("sk", []),
+            data.get("cdf", {}),
+            data.get("ya", False),
         )
 
 
@@ -1107,7 +1124,7 @@ class _Walker:
             ):
                 pass  # `_C.MODEL.KIND = "focal"`: a default, not a store from outside
             else:
-                self.foreign_stored(targets)
+                self.foreign_stored(targets, value if len(targets) == 1 else None)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local, key)
             if value is not None and key and isinstance(value, (ast.Name, ast.Attribute)):
@@ -1277,9 +1294,10 @@ class _Walker:
         qualified = self.qualify(text, imports)
         return qualified.rsplit(".", 1)[-1] == "CfgNode" and not qualified.startswith(".")
 
-    def foreign_stored(self, targets: list[ast.expr]) -> None:
+    def foreign_stored(self, targets: list[ast.expr], value: ast.expr | None = None) -> None:
         """Record the attributes assigned on values other than `self` (`model.flag = x`), and
-        the string keys assigned (`config["flag"] = x`)."""
+        the string keys assigned (`config["flag"] = x`; a literal filled into a module's
+        hyperparameters, `hparams["use_x"] = False`, as that literal)."""
         for target in targets:
             nodes = ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]
             for node in nodes:
@@ -1288,8 +1306,21 @@ class _Walker:
                     and isinstance(node.slice, ast.Constant)
                     and isinstance(node.slice.value, str)
                 ):
-                    self._option_value(node.slice.value, "v")
+                    code = (
+                        _literal_code(value)
+                        if value is not None and _hparams_receiver(node.value)
+                        else "v"
+                    )
+                    self._option_value(node.slice.value, code)
                 if (
+                    isinstance(node, ast.Attribute)
+                    and value is not None
+                    and _hparams_receiver(node.value)
+                    and _literal_code(value) != "v"
+                ):
+                    # `hparams.use_x = False` filling in a hyperparameter: that literal
+                    self._option_value(node.attr, _literal_code(value))
+                elif (
                     isinstance(node, ast.Attribute)
                     and not _self_attribute(node)
                     and node.attr not in self.facts.foreign_stores
@@ -1715,9 +1746,10 @@ class _Walker:
                 ):
                     # `["--use_ema"]` handed to a parser or a subprocess: the code passes it
                     dest = switch.group(1).replace("-", "_")
-                    defaults = self.facts.cli_switches.setdefault(dest, [])
-                    if "?" not in defaults:
-                        defaults.append("?")
+                    for table in (self.facts.cli_switches, self.facts.cli_defaults):
+                        defaults = table.setdefault(dest, [])
+                        if "?" not in defaults:
+                            defaults.append("?")
             elif isinstance(current, ast.Lambda):
                 local = local | {a.arg for a in current.args.args}
             stack.extend(ast_children(current))
@@ -1783,6 +1815,10 @@ class _Walker:
                     defaults = self.facts.cli_switches.setdefault(dest, [])
                     if switch not in defaults:
                         defaults.append(switch)
+                    default = switch if switch != "?" else _option_default(node)
+                    defaults = self.facts.cli_defaults.setdefault(dest, [])
+                    if default not in defaults:
+                        defaults.append(default)
 
     def _keyword_code(self, value: ast.expr) -> Any:
         """What a keyword or a string dict key is given: `_literal_code`, or `["f", function
@@ -2276,6 +2312,9 @@ class _Walker:
             and _config_receiver(node.value)
         ):
             return ["option", node.slice.value]  # `config["interleave"]`
+        hparam = _switch_read(node)
+        if hparam is not None:
+            return ["switch", hparam]  # `self.hparams["use_x"]` of `Model(vars(args))`
         if isinstance(node, ast.NamedExpr):
             return self.truth(node.value, imports, truths, infer)
         return None
@@ -2286,6 +2325,9 @@ class _Walker:
         got = _option_get(node)
         if got is not None:
             return ["option", got]  # `cfg.get("use_map", False)`: what the configs say
+        got = _switch_read(node)
+        if got is not None:
+            return ["switch", got]  # `hparams.get("use_x", False)`: what the launchers pass
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "startswith" and node.args:
             return self.device_compare(func.value, node.args[0], True)
@@ -2454,6 +2496,12 @@ class _Walker:
                 if result is not None:
                     return _not(result) if unequal else result
             for read, other in ((left, right), (right, left)):
+                name = _switch_read(read) if _is_none_constant(other) else None
+                if name is not None:
+                    # `self.hparams.teacher is not None`: what the parser and configs leave it
+                    result = ["switch", name, None]
+                    return _not(result) if unequal else result
+            for read, other in ((left, right), (right, left)):
                 if not (
                     isinstance(op, (ast.Eq, ast.NotEq))
                     and isinstance(other, ast.Constant)
@@ -2464,6 +2512,11 @@ class _Walker:
                 if name is not None:
                     # `cfg["loss"]["kind"] == "focal"`: what the configs set it to
                     result = ["option", name, other.value]
+                    return _not(result) if unequal else result
+                name = _switch_read(read)
+                if name is not None:
+                    # `self.hparams.num_classes == 7`: what the parser and configs leave it
+                    result = ["switch", name, other.value]
                     return _not(result) if unequal else result
                 if _self_attribute(read) and (
                     read.attr in self.flag_attributes  # type: ignore[attr-defined]
@@ -2868,14 +2921,65 @@ def _switch_default(node: ast.Call) -> Any:
 
 def _switch_read(node: ast.expr) -> str | None:
     """The command-line option `args.use_ema` (`self.args.use_ema`, `opt.use_ema`) reads:
-    an attribute of a value named for parsed arguments."""
+    an attribute of a value named for parsed arguments; or a module's hyperparameters, which
+    a script fills from them (`Model(hparams=vars(args))`): `self.hparams.use_ema`,
+    `hparams["use_ema"]`, `self.hparams.get("use_ema", False)`."""
+    if isinstance(node, ast.Subscript):
+        if (
+            isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and _hparams_receiver(node.value)
+        ):
+            return node.slice.value
+        return None
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "get"
+            and 1 <= len(node.args) <= 2
+            and not node.keywords
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and _hparams_receiver(func.value)
+        ):
+            return node.args[0].value
+        return None
     if not isinstance(node, ast.Attribute):
         return None
+    if _hparams_receiver(node.value):
+        return node.attr
     text = dotted(node.value)
     if text is None:
         return None
     last = text.rsplit(".", 1)[-1].lower()
     return node.attr if last.endswith("args") or last in ("opt", "opts", "flags") else None
+
+
+def _is_none_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _hparams_receiver(node: ast.expr) -> bool:
+    """Whether a value is named for a module's hyperparameters (`self.hparams`, `hparams`)."""
+    text = dotted(node)
+    return text is not None and text.rsplit(".", 1)[-1].lower() in ("hparams", "hparam")
+
+
+def _option_default(node: ast.Call) -> Any:
+    """What `add_argument("--depth", default=5)` leaves its dest without the option: the
+    literal default (None without one), "?" for another value."""
+    for keyword in node.keywords:
+        if keyword.arg == "default":
+            value = keyword.value
+            if isinstance(value, ast.Constant) and isinstance(
+                value.value, (bool, int, float, str, type(None))
+            ):
+                return value.value
+            return "?"
+        if keyword.arg in ("action", "nargs", "dest", "const"):
+            return "?"  # (`append`, `count`, lists, another dest: not one literal)
+    return None
 
 
 def _option_get(node: ast.expr) -> str | None:
@@ -2917,7 +3021,7 @@ def _option_reads(node: ast.expr) -> bool:
     for child in ast_walk(node):
         if isinstance(child, ast.Attribute) and _config_receiver(child.value):
             return True
-        if _switch_read(child) is not None:
+        if isinstance(child, (ast.Attribute, ast.Subscript)) and _switch_read(child) is not None:
             return True
         if isinstance(child, ast.Subscript) and _config_receiver(child.value):
             return True
@@ -3555,6 +3659,8 @@ def scope_facts(tree: ast.Module, summary: Any, text: str, keys: dict[int, str])
         _held_modules(tree, facts, keys, walker)
     if "setattr" in text:
         _setattr_stores(tree, facts, keys)
+    if "yaml" in text:
+        facts.yaml_args = _loads_yaml_args(tree)
     facts.digest = text_digest(text)
     return facts
 
@@ -3745,6 +3851,37 @@ def _loop_calls(
         keywords = {k.arg: walker._argument_code(k.value) for k in call.keywords if k.arg}
         facts.held.append(["loop", key, klass, attr, positional, keywords, spread])
     return True
+
+
+def _loads_yaml_args(tree: ast.Module) -> bool:
+    """Whether a file that reads YAML sets what it read on a parsed command line:
+    `setattr(namespace, key, value)` or `namespace.__dict__.update(config)` (an
+    `argparse.Action` loading `--conf`), `vars(args).update(config)`,
+    `args.__dict__.update(config)`, `parser.set_defaults(**config)`."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
+            receiver = dotted(node.args[0]) or ""
+            if receiver.rsplit(".", 1)[-1].lower() in ("namespace", "args"):
+                return True
+        if not isinstance(func, ast.Attribute):
+            continue
+        if func.attr == "set_defaults" and any(k.arg is None for k in node.keywords):
+            return True
+        if func.attr == "update" and len(node.args) == 1:
+            target = func.value
+            if isinstance(target, ast.Call) and dotted(target.func) == "vars" and target.args:
+                target = target.args[0]
+            elif isinstance(target, ast.Attribute) and target.attr == "__dict__":
+                target = target.value
+            else:
+                continue
+            name = (dotted(target) or "").rsplit(".", 1)[-1].lower()
+            if name == "namespace" or name.endswith("args"):
+                return True
+    return False
 
 
 def _setattr_stores(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str]) -> None:
