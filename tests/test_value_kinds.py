@@ -1444,6 +1444,58 @@ REPORTED_SHAPES = {
         """,
         [("TPU104", 14), ("TPU104", 17), ("TPU104", 20)],
     ),
+    "string keys of an optimizer's state attribute, stored in another method": (
+        """
+        def _single_tensor_mad(params, grads, state_steps, lr):
+            for i, param in enumerate(params):
+                step_t = state_steps[i]
+                step = step_t.item()
+                param.add_(grads[i], alpha=-lr * step)
+
+        class Mad(torch.optim.Optimizer):
+            def _init_state(self, p):
+                state = self.state[p]
+                state["step"] = torch.tensor(0.0)
+                state["avg"] = torch.zeros_like(p)
+
+            @torch.no_grad()
+            def step(self, closure=None):
+                if "k" not in self.state:
+                    self.state["k"] = torch.tensor([0], dtype=torch.long)
+                k = self.state["k"].item()
+                for group in self.param_groups:
+                    params, grads, state_steps = [], [], []
+                    for p in group["params"]:
+                        if len(self.state[p]) == 0:
+                            self._init_state(p)
+                        state = self.state[p]
+                        params.append(p)
+                        grads.append(p.grad)
+                        state_steps.append(state["step"])
+                        s = self.state[p]["step"].item()
+                        a = self.state[p]["avg"].sum().item()
+                        p.add_(state["avg"], alpha=-group["lr"] * k * s * a)
+                    _single_tensor_mad(params, grads, state_steps, group["lr"])
+                self.state["k"] += 1
+
+        class Moved(torch.optim.Optimizer):
+            def __init__(self, params):
+                super().__init__(params, {})
+                self.state["k"] = torch.tensor([0])
+
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        self.state["k"] = p.grad.norm()
+                        k = self.state["k"].item()
+                        if p not in self.state:
+                            self.state[p] = {"step": torch.zeros((), device=p.device)}
+                        self.state[p]["step"] = torch.tensor(1.0)
+                        s = self.state[p]["step"].item()
+                        p.add_(p.grad, alpha=-k * s)
+        """,
+        [("TPU101", 28), ("TPU101", 42), ("TPU101", 46)],
+    ),
     "a tensor split into chunks stays a tensor": (
         """
         class M(L.LightningModule):

@@ -25,7 +25,13 @@ class ItemInHotPath(Rule):
     at their key of a dict a helper returns: `out = torch.zeros(n)` filled from device results,
     `scores["mse"] = out`, `return scores`, then `scores["mse"].mean().item()`; and
     the parameters of a sub-module's `forward` that the step's code alone calls, every call
-    passing a CPU tensor: `lengths.cpu().int()` and what is computed from it) and
+    passing a CPU tensor: `lengths.cpu().int()` and what is computed from it; an
+    optimizer's counters kept in its state as CPU tensors, as torch's optimizers do, when
+    every store of that entry in the class is one: `state = self.state[p]`, `state["step"] =
+    torch.tensor(0.0)` or `self.state["k"] = torch.tensor([0])`, read in `step` as
+    `self.state["k"].item()`, or appended to a list handed to a functional helper,
+    `step_t = state_steps[i]`, `step_t.item()`; an entry made on the parameter's device,
+    `torch.zeros_like(p)`, stays a device tensor) and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
     `if self.control.should_log:`, the first steps `if self.global_step < 5:`,
     `if len(self.samples) < self.max_samples:` that collects samples, a one-time set-up
@@ -135,6 +141,33 @@ class ItemInHotPath(Rule):
     screen_calls = frozenset({"item"})
 
     VALID = (
+        # An optimizer's counters kept in its state as CPU tensors, as torch's optimizers
+        # do (`torch.tensor(0.0)`, no device), read in `step` through the dict attribute or
+        # a list of them handed to a functional helper: host reads, no device sync.
+        Valid(
+            "import torch\n\n\n"
+            "def _single_tensor_mad(params, state_steps, lr):\n"
+            "    for i, param in enumerate(params):\n"
+            "        step = state_steps[i].item()\n"
+            "        param.add_(param.grad, alpha=-lr * step)\n\n\n"
+            "class Mad(torch.optim.Optimizer):\n"
+            "    def _init_state(self, p):\n"
+            "        state = self.state[p]\n"
+            "        state['step'] = torch.tensor(0.0)\n\n"
+            "    def step(self, closure=None):\n"
+            "        if 'k' not in self.state:\n"
+            "            self.state['k'] = torch.tensor([0], dtype=torch.long)\n"
+            "        k = self.state['k'].item()\n"
+            "        for group in self.param_groups:\n"
+            "            params, state_steps = [], []\n"
+            "            for p in group['params']:\n"
+            "                if len(self.state[p]) == 0:\n"
+            "                    self._init_state(p)\n"
+            "                params.append(p)\n"
+            "                state_steps.append(self.state[p]['step'])\n"
+            "                p.mul_(1 - self.state[p]['step'].item() / (k + 1))\n"
+            "            _single_tensor_mad(params, state_steps, group['lr'])\n"
+        ),
         # A branch that only prints under a check of a tensor for bad values runs when the
         # step goes wrong, not every step (the `if` itself is TPU104's).
         Valid(
@@ -266,6 +299,26 @@ class ItemInHotPath(Rule):
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
     )
     INVALID = (
+        # A state entry made on the parameter's device (`torch.zeros_like(p)`), or a
+        # counter some store puts on the device: device tensors.
+        Invalid(
+            "import torch\n\n\n"
+            "class Mad(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n"
+            "        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                state = self.state[p]\n"
+            "                if len(state) == 0:\n"
+            "                    state['avg'] = torch.zeros_like(p)\n"
+            "                    self.state['k'] = torch.tensor(0.0)\n"
+            "                else:\n"
+            "                    self.state['k'] = p.grad.norm()\n"
+            "                k = self.state['k'].item()\n"
+            "                p.add_(state['avg'], alpha=-group['lr'] * k)\n"
+            "                print(self.state[p]['avg'].sum().item())\n",
+            count=2,
+            line=14,
+        ),
         # A branch that prints beside other work, or prints under a test that is no check
         # for bad values, runs as often as its test holds.
         Invalid(

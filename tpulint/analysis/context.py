@@ -478,6 +478,15 @@ class FileContext(Resolver):
             return UNKNOWN
         return kind_named(value.kind)
 
+    def stored_entry_kind(
+        self, function: cst.FunctionDef | None, base: list[Any], key: str
+    ) -> ValueKind | None:
+        view = self.analysis.view
+        if view is None:
+            return None
+        value = view.stored_entry(self._owner_of(function), base, key)
+        return kind_named(value.kind) if value is not None else None
+
     def call_kind(
         self,
         function: cst.FunctionDef | None,

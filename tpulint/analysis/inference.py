@@ -1383,6 +1383,66 @@ def entry_key(node: ast.expr) -> tuple[str, str] | None:
     return None
 
 
+def _self_attribute(node: ast.expr) -> str | None:
+    """`A` of `self.A`, else None."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def entry_attribute(base: list[Any], key: str) -> tuple[str, str] | None:
+    """(made-up attribute name, whole) of entry `key` of the dict attribute an atom list
+    names: `self.state["k"]` (base `[["a", "state"]]`) is `state['k']` of `state`;
+    `self.state[p]["step"]` (base `[["e", -1, [["a", "state"]]]]`) is `state[]['step']` of
+    `state[]` (the whole entries `self.state[p] = v`). None for other bases."""
+    if len(base) != 1 or not isinstance(base[0], list):
+        return None
+    atom = base[0]
+    if atom[0] == "a":
+        return f"{atom[1]}[{key!r}]", atom[1]
+    if (
+        atom[0] == "e"
+        and len(atom) == 3
+        and atom[1] == -1
+        and len(atom[2]) == 1
+        and isinstance(atom[2][0], list)
+        and atom[2][0][0] == "a"
+    ):
+        name = atom[2][0][1]
+        return f"{name}[][{key!r}]", f"{name}[]"
+    return None
+
+
+def self_entry(target: ast.expr, scope: Scope) -> str | None:
+    """The made-up attribute name (see `entry_attribute`) a store to `target` writes:
+    `self.state["k"]`, `self.state[p]["step"]` or, through a local `state = self.state[p]`,
+    `state["step"]`; `state[]` for `self.state[p]` itself. None for other targets."""
+    if not isinstance(target, ast.Subscript):
+        return None
+    index = target.slice
+    base = target.value
+    name = _self_attribute(base)
+    if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
+        return f"{name}[]" if name is not None else None
+    key = index.value
+    if name is not None:
+        return f"{name}[{key!r}]"
+    if isinstance(base, ast.Subscript):
+        name = _self_attribute(base.value)
+        return f"{name}[][{key!r}]" if name is not None else None
+    if isinstance(base, ast.Name):
+        for atom in scope.env.get(base.id, ()):
+            if isinstance(atom, list):
+                found = entry_attribute([atom], key)
+                if found is not None and found[1].endswith("[]"):
+                    return found[0]
+    return None
+
+
 # Methods that add to a list or set in place, and the argument they add.
 _GROWING = {"append": -1, "add": -1, "insert": -1}
 # Methods that change a dict's entries in place.

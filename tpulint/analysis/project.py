@@ -51,6 +51,7 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     names_other_accelerator,
 )
 from tpulint.analysis.hot_code import HotCode, hot_code
+from tpulint.analysis.inference import entry_attribute
 from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     module_name_for_path,
@@ -2251,6 +2252,39 @@ class ProjectModel:
             found.append(value)
         return combine_values(found) if found else None
 
+    def _stored_entry(self, owner: str | None, base: list[Any], key: str) -> Value | None:
+        """A host value at string key `key` of a dict attribute, when every store of that
+        entry in the class is one: `self.state["k"] = torch.tensor([0])`, the counters an
+        optimizer keeps per parameter (`state = self.state[p]`, `state["step"] =
+        torch.tensor(0.0)`), read in `step` as `self.state["k"]` or `state["step"]`. Only
+        when the dict itself is never assigned but empty (`self.state` of
+        `torch.optim.Optimizer`, `self.state = {}`): else None (what the reader says)."""
+        named = entry_attribute(base, key) if owner is not None else None
+        if named is None or owner is None:
+            return None
+        name, whole = named
+        stored = self.attribute_value(owner, name)
+        if (
+            stored is None
+            or stored.kind not in ("cpu", "number", "host", "numpy")
+            or stored.params
+            or stored.elements is not None
+            or stored.entries is not None
+        ):
+            return None
+        for gkey in self.mro(owner):
+            cls = self.classes.get(gkey)
+            held = cls.summary.attributes.get(whole) if cls is not None else None
+            for inner in held or ():
+                if not (
+                    isinstance(inner, list)
+                    and inner[0] == "s"
+                    and not inner[1]
+                    and (len(inner) < 4 or not inner[3])
+                ):
+                    return None  # the dict (or an entry) is assigned whole: unknown keys
+        return stored
+
     def _atom(
         self, atom: Atom, module: ModuleSummary, owner: str | None, depth: int
     ) -> Value | None:
@@ -2300,6 +2334,9 @@ class ProjectModel:
                 return Value("cpu" if held.kind == "cpu" else "host", entries=entries)
             return Value(entries=entries) if entries else UNKNOWN_VALUE
         if tag == "e" and len(atom) > 3:
+            stored = self._stored_entry(owner, atom[2], atom[3])
+            if stored is not None:
+                return stored
             # `scores["mse"]`: the entry at that key of a dict with known entries
             found = self._keyed_entry(atom, module, owner, depth)
             if found is not None:
@@ -2912,6 +2949,10 @@ class FileView:
         if owner is None:
             return None
         return self.model.attribute_value(owner, attr)
+
+    def stored_entry(self, owner: str | None, base: list[Any], key: str) -> Value | None:
+        """See ProjectModel._stored_entry."""
+        return self.model._stored_entry(owner, base, key)
 
     def batch_key_kind(self, key: str) -> str | None:
         return self.model.batch_key_kind(key)

@@ -61,6 +61,7 @@ from tpulint.analysis.inference import (
     entry_key,
     grow_container,
     is_super_call,
+    self_entry,
     set_local,
     union,
     with_entries,
@@ -1943,6 +1944,14 @@ class _Summarizer(ValueEvaluator):
         scope: Scope,
         klass: ClassSummary | None,
     ) -> None:
+        entry = self_entry(target, scope) if scope.cls is not None else None
+        if entry is not None and scope.cls is not None:
+            # `self.state["k"] = v`, `self.state[p]["step"] = v` (also through a local
+            # `state = self.state[p]`): what that entry of the dict attribute holds, recorded
+            # under the made-up attribute name `state['k']` / `state[]['step']` (`state[]`:
+            # whole entries `self.state[p] = v`).
+            existing = scope.cls.attributes.get(entry)
+            scope.cls.attributes[entry] = value if existing is None else union(existing, value)
         if (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)

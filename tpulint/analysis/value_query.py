@@ -97,6 +97,13 @@ class Resolver:
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
         raise NotImplementedError  # pragma: no cover
 
+    def stored_entry_kind(
+        self, function: cst.FunctionDef | None, base: list[Any], key: str
+    ) -> ValueKind | None:
+        """A host kind at string key `key` of a dict attribute every store of which in the
+        class is a host value (`self.state["step"] = torch.tensor(0.0)`), else None."""
+        return None
+
     def batch_key_kind(self, key: str) -> ValueKind | None:  # pragma: no cover
         """What the project's collate functions build at a batch key, when it is host data
         (ProjectModel.batch_key_kind)."""
@@ -598,6 +605,9 @@ class PositionValues:
             return HOST
         if tag == "e":
             if len(atom) > 3:
+                stored = self.resolver.stored_entry_kind(function, atom[2], atom[3])
+                if stored is not None:
+                    return stored
                 keyed = self._entry(atom[3], atom[2], function, depth)
                 if keyed is not None:
                     return keyed
