@@ -13,8 +13,8 @@ from tpulint.engine.source import check_source
 HEAD = "import lightning as L\nimport numpy as np\nimport torch\nfrom torch import nn\n\n\n"
 
 
-def codes(source: str, select: str = "TPU1,TPU2") -> list[tuple[str, int]]:
-    config = Config.from_mapping({"select": select.split(",")})
+def codes(source: str, select: str = "TPU1,TPU2", preview: bool = False) -> list[tuple[str, int]]:
+    config = Config.from_mapping({"select": select.split(","), "preview": preview})
     found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
     return [(d.code, d.start.line - HEAD.count("\n")) for d in found]
 
@@ -1513,10 +1513,20 @@ def test_value_semantics_silent(name: str) -> None:
     assert codes(SILENT_SHAPES[name]) == []
 
 
+# Shapes whose findings are in what a custom optimizer's `step()` reaches: TPU101 reports
+# `.item()` there only in preview mode (docs/rule-status.md), so they are checked with it.
+OPTIMIZER_STEP_SHAPES = frozenset(
+    {
+        "string keys of a local dict, and lists built by appending",
+        "string keys of an optimizer's state attribute, stored in another method",
+    }
+)
+
+
 @pytest.mark.parametrize("name", sorted(REPORTED_SHAPES))
 def test_value_semantics_reported(name: str) -> None:
     source, expected = REPORTED_SHAPES[name]
-    assert codes(source) == expected
+    assert codes(source, preview=name in OPTIMIZER_STEP_SHAPES) == expected
 
 
 def test_branching_chains_resolve_in_polynomial_work(monkeypatch: pytest.MonkeyPatch) -> None:

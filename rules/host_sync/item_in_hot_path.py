@@ -300,7 +300,8 @@ class ItemInHotPath(Rule):
     )
     INVALID = (
         # A state entry made on the parameter's device (`torch.zeros_like(p)`), or a
-        # counter some store puts on the device: device tensors.
+        # counter some store puts on the device: device tensors (a preview shape: the
+        # optimizer's `step()`).
         Invalid(
             "import torch\n\n\n"
             "class Mad(torch.optim.Optimizer):\n"
@@ -318,6 +319,7 @@ class ItemInHotPath(Rule):
             "                print(self.state[p]['avg'].sum().item())\n",
             count=2,
             line=14,
+            config={"preview": True},
         ),
         # A branch that prints beside other work, or prints under a test that is no check
         # for bad values, runs as often as its test holds.
