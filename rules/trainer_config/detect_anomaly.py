@@ -184,7 +184,7 @@ class DetectAnomaly(Rule):
         self.report_yaml(
             entry.key_start,
             entry.value_end or entry.key_start,
-            f"`trainer: detect_anomaly: true` {_WHY}",
+            f"`{document.trainer_label}detect_anomaly: true` {_WHY}",
         )
 
 

@@ -299,8 +299,8 @@ class LegacyXlaStrategy(Rule):
             self.report_yaml(
                 strategy.value_start,
                 strategy.value_end,
-                f"`trainer: strategy: {value}` was renamed `{new}` in Lightning 2.0 (unknown "
-                "strategy)",
+                f"`{document.trainer_label}strategy: {value}` was renamed `{new}` in Lightning "
+                "2.0 (unknown strategy)",
                 edits=[Edit(strategy.value_start, strategy.value_end, raw.replace(value, new))],
             )
             return

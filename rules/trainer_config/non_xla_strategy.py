@@ -187,7 +187,7 @@ class NonXlaStrategy(Rule):
         self.report_yaml(
             entry.key_start,
             entry.value_end or entry.key_start,
-            _message(f"`trainer: strategy: {entry.raw or name}`", name, chosen, ""),
+            _message(f"`{document.trainer_label}strategy: {entry.raw or name}`", name, chosen, ""),
         )
 
 

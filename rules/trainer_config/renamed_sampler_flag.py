@@ -264,8 +264,8 @@ class RenamedSamplerFlag(Rule):
         if trainer is None or entry is None:
             return
         message = (
-            "`trainer: replace_sampler_ddp` was renamed `use_distributed_sampler` in Lightning 2.0 "
-            "(LightningCLI rejects the key)"
+            f"`{document.trainer_label}replace_sampler_ddp` was renamed `use_distributed_sampler` "
+            f"in Lightning 2.0 ({document.rejects_key})"
         )
         if trainer.child(_SAMPLER_NEW) is not None:
             self.report_yaml(

@@ -333,6 +333,13 @@ class UnsupportedTpuPrecision(Rule):
             line=10,
             message="config field",
         ),
+        # A Hydra Trainer group file.
+        Invalid(
+            "_target_: lightning.pytorch.trainer.Trainer\naccelerator: tpu\nprecision: 16\n",
+            path="configs/trainer/tpu.yaml",
+            line=3,
+            message="`precision: 16` on a TPU trainer",
+        ),
         Invalid(
             "trainer:\n  accelerator: tpu\n  precision: 16-mixed\n",
             path="config.yaml",
@@ -501,7 +508,9 @@ class UnsupportedTpuPrecision(Rule):
         if not yaml_trainer_is_tpu(trainer):
             return
         message = _precision_message(
-            value, f"`trainer: precision: {entry.raw}` on a TPU trainer", "use `bf16-true`"
+            value,
+            f"`{document.trainer_label}precision: {entry.raw}` on a TPU trainer",
+            "use `bf16-true`",
         )
         if value in _NO_FIX_TPU_PRECISION:
             self.report_yaml(entry.value_start, entry.value_end, message)
