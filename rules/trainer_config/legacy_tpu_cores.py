@@ -51,7 +51,8 @@ class LegacyTpuCores(Rule):
     Finds the Trainer argument `tpu_cores` (and the older `num_tpu_cores`): in
     `Trainer(...)` calls, in dictionaries of Trainer arguments, in config classes that feed
     the Trainer, as parameters of functions that build a Trainer from them, and under
-    `trainer:` in LightningCLI YAML configs.
+    `trainer:` in LightningCLI YAML configs, and in Hydra Trainer configs (a
+    `configs/trainer/*.yaml` whose `_target_` is the Trainer: its keys are the arguments).
 
     ## Why is this bad on TPU?
     `tpu_cores` was deprecated in Lightning 1.6 and removed in 2.0: `Trainer(tpu_cores=8)`

@@ -146,7 +146,8 @@ class UnsupportedTpuPrecision(Rule):
     default of TPU trainer config classes, at dictionaries of Trainer arguments that ask for
     TPUs (`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
     splatted into `Trainer(**cfg)`), and at `trainer: precision:` in LightningCLI YAML
-    configs that select a TPU. A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
+    configs that select a TPU, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
+    whose `_target_` is the Trainer). A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
     1.x's `accelerator="ddp"`) is not a TPU Trainer, whatever its `tpu_cores` says.
 
     ## Why is this bad on TPU?
