@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tpulint.analysis.modules import table_digest
 from tpulint.config.settings import Config
 from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit
+from tpulint.engine.yaml_files import with_inherited
 from tpulint.runner.cache import (
     FactsCache,
     ListingCache,
@@ -335,18 +336,6 @@ class _Prepared:
         return derived_key(source.display, digest + facts.encode())
 
 
-def _with_bases(source: SourcePath, text: str) -> str:
-    """What a file's findings depend on besides the project model: its text, and for a Hydra
-    config the configs it inherits through `defaults:` (a Trainer's `accelerator`)."""
-    from tpulint.analysis.yaml_config import hydra_base_files, is_yaml_path
-
-    if "defaults" not in text or not is_yaml_path(str(source.path)):
-        return text
-
-    bases = hydra_base_files(str(source.path), text)
-    return "\0".join([text, *(f"{path}\0{base}" for path, base in bases)])
-
-
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
     configs: list[Path] = []
@@ -369,7 +358,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
             sources.append((source, text))
     # Content hashes key the caches: without them nothing needs them.
     digests = (
-        {source.display: text_digest(_with_bases(source, text)) for source, text in sources}
+        {s.display: text_digest(with_inherited(str(s.path), text)) for s, text in sources}
         if use_cache
         else {}
     )

@@ -379,31 +379,14 @@ def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
         if text is None:
             continue
         if _HYDRA.search(text):
+            from tpulint.engine.yaml_files import hydra_trainer_verdict
+
             if hydra_trainer_verdict(path, text) in ("tpu", "auto"):
                 out.append(path)
             continue
         if config_facts(path, text).trainer in ("tpu", "auto"):
             out.append(path)
     return out
-
-
-def hydra_trainer_verdict(path: str, text: str) -> str | None:
-    """How a Hydra Trainer group file's Trainer runs ("tpu", "other", "auto"), with the keys
-    it inherits through `defaults:`; None for a file that is not one."""
-    from tpulint.analysis.config_facts import trainer_verdict
-    from tpulint.analysis.yaml_config import hydra_base_files, read_hydra_bases, read_yaml
-
-    if "_target_" not in text and "defaults" not in text:
-        return None
-    file = read_yaml(text, path)
-    if file.error is not None or not file.documents:
-        return None
-    read_hydra_bases(file, hydra_base_files(path, text))
-    document = file.hydra_trainer(file.documents[0])
-    if document is None:
-        return None
-    trainer = document.roots[0]
-    return trainer_verdict({e.key: e.value for e in trainer.children})
 
 
 def read_configs(items: Sequence[tuple[str, str]], cache: ScanCache | None) -> list[ConfigFacts]:
