@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from tpulint.analysis.modules import table_digest
 from tpulint.config.settings import Config
 from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit
-from tpulint.engine.yaml_files import with_inherited
 from tpulint.runner.cache import (
     FactsCache,
     ListingCache,
@@ -336,6 +335,16 @@ class _Prepared:
         return derived_key(source.display, digest + facts.encode())
 
 
+def _with_inherited(path: str, text: str) -> str:
+    """A file's text, and for a Hydra config the configs it inherits through `defaults:`
+    (engine.yaml_files, loaded only for YAML files that have such a list)."""
+    if "defaults" not in text or not path.lower().endswith((".yaml", ".yml")):
+        return text
+    from tpulint.engine.yaml_files import with_inherited
+
+    return with_inherited(path, text)
+
+
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
     configs: list[Path] = []
@@ -358,7 +367,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
             sources.append((source, text))
     # Content hashes key the caches: without them nothing needs them.
     digests = (
-        {s.display: text_digest(with_inherited(str(s.path), text)) for s, text in sources}
+        {s.display: text_digest(_with_inherited(str(s.path), text)) for s, text in sources}
         if use_cache
         else {}
     )
