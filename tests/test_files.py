@@ -252,6 +252,65 @@ def test_walked_yaml_configs_are_checked_when_they_ask_for_tpus(tmp_path: Path) 
     ]
 
 
+# A Hydra Trainer config group (the lightning-hydra-template layout): each file is the
+# Trainer `hydra.utils.instantiate(cfg.trainer)` builds, its keys the Trainer's arguments.
+HYDRA_TRAINER_GROUP = {
+    "configs/trainer/default.yaml": "_target_: lightning.pytorch.trainer.Trainer\n"
+    "max_epochs: 10\naccelerator: cpu\ndevices: 1\nprecision: 16-mixed\n",
+    # Its own `_target_`: the removed `tpu_cores` (TPU001, fixed in place), 16-bit on TPUs
+    # (TPU004).
+    "configs/trainer/tpu.yaml": "_target_: pytorch_lightning.Trainer\n\n"
+    "tpu_cores: 8  # a v3-8\nprecision: 16\nmax_epochs: 3\n",
+    # A Trainer through `defaults:`: `devices: 8` with `accelerator: tpu` (TPU007) and
+    # `bf16-mixed` (TPU004); the inherited `precision` is overridden, never reported.
+    "configs/trainer/tpu_pod.yaml": "defaults:\n  - default\n\naccelerator: tpu\n"
+    "devices: 8\nprecision: bf16-mixed\n",
+    # GPU and CPU Trainers (`ddp` inherits `accelerator: cpu`): nothing for TPUs.
+    "configs/trainer/gpu.yaml": "defaults:\n  - default\naccelerator: gpu\ndevices: 8\n"
+    "precision: 16-mixed\nstrategy: ddp\n",
+    "configs/trainer/ddp.yaml": "defaults:\n  - default.yaml\nstrategy: ddp\n",
+    # A Hydra config of another class, and a `_global_` experiment: not a Trainer file.
+    "configs/model/net.yaml": "_target_: pkg.Net\ntpu_cores: 8\n",
+    "configs/experiment/xla.yaml": "# @package _global_\n_target_: lightning.Trainer\n"
+    "tpu_cores: 8\n",
+    "m.py": UNREADY_MODULE,
+}
+
+
+def test_hydra_trainer_group_files_are_trainer_arguments(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        HYDRA_TRAINER_GROUP,
+        pyproject='select = ["TPU001", "TPU003", "TPU004", "TPU007"]\n',
+    )
+    walked = run_subprocess(["check", ".", "--no-cache"], root)
+    assert walked.exit_code == 1, walked.stderr
+    assert codes_by_path(walked.stdout) == [
+        ("configs/trainer/tpu.yaml", "TPU001"),
+        ("configs/trainer/tpu.yaml", "TPU004"),
+        ("configs/trainer/tpu_pod.yaml", "TPU007"),
+        ("configs/trainer/tpu_pod.yaml", "TPU004"),
+    ]
+    assert "configs/trainer/tpu.yaml:3:1: TPU001 [*] `tpu_cores` was removed" in walked.stdout
+    assert "configs/trainer/tpu_pod.yaml:6:12: TPU004 `precision: bf16-mixed`" in walked.stdout
+    # Named, the GPU/CPU Trainers and the other configs still give nothing.
+    others = [
+        "configs/trainer/gpu.yaml",
+        "configs/trainer/ddp.yaml",
+        "configs/trainer/default.yaml",
+        "configs/model/net.yaml",
+        "configs/experiment/xla.yaml",
+    ]
+    named = run_subprocess(["check", *others, "--no-cache"], root)
+    assert (named.exit_code, codes_by_path(named.stdout)) == (0, []), named.stdout
+    fixed = run_subprocess(["fix", "configs/trainer/tpu.yaml", "--apply", "--no-cache"], root)
+    assert fixed.exit_code == 1, fixed.stdout + fixed.stderr
+    assert (root / "configs/trainer/tpu.yaml").read_text() == (
+        "_target_: pytorch_lightning.Trainer\n\n"
+        "accelerator: tpu\ndevices: 8  # a v3-8\nprecision: 16\nmax_epochs: 3\n"
+    )
+
+
 def test_parallel_and_serial_runs_agree(tmp_path: Path) -> None:
     files = {f"pkg/m{i}.py": (UNREADY_MODULE if i % 2 else LEGACY_TRAINER) for i in range(24)}
     root = make_project(tmp_path / "p", files)

@@ -265,7 +265,8 @@ def test_yaml_support_is_one_module_the_engine_calls() -> None:
     assert "tpulint.rule_api.rule" not in users and "tpulint.analysis.suppression" not in users
     assert "tpulint.engine.source" in users
     assert all(
-        m.startswith("tpulint.rules") or m in {"tpulint.engine.source", "tpulint.server"}
+        m.startswith("tpulint.rules")
+        or m in {"tpulint.engine.source", "tpulint.engine.yaml_files", "tpulint.server"}
         for m in users
     ), users
 

@@ -32,7 +32,8 @@ class PerStepLoggingFrequency(Rule):
     `TQDMProgressBar(refresh_rate=N)` / `RichProgressBar(refresh_rate=N)` with `N` below
     10 (an explicit progress bar without `refresh_rate` counts as 1, its default), in files
     that build a TPU Trainer or import torch_xla, and the same keys in LightningCLI YAML
-    configs whose trainer is a TPU one. The Trainer's implicit progress bar is not reported.
+    configs and Hydra Trainer configs whose trainer is a TPU one. The Trainer's implicit
+    progress bar is not reported.
 
     ## Why is this bad on TPU?
     Logged values stay on the TPU until Lightning needs them; every logging step (and every

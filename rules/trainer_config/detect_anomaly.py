@@ -29,7 +29,8 @@ class DetectAnomaly(Rule):
     on a Trainer that may run on TPUs (any Trainer that does not ask for GPUs or CPUs
     explicitly), `"detect_anomaly": True` in Trainer arguments that ask for TPUs, LightningCLI
     defaults set in code (`parser.set_defaults({"trainer.detect_anomaly": True})`),
-    `trainer: detect_anomaly: true` in LightningCLI YAML configs, and an unconditional
+    `trainer: detect_anomaly: true` in LightningCLI YAML configs and Hydra Trainer configs
+    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer), and an unconditional
     `torch.autograd.set_detect_anomaly(True)` in a training script or a Lightning class.
 
     ## Why is this bad on TPU?
@@ -184,7 +185,7 @@ class DetectAnomaly(Rule):
         self.report_yaml(
             entry.key_start,
             entry.value_end or entry.key_start,
-            f"`trainer: detect_anomaly: true` {_WHY}",
+            f"`{document.trainer_label}detect_anomaly: true` {_WHY}",
         )
 
 

@@ -33,7 +33,8 @@ class HardcodedTpuDeviceCount(Rule):
     other than 1, such as `devices=8`: in `Trainer(...)` calls, in dictionaries of Trainer
     arguments that ask for TPUs (`{"accelerator": "tpu", "devices": 8}` merged into a config
     and splatted into `Trainer(**cfg)`), and in LightningCLI YAML configs (an XLA strategy
-    given as `strategy: xla`, by `class_path` or by `name`).
+    given as `strategy: xla`, by `class_path` or by `name`), and in Hydra Trainer configs
+    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer).
 
     ## Why is this bad on TPU?
     Lightning accepts for TPUs only `"auto"`, `1`, the exact number of TPU devices of the
@@ -98,6 +99,11 @@ class HardcodedTpuDeviceCount(Rule):
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=[2])\n'),
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", devices=8)\n'),
         Valid("trainer:\n  accelerator: tpu\n  devices: auto\n", path="config.yaml"),
+        # A Hydra Trainer group file for GPUs.
+        Valid(
+            "_target_: lightning.Trainer\naccelerator: gpu\ndevices: 8\n",
+            path="configs/trainer/gpu.yaml",
+        ),
         # A dict of other arguments (not asking for TPUs).
         Valid("cfg = {'accelerator': 'gpu', 'devices': 8}\nopts = dict(devices=8, workers=4)\n"),
     )
@@ -128,6 +134,13 @@ class HardcodedTpuDeviceCount(Rule):
             "trainer:\n  accelerator: tpu\n  devices: 8  # v3-8\n",
             path="config.yaml",
             expected_fix="trainer:\n  accelerator: tpu\n  devices: auto  # v3-8\n",
+            line=3,
+        ),
+        # A Hydra Trainer group file.
+        Invalid(
+            "_target_: lightning.pytorch.Trainer\naccelerator: tpu\ndevices: 8\n",
+            path="configs/trainer/tpu.yaml",
+            expected_fix="_target_: lightning.pytorch.Trainer\naccelerator: tpu\ndevices: auto\n",
             line=3,
         ),
         # The XLA strategy given by name in a config.

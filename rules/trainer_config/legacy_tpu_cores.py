@@ -51,7 +51,8 @@ class LegacyTpuCores(Rule):
     Finds the Trainer argument `tpu_cores` (and the older `num_tpu_cores`): in
     `Trainer(...)` calls, in dictionaries of Trainer arguments, in config classes that feed
     the Trainer, as parameters of functions that build a Trainer from them, and under
-    `trainer:` in LightningCLI YAML configs.
+    `trainer:` in LightningCLI YAML configs, and in Hydra Trainer configs (a
+    `configs/trainer/*.yaml` whose `_target_` is the Trainer: its keys are the arguments).
 
     ## Why is this bad on TPU?
     `tpu_cores` was deprecated in Lightning 1.6 and removed in 2.0: `Trainer(tpu_cores=8)`
@@ -113,6 +114,8 @@ class LegacyTpuCores(Rule):
         Valid("trainer:\n  accelerator: tpu\n  devices: auto\n", path="config.yaml"),
         # A YAML file that is not a LightningCLI config.
         Valid("jobs:\n  tpu_cores: 8\n", path="ci.yaml"),
+        # A Hydra config whose `_target_` is not a Trainer.
+        Valid("_target_: pkg.Model\ntpu_cores: 8\n", path="configs/model/net.yaml"),
         # A local variable that happens to have the name.
         Valid(_LIGHTNING_IMPORT + "num_tpu_cores = 0\nprint(num_tpu_cores)\n"),
     )
@@ -201,6 +204,23 @@ class LegacyTpuCores(Rule):
             "  max_epochs: 3\n",
             line=2,
             applicability=Applicability.SAFE,
+        ),
+        # A Hydra Trainer group file: `hydra.utils.instantiate(cfg.trainer)` passes its keys.
+        Invalid(
+            "_target_: pytorch_lightning.Trainer\ntpu_cores: 8\nmax_epochs: 3\n",
+            path="configs/trainer/tpu.yaml",
+            expected_fix="_target_: pytorch_lightning.Trainer\naccelerator: tpu\ndevices: 8\n"
+            "max_epochs: 3\n",
+            line=2,
+            message="`tpu_cores` was removed in Lightning 2.0 (the Trainer `hydra.utils",
+            applicability=Applicability.SAFE,
+        ),
+        # `tpu_cores: null` in a Trainer's list of defaults asks for no TPU.
+        Invalid(
+            "_target_: pytorch_lightning.Trainer\ngpus: null\ntpu_cores: null\n",
+            path="configs/trainer/default.yaml",
+            line=3,
+            message="`tpu_cores: null` asks for no TPU, so remove it",
         ),
         Invalid(
             "from dataclasses import dataclass, field\n"
@@ -381,9 +401,19 @@ class LegacyTpuCores(Rule):
             if entry is None or entry.raw is None or entry.value_end is None:
                 continue
             message = (
-                f"`trainer: {key}` was removed in Lightning 2.0 (LightningCLI rejects the key); "
+                f"`{document.trainer_label}{key}` was removed in Lightning 2.0 "
+                f"({document.rejects_key}); "
                 f"use `accelerator: tpu` and `devices: {entry.raw}`"
             )
+            if entry.value in (None, 0, False, "0"):
+                # `tpu_cores: null` asks for no TPU (the full list of defaults): no devices.
+                self.report_yaml(
+                    entry.key_start,
+                    entry.value_end,
+                    message.split("; use ")[0] + f"; `{key}: {entry.raw}` asks for no TPU, "
+                    "so remove it",
+                )
+                continue
             accelerator = trainer.child("accelerator")
             if trainer.child("devices") is not None or (
                 accelerator is not None and accelerator.value != "tpu"

@@ -29,8 +29,8 @@ class LegacyXlaStrategy(Rule):
     ## What it does
     Finds the Lightning 1.x names of the TPU strategy: the strategy strings `"tpu_spawn"` and
     `"tpu_spawn_debug"` (as `Trainer(strategy=...)`, in dictionaries and config defaults, under
-    `trainer: strategy:` in LightningCLI YAML configs) and the classes `TPUSpawnStrategy` and
-    `TPUSpawnPlugin`.
+    `trainer: strategy:` in LightningCLI YAML configs and Hydra Trainer configs) and the
+    classes `TPUSpawnStrategy` and `TPUSpawnPlugin`.
 
     ## Why is this bad on TPU?
     Lightning 2.0 renamed them to `"xla"`, `"xla_debug"` and `XLAStrategy`, and removed the
@@ -299,8 +299,8 @@ class LegacyXlaStrategy(Rule):
             self.report_yaml(
                 strategy.value_start,
                 strategy.value_end,
-                f"`trainer: strategy: {value}` was renamed `{new}` in Lightning 2.0 (unknown "
-                "strategy)",
+                f"`{document.trainer_label}strategy: {value}` was renamed `{new}` in Lightning "
+                "2.0 (unknown strategy)",
                 edits=[Edit(strategy.value_start, strategy.value_end, raw.replace(value, new))],
             )
             return

@@ -34,7 +34,8 @@ class NonXlaStrategy(Rule):
     its accelerator is `"tpu"` or `"auto"` (or not given, which means `"auto"`): in
     `Trainer(...)` calls, in LightningCLI defaults set in code (`parser.set_defaults(
     {"trainer.strategy": ...})`, `LightningCLI(trainer_defaults=...)`), and under `trainer:`
-    in LightningCLI YAML configs. A Trainer that asks for GPUs or CPUs explicitly is not
+    in LightningCLI YAML configs, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
+    whose `_target_` is the Trainer). A Trainer that asks for GPUs or CPUs explicitly is not
     reported.
 
     ## Why is this bad on TPU?
@@ -187,7 +188,7 @@ class NonXlaStrategy(Rule):
         self.report_yaml(
             entry.key_start,
             entry.value_end or entry.key_start,
-            _message(f"`trainer: strategy: {entry.raw or name}`", name, chosen, ""),
+            _message(f"`{document.trainer_label}strategy: {entry.raw or name}`", name, chosen, ""),
         )
 
 

@@ -56,7 +56,8 @@ class RenamedSamplerFlag(Rule):
     ## What it does
     Finds the Trainer argument `replace_sampler_ddp`: in `Trainer(...)` calls, in
     dictionaries of Trainer arguments, in config classes and parameters that feed the
-    Trainer, and under `trainer:` in LightningCLI YAML configs.
+    Trainer, under `trainer:` in LightningCLI YAML configs, and in Hydra Trainer configs
+    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer).
 
     ## Why is this bad on TPU?
     Lightning 2.0 renamed the flag to `use_distributed_sampler`:
@@ -264,8 +265,8 @@ class RenamedSamplerFlag(Rule):
         if trainer is None or entry is None:
             return
         message = (
-            "`trainer: replace_sampler_ddp` was renamed `use_distributed_sampler` in Lightning 2.0 "
-            "(LightningCLI rejects the key)"
+            f"`{document.trainer_label}replace_sampler_ddp` was renamed `use_distributed_sampler` "
+            f"in Lightning 2.0 ({document.rejects_key})"
         )
         if trainer.child(_SAMPLER_NEW) is not None:
             self.report_yaml(

@@ -146,7 +146,8 @@ class UnsupportedTpuPrecision(Rule):
     default of TPU trainer config classes, at dictionaries of Trainer arguments that ask for
     TPUs (`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
     splatted into `Trainer(**cfg)`), and at `trainer: precision:` in LightningCLI YAML
-    configs that select a TPU. A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
+    configs that select a TPU, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
+    whose `_target_` is the Trainer). A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
     1.x's `accelerator="ddp"`) is not a TPU Trainer, whatever its `tpu_cores` says.
 
     ## Why is this bad on TPU?
@@ -333,6 +334,13 @@ class UnsupportedTpuPrecision(Rule):
             line=10,
             message="config field",
         ),
+        # A Hydra Trainer group file.
+        Invalid(
+            "_target_: lightning.pytorch.trainer.Trainer\naccelerator: tpu\nprecision: 16\n",
+            path="configs/trainer/tpu.yaml",
+            line=3,
+            message="`precision: 16` on a TPU trainer",
+        ),
         Invalid(
             "trainer:\n  accelerator: tpu\n  precision: 16-mixed\n",
             path="config.yaml",
@@ -501,7 +509,9 @@ class UnsupportedTpuPrecision(Rule):
         if not yaml_trainer_is_tpu(trainer):
             return
         message = _precision_message(
-            value, f"`trainer: precision: {entry.raw}` on a TPU trainer", "use `bf16-true`"
+            value,
+            f"`{document.trainer_label}precision: {entry.raw}` on a TPU trainer",
+            "use `bf16-true`",
         )
         if value in _NO_FIX_TPU_PRECISION:
             self.report_yaml(entry.value_start, entry.value_end, message)

@@ -202,6 +202,11 @@ def _text(value: Any) -> str:
     return str(value) if value is not None else ""
 
 
+def trainer_verdict(trainer: dict[str, Any]) -> str:
+    """How surely a Trainer given these arguments runs on TPUs: "tpu", "other" or "auto"."""
+    return _trainer_verdict(trainer)
+
+
 def _trainer_verdict(trainer: dict[str, Any]) -> str:
     """How surely a config's Trainer runs on TPUs (as scope_facts reads Trainer calls)."""
     accelerator = _text(trainer.get("accelerator")).lower()

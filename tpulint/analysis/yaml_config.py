@@ -42,6 +42,15 @@ YAML_SUFFIXES = (".yaml", ".yml")
 # LightningCLI subcommands: a config given before the subcommand nests its keys under them.
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 LIGHTNING_CLI_KEYS = frozenset({"trainer", "model", "data"})
+# Hydra config-group files that are a Trainer (`configs/trainer/tpu.yaml` with `_target_:
+# lightning.pytorch.Trainer`): `hydra.utils.instantiate(cfg.trainer)` passes the file's other
+# keys to the Trainer. Hydra's own keys are not its arguments.
+HYDRA_TRAINER_TARGET = re.compile(
+    r"^(pytorch_lightning|lightning|lightning\.pytorch)(\.trainer(\.trainer)?)?\.Trainer$"
+)
+HYDRA_KEYS = frozenset({"_target_", "_partial_", "_recursive_", "_convert_", "_args_", "defaults"})
+# How many `defaults:` parents (`- default`) are followed from a Trainer group file.
+MAX_HYDRA_BASES = 4
 # Keys of a `class_path` mapping that are not constructor arguments.
 CLASS_SPEC_KEYS = frozenset({"class_path", "init_args", "dict_kwargs", "__path__"})
 # Alias expansion is bounded: a "billion laughs" file must not exhaust memory.
@@ -174,6 +183,22 @@ class YamlDocument:
     lines: list[str]
     index: int = 0  # which document of the file (0-based)
     section: str | None = None  # the subcommand (`fit`) whose keys these are, if nested
+    # A Hydra Trainer group file (`_target_: lightning.pytorch.Trainer`): its keys are under a
+    # `trainer` entry made for the rules, with those it inherits through `defaults:`.
+    hydra_trainer: bool = False
+
+    @property
+    def trainer_label(self) -> str:
+        """How a finding names a Trainer key: `trainer: precision` in a LightningCLI config,
+        `precision` in a Hydra Trainer file (whose keys are the Trainer's)."""
+        return "" if self.hydra_trainer else "trainer: "
+
+    @property
+    def rejects_key(self) -> str:
+        """What happens to a key the Trainer no longer accepts."""
+        if self.hydra_trainer:
+            return "the Trainer `hydra.utils.instantiate` builds from this file raises TypeError"
+        return "LightningCLI rejects the key"
 
     def entries(self) -> Iterator[YamlEntry]:
         stack = list(reversed(self.roots))
@@ -235,13 +260,21 @@ class YamlFile:
     # Spans of anchored nodes that aliases reuse, with the anchor's name.
     shared_spans: list[tuple[Location, Location, str]]
     error: YamlSyntaxError | None = None
+    # The Hydra configs this file inherits through `defaults: [default]` (read_hydra_bases),
+    # nearest first, read at lines after this file's own (so that no finding lands on them).
+    bases: list[YamlDocument] = field(default_factory=list)
 
     @property
     def configs(self) -> list[YamlDocument]:
         """The LightningCLI configs of the file: each document that has `trainer`, `model` or
-        `data` keys, and each subcommand section (`fit: trainer: ...`) that has them."""
+        `data` keys, and each subcommand section (`fit: trainer: ...`) that has them; and a
+        Hydra Trainer group file, as a `trainer:` section."""
         out = []
         for document in self.documents:
+            trainer = self.hydra_trainer(document)
+            if trainer is not None:
+                out.append(trainer)
+                continue
             if document.is_lightning_cli:
                 out.append(document)
             for entry in document.roots:
@@ -257,6 +290,46 @@ class YamlFile:
                     if section.is_lightning_cli:
                         out.append(section)
         return out
+
+    def hydra_trainer(self, document: YamlDocument) -> YamlDocument | None:
+        """`document` as a LightningCLI config whose `trainer:` holds its keys, when it is a
+        Hydra Trainer group file: its `_target_` (or that of a config it inherits through
+        `defaults:`) is Lightning's Trainer. Inherited keys come after its own (Hydra merges
+        the file over its defaults): they are context (`accelerator: tpu`), never reported."""
+        if document.section is not None or document.index > 0 or _global_package(self.text):
+            return None
+        chain = [document, *self.bases]
+        target = next((d.find("_target_") for d in chain if d.find("_target_")), None)
+        if target is None or not HYDRA_TRAINER_TARGET.match(str(target.value)):
+            return None
+        children: list[YamlEntry] = []
+        present: set[str] = set()
+        for level in chain:
+            for entry in level.roots:
+                if entry.key not in HYDRA_KEYS and entry.key not in present:
+                    children.append(entry)
+            present |= {e.key for e in level.roots}
+        first = document.roots[0] if document.roots else None
+        start = first.key_start if first is not None else Location(1, 1)
+        trainer = YamlEntry(
+            key="trainer",
+            path=("trainer",),
+            line=start.line,
+            indent=0,
+            key_start=start,
+            key_end=start,
+            raw=None,
+            value_start=None,
+            value_end=None,
+            children=children,
+            last_line=len(document.lines),
+            node_start=start,
+            node_end=start,
+            tag="tag:yaml.org,2002:map",
+        )
+        return YamlDocument(
+            document.path, document.text, [trainer], document.lines, 0, hydra_trainer=True
+        )
 
     def line_end(self, location: Location) -> Location:
         """The end of the content of `location`'s line (before a trailing comment)."""
@@ -613,6 +686,70 @@ def read_yaml(text: str, path: str = "<config>") -> YamlFile:
     return YamlFile(path, text, documents, comments, blocked, shared, error)
 
 
+def _global_package(text: str) -> bool:
+    """A `# @package _global_` header: the file's keys go to the root of the composed config,
+    not to its group."""
+    return re.search(r"(?m)^#\s*@package\s+_global_\b", text) is not None
+
+
+def hydra_base_files(path: str, text: str) -> list[tuple[str, str]]:
+    """The Hydra configs a config-group file inherits from its own group (`defaults: [default]`,
+    `- default.yaml`, `- base/gpu`), nearest first, each followed in turn: (path, text) read
+    from disk. Entries naming another group (`- /trainer: gpu`, `- override ...`, mappings)
+    and `_self_` are not followed."""
+    import os
+
+    out: list[tuple[str, str]] = []
+    seen = {os.path.abspath(path)}
+    todo = [(path, text)]
+    while todo and len(out) < MAX_HYDRA_BASES:
+        current, current_text = todo.pop(0)
+        if "defaults" not in current_text:
+            continue
+        document = parse_yaml(current_text, current)
+        defaults = document.find("defaults")
+        if defaults is None or not defaults.is_sequence:
+            continue
+        folder = os.path.dirname(os.path.abspath(current))
+        for item in defaults.items:
+            name = item.value
+            if not isinstance(name, str) or item.children or name == "_self_":
+                continue
+            if name.startswith(("/", ".")) or ":" in name or " " in name.strip():
+                continue
+            base = os.path.join(folder, *name.split("/"))
+            if not base.endswith((".yaml", ".yml")):
+                base += ".yaml"
+            if base in seen or not os.path.isfile(base):
+                continue
+            seen.add(base)
+            try:
+                with open(base, encoding="utf-8") as handle:
+                    base_text = handle.read(MAX_BASE_BYTES + 1)
+            except (OSError, UnicodeDecodeError):
+                continue
+            if len(base_text) > MAX_BASE_BYTES:
+                continue
+            out.append((base, base_text))
+            todo.append((base, base_text))
+    return out[:MAX_HYDRA_BASES]
+
+
+MAX_BASE_BYTES = 256 * 1024
+
+
+def read_hydra_bases(file: YamlFile, bases: Sequence[tuple[str, str]]) -> YamlFile:
+    """`file` with the configs it inherits (`hydra_base_files`), each read at lines after the
+    file's own text, so that a report on an inherited key falls outside the file."""
+    offset = len(file.text.splitlines()) + 1
+    for base, text in bases:
+        documents = read_yaml("\n" * offset + text, base).documents
+        if documents:
+            file.bases.append(documents[0])
+        offset += len(text.splitlines()) + 1
+    return file
+
+
 def parse_yaml(text: str, path: str = "<config>") -> YamlDocument:
     """The first document of a YAML file (an empty one if there is none or it does not
     parse). `read_yaml` gives every document, the comments and the parse error."""
@@ -643,6 +780,7 @@ def check_yaml_file(
         ]
     diagnostics: list[Diagnostic] = []
     seen: set[tuple[str, Location, Location]] = set()
+    own_lines = len(file.text.splitlines()) + 1  # (a last line without a line break)
     for document in file.configs:
         for rule_class in rules:
             rule = rule_class(None)  # type: ignore[arg-type]  # YAML checks need no FileContext
@@ -650,6 +788,8 @@ def check_yaml_file(
             rule.check_yaml(document)
             for report in rule.yaml_reports:
                 start, end = report.start, report.end
+                if start.line > own_lines:
+                    continue  # a key inherited through Hydra's `defaults:`, reported there
                 if end < start:
                     # From a key to its value read through an alias (written above the key):
                     # the finding is on the key's line; its fix edits the anchor.

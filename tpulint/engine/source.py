@@ -30,7 +30,13 @@ from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
-from tpulint.analysis.yaml_config import check_yaml_file, is_yaml_path, read_yaml
+from tpulint.analysis.yaml_config import (
+    check_yaml_file,
+    hydra_base_files,
+    is_yaml_path,
+    read_hydra_bases,
+    read_yaml,
+)
 from tpulint.config.registry import (
     catalogue,
     family_of,
@@ -493,6 +499,9 @@ def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
 def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
     """A LightningCLI config: yaml_config reads it and runs the rules that check configs."""
     file = read_yaml(source, path)
+    if path not in ("-", "<stdin>") and file.error is None:
+        # A Hydra Trainer group file inherits keys (`defaults: [default]`) from its group.
+        read_hydra_bases(file, hydra_base_files(path, source))
     suppressions = parse_suppressions(source, comments=file.comments)
     try:
         diagnostics = check_yaml_file(file, config, _yaml_rules(enabled) if file.configs else [])

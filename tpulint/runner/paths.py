@@ -335,6 +335,16 @@ class _Prepared:
         return derived_key(source.display, digest + facts.encode())
 
 
+def _with_inherited(path: str, text: str) -> str:
+    """A file's text, and for a Hydra config the configs it inherits through `defaults:`
+    (engine.yaml_files, loaded only for YAML files that have such a list)."""
+    if "defaults" not in text or not path.lower().endswith((".yaml", ".yml")):
+        return text
+    from tpulint.engine.yaml_files import with_inherited
+
+    return with_inherited(path, text)
+
+
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
     configs: list[Path] = []
@@ -356,7 +366,11 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
             assert text is not None
             sources.append((source, text))
     # Content hashes key the caches: without them nothing needs them.
-    digests = {source.display: text_digest(text) for source, text in sources} if use_cache else {}
+    digests = (
+        {s.display: text_digest(_with_inherited(str(s.path), text)) for s, text in sources}
+        if use_cache
+        else {}
+    )
     checked = checked_inputs([(s.path, text) for s, text in sources])
     covered = [path for path in paths if path != "-" and os.path.isdir(path)]
     listings = ListingCache(config.root / config.cache_dir) if use_cache else None

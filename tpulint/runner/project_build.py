@@ -359,7 +359,10 @@ def model_of(
 
 # Hydra configs: a `defaults:` list at the top, a `# @package` header, `_target_` classes.
 # They are merged and read by the script that composes them, which may ignore their
-# `trainer:` section (a torch_xla loop of its own): not checked unless named.
+# `trainer:` section (a torch_xla loop of its own): not checked unless named. A Hydra Trainer
+# group file (`_target_: lightning.pytorch.Trainer`, itself or through `defaults:`) is the
+# Trainer `hydra.utils.instantiate` builds: checked when it asks for TPUs or leaves the
+# accelerator to `auto`.
 _HYDRA = re.compile(r"(?m)^(defaults\s*:|#\s*@package\b)|^\s*(-\s+)?_target_\s*:")
 
 
@@ -373,7 +376,13 @@ def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
     out = []
     for path in paths:
         text = _read(path, config)
-        if text is None or _HYDRA.search(text):
+        if text is None:
+            continue
+        if _HYDRA.search(text):
+            from tpulint.engine.yaml_files import hydra_trainer_verdict
+
+            if hydra_trainer_verdict(path, text) in ("tpu", "auto"):
+                out.append(path)
             continue
         if config_facts(path, text).trainer in ("tpu", "auto"):
             out.append(path)
