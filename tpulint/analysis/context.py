@@ -951,11 +951,17 @@ def _lazy_block(
         return False
     if _sets_self_attribute(node.body, attribute):
         return True
-    if resolve is None:
-        return False
+    return resolve is not None and _calls_setter(node.body, attribute, resolve)
+
+
+def _calls_setter(
+    node: cst.CSTNode, attribute: str, resolve: Callable[[str], cst.FunctionDef | None]
+) -> bool:
+    """Whether the code calls a method of its class (`self.m(...)`) that sets
+    `self.<attribute>`."""
     from tpulint.analysis.walker import iter_children
 
-    stack: list[cst.CSTNode] = [node.body]
+    stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
         if (
@@ -984,25 +990,10 @@ def _initialises_once(
     attribute = done_attribute(module.code_for_node(test))
     if attribute is None:
         return False
-    from tpulint.analysis.walker import iter_children
-
-    for statement in rest:
-        if _sets_self_attribute(statement, attribute):
-            return True
-        stack: list[cst.CSTNode] = [statement]
-        while stack:
-            current = stack.pop()
-            if (
-                isinstance(current, cst.Call)
-                and isinstance(current.func, cst.Attribute)
-                and isinstance(current.func.value, cst.Name)
-                and current.func.value.value == "self"
-            ):
-                method = resolve(current.func.attr.value)
-                if method is not None and _sets_self_attribute(method.body, attribute):
-                    return True
-            stack.extend(iter_children(current))
-    return False
+    return any(
+        _sets_self_attribute(statement, attribute) or _calls_setter(statement, attribute, resolve)
+        for statement in rest
+    )
 
 
 def _self_attribute_named(node: cst.BaseExpression, attribute: str) -> bool:

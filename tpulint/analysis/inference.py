@@ -63,6 +63,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
+from tpulint.analysis.python_ast import self_attribute_name
 from tpulint.analysis.value_tables import (
     CHOOSING_BUILTINS,
     CONTAINER_METHODS,
@@ -1383,17 +1384,6 @@ def entry_key(node: ast.expr) -> tuple[str, str] | None:
     return None
 
 
-def _self_attribute(node: ast.expr) -> str | None:
-    """`A` of `self.A`, else None."""
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ):
-        return node.attr
-    return None
-
-
 def entry_attribute(base: list[Any], key: str) -> tuple[str, str] | None:
     """(made-up attribute name, whole) of entry `key` of the dict attribute an atom list
     names: `self.state["k"]` (base `[["a", "state"]]`) is `state['k']` of `state`;
@@ -1425,14 +1415,14 @@ def self_entry(target: ast.expr, scope: Scope) -> str | None:
         return None
     index = target.slice
     base = target.value
-    name = _self_attribute(base)
+    name = self_attribute_name(base)
     if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
         return f"{name}[]" if name is not None else None
     key = index.value
     if name is not None:
         return f"{name}[{key!r}]"
     if isinstance(base, ast.Subscript):
-        name = _self_attribute(base.value)
+        name = self_attribute_name(base.value)
         return f"{name}[][{key!r}]" if name is not None else None
     if isinstance(base, ast.Name):
         for atom in scope.env.get(base.id, ()):

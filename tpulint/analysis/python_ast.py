@@ -367,3 +367,14 @@ def tree_index(tree: ast.AST) -> TreeIndex:
     index = TreeIndex(tree)
     _INDEX[:] = [index]
     return index
+
+
+def self_attribute_name(node: ast.AST) -> str | None:
+    """`A` of `self.A`, else None."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None

@@ -74,6 +74,7 @@ from tpulint.analysis.python_ast import (
     constant_names,
     defaulted_params,
     iter_child_nodes,
+    self_attribute_name,
     tree_index,
 )
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
@@ -3694,15 +3695,6 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
         built = [constructed(e) if isinstance(e, ast.Call) else None for e in elements]
         return [b for b in built if b is not None] if all(built) else None
 
-    def self_attribute(node: ast.AST) -> str | None:
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        ):
-            return node.attr
-        return None
-
     index = tree_index(tree)
 
     def method(function: ast.FunctionDef | ast.AsyncFunctionDef, klass: str) -> None:
@@ -3723,7 +3715,7 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
         for node in nodes:
             if isinstance(node, ast.Call):
                 wrapped(node)
-            attr = self_attribute(node)
+            attr = self_attribute_name(node)
             if attr is None:
                 continue
             parent = parents(node)
@@ -3795,7 +3787,7 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
             parent = parents(found[0])
             if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
                 continue
-            attr = self_attribute(parent.targets[0])
+            attr = self_attribute_name(parent.targets[0])
             if attr is not None:
                 slot = str(index) if index < positional else ""
                 facts.held.append(["kept", klass, slot, name, attr])
