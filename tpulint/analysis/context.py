@@ -1172,19 +1172,7 @@ def _reports_anomaly(test: cst.BaseExpression, block: cst.BaseSuite) -> bool:
     names = {_callee_name(n) for n in _cst_calls(test)}
     if _callee_name(test) not in ANOMALY_REDUCTIONS and not names & ANOMALY_CHECKS:
         return False
-    statements = list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
-    smalls = []
-    for statement in statements:
-        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            return False
-        smalls.extend(statement.body)
-    return bool(smalls) and all(
-        isinstance(small, cst.Expr)
-        and isinstance(small.value, cst.Call)
-        and (callee := dotted_name(small.value.func)) is not None
-        and is_report_callee(callee)
-        for small in smalls
-    )
+    return _only_calls(block, is_report_callee)
 
 
 def _cst_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -1199,6 +1187,11 @@ def _cst_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
 def _warns_only(block: cst.BaseSuite) -> bool:
     """Whether every statement of a branch is a warning call (`warnings.warn(...)`,
     `logger.warning(...)`): the branch reports an abnormal condition."""
+    return _only_calls(block, is_warning_callee)
+
+
+def _only_calls(block: cst.BaseSuite, callee_test: Callable[[str], bool]) -> bool:
+    """Whether the block has statements and each is a call whose callee passes the test."""
     statements = list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
     smalls = []
     for statement in statements:
@@ -1209,7 +1202,7 @@ def _warns_only(block: cst.BaseSuite) -> bool:
         isinstance(small, cst.Expr)
         and isinstance(small.value, cst.Call)
         and (callee := dotted_name(small.value.func)) is not None
-        and is_warning_callee(callee)
+        and callee_test(callee)
         for small in smalls
     )
 

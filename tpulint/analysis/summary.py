@@ -1672,20 +1672,7 @@ class _Summarizer(ValueEvaluator):
         attribute = done_attribute(self.segment(test))
         if attribute is None:
             return False
-        if _sets_self_attribute(rest, attribute):
-            return True
-        methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
-        for call in ast_walk(ast.Module(body=rest, type_ignores=[])):
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name)
-                and call.func.value.id == "self"
-                and call.func.attr in methods
-                and _sets_self_attribute(methods[call.func.attr].body, attribute)
-            ):
-                return True
-        return False
+        return self._sets_attribute(rest, attribute, scope)
 
     def lazy_block(self, node: ast.If, scope: Scope) -> bool:
         """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
@@ -1696,10 +1683,15 @@ class _Summarizer(ValueEvaluator):
         attribute = lazy_attribute(self.segment(node.test))
         if attribute is None:
             return False
-        if _sets_self_attribute(node.body, attribute):
+        return self._sets_attribute(node.body, attribute, scope)
+
+    def _sets_attribute(self, body: list[ast.stmt], attribute: str, scope: Scope) -> bool:
+        """Whether the statements set `self.<attribute>`, themselves or through a method of
+        the class they call (`self._init_from_batch(x)`)."""
+        if _sets_self_attribute(body, attribute):
             return True
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
-        for call in ast_walk(ast.Module(body=node.body, type_ignores=[])):
+        for call in ast_walk(ast.Module(body=body, type_ignores=[])):
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
