@@ -7016,3 +7016,28 @@ def test_yaml_loaded_options_others_stay(
             assert reason is None, marker
         else:
             assert reason is not None, marker
+
+
+def test_a_base_step_stays_when_nothing_builds_a_subclass_either(tmp_path: Path) -> None:
+    """A module with a LightningModule and a subclass that overrides its step, and nothing in
+    the project that builds or names either (the module `tpulint verify mod:Base` trains):
+    the project does not say which class trains, so the base's step stays in scope."""
+    model = project(
+        tmp_path,
+        {
+            "targets.py": """\
+                import lightning as L
+
+
+                class Base(L.LightningModule):
+                    def training_step(self, batch, batch_idx):
+                        return batch[batch > 0].sum()  # base-train
+
+
+                class Variant(Base):
+                    def training_step(self, batch, batch_idx):
+                        return batch.sum()
+            """,
+        },
+    )
+    assert reason_at(model, tmp_path, "targets.py", "# base-train") is None

@@ -4829,6 +4829,20 @@ class ProjectScope:
         named, star_exported = self._referenced_names()
         if short in named or cls.module.path in star_exported:
             return None
+        configured = self._configured_classes()
+        exported = self._exported()
+        if not any(
+            sub in configured
+            or sub in exported
+            or (
+                (other := self.model.classes.get(sub)) is not None
+                and (other.summary.name in named or other.summary.name in words)
+            )
+            for sub in subclasses
+        ):
+            # Nothing builds, names or exports a subclass either: the project does not say
+            # which class trains (a module handed to `tpulint verify pkg.mod:Base`).
+            return None
         family = {owner, *subclasses}
         for caller in self.callers(fn.gkey):
             calling = self._function(caller)
