@@ -86,6 +86,7 @@ from tpulint.analysis.value_tables import (
     SELF_HOST_METHODS,
     STRING_ARGUMENT_METHODS,
     STRING_METHODS,
+    STRING_RESULT_METHODS,
     TENSOR_METHODS_OF_MODULES,
     TORCH_CPU_SECOND_RESULTS,
     TORCH_CUDA_CHECK_PREFIXES,
@@ -1168,12 +1169,6 @@ def from_params(atoms: list[Atom], depth: int = 0) -> bool:
     return True
 
 
-# `str` methods that return a string (not a flag or a list): `s.strip()`, `"-".join(parts)`.
-_STRING_RESULT_METHODS = frozenset(
-    {"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize", "join"}
-)
-
-
 def _string_or_none(node: ast.expr) -> bool:
     """A string, `None`, or a list/tuple literal of them: what no tensor is compared with."""
     if isinstance(node, ast.JoinedStr):
@@ -1195,7 +1190,9 @@ def _makes_string(node: ast.expr) -> bool:
     func = node.func
     if isinstance(func, ast.Name):
         return func.id in ("str", "repr")
-    return isinstance(func, ast.Attribute) and func.attr in _STRING_RESULT_METHODS
+    return isinstance(func, ast.Attribute) and (
+        func.attr in STRING_RESULT_METHODS or func.attr == "join"
+    )
 
 
 def all_host(atoms: list[Atom]) -> bool:

@@ -74,6 +74,9 @@ from tpulint.analysis.value_tables import (
     HOST_PACKAGES,
     NUMPY_ONLY_METHODS,
     SIZE_ARGUMENT_METHODS,
+    STRING_FUNCTIONS,
+    STRING_RESULT_METHODS,
+    STRING_USE_METHODS,
     annotation_kind,
 )
 
@@ -2077,49 +2080,6 @@ def merge_built_kinds(before: str, kind: str) -> str:
 # A dataset's item methods: the dicts they build are a batch's keys after default_collate.
 _ITEM_METHODS = frozenset({"__getitem__", "__iter__", "__getitems__"})
 
-# What surely gives a string: str methods no tensor, array or number has, and os.path's
-# functions that return a path.
-_STRING_METHODS = frozenset(
-    {
-        "format",
-        "strip",
-        "lstrip",
-        "rstrip",
-        "lower",
-        "upper",
-        "decode",
-        "removeprefix",
-        "removesuffix",
-        "as_posix",
-        "capitalize",
-        "casefold",
-        "title",
-        "zfill",
-        "ljust",
-        "rjust",
-    }
-)
-# Methods only a string has, called on a name: the name holds a string.
-_STRING_USES = frozenset(
-    {"startswith", "endswith", "encode", "format", "lower", "upper", "strip", "isdigit"}
-)
-_STRING_FUNCTIONS = frozenset(
-    {
-        "str",
-        "repr",
-        "os.path.basename",
-        "os.path.join",
-        "os.path.dirname",
-        "os.path.abspath",
-        "os.path.relpath",
-        "os.path.normpath",
-        "os.path.expanduser",
-        "osp.basename",
-        "osp.join",
-        "osp.dirname",
-    }
-)
-
 
 def is_string(node: ast.expr, strings: frozenset[str] = frozenset()) -> bool:
     """Whether an expression surely holds a string: a literal or f-string, `str(...)`,
@@ -2150,13 +2110,13 @@ def is_string(node: ast.expr, strings: frozenset[str] = frozenset()) -> bool:
         return False
     if isinstance(node, ast.Call):
         name = dotted(node.func)
-        if name in _STRING_FUNCTIONS:
+        if name in STRING_FUNCTIONS:
             return True
         if isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             if attr == "join":
                 return is_string(node.func.value, strings)
-            return attr in _STRING_METHODS
+            return attr in STRING_RESULT_METHODS
     return False
 
 
@@ -2198,7 +2158,7 @@ def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]
             elif isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
                 attr = sub.func.attr
                 texts = [a for a in sub.args if isinstance(a, ast.Constant)]
-                if attr in _STRING_USES or (
+                if attr in STRING_USE_METHODS or (
                     attr in ("split", "rsplit", "replace")
                     and texts
                     and all(isinstance(a.value, str) for a in texts)

@@ -287,6 +287,51 @@ STRING_METHODS = frozenset(
 # Methods a tensor shares with `str` whose string argument says the receiver is a string
 # (`key.split("::")`; `Tensor.split` takes sizes).
 STRING_ARGUMENT_METHODS = frozenset({"split", "count", "index", "find"})
+# `str` methods (and `bytes.decode`, `Path.as_posix`) whose result is surely a string, not a
+# flag or a list: `s.strip()`, `name.format(i)`, `path.as_posix()`. (`join` is one too when
+# its receiver is a string: `thread.join()` is not.)
+STRING_RESULT_METHODS = frozenset(
+    {
+        "format",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "lower",
+        "upper",
+        "decode",
+        "removeprefix",
+        "removesuffix",
+        "as_posix",
+        "capitalize",
+        "casefold",
+        "title",
+        "zfill",
+        "ljust",
+        "rjust",
+    }
+)
+# Methods of STRING_METHODS (and `encode`) whose call on a name says the name holds a string
+# (`name.endswith(".wav")`): the ones written on file names and keys.
+STRING_USE_METHODS = frozenset(
+    {"startswith", "endswith", "encode", "format", "lower", "upper", "strip", "isdigit"}
+)
+# Functions whose result is surely a string: `str`, `repr` and os.path's that return a path.
+STRING_FUNCTIONS = frozenset(
+    {
+        "str",
+        "repr",
+        "os.path.basename",
+        "os.path.join",
+        "os.path.dirname",
+        "os.path.abspath",
+        "os.path.relpath",
+        "os.path.normpath",
+        "os.path.expanduser",
+        "osp.basename",
+        "osp.join",
+        "osp.dirname",
+    }
+)
 # `Tensor.type()` with no argument is the type's name, a string
 # (`x.type() == "torch.cuda.FloatTensor"` compares strings).
 TYPE_NAME_METHODS = frozenset({"type"})
