@@ -85,6 +85,7 @@ from tpulint.analysis.value_tables import (
     SELF_HOST_ATTRIBUTES,
     SELF_HOST_METHODS,
     STRING_ARGUMENT_METHODS,
+    STRING_FUNCTIONS,
     STRING_METHODS,
     STRING_RESULT_METHODS,
     TENSOR_METHODS_OF_MODULES,
@@ -584,7 +585,7 @@ class ValueEvaluator:
         flat = [a for k in kinds for a in k]
         if all(all_host(k) for k in kinds):
             return ["numpy"] if "numpy" in flat else ["number"]
-        if any(_makes_string(o) for o in operands):
+        if any(is_string(o) for o in operands):
             # `pred.strip() == gt`: Python's comparison of a string (a tensor compared with a
             # str is False, not elementwise), no read of a tensor
             return ["number"]
@@ -1183,16 +1184,49 @@ def _string_or_none(node: ast.expr) -> bool:
     return False
 
 
-def _makes_string(node: ast.expr) -> bool:
-    """Whether the expression is surely a `str`: `str(x)`, `s.strip()`, `s.lower()`."""
-    if not isinstance(node, ast.Call):
+def is_string(node: ast.expr, strings: frozenset[str] = frozenset()) -> bool:
+    """Whether an expression surely holds a string: a literal or f-string, `str(...)`,
+    `os.path.basename(p)`, `name.strip()`, `"-".join(parts)`, `os.path.splitext(p)[0]`,
+    `p.split("/")[-1]`, `a + ".wav"`, or a name of `strings` (string_names)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in strings
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return is_string(node.left, strings) or (
+            isinstance(node.op, ast.Add) and is_string(node.right, strings)
+        )
+    if isinstance(node, ast.IfExp):
+        return is_string(node.body, strings) and is_string(node.orelse, strings)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call):
+        # `os.path.splitext(p)[0]`, `p.split("/")[-1]` (a tensor's `split` takes a size)
+        call = node.value
+        name = dotted(call.func)
+        if name in ("os.path.splitext", "osp.splitext", "os.path.split", "osp.split"):
+            return True
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("split", "rsplit"):
+            return all(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args[:1]
+            ) and (bool(call.args) or is_string(call.func.value, strings))
         return False
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id in ("str", "repr")
-    return isinstance(func, ast.Attribute) and (
-        func.attr in STRING_RESULT_METHODS or func.attr == "join"
-    )
+    if isinstance(node, ast.Call):
+        name = dotted(node.func)
+        if name in STRING_FUNCTIONS:
+            return True
+        if isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr == "join":
+                # `sep.join(parts)`: str.join takes one iterable (a thread's `join()` takes
+                # none or a timeout, os.path.join is in STRING_FUNCTIONS; torch has no join)
+                return is_string(node.func.value, strings) or (
+                    len(node.args) == 1
+                    and not node.keywords
+                    and not isinstance(node.args[0], ast.Constant)
+                )
+            return attr in STRING_RESULT_METHODS
+    return False
 
 
 def all_host(atoms: list[Atom]) -> bool:

@@ -60,6 +60,7 @@ from tpulint.analysis.inference import (
     dotted,
     entry_key,
     grow_container,
+    is_string,
     is_super_call,
     self_entry,
     set_local,
@@ -74,8 +75,6 @@ from tpulint.analysis.value_tables import (
     HOST_PACKAGES,
     NUMPY_ONLY_METHODS,
     SIZE_ARGUMENT_METHODS,
-    STRING_FUNCTIONS,
-    STRING_RESULT_METHODS,
     STRING_USE_METHODS,
     annotation_kind,
 )
@@ -2079,45 +2078,6 @@ def merge_built_kinds(before: str, kind: str) -> str:
 
 # A dataset's item methods: the dicts they build are a batch's keys after default_collate.
 _ITEM_METHODS = frozenset({"__getitem__", "__iter__", "__getitems__"})
-
-
-def is_string(node: ast.expr, strings: frozenset[str] = frozenset()) -> bool:
-    """Whether an expression surely holds a string: a literal or f-string, `str(...)`,
-    `os.path.basename(p)`, `name.strip()`, `"-".join(parts)`, `os.path.splitext(p)[0]`,
-    `p.split("/")[-1]`, `a + ".wav"`, or a name of `strings` (string_names)."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str)
-    if isinstance(node, ast.JoinedStr):
-        return True
-    if isinstance(node, ast.Name):
-        return node.id in strings
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
-        return is_string(node.left, strings) or (
-            isinstance(node.op, ast.Add) and is_string(node.right, strings)
-        )
-    if isinstance(node, ast.IfExp):
-        return is_string(node.body, strings) and is_string(node.orelse, strings)
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call):
-        # `os.path.splitext(p)[0]`, `p.split("/")[-1]` (a tensor's `split` takes a size)
-        call = node.value
-        name = dotted(call.func)
-        if name in ("os.path.splitext", "osp.splitext", "os.path.split", "osp.split"):
-            return True
-        if isinstance(call.func, ast.Attribute) and call.func.attr in ("split", "rsplit"):
-            return all(
-                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args[:1]
-            ) and (bool(call.args) or is_string(call.func.value, strings))
-        return False
-    if isinstance(node, ast.Call):
-        name = dotted(node.func)
-        if name in STRING_FUNCTIONS:
-            return True
-        if isinstance(node.func, ast.Attribute):
-            attr = node.func.attr
-            if attr == "join":
-                return is_string(node.func.value, strings)
-            return attr in STRING_RESULT_METHODS
-    return False
 
 
 def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
