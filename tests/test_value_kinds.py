@@ -2104,3 +2104,215 @@ def test_a_buffer_made_on_a_constructor_device_param_stays_a_device_tensor() -> 
                 return x * 2
     """
     assert codes(source, "TPU104") == [("TPU104", 7)]
+
+
+# Issue 21: the fields a batch record of the project declares as Python values
+# (`size: int`, `max_len: Optional[int]`, `names: List[str]` in a dataclass that also holds
+# tensors) stay Python values through Lightning's batch transfer, which moves a record's
+# tensor fields only; torch's default_collate cannot build such a record, so the project's
+# collate built it as annotated. A NamedTuple's numbers are stacked into tensors by
+# default_collate, and a name another record declares as a tensor may be one.
+RECORD_FIELD_HEAD = "import dataclasses\nfrom typing import List, NamedTuple, Optional\n\n"
+
+RECORD_FIELD_SILENT = {
+    "a count and a length a dataclass batch declares as ints": """
+        @dataclasses.dataclass
+        class ClipBatch:
+            size: int
+            names: List[str]
+            audio: torch.Tensor
+            max_frames: Optional[int] = None
+
+
+        def gather(items):
+            return ClipBatch(
+                size=len(items),
+                names=[i[0] for i in items],
+                audio=torch.stack([i[1] for i in items]),
+                max_frames=max(i[1].shape[0] for i in items),
+            )
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch: ClipBatch, batch_idx):
+                if batch.size != 1:
+                    audio = batch.audio[:, : batch.max_frames]
+                else:
+                    audio = batch.audio
+                out = self(audio)
+                assert out.shape[0] == batch.size
+                if batch.names[0] == "warmup":
+                    return None
+                return out.sum()
+
+
+        def main():
+            loader = torch.utils.data.DataLoader([], collate_fn=gather)
+            L.Trainer(accelerator="tpu").fit(M(), loader)
+        """,
+    "an int field of a record a subclass extends, beside a sampler's own int": """
+        @dataclasses.dataclass
+        class Base:
+            frames: torch.Tensor
+
+
+        @dataclasses.dataclass
+        class Tagged(Base):
+            group: int
+
+
+        class Groups(torch.utils.data.Sampler):
+            def __init__(self, group):
+                self.group = group
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch.frames)
+                if batch.group > 0:
+                    out = out * 2
+                return out.sum()
+        """,
+}
+
+RECORD_FIELD_REPORTED = {
+    "a tensor field of the same record": (
+        """
+        @dataclasses.dataclass
+        class ClipBatch:
+            size: int
+            labels: torch.Tensor
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch: ClipBatch, batch_idx):
+                if batch.labels.sum() > batch.size:
+                    return None
+                return self(batch.labels).sum()
+        """,
+        [("TPU104", 9)],
+    ),
+    "a NamedTuple's int, which default_collate stacks into a tensor": (
+        """
+        class Item(NamedTuple):
+            count: int
+            audio: torch.Tensor
+
+
+        class Clips(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return Item(3, torch.zeros(4))
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if batch.count.max() > 1:
+                    return None
+                return self(batch.audio).sum()
+        """,
+        [("TPU104", 13)],
+    ),
+    "a name one record declares an int and another a tensor": (
+        """
+        @dataclasses.dataclass
+        class Short:
+            size: int
+            audio: torch.Tensor
+
+
+        @dataclasses.dataclass
+        class Long:
+            size: torch.Tensor
+            audio: torch.Tensor
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if batch.size > 1:
+                    return None
+                return self(batch.audio).sum()
+        """,
+        [("TPU104", 15)],
+    ),
+    "an int of a settings dataclass that holds no tensor": (
+        """
+        @dataclasses.dataclass
+        class Settings:
+            size: int
+            rate: float
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if batch.size > 1:
+                    return None
+                return self(batch.x).sum()
+        """,
+        [("TPU104", 9)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_FIELD_SILENT))
+def test_host_fields_of_batch_records_stay_silent(name: str) -> None:
+    assert codes(RECORD_FIELD_HEAD + textwrap.dedent(RECORD_FIELD_SILENT[name])) == []
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_FIELD_REPORTED))
+def test_tensor_fields_beside_them_stay_reported(name: str) -> None:
+    source, expected = RECORD_FIELD_REPORTED[name]
+    found = codes(RECORD_FIELD_HEAD + textwrap.dedent(source))
+    assert found == [(code, line + 4) for code, line in expected]
+
+
+# An empty list literal beside other values (`hits[0] if ... else []`) has no element: an
+# element of the value is one of the others' (a CPU tensor's rows stay CPU rows), so a helper
+# fed a dict of host copies (`parts[k] = v[0].detach().cpu()` in a loop) reads host values.
+EMPTY_ALTERNATIVE = """
+    def trim(seq, stop=None):
+        ends = (seq == stop).nonzero(as_tuple=True)[0] if stop is not None else []
+        end = ends[0].item() if len(ends) > 0 else len(seq)
+        return seq[:end]
+
+
+    class Codec:
+        def __init__(self):
+            self.stop = 2
+
+        def render(self, parts: dict):
+            return trim(parts["ids"], stop=self.stop).tolist()
+
+
+    class Net(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(4, 4)
+
+        def sample(self):
+            return {"ids": self.head(torch.zeros(2, 4, device=self.device)).argmax(-1)}
+
+
+    class Preview(L.Callback):
+        def __init__(self):
+            self.codec = Codec()
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            out = pl_module.sample()
+            parts = {}
+            for k, v in out.items():
+                parts[k] = v[0].clone().detach()COPY
+            print(self.codec.render(parts))
+
+
+    def main():
+        L.Trainer(accelerator="tpu", callbacks=[Preview()]).fit(Net(), None)
+    """
+
+
+def test_an_element_of_host_copies_or_an_empty_list_is_a_host_value() -> None:
+    assert codes(textwrap.dedent(EMPTY_ALTERNATIVE.replace("COPY", ".cpu()"))) == []
+
+
+def test_an_element_of_device_tensors_or_an_empty_list_stays_reported() -> None:
+    found = codes(textwrap.dedent(EMPTY_ALTERNATIVE.replace("COPY", "")))
+    assert found == [("TPU201", 2), ("TPU101", 3)]

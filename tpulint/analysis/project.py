@@ -51,7 +51,7 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     names_other_accelerator,
 )
 from tpulint.analysis.hot_code import HotCode, hot_code
-from tpulint.analysis.inference import entry_attribute
+from tpulint.analysis.inference import all_host, entry_attribute
 from tpulint.analysis.kinds import ClassKind
 from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     module_name_for_path,
@@ -1546,7 +1546,11 @@ class ProjectModel:
     def record_attribute(self, name: str) -> str | None:
         """ "cpu" when every project class that sets `self.<name>` is a record Lightning's
         batch transfer leaves where it is (see `unmoved_record`): read from the step's batch,
-        it is host data, a CPU tensor at most. None otherwise."""
+        it is host data, a CPU tensor at most. "number" or "host" when the project's batch
+        records declare `name` a Python value (see `_host_fields`). None otherwise."""
+        declared = self._host_fields().get(name)
+        if declared is not None:
+            return declared
         if self._computing_hot:
             return None  # what the step builds is not known yet
         names = self.__dict__.get("_record_attributes")
@@ -1560,6 +1564,57 @@ class ProjectModel:
             names = {attr for attr, unmoved in setters.items() if unmoved}
             self.__dict__["_record_attributes"] = names
         return "cpu" if name in names else None
+
+    def _host_fields(self) -> dict[str, str]:
+        """Field name -> "number"/"host" for the fields a batch record of the project declares
+        with an annotation of a Python value (`batch_size: int`, `keys: List[str]` beside
+        `inputs: torch.Tensor` in a dataclass, attrs or pydantic class that holds a tensor).
+        Lightning's batch transfer moves a record's tensors only: a record with a `.to` gets
+        that `.to` called, a dataclass is copied with `apply_to_collection` run on each field
+        (lightning_utilities/core/apply_func.py:107-135), and what is not a tensor is returned
+        as it is (:189-190); torch's `default_collate` cannot build such records (it raises on
+        them), so the project's code built the instance and the field holds what the annotation
+        says. Not a NamedTuple's fields: `default_collate` stacks a list of NamedTuples field by
+        field, numbers into tensors. Only when no project class that may be a batch (not a
+        Lightning class, module, metric, optimizer, dataset or sampler) declares `name`
+        otherwise or sets `self.<name>` to anything but host values."""
+        cached = self.__dict__.get("_host_field_kinds")
+        if cached is not None:
+            return cached
+        declared: dict[str, set[str]] = {}
+        blocked: set[str] = set()
+        for gkey, cls in self.classes.items():
+            if self.class_kind(gkey) != ClassKind.NONE or any(
+                b.startswith("torch.utils.data.") for b in self.external_bases(gkey)
+            ):
+                continue  # a module, a callback, a dataset or sampler: never a batch
+            record = self._tensor_record(gkey)
+            for attr, kind in cls.summary.fields.items():
+                if record and kind in ("number", "host"):
+                    declared.setdefault(attr, set()).add(kind)
+                else:
+                    blocked.add(attr)
+            for attr, atoms in cls.summary.attributes.items():
+                if attr not in cls.summary.fields and not all_host(atoms):
+                    blocked.add(attr)
+        found = {
+            attr: "number" if kinds == {"number"} else "host"
+            for attr, kinds in declared.items()
+            if attr not in blocked
+        }
+        self.__dict__["_host_field_kinds"] = found
+        return found
+
+    def _tensor_record(self, gkey: str) -> bool:
+        """A record class that declares a tensor field (through its project bases), and is
+        not a NamedTuple (see `_host_fields`)."""
+        if any(b.rsplit(".", 1)[-1] == "NamedTuple" for b in self.external_bases(gkey)):
+            return False
+        return any(
+            "tensor" in cls.summary.fields.values()
+            for cls in (self.classes.get(name) for name in self.mro(gkey))
+            if cls is not None
+        )
 
     def _constructed_classes(self) -> dict[str, bool]:
         """Class gkey -> whether code that runs every step builds instances of it (False:

@@ -414,9 +414,15 @@ class ClassSummary:
     dist_rank: bool = False
     rank_source: bool = False
     decorators: list[str] = field(default_factory=list)  # dotted, as written (`dataclass`)
+    # Names the class body declares with an annotation (`batch_size: int`, the fields of a
+    # dataclass, NamedTuple, attrs or pydantic record): "number"/"host" when the annotation
+    # says a Python value (`annotation_kind`), "tensor" when it names a tensor (`t.Tensor`,
+    # `Optional[torch.FloatTensor]`, `List[Tensor]`), else "other".
+    fields: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "f": self.fields,
             "d": self.decorators,
             "n": self.name,
             "q": self.qualname,
@@ -444,6 +450,7 @@ class ClassSummary:
             data.get("dr", False),
             data.get("rs", False),
             data.get("d", []),
+            data.get("f", {}),
         )
 
 
@@ -1508,6 +1515,15 @@ class _Summarizer(ValueEvaluator):
         info.decorators = [
             dotted(d.func if isinstance(d, ast.Call) else d) or "?" for d in node.decorator_list
         ]
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                text = ast.unparse(item.annotation)
+                declared = annotation_kind(text)
+                info.fields[item.target.id] = (
+                    declared
+                    if declared in ("number", "host")
+                    else ("tensor" if "Tensor" in text else "other")
+                )
         self.node_keys[id(node)] = qualname
         info.rank_aware = self._spans_rank_line(node)
         info.dist_rank = self._spans(self.dist_rank_lines, node)

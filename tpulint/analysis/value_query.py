@@ -683,6 +683,10 @@ class PositionValues:
     ) -> ValueKind:
         kinds: list[ValueKind] = []
         for atom in inner:
+            if isinstance(atom, list) and atom[0] == "s" and not atom[1] and len(inner) > 1:
+                # an empty literal beside other values (`found[0] if ... else []`): it has
+                # no element, so an element is one of the others'
+                continue
             if isinstance(atom, list) and atom[0] == "s":
                 kinds.append(self.resolve(atom[1], function, depth) if atom[1] else UNKNOWN)
             elif isinstance(atom, list) and atom[0] == "t":
