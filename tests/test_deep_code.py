@@ -157,3 +157,18 @@ def test_cli_deep_call_chains_do_not_stop_the_run(tmp_path: Path) -> None:
     assert result.stderr == ""
     found = [line.split(" ", 2)[:2] for line in result.stdout.splitlines() if " TPU101 " in line]
     assert [name.split(":")[0] for name, _ in found] == ["returned.py", "stored.py"]
+
+
+def test_prefix_truths_are_the_and_and_or_of_every_prefix() -> None:
+    # inline_region combines a chain's operands prefix by prefix in one pass; it must say what
+    # _and/_or of each prefix says (False/True decide, None is unknown, facts are kept).
+    from itertools import product
+
+    from tpulint.analysis.scope_facts import _and, _or, _prefix_truths
+
+    values = [True, False, None, ["attr", "on_tpu"], ["flag", "f", "p", None]]
+    for length in range(1, 5):
+        for parts in product(values, repeat=length):
+            for conjunction, combine in ((True, _and), (False, _or)):
+                expected = [combine(list(parts[:i])) for i in range(1, length + 1)]
+                assert list(_prefix_truths(list(parts), conjunction)) == expected

@@ -63,7 +63,7 @@ from __future__ import annotations
 import ast
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -517,6 +517,29 @@ def _or(parts: list[Truth]) -> Truth:
     return ["or", *rest] if len(rest) > 1 else rest[0]
 
 
+def _prefix_truths(parts: list[Truth], conjunction: bool) -> Iterator[Truth]:
+    """`_and(parts[:i])` (`_or` when not `conjunction`) for i = 1 .. len(parts), in one pass
+    over the parts."""
+    absorbing = not conjunction  # False decides an `and`, True an `or`
+    op = "and" if conjunction else "or"
+    rest: list[Truth] = []
+    known = False  # some part of `rest` is not None
+    for index, part in enumerate(parts):
+        if part is absorbing:
+            for _ in range(index, len(parts)):
+                yield absorbing
+            return
+        if part is not conjunction:
+            rest.append(part)
+            known = known or part is not None
+        if not rest:
+            yield conjunction
+        elif not known:
+            yield None
+        else:
+            yield [op, *rest] if len(rest) > 1 else rest[0]
+
+
 def _not(part: Truth) -> Truth:
     if part is None or isinstance(part, bool):
         return None if part is None else not part
@@ -960,9 +983,12 @@ class _Walker:
             return  # it runs on a TPU: nothing to record
         line, end = first.lineno, last.end_lineno or last.lineno  # type: ignore[attr-defined]
         parts = test if isinstance(test, list) else [test]
-        text = f" {how} ".join(self.source(part) for part in parts)
-        if len(text) > 60:
-            text = text[:57] + "..."
+        text = ""
+        for index, part in enumerate(parts):
+            text += (f" {how} " if index else "") + self.source(part)
+            if len(text) > 60:  # the rest is cut anyway (a long chain's later operands)
+                text = text[:57] + "..."
+                break
         self.facts.regions.append(
             [
                 key,
@@ -1960,14 +1986,14 @@ class _Walker:
                 self.region(key, node.orelse, node.orelse, truth, False, node.test, "else")
             return
         conjunction = isinstance(node.op, ast.And)
-        for index in range(1, len(node.values)):
-            before = node.values[:index]
-            parts = [self.truth(v, imports, []) for v in before]
-            truth = _and(parts) if conjunction else _or(parts)
+        # Each operand's truth once, combined prefix by prefix: a chain of n operands costs n
+        # truths, not n * n / 2 (a 10,000-term `and` took most of a minute here).
+        parts = [self.truth(v, imports, []) for v in node.values[:-1]]
+        for index, truth in enumerate(_prefix_truths(parts, conjunction), start=1):
             if decided(truth):
                 value = node.values[index]
                 how = "and" if conjunction else "or"
-                self.region(key, value, value, truth, conjunction, list(before), how)
+                self.region(key, value, value, truth, conjunction, node.values[:index], how)
 
     def call_use(
         self, node: ast.Call, imports: dict[str, str], local: set[str], key: str = ""
