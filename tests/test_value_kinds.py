@@ -876,8 +876,21 @@ def test_shapes_outside_the_scope(name: str) -> None:
     source, reason = OUTSIDE_SCOPE[name]
     config = Config.from_mapping({"select": ["TPU1", "TPU2"]})
     found = check_source(HEAD + textwrap.dedent(source).lstrip("\n"), "model.py", config)
+    if name in _NOT_REACHED:
+        # the hot reach follows the literal (or the default) the step's call passes: the
+        # branch is not reached from the step at all (param_routes), so nothing is found
+        assert not found, found
+        return
     assert found and all(not config.shows(d) for d in found)
     assert all(reason in (d.scope or "") for d in found), [d.scope for d in found]
+
+
+_NOT_REACHED = frozenset(
+    {
+        "a masked branch of a parameter no call passes",
+        "the other branch of a flag every call passes as the same literal",
+    }
+)
 
 
 def test_a_tensor_passed_by_keyword_keeps_the_kwargs_branch() -> None:

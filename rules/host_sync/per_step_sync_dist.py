@@ -66,6 +66,21 @@ class PerStepSyncDist(Rule):
     (`on = self.log_on_step if split == "train" else False`) when a training batch hook
     passes that split down to the helper (through a shared step a subclass overrides, too).
 
+    A helper the steps share that takes the stage (`def compute_loss(self, batch,
+    log="train")`, `if log == "val": self.log(..., sync_dist=True)`, or a flag
+    `log_metrics=False` that only the validation step passes True) is read per hook: code
+    under a test of the parameter that the literal each hook passes decides (or its literal
+    default, when a call leaves it out) runs only from the hooks whose literal makes the test
+    true, so a log there with no `on_step` is a validation or test log: `self.log` takes its
+    defaults from the hook running (`_FxValidator.check_logging_and_get_default_levels(
+    self._current_fx_name, ...)`, core/module.py:474; `validation_step` and `test_step`
+    default to `on_step=False`, fx_validator.py:131-136), and `_ResultMetric.update` syncs
+    per step only `if self.meta.on_step:`, otherwise once in `compute` at the epoch's end
+    (result.py:224-225, 246-248; Lightning 2.6.6). `on_step=True` there, or the branch the
+    training step's literal takes, is still reported. A call passing anything but a literal,
+    spreading its arguments, a parameter the helper rebinds, or a caller not seen keeps the
+    code reached.
+
     Not reported: logging a metric object (`self.log("acc", self.train_acc)` with a
     torchmetrics `Metric`, `self.log_dict(self.metrics)` with a `MetricCollection`, or a dict
     of metric objects, a literal or a local dict every value stored in which is one),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -35,6 +35,7 @@ from tpulint.analysis.guards import (
 )
 from tpulint.analysis.hooks import STEP_METHODS
 from tpulint.analysis.imports import Aliases, dotted_name
+from tpulint.analysis.param_routes import live as param_live
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
 from tpulint.analysis.python_ast import parse_python
@@ -139,9 +140,28 @@ _ATTRIBUTE_NAME = re.compile(
 )
 
 
+# The statements whose code the function's routes may read another way (_route_view).
+_STATEMENTS = (
+    "SimpleStatementLine",
+    "SimpleStatementSuite",
+    "If",
+    "For",
+    "While",
+    "With",
+    "Try",
+    "TryStar",
+    "Match",
+)
+
+
 @dataclass
 class _FunctionScope:
     info: FunctionInfo | None
+    # The function as the statement being walked sees it, when the routes that reach that
+    # statement differ from the function's (see FileContext._route_view); the views of the
+    # enclosing statements before.
+    view: FunctionInfo | None = None
+    saved: list[FunctionInfo | None] = field(default_factory=list)
 
 
 class FileContext(Resolver):
@@ -193,8 +213,11 @@ class FileContext(Resolver):
 
     @property
     def function(self) -> FunctionInfo | None:
-        """The innermost function being walked."""
-        return self._scopes[-1].info
+        """The innermost function being walked (as the statement being walked sees it: code
+        under a test of a parameter that the literals some hooks pass decide is code of the
+        other hooks only, or of none; see `_route_view`)."""
+        scope = self._scopes[-1]
+        return scope.view if scope.view is not None else scope.info
 
     @property
     def klass(self) -> ClassInfo | None:
@@ -610,6 +633,12 @@ class FileContext(Resolver):
         root = None
         if function is not None:
             info = self.analysis.function(function)
+            if info is not None and info.hot and info.routes is not None:
+                view = self._route_view(node, info)
+                if view is not None and not view.hot:
+                    kinds.add("rare")  # no route that reaches the function reaches it
+                elif view is not None:
+                    info = view
             if info is not None and info.hot:
                 kinds |= info.call_guards
                 root = info.root_hook
@@ -620,6 +649,92 @@ class FileContext(Resolver):
                 ):
                     kinds.add("rare")  # before or after the training loop: once per run
         return effective(kinds, root)
+
+    # --- routes: tests of a parameter the hooks' literals decide (param_routes) ----------
+
+    def _route_view(self, node: cst.CSTNode, info: FunctionInfo) -> FunctionInfo | None:
+        """The function as code at `node` sees it when the routes that reach the function
+        (FileView.routes) do not all reach it: under `if log == "val":` in a helper that
+        `training_step` calls with `log="train"` and `validation_step` with `log="val"`, the
+        code is validation code (`validation_step` names it, Lightning's defaults there
+        apply); reached by no route, it is not hot at all. None: as the function."""
+        routes = info.routes
+        if not routes:
+            return None
+        conds = self._route_conds(node, info.node)
+        if not conds:
+            return None
+        live = [route for route in routes if param_live(conds, route[0])]
+        if len(live) == len(routes) or any(route[1] == info.root_hook for route in live):
+            return None
+        cache = self.shared.setdefault("route_views", {})
+        key = (id(info), live[0][2] if live else None)
+        view = cache.get(key)
+        if view is None:
+            if not live:
+                view = replace(info, hot_reason=None, root_hook=None, call_guards=frozenset())
+            else:
+                _, root, reason = live[0]
+                view = replace(
+                    info,
+                    hot_reason=reason,
+                    root_hook=root,
+                    call_guards=effective(info.hot_guards, root),
+                )
+            cache[key] = view
+        return view
+
+    def _route_conds(self, node: cst.CSTNode, function: cst.FunctionDef) -> list[tuple[str, bool]]:
+        """The tests code at `node` runs under within `function`, as (test text, whether it
+        runs where the test holds): the `if`s around it and the early exits before it."""
+        conds: list[tuple[str, bool]] = []
+        child: cst.CSTNode = node
+        ancestor = self.parents.get(id(node))
+        while ancestor is not None and ancestor is not function:
+            if isinstance(ancestor, cst.If):
+                if child is ancestor.body:
+                    conds.append((self._test_text(ancestor.test), True))
+                elif child is ancestor.orelse:
+                    conds.append((self._test_text(ancestor.test), False))
+            elif isinstance(ancestor, cst.IndentedBlock):
+                for statement in ancestor.body:
+                    if statement is child:
+                        break
+                    test = _early_exit_test(statement)
+                    if test is not None:
+                        conds.append((self._test_text(test), False))
+            elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            child = ancestor
+            ancestor = self.parents.get(id(ancestor))
+        return conds
+
+    def _test_text(self, test: cst.BaseExpression) -> str:
+        texts = self.shared.setdefault("route_tests", {})
+        text = texts.get(id(test))
+        if text is None:
+            text = texts[id(test)] = self.module.code_for_node(test)
+        return text
+
+    def _enter_statement(self, node: cst.CSTNode) -> None:
+        scope = self._scopes[-1]
+        if scope.info is None or scope.info.routes is None or not scope.info.hot:
+            return
+        scope.saved.append(scope.view)
+        scope.view = self._route_view(node, scope.info)
+
+    def _leave_statement(self, node: cst.CSTNode) -> None:
+        scope = self._scopes[-1]
+        if scope.info is None or scope.info.routes is None or not scope.info.hot:
+            return
+        scope.view = scope.saved.pop()
+
+    visit_SimpleStatementLine = visit_SimpleStatementSuite = _enter_statement
+    visit_If = visit_For = visit_While = visit_With = visit_Try = visit_TryStar = _enter_statement
+    visit_Match = _enter_statement
+    leave_SimpleStatementLine = leave_SimpleStatementSuite = _leave_statement
+    leave_If = leave_For = leave_While = leave_With = leave_Try = leave_TryStar = _leave_statement
+    leave_Match = _leave_statement
 
     def _in_step_loop(self, node: cst.CSTNode) -> bool:
         """Whether `node` is in the body of a loop of its function that steps the optimizer
@@ -910,10 +1025,12 @@ class FileContext(Resolver):
         "visit_FunctionDef",
         "visit_Import",
         "visit_ImportFrom",
+        *(f"visit_{name}" for name in _STATEMENTS),
     )
     LEAVE_HANDLERS = (
         "leave_ClassDef",
         "leave_FunctionDef",
+        *(f"leave_{name}" for name in _STATEMENTS),
     )
 
 

@@ -58,6 +58,8 @@ from tpulint.analysis.modules import (  # noqa: F401 (re-exported)
     package_root,
     table_digest,
 )
+from tpulint.analysis.param_routes import SAFE_DECORATORS
+from tpulint.analysis.param_routes import live as param_live
 from tpulint.analysis.python_ast import parse_python
 from tpulint.analysis.recursion import Recursion
 from tpulint.analysis.scope import ProjectScope, _is_test_path, same_repository
@@ -135,6 +137,17 @@ def _root_phase(name: str) -> int:
     if "test" in name or "predict" in name:
         return 2
     return 1 if "validation" in name else 0
+
+
+# A route of a hot function: the phase of its root (_root_phase; 3 for loops off the TPU)
+# and the literals its parameters hold that way ((name, type name, value), param_routes).
+RouteKey = tuple[int, frozenset]
+_ROUTE_CAP = 8
+
+
+def dict_of(bindings: frozenset) -> dict[str, Any]:
+    """A route's literals by parameter name."""
+    return {name: value for name, _, value in bindings}
 
 
 # The root of what a custom optimizer's `step()` reaches (`HotInfo.root`).
@@ -500,6 +513,10 @@ class ProjectModel:
         self._hot: dict[str, HotInfo] | None = None
         self._computing_hot = False  # what hot code is, while it is being found
         self._unbuilt_classes: dict[str, str] = {}  # see ProjectScope.unbuilt
+        # Function gkey -> its routes (param_routes): (phase of the root, the literals its
+        # parameters hold on the way) -> the first chain that way; see _spread_hot.
+        self._routes: dict[str, dict[RouteKey, HotInfo]] = {}
+        self._collapsed: set[str] = set()
         self._returns: dict[str, Value] = {}
         # The value questions in progress (returns, parameters, attributes, index uses): an
         # answer that used a cycle's stand-in is not kept (tpulint.analysis.recursion).
@@ -1196,6 +1213,8 @@ class ProjectModel:
     def _compute_hot(self) -> dict[str, HotInfo]:
         hot: dict[str, HotInfo] = {}
         queue: deque[str] = deque()
+        self._routes = {}
+        self._collapsed = set()
         nested: dict[str, list[_Function]] = {}
         for fn in self.functions.values():
             parent = fn.summary.parent
@@ -1237,14 +1256,80 @@ class ProjectModel:
         # Training first, then validation, then evaluation and inference: a function reached
         # from several names the first that reaches it in its message (`called from
         # training_step`, not `from test_step`, for a sampler training also calls).
-        for phase in roots:
+        for index, phase in enumerate(roots):
             for gkey, reason in phase:
+                name = self.functions[gkey].summary.name
+                root = HotInfo(reason, name, off_tpu=off_tpu.get(gkey))
                 if gkey not in hot:
-                    name = self.functions[gkey].summary.name
-                    hot[gkey] = HotInfo(reason, name, off_tpu=off_tpu.get(gkey))
+                    hot[gkey] = root
+                    queue.append(gkey)
+                # Lightning (or a caller not seen) calls a root: no literal is known.
+                if self._add_route(gkey, (index, frozenset()), root):
                     queue.append(gkey)
             self._spread_hot(hot, queue, nested)
         return hot
+
+    def _add_route(self, gkey: str, key: RouteKey, info: HotInfo) -> bool:
+        """Record a route of a hot function; whether it is new. Past _ROUTE_CAP routes the
+        function keeps one route per phase with no literal known (all its code reached)."""
+        routes = self._routes.setdefault(gkey, {})
+        if gkey in self._collapsed and key[1]:
+            key = (key[0], frozenset())
+        if key in routes:
+            return False
+        routes[key] = info
+        if len(routes) > _ROUTE_CAP:
+            plain: dict[RouteKey, HotInfo] = {}
+            for (phase, _), route in routes.items():
+                plain.setdefault((phase, frozenset()), route)
+            self._routes[gkey] = plain
+            self._collapsed.add(gkey)
+        return True
+
+    def _route_bindings(
+        self, call: Any, target: _Function, offset: int, bindings: frozenset
+    ) -> frozenset:
+        """The literals the parameters of `target` that its tests read hold when `call`
+        calls it on a route whose parameters hold `bindings`: what the call passes as a
+        literal, a parameter of the caller passed on that holds one, a literal default the
+        call leaves in place. Nothing when the call spreads arguments or a decorator may
+        change what the function is given."""
+        summary = target.summary
+        passed = call.route_args
+        if not summary.tested_params or "=" not in passed or "*" in passed:
+            return frozenset()
+        if any(d not in SAFE_DECORATORS for d in summary.decorators):
+            return frozenset()
+        held = {name: value for name, _, value in bindings}
+        positional = len(summary.params) - summary.kwonly
+        out = []
+        for name in summary.tested_params:
+            if name not in summary.params:
+                continue
+            index = summary.params.index(name)
+            if name in call.keywords:
+                arg = passed.get(name)
+            elif index < positional and 0 <= index - offset < len(call.args):
+                arg = passed.get(str(index - offset))
+            elif index - offset < 0:
+                continue
+            elif name in summary.literal_defaults:
+                arg = ["l", summary.literal_defaults[name]]
+            else:
+                continue
+            if arg is None:
+                continue
+            if arg[0] == "l":
+                out.append((name, type(arg[1]).__name__, arg[1]))
+            elif arg[0] == "p" and arg[1] in held:
+                out.append((name, type(held[arg[1]]).__name__, held[arg[1]]))
+        return frozenset(out)
+
+    def routes(self, gkey: str) -> dict[RouteKey, HotInfo]:
+        """The routes of a hot function (see _spread_hot)."""
+        if self._hot is None:
+            self.hot  # noqa: B018 (computes the routes)
+        return self._routes.get(gkey, {})
 
     def _in_unbuilt(self, fn: _Function) -> bool:
         owner = fn.owner
@@ -1262,6 +1347,10 @@ class ProjectModel:
             gkey = queue.popleft()
             info = hot[gkey]
             fn = self.functions[gkey]
+            # The routes that reach it: a call under a test of a parameter that every route's
+            # literal makes false is not followed; what a route reaches carries the literals
+            # its calls pass (param_routes).
+            routes = self._routes.get(gkey) or {(_root_phase(info.root), frozenset()): info}
             # From a class nothing builds, only its own kind of code is followed (its methods,
             # another such class's): a helper it calls is not hot through it.
             sealed = bool(self._unbuilt_classes) and self._in_unbuilt(fn)
@@ -1270,9 +1359,21 @@ class ProjectModel:
             # followed below.
             loop_root = not info.chain and info.root.startswith(TRAINING_LOOP)
             for call in () if loop_root else fn.summary.calls:
+                live = list(routes.items())
+                reach = info
+                if call.conds:
+                    live = [(k, r) for k, r in live if param_live(call.conds, dict_of(k[1]))]
+                    if not live:
+                        continue  # every route passes what makes its test false
+                    if not any(r.root == info.root for _, r in live):
+                        # reached only on other hooks' routes: read as their code
+                        first = min(live, key=lambda item: item[0][0])[1]
+                        reach = HotInfo(
+                            first.root, first.name, first.chain, info.guards, info.off_tpu
+                        )
                 # Read as the root hook sees them, so that a step-count guard and another
                 # periodic guard on two calls of one helper are both rare (what they share).
-                edge_guards = effective(info.guards | frozenset(call.guards), info.root)
+                edge_guards = effective(reach.guards | frozenset(call.guards), reach.root)
                 for target in self.resolve_call(
                     fn.module, fn.owner, call.form, call.target, virtual=True
                 ):
@@ -1283,9 +1384,31 @@ class ProjectModel:
                         or (sealed and not self._in_unbuilt(target))
                     ):
                         continue
-                    self._reach(hot, queue, target, info, (fn.module.path, call.line), edge_guards)
+                    site = (fn.module.path, call.line)
+                    self._reach(hot, queue, target, reach, site, edge_guards)
+                    bound = call.form in ("self", "super", "attr", "inst")
+                    offset = (
+                        1
+                        if (bound and target.summary.bound)
+                        or "classmethod" in target.summary.decorators
+                        else 0
+                    )
+                    grew = False
+                    for key, route in live:
+                        passed = self._route_bindings(call, target, offset, key[1])
+                        new = HotInfo(
+                            route.root,
+                            target.summary.name,
+                            (*route.chain, site),
+                            frozenset(),
+                            route.off_tpu,
+                        )
+                        grew = self._add_route(target.gkey, (key[0], passed), new) or grew
+                    if grew:
+                        queue.append(target.gkey)
             for inner in nested.get(gkey, ()):
                 self._reach(hot, queue, inner, info, None, info.guards)
+                self._plain_routes(queue, inner, routes, None)
             # What the step hands on runs in it too (`checkpoint(self._block, x)`,
             # `torch.vmap(loss_fn)`), and what a training loop's body calls runs every step.
             facts = fn.module.scope
@@ -1303,6 +1426,31 @@ class ProjectModel:
                     if sealed and not self._in_unbuilt(target):
                         continue
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
+                    self._plain_routes(queue, target, routes, (fn.module.path, line))
+
+    def _plain_routes(
+        self,
+        queue: deque[str],
+        target: _Function,
+        routes: dict[RouteKey, HotInfo],
+        site: tuple[str, int] | None,
+    ) -> None:
+        """Routes for what a function hands on or nests: no literal known."""
+        grew = False
+        for (phase, _), route in routes.items():
+            if site is None:
+                new = HotInfo(route.root, route.name, route.chain, frozenset(), route.off_tpu)
+            else:
+                new = HotInfo(
+                    route.root,
+                    target.summary.name,
+                    (*route.chain, site),
+                    frozenset(),
+                    route.off_tpu,
+                )
+            grew = self._add_route(target.gkey, (phase, frozenset()), new) or grew
+        if grew:
+            queue.append(target.gkey)
 
     def off_tpu_loop(self, fn: _Function) -> str | None:
         """Why a hand-written training loop never runs on XLA, or None: its module does not
@@ -2796,6 +2944,13 @@ class ProjectModel:
             info = hot.get(fn.gkey)
             if info is not None:
                 h.update(f"H{key}={info.root}|{info.chain}|{sorted(info.guards)};".encode())
+                routes = self._routes.get(fn.gkey, {})
+                if any(k[1] for k in routes):
+                    text = sorted(
+                        f"{k[0]}{sorted(map(repr, k[1]))}{r.root}{r.chain}"
+                        for k, r in routes.items()
+                    )
+                    h.update(f"R{key}={text};".encode())
             for call in fn.summary.calls:
                 value = self.call_value(module, fn.owner, call.form, call.target, [])
                 h.update(f"C{call.form}:{call.target}={value.digest_text()};".encode())
@@ -2853,6 +3008,19 @@ class FileView:
 
     def hot_reason(self, info: HotInfo) -> str:
         return info.reason(self.module.path, self.base)
+
+    def routes(self, key: str) -> list[tuple[dict[str, Any], str, str]] | None:
+        """The routes of a hot function whose parameters hold literals on some (param_routes):
+        (the literals by name, the root hook, the reason to show), those of the earlier
+        phases first. None when no route knows a literal (all its code is reached)."""
+        fn = self._functions.get(key)
+        if fn is None:
+            return None
+        routes = self.model.routes(fn.gkey)
+        if not any(k[1] for k in routes):
+            return None
+        ordered = sorted(routes.items(), key=lambda item: item[0][0])
+        return [(dict_of(k[1]), r.root, self.hot_reason(r)) for k, r in ordered]
 
     def launcher_code(self, key: str | None, after_fit: bool = False) -> bool:
         """Whether code of function `key` (None: the top level) runs only in the process that

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
@@ -84,6 +85,10 @@ class FunctionInfo:
     root_hook: str | None = None  # the hook name at the root of the hot chain
     # Guard kinds every call that makes this function hot sits under (`if batch_idx == 0:`).
     call_guards: frozenset[str] = frozenset()
+    # The routes that reach it when some pass its parameters literals (FileView.routes):
+    # its code under a test those literals decide is read per route (FileContext).
+    routes: list[tuple[dict[str, Any], str, str]] | None = None
+    hot_guards: frozenset[str] = frozenset()
     owner: str | None = None  # the project model's key of the class it is a method of
     # Walks the body for its calls, on first use (most functions never need it).
     call_loader: Callable[[FunctionInfo], tuple[set[str], set[str]]] | None = field(
@@ -351,4 +356,6 @@ def analyze_module(
                 info.hot_reason = view.hot_reason(hot)
                 info.root_hook = hot.root
                 info.call_guards = effective(hot.guards, hot.root)
+                info.hot_guards = hot.guards
+                info.routes = view.routes(info.key)
     return ModuleAnalysis(collector.classes, functions, view)

@@ -68,6 +68,8 @@ from tpulint.analysis.inference import (
     with_entries,
 )
 from tpulint.analysis.modules import resolve_relative
+from tpulint.analysis.param_routes import assigned_names, is_literal, tested_names
+from tpulint.analysis.param_routes import literal as route_literal
 from tpulint.analysis.python_ast import defaulted_params, tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
@@ -266,6 +268,13 @@ class CallSite:
     # The arguments, by position or keyword, that are an attribute of the caller's `self`
     # (`f(x, self.unbounded)`), with its name: the caller's class decides what they are.
     self_attributes: dict[str, str] = field(default_factory=dict)
+    # The tests of the calling function's parameters the call sits under (param_routes):
+    # [test text, whether it runs where the test holds], and what it passes its callee's
+    # parameters that such a test may read, by position or keyword: ["l", literal] or
+    # ["p", the calling function's parameter passed on as is] (`{"*": ["s"]}` when it
+    # spreads `*args`/`**kwargs`: nothing is known).
+    conds: list[list[Any]] = field(default_factory=list)
+    route_args: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> list[Any]:
         return [
@@ -280,11 +289,13 @@ class CallSite:
             self.literals,
             self.maybe_none,
             self.self_attributes,
+            self.conds,
+            self.route_args,
         ]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CallSite:
-        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:11])
+        return cls(data[0], data[1], data[2], tuple(data[3]), *data[4:13])
 
 
 @dataclass
@@ -335,9 +346,18 @@ class FunctionSummary:
     # Every `return` gives a CUDA/MPS or CPU device (`torch.device(f"cuda:{i}")` or
     # `torch.device("cpu")`, directly or through a local): a device helper of a GPU script.
     device_returns: bool = False
+    # The literal defaults of the parameters a test of its body may read (param_routes), the
+    # parameters such tests read or its calls pass on as they are (never rebound), and how
+    # many of `params` are keyword-only (the last ones).
+    literal_defaults: dict[str, Any] = field(default_factory=dict)
+    tested_params: list[str] = field(default_factory=list)
+    kwonly: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "ld": self.literal_defaults,
+            "tq": self.tested_params,
+            "ko": self.kwonly,
             "dv": self.device_returns,
             "kw": self.kwargs,
             "bk": self.built_keys,
@@ -395,6 +415,9 @@ class FunctionSummary:
             data.get("kw", False),
             data.get("hd", []),
             data.get("dv", False),
+            data.get("ld", {}),
+            data.get("tq", []),
+            data.get("ko", 0),
         )
 
 
@@ -860,6 +883,8 @@ class _Summarizer(ValueEvaluator):
         # function key -> its None-default parameters that an `assert p is None` at the top
         # of its body (before the line) pins to None: passed on, they pass None.
         self.asserted_none: dict[str, dict[str, int]] = {}
+        # Function key -> its parameters no code of its body rebinds (param_routes).
+        self.routable: dict[str, frozenset[str]] = {}
         # Function key -> whether it is a collate function (is_collate_name).
         self.collates: dict[str, bool] = {}
         # Function key of a dataset's item method -> its names that hold strings
@@ -1027,6 +1052,60 @@ class _Summarizer(ValueEvaluator):
             ):
                 call.self_attributes[key] = value.attr
 
+    def _route_facts(
+        self, info: FunctionSummary, node: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]
+    ) -> None:
+        """What the project model's routes need of a function (param_routes): the parameters
+        its body never rebinds, those its tests read or its calls pass on as they are, their
+        literal defaults, and the number of keyword-only parameters."""
+        assigned: set[str] = set()
+        for statement in node.body:
+            assigned |= assigned_names(statement)
+        routable = frozenset(p for p in params if p not in assigned)
+        self.routable[info.key] = routable
+        info.kwonly = len(node.args.kwonlyargs)
+        if not routable:
+            return
+        tested: set[str] = set()
+        for child in ast_walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(child, ast.If):
+                tested |= tested_names(child.test) & routable
+            elif isinstance(child, ast.Call):
+                for value in (*child.args, *(k.value for k in child.keywords)):
+                    if isinstance(value, ast.Name) and value.id in routable:
+                        tested.add(value.id)
+        info.tested_params = sorted(tested)
+        for arg, default in defaulted_params(node.args):
+            if default is not None and arg.arg in tested:
+                value = route_literal(default)
+                if is_literal(value):
+                    info.literal_defaults[arg.arg] = value
+
+    def _record_route_args(
+        self, call: CallSite, node: ast.Call, pending: tuple[Any, ...], scope: Scope
+    ) -> None:
+        """The tests of the calling function's parameters a call sits under, and what it
+        passes its callee that such tests read: literals and parameters passed on."""
+        routable = self.routable.get(scope.info.key, frozenset()) if scope.info else frozenset()
+        if routable:
+            for item in pending:
+                if isinstance(item, _Cond) and tested_names(item.expr) & routable:
+                    call.conds.append([self.segment(item.expr), item.holds])
+        call.route_args["="] = ["n"]  # what it passes was read (a left-out one: the default)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            call.route_args["*"] = ["s"]
+            return
+        named = [(str(i), a) for i, a in enumerate(node.args)]
+        named += [(k.arg, k.value) for k in node.keywords if k.arg is not None]
+        for key, value in named:
+            found = route_literal(value)
+            if is_literal(found):
+                call.route_args[key] = ["l", found]
+            elif isinstance(value, ast.Name) and value.id in routable:
+                call.route_args[key] = ["p", value.id]
+
     def _key(self, qualname: str) -> str:
         index = self.counts.get(qualname, 0)
         self.counts[qualname] = index + 1
@@ -1066,7 +1145,11 @@ class _Summarizer(ValueEvaluator):
             exit_test = _early_exit_test(statement)
             if exit_test is not None:
                 # Code after `if T: return` runs where T fails.
-                scope.guards = (*scope.guards, _Test(exit_test, True, scope.cls))
+                scope.guards = (
+                    *scope.guards,
+                    _Test(exit_test, True, scope.cls),
+                    _Cond(exit_test, False),
+                )
                 if not self.query and self.initialises_once(
                     exit_test, statements[index + 1 :], scope
                 ):
@@ -1122,7 +1205,12 @@ class _Summarizer(ValueEvaluator):
                 or dead == "body"
             )
             saved = scope.guards
-            scope.guards = (*saved, _Test(node.test, False, scope.cls), *((RARE,) if rare else ()))
+            scope.guards = (
+                *saved,
+                _Test(node.test, False, scope.cls),
+                _Cond(node.test, True),
+                *((RARE,) if rare else ()),
+            )
             # Each branch's bindings are journaled, so both start from the same state and
             # a name holds, after the `if`, what either branch left in it.
             holds, fails = self.narrowing(node.test, scope)
@@ -1149,6 +1237,7 @@ class _Summarizer(ValueEvaluator):
                 if negated
                 else saved
             )
+            scope.guards = (*scope.guards, _Cond(node.test, False))
             if _warns_only(node.orelse) or dead == "else":
                 scope.guards = (*scope.guards, RARE)
             scope.journals.append({})
@@ -1369,6 +1458,8 @@ class _Summarizer(ValueEvaluator):
         info.none_params = sorted(_none_default_names(args))
         info.host_defaults = sorted(self._host_function_defaults(args, outer))
         info.device_returns = _returns_gpu_or_cpu_device(node)
+        if not self.query:
+            self._route_facts(info, node, params)
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
@@ -1650,6 +1741,8 @@ class _Summarizer(ValueEvaluator):
     def resolve_guards(self, pending: tuple[Any, ...]) -> tuple[str, ...]:
         kinds: set[str] = set()
         for item in pending:
+            if isinstance(item, _Cond):
+                continue  # a test of a parameter: read by the project model's routes
             kinds |= {item} if isinstance(item, str) else self.condition(item)
         return tuple(sorted(kinds))
 
@@ -1790,6 +1883,7 @@ class _Summarizer(ValueEvaluator):
                             if k.arg is not None and (texts := value_texts(k.value))
                         }
                         self._record_none_args(call, current, scope)
+                        self._record_route_args(call, current, guards, scope)
                     scope.info.calls.append(call)
             if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
                 extra = guards
@@ -2404,6 +2498,14 @@ def _may_be_lazy_test(test: ast.expr) -> bool:
         return isinstance(operand, (ast.Attribute, ast.Call))
     # `self.x is None`, `self.n.item() == 0`
     return isinstance(test, ast.Compare) and isinstance(test.left, (ast.Attribute, ast.Call))
+
+
+class _Cond(NamedTuple):
+    """A test the code runs under (`holds`) or where it fails, for the project model's
+    routes (param_routes): recorded on a call when it reads a parameter of the function."""
+
+    expr: ast.expr
+    holds: bool
 
 
 class _Test(NamedTuple):
