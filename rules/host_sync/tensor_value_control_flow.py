@@ -666,6 +666,20 @@ class TensorValueControlFlow(TrackingRule, Rule):
             line=8,
             message="each element of `any(...)`",
         ),
+        # A helper annotated with an alias of Tensor (`from torch import Tensor as T`) returns
+        # a device mask when handed the batch's tensors.
+        Invalid(
+            "import lightning as L\nfrom torch import Tensor as T\n\n\n"
+            "def good_hits(*, pt, eta, threshold: float = 0.9) -> T:\n"
+            "    return (pt > threshold) & (eta.abs() < 4.0)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        mask = good_hits(pt=batch['pt'], eta=batch['eta'])\n"
+            "        assert mask.sum() > 0, 'no hits left'\n"
+            "        return self(batch['x']).mean()\n",
+            line=12,
+            message="`mask.sum() > 0`",
+        ),
         # all() over a list of device tests in an assert.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"

@@ -340,7 +340,9 @@ class _Prepared:
         return derived_key(source.display, digest + facts.encode())
 
 
-_XRT_SETTING = re.compile(r"\b(XRT_TPU_CONFIG|TPU_IP_ADDRESS)=|-m\s+torch_xla\.distributed\.xla_dist")
+_XRT_SETTING = re.compile(
+    r"\b(XRT_TPU_CONFIG|TPU_IP_ADDRESS)=|-m\s+torch_xla\.distributed\.xla_dist"
+)
 
 
 def _sets_xrt(path: Path, config: Config) -> bool:
