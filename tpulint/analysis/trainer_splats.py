@@ -7,7 +7,7 @@ The keys of that section are the Trainer's keyword arguments, as much as those o
 LightningCLI `trainer:` section: `tpu_cores: 8` there raises TypeError in Lightning 2.
 
 `trainer_splats(text)` gives the config paths a Python file spreads into a Trainer
-(`("train", "pl_trainer")`), with the code that does it; `splat_section(path, text, splats)`
+(`("train", "pl_trainer")`), with the code that does it; `engine.yaml_files.splat_section`
 says where in a YAML file such a section is written:
 - a config-group file (`configs/trainer/tpu.yaml`) holds the group's keys: for the path
   `trainer.trainer` its `trainer:` mapping, for the path `trainer` the whole file (Hydra
@@ -20,9 +20,7 @@ Read with `ast` on the files whose text spreads something into a `Trainer(` call
 from __future__ import annotations
 
 import ast
-import os
 import re
-from typing import Any
 
 # A file worth parsing: a `Trainer(` call and a `**` spread.
 _PREFILTER = re.compile(r"\bTrainer\s*\(")
@@ -30,7 +28,6 @@ _PREFILTER = re.compile(r"\bTrainer\s*\(")
 _WRAPPERS = frozenset({"dict", "vars", "to_container", "to_object"})
 # The names a config section is read from are not the Trainer's own objects.
 _NOT_CONFIG_ROOTS = frozenset({"self", "cls", "kwargs", "locals", "globals"})
-_PACKAGE_HEADER = re.compile(r"(?m)^#\s*@package\b")
 
 
 def trainer_splats(text: str) -> list[tuple[tuple[str, ...], str]]:
@@ -105,49 +102,3 @@ def _section(node: ast.expr) -> tuple[str, ...]:
     if not isinstance(node, ast.Name) or node.id in _NOT_CONFIG_ROOTS or not keys:
         return ()
     return tuple(reversed(keys))
-
-
-def splat_section(
-    path: str, text: str, splats: list[tuple[tuple[str, ...], str]] | tuple[Any, ...]
-) -> tuple[tuple[str, ...], str] | None:
-    """Where the YAML file at `path` writes a section some code spreads into a Trainer: the
-    keys leading to it inside the file (() for the whole file) and the code; None when it
-    writes none. Only the file's first document counts (Hydra reads one)."""
-    from tpulint.analysis.yaml_config import parse_yaml
-
-    if not splats:
-        return None
-    document = parse_yaml(text, path)
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-    packaged = _PACKAGE_HEADER.search(text) is not None
-    for keys, code in splats:
-        keys = tuple(keys)
-        candidates = [keys]
-        if keys[0] == folder and not packaged:
-            candidates.insert(0, keys[1:])  # a config-group file under the group's folder
-        for inner in candidates:
-            if not inner:
-                if document.roots:
-                    return (), code
-                continue
-            entry = document.find(*inner)
-            if entry is not None and entry.is_mapping and entry.children:
-                return inner, code
-    return None
-
-
-def spread_verdict(
-    path: str, text: str, splats: list[tuple[tuple[str, ...], str]] | tuple[Any, ...]
-) -> str | None:
-    """How the Trainer built from a YAML file's spread section runs ("tpu", "other",
-    "auto"); None when the file writes no section the code spreads into a Trainer."""
-    from tpulint.analysis.config_facts import trainer_verdict
-    from tpulint.analysis.yaml_config import parse_yaml
-
-    found = splat_section(path, text, splats)
-    if found is None:
-        return None
-    document = parse_yaml(text, path)
-    section = document.find(*found[0]) if found[0] else None
-    entries = section.children if section is not None else document.roots
-    return trainer_verdict({e.key: e.value for e in entries})

@@ -30,7 +30,6 @@ from tpulint.analysis.semantic import analyze_module
 from tpulint.analysis.shell_script import is_shell_path, shell_comments
 from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
-from tpulint.analysis.trainer_splats import splat_section, spread_verdict
 from tpulint.analysis.walker import Dispatcher
 from tpulint.analysis.yaml_config import (
     check_yaml_file,
@@ -59,6 +58,7 @@ from tpulint.datatypes.diagnostics import (
 )
 from tpulint.engine.deep_stack import TooDeep, call_deep
 from tpulint.engine.merging import merge_reports
+from tpulint.engine.yaml_files import splat_section, spread_verdict
 from tpulint.rule_api.rule import FixSpec, RelatedNode, Report, Rule
 
 MAX_FIX_ITERATIONS = 10

@@ -376,7 +376,7 @@ def tpu_configs(
     group files and the sections the code spreads into a Trainer (`splats`: `Trainer(
     **cfg.trainer)`) that ask for TPUs."""
     from tpulint.analysis.config_facts import config_facts
-    from tpulint.analysis.trainer_splats import spread_verdict
+    from tpulint.engine.yaml_files import spread_verdict
 
     out = []
     for path in paths:
