@@ -350,3 +350,121 @@ def test_unreadable_file_and_folder() -> None:
             2,
             "tpulint: error: cannot read private/m.py: Permission denied\n",
         )
+
+
+# Trainer arguments kept in YAML and spread by the code into the Trainer.
+SPREAD_TRAINER = {
+    "train.py": "import hydra\nimport pytorch_lightning as pl\n\nfrom pkg.model import Net\n\n\n"
+    '@hydra.main(config_path="conf", config_name="base")\n'
+    "def main(cfg):\n"
+    "    trainer = pl.Trainer(logger=False, **cfg.trainer)\n"
+    "    trainer.fit(Net())\n"
+    "    runner = pl.Trainer(**OmegaConf.to_container(cfg.run.pl_trainer, resolve=True))\n"
+    "    runner.fit(Net())\n\n\n"
+    'if __name__ == "__main__":\n    main()\n',
+    "pkg/__init__.py": "",
+    "pkg/model.py": UNREADY_MODULE,
+    # The `trainer` group: each file is the Trainer's arguments.
+    "conf/trainer/tpu.yaml": "tpu_cores: 8\nprecision: 16\nmax_epochs: 3\n",
+    "conf/trainer/gpu.yaml": "gpus: 1\nprecision: 16\n",
+    "conf/trainer/default.yaml": "max_epochs: 3\nprecision: 16\n",
+    # A primary config with the other spread section nested, and one asking for GPUs.
+    "conf/base.yaml": "defaults:\n  - trainer: default\nrun:\n  pl_trainer:\n"
+    "    tpu_cores: 1\n    precision: bf16\n  seed: 1\n",
+    "conf/base_gpu.yaml": "run:\n  pl_trainer:\n    gpus: 1\n    precision: 16\n",
+    # A group that nothing spreads, though it asks for TPUs.
+    "conf/model/xla.yaml": "tpu_cores: 8\n",
+}
+
+
+def test_spread_trainer_sections_are_trainer_arguments(tmp_path: Path) -> None:
+    """`pl.Trainer(**cfg.trainer)`: the YAML sections the code spreads into a Trainer and
+    that ask for TPUs are checked as its arguments; GPU and auto sections, and files no
+    spread reaches, are not."""
+    root = make_project(tmp_path / "p", SPREAD_TRAINER, pyproject='select = ["TPU001", "TPU004"]\n')
+    walked = run_subprocess(["check", ".", "--no-cache"], root)
+    assert walked.exit_code == 1, walked.stderr
+    assert codes_by_path(walked.stdout) == [
+        ("conf/base.yaml", "TPU001"),
+        ("conf/base.yaml", "TPU004"),
+        ("conf/trainer/tpu.yaml", "TPU001"),
+        ("conf/trainer/tpu.yaml", "TPU004"),
+    ]
+    assert (
+        "conf/base.yaml:5:5: TPU001 [*] `tpu_cores` was removed in Lightning 2.0 "
+        "(`pl.Trainer(**OmegaConf.to_container(cfg.run.pl_trainer, resolve=True))` passes it "
+        "on and the Trainer raises TypeError)"
+    ) in walked.stdout
+    assert "conf/trainer/tpu.yaml:1:1: TPU001 [*]" in walked.stdout
+    # A warm run gives the same; a file that stops spreading the section drops its findings.
+    warm = run_subprocess(["check", "."], root)
+    assert codes_by_path(warm.stdout) == codes_by_path(walked.stdout)
+    script = (root / "train.py").read_text()
+    (root / "train.py").write_text(script.replace("**cfg.trainer", "max_epochs=1"))
+    again = run_subprocess(["check", "."], root)
+    assert codes_by_path(again.stdout) == [
+        ("conf/base.yaml", "TPU001"),
+        ("conf/base.yaml", "TPU004"),
+    ]
+
+
+def test_trainer_splats_shapes() -> None:
+    from tpulint.analysis.trainer_splats import trainer_splats
+
+    text = (
+        "import pytorch_lightning as pl\nfrom lightning import Trainer\n\n\n"
+        "def main(config, args):\n"
+        "    section = config['trainer']['trainer']\n"
+        "    pl.Trainer(**section)\n"
+        "    Trainer(callbacks=[], **dict(config.lightning))\n"
+        "    Trainer(**vars(args))\n"  # argparse Namespace: no section path
+        "    Trainer(**self.trainer_kwargs)\n"
+        "    Trainer(**kwargs)\n"
+    )
+    assert trainer_splats(text) == [
+        (("trainer", "trainer"), "pl.Trainer(**section)"),
+        (("lightning",), "Trainer(**dict(config.lightning))"),
+    ]
+    assert trainer_splats("Trainer(max_epochs=1)\n") == []
+
+
+# Shell launchers: the XRT runtime's environment set for the TPU run (TPU008).
+XRT_LAUNCHERS = {
+    "m.py": UNREADY_MODULE,
+    "scripts/train_tpu.sh": "#!/bin/bash\n"
+    '# export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n'
+    "export TPU_IP_ADDRESS=10.0.0.2  # the TPU node\n"
+    'export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n'
+    'echo "XRT_TPU_CONFIG=unset"\n'
+    "XRT_TPU_CONFIG='localservice;0;localhost:51011' python m.py  # noqa: TPU008\n"
+    "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python m.py\n",
+    # XLA on GPUs through XRT: not a TPU launch.
+    "scripts/train_gpu.sh": 'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n'
+    "CUDA_VISIBLE_DEVICES=0 python m.py\n",
+    "scripts/pjrt.sh": "export PJRT_DEVICE=TPU\npython m.py\n",
+}
+
+
+def test_shell_launchers_setting_xrt(tmp_path: Path) -> None:
+    """A walked shell script that sets the XRT runtime's environment is checked: each setting
+    outside comments and quotes is reported, `# noqa` applies; other scripts are not read."""
+    root = make_project(tmp_path / "p", XRT_LAUNCHERS, pyproject='select = ["TPU008"]\n')
+    walked = run_subprocess(["check", ".", "--no-cache"], root)
+    assert walked.exit_code == 1, walked.stderr
+    lines = [line for line in walked.stdout.splitlines() if "TPU008" in line]
+    assert [line.split(" TPU008")[0] for line in lines] == [
+        "scripts/train_tpu.sh:3:8:",
+        "scripts/train_tpu.sh:4:8:",
+        "scripts/train_tpu.sh:7:12:",
+    ]
+    assert "remote TPU node it names is never reached" in lines[1]
+    assert "(1 file" in walked.stdout or "in 1 file" in walked.stdout
+    # Named, a script is checked whatever it sets; --add-noqa writes shell comments.
+    named = run_subprocess(["check", "scripts/train_gpu.sh", "--no-cache"], root)
+    assert named.exit_code == 0, named.stdout + named.stderr
+    added = run_subprocess(["check", "scripts/train_tpu.sh", "--add-noqa", "--no-cache"], root)
+    assert added.exit_code == 0, added.stdout + added.stderr
+    text = (root / "scripts/train_tpu.sh").read_text()
+    assert "export TPU_IP_ADDRESS=10.0.0.2  # the TPU node  # noqa: TPU008\n" in text
+    again = run_subprocess(["check", ".", "--no-cache"], root)
+    assert again.exit_code == 0, again.stdout

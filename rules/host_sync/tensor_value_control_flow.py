@@ -58,9 +58,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
     Finds Python control flow decided by the value of a device tensor in code that runs
     every step: `if loss > 0:`, `while (x != 0).any():`, `assert torch.isfinite(loss)`,
     `a if score > t else b`, and `not` applied to a tensor value outside a test
-    (`sparse = not mask.all()`). A membership test in a device tensor (`if 1 in preds:`,
-    `hit = label in row`) is one too, wherever it stands: `Tensor.__contains__` computes
-    `(element == self).any().item()` and Python takes its bool. It is reported when the
+    (`sparse = not mask.all()`). Python's builtin `any()` / `all()` over a generator or list
+    of device tests is one too, once per element (`if any(p.grad.isnan().any() for p in
+    self.parameters()):`, `assert all([torch.isfinite(t).all() for t in parts])`): the
+    builtin calls `bool()` on each element, which is `Tensor.__bool__`, a host read
+    (`torch.any(torch.stack([...]))` keeps it one device value). A membership test in a
+    device tensor (`if 1 in preds:`, `hit = label in row`) is one too, wherever it stands:
+    `Tensor.__contains__` computes `(element == self).any().item()` and Python takes its
+    bool. It is reported when the
     tensor is computed in the code (`preds = self(x).argmax(-1)`), is a row of one
     (`for row in preds:`), a buffer of the module, or a helper's parameter tested for a
     device tensor, and what is looked for is a number or a device tensor; lists, dicts,
@@ -172,6 +177,16 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # Python's any() over host values (names, step counters) reads no tensor.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        if any(name.startswith('aux') for name in self.heads):\n"
+            "            loss = loss * 2\n"
+            "        if all(step > 0 for step in [batch_idx, self.current_epoch]):\n"
+            "            loss = loss + 1\n"
+            "        return loss\n"
+        ),
         # A list of tensors compared with a list or tuple display (`parts != []`): Python's
         # comparison (a tensor never equals a display), a plain bool with no device read.
         Valid(
@@ -640,6 +655,39 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "        if not bad:\n            self.manual_backward(loss)\n",
             line=9,
         ),
+        # Python's any() over a generator of device tests: one host read per parameter.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        if any(p.grad.isnan().any() for p in self.parameters()\n"
+            "               if p.grad is not None):\n"
+            "            self.skipped += 1\n"
+            "        return loss\n",
+            line=8,
+            message="each element of `any(...)`",
+        ),
+        # A helper annotated with an alias of Tensor (`from torch import Tensor as T`) returns
+        # a device mask when handed the batch's tensors.
+        Invalid(
+            "import lightning as L\nfrom torch import Tensor as T\n\n\n"
+            "def good_hits(*, pt, eta, threshold: float = 0.9) -> T:\n"
+            "    return (pt > threshold) & (eta.abs() < 4.0)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        mask = good_hits(pt=batch['pt'], eta=batch['eta'])\n"
+            "        assert mask.sum() > 0, 'no hits left'\n"
+            "        return self(batch['x']).mean()\n",
+            line=12,
+            message="`mask.sum() > 0`",
+        ),
+        # all() over a list of device tests in an assert.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        parts = self(batch)\n"
+            "        assert all([torch.isfinite(part).all() for part in parts])\n"
+            "        return parts[0].mean()\n",
+            message="once per element",
+        ),
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -778,6 +826,19 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "comprehension": "a comprehension's `if`",
         }[kind]
         per_element = ""
+        reduction = next(
+            (
+                call
+                for call in _builtin_reductions(test)
+                if any(n is found for n in _descendants(call))
+            ),
+            None,
+        )
+        if reduction is not None:
+            # The builtin takes each element's bool: no `torch.where` of the whole test.
+            per_element = (
+                f" (each element of `{source_of(ctx, reduction.func)}(...)`: once per element)"
+            )
         if isinstance(found, cst.Name):
             binding = self.bindings.lookup(found.value)
             if binding is not None and isinstance(binding.node, cst.For):
@@ -789,7 +850,11 @@ class TensorValueControlFlow(TrackingRule, Rule):
             f"{what} on the tensor value `{source_of(ctx, found)}`{per_element} in "
             f"{ctx.hot_reason} syncs with the TPU every step and records one graph per outcome; "
             "use `torch.where` or masking",
-            fix=if_fix(ctx, self.bindings, owner) if isinstance(owner, cst.If) else None,
+            fix=(
+                if_fix(ctx, self.bindings, owner)
+                if isinstance(owner, cst.If) and reduction is None
+                else None
+            ),
             replacement=replacement,
             applicability=Applicability.DISPLAY_ONLY,
             replaces=ifexp,
@@ -825,6 +890,11 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return None  # `data["hw0"] == data["hw1"]` of stored `x.shape[2:]`
             return test if ctx.value_kind(test) is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
+            element = _builtin_reduction_element(test)
+            if element is not None and self.bindings.lookup(test.func.value) is None:  # type: ignore[attr-defined]
+                # `any(p.grad.isnan().any() for p in self.parameters())`: Python's any/all
+                # takes the bool of each element, one host read per element.
+                return self._tensor_test(element, depth + 1)
             kind = ctx.value_kind(test)
             torch_function = (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
             # `torch.isnan(x)` takes only tensors: the use says `x` is one.
@@ -863,6 +933,43 @@ class TensorValueControlFlow(TrackingRule, Rule):
             ):
                 return test
         return None
+
+
+def _builtin_reduction_element(call: cst.Call) -> cst.BaseExpression | None:
+    """The element of `any(<element> for ...)` / `all([<element> for ...])`: Python's builtin
+    takes the bool of each; None for other calls."""
+    if not (
+        isinstance(call.func, cst.Name)
+        and call.func.value in ("any", "all")
+        and len(call.args) == 1
+        and call.args[0].keyword is None
+        and not call.args[0].star
+    ):
+        return None
+    value = call.args[0].value
+    if isinstance(value, (cst.GeneratorExp, cst.ListComp)):
+        return value.elt
+    return None
+
+
+def _builtin_reductions(node: cst.CSTNode) -> list[cst.Call]:
+    """The `any(... for ...)` / `all([...])` calls in `node` (itself included)."""
+    return [
+        n
+        for n in _descendants(node)
+        if isinstance(n, cst.Call) and _builtin_reduction_element(n) is not None
+    ]
+
+
+def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out = [node]
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for child in current.children:
+            out.append(child)
+            stack.append(child)
+    return out
 
 
 def _keyed_entry(node: cst.BaseExpression) -> tuple[str, str] | None:

@@ -30,7 +30,8 @@ class DetectAnomaly(Rule):
     explicitly), `"detect_anomaly": True` in Trainer arguments that ask for TPUs, LightningCLI
     defaults set in code (`parser.set_defaults({"trainer.detect_anomaly": True})`),
     `trainer: detect_anomaly: true` in LightningCLI YAML configs and Hydra Trainer configs
-    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer), and an unconditional
+    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer, or a YAML section
+    the code spreads into a TPU Trainer: `pl.Trainer(**cfg.trainer)`), and an unconditional
     `torch.autograd.set_detect_anomaly(True)` in a training script or a Lightning class.
 
     ## Why is this bad on TPU?

@@ -34,7 +34,8 @@ class HardcodedTpuDeviceCount(Rule):
     arguments that ask for TPUs (`{"accelerator": "tpu", "devices": 8}` merged into a config
     and splatted into `Trainer(**cfg)`), and in LightningCLI YAML configs (an XLA strategy
     given as `strategy: xla`, by `class_path` or by `name`), and in Hydra Trainer configs
-    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer).
+    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer), and in YAML sections the
+    code spreads into a Trainer (`pl.Trainer(**cfg.trainer)`) that ask for TPUs.
 
     ## Why is this bad on TPU?
     Lightning accepts for TPUs only `"auto"`, `1`, the exact number of TPU devices of the

@@ -52,7 +52,11 @@ class LegacyTpuCores(Rule):
     `Trainer(...)` calls, in dictionaries of Trainer arguments, in config classes that feed
     the Trainer, as parameters of functions that build a Trainer from them, and under
     `trainer:` in LightningCLI YAML configs, and in Hydra Trainer configs (a
-    `configs/trainer/*.yaml` whose `_target_` is the Trainer: its keys are the arguments).
+    `configs/trainer/*.yaml` whose `_target_` is the Trainer: its keys are the arguments),
+    and in YAML sections the code spreads into a Trainer that ask for TPUs:
+    `pl.Trainer(**cfg.trainer)` with `configs/trainer/tpu.yaml` holding `tpu_cores: 8`,
+    `Trainer(**cfg.train.pl_trainer)` with `train: {pl_trainer: {tpu_cores: 8}}` in a primary
+    config.
 
     ## Why is this bad on TPU?
     `tpu_cores` was deprecated in Lightning 1.6 and removed in 2.0: `Trainer(tpu_cores=8)`

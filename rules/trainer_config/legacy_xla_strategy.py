@@ -29,7 +29,8 @@ class LegacyXlaStrategy(Rule):
     ## What it does
     Finds the Lightning 1.x names of the TPU strategy: the strategy strings `"tpu_spawn"` and
     `"tpu_spawn_debug"` (as `Trainer(strategy=...)`, in dictionaries and config defaults, under
-    `trainer: strategy:` in LightningCLI YAML configs and Hydra Trainer configs) and the
+    `trainer: strategy:` in LightningCLI YAML configs, Hydra Trainer configs and YAML sections
+    the code spreads into a TPU Trainer, `pl.Trainer(**cfg.trainer)`) and the
     classes `TPUSpawnStrategy` and `TPUSpawnPlugin`.
 
     ## Why is this bad on TPU?

@@ -35,7 +35,8 @@ class NonXlaStrategy(Rule):
     `Trainer(...)` calls, in LightningCLI defaults set in code (`parser.set_defaults(
     {"trainer.strategy": ...})`, `LightningCLI(trainer_defaults=...)`), and under `trainer:`
     in LightningCLI YAML configs, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
-    whose `_target_` is the Trainer). A Trainer that asks for GPUs or CPUs explicitly is not
+    whose `_target_` is the Trainer), and in YAML sections the code spreads into a TPU
+    Trainer (`pl.Trainer(**cfg.trainer)`). A Trainer that asks for GPUs or CPUs explicitly is not
     reported.
 
     ## Why is this bad on TPU?

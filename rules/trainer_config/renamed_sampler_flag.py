@@ -57,7 +57,8 @@ class RenamedSamplerFlag(Rule):
     Finds the Trainer argument `replace_sampler_ddp`: in `Trainer(...)` calls, in
     dictionaries of Trainer arguments, in config classes and parameters that feed the
     Trainer, under `trainer:` in LightningCLI YAML configs, and in Hydra Trainer configs
-    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer).
+    (a `configs/trainer/*.yaml` whose `_target_` is the Trainer), and in YAML sections the
+    code spreads into a TPU Trainer (`pl.Trainer(**cfg.trainer)`).
 
     ## Why is this bad on TPU?
     Lightning 2.0 renamed the flag to `use_distributed_sampler`:

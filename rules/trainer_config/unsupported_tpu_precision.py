@@ -147,7 +147,9 @@ class UnsupportedTpuPrecision(Rule):
     TPUs (`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
     splatted into `Trainer(**cfg)`), and at `trainer: precision:` in LightningCLI YAML
     configs that select a TPU, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
-    whose `_target_` is the Trainer). A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
+    whose `_target_` is the Trainer), and in YAML sections the code spreads into a Trainer
+    that ask for TPUs (`pl.Trainer(**cfg.trainer)` with `tpu_cores: 8, precision: 16` in
+    `configs/trainer/tpu.yaml`). A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
     1.x's `accelerator="ddp"`) is not a TPU Trainer, whatever its `tpu_cores` says.
 
     ## Why is this bad on TPU?

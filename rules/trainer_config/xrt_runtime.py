@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from tpulint.analysis.imports import module_name_of
-from tpulint.datatypes.diagnostics import Applicability, Severity
+from tpulint.datatypes.diagnostics import Applicability, Location, Severity
 from tpulint.rule_api.cst_helpers import string_value
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
@@ -28,14 +28,25 @@ class XrtRuntime(Rule):
     `XRT_TPU_CONFIG` and `TPU_IP_ADDRESS` set in code (`os.environ[...] = ...`,
     `os.environ.setdefault`, `os.putenv`, `os.environ.update`, environment dictionaries
     passed to subprocesses), imports of `torch_xla.distributed.xla_dist`, and command strings
-    that launch `xla_dist`.
+    that launch `xla_dist`. The TPU settings in the project's shell launchers are found too:
+    `export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"`, `TPU_IP_ADDRESS=10.0.0.2
+    python train.py`, `python -m torch_xla.distributed.xla_dist ...` in a `.sh` file (a
+    commented-out line is not a setting; `XRT_WORKERS` / `XRT_DEVICE_MAP` there set up XLA on
+    GPUs or CPUs, not a TPU launch, and are left alone).
 
     ## Why is this bad on TPU?
-    torch_xla dropped XRT after 2.1 and runs only on PJRT; `torch_xla.distributed.xla_dist`
-    (the XRT pod launcher) no longer exists, and Lightning's XLA accelerator raises
-    `The XLA XRT runtime is not supported anymore.` when it sees `XRT_TPU_CONFIG`. On a TPU
-    VM, PJRT needs only `PJRT_DEVICE=TPU` (the default when nothing is set); pods are launched
-    by running the same command on every host (`gcloud compute tpus tpu-vm ssh --worker=all`).
+    torch_xla dropped XRT after 2.1 and runs only on PJRT: torch_xla 2.9 never reads
+    `XRT_TPU_CONFIG` or any other `XRT_` variable (neither its Python package nor its
+    `_XLAC` extension mentions them), and `torch_xla.distributed.xla_dist` (the XRT pod
+    launcher) no longer exists. Importing torch_xla picks the PJRT device itself
+    (`runtime._maybe_select_default_device()` in `torch_xla/__init__.py` sets `PJRT_DEVICE=TPU`
+    when a TPU chip is on this host, else `CPU`), so an XRT setup does nothing on a TPU VM and
+    cannot reach the remote TPU node it names (`tpu_worker;0;<ip>:8470`, `TPU_IP_ADDRESS`):
+    PJRT runs only on the host the TPU is attached to, and falls back to the CPU elsewhere.
+    Lightning's XLA accelerator refuses a process without a PJRT device (`The XLA XRT runtime is
+    not supported anymore.`). On a TPU VM, PJRT needs only `PJRT_DEVICE=TPU` (the default
+    when nothing is set); pods are launched by running the same command on every host
+    (`gcloud compute tpus tpu-vm ssh --worker=all`).
 
     ## Example
     ```python
@@ -60,6 +71,7 @@ class XrtRuntime(Rule):
     - [torch_xla docs: PJRT runtime (migrating from XRT)](https://github.com/pytorch/xla/blob/master/docs/source/learn/pjrt.md)
     - [Lightning source: XLAAccelerator rejects XRT](https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/accelerators/xla.py)
     - [torch_xla 2.1 release: last release with XRT](https://github.com/pytorch/xla/releases/tag/v2.1.0)
+    - [torch_xla source: the PJRT device chosen at import (`runtime.py`, `_maybe_select_default_device`)](https://github.com/pytorch/xla/blob/master/torch_xla/runtime.py)
     """
 
     code = "TPU008"
@@ -70,6 +82,8 @@ class XrtRuntime(Rule):
     fix_sometimes = True
     fix_message = "Use PJRT: `PJRT_DEVICE=TPU`"
     requires = ("XRT_", "TPU_IP_ADDRESS", "xla_dist")
+    # Also checks shell launchers (`check_shell`).
+    checks_shell = True
 
     VALID = (
         Valid('import os\n\nos.environ["PJRT_DEVICE"] = "TPU"\n'),
@@ -201,6 +215,27 @@ class XrtRuntime(Rule):
                 _xrt_env_message(re.search(r"\b(XRT_TPU_CONFIG|TPU_IP_ADDRESS)=", value).group(1)),
             )
 
+    def check_shell(self, text: str) -> None:
+        """A shell launcher: XRT variables it assigns, `python -m ...xla_dist` it runs."""
+        from tpulint.analysis.shell_script import shell_assignments, shell_module_runs
+
+        for word in shell_assignments(text):
+            # Only the TPU settings: a script may set XRT_WORKERS / XRT_DEVICE_MAP for XLA on
+            # GPUs or CPUs, which is no TPU launch.
+            if word.name in _XRT_NAMES:
+                self.report_yaml(
+                    Location(word.line, word.column),
+                    Location(word.line, word.end_column),
+                    _xrt_env_message(word.name, word.value),
+                )
+        for word in shell_module_runs(text):
+            if word.name.startswith(_XLA_DIST):
+                self.report_yaml(
+                    Location(word.line, word.column),
+                    Location(word.line, word.end_column),
+                    _XLA_DIST_MESSAGE,
+                )
+
 
 _XLA_DIST_MESSAGE = (
     "`torch_xla.distributed.xla_dist` (the XRT pod launcher) no longer exists in torch_xla 2.x "
@@ -208,8 +243,14 @@ _XLA_DIST_MESSAGE = (
 )
 
 
-def _xrt_env_message(name: str) -> str:
+def _xrt_env_message(name: str, value: str = "") -> str:
+    remote = ""
+    if name == "TPU_IP_ADDRESS" or "tpu_worker" in value:
+        remote = (
+            ", so the remote TPU node it names is never reached (PJRT uses the TPU chips of "
+            "the host it runs on)"
+        )
     return (
-        f"`{name}` configures the XRT runtime, which torch_xla dropped after 2.1 (Lightning raises "
-        '"The XLA XRT runtime is not supported anymore"); set `PJRT_DEVICE=TPU` instead'
+        f"`{name}` configures the XRT runtime, which torch_xla dropped after 2.1: torch_xla 2.x "
+        f"runs only on PJRT and never reads it{remote}; set `PJRT_DEVICE=TPU` instead"
     )

@@ -495,6 +495,9 @@ class ProjectModel:
         self.lightning_version = lightning_version
         # What the project's YAML configs build (tpulint.analysis.config_facts).
         self.configs = list(configs)
+        # The config sections the checked code spreads into a Trainer (`pl.Trainer(
+        # **cfg.trainer)`: analysis.trainer_splats), set by the runner.
+        self.trainer_splats: tuple[tuple[tuple[str, ...], str], ...] = ()
         self._scope: ProjectScope | None = None
         self.modules: dict[str, ModuleSummary] = {}  # by path
         self.by_name: dict[str, list[ModuleSummary]] = {}

@@ -1412,6 +1412,23 @@ class _Summarizer(ValueEvaluator):
                     if isinstance(item, ast.expr):
                         self.expression(item, scope)
 
+    def tensor_alias(self, node: ast.expr, scope: Scope) -> bool:
+        """An annotation naming torch's Tensor through an alias (`from torch import Tensor
+        as T`, then `-> T` or `x: T`)."""
+        text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if text is None or text.split(".", 1)[0] not in scope.imports:
+            return False
+        qualified = self.qualify(text, scope.imports)
+        return qualified.startswith("torch.") and qualified.endswith("Tensor")
+
+    def annotation_text(self, node: ast.expr | None, scope: Scope) -> str | None:
+        """A return annotation as written, or `torch.Tensor` for an alias of it."""
+        if node is None:
+            return None
+        if self.tensor_alias(node, scope) and not _tensor_annotation(node):
+            return "torch.Tensor"
+        return ast.unparse(node)
+
     def function(
         self,
         node: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -1438,7 +1455,7 @@ class _Summarizer(ValueEvaluator):
             params=params,
             bound=klass is not None and not is_static,
             decorators=decorators,
-            returns_annotation=ast.unparse(node.returns) if node.returns is not None else None,
+            returns_annotation=self.annotation_text(node.returns, outer),
             span=(
                 min([node.lineno, *(d.lineno for d in node.decorator_list)]),
                 node.end_lineno or node.lineno,
@@ -1448,7 +1465,8 @@ class _Summarizer(ValueEvaluator):
         info.tensor_params = [
             a.arg
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-            if a.annotation is not None and _tensor_annotation(a.annotation)
+            if a.annotation is not None
+            and (_tensor_annotation(a.annotation) or self.tensor_alias(a.annotation, outer))
         ]
         self.collates[info.key] = is_collate_name(
             node.name, klass.name if klass is not None else None

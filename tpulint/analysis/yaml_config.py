@@ -186,16 +186,22 @@ class YamlDocument:
     # A Hydra Trainer group file (`_target_: lightning.pytorch.Trainer`): its keys are under a
     # `trainer` entry made for the rules, with those it inherits through `defaults:`.
     hydra_trainer: bool = False
+    # A section the code spreads into a Trainer (`pl.Trainer(**cfg.trainer)`, that code):
+    # its keys are under a `trainer` entry made for the rules (trainer_splats).
+    splat_code: str | None = None
 
     @property
     def trainer_label(self) -> str:
         """How a finding names a Trainer key: `trainer: precision` in a LightningCLI config,
-        `precision` in a Hydra Trainer file (whose keys are the Trainer's)."""
-        return "" if self.hydra_trainer else "trainer: "
+        `precision` in a Hydra Trainer file or a spread section (whose keys are the
+        Trainer's)."""
+        return "" if self.hydra_trainer or self.splat_code else "trainer: "
 
     @property
     def rejects_key(self) -> str:
         """What happens to a key the Trainer no longer accepts."""
+        if self.splat_code:
+            return f"`{self.splat_code}` passes it on and the Trainer raises TypeError"
         if self.hydra_trainer:
             return "the Trainer `hydra.utils.instantiate` builds from this file raises TypeError"
         return "LightningCLI rejects the key"
@@ -263,15 +269,21 @@ class YamlFile:
     # The Hydra configs this file inherits through `defaults: [default]` (read_hydra_bases),
     # nearest first, read at lines after this file's own (so that no finding lands on them).
     bases: list[YamlDocument] = field(default_factory=list)
+    # The section of the file some code spreads into a Trainer (trainer_splats.splat_section:
+    # the keys leading to it, () for the whole file, and the code), set by the engine.
+    splat: tuple[tuple[str, ...], str] | None = None
 
     @property
     def configs(self) -> list[YamlDocument]:
         """The LightningCLI configs of the file: each document that has `trainer`, `model` or
-        `data` keys, and each subcommand section (`fit: trainer: ...`) that has them; and a
-        Hydra Trainer group file, as a `trainer:` section."""
+        `data` keys, and each subcommand section (`fit: trainer: ...`) that has them; a
+        Hydra Trainer group file, as a `trainer:` section; and the section the code spreads
+        into a Trainer (`pl.Trainer(**cfg.trainer)`), as a `trainer:` section."""
         out = []
         for document in self.documents:
             trainer = self.hydra_trainer(document)
+            if trainer is None and document.index == 0:
+                trainer = self.spread_trainer(document)
             if trainer is not None:
                 out.append(trainer)
                 continue
@@ -329,6 +341,43 @@ class YamlFile:
         )
         return YamlDocument(
             document.path, document.text, [trainer], document.lines, 0, hydra_trainer=True
+        )
+
+    def spread_trainer(self, document: YamlDocument) -> YamlDocument | None:
+        """`document` as a config whose `trainer:` holds the keys of the section the code
+        spreads into a Trainer (`splat`), Hydra's own keys left out."""
+        if self.splat is None:
+            return None
+        keys, code = self.splat
+        if keys:
+            section = document.find(*keys)
+            if section is None or not section.is_mapping:
+                return None
+            entries = section.children
+        else:
+            entries = document.roots
+        children = [e for e in entries if e.key not in HYDRA_KEYS]
+        if not children:
+            return None
+        start = children[0].key_start
+        trainer = YamlEntry(
+            key="trainer",
+            path=("trainer",),
+            line=start.line,
+            indent=0,
+            key_start=start,
+            key_end=start,
+            raw=None,
+            value_start=None,
+            value_end=None,
+            children=children,
+            last_line=len(document.lines),
+            node_start=start,
+            node_end=start,
+            tag="tag:yaml.org,2002:map",
+        )
+        return YamlDocument(
+            document.path, document.text, [trainer], document.lines, 0, splat_code=code
         )
 
     def line_end(self, location: Location) -> Location:

@@ -27,6 +27,7 @@ from tpulint.analysis.imports import Aliases
 from tpulint.analysis.project import FileView, ProjectModel, build_model, module_name_for_path
 from tpulint.analysis.scope_facts import text_digest
 from tpulint.analysis.semantic import analyze_module
+from tpulint.analysis.shell_script import is_shell_path, shell_comments
 from tpulint.analysis.summary import summarize
 from tpulint.analysis.suppression import Suppressions, add_noqa, parse_suppressions
 from tpulint.analysis.walker import Dispatcher
@@ -57,6 +58,7 @@ from tpulint.datatypes.diagnostics import (
 )
 from tpulint.engine.deep_stack import TooDeep, call_deep
 from tpulint.engine.merging import merge_reports
+from tpulint.engine.yaml_files import splat_section, spread_verdict
 from tpulint.rule_api.rule import FixSpec, RelatedNode, Report, Rule
 
 MAX_FIX_ITERATIONS = 10
@@ -177,7 +179,7 @@ def would_parse(source: str, path: str, config: Config) -> bool:
     """Whether some enabled rule's text prefilter matches this file: what `check_source`
     parses at most (the project model's screens, `Rule.can_fire`, rule out more; `-v` counts
     the files really parsed). The benchmarks' old floor parsed exactly these files."""
-    if is_yaml_path(path):
+    if is_yaml_path(path) or is_shell_path(path):
         return False
     return bool(_rule_classes(config.enabled_for(_relpath(path, config)), source))
 
@@ -496,12 +498,24 @@ def _yaml_rules(enabled: frozenset[str]) -> list[type[Rule]]:
     return [rules_by_code()[r.code] for r in catalogue() if r.checks_yaml and r.code in enabled]
 
 
-def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
+def _analyze_yaml(
+    source: str,
+    path: str,
+    config: Config,
+    enabled: frozenset[str],
+    project: ProjectModel | None = None,
+) -> _Analysis:
     """A LightningCLI config: yaml_config reads it and runs the rules that check configs."""
     file = read_yaml(source, path)
     if path not in ("-", "<stdin>") and file.error is None:
         # A Hydra Trainer group file inherits keys (`defaults: [default]`) from its group.
         read_hydra_bases(file, hydra_base_files(path, source))
+    if project is not None and project.trainer_splats and file.error is None:
+        # A section the code spreads into a Trainer (`pl.Trainer(**cfg.trainer)`) that asks
+        # for TPUs holds a TPU Trainer's arguments.
+        splats = list(project.trainer_splats)
+        if spread_verdict(path, source, splats) == "tpu":
+            file.splat = splat_section(path, source, splats)
     suppressions = parse_suppressions(source, comments=file.comments)
     try:
         diagnostics = check_yaml_file(file, config, _yaml_rules(enabled) if file.configs else [])
@@ -513,6 +527,46 @@ def _analyze_yaml(source: str, path: str, config: Config, enabled: frozenset[str
     return _Analysis(None, [], diagnostics, {}, suppressions)
 
 
+# --- shell launchers -------------------------------------------------------------------------
+
+
+def _analyze_shell(source: str, path: str, config: Config, enabled: frozenset[str]) -> _Analysis:
+    """A shell launcher (`train_tpu.sh`): the rules that check shell scripts (`check_shell`)
+    read the environment it sets (analysis.shell_script)."""
+    comments = shell_comments(source)
+    suppressions = parse_suppressions(source, comments=comments)
+    diagnostics: list[Diagnostic] = []
+    by_code = rules_by_code()
+    for code in sorted(enabled):
+        rule_class = by_code.get(code)
+        if rule_class is None or not getattr(rule_class, "checks_shell", False):
+            continue
+        rule = rule_class(None)  # type: ignore[arg-type]  # shell checks need no FileContext
+        rule.yaml_config = config
+        try:
+            rule.check_shell(source)  # type: ignore[attr-defined]
+        except Exception as exc:  # a bug in a rule must not take the whole run down
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            raise InternalError(
+                f"{type(exc).__name__}: {exc} (at {frame.filename.rsplit('/', 1)[-1]}:"
+                f"{frame.lineno})"
+            ) from exc
+        for report in rule.yaml_reports:
+            diagnostics.append(
+                Diagnostic(
+                    code=rule_class.code,
+                    name=rule_class.name,
+                    message=report.message,
+                    path=path,
+                    start=report.start,
+                    end=report.end,
+                    severity=rule_class.severity,
+                    noqa_lines=tuple(range(report.start.line, report.end.line + 1)),
+                )
+            )
+    return _Analysis(None, [], diagnostics, {}, suppressions)
+
+
 def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
     """The diagnostics whose fix `fix` applies (safe ones, and unsafe ones with `unsafe`)."""
     return [d for d in diagnostics if d.fixable(unsafe) and d.fix is not None and d.fix.edits]
@@ -521,6 +575,8 @@ def fixable(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]
 def add_noqa_comments(source: str, path: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
     """`source` with `# noqa: CODE` comments for `diagnostics` (Python or a YAML config), and
     how many codes were added. Raises ValueError when the result would not parse."""
+    if is_shell_path(path):
+        return add_noqa(source, diagnostics, comments=shell_comments(source))
     if is_yaml_path(path):
         file = read_yaml(source, path)
         new, added = add_noqa(
@@ -578,7 +634,9 @@ def _check_source(
 ) -> list[Diagnostic]:
     enabled = config.enabled_for(_relpath(path, config))
     if is_yaml_path(path):
-        return _finish(_analyze_yaml(source, path, config, enabled), path, enabled, source)
+        return _finish(_analyze_yaml(source, path, config, enabled, project), path, enabled, source)
+    if is_shell_path(path):
+        return _finish(_analyze_shell(source, path, config, enabled), path, enabled, source)
     shim = roundtrip.prepare(source)
     if shim is not None:
         found = _check_python(shim.text, path, config, project, enabled, with_edits)
@@ -685,6 +743,8 @@ def _fix_source(
         return result
     if is_yaml_path(path):
         return _fix_text_edits(source, path, config, unsafe, project)
+    if is_shell_path(path):  # shell findings have no fixes
+        return FixResult(source, [], check_source(source, path, config, project=project))
     shim = roundtrip.prepare(source)
     if shim is None:
         return _fix_python(source, path, config, unsafe, project, enabled)

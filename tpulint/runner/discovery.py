@@ -207,6 +207,9 @@ class _Walker:
         # YAML files met on the walk: not checked unless named, but their configs say which
         # classes and Trainers the project runs (tpulint.analysis.config_facts).
         self.configs: list[Path] = []
+        # Shell scripts met on the walk: checked when they set a TPU launch's environment
+        # (the runner picks them: paths.launcher_scripts).
+        self.scripts: list[Path] = []
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
         """Whether `exclude`/`extend-exclude` match the path itself (tpulint.config.globs),
@@ -283,6 +286,9 @@ class _Walker:
                 elif entry.name.endswith((".yaml", ".yml")):
                     if not (self.excluded(path, False) or self.gitignored(path, False)):
                         self.configs.append(path)
+                elif entry.name.endswith((".sh", ".bash")):
+                    if not (self.excluded(path, False) or self.gitignored(path, False)):
+                        self.scripts.append(path)
                 elif entry.name.endswith(PYTHON_SUFFIXES):
                     if entry.is_symlink() and not path.exists():
                         self.problems.append(
@@ -310,6 +316,7 @@ def discover(
     cwd: Path | None = None,
     notices: list[str] | None = None,
     configs: list[Path] | None = None,
+    scripts: list[Path] | None = None,
 ) -> tuple[list[SourcePath], list[Diagnostic]]:
     """Files to check for `paths` (files or folders), and problems met while walking (TPL003
     diagnostics). Non-regular files (FIFOs, sockets, devices) are skipped without being
@@ -346,6 +353,8 @@ def discover(
         notices.extend(walker.notices)
     if configs is not None:
         configs.extend(walker.configs)
+    if scripts is not None:
+        scripts.extend(walker.scripts)
     return list(found.values()), walker.problems
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis.modules import table_digest
+from tpulint.analysis.trainer_splats import trainer_splats
 from tpulint.config.settings import Config
 from tpulint.datatypes.diagnostics import Applicability, Diagnostic, Edit
 from tpulint.runner.cache import (
@@ -303,6 +305,8 @@ class _Prepared:
     project: ProjectModel | None = None
     # Files the project model could not summarise (an internal error each; see model()).
     model_failures: list[str] = field(default_factory=list)
+    # The config sections the checked code spreads into a Trainer (analysis.trainer_splats).
+    splats: tuple[tuple[tuple[str, ...], str], ...] = ()
 
     def model(self) -> ProjectModel:
         """The project model, built on first use (a run answered from the cache needs none)."""
@@ -316,6 +320,7 @@ class _Prepared:
             self.project = model_of(
                 items, self.config, scans, self.jobs, configs=configs, meanwhile=meanwhile
             )
+            self.project.trainer_splats = self.splats
             if scans:
                 scans.save()
             cwd = Path.cwd().resolve()
@@ -335,39 +340,83 @@ class _Prepared:
         return derived_key(source.display, digest + facts.encode())
 
 
-def _with_inherited(path: str, text: str) -> str:
-    """A file's text, and for a Hydra config the configs it inherits through `defaults:`
-    (engine.yaml_files, loaded only for YAML files that have such a list)."""
-    if "defaults" not in text or not path.lower().endswith((".yaml", ".yml")):
-        return text
-    from tpulint.engine.yaml_files import with_inherited
+_XRT_SETTING = re.compile(
+    r"\b(XRT_TPU_CONFIG|TPU_IP_ADDRESS)=|-m\s+torch_xla\.distributed\.xla_dist"
+)
 
-    return with_inherited(path, text)
+
+def _sets_xrt(path: Path, config: Config) -> bool:
+    """Whether a walked shell script may set the XRT runtime's environment (TPU008 checks
+    it): a text screen, the rule reads the script's commands."""
+    limit = config.max_file_size or 1 << 20
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(limit + 1)
+    except OSError:
+        return False
+    return len(text) <= limit and _XRT_SETTING.search(text) is not None
+
+
+def _with_inherited(path: str, text: str, splats: tuple[Any, ...] = ()) -> str:
+    """A file's text, and for a Hydra config the configs it inherits through `defaults:`
+    (engine.yaml_files, loaded only for YAML files that have such a list), and for a YAML
+    file the Trainer spreads of the code (which sections are a Trainer's arguments)."""
+    if not path.lower().endswith((".yaml", ".yml")):
+        return text
+    if "defaults" in text:
+        from tpulint.engine.yaml_files import with_inherited
+
+        text = with_inherited(path, text)
+    return f"{text}\0splats:{sorted(splats)!r}" if splats else text
 
 
 def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -> _Prepared:
     notices: list[str] = []
     configs: list[Path] = []
-    files, problems = discover(paths, config, notices=notices, configs=configs)
+    scripts: list[Path] = []
+    files, problems = discover(paths, config, notices=notices, configs=configs, scripts=scripts)
     # The LightningCLI configs met on the walk that ask for a TPU Trainer, or leave the
     # accelerator to `auto` (the TPU on a TPU VM), are the project's TPU launch: checked as if
     # named (a `tpu_cores` key there fails the launch in Lightning 2).
     named = {source.path for source in files}
     cwd = Path.cwd().resolve()
-    for path in tpu_configs([str(p) for p in configs if p not in named], config):
-        files.append(SourcePath(display_path(Path(path), cwd), Path(path)))
     outcomes = [FileOutcome(d.path, [d]) for d in problems]
     sources: list[tuple[SourcePath, str]] = []
-    for source in files:
-        text, problem = read_source(source, config.max_file_size)
-        if problem is not None:
-            outcomes.append(FileOutcome(source.display, [problem]))
-        else:
-            assert text is not None
-            sources.append((source, text))
+
+    def read(batch: list[SourcePath]) -> None:
+        for source in batch:
+            text, problem = read_source(source, config.max_file_size)
+            if problem is not None:
+                outcomes.append(FileOutcome(source.display, [problem]))
+            else:
+                assert text is not None
+                sources.append((source, text))
+
+    read(files)
+    # `pl.Trainer(**cfg.trainer)` in the checked code: the YAML sections it spreads are
+    # Trainer arguments (analysis.trainer_splats).
+    splats = tuple(
+        splat
+        for source, text in sources
+        if source.path.suffix == ".py"
+        for splat in trainer_splats(text)
+    )
+    walked = [
+        SourcePath(display_path(Path(path), cwd), Path(path))
+        for path in tpu_configs([str(p) for p in configs if p not in named], config, splats)
+    ]
+    # Shell launchers met on the walk that set the retired XRT runtime's environment
+    # (`export XRT_TPU_CONFIG=...`): checked as if named.
+    walked += [
+        SourcePath(display_path(path, cwd), path)
+        for path in scripts
+        if path not in named and _sets_xrt(path, config)
+    ]
+    files += walked
+    read(walked)
     # Content hashes key the caches: without them nothing needs them.
     digests = (
-        {s.display: text_digest(_with_inherited(str(s.path), text)) for s, text in sources}
+        {s.display: text_digest(_with_inherited(str(s.path), text, splats)) for s, text in sources}
         if use_cache
         else {}
     )
@@ -379,6 +428,7 @@ def _prepare(paths: Sequence[str], config: Config, use_cache: bool, jobs: int) -
     prepared = _Prepared(
         sources, outcomes, notices, config, checked, context, config_paths, jobs, use_cache, digests
     )
+    prepared.splats = splats
     if not use_cache:
         return prepared
     # The model's facts for a set of files seen before (a warm run) are cached as a whole,

@@ -38,7 +38,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 48
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s66"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s67"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
@@ -366,17 +366,25 @@ def model_of(
 _HYDRA = re.compile(r"(?m)^(defaults\s*:|#\s*@package\b)|^\s*(-\s+)?_target_\s*:")
 
 
-def tpu_configs(paths: Iterable[str], config: Config) -> list[str]:
+def tpu_configs(
+    paths: Iterable[str], config: Config, splats: Sequence[tuple[tuple[str, ...], str]] = ()
+) -> list[str]:
     """The LightningCLI configs among the YAML files `paths` whose Trainer section asks for
     TPUs (`accelerator: tpu`, an XLA strategy, `tpu_cores`) or leaves the accelerator to
     `auto` (no `accelerator:`, no GPU-only strategy or `gpus:`), which picks the TPU on a TPU
-    VM: configs of the project's TPU launch. Hydra configs are left out."""
+    VM: configs of the project's TPU launch. Hydra configs are left out, but for Trainer
+    group files and the sections the code spreads into a Trainer (`splats`: `Trainer(
+    **cfg.trainer)`) that ask for TPUs."""
     from tpulint.analysis.config_facts import config_facts
+    from tpulint.engine.yaml_files import spread_verdict
 
     out = []
     for path in paths:
         text = _read(path, config)
         if text is None:
+            continue
+        if splats and spread_verdict(path, text, splats) == "tpu":
+            out.append(path)
             continue
         if _HYDRA.search(text):
             from tpulint.engine.yaml_files import hydra_trainer_verdict
