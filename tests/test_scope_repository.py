@@ -284,3 +284,16 @@ def test_registry_keys_and_dict_lookups_are_facts(tmp_path: Path) -> None:
     assert facts.registered_keys == {"A": ["flat_norm", "?"], "B": ["?"]}
     assert "flat_norm" not in facts.strings  # the decorator's key selects nothing
     assert "losses" in facts.lookups
+
+
+def test_configs_the_checkout_does_not_hold_may_name_any_class(tmp_path: Path) -> None:
+    """A repository that builds from configs (gin, a LightningCLI, `instantiate`) none of
+    which the checkout holds or its text files name a class of (the configs folder left
+    out, user configs): any class may be named; one that names a class shows its configs."""
+    files = dict(FILES)
+    files["experiments/train.py"] = "import gin\n" + textwrap.dedent(files["experiments/train.py"])
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "geo/nets.py", "# head") is None
+    assert reason_at(model, tmp_path, "geo/layers.py", "# flat-norm") is None
+    model = project(tmp_path, {**files, "configs/net.gin": "train.model = @GraphNet\n"})
+    assert reason_at(model, tmp_path, "geo/layers.py", "# flat-norm") == why("FlatNorm")

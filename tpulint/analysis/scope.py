@@ -2268,6 +2268,25 @@ class ProjectScope:
             words.update(texts[folder])
         if "*" in words:
             return {}  # too many text files to read: any class may be named in one
+        if repository and self._repository_builds_by_name(apps):
+            # Built from configs (a LightningCLI's `class_path`, gin, `instantiate`): unless
+            # a config (not the tests') or text file of the repository names one of its
+            # classes, they are not in it (user configs, a folder left out of the
+            # checkout) and may name any.
+            seen = {
+                w
+                for c in self.model.configs
+                if self._inside(c.path, apps) and not _is_test_path(c.path)
+                for w in c.words
+            }
+            for folder in apps:
+                seen |= texts[folder]
+            if not any(
+                cls.summary.name in seen
+                for cls in self.model.classes.values()
+                if self._inside(cls.module.path, apps)
+            ):
+                return {}
         built: set[str] = {g for g, c in candidates.items() if c.summary.name in words}
         # A registry decorator's keys select it as its name does.
         built.update(
@@ -2301,6 +2320,16 @@ class ProjectScope:
                         built.update({target, *self.model.subclasses(target)})
             for key, qualified, line, column, registry in module.scope.class_refs:
                 targets = self._ref_targets(qualified, module, nearby)
+                if repository:
+                    # By the name too: an import the model resolves to another class of the
+                    # same name (a script's folder first on `sys.path`) may be this one.
+                    targets = targets + [
+                        g
+                        for part in qualified.lstrip(".").split(".")
+                        if part[:1].isupper()
+                        for g in nearby.get(part, ())
+                        if g not in targets
+                    ]
                 if not targets:
                     continue
                 if registry is not None and has_configs and registry not in words:
@@ -2354,6 +2383,22 @@ class ProjectScope:
             else:
                 out[gkey] = why.format(cls.summary.name)
         return out
+
+    def _repository_builds_by_name(self, apps: set[str]) -> bool:
+        """Whether code of `apps` (tests aside) builds objects from configs: a LightningCLI,
+        gin (`gin.parse_config_files_and_bindings`, `@gin.configurable`), or a call that
+        builds by a config's name (`instantiate`, `build_from_cfg`)."""
+        for path, module in self.model.modules.items():
+            if _is_test_path(path) or not self._inside(path, apps):
+                continue
+            if any(launch[0] == "cli" for launch in module.scope.launches):
+                return True
+            if any(t.split(".", 1)[0] == "gin" for t in module.imports.values()):
+                return True
+            for uses in module.scope.uses.values():
+                if any(use[1].rsplit(".", 1)[-1] in _DYNAMIC_BUILDERS for use in uses):
+                    return True
+        return False
 
     def _unused_functions(self, apps: set[str], words: set[str]) -> set[str]:
         """The module-level functions of `apps` (tests aside) that nothing calls or names
