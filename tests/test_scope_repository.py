@@ -130,7 +130,7 @@ FILES = {
 
 
 def project(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
-    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
     items = []
     for name, text in files.items():
         path = tmp_path / name
@@ -295,5 +295,6 @@ def test_configs_the_checkout_does_not_hold_may_name_any_class(tmp_path: Path) -
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "geo/nets.py", "# head") is None
     assert reason_at(model, tmp_path, "geo/layers.py", "# flat-norm") is None
-    model = project(tmp_path, {**files, "configs/net.gin": "train.model = @GraphNet\n"})
-    assert reason_at(model, tmp_path, "geo/layers.py", "# flat-norm") == why("FlatNorm")
+    shown = tmp_path / "shown"
+    model = project(shown, {**files, "configs/net.gin": "train.model = @GraphNet\n"})
+    assert reason_at(model, shown, "geo/layers.py", "# flat-norm") == why("FlatNorm")

@@ -484,11 +484,28 @@ def _distributes(folder: str, repository: str) -> bool:
         folder = os.path.dirname(folder)
 
 
+@lru_cache(maxsize=256)
+def _holds_suffix(folder: str, suffix: str) -> bool:
+    """Whether a file of the folder or below it (hidden folders aside) ends with `suffix`."""
+    for root, dirs, names in os.walk(folder):
+        note(root)
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
+        if any(n.endswith(suffix) for n in names):
+            return True
+    return False
+
+
 def forget_text_reads() -> None:
     """Start noting the text files the analysis reads afresh (before a model is built): the
     cached readers would otherwise answer a second build without noting what they read."""
     text_reads.reset()
-    for cached in (_repository_of, _run_commands, _training_config_mentions, _distributes):
+    for cached in (
+        _repository_of,
+        _run_commands,
+        _training_config_mentions,
+        _distributes,
+        _holds_suffix,
+    ):
         cached.cache_clear()
 
 
@@ -2268,25 +2285,8 @@ class ProjectScope:
             words.update(texts[folder])
         if "*" in words:
             return {}  # too many text files to read: any class may be named in one
-        if repository and self._repository_builds_by_name(apps):
-            # Built from configs (a LightningCLI's `class_path`, gin, `instantiate`): unless
-            # a config (not the tests') or text file of the repository names one of its
-            # classes, they are not in it (user configs, a folder left out of the
-            # checkout) and may name any.
-            seen = {
-                w
-                for c in self.model.configs
-                if self._inside(c.path, apps) and not _is_test_path(c.path)
-                for w in c.words
-            }
-            for folder in apps:
-                seen |= texts[folder]
-            if not any(
-                cls.summary.name in seen
-                for cls in self.model.classes.values()
-                if self._inside(cls.module.path, apps)
-            ):
-                return {}
+        if repository and not self._configs_shown(apps, texts):
+            return {}
         built: set[str] = {g for g, c in candidates.items() if c.summary.name in words}
         # A registry decorator's keys select it as its name does.
         built.update(
@@ -2384,21 +2384,40 @@ class ProjectScope:
                 out[gkey] = why.format(cls.summary.name)
         return out
 
-    def _repository_builds_by_name(self, apps: set[str]) -> bool:
-        """Whether code of `apps` (tests aside) builds objects from configs: a LightningCLI,
-        gin (`gin.parse_config_files_and_bindings`, `@gin.configurable`), or a call that
-        builds by a config's name (`instantiate`, `build_from_cfg`)."""
+    def _configs_shown(self, apps: set[str], texts: dict[str, frozenset[str]]) -> bool:
+        """Whether the configs that build objects of `apps` by name are in the checkout: gin
+        (`import gin`, `@gin.configurable("Key")`) needs a `.gin` file; a LightningCLI or a
+        call that builds from a config's name (`instantiate`, `build_from_cfg`) a config
+        (not the tests') or text file naming a class of it. Without them the configs are
+        elsewhere (user configs, a folder left out of the checkout) and may name any class."""
+        gin = builds = False
         for path, module in self.model.modules.items():
             if _is_test_path(path) or not self._inside(path, apps):
                 continue
             if any(launch[0] == "cli" for launch in module.scope.launches):
-                return True
+                builds = True
             if any(t.split(".", 1)[0] == "gin" for t in module.imports.values()):
-                return True
+                gin = True
             for uses in module.scope.uses.values():
                 if any(use[1].rsplit(".", 1)[-1] in _DYNAMIC_BUILDERS for use in uses):
-                    return True
-        return False
+                    builds = True
+        if gin and not any(_holds_suffix(folder, ".gin") for folder in apps):
+            return False
+        if not builds:
+            return True
+        seen = {
+            w
+            for c in self.model.configs
+            if self._inside(c.path, apps) and not _is_test_path(c.path)
+            for w in c.words
+        }
+        for folder in apps:
+            seen |= texts.get(folder, frozenset())
+        return any(
+            cls.summary.name in seen
+            for cls in self.model.classes.values()
+            if self._inside(cls.module.path, apps)
+        )
 
     def _unused_functions(self, apps: set[str], words: set[str]) -> set[str]:
         """The module-level functions of `apps` (tests aside) that nothing calls or names
