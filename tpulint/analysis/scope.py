@@ -231,6 +231,11 @@ _DYNAMIC_BUILDERS = frozenset(
 )
 
 
+# Of those, the ones that build a config's whole object (its `_target_`, `type`, `target`).
+_CONFIG_BUILDERS = frozenset(
+    {"instantiate", "instantiate_from_config", "instantiate_class", "build_from_cfg", "from_config"}
+)
+
 # Calls that train: a backward pass, an optimizer step (torch_xla's or Lightning's manual one).
 _TRAINING_CALLS = frozenset({"backward", "manual_backward", "optimizer_step", "fit"})
 
@@ -2387,7 +2392,8 @@ class ProjectScope:
     def _configs_shown(self, apps: set[str], texts: dict[str, frozenset[str]]) -> bool:
         """Whether the configs that build objects of `apps` by name are in the checkout: gin
         (`import gin`, `@gin.configurable("Key")`) needs a `.gin` file; a LightningCLI or a
-        call that builds from a config's name (`instantiate`, `build_from_cfg`) a config
+        call that builds from a config (`instantiate`, `build_from_cfg`; not an import by a
+        name, `import_module(path)`, whose name the code may spell) a config
         (not the tests') or text file naming a class of it. Without them the configs are
         elsewhere (user configs, a folder left out of the checkout) and may name any class."""
         gin = builds = False
@@ -2399,7 +2405,7 @@ class ProjectScope:
             if any(t.split(".", 1)[0] == "gin" for t in module.imports.values()):
                 gin = True
             for uses in module.scope.uses.values():
-                if any(use[1].rsplit(".", 1)[-1] in _DYNAMIC_BUILDERS for use in uses):
+                if any(use[1].rsplit(".", 1)[-1] in _CONFIG_BUILDERS for use in uses):
                     builds = True
         if gin and not any(_holds_suffix(folder, ".gin") for folder in apps):
             return False
