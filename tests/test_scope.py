@@ -4496,11 +4496,22 @@ def test_a_package_whose_script_the_readme_runs_as_a_file_is_an_application(
     assert reason_at(model, tmp_path, "app/parts.py", "# ramp") is None
 
 
+def test_a_package_module_that_fits_is_judged_by_its_repository(tmp_path: Path) -> None:
+    """Nothing runs the script as a file (`python -m app.train`): not an application, but
+    the repository trains, so a class nothing in it builds is out all the same."""
+    files = {name: textwrap.dedent(text) for name, text in PACKAGED_APP.items()}
+    files["README.md"] = files["README.md"].replace("python app/train.py", "python -m app.train")
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "app/parts.py", "# pool") == (
+        "in `Pool`, a class nothing in its repository builds (no code that runs, config, "
+        "registry key or string of the repository names it, tests aside; the repository "
+        "trains in train.py)"
+    )
+
+
 @pytest.mark.parametrize(
     ("where", "old", "new"),
     [
-        # Nothing runs the script as a file: a library module's demo.
-        ("README.md", "python app/train.py", "python -m app.train"),
         # A string of the code spells the class (a choice on the command line).
         ("app/train.py", 'Net({"Ramp": 2})', 'Net({"Ramp": 2}), "Pool"'),
     ],
@@ -4662,7 +4673,7 @@ def test_classes_and_functions_only_tests_use_are_outside(tmp_path: Path) -> Non
         (
             "lab/more.py",
             "from lab.scalers import MeanScaler\n\n\nclass Robust(MeanScaler):\n    pass\n\n\n"
-            "def build():\n    return Robust()\n",
+            "DEFAULT = Robust()\n",
         ),
     ],
 )
@@ -4829,16 +4840,20 @@ def test_a_package_its_repository_does_not_distribute_is_part_of_the_application
         ("pyproject.toml", "[tool.poetry]\nname = 'kit'\n"),
     ],
 )
-def test_a_package_its_repository_distributes_stays_a_library(
+def test_a_package_its_repository_distributes_keeps_its_modules(
     tmp_path: Path, name: str, text: str
 ) -> None:
     """The same package, installed by its repository's packaging: its users may import any
-    module and build any class of it."""
+    module of it; a class nothing in the repository, which trains, builds is out."""
     (tmp_path / ".git").mkdir()
     (tmp_path / name).write_text(text)
     model = project(tmp_path, OWN_PACKAGE_APP)
     assert reason_at(model, tmp_path, "kit/extra.py", "# unimported-extra") is None
-    assert reason_at(model, tmp_path, "kit/model.py", "# unbuilt-loss") is None
+    assert reason_at(model, tmp_path, "kit/model.py", "# unbuilt-loss") == (
+        "in `HardLoss`, a class nothing in its repository builds (no code that runs, config, "
+        "registry key or string of the repository names it, tests aside; the repository "
+        "trains in train.py)"
+    )
     assert reason_at(model, tmp_path, "kit/model.py", "# built-loss") is None
 
 

@@ -82,7 +82,12 @@ A finding is outside the scope, with the reason, when its code:
   `f"{kind}_block"`, any class of the module), and configs in a folder for
   inference (`configs/inference/`) that no training script reads build nothing for training
   (`_inference_configs`). An application is the folder of a training script in no package,
-  or in one whose README or shell scripts run it as a file (`python pkg/train.py`).
+  or in one whose README or shell scripts run it as a file (`python pkg/train.py`). A
+  repository with a training script outside a folder of examples is judged so in every
+  folder (`_training_repositories`), its installed packages too, keeping what its packages
+  export and what a decorator registers under a key the code does not spell; what only
+  module-level functions nothing calls or names build is built by nothing
+  (`_unused_functions`).
 
 Entry points are the places that start training on TPUs: a script (its `__main__` block or
 top level, or a function a CLI framework runs: `@hydra.main`, `@app.command()`) that builds
@@ -225,6 +230,11 @@ _DYNAMIC_BUILDERS = frozenset(
     }
 )
 
+
+# Of those, the ones that build a config's whole object (its `_target_`, `type`, `target`).
+_CONFIG_BUILDERS = frozenset(
+    {"instantiate", "instantiate_from_config", "instantiate_class", "build_from_cfg", "from_config"}
+)
 
 # Calls that train: a backward pass, an optimizer step (torch_xla's or Lightning's manual one).
 _TRAINING_CALLS = frozenset({"backward", "manual_backward", "optimizer_step", "fit"})
@@ -379,6 +389,12 @@ def _text_words(folder: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# Bases of metaclasses (a class statement's `metaclass=` builds them).
+_METACLASS_BASES = frozenset({"type", "ABCMeta", "EnumMeta", "EnumType"})
+# Folders of a library's examples and demos: their training shows users how to train.
+_EXAMPLE_TOKENS = frozenset(
+    {"example", "examples", "demo", "demos", "tutorial", "tutorials", "notebooks", "docs"}
+)
 # Folders of configs for inference (`configs/inference/`, `scripts/sampling/configs/`).
 _INFERENCE_FOLDER_TOKENS = frozenset({"inference", "infer", "predict", "prediction", "sampling"})
 _PATH_TEXT = re.compile(r"[\w.\-]+(?:/[\w.\-]+)+")
@@ -473,11 +489,28 @@ def _distributes(folder: str, repository: str) -> bool:
         folder = os.path.dirname(folder)
 
 
+@lru_cache(maxsize=256)
+def _holds_suffix(folder: str, suffix: str) -> bool:
+    """Whether a file of the folder or below it (hidden folders aside) ends with `suffix`."""
+    for root, dirs, names in os.walk(folder):
+        note(root)
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
+        if any(n.endswith(suffix) for n in names):
+            return True
+    return False
+
+
 def forget_text_reads() -> None:
     """Start noting the text files the analysis reads afresh (before a model is built): the
     cached readers would otherwise answer a second build without noting what they read."""
     text_reads.reset()
-    for cached in (_repository_of, _run_commands, _training_config_mentions, _distributes):
+    for cached in (
+        _repository_of,
+        _run_commands,
+        _training_config_mentions,
+        _distributes,
+        _holds_suffix,
+    ):
         cached.cache_clear()
 
 
@@ -2060,6 +2093,56 @@ class ProjectScope:
             folders = {self._application_folder(app, loaded)}
             folders |= self._app_folders.get(app, set()) - {app}
             out.update(self._unbuilt_in(folders, shown))
+        for repository, scripts in self._training_repositories().items():
+            names = sorted({os.path.basename(p) for p in scripts})
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            for gkey, why in self._unbuilt_in({repository}, shown, repository=True).items():
+                out.setdefault(gkey, why)
+        return out
+
+    def _training_scripts(self) -> list[str]:
+        """The modules (tests aside) that start or run training on any accelerator: a
+        launch (a Trainer, Fabric, a LightningCLI, a torch_xla launcher), a hand-written
+        step loop, a `fit` call."""
+        found = self.__dict__.get("_training_scripts_of")
+        if found is None:
+            found = sorted(
+                {site.path for site in self._launch_sites()}
+                | {
+                    path
+                    for path, module in self.model.modules.items()
+                    if not _in_tests(path)
+                    and (
+                        module.scope.step_loops
+                        or any("fit" in calls for calls in module.scope.trainer_calls.values())
+                    )
+                }
+            )
+            self.__dict__["_training_scripts_of"] = found
+        return found
+
+    def _training_repositories(self) -> dict[str, list[str]]:
+        """The repositories that train (see `_unbuilt`): each with its training scripts
+        that fit (`trainer.fit`, a LightningCLI, a step loop) outside a folder of examples
+        or demos (`examples/train.py` shows a library's users how to train: the library's
+        classes are theirs to build)."""
+        out: dict[str, list[str]] = {}
+        for path in self._training_scripts():
+            module = self.model.modules.get(path)
+            if module is None or _is_test_path(path):
+                continue
+            fits = module.scope.step_loops or any(
+                {"fit", "tune"} & set(calls) for calls in module.scope.trainer_calls.values()
+            )
+            if not fits and not any(launch[0] == "cli" for launch in module.scope.launches):
+                continue
+            repository = _repository_of(os.path.dirname(os.path.abspath(path)))
+            if repository is None:
+                continue
+            parts = os.path.relpath(os.path.abspath(path), repository).split(os.sep)[:-1]
+            if any(name_tokens(part) & _EXAMPLE_TOKENS for part in parts):
+                continue
+            out.setdefault(repository, []).append(path)
         return out
 
     def _application_folder(self, app: str, loaded: set[str]) -> str:
@@ -2079,7 +2162,12 @@ class ProjectScope:
             return top
         return app
 
-    def _unbuilt_in(self, apps: set[str], shown: str) -> dict[str, str]:
+    def _unbuilt_in(self, apps: set[str], shown: str, repository: bool = False) -> dict[str, str]:
+        """The classes of `apps` nothing builds (see `_unbuilt`). `repository`: `apps` is a
+        repository that trains, whose packages may be installed and imported: a class its
+        package exports stays, and so does one its decorator registers under a key the
+        facts do not see; one registered under keys (`@register("flat_norm")`) or its name
+        is built when a config, a string or a text file spells one of them."""
         app = sorted(apps)[0]
         candidates: dict[str, Any] = {}
         by_name: dict[str, list[str]] = {}
@@ -2110,6 +2198,31 @@ class ProjectScope:
                         if target.startswith("~"):
                             composed.add(found.path)
         configured = self._configured_classes(training=True)
+        exported: set[str] = set()
+        registered: dict[str, list[str]] = {}  # decorated class gkey -> the keys it is under
+        # Class gkey -> the packages whose `__init__.py` imports it: a package whose names
+        # are looked up at run time (`losses.__dict__.items()` into a registry) selects them
+        # by name, as the classes it defines.
+        exporters: dict[str, set[str]] = {}
+        for module in self.model.modules.values():
+            if module.is_package and self._inside(module.path, apps):
+                for target in module.imports.values():
+                    found = self.model.lookup(target, module)
+                    if _is_class(found):
+                        exporters.setdefault(found.gkey, set()).add(module.path)
+        if repository:
+            configured = self._configured_classes(training=True, registries=False)
+            exported = {
+                g for g in self._exported() if not exporters.get(g) or exporters[g] - looked_up
+            }
+            for module in self.model.modules.values():
+                if not self._inside(module.path, apps):
+                    continue
+                prefix = self.model.prefix(module)
+                keys = module.scope.registered_keys
+                for kind, qualname in module.scope.registered:
+                    if kind == "class":
+                        registered[f"{prefix}.{qualname}"] = keys.get(qualname, [])
         by_lookup: set[str] = set()  # classes of a module whose names are looked up
         for gkey, cls in self.model.classes.items():
             if any(
@@ -2128,9 +2241,16 @@ class ProjectScope:
             name = cls.summary.name
             if cls.summary.qualname != name or not name[:1].isupper() or gkey in configured:
                 continue  # nested classes, classes named in lower case: not judged
+            if gkey in exported or "?" in registered.get(gkey, ()):
+                continue  # a package's API; registered under a key the facts do not see
+            if any(
+                base.rsplit(".", 1)[-1] in _METACLASS_BASES
+                for base in self.model.external_bases(gkey)
+            ):
+                continue  # a metaclass: every class statement naming it builds it
             candidates[gkey] = cls
             by_name.setdefault(name, []).append(gkey)
-            if path in looked_up:
+            if path in looked_up or exporters.get(gkey, set()) & looked_up:
                 by_lookup.add(gkey)
         if not candidates:
             return {}
@@ -2170,13 +2290,25 @@ class ProjectScope:
             words.update(texts[folder])
         if "*" in words:
             return {}  # too many text files to read: any class may be named in one
+        if repository and not self._configs_shown(apps, texts):
+            return {}
         built: set[str] = {g for g, c in candidates.items() if c.summary.name in words}
+        # A registry decorator's keys select it as its name does.
+        built.update(
+            g for g, keys in registered.items() if g in candidates and words.intersection(keys)
+        )
         # A run-time lookup builds the classes of its module whose names the code, a config or
         # a text file spells, or a dict's key (`{"Triangle_transform": 3}` iterated into
         # `getattr(module, key)`); a class of that module named nowhere is built by none.
         built.update(g for g in by_lookup if candidates[g].summary.name in keys)
         # A name built from pieces (`f"{kind}_transform"`) may be any class of its module.
         built.update(g for g in by_lookup if candidates[g].module.path in composed)
+        # In a repository: its module-level functions nothing calls or names (no use of the
+        # name outside the function, no string, config or text word spelling it, no package
+        # export, decorator or CLI command, no run-time lookup of its module): what they
+        # build is built by nobody (`make_model` of a vendored package whose `train()` no
+        # script calls).
+        unused = self._unused_functions(apps, words) if repository else set()
         # References: target class -> owners of the code that names it (None: code that runs
         # whenever its module does).
         owners: dict[str, set[str | None]] = {}
@@ -2193,12 +2325,24 @@ class ProjectScope:
                         built.update({target, *self.model.subclasses(target)})
             for key, qualified, line, column, registry in module.scope.class_refs:
                 targets = self._ref_targets(qualified, module, nearby)
+                if repository:
+                    # By the name too: an import the model resolves to another class of the
+                    # same name (a script's folder first on `sys.path`) may be this one.
+                    targets = targets + [
+                        g
+                        for part in qualified.lstrip(".").split(".")
+                        if part[:1].isupper()
+                        for g in nearby.get(part, ())
+                        if g not in targets
+                    ]
                 if not targets:
                     continue
                 if registry is not None and has_configs and registry not in words:
                     continue  # a registry key nothing selects
                 fn = self.model.functions.get(f"{path}:{key}") if key else None
                 owner = fn.owner if fn is not None else None
+                if unused and key and f"{path}:{_top_key(key)}" in unused:
+                    continue  # in a function nothing calls
                 for target in targets:
                     if target not in candidates or target == owner or target in built:
                         continue
@@ -2223,6 +2367,12 @@ class ProjectScope:
             "in `{}`, a class nothing builds (no code that runs, config or string of its "
             f"project names it, tests aside; its training entry points: {shown})"
         )
+        if repository:
+            why = (
+                "in `{}`, a class nothing in its repository builds (no code that runs, "
+                "config, registry key or string of the repository names it, tests aside; "
+                f"the repository trains in {shown})"
+            )
         out = {}
         for gkey, cls in candidates.items():
             if gkey in built:
@@ -2238,6 +2388,102 @@ class ProjectScope:
             else:
                 out[gkey] = why.format(cls.summary.name)
         return out
+
+    def _configs_shown(self, apps: set[str], texts: dict[str, frozenset[str]]) -> bool:
+        """Whether the configs that build objects of `apps` by name are in the checkout: gin
+        (`import gin`, `@gin.configurable("Key")`) needs a `.gin` file; a LightningCLI or a
+        call that builds from a config (`instantiate`, `build_from_cfg`; not an import by a
+        name, `import_module(path)`, whose name the code may spell) a config
+        (not the tests') or text file naming a class of it. Without them the configs are
+        elsewhere (user configs, a folder left out of the checkout) and may name any class."""
+        gin = builds = False
+        for path, module in self.model.modules.items():
+            if _is_test_path(path) or not self._inside(path, apps):
+                continue
+            if any(launch[0] == "cli" for launch in module.scope.launches):
+                builds = True
+            if any(t.split(".", 1)[0] == "gin" for t in module.imports.values()):
+                gin = True
+            for uses in module.scope.uses.values():
+                if any(use[1].rsplit(".", 1)[-1] in _CONFIG_BUILDERS for use in uses):
+                    builds = True
+        if gin and not any(_holds_suffix(folder, ".gin") for folder in apps):
+            return False
+        if not builds:
+            return True
+        seen = {
+            w
+            for c in self.model.configs
+            if self._inside(c.path, apps) and not _is_test_path(c.path)
+            for w in c.words
+        }
+        for folder in apps:
+            seen |= texts.get(folder, frozenset())
+        return any(
+            cls.summary.name in seen
+            for cls in self.model.classes.values()
+            if self._inside(cls.module.path, apps)
+        )
+
+    def _unused_functions(self, apps: set[str], words: set[str]) -> set[str]:
+        """The module-level functions of `apps` (tests aside) that nothing calls or names
+        (`path:name`): no use of the project outside them (a call, a reference handed on,
+        `module.fn`; a use the model does not resolve counts when it may be the function:
+        not a method call on `self` or on a value) has the name, or only uses inside other
+        such functions (to a fixpoint: `train()` nobody calls and the `make_model` only it
+        calls); no string, config or text word (`words`) spells it, no package's
+        `__init__.py` imports it and no module imports it without using it (a re-export),
+        it has no decorator, is no CLI command and no `main`, and its module's names are
+        not looked up at run time."""
+        index = self._index_of_uses()
+        reexported: set[str] = set()
+        for module in self.model.modules.values():
+            used_here = {
+                use[1].rsplit(".", 1)[-1] for uses in module.scope.uses.values() for use in uses
+            }
+            for local, target in module.imports.items():
+                if module.is_package or local not in used_here:
+                    reexported.update({local, target.rsplit(".", 1)[-1]})
+        functions: dict[str, Any] = {}  # `path:name` -> the function
+        for fn in self.model.functions.values():
+            summary = fn.summary
+            path = fn.module.path
+            if summary.cls is not None or summary.parent is not None or _is_test_path(path):
+                continue
+            if not self._inside(path, apps) or fn.module.is_package:
+                continue
+            facts = fn.module.scope
+            name = summary.name
+            if facts.lookups or summary.decorators or summary.key in facts.commands:
+                continue
+            if name in words or name in reexported or name == "main" or name.startswith("_"):
+                continue
+            functions[f"{path}:{name}"] = fn
+        callers: dict[str, set[str]] = {}  # `path:name` -> the `path:name` of its users
+        for own, fn in list(functions.items()):
+            users: set[str] = set()
+            for node, use in index.get(fn.summary.name, ()):
+                where, _, key = node.rpartition(":")
+                module = self.model.modules.get(where)
+                if module is None or _is_test_path(where):
+                    continue
+                hit = self.model.lookup(use[1], module) if use[0] in ("name", "ref") else None
+                if hit is not None and hit is not fn:
+                    continue  # another object of the same name
+                if hit is None and use[0] not in ("name", "ref", "attr"):
+                    continue  # `self.x()`, `v.x()`: a method of that name
+                users.add(f"{where}:{_top_key(key)}" if key else f"{where}:")
+            users.discard(own)
+            callers[own] = users
+        unused = set(functions)
+        changed = True
+        while changed:
+            changed = False
+            for own in list(unused):
+                if callers[own] - unused:
+                    unused.discard(own)
+                    changed = True
+        return unused
 
     def _ref_targets(
         self, qualified: str, module: ModuleSummary, by_name: dict[str, list[str]]
@@ -4463,11 +4709,14 @@ class ProjectScope:
             )
         return name in texts[repository] or "*" in texts[repository]
 
-    def _configured_classes(self, training: bool = False) -> set[str]:
+    def _configured_classes(self, training: bool = False, registries: bool = True) -> set[str]:
         """The project classes a config names or a registry decorator registers: built by
         name, with arguments the code does not show. `training`: configs for inference
-        that no training reads (`_inference_configs`) left out."""
-        slot = "_configured_training" if training else "_configured"
+        that no training reads (`_inference_configs`) left out; `registries`: False, the
+        decorated classes left out (what configs name only)."""
+        slot = ("_configured_training" if training else "_configured") + (
+            "" if registries else "_by_configs"
+        )
         configured = self.__dict__.get(slot)
         if configured is None:
             configured = set()
@@ -4479,7 +4728,7 @@ class ProjectScope:
                     found = self.model.lookup(name, None)
                     if _is_class(found):
                         configured.add(found.gkey)
-            for module in self.model.modules.values():
+            for module in self.model.modules.values() if registries else ():
                 for kind, name in module.scope.registered:
                     if kind == "class":
                         configured.add(f"{self.model.prefix(module)}.{name}")
@@ -4990,6 +5239,12 @@ _FRAMEWORK_METHODS = frozenset(
         "reset_parameters",
     }
 )
+
+
+def _top_key(key: str) -> str:
+    """The name of the top-level function or class a function key is inside (`make` of
+    `make#0` and of `make.inner#0`)."""
+    return key.split(".", 1)[0].split("#", 1)[0]
 
 
 def _framework_called(name: str) -> bool:

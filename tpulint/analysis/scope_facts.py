@@ -336,6 +336,11 @@ class ScopeFacts:
     # `vars(args).update(config)`: the repository's YAML configs set the options
     # (tpulint.analysis.scope `_switch_value`).
     yaml_args: bool = False
+    # Class qualname -> the keys its decorators register it under: the string constants
+    # its decorator calls pass (`@register("flat_norm")`), or "?" for a decorator call
+    # passing another value (a key the facts do not see). A class decorated with no call
+    # (`@REGISTRY.register`) has none: it is registered under its own name.
+    registered_keys: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -391,6 +396,7 @@ class ScopeFacts:
             "sk": self.self_lookups,
             "cdf": self.cli_defaults,
             "ya": self.yaml_args,
+            "rk": self.registered_keys,
         }
 
     @classmethod
@@ -448,6 +454,7 @@ class ScopeFacts:
             data.get("sk", []),
             data.get("cdf", {}),
             data.get("ya", False),
+            data.get("rk", {}),
         )
 
 
@@ -1583,6 +1590,11 @@ class _Walker:
         for base in (*node.bases, *(k.value for k in node.keywords)):
             self.expression(base, outer, imports, set())
         for decorator in node.decorator_list:
+            # A registry decorator's key (`@register("flat_norm")`) names the class it
+            # registers, which it selects nothing: `registered_keys` keeps it.
+            for argument in getattr(decorator, "args", ()):
+                if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                    self._unnamed_strings.add(id(argument))
             self.expression(decorator, outer, imports, set())
         self._inert -= 1
         qualname = self.keys.get(id(node)) or (
@@ -1595,6 +1607,21 @@ class _Walker:
             d.rsplit(".", 1)[-1] not in ("dataclass", "total_ordering", "final") for d in decorators
         ):
             self.facts.registered.append(["class", qualname])
+            keys = [
+                key
+                for d in node.decorator_list
+                if isinstance(d, ast.Call)
+                for arg in (*d.args, *(k.value for k in d.keywords))
+                for key in (
+                    [arg.value]
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                    else []
+                    if isinstance(arg, ast.Constant)
+                    else ["?"]
+                )
+            ]
+            if keys:
+                self.facts.registered_keys[qualname] = keys
         if self.inference_text:
             self._flag_attributes[qualname] = _off_flag_attributes(node, self._may_name_inference)
         bases = [dotted(b) or "?" for b in node.bases]
@@ -1913,6 +1940,25 @@ class _Walker:
         if isinstance(func, ast.Attribute) and func.attr == "__subclasses__":
             name = "__subclasses__"
         lookups = self.facts.lookups
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Attribute)
+            and func.value.attr == "__dict__"
+            and func.attr in ("items", "values", "keys", "get")
+        ):
+            # `for name, cls in losses.__dict__.items(): REGISTRY.register(cls)`: the
+            # module's names, looked up as `vars(losses)` is.
+            name = "vars"
+            call = ast.Call(func=ast.Name("vars"), args=[func.value.value], keywords=[])
+        elif name in ("getmembers", "dir") and call.args:
+            name = "vars"  # `inspect.getmembers(module)`, `dir(module)`: every name of it
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "getmembers"
+            and dotted(func.value) == "inspect"
+            and call.args
+        ):
+            name = "vars"
         if name in ("globals", "vars", "locals") and not call.args:
             found = ""
         elif name in ("eval", "exec"):
