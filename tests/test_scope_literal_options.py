@@ -360,3 +360,13 @@ def test_an_architecture_that_may_be_selected_stays(
     task = _DISPATCH_TASK.replace(old, new) if old else _DISPATCH_TASK
     model = _dispatch(tmp_path, config, task)
     assert reason_at(model, tmp_path, "zoo/slow_arch.py", "return a[keep]") is None
+
+
+def test_a_flag_named_for_cuda_keeps_the_other_branch(tmp_path: Path) -> None:
+    """`use_cuda = True` hard-coded: a port to the TPU turns it off, so its `else` (the
+    path that runs there) stays in the scope."""
+    script = _SCRIPT.replace("use_tpus = False", "use_cuda = True").replace(
+        "if use_tpus:", "if not use_cuda:"
+    )
+    model = _flag_project(tmp_path, script.replace("16 if use_tpus", "16 if use_cuda"))
+    assert reason_at(model, tmp_path, "train.py", 'L.Trainer(accelerator="tpu"') is None

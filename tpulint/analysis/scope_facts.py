@@ -2300,8 +2300,8 @@ class _Walker:
             return self.call_truth(node, imports, truths)
         if isinstance(node, ast.Name):
             literal = self.literal_name_truth(node)
-            if literal is not None:
-                return literal
+            if literal is not None and not (literal[2] and name_tokens(node.id) & _CUDA_TOKENS):
+                return literal  # (a flag named for CUDA stays off on a TPU, as below)
             if self._incoming and id(node) in self._incoming[-1] and self._functions:
                 # `p = p or self.p`: the `p` read there is what the calls pass
                 name, default = self._incoming[-1][id(node)]
