@@ -3434,12 +3434,37 @@ class ProjectScope:
             return results.pop() if len(results) == 1 else None
         if head == "equals":
             return self._equals_truth(f"{module.path}:{value[1]}", value[2], value[3], value[4])
+        if head == "literal_name":
+            return self._literal_name_truth(value)
+        if head == "option_order":
+            return self._option_order_truth(value[1], module.path, value[2], value[3])
         if head == "glob":
             assigned = module.scope.globals.get(value[1])
             if not assigned:
                 return None
             return self._all(assigned, module, None, d)
         return None
+
+    def _literal_or_order_reason(
+        self, truth: Truth, module: ModuleSummary, owner: str | None, how: str, text: str
+    ) -> str | None:
+        """The reason of a region that asks only a name bound to one bool literal
+        (`use_tpus = False`) or a config option ordered against a number (`cfg["w"] > 0`)."""
+        asked = _asked_option(truth, "literal_name") or _asked_option(truth, "option_order")
+        if asked is None:
+            return None
+        if asked[0] == "literal_name":
+            calls = f"`{asked[1]}` is bound only to {asked[2]!r} in its scope"
+            return _calls_reason(how, text, calls)
+        values = self.option_values(asked[1], module.path) or []
+        shown = ", ".join(sorted({repr(v) for v in values}))
+        given = self.truth(asked, module, owner)
+        state = "true" if given else "false"
+        calls = (
+            f"the project's config classes and files set `{asked[1]}` only to {shown}, which"
+            f" makes `{asked[1]} {asked[2]} {asked[3]!r}` {state}"
+        )
+        return _calls_reason(how, text, calls)
 
     def _stage_asked(self, truth: Truth, owner: str | None) -> str | None:
         """The attribute when a region's condition compares the stage `setup` stored
@@ -3819,10 +3844,52 @@ class ProjectScope:
                 for name, defaults in facts.got_defaults.items():
                     index.setdefault(name, []).append((where, "get", list(defaults)))
                 for name, codes in facts.keyword_values.items():
-                    passed = [c[1] if isinstance(c, list) and c[0] == "l" else "?" for c in codes]
+                    passed = self._keyword_option_values(where, name, codes)
                     index.setdefault(name, []).append((where, "keyword", passed))
             self.__dict__["_option_index_cache"] = index
         return index
+
+    def _keyword_option_values(self, where: str, name: str, codes: list[Any]) -> list[Any]:
+        """What the keywords and string dict keys `name` of the file `where` give an option
+        of that name: their literals, "?" for another value; a value passed by keyword to a
+        call the project model resolves to one function (not a constructor) that declares a
+        parameter `name` gives none (`loss_fn(netG=self.netG)` of `def loss_fn(netG):` binds
+        a parameter, no config key: a function storing it in a config, `cfg["netG"] =
+        netG`, is an assignment, which keeps the option open by itself)."""
+        passed: list[Any] = []
+        for code in codes:
+            if isinstance(code, list) and code[0] == "l":
+                passed.append(code[1])
+            elif not (
+                isinstance(code, list)
+                and code[0] == "c"
+                and self._keyword_binds_parameter(where, name, code[1])
+            ):
+                passed.append("?")
+        return passed
+
+    def _keyword_binds_parameter(self, where: str, name: str, line: int) -> bool:
+        """Whether every call on `line` of the file `where` that passes `name` by keyword
+        (at least one, in a function of the file) resolves to one project function, no
+        class or constructor, with a parameter `name`."""
+        module = self.model.modules.get(where)
+        if module is None:
+            return False
+        seen = False
+        for fn in self.model._module_functions.get(id(module), {}).values():
+            for call in fn.summary.calls:
+                if call.line != line or name not in call.keywords:
+                    continue
+                found = self.model.resolve_call(module, fn.owner, call.form, call.target)
+                if not (
+                    len(found) == 1
+                    and _is_function(found[0])
+                    and found[0].summary.name != "__init__"
+                    and name in found[0].summary.params
+                ):
+                    return False
+                seen = True
+        return seen
 
     def _switch_value(self, name: str, path: str) -> Any:
         """The one value `_switch_values` knows for `args.<name>`, None when it knows none
@@ -3948,6 +4015,36 @@ class ProjectScope:
         if not values:
             return None
         truths = {v == compared[0] if compared else bool(v) for v in values}
+        return truths.pop() if len(truths) == 1 else None
+
+    def _literal_name_truth(self, value: list[Any]) -> Truth:
+        """`if use_tpus:` of a name its scope binds only to one bool literal
+        (ScopeFacts `["literal_name", name, literal, where]`): that literal; at a module's
+        top level only when no module of the project stores an attribute of that name on
+        another object (`script.use_tpus = True`, `setattr(script, "use_tpus", ...)`)."""
+        _, name, literal, where = value
+        if where == "module" and any(
+            name in module.scope.foreign_stores for module in self.model.modules.values()
+        ):
+            return None
+        return bool(literal)
+
+    def _option_order_truth(self, name: str, path: str, sign: str, number: Any) -> Truth:
+        """`cfg["train"]["ff_weight"] > 0`: the one answer every value the repository may
+        give the option (`option_values`) agrees on, when they are all numbers (a None, a
+        string or a bool keeps it open)."""
+        values = self.option_values(name, path)
+        if not values or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+        ):
+            return None
+        compare = {
+            ">": lambda v: v > number,
+            ">=": lambda v: v >= number,
+            "<": lambda v: v < number,
+            "<=": lambda v: v <= number,
+        }[sign]
+        truths = {compare(v) for v in values}
         return truths.pop() if len(truths) == 1 else None
 
     def _equals_truth(self, node: str, param: str, default: Any, literal: Any) -> Truth:
@@ -4318,11 +4415,17 @@ class ProjectScope:
                 if targets and cls not in targets:
                     continue  # (another class of that name: `SineGen` of another module)
                 caller = self._function(user)
+                if self._use_reaches_no_class(cls, use):
+                    continue  # (`self.CannyLoss(x)`: the instance an attribute holds)
                 lines = (
                     caller.module.scope.ref_lines.get(caller.summary.key, {}).get(name)
                     if caller is not None and use[0] in ("name", "ref")
                     else None
                 )
+                never = self._user_never_runs(caller) if caller is not None else None
+                if never is not None:
+                    regions.append(never)
+                    continue  # (built by a class or function that itself never runs)
                 if not lines or not all(line > 0 for line in lines):
                     regions = []
                     break
@@ -4333,10 +4436,44 @@ class ProjectScope:
                 regions += dead
             if regions:
                 region = regions[0]
-                where = _where(region[7], region[8])
+                where = region if isinstance(region, str) else _where(region[7], region[8])
                 found = f"its class is built only where the code never runs: {where}"
         memo[gkey] = found
         return found
+
+    def _use_reaches_no_class(self, cls: _Class, use: list[Any]) -> bool:
+        """Whether a use of a module-level class's name is `self.<Name>` (an attribute named
+        like the class: `self.CannyLoss = CannyLoss(...)` then `self.CannyLoss(x)`): it
+        reaches the class only through a store of the name, itself a use judged on its own
+        (a class body's `Loss = CannyLoss`, `self.Loss = CannyLoss` are such uses); or a
+        name of a package outside the project (`cv2.Canny(...)` beside a class `Canny`)."""
+        if use[0] == "self" and "." not in cls.summary.qualname:
+            return True
+        # `cv2.Canny(...)` of an imported package the project does not hold: not this class
+        qualified = use[1]
+        root = qualified.split(".", 1)[0]
+        return (
+            use[0] == "name"
+            and "." in qualified
+            and not qualified.startswith(".")
+            and root not in self.model._roots
+        )
+
+    def _user_never_runs(self, caller: _Function) -> str | None:
+        """Where a class's use runs, when it never does: in a method of a class built only
+        where the code never runs (`self.canny = Canny()` in `CannyLoss.__init__`, where
+        `CannyLoss` is built only under `if cfg["w"] > 0` that the configs leave off), or in
+        a function called only there. The caller's own reason, for the class's."""
+        if caller.owner is not None:
+            if self.model.subclasses(caller.owner):
+                return None  # (a subclass built elsewhere runs the inherited method)
+            dead = self._class_built_only_where_dead(caller.owner)
+            if dead is not None:
+                owner = self.model.classes[caller.owner].summary.name
+                return f"in `{owner}`, whose class is built only where the code never runs"
+        if caller.summary.name != "__init__" and self._called_only_where_dead(caller):
+            return f"in `{caller.summary.name}`, which is called only where it never runs"
+        return None
 
     def _called_only_where_dead(self, fn: _Function) -> str | None:
         """Why a function never runs on a TPU when every call of it in the project sits in
@@ -4881,6 +5018,9 @@ class ProjectScope:
                 state = "true" if self.truth(option, module, region_owner) else "false"
                 calls = f"the project's config classes and files leave `{option[1]}` {state}"
                 return _calls_reason(how, text, calls)
+            special = self._literal_or_order_reason(truth, module, region_owner, how, text)
+            if special is not None:
+                return special
             switch = _asked_option(truth, "switch")
             if switch is not None and len(switch) > 2:
                 state = "only" if self.truth(switch, module, region_owner) else "never"

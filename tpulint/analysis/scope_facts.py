@@ -236,7 +236,8 @@ class ScopeFacts:
     # (`parser.add_argument("--interleave")`, `@click.option`), which users set; the keywords
     # and string dict keys this file passes -> ["l", literal], ["f", function key, parameter,
     # default] (a flag parameter of the calling function passed on), ["o", name] (a
-    # command-line switch read, `args.use_ema`) or "v" (anything else).
+    # command-line switch read, `args.use_ema`), ["c", line] (another value passed by keyword
+    # to a named callee on that line: `loss(netG=self.netG)`) or "v" (anything else).
     fields: dict[str, list[Any]] = field(default_factory=dict)
     cli_options: list[str] = field(default_factory=list)
     keyword_values: dict[str, list[Any]] = field(default_factory=dict)
@@ -574,6 +575,8 @@ def informative(truth: Truth) -> bool:
             "switch",
             "attr_option",
             "fit_stage",
+            "literal_name",
+            "option_order",
         ):
             return True
         if truth[0] in ("and", "or", "not"):
@@ -711,6 +714,10 @@ class _Walker:
             or bool(self._required_params and self._required_params[-1] & _names_in([test]))
             or bool(self._exceptions and "CUDA" in self.source(test).upper())
             or _option_reads(test)
+            or any(
+                isinstance(n, ast.Name) and self.literal_name_truth(n) is not None
+                for n in ast_walk(test)
+            )
             or _stage_compare(test)
             or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
             or bool(
@@ -1278,6 +1285,24 @@ class _Walker:
                 return constants.get(value.id, _NO_CONSTANT)
         return _NO_CONSTANT
 
+    def literal_name_truth(self, node: ast.Name) -> Truth:
+        """`if use_tpus:` of a name its scope binds only to one bool literal (`use_tpus =
+        False` in a script's `main()` or `__main__` block, never bound again: no loop, `+=`,
+        `global`, other value; python_ast.constant_names): that literal in a function,
+        `["literal_name", name, value, "module"]` at a module's top level, where another
+        module may set it (`script.use_tpus = True`: ProjectScope decides). The flag's name
+        says nothing then: the script runs its own literal."""
+        for depth, (bound, constants, _, is_class) in enumerate(reversed(self._constant_scopes)):
+            if is_class and depth:
+                continue  # a class body's names are not a method's
+            if node.id in bound:
+                value = constants.get(node.id, _NO_CONSTANT)
+                if not isinstance(value, bool):
+                    return None
+                where = "module" if depth == len(self._constant_scopes) - 1 else "function"
+                return ["literal_name", node.id, value, where]
+        return None
+
     def _known_keys(self, value: ast.expr) -> dict[str, list[ast.expr]] | None:
         """The keys a spread `**opts` passes, with what each may hold, when `opts` is a dict
         of known keys of the scope it resolves to (python_ast.known_key_dicts)."""
@@ -1345,6 +1370,10 @@ class _Walker:
                         if value is not None and _hparams_receiver(node.value)
                         else "v"
                     )
+                    if value is not None and self._switch_kept(node.slice.value, value):
+                        # `args["use_x"] = hparams.use_x`: the switch's own value under its
+                        # own name, passed on (it adds no value)
+                        code = ["o", node.slice.value]
                     self._option_value(node.slice.value, code)
                 if (
                     isinstance(node, ast.Attribute)
@@ -1827,7 +1856,12 @@ class _Walker:
         the options a command-line parser declares (`add_argument("--interleave")`)."""
         for keyword in node.keywords:
             if keyword.arg is not None:
-                self._option_value(keyword.arg, self._keyword_code(keyword.value))
+                code = self._keyword_code(keyword.value)
+                if code == "v" and dotted(node.func) is not None:
+                    # `loss_fn(netG=self.netG)`: a value passed to a named callee, which
+                    # ProjectScope resolves (a parameter of a function sets no config key)
+                    code = ["c", node.lineno]
+                self._option_value(keyword.arg, code)
         func = node.func
         got = _option_get(node)
         if got is not None:
@@ -1888,6 +1922,11 @@ class _Walker:
             if isinstance(forwarded, list) and forwarded[0] in ("f", "o"):
                 return forwarded
         return code
+
+    def _switch_kept(self, name: str, value: ast.expr) -> bool:
+        """Whether `value` reads the command-line switch `name` itself (`hparams.use_x`,
+        `args.use_x`): a store of it under the key `name` passes the switch on."""
+        return _switch_read(value) == name
 
     def _option_value(self, name: str, code: Any) -> None:
         values = self.facts.keyword_values.setdefault(name, [])
@@ -2332,6 +2371,9 @@ class _Walker:
         if isinstance(node, ast.Call):
             return self.call_truth(node, imports, truths)
         if isinstance(node, ast.Name):
+            literal = self.literal_name_truth(node)
+            if literal is not None and not (literal[2] and name_tokens(node.id) & _CUDA_TOKENS):
+                return literal  # (a flag named for CUDA stays off on a TPU, as below)
             if self._incoming and id(node) in self._incoming[-1] and self._functions:
                 # `p = p or self.p`: the `p` read there is what the calls pass
                 name, default = self._incoming[-1][id(node)]
@@ -2600,6 +2642,9 @@ class _Walker:
                     result = ["attr_option", read.attr, other.value]  # type: ignore[attr-defined]
                     return _not(result) if unequal else result
             return None
+        ordered = _option_order(left, op, right)
+        if ordered is not None:
+            return ordered
         # `num_gpus > 0`, `torch.cuda.device_count() > 1`: a GPU count is 0 on a TPU.
         if isinstance(right, ast.Constant) and isinstance(right.value, int):
             count = self.gpu_count(left, imports)
@@ -3086,6 +3131,30 @@ def _option_read(node: ast.expr) -> str | None:
         and _config_receiver(node.value)
     ):
         return node.slice.value
+    return None
+
+
+_ORDERS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
+_FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
+def _option_order(left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
+    """`cfg["train"]["ff_weight"] > 0` (or `0 < cfg.ff_weight`): a config option ordered
+    against a number, `["option_order", name, op, number]` (ProjectScope: true or false
+    when every value the repository may give the option is a number and they agree)."""
+    sign = _ORDERS.get(type(op))
+    if sign is None:
+        return None
+    for read, other, flipped in ((left, right, False), (right, left, True)):
+        if not (
+            isinstance(other, ast.Constant)
+            and isinstance(other.value, (int, float))
+            and not isinstance(other.value, bool)
+        ):
+            continue
+        name = _option_read(read)
+        if name is not None:
+            return ["option_order", name, _FLIPPED[sign] if flipped else sign, other.value]
     return None
 
 
