@@ -258,6 +258,11 @@ class RemovedXlaApi(Rule):
         ),
         # torch_xla 2.9's own environment variables.
         Valid("import torch_xla.core.xla_env_vars as xenv\n\nkey = xenv.PJRT_DEVICE\n"),
+        # A function's import binds nothing the other functions read.
+        Valid(
+            "def rank():\n    return xm.get_ordinal()\n\n\n"
+            "def setup():\n    import torch_xla.core.xla_model as xm\n\n    return xm\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -361,6 +366,23 @@ class RemovedXlaApi(Rule):
             "    import torch_xla.runtime as xr\n\n"
             "    a = xm.get_ordinal()  # noqa: TPU501\n"
             "    return a, xr.world_size()\n",
+        ),
+        # A method reads the global `xm` when it runs: the module's own launcher block
+        # imports it below the class, under a TPU switch.
+        Invalid(
+            "class Data:\n    def sampler(self, ds):\n"
+            "        if self.tpu:\n"
+            "            return Sampler(ds, num_replicas=xm.xrt_world_size())\n"
+            "        return None\n\n\n"
+            "if __name__ == '__main__':\n    if use_tpu:\n"
+            "        import torch_xla.core.xla_model as xm\n    run(Data())\n",
+            line=4,
+            expected_fix="class Data:\n    def sampler(self, ds):\n"
+            "        if self.tpu:\n"
+            "            return Sampler(ds, num_replicas=xr.world_size())\n"
+            "        return None\n\n\n"
+            "if __name__ == '__main__':\n    if use_tpu:\n"
+            "        import torch_xla.runtime as xr\n    run(Data())\n",
         ),
         # Arguments the new API does not take: reported without a fix.
         Invalid(
