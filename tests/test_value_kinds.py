@@ -265,6 +265,52 @@ SILENT = {
 }
 
 REPORTED = {
+    # A decoder attribute a flag makes one of two project modules, one returning a tensor,
+    # the other a tuple: what the generator hands the step is a device tensor.
+    "a decoder one of two modules, a tensor or a tuple": (
+        """
+        class Single(nn.Module):
+            def forward(self, x):
+                return torch.tanh(self.post(x))
+
+        class Split(nn.Module):
+            def forward(self, x):
+                y = self.post(x)
+                return y, y.flip(-1)
+
+        class Generator(nn.Module):
+            def __init__(self, split):
+                super().__init__()
+                self.split = split
+                if split:
+                    self.dec = Split()
+                else:
+                    self.dec = Single()
+
+            def forward(self, z):
+                if self.split:
+                    wave, bands = self.dec(z)
+                else:
+                    wave = self.dec(z)
+                    bands = None
+                return wave, bands
+
+        def range_check(wave):
+            if torch.max(wave) > 1.0:
+                print("clipping")
+            return wave
+
+        class Vocoder(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.gen = Generator(False)
+
+            def training_step(self, batch, batch_idx):
+                wave, _ = self.gen(batch)
+                return range_check(wave).mean()
+        """,
+        [("TPU104", 28)],
+    ),
     # A norm helper given the module's parameters: the `isinstance(..., Tensor)` branch
     # that wraps one tensor leaves, where it fails, a container of what the caller passed,
     # and `list(filter(...))` keeps its elements.
