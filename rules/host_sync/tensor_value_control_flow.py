@@ -172,6 +172,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # The check counted on a host copy: no device read.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self.loss_fn(batch)\n"
+            "        if torch.isnan(loss.detach().cpu()).sum() > 0:\n"
+            "            print('nan')\n"
+            "        return loss\n"
+        ),
         # A list of tensors compared with a list or tuple display (`parts != []`): Python's
         # comparison (a tensor never equals a display), a plain bool with no device read.
         Valid(
@@ -394,6 +402,23 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A count of a torch check on a loss whose maker the file cannot follow (a factory
+        # picks the loss module by name).
+        Invalid(
+            "import lightning as L\nimport torch\n\nfrom .losses import pick_loss\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, name):\n"
+            "        super().__init__()\n"
+            "        self.criterion = pick_loss(name)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        loss = self.criterion(self.reshape_out(x), self.reshape_out(y))\n"
+            "        if torch.isnan(loss).sum() > 0:\n"
+            "            raise RuntimeError('nan loss')\n"
+            "        return loss\n",
+            line=15,
+            message="`torch.isnan(loss).sum() > 0`",
+        ),
         # A count of a mask that a set-up method stores from the step's batch: the base
         # class's step calls it, only the subclass defines it.
         Invalid(
@@ -823,7 +848,15 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return None
             if _compares_stored_shapes(ctx, test):
                 return None  # `data["hw0"] == data["hw1"]` of stored `x.shape[2:]`
-            return test if ctx.value_kind(test) is ValueKind.DEVICE else None
+            kind = ctx.value_kind(test)
+            if kind is ValueKind.UNKNOWN and any(
+                _counts_a_tensor_check(ctx, operand)
+                for operand in (test.left, *(c.comparator for c in test.comparisons))
+            ):
+                # `torch.isnan(loss).sum() > 0`: `torch.isnan` takes only tensors, so the
+                # count is a tensor too, however `loss` was made (as for `if torch.isnan(x)`)
+                return test
+            return test if kind is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
             kind = ctx.value_kind(test)
             torch_function = (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
@@ -949,6 +982,26 @@ def _compares_stored_shapes(ctx: FileContext, test: cst.Comparison) -> bool:
         if not values or not all(_is_shape(v) for v in values):
             return False
     return True
+
+
+# torch checks that take only tensors, and the reductions that count or test what they find.
+_TENSOR_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+_CHECK_REDUCTIONS = frozenset({"sum", "any", "all", "count_nonzero"})
+
+
+def _counts_a_tensor_check(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """`torch.isnan(x).sum()`, `torch.isinf(x).any()`, `torch.sum(torch.isnan(x))`: a
+    reduction of a torch check whose argument must be a tensor."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = method_name(node)
+    if name in _CHECK_REDUCTIONS and isinstance(node.func, cst.Attribute):
+        inner: cst.BaseExpression = node.func.value
+    elif (torch_name(ctx, node) or "") in _CHECK_REDUCTIONS and node.args:
+        inner = node.args[0].value
+    else:
+        return False
+    return isinstance(inner, cst.Call) and (torch_name(ctx, inner) or "") in _TENSOR_CHECKS
 
 
 def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool:
