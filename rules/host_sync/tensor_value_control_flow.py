@@ -402,21 +402,26 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
-        # A count of a torch check on a loss whose maker the file cannot follow (a factory
-        # picks the loss module by name).
+        # A count of a torch check on a loss the file cannot follow (a module a factory
+        # picks by name, applied to entries of what a helper object splits).
         Invalid(
             "import lightning as L\nimport torch\n\nfrom .losses import pick_loss\n\n\n"
             "class Model(L.LightningModule):\n"
-            "    def __init__(self, name):\n"
+            "    def __init__(self, name, post):\n"
             "        super().__init__()\n"
-            "        self.criterion = pick_loss(name)\n\n"
+            "        self.criterion = pick_loss(name)\n"
+            "        self.post = post\n\n"
             "    def training_step(self, batch, batch_idx):\n"
             "        x, y = batch\n"
-            "        loss = self.criterion(self.reshape_out(x), self.reshape_out(y))\n"
-            "        if torch.isnan(loss).sum() > 0:\n"
-            "            raise RuntimeError('nan loss')\n"
-            "        return loss\n",
-            line=15,
+            "        preds, y = self.post.split(self(x)), self.post.split(y)\n"
+            "        total = 0\n"
+            "        for key in self.keys:\n"
+            "            loss = self.criterion(preds[key], y[key])\n"
+            "            if torch.isnan(loss).sum() > 0:\n"
+            "                raise RuntimeError('nan loss')\n"
+            "            total += loss\n"
+            "        return total\n",
+            line=19,
             message="`torch.isnan(loss).sum() > 0`",
         ),
         # A count of a mask that a set-up method stores from the step's batch: the base
