@@ -1861,9 +1861,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
                 )
                 value = inner.value
                 for target in targets:
-                    if any(isinstance(n, cst.Name) and n.value == name for n in walk(target)):
-                        if value is None or not _derived(value, name):
-                            return False  # the name holds something else too
+                    if any(isinstance(n, cst.Name) and n.value == name for n in walk(target)) and (
+                        value is None or not _derived(value, name)
+                    ):
+                        return False  # the name holds something else too
             elif isinstance(inner, (cst.For, cst.CompFor, cst.With, cst.NamedExpr)):
                 target = getattr(inner, "target", None)
                 items = getattr(inner, "items", ())
