@@ -672,7 +672,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
-    tensor (Python iterates it and compares or tests every element on the host), a tensor
+    tensor (Python iterates it and compares or tests every element on the host; an element
+    of the step's data is judged only when the function itself uses it as a tensor, e.g.
+    `max(lengths)` in a forward that also calls `lengths.cpu()`, since the batch may hold a
+    list of numbers there), a tensor
     passed where torch wants a Python number (`torch.nan_to_num(x, nan=t)`,
     `torch.full(shape, t)`), and a tensor used as a Python
     index into an `nn.ModuleList` or a list or tuple the code builds (`self.heads[k]`; a

@@ -67,6 +67,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
     sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not; nor
     are the strings a dataset's items hold (`assert batch["id"] == other["id"]` compares lists
     of file names the collate built, not tensors).
+    A count or test of a torch check (`if torch.isnan(loss).sum() > 0:`,
+    `torch.isinf(x).any()`) is a tensor test even where the file cannot tell how the checked
+    value was made (a loss module a factory picks by name): `torch.isnan` takes only tensors.
     Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
     tensors. So is what a method the step calls stores from the batch it is handed

@@ -107,7 +107,10 @@ class RemovedXlaApi(Rule):
     Finds torch_xla APIs that torch_xla 2.9 no longer has: the process helpers
     `xm.xrt_world_size()` and `xm.get_ordinal()` of `torch_xla.core.xla_model` (however it is
     imported: `import torch_xla.core.xla_model as xm`, `from torch_xla.core import
-    xla_model`, `from torch_xla.core.xla_model import get_ordinal`), imports of the removed
+    xla_model`, `from torch_xla.core.xla_model import get_ordinal`; also where a function
+    reads a global `xm` that the module imports only below it, as in an `if __name__ ==
+    "__main__":` block under a TPU switch, since a function reads its globals when it
+    runs), imports of the removed
     modules `torch_xla.experimental.pjrt`, `torch_xla.experimental.tpu`,
     `torch_xla.experimental.xla_sharding` and `torch_xla.experimental.xla_sharded_tensor`,
     and the XRT-era names of `torch_xla.core.xla_env_vars` (`HOST_ORDINAL`, `ORDINAL`,
