@@ -1136,6 +1136,7 @@ def _is_mask_atom(atom: Atom) -> bool:
 # Builtins whose result iterates over some of their last argument's elements, by the number
 # of positional arguments they take.
 _SUBSET_BUILTINS = {"filter": 2, "reversed": 1, "iter": 1}
+_TENSOR_ATOMS = frozenset({"device", "cpu", "mask"})
 # Symbolic atoms of values that may be containers (a parameter, an attribute, a call's
 # result, an element or entry of another value).
 _ITERABLE_SYMBOLS = frozenset({"p", "a", "c", "e", "k", "g"})
@@ -1151,6 +1152,20 @@ def _not_a_tensor(current: list[Atom]) -> list[Atom]:
     return ["host"]
 
 
+def _may_hold_tensor(atom: Atom, depth: int = 0) -> bool:
+    """Whether a value of this atom may be or hold a tensor: a tensor atom, a symbolic value,
+    or a tuple or container with one inside (not numbers, host data or unknown values)."""
+    if isinstance(atom, str):
+        return atom in _TENSOR_ATOMS
+    if depth > 6:
+        return True
+    if atom[0] == "t":
+        return any(_may_hold_tensor(a, depth + 1) for part in atom[1:] for a in part)
+    if atom[0] == "s":
+        return any(_may_hold_tensor(a, depth + 1) for a in atom[1])
+    return True
+
+
 def _listed(rows: list[Atom]) -> list[Atom] | None:
     """What `list(x)` holds for `x` of these atoms: the rows of a tensor, where it is
     (`list(t)`); the elements of a container (the keys of a dict); the elements of a
@@ -1164,8 +1179,8 @@ def _listed(rows: list[Atom]) -> list[Atom] | None:
             elements = union(elements, ["device" if a == "mask" else a])
         elif isinstance(a, list) and a[0] == "s":
             held = a[2] if len(a) > 2 else a[1]
-            if not held:
-                return None
+            if not any(_may_hold_tensor(h) for h in held):
+                return None  # a container of host data or unknown values: host data, as before
             elements = union(elements, held)
         elif isinstance(a, list) and a[0] in _ITERABLE_SYMBOLS:
             elements = union(elements, [["e", -1, [a]]])
