@@ -20,6 +20,22 @@ def codes(source: str, select: str = "TPU1,TPU2", preview: bool = False) -> list
 
 
 SILENT = {
+    # Where `isinstance(x, Tensor)` fails, a number stays a number: its elements, and the
+    # value itself, are host data.
+    "a scale that is a tensor or a number": """
+        def rescale(scale, factor):
+            if isinstance(scale, torch.Tensor):
+                scale = [scale]
+            scale = list(reversed(scale))
+            return [s * factor for s in scale]
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                for s in rescale(2.0, 3):
+                    if s > 1:
+                        batch = batch * s
+                return batch.mean()
+        """,
     "shape parameters of a forward": """
         class Attention(nn.Module):
             def forward(self, query, hw_shape):
@@ -249,6 +265,74 @@ SILENT = {
 }
 
 REPORTED = {
+    # A decoder attribute a flag makes one of two project modules, one returning a tensor,
+    # the other a tuple: what the generator hands the step is a device tensor.
+    "a decoder one of two modules, a tensor or a tuple": (
+        """
+        class Single(nn.Module):
+            def forward(self, x):
+                return torch.tanh(self.post(x))
+
+        class Split(nn.Module):
+            def forward(self, x):
+                y = self.post(x)
+                return y, y.flip(-1)
+
+        class Generator(nn.Module):
+            def __init__(self, split):
+                super().__init__()
+                self.split = split
+                if split:
+                    self.dec = Split()
+                else:
+                    self.dec = Single()
+
+            def forward(self, z):
+                if self.split:
+                    wave, bands = self.dec(z)
+                else:
+                    wave = self.dec(z)
+                    bands = None
+                return wave, bands
+
+        def range_check(wave):
+            if torch.max(wave) > 1.0:
+                print("clipping")
+            return wave
+
+        class Vocoder(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.gen = Generator(False)
+
+            def training_step(self, batch, batch_idx):
+                wave, _ = self.gen(batch)
+                return range_check(wave).mean()
+        """,
+        [("TPU104", 28)],
+    ),
+    # A norm helper given the module's parameters: the `isinstance(..., Tensor)` branch
+    # that wraps one tensor leaves, where it fails, a container of what the caller passed,
+    # and `list(filter(...))` keeps its elements.
+    "a norm helper that filters the parameters it is given": (
+        """
+        def total_norm(params, kind=2):
+            if isinstance(params, torch.Tensor):
+                params = [params]
+            params = list(filter(lambda w: w.grad is not None, params))
+            acc = 0
+            for w in params:
+                acc += w.grad.norm(kind).item() ** kind
+            return acc ** (1.0 / kind)
+
+        class GAN(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self.gen(batch).mean()
+                self.manual_backward(loss)
+                self.log("gnorm", total_norm(self.gen.parameters()))
+        """,
+        [("TPU101", 7)],
+    ),
     # The one-time body is quiet (`.item()` runs once), but the test reads the device buffer
     # on the host every step.
     "lazy initialisation of a buffer flag": (

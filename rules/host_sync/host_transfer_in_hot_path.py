@@ -29,6 +29,44 @@ _COMPARING = ("min", "max")
 # Python builtins that iterate one argument and test or compare each element on the host:
 # `all(t >= 0)` calls `bool()` on every element of the tensor.
 _ITERATING = ("min", "max", "all", "any", "sorted")
+
+
+def _derived(value: cst.BaseExpression, name: str) -> bool:
+    """`name // 4`, `-name`, `name.long()`, `name[:, 0]`: computed from `name` itself by
+    operators, indexing or its own methods (a tensor stays a tensor)."""
+    if isinstance(value, cst.Name):
+        return value.value == name
+    if isinstance(value, cst.BinaryOperation):
+        return _derived(value.left, name) or _derived(value.right, name)
+    if isinstance(value, cst.UnaryOperation):
+        return _derived(value.expression, name)
+    if isinstance(value, cst.Subscript):
+        return _derived(value.value, name)
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        return _derived(value.func.value, name)
+    return False
+
+
+# Methods only a torch tensor has (numpy arrays and lists have none of them): a name they
+# are called on holds a tensor.
+_TENSOR_USES = frozenset(
+    {
+        "cpu",
+        "cuda",
+        "size",
+        "unsqueeze",
+        "detach",
+        "long",
+        "float",
+        "int",
+        "masked_fill",
+        "new_zeros",
+        "new_ones",
+        "type_as",
+        "numel",
+        "dim",
+    }
+)
 # torch parameters that take a Python number: a tensor passed there is read on the host.
 _NUMBER_PARAMETERS = {
     "nan_to_num": (("nan", 1), ("posinf", 2), ("neginf", 3)),
@@ -634,7 +672,10 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
-    tensor (Python iterates it and compares or tests every element on the host), a tensor
+    tensor (Python iterates it and compares or tests every element on the host; an element
+    of the step's data is judged only when the function itself uses it as a tensor, e.g.
+    `max(lengths)` in a forward that also calls `lengths.cpu()`, since the batch may hold a
+    list of numbers there), a tensor
     passed where torch wants a Python number (`torch.nan_to_num(x, nan=t)`,
     `torch.full(shape, t)`), and a tensor used as a Python
     index into an `nn.ModuleList` or a list or tuple the code builds (`self.heads[k]`; a
@@ -1179,6 +1220,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        longest = max(batch['lengths'])\n"
             "        return self(batch['x'], longest)\n"
         ),
+        # A forward's parameter used only as a sequence (and rebound from another value
+        # before its tensor use): not judged.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        longest = max(lengths)\n"
+            "        lengths = torch.as_tensor(lengths)\n"
+            "        return x[:, :longest] * lengths.unsqueeze(1)\n"
+        ),
         # Validation images written to disk: the numpy copy is what writing needs, in a
         # function named for saving or drawing (or reached only through one).
         Valid(
@@ -1565,6 +1616,24 @@ class HostTransferInHotPath(TrackingRule, Rule):
             line=8,
             message="iterates the device tensor `offsets` and compares its elements",
         ),
+        # A forward's parameter the forward itself uses as a tensor (`lengths.cpu()`).
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Recognizer(nn.Module):\n"
+            "    def forward(self, feats, lengths, targets):\n"
+            "        longest = max(lengths)\n"
+            "        feats = self.encode(feats[:, :longest])\n"
+            "        lengths = lengths // 4\n"
+            "        return self.ctc(feats, targets, lengths.long())\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.net = Recognizer()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self.net(batch['x'], batch['len'], batch['y'])\n",
+            line=8,
+            message="iterates the device tensor `lengths`",
+        ),
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
             "        sizes = self(batch).sum(-1)\n"
@@ -1755,7 +1824,8 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if arg.keyword is not None or arg.star or ctx.value_kind(arg.value) is not ValueKind.DEVICE:
             return
         if not computed_tensor(ctx, arg.value, self.bindings) and (
-            not is_torch_tensor(ctx, arg.value, self.bindings) or self._step_data(arg.value)
+            not is_torch_tensor(ctx, arg.value, self.bindings)
+            or (self._step_data(arg.value) and not self._used_as_tensor(arg.value))
         ):
             return  # an element of the step's data may be a list of numbers
         if quiet(ctx, node) or in_exception_path(ctx, node) or logged_value(ctx, node):
@@ -1773,6 +1843,47 @@ class HostTransferInHotPath(TrackingRule, Rule):
             f"): a sync per element, every step; use `{instead}` to keep it on the device",
             applicability=Applicability.DISPLAY_ONLY,
         )
+
+    def _used_as_tensor(self, node: cst.BaseExpression) -> bool:
+        """A parameter the function itself calls a torch-only method on (`lengths.cpu()`,
+        `lengths.size(0)`, `lengths.unsqueeze(1)`), directly or on what it computes from it
+        in place with operators or its own methods (`lengths = lengths // 4`): a tensor, not
+        a list of numbers. No other value (`torch.as_tensor(lengths)`) is ever bound to the
+        name in the function."""
+        info = self.ctx.function
+        if not isinstance(node, cst.Name) or info is None:
+            return False
+        name = node.value
+        used = False
+        for inner in walk(info.node.body):
+            if isinstance(inner, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = (
+                    [t.target for t in inner.targets]
+                    if isinstance(inner, cst.Assign)
+                    else [inner.target]
+                )
+                value = inner.value
+                for target in targets:
+                    if any(isinstance(n, cst.Name) and n.value == name for n in walk(target)) and (
+                        value is None or not _derived(value, name)
+                    ):
+                        return False  # the name holds something else too
+            elif isinstance(inner, (cst.For, cst.CompFor, cst.With, cst.NamedExpr)):
+                target = getattr(inner, "target", None)
+                items = getattr(inner, "items", ())
+                bound = [target] if target is not None else [i.asname for i in items if i.asname]
+                for t in bound:
+                    if any(isinstance(n, cst.Name) and n.value == name for n in walk(t)):
+                        return False
+            elif (
+                isinstance(inner, cst.Call)
+                and isinstance(inner.func, cst.Attribute)
+                and isinstance(inner.func.value, cst.Name)
+                and inner.func.value.value == name
+                and inner.func.attr.value in _TENSOR_USES
+            ):
+                used = True
+        return used
 
     def _step_data(self, node: cst.BaseExpression) -> bool:
         """An element of a parameter (`batch["lengths"]`, `inputs.lengths`), directly or

@@ -72,6 +72,9 @@ class TensorValueControlFlow(TrackingRule, Rule):
     sets, strings, the step's own batch (`"labels" in batch`) and CPU tensors are not; nor
     are the strings a dataset's items hold (`assert batch["id"] == other["id"]` compares lists
     of file names the collate built, not tensors).
+    A count or test of a torch check (`if torch.isnan(loss).sum() > 0:`,
+    `torch.isinf(x).any()`) is a tensor test even where the file cannot tell how the checked
+    value was made (a loss module a factory picks by name): `torch.isnan` takes only tensors.
     Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
     tensors. So is what a method the step calls stores from the batch it is handed
@@ -185,6 +188,14 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "            loss = loss * 2\n"
             "        if all(step > 0 for step in [batch_idx, self.current_epoch]):\n"
             "            loss = loss + 1\n"
+            "        return loss\n"
+        ),
+        # The check counted on a host copy: no device read.
+        Valid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self.loss_fn(batch)\n"
+            "        if torch.isnan(loss.detach().cpu()).sum() > 0:\n"
+            "            print('nan')\n"
             "        return loss\n"
         ),
         # A list of tensors compared with a list or tuple display (`parts != []`): Python's
@@ -409,6 +420,28 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A count of a torch check on a loss the file cannot follow (a module a factory
+        # picks by name, applied to entries of what a helper object splits).
+        Invalid(
+            "import lightning as L\nimport torch\n\nfrom .losses import pick_loss\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self, name, post):\n"
+            "        super().__init__()\n"
+            "        self.criterion = pick_loss(name)\n"
+            "        self.post = post\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        preds, y = self.post.split(self(x)), self.post.split(y)\n"
+            "        total = 0\n"
+            "        for key in self.keys:\n"
+            "            loss = self.criterion(preds[key], y[key])\n"
+            "            if torch.isnan(loss).sum() > 0:\n"
+            "                raise RuntimeError('nan loss')\n"
+            "            total += loss\n"
+            "        return total\n",
+            line=19,
+            message="`torch.isnan(loss).sum() > 0`",
+        ),
         # A count of a mask that a set-up method stores from the step's batch: the base
         # class's step calls it, only the subclass defines it.
         Invalid(
@@ -888,7 +921,15 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return None
             if _compares_stored_shapes(ctx, test):
                 return None  # `data["hw0"] == data["hw1"]` of stored `x.shape[2:]`
-            return test if ctx.value_kind(test) is ValueKind.DEVICE else None
+            kind = ctx.value_kind(test)
+            if kind is ValueKind.UNKNOWN and any(
+                _counts_a_tensor_check(ctx, operand)
+                for operand in (test.left, *(c.comparator for c in test.comparisons))
+            ):
+                # `torch.isnan(loss).sum() > 0`: `torch.isnan` takes only tensors, so the
+                # count is a tensor too, however `loss` was made (as for `if torch.isnan(x)`)
+                return test
+            return test if kind is ValueKind.DEVICE else None
         if isinstance(test, cst.Call):
             element = _builtin_reduction_element(test)
             if element is not None and self.bindings.lookup(test.func.value) is None:  # type: ignore[attr-defined]
@@ -1056,6 +1097,26 @@ def _compares_stored_shapes(ctx: FileContext, test: cst.Comparison) -> bool:
         if not values or not all(_is_shape(v) for v in values):
             return False
     return True
+
+
+# torch checks that take only tensors, and the reductions that count or test what they find.
+_TENSOR_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+_CHECK_REDUCTIONS = frozenset({"sum", "any", "all", "count_nonzero"})
+
+
+def _counts_a_tensor_check(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """`torch.isnan(x).sum()`, `torch.isinf(x).any()`, `torch.sum(torch.isnan(x))`: a
+    reduction of a torch check whose argument must be a tensor."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = method_name(node)
+    if name in _CHECK_REDUCTIONS and isinstance(node.func, cst.Attribute):
+        inner: cst.BaseExpression = node.func.value
+    elif (torch_name(ctx, node) or "") in _CHECK_REDUCTIONS and node.args:
+        inner = node.args[0].value
+    else:
+        return False
+    return isinstance(inner, cst.Call) and (torch_name(ctx, inner) or "") in _TENSOR_CHECKS
 
 
 def _could_be_tensor_test(test: ast.expr, code: HotCode, depth: int = 0) -> bool:

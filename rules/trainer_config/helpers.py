@@ -214,4 +214,10 @@ def explicit_accelerator(ctx, value: cst.BaseExpression | None) -> str | None:
     text = string_value(value)
     if text is not None:
         return text.lower()
+    if isinstance(value, cst.IfExp):
+        # A TPU switch (`"tpu" if cfg.use_tpu else "auto"`): the run that takes the TPU arm
+        # builds the Trainer with it.
+        arms = (explicit_accelerator(ctx, value.body), explicit_accelerator(ctx, value.orelse))
+        if "tpu" in arms:
+            return "tpu"
     return None

@@ -30,22 +30,30 @@ class NonXlaStrategy(Rule):
     """
     ## What it does
     Finds a Trainer whose strategy is fixed in code or config to one that is not XLA's
-    (`"ddp"`, `DDPStrategy(...)`, `"fsdp"`, `"deepspeed"`, a `class_path` naming one) while
-    its accelerator is `"tpu"` or `"auto"` (or not given, which means `"auto"`): in
-    `Trainer(...)` calls, in LightningCLI defaults set in code (`parser.set_defaults(
-    {"trainer.strategy": ...})`, `LightningCLI(trainer_defaults=...)`), and under `trainer:`
-    in LightningCLI YAML configs, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
-    whose `_target_` is the Trainer), and in YAML sections the code spreads into a TPU
-    Trainer (`pl.Trainer(**cfg.trainer)`). A Trainer that asks for GPUs or CPUs explicitly is not
-    reported.
+    (`"ddp"`, `DDPStrategy(...)`, `"fsdp"`, `FSDPStrategy(...)`, `"deepspeed"`, a
+    `class_path` naming one) while its accelerator is `"tpu"`, or a TPU switch whose TPU arm
+    is `"tpu"` (`accelerator="tpu" if cfg.use_tpu else "auto"`): in `Trainer(...)` calls, in
+    LightningCLI defaults set in code (`parser.set_defaults({"trainer.strategy": ...})`,
+    `LightningCLI(trainer_defaults=...)`), and under `trainer:` in LightningCLI YAML configs,
+    in Hydra Trainer configs (a `configs/trainer/*.yaml` whose `_target_` is the Trainer),
+    and in YAML sections the code spreads into a TPU Trainer (`pl.Trainer(**cfg.trainer)`).
+    In preview mode it also reports such a strategy with `accelerator="auto"` (or no
+    accelerator, which means `"auto"`). A Trainer that asks for GPUs or CPUs explicitly is
+    not reported.
 
     ## Why is this bad on TPU?
-    On a TPU VM `accelerator="auto"` selects the XLA accelerator, and Lightning accepts it
-    only with `XLAStrategy` or `SingleDeviceXLAStrategy`: any other strategy raises
-    `ValueError: The XLAAccelerator can only be used with a SingleDeviceXLAStrategy or
-    XLAStrategy` when the Trainer is built (lightning/pytorch/trainer/connectors/
-    accelerator_connector.py, lines 545-551). A DDP strategy chosen as the default of every
-    run blocks every TPU run of the project.
+    On a TPU (`accelerator="tpu"`, or `"auto"` on a TPU VM) Lightning accepts only
+    `XLAStrategy` or `SingleDeviceXLAStrategy`, and building the Trainer raises ValueError
+    with any other strategy. Lightning 2.6's accelerator connector
+    (lightning/pytorch/trainer/connectors/accelerator_connector.py) has two checks:
+    `_check_strategy_and_fallback` (lines 431-437) raises `The strategy fsdp requires a GPU
+    accelerator` for `"fsdp"`, `"fsdp_cpu_offload"` or an `FSDPStrategy` with any accelerator
+    but CUDA, and lines 545-551 raise `The XLAAccelerator can only be used with a
+    SingleDeviceXLAStrategy or XLAStrategy` for the others (DDP, DeepSpeed...). XLA's own
+    FSDP (`XLAFSDPStrategy`, `"xla_fsdp"`) exists only in Fabric
+    (lightning/fabric/strategies/xla_fsdp.py; Fabric's connector turns `"fsdp"` into
+    `"xla_fsdp"` on a TPU), not in the Trainer's strategy registry. A non-XLA strategy chosen
+    for every run blocks every TPU run of the project.
 
     ## Example
     ```python
@@ -71,18 +79,19 @@ class NonXlaStrategy(Rule):
     - [Lightning docs: LightningCLI, set default arguments](https://lightning.ai/docs/pytorch/stable/cli/lightning_cli_expert.html)
 
     ## Status
-    Preview (new in issue 21). It comes from one miss of the sci1 batch (a LightningCLI
-    subclass that makes `DDPStrategy(find_unused_parameters=True)` the default of every
-    run); a strategy fixed with an `"auto"` accelerator also fires in projects that only ever
-    train on GPUs, so its precision on TPU-bound code is not known yet. It stays in preview
-    until a fresh batch shows it.
+    Stable for an explicit `"tpu"` accelerator (or a TPU switch's `"tpu"` arm): right by
+    construction, since Lightning raises at construction whenever that run happens (the sci32
+    miss: `strategy="fsdp"` with `accelerator="tpu" if config.train.use_tpu else "auto"`).
+    The `"auto"` accelerator is a preview shape (new in issue 21, from one miss of the sci1
+    batch, a LightningCLI subclass that makes `DDPStrategy(find_unused_parameters=True)` the
+    default of every run): it also fires in projects that only ever train on GPUs, so its
+    precision on TPU-bound code is not known yet.
     """
 
     code = "TPU010"
     name = "non-xla-strategy"
     summary = 'A non-XLA strategy (`strategy="ddp"`) fixed for a TPU or `"auto"` accelerator'
     severity = Severity.ERROR
-    preview = True
     requires = ("strategy", "Strategy")
 
     VALID = (
@@ -92,6 +101,15 @@ class NonXlaStrategy(Rule):
         # A strategy the file cannot tell.
         Valid(_LIGHTNING_IMPORT + "def make(s):\n    return L.Trainer(strategy=s)\n"),
         Valid("trainer:\n  accelerator: cuda\n  strategy: ddp\n", path="config.yaml"),
+        # `"auto"` (or no accelerator) is a preview shape: GPU-only projects write it too.
+        Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(devices="auto", strategy="ddp")\n'),
+        # The switch's TPU arm is XLA's.
+        Valid(
+            _LIGHTNING_IMPORT
+            + "def build(tpu):\n    return L.Trainer(\n"
+            + "        accelerator='tpu' if tpu else 'gpu', strategy='xla' if tpu else 'fsdp'\n"
+            + "    )\n"
+        ),
         # The accelerator may come with the keyword arguments.
         Valid(_LIGHTNING_IMPORT + "def fit(kw):\n    return L.Trainer(strategy='ddp', **kw)\n"),
         Valid(
@@ -106,6 +124,22 @@ class NonXlaStrategy(Rule):
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(devices="auto", strategy="ddp")\n',
             line=3,
             message='`strategy="ddp"` with `accelerator="auto"`',
+            config={"preview": True},
+        ),
+        # FSDP on a TPU switch: Lightning's FSDPStrategy takes CUDA only.
+        Invalid(
+            _LIGHTNING_IMPORT + "def build(cfg):\n"
+            "    return L.Trainer(\n"
+            "        strategy='fsdp',\n"
+            "        accelerator='tpu' if cfg.tpu else 'auto',\n"
+            "    )\n",
+            line=5,
+            message="FSDPStrategy requires a CUDA accelerator",
+        ),
+        Invalid(
+            "import lightning as L\nfrom lightning.pytorch.strategies import FSDPStrategy\n\n"
+            "trainer = L.Trainer(accelerator='tpu', devices=8, strategy=FSDPStrategy())\n",
+            message='`strategy="xla"`',
         ),
         Invalid(
             "import lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n\n"
@@ -121,13 +155,20 @@ class NonXlaStrategy(Rule):
             "        )\n",
             line=8,
             message="as the default of every LightningCLI run",
+            config={"preview": True},
         ),
         Invalid(
             "from lightning.pytorch.cli import LightningCLI\n\n"
             "LightningCLI(trainer_defaults={'strategy': {'class_path': "
             "'lightning.pytorch.strategies.FSDPStrategy'}})\n",
+            config={"preview": True},
         ),
-        Invalid("trainer:\n  strategy: ddp_find_unused_parameters_true\n", path="config.yaml"),
+        Invalid(
+            "trainer:\n  strategy: ddp_find_unused_parameters_true\n",
+            path="config.yaml",
+            config={"preview": True},
+        ),
+        Invalid("trainer:\n  accelerator: tpu\n  strategy: ddp\n", path="config.yaml"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -158,7 +199,7 @@ class NonXlaStrategy(Rule):
         if name is None:
             return
         chosen = explicit_accelerator(self.ctx, accelerator)
-        if chosen not in ("tpu", "auto"):
+        if chosen not in ("tpu", "auto") or (chosen == "auto" and not self.preview_mode):
             return
         written = self.ctx.module.code_for_node(strategy)
         where = "as the default of every LightningCLI run " if cli else ""
@@ -184,7 +225,7 @@ class NonXlaStrategy(Rule):
             return
         accelerator = trainer.child("accelerator")
         chosen = "auto" if accelerator is None else str(accelerator.value).lower()
-        if chosen not in ("tpu", "auto"):
+        if chosen not in ("tpu", "auto") or (chosen == "auto" and not self.preview_mode):
             return
         self.report_yaml(
             entry.key_start,
@@ -199,6 +240,20 @@ def _short(text: str) -> str:
 
 
 def _message(subject: str, name: str, accelerator: str, where: str) -> str:
+    if name.lower().startswith("fsdp") or name == "FSDPStrategy":
+        # lightning/pytorch/trainer/connectors/accelerator_connector.py (Lightning 2.6),
+        # `_check_strategy_and_fallback`: an FSDP strategy with any accelerator but CUDA.
+        on = (
+            'with `accelerator="tpu"`'
+            if accelerator == "tpu"
+            else ('with `accelerator="auto"` (which picks the TPU on a TPU VM)')
+        )
+        return (
+            f"{subject} {where}{on}: Lightning's FSDPStrategy requires a CUDA accelerator, so "
+            f"building the Trainer raises ValueError on a TPU; the Trainer's TPU strategy is "
+            f'`strategy="xla"` (XLA\'s FSDP, `XLAFSDPStrategy`/`"xla_fsdp"`, is Fabric\'s, '
+            f"not the Trainer's)"
+        )
     on = (
         'with `accelerator="tpu"`'
         if accelerator == "tpu"

@@ -107,7 +107,10 @@ class RemovedXlaApi(Rule):
     Finds torch_xla APIs that torch_xla 2.9 no longer has: the process helpers
     `xm.xrt_world_size()` and `xm.get_ordinal()` of `torch_xla.core.xla_model` (however it is
     imported: `import torch_xla.core.xla_model as xm`, `from torch_xla.core import
-    xla_model`, `from torch_xla.core.xla_model import get_ordinal`), imports of the removed
+    xla_model`, `from torch_xla.core.xla_model import get_ordinal`; also where a function
+    reads a global `xm` that the module imports only below it, as in an `if __name__ ==
+    "__main__":` block under a TPU switch, since a function reads its globals when it
+    runs), imports of the removed
     modules `torch_xla.experimental.pjrt`, `torch_xla.experimental.tpu`,
     `torch_xla.experimental.xla_sharding` and `torch_xla.experimental.xla_sharded_tensor`,
     and the XRT-era names of `torch_xla.core.xla_env_vars` (`HOST_ORDINAL`, `ORDINAL`,
@@ -258,6 +261,11 @@ class RemovedXlaApi(Rule):
         ),
         # torch_xla 2.9's own environment variables.
         Valid("import torch_xla.core.xla_env_vars as xenv\n\nkey = xenv.PJRT_DEVICE\n"),
+        # A function's import binds nothing the other functions read.
+        Valid(
+            "def rank():\n    return xm.get_ordinal()\n\n\n"
+            "def setup():\n    import torch_xla.core.xla_model as xm\n\n    return xm\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -361,6 +369,23 @@ class RemovedXlaApi(Rule):
             "    import torch_xla.runtime as xr\n\n"
             "    a = xm.get_ordinal()  # noqa: TPU501\n"
             "    return a, xr.world_size()\n",
+        ),
+        # A method reads the global `xm` when it runs: the module's own launcher block
+        # imports it below the class, under a TPU switch.
+        Invalid(
+            "class Data:\n    def sampler(self, ds):\n"
+            "        if self.tpu:\n"
+            "            return Sampler(ds, num_replicas=xm.xrt_world_size())\n"
+            "        return None\n\n\n"
+            "if __name__ == '__main__':\n    if use_tpu:\n"
+            "        import torch_xla.core.xla_model as xm\n    run(Data())\n",
+            line=4,
+            expected_fix="class Data:\n    def sampler(self, ds):\n"
+            "        if self.tpu:\n"
+            "            return Sampler(ds, num_replicas=xr.world_size())\n"
+            "        return None\n\n\n"
+            "if __name__ == '__main__':\n    if use_tpu:\n"
+            "        import torch_xla.runtime as xr\n    run(Data())\n",
         ),
         # Arguments the new API does not take: reported without a fix.
         Invalid(

@@ -914,6 +914,7 @@ class FileContext(Resolver):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(_FunctionScope(self.analysis.function(node)))
+        self.aliases.depth += 1
 
     def _param_kind(self, param: cst.Param, index: int, hot: bool, info: FunctionInfo) -> ValueKind:
         name = param.name.value
@@ -1013,6 +1014,7 @@ class FileContext(Resolver):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.pop()
+        self.aliases.depth -= 1
 
     def visit_Import(self, node: cst.Import) -> None:
         self.aliases.bind_import(node)

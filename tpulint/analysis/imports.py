@@ -38,7 +38,7 @@ def module_name_of(node: cst.BaseExpression | None) -> str:
 class Aliases:
     """Local name -> qualified name, for the names bound by import statements."""
 
-    __slots__ = ("bindings", "is_package", "module")
+    __slots__ = ("bindings", "depth", "is_package", "late", "module")
 
     def __init__(
         self,
@@ -49,9 +49,56 @@ class Aliases:
         self.module = module
         self.is_package = is_package
         self.bindings: dict[str, str] = dict(bindings) if bindings else {}
+        # The module-level imports of the whole file (`late_bindings`), and how many function
+        # bodies the walk is in: a function reads a global when it is called, so an import the
+        # module runs after the `def` (`if __name__ == "__main__": import ... as xm`) names
+        # what the function's `xm.f()` calls. Module-level code reads names in source order.
+        self.late: dict[str, str] = {}
+        self.depth = 0
 
     def copy(self) -> Aliases:
-        return Aliases(self.module, self.is_package, self.bindings)
+        copied = Aliases(self.module, self.is_package, self.bindings)
+        copied.late = self.late
+        copied.depth = self.depth
+        return copied
+
+    def bind_late(self, module: cst.Module) -> None:
+        """Record the imports the module's top level runs anywhere (in `if`, `try`, `with`
+        and loop blocks, not in functions or classes), for the function bodies walked before
+        them. A name imported as different modules in different places is left out."""
+        found = Aliases(self.module, self.is_package)
+        ambiguous: set[str] = set()
+        stack: list[cst.CSTNode] = list(reversed(module.body))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(node, (cst.Import, cst.ImportFrom)):
+                before = dict(found.bindings)
+                if isinstance(node, cst.Import):
+                    found.bind_import(node)
+                else:
+                    found.bind_import_from(node)
+                ambiguous.update(
+                    name
+                    for name, target in found.bindings.items()
+                    if name in before and before[name] != target
+                )
+                continue
+            if isinstance(node, cst.SimpleStatementLine):
+                stack.extend(reversed(node.body))
+                continue
+            if isinstance(node, cst.BaseSuite):
+                stack.extend(reversed(node.body))  # type: ignore[arg-type]
+                continue
+            # if/elif/else, try/except/else/finally, with, for, while (and their blocks)
+            for attribute in ("finalbody", "orelse", "handlers", "body"):
+                part = getattr(node, attribute, None)
+                if isinstance(part, (list, tuple)):
+                    stack.extend(reversed(part))
+                elif isinstance(part, cst.CSTNode):
+                    stack.append(part)
+        self.late = {k: v for k, v in found.bindings.items() if k not in ambiguous}
 
     def bind_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -87,6 +134,8 @@ class Aliases:
     def qualify_dotted(self, dotted: str) -> str | None:
         root, _, rest = dotted.partition(".")
         target = self.bindings.get(root)
+        if target is None and self.depth:
+            target = self.late.get(root)
         if target is None:
             return None
         return f"{target}.{rest}" if rest else target
@@ -97,6 +146,8 @@ class Aliases:
             node = node.value
         if isinstance(node, cst.Name):
             target = self.bindings.get(node.value)
+            if target is None and self.depth:
+                target = self.late.get(node.value)
             if target is not None:
                 return target.split(".", 1)[0]
         return None

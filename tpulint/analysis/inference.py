@@ -402,7 +402,7 @@ class ValueEvaluator:
                 # tensor only under JIT tracing): a Python value, whatever the body does
                 return {}, {}
             holds[name] = ["cpu"] if current == ["cpu"] else ["device"]
-            fails[name] = ["host"]
+            fails[name] = _not_a_tensor(current)
         elif not tensor and all(last in HOST_CLASS_NAMES for last in lasts):
             if all(last in NUMPY_CLASS_NAMES for last in lasts):
                 holds[name] = ["numpy"]
@@ -411,7 +411,8 @@ class ValueEvaluator:
             else:
                 holds[name] = ["host"]
         elif tensor:
-            fails[name] = ["host"]  # a tensor or another class: not a tensor when it fails
+            # a tensor or another class: not a tensor when it fails
+            fails[name] = _not_a_tensor(current)
         return (fails, holds) if negated else (holds, fails)
 
     # --- expressions -----------------------------------------------------------------------
@@ -695,13 +696,27 @@ class ValueEvaluator:
                     else ["number"]
                 )
             if name in ("list", "tuple") and len(positional) == 1 and not node.keywords:
-                rows = self.atoms(positional[0], scope, d)
+                listed = _listed(self.atoms(positional[0], scope, d))
+                if listed is not None:
+                    return listed
+            if (
+                name in _SUBSET_BUILTINS
+                and len(positional) == _SUBSET_BUILTINS[name]
+                and not node.keywords
+                and name not in scope.imports
+            ):
+                # `filter(keep, params)`, `reversed(xs)`, `iter(xs)`: some of the iterable's
+                # own elements, where they are
+                rows = self.atoms(positional[-1], scope, d)
                 if rows and all(
-                    is_tensorish(a) or (isinstance(a, list) and a[0] in ("v", "w", "x"))
+                    is_tensorish(a)
+                    or (
+                        isinstance(a, list)
+                        and (a[0] in ("v", "w", "x", "s") or a[0] in _ITERABLE_SYMBOLS)
+                    )
                     for a in rows
                 ):
-                    # `list(t)` of a tensor: a container of its rows, where it is
-                    return [["s", ["device" if a == "mask" else a for a in rows]]]
+                    return rows
             if name in HOST_BUILTINS:
                 return ["host"]
             if name == "getattr" and positional:
@@ -1117,6 +1132,64 @@ _NOT_MASK_METHODS = frozenset(
 
 def _is_mask_atom(atom: Atom) -> bool:
     return isinstance(atom, list) and bool(atom) and atom[0] == "m"
+
+
+# Builtins whose result iterates over some of their last argument's elements, by the number
+# of positional arguments they take.
+_SUBSET_BUILTINS = {"filter": 2, "reversed": 1, "iter": 1}
+_TENSOR_ATOMS = frozenset({"device", "cpu", "mask"})
+# Symbolic atoms of values that may be containers (a parameter, an attribute, a call's
+# result, an element or entry of another value).
+_ITERABLE_SYMBOLS = frozenset({"p", "a", "c", "e", "k", "g"})
+
+
+def _not_a_tensor(current: list[Atom]) -> list[Atom]:
+    """What a value is where `isinstance(x, torch.Tensor)` fails: host data, or, for a
+    parameter or another value known only by where it comes from, a container of what that
+    value would hold (`clip(params)` given `model.parameters()`: `for p in params` yields the
+    device parameters; given a number, host data)."""
+    if current and all(isinstance(a, list) and a[0] in _ITERABLE_SYMBOLS for a in current):
+        return [["s", [["e", -1, list(current)]]]]
+    return ["host"]
+
+
+def _may_hold_tensor(atom: Atom, depth: int = 0) -> bool:
+    """Whether a value of this atom may be or hold a tensor: a tensor atom, a symbolic value,
+    or a tuple or container with one inside (not numbers, host data or unknown values)."""
+    if isinstance(atom, str):
+        return atom in _TENSOR_ATOMS
+    if depth > 6:
+        return True
+    if atom[0] == "t":
+        return any(_may_hold_tensor(a, depth + 1) for part in atom[1:] for a in part)
+    if atom[0] == "s":
+        return any(_may_hold_tensor(a, depth + 1) for a in atom[1])
+    return True
+
+
+def _listed(rows: list[Atom]) -> list[Atom] | None:
+    """What `list(x)` holds for `x` of these atoms: the rows of a tensor, where it is
+    (`list(t)`); the elements of a container (the keys of a dict); the elements of a
+    parameter, attribute or call result, whatever it turns out to be (`list(params)`). None
+    when a part is a host value or not known (a plain host list)."""
+    if not rows:
+        return None
+    elements: list[Atom] = []
+    for a in rows:
+        if is_tensorish(a) or (isinstance(a, list) and a[0] in ("v", "w", "x")):
+            elements = union(elements, ["device" if a == "mask" else a])
+        elif isinstance(a, list) and a[0] == "s":
+            held = a[2] if len(a) > 2 else a[1]
+            if not any(_may_hold_tensor(h) for h in held):
+                return None  # a container of host data or unknown values: host data, as before
+            elements = union(elements, held)
+        elif isinstance(a, list) and a[0] in _ITERABLE_SYMBOLS:
+            elements = union(elements, [["e", -1, [a]]])
+        else:
+            return None
+    if all(isinstance(a, list) and a[0] == "s" and len(a) <= 2 for a in rows) and len(rows) == 1:
+        return rows  # `list(values)` of one container: the same container
+    return [["s", elements]]
 
 
 def is_tensorish(atom: Atom) -> bool:

@@ -286,11 +286,37 @@ def combine_kinds(kinds: Iterable[str]) -> str:
     return "host" if hostlike else "unknown"
 
 
+def _has_unknown(value: Value) -> bool:
+    if value.elements is not None:
+        return any(_has_unknown(e) for e in value.elements)
+    return value.kind == "unknown" and not value.params and value.entries is None
+
+
+def _presumed(value: Value, place: Value) -> Value:
+    """The value with its unknown parts (not depending on parameters) replaced by `place`."""
+    if value.elements is not None:
+        return replace(value, elements=tuple(_presumed(e, place) for e in value.elements))
+    if value.kind == "unknown" and not value.params and value.entries is None:
+        return replace(place, mask=value.mask)
+    return value
+
+
+# The most classes an attribute may hold for its call to be read as any of theirs.
+_MAX_HELD_CLASSES = 4
+
+
 def combine_values(values: list[Value]) -> Value:
     if not values:
         return UNKNOWN_VALUE
     if len(values) == 1:
         return values[0]
+    tuples = [v for v in values if v.elements is not None]
+    if tuples and len(tuples) < len(values) and all(v.tensor for v in values if v.elements is None):
+        # A tensor or a tuple (`return y` under one flag, `return y, bands` under another; a
+        # sub-module whose class a flag picks): what the tensors are. Unpacked, element i
+        # is a row of them (the tuple's elements are not followed: code that reads a value
+        # as a tensor expects one).
+        return combine_values([v for v in values if v.elements is None])
     kind = combine_kinds(v.kind for v in values)
     mask = all(v.mask for v in values)
     params = frozenset().union(*(v.params for v in values))
@@ -2562,8 +2588,11 @@ class ProjectModel:
                 if 0 <= atom[1] < len(inner.elements):
                     return inner.elements[atom[1]]
                 return combine_values(list(inner.elements))
-            # Indexing a tensor gives a tensor; a parameter's element depends on the argument.
-            return Value(inner.kind, inner.mask, inner.params)
+            # Indexing a tensor gives a tensor (where it is: `o, o_b = self.dec(z)` of a
+            # forward that returns one tensor); a parameter's element depends on the argument.
+            return Value(
+                inner.kind, inner.mask, inner.params, tensor=inner.tensor, placed=inner.placed
+            )
         if tag in ("k", "g"):
             kind = self.batch_key_kind(atom[1]) if tag == "k" else self.record_attribute(atom[1])
             if kind is not None:
@@ -2683,12 +2712,75 @@ class ProjectModel:
                 return Value(schedule=True)
             if target.rsplit(".", 1)[-1] in _PROCESS_COUNTS and not target.startswith("."):
                 return Value("number")  # `dist_utils.get_global_size()` of a package
-        if len(targets) != 1:
+        if (
+            form == "attr"
+            and 1 < len(targets) <= _MAX_HELD_CLASSES
+            and not any(isinstance(t, _Class) for t in targets)
+        ):
+            # `self.dec(z)` of an attribute a flag makes one of several project modules:
+            # what any of their forwards returns for these arguments
+            value = combine_values(
+                [
+                    self._bound_return(t, form, module, owner, args, depth, keywords)
+                    for t in targets
+                    if isinstance(t, _Function)
+                ]
+            )
+        elif len(targets) != 1:
             return UNKNOWN_VALUE
-        found = targets[0]
-        if isinstance(found, _Class):
+        elif isinstance(targets[0], _Class):
+            found = targets[0]
             kind = self.class_kind(found.gkey)
             return Value("module" if kind & ClassKind.TORCH_MODULE else "unknown", cls=found.gkey)
+        else:
+            value = self._bound_return(targets[0], form, module, owner, args, depth, keywords)
+        if (
+            form == "attr"
+            and "." not in target
+            and _has_unknown(value)
+            and all(isinstance(t, _Function) and t.summary.name == "forward" for t in targets)
+        ):
+            # A sub-module of the project applied to tensors (`self.net_g(c, f0, ...)` in a
+            # step), whose forward's value the model cannot follow to the end: its tensors
+            # are where the arguments are, as a library module's are (_attribute_call).
+            kinds, params = self._argument_places(args, module, owner, depth)
+            if "device" in kinds:
+                value = _presumed(value, Value("device", tensor=True))
+            elif params:
+                value = _presumed(value, Value("unknown", params=params, tensor=True))
+        return value
+
+    def _argument_places(
+        self,
+        args: list[list[Atom]] | list[Value],
+        module: ModuleSummary,
+        owner: str | None,
+        depth: int,
+    ) -> tuple[set[str], frozenset[int]]:
+        """The kinds of the tensors a call passes, and the caller's parameters they depend
+        on."""
+        kinds: set[str] = set()
+        params: set[int] = set()
+        for arg in args:
+            resolved = (
+                arg if isinstance(arg, Value) else self.resolve_atoms(arg, module, owner, depth + 1)
+            )
+            if resolved is not None and resolved.elements is None:
+                kinds.add(resolved.kind)
+                params |= resolved.params
+        return kinds, frozenset(params)
+
+    def _bound_return(
+        self,
+        found: _Function,
+        form: str,
+        module: ModuleSummary,
+        owner: str | None,
+        args: list[list[Atom]] | list[Value],
+        depth: int,
+        keywords: dict[str, Any] | None,
+    ) -> Value:
+        """What a call of the function returns, its parameters bound to the arguments."""
         value = self.return_value(found.gkey)
         if not value.params and not _has_params(value.elements):
             return value

@@ -334,12 +334,14 @@ def _analyze(
         children_of=children_of,
         view=view,
     )
+    aliases = Aliases(module_name, is_package)
+    aliases.bind_late(module)
     ctx = FileContext(
         path=path,
         source=source,
         module=module,
         config=config,
-        aliases=Aliases(module_name, is_package),
+        aliases=aliases,
         analysis=analysis,
     )
     ctx.parents = parents
