@@ -376,16 +376,20 @@ def tpu_configs(
     group files and the sections the code spreads into a Trainer (`splats`: `Trainer(
     **cfg.trainer)`) that ask for TPUs."""
     from tpulint.analysis.config_facts import config_facts
-    from tpulint.engine.yaml_files import spread_verdict
 
     out = []
     for path in paths:
         text = _read(path, config)
         if text is None:
             continue
-        if splats and spread_verdict(path, text, splats) == "tpu":
-            out.append(path)
-            continue
+        if splats:
+            # Imported only here: a warm run of a project that spreads no YAML section into
+            # a Trainer loads no engine module (tests/test_manifest.py).
+            from tpulint.engine.yaml_files import spread_verdict
+
+            if spread_verdict(path, text, splats) == "tpu":
+                out.append(path)
+                continue
         if _HYDRA.search(text):
             from tpulint.engine.yaml_files import hydra_trainer_verdict
 
