@@ -1307,9 +1307,145 @@ SILENT_SHAPES = {
                     return None
                 return self(x).sum()
         """,
+    # issue 21 (sci33): a mask a helper builds from shapes and constants and cuts by rank
+    # has a count fixed by the shapes; its `nonzero` runs on the CPU once per shape.
+    "a static mask a helper builds and chunks by rank": """
+        def ranks():
+            return 0, 2
+
+        class PairLoss(nn.Module):
+            def _block_mask(self, size: int, rank: int) -> torch.Tensor:
+                _, world = ranks()
+                full = ~torch.eye(size).bool().repeat((1, 2))
+                part_mask = torch.chunk(full, world, dim=0)[rank]
+                return part_mask
+
+            def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+                rank, world = ranks()
+                neg_mask = self._block_mask(len(a), rank)
+                sim = a @ torch.cat((a, b), dim=0).T
+                return sim[neg_mask].sum()
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.loss = PairLoss()
+                self.proj = nn.Linear(4, 4)
+
+            def training_step(self, batch, batch_idx):
+                z = self.proj(batch)
+                return self.loss(z, z)
+        """,
+    # issue 21 (sci31): a distribution built from Python numbers holds CPU tensors and
+    # draws CPU samples.
+    "a distribution built from Python numbers samples on the CPU": """
+        from torch.distributions import Beta
+
+        class Cut(nn.Module):
+            def __init__(self, beta: float = 5.0):
+                super().__init__()
+                self.dist = Beta(beta, beta)
+
+            def forward(self, x):
+                return x * self.dist.sample().item()
+
+        class M(L.LightningModule):
+            def __init__(self, cfg):
+                super().__init__()
+                self.cut = Cut(cfg.beta)
+
+            def training_step(self, batch, batch_idx):
+                lam = torch.distributions.Uniform(0.0, 1.0).sample().item()
+                return self.cut(batch).mean() * lam
+        """,
+    # issue 21 (sci33): a collate function annotated to return lists of Python values
+    # builds its list entries (speaker names) as host data.
+    "list entries of a collate annotated as lists of strings": """
+        from typing import Dict, List, Union
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(self.ds, collate_fn=self.collate)
+
+            def collate(self, items) -> Dict[str, Union[torch.Tensor, List[str], List[int]]]:
+                wave = torch.stack([s["wave"] for s in items])
+                who = [s["who"] for s in items]
+                return {"wave": wave, "who": who}
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                same = [int(p == q) for p, q in zip(batch["who"], batch["who"][::-1])]
+                return self(batch["wave"]).mean() * len(same)
+        """,
 }
 
 REPORTED_SHAPES = {
+    "a mask a helper draws, chunked by rank, stays reported": (
+        """
+        class PairLoss(nn.Module):
+            def _block_mask(self, size: int, rank: int) -> torch.Tensor:
+                full = torch.rand(size, 2 * size) < 0.5
+                part_mask = torch.chunk(full, 2, dim=0)[rank]
+                return part_mask
+
+            def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+                neg_mask = self._block_mask(len(a), 0)
+                sim = a @ torch.cat((a, b), dim=0).T
+                return sim[neg_mask].sum()
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.loss = PairLoss()
+                self.proj = nn.Linear(4, 4)
+
+            def training_step(self, batch, batch_idx):
+                z = self.proj(batch)
+                return self.loss(z, z)
+        """,
+        [("TPU202", 10)],
+    ),
+    "a distribution built from device tensors samples on the device": (
+        """
+        class Mix(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.alpha = nn.Parameter(torch.ones(1))
+
+            def forward(self, x):
+                d = torch.distributions.Beta(self.alpha, self.alpha)
+                return x * d.sample().item()
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.mix = Mix()
+
+            def training_step(self, batch, batch_idx):
+                return self.mix(batch).mean()
+        """,
+        [("TPU101", 8)],
+    ),
+    "list entries of a collate annotated as lists of tensors stay reported": (
+        """
+        from typing import Dict, List, Union
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(self.ds, collate_fn=self.collate)
+
+            def collate(self, items) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
+                wave = torch.stack([s["wave"] for s in items])
+                who = [s["who"] for s in items]
+                return {"wave": wave, "who": who}
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                same = [int(p == q) for p, q in zip(batch["who"], batch["who"][::-1])]
+                return self(batch["wave"]).mean() * len(same)
+        """,
+        [("TPU103", 14)],
+    ),
     "a part of the step's batch a shared step hands a module-level helper": (
         """
         def span_mask(lengths):
@@ -2413,3 +2549,27 @@ def test_an_element_of_host_copies_or_an_empty_list_is_a_host_value() -> None:
 def test_an_element_of_device_tensors_or_an_empty_list_stays_reported() -> None:
     found = codes(textwrap.dedent(EMPTY_ALTERNATIVE.replace("COPY", "")))
     assert found == [("TPU201", 2), ("TPU101", 3)]
+
+
+BERNOULLI_MASKS = """
+class Masker(nn.Module):
+    def forward(self, x):
+        ids = x.long()
+        picked = torch.bernoulli(torch.full(ids.shape, 0.15, device=x.device)).bool()
+        swap = torch.bernoulli(torch.full(ids.shape, 0.8, device=x.device)).bool() & picked
+        ids[swap] = 1
+        drop = torch.bernoulli(torch.full(ids.shape, 0.5)).bool()
+        ids[drop] = 2
+        return ids.float().sum()
+"""
+
+
+def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
+    """`torch.bernoulli` draws where its input is: with `device=x.device` the mask is on the
+    device (a sync to count it), without it on the CPU (no sync)."""
+    config = Config.from_mapping({"select": ["TPU202"]})
+    found = check_source(HEAD + BERNOULLI_MASKS.lstrip("\n"), "model.py", config)
+    messages = [(d.start.line - HEAD.count("\n"), d.message) for d in found]
+    assert [line for line, _ in messages] == [6, 8]
+    assert "a sync to count it" in messages[0][1] and "host mask" not in messages[0][1]
+    assert "the host mask `drop` (a CPU tensor)" in messages[1][1]

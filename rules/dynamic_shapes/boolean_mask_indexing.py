@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import index_elements, is_int_literal
-from tpulint.analysis.values import CPU, DEVICE
+from tpulint.analysis.values import CPU, DEVICE, NUMBER
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
@@ -48,7 +48,12 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     fixed for the run: sample frequencies (`torch.fft.rfftfreq(n, d=1 / self.hparams.rate)`,
     `torch.linspace`), compared with numbers or hyperparameters (`self.hparams.low`),
     combined with `&` / `|` or narrowed in place (`keep &= freqs < self.hparams.high`),
-    `torch.ones_like` of one. So is a host mask its class builds in `__init__`
+    `torch.ones_like` of one. So is a part of such a mask picked by Python numbers
+    (`torch.chunk(~torch.eye(n).bool().repeat(1, 2), world, dim=0)[rank]`), and what a
+    method of the class (or a function of the module) given only Python values returns
+    when its every `return` is such a mask. A mask drawn with `torch.bernoulli(p)` is
+    where `p` is: `torch.full(shape, q, device=x.device)` puts it on the device, a device
+    mask. So is a host mask its class builds in `__init__`
     and never sets or changes in place elsewhere (`self.mask = self.correlated(batch_size)`):
     built once, its count is the same in every step. A mask made on the host from data or
     random draws (`torch.rand(n) < p`) that selects device data is counted on the CPU (no
@@ -1130,7 +1135,7 @@ def _static_host_mask(
     numbers, a host copy of one (`m.clone()`), a name bound to one. A CPU mask computed from
     data (`lengths.cpu() > 3`, a
     `repeat_interleave` of per-sample counts) changes its count with the data."""
-    if depth > 6:
+    if depth > 12:
         return False
     d = depth + 1
     if isinstance(node, cst.UnaryOperation):
@@ -1154,6 +1159,19 @@ def _static_host_mask(
             # `mask &= freqs > low`: every binding of the name in its function counts.
             return _every_binding_static(ctx, node.value, binding.node, bindings, d)
         return _static_host_mask(ctx, binding.value, bindings, d)
+    if isinstance(node, cst.Subscript):
+        # `torch.chunk(full, world, dim=0)[rank]`, `template[:n]`: a part of a static host
+        # mask picked by Python numbers.
+        if not all(_number_index(ctx, element) for element in node.slice):
+            return False
+        value = node.value
+        if isinstance(value, cst.Call):
+            parts = _split_source(ctx, value)
+            if parts is not None:
+                return _static_host_mask(ctx, parts, bindings, d)
+        return _static_host_mask(ctx, value, bindings, d)
+    if isinstance(node, cst.Call) and _static_helper_result(ctx, node, d):
+        return True
     if isinstance(node, cst.Call):
         func = node.func
         if (
@@ -1176,6 +1194,118 @@ def _static_host_mask(
                 return False
         return all(ctx.value_kind(a).is_host or _run_setting(ctx, a) for a in positional)
     return False
+
+
+# torch functions (and tensor methods) that cut a tensor into parts: `torch.chunk(m, k)[i]`.
+_SPLITS = frozenset({"chunk", "split", "tensor_split", "unbind"})
+
+
+def _number_index(ctx: FileContext, element: cst.SubscriptElement) -> bool:
+    """An index by Python numbers only: `[rank]`, `[:n]`, `[1:-1]`."""
+    index = element.slice
+    if isinstance(index, cst.Slice):
+        parts = [p for p in (index.lower, index.upper, index.step) if p is not None]
+    else:
+        parts = [index.value]
+    return all(is_int_literal(p) or ctx.value_kind(p) is NUMBER for p in parts)
+
+
+def _split_source(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor `torch.chunk(m, k, dim=0)` or `m.split(n)` cuts, when the other
+    arguments are host values."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _SPLITS:
+        qualified = ctx.qualify(func) or ""
+        if qualified.startswith("torch.") and qualified[6:] in _SPLITS and call.args:
+            source, rest = call.args[0].value, call.args[1:]
+        elif not qualified.startswith("torch."):
+            source, rest = func.value, call.args
+        else:
+            return None
+        if all(ctx.value_kind(a.value).is_host for a in rest):
+            return source
+    return None
+
+
+def _static_helper_result(ctx: FileContext, call: cst.Call, depth: int) -> bool:
+    """`self._block_mask(len(x), rank)`: a method of the class (or a function of the
+    module) given host values only, whose every `return` is a static host mask (built from
+    its parameters, shapes and constants)."""
+    if depth > 6:
+        return False
+    if not all(ctx.value_kind(a.value).is_host and not a.star for a in call.args):
+        return False
+    callee = _local_callee(ctx, call)
+    if callee is None:
+        return False
+    local = Bindings(ctx.module)
+    local.enter_function(callee)
+    returns: list[cst.Return] = []
+    callee.body.visit(_BodyBindings(local, returns))
+    return bool(returns) and all(
+        r.value is not None and _static_host_mask(ctx, r.value, local, depth + 1) for r in returns
+    )
+
+
+def _local_callee(ctx: FileContext, call: cst.Call) -> cst.FunctionDef | None:
+    """The function a call runs when it is `self.name(...)` of the enclosing class or
+    `name(...)` of a function defined at the module's top level."""
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    ):
+        cls = next((a for a in ctx.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+        if cls is None:
+            return None
+        found = [
+            s
+            for s in cls.body.body
+            if isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
+        ]
+    elif isinstance(func, cst.Name):
+        found = [
+            s
+            for s in ctx.module.body
+            if isinstance(s, cst.FunctionDef) and s.name.value == func.value
+        ]
+    else:
+        return None
+    return found[0] if len(found) == 1 and not found[0].decorators else None
+
+
+class _BodyBindings(cst.CSTVisitor):
+    """The bindings and `return`s of one function body, in source order (nested functions
+    and classes are their own scopes)."""
+
+    def __init__(self, bindings: Bindings, returns: list[cst.Return]) -> None:
+        self.bindings = bindings
+        self.returns = returns
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.bindings.on_assign(node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.bindings.on_ann_assign(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.bindings.on_aug_assign(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bindings.on_for(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node)
 
 
 def _run_setting(ctx: FileContext, node: cst.BaseExpression) -> bool:

@@ -727,7 +727,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     None:`), and on values that are
     not device tensors (numpy arrays, Python numbers, CPU tensors, and the strings a dataset's
     items hold, such as a file name read as `batch["name"][0]`: the collate keeps them as lists of
-    strings and Lightning's batch transfer moves only tensors; README, "Whole-project analysis").
+    strings and Lightning's batch transfer moves only tensors; README, "Whole-project
+    analysis"; so are the list entries of a collate function annotated to return lists of
+    Python values, `Dict[str, Union[Tensor, List[str]]]`, compared as `a == b`).
 
     ## Why is this bad on TPU?
     Tensors on an XLA device are lazy: the step is recorded as a graph and run once per

@@ -21,7 +21,9 @@ class ItemInHotPath(Rule):
     Finds `.item()` on tensors in code that runs for every batch: `training_step`,
     `validation_step`, `test_step`, `predict_step`, `forward`, batch-level hooks, and the
     helpers they call through `self.` or module-level functions. Values that are not device
-    tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)`, also
+    tensors (Python numbers, numpy and MLX arrays, CPU tensors such as `torch.rand(1)` or the
+    samples of a `torch.distributions` object built from Python numbers, `Beta(0.4,
+    0.4).sample()`, also
     at their key of a dict a helper returns: `out = torch.zeros(n)` filled from device results,
     `scores["mse"] = out`, `return scores`, then `scores["mse"].mean().item()`; and
     the parameters of a sub-module's `forward` that the step's code alone calls, every call

@@ -107,6 +107,9 @@ MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
 _SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md", "w"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none", "cpu_device")
+# torch factories that take a tensor input and draw where it is (`torch.bernoulli(probs)`;
+# `torch.normal(0.0, 1.0, size=(n,))` of numbers is on the CPU).
+_INPUT_PLACED_FACTORIES = frozenset({"bernoulli", "normal", "poisson"})
 # Tensor methods whose result (with a `dim`) is a named tuple of `values` and `indices`.
 _NAMED_TUPLE_REDUCTIONS = frozenset(
     {"min", "max", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"}
@@ -1000,6 +1003,15 @@ class ValueEvaluator:
         device_arg = next((k.value for k in node.keywords if k.arg == "device"), None)
         if last in TORCH_FACTORIES:
             if device_arg is None:
+                if last in _INPUT_PLACED_FACTORIES and any(
+                    a not in _HOSTLIKE
+                    for arg in node.args
+                    if not isinstance(arg, ast.Starred)
+                    for a in _tensors_in(self.atoms(arg, scope, d))
+                ):
+                    # `torch.bernoulli(probs)`, `torch.normal(mean, std)`: drawn where the
+                    # input tensors are (the generic rule below), not on the CPU.
+                    return self.placed_like_inputs(node, scope, d)
                 return ["cpu"]
             beside = self.beside(device_arg, scope, d)
             if beside is not None:
@@ -1012,6 +1024,23 @@ class ValueEvaluator:
                     return beside
                 return on_device(self.device_atoms(device_arg, scope, d), ["cpu"], ["device"])
             return self.atoms(node.args[0], scope, d) if node.args else ["unknown"]
+        if rest.startswith("distributions.") and last[:1].isupper():
+            # `torch.distributions.Beta(a, b)`: built from Python numbers, its parameters
+            # are CPU tensors and so are its samples; from tensors, where they are.
+            given = [
+                a
+                for arg in (*node.args, *(k.value for k in node.keywords if k.arg))
+                if not isinstance(arg, ast.Starred)
+                for a in _tensors_in(self.atoms(arg, scope, d))
+            ]
+            if given and all(a in ("number", "none", "cpu") for a in given):
+                return ["cpu"]
+        return self.placed_like_inputs(node, scope, d, last)
+
+    def placed_like_inputs(
+        self, node: ast.Call, scope: Scope, d: int, last: str = ""
+    ) -> list[Atom]:
+        """A torch function's result where its tensor arguments are."""
         # Containers passed to torch (`torch.cat([a, b])`) count as the tensors they hold.
         kinds = [
             _tensors_in(self.atoms(a, scope, d))

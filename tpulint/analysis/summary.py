@@ -1601,6 +1601,17 @@ class _Summarizer(ValueEvaluator):
                 if all_host(atoms)
                 else "tensor"
             )
+            if (
+                kind == "tensor"
+                and not item
+                and atoms
+                and all(isinstance(a, list) and a[0] == "s" for a in atoms)
+                and host_lists_returned(scope.info.returns_annotation)
+            ):
+                # `"who": [s["who"] for s in items]` in a collate function annotated to
+                # return `Dict[str, Union[Tensor, List[str], List[int]]]`: a list entry is
+                # one of the lists the annotation names, all of Python values.
+                kind = "host"
             built[key] = merge_built_kinds(built.get(key, kind), kind)
 
     def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -2194,6 +2205,44 @@ class _Summarizer(ValueEvaluator):
 # Fields of ast nodes that hold child nodes (not names, operators or load/store contexts).
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_comment", "kind", "is_async", "level"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def host_lists_returned(annotation: str | None) -> bool:
+    """Whether a function's return annotation is a dict whose values, where they are lists,
+    are lists of Python values: `Dict[str, Union[torch.Tensor, List[str], List[int]]]`,
+    `dict[str, Tensor | list[str]]` (some list member, and every list member one of host
+    values; a bare `list` or `Any` says nothing)."""
+    if annotation is None:
+        return False
+    text = annotation.replace(" ", "")
+    for head in ("Dict[", "dict[", "typing.Dict[", "Mapping[", "typing.Mapping["):
+        if text.startswith(head) and text.endswith("]"):
+            inner = text[len(head) : -1]
+            break
+    else:
+        return False
+    if not inner.startswith(("str,", "'str',")):
+        return False
+    inner = inner.split(",", 1)[1]
+    for wrapper in ("Union[", "typing.Union["):
+        if inner.startswith(wrapper) and inner.endswith("]"):
+            inner = inner[len(wrapper) : -1].replace(",", "|")
+    members, depth, current = [], 0, ""
+    for char in inner:
+        depth += char == "["
+        depth -= char == "]"
+        if char == "|" and depth == 0:
+            members.append(current)
+            current = ""
+        else:
+            current += char
+    members.append(current)
+    if any(m.rsplit(".", 1)[-1] in ("Any", "list", "List", "object") for m in members):
+        return False
+    lists = [
+        m for m in members if m.split("[", 1)[0].rsplit(".", 1)[-1] in ("List", "list", "Sequence")
+    ]
+    return bool(lists) and all(annotation_kind(m) == "host" for m in lists)
 
 
 def merge_built_kinds(before: str, kind: str) -> str:
