@@ -1732,7 +1732,7 @@ class ProjectModel:
         class_name = owner.rsplit(".", 1)[-1]
         found: list[dict[str, str | None]] = []
         seen: dict[str, int] = {}
-        for caller, call in self._constructions().get(owner, []):
+        for caller, call in self._constructions(owner):
             if _is_test_path(caller.module.path):
                 continue
             keys: dict[str, str | None] = {}
@@ -1756,21 +1756,6 @@ class ProjectModel:
                 return None
         cache[owner] = found or None
         return cache[owner]
-
-    def _constructions(self) -> dict[str, list[tuple[_Function, Any]]]:
-        """Class gkey -> the calls of the project's functions that build it by name."""
-        found = self.__dict__.get("_construction_index")
-        if found is None:
-            found = {}
-            for fn in self.functions.values():
-                for call in fn.summary.calls:
-                    if call.form != "name":
-                        continue
-                    for target in self.resolve_call(fn.module, fn.owner, call.form, call.target):
-                        if isinstance(target, _Class):
-                            found.setdefault(target.gkey, []).append((fn, call))
-            self.__dict__["_construction_index"] = found
-        return found
 
     def _keyed_kinds(self) -> dict[str, str | None]:
         """Key -> what the project's keyed pipeline modules write there (see
