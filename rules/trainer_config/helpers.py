@@ -21,6 +21,17 @@ def _root_local(node: cst.BaseExpression) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
+def _may_name_tpu(value: cst.BaseExpression) -> bool:
+    """Whether an accelerator value may be "tpu": a branch of a conditional that is not a
+    literal (a string other than "tpu", or None) may be."""
+    if isinstance(value, cst.IfExp):
+        return _may_name_tpu(value.body) or _may_name_tpu(value.orelse)
+    if isinstance(value, cst.Name) and value.value == "None":
+        return False
+    literal = string_value(value)
+    return literal is None or literal.lower() == "tpu"
+
+
 def _tpu_condition(ctx, call: cst.Call) -> str:
     """The code that decides whether a Trainer runs on TPUs (`use_tpu`), for messages. An
     argument whose literal says something else (`accelerator="gpu"`) is never named as the
@@ -31,6 +42,10 @@ def _tpu_condition(ctx, call: cst.Call) -> str:
             continue
         value = arg.value
         if isinstance(value, cst.IfExp):
+            if keyword == "accelerator" and not _may_name_tpu(value):
+                # `accelerator="dp" if num_gpus > 1 else None`: neither branch asks for
+                # TPUs, so its test is not what decides it (another argument is).
+                continue
             return f"`{ctx.module.code_for_node(value.test)}`"
         literal = string_value(value)
         if keyword == "accelerator" and literal is not None and literal.lower() != "tpu":

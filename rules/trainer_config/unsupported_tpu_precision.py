@@ -298,6 +298,26 @@ class UnsupportedTpuPrecision(Rule):
             expected_fix=_LIGHTNING_IMPORT + "def make(use_tpu):\n"
             '    return L.Trainer(accelerator="tpu" if use_tpu else "gpu", precision=16)\n',
         ),
+        # A conditional accelerator that never names TPUs (`"dp"` or None) is not what
+        # decides it: the message names the TPU argument's own condition.
+        Invalid(
+            "import pytorch_lightning as pl\n\n"
+            "def make(n_gpu, cores, half):\n"
+            "    return pl.Trainer(\n"
+            '        accelerator="dp" if n_gpu > 1 else None,\n'
+            "        precision=16 if half else 32,\n"
+            "        tpu_cores=cores if cores else None,\n"
+            "    )\n",
+            line=6,
+            message="on a Trainer that runs on TPUs when `cores` can be `16`",
+            expected_fix="import pytorch_lightning as pl\n\n"
+            "def make(n_gpu, cores, half):\n"
+            "    return pl.Trainer(\n"
+            '        accelerator="dp" if n_gpu > 1 else None,\n'
+            "        precision=16 if half else 32,\n"
+            "        tpu_cores=cores if cores else None,\n"
+            "    )\n",
+        ),
         Invalid(
             _LIGHTNING_IMPORT
             + 'trainer = L.Trainer(accelerator="tpu", devices="auto", precision="16-mixed")\n',

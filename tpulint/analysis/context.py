@@ -472,6 +472,15 @@ class FileContext(Resolver):
     def is_method(self, function: cst.FunctionDef | None, name: str) -> bool:
         return self._is_method(name, self._class_of(function)) if function is not None else True
 
+    def keyed_entry_kind(self, function: cst.FunctionDef | None, attr: str) -> ValueKind | None:
+        view = self.analysis.view
+        found = view.keyed_entry_kind(self._owner_of(function), attr) if view is not None else None
+        return kind_named(found) if found is not None else None
+
+    def keyed_pipeline_entry(self, function: cst.FunctionDef | None, atoms: list[Any]) -> bool:
+        view = self.analysis.view
+        return view is not None and view.keyed_pipeline_entry(atoms, self._owner_of(function))
+
     def batch_key_kind(self, key: str) -> ValueKind | None:
         view = self.analysis.view
         found = view.batch_key_kind(key) if view is not None else None

@@ -31,7 +31,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    entry `key` (a string) of a parameter's value (the step's
                                    batch dict): a Python value when every collate function
                                    of the project that builds that key builds one (a batch
-                                   `size` from `len(samples)`), else `fallback`
+                                   `size` from `len(samples)`), else `fallback`. A key
+                                   "@attr" is `batch[self.attr]`: unknown when the keyed
+                                   pipeline's modules write no device tensor there
+                                   (ProjectModel.keyed_entry_kind), else `fallback`
     ["g", name, [atoms], [fallback]]
                                    attribute `name` of a parameter's value: host data when
                                    every project class that sets it is a record Lightning's
@@ -488,6 +491,15 @@ class ValueEvaluator:
             ):
                 # `sample["size"]`: what the collate functions build at that key
                 return [["k", index.value, base, [["e", -1, base]]]]
+            if (
+                isinstance(index, ast.Attribute)
+                and isinstance(index.value, ast.Name)
+                and index.value.id == "self"
+                and from_params(base)
+            ):
+                # `batch[self.key_in]`: the entry at the key the module was built with, what
+                # the keyed pipeline's modules write there (ProjectModel.keyed_entry_kind)
+                return [["k", "@" + index.attr, base, [["e", -1, base]]]]
             position = (
                 index.value if isinstance(index, ast.Constant) and type(index.value) is int else -1
             )

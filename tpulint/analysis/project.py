@@ -246,6 +246,18 @@ class Value:
 
 
 UNKNOWN_VALUE = Value()
+
+
+def _join_keyed(a: str | None, b: str | None) -> str | None:
+    """The join of two kinds of a keyed pipeline's entry: "" (nothing yet) below "cpu" and
+    "host", below "unknown" (either), below None (on the device or not known)."""
+    if a is None or b is None:
+        return None
+    if not a or a == b:
+        return b
+    return a if not b else "unknown"
+
+
 # The class of a package outside the project that a call builds, named for a schedule of
 # step-indexed numbers (`CosineScheduler`, `LinearSchedule`): `dinov2.utils.utils.
 # CosineScheduler.__getitem__` reads a numpy array of rates. Not a project's class (its
@@ -1700,6 +1712,181 @@ class ProjectModel:
             )
             queue.append(target.gkey)
 
+    # --- keyed pipelines: modules that pass one dict along -----------------------------------
+
+    def _constructed_keys(self, owner: str) -> list[dict[str, str | None]] | None:
+        """Per construction of `owner` by the project's code (not its tests): the string
+        literal it passes for each parameter `__init__` stores on `self` (`Drop(key_in=
+        "ids")` -> {"key_in": "ids"}; None for another value). None when the model may not
+        see every construction: a subclass (its `super().__init__` passes its own keys), a
+        call in an `__init__` or at module level or under another name (the file's count of
+        calls of the class's name differs from the calls the functions show)."""
+        cache: dict[str, Any] = self.__dict__.setdefault("_constructed_key_cache", {})
+        if owner in cache:
+            return cache[owner]
+        cache[owner] = None
+        cls = self.classes.get(owner)
+        init = self.find_method(owner, "__init__")
+        if cls is None or init is None or init.owner != owner or self.subclasses(owner):
+            return None
+        class_name = owner.rsplit(".", 1)[-1]
+        found: list[dict[str, str | None]] = []
+        seen: dict[str, int] = {}
+        for caller, call in self._constructions(owner):
+            if _is_test_path(caller.module.path):
+                continue
+            keys: dict[str, str | None] = {}
+            for attr, index in cls.summary.param_attributes.items():
+                if not 0 < index < len(init.summary.params):
+                    continue
+                name = init.summary.params[index]
+                literal = call.literals.get(name, call.literals.get(str(index - 1)))
+                keys[attr] = literal if isinstance(literal, str) else None
+            found.append(keys)
+            seen[caller.module.path] = seen.get(caller.module.path, 0) + 1
+        for module in self.modules.values():
+            if _is_test_path(module.path):
+                continue
+            if class_name in module.imports and not any(
+                isinstance(t, _Class) and t.gkey == owner
+                for t in self.resolve_call(module, None, "name", class_name)
+            ):
+                continue  # the name is another class here (`from tokenizers import ...`)
+            if module.class_calls.get(class_name, 0) != seen.get(module.path, 0):
+                return None
+        cache[owner] = found or None
+        return cache[owner]
+
+    def _keyed_kinds(self) -> dict[str, str | None]:
+        """Key -> what the project's keyed pipeline modules write there (see
+        keyed_entry_kind): "cpu", "host", "unknown" (a mix of them), None (a device tensor,
+        a value not known, or a writer whose keys are not all known). Worked out per
+        construction (`Drop(key_in="ids", key_out="ids_aug")` writes at "ids_aug" what its
+        forward computes from "ids"), to a fixed point from no key holding anything."""
+        found = self.__dict__.get("_keyed_kind_index")
+        if found is not None:
+            return found
+        self.__dict__["_keyed_kind_index"] = {}  # a question asked while working it out
+        edges: list[tuple[_Function, dict[str, str | None], str | None, list[Atom]]] = []
+        for fn in self.functions.values():
+            if fn.owner is None or fn.summary.name != "forward" or not fn.summary.keyed_writes:
+                continue
+            built = self._constructed_keys(fn.owner)
+            for attr, atoms in fn.summary.keyed_writes.items():
+                for keys in built or [{}]:
+                    edges.append((fn, keys, keys.get(attr) if built else None, atoms))
+        kinds: dict[str, str | None] = {}
+        unknowable = False
+        for _ in range(8):
+            changed = False
+            for fn, keys, out, atoms in edges:
+                if out is None:
+                    unknowable = True  # a writer at a key the model cannot name
+                    continue
+                for atom in atoms:
+                    kind = self._written_kind(atom, fn, keys, kinds)
+                    if kind == "":
+                        continue
+                    joined = _join_keyed(kinds.get(out, ""), kind)
+                    if joined != kinds.get(out, ""):
+                        kinds[out] = joined
+                        changed = True
+            if not changed:
+                break
+        else:
+            kinds = {key: None for key in kinds}
+        if unknowable:
+            kinds = {key: None for key in kinds}
+        self.__dict__["_keyed_kind_index"] = kinds
+        return kinds
+
+    def _written_kind(
+        self, atom: Atom, fn: _Function, keys: dict[str, str | None], kinds: dict[str, str | None]
+    ) -> str | None:
+        """What a keyed pipeline's module writes, built with `keys`, when the keys hold
+        `kinds`: "cpu" for a CPU tensor (a legacy torchtext field's `process` / `numericalize`
+        with no device: `Field.process(batch, device=None)` builds its tensor on the host;
+        torch's result of CPU entries, `x.clone()`, `torch.roll(x, 1)`), "host" for host
+        data, "unknown" for a mix, "" for an entry nothing is known to be written at yet,
+        None otherwise (a device tensor, a value not known)."""
+        if isinstance(atom, list) and atom and atom[0] == "k" and str(atom[1]).startswith("@"):
+            key = keys.get(atom[1][1:])
+            if key is None:
+                return None
+            return kinds.get(key, "")
+        if isinstance(atom, list) and atom and atom[0] in ("v", "x") and len(atom) > 1:
+            result: str | None = ""
+            for inner in atom[1:]:
+                result = _join_keyed(result, self._written_kind(inner, fn, keys, kinds))
+            return result
+        if (
+            isinstance(atom, list)
+            and len(atom) == 4
+            and atom[:2] == ["c", "attr"]
+            and len(atom[3]) <= 1
+            and fn.owner is not None
+        ):
+            attr, _, method = str(atom[2]).partition(".")
+            if method in ("process", "numericalize"):
+                built = None
+                for gkey in self.mro(fn.owner):
+                    cls = self.classes.get(gkey)
+                    if cls is not None and attr in cls.summary.attributes:
+                        built = cls.summary.attributes[attr]
+                        break
+                if built and all(
+                    isinstance(b, list)
+                    and b[:2] == ["c", "name"]
+                    and str(b[2]).startswith("torchtext.")
+                    and str(b[2]).endswith("Field")
+                    for b in built
+                ):
+                    return "cpu"
+        value = self.resolve_atoms([atom], fn.module, fn.owner, 0)
+        if value is None or value.params or value.elements is not None:
+            return None
+        if value.kind == "cpu":
+            return "cpu"
+        return "host" if value.kind in ("host", "number", "numpy") else None
+
+    def _keyed_pipeline_entry(self, atoms: list[Any], owner: str | None) -> bool:
+        """Whether the atoms are entries of a keyed pipeline that keyed_entry_kind finds are
+        neither device tensors nor CPU ones (`x = batch[self.key_in]`)."""
+        return bool(atoms) and all(
+            isinstance(a, list)
+            and len(a) > 3
+            and a[0] == "k"
+            and isinstance(a[1], str)
+            and a[1].startswith("@")
+            and self.keyed_entry_kind(owner, a[1][1:]) == "unknown"
+            for a in atoms
+        )
+
+    def keyed_entry_kind(self, owner: str | None, attr: str) -> str | None:
+        """What a module's forward reads at `batch[self.<attr>]` of a keyed pipeline
+        (modules built with key literals, `Drop(key_in="ids", key_out="ids")`, that pass one
+        dict along, each writing its result at its output key): "cpu" when the project's
+        modules write a CPU tensor at every key the reader is built with (a text field's
+        `process(texts)` made on the host inside forward, and what the next modules compute
+        from it before an embedding moves it to the device), "host" for host data,
+        "unknown" for a mix of them. None otherwise: a key no module writes is the step's
+        batch entry (on the device, as presumed), and so is one that a module writes from a
+        device tensor or a value not known. Only when the model sees every construction of
+        the reader and of the writers (_constructed_keys)."""
+        if owner is None or self._computing_hot:
+            return None
+        built = self._constructed_keys(owner)
+        if not built:
+            return None
+        kinds = self._keyed_kinds()
+        result: str | None = ""
+        for keys in built:
+            key = keys.get(attr)
+            if key is None or key not in kinds:
+                return None
+            result = _join_keyed(result, kinds[key])
+        return result or None
+
     # --- what the batch transfer leaves on the host ----------------------------------------
 
     def batch_key_kind(self, key: str) -> str | None:
@@ -2593,6 +2780,13 @@ class ProjectModel:
             return Value(
                 inner.kind, inner.mask, inner.params, tensor=inner.tensor, placed=inner.placed
             )
+        if tag == "k" and atom[1].startswith("@"):
+            # `batch[self.key_in]`: the entry of a keyed pipeline (keyed_entry_kind)
+            keyed = self.keyed_entry_kind(owner, atom[1][1:])
+            if keyed:
+                return Value(keyed)
+            fallback = self.resolve_atoms(atom[3], module, owner, depth)
+            return fallback if fallback is not None else UNKNOWN_VALUE
         if tag in ("k", "g"):
             kind = self.batch_key_kind(atom[1]) if tag == "k" else self.record_attribute(atom[1])
             if kind is not None:
@@ -2631,6 +2825,9 @@ class ProjectModel:
             # no CPU tensor among them: what any of them is (`a * b` of two parameters)
             return combine_values(found) if found else UNKNOWN_VALUE
         if tag == "w":
+            if self._keyed_pipeline_entry(atom[1], owner):
+                # `.to(x.device)` of a keyed pipeline's host-made entry: where x is
+                return UNKNOWN_VALUE
             inner = _unbound_device(self.resolve_atoms(atom[1], module, owner, depth))
             if inner is not None and inner.params and inner.kind in ("unknown", "cpu"):
                 # where the parameter's tensor turns out to be, once a call binds it
@@ -3274,6 +3471,14 @@ class FileView:
 
     def batch_key_kind(self, key: str) -> str | None:
         return self.model.batch_key_kind(key)
+
+    def keyed_pipeline_entry(self, atoms: list[Any], owner: str | None) -> bool:
+        """See ProjectModel._keyed_pipeline_entry."""
+        return self.model._keyed_pipeline_entry(atoms, owner)
+
+    def keyed_entry_kind(self, owner: str | None, attr: str) -> str | None:
+        """See ProjectModel.keyed_entry_kind."""
+        return self.model.keyed_entry_kind(owner, attr) or None
 
     def attribute_is_metric(self, owner: str | None, attr: str) -> bool:
         """See ProjectModel.attribute_is_metric."""

@@ -352,9 +352,14 @@ class FunctionSummary:
     literal_defaults: dict[str, Any] = field(default_factory=dict)
     tested_params: list[str] = field(default_factory=list)
     kwonly: int = 0
+    # `batch[self.key_out] = v` on a parameter: the atoms written at the key a constructor
+    # argument names, by the attribute holding it (a module of a keyed pipeline, whose
+    # forward passes one dict along: see ProjectModel.keyed_entry_kind).
+    keyed_writes: dict[str, list[Atom]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "kq": self.keyed_writes,
             "ld": self.literal_defaults,
             "tq": self.tested_params,
             "ko": self.kwonly,
@@ -418,6 +423,7 @@ class FunctionSummary:
             data.get("ld", {}),
             data.get("tq", []),
             data.get("ko", 0),
+            data.get("kq", {}),
         )
 
 
@@ -704,9 +710,14 @@ class ModuleSummary:
     # What a `from <this module> import *` binds: the names of its `__all__` when it sets one
     # to a literal list (None: every public name; empty when set some other way).
     exports: list[str] | None = None
+    # How many calls of each capitalised name (`Drop(...)`, `mod.Drop(...)`) the file makes,
+    # in any scope: the constructions a keyed pipeline's reading must all see (calls in
+    # `__init__` and at module level are not in the functions' calls).
+    class_calls: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "cc": self.class_calls,
             "tc": self.top_calls,
             "m": self.module,
             "pk": self.is_package,
@@ -743,7 +754,25 @@ class ModuleSummary:
             top_calls=data.get("tc", []),
             star_bindings=data.get("sb", {}),
             exports=data.get("ex"),
+            class_calls=data.get("cc", {}),
         )
+
+
+def _class_calls(tree: ast.Module) -> dict[str, int]:
+    """See ModuleSummary.class_calls."""
+    counts: dict[str, int] = {}
+    for node in tree_index(tree).of_type(tree, ast.Call):
+        func = node.func  # type: ignore[attr-defined]
+        name = (
+            func.id
+            if isinstance(func, ast.Name)
+            else func.attr
+            if isinstance(func, ast.Attribute)
+            else None
+        )
+        if name and name[0].isupper():
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def _binding_counts(tree: ast.Module) -> dict[str, int]:
@@ -847,6 +876,7 @@ def summarize(
         syntax, use_tables = _read_tree(tree, syntax=True, uses=_mentions_use_methods(text))
         summary.syntax = syntax
         summary.exports = _exports(tree)
+        summary.class_calls = _class_calls(tree)
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
@@ -2077,6 +2107,20 @@ class _Summarizer(ValueEvaluator):
         scope: Scope,
         klass: ClassSummary | None,
     ) -> None:
+        if (
+            isinstance(scope.info, FunctionSummary)
+            and scope.cls is not None
+            and isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in scope.info.params[1:]
+            and isinstance(target.slice, ast.Attribute)
+            and isinstance(target.slice.value, ast.Name)
+            and target.slice.value.id == "self"
+        ):
+            # `batch_dict[self._key_out] = output`: what a keyed pipeline's module writes
+            writes = scope.info.keyed_writes
+            held = writes.get(target.slice.attr)
+            writes[target.slice.attr] = value if held is None else union(held, value)
         entry = self_entry(target, scope) if scope.cls is not None else None
         if entry is not None and scope.cls is not None:
             # `self.state["k"] = v`, `self.state[p]["step"] = v` (also through a local

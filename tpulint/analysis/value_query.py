@@ -104,6 +104,16 @@ class Resolver:
         class is a host value (`self.state["step"] = torch.tensor(0.0)`), else None."""
         return None
 
+    def keyed_entry_kind(self, function: cst.FunctionDef | None, attr: str) -> ValueKind | None:
+        """What a keyed pipeline's modules write at `batch[self.<attr>]` when it is not a
+        device tensor (ProjectModel.keyed_entry_kind): nothing known without a project."""
+        return None
+
+    def keyed_pipeline_entry(self, function: cst.FunctionDef | None, atoms: list[Any]) -> bool:
+        """Whether the atoms are entries of a keyed pipeline that are not device tensors
+        (ProjectModel.keyed_entry_kind): none without a project."""
+        return False
+
     def batch_key_kind(self, key: str) -> ValueKind | None:  # pragma: no cover
         """What the project's collate functions build at a batch key, when it is host data
         (ProjectModel.batch_key_kind)."""
@@ -613,6 +623,8 @@ class PositionValues:
                     return keyed
             return self._element(atom[1], atom[2], function, depth)
         if tag == "w":
+            if self.resolver.keyed_pipeline_entry(function, atom[1]):
+                return UNKNOWN  # `.to(x.device)` of a keyed pipeline's host-made entry
             return CPU if self.resolve(atom[1], function, depth) is CPU else DEVICE
         if tag == "mv":
             inner = self.resolve(atom[2], function, depth)
@@ -624,7 +636,10 @@ class PositionValues:
             return self.resolve(atom[2] if on_cpu else atom[3], function, depth)
         if tag in ("k", "g"):
             resolver = self.resolver
-            if tag == "k":
+            if tag == "k" and atom[1].startswith("@"):
+                # `batch[self.key_in]` of a keyed pipeline's host-made entry
+                kind = resolver.keyed_entry_kind(function, atom[1][1:])
+            elif tag == "k":
                 kind = resolver.batch_key_kind(atom[1])
             else:
                 kind = resolver.record_attribute(atom[1])
