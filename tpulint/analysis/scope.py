@@ -1773,18 +1773,7 @@ class ProjectScope:
         that is not test-only inherits them, and their module's names are not looked up at
         run time. Only in a repository that has a training script of its own (any
         accelerator): a library without one is built by its users, whose code is not seen."""
-        trains = sorted(
-            {site.path for site in self._launch_sites()}
-            | {
-                path
-                for path, module in self.model.modules.items()
-                if not _in_tests(path)
-                and (
-                    module.scope.step_loops
-                    or any("fit" in calls for calls in module.scope.trainer_calls.values())
-                )
-            }
-        )
+        trains = self._training_scripts()
         if not trains:
             return {}
         index = self._index_of_uses()

@@ -323,22 +323,7 @@ class YamlFile:
             present |= {e.key for e in level.roots}
         first = document.roots[0] if document.roots else None
         start = first.key_start if first is not None else Location(1, 1)
-        trainer = YamlEntry(
-            key="trainer",
-            path=("trainer",),
-            line=start.line,
-            indent=0,
-            key_start=start,
-            key_end=start,
-            raw=None,
-            value_start=None,
-            value_end=None,
-            children=children,
-            last_line=len(document.lines),
-            node_start=start,
-            node_end=start,
-            tag="tag:yaml.org,2002:map",
-        )
+        trainer = _trainer_section(children, start, len(document.lines))
         return YamlDocument(
             document.path, document.text, [trainer], document.lines, 0, hydra_trainer=True
         )
@@ -359,23 +344,7 @@ class YamlFile:
         children = [e for e in entries if e.key not in HYDRA_KEYS]
         if not children:
             return None
-        start = children[0].key_start
-        trainer = YamlEntry(
-            key="trainer",
-            path=("trainer",),
-            line=start.line,
-            indent=0,
-            key_start=start,
-            key_end=start,
-            raw=None,
-            value_start=None,
-            value_end=None,
-            children=children,
-            last_line=len(document.lines),
-            node_start=start,
-            node_end=start,
-            tag="tag:yaml.org,2002:map",
-        )
+        trainer = _trainer_section(children, children[0].key_start, len(document.lines))
         return YamlDocument(
             document.path, document.text, [trainer], document.lines, 0, splat_code=code
         )
@@ -877,3 +846,24 @@ def _shared_fix(file: YamlFile, fix: Fix | None) -> Fix | None:
     if applicability is Applicability.SAFE:
         applicability = Applicability.UNSAFE
     return Fix(applicability, f"{fix.message} (edits {listed}, which aliases reuse)", fix.edits)
+
+
+def _trainer_section(children: list[YamlEntry], start: Location, last_line: int) -> YamlEntry:
+    """A synthetic `trainer:` mapping holding `children`: how a Hydra Trainer group file or a
+    section the code spreads into a Trainer is read as a LightningCLI config's Trainer."""
+    return YamlEntry(
+        key="trainer",
+        path=("trainer",),
+        line=start.line,
+        indent=0,
+        key_start=start,
+        key_end=start,
+        raw=None,
+        value_start=None,
+        value_end=None,
+        children=children,
+        last_line=last_line,
+        node_start=start,
+        node_end=start,
+        tag="tag:yaml.org,2002:map",
+    )
