@@ -1437,13 +1437,7 @@ class ProjectModel:
                     grew = False
                     for key, route in live:
                         passed = self._route_bindings(call, target, offset, key[1])
-                        new = HotInfo(
-                            route.root,
-                            target.summary.name,
-                            (*route.chain, site),
-                            frozenset(),
-                            route.off_tpu,
-                        )
+                        new = _route_into(route, target, site)
                         grew = self._add_route(target.gkey, (key[0], passed), new) or grew
                     if grew:
                         queue.append(target.gkey)
@@ -1482,13 +1476,7 @@ class ProjectModel:
             if site is None:
                 new = HotInfo(route.root, route.name, route.chain, frozenset(), route.off_tpu)
             else:
-                new = HotInfo(
-                    route.root,
-                    target.summary.name,
-                    (*route.chain, site),
-                    frozenset(),
-                    route.off_tpu,
-                )
+                new = _route_into(route, target, site)
             grew = self._add_route(target.gkey, (phase, frozenset()), new) or grew
         if grew:
             queue.append(target.gkey)
@@ -3710,3 +3698,11 @@ def _passed(keywords: dict[str, _T], args: list[_T], name: str | None, position:
     if 0 <= position < len(args):
         return args[position]
     return None
+
+
+def _route_into(route: HotInfo, target: _Function, site: tuple[str, int]) -> HotInfo:
+    """A route continued through the call at `site` into `target` (no guards: a route's
+    literals, not its guards, decide what it reaches)."""
+    return HotInfo(
+        route.root, target.summary.name, (*route.chain, site), frozenset(), route.off_tpu
+    )
