@@ -1297,6 +1297,20 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A functional torchmetrics metric is a tensor where its inputs are: `float()` of it
+        # in the returned dict reads the device every training step.
+        Invalid(
+            "import lightning as L\nimport torch.nn.functional as F\n"
+            "from torchmetrics.functional import f1_score\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        out = self.net(x)\n"
+            "        loss = F.cross_entropy(out, y)\n"
+            "        f1 = f1_score(out, y, task='binary')\n"
+            "        return {'loss': loss, 'f1': float(f1)}\n",
+            line=12,
+        ),
         # A helper returning tuples of different lengths under a flag (three elements with
         # the distances, two without): unpacked into three names, the third is the device
         # norm, copied to the host by a method of the caller every step.
