@@ -29,6 +29,14 @@ _COMPARING = ("min", "max")
 # Python builtins that iterate one argument and test or compare each element on the host:
 # `all(t >= 0)` calls `bool()` on every element of the tensor.
 _ITERATING = ("min", "max", "all", "any", "sorted")
+# `math` functions of a float: given a tensor, Python converts it with `float()` first.
+_MATH_READS = frozenset(
+    {
+        *("sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "pow", "fabs"),
+        *("floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "erf", "erfc"),
+        *("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "tanh", "sinh", "cosh"),
+    }
+)
 
 
 def _derived(value: cst.BaseExpression, name: str) -> bool:
@@ -91,7 +99,7 @@ _CALLS_CHECKED = frozenset(
         *_ITERATING,
         *_FROM_DATA,
     }
-) | frozenset(_NUMBER_PARAMETERS)
+) | frozenset(_NUMBER_PARAMETERS) | _MATH_READS
 _WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
 
 
@@ -835,6 +843,7 @@ class HostTransferInHotPath(TrackingRule, Rule):
         "nan_to_num(",
         "full",
         "[",
+        "math",
     )
     # What `visit_Call`, `visit_Subscript` and `visit_FormattedStringExpression` go on with
     # (a subscript: one index, not a slice or literal integer; `x[(a, b)]`'s one tuple is
@@ -848,6 +857,17 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # `math.sqrt` of Python numbers (a size, a width): no tensor is read.
+        Valid(
+            "import math\nfrom torch import nn\n\n\n"
+            "class Attention(nn.Module):\n"
+            "    def __init__(self, width):\n"
+            "        super().__init__()\n"
+            "        self.width = width\n\n"
+            "    def forward(self, q, k):\n"
+            "        scale = math.sqrt(self.width) * math.log(q.size(1))\n"
+            "        return (q @ k.transpose(-2, -1)) / scale\n",
+        ),
         # A helper building tensors on the device its `device=None` parameter names, called
         # without one on host lists in a metric's update: CPU tensors, read on the host with
         # no sync.
@@ -1297,6 +1317,23 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # `math.sqrt` of a device buffer's arithmetic: Python converts the tensor with
+        # `float()` first, a sync every step.
+        Invalid(
+            "import math\nimport torch\nfrom torch import nn\n\n\n"
+            "class RunningScale(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('seen', torch.zeros(()))\n\n"
+            "    def forward(self, x):\n"
+            "        before = self.seen\n"
+            "        total = before + x.size(0)\n"
+            "        scale = math.sqrt(before / total)\n"
+            "        self.seen = total\n"
+            "        return x * scale\n",
+            line=14,
+            message="`math` converts it with `float()`",
+        ),
         # A functional torchmetrics metric is a tensor where its inputs are: `float()` of it
         # in the returned dict reads the device every training step.
         Invalid(
@@ -1729,6 +1766,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
             and ctx.value_kind(func.value) in (ValueKind.DEVICE, ValueKind.CPU)
         ):
             self._check_listed_tensors(node)
+        if qualified.startswith("math.") and qualified[len("math.") :] in _MATH_READS:
+            self._check_math(node)
+            return
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if (
@@ -2076,6 +2116,35 @@ class HostTransferInHotPath(TrackingRule, Rule):
             replacement=value if name in ("float", "int") else None,
             applicability=Applicability.DISPLAY_ONLY,
             project_dependent=deferral is not None,
+        )
+
+    def _check_math(self, node: cst.Call) -> None:
+        """`math.sqrt(n * m / total)` of a device tensor: `float()` of it on the host."""
+        ctx = self.ctx
+        value = next(
+            (
+                arg.value
+                for arg in node.args
+                if not arg.star
+                and not is_method_call(arg.value, "item")
+                and ctx.value_kind(arg.value) is ValueKind.DEVICE
+            ),
+            None,
+        )
+        if value is None:
+            return
+        if logged_value(ctx, node) or quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        if returned_from_predict(ctx, node):
+            return
+        name = (ctx.qualify(node.func) or "").rsplit(".", 1)[-1]
+        name = "abs" if name == "fabs" else name
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} reads the device tensor "
+            f"`{source_of(ctx, value)}` on the host (`math` converts it with `float()`), a "
+            f"sync every step; use `torch.{name}` to keep it a tensor",
+            applicability=Applicability.DISPLAY_ONLY,
         )
 
     def _check_print(self, node: cst.Call) -> None:
