@@ -87,19 +87,23 @@ _ERROR_REPORTS = frozenset({"error", "warning", "warn", "exception", "critical"}
 # torch calls building a tensor from Python data: a device tensor among the items of a
 # list literal given there (`x.new_tensor([[1, n, n**2]])`) is read on the host.
 _FROM_DATA = ("tensor", "as_tensor", "new_tensor")
-_CALLS_CHECKED = frozenset(
-    {
-        "cpu",
-        "tolist",
-        "numpy",
-        "to",
-        "print",
-        *_CONVERSIONS,
-        *_COMPARING,
-        *_ITERATING,
-        *_FROM_DATA,
-    }
-) | frozenset(_NUMBER_PARAMETERS) | _MATH_READS
+_CALLS_CHECKED = (
+    frozenset(
+        {
+            "cpu",
+            "tolist",
+            "numpy",
+            "to",
+            "print",
+            *_CONVERSIONS,
+            *_COMPARING,
+            *_ITERATING,
+            *_FROM_DATA,
+        }
+    )
+    | frozenset(_NUMBER_PARAMETERS)
+    | _MATH_READS
+)
 _WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
 
 

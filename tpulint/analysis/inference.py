@@ -894,9 +894,10 @@ class ValueEvaluator:
             # `segment_coo(src, index, dim_size=n)`, `scatter_add(...)`: a torch op, its
             # result beside its input tensors
             return self.torch_call(qualified.rsplit(".", 1)[-1], node, scope, d)
-        if qualified.startswith("torchmetrics.functional.") and qualified.rsplit(".", 1)[
-            -1
-        ][:1].islower():
+        if (
+            qualified.startswith("torchmetrics.functional.")
+            and qualified.rsplit(".", 1)[-1][:1].islower()
+        ):
             # `torchmetrics.functional.accuracy(logits, target)`: a metric computed by torch
             # ops, a tensor where its input tensors are
             return self.placed_like_inputs(node, scope, d)
