@@ -1111,6 +1111,50 @@ def test_tpu_entry_points_reach_call_by_call(tmp_path: Path) -> None:
     assert reason_at(model, tmp_path, "train_gpu.py", "# gpu-trainer") == unreached
 
 
+@pytest.mark.parametrize(
+    ("binding", "returned"),
+    [
+        ("accelerator, devices = hardware(args)", '"tpu", 8'),
+        ("accelerator = hardware(args)", '"tpu"'),
+    ],
+)
+def test_an_accelerator_a_module_function_returns_decides_the_entry_point(
+    tmp_path: Path, binding: str, returned: str
+) -> None:
+    """`accelerator, devices = hardware(args)` with `hardware` a function of the script's
+    module returning `("tpu", 8)` in one branch: the Trainer asks for TPUs there, so the
+    script is a TPU entry point (and the GPU script is not reached)."""
+    other = returned.replace('"tpu"', '"gpu"').replace("8", "1")
+    script = f"""\
+        import lightning as L
+
+        from pkg.data import TpuData
+        from pkg.model import Model
+
+
+        def main(args):
+            {binding}
+            trainer = L.Trainer(accelerator=accelerator, max_epochs=1)
+            trainer.fit(Model(), datamodule=TpuData())
+
+
+        def hardware(args):
+            if args.tpu:
+                return {returned}
+            return {other}
+
+
+        if __name__ == "__main__":
+            main(parse())
+    """
+    model = project(tmp_path, {**PACKAGE, "train_hw.py": script})
+    verdicts = sorted((Path(e.path).name, e.verdict) for e in model.scope.entries)
+    assert verdicts == [("train_hw.py", "tpu")]
+    unreached = "not reached from the TPU entry points (train_hw.py)"
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
+    assert reason_at(model, tmp_path, "pkg/data.py", "# gpu-data") == unreached
+
+
 @pytest.mark.parametrize("accelerator", ["", 'accelerator="auto"', "strategy=XLAStrategy()"])
 def test_auto_entry_points_count_once_a_project_targets_tpus(
     tmp_path: Path, accelerator: str

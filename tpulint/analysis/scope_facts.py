@@ -610,6 +610,11 @@ class _Walker:
         # The last value assigned to a plain name, by (function key, name): what a Trainer's
         # `strategy=strategy` is.
         self.values: dict[tuple[str, str], ast.expr] = {}
+        # `accelerator, devices, strategy = settings(args)` with `settings` a function of the
+        # module: what its `return`s give that name, by (function key, name).
+        self._returned: dict[tuple[str, str], list[ast.expr]] = {}
+        # The module's top-level functions by name (what `_returned` reads).
+        self._top_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         # `pool = global_mean_pool` in a function: the module-level functions a local name
         # is set to in any branch (what `self.pool = pool` then stores)
         self._local_refs: dict[tuple[str, str], list[str]] = {}
@@ -791,6 +796,8 @@ class _Walker:
             statement = stack.pop()
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(statement.name)
+                if not isinstance(statement, ast.ClassDef):
+                    self._top_functions[statement.name] = statement
             elif (
                 isinstance(statement, (ast.If, ast.Try, ast.With))
                 or type(statement).__name__ == "TryStar"
@@ -1204,6 +1211,7 @@ class _Walker:
                         and not (isinstance(target.value, ast.Name) and target.value.id == "self")
                     ):
                         self._flag_on(target.attr, key)
+            self._bind_returned(targets, value, key)
             for target in targets:
                 if isinstance(target, ast.Name):
                     if value is not None:
@@ -2264,21 +2272,22 @@ class _Walker:
             name, value = keyword.arg, keyword.value
             if name is None:
                 continue
-            if isinstance(value, ast.Name):
-                # `strategy=strategy` after `strategy = XLAStrategy(...)`
-                value = self.values.get((key, value.id)) or self.values.get(("", value.id)) or value
-            texts = self.literal_texts(value)
+            # `strategy=strategy` after `strategy = XLAStrategy(...)`, or unpacked from what
+            # a function of the module returns (`accelerator, devices, strategy =
+            # settings(args)`, one of whose returns says "tpu")
+            options = self.keyword_values(value, key)
+            value = options[0]
+            texts = [t for option in options for t in self.literal_texts(option)]
+            xla_class = any(self.is_xla_class(option, imports) for option in options)
             if name == "accelerator":
-                if any(t in ("tpu", "xla") for t in texts) or self.is_xla_class(value, imports):
+                if any(t in ("tpu", "xla") for t in texts) or xla_class:
                     return "tpu"
                 if texts and all(t in _OTHER_ACCELERATORS for t in texts):
                     verdicts.add("other")
-                elif re.search(r"(?i)tpu|xla", self.source(value)):
+                elif len(options) == 1 and re.search(r"(?i)tpu|xla", self.source(value)):
                     return "tpu"
             elif name in ("strategy", "distributed_backend"):
-                if any(t in _XLA_STRATEGY_NAMES for t in texts) or self.is_xla_class(
-                    value, imports
-                ):
+                if any(t in _XLA_STRATEGY_NAMES for t in texts) or xla_class:
                     return "tpu"
                 if texts and all(t.startswith(("ddp", "dp", "deepspeed", "fsdp")) for t in texts):
                     verdicts.add("other")
@@ -2296,6 +2305,49 @@ class _Walker:
             ):
                 verdicts.add("other")  # apex's AMP exists only for CUDA
         return "other" if verdicts else "auto"
+
+    def _bind_returned(self, targets: list[ast.expr], value: ast.expr | None, key: str) -> None:
+        """`name = settings(args)` or `a, name, c = settings(args)` with `settings` a
+        top-level function of the module: the values its `return`s give `name` (the element
+        at its place of each returned tuple), which a Trainer's `accelerator=name` reads."""
+        if len(targets) != 1 or not isinstance(value, ast.Call):
+            return
+        target = targets[0]
+        func = value.func
+        callee = self._top_functions.get(func.id) if isinstance(func, ast.Name) else None
+        names: list[tuple[int | None, str]] = []
+        if isinstance(target, ast.Name):
+            names = [(None, target.id)]
+        elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            names = [(i, e.id) for i, e in enumerate(target.elts)]  # type: ignore[attr-defined]
+        for _, name in names:
+            self._returned.pop((key, name), None)
+        if callee is None or not names:
+            return
+        returned = [
+            node.value
+            for node in ast_walk(callee)
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        for place, name in names:
+            found: list[ast.expr] = []
+            for result in returned:
+                if place is None:
+                    found.append(result)
+                elif isinstance(result, ast.Tuple) and len(result.elts) == len(names):
+                    found.append(result.elts[place])
+            if found:
+                self._returned[(key, name)] = found
+
+    def keyword_values(self, value: ast.expr, key: str) -> list[ast.expr]:
+        """What a keyword's value may be: the last value assigned to a plain name, or what
+        the module's function it was unpacked from returns there."""
+        if isinstance(value, ast.Name):
+            returned = self._returned.get((key, value.id)) or self._returned.get(("", value.id))
+            if returned:
+                return returned
+            return [self.values.get((key, value.id)) or self.values.get(("", value.id)) or value]
+        return [value]
 
     def computed_accelerator(self, node: ast.Call, key: str) -> bool:
         """Whether the call's `accelerator=` is computed by the script's code (`accelerator=
