@@ -2310,19 +2310,22 @@ class _Walker:
         """`name = settings(args)` or `a, name, c = settings(args)` with `settings` a
         top-level function of the module: the values its `return`s give `name` (the element
         at its place of each returned tuple), which a Trainer's `accelerator=name` reads."""
-        if len(targets) != 1 or not isinstance(value, ast.Call):
+        names: list[tuple[int | None, str]] = []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                names.append((None, target.id))
+            elif isinstance(target, ast.Tuple):
+                elements = enumerate(target.elts)
+                names.extend((i, e.id) for i, e in elements if isinstance(e, ast.Name))
+        for _, name in names:
+            self._returned.pop((key, name), None)  # a later binding replaces it
+        if len(targets) != 1 or not isinstance(value, ast.Call) or not names:
             return
-        target = targets[0]
+        if isinstance(targets[0], ast.Tuple) and len(names) != len(targets[0].elts):
+            return  # `a, *rest = ...`, `a, self.b = ...`
         func = value.func
         callee = self._top_functions.get(func.id) if isinstance(func, ast.Name) else None
-        names: list[tuple[int | None, str]] = []
-        if isinstance(target, ast.Name):
-            names = [(None, target.id)]
-        elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
-            names = [(i, e.id) for i, e in enumerate(target.elts)]  # type: ignore[attr-defined]
-        for _, name in names:
-            self._returned.pop((key, name), None)
-        if callee is None or not names:
+        if callee is None:
             return
         returned = [
             node.value
@@ -2344,7 +2347,7 @@ class _Walker:
         the module's function it was unpacked from returns there."""
         if isinstance(value, ast.Name):
             returned = self._returned.get((key, value.id)) or self._returned.get(("", value.id))
-            if returned:
+            if returned and any(self.literal_texts(r) for r in returned):
                 return returned
             return [self.values.get((key, value.id)) or self.values.get(("", value.id)) or value]
         return [value]
