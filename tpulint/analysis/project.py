@@ -558,6 +558,9 @@ class ProjectModel:
         # parameters hold on the way) -> the first chain that way; see _spread_hot.
         self._routes: dict[str, dict[RouteKey, HotInfo]] = {}
         self._collapsed: set[str] = set()
+        # Function gkey -> what its loops that are training loops through what they call run
+        # (ScopeFacts.call_loops, _steps_through).
+        self._call_step_roots: dict[str, list[list[Any]]] = {}
         self._returns: dict[str, Value] = {}
         # The value questions in progress (returns, parameters, attributes, index uses): an
         # answer that used a cycle's stand-in is not kept (tpulint.analysis.recursion).
@@ -1256,6 +1259,7 @@ class ProjectModel:
         queue: deque[str] = deque()
         self._routes = {}
         self._collapsed = set()
+        self._call_step_roots = {}
         nested: dict[str, list[_Function]] = {}
         for fn in self.functions.values():
             parent = fn.summary.parent
@@ -1278,9 +1282,21 @@ class ProjectModel:
             )
             if reason == "forward" and fn.owner in data_classes:
                 continue  # a transform of the data pipeline: host tensors, per sample
+            through_calls = (
+                [
+                    use
+                    for loop in fn.module.scope.call_loops.get(fn.summary.key, ())
+                    if self._steps_through(fn, loop)
+                    for use in loop
+                ]
+                if reason is None and fn.summary.key not in fn.module.scope.step_loops
+                else []
+            )
+            if through_calls:
+                self._call_step_roots[gkey] = through_calls
             if (
                 reason is None
-                and fn.summary.key in fn.module.scope.step_loops
+                and (fn.summary.key in fn.module.scope.step_loops or through_calls)
                 and not is_pytest_test(fn.summary.name, fn.summary.cls)
             ):
                 # A hand-written training loop (Fabric, torch_xla): it steps the optimizer.
@@ -1309,6 +1325,32 @@ class ProjectModel:
                     queue.append(gkey)
             self._spread_hot(hot, queue, nested)
         return hot
+
+    def _steps_through(self, fn: _Function, loop: list[list[Any]], depth: int = 3) -> bool:
+        """Whether a loop of `fn` that takes no optimizer step itself calls one that does,
+        within `depth` calls (`agent.update(batch)`, whose method runs `self._losses(batch)`,
+        a subclass's override calling `loss.backward()` and `self.opt.step()`): each turn of
+        the loop is a training step, so it is a training loop."""
+        frontier = [target for use in loop for target in self.scope.use_targets(fn.gkey, use[:2])]
+        seen: set[str] = set()
+        for _ in range(depth):
+            following: list[_Function] = []
+            for target in frontier:
+                if target.gkey in seen or is_cold_name(target.summary.name):
+                    continue
+                seen.add(target.gkey)
+                if target.summary.key in target.module.scope.stepping:
+                    return True
+                for call in target.summary.calls:
+                    following.extend(
+                        t
+                        for t in self.resolve_call(
+                            target.module, target.owner, call.form, call.target, virtual=True
+                        )
+                        if isinstance(t, _Function)
+                    )
+            frontier = following
+        return False
 
     def _add_route(self, gkey: str, key: RouteKey, info: HotInfo) -> bool:
         """Record a route of a hot function; whether it is new. Past _ROUTE_CAP routes the
@@ -1453,6 +1495,7 @@ class ProjectModel:
                 else [u for u in facts.uses.get(fn.summary.key, ()) if u[0] in ("ref", "selfref")]
             )
             uses += facts.step_uses.get(fn.summary.key, [])
+            uses += self._call_step_roots.get(gkey, [])
             for use in uses:
                 line = use[2] if len(use) > 2 else fn.summary.line
                 for target in self.scope.use_targets(gkey, use[:2]):

@@ -342,6 +342,13 @@ class ScopeFacts:
     # passing another value (a key the facts do not see). A class decorated with no call
     # (`@REGISTRY.register`) has none: it is registered under its own name.
     registered_keys: dict[str, list[str]] = field(default_factory=dict)
+    # function key -> per loop of its body that takes no optimizer step itself, what the loop
+    # calls outside its inner loops ([form, target, line]): a training loop when one of those
+    # steps (`algorithm.update(batch)`, whose method calls `loss.backward()`; see
+    # ProjectModel._steps_through).
+    call_loops: dict[str, list[list[list[Any]]]] = field(default_factory=dict)
+    # Functions that take an optimizer step outside their own loops (one step per call).
+    stepping: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -398,6 +405,8 @@ class ScopeFacts:
             "cdf": self.cli_defaults,
             "ya": self.yaml_args,
             "rk": self.registered_keys,
+            "cl": self.call_loops,
+            "sf": self.stepping,
         }
 
     @classmethod
@@ -456,6 +465,8 @@ class ScopeFacts:
             data.get("cdf", {}),
             data.get("ya", False),
             data.get("rk", {}),
+            data.get("cl", {}),
+            data.get("sf", []),
         )
 
 
@@ -613,6 +624,9 @@ class _Walker:
         # `accelerator, devices, strategy = settings(args)` with `settings` a function of the
         # module: what its `return`s give that name, by (function key, name).
         self._returned: dict[tuple[str, str], list[ast.expr]] = {}
+        # The class a function's parameter is annotated with (`algorithm: Algorithm`), by
+        # (function key, name), when the file imports or defines it.
+        self._param_classes: dict[tuple[str, str], str] = {}
         # The module's top-level functions by name (what `_returned` reads).
         self._top_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         # `pool = global_mean_pool` in a function: the module-level functions a local name
@@ -1091,6 +1105,8 @@ class _Walker:
         loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
         if loop and key and _steps(node, self.index):  # type: ignore[arg-type]
             self.step_loop(node, key, imports, local)
+        elif loop and key:
+            self.call_loop(node, key, imports, local)  # type: ignore[arg-type]
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.expression(node.iter, key, imports, local)
             self._kwargs_loop(node)
@@ -1524,6 +1540,12 @@ class _Walker:
             if any(_runs_as_command(d) for d in qualified):
                 self.facts.commands.append(key)
         local = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+            annotation = _plain_class(arg.annotation)
+            if annotation is not None and self.known(annotation.split(".", 1)[0], imports, set()):
+                # `def train(algorithm: Algorithm, ...)`: `algorithm.update(batch)` runs
+                # the annotated class's method
+                self._param_classes[(key, arg.arg)] = self.qualify(annotation, imports)
         for star in (node.args.vararg, node.args.kwarg):
             if star is not None:
                 local.add(star.arg)
@@ -1542,6 +1564,8 @@ class _Walker:
         if needs > 0:
             self.facts.needs[key] = needs
         self._functions.append((key, [a.arg for a in positional]))
+        if _steps_once(node):
+            self.facts.stepping.append(key)
         named = len(positional) + len(args.kwonlyargs)
         self._kwargs.append((args.kwarg.arg if args.kwarg is not None else None, named + 1, {}))
         self._none_params.append(_literal_default_params(node))
@@ -2123,6 +2147,9 @@ class _Walker:
             built = self._built_method(receiver.id, method, imports, key)
             if built is not None and built.rsplit(".", 2)[-2][:1].isupper():
                 return ["name", built]
+            annotated = self._param_classes.get((key, receiver.id))
+            if annotated is not None and (key, receiver.id) not in self.values:
+                return ["name", f"{annotated}.{method}"]
         return ["meth", method]
 
     def _built_method(
@@ -2157,6 +2184,30 @@ class _Walker:
                 use = self.call_use(node, imports, local, key)
                 if use is not None and _useful(use) and all(u[:2] != use for u in uses):
                     uses.append([*use, node.lineno])
+
+    def call_loop(
+        self,
+        loop: ast.For | ast.AsyncFor | ast.While,
+        key: str,
+        imports: dict[str, str],
+        local: set[str],
+    ) -> None:
+        """A loop taking no optimizer step itself: what its body calls of the project (a
+        training loop if one of those takes a step, ProjectModel._steps_through)."""
+        uses: list[list[Any]] = []
+        for node in _outside_loops(loop.body):
+            if not isinstance(node, ast.Call):
+                continue
+            use = self.call_use(node, imports, local, key)
+            if (
+                use is not None
+                and use[0] in ("name", "self", "attr")
+                and _useful(use)
+                and all(u[:2] != use for u in uses)
+            ):
+                uses.append([*use, node.lineno])
+        if uses:
+            self.facts.call_loops.setdefault(key, []).append(uses)
 
     def collate_argument(
         self, value: ast.expr, key: str, imports: dict[str, str], local: set[str]
@@ -3471,6 +3522,44 @@ def _runs_as_command(decorator: str) -> bool:
     root = decorator.lstrip(".").split(".", 1)[0]
     last = decorator.rsplit(".", 1)[-1]
     return root in ("hydra", "click", "typer", "fire") or last in ("command", "main", "group")
+
+
+_NESTED = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _outside_loops(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of `body` outside its own loops and nested definitions (lambdas and
+    comprehensions included: a superset)."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED):
+            continue
+        yield node
+        stack.extend(ast_children(node))
+
+
+def _steps_once(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function takes an optimizer step outside its own loops (`loss.backward()`,
+    `self.opt.step()` in its body): one step per call."""
+    for node in _outside_loops(function.body):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name = node.func.attr
+            if name in ("backward", "optimizer_step", "manual_backward"):
+                return True
+            if name == "step" and "opt" in (dotted(node.func.value) or "").lower():
+                return True
+    return False
+
+
+def _plain_class(annotation: ast.expr | None) -> str | None:
+    """The class a plain annotation names (`Algorithm`, `algos.Algorithm`), else None."""
+    if not isinstance(annotation, (ast.Name, ast.Attribute)):
+        return None
+    text = dotted(annotation)
+    if text is None or not text.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    return text
 
 
 def _steps(loop: ast.For | ast.AsyncFor | ast.While, index: TreeIndex | None = None) -> bool:
