@@ -1779,8 +1779,12 @@ def test_a_lightning_cli_whose_configs_select_the_tpu(tmp_path: Path) -> None:
 def test_configs_do_not_decide_an_accelerator_the_script_computes(tmp_path: Path) -> None:
     """A config naming another accelerator speaks for `Trainer(accelerator=cfg.accelerator)`,
     not for a Trainer whose accelerator the script's own code picks (`accelerator=
-    device_kind()`, "tpu" on a TPU VM): that script stays an "auto" entry point."""
+    device_kind()`, "tpu" on a TPU VM): that script stays an "auto" entry point. (A function
+    whose returns spell "tpu", `return "tpu" if has_tpu() else "cuda"`, makes it a TPU one, as
+    the same choice written in the call does.)"""
     picked = """\
+        import os
+
         import lightning as L
 
         from pkg.data import TpuData
@@ -1788,7 +1792,7 @@ def test_configs_do_not_decide_an_accelerator_the_script_computes(tmp_path: Path
 
 
         def device_kind():
-            return "tpu" if has_tpu() else "cuda"
+            return os.environ.get("ACCELERATOR_KIND") or detect()
 
 
         if __name__ == "__main__":
@@ -1809,6 +1813,12 @@ def test_configs_do_not_decide_an_accelerator_the_script_computes(tmp_path: Path
     model = with_configs(tmp_path, {**files, "train_any.py": from_config}, configs)
     assert [e.verdict for e in model.scope.entries] == ["tpu"]
     assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is not None
+    spelled = picked.replace(
+        'os.environ.get("ACCELERATOR_KIND") or detect()', '"tpu" if has_tpu() else "cuda"'
+    )
+    model = with_configs(tmp_path, {**files, "train_any.py": spelled}, configs)
+    assert [e.verdict for e in model.scope.entries] == ["tpu", "tpu"]
+    assert reason_at(model, tmp_path, "pkg/data.py", "# tpu-data") is None
 
 
 def test_classes_a_script_builds_from_its_configs(tmp_path: Path) -> None:
