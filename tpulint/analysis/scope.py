@@ -250,6 +250,9 @@ class Entry:
     key: str
     kind: str
     verdict: str
+    # A Trainer built from the script's parsed command line as a whole (Lightning 1's
+    # generic flags: `Trainer.from_argparse_args(args)`) in a module that names no TPU.
+    flags: bool = False
 
 
 @dataclass
@@ -421,6 +424,20 @@ def _run_commands(repository: str) -> tuple[str, ...]:
         except OSError:
             continue
     return tuple(lines)
+
+
+# A command's TPU flag: `--tpu_cores 8`, `--tpus=8`, `--accelerator tpu`.
+_TPU_FLAG = re.compile(r"--(?:tpu\w*|num_tpu\w*)\b|--accelerator[\s=]+[\"']?(?:tpu|xla)\b", re.I)
+
+
+def _runs_with_tpu_flags(path: str) -> bool:
+    """Whether a command of the repository's README or shell scripts runs the script
+    `path` (by its file name) with a TPU flag of Lightning's generic Trainer flags."""
+    repository = _repository_of(os.path.dirname(os.path.abspath(path)))
+    if repository is None:
+        return False
+    name = re.compile(r"(?:^|[\s/])" + re.escape(os.path.basename(path)) + r"(?:\s|$)")
+    return any(name.search(line) and _TPU_FLAG.search(line) for line in _run_commands(repository))
 
 
 def _run_as_file(path: str) -> bool:
@@ -774,10 +791,11 @@ class ProjectScope:
                 fn = self.model.functions.get(f"{path}:{key}")
                 if fn is not None and fn.summary.name.startswith("test_"):
                     continue
-                computed = kind != "cli" and launch[4:5] == ["computed"]
+                computed = kind != "cli" and "computed" in launch[4:]
                 if verdict == "auto" and kind in ("trainer", "fabric", "cli") and not computed:
                     verdict = self._config_verdict(path) or verdict
-                sites.append(Entry(path, line, key, kind, verdict))
+                flags = kind == "trainer" and "flags" in launch[4:]
+                sites.append(Entry(path, line, key, kind, verdict, flags))
         return sites
 
     def _config_verdict(self, path: str) -> str | None:
@@ -877,7 +895,13 @@ class ProjectScope:
         # registry, a config read at run time): their reach says nothing.
         if reach is not None and self._informative(reach):
             claimed = self._claims(reach, roots)
-            auto = [s for s in sites if s.verdict == "auto" and self._claimed(s.path, claimed)]
+            auto = [
+                s
+                for s in sites
+                if s.verdict == "auto"
+                and self._claimed(s.path, claimed)
+                and not (s.flags and not _runs_with_tpu_flags(s.path))
+            ]
             more = {root: site for site in auto for root in self._entry_roots(site)}
             if set(more) - set(roots):
                 roots.update(more)
@@ -3170,10 +3194,30 @@ class ProjectScope:
             testing = [
                 where
                 for where, module in self.model.modules.items()
-                if module.scope.tests_after_fit and not _is_test_path(where)
+                if (module.scope.tests_after_fit or self._fits_then_tests(module))
+                and not _is_test_path(where)
             ]
             self.__dict__["_testing_after_fit"] = testing
         return any(same_repository(where, path) for where in testing)
+
+    def _fits_then_tests(self, module: ModuleSummary) -> bool:
+        """Whether a block of the module calls a helper that fits and then one that tests,
+        helpers of other modules of the project (`best = train(**kw)` ... `if args.test:
+        test(ckpt=best)`, each running a Trainer's `fit`/`test` in its body or through a
+        function of its own module)."""
+        return any(
+            self._runs_trainer(module, first, "fit") and self._runs_trainer(module, later, "test")
+            for first, later in module.scope.fit_test_calls
+        )
+
+    def _runs_trainer(self, module: ModuleSummary, name: str, method: str) -> bool:
+        if name.startswith("<"):
+            return name == f"<{method}>"
+        found = self.model.lookup(name, module)
+        if not _is_function(found) or found.owner is not None:
+            return False
+        facts = found.module.scope
+        return found.summary.qualname in (facts.fitters if method == "fit" else facts.testers)
 
     def _fit_hook(self, fn: _Function) -> bool:
         """A method of a Lightning class that `trainer.fit` calls (a step, a batch or start
