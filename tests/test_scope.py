@@ -7286,3 +7286,52 @@ def test_a_sibling_script_with_only_the_generic_trainer_flags(
     assert (reason is None) == reached, reason
     if variant != "no-tpu":
         assert reason_at(model, tmp_path, "models.py", "# tpu-model") is None
+
+
+SIBLING_IN_PACKAGE = """\
+import argparse
+
+import pytorch_lightning as pl
+
+
+class {name}Model(pl.LightningModule):
+    def training_step(self, batch, i):
+        return batch[0][batch[1] > 0].sum()  # {name}-model
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=1e-3){option}
+    parser = pl.Trainer.add_argparse_args(parser)
+    args = parser.parse_args()
+    trainer = pl.Trainer.from_argparse_args(args)
+    trainer.fit({name}Model())
+"""
+
+
+@pytest.mark.parametrize("shell", [False, True])
+def test_a_sibling_script_with_only_the_generic_flags_in_a_library_reading(
+    tmp_path: Path, shell: bool
+) -> None:
+    """Scripts in a package no command runs as a file: no group of roots speaks for them (a
+    library's reading). The one whose parser has a `--tpu_cores` option is configured for
+    TPUs; what only its generic-flags siblings reach is out, unless a command gives one a
+    TPU flag."""
+    option = '\n    parser.add_argument("--tpu_cores", type=int, default=None)'
+    files = {
+        "src/trainers/__init__.py": "",
+        "src/trainers/train_tagger.py": SIBLING_IN_PACKAGE.format(name="Tagger", option=option),
+        "src/trainers/train_summary.py": SIBLING_IN_PACKAGE.format(name="Summary", option=""),
+    }
+    if shell:
+        files["src/run.sh"] = "python trainers/train_summary.py --tpu_cores 8\n"
+    (tmp_path / ".git").mkdir()
+    model = project(tmp_path, files)
+    assert not model.scope.entries
+    reason = reason_at(model, tmp_path, "src/trainers/train_summary.py", "# Summary-model")
+    if shell:
+        assert reason is None
+    else:
+        assert reason is not None
+        assert reason.startswith("reached only from train_summary.py, whose Trainer takes"), reason
+    assert reason_at(model, tmp_path, "src/trainers/train_tagger.py", "# Tagger-model") is None

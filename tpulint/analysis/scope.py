@@ -910,6 +910,19 @@ class ProjectScope:
             groups.append((roots, reach, claimed, "TPU"))
         # The projects checked in the same run with no TPU entry point of their own.
         others = [s for s in sites if not any(same_repository(s.path, t.path) for t in tpu)]
+        # A script whose code names a TPU (a `--tpu_cores` option, a TPU strategy chosen from
+        # its flags) is configured for TPUs: its siblings with Lightning 1's generic flags
+        # alone train elsewhere, unless a shipped command gives them a TPU flag.
+        configured = [s for s in others if self._names_tpu(s.path)]
+        others = [
+            s
+            for s in others
+            if not (
+                s.flags
+                and any(same_repository(s.path, c.path) for c in configured)
+                and not _runs_with_tpu_flags(s.path)
+            )
+        ]
         groups += self._training_groups(others, sites, [c for group in groups for c in group[2]])
         if not groups:
             self.library = self._library_reach()
@@ -3200,6 +3213,50 @@ class ProjectScope:
             self.__dict__["_testing_after_fit"] = testing
         return any(same_repository(where, path) for where in testing)
 
+    def _untold_siblings_only(self) -> dict[str, str]:
+        """Where no group of roots speaks for the code (a library's reading): the functions
+        and module tops that only sibling scripts with Lightning 1's generic Trainer flags
+        reach (Entry.flags, no shipped command giving them a TPU flag), in a repository with
+        a script configured for TPUs (a TPU entry point, or a launching module that names a
+        TPU: a `--tpu_cores` option), with why. Those scripts train elsewhere (README "What
+        trains on a TPU"); what the repository's other launching scripts reach stays."""
+        found = self.__dict__.get("_untold_siblings")
+        if found is not None:
+            return found
+        found = self.__dict__["_untold_siblings"] = {}
+        sites = [s for s in self._launch_sites() if not _is_test_path(s.path)]
+        if not any(s.flags for s in sites):
+            return found
+        by_repository: dict[str, list[Entry]] = {}
+        for site in sites:
+            folder = os.path.dirname(os.path.abspath(site.path))
+            key = _repository_of(folder) or self.directory(site.path)
+            by_repository.setdefault(key, []).append(site)
+        for group in by_repository.values():
+            untold = [s for s in group if s.flags and not _runs_with_tpu_flags(s.path)]
+            rest = [s for s in group if s not in untold]
+            if not untold or not any(s.verdict == "tpu" or self._names_tpu(s.path) for s in rest):
+                continue
+            siblings = self._reach({r: s for s in untold for r in self._entry_roots(s)})
+            others = self._reach({r: s for s in rest for r in self._entry_roots(s)})
+            if not self._informative(others):
+                continue  # (the other scripts build their model in a way the model misses)
+            shown = sorted({os.path.basename(s.path) for s in untold})
+            names = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+            why = (
+                f"reached only from {names}, whose Trainer takes Lightning 1's generic flags"
+                " and which no shipped command runs with a TPU flag (the repository's TPU"
+                " path is another script)"
+            )
+            for node in siblings.roles:
+                if node not in others.roles:
+                    found[node] = why
+        return found
+
+    def _names_tpu(self, path: str) -> bool:
+        module = self.model.modules.get(path)
+        return module is not None and module.scope.names_tpu
+
     def _fits_then_tests(self, module: ModuleSummary) -> bool:
         """Whether a block of the module calls a helper that fits and then one that tests,
         helpers of other modules of the project (`best = train(**kw)` ... `if args.test:
@@ -5112,6 +5169,10 @@ class ProjectScope:
         node = fn.gkey if fn is not None else module_node(path)
         group = self._group_of(path) if self.reach is not None else None
         claimed = group is not None
+        if not claimed:
+            sibling = self._untold_siblings_only().get(node)
+            if sibling is not None:
+                return sibling
         # A training group's "not reached" says less than that nothing imports or builds
         # the code (both hold on any accelerator): those reasons come first there.
         training = group is not None and group[2] == "training"

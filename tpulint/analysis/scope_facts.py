@@ -352,6 +352,10 @@ class ScopeFacts:
     fitters: list[str] = field(default_factory=list)
     testers: list[str] = field(default_factory=list)
     fit_test_calls: list[list[str]] = field(default_factory=list)
+    # Whether a module that builds a Trainer names a TPU in its code (a `--tpu_cores` option,
+    # a `"tpu"` string, `TPUSpawnPlugin`, `args.tpu_cores`): a script configured for TPUs,
+    # though its Trainer's accelerator comes from values the facts do not follow.
+    names_tpu: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -411,6 +415,7 @@ class ScopeFacts:
             "fi": self.fitters,
             "te": self.testers,
             "ft": self.fit_test_calls,
+            "nt": self.names_tpu,
         }
 
     @classmethod
@@ -472,6 +477,7 @@ class ScopeFacts:
             data.get("fi", []),
             data.get("te", []),
             data.get("ft", []),
+            data.get("nt", False),
         )
 
 
@@ -838,7 +844,9 @@ class _Walker:
         facts.strings = sorted(self._strings)
         facts.key_strings = sorted(self._key_strings)
         facts.package_imports = _package_imports(tree)
-        if any("flags" in launch[4:] for launch in facts.launches) and _names_tpu(tree, self.index):
+        if any(launch[0] in ("trainer", "fabric") for launch in facts.launches):
+            facts.names_tpu = _names_tpu(tree, self.index)
+        if facts.names_tpu:
             # its own parser has a TPU option (`--tpu_cores`), or its code names one
             for launch in facts.launches:
                 if "flags" in launch[4:]:
