@@ -7110,3 +7110,282 @@ def test_a_base_step_stays_when_nothing_builds_a_subclass_either(tmp_path: Path)
         },
     )
     assert reason_at(model, tmp_path, "targets.py", "# base-train") is None
+
+
+# --- a fit and a test through helpers; methods that cannot bind; sibling scripts -------------
+
+FIT_HELPERS = {
+    "pkg/fitting.py": """\
+        import lightning as L
+
+
+        def run_training(model):
+            trainer = L.Trainer(accelerator="tpu")
+            trainer.fit(model)
+            return trainer.checkpoint_callback.best_model_path
+
+
+        def train_twice(model):
+            return run_training(model)
+    """,
+    "pkg/testing.py": """\
+        import lightning as L
+
+
+        def run_evaluation(model, checkpoint):
+            trainer = L.Trainer(accelerator="tpu")
+            trainer.test(model, ckpt_path=checkpoint)
+    """,
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "stays"),
+    [
+        # imported helpers, one of them two levels deep, the imports in the function
+        ("best = run_training(model)\n    run_evaluation(model, best)", True),
+        ("best = train_twice(model)\n    if not quick:\n        run_evaluation(model, best)", True),
+        (
+            "for fold in range(3):\n        best = run_training(model)\n"
+            "        run_evaluation(model, best)",
+            True,
+        ),
+        # a test before the fit, or in the other branch of a switch: no test after fitting
+        ("run_evaluation(model, None)\n    run_training(model)", False),
+        (
+            "if quick:\n        run_training(model)\n"
+            "    else:\n        run_evaluation(model, None)",
+            False,
+        ),
+    ],
+)
+def test_a_fit_and_a_test_through_helpers_of_other_modules(
+    tmp_path: Path, body: str, stays: bool
+) -> None:
+    """A script whose `main` calls a helper that fits and then one that tests (each in a
+    module of the project, building its own Trainer) tests after fitting in one run: the
+    test hooks are in scope. A test before the fit, or in the other branch, is not."""
+    files = {**TEST_HOOKS_MODEL, **FIT_HELPERS}
+    files["train.py"] = f"""\
+quick = False
+
+
+def main():
+    from pkg.fitting import run_training, train_twice
+    from pkg.model import Model
+    from pkg.testing import run_evaluation
+
+    model = Model()
+    {body}
+
+
+if __name__ == "__main__":
+    main()
+"""
+    model = project(tmp_path, files)
+    reason = reason_at(model, tmp_path, "pkg/model.py", "# test-step")
+    assert (reason is None) == stays, reason
+
+
+def test_a_fit_and_a_test_through_helpers_of_the_script(tmp_path: Path) -> None:
+    files = dict(TEST_HOOKS_MODEL)
+    files["train.py"] = """\
+import lightning as L
+
+from pkg.model import Model
+
+
+def fit_once(model):
+    trainer = L.Trainer(accelerator="tpu")
+    trainer.fit(model)
+
+
+def fit(model):
+    fit_once(model)
+
+
+def evaluate(model):
+    L.Trainer(accelerator="tpu").fit  # (no call)
+    tester = L.Trainer(accelerator="tpu")
+    trainer = tester
+    trainer.test(model)
+
+
+def main():
+    model = Model()
+    fit(model)
+    evaluate(model)
+
+
+if __name__ == "__main__":
+    main()
+"""
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "pkg/scores.py", "# test-score") is None
+    assert reason_at(model, tmp_path, "pkg/model.py", "# test-step") is None
+
+
+SELFLESS = """\
+import lightning as L
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return self(batch[0]).sum()
+
+    def validation_step(self, batch, i):
+        return {call}
+
+    {decorator}
+    def score(preds, labels):
+        labels[labels == -100] = 0  # score-body
+        return preds.sum()
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "decorator", "reached"),
+    [
+        # no `self`: the instance makes one argument too many, TypeError before the body
+        ("self.score(batch[0], batch[1])", "", False),
+        ("self.score(batch[0], labels=batch[1])", "", False),
+        # the instance binds to `preds`: the call runs the body
+        ("self.score(batch[1])", "", True),
+        ("self.score(*batch)", "", True),
+        ("self.score(batch[0], batch[1])", "@staticmethod", True),
+    ],
+)
+def test_a_method_without_self_called_with_all_its_arguments_never_runs(
+    tmp_path: Path, call: str, decorator: str, reached: bool
+) -> None:
+    model = project(
+        tmp_path,
+        {
+            "m.py": SELFLESS.format(call=call, decorator=decorator),
+            "train.py": "import lightning as L\nfrom m import Model\n"
+            "L.Trainer(accelerator='tpu').fit(Model())\n",
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "# score-body")
+    assert (reason is None) == reached, reason
+
+
+SIBLING_MODELS = """\
+import pytorch_lightning as pl
+
+
+class TpuModel(pl.LightningModule):
+    def training_step(self, batch, i):
+        return batch[0][batch[1] > 0].sum()  # tpu-model
+
+
+class OtherModel(pl.LightningModule):
+    def training_step(self, batch, i):
+        return batch[0][batch[1] > 0].sum()  # other-model
+"""
+SIBLING_FLAGS = """\
+import argparse
+import pytorch_lightning as pl
+from models import OtherModel
+
+parser = argparse.ArgumentParser()
+parser.add_argument("{option}", type=float, default=1e-3)
+parser = pl.Trainer.add_argparse_args(parser)
+args = parser.parse_args()
+trainer = {build}
+trainer.fit(OtherModel())
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "build", "option", "reached"),
+    [
+        # a sibling of a TPU script, built from the generic flags only: not on the TPU
+        ("plain", "pl.Trainer.from_argparse_args(args)", "--lr", False),
+        ("plain", "pl.Trainer(**vars(args))", "--lr", False),
+        # ... unless a shipped command runs it with a TPU flag, or it has a TPU option
+        ("shell", "pl.Trainer.from_argparse_args(args)", "--lr", True),
+        ("readme", "pl.Trainer(**vars(args))", "--lr", True),
+        ("plain", "pl.Trainer.from_argparse_args(args)", "--tpu_cores", True),
+        # a Trainer the script builds itself stays "auto" (Lightning picks the TPU)
+        ("plain", "pl.Trainer(max_epochs=3)", "--lr", True),
+        # no explicit TPU entry point anywhere: the project's training scripts as before
+        ("no-tpu", "pl.Trainer.from_argparse_args(args)", "--lr", True),
+    ],
+)
+def test_a_sibling_script_with_only_the_generic_trainer_flags(
+    tmp_path: Path, variant: str, build: str, option: str, reached: bool
+) -> None:
+    """A project with an explicitly TPU-configured script (`Trainer(tpu_cores=...)`): a
+    sibling that builds its Trainer from Lightning 1's generic flags alone, whose own parser
+    adds no TPU option, runs on a TPU only when a shipped command passes it a TPU flag."""
+    files = {
+        "models.py": SIBLING_MODELS,
+        "train_other.py": SIBLING_FLAGS.format(build=build, option=option),
+    }
+    if variant != "no-tpu":
+        files["train_tpu.py"] = """\
+            import pytorch_lightning as pl
+            from models import TpuModel
+
+            pl.Trainer(tpu_cores=8).fit(TpuModel())
+        """
+    if variant == "shell":
+        files["scripts/run.sh"] = "python train_other.py --lr 0.1 --tpu_cores 8\n"
+    if variant == "readme":
+        files["README.md"] = "Train: `python train_other.py --accelerator tpu --devices 8`\n"
+    (tmp_path / ".git").mkdir()
+    model = project(tmp_path, files)
+    reason = reason_at(model, tmp_path, "models.py", "# other-model")
+    assert (reason is None) == reached, reason
+    if variant != "no-tpu":
+        assert reason_at(model, tmp_path, "models.py", "# tpu-model") is None
+
+
+SIBLING_IN_PACKAGE = """\
+import argparse
+
+import pytorch_lightning as pl
+
+
+class {name}Model(pl.LightningModule):
+    def training_step(self, batch, i):
+        return batch[0][batch[1] > 0].sum()  # {name}-model
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=1e-3){option}
+    parser = pl.Trainer.add_argparse_args(parser)
+    args = parser.parse_args()
+    trainer = pl.Trainer.from_argparse_args(args)
+    trainer.fit({name}Model())
+"""
+
+
+@pytest.mark.parametrize("shell", [False, True])
+def test_a_sibling_script_with_only_the_generic_flags_in_a_library_reading(
+    tmp_path: Path, shell: bool
+) -> None:
+    """Scripts in a package no command runs as a file: no group of roots speaks for them (a
+    library's reading). The one whose parser has a `--tpu_cores` option is configured for
+    TPUs; what only its generic-flags siblings reach is out, unless a command gives one a
+    TPU flag."""
+    option = '\n    parser.add_argument("--tpu_cores", type=int, default=None)'
+    files = {
+        "src/trainers/__init__.py": "",
+        "src/trainers/train_tagger.py": SIBLING_IN_PACKAGE.format(name="Tagger", option=option),
+        "src/trainers/train_summary.py": SIBLING_IN_PACKAGE.format(name="Summary", option=""),
+    }
+    if shell:
+        files["src/run.sh"] = "python trainers/train_summary.py --tpu_cores 8\n"
+    (tmp_path / ".git").mkdir()
+    model = project(tmp_path, files)
+    assert not model.scope.entries
+    reason = reason_at(model, tmp_path, "src/trainers/train_summary.py", "# Summary-model")
+    if shell:
+        assert reason is None
+    else:
+        assert reason is not None
+        assert reason.startswith("reached only from train_summary.py, whose Trainer takes"), reason
+    assert reason_at(model, tmp_path, "src/trainers/train_tagger.py", "# Tagger-model") is None

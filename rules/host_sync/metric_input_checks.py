@@ -36,8 +36,10 @@ _FUNCTIONAL = re.compile(
 # Aggregators test every update for NaNs on the host unless `nan_strategy="disable"`
 # (aggregation.py, BaseAggregator._cast_and_nan_check_input: `if nans.any() or ...`).
 _AGGREGATORS = frozenset({"MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric"})
-# Hooks of `trainer.test` and `trainer.predict`, which a fit never runs.
-_NOT_FIT = ("test_step", "on_test_", "predict_step", "on_predict_")
+# Hooks of `trainer.test` and `trainer.predict`, which a fit never runs (a project that tests
+# after fitting in the same run runs its test hooks on the TPU that trained).
+_TEST = ("test_step", "on_test_")
+_NOT_FIT = (*_TEST, "predict_step", "on_predict_")
 # What updates a metric held in an attribute.
 _UPDATES = frozenset({"update", "forward"})
 
@@ -302,7 +304,8 @@ class MetricInputChecks(Rule):
         if not self._enabled or not ctx.in_hot_code:
             return
         info = ctx.function
-        if info is not None and (info.root_hook or "").startswith(_NOT_FIT):
+        root = (info.root_hook or "") if info is not None else ""
+        if root.startswith(_NOT_FIT) and not (root.startswith(_TEST) and ctx.tests_after_fit()):
             return  # `trainer.test`/`predict` only: not a cost of training
         functional = self._functional(node)
         if functional is not None:

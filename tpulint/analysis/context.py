@@ -490,6 +490,12 @@ class FileContext(Resolver):
         view = self.analysis.view
         return dict(view.module.star_bindings) if view is not None else {}
 
+    def tests_after_fit(self) -> bool:
+        """Whether the project runs `trainer.test` after `trainer.fit` in one run (its test
+        hooks run on the TPU that trained; see ProjectScope._tests_in_fit_run)."""
+        view = self.analysis.view
+        return view is not None and view.tests_after_fit()
+
     def never_run_branches(self) -> frozenset[tuple[int, int]]:
         view = self.analysis.view
         if view is None:

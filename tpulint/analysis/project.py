@@ -3345,6 +3345,11 @@ class FileView:
         ordered = sorted(routes.items(), key=lambda item: item[0][0])
         return [(dict_of(k[1]), r.root, self.hot_reason(r)) for k, r in ordered]
 
+    def tests_after_fit(self) -> bool:
+        """Whether a script of this file's project runs `trainer.test(...)` after
+        `trainer.fit(...)` in one run: the test loop runs on the machine that trained."""
+        return self.model.scope._tests_in_fit_run(self.module.path)
+
     def launcher_code(self, key: str | None, after_fit: bool = False) -> bool:
         """Whether code of function `key` (None: the top level) runs only in the process that
         launches training, which is no rank under the XLA strategy: a signal handler or what

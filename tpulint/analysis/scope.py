@@ -250,6 +250,9 @@ class Entry:
     key: str
     kind: str
     verdict: str
+    # A Trainer built from the script's parsed command line as a whole (Lightning 1's
+    # generic flags: `Trainer.from_argparse_args(args)`) in a module that names no TPU.
+    flags: bool = False
 
 
 @dataclass
@@ -421,6 +424,20 @@ def _run_commands(repository: str) -> tuple[str, ...]:
         except OSError:
             continue
     return tuple(lines)
+
+
+# A command's TPU flag: `--tpu_cores 8`, `--tpus=8`, `--accelerator tpu`.
+_TPU_FLAG = re.compile(r"--(?:tpu\w*|num_tpu\w*)\b|--accelerator[\s=]+[\"']?(?:tpu|xla)\b", re.I)
+
+
+def _runs_with_tpu_flags(path: str) -> bool:
+    """Whether a command of the repository's README or shell scripts runs the script
+    `path` (by its file name) with a TPU flag of Lightning's generic Trainer flags."""
+    repository = _repository_of(os.path.dirname(os.path.abspath(path)))
+    if repository is None:
+        return False
+    name = re.compile(r"(?:^|[\s/])" + re.escape(os.path.basename(path)) + r"(?:\s|$)")
+    return any(name.search(line) and _TPU_FLAG.search(line) for line in _run_commands(repository))
 
 
 def _run_as_file(path: str) -> bool:
@@ -774,10 +791,11 @@ class ProjectScope:
                 fn = self.model.functions.get(f"{path}:{key}")
                 if fn is not None and fn.summary.name.startswith("test_"):
                     continue
-                computed = kind != "cli" and launch[4:5] == ["computed"]
+                computed = kind != "cli" and "computed" in launch[4:]
                 if verdict == "auto" and kind in ("trainer", "fabric", "cli") and not computed:
                     verdict = self._config_verdict(path) or verdict
-                sites.append(Entry(path, line, key, kind, verdict))
+                flags = kind == "trainer" and "flags" in launch[4:]
+                sites.append(Entry(path, line, key, kind, verdict, flags))
         return sites
 
     def _config_verdict(self, path: str) -> str | None:
@@ -877,7 +895,13 @@ class ProjectScope:
         # registry, a config read at run time): their reach says nothing.
         if reach is not None and self._informative(reach):
             claimed = self._claims(reach, roots)
-            auto = [s for s in sites if s.verdict == "auto" and self._claimed(s.path, claimed)]
+            auto = [
+                s
+                for s in sites
+                if s.verdict == "auto"
+                and self._claimed(s.path, claimed)
+                and not (s.flags and not _runs_with_tpu_flags(s.path))
+            ]
             more = {root: site for site in auto for root in self._entry_roots(site)}
             if set(more) - set(roots):
                 roots.update(more)
@@ -886,6 +910,19 @@ class ProjectScope:
             groups.append((roots, reach, claimed, "TPU"))
         # The projects checked in the same run with no TPU entry point of their own.
         others = [s for s in sites if not any(same_repository(s.path, t.path) for t in tpu)]
+        # A script whose code names a TPU (a `--tpu_cores` option, a TPU strategy chosen from
+        # its flags) is configured for TPUs: its siblings with Lightning 1's generic flags
+        # alone train elsewhere, unless a shipped command gives them a TPU flag.
+        configured = [s for s in others if self._names_tpu(s.path)]
+        others = [
+            s
+            for s in others
+            if not (
+                s.flags
+                and any(same_repository(s.path, c.path) for c in configured)
+                and not _runs_with_tpu_flags(s.path)
+            )
+        ]
         groups += self._training_groups(others, sites, [c for group in groups for c in group[2]])
         if not groups:
             self.library = self._library_reach()
@@ -3170,10 +3207,74 @@ class ProjectScope:
             testing = [
                 where
                 for where, module in self.model.modules.items()
-                if module.scope.tests_after_fit and not _is_test_path(where)
+                if (module.scope.tests_after_fit or self._fits_then_tests(module))
+                and not _is_test_path(where)
             ]
             self.__dict__["_testing_after_fit"] = testing
         return any(same_repository(where, path) for where in testing)
+
+    def _untold_siblings_only(self) -> dict[str, str]:
+        """Where no group of roots speaks for the code (a library's reading): the functions
+        and module tops that only sibling scripts with Lightning 1's generic Trainer flags
+        reach (Entry.flags, no shipped command giving them a TPU flag), in a repository with
+        a script configured for TPUs (a TPU entry point, or a launching module that names a
+        TPU: a `--tpu_cores` option), with why. Those scripts train elsewhere (README "What
+        trains on a TPU"); what the repository's other launching scripts reach stays."""
+        found = self.__dict__.get("_untold_siblings")
+        if found is not None:
+            return found
+        found = self.__dict__["_untold_siblings"] = {}
+        sites = [s for s in self._launch_sites() if not _is_test_path(s.path)]
+        if not any(s.flags for s in sites):
+            return found
+        by_repository: dict[str, list[Entry]] = {}
+        for site in sites:
+            folder = os.path.dirname(os.path.abspath(site.path))
+            key = _repository_of(folder) or self.directory(site.path)
+            by_repository.setdefault(key, []).append(site)
+        for group in by_repository.values():
+            untold = [s for s in group if s.flags and not _runs_with_tpu_flags(s.path)]
+            rest = [s for s in group if s not in untold]
+            if not untold or not any(s.verdict == "tpu" or self._names_tpu(s.path) for s in rest):
+                continue
+            siblings = self._reach({r: s for s in untold for r in self._entry_roots(s)})
+            others = self._reach({r: s for s in rest for r in self._entry_roots(s)})
+            if not self._informative(others):
+                continue  # (the other scripts build their model in a way the model misses)
+            shown = sorted({os.path.basename(s.path) for s in untold})
+            names = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+            why = (
+                f"reached only from {names}, whose Trainer takes Lightning 1's generic flags"
+                " and which no shipped command runs with a TPU flag (the repository's TPU"
+                " path is another script)"
+            )
+            for node in siblings.roles:
+                if node not in others.roles:
+                    found[node] = why
+        return found
+
+    def _names_tpu(self, path: str) -> bool:
+        module = self.model.modules.get(path)
+        return module is not None and module.scope.names_tpu
+
+    def _fits_then_tests(self, module: ModuleSummary) -> bool:
+        """Whether a block of the module calls a helper that fits and then one that tests,
+        helpers of other modules of the project (`best = train(**kw)` ... `if args.test:
+        test(ckpt=best)`, each running a Trainer's `fit`/`test` in its body or through a
+        function of its own module)."""
+        return any(
+            self._runs_trainer(module, first, "fit") and self._runs_trainer(module, later, "test")
+            for first, later in module.scope.fit_test_calls
+        )
+
+    def _runs_trainer(self, module: ModuleSummary, name: str, method: str) -> bool:
+        if name.startswith("<"):
+            return name == f"<{method}>"
+        found = self.model.lookup(name, module)
+        if not _is_function(found) or found.owner is not None:
+            return False
+        facts = found.module.scope
+        return found.summary.qualname in (facts.fitters if method == "fit" else facts.testers)
 
     def _fit_hook(self, fn: _Function) -> bool:
         """A method of a Lightning class that `trainer.fit` calls (a step, a batch or start
@@ -5068,6 +5169,10 @@ class ProjectScope:
         node = fn.gkey if fn is not None else module_node(path)
         group = self._group_of(path) if self.reach is not None else None
         claimed = group is not None
+        if not claimed:
+            sibling = self._untold_siblings_only().get(node)
+            if sibling is not None:
+                return sibling
         # A training group's "not reached" says less than that nothing imports or builds
         # the code (both hold on any accelerator): those reasons come first there.
         training = group is not None and group[2] == "training"

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -349,6 +350,19 @@ class ScopeFacts:
     call_loops: dict[str, list[list[list[Any]]]] = field(default_factory=dict)
     # Functions that take an optimizer step outside their own loops (one step per call).
     stepping: list[str] = field(default_factory=list)
+    # The module's top-level functions that run `<trainer>.fit(...)` (`fitters`) or
+    # `<trainer>.test(...)` (`testers`), in their body or through a function of the same
+    # module they call (two levels deep), and the calls one block makes in order that may be
+    # a fit and then a test through other modules' helpers: [first, later], each an imported
+    # function's qualified name, or "<fit>"/"<test>" for a call of this module that fits or
+    # tests (`best = train(**kw)` ... `test(ckpt=best)` with `train` and `test` imported).
+    fitters: list[str] = field(default_factory=list)
+    testers: list[str] = field(default_factory=list)
+    fit_test_calls: list[list[str]] = field(default_factory=list)
+    # Whether a module that builds a Trainer names a TPU in its code (a `--tpu_cores` option,
+    # a `"tpu"` string, `TPUSpawnPlugin`, `args.tpu_cores`): a script configured for TPUs,
+    # though its Trainer's accelerator comes from values the facts do not follow.
+    names_tpu: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -407,6 +421,10 @@ class ScopeFacts:
             "rk": self.registered_keys,
             "cl": self.call_loops,
             "sf": self.stepping,
+            "fi": self.fitters,
+            "te": self.testers,
+            "ft": self.fit_test_calls,
+            "nt": self.names_tpu,
         }
 
     @classmethod
@@ -467,6 +485,10 @@ class ScopeFacts:
             data.get("rk", {}),
             data.get("cl", {}),
             data.get("sf", []),
+            data.get("fi", []),
+            data.get("te", []),
+            data.get("ft", []),
+            data.get("nt", False),
         )
 
 
@@ -650,6 +672,11 @@ class _Walker:
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
+        # Per class: its methods written without `self` (an undecorated `def m(a, b)` whose
+        # first parameter is not `self`/`cls`, no `*args`), with their positional parameters:
+        # `self.m(x, y)` passes one more (the instance), so the call raises TypeError before
+        # the body runs.
+        self._selfless: dict[str, dict[str, list[str]]] = {}
         # Per function being walked: its `**kwargs` parameter (name, and the parameter index
         # that stands for the values calls pass by keyword: len(params) + 1, as the values
         # summary numbers it), and the loop variables bound to those values (`for key, val
@@ -838,7 +865,19 @@ class _Walker:
         facts.strings = sorted(self._strings)
         facts.key_strings = sorted(self._key_strings)
         facts.package_imports = _package_imports(tree)
-        facts.tests_after_fit = _tests_after_fit(tree.body, frozenset(), self.index)
+        if any(launch[0] in ("trainer", "fabric") for launch in facts.launches):
+            facts.names_tpu = _names_tpu(tree, self.index)
+        if facts.names_tpu:
+            # its own parser has a TPU option (`--tpu_cores`), or its code names one
+            for launch in facts.launches:
+                if "flags" in launch[4:]:
+                    launch.remove("flags")
+        fitters, testers, order = _fit_test_order(tree, self.index, self._imported_names(tree))
+        facts.tests_after_fit = (
+            _tests_after_fit(tree.body, frozenset(), self.index) or [_FIT, _TEST] in order
+        )
+        facts.fitters, facts.testers = sorted(fitters), sorted(testers)
+        facts.fit_test_calls = [pair for pair in order if pair != [_FIT, _TEST]][:256]
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
             or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call))
@@ -1688,6 +1727,9 @@ class _Walker:
         bases = [dotted(b) or "?" for b in node.bases]
         if all(b == "object" for b in bases):
             self._plain_classes.add(qualname)
+        selfless = _selfless_methods(node)
+        if selfless:
+            self._selfless[qualname] = selfless
         for statement in node.body:
             # `interleave: bool = False`: a config class's field and its default
             if (
@@ -1720,6 +1762,8 @@ class _Walker:
                 func = current.func
                 self.option_values(current)
                 use = self.call_use(current, imports, local, key)
+                if use is not None and use[0] == "self" and self._fails_to_bind(current, key):
+                    use = None  # `self.m(a, b)` of a method without `self`: TypeError first
                 if use is not None and use[0] == "name":
                     built = use[1].rsplit(".", 1)[-1]
                     if built[:1].isupper():
@@ -2112,6 +2156,41 @@ class _Walker:
                 how = "and" if conjunction else "or"
                 self.region(key, value, value, truth, conjunction, node.values[:index], how)
 
+    def _imported_names(self, tree: ast.Module) -> dict[str, set[str]]:
+        """The names `from M import f` binds anywhere in the module (in a function or a
+        branch too), each with the qualified names it may stand for."""
+        out: dict[str, set[str]] = {}
+        for node in self.index.of_type(tree, ast.ImportFrom):
+            assert isinstance(node, ast.ImportFrom)
+            base = resolve_relative(
+                self.module, self.is_package, node.level or 0, node.module or ""
+            )
+            if base is None:
+                continue
+            if base.split(".", 1)[0] in _LIBRARY_ROOTS:
+                continue  # not a project's helper (keeps the ordered pairs few)
+            for alias in node.names:
+                # a function (a class built by name is no helper that fits or tests)
+                if alias.name != "*" and not alias.name[:1].isupper():
+                    out.setdefault(alias.asname or alias.name, set()).add(f"{base}.{alias.name}")
+        return out
+
+    def _fails_to_bind(self, node: ast.Call, key: str) -> bool:
+        """`self.m(...)` in a method of a class whose own `m` has no `self` (see
+        `_selfless_methods`), passing as many positional arguments as `m` takes or more: the
+        instance makes one too many (or a keyword names a parameter the positional ones
+        fill: `self.m(x, labels=y)` of `def m(preds, labels)`), so Python raises TypeError
+        before `m`'s body runs."""
+        func = node.func
+        if not isinstance(func, ast.Attribute) or not self._selfless:
+            return False
+        owner = key.partition("#")[0].rpartition(".")[0]
+        params = self._selfless.get(owner, {}).get(func.attr)
+        if params is None or any(isinstance(a, ast.Starred) for a in node.args):
+            return False
+        filled = params[: len(node.args) + 1]  # the instance, then the positional arguments
+        return len(node.args) >= len(params) or any(k.arg in filled for k in node.keywords)
+
     def call_use(
         self, node: ast.Call, imports: dict[str, str], local: set[str], key: str = ""
     ) -> list[str] | None:
@@ -2268,6 +2347,8 @@ class _Walker:
                 launch = [kind, verdict, key, node.lineno]
                 if self.computed_accelerator(node, key):
                     launch.append("computed")
+                if verdict == "auto" and kind == "trainer" and _built_from_flags(node, last):
+                    launch.append("flags")  # dropped at the end if the module names a TPU
                 self.facts.launches.append(launch)
             elif (
                 last == "instantiate"
@@ -3627,6 +3708,163 @@ def _trainer_calls(statement: ast.stmt, method: str, index: TreeIndex) -> set[st
             if receiver is not None:
                 out.add(receiver)
     return out
+
+
+def _selfless_methods(node: ast.ClassDef) -> dict[str, list[str]]:
+    """The methods of a class written without `self`: undecorated, with no `*args`, whose
+    first positional parameter is not named `self` or `cls` (`def compute_metrics(preds,
+    labels)` in a LightningModule), each with its positional parameters. A name the class
+    defines twice is left out (the later definition wins; not worth following)."""
+    out: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for statement in node.body:
+        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        name = statement.name
+        if name in seen:
+            out.pop(name, None)
+            continue
+        seen.add(name)
+        args = statement.args
+        positional = [*args.posonlyargs, *args.args]
+        if (
+            statement.decorator_list
+            or args.vararg is not None
+            or (positional and positional[0].arg in ("self", "cls"))
+        ):
+            continue
+        out[name] = [a.arg for a in positional]
+    return out
+
+
+_TPU_WORD = re.compile(r"(?i)(?<![a-z])(?:tpu|xla)")
+
+
+def _built_from_flags(node: ast.Call, last: str) -> bool:
+    """A Trainer built from a parsed command line as a whole, Lightning 1's generic Trainer
+    flags: `Trainer.from_argparse_args(args, ...)`, `Trainer(**vars(args))`."""
+    if last == "from_argparse_args":
+        return True
+    return any(
+        k.arg is None
+        and isinstance(k.value, ast.Call)
+        and isinstance(k.value.func, ast.Name)
+        and k.value.func.id == "vars"
+        for k in node.keywords
+    )
+
+
+def _names_tpu(tree: ast.Module, index: TreeIndex) -> bool:
+    """Whether a module's code names a TPU or XLA: a string (`"--tpu_cores"`, `"tpu"`), a
+    name, attribute or parameter (`args.tpu_cores`, `TPUSpawnPlugin`, `import torch_xla`)."""
+    for node in index.of_type(tree, ast.Constant):
+        value = node.value  # type: ignore[attr-defined]
+        if isinstance(value, str) and _TPU_WORD.search(value):
+            return True
+    for node in ast_walk(tree):
+        if isinstance(node, ast.Name):
+            text = node.id
+        elif isinstance(node, ast.Attribute):
+            text = node.attr
+        elif isinstance(node, ast.arg):
+            text = node.arg
+        elif isinstance(node, ast.alias):
+            text = node.name
+        elif isinstance(node, ast.keyword):
+            text = node.arg or ""
+        else:
+            continue
+        if _TPU_WORD.search(text):
+            return True
+    return False
+
+
+_FIT, _TEST = "<fit>", "<test>"
+# Imports that name no project helper that fits or tests (ScopeFacts.fit_test_calls).
+_LIBRARY_ROOTS = frozenset(
+    {*sys.stdlib_module_names, "torch", "numpy", "lightning", "pytorch_lightning", "transformers"}
+)
+
+
+def _called_names(node: ast.AST, index: TreeIndex) -> set[str]:
+    """The plain names a node calls (`train(...)`, `best = evaluate(model)`)."""
+    out = set()
+    for call in index.of_type(node, ast.Call):
+        assert isinstance(call, ast.Call)
+        if isinstance(call.func, ast.Name):
+            out.add(call.func.id)
+    return out
+
+
+def _trainer_runs(node: ast.AST, method: str, index: TreeIndex) -> bool:
+    """Whether a node calls `.<method>(...)` on a receiver named for a trainer."""
+    return any("trainer" in r.lower() for r in _trainer_calls(node, method, index))  # type: ignore[arg-type]
+
+
+def _fit_test_order(
+    tree: ast.Module, index: TreeIndex, imported: dict[str, set[str]]
+) -> tuple[set[str], set[str], list[list[str]]]:
+    """The module's top-level functions that fit and that test (ScopeFacts.fitters,
+    .testers: a trainer's `.fit(...)`/`.test(...)` in the body, or a call of such a function
+    of the module, two levels deep), and the pairs of calls a block makes one after the
+    other (ScopeFacts.fit_test_calls, "<fit>"/"<test>" standing for this module's fits and
+    tests; [<fit>, <test>] is a fit and then a test in this module)."""
+    functions = {
+        s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    calls = {name: _called_names(fn, index) & set(functions) for name, fn in functions.items()}
+    roles: dict[str, set[str]] = {}
+    for method, token in (("fit", _FIT), ("test", _TEST)):
+        found = {name for name, fn in functions.items() if _trainer_runs(fn, method, index)}
+        for _ in range(2):
+            found |= {name for name, called in calls.items() if called & found}
+        roles[token] = found
+
+    def tokens(statement: ast.stmt) -> set[str]:
+        out = set()
+        for name in _called_names(statement, index):
+            if name in functions:
+                out |= {token for token, found in roles.items() if name in found}
+            else:
+                out |= imported.get(name, set())
+        out |= {token for token in (_FIT, _TEST) if _trainer_runs(statement, token[1:-1], index)}
+        return out
+
+    pairs: set[tuple[str, str]] = set()
+
+    def walk(statements: list[ast.stmt], before: frozenset[str]) -> None:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                walk(statement.body, frozenset())
+                continue
+            blocks = _blocks(statement)
+            called = tokens(statement)
+            if blocks:
+                for block in blocks:
+                    walk(block, before)
+            else:
+                pairs.update(
+                    (first, later)
+                    for first in before
+                    for later in called
+                    if first != _TEST and later != _FIT
+                )
+            before = before | called
+
+    walk(tree.body, frozenset())
+    return roles[_FIT], roles[_TEST], [list(pair) for pair in sorted(pairs)]
+
+
+def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of a compound statement, none for a simple one."""
+    blocks: list[list[ast.stmt]] = [
+        block
+        for name in ("body", "orelse", "finalbody")
+        if isinstance(block := getattr(statement, name, None), list)
+    ]
+    blocks += [h.body for h in getattr(statement, "handlers", ())]
+    blocks += [c.body for c in getattr(statement, "cases", ())]
+    return blocks
 
 
 def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str], index: TreeIndex) -> bool:

@@ -1,0 +1,2 @@
+#!/bin/bash
+python train_rank.py --tpu_cores 8 --max_epochs 10
