@@ -298,3 +298,65 @@ def test_configs_the_checkout_does_not_hold_may_name_any_class(tmp_path: Path) -
     shown = tmp_path / "shown"
     model = project(shown, {**files, "configs/net.gin": "train.model = @GraphNet\n"})
     assert reason_at(model, shown, "geo/layers.py", "# flat-norm") == why("FlatNorm")
+
+
+@pytest.mark.parametrize("packaging", [False, True])
+def test_a_setup_module_inside_a_package_marks_no_repository(
+    tmp_path: Path, packaging: bool
+) -> None:
+    """`pkg/setup.py` that sets up a training run (a module of the package, imported by
+    the root's `main.py`) is no packaging script: the repository is the checkout, whose
+    classes nothing builds are judged (a model of the root's script). A `setup.py`
+    that imports setuptools there still marks its folder."""
+    setup = (
+        "from setuptools import setup\n\nsetup(name='geo')\n"
+        if packaging
+        else """\
+            import lightning as L
+
+            from .nets import GraphNet
+
+
+            def main_train():
+                L.Trainer().fit(GraphNet())
+        """
+    )
+    files = {
+        "main.py": """\
+            import torch
+
+            from geo.setup import main_train
+
+
+            class Probe(torch.nn.Module):
+                def forward(self, x):
+                    return x[x > 0]  # probe
+
+
+            main_train()
+        """,
+        "geo/__init__.py": "",
+        "geo/setup.py": setup,
+        "geo/nets.py": """\
+            import lightning as L
+
+
+            class GraphNet(L.LightningModule):
+                def training_step(self, batch, i):
+                    return batch[batch > 0].sum()
+        """,
+        "geo/train_loop.py": """\
+            import lightning as L
+
+            from geo.nets import GraphNet
+
+            if __name__ == "__main__":
+                L.Trainer().fit(GraphNet())
+        """,
+    }
+    model = project(tmp_path, files)
+    found = reason_at(model, tmp_path, "main.py", "# probe")
+    if packaging:
+        assert found is None
+    else:
+        assert found is not None and found.startswith("in `Probe`, a class nothing"), found

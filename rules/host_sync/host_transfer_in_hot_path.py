@@ -1123,6 +1123,31 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        m = torch.minimum(y, torch.zeros_like(y))\n"
             "        return self.heads[batch_idx % 3](y[:n] + m[:n])\n"
         ),
+        # A project class deriving from `nn.Parameter` (a tensor, not a module), made by
+        # classmethod and staticmethod factories (`cls(...)`, another factory): indexing it
+        # with device atom types is a gather on the device.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class TypeTable(torch.nn.Parameter):\n"
+            "    @classmethod\n"
+            "    def of_width(cls, width=1):\n"
+            "        return cls(torch.zeros(64, width))\n\n"
+            "    @staticmethod\n"
+            "    def scalar():\n"
+            "        return TypeTable.of_width(1)\n\n\n"
+            "class Radius(TypeTable):\n"
+            "    pass\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.scale = TypeTable.scalar()\n"
+            "        self.radius = Radius.of_width(2)\n"
+            "        self.bias = TypeTable(torch.zeros(64))\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        kinds, y = batch\n"
+            "        s = self.scale[kinds].squeeze() + self.bias[kinds]\n"
+            "        return (s * self.radius[kinds].sum(-1) - y).pow(2).mean()\n"
+        ),
         # A tensor indexed by a device integer tensor is a gather on the device, also when
         # the tensor comes from a parameter annotated `dict` (its entries may be tensors).
         Valid(

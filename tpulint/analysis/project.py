@@ -100,7 +100,11 @@ def kind_of_external(qualname: str) -> ClassKind:
     if root == "torch" and (
         qualname == "torch.nn.Module"
         or qualname.startswith("torch.nn.modules.")
-        or (qualname.startswith("torch.nn.") and last[:1].isupper())
+        or (
+            qualname.startswith("torch.nn.")
+            and last[:1].isupper()
+            and qualname not in TENSOR_CLASSES
+        )
     ):
         return ClassKind.TORCH_MODULE
     if root == "torchmetrics" and last[:1].isupper() and "Collection" not in last:
@@ -112,6 +116,27 @@ def kind_of_external(qualname: str) -> ClassKind:
     ):
         return ClassKind.OPTIMIZER
     return ClassKind.NONE
+
+
+# torch's tensor classes (`torch.nn.Parameter` is under `torch.nn` but is no module): a project
+# class deriving from one is a tensor, indexed on the device, not a module or a Python sequence.
+TENSOR_CLASSES = frozenset(
+    {
+        "torch.Tensor",
+        *(
+            f"torch.nn.{package}{name}"
+            for package in ("", "parameter.")
+            for name in (
+                "Parameter",
+                "Buffer",
+                "UninitializedParameter",
+                "UninitializedBuffer",
+            )
+        ),
+    }
+)
+# Of those, the ones a module registers (moved to the device with it).
+_REGISTERED_TENSOR_CLASSES = frozenset(c for c in TENSOR_CLASSES if c != "torch.Tensor")
 
 
 def _lightning_root_kind(qualname: str) -> ClassKind:
@@ -913,6 +938,15 @@ class ProjectModel:
                 if self.resolve_class(base, cls.module) is None:
                     out.append(base.lstrip("."))
         return out
+
+    def tensor_class(self, gkey: str) -> str | None:
+        """For a project class deriving from a torch tensor class (directly or through
+        project bases): "device" for a parameter or buffer, "unknown" for another tensor;
+        None for any other class."""
+        bases = set(self.external_bases(gkey))
+        if bases & _REGISTERED_TENSOR_CLASSES:
+            return "device"
+        return "unknown" if bases & TENSOR_CLASSES else None
 
     def class_kind(self, gkey: str) -> ClassKind:
         cached = self._kinds.get(gkey)
@@ -2959,6 +2993,12 @@ class ProjectModel:
         elif isinstance(targets[0], _Class):
             found = targets[0]
             kind = self.class_kind(found.gkey)
+            tensor = self.tensor_class(found.gkey)
+            if tensor is not None:
+                # `PerAtom(data)` of a class deriving from `nn.Parameter`: a parameter, on
+                # the device with its module; of one deriving from `torch.Tensor`: a tensor
+                # wherever its data is.
+                return Value(tensor, cls=found.gkey)
             return Value("module" if kind & ClassKind.TORCH_MODULE else "unknown", cls=found.gkey)
         else:
             value = self._bound_return(targets[0], form, module, owner, args, depth, keywords)

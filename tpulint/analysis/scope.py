@@ -346,11 +346,33 @@ _REPOSITORY_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 @lru_cache(maxsize=4096)
 def _repository_of(folder: str) -> str | None:
-    """The nearest folder at or above `folder` that marks a repository (None: none)."""
-    if any(os.path.exists(note(os.path.join(folder, marker))) for marker in _REPOSITORY_MARKERS):
+    """The nearest folder at or above `folder` that marks a repository (None: none). A
+    `setup.py` inside a package (beside an `__init__.py`) that imports no packaging tool is
+    one of the package's modules (`pkg/setup.py` setting up a training run), no marker."""
+    if any(
+        os.path.exists(note(os.path.join(folder, marker)))
+        and (marker != "setup.py" or _packaging_script(folder))
+        for marker in _REPOSITORY_MARKERS
+    ):
         return folder
     parent = os.path.dirname(folder)
     return None if parent == folder else _repository_of(parent)
+
+
+_PACKAGING_TOOLS = re.compile(r"\b(setuptools|distutils|skbuild|numpy\.distutils)\b")
+
+
+def _packaging_script(folder: str) -> bool:
+    """Whether the `setup.py` of `folder` packages a distribution: any `setup.py` outside a
+    package, one inside a package that imports a packaging tool."""
+    if not os.path.exists(note(os.path.join(folder, "__init__.py"))):
+        return True
+    try:
+        with open(os.path.join(folder, "setup.py"), encoding="utf-8", errors="replace") as f:
+            text = f.read(_MAX_TEXT_BYTES)
+    except OSError:
+        return True
+    return bool(_PACKAGING_TOOLS.search(text))
 
 
 # Files besides the Python code and YAML configs that may name a class or a registry key:
@@ -492,7 +514,9 @@ def _distributes(folder: str, repository: str) -> bool:
     `[project]`, `[build-system]` or build tool's section): then they are a library others
     may import from anywhere."""
     while True:
-        if any(os.path.exists(note(os.path.join(folder, n))) for n in ("setup.py", "setup.cfg")):
+        if os.path.exists(note(os.path.join(folder, "setup.cfg"))) or (
+            os.path.exists(note(os.path.join(folder, "setup.py"))) and _packaging_script(folder)
+        ):
             return True
         pyproject = note(os.path.join(folder, "pyproject.toml"))
         try:

@@ -1561,6 +1561,9 @@ class _Summarizer(ValueEvaluator):
             annotated_class = _annotated_class(annotated[index]) if kind is None else None
             if annotated_class is not None:
                 scope.param_classes[name] = annotated_class
+        if klass is not None and params and "classmethod" in decorators:
+            # `cls(data)` in a classmethod (`of_shape(cls, ...)`): an instance of the class
+            scope.class_refs[params[0]] = ["." + klass.qualname]
         scope.str_keyed = frozenset(
             name
             for name, annotation in zip(params, annotated, strict=False)
