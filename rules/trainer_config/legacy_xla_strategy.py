@@ -45,7 +45,8 @@ class LegacyXlaStrategy(Rule):
 
     ## Why is this bad on TPU?
     Lightning 2.0 renamed them to `"xla"`, `"xla_debug"`, `XLAStrategy` and
-    `SingleDeviceXLAStrategy`, and removed the old names: `Trainer(strategy="tpu_spawn")` raises a `ValueError` (unknown strategy) and
+    `SingleDeviceXLAStrategy`, and removed the old names: `Trainer(strategy="tpu_spawn")`
+    raises a `ValueError` (unknown strategy) and
     `from lightning.pytorch.strategies import TPUSpawnStrategy` an `ImportError`, before
     anything reaches the TPU.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import libcst as cst
@@ -9,7 +10,7 @@ import libcst as cst
 from tpulint.analysis.project import FileView
 from tpulint.analysis.yaml_config import YamlDocument
 from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
-from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import (
@@ -22,7 +23,7 @@ from ..shared.configuration import (
     yaml_trainer_is_tpu,
 )
 from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call
-from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+from .helpers import _LIGHTNING_IMPORT, _tpu_condition, explicit_accelerator
 
 # The keywords that can make a Trainer call a TPU one (see trainer_tpu).
 _TPU_KEYWORDS = frozenset({"accelerator", "strategy", *LEGACY_TPU_KEYWORDS})
@@ -37,6 +38,9 @@ _BAD_TPU_PRECISION = {
 _NO_FIX_TPU_PRECISION = {64: "64-true", "64": "64-true", "64-true": "64-true"}
 _SUPPORTED = '"32-true", "16-true" and "bf16-true"'
 
+
+# A config path that names TPUs (`pretrain_tpu_128`, `configs/tpu/base`, `v4-tpu`).
+_TPU_NAMED = re.compile(r"(?i)(^|[^a-z])tpus?([^a-z]|$)")
 
 _TPU_ONLY_ADVICE = 'use `"bf16-true"` whenever the Trainer runs on TPUs'
 
@@ -224,6 +228,10 @@ class UnsupportedTpuPrecision(Rule):
         # `dict(accelerator="tpu", precision=...)`.
         if "precision" in syntax.keywords and not syntax.keywords.isdisjoint(_TPU_KEYWORDS):
             return True
+        # `Trainer(precision="16-mixed")` with accelerator "auto" in a project that runs on
+        # TPU VMs (_auto_on_tpu_host).
+        if "precision" in syntax.literal_keywords and view.model.scope.tpu_host(view.path):
+            return True
         # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments).
         return "precision" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(
             {"accelerator", "strategy"}
@@ -265,6 +273,12 @@ class UnsupportedTpuPrecision(Rule):
             config={"lightning-version": "1.9"},
         ),
         Valid("trainer:\n  accelerator: gpu\n  precision: 16-mixed\n", path="config.yaml"),
+        # Accelerator "auto" in a config nothing names for TPUs (and, in code, a Trainer of
+        # a project with no sign of TPU VMs: `L.Trainer(precision=16)` above).
+        Valid(
+            "experiment:\n  accelerator: auto\n  precision: 16-mixed\nmodel:\n  depth: 4\n",
+            path="configs/gpu/pod.yaml",
+        ),
         # A GPU config class.
         Valid(
             "from dataclasses import dataclass, field\n\n"
@@ -363,6 +377,13 @@ class UnsupportedTpuPrecision(Rule):
             line=3,
             message="`precision: 16` on a TPU trainer",
         ),
+        # A config named for TPUs that leaves the accelerator "auto".
+        Invalid(
+            "experiment:\n  accelerator: auto\n  precision: '16'\nmodel:\n  depth: 4\n",
+            path="configs/tpu/pod.yaml",
+            line=3,
+            message='on a TPU VM accelerator "auto" selects XLA',
+        ),
         Invalid(
             "trainer:\n  accelerator: tpu\n  precision: 16-mixed\n",
             path="config.yaml",
@@ -435,6 +456,9 @@ class UnsupportedTpuPrecision(Rule):
         if arg is None:
             return
         tpu = trainer_tpu(self.ctx, node)
+        if tpu == "unknown":
+            self._auto_on_tpu_host(node, arg)
+            return
         if tpu not in ("yes", "maybe"):
             return
         value = literal_value(arg.value)
@@ -465,6 +489,85 @@ class UnsupportedTpuPrecision(Rule):
             _precision_message(value, subject, 'use `precision="bf16-true"`'),
             replacement=arg.with_changes(value=cst.SimpleString(f"{quote}bf16-true{quote}")),
         )
+
+    def _auto_on_tpu_host(self, node: cst.Call, arg: cst.Arg) -> None:
+        """`Trainer(precision="16-mixed")` with accelerator "auto" (or none) in a project that
+        runs on TPU VMs (ProjectScope.tpu_host: torch_xla in its requirements, `PJRT_DEVICE=
+        TPU` in a launcher, a module importing torch_xla, a TPU Trainer or config): there
+        Lightning's connector picks the XLA accelerator, and XLAPrecision rejects the value.
+        Reported without a fix: the run on another machine keeps its mixed precision."""
+        ctx = self.ctx
+        value = literal_value(arg.value)
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        if any(a.star == "**" for a in node.args):
+            return  # the spread arguments may name the accelerator
+        accelerator = keyword_arg(node, "accelerator")
+        strategy = keyword_arg(node, "strategy")
+        if explicit_accelerator(ctx, accelerator.value if accelerator else None) != "auto":
+            return
+        if strategy is not None and (string_value(strategy.value) or "").lower() != "auto":
+            return  # a strategy of its own (DDP fails on XLA anyway, differently)
+        view = ctx.analysis.view
+        why = view.model.scope.tpu_host(view.path) if view is not None else None
+        if why is None:
+            return
+        written = ctx.module.code_for_node(arg.value)
+        given = 'is "auto"' if accelerator is not None else 'is not given ("auto")'
+        unified = (
+            _NO_FIX_TPU_PRECISION.get(value)  # type: ignore[call-overload]
+            or _BAD_TPU_PRECISION[value]  # type: ignore[index]
+        )
+        read_as = "" if str(value) == unified else f' (Lightning 2 reads it as "{unified}")'
+        advice = (
+            'use `"32-true"`'
+            if value in _NO_FIX_TPU_PRECISION
+            else 'use `"bf16-true"` for the TPU run'
+        )
+        self.report(
+            arg,
+            f"`precision={written}`{read_as} on a Trainer whose accelerator {given}: the "
+            f'project runs on TPU VMs ({why}), where accelerator "auto" selects XLA, and '
+            f"Lightning's XLAPrecision accepts only {_SUPPORTED} (ValueError); {advice}",
+        )
+
+    def _auto_tpu_config(self, document: YamlDocument) -> None:
+        """A config named for TPUs (`pretrain_tpu_128.yaml`, `configs/tpu/base.yaml`) whose
+        Trainer settings leave the accelerator "auto" (`accelerator: auto` beside
+        `precision: '16'`, in a `trainer:` section or the section a script passes its
+        Trainer): on the TPU VM the config is for, "auto" selects XLA, and XLAPrecision
+        rejects the value. Reported without a fix (the same value may serve GPUs too)."""
+        named = "/".join(os.path.splitext(document.path)[0].split(os.sep)[-2:])
+        if not _TPU_NAMED.search(named):
+            return
+        sections = [e for e in document.entries() if e.is_mapping]
+        for section in sections:
+            precision = section.child("precision")
+            accelerator = section.child("accelerator")
+            if precision is None or precision.value_start is None or precision.value_end is None:
+                continue
+            if accelerator is None and section.key != "trainer":
+                continue
+            if accelerator is not None and str(accelerator.value).lower() != "auto":
+                continue
+            if section.child("gpus") is not None or section.child("strategy") is not None:
+                continue
+            value = precision.value
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                continue
+            if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+                continue
+            unified = _NO_FIX_TPU_PRECISION.get(value) or _BAD_TPU_PRECISION[value]
+            read_as = "" if str(value) == unified else f' (Lightning 2 reads it as "{unified}")'
+            given = "`accelerator: auto`" if accelerator is not None else "no accelerator"
+            self.report_yaml(
+                precision.value_start,
+                precision.value_end,
+                f"`{section.key}: precision: {precision.raw}`{read_as} with {given} in a "
+                'config for TPUs (its name says so): on a TPU VM accelerator "auto" selects '
+                f"XLA, and Lightning's XLAPrecision accepts only {_SUPPORTED} (ValueError); "
+                "use `bf16-true`",
+            )
 
     def _possible_values(self, node: cst.Call, arg: cst.Arg, tpu: str) -> None:
         """`precision=16 if args.fp16 else 32`, `precision=args.precision` with an argparse
@@ -522,6 +625,7 @@ class UnsupportedTpuPrecision(Rule):
         trainer = document.find("trainer")
         entry = trainer.child("precision") if trainer is not None else None
         if trainer is None or entry is None or entry.value_start is None or entry.value_end is None:
+            self._auto_tpu_config(document)
             return
         value = entry.value
         if not isinstance(value, (str, int, float)):
@@ -529,6 +633,7 @@ class UnsupportedTpuPrecision(Rule):
         if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
             return
         if not yaml_trainer_is_tpu(trainer):
+            self._auto_tpu_config(document)
             return
         message = _precision_message(
             value,

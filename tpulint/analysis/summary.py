@@ -714,9 +714,13 @@ class ModuleSummary:
     # in any scope: the constructions a keyed pipeline's reading must all see (calls in
     # `__init__` and at module level are not in the functions' calls).
     class_calls: dict[str, int] = field(default_factory=dict)
+    # Whether the module's body itself (not a `try`, an `if` or a function) imports torch_xla:
+    # the module cannot be imported without it, so its project runs on TPU (or XLA) hosts.
+    xla_import: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "xi": self.xla_import,
             "cc": self.class_calls,
             "tc": self.top_calls,
             "m": self.module,
@@ -755,7 +759,22 @@ class ModuleSummary:
             star_bindings=data.get("sb", {}),
             exports=data.get("ex"),
             class_calls=data.get("cc", {}),
+            xla_import=data.get("xi", False),
         )
+
+
+def _imports_xla(tree: ast.Module) -> bool:
+    """See ModuleSummary.xla_import."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            names = [alias.name for alias in statement.names]
+        elif isinstance(statement, ast.ImportFrom) and not statement.level:
+            names = [statement.module or ""]
+        else:
+            continue
+        if any(name.split(".", 1)[0] == "torch_xla" for name in names):
+            return True
+    return False
 
 
 def _class_calls(tree: ast.Module) -> dict[str, int]:
@@ -877,6 +896,7 @@ def summarize(
         summary.syntax = syntax
         summary.exports = _exports(tree)
         summary.class_calls = _class_calls(tree)
+        summary.xla_import = _imports_xla(tree)
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
