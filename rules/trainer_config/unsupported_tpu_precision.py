@@ -262,6 +262,13 @@ class UnsupportedTpuPrecision(Rule):
         # Not a TPU Trainer: mixed precision is right on GPUs.
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision="16-mixed")\n'),
         Valid(_LIGHTNING_IMPORT + "trainer = L.Trainer(precision=16)\n"),
+        # A settings function whose tuples never name TPUs.
+        Valid(
+            _LIGHTNING_IMPORT + "def hardware(n):\n"
+            "    if n > 1:\n        return 'gpu', n\n    return 'cpu', 1\n\n"
+            "def fit(n):\n    kind, count = hardware(n)\n"
+            "    return L.Trainer(accelerator=kind, devices=count, precision='16-mixed')\n"
+        ),
         # A value only known at run time.
         Valid(
             _LIGHTNING_IMPORT
@@ -359,6 +366,16 @@ class UnsupportedTpuPrecision(Rule):
         Invalid(
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision=64)\n',
             message='use `"32-true"`',
+        ),
+        # The accelerator comes from a function of the file that returns a tuple, one of
+        # them for TPUs (one level of call return).
+        Invalid(
+            _LIGHTNING_IMPORT + "def hardware(name):\n"
+            "    if name == 'pod':\n        return 'tpu', 8\n    return 'gpu', 1\n\n"
+            "def fit(name):\n    kind, count = hardware(name)\n"
+            "    return L.Trainer(accelerator=kind, devices=count, precision='16-mixed')\n",
+            line=10,
+            message='on a Trainer that runs on TPUs when `kind` is "tpu"',
         ),
         # A TPU trainer config class (openspeech's Fp16TPUTrainerConfigs shape).
         Invalid(
