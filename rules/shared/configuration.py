@@ -247,6 +247,11 @@ def candidates(
     return None
 
 
+def assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
+    """Every value assigned to `name` where it is read (see _assigned_values)."""
+    return _assigned_values(ctx, name)
+
+
 def _assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
     """Every value assigned to `name` in the enclosing function (or at module level, for a
     module-level name or one the function does not assign); parameter defaults count."""

@@ -14,6 +14,8 @@ from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import (
+    XLA_STRATEGY_NAMES,
+    assigned_values,
     is_framework_file,
     lightning_at_least,
     literal_candidates,
@@ -65,6 +67,42 @@ def _precision_message(value: object, subject: str, fix: str) -> str:
 _CONFIG_CLASS_NAME = re.compile(
     r"(?i)(config|configs|conf|args|arguments|params|settings|options|hparams)$"
 )
+
+
+def _tpu_returning(view, call: cst.Call) -> tuple[str, str, dict] | None:
+    """The project function a call (`settings(...)`, `manager.settings(...)`) names, when it
+    is the only one of that name in the call's project and one of its returned dict literals
+    asks for TPUs (FunctionSummary.trainer_returns): (its name, where it is, that dict)."""
+    func = call.func
+    name = (
+        func.attr.value
+        if isinstance(func, cst.Attribute)
+        else func.value
+        if isinstance(func, cst.Name)
+        else None
+    )
+    if name is None:
+        return None
+    model = view.model
+    index = model.__dict__.get("_trainer_returning")
+    if index is None:
+        index = {}
+        for fn in model.functions.values():
+            if fn.summary.trainer_returns:
+                index.setdefault(fn.summary.name, []).append(fn)
+        model.__dict__["_trainer_returning"] = index
+    from tpulint.analysis.scope import same_repository
+
+    found = [fn for fn in index.get(name, ()) if same_repository(fn.module.path, view.path)]
+    if len(found) != 1:
+        return None
+    fn = found[0]
+    for returned in fn.summary.trainer_returns:
+        accelerator = str(returned.get("accelerator", "")).lower()
+        strategy = str(returned.get("strategy", "")).lower()
+        if accelerator == "tpu" or strategy in XLA_STRATEGY_NAMES:
+            return name, f"{view.display(fn.module.path)}:{fn.summary.line}", returned
+    return None
 
 
 def _is_config_class(klass) -> bool:
@@ -232,9 +270,12 @@ class UnsupportedTpuPrecision(Rule):
         # TPU VMs (_auto_on_tpu_host).
         if "precision" in syntax.literal_keywords and view.model.scope.tpu_host(view.path):
             return True
-        # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments).
-        return "precision" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(
-            {"accelerator", "strategy"}
+        # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments), or merged with
+        # the dict a project function returns (_merged_arguments).
+        if "precision" not in syntax.dict_keys:
+            return False
+        return not syntax.dict_keys.isdisjoint({"accelerator", "strategy"}) or any(
+            fn.summary.trainer_returns for fn in view.model.functions.values()
         )
 
     VALID = (
@@ -268,6 +309,20 @@ class UnsupportedTpuPrecision(Rule):
             "    if n > 1:\n        return 'gpu', n\n    return 'cpu', 1\n\n"
             "def fit(n):\n    kind, count = hardware(n)\n"
             "    return L.Trainer(accelerator=kind, devices=count, precision='16-mixed')\n"
+        ),
+        # Merged with a function's dicts that never ask for TPUs, or spread after the
+        # precision with one of its own.
+        Valid(
+            _LIGHTNING_IMPORT + "def hardware(n):\n"
+            "    if n:\n        return {'accelerator': 'gpu', 'devices': n}\n"
+            "    return {'accelerator': 'cpu'}\n\n"
+            "def fit(n):\n    return L.Trainer(**{'precision': 16, **hardware(n)})\n"
+        ),
+        Valid(
+            _LIGHTNING_IMPORT + "def hardware(pod):\n"
+            "    if pod:\n        return {'accelerator': 'tpu', 'precision': 'bf16-true'}\n"
+            "    return {'accelerator': 'gpu'}\n\n"
+            "def fit(pod):\n    return L.Trainer(**{'precision': 16, **hardware(pod)})\n"
         ),
         # A value only known at run time.
         Valid(
@@ -377,6 +432,20 @@ class UnsupportedTpuPrecision(Rule):
             line=10,
             message='on a Trainer that runs on TPUs when `kind` is "tpu"',
         ),
+        # Trainer arguments merged with the dict a function returns, TPUs on one path.
+        Invalid(
+            _LIGHTNING_IMPORT + "class Settings:\n"
+            "    def __init__(self, kind):\n        self.kind = kind\n\n"
+            "    def hardware(self):\n"
+            "        if self.kind == 'pod':\n"
+            "            return {'accelerator': 'tpu', 'devices': 8}\n"
+            "        return {'accelerator': 'gpu', 'devices': 1}\n\n"
+            "def fit(kind):\n    hardware = Settings(kind).hardware()\n"
+            "    arguments = {'max_epochs': 3, 'precision': 'bf16-mixed', **hardware}\n"
+            "    return L.Trainer(**arguments)\n",
+            line=14,
+            message="merged with what `hardware()` returns",
+        ),
         # A TPU trainer config class (openspeech's Fp16TPUTrainerConfigs shape).
         Invalid(
             "from dataclasses import dataclass, field\n\n"
@@ -437,6 +506,9 @@ class UnsupportedTpuPrecision(Rule):
         """`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
         splatted into `Trainer(**cfg)`: the same precision, the same ValueError."""
         entries = tpu_arguments(self.ctx, node)
+        if entries is None and isinstance(node, cst.Dict):
+            self._merged_arguments(node)
+            return
         precision = entries.get("precision") if entries is not None else None
         if precision is None:
             return
@@ -460,6 +532,53 @@ class UnsupportedTpuPrecision(Rule):
             _precision_message(value, subject, 'use `"bf16-true"`'),
             replacement=cst.SimpleString(f"{quote}bf16-true{quote}"),
         )
+
+    def _merged_arguments(self, node: cst.Dict) -> None:
+        """`{"precision": 16, **hardware}` with `hardware = manager.accelerator_settings()`
+        (or the call spread itself), a function of the project whose returned dict literal asks
+        for TPUs on one of its paths (`return {"accelerator": "tpu", ...}`): the merged Trainer
+        arguments carry the rejected precision on the TPU path. One level of call return;
+        reported without a fix (the other paths' mixed precision is right)."""
+        ctx = self.ctx
+        precision = None
+        spreads: list[cst.BaseExpression] = []
+        for element in node.elements:
+            if isinstance(element, cst.DictElement) and string_value(element.key) == "precision":
+                precision = element.value
+                spreads = []  # a spread before the key does not override it
+            elif isinstance(element, cst.StarredDictElement):
+                spreads.append(element.value)
+        value = literal_value(precision)
+        if precision is None or not spreads:
+            return
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        view = ctx.analysis.view
+        if view is None:
+            return
+        for spread in spreads:
+            calls = [spread] if isinstance(spread, cst.Call) else []
+            if isinstance(spread, cst.Name):
+                calls = [v for v in assigned_values(ctx, spread) if isinstance(v, cst.Call)]
+            for call in calls:
+                found = _tpu_returning(view, call)
+                if found is None:
+                    continue
+                name, where, returned = found
+                if "precision" in returned:
+                    continue  # the spread dict sets its own precision after this one
+                shown = ctx.module.code_for_node(precision)
+                self.report(
+                    precision,
+                    _precision_message(
+                        value,
+                        f"`precision: {shown}` in Trainer arguments merged with what "
+                        f"`{name}()` returns (a dict that asks for TPUs on one of its paths, "
+                        f"{where})",
+                        _TPU_ONLY_ADVICE,
+                    ),
+                )
+                return
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._enabled:
