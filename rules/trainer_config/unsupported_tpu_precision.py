@@ -593,7 +593,8 @@ class UnsupportedTpuPrecision(Rule):
             return
         tpu = trainer_tpu(self.ctx, node)
         if tpu == "unknown":
-            self._auto_on_tpu_host(node, arg)
+            if not self._json_accelerator(node, arg):
+                self._auto_on_tpu_host(node, arg)
             return
         if tpu not in ("yes", "maybe"):
             return
@@ -625,6 +626,48 @@ class UnsupportedTpuPrecision(Rule):
             _precision_message(value, subject, 'use `precision="bf16-true"`'),
             replacement=arg.with_changes(value=cst.SimpleString(f"{quote}bf16-true{quote}")),
         )
+
+    def _json_accelerator(self, node: cst.Call, arg: cst.Arg) -> bool:
+        """`accelerator=config["hardware"]["type"]` in a file that reads JSON, with a JSON
+        config of the project that sets that key path to "tpu" (`{"hardware": {"type":
+        "tpu"}}`): the run with that config is a TPU Trainer. Reported without a fix (the
+        other configs' runs keep their precision)."""
+        ctx = self.ctx
+        accelerator = keyword_arg(node, "accelerator")
+        value = literal_value(arg.value)
+        if accelerator is None or "json" not in ctx.source:
+            return False
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return False
+        keys: list[str] = []
+        current = accelerator.value
+        while isinstance(current, cst.Subscript) and len(current.slice) == 1:
+            index = current.slice[0].slice
+            key = string_value(index.value) if isinstance(index, cst.Index) else None
+            if key is None:
+                return False
+            keys.insert(0, key)
+            current = current.value
+        if not keys or not isinstance(current, (cst.Name, cst.Attribute)):
+            return False
+        view = ctx.analysis.view
+        if view is None:
+            return False
+        found = [
+            shown
+            for shown, setting in view.model.scope.json_values(view.path, tuple(keys))
+            if isinstance(setting, str) and setting.lower() == "tpu"
+        ]
+        if not found:
+            return False
+        written = ctx.module.code_for_node(arg.value)
+        reads = ctx.module.code_for_node(accelerator.value)
+        subject = (
+            f'`precision={written}` on a Trainer whose `accelerator={reads}` is "tpu" with '
+            f"the config {found[0]}"
+        )
+        self.report(arg, _precision_message(value, subject, _TPU_ONLY_ADVICE))
+        return True
 
     def _auto_on_tpu_host(self, node: cst.Call, arg: cst.Arg) -> None:
         """`Trainer(precision="16-mixed")` with accelerator "auto" (or none) in a project that

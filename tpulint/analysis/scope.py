@@ -566,6 +566,42 @@ def _tpu_host_text(repository: str) -> str | None:
     return f"{shown} {what}"
 
 
+_MAX_JSON_FILES = 500
+
+
+@lru_cache(maxsize=256)
+def _json_configs(project: str) -> tuple[tuple[str, Any], ...]:
+    """The JSON files of a project folder (not its hidden folders, nor folders that are
+    repositories of their own), parsed: (path shown from the project, data)."""
+    import json
+
+    out: list[tuple[str, Any]] = []
+    for root, dirs, files in os.walk(project):
+        note(root)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _SKIPPED_FOLDERS
+            and _repository_of(os.path.join(root, d)) != os.path.join(root, d)
+        )
+        for name in sorted(files):
+            if not name.endswith(".json"):
+                continue
+            path = note(os.path.join(root, name))
+            try:
+                if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    data = json.load(handle)
+            except (OSError, ValueError, RecursionError):
+                continue
+            out.append((os.path.relpath(path, project), data))
+            if len(out) >= _MAX_JSON_FILES:
+                return tuple(out)
+    return tuple(out)
+
+
 def forget_text_reads() -> None:
     """Start noting the text files the analysis reads afresh (before a model is built): the
     cached readers would otherwise answer a second build without noting what they read."""
@@ -577,6 +613,7 @@ def forget_text_reads() -> None:
         _distributes,
         _holds_suffix,
         _tpu_host_text,
+        _json_configs,
     ):
         cached.cache_clear()
 
@@ -5393,6 +5430,19 @@ class ProjectScope:
                     break
         cache[project] = why
         return why
+
+    def json_values(self, path: str, keys: tuple[str, ...]) -> list[tuple[str, Any]]:
+        """The scalar values the JSON configs of the project of `path` hold at a key path
+        (`("hardware", "type")`: what `config["hardware"]["type"]` reads from one of them),
+        with the config each is in."""
+        out: list[tuple[str, Any]] = []
+        for shown, data in _json_configs(_tpu_project_folder(path)):
+            current = data
+            for key in keys:
+                current = current.get(key) if isinstance(current, dict) else None
+            if current is not None and not isinstance(current, (dict, list)):
+                out.append((shown, current))
+        return out
 
     def launcher_function(self, path: str, key: str) -> bool:
         """Whether a function runs only in the process that launches training: a signal
