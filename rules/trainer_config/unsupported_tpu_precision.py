@@ -194,6 +194,20 @@ class UnsupportedTpuPrecision(Rule):
     `configs/trainer/tpu.yaml`). A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
     1.x's `accelerator="ddp"`) is not a TPU Trainer, whatever its `tpu_cores` says.
 
+    It follows the accelerator one level further than the Trainer call: a name unpacked from
+    a function of the file whose returns are literal tuples (`kind, count = hardware(name)`
+    with `return "tpu", 8` on one path), Trainer arguments merged with the dict a project
+    function returns (`{"precision": 16, **manager.hardware()}` where `hardware` returns
+    `{"accelerator": "tpu", ...}` on one path), and a key path read from a JSON config
+    (`accelerator=cfg["hardware"]["type"]` with a JSON file of the project that sets it to
+    `"tpu"`). And a Trainer whose accelerator is `"auto"` (or not given) is a TPU Trainer in a
+    project that runs on TPU VMs: one whose requirements file installs torch_xla or libtpu,
+    whose shell scripts or Dockerfile set `PJRT_DEVICE=TPU` or install torch_xla, that has a
+    module importing torch_xla unconditionally, or a Trainer or config asking for TPUs; so is
+    `accelerator: auto` beside `precision:` in a YAML config whose name says TPU
+    (`pretrain_tpu_128.yaml`). A project with none of these (or only an optional, guarded
+    torch_xla import) is left alone.
+
     ## Why is this bad on TPU?
     Lightning 2 turns `16` into `"16-mixed"` and `"bf16"` into `"bf16-mixed"`, and its
     `XLAPrecision` plugin accepts only `"32-true"`, `"16-true"` and `"bf16-true"`: any other
@@ -201,6 +215,15 @@ class UnsupportedTpuPrecision(Rule):
     (autocast plus a gradient scaler) does not exist on TPUs; bfloat16 is the TPU's native
     half type. In Lightning 1.x, `precision=16` with TPU cores selected the bfloat16 plugin
     (`TPUBf16PrecisionPlugin`), so `"bf16-true"` is what that code meant.
+
+    Lightning's accelerator `"auto"` picks the XLA accelerator whenever a TPU is present
+    (`_select_auto_accelerator` in lightning/fabric/utilities/device_parser.py returns
+    "tpu" first when `XLAAccelerator.is_available()`), so on a TPU VM an "auto" Trainer gets
+    `XLAPrecision(self._precision_flag)` (lightning/pytorch/trainer/connectors/
+    accelerator_connector.py) and the same `ValueError` (`_PRECISION_INPUT =
+    Literal["32-true", "16-true", "bf16-true"]` in lightning/fabric/plugins/precision/xla.py,
+    checked in `XLAPrecision.__init__` of lightning/pytorch/plugins/precision/xla.py,
+    Lightning 2.6).
 
     Lightning's documentation contradicts its code here: the Fabric precision page still says
     that `precision="16-mixed"` enables bfloat16 on TPUs, and the TPU page says `"16-true"`
@@ -226,7 +249,9 @@ class UnsupportedTpuPrecision(Rule):
     weights themselves in bfloat16, where mixed precision kept float32 master weights, so the
     numerics of training change (for code migrated from Lightning 1.x with `tpu_cores`, it
     keeps the 1.x meaning). `64` has no XLA equivalent and is reported without a fix; config
-    class defaults are reported without a fix (their type annotations are often `int`).
+    class defaults are reported without a fix (their type annotations are often `int`), and
+    so are the shapes whose Trainer runs on TPUs only on some paths or machines (an "auto"
+    Trainer, a returned tuple or dict, a JSON config): the other runs keep their precision.
     Nothing is reported when the configured `lightning-version` is older than 2.0.
 
     ## References
@@ -240,7 +265,10 @@ class UnsupportedTpuPrecision(Rule):
     Lightning 1.x's `accelerator="ddp"` (a GPU run) whose `tpu_cores` was None on that path:
     such a Trainer is no longer a TPU Trainer, and no message names a non-TPU accelerator as
     the one asking for TPUs. Dictionaries of Trainer arguments that ask for TPUs are checked
-    since (two misses of tpu1).
+    since (two misses of tpu1). Issue 21 (thirteenth session) added the "auto" Trainer of a
+    project that runs on TPU VMs, the TPU-named config with `accelerator: auto`, and the
+    accelerators reached through a returned tuple or dict or a JSON config (misses of sci31
+    and sci34).
     """
 
     code = "TPU004"
