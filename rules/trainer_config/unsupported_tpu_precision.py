@@ -105,6 +105,36 @@ def _tpu_returning(view, call: cst.Call) -> tuple[str, str, dict] | None:
     return None
 
 
+def _single_value(ctx, value: cst.BaseExpression) -> cst.BaseExpression:
+    """A name's value when it is assigned once (`precision = a if t else b`), else itself."""
+    if isinstance(value, cst.Name):
+        assigned = assigned_values(ctx, value)
+        if len(assigned) == 1:
+            return assigned[0]
+    return value
+
+
+def _tpu_side(ctx, call: cst.Call, precision: cst.BaseExpression) -> cst.BaseExpression:
+    """The precision of the TPU run when the precision and the accelerator are chosen by the
+    same test (`precision = "bf16-true" if cfg.use_tpu else "bf16-mixed"` with
+    `accelerator="tpu" if cfg.use_tpu else "auto"`): the branch of the test's TPU side."""
+    accelerator = keyword_arg(call, "accelerator")
+    if accelerator is None:
+        return precision
+    chosen = _single_value(ctx, precision)
+    switch = _single_value(ctx, accelerator.value)
+    if not isinstance(chosen, cst.IfExp) or not isinstance(switch, cst.IfExp):
+        return precision
+    code = ctx.module.code_for_node
+    if code(chosen.test) != code(switch.test):
+        return precision
+    body = (string_value(switch.body) or "").lower() == "tpu"
+    orelse = (string_value(switch.orelse) or "").lower() == "tpu"
+    if body == orelse:
+        return precision
+    return chosen.body if body else chosen.orelse
+
+
 def _is_config_class(klass) -> bool:
     """A dataclass / pydantic / omegaconf-style config class (not a plugin or a module)."""
     node = klass.node
@@ -351,6 +381,13 @@ class UnsupportedTpuPrecision(Rule):
             "    if pod:\n        return {'accelerator': 'tpu', 'precision': 'bf16-true'}\n"
             "    return {'accelerator': 'gpu'}\n\n"
             "def fit(pod):\n    return L.Trainer(**{'precision': 16, **hardware(pod)})\n"
+        ),
+        # The precision and the accelerator chosen by the same switch: the TPU run's is
+        # supported.
+        Valid(
+            _LIGHTNING_IMPORT + "def fit(cfg):\n"
+            "    precision = 'bf16-true' if cfg.tpu else 'bf16-mixed' if cfg.half else 32\n"
+            "    return L.Trainer(accelerator='tpu' if cfg.tpu else 'auto', precision=precision)\n"
         ),
         # A value only known at run time.
         Valid(
@@ -782,7 +819,7 @@ class UnsupportedTpuPrecision(Rule):
         shows is unsupported on TPUs (no fix: the other values are right, and a rewrite
         could not tell the runs apart)."""
         ctx = self.ctx
-        values = literal_candidates(ctx, arg.value)
+        values = literal_candidates(ctx, _tpu_side(ctx, node, arg.value))
         if not values:
             return
         bad = [v for v in values if v in _BAD_TPU_PRECISION or v in _NO_FIX_TPU_PRECISION]
