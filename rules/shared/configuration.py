@@ -247,15 +247,26 @@ def candidates(
     return None
 
 
+def assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
+    """Every value assigned to `name` where it is read (see _assigned_values)."""
+    return _assigned_values(ctx, name)
+
+
 def _assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
     """Every value assigned to `name` in the enclosing function (or at module level, for a
     module-level name or one the function does not assign); parameter defaults count."""
     cache = ctx.shared.setdefault("assigned_values", {})
     function = None
+    linked = False
     for ancestor in ctx.ancestors(name):
+        linked = True
         if isinstance(ancestor, cst.FunctionDef):
             function = ancestor
             break
+    if not linked:
+        # A node below the walk's position (`accelerator=accelerator` seen from the
+        # Trainer call): its parent links are not made yet.
+        function = _enclosing_function(ctx, name)
     key = (id(function), name.value)
     if key in cache:
         return cache[key]
@@ -268,15 +279,75 @@ def _assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpressio
                 if param.default is None:
                     cache[key] = [name]  # an argument without a default: not visible
                     return [name]
-        values += _assignments(function.body, name.value)
+        values += _assignments(function.body, name.value, module=ctx.module)
     if not values:
-        values = _assignments(ctx.module, name.value, top_level_only=True)
+        values = _assignments(ctx.module, name.value, top_level_only=True, module=ctx.module)
     cache[key] = values
     return values
 
 
+def _enclosing_function(ctx: FileContext, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The innermost function around `node`, from parent links of the whole module (made
+    once per file, when first needed)."""
+    parents = ctx.shared.get("all_parents")
+    if parents is None:
+        from tpulint.analysis.walker import iter_children
+
+        parents = {}
+        stack: list[cst.CSTNode] = [ctx.module]
+        while stack:
+            current = stack.pop()
+            for child in iter_children(current):
+                parents[id(child)] = current
+                stack.append(child)
+        ctx.shared["all_parents"] = parents
+    current = parents.get(id(node))
+    while current is not None:
+        if isinstance(current, cst.FunctionDef):
+            return current
+        current = parents.get(id(current))
+    return None
+
+
+def _returned_elements(
+    module: cst.Module, call: cst.BaseExpression, index: int, size: int
+) -> list[cst.BaseExpression] | None:
+    """`a, b, c = settings(args)` with `settings` a function of the file whose every
+    `return` is a tuple of `size` elements (`return "tpu", 8, "xla"`): the element at `index`
+    of each (one level of call return). None when the file does not show it."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+        return None
+    defs = [
+        statement
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == call.func.value
+    ]
+    if len(defs) != 1:
+        return None
+    from tpulint.analysis.walker import iter_children
+
+    returns: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [defs[0].body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            returns.append(node)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
+            continue
+        stack.extend(iter_children(node))
+    out: list[cst.BaseExpression] = []
+    for statement in returns:
+        value = statement.value
+        if not isinstance(value, cst.Tuple) or len(value.elements) != size:
+            return None
+        if any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        out.append(value.elements[index].value)
+    return out or None
+
+
 def _assignments(
-    root: cst.CSTNode, name: str, top_level_only: bool = False
+    root: cst.CSTNode, name: str, top_level_only: bool = False, module: cst.Module | None = None
 ) -> list[cst.BaseExpression]:
     out: list[cst.BaseExpression] = []
     stack: list[cst.CSTNode] = [root]
@@ -288,6 +359,12 @@ def _assignments(
             for target in node.targets:
                 if isinstance(target.target, cst.Name) and target.target.value == name:
                     out.append(node.value)
+                elif isinstance(target.target, cst.Tuple) and module is not None:
+                    elements = target.target.elements
+                    for index, element in enumerate(elements):
+                        if isinstance(element.value, cst.Name) and element.value.value == name:
+                            found = _returned_elements(module, node.value, index, len(elements))
+                            out += found or []
         elif (
             isinstance(node, cst.AnnAssign)
             and node.value is not None

@@ -50,6 +50,9 @@ def _tpu_condition(ctx, call: cst.Call) -> str:
         literal = string_value(value)
         if keyword == "accelerator" and literal is not None and literal.lower() != "tpu":
             continue
+        if keyword == "accelerator" and isinstance(value, cst.Name):
+            # `accelerator, devices = settings(args)` with one of its returns "tpu"
+            return f'`{value.value}` is "tpu"'
         return f"`{keyword}={ctx.module.code_for_node(value)}` asks for TPUs"
     return "its arguments ask for TPUs"
 

@@ -21,7 +21,16 @@ from ..shared.configuration import (
 from .helpers import _LIGHTNING_IMPORT, _root_local
 
 _STRATEGY_RENAMES = {"tpu_spawn": "xla", "tpu_spawn_debug": "xla_debug"}
-_CLASS_RENAMES = {"TPUSpawnStrategy": "XLAStrategy", "TPUSpawnPlugin": "XLAStrategy"}
+# Lightning 1.x TPU strategy classes that Lightning 2 no longer has under any name
+# (`TPUSpawnPlugin` and `SingleTPUPlugin` were renamed `TPUSpawnStrategy` and
+# `SingleTPUStrategy` in 1.6; 2.0 renamed those again). `SingleTPUStrategy` itself, like the
+# precision plugins `TPUPrecisionPlugin` and `TPUBf16PrecisionPlugin`, is still importable in
+# Lightning 2.6 as a deprecated alias (lightning/pytorch/_graveyard/tpu.py): not reported.
+_CLASS_RENAMES = {
+    "TPUSpawnStrategy": "XLAStrategy",
+    "TPUSpawnPlugin": "XLAStrategy",
+    "SingleTPUPlugin": "SingleDeviceXLAStrategy",
+}
 
 
 class LegacyXlaStrategy(Rule):
@@ -31,11 +40,13 @@ class LegacyXlaStrategy(Rule):
     `"tpu_spawn_debug"` (as `Trainer(strategy=...)`, in dictionaries and config defaults, under
     `trainer: strategy:` in LightningCLI YAML configs, Hydra Trainer configs and YAML sections
     the code spreads into a TPU Trainer, `pl.Trainer(**cfg.trainer)`) and the
-    classes `TPUSpawnStrategy` and `TPUSpawnPlugin`.
+    classes `TPUSpawnStrategy`, `TPUSpawnPlugin` and `SingleTPUPlugin` (Lightning 1.5's name
+    of the single-core strategy), built or used as base classes.
 
     ## Why is this bad on TPU?
-    Lightning 2.0 renamed them to `"xla"`, `"xla_debug"` and `XLAStrategy`, and removed the
-    old names: `Trainer(strategy="tpu_spawn")` raises a `ValueError` (unknown strategy) and
+    Lightning 2.0 renamed them to `"xla"`, `"xla_debug"`, `XLAStrategy` and
+    `SingleDeviceXLAStrategy`, and removed the old names: `Trainer(strategy="tpu_spawn")`
+    raises a `ValueError` (unknown strategy) and
     `from lightning.pytorch.strategies import TPUSpawnStrategy` an `ImportError`, before
     anything reaches the TPU.
 
@@ -78,7 +89,7 @@ class LegacyXlaStrategy(Rule):
     fix_applicability = Applicability.SAFE
     fix_sometimes = True
     fix_message = "Rename to the XLA strategy"
-    requires = ("tpu_spawn", "TPUSpawnStrategy", "TPUSpawnPlugin")
+    requires = ("tpu_spawn", "TPUSpawnStrategy", "TPUSpawnPlugin", "SingleTPUPlugin")
 
     VALID = (
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", strategy="xla")\n'),
@@ -93,6 +104,17 @@ class LegacyXlaStrategy(Rule):
             config={"lightning-version": "1.9"},
         ),
         Valid("trainer:\n  strategy: xla\n", path="config.yaml"),
+        # Deprecated aliases that Lightning 2.6 still imports (they warn, and build the XLA
+        # classes): not a failure.
+        Valid(
+            "import pytorch_lightning.plugins as plugins\n\n"
+            "class Bf16Plugin(plugins.TPUBf16PrecisionPlugin):\n    pass\n\n"
+            "plugin = plugins.TPUPrecisionPlugin()\n"
+        ),
+        Valid(
+            "from pytorch_lightning.strategies import SingleTPUStrategy\n\n"
+            "strategy = SingleTPUStrategy(device=0)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -148,6 +170,22 @@ class LegacyXlaStrategy(Rule):
             expected_fix="from pytorch_lightning.strategies import XLAStrategy\n\n"
             "class MyStrategy(XLAStrategy):\n"
             "    pass\n",
+        ),
+        # Lightning 1.5's plugin names, as a base class through a module alias and built.
+        Invalid(
+            "import pytorch_lightning.plugins as plugins\n\n"
+            "class OneCore(plugins.SingleTPUPlugin):\n    pass\n",
+            line=3,
+            message="`SingleTPUPlugin` was renamed `SingleDeviceXLAStrategy`",
+            expected_fix="import pytorch_lightning.plugins as plugins\n\n"
+            "class OneCore(plugins.SingleDeviceXLAStrategy):\n    pass\n",
+        ),
+        Invalid(
+            "from pytorch_lightning.plugins import SingleTPUPlugin\n\n"
+            "def one_core(index):\n    return SingleTPUPlugin(device=index)\n",
+            line=4,
+            expected_fix="from pytorch_lightning.strategies import SingleDeviceXLAStrategy\n\n"
+            "def one_core(index):\n    return SingleDeviceXLAStrategy(device=index)\n",
         ),
         Invalid(
             "trainer:\n  accelerator: tpu\n  strategy: tpu_spawn  # 8 cores\n",

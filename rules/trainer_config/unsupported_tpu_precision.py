@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import libcst as cst
@@ -9,10 +10,12 @@ import libcst as cst
 from tpulint.analysis.project import FileView
 from tpulint.analysis.yaml_config import YamlDocument
 from tpulint.datatypes.diagnostics import Applicability, Edit, Severity
-from tpulint.rule_api.cst_helpers import keyword_arg
+from tpulint.rule_api.cst_helpers import keyword_arg, string_value
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import (
+    XLA_STRATEGY_NAMES,
+    assigned_values,
     is_framework_file,
     lightning_at_least,
     literal_candidates,
@@ -22,7 +25,7 @@ from ..shared.configuration import (
     yaml_trainer_is_tpu,
 )
 from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call
-from .helpers import _LIGHTNING_IMPORT, _tpu_condition
+from .helpers import _LIGHTNING_IMPORT, _tpu_condition, explicit_accelerator
 
 # The keywords that can make a Trainer call a TPU one (see trainer_tpu).
 _TPU_KEYWORDS = frozenset({"accelerator", "strategy", *LEGACY_TPU_KEYWORDS})
@@ -37,6 +40,9 @@ _BAD_TPU_PRECISION = {
 _NO_FIX_TPU_PRECISION = {64: "64-true", "64": "64-true", "64-true": "64-true"}
 _SUPPORTED = '"32-true", "16-true" and "bf16-true"'
 
+
+# A config path that names TPUs (`pretrain_tpu_128`, `configs/tpu/base`, `v4-tpu`).
+_TPU_NAMED = re.compile(r"(?i)(^|[^a-z])tpus?([^a-z]|$)")
 
 _TPU_ONLY_ADVICE = 'use `"bf16-true"` whenever the Trainer runs on TPUs'
 
@@ -61,6 +67,72 @@ def _precision_message(value: object, subject: str, fix: str) -> str:
 _CONFIG_CLASS_NAME = re.compile(
     r"(?i)(config|configs|conf|args|arguments|params|settings|options|hparams)$"
 )
+
+
+def _tpu_returning(view, call: cst.Call) -> tuple[str, str, dict] | None:
+    """The project function a call (`settings(...)`, `manager.settings(...)`) names, when it
+    is the only one of that name in the call's project and one of its returned dict literals
+    asks for TPUs (FunctionSummary.trainer_returns): (its name, where it is, that dict)."""
+    func = call.func
+    name = (
+        func.attr.value
+        if isinstance(func, cst.Attribute)
+        else func.value
+        if isinstance(func, cst.Name)
+        else None
+    )
+    if name is None:
+        return None
+    model = view.model
+    index = model.__dict__.get("_trainer_returning")
+    if index is None:
+        index = {}
+        for fn in model.functions.values():
+            if fn.summary.trainer_returns:
+                index.setdefault(fn.summary.name, []).append(fn)
+        model.__dict__["_trainer_returning"] = index
+    from tpulint.analysis.scope import same_repository
+
+    found = [fn for fn in index.get(name, ()) if same_repository(fn.module.path, view.path)]
+    if len(found) != 1:
+        return None
+    fn = found[0]
+    for returned in fn.summary.trainer_returns:
+        accelerator = str(returned.get("accelerator", "")).lower()
+        strategy = str(returned.get("strategy", "")).lower()
+        if accelerator == "tpu" or strategy in XLA_STRATEGY_NAMES:
+            return name, f"{view.display(fn.module.path)}:{fn.summary.line}", returned
+    return None
+
+
+def _single_value(ctx, value: cst.BaseExpression) -> cst.BaseExpression:
+    """A name's value when it is assigned once (`precision = a if t else b`), else itself."""
+    if isinstance(value, cst.Name):
+        assigned = assigned_values(ctx, value)
+        if len(assigned) == 1:
+            return assigned[0]
+    return value
+
+
+def _tpu_side(ctx, call: cst.Call, precision: cst.BaseExpression) -> cst.BaseExpression:
+    """The precision of the TPU run when the precision and the accelerator are chosen by the
+    same test (`precision = "bf16-true" if cfg.use_tpu else "bf16-mixed"` with
+    `accelerator="tpu" if cfg.use_tpu else "auto"`): the branch of the test's TPU side."""
+    accelerator = keyword_arg(call, "accelerator")
+    if accelerator is None:
+        return precision
+    chosen = _single_value(ctx, precision)
+    switch = _single_value(ctx, accelerator.value)
+    if not isinstance(chosen, cst.IfExp) or not isinstance(switch, cst.IfExp):
+        return precision
+    code = ctx.module.code_for_node
+    if code(chosen.test) != code(switch.test):
+        return precision
+    body = (string_value(switch.body) or "").lower() == "tpu"
+    orelse = (string_value(switch.orelse) or "").lower() == "tpu"
+    if body == orelse:
+        return precision
+    return chosen.body if body else chosen.orelse
 
 
 def _is_config_class(klass) -> bool:
@@ -152,6 +224,20 @@ class UnsupportedTpuPrecision(Rule):
     `configs/trainer/tpu.yaml`). A Trainer given a non-TPU accelerator (`"gpu"`, or Lightning
     1.x's `accelerator="ddp"`) is not a TPU Trainer, whatever its `tpu_cores` says.
 
+    It follows the accelerator one level further than the Trainer call: a name unpacked from
+    a function of the file whose returns are literal tuples (`kind, count = hardware(name)`
+    with `return "tpu", 8` on one path), Trainer arguments merged with the dict a project
+    function returns (`{"precision": 16, **manager.hardware()}` where `hardware` returns
+    `{"accelerator": "tpu", ...}` on one path), and a key path read from a JSON config
+    (`accelerator=cfg["hardware"]["type"]` with a JSON file of the project that sets it to
+    `"tpu"`). And a Trainer whose accelerator is `"auto"` (or not given) is a TPU Trainer in a
+    project that runs on TPU VMs: one whose requirements file installs torch_xla or libtpu,
+    whose shell scripts or Dockerfile set `PJRT_DEVICE=TPU` or install torch_xla, that has a
+    module importing torch_xla unconditionally, or a Trainer or config asking for TPUs; so is
+    `accelerator: auto` beside `precision:` in a YAML config whose name says TPU
+    (`pretrain_tpu_128.yaml`). A project with none of these (or only an optional, guarded
+    torch_xla import) is left alone.
+
     ## Why is this bad on TPU?
     Lightning 2 turns `16` into `"16-mixed"` and `"bf16"` into `"bf16-mixed"`, and its
     `XLAPrecision` plugin accepts only `"32-true"`, `"16-true"` and `"bf16-true"`: any other
@@ -159,6 +245,15 @@ class UnsupportedTpuPrecision(Rule):
     (autocast plus a gradient scaler) does not exist on TPUs; bfloat16 is the TPU's native
     half type. In Lightning 1.x, `precision=16` with TPU cores selected the bfloat16 plugin
     (`TPUBf16PrecisionPlugin`), so `"bf16-true"` is what that code meant.
+
+    Lightning's accelerator `"auto"` picks the XLA accelerator whenever a TPU is present
+    (`_select_auto_accelerator` in lightning/fabric/utilities/device_parser.py returns
+    "tpu" first when `XLAAccelerator.is_available()`), so on a TPU VM an "auto" Trainer gets
+    `XLAPrecision(self._precision_flag)` (lightning/pytorch/trainer/connectors/
+    accelerator_connector.py) and the same `ValueError` (`_PRECISION_INPUT =
+    Literal["32-true", "16-true", "bf16-true"]` in lightning/fabric/plugins/precision/xla.py,
+    checked in `XLAPrecision.__init__` of lightning/pytorch/plugins/precision/xla.py,
+    Lightning 2.6).
 
     Lightning's documentation contradicts its code here: the Fabric precision page still says
     that `precision="16-mixed"` enables bfloat16 on TPUs, and the TPU page says `"16-true"`
@@ -184,7 +279,9 @@ class UnsupportedTpuPrecision(Rule):
     weights themselves in bfloat16, where mixed precision kept float32 master weights, so the
     numerics of training change (for code migrated from Lightning 1.x with `tpu_cores`, it
     keeps the 1.x meaning). `64` has no XLA equivalent and is reported without a fix; config
-    class defaults are reported without a fix (their type annotations are often `int`).
+    class defaults are reported without a fix (their type annotations are often `int`), and
+    so are the shapes whose Trainer runs on TPUs only on some paths or machines (an "auto"
+    Trainer, a returned tuple or dict, a JSON config): the other runs keep their precision.
     Nothing is reported when the configured `lightning-version` is older than 2.0.
 
     ## References
@@ -198,7 +295,10 @@ class UnsupportedTpuPrecision(Rule):
     Lightning 1.x's `accelerator="ddp"` (a GPU run) whose `tpu_cores` was None on that path:
     such a Trainer is no longer a TPU Trainer, and no message names a non-TPU accelerator as
     the one asking for TPUs. Dictionaries of Trainer arguments that ask for TPUs are checked
-    since (two misses of tpu1).
+    since (two misses of tpu1). Issue 21 (thirteenth session) added the "auto" Trainer of a
+    project that runs on TPU VMs, the TPU-named config with `accelerator: auto`, and the
+    accelerators reached through a returned tuple or dict or a JSON config (misses of sci31
+    and sci34).
     """
 
     code = "TPU004"
@@ -224,9 +324,16 @@ class UnsupportedTpuPrecision(Rule):
         # `dict(accelerator="tpu", precision=...)`.
         if "precision" in syntax.keywords and not syntax.keywords.isdisjoint(_TPU_KEYWORDS):
             return True
-        # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments).
-        return "precision" in syntax.dict_keys and not syntax.dict_keys.isdisjoint(
-            {"accelerator", "strategy"}
+        # `Trainer(precision="16-mixed")` with accelerator "auto" in a project that runs on
+        # TPU VMs (_auto_on_tpu_host).
+        if "precision" in syntax.literal_keywords and view.model.scope.tpu_host(view.path):
+            return True
+        # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments), or merged with
+        # the dict a project function returns (_merged_arguments).
+        if "precision" not in syntax.dict_keys:
+            return False
+        return not syntax.dict_keys.isdisjoint({"accelerator", "strategy"}) or any(
+            fn.summary.trainer_returns for fn in view.model.functions.values()
         )
 
     VALID = (
@@ -254,6 +361,34 @@ class UnsupportedTpuPrecision(Rule):
         # Not a TPU Trainer: mixed precision is right on GPUs.
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision="16-mixed")\n'),
         Valid(_LIGHTNING_IMPORT + "trainer = L.Trainer(precision=16)\n"),
+        # A settings function whose tuples never name TPUs.
+        Valid(
+            _LIGHTNING_IMPORT + "def hardware(n):\n"
+            "    if n > 1:\n        return 'gpu', n\n    return 'cpu', 1\n\n"
+            "def fit(n):\n    kind, count = hardware(n)\n"
+            "    return L.Trainer(accelerator=kind, devices=count, precision='16-mixed')\n"
+        ),
+        # Merged with a function's dicts that never ask for TPUs, or spread after the
+        # precision with one of its own.
+        Valid(
+            _LIGHTNING_IMPORT + "def hardware(n):\n"
+            "    if n:\n        return {'accelerator': 'gpu', 'devices': n}\n"
+            "    return {'accelerator': 'cpu'}\n\n"
+            "def fit(n):\n    return L.Trainer(**{'precision': 16, **hardware(n)})\n"
+        ),
+        Valid(
+            _LIGHTNING_IMPORT + "def hardware(pod):\n"
+            "    if pod:\n        return {'accelerator': 'tpu', 'precision': 'bf16-true'}\n"
+            "    return {'accelerator': 'gpu'}\n\n"
+            "def fit(pod):\n    return L.Trainer(**{'precision': 16, **hardware(pod)})\n"
+        ),
+        # The precision and the accelerator chosen by the same switch: the TPU run's is
+        # supported.
+        Valid(
+            _LIGHTNING_IMPORT + "def fit(cfg):\n"
+            "    precision = 'bf16-true' if cfg.tpu else 'bf16-mixed' if cfg.half else 32\n"
+            "    return L.Trainer(accelerator='tpu' if cfg.tpu else 'auto', precision=precision)\n"
+        ),
         # A value only known at run time.
         Valid(
             _LIGHTNING_IMPORT
@@ -265,6 +400,12 @@ class UnsupportedTpuPrecision(Rule):
             config={"lightning-version": "1.9"},
         ),
         Valid("trainer:\n  accelerator: gpu\n  precision: 16-mixed\n", path="config.yaml"),
+        # Accelerator "auto" in a config nothing names for TPUs (and, in code, a Trainer of
+        # a project with no sign of TPU VMs: `L.Trainer(precision=16)` above).
+        Valid(
+            "experiment:\n  accelerator: auto\n  precision: 16-mixed\nmodel:\n  depth: 4\n",
+            path="configs/gpu/pod.yaml",
+        ),
         # A GPU config class.
         Valid(
             "from dataclasses import dataclass, field\n\n"
@@ -346,6 +487,30 @@ class UnsupportedTpuPrecision(Rule):
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", precision=64)\n',
             message='use `"32-true"`',
         ),
+        # The accelerator comes from a function of the file that returns a tuple, one of
+        # them for TPUs (one level of call return).
+        Invalid(
+            _LIGHTNING_IMPORT + "def hardware(name):\n"
+            "    if name == 'pod':\n        return 'tpu', 8\n    return 'gpu', 1\n\n"
+            "def fit(name):\n    kind, count = hardware(name)\n"
+            "    return L.Trainer(accelerator=kind, devices=count, precision='16-mixed')\n",
+            line=10,
+            message='on a Trainer that runs on TPUs when `kind` is "tpu"',
+        ),
+        # Trainer arguments merged with the dict a function returns, TPUs on one path.
+        Invalid(
+            _LIGHTNING_IMPORT + "class Settings:\n"
+            "    def __init__(self, kind):\n        self.kind = kind\n\n"
+            "    def hardware(self):\n"
+            "        if self.kind == 'pod':\n"
+            "            return {'accelerator': 'tpu', 'devices': 8}\n"
+            "        return {'accelerator': 'gpu', 'devices': 1}\n\n"
+            "def fit(kind):\n    hardware = Settings(kind).hardware()\n"
+            "    arguments = {'max_epochs': 3, 'precision': 'bf16-mixed', **hardware}\n"
+            "    return L.Trainer(**arguments)\n",
+            line=14,
+            message="merged with what `hardware()` returns",
+        ),
         # A TPU trainer config class (openspeech's Fp16TPUTrainerConfigs shape).
         Invalid(
             "from dataclasses import dataclass, field\n\n"
@@ -362,6 +527,13 @@ class UnsupportedTpuPrecision(Rule):
             path="configs/trainer/tpu.yaml",
             line=3,
             message="`precision: 16` on a TPU trainer",
+        ),
+        # A config named for TPUs that leaves the accelerator "auto".
+        Invalid(
+            "experiment:\n  accelerator: auto\n  precision: '16'\nmodel:\n  depth: 4\n",
+            path="configs/tpu/pod.yaml",
+            line=3,
+            message='on a TPU VM accelerator "auto" selects XLA',
         ),
         Invalid(
             "trainer:\n  accelerator: tpu\n  precision: 16-mixed\n",
@@ -399,6 +571,9 @@ class UnsupportedTpuPrecision(Rule):
         """`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
         splatted into `Trainer(**cfg)`: the same precision, the same ValueError."""
         entries = tpu_arguments(self.ctx, node)
+        if entries is None and isinstance(node, cst.Dict):
+            self._merged_arguments(node)
+            return
         precision = entries.get("precision") if entries is not None else None
         if precision is None:
             return
@@ -423,6 +598,53 @@ class UnsupportedTpuPrecision(Rule):
             replacement=cst.SimpleString(f"{quote}bf16-true{quote}"),
         )
 
+    def _merged_arguments(self, node: cst.Dict) -> None:
+        """`{"precision": 16, **hardware}` with `hardware = manager.accelerator_settings()`
+        (or the call spread itself), a function of the project whose returned dict literal asks
+        for TPUs on one of its paths (`return {"accelerator": "tpu", ...}`): the merged Trainer
+        arguments carry the rejected precision on the TPU path. One level of call return;
+        reported without a fix (the other paths' mixed precision is right)."""
+        ctx = self.ctx
+        precision = None
+        spreads: list[cst.BaseExpression] = []
+        for element in node.elements:
+            if isinstance(element, cst.DictElement) and string_value(element.key) == "precision":
+                precision = element.value
+                spreads = []  # a spread before the key does not override it
+            elif isinstance(element, cst.StarredDictElement):
+                spreads.append(element.value)
+        value = literal_value(precision)
+        if precision is None or not spreads:
+            return
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        view = ctx.analysis.view
+        if view is None:
+            return
+        for spread in spreads:
+            calls = [spread] if isinstance(spread, cst.Call) else []
+            if isinstance(spread, cst.Name):
+                calls = [v for v in assigned_values(ctx, spread) if isinstance(v, cst.Call)]
+            for call in calls:
+                found = _tpu_returning(view, call)
+                if found is None:
+                    continue
+                name, where, returned = found
+                if "precision" in returned:
+                    continue  # the spread dict sets its own precision after this one
+                shown = ctx.module.code_for_node(precision)
+                self.report(
+                    precision,
+                    _precision_message(
+                        value,
+                        f"`precision: {shown}` in Trainer arguments merged with what "
+                        f"`{name}()` returns (a dict that asks for TPUs on one of its paths, "
+                        f"{where})",
+                        _TPU_ONLY_ADVICE,
+                    ),
+                )
+                return
+
     def visit_Call(self, node: cst.Call) -> None:
         if not self._enabled:
             return
@@ -435,6 +657,10 @@ class UnsupportedTpuPrecision(Rule):
         if arg is None:
             return
         tpu = trainer_tpu(self.ctx, node)
+        if tpu == "unknown":
+            if not self._json_accelerator(node, arg):
+                self._auto_on_tpu_host(node, arg)
+            return
         if tpu not in ("yes", "maybe"):
             return
         value = literal_value(arg.value)
@@ -466,13 +692,134 @@ class UnsupportedTpuPrecision(Rule):
             replacement=arg.with_changes(value=cst.SimpleString(f"{quote}bf16-true{quote}")),
         )
 
+    def _json_accelerator(self, node: cst.Call, arg: cst.Arg) -> bool:
+        """`accelerator=config["hardware"]["type"]` in a file that reads JSON, with a JSON
+        config of the project that sets that key path to "tpu" (`{"hardware": {"type":
+        "tpu"}}`): the run with that config is a TPU Trainer. Reported without a fix (the
+        other configs' runs keep their precision)."""
+        ctx = self.ctx
+        accelerator = keyword_arg(node, "accelerator")
+        value = literal_value(arg.value)
+        if accelerator is None or "json" not in ctx.source:
+            return False
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return False
+        keys: list[str] = []
+        current = accelerator.value
+        while isinstance(current, cst.Subscript) and len(current.slice) == 1:
+            index = current.slice[0].slice
+            key = string_value(index.value) if isinstance(index, cst.Index) else None
+            if key is None:
+                return False
+            keys.insert(0, key)
+            current = current.value
+        if not keys or not isinstance(current, (cst.Name, cst.Attribute)):
+            return False
+        view = ctx.analysis.view
+        if view is None:
+            return False
+        found = [
+            shown
+            for shown, setting in view.model.scope.json_values(view.path, tuple(keys))
+            if isinstance(setting, str) and setting.lower() == "tpu"
+        ]
+        if not found:
+            return False
+        written = ctx.module.code_for_node(arg.value)
+        reads = ctx.module.code_for_node(accelerator.value)
+        subject = (
+            f'`precision={written}` on a Trainer whose `accelerator={reads}` is "tpu" with '
+            f"the config {found[0]}"
+        )
+        self.report(arg, _precision_message(value, subject, _TPU_ONLY_ADVICE))
+        return True
+
+    def _auto_on_tpu_host(self, node: cst.Call, arg: cst.Arg) -> None:
+        """`Trainer(precision="16-mixed")` with accelerator "auto" (or none) in a project that
+        runs on TPU VMs (ProjectScope.tpu_host: torch_xla in its requirements, `PJRT_DEVICE=
+        TPU` in a launcher, a module importing torch_xla, a TPU Trainer or config): there
+        Lightning's connector picks the XLA accelerator, and XLAPrecision rejects the value.
+        Reported without a fix: the run on another machine keeps its mixed precision."""
+        ctx = self.ctx
+        value = literal_value(arg.value)
+        if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+            return
+        if any(a.star == "**" for a in node.args):
+            return  # the spread arguments may name the accelerator
+        accelerator = keyword_arg(node, "accelerator")
+        strategy = keyword_arg(node, "strategy")
+        if explicit_accelerator(ctx, accelerator.value if accelerator else None) != "auto":
+            return
+        if strategy is not None and (string_value(strategy.value) or "").lower() != "auto":
+            return  # a strategy of its own (DDP fails on XLA anyway, differently)
+        view = ctx.analysis.view
+        why = view.model.scope.tpu_host(view.path) if view is not None else None
+        if why is None:
+            return
+        written = ctx.module.code_for_node(arg.value)
+        given = 'is "auto"' if accelerator is not None else 'is not given ("auto")'
+        unified = (
+            _NO_FIX_TPU_PRECISION.get(value)  # type: ignore[call-overload]
+            or _BAD_TPU_PRECISION[value]  # type: ignore[index]
+        )
+        read_as = "" if str(value) == unified else f' (Lightning 2 reads it as "{unified}")'
+        advice = (
+            'use `"32-true"`'
+            if value in _NO_FIX_TPU_PRECISION
+            else 'use `"bf16-true"` for the TPU run'
+        )
+        self.report(
+            arg,
+            f"`precision={written}`{read_as} on a Trainer whose accelerator {given}: the "
+            f'project runs on TPU VMs ({why}), where accelerator "auto" selects XLA, and '
+            f"Lightning's XLAPrecision accepts only {_SUPPORTED} (ValueError); {advice}",
+        )
+
+    def _auto_tpu_config(self, document: YamlDocument) -> None:
+        """A config named for TPUs (`pretrain_tpu_128.yaml`, `configs/tpu/base.yaml`) whose
+        Trainer settings leave the accelerator "auto" (`accelerator: auto` beside
+        `precision: '16'`, in a `trainer:` section or the section a script passes its
+        Trainer): on the TPU VM the config is for, "auto" selects XLA, and XLAPrecision
+        rejects the value. Reported without a fix (the same value may serve GPUs too)."""
+        named = "/".join(os.path.splitext(document.path)[0].split(os.sep)[-2:])
+        if not _TPU_NAMED.search(named):
+            return
+        sections = [e for e in document.entries() if e.is_mapping]
+        for section in sections:
+            precision = section.child("precision")
+            accelerator = section.child("accelerator")
+            if precision is None or precision.value_start is None or precision.value_end is None:
+                continue
+            if accelerator is None and section.key != "trainer":
+                continue
+            if accelerator is not None and str(accelerator.value).lower() != "auto":
+                continue
+            if section.child("gpus") is not None or section.child("strategy") is not None:
+                continue
+            value = precision.value
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                continue
+            if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+                continue
+            unified = _NO_FIX_TPU_PRECISION.get(value) or _BAD_TPU_PRECISION[value]
+            read_as = "" if str(value) == unified else f' (Lightning 2 reads it as "{unified}")'
+            given = "`accelerator: auto`" if accelerator is not None else "no accelerator"
+            self.report_yaml(
+                precision.value_start,
+                precision.value_end,
+                f"`{section.key}: precision: {precision.raw}`{read_as} with {given} in a "
+                'config for TPUs (its name says so): on a TPU VM accelerator "auto" selects '
+                f"XLA, and Lightning's XLAPrecision accepts only {_SUPPORTED} (ValueError); "
+                "use `bf16-true`",
+            )
+
     def _possible_values(self, node: cst.Call, arg: cst.Arg, tpu: str) -> None:
         """`precision=16 if args.fp16 else 32`, `precision=args.precision` with an argparse
         default of 16, a local set in a branch: reported when one of the values the file
         shows is unsupported on TPUs (no fix: the other values are right, and a rewrite
         could not tell the runs apart)."""
         ctx = self.ctx
-        values = literal_candidates(ctx, arg.value)
+        values = literal_candidates(ctx, _tpu_side(ctx, node, arg.value))
         if not values:
             return
         bad = [v for v in values if v in _BAD_TPU_PRECISION or v in _NO_FIX_TPU_PRECISION]
@@ -522,6 +869,7 @@ class UnsupportedTpuPrecision(Rule):
         trainer = document.find("trainer")
         entry = trainer.child("precision") if trainer is not None else None
         if trainer is None or entry is None or entry.value_start is None or entry.value_end is None:
+            self._auto_tpu_config(document)
             return
         value = entry.value
         if not isinstance(value, (str, int, float)):
@@ -529,6 +877,7 @@ class UnsupportedTpuPrecision(Rule):
         if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
             return
         if not yaml_trainer_is_tpu(trainer):
+            self._auto_tpu_config(document)
             return
         message = _precision_message(
             value,

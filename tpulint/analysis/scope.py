@@ -541,6 +541,108 @@ def _holds_suffix(folder: str, suffix: str) -> bool:
     return False
 
 
+# What says, outside the Python code, that a repository runs on TPU VMs: a requirements
+# file that installs torch_xla or libtpu, a shell script or Dockerfile that selects the TPU
+# runtime (`PJRT_DEVICE=TPU`, XRT's `XRT_TPU_CONFIG`) or installs torch_xla.
+_REQUIREMENTS_XLA = re.compile(r"(?im)^\s*(torch[_-]xla|libtpu)\b")
+_LAUNCHER_XLA = re.compile(
+    r"(?i)(PJRT_DEVICE=[\"']?TPU\b|XRT_TPU_CONFIG|pip3?\s+install\b[^\n]*\btorch[_-]xla\b)"
+)
+
+
+def _requirements_file(name: str, folder: str) -> bool:
+    lowered = name.lower()
+    if lowered.endswith(".txt"):
+        return "requirements" in lowered or os.path.basename(folder) == "requirements"
+    return lowered.startswith("environment") and lowered.endswith((".yml", ".yaml"))
+
+
+@lru_cache(maxsize=256)
+def _tpu_host_text(repository: str) -> str | None:
+    """The first requirements file, shell script or Dockerfile of a repository that says it
+    runs on TPU VMs, with what it says (`requirements_tpu.txt installs torch_xla`)."""
+    found: list[tuple[str, str]] = []
+    count = 0
+    for root, dirs, files in os.walk(repository):
+        note(root)
+        # (a folder with a repository marker of its own is another project)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _SKIPPED_FOLDERS
+            and _repository_of(os.path.join(root, d)) != os.path.join(root, d)
+        )
+        for name in sorted(files):
+            requirements = _requirements_file(name, root)
+            launcher = name.endswith(".sh") or name.startswith("Dockerfile")
+            if not requirements and not launcher:
+                continue
+            count += 1
+            path = note(os.path.join(root, name))
+            try:
+                if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            pattern = _REQUIREMENTS_XLA if requirements else _LAUNCHER_XLA
+            match = pattern.search(text)
+            if match is not None:
+                shown = os.path.relpath(path, repository)
+                said = match.group(0).strip()
+                what = (
+                    f"installs {said}"
+                    if requirements or "install" in said.lower()
+                    else f"sets {said.split('=', 1)[0] if '=' in said else said}"
+                    + ("=TPU" if "PJRT" in said.upper() else "")
+                )
+                found.append((shown, what))
+        if found or count > _MAX_TEXT_FILES:
+            break
+    if not found:
+        return None
+    shown, what = min(found)
+    return f"{shown} {what}"
+
+
+_MAX_JSON_FILES = 500
+
+
+@lru_cache(maxsize=256)
+def _json_configs(project: str) -> tuple[tuple[str, Any], ...]:
+    """The JSON files of a project folder (not its hidden folders, nor folders that are
+    repositories of their own), parsed: (path shown from the project, data)."""
+    import json
+
+    out: list[tuple[str, Any]] = []
+    for root, dirs, files in os.walk(project):
+        note(root)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _SKIPPED_FOLDERS
+            and _repository_of(os.path.join(root, d)) != os.path.join(root, d)
+        )
+        for name in sorted(files):
+            if not name.endswith(".json"):
+                continue
+            path = note(os.path.join(root, name))
+            try:
+                if os.path.getsize(path) > _MAX_TEXT_BYTES:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    data = json.load(handle)
+            except (OSError, ValueError, RecursionError):
+                continue
+            out.append((os.path.relpath(path, project), data))
+            if len(out) >= _MAX_JSON_FILES:
+                return tuple(out)
+    return tuple(out)
+
+
 def forget_text_reads() -> None:
     """Start noting the text files the analysis reads afresh (before a model is built): the
     cached readers would otherwise answer a second build without noting what they read."""
@@ -551,6 +653,8 @@ def forget_text_reads() -> None:
         _training_config_mentions,
         _distributes,
         _holds_suffix,
+        _tpu_host_text,
+        _json_configs,
     ):
         cached.cache_clear()
 
@@ -601,6 +705,28 @@ def same_repository(a: str, b: str) -> bool:
 
 
 _same_repository = same_repository
+
+
+def _tpu_project_folder(path: str) -> str:
+    """The folder of the project of `path` whose files say where it runs: its repository,
+    or, when it has none of its own (no marker, or one only above a hidden folder such as a
+    checkout of several packages), the folder its imports start from (above `src/`)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    repository = _repository_of(folder)
+    if repository is not None and not any(
+        part.startswith(".") and part != "."
+        for part in os.path.relpath(folder, repository).split(os.sep)
+    ):
+        return repository
+    root = _import_root(folder)
+    return os.path.dirname(root) if os.path.basename(root) == "src" else root
+
+
+def _shown_path(path: str, repository: str) -> str:
+    absolute = os.path.abspath(path)
+    if absolute.startswith(repository + os.sep):
+        return os.path.relpath(absolute, repository)
+    return os.path.basename(path)
 
 
 class ProjectScope:
@@ -5399,6 +5525,53 @@ class ProjectScope:
         if self.callers(fn.gkey):
             return None
         return f"`{name}` is not a hook Lightning 2 calls"
+
+    def tpu_host(self, path: str) -> str | None:
+        """Why the project of `path` runs on TPU VMs, where Lightning's accelerator "auto"
+        selects XLA (None: nothing says so): a requirements file, shell script or Dockerfile
+        of its repository that installs torch_xla or selects the TPU runtime
+        (`PJRT_DEVICE=TPU`), a module of it that imports torch_xla unconditionally, a Trainer
+        of it that asks for TPUs, or a config of it whose Trainer does."""
+        cache = self.__dict__.setdefault("_tpu_host", {})
+        project = _tpu_project_folder(path)
+        if project in cache:
+            return cache[project]
+        why = _tpu_host_text(project)
+        if why is None:
+            for where, module in sorted(self.model.modules.items()):
+                if _is_test_path(where) or _tpu_project_folder(where) != project:
+                    continue
+                if module.xla_import:
+                    why = f"{_shown_path(where, project)} imports torch_xla"
+                elif any(
+                    launch[0] in ("trainer", "fabric") and launch[1] == "tpu"
+                    for launch in module.scope.launches
+                ) and not any(t.split(".", 1)[0] == "torch_xla" for t in module.imports.values()):
+                    # (a Trainer of a file with an optional torch_xla import is "tpu" to
+                    # the scope whatever it asks for: not a sign of its own)
+                    why = f"{_shown_path(where, project)} builds a TPU Trainer"
+                if why is not None:
+                    break
+        if why is None:
+            for config in sorted(self.model.configs, key=lambda c: c.path):
+                if config.trainer == "tpu" and _tpu_project_folder(config.path) == project:
+                    why = f"{_shown_path(config.path, project)} asks for TPUs"
+                    break
+        cache[project] = why
+        return why
+
+    def json_values(self, path: str, keys: tuple[str, ...]) -> list[tuple[str, Any]]:
+        """The scalar values the JSON configs of the project of `path` hold at a key path
+        (`("hardware", "type")`: what `config["hardware"]["type"]` reads from one of them),
+        with the config each is in."""
+        out: list[tuple[str, Any]] = []
+        for shown, data in _json_configs(_tpu_project_folder(path)):
+            current = data
+            for key in keys:
+                current = current.get(key) if isinstance(current, dict) else None
+            if current is not None and not isinstance(current, (dict, list)):
+                out.append((shown, current))
+        return out
 
     def launcher_function(self, path: str, key: str) -> bool:
         """Whether a function runs only in the process that launches training: a signal

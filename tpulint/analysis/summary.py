@@ -356,9 +356,14 @@ class FunctionSummary:
     # argument names, by the attribute holding it (a module of a keyed pipeline, whose
     # forward passes one dict along: see ProjectModel.keyed_entry_kind).
     keyed_writes: dict[str, list[Atom]] = field(default_factory=dict)
+    # Each `return {...}` of a dict literal of Trainer arguments (it has an "accelerator" or
+    # "strategy" key): its string keys with their values (a str, number, bool or None
+    # constant, else "?"), what a `Trainer(**settings())` or `{**settings(), ...}` gets.
+    trainer_returns: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "tr": self.trainer_returns,
             "kq": self.keyed_writes,
             "ld": self.literal_defaults,
             "tq": self.tested_params,
@@ -424,6 +429,7 @@ class FunctionSummary:
             data.get("tq", []),
             data.get("ko", 0),
             data.get("kq", {}),
+            data.get("tr", []),
         )
 
 
@@ -714,9 +720,13 @@ class ModuleSummary:
     # in any scope: the constructions a keyed pipeline's reading must all see (calls in
     # `__init__` and at module level are not in the functions' calls).
     class_calls: dict[str, int] = field(default_factory=dict)
+    # Whether the module's body itself (not a `try`, an `if` or a function) imports torch_xla:
+    # the module cannot be imported without it, so its project runs on TPU (or XLA) hosts.
+    xla_import: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "xi": self.xla_import,
             "cc": self.class_calls,
             "tc": self.top_calls,
             "m": self.module,
@@ -755,7 +765,46 @@ class ModuleSummary:
             star_bindings=data.get("sb", {}),
             exports=data.get("ex"),
             class_calls=data.get("cc", {}),
+            xla_import=data.get("xi", False),
         )
+
+
+def _trainer_returns(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[dict[str, Any]]:
+    """See FunctionSummary.trainer_returns (the function's own returns, not a nested
+    function's)."""
+    out: list[dict[str, Any]] = []
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(current, ast.Return) and isinstance(current.value, ast.Dict):
+            entries: dict[str, Any] = {}
+            for key, value in zip(current.value.keys, current.value.values, strict=False):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    constant = isinstance(value, ast.Constant) and (
+                        value.value is None or isinstance(value.value, (str, int, float, bool))
+                    )
+                    entries[key.value] = value.value if constant else "?"  # type: ignore[union-attr]
+            if "accelerator" in entries or "strategy" in entries:
+                out.append(entries)
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+    return out
+
+
+def _imports_xla(tree: ast.Module) -> bool:
+    """See ModuleSummary.xla_import."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            names = [alias.name for alias in statement.names]
+        elif isinstance(statement, ast.ImportFrom) and not statement.level:
+            names = [statement.module or ""]
+        else:
+            continue
+        if any(name.split(".", 1)[0] == "torch_xla" for name in names):
+            return True
+    return False
 
 
 def _class_calls(tree: ast.Module) -> dict[str, int]:
@@ -877,6 +926,7 @@ def summarize(
         summary.syntax = syntax
         summary.exports = _exports(tree)
         summary.class_calls = _class_calls(tree)
+        summary.xla_import = _imports_xla(tree)
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
@@ -1508,6 +1558,7 @@ class _Summarizer(ValueEvaluator):
         info.device_returns = _returns_gpu_or_cpu_device(node)
         if not self.query:
             self._route_facts(info, node, params)
+            info.trainer_returns = _trainer_returns(node)
         self.optional_params[info.key] = _none_default_names(args) | (
             self.optional_params.get(outer.info.key, set()) if outer.info is not None else set()
         )
