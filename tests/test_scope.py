@@ -406,6 +406,182 @@ class TreeDecoder(torch.nn.Module):
     assert reason is not None and "`dgl.unbatch` (DGL" in reason, reason
 
 
+def test_a_dgl_step_and_what_only_it_calls_leave_the_scope(tmp_path: Path) -> None:
+    """A Lightning step whose batches are DGL graphs cannot run on a TPU (unlike a step whose
+    model needs one CUDA kernel, no kernel replaced ports its data): the step, and a helper
+    only such steps call, leave the scope; a graph's `num_nodes()` is a Python int."""
+    model = project(
+        tmp_path,
+        {
+            "m.py": MODULE_HEAD
+            + """import dgl
+
+
+def hits_at(order, labels, k):
+    return labels[order[:k]].sum().item()  # helper marker
+
+
+class GraphModel(L.LightningModule):
+    def encode(self, graph):
+        for layer in self.layers:
+            graph = layer(graph)
+        parts = dgl.unbatch(graph)
+        return [p.ndata["h"] for p in parts]
+
+    def training_step(self, batch, i):
+        feats = self.encode(batch[0])
+        return torch.cat(feats).pow(2).mean()  # step marker
+
+    def validation_step(self, batch, i):
+        graph, labels = batch
+        feats = torch.cat(self.encode(graph))
+        k = min(graph.num_nodes(), 10)
+        return hits_at(feats.argsort(), labels, k)
+"""
+        },
+    )
+    reason = reason_at(model, tmp_path, "m.py", "pow(2)")
+    assert reason is not None and "which calls `dgl.unbatch` (DGL" in reason, reason
+    reason = reason_at(model, tmp_path, "m.py", ".item()")
+    assert reason is not None and reason.startswith("called only where it cannot run"), reason
+
+
+CUDA_EXTENSION_FILES = {
+    "kern/__init__.py": "",
+    "kern/ops.py": """\
+import os
+
+from torch.utils.cpp_extension import load, load_inline
+
+here = os.path.dirname(__file__)
+march_cuda = None
+scan_sources = ["scan.cpp", "scan_kernel.cu"]
+scan_cuda = load(name="scan_cuda", sources=[os.path.join(here, p) for p in scan_sources])
+host_ops = load(name="host_ops", sources=[os.path.join(here, "host.cpp")])
+fused = load_inline(name="fused", cpp_sources="", cuda_sources="__global__ void k() {}")
+
+
+def init():
+    global march_cuda
+    march_cuda = load(name="march_cuda", sources=["march.cpp", "march_kernel.cu"])
+""",
+    "kern/model.py": MODULE_HEAD
+    + """\
+from kern.ops import host_ops
+
+
+class Composite(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, alpha, ids):
+        from kern.ops import march_cuda
+
+        return march_cuda.composite(alpha, ids)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class Field(torch.nn.Module):
+    def sample(self, rays):
+        from kern import ops
+
+        pts = ops.scan_cuda.sample(rays)
+        return pts[pts[:, 0] > 0]  # sample marker
+
+    def forward(self, rays):
+        pts = self.sample(rays)
+        dens = pts[pts[:, 1] > 0]  # forward marker
+        return Composite.apply(dens, rays)
+
+    def blend(self, alpha, ids):
+        weights = Composite.apply(alpha, ids)
+        return weights[weights > 0.5]  # blend marker
+
+    def guarded(self, rays):
+        if rays.is_cuda:
+            from kern import ops
+
+            return ops.scan_cuda.sample(rays)
+        return rays[rays[:, 2] > 0]  # fallback marker
+
+    def on_host(self, rays):
+        out = host_ops.run(rays)
+        return out[out > 0]  # host marker
+
+    def strict(self, rays):
+        assert rays.is_cuda and rays.dim() == 2, "the fused kernel needs CUDA"
+        return rays[rays[:, 3] > 0]  # strict marker
+
+    def loose(self, rays):
+        assert rays.dim() == 2 or rays.is_cuda
+        return rays[rays[:, 4] > 0]  # loose marker
+""",
+}
+
+
+@pytest.mark.parametrize(
+    ("marker", "named"),
+    [
+        # an op of an extension `load(...)` builds from `.cu` sources, at the top level or in
+        # an `init()` that declares the name `global`
+        ("pts[:, 0] > 0", "calls `ops.scan_cuda.sample` (a CUDA extension"),
+        ("pts[:, 1] > 0", "calls `self.sample`, which calls `ops.scan_cuda.sample`"),
+        # an autograd Function whose forward calls one
+        ("weights > 0.5", "calls `Composite.apply`, which calls `march_cuda.composite`"),
+        # `assert x.is_cuda` (a part of a conjunction) fails on an XLA device
+        ("rays[:, 3] > 0", "asserts `rays.is_cuda and rays.dim() == 2`"),
+        # a pure-PyTorch fallback, an extension of C++ sources only, an `or` stay
+        ("rays[:, 2] > 0", None),
+        ("out > 0", None),
+        ("rays[:, 4] > 0", None),
+    ],
+)
+def test_project_cuda_extensions_cannot_run_on_xla(
+    tmp_path: Path, marker: str, named: str | None
+) -> None:
+    """The project's own CUDA extensions (torch.utils.cpp_extension `load` of `.cu` sources,
+    `load_inline` with `cuda_sources`) take CUDA tensors only: a function that calls one of
+    their ops on every run, or asserts a tensor is on CUDA, cannot complete on a TPU."""
+    model = project(tmp_path, CUDA_EXTENSION_FILES)
+    reason = reason_at(model, tmp_path, "kern/model.py", marker)
+    if named is None:
+        assert reason is None, reason
+    else:
+        assert reason is not None and named in reason, reason
+
+
+def test_a_setup_script_cuda_extension_cannot_run_on_xla(tmp_path: Path) -> None:
+    """A module a setup script builds with `CUDAExtension(...)` is the project's CUDA code."""
+    model = project(
+        tmp_path,
+        {
+            "setup.py": """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="voxels",
+    ext_modules=[CUDAExtension("voxels._C", ["voxels/grid.cpp", "voxels/grid_kernel.cu"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+""",
+            "voxels/__init__.py": "",
+            "voxels/grid.py": MODULE_HEAD
+            + """\
+from voxels import _C
+
+
+def trilerp(grid, pts):
+    out = _C.trilerp(grid, pts)
+    return out[out > 0]  # grid marker
+""",
+        },
+    )
+    reason = reason_at(model, tmp_path, "voxels/grid.py", "out > 0")
+    assert reason is not None and "calls `_C.trilerp` (a CUDA extension" in reason, reason
+
+
 @pytest.mark.parametrize(
     ("imports", "call", "named"),
     [

@@ -872,6 +872,16 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        scale = math.sqrt(self.width) * math.log(q.size(1))\n"
             "        return (q @ k.transpose(-2, -1)) / scale\n",
         ),
+        # A graph of a batch counts its nodes as a Python int (DGL's `num_nodes()`; no tensor
+        # has the method): `min` of two counts compares ints.
+        Valid(
+            "import lightning as L\n\n\n"
+            "class PairScorer(L.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        left, right, labels = batch[0], batch[1], batch[2]\n"
+            "        k = min(left.num_nodes(), right.num_edges())\n"
+            "        return self(left, right)[:k].sum()\n"
+        ),
         # A helper building tensors on the device its `device=None` parameter names, called
         # without one on host lists in a metric's update: CPU tensors, read on the host with
         # no sync.

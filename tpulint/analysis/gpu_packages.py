@@ -70,3 +70,12 @@ def no_tpu_package(qualified: str) -> str | None:
         if qualified == name or qualified.startswith(name + "."):
             return description
     return None
+
+
+def no_xla_package(qualified: str) -> str | None:
+    """What a qualified name's package is when it has no XLA backend (`dgl.nn.GraphConv`:
+    "DGL, whose graphs ..."); None otherwise."""
+    for name, description in NO_XLA_PACKAGES.items():
+        if qualified == name or qualified.startswith(name + "."):
+            return description
+    return None

@@ -160,6 +160,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from tpulint.analysis import text_reads
+from tpulint.analysis.gpu_packages import NO_XLA_PACKAGES, no_xla_package
 from tpulint.analysis.hooks import (
     LIGHTNING1_HOOKS,
     LIGHTNING_HOOKS,
@@ -3769,17 +3770,38 @@ class ProjectScope:
         for form, target, text in calls:
             if form == "pkg":
                 return [f"calls `{target}` ({text})"]
-        if (
+            if form == "assert":
+                return [f"asserts `{target}` ({text})"]
+            if form == "name":
+                extension = self._cuda_extension(target, fn.module)
+                if extension is not None:
+                    return [f"calls `{text}` ({extension})"]
+            if form == "self" and fn.owner is not None:
+                held = self._held_no_xla_module(fn.owner, target)
+                if held is not None:
+                    return [f"calls `{text}`, a `{held[0]}` ({held[1]})"]
+        # A step is judged by its own calls, not by the modules it runs (a model whose forward
+        # needs a CUDA kernel is ported by replacing the kernel), unless what it cannot
+        # complete is a package with no XLA backend: its data (a DGL graph batch) are that
+        # package's, and no kernel replaced ports them.
+        hook = (
             fn.owner is not None
             and fn.summary.name in LIGHTNING_HOOKS
             and self.model.class_kind(fn.owner).is_lightning
-        ):
-            return None  # a step is judged by its own calls, not by the modules it runs
+        )
         for form, target, text in calls:
-            if form == "pkg":
+            if form in ("pkg", "assert"):
                 continue
             if form == "name":
                 found = self.model.lookup(target, fn.module)
+                if not _is_function(found) and target.endswith(".apply"):
+                    # `Fn.apply(x)` of an autograd Function runs its `forward`.
+                    found = self._autograd_forward(target[: -len(".apply")], fn.module)
+                    if found is not None:
+                        inner = self.cannot_complete(found)
+                        if inner is not None and (not hook or _no_xla_chain(inner)):
+                            return [f"calls `{text}`", *inner]
+                        continue
                 found = found if _is_function(found) else None
             elif fn.owner is None:
                 continue
@@ -3798,9 +3820,82 @@ class ProjectScope:
                 # calls it is the TPU's again.
                 continue
             inner = self.cannot_complete(found)
-            if inner is not None:
+            if inner is not None and (not hook or _no_xla_chain(inner)):
                 return [f"calls `{text}`", *inner]
         return None
+
+    def _cuda_extension(self, target: str, module: ModuleSummary) -> str | None:
+        """What a call's qualified name (`ext.op`, `.ext.op` of the module's own name,
+        `pkg.kernels.ext.op`) calls when it is an op of a CUDA extension the project builds
+        (ScopeFacts.cuda_extensions, cuda_extension_modules); None otherwise."""
+        described = "a CUDA extension the project builds from its `.cu` sources"
+        parts = target.lstrip(".").split(".")
+        if len(parts) < 2:
+            return None
+        if target.startswith("."):
+            return described if parts[0] in module.scope.cuda_extensions else None
+        for i in range(len(parts) - 1, 0, -1):
+            owner = self.model.module_named(".".join(parts[:i]), module)
+            if owner is not None:
+                if parts[i] in owner.scope.cuda_extensions and i < len(parts) - 1:
+                    return described
+                break
+        built = self._cuda_extension_modules()
+        for i in range(len(parts) - 1, 0, -1):
+            if ".".join(parts[:i]) in built:
+                return described
+        return None
+
+    def _held_no_xla_module(self, owner: str, attr: str) -> tuple[str, str] | None:
+        """The class and package when every assignment of `self.<attr>` in the class `owner`
+        (or a base) builds a module of a package with no XLA backend (`self.conv =
+        GraphConv(...)` of DGL: a graph layer takes the package's graphs); None otherwise."""
+        built: list[str] = []
+        for gkey in self.model.mro(owner):
+            cls = self.model.classes.get(gkey)
+            if cls is None:
+                continue
+            for entry in cls.module.scope.held:
+                if entry[0] not in ("one", "list") or entry[1:3] != [cls.summary.qualname, attr]:
+                    continue
+                if entry[0] == "list":
+                    return None
+                built.append(str(entry[3]))
+        if not built:
+            return None
+        described = [no_xla_package(name) for name in built]
+        if any(d is None for d in described):
+            return None
+        return built[0], str(described[0])
+
+    def _cuda_extension_modules(self) -> frozenset[str]:
+        """The modules the project's setup scripts build with `CUDAExtension(...)`."""
+        memo = self.__dict__.get("_extension_modules")
+        if memo is None:
+            memo = frozenset(
+                name
+                for module in self.model.modules.values()
+                for name in module.scope.cuda_extension_modules
+            )
+            self.__dict__["_extension_modules"] = memo
+        return memo
+
+    def _autograd_forward(self, target: str, module: ModuleSummary) -> _Function | None:
+        """The `forward` that `Fn.apply(...)` runs when `Fn` is a project subclass of
+        `torch.autograd.Function`."""
+        found = self.model.lookup(target, module)
+        if not _is_class(found):
+            return None
+        gkey = found.gkey
+        if not any(
+            base in _AUTOGRAD_FUNCTIONS
+            for key in self.model.mro(gkey)
+            if key in self.model.classes
+            for base in self.model.classes[key].summary.bases
+        ):
+            return None
+        resolved = self.model.resolve_call(found.module, gkey, "self", "forward", virtual=False)
+        return resolved[0] if len(resolved) == 1 and _is_function(resolved[0]) else None
 
     def _attribute_stores(
         self, name: str, owner: str | None
@@ -4760,6 +4855,15 @@ class ProjectScope:
                     # a caller that never runs itself (`radius_graph_pbc`, called only under
                     # `if use_pbc:` that no config turns on): its reason is this one's
                     inherited = self._called_only_where_dead(caller)
+                    if inherited is None:
+                        # a caller that cannot complete on a TPU (it calls a CUDA kernel on
+                        # every run): what only it calls runs in no training on one either
+                        chain = self.cannot_complete(caller)
+                        if chain is not None:
+                            inherited = (
+                                f"called only where it cannot run on a TPU: by"
+                                f" `{caller.summary.name}`, which {', which '.join(chain)}"
+                            )
                     if inherited is not None:
                         regions[i] = [inherited]
             if all(r is not None for r in regions) and self._only_called(fn, callers, True):
@@ -5791,6 +5895,14 @@ def _where(how: str, text: str) -> str:
     if how == "except":
         return f"in the handler of `{text}`, a CUDA error"
     return f"under `if {text}`"
+
+
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+
+
+def _no_xla_chain(chain: list[str]) -> bool:
+    """Whether a chain of `cannot_complete` ends at a package with no XLA backend (DGL)."""
+    return any(f"({described})" in chain[-1] for described in NO_XLA_PACKAGES.values())
 
 
 def _cannot_complete_reason(chain: list[str]) -> str:

@@ -363,6 +363,13 @@ class ScopeFacts:
     # a `"tpu"` string, `TPUSpawnPlugin`, `args.tpu_cores`): a script configured for TPUs,
     # though its Trainer's accelerator comes from values the facts do not follow.
     names_tpu: bool = False
+    # Module-level names bound to a CUDA extension the project compiles from its `.cu`
+    # sources at run time (`ext = load(name=..., sources=["k.cpp", "k.cu"])`,
+    # `load_inline(..., cuda_sources=...)` of torch.utils.cpp_extension; also in a function
+    # that declares the name `global`, an `init()`), and in a setup script the modules its
+    # `CUDAExtension(...)`s build (`pkg._C`): their ops run on CUDA tensors only.
+    cuda_extensions: list[str] = field(default_factory=list)
+    cuda_extension_modules: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -425,6 +432,8 @@ class ScopeFacts:
             "te": self.testers,
             "ft": self.fit_test_calls,
             "nt": self.names_tpu,
+            "ce": self.cuda_extensions,
+            "cem": self.cuda_extension_modules,
         }
 
     @classmethod
@@ -489,6 +498,8 @@ class ScopeFacts:
             data.get("te", []),
             data.get("ft", []),
             data.get("nt", False),
+            data.get("ce", []),
+            data.get("cem", []),
         )
 
 
@@ -1657,11 +1668,18 @@ class _Walker:
     ) -> None:
         """The calls `node` makes on every run that completes (ScopeFacts.sure_calls)."""
         found: list[list[str]] = []
-        for call in _sure_calls(node.body, self.index):
+        asserts: list[ast.Assert] = []
+        calls = _sure_calls(node.body, self.index, asserts)
+        for statement in asserts:
+            if _asserts_cuda(statement.test, imports, self.qualify):
+                # `assert x.is_cuda`: what follows fails on an XLA device (ScopeFacts.sure_calls).
+                found.append(["assert", self.source(statement.test), "false on an XLA device"])
+                break
+        for call in calls:
             name = dotted(call.func)
             if name is None:
                 continue
-            project_calls = sum(form != "pkg" for form, _, _ in found)
+            project_calls = sum(form not in ("pkg", "assert") for form, _, _ in found)
             head, _, rest = name.partition(".")
             if self.known(head, imports, local):
                 qualified = self.qualify(name, imports)
@@ -3981,15 +3999,23 @@ def _holds_any(node: ast.AST, types: tuple[type, ...], index: TreeIndex | None) 
     return any(isinstance(n, types) for n in ast_walk(node))
 
 
-def _sure_calls(body: list[ast.stmt], index: TreeIndex | None = None) -> list[ast.Call]:
+def _sure_calls(
+    body: list[ast.stmt],
+    index: TreeIndex | None = None,
+    asserts: list[ast.Assert] | None = None,
+) -> list[ast.Call]:
     """The calls a block makes on every run that gets past it: in its simple statements and
     `with` blocks, up to the first compound statement that may `return` (what follows it may
     not run); not inside branches, loops, `try`, lambdas, conditional expressions or the later
-    operands of `and`/`or`."""
+    operands of `and`/`or`. `asserts` receives the `assert` statements among them."""
     calls: list[ast.Call] = []
 
     def expression(node: ast.AST) -> None:
-        if isinstance(node, (ast.Lambda, ast.comprehension, *_COMPREHENSIONS)):
+        if isinstance(node, _COMPREHENSIONS):
+            # the first iterable is evaluated on every run (`[f(g) for g in dgl.unbatch(b)]`)
+            expression(node.generators[0].iter)
+            return
+        if isinstance(node, (ast.Lambda, ast.comprehension)):
             return
         if isinstance(node, ast.IfExp):
             expression(node.test)
@@ -4017,6 +4043,8 @@ def _sure_calls(body: list[ast.stmt], index: TreeIndex | None = None) -> list[as
                 if isinstance(statement, ast.Return) and statement.value is not None:
                     expression(statement.value)
                 return False
+            if isinstance(statement, ast.Assert) and asserts is not None:
+                asserts.append(statement)
             if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)) or (
                 type(statement).__name__ in ("Match", "TryStar")
             ):
@@ -4028,6 +4056,33 @@ def _sure_calls(body: list[ast.stmt], index: TreeIndex | None = None) -> list[as
 
     block(body)
     return calls
+
+
+def _asserts_cuda(
+    test: ast.expr, imports: dict[str, str], qualify: Callable[[str, dict[str, str]], str]
+) -> bool:
+    """Whether an `assert`'s test requires CUDA: it is, or is a conjunction (`a and b`) with a
+    part that is, `x.is_cuda`, `torch.cuda.is_available()` or `x.device.type == "cuda"` (all
+    false on an XLA device, so the assertion fails there)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for part in parts:
+        if isinstance(part, ast.Attribute) and part.attr == "is_cuda":
+            return True
+        if isinstance(part, ast.Call) and not part.args:
+            name = dotted(part.func)
+            if name is not None and qualify(name, imports) == "torch.cuda.is_available":
+                return True
+        if (
+            isinstance(part, ast.Compare)
+            and len(part.ops) == 1
+            and isinstance(part.ops[0], (ast.Eq, ast.Is))
+            and isinstance(part.left, ast.Attribute)
+            and part.left.attr == "type"
+            and isinstance(part.comparators[0], ast.Constant)
+            and part.comparators[0].value == "cuda"
+        ):
+            return True
+    return False
 
 
 # How many calls of project functions a function's sure calls keep (the first ones), and
@@ -4185,8 +4240,111 @@ def scope_facts(tree: ast.Module, summary: Any, text: str, keys: dict[int, str])
         _setattr_stores(tree, facts, keys)
     if "yaml" in text:
         facts.yaml_args = _loads_yaml_args(tree)
+    if "cpp_extension" in text:
+        _cuda_extensions(tree, facts, walker)
     facts.digest = text_digest(text)
     return facts
+
+
+_EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
+
+
+def _cuda_extensions(tree: ast.Module, facts: ScopeFacts, walker: Any) -> None:
+    """Record the CUDA extensions the file builds (ScopeFacts.cuda_extensions,
+    cuda_extension_modules)."""
+    imports = walker.module_imports
+    top: dict[str, ast.expr] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    top[target.id] = statement.value
+
+    def cuda_sources(call: ast.Call) -> bool:
+        """A `.cu` file among its sources (also through a module-level list), `cuda_sources=`
+        or `with_cuda=True`."""
+        for keyword in call.keywords:
+            if keyword.arg == "cuda_sources":
+                return True
+            if (
+                keyword.arg == "with_cuda"
+                and isinstance(keyword.value, ast.Constant)
+                and keyword.value.value is True
+            ):
+                return True
+        todo: list[ast.AST] = [*call.args, *(k.value for k in call.keywords)]
+        seen: set[str] = set()
+        while todo:
+            node = todo.pop()
+            for inner in ast_walk(node):
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                    if inner.value.endswith((".cu", ".cuh")):
+                        return True
+                elif isinstance(inner, ast.Name) and inner.id in top and inner.id not in seen:
+                    seen.add(inner.id)
+                    todo.append(top[inner.id])
+        return False
+
+    def qualified(call: ast.Call) -> str:
+        name = dotted(call.func)
+        return walker.qualify(name, imports) if name is not None else ""
+
+    def top_level(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
+        """The module's statements, also in its `if`/`try`/`with` blocks (not in functions
+        or classes)."""
+        for statement in statements:
+            yield statement
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                yield from top_level(getattr(statement, name, []))
+            for handler in getattr(statement, "handlers", []):
+                yield from top_level(handler.body)
+
+    names: list[str] = []
+
+    def bind(statements: Iterator[ast.AST], declared: set[str] | None) -> None:
+        """Record the names `statements` bind to a CUDA extension (`declared`: the module
+        names a function declares `global`; None at the top level)."""
+        for statement in statements:
+            if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)):
+                continue
+            call = statement.value
+            if qualified(call) not in _EXTENSION_LOADERS or not cuda_sources(call):
+                continue
+            for target in statement.targets:
+                if (
+                    isinstance(target, ast.Name)
+                    and (declared is None or target.id in declared)
+                    and target.id not in names
+                ):
+                    names.append(target.id)
+
+    bind(top_level(tree.body), None)
+    modules: list[str] = []
+    for node in ast_walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            declared = {
+                n for inner in ast_walk(node) if isinstance(inner, ast.Global) for n in inner.names
+            }
+            if declared:
+                bind(ast_walk(node), declared)
+        elif isinstance(node, ast.Call) and (
+            qualified(node) == "torch.utils.cpp_extension.CUDAExtension"
+        ):
+            # `CUDAExtension("pkg._C", [...])` or `CUDAExtension(name="pkg._C", ...)`
+            name = node.args[0] if node.args else None
+            for keyword in node.keywords:
+                if keyword.arg == "name":
+                    name = keyword.value
+            if (
+                isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+                and name.value not in modules
+            ):
+                modules.append(name.value)
+    facts.cuda_extensions = names
+    facts.cuda_extension_modules = modules
 
 
 def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], walker: Any) -> None:

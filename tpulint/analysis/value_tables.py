@@ -228,7 +228,26 @@ SAME_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "data", "grad", "real", "ima
 # (`copy.deepcopy(logits)` of a CPU tensor is a CPU tensor).
 COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy"})
 # Methods whose result is a Python number whatever the receiver.
-NUMBER_METHODS = frozenset({"item", "size", "dim", "numel", "nelement", "ndimension", "__len__"})
+# The counting methods of a graph library's graph (DGL's `DGLGraph.num_nodes(ntype=None)`,
+# `num_edges`, `number_of_nodes`, `num_src_nodes`, ... "Return the number of nodes in the
+# graph" as an int: https://www.dgl.ai/dgl_docs/generated/dgl.DGLGraph.num_nodes.html; not
+# `batch_num_nodes()`, a tensor): no tensor has these methods, so a batch element they are
+# called on is such a graph, and their result a Python number.
+GRAPH_COUNT_METHODS = frozenset(
+    {
+        "num_nodes",
+        "num_edges",
+        "number_of_nodes",
+        "number_of_edges",
+        "num_src_nodes",
+        "num_dst_nodes",
+        "number_of_src_nodes",
+        "number_of_dst_nodes",
+    }
+)
+NUMBER_METHODS = frozenset(
+    {"item", "size", "dim", "numel", "nelement", "ndimension", "__len__", *GRAPH_COUNT_METHODS}
+)
 # Methods whose result is another host value whatever the receiver (a string, a list, a dict
 # view, a flag).
 HOST_METHODS = frozenset(
