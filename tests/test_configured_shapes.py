@@ -86,9 +86,10 @@ lightning:
 """
 
 
-def _found(root: Path, code: str) -> list[tuple[str, int]]:
+def _found(root: Path, code: str, *options: str) -> list[tuple[str, int]]:
     result = run_cli(
-        ["check", ".", "--preview", "--select", code, "--no-cache", "--exit-zero"], root
+        ["check", ".", "--preview", "--select", code, "--no-cache", "--exit-zero", *options],
+        root,
     )
     return [
         (m["path"], int(m["line"]))
@@ -249,3 +250,72 @@ def test_log_helper_on_step_default_through_namespace_subclass(tmp_path: Path) -
         pyproject=None,
     )
     assert _found(quiet, "TPU106") == []
+
+
+SCORE = """import torch
+from torchmetrics import Metric
+
+
+class PeakScore(Metric):
+    def __init__(self, radius=2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.radius = radius
+        self.add_state("peaks", default=[], dist_reduce_fx="cat")
+
+    def update(self, peaks):
+        self.peaks.append(peaks)
+
+    def compute(self):
+        return torch.cat(self.peaks).mean()
+"""
+PEAKS = """import lightning as L
+import torch
+from pkg.score import PeakScore
+
+
+class Peaks(L.LightningModule):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.net = torch.nn.Conv3d(1, 2, 3)
+
+    def setup(self, stage):
+        self.score = PeakScore(compute_on_cpu=self.cfg.scoring.compute_on_cpu)
+        self.spread = PeakScore(**self.cfg.scoring.metric)
+
+    def validation_step(self, batch, batch_idx):
+        peaks = self.net(batch).amax(dim=1)
+        self.score(peaks)
+        self.spread.update(peaks)
+"""
+PEAKS_CONFIG = """scoring:
+  compute_on_cpu: %s
+  metric:
+    compute_on_cpu: %s
+    radius: 3.0
+"""
+
+
+def _peaks_project(root: Path, setting: str) -> Path:
+    return make_project(
+        root,
+        {
+            "pkg/__init__.py": "",
+            "pkg/score.py": SCORE,
+            "pkg/model.py": PEAKS,
+            "configs/config.yaml": PEAKS_CONFIG % (setting, setting),
+        },
+        pyproject="",  # (one repository: its configs are the code's)
+    )
+
+
+def test_metric_computed_on_cpu_by_shipped_config(tmp_path: Path) -> None:
+    # torchmetrics moves a metric's list states to the CPU after every update when its
+    # configs ask for `compute_on_cpu` (a keyword read from the config, or a spread section).
+    root = _peaks_project(tmp_path / "p", "true")
+    assert _found(root, "TPU103", "--scope", "all") == [("pkg/model.py", 18), ("pkg/model.py", 19)]
+
+
+def test_metric_not_computed_on_cpu_by_shipped_config(tmp_path: Path) -> None:
+    root = _peaks_project(tmp_path / "p", "false")
+    assert _found(root, "TPU103", "--scope", "all") == []

@@ -288,6 +288,9 @@ _AST_OF_HANDLER = {
     "BinaryOperation": (ast.BinOp,),
     "Comparison": (ast.Compare,),
     "Assign": (ast.Assign,),
+    # `leave_Module` reports only what the rule's other handlers recorded (TPU103's
+    # `torch.tensor(self.accs)`, judged once the whole file is read): no shape of its own.
+    "Module": (),
 }
 
 

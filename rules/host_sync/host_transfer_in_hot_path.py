@@ -8,7 +8,8 @@ import re
 import libcst as cst
 
 from tpulint.analysis.context import FileContext
-from tpulint.analysis.hot_code import is_int_literal
+from tpulint.analysis.hot_code import HotCode, is_int_literal
+from tpulint.analysis.scope import same_repository
 from tpulint.analysis.values import ValueKind
 from tpulint.analysis.walker import iter_children
 from tpulint.datatypes.diagnostics import Applicability
@@ -18,7 +19,7 @@ from tpulint.rule_api.rule import Invalid, Rule, Valid
 from ..rewrite.deferral import defer
 from ..rewrite.sync import enclosing_print, print_fix
 from ..shared.matchers import is_method_call, self_attribute_name, source_of, walk
-from ..shared.tensors import TrackingRule, computed_tensor, is_torch_tensor, keyword
+from ..shared.tensors import Bindings, TrackingRule, computed_tensor, is_torch_tensor, keyword
 from .helpers import _HEAD, _LOSS, in_exception_path, logged_value, quiet
 
 _PREDICT_HOOKS = ("predict_step", "on_predict_batch_end", "on_predict_batch_start")
@@ -105,6 +106,28 @@ _CALLS_CHECKED = (
     | _MATH_READS
 )
 _WRITER_NAME = re.compile(r"(write|save|dump|export|store)", re.IGNORECASE)
+# Tokenizer methods that turn token ids into text (`decode`, `batch_decode`, a project
+# tokenizer's `decode_tensor`): Hugging Face's `decode` calls `to_py_obj`, a `.tolist()`.
+_DECODER = re.compile(r"^(batch_)?decode(_\w+)?$")
+# Methods of metric objects and TensorBoard writers `visit_Call` also checks.
+_OBJECT_CALLS = frozenset({"update", "forward", "add_scalar", "add_scalars"})
+
+
+def _screened_call(node: ast.Call, code: HotCode) -> bool:
+    """The calls `visit_Call` goes on with (its screen, `hot_shapes`): the callees above,
+    a decoder, or (in a file that spells `compute_on_cpu`) a `self.<metric>(...)` call."""
+    names = code.call_names(node)
+    if not names.isdisjoint(_CALLS_CHECKED) or not names.isdisjoint(_OBJECT_CALLS):
+        return True
+    if any(_DECODER.match(name) for name in names):
+        return True
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and "compute_on_cpu" in code.source
+    )
 
 
 def _function_returns(ctx: FileContext) -> set[str]:
@@ -673,6 +696,101 @@ def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:
     return found
 
 
+_DECODER_NAME = re.compile(r"tokeni[sz]er|processor", re.IGNORECASE)
+
+
+def _decoder_owner(ctx: FileContext, receiver: cst.BaseExpression, bindings: Bindings) -> bool:
+    """A tokenizer or processor: a name or attribute named for one (`self.tokenizer`,
+    `self.trainer.datamodule.tokenizer`, `processor`), or a local bound to a `*Tokenizer*` /
+    `*Processor*` class or its `from_pretrained`."""
+    if isinstance(receiver, cst.Attribute):
+        return bool(_DECODER_NAME.search(receiver.attr.value))
+    if not isinstance(receiver, cst.Name):
+        return False
+    if _DECODER_NAME.search(receiver.value):
+        return True
+    binding = bindings.lookup(receiver.value)
+    value = binding.value if binding is not None else None
+    if isinstance(value, cst.Call):
+        callee = value.func
+        if isinstance(callee, cst.Attribute) and callee.attr.value == "from_pretrained":
+            callee = callee.value
+        name = (ctx.qualify(callee) or source_of(ctx, callee)).rsplit(".", 1)[-1]
+        return bool(re.search(r"Tokeni[sz]er|Processor", name))
+    return False
+
+
+def _truthy(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _config_key(node: cst.BaseExpression) -> str | None:
+    """The key a config read names: `cfg.metric.compute_on_cpu`, `cfg["compute_on_cpu"]`."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            value = index.value.evaluated_value
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _computes_on_cpu(ctx: FileContext, call: cst.Call) -> str | None:
+    """How a metric's construction asks for `compute_on_cpu`: the keyword set to `True` or
+    to a config read (`cfg.metric.compute_on_cpu`) every shipped config sets true, or a
+    config section spread into it (`**cfg.metrics.score`) in a repository whose configs set
+    `compute_on_cpu: true` and nothing else; None when it does not."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "compute_on_cpu":
+            if _truthy(arg.value):
+                return "`compute_on_cpu=True`"
+            key = _config_key(arg.value)
+            if key is not None and _configured_true(ctx, key):
+                return f"`compute_on_cpu={source_of(ctx, arg.value)}`, true in its configs"
+            return None
+    spread = [a.value for a in call.args if a.star == "**" and _config_key(a.value) is not None]
+    if spread and _configured_true(ctx, "compute_on_cpu"):
+        sections = ", ".join(f"`**{source_of(ctx, value)}`" for value in spread)
+        return f"{sections} in a repository whose configs set `compute_on_cpu: true`"
+    return None
+
+
+def _configured_true(ctx: FileContext, key: str) -> bool:
+    """The repository's YAML configs set `key` and only ever to true (`compute_on_cpu:
+    true`): what the code reading it gets as shipped."""
+    view = ctx.analysis.view
+    if view is None:
+        return False
+    values = [
+        value
+        for config in view.model.configs
+        if same_repository(config.path, ctx.path)
+        for value in config.keys.get(key, ())
+    ]
+    return bool(values) and all(value is True for value in values)
+
+
+def _only_displays(ctx: FileContext, attr: str) -> bool:
+    """Every assignment in the file to an attribute named `attr` (`self.accs = ...`,
+    `self.net.accs = ...`) is a list or tuple display: what `torch.tensor` reads is a list."""
+    index = ctx.shared.get("TPU103 attribute assignments")
+    if index is None:
+        index = {}
+        for node in walk(ctx.module):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Attribute):
+                        index.setdefault(target.target.attr.value, []).append(node.value)
+            elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and isinstance(
+                node.target, cst.Attribute
+            ):
+                index.setdefault(node.target.attr.value, []).append(None)
+        ctx.shared["TPU103 attribute assignments"] = index
+    values = index.get(attr, ())
+    return bool(values) and all(isinstance(v, (cst.List, cst.Tuple)) for v in values)
+
+
 class HostTransferInHotPath(TrackingRule, Rule):
     """
     ## What it does
@@ -695,7 +813,21 @@ class HostTransferInHotPath(TrackingRule, Rule):
     indexing a CPU tensor kept as a plain attribute (`self.logvar[t]` where `__init__` sets
     `self.logvar = torch.full(...)`, made an `nn.Parameter` only behind an option, never a
     registered buffer nor moved by a hook: `.to(device)` does not move it, so torch copies
-    the index to the host every step). `.item()` is TPU101's, and
+    the index to the host every step). So are the host copies that library calls make of
+    a device tensor: a tokenizer's `decode` / `batch_decode` (or a project tokenizer's
+    `decode_*`) of device ids, on a receiver named for a tokenizer or processor
+    (`self.tokenizer`, `self.trainer.datamodule.tokenizer`) or a local built from a
+    `*Tokenizer*` / `*Processor*` class (Hugging Face's `decode` makes a Python list of the
+    ids); TensorBoard's `add_scalar(tag, t, step)` / `add_scalars(tag, {...: t}, step)`
+    of a device tensor (the writer makes a numpy number of it); `torch.tensor(self.accs)`
+    of an attribute the file sets only to list displays, one of them of device tensors
+    computed in hot code (`self.mixer.accs = [acc0, acc1]` in the training step: torch reads
+    each element on the host); and `self.metric.update(...)` / `self.metric(...)` of a
+    torchmetrics metric built with `compute_on_cpu=True`, or with the keyword read from a
+    config (`cfg.metric.compute_on_cpu`) or a config section spread into it
+    (`**cfg.metrics.score`) where the repository's YAML configs set `compute_on_cpu` and only
+    to `true`: after every update torchmetrics moves the metric's list states to the CPU
+    (`Metric._move_list_states_to_cpu`). `.item()` is TPU101's, and
     conversions passed to `self.log`
     are TPU102's.
 
@@ -848,12 +980,17 @@ class HostTransferInHotPath(TrackingRule, Rule):
         "full",
         "[",
         "math",
+        "decode",
+        "add_scalar",
+        ".update(",
+        "compute_on_cpu",
     )
     # What `visit_Call`, `visit_Subscript` and `visit_FormattedStringExpression` go on with
     # (a subscript: one index, not a slice or literal integer; `x[(a, b)]`'s one tuple is
     # not a device tensor).
     hot_shapes = {
-        ast.Call: lambda node, code: not code.call_names(node).isdisjoint(_CALLS_CHECKED),
+        ast.Call: _screened_call,
+        ast.Assign: lambda node, _code: isinstance(node.value, (ast.List, ast.Tuple)),
         ast.Subscript: lambda node, _code: (
             not isinstance(node.slice, (ast.Slice, ast.Tuple)) and not is_int_literal(node.slice)
         ),
@@ -881,6 +1018,42 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        left, right, labels = batch[0], batch[1], batch[2]\n"
             "        k = min(left.num_nodes(), right.num_edges())\n"
             "        return self(left, right)[:k].sum()\n"
+        ),
+        # Text decoded from ids already copied to the host, and only in the epoch-end hook;
+        # a `decode` of a step's own batch element (the loader may give lists of ids).
+        Valid(
+            _HEAD + "    def __init__(self, tokenizer):\n"
+            "        super().__init__()\n"
+            "        self.tokenizer = tokenizer\n"
+            "        self.guesses = []\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        guess = self(batch['ids']).argmax(-1)\n"
+            "        first = self.tokenizer.decode(batch['ids'][0])\n"
+            "        self.guesses.append(guess)\n"
+            "        return len(first)\n\n"
+            "    def on_validation_epoch_end(self):\n"
+            "        guesses = torch.cat(self.guesses)\n"
+            "        self.texts = self.tokenizer.batch_decode(guesses)\n"
+        ),
+        # A writer given host numbers, or a device scalar only every hundred steps; a
+        # metric left computing where its inputs are; a tensor built from an attribute that
+        # holds Python numbers.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n"
+            "from torch.utils.tensorboard import SummaryWriter\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.writer = SummaryWriter()\n"
+            "        self.spread = MeanMetric(compute_on_cpu=False)\n"
+            "        self.mix = [0.2, 0.8]\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        self.writer.add_scalar('rate', 0.5, batch_idx)\n"
+            "        if batch_idx % 100 == 0:\n"
+            "            self.writer.add_scalar('loss', loss, batch_idx)\n"
+            "        self.spread.update(loss)\n"
+            "        return loss * torch.tensor(self.mix).sum()\n"
         ),
         # A helper building tensors on the device its `device=None` parameter names, called
         # without one on host lists in a metric's update: CPU tensors, read on the host with
@@ -1387,6 +1560,81 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "        return {'loss': loss, 'f1': float(f1)}\n",
             line=12,
         ),
+        # Text decoded every training step from the device ids of the model's guesses.
+        Invalid(
+            _HEAD + "    def __init__(self, tokenizer):\n"
+            "        super().__init__()\n"
+            "        self.tokenizer = tokenizer\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        logits = self(batch['ids'])\n"
+            "        self.spell(logits.argmax(-1))\n"
+            "        return logits.mean()\n\n"
+            "    def spell(self, guess):\n"
+            "        return [self.tokenizer.decode(row) for row in guess]\n",
+            line=16,
+            message="decodes the device tensor `row` to text",
+        ),
+        # A local tokenizer built from a pretrained name, decoding in the validation step.
+        Invalid(
+            "import lightning as L\nfrom transformers import AutoTokenizer\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        vocab = AutoTokenizer.from_pretrained('some/vocab')\n"
+            "        out = self(batch).argmax(dim=-1)\n"
+            "        return vocab.batch_decode(out, skip_special_tokens=True)\n",
+            line=9,
+            message="decodes the device tensor `out`",
+        ),
+        # TensorBoard's writer converts a device scalar to a number every step.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        loss = self(batch).mean()\n"
+            "        board = self.logger.experiment\n"
+            "        board.add_scalars('parts', {'loss': loss, 'lr': 0.1}, self.global_step)\n"
+            "        return loss\n",
+            line=9,
+            message="writes the device tensor `loss` as a scalar",
+        ),
+        # A metric built with `compute_on_cpu=True`: torchmetrics moves its list states to
+        # the CPU after each update, in the update and in the direct call alike.
+        Invalid(
+            "import lightning as L\nfrom torchmetrics import CatMetric\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.scores = CatMetric(compute_on_cpu=True)\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        score = self(batch).amax(dim=1)\n"
+            "        self.scores(score)\n",
+            line=12,
+            message="built with `compute_on_cpu=True`",
+        ),
+        # A list of device accuracies kept on a submodule by the training step, then made a
+        # tensor in the submodule's forward: each element is read on the host.
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+            "class Mixer(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(3, 3)\n"
+            "        self.rates = [1.0, 1.0, 1.0]\n\n"
+            "    def forward(self, x):\n"
+            "        scale = torch.tensor(self.rates, device=x.device)\n"
+            "        return self.proj(x) * scale\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.mixer = Mixer()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        out = self.mixer(x)\n"
+            "        hit = (out.argmax(-1) == y).float()\n"
+            "        first, second = hit[:, 0].mean(), hit[:, 1].mean()\n"
+            "        self.mixer.rates = [first, second, first * second]\n"
+            "        return out.mean()\n",
+            line=13,
+            message="a list of device tensors",
+        ),
         # A helper returning tuples of different lengths under a flag (three elements with
         # the distances, two without): unpacked into three names, the third is the device
         # norm, copied to the host by a method of the caller every step.
@@ -1810,6 +2058,15 @@ class HostTransferInHotPath(TrackingRule, Rule):
             return
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            if _DECODER.match(method) and _decoder_owner(ctx, func.value, self.bindings):
+                self._check_decoded(node)
+            elif method in ("add_scalar", "add_scalars"):
+                self._check_scalar_summary(node, method)
+            metric = self_attribute_name(func.value) if method in ("update", "forward") else None
+            if metric is None and "compute_on_cpu" in ctx.source:
+                metric = self_attribute_name(func)  # `self.metric(preds, y)`
+            if metric is not None:
+                self._check_metric_on_cpu(node, metric)
             if (
                 method in ("cpu", "tolist")
                 or (method == "numpy" and keyword(node, "force") is not None)
@@ -2040,14 +2297,23 @@ class HostTransferInHotPath(TrackingRule, Rule):
         if not node.args or node.args[0].keyword is not None or node.args[0].star:
             return
         # (`torch.tensor(t)` of a tensor itself copies it where it is: no read)
-        stack: list[cst.BaseExpression] = [node.args[0].value]
+        data = node.args[0].value
+        stack: list[cst.BaseExpression] = [data]
         found: cst.BaseExpression | None = None
         while stack and found is None:
             item = stack.pop(0)
             if isinstance(item, (cst.List, cst.Tuple)):
                 stack.extend(e.value for e in item.elements if isinstance(e, cst.Element))
-            elif item is not node.args[0].value and computed_tensor(ctx, item, self.bindings):
+            elif item is not data and computed_tensor(ctx, item, self.bindings):
                 found = item
+        if found is None and isinstance(data, cst.Attribute):
+            # `torch.tensor(self.accs)` of an attribute the file sets to a list of device
+            # tensors in hot code (`self.accs = [acc0, acc1]` in the training step): judged
+            # when the whole file has been read (`leave_Module`)
+            if not (quiet(ctx, node) or in_exception_path(ctx, node)):
+                pending = self.ctx.shared.setdefault("TPU103 tensors of attributes", [])
+                pending.append((node, data, ctx.hot_reason))
+            return
         if found is None or quiet(ctx, node) or in_exception_path(ctx, node):
             return
         self.report(
@@ -2058,6 +2324,143 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "`torch.cat` on the device instead",
             applicability=Applicability.DISPLAY_ONLY,
         )
+
+    def _surely_device(self, value: cst.BaseExpression) -> bool:
+        """Surely a tensor, and on the device: computed in the code from device tensors, a
+        helper's parameter the value inference finds one (`pred_ids` of
+        `compute_metrics(ids, ...)`), or a torch result the inference cannot place
+        (`torch.argmax(outputs["logits"], -1)`: in hot code it is where the model ran, as
+        `.cpu()` of it is read). An element of a step's own batch may be a list of numbers
+        or strings."""
+        ctx = self.ctx
+        kind = ctx.value_kind(value)
+        if kind is ValueKind.DEVICE and computed_tensor(ctx, value, self.bindings):
+            return True
+        if not kind.may_be_device or not is_torch_tensor(ctx, value, self.bindings):
+            return False
+        info = ctx.function
+        return not (info is not None and info.name == info.root_hook and self._step_data(value))
+
+    def _check_decoded(self, node: cst.Call) -> None:
+        """`tokenizer.batch_decode(ids)` / `tokenizer.decode(t)` of a device tensor: the
+        tokenizer turns the ids into a Python list (`.tolist()`) on the host."""
+        ctx = self.ctx
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        arg = (
+            positional[0]
+            if positional
+            else keyword(node, "token_ids") or keyword(node, "sequences")
+        )
+        if arg is None or not self._surely_device(arg.value):
+            return
+        if quiet(ctx, node) or in_exception_path(ctx, node) or returned_from_predict(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} decodes the device tensor "
+            f"`{source_of(ctx, arg.value)}` to text: the tokenizer copies the ids to the host "
+            "as a Python list and waits for the TPU every step; keep the ids on the device and "
+            "decode them once in an epoch-end hook",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def _check_scalar_summary(self, node: cst.Call, method: str) -> None:
+        """`writer.add_scalar(tag, t, step)` / `add_scalars(tag, {"a": t}, step)` of a device
+        tensor: TensorBoard's writer makes a numpy number of it (`.cpu().numpy()`)."""
+        ctx = self.ctx
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        arg = keyword(node, "scalar_value" if method == "add_scalar" else "tag_scalar_dict")
+        if arg is None and len(positional) > 1:
+            arg = positional[1]
+        if arg is None:
+            return
+        values = [arg.value]
+        if method == "add_scalars":
+            if not isinstance(arg.value, cst.Dict):
+                return
+            values = [e.value for e in arg.value.elements if isinstance(e, cst.DictElement)]
+        found = next((v for v in values if self._surely_device(v)), None)
+        if found is None or quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} writes the device tensor "
+            f"`{source_of(ctx, found)}` as a scalar: the writer converts it to a Python number on "
+            "the host and waits for the TPU every step; log it with `self.log`, or write "
+            "`.item()` of it only every N steps",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def _check_metric_on_cpu(self, node: cst.Call, attr: str) -> None:
+        """`self.metric.update(p, y)` / `self.metric(p, y)` of a torchmetrics metric built with
+        `compute_on_cpu=True` (a literal, or a config the repository ships setting it true):
+        after every update torchmetrics copies the list states to the CPU
+        (`Metric._move_list_states_to_cpu`)."""
+        ctx = self.ctx
+        view = ctx.analysis.view
+        klass = ctx.klass
+        if view is None or klass is None:
+            return
+        key = (id(klass.node), attr)
+        settings = ctx.shared.setdefault("TPU103 compute_on_cpu", {})
+        setting = settings.get(key, False)
+        if setting is False:
+            setting = None
+            assigned = _self_assignments(ctx, attr)
+            built = [v for v in assigned if isinstance(v, cst.Call)]
+            # (a metric class of the project's, or one of torchmetrics' own)
+            if view.attribute_is_metric(ctx.owner, attr) or (
+                built
+                and len(built) == len(assigned)
+                and all((ctx.qualify(v.func) or "").startswith("torchmetrics.") for v in built)
+            ):
+                for value in built:
+                    setting = setting or _computes_on_cpu(ctx, value)
+            settings[key] = setting
+        if setting is None or quiet(ctx, node) or in_exception_path(ctx, node):
+            return
+        self.report(
+            node,
+            f"`{source_of(ctx, node)}` in {ctx.hot_reason} updates `self.{attr}`, a torchmetrics "
+            f"metric built with {setting}: after every update torchmetrics copies its list "
+            "states to the CPU (`Metric._move_list_states_to_cpu`), a host copy that waits for "
+            "the TPU every step; leave `compute_on_cpu` off on a TPU",
+            applicability=Applicability.DISPLAY_ONLY,
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """Record `self.accs = [acc0, acc1]` in hot code: device tensors computed in the code
+        kept as a Python list on an attribute (see `leave_Module`)."""
+        ctx = self.ctx
+        if not ctx.in_hot_code or not isinstance(node.value, (cst.List, cst.Tuple)):
+            return
+        items = [e.value for e in node.value.elements if isinstance(e, cst.Element)]
+        if not items or not all(computed_tensor(ctx, item, self.bindings) for item in items):
+            return
+        listed = ctx.shared.setdefault("TPU103 listed attributes", {})
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute):
+                listed.setdefault(target.target.attr.value, target.target)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """`torch.tensor(self.accs)` in hot code where the file sets `accs` only to list or
+        tuple displays, one of them of device tensors in hot code: torch reads each element
+        on the host to build the tensor."""
+        ctx = self.ctx
+        listed = ctx.shared.get("TPU103 listed attributes", {})
+        for node, data, reason in ctx.shared.get("TPU103 tensors of attributes", ()):
+            attr = data.attr.value
+            if attr not in listed or not _only_displays(ctx, attr):
+                continue
+            self.report(
+                node,
+                f"`{source_of(ctx, node, 40)}` in {reason} builds a tensor from "
+                f"`{source_of(ctx, data)}`, a list of device tensors (set as "
+                f"`{source_of(ctx, listed[attr])} = [...]` in hot code): torch reads each on "
+                "the host, a sync every step; keep them on the device as one tensor "
+                "(`torch.stack`)",
+                applicability=Applicability.DISPLAY_ONLY,
+            )
 
     def _check_number_arguments(self, node: cst.Call, name: str) -> None:
         ctx = self.ctx
