@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -68,26 +69,53 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_slow)
 
 
+# A runtime test whose id names an emulated TPU VM (`[v5e-8]`, `[v5e-4]`): its runs start one
+# process per chip.
+_EMULATED_PROCESSES = re.compile(r"\[(?:[^\]]*-)?v\d+[a-z]*-\d+(?:-[^\]]*)?\]")
+
+
+def runtime_scope(nodeid: str) -> str:
+    """The xdist scope of a test under `-n N` (pytest_xdist_make_scheduler).
+
+    * Every runtime test whose runs emulate a TPU VM's processes (8 processes of a v5e-8, 4
+      of a v5e-4) is in one scope, run one after another in one worker: two such runs at
+      once put 16 CPU-bound processes on the machine, and one CI run with two of them
+      side by side miscounted a per-step read (tests/runtime/test_causes.py).
+    * Every other runtime test (cores as threads of one process, and the runs with no
+      layout) is in its module's scope: the module's fixtures train once in the worker that
+      takes it, beside the processes' scope in the other worker.
+    * Every other test is a scope of its own.
+    """
+    if not nodeid.startswith("tests/runtime/"):
+        return nodeid
+    if _EMULATED_PROCESSES.search(nodeid):
+        return "tests/runtime[emulated processes]"
+    return nodeid.split("::", 1)[0]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Under `-n N` (the README's command), run tests/runtime/ one after another in one worker.
+    """Under `-n N` (the README's command), schedule tests/runtime/ by runtime_scope().
 
-    Each of those trains on 8 emulated cores and wants the whole machine, while the other workers
-    take the rest of the suite. xdist's own `xdist_group` marks cannot do this: its workers tag
-    node ids through a private pytest attribute that pytest 9.2 no longer reads, and the
-    scheduler sees only node ids, so the group is chosen from the path.
+    The runs of the process layouts go one after another in one worker; the runtime modules'
+    threads-layout tests go in the other workers beside them, then the rest of the suite.
+    Until 2026-11-27 every runtime test ran in one worker, and that worker was the whole
+    run's critical path (tests 1,335 s of 1,480 s in CI, the other worker idle for most of
+    it; bench/README.md, "CI time"). xdist's own `xdist_group` marks cannot do this: its
+    workers tag node ids through a private pytest attribute that pytest 9.2 no longer reads,
+    and the scheduler sees only node ids, so the scope is chosen from the node id.
     """
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class RuntimeTestsTogether(LoadScopeScheduling):
-        # Scopes are queued largest first (`--loadscope-reorder`, on by default), so the long
-        # serial group starts at once; every other test is a scope of its own.
+    class RuntimeScopes(LoadScopeScheduling):
+        # Scopes are queued largest first (`--loadscope-reorder`, on by default): the
+        # processes' scope and the runtime modules start at once.
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/runtime" if nodeid.startswith("tests/runtime/") else nodeid
+            return runtime_scope(nodeid)
 
-    return RuntimeTestsTogether(config, log)
+    return RuntimeScopes(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -73,7 +73,12 @@ def test_too_slow_is_not_hung(slow: VerifyReport) -> None:
     assert "hung" not in slow.summary
     text = render(slow)
     assert "Checks" in text and "too slow to judge here" in text
+    # the run the parent ended left none of its processes behind
+    assert child_processes() == []
 
 
-def test_no_process_survives(one_core: VerifyReport, slow: VerifyReport) -> None:
+def test_no_process_survives(one_core: VerifyReport) -> None:
+    """After the one-core run of each layout (the timed-out run: test_too_slow_is_not_hung).
+    Apart, so that the layout-free timed-out run trains once, in the worker that runs the
+    module's tests without a layout, not again beside each layout's run."""
     assert child_processes() == []
