@@ -876,6 +876,89 @@ if __name__ == "__main__":
     assert reason_at(model, tmp_path, "pkg/model.py", "# test-step") is None
 
 
+CONFIGURED_TEST_RUN = """\
+import os
+import sys
+
+import hydra
+import lightning as L
+
+from pkg.model import Model
+
+
+def quick():
+    return "--quick" in sys.argv
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="config")
+def main(cfg):
+    model = Model()
+    trainer = L.Trainer(accelerator="tpu")
+    {script}
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+TRAIN_EVAL_HELPERS = """\
+import lightning as L
+
+
+def fit_model(model):
+    trainer = L.Trainer(accelerator="tpu")
+    trainer.fit(model)
+    return trainer
+
+
+def evaluate(model):
+    trainer = L.Trainer(accelerator="tpu")
+    trainer.test(model)
+"""
+
+
+def _fit_then_test_if(condition: str, fit: str = "trainer.fit", test: str = "trainer.test") -> str:
+    return f"{fit}(model)\n    if {condition}:\n        {test}(model)"
+
+
+@pytest.mark.parametrize(
+    ("script", "config", "tests"),
+    [
+        # the shipped config turns testing off: the test hooks never run after the fit
+        (_fit_then_test_if('cfg.get("test")'), "false", False),
+        (_fit_then_test_if("cfg.test"), "false", False),
+        # or training off (the test after it still tests, but nothing trained on the TPU)
+        ("if cfg.train:\n        trainer.fit(model)\n    trainer.test(model)", "false", False),
+        (_fit_then_test_if('cfg.get("test")'), "true", True),
+        # an option the configs leave unset is off, as for the findings in its branch
+        (_fit_then_test_if('cfg.get("evaluate")'), "true", False),
+        # a value the scope does not decide keeps the test
+        (_fit_then_test_if('os.environ.get("TEST")'), "false", True),
+        (_fit_then_test_if('cfg.get("test") or quick()'), "false", True),
+        # through the project's helpers
+        (_fit_then_test_if('cfg.get("test")', "fit_model", "evaluate"), "false", False),
+        (_fit_then_test_if('cfg.get("test")', "fit_model", "evaluate"), "true", True),
+    ],
+)
+def test_a_test_after_fit_under_an_option_the_configs_turn_off_does_not_count(
+    tmp_path: Path, script: str, config: str, tests: bool
+) -> None:
+    """`trainer.test(...)` after `trainer.fit(...)` under a branch the project decides off
+    (every shipped config's `test: false`, as for the findings in such a branch) is no test
+    of the trained model in the TPU run: the test hooks stay evaluation. An option nobody
+    sets keeps the test."""
+    files = dict(TEST_HOOKS_MODEL)
+    if "fit_model" in script:
+        files["pkg/runs.py"] = TRAIN_EVAL_HELPERS
+    files["train.py"] = CONFIGURED_TEST_RUN.format(script=script)
+    if "fit_model" in script:
+        files["train.py"] = "from pkg.runs import evaluate, fit_model\n" + files["train.py"]
+    config_text = f"train: {config}\ntest: {config}\nlr: 0.1\n"
+    model = with_configs(tmp_path, files, {"configs/config.yaml": config_text})
+    expected = None if tests else "reached only from `test_step` (evaluation, not training)"
+    assert reason_at(model, tmp_path, "pkg/scores.py", "# test-score") == expected
+
+
 @pytest.mark.parametrize(
     "validation",
     [

@@ -3358,8 +3358,11 @@ class ProjectScope:
             testing = [
                 where
                 for where, module in self.model.modules.items()
-                if (module.scope.tests_after_fit or self._fits_then_tests(module))
-                and not _is_test_path(where)
+                if not _is_test_path(where)
+                and (
+                    any(self._both_run(module, site) for site in module.scope.tests_after_fit)
+                    or self._fits_then_tests(module)
+                )
             ]
             self.__dict__["_testing_after_fit"] = testing
         return any(same_repository(where, path) for where in testing)
@@ -3414,9 +3417,35 @@ class ProjectScope:
         test(ckpt=best)`, each running a Trainer's `fit`/`test` in its body or through a
         function of its own module)."""
         return any(
-            self._runs_trainer(module, first, "fit") and self._runs_trainer(module, later, "test")
-            for first, later in module.scope.fit_test_calls
+            self._runs_trainer(module, pair[0], "fit")
+            and self._runs_trainer(module, pair[1], "test")
+            and self._both_run(module, pair[2:])
+            for pair in module.scope.fit_test_calls
         )
+
+    def _both_run(self, module: ModuleSummary, site: list[Any]) -> bool:
+        """Whether a test call and the fit before it (ScopeFacts.tests_after_fit: test line,
+        column, fit line, column) may both run in a TPU run: neither sits in a branch the
+        project decides off (`if cfg.get("test"):` where every shipped config sets `test:
+        false`, as for the findings in such a branch)."""
+        return not (self._decided_off(module, *site[:2]) or self._decided_off(module, *site[2:4]))
+
+    def _decided_off(self, module: ModuleSummary, line: int, column: int) -> bool:
+        """Whether the code at `line`, `column` of a module sits in a region (ScopeFacts
+        .regions) whose condition the project decides against it. Inference-flag regions
+        are left out (they say where inference runs, not that the code never runs)."""
+        for region in module.scope.regions:
+            key, l1, c1, l2, c2, truth, wanted, how = region[:8]
+            if how.startswith("infer-") or not ((l1, c1) <= (line, column) <= (l2, c2)):
+                continue
+            owner = None
+            if key:
+                region_fn = self.model.functions.get(f"{module.path}:{key}")
+                owner = region_fn.owner if region_fn is not None else None
+            value = self.truth(truth, module, owner)
+            if value is not None and value != wanted:
+                return True
+        return False
 
     def _runs_trainer(self, module: ModuleSummary, name: str, method: str) -> bool:
         if name.startswith("<"):

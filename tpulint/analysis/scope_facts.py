@@ -211,9 +211,13 @@ class ScopeFacts:
     # function key -> the method names it calls on values of unknown class (`model.train()`,
     # `self.net.eval()`) only ever without arguments: no method that needs one is called.
     bare: dict[str, list[str]] = field(default_factory=dict)
-    # Whether the file runs `trainer.test(...)` after the same Trainer's `fit(...)` in one run
+    # Where the file runs `trainer.test(...)` after the same Trainer's `fit(...)` in one run
     # (not in the other branch of a train-or-test switch): the test loop runs on the TPU.
-    tests_after_fit: bool = False
+    # Each [test line, column, fit line, column] (a call of a helper of this module that
+    # tests, or fits, stands at its call); the scope leaves out a pair whose test or fit sits
+    # in a branch it decides off (`if cfg.get("test"):` with every shipped config's `test:
+    # false`).
+    tests_after_fit: list[list[int]] = field(default_factory=list)
     # Whether the top level runs code of its own (a call statement, a loop, a `with`): a script
     # run as a file (`python merge_exports.py` from a shell script) even without a `__main__`.
     runs_code: bool = False
@@ -355,10 +359,11 @@ class ScopeFacts:
     # module they call (two levels deep), and the calls one block makes in order that may be
     # a fit and then a test through other modules' helpers: [first, later], each an imported
     # function's qualified name, or "<fit>"/"<test>" for a call of this module that fits or
-    # tests (`best = train(**kw)` ... `test(ckpt=best)` with `train` and `test` imported).
+    # tests (`best = train(**kw)` ... `test(ckpt=best)` with `train` and `test` imported),
+    # then the line and column of the later call and of the first.
     fitters: list[str] = field(default_factory=list)
     testers: list[str] = field(default_factory=list)
-    fit_test_calls: list[list[str]] = field(default_factory=list)
+    fit_test_calls: list[list[Any]] = field(default_factory=list)
     # Whether a module that builds a Trainer names a TPU in its code (a `--tpu_cores` option,
     # a `"tpu"` string, `TPUSpawnPlugin`, `args.tpu_cores`): a script configured for TPUs,
     # though its Trainer's accelerator comes from values the facts do not follow.
@@ -463,7 +468,7 @@ class ScopeFacts:
             data["tc"],
             data["nd"],
             data["br"],
-            data.get("ta", False),
+            data.get("ta", []),
             data.get("rc", False),
             data["cs"],
             data["bn"],
@@ -884,11 +889,19 @@ class _Walker:
                 if "flags" in launch[4:]:
                     launch.remove("flags")
         fitters, testers, order = _fit_test_order(tree, self.index, self._imported_names(tree))
-        facts.tests_after_fit = (
-            _tests_after_fit(tree.body, frozenset(), self.index) or [_FIT, _TEST] in order
-        )
+        sites: set[tuple[int, int, int, int]] = set()
+        _tests_after_fit(tree.body, frozenset(), self.index, sites)
+        sites |= {tuple(pair[2:]) for pair in order if pair[:2] == [_FIT, _TEST]}  # type: ignore[misc]
+        facts.tests_after_fit = [
+            [test, self.column(test, tc), fit, self.column(fit, fc)]
+            for test, tc, fit, fc in sorted(sites)[:256]
+        ]
         facts.fitters, facts.testers = sorted(fitters), sorted(testers)
-        facts.fit_test_calls = [pair for pair in order if pair != [_FIT, _TEST]][:256]
+        facts.fit_test_calls = [
+            [first, later, l1, self.column(l1, c1), l2, self.column(l2, c2)]
+            for first, later, l1, c1, l2, c2 in order
+            if [first, later] != [_FIT, _TEST]
+        ][:256]
         facts.runs_code = any(
             isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With))
             or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call))
@@ -3821,12 +3834,13 @@ def _trainer_runs(node: ast.AST, method: str, index: TreeIndex) -> bool:
 
 def _fit_test_order(
     tree: ast.Module, index: TreeIndex, imported: dict[str, set[str]]
-) -> tuple[set[str], set[str], list[list[str]]]:
+) -> tuple[set[str], set[str], list[list[Any]]]:
     """The module's top-level functions that fit and that test (ScopeFacts.fitters,
     .testers: a trainer's `.fit(...)`/`.test(...)` in the body, or a call of such a function
     of the module, two levels deep), and the pairs of calls a block makes one after the
     other (ScopeFacts.fit_test_calls, "<fit>"/"<test>" standing for this module's fits and
-    tests; [<fit>, <test>] is a fit and then a test in this module)."""
+    tests; [<fit>, <test>] is a fit and then a test in this module), each with the line and
+    `ast` column of the two calls."""
     functions = {
         s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
@@ -3838,19 +3852,26 @@ def _fit_test_order(
             found |= {name for name, called in calls.items() if called & found}
         roles[token] = found
 
-    def tokens(statement: ast.stmt) -> set[str]:
+    def tokens(statement: ast.stmt) -> set[tuple[str, int, int]]:
         out = set()
-        for name in _called_names(statement, index):
-            if name in functions:
-                out |= {token for token, found in roles.items() if name in found}
-            else:
-                out |= imported.get(name, set())
-        out |= {token for token in (_FIT, _TEST) if _trainer_runs(statement, token[1:-1], index)}
+        for call in index.of_type(statement, ast.Call):
+            assert isinstance(call, ast.Call)
+            where = (call.lineno, call.col_offset)
+            func = call.func
+            if isinstance(func, ast.Name):
+                if func.id in functions:
+                    out |= {(t, *where) for t, found in roles.items() if func.id in found}
+                else:
+                    out |= {(t, *where) for t in imported.get(func.id, set())}
+            elif isinstance(func, ast.Attribute) and func.attr in ("fit", "test"):
+                receiver = dotted(func.value)
+                if receiver is not None and "trainer" in receiver.lower():
+                    out.add((f"<{func.attr}>", *where))
         return out
 
-    pairs: set[tuple[str, str]] = set()
+    pairs: set[tuple[str, str, int, int, int, int]] = set()
 
-    def walk(statements: list[ast.stmt], before: frozenset[str]) -> None:
+    def walk(statements: list[ast.stmt], before: frozenset[tuple[str, int, int]]) -> None:
         for statement in statements:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 walk(statement.body, frozenset())
@@ -3862,15 +3883,17 @@ def _fit_test_order(
                     walk(block, before)
             else:
                 pairs.update(
-                    (first, later)
+                    (first[0], later[0], *first[1:], *later[1:])
                     for first in before
                     for later in called
-                    if first != _TEST and later != _FIT
+                    if first[0] != _TEST and later[0] != _FIT
                 )
             before = before | called
 
     walk(tree.body, frozenset())
-    return roles[_FIT], roles[_TEST], [list(pair) for pair in sorted(pairs)]
+    # the later call, then the earlier one (the order of ScopeFacts.tests_after_fit)
+    ordered = sorted(pairs, key=lambda p: (p[0], p[1], p[4], p[5], p[2], p[3]))
+    return roles[_FIT], roles[_TEST], [[f, t, l2, c2, l1, c1] for f, t, l1, c1, l2, c2 in ordered]
 
 
 def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
@@ -3885,34 +3908,48 @@ def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
     return blocks
 
 
-def _tests_after_fit(statements: list[ast.stmt], fitted: frozenset[str], index: TreeIndex) -> bool:
-    """Whether a block calls `<trainer>.test(...)` after `<trainer>.fit(...)` ran in it or in
+def _tests_after_fit(
+    statements: list[ast.stmt],
+    fitted: frozenset[tuple[str, int, int]],
+    index: TreeIndex,
+    out: set[tuple[int, int, int, int]],
+) -> None:
+    """Where a block calls `<trainer>.test(...)` after `<trainer>.fit(...)` ran in it or in
     a block around it (`trainer.fit(m); trainer.test(m)`, `if not args.two_steps:
-    trainer.test()` after the fit), the same receiver or both named for a trainer. The
-    branches of one `if` do not follow each other (`if train: fit() else: test()`)."""
+    trainer.test()` after the fit), the same receiver or both named for a trainer: (test
+    line, `ast` column, fit line, column) into `out`. The branches of one `if` do not follow
+    each other (`if train: fit() else: test()`)."""
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if _tests_after_fit(statement.body, frozenset(), index):
-                return True
+            _tests_after_fit(statement.body, frozenset(), index, out)
             continue
-        blocks: list[list[ast.stmt]] = [
-            block
-            for name in ("body", "orelse", "finalbody")
-            if isinstance(block := getattr(statement, name, None), list)
-        ]
-        blocks += [h.body for h in getattr(statement, "handlers", ())]
-        blocks += [c.body for c in getattr(statement, "cases", ())]
+        blocks = _blocks(statement)
         if blocks:
-            if any(_tests_after_fit(block, fitted, index) for block in blocks):
-                return True
+            for block in blocks:
+                _tests_after_fit(block, fitted, index, out)
         elif fitted:
-            for receiver in _trainer_calls(statement, "test", index):
+            for receiver, line, column in _trainer_call_sites(statement, "test", index):
                 trainer = "trainer" in receiver.lower()
-                if receiver in fitted or (trainer and any("trainer" in f.lower() for f in fitted)):
-                    return True
+                for fit, fit_line, fit_column in fitted:
+                    if fit == receiver or (trainer and "trainer" in fit.lower()):
+                        out.add((line, column, fit_line, fit_column))
         # What follows may run after a fit anywhere in the statement (one branch of an `if`).
-        fitted = fitted | _trainer_calls(statement, "fit", index)
-    return False
+        fitted = fitted | set(_trainer_call_sites(statement, "fit", index))
+
+
+def _trainer_call_sites(
+    statement: ast.stmt, method: str, index: TreeIndex
+) -> list[tuple[str, int, int]]:
+    """The receivers of the `.<method>(...)` calls in a statement with each call's line and
+    `ast` column (see `_trainer_calls`)."""
+    out = []
+    for node in index.of_type(statement, ast.Call):
+        assert isinstance(node, ast.Call)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == method:
+            receiver = dotted(node.func.value)
+            if receiver is not None:
+                out.append((receiver, node.lineno, node.col_offset))
+    return out
 
 
 # Statements after which the rest of their block never runs.
