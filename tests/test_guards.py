@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from tpulint.analysis.guards import (
     RARE,
+    always_sets_flag,
     change_targets,
     condition_kinds,
     effective,
@@ -14,6 +17,8 @@ from tpulint.analysis.guards import (
     flushes,
     lazy_attribute,
     marker_targets,
+    once_flags,
+    rearmed_elsewhere,
     records,
     resets,
     shape_kinds,
@@ -182,3 +187,45 @@ def test_a_trainer_controls_periodic_flags_are_rare() -> None:
     assert RARE in condition_kinds("self.control.should_log")
     assert RARE in condition_kinds("control.should_save and not self.args.fast")
     assert RARE not in condition_kinds("self.args.should_save")
+
+
+@pytest.mark.parametrize(
+    ("test", "flags"),
+    [
+        ("not self.initialized", [("initialized", False)]),
+        ("(self._initialized is False) & (self.training)", [("_initialized", False)]),
+        ("self._first", [("_first", True)]),
+        ("not getattr(self, '_init_done', False)", [("_init_done", False)]),
+        ("self.training and not self.built", [("built", False)]),
+        ("self.ready is True", [("ready", True)]),
+        ("x > 3", []),
+    ],
+)
+def test_run_once_flags(test: str, flags: list[tuple[str, bool]]) -> None:
+    found = once_flags(test)
+    assert all(flag in found for flag in flags)
+    assert bool(found) is bool(flags)
+
+
+def test_run_once_flag_must_be_ended_on_every_path() -> None:
+    def sets(body: str, clears: bool = False) -> bool:
+        return always_sets_flag(ast.parse(body).body, "ready", clears, {})
+
+    assert sets("y = x.cpu()\nself.ready = True")
+    assert sets("if a:\n    self.ready = 1\nelse:\n    self.ready = True")
+    assert not sets("if a:\n    self.ready = True")  # one branch only
+    assert not sets("self.ready = False")  # keeps the guard holding
+    assert sets("self.ready = False", clears=True)
+    assert not sets("self.ready = x", clears=True)
+
+
+def test_run_once_flag_armed_again_elsewhere() -> None:
+    tree = ast.parse(
+        "class A:\n"
+        "    def __init__(self):\n        self.ready = False\n"
+        "    def on_train_epoch_start(self):\n        self.ready = False\n"
+    )
+    methods = {f.name: f for f in tree.body[0].body}  # type: ignore[attr-defined]
+    assert rearmed_elsewhere(methods, "ready", False, set())
+    del methods["on_train_epoch_start"]
+    assert not rearmed_elsewhere(methods, "ready", False, set())

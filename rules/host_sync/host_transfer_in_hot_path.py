@@ -998,6 +998,38 @@ class HostTransferInHotPath(TrackingRule, Rule):
     }
 
     VALID = (
+        # A data-dependent initialisation (ActNorm, a flow's first batch) under a run-once
+        # guard whose body sets the flag on every path: the copy is paid on the first step.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class ActNorm(nn.Module):\n"
+            "    def __init__(self, width):\n"
+            "        super().__init__()\n"
+            "        self.scale = nn.Parameter(torch.ones(width))\n"
+            "        self.ready = False\n\n"
+            "    def forward(self, x):\n"
+            "        if (self.ready is False) & self.training:\n"
+            "            spread = x.std(0).cpu()\n"
+            "            self.scale.data.copy_(1.0 / spread.clamp(min=1e-6))\n"
+            "            self.ready = True\n"
+            "        return x * self.scale\n"
+        ),
+        # The same with a flag the body clears (`if self._first:`), through a method.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Bias(nn.Module):\n"
+            "    def __init__(self, width):\n"
+            "        super().__init__()\n"
+            "        self.shift = nn.Parameter(torch.zeros(width))\n"
+            "        self._first = True\n\n"
+            "    def _prime(self, x):\n"
+            "        self.shift.data = -x.mean(0).cpu().to(x.device)\n"
+            "        self._first = False\n\n"
+            "    def forward(self, x):\n"
+            "        if self._first:\n"
+            "            self._prime(x)\n"
+            "        return x + self.shift\n"
+        ),
         # `math.sqrt` of Python numbers (a size, a width): no tensor is read.
         Valid(
             "import math\nfrom torch import nn\n\n\n"
@@ -1529,6 +1561,41 @@ class HostTransferInHotPath(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A run-once guard whose flag is set in one branch only: while the branch is not
+        # taken, the copy runs on every step.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class ActNorm(nn.Module):\n"
+            "    def __init__(self, width):\n"
+            "        super().__init__()\n"
+            "        self.scale = nn.Parameter(torch.ones(width))\n"
+            "        self.ready = False\n\n"
+            "    def forward(self, x):\n"
+            "        if not self.ready:\n"
+            "            spread = x.std(0).cpu()\n"
+            "            if spread.min() > 0:\n"
+            "                self.ready = True\n"
+            "        return x * self.scale\n",
+            line=13,
+        ),
+        # The flag is armed again before every batch: the block runs every step.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.scale = torch.nn.Parameter(torch.ones(4))\n"
+            "        self.initialized = False\n\n"
+            "    def on_train_batch_start(self, batch, batch_idx):\n"
+            "        self.initialized = False\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        if not self.initialized:\n"
+            "            spread = batch.std(0).cpu()\n"
+            "            self.scale.data = 1.0 / spread.to(self.device)\n"
+            "            self.initialized = True\n"
+            "        return (batch * self.scale).sum()\n",
+            line=16,
+        ),
         # `math.sqrt` of a device buffer's arithmetic: Python converts the tensor with
         # `float()` first, a sync every step.
         Invalid(

@@ -7,16 +7,18 @@ the node sits under a guard (`if torch.cuda.is_available():`, `if batch_idx == 0
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import libcst as cst
 
 from tpulint.analysis.guards import (
     ANOMALY_CHECKS,
     ANOMALY_REDUCTIONS,
+    always_sets_flag,
     change_targets,
     condition_kinds,
     done_attribute,
@@ -27,8 +29,9 @@ from tpulint.analysis.guards import (
     grows,
     is_report_callee,
     is_warning_callee,
-    lazy_attribute,
     marker_targets,
+    once_flags,
+    rearmed_elsewhere,
     records,
     resets,
     shape_kinds,
@@ -39,6 +42,7 @@ from tpulint.analysis.param_routes import live as param_live
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
 from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
 from tpulint.analysis.value_tables import BATCH_PARAMS, HOST_ANNOTATIONS, annotation_kind
@@ -195,6 +199,7 @@ class FileContext(Resolver):
         self._guard_cache: dict[Any, frozenset[str]] = {}
         self._index_texts: dict[str, frozenset[str]] = {}
         self._step_loops: dict[int, bool] = {}
+        self._ast_ifs: dict[int, _AstIf] | None = None
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
         self.shared: dict[str, Any] = {}
@@ -208,6 +213,7 @@ class FileContext(Resolver):
         self.shared.clear()
         self._ast_tree = None  # the tree is the file's: freed with it
         self._ast_parsed = False
+        self._ast_ifs = None
 
     # --- structure -------------------------------------------------------------------
 
@@ -777,6 +783,46 @@ class FileContext(Resolver):
         info = self.analysis.klass(ancestor) if ancestor is not None else None
         return info.resolve_method if info is not None else (lambda name: None)
 
+    def _ast_if(self, node: cst.CSTNode) -> _AstIf | None:
+        """The `ast` reading of an `if` statement of this file, with its class and the block
+        it is in: the run-once guards are read on `ast`, as the project model reads them.
+        The file's `if` statements are paired in source order (None if the parsers differ)."""
+        if self._ast_ifs is None:
+            self._ast_ifs = {}
+            tree = self.ast_tree
+            if tree is not None:
+                readings = list(_ast_ifs(tree.body, None))
+                nodes = [n for n in _preorder(self.module) if isinstance(n, cst.If)]
+                if len(readings) == len(nodes):
+                    self._ast_ifs = {id(n): r for n, r in zip(nodes, readings, strict=True)}
+        return self._ast_ifs.get(id(node))
+
+    def _lazy_block(self, node: cst.If) -> bool:
+        """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
+        the cache, `if self._first: ...; self._first = False`): the body runs once, when it
+        ends its guard on every path (itself or through a method of the class it calls) and
+        no other method arms it again (`guards.always_sets_flag`, `rearmed_elsewhere`)."""
+        flags = once_flags(self.module.code_for_node(node.test))
+        if not flags:
+            return False
+        reading = self._ast_if(node)
+        return reading is not None and _runs_once(reading, reading.node.body, flags)
+
+    def _initialises_once(self, statement: cst.CSTNode, test: cst.BaseExpression) -> bool:
+        """`if self.initialized: return` followed by statements that set `self.initialized`
+        on every path (themselves or through a method of the class they call): those run
+        once."""
+        if not isinstance(test, (cst.Attribute, cst.Call, cst.Comparison)):
+            return False
+        attribute = done_attribute(self.module.code_for_node(test))
+        if attribute is None:
+            return False
+        reading = self._ast_if(statement)
+        if reading is None:
+            return False
+        rest = reading.block[reading.index + 1 :]
+        return _runs_once(reading, rest, [(attribute, False)])
+
     def _local_guards(
         self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
     ) -> tuple[set[str], cst.FunctionDef | None]:
@@ -791,9 +837,7 @@ class FileContext(Resolver):
                 negated = isinstance(test, cst.UnaryOperation) and isinstance(
                     test.operator, cst.Not
                 )
-                if child is ancestor.body and _lazy_block(
-                    self.module, ancestor, self._method_resolver(ancestor, parents)
-                ):
+                if child is ancestor.body and self._lazy_block(ancestor):
                     kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and self._first_n_block(ancestor, parents):
                     kinds.add("rare")  # collects from the first N batches only
@@ -828,18 +872,13 @@ class FileContext(Resolver):
                 if isinstance(ancestor.operator, cst.And):
                     kinds |= self._condition_kinds(ancestor.left)
             elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-                for position, statement in enumerate(ancestor.body):
+                for statement in ancestor.body:
                     if statement is child:
                         break
                     test = _early_exit_test(statement)
                     if test is not None:
                         kinds |= self._condition_kinds(test, negated=True)
-                        if _initialises_once(
-                            self.module,
-                            test,
-                            ancestor.body[position + 1 :],
-                            self._method_resolver(ancestor, parents),
-                        ):
+                        if self._initialises_once(statement, test):
                             kinds.add("rare")  # `if self.initialized: return`: runs once
                 if (
                     isinstance(ancestor, cst.IndentedBlock)
@@ -1072,112 +1111,58 @@ def _loop_steps(loop: cst.For | cst.While) -> bool:
     return False
 
 
-def _lazy_block(
-    module: cst.Module,
-    node: cst.If,
-    resolve: Callable[[str], cst.FunctionDef | None] | None = None,
-) -> bool:
-    """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
-    the cache): the body runs once, not every step. The attribute may be set by a method the
-    body calls (`if not self.initialized: self._init_from_batch(x)`, which sets it)."""
-    attribute = lazy_attribute(module.code_for_node(node.test))
-    if attribute is None:
-        return False
-    if _sets_self_attribute(node.body, attribute):
-        return True
-    return resolve is not None and _calls_setter(node.body, attribute, resolve)
+class _AstIf(NamedTuple):
+    """An `if` statement read with `ast`: the node, the class around it, and its block."""
+
+    node: ast.If
+    cls: ast.ClassDef | None
+    block: list[ast.stmt]
+    index: int
 
 
-def _calls_setter(
-    node: cst.CSTNode, attribute: str, resolve: Callable[[str], cst.FunctionDef | None]
-) -> bool:
-    """Whether the code calls a method of its class (`self.m(...)`) that sets
-    `self.<attribute>`."""
+def _ast_ifs(body: list[ast.stmt], cls: ast.ClassDef | None) -> Iterator[_AstIf]:
+    """The `if` statements of a block and of the blocks inside it, in source order."""
+    for index, statement in enumerate(body):
+        if isinstance(statement, ast.If):
+            yield _AstIf(statement, cls, body, index)
+        inner = statement if isinstance(statement, ast.ClassDef) else cls
+        for field_name in ("body", "handlers", "orelse", "finalbody", "cases"):
+            for child in getattr(statement, field_name, ()) or ():
+                if isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from _ast_ifs(child.body, inner)
+            blocks = getattr(statement, field_name, None)
+            if blocks and isinstance(blocks, list) and isinstance(blocks[0], ast.stmt):
+                yield from _ast_ifs(blocks, inner)
+
+
+def _preorder(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     from tpulint.analysis.walker import iter_children
 
-    stack: list[cst.CSTNode] = [node]
+    stack: list[cst.CSTNode] = [root]
     while stack:
         current = stack.pop()
-        if (
-            isinstance(current, cst.Call)
-            and isinstance(current.func, cst.Attribute)
-            and isinstance(current.func.value, cst.Name)
-            and current.func.value.value == "self"
-        ):
-            method = resolve(current.func.attr.value)
-            if method is not None and _sets_self_attribute(method.body, attribute):
-                return True
-        stack.extend(iter_children(current))
-    return False
-
-
-def _initialises_once(
-    module: cst.Module,
-    test: cst.BaseExpression,
-    rest: Sequence[cst.CSTNode],
-    resolve: Callable[[str], cst.FunctionDef | None],
-) -> bool:
-    """`if self.initialized: return` followed by statements that set `self.initialized`
-    (themselves or through a method of the class they call): those run once."""
-    if not isinstance(test, (cst.Attribute, cst.Call, cst.Comparison)):
-        return False
-    attribute = done_attribute(module.code_for_node(test))
-    if attribute is None:
-        return False
-    return any(
-        _sets_self_attribute(statement, attribute) or _calls_setter(statement, attribute, resolve)
-        for statement in rest
-    )
-
-
-def _self_attribute_named(node: cst.BaseExpression, attribute: str) -> bool:
-    """`self.<attribute>`, or its `.data`."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
-        node = node.value
-    return (
-        isinstance(node, cst.Attribute)
-        and node.attr.value == attribute
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    )
-
-
-# In-place methods that set a tensor flag (a registered buffer) to a new value.
-_IN_PLACE_SETTERS = frozenset({"fill_", "copy_"})
-
-
-def _sets_self_attribute(body: cst.CSTNode, attribute: str) -> bool:
-    """Whether `body` sets `self.<attribute>`: assigns it, or fills a buffer flag in place
-    (`self.initialized.fill_(True)`, `self.initted.data.copy_(...)`)."""
-    from tpulint.analysis.walker import iter_children
-
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        current = stack.pop()
-        if (
-            isinstance(current, cst.Call)
-            and isinstance(current.func, cst.Attribute)
-            and current.func.attr.value in _IN_PLACE_SETTERS
-            and _self_attribute_named(current.func.value, attribute)
-        ):
-            return True
-        targets: list[cst.BaseExpression] = []
-        if isinstance(current, cst.Assign):
-            targets = [t.target for t in current.targets]
-        elif isinstance(current, cst.AnnAssign):
-            targets = [current.target]
-        for target in targets:
-            if (
-                isinstance(target, cst.Attribute)
-                and target.attr.value == attribute
-                and isinstance(target.value, cst.Name)
-                and target.value.value == "self"
-            ):
-                return True
+        yield current
         if isinstance(current, cst.BaseExpression):
-            continue
-        stack.extend(iter_children(current))
-    return False
+            continue  # no statements inside an expression
+        stack.extend(reversed(list(iter_children(current))))
+
+
+def _runs_once(reading: _AstIf, body: list[ast.stmt], flags: list[tuple[str, bool]]) -> bool:
+    """Whether `body` ends one of its run-once guard's `flags` on every path, and no other
+    method of the class (`__init__` aside) arms it again."""
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    if reading.cls is not None:
+        methods = {
+            s.name: s
+            for s in reading.cls.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+    inside = {id(n) for statement in body for n in ast_walk(statement)}
+    return any(
+        always_sets_flag(body, attribute, clears, methods)
+        and not rearmed_elsewhere(methods, attribute, clears, inside)
+        for attribute, clears in flags
+    )
 
 
 def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:

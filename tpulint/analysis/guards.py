@@ -167,6 +167,216 @@ def lazy_attribute(test_text: str) -> str | None:
     )
 
 
+def once_flags(test_text: str) -> list[tuple[str, bool]]:
+    """The flags a run-once guard may test: each an attribute, and whether the body ends
+    the guard by clearing it (`if self._first: ...; self._first = False`) rather than by
+    setting it (`if not self._initialized: ...; self._initialized = True`). Reads the
+    shapes of `lazy_attribute`, and, in any conjunct of an `and` or `&` (`(self._initialized
+    is False) & self.training`): `self.x is False`, `not getattr(self, "x", False)`, and
+    `self.x` / `self.x is True` (cleared by the body). The body decides which one it is."""
+    flags: list[tuple[str, bool]] = []
+    attribute = lazy_attribute(test_text)
+    if attribute is not None:
+        flags.append((attribute, False))
+    node = _parse(test_text)
+    if node is None:
+        return flags
+    for conjunct in _flag_conjuncts(node):
+        found = _flag_test(conjunct)
+        if found is not None and found not in flags:
+            flags.append(found)
+    return flags
+
+
+def _flag_conjuncts(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return [c for value in node.values for c in _flag_conjuncts(value)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return _flag_conjuncts(node.left) + _flag_conjuncts(node.right)
+    return [node]
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def _flag_test(node: ast.expr) -> tuple[str, bool] | None:
+    """One conjunct's flag (see `once_flag`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        operand = node.operand
+        if (
+            isinstance(operand, ast.Call)
+            and isinstance(operand.func, ast.Name)
+            and operand.func.id == "getattr"
+            and len(operand.args) >= 2
+            and isinstance(operand.args[0], ast.Name)
+            and operand.args[0].id == "self"
+            and isinstance(operand.args[1], ast.Constant)
+            and isinstance(operand.args[1].value, str)
+        ):
+            return operand.args[1].value, False
+        attribute = _self_attr(operand)
+        return (attribute, False) if attribute is not None else None
+    attribute = _self_attr(node)
+    if attribute is not None:
+        return attribute, True
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], (ast.Is, ast.Eq))
+        and isinstance(node.comparators[0], ast.Constant)
+        and isinstance(node.comparators[0].value, bool)
+    ):
+        attribute = _self_attr(node.left)
+        if attribute is not None:
+            return attribute, node.comparators[0].value is True
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.Is)
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value is None
+    ):
+        attribute = _self_attr(node.left)
+        return (attribute, False) if attribute is not None else None
+    return None
+
+
+def ends_flag(value: object, clears: bool) -> bool:
+    """Whether setting a run-once flag to `value` (a constant's value, or `...` for an
+    expression that is not a constant) ends its guard: a body that clears it must set a
+    false constant (`False`, `None`, `0`); one that sets it anything else."""
+    falsy = value is not ... and not value
+    return falsy if clears else not falsy
+
+
+def rearms_flag(value: object, clears: bool) -> bool:
+    """Whether setting the flag to `value` elsewhere makes its guard hold again
+    (`self._initialized = False` in a method that runs every step): only a constant does."""
+    return value is not ... and not ends_flag(value, clears)
+
+
+# In-place methods that set a tensor flag (a registered buffer) to a new value.
+_FLAG_SETTERS = frozenset({"fill_", "copy_"})
+
+
+def _flag_named(node: ast.expr, attribute: str) -> bool:
+    """`self.<attribute>`, or its `.data`."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return _self_attr(node) == attribute
+
+
+def _constant(node: ast.expr) -> object:
+    """A constant's value, or `...` for any other expression."""
+    return node.value if isinstance(node, ast.Constant) else ...
+
+
+def _flag_set(statement: ast.stmt, attribute: str) -> ast.expr | bool | None:
+    """What a statement sets `self.<attribute>` to (an assignment, `setattr(self, "x", v)`,
+    `self.x.fill_(v)`): the value, True for an in-place copy (`copy_`), None otherwise."""
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if any(_flag_named(t, attribute) for t in targets):
+            return statement.value
+        return None
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return None
+    call = statement.value
+    if (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in _FLAG_SETTERS
+        and _flag_named(call.func.value, attribute)
+    ):
+        return call.args[0] if call.func.attr == "fill_" and call.args else True
+    if (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "setattr"
+        and len(call.args) >= 3
+        and isinstance(call.args[0], ast.Name)
+        and call.args[0].id == "self"
+        and isinstance(call.args[1], ast.Constant)
+        and call.args[1].value == attribute
+    ):
+        return call.args[2]
+    return None
+
+
+def always_sets_flag(
+    body: list[ast.stmt],
+    attribute: str,
+    clears: bool,
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    depth: int = 0,
+) -> bool:
+    """Whether every path through `body` sets `self.<attribute>` to a value that ends its
+    run-once guard (`guards.ends_flag`): a statement of the body itself, both branches of
+    an `if`, the body of a `with` or `try`, or a method of the class it calls
+    (`self._init_from_batch(x)`) that does. A set in one branch only leaves the guard
+    holding on the other paths: the block may run every step."""
+    for statement in body:
+        value = _flag_set(statement, attribute)
+        if value is True:
+            if not clears:
+                return True
+        elif isinstance(value, ast.expr):
+            if ends_flag(_constant(value), clears):
+                return True
+        elif isinstance(statement, ast.If):
+            if always_sets_flag(
+                statement.body, attribute, clears, methods, depth
+            ) and always_sets_flag(statement.orelse, attribute, clears, methods, depth):
+                return True
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            if always_sets_flag(statement.body, attribute, clears, methods, depth):
+                return True
+        elif isinstance(statement, ast.Try):
+            if always_sets_flag(
+                statement.body, attribute, clears, methods, depth
+            ) or always_sets_flag(statement.finalbody, attribute, clears, methods, depth):
+                return True
+        elif (
+            depth < 3
+            and isinstance(statement, (ast.Expr, ast.Assign))
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute)
+            and isinstance(statement.value.func.value, ast.Name)
+            and statement.value.func.value.id == "self"
+            and statement.value.func.attr in methods
+        ):
+            method = methods[statement.value.func.attr]
+            if always_sets_flag(method.body, attribute, clears, methods, depth + 1):
+                return True
+    return False
+
+
+def rearmed_elsewhere(
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    attribute: str,
+    clears: bool,
+    inside: set[int],
+) -> bool:
+    """Whether a method of the class other than `__init__` sets the flag back to a constant
+    that makes its guard hold again (`self._initialized = False` in a step or an epoch
+    hook), outside the guarded block (`inside`, ids of its nodes): the block is re-run."""
+    for name, method in methods.items():
+        if name == "__init__":
+            continue
+        for node in ast_walk(method):
+            if id(node) in inside or not isinstance(node, ast.stmt):
+                continue
+            value = _flag_set(node, attribute)
+            if isinstance(value, ast.expr) and rearms_flag(_constant(value), clears):
+                return True
+    return False
+
+
 def done_attribute(exit_test_text: str) -> str | None:
     """The attribute an early exit tests for a finished one-time initialisation (`initialized`
     in `if self.initialized: return`, `cache` in `if self.cache is not None: return`): the

@@ -32,6 +32,7 @@ from tpulint.analysis.guards import (
     ANOMALY_CHECKS,
     ANOMALY_REDUCTIONS,
     RARE,
+    always_sets_flag,
     change_targets,
     condition_kinds,
     done_attribute,
@@ -41,8 +42,9 @@ from tpulint.analysis.guards import (
     grows,
     is_report_callee,
     is_warning_callee,
-    lazy_attribute,
     marker_targets,
+    once_flags,
+    rearmed_elsewhere,
     records,
     resets,
 )
@@ -1890,42 +1892,36 @@ class _Summarizer(ValueEvaluator):
 
     def initialises_once(self, test: ast.expr, rest: list[ast.stmt], scope: Scope) -> bool:
         """`if self.initialized: return` followed by code that sets `self.initialized` (or
-        a method of the class it calls sets it): that code runs once."""
+        a method of the class it calls sets it) on every path: that code runs once."""
         if not isinstance(test, (ast.Attribute, ast.Call, ast.Compare)):
             return False
         attribute = done_attribute(self.segment(test))
         if attribute is None:
             return False
-        return self._sets_attribute(rest, attribute, scope)
+        return self._runs_once(rest, [(attribute, False)], scope)
 
     def lazy_block(self, node: ast.If, scope: Scope) -> bool:
         """`if not self.built: ...; self.built = True` (or `if self.cache is None:` that sets
-        the cache): the body runs once. The attribute may be set by a method of the class the
-        body calls (`if not self.initialized: self._init_from_batch(x)`, which sets it)."""
+        the cache, `if self._first: ...; self._first = False`): the body runs once. The
+        attribute may be set by a method of the class the body calls (`if not
+        self.initialized: self._init_from_batch(x)`, which sets it)."""
         if not _may_be_lazy_test(node.test):
             return False
-        attribute = lazy_attribute(self.segment(node.test))
-        if attribute is None:
-            return False
-        return self._sets_attribute(node.body, attribute, scope)
+        flags = once_flags(self.segment(node.test))
+        return bool(flags) and self._runs_once(node.body, flags, scope)
 
-    def _sets_attribute(self, body: list[ast.stmt], attribute: str, scope: Scope) -> bool:
-        """Whether the statements set `self.<attribute>`, themselves or through a method of
-        the class they call (`self._init_from_batch(x)`)."""
-        if _sets_self_attribute(body, attribute):
-            return True
+    def _runs_once(self, body: list[ast.stmt], flags: list[tuple[str, bool]], scope: Scope) -> bool:
+        """Whether the statements end their run-once guard on every path (one of `flags`:
+        set to a value that makes the test fail, themselves or through a method of the
+        class they call), and no other method of the class (`__init__` aside) arms it again
+        (`self._initialized = False` in a step: the block runs every step)."""
         methods = self.class_methods.get(scope.cls.qualname, {}) if scope.cls else {}
-        for call in ast_walk(ast.Module(body=body, type_ignores=[])):
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name)
-                and call.func.value.id == "self"
-                and call.func.attr in methods
-                and _sets_self_attribute(methods[call.func.attr].body, attribute)
-            ):
-                return True
-        return False
+        inside = {id(n) for statement in body for n in ast_walk(statement)}
+        return any(
+            always_sets_flag(body, attribute, clears, methods)
+            and not rearmed_elsewhere(methods, attribute, clears, inside)
+            for attribute, clears in flags
+        )
 
     # --- expressions: calls --------------------------------------------------------------
 
@@ -2620,44 +2616,18 @@ def _self_attribute_named(node: ast.expr, attribute: str) -> bool:
     )
 
 
-def _sets_self_attribute(body: list[ast.stmt], attribute: str) -> bool:
-    """Whether `body` sets `self.<attribute>`: assigns it, `setattr(self, "<attribute>", ...)`,
-    or fills a buffer flag in place (`self.initialized.fill_(True)`, `.data.copy_(...)`)."""
-    for statement in ast_walk(ast.Module(body=body, type_ignores=[])):
-        if (
-            isinstance(statement, ast.Call)
-            and isinstance(statement.func, ast.Attribute)
-            and statement.func.attr in _IN_PLACE_SETTERS
-            and _self_attribute_named(statement.func.value, attribute)
-        ):
-            return True
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and target.attr == attribute
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"
-                ):
-                    return True
-        if (
-            isinstance(statement, ast.Call)
-            and isinstance(statement.func, ast.Name)
-            and statement.func.id == "setattr"
-            and len(statement.args) >= 2
-            and isinstance(statement.args[1], ast.Constant)
-            and statement.args[1].value == attribute
-        ):
-            return True
-    return False
-
-
 def _may_be_lazy_test(test: ast.expr) -> bool:
     """A cheap look at the shapes `guards.lazy_attribute` reads (`not self.x`,
     `self.x is None`, `not hasattr(self, ...)`, `self.x == False`, `self.n.item() == 0`)."""
     if isinstance(test, ast.BoolOp) and test.values:
-        return _may_be_lazy_test(test.values[0])  # `self.n == 0 and ...`, `... or ...`
+        if isinstance(test.op, ast.And):  # `self.training and not self.built`
+            return any(_may_be_lazy_test(value) for value in test.values)
+        return _may_be_lazy_test(test.values[0])  # `self.cache is None or ...`
+    if isinstance(test, ast.BinOp) and isinstance(test.op, ast.BitAnd):
+        # `(self._initialized is False) & self.training`
+        return _may_be_lazy_test(test.left) or _may_be_lazy_test(test.right)
+    if isinstance(test, ast.Attribute):  # `if self._first:`, cleared by the body
+        return isinstance(test.value, ast.Name) and test.value.id == "self"
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         operand = test.operand
         return isinstance(operand, (ast.Attribute, ast.Call))
