@@ -2288,6 +2288,25 @@ def test_pipeline_modules_read_by_a_step_stay_hot(tmp_path: Path) -> None:
     assert {"KnnBuilder.forward", "Edges.forward"} <= hot  # (the edges it calls run there too)
 
 
+def test_pipeline_modules_a_construction_hands_the_model_stay_hot(tmp_path: Path) -> None:
+    """The step calls an attribute of no known class, an `__init__` parameter the script
+    passes a pipeline module: hot."""
+    files = dict(PIPELINE_MODULES)
+    files["ev/model.py"] = (
+        files["ev/model.py"]
+        .replace("builder: Builder", "builder")
+        .replace("self.net(batch).sum()", "self.net(self.builder(batch)[0]).sum()")
+    )
+    files["train.py"] = """\
+        from ev.graphs import Edges, KnnBuilder
+        from ev.model import Net
+
+        if __name__ == "__main__":
+            net = Net(None, KnnBuilder(Edges()))
+    """
+    assert "KnnBuilder.forward" in hot_names(project(tmp_path, files))
+
+
 def test_modules_called_through_the_pipeline_type_by_a_step_stay_hot(tmp_path: Path) -> None:
     """The step calls a module typed as the class the dataset calls through: it may be one."""
     files = dict(PIPELINE_MODULES)

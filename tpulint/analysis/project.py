@@ -1404,7 +1404,13 @@ class ProjectModel:
                 uses = fn.module.scope.uses.get(fn.summary.key, ())
                 for use in uses:
                     if use[0] in ("self", "selfref"):
-                        held.update(self._attribute_classes(fn.owner, use[1]))
+                        classes = self._attribute_classes(fn.owner, use[1])
+                        passed = set() if classes else self._passed_classes(fn.owner, use[1])
+                        if passed is None and use[0] == "self":
+                            # a module handed to the class, of no known class, called every
+                            # step: it may be any of them
+                            return set(self._pipeline_only)
+                        held.update(classes or passed or ())
                     elif use[0] == "attr":
                         held.update(self._attribute_classes(fn.owner, use[1].partition(".")[0]))
                 for attr in self._instance_calls(fn):
@@ -1434,6 +1440,28 @@ class ProjectModel:
             ):
                 kept.add(gkey)
         return kept
+
+    def _passed_classes(self, owner: str, attr: str) -> set[str] | None:
+        """The project classes of what the project's constructions of the class pass the
+        `__init__` parameter it stores as `self.<attr>` (`Net(KnnBuilder(...))` in a function);
+        None when one is not known (a construction at a script's top level, in a config, a
+        value of no known class, none seen): it may be any module. Empty when the attribute
+        is no such parameter."""
+        init = self.find_method(owner, "__init__")
+        cls = self.classes.get(init.owner) if init is not None and init.owner else None
+        index = cls.summary.param_attributes.get(attr) if cls is not None else None
+        if init is None or cls is None or index is None:
+            return set()
+        name = init.summary.params[index]
+        out = set()
+        for gkey in dict.fromkeys((owner, cls.gkey)):
+            for caller, call in self._constructions(gkey):
+                atoms = _passed(call.keywords, call.args, name, index - 1)  # `self`
+                value = self.resolve_atoms(atoms, caller.module, caller.owner, 0) if atoms else None
+                if value is None or value.cls is None:
+                    return None
+                out.add(value.cls)
+        return out or None
 
     def _built_classes(self, fn: _Function) -> set[str]:
         out = set()
