@@ -2260,6 +2260,144 @@ def test_modules_gathered_into_a_transforms_list_are_data_code(tmp_path: Path) -
     assert "Scale.forward" in hot  # also built in Potential.__init__
 
 
+PIPELINE_MODULES = {
+    "ev/__init__.py": "",
+    "ev/base.py": """\
+        from torch import nn
+
+
+        class Part(nn.Module):
+            pass
+    """,
+    "ev/graphs.py": """\
+        import torch
+
+        from ev.base import Part
+
+
+        class Edges(Part):
+            def forward(self, pos):
+                return torch.cdist(pos, pos).lt(1.0).nonzero()
+
+
+        class Builder(Part):
+            def __init__(self, edges: Edges):
+                super().__init__()
+                self.edges = edges
+
+            def forward(self, hits):
+                return hits[hits[:, 0] > 0], self.edges(hits)
+
+
+        class KnnBuilder(Builder):
+            def forward(self, hits):
+                return super().forward(hits)
+    """,
+    "ev/data.py": """\
+        from copy import deepcopy
+
+        import torch
+        from torch.utils.data import Dataset
+
+        from ev.graphs import Builder
+
+
+        class Events(Dataset):
+            def __init__(self, rows, builder: Builder):
+                self.rows = rows
+                self.builder = deepcopy(builder)
+
+            def __getitem__(self, i):
+                return self.builder(torch.as_tensor(self.rows[i]))
+    """,
+    "ev/model.py": """\
+        import lightning as L
+
+        from ev.base import Part
+        from ev.graphs import Builder
+
+
+        class Net(L.LightningModule):
+            def __init__(self, net: Part, builder: Builder):
+                super().__init__()
+                self.net = net
+                self.builder = builder
+
+            def training_step(self, batch, i):
+                return self.net(batch).sum()
+    """,
+}
+
+
+def test_modules_only_the_dataset_calls_are_not_hot(tmp_path: Path) -> None:
+    """A module a Dataset's `__getitem__` calls through an attribute typed as its class (a
+    copy of an annotated parameter), the subclasses, and the modules they call the same way:
+    host code of the loader. The model stores one and calls its backbone typed as the base
+    of every module: neither reaches them."""
+    hot = hot_names(project(tmp_path, PIPELINE_MODULES))
+    assert "Net.training_step" in hot
+    assert not {"Builder.forward", "KnnBuilder.forward", "Edges.forward"} & hot
+
+
+def test_modules_the_dataset_and_a_step_call_stay_hot(tmp_path: Path) -> None:
+    files = dict(PIPELINE_MODULES)
+    files["ev/model.py"] = files["ev/model.py"].replace(
+        "self.net(batch).sum()", "self.net(self.builder(batch)[0]).sum()"
+    )
+    hot = hot_names(project(tmp_path, files))
+    assert {"Builder.forward", "KnnBuilder.forward", "Edges.forward"} <= hot
+
+
+def test_pipeline_modules_read_by_a_step_stay_hot(tmp_path: Path) -> None:
+    """An attribute of the model the step reads (and may hand on) holds one: hot. So is one
+    a class with hot code builds, or one a config names under the model."""
+    files = dict(PIPELINE_MODULES)
+    files["ev/model.py"] = files["ev/model.py"].replace(
+        "self.net(batch).sum()", "self.net(batch, self.builder).sum()"
+    )
+    assert "Builder.forward" in hot_names(project(tmp_path, files))
+    files = dict(PIPELINE_MODULES)
+    files["ev/model.py"] = (
+        files["ev/model.py"]
+        .replace(
+            "self.builder = builder", "self.builder = builder\n                self.graph = Edges()"
+        )
+        .replace("from ev.graphs import Builder", "from ev.graphs import Builder, Edges")
+    )
+    hot = hot_names(project(tmp_path / "built", files))
+    assert "Edges.forward" in hot and "Builder.forward" not in hot
+    configs = {"conf/train.yaml": "model:\n  graph:\n    _target_: ev.graphs.KnnBuilder\n"}
+    hot = hot_names(with_configs(tmp_path / "config", PIPELINE_MODULES, configs))
+    assert {"KnnBuilder.forward", "Edges.forward"} <= hot  # (the edges it calls run there too)
+
+
+def test_pipeline_modules_a_construction_hands_the_model_stay_hot(tmp_path: Path) -> None:
+    """The step calls an attribute of no known class, an `__init__` parameter the script
+    passes a pipeline module: hot."""
+    files = dict(PIPELINE_MODULES)
+    files["ev/model.py"] = (
+        files["ev/model.py"]
+        .replace("builder: Builder", "builder")
+        .replace("self.net(batch).sum()", "self.net(self.builder(batch)[0]).sum()")
+    )
+    files["train.py"] = """\
+        from ev.graphs import Edges, KnnBuilder
+        from ev.model import Net
+
+        if __name__ == "__main__":
+            net = Net(None, KnnBuilder(Edges()))
+    """
+    assert "KnnBuilder.forward" in hot_names(project(tmp_path, files))
+
+
+def test_modules_called_through_the_pipeline_type_by_a_step_stay_hot(tmp_path: Path) -> None:
+    """The step calls a module typed as the class the dataset calls through: it may be one."""
+    files = dict(PIPELINE_MODULES)
+    files["ev/model.py"] = files["ev/model.py"].replace("net: Part", "net: Builder")
+    hot = hot_names(project(tmp_path, files))
+    assert {"Builder.forward", "KnnBuilder.forward"} <= hot
+
+
 _FEATURE_FILES = {
     "speech/__init__.py": "",
     "speech/features.py": """\

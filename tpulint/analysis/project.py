@@ -579,6 +579,9 @@ class ProjectModel:
         self._hot: dict[str, HotInfo] | None = None
         self._computing_hot = False  # what hot code is, while it is being found
         self._unbuilt_classes: dict[str, str] = {}  # see ProjectScope.unbuilt
+        # Torch module classes only the data pipeline calls (see _pipeline_modules), each
+        # with the project classes the pipeline calls them through.
+        self._pipeline_only: dict[str, set[str]] = {}
         # Function gkey -> its routes (param_routes): (phase of the root, the literals its
         # parameters hold on the way) -> the first chain that way; see _spread_hot.
         self._routes: dict[str, dict[RouteKey, HotInfo]] = {}
@@ -1271,7 +1274,8 @@ class ProjectModel:
         if self._hot is None:
             self._computing_hot = True
             try:
-                self._hot = self._compute_hot()
+                self._pipeline_only = self._pipeline_modules()
+                self._hot = self._compute_hot_kept()
             finally:
                 self._computing_hot = False
             # Classes nothing builds (ProjectScope.unbuilt, computed from what is hot): their
@@ -1283,10 +1287,190 @@ class ProjectModel:
                 self._unbuilt_classes = unbuilt
                 self._computing_hot = True
                 try:
-                    self._hot = self._compute_hot()
+                    self._hot = self._compute_hot_kept()
                 finally:
                     self._computing_hot = False
         return self._hot
+
+    def _compute_hot_kept(self) -> dict[str, HotInfo]:
+        """The hot set, with the forwards of the pipeline-only module classes left out of the
+        roots until what is hot may reach one of them (`_pipeline_kept`): then those classes
+        are roots again and the set is computed anew."""
+        while True:
+            hot = self._compute_hot()
+            kept = self._pipeline_kept(hot) if self._pipeline_only else set()
+            if not kept:
+                return hot
+            for gkey in kept:
+                self._pipeline_only.pop(gkey, None)
+
+    def _instance_calls(self, fn: _Function) -> list[str]:
+        """The attributes of its own instance a method calls as modules (`self.builder(x)`,
+        `self.builder.forward(x)`; not a method of the class)."""
+        out: list[str] = []
+        if fn.owner is None:
+            return out
+        for call in fn.summary.calls:
+            if call.form == "self" and self.find_method(fn.owner, call.target) is None:
+                out.append(call.target)
+            elif call.form == "attr":
+                attr, _, method = call.target.partition(".")
+                if method in ("forward", "__call__"):
+                    out.append(attr)
+        return out
+
+    def _module_classes_of(self, owner: str, attr: str) -> list[str]:
+        return [
+            gkey
+            for gkey in self._attribute_classes(owner, attr)
+            if self.class_kind(gkey) & ClassKind.TORCH_MODULE
+        ]
+
+    def _pipeline_modules(self) -> dict[str, set[str]]:
+        """The torch module classes whose instances the data pipeline calls: an attribute of a
+        Dataset, a DataModule, a sampler or collator, or of a data transform
+        (ProjectScope.data_classes), typed or built as a project module class
+        (`self.graph_builder = deepcopy(graph_builder)` of a parameter `graph_builder:
+        GraphBuilder`, then `self.graph_builder(x)` in `__getitem__`), and what such classes'
+        own methods call the same way (an edge builder the graph builder holds). Each class
+        (the one called through and its subclasses) with the classes it is called through.
+        Their `forward` runs in the loader's workers on host tensors, not every step on the
+        device, unless what trains may call them too (`_pipeline_kept`). Not in a project
+        that transforms batches on the device (`on_after_batch_transfer`), nor for a class
+        with step methods of its own."""
+        scope = self.scope
+        on_device = scope._device_batch_transforms()
+        data_classes = scope.data_classes()
+        sources: list[tuple[str, str]] = []
+        for fn in self.functions.values():
+            if fn.owner is None or _is_test_path(fn.module.path):
+                continue
+            if fn.owner not in data_classes and not scope._data_node(fn.gkey):
+                continue
+            if fn.summary.name in LIGHTNING_BATCH_HOOKS or fn.summary.name in STEP_METHODS:
+                continue  # runs on the device batch
+            for attr in self._instance_calls(fn):
+                sources += [(gkey, gkey) for gkey in self._module_classes_of(fn.owner, attr)]
+        out: dict[str, set[str]] = {}
+        while sources:
+            through, _ = sources.pop()
+            for gkey in (through, *self.subclasses(through)):
+                if not self.class_kind(gkey) & ClassKind.TORCH_MODULE:
+                    continue
+                cls = self.classes[gkey]
+                if any(self.find_method(gkey, name) is not None for name in STEP_METHODS):
+                    continue
+                if any(scope._same_project(cls.module.path, hook) for hook in on_device):
+                    continue
+                if gkey in out:
+                    out[gkey].add(through)
+                    continue
+                out[gkey] = {through}
+                functions = self._module_functions[id(cls.module)]
+                for key in cls.summary.methods.values():
+                    method = functions.get(key)
+                    if method is None:
+                        continue
+                    for attr in self._instance_calls(method):
+                        sources += [(g, g) for g in self._module_classes_of(gkey, attr)]
+        return out
+
+    def _reaches_pipeline(self, held: str, gkey: str) -> bool:
+        """Whether an instance of class `held` (or of a subclass) may run the forward of the
+        pipeline-only class `gkey`: `gkey` derives from it, or it inherits that forward. Not
+        through a base above every class the pipeline calls `gkey` through (`self.backbone`
+        typed as the project's base of all modules, the pipeline's `self.graph_builder` as
+        the graph builders' base)."""
+        through = self._pipeline_only.get(gkey)
+        if through is None:
+            return False
+        if held in self.mro(gkey):
+            return not all(held in self.mro(t)[1:] for t in through)
+        forward = self.find_method(gkey, "forward")
+        return forward is not None and self.find_method(held, "forward") is forward
+
+    def _pipeline_kept(self, hot: dict[str, HotInfo]) -> set[str]:
+        """The pipeline-only classes what trains may still call: code that runs every step
+        calls or reads an attribute of its instance that may hold one (`self.graph_builder`
+        of the model too), a class with hot code builds one in its methods, a config names one
+        under the model."""
+        held: set[str] = set()
+        built: set[str] = set()
+        owners: set[str] = set()
+        for gkey in hot:
+            fn = self.functions[gkey]
+            if fn.owner is not None:
+                owners.add(fn.owner)
+                uses = fn.module.scope.uses.get(fn.summary.key, ())
+                for use in uses:
+                    if use[0] in ("self", "selfref"):
+                        classes = self._attribute_classes(fn.owner, use[1])
+                        passed = set() if classes else self._passed_classes(fn.owner, use[1])
+                        if passed is None and use[0] == "self":
+                            # a module handed to the class, of no known class, called every
+                            # step: it may be any of them
+                            return set(self._pipeline_only)
+                        held.update(classes or passed or ())
+                    elif use[0] == "attr":
+                        held.update(self._attribute_classes(fn.owner, use[1].partition(".")[0]))
+                for attr in self._instance_calls(fn):
+                    held.update(self._attribute_classes(fn.owner, attr))
+            else:
+                built |= self._built_classes(fn)
+        for owner in owners:
+            cls = self.classes.get(owner)
+            if cls is None or owner in self._pipeline_only:
+                continue
+            functions = self._module_functions[id(cls.module)]
+            for key in cls.summary.methods.values():
+                method = functions.get(key)
+                if method is not None:
+                    built |= self._built_classes(method)
+        for config in self.configs:
+            for path, name in config.classes:
+                if path.split(".", 1)[0] in ("model", "module", "net", "network"):
+                    found = self.lookup(name, None)
+                    if isinstance(found, _Class):
+                        built.add(found.gkey)
+        kept = set()
+        for gkey in self._pipeline_only:
+            forward = self.find_method(gkey, "forward")
+            if any(self._reaches_pipeline(h, gkey) for h in held) or any(
+                gkey in self.mro(b) or self.find_method(b, "forward") is forward for b in built
+            ):
+                kept.add(gkey)
+        return kept
+
+    def _passed_classes(self, owner: str, attr: str) -> set[str] | None:
+        """The project classes of what the project's constructions of the class pass the
+        `__init__` parameter it stores as `self.<attr>` (`Net(KnnBuilder(...))` in a function);
+        None when one is not known (a construction at a script's top level, in a config, a
+        value of no known class, none seen): it may be any module. Empty when the attribute
+        is no such parameter."""
+        init = self.find_method(owner, "__init__")
+        cls = self.classes.get(init.owner) if init is not None and init.owner else None
+        index = cls.summary.param_attributes.get(attr) if cls is not None else None
+        if init is None or cls is None or index is None:
+            return set()
+        name = init.summary.params[index]
+        out = set()
+        for gkey in dict.fromkeys((owner, cls.gkey)):
+            for caller, call in self._constructions(gkey):
+                atoms = _passed(call.keywords, call.args, name, index - 1)  # `self`
+                value = self.resolve_atoms(atoms, caller.module, caller.owner, 0) if atoms else None
+                if value is None or value.cls is None:
+                    return None
+                out.add(value.cls)
+        return out or None
+
+    def _built_classes(self, fn: _Function) -> set[str]:
+        out = set()
+        for use in fn.module.scope.uses.get(fn.summary.key, ()):
+            if use[0] == "name":
+                found = self.lookup(use[1], fn.module)
+                if isinstance(found, _Class):
+                    out.add(found.gkey)
+        return out
 
     def _compute_hot(self) -> dict[str, HotInfo]:
         hot: dict[str, HotInfo] = {}
@@ -1314,7 +1498,9 @@ class ProjectModel:
             reason = entry_reason(
                 fn.summary.name, kind, self.hot_methods, partial(self._step_runs_by_name, fn)
             )
-            if reason == "forward" and fn.owner in data_classes:
+            if reason == "forward" and (
+                fn.owner in data_classes or fn.owner in self._pipeline_only
+            ):
                 continue  # a transform of the data pipeline: host tensors, per sample
             through_calls = (
                 [

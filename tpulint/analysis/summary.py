@@ -76,6 +76,7 @@ from tpulint.analysis.python_ast import defaulted_params, tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
+    COPY_FUNCTIONS,
     HOST_PACKAGES,
     NUMPY_ONLY_METHODS,
     SIZE_ARGUMENT_METHODS,
@@ -2207,9 +2208,8 @@ class _Summarizer(ValueEvaluator):
                 scope.cls.param_attributes[target.attr] = scope.info.params.index(value_node.id)
             existing = scope.cls.attributes.get(target.attr)
             atoms = self._attribute_atoms(value_node, _stored_params(value, scope))
-            annotation = (
-                scope.param_classes.get(value_node.id) if isinstance(value_node, ast.Name) else None
-            )
+            held = self._copied(value_node, scope)
+            annotation = scope.param_classes.get(held.id) if isinstance(held, ast.Name) else None
             if annotation is not None and any(a[:1] == ["p"] for a in value if isinstance(a, list)):
                 # `self.decoder = decoder` of a parameter `decoder: Decoder`: an instance of
                 # the annotated class (or of a subclass), whoever builds it.
@@ -2265,6 +2265,19 @@ class _Summarizer(ValueEvaluator):
             elif cls_ref not in scope.class_refs.setdefault(target.id, []):
                 # Each branch's class: `if a: cls = A` / `else: cls = B`, then `cls(...)`.
                 scope.class_refs[target.id].append(cls_ref)
+
+    def _copied(self, node: ast.expr, scope: Scope) -> ast.expr:
+        """The value a copy copies (`deepcopy(graph_builder)`, `copy.copy(x)`): an instance
+        of the same class; else the node itself."""
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) == 1
+            and not node.keywords
+            and (text := dotted(node.func)) is not None
+            and self.qualify(text, scope.imports) in COPY_FUNCTIONS
+        ):
+            return node.args[0]
+        return node
 
     def _attribute_atoms(self, value_node: ast.expr, value: list[Atom]) -> list[Atom]:
         # Parameters of the method that sets the attribute mean nothing to other methods.
