@@ -174,6 +174,26 @@ class RedundantSync(Rule):
             "        opt = self.optimizers()\n        self.manual_backward(self(batch).sum())\n"
             "        opt.step()\n        opt.zero_grad()\n",
         ),
+        # `xm` bound by the function that sets up the TPU run (`global xm` before its
+        # import): the hook override calls torch_xla's step once that function ran.
+        Invalid(
+            "import pytorch_lightning as pl\n\n\n"
+            "class Tuner(pl.LightningModule):\n"
+            "    def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_idx, closure):\n"
+            "        if self.trainer.use_tpu:\n"
+            "            xm.optimizer_step(optimizer)\n"
+            "        else:\n"
+            "            optimizer.step()\n"
+            "        optimizer.zero_grad()\n\n\n"
+            "def run(model, args):\n"
+            "    if args.tpu_cores:\n"
+            "        global xm\n"
+            "        import torch_xla.core.xla_model as xm\n"
+            "    pl.Trainer(max_epochs=1).fit(model)\n",
+            line=7,
+            applicability=Applicability.DISPLAY_ONLY,
+            message="in optimizer_step reduces gradients and syncs a second time",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:

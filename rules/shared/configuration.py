@@ -382,6 +382,20 @@ def _assignments(
     return out
 
 
+def option_dest(call: cst.Call) -> str | None:
+    """The attribute an argparse `add_argument(...)` call fills: its `dest=`, else its
+    first long option (`--n-tpu-cores` -> `n_tpu_cores`), else its first short one."""
+    dest_arg = keyword_arg(call, "dest")
+    dest = string_value(dest_arg.value) if dest_arg is not None else None
+    if dest is not None:
+        return dest
+    options = [string_value(a.value) for a in call.args if a.keyword is None]
+    longs = [o for o in options if o and o.startswith("--")]
+    shorts = [o for o in options if o and o.startswith("-") and not o.startswith("--")]
+    chosen = longs[0][2:] if longs else (shorts[0][1:] if shorts else None)
+    return chosen.replace("-", "_") if chosen else None
+
+
 def argparse_defaults(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
     """`dest -> [default, ...]` for the argparse options the file defines: the default
     (`None` when not given, `False` for `store_true`) and `set_defaults(...)` values."""
@@ -400,14 +414,7 @@ def argparse_defaults(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
             continue
         if method != "add_argument":
             continue
-        options = [string_value(a.value) for a in node.args if a.keyword is None]
-        dest_arg = keyword_arg(node, "dest")
-        dest = string_value(dest_arg.value) if dest_arg is not None else None
-        if dest is None:
-            longs = [o for o in options if o and o.startswith("--")]
-            shorts = [o for o in options if o and o.startswith("-") and not o.startswith("--")]
-            chosen = longs[0][2:] if longs else (shorts[0][1:] if shorts else None)
-            dest = chosen.replace("-", "_") if chosen else None
+        dest = option_dest(node)
         if not dest:
             continue
         default = keyword_arg(node, "default")

@@ -15,7 +15,7 @@ from tpulint.datatypes.diagnostics import (
 from tpulint.rule_api.cst_helpers import keyword_arg, make_arg, replace_arg, string_value
 from tpulint.rule_api.rule import Invalid, RelatedNode, Rule, Valid
 
-from ..shared.configuration import CLI_VALUE, literal_candidates
+from ..shared.configuration import CLI_VALUE, literal_candidates, option_dest
 from ..shared.matchers import (
     LEGACY_TPU_KEYWORDS,
     contains_trainer_call,
@@ -24,6 +24,59 @@ from ..shared.matchers import (
     walk,
 )
 from .helpers import _LIGHTNING_IMPORT
+
+
+def _takes_whole_namespace(call: cst.Call) -> bool:
+    """A Trainer built from a parsed command line as a whole, Lightning 1's generic Trainer
+    flags: `Trainer.from_argparse_args(args, ...)`, `Trainer(**vars(args))`, of the namespace
+    itself (`args`, `self.hparams`; not a `Namespace(**kept)` built from what the code kept)."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_argparse_args":
+        first = call.args[0] if call.args else None
+        return (
+            first is not None
+            and first.keyword is None
+            and not first.star
+            and _namespace(first.value)
+        )
+    return any(
+        arg.star == "**"
+        and isinstance(arg.value, cst.Call)
+        and isinstance(arg.value.func, cst.Name)
+        and arg.value.func.value == "vars"
+        and len(arg.value.args) == 1
+        and _namespace(arg.value.args[0].value)
+        for arg in call.args
+    )
+
+
+def _namespace(node: cst.BaseExpression) -> bool:
+    """The parsed namespace itself: `args`, `self.hparams`, `parser.parse_args()`."""
+    if isinstance(node, cst.Call):
+        return isinstance(node.func, cst.Attribute) and node.func.attr.value == "parse_args"
+    return isinstance(node, (cst.Name, cst.Attribute))
+
+
+def _removes(module: cst.Module, key: str) -> bool:
+    """Whether the file takes `key` out of a namespace or dict: `d.pop("tpu_cores")`,
+    `delattr(args, "tpu_cores")`, `del args.tpu_cores`, `del d["tpu_cores"]`."""
+    for node in walk(module):
+        if isinstance(node, cst.Call) and node.args:
+            func = node.func
+            named = (isinstance(func, cst.Attribute) and func.attr.value == "pop") or (
+                isinstance(func, cst.Name) and func.value == "delattr"
+            )
+            index = 1 if isinstance(func, cst.Name) else 0
+            if named and len(node.args) > index and string_value(node.args[index].value) == key:
+                return True
+        elif isinstance(node, cst.Del):
+            target = node.target
+            if isinstance(target, cst.Attribute) and target.attr.value == key:
+                return True
+            if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+                index = target.slice[0].slice
+                if isinstance(index, cst.Index) and string_value(index.value) == key:
+                    return True
+    return False
 
 
 def _passed_on(body: cst.CSTNode) -> set[str]:
@@ -56,7 +109,9 @@ class LegacyTpuCores(Rule):
     and in YAML sections the code spreads into a Trainer that ask for TPUs:
     `pl.Trainer(**cfg.trainer)` with `configs/trainer/tpu.yaml` holding `tpu_cores: 8`,
     `Trainer(**cfg.train.pl_trainer)` with `train: {pl_trainer: {tpu_cores: 8}}` in a primary
-    config.
+    config, and as the argparse option that fills it when the file's Trainer takes the parsed
+    command line whole (`parser.add_argument("--n_tpu_cores", dest="tpu_cores")` beside
+    `Trainer.from_argparse_args(args)` or `Trainer(**vars(args))`).
 
     ## Why is this bad on TPU?
     `tpu_cores` was deprecated in Lightning 1.6 and removed in 2.0: `Trainer(tpu_cores=8)`
@@ -122,6 +177,23 @@ class LegacyTpuCores(Rule):
         Valid("_target_: pkg.Model\ntpu_cores: 8\n", path="configs/model/net.yaml"),
         # A local variable that happens to have the name.
         Valid(_LIGHTNING_IMPORT + "num_tpu_cores = 0\nprint(num_tpu_cores)\n"),
+        # The code takes the option out of what it hands the Trainer.
+        Valid(
+            "import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--tpu_cores", type=int)\n'
+            "kept = vars(parser.parse_args())\n"
+            'kept.pop("tpu_cores")\n'
+            "trainer = pl.Trainer.from_argparse_args(argparse.Namespace(**kept))\n"
+        ),
+        # An option the file hands to the Trainer by name is reported there, not twice.
+        Valid(
+            "import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--cores", dest="tpu_cores", type=int)\n'
+            "args = parser.parse_args()\n"
+            "trainer = pl.Trainer(max_epochs=args.epochs)\n"
+        ),
     )
     INVALID = (
         # `tpu_cores=None` on a GPU Trainer asks for no TPU: dropped, never made a TPU run.
@@ -180,6 +252,29 @@ class LegacyTpuCores(Rule):
             _LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", num_tpu_cores=8)\n',
             expected_fix=_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="tpu", devices=8)\n',
         ),
+        # An option whose dest is the removed argument, in a file whose Trainer takes the
+        # parsed arguments whole: the option is where the argument comes from.
+        Invalid(
+            "import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "def add_args(parser):\n"
+            '    parser.add_argument("--cores", dest="tpu_cores", type=int)\n'
+            '    parser.add_argument("--epochs", dest="max_epochs", type=int, default=3)\n\n'
+            "def fit(model, args):\n"
+            "    trainer = pl.Trainer.from_argparse_args(args, logger=False)\n"
+            "    trainer.fit(model)\n",
+            line=6,
+            message="`--cores` (dest `tpu_cores`) reaches the Trainer as `tpu_cores` through "
+            "`Trainer.from_argparse_args(...)`",
+        ),
+        Invalid(
+            "import argparse\n\nimport pytorch_lightning as pl\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--tpu_cores", type=int, default=8)\n'
+            "trainer = pl.Trainer(**vars(parser.parse_args()))\n",
+            line=6,
+            message="`--tpu_cores` reaches the Trainer as `tpu_cores` through "
+            "`Trainer(**vars(...))`",
+        ),
         # A function that takes `tpu_cores` and passes it to the Trainer through a dict: one
         # problem, reported at the dictionary key with the parameter as a related place.
         Invalid(
@@ -237,8 +332,24 @@ class LegacyTpuCores(Rule):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        # The argparse options whose dest is a removed argument, and the Trainer calls that
+        # take the parsed command line whole (Lightning 1's generic flags).
+        self._options: list[tuple[cst.Call, str]] = []
+        self._whole: list[cst.Call] = []
+        return None
+
     def visit_Call(self, node: cst.Call) -> None:
+        if (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "add_argument"
+            and option_dest(node) in LEGACY_TPU_KEYWORDS
+        ):
+            self._options.append((node, option_dest(node) or ""))
+            return
         if is_trainer_call(self.ctx, node):
+            if _takes_whole_namespace(node):
+                self._whole.append(node)
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value in LEGACY_TPU_KEYWORDS:
                     self._report_trainer_arg(node, arg)
@@ -247,6 +358,35 @@ class LegacyTpuCores(Rule):
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value in LEGACY_TPU_KEYWORDS:
                     self._report_key(arg.keyword, arg.keyword.value)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """An option `--tpu_cores` (or `--n_tpu_cores` with `dest="tpu_cores"`) in a file
+        whose Trainer takes the parsed command line whole (`Trainer.from_argparse_args(args)`,
+        `Trainer(**vars(args))`) reaches the Trainer as `tpu_cores`: reported at the option,
+        unless the file passes the argument where the rule reports it already."""
+        if not self._whole or self.reports:
+            return
+        call = self._whole[0]
+        shown = "Trainer.from_argparse_args(...)"
+        if not (
+            isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_argparse_args"
+        ):
+            shown = "Trainer(**vars(...))"
+        for option, dest in self._options:
+            if _removes(original_node, dest):
+                continue  # the code takes it out before the Trainer sees the namespace
+            flags = [string_value(a.value) for a in option.args if a.keyword is None]
+            flag = next((f for f in flags if f), None) or dest
+            node: cst.CSTNode = next((a.value for a in option.args if a.keyword is None), option)
+            named = f"`{flag}`" + (f" (dest `{dest}`)" if flag.lstrip("-") != dest else "")
+            self.report(
+                node,
+                f"{named} reaches the Trainer as `{dest}` through `{shown}`, which passes it "
+                f"the parsed arguments: `{dest}` was removed in Lightning 2.0 (TypeError at "
+                "Trainer construction), and `from_argparse_args` with it; take `--accelerator` "
+                'and `--devices` and pass `accelerator="tpu", devices=args.devices`',
+                related=[RelatedNode(call, "the Trainer built from the parsed arguments")],
+            )
 
     def report(self, node, message, **kwargs):  # type: ignore[override]
         """Every finding of the removed argument carries the places that feed it: the config

@@ -10,7 +10,7 @@ from tpulint.rule_api.cst_helpers import keyword_arg, rename_keyword, string_val
 from tpulint.rule_api.rule import Invalid, Rule, Valid
 
 from ..shared.configuration import is_framework_file, lightning_at_least
-from ..shared.matchers import contains_trainer_call, is_trainer_call
+from ..shared.matchers import LEGACY_TPU_KEYWORDS, contains_trainer_call, is_trainer_call
 from .helpers import _LIGHTNING_IMPORT
 
 _SAMPLER_OLD = "replace_sampler_ddp"
@@ -90,7 +90,10 @@ class RenamedSamplerFlag(Rule):
     nor on a `Trainer(...)` call written for Lightning 1.x: one that also passes arguments
     Lightning 2.0 removed outright (`gpus=`, `checkpoint_callback=`, `auto_lr_find=`,
     `accelerator="ddp"`, ...). Such a call targets 1.x, where the flag is right, and under 2.x
-    it fails on those arguments too: renaming this one would not make it run.
+    it fails on those arguments too: renaming this one would not make it run. A 1.x call that
+    asks for TPUs (`tpu_cores=args.tpu_cores`, which TPU001 reports) is the TPU path a port to
+    Lightning 2 rewrites: the flag is reported there too, without a fix (renamed alone it
+    would break the call under 1.x).
 
     ## References
     - [Lightning 2.0 changelog: `replace_sampler_ddp` renamed (#16829)](https://github.com/Lightning-AI/pytorch-lightning/pull/16829)
@@ -132,6 +135,11 @@ class RenamedSamplerFlag(Rule):
             "import pytorch_lightning as pl\n\n"
             'trainer = pl.Trainer(accelerator="ddp" if n > 1 else None, replace_sampler_ddp=0)\n'
         ),
+        # A 1.x call whose `tpu_cores=None` asks for no TPU: still another machine's call.
+        Valid(
+            "import pytorch_lightning as pl\n\n"
+            "trainer = pl.Trainer(gpus=2, tpu_cores=None, replace_sampler_ddp=False)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -169,6 +177,18 @@ class RenamedSamplerFlag(Rule):
             count=2,
             line=3,
         ),
+        # The TPU Trainer of a Lightning 1.x script: reported, with no fix.
+        Invalid(
+            "import pytorch_lightning as pl\n\n"
+            "def build(args):\n"
+            "    return pl.Trainer(\n"
+            "        gpus=args.gpus,\n"
+            "        tpu_cores=args.tpu_cores,\n"
+            "        replace_sampler_ddp=args.shard,\n"
+            "    )\n",
+            line=7,
+            message="this TPU Trainer call is written for Lightning 1.x (it also passes `gpus`)",
+        ),
         Invalid(
             "trainer:\n  accelerator: tpu\n  replace_sampler_ddp: false  # custom sampler\n",
             path="config.yaml",
@@ -188,12 +208,25 @@ class RenamedSamplerFlag(Rule):
             return
         if is_trainer_call(self.ctx, node):
             arg = keyword_arg(node, _SAMPLER_OLD)
-            if arg is None or _written_for_lightning1(node):
+            if arg is None:
                 return
             message = (
                 "`replace_sampler_ddp` was renamed `use_distributed_sampler` in Lightning 2.0 "
                 "(TypeError at Trainer construction)"
             )
+            legacy = _written_for_lightning1(node)
+            if legacy is not None:
+                if not _asks_for_tpus(node):
+                    return
+                # The TPU Trainer of a Lightning 1.x script (`tpu_cores=`, which TPU001
+                # reports): its port to Lightning 2 renames this argument too. Renaming it
+                # alone would break the call under 1.x: no fix.
+                self.report(
+                    arg,
+                    message + f"; this TPU Trainer call is written for Lightning 1.x (it also "
+                    f"passes `{legacy}`): port the whole call",
+                )
+                return
             if keyword_arg(node, _SAMPLER_NEW) is not None:
                 self.report(
                     arg, message + "; this call already sets `use_distributed_sampler`: remove one"
@@ -282,17 +315,32 @@ class RenamedSamplerFlag(Rule):
         )
 
 
-def _written_for_lightning1(call: cst.Call) -> bool:
-    """A Trainer call that passes an argument only Lightning 1.x accepts."""
+def _written_for_lightning1(call: cst.Call) -> str | None:
+    """The first argument of a Trainer call that only Lightning 1.x accepts (None: none)."""
     for arg in call.args:
         if arg.keyword is None:
             continue
         name = arg.keyword.value
         if name in _LIGHTNING1_ONLY:
-            return True
+            return name
         if name == "accelerator":
             value = arg.value
             options = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
             if any(string_value(option) in _LIGHTNING1_ACCELERATORS for option in options):
-                return True
+                return name
+    return None
+
+
+def _asks_for_tpus(call: cst.Call) -> bool:
+    """A Trainer call that passes Lightning 1's TPU argument (`tpu_cores=8`,
+    `tpu_cores=args.tpu_cores`; not the literal None or 0, which ask for none)."""
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value not in LEGACY_TPU_KEYWORDS:
+            continue
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        if isinstance(value, cst.Integer) and value.evaluated_value == 0:
+            continue
+        return True
     return False

@@ -98,6 +98,13 @@ class Aliases:
                     stack.extend(reversed(part))
                 elif isinstance(part, cst.CSTNode):
                     stack.append(part)
+        # An import in a function that declares its name `global` (`global xm` then `import
+        # torch_xla.core.xla_model as xm` in the function that sets up the TPU run) binds the
+        # module's global too: the functions that read `xm` after it ran call that module.
+        for name, target in _global_imports(module, self.module, self.is_package).items():
+            if found.bindings.get(name, target) != target:
+                ambiguous.add(name)
+            found.bindings[name] = target
         self.late = {k: v for k, v in found.bindings.items() if k not in ambiguous}
 
     def bind_import(self, node: cst.Import) -> None:
@@ -151,3 +158,58 @@ class Aliases:
             if target is not None:
                 return target.split(".", 1)[0]
         return None
+
+
+def _children(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements a statement holds: a compound statement's blocks (`if`/`elif`/`else`,
+    `try`/`except`/`finally`, loops, `with`, a class body), a line's small statements."""
+    if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return list(statement.body)
+    out: list[cst.CSTNode] = []
+    for attribute in ("body", "orelse", "handlers", "finalbody"):
+        part = getattr(statement, attribute, None)
+        parts = part if isinstance(part, (list, tuple)) else [part]
+        for piece in parts:
+            if isinstance(piece, cst.BaseSuite):
+                out.extend(piece.body)
+            elif isinstance(piece, (cst.ExceptHandler, cst.Else, cst.Finally)):
+                out.extend(_children(piece))
+            elif isinstance(piece, cst.If):
+                out.append(piece)
+    return out
+
+
+def _global_imports(module: cst.Module, name: str | None, is_package: bool) -> dict[str, str]:
+    """The names that imports in function bodies bind at module level: those the function
+    declares `global` (a name imported as different modules is left out)."""
+    out: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    functions: list[cst.FunctionDef] = []
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef):
+            functions.append(node)
+        stack.extend(_children(node))
+    for function in functions:
+        declared: set[str] = set()
+        found = Aliases(name, is_package)
+        inner: list[cst.CSTNode] = list(function.body.body)
+        while inner:
+            node = inner.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                continue  # its own scope
+            if isinstance(node, cst.Global):
+                declared.update(n.name.value for n in node.names)
+            elif isinstance(node, cst.Import):
+                found.bind_import(node)
+            elif isinstance(node, cst.ImportFrom):
+                found.bind_import_from(node)
+            else:
+                inner.extend(_children(node))
+        for local, target in found.bindings.items():
+            if local in declared:
+                if out.get(local, target) != target:
+                    ambiguous.add(local)
+                out[local] = target
+    return {k: v for k, v in out.items() if k not in ambiguous}

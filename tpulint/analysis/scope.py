@@ -119,7 +119,10 @@ beside `examples/`), what they reach keeps the library's inference and epoch-end
 (in scope), the classes of modules whose names reached code looks up at run time may all
 be built (`_looked_up`), and the group says nothing unless what its training roots alone
 reach shows what trains. Where TPU entry points exist, the scripts of another accelerator
-stay outside; a library with no training entry point keeps today's behaviour.
+stay outside, and so does another machine's program in a folder of its own in the same
+repository that the TPU entry points never load (`_other_programs`: a vendored project's
+script and CUDA training loop); a library with no training entry point keeps today's
+behaviour.
 
 Reach is followed call by call: a class is live once reached code builds it (or names it:
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
@@ -1096,6 +1099,7 @@ class ProjectScope:
                 roots.update(more)
                 reach = self._reach(roots)
                 claimed = self._claims(reach, roots)
+            claimed = sorted(set(claimed) | set(self._other_programs(sites, reach, roots, claimed)))
             groups.append((roots, reach, claimed, "TPU"))
         # The projects checked in the same run with no TPU entry point of their own.
         others = [s for s in sites if not any(same_repository(s.path, t.path) for t in tpu)]
@@ -1237,6 +1241,62 @@ class ProjectScope:
             if any(entry.startswith(folder + os.sep) for entry in own):
                 dirs.add(folder)
         return sorted(dirs)
+
+    def _other_programs(
+        self, sites: list[Entry], reach: _State, roots: dict[str, Entry], claimed: list[str]
+    ) -> list[str]:
+        """The folders of the TPU entry points' repository that hold a training program of
+        another machine: a folder imports resolve from (`eg3d/` beside `interpreter/train.py`)
+        that the entry points do not claim, with a script of its own (a `__main__` block, a
+        CLI command) and code that trains (a hand-written step loop, a Trainer that fits),
+        every launch of which names another accelerator (`gpus=2`, a DDP strategy) and none
+        of whose modules imports torch_xla or is loaded by the TPU reach. A vendored project
+        with its own CUDA training loop is then "not reached from the TPU entry points":
+        the TPU ones say where the TPU path is. Not a folder the repository's packaging
+        distributes (a library its users import), nor one holding the entry points' own
+        folders (the repository's root)."""
+        scripts = {root.rpartition(":")[0] for root in roots}
+        repositories = {
+            _repository_of(os.path.dirname(os.path.abspath(script))) for script in scripts
+        } - {None}
+        if not repositories:
+            return []
+        by_folder: dict[str, list[str]] = {}
+        for path in self.model.modules:
+            by_folder.setdefault(self.directory(path), []).append(path)
+        training = set(self._training_scripts())
+        launches: dict[str, set[str]] = {}
+        for site in sites:
+            launches.setdefault(site.path, set()).add(site.verdict)
+        out: list[str] = []
+        for folder, paths in sorted(by_folder.items()):
+            repository = _repository_of(folder)
+            if (
+                repository not in repositories
+                or folder == repository
+                or any(_nested(folder, c) for c in claimed)
+                or _is_test_path(os.path.join(folder, "x.py"))
+                or _distributes(folder, repository)
+            ):
+                continue
+            mine = [p for p in paths if not _is_test_path(p)]
+            if not any(p in training for p in mine):
+                continue
+            if not any(
+                "__main__" in self.model.modules[p].scope.uses
+                or self.model.modules[p].scope.commands
+                for p in mine
+            ):
+                continue
+            if any(
+                p in reach.loaded
+                or self.model.modules[p].xla_import
+                or launches.get(p, {"other"}) != {"other"}
+                for p in paths
+            ):
+                continue
+            out.append(folder)
+        return out
 
     def _claimed(self, path: str, claimed: list[str]) -> bool:
         """Whether a module's folder is one the entry points speak for, or inside one."""
