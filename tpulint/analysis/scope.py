@@ -3526,24 +3526,10 @@ class ProjectScope:
         column, fit line, column) may both run in a TPU run: neither sits in a branch the
         project decides off (`if cfg.get("test"):` where every shipped config sets `test:
         false`, as for the findings in such a branch)."""
-        return not (self._decided_off(module, *site[:2]) or self._decided_off(module, *site[2:4]))
-
-    def _decided_off(self, module: ModuleSummary, line: int, column: int) -> bool:
-        """Whether the code at `line`, `column` of a module sits in a region (ScopeFacts
-        .regions) whose condition the project decides against it. Inference-flag regions
-        are left out (they say where inference runs, not that the code never runs)."""
-        for region in module.scope.regions:
-            key, l1, c1, l2, c2, truth, wanted, how = region[:8]
-            if how.startswith("infer-") or not ((l1, c1) <= (line, column) <= (l2, c2)):
-                continue
-            owner = None
-            if key:
-                region_fn = self.model.functions.get(f"{module.path}:{key}")
-                owner = region_fn.owner if region_fn is not None else None
-            value = self.truth(truth, module, owner)
-            if value is not None and value != wanted:
-                return True
-        return False
+        return not (
+            self._dead_reference(module, *site[:2], None)
+            or self._dead_reference(module, *site[2:4], None)
+        )
 
     def _runs_trainer(self, module: ModuleSummary, name: str, method: str) -> bool:
         if name.startswith("<"):
