@@ -40,6 +40,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
+from tpulint.analysis.python_ast import self_attribute_name
 from tpulint.analysis.python_ast import walk as ast_walk
 
 # Names in a condition that make the guarded code run only for some batches or epochs
@@ -196,16 +197,6 @@ def _flag_conjuncts(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
-def _self_attr(node: ast.expr) -> str | None:
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ):
-        return node.attr
-    return None
-
-
 def _flag_test(node: ast.expr) -> tuple[str, bool] | None:
     """One conjunct's flag (see `once_flag`)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -221,9 +212,9 @@ def _flag_test(node: ast.expr) -> tuple[str, bool] | None:
             and isinstance(operand.args[1].value, str)
         ):
             return operand.args[1].value, False
-        attribute = _self_attr(operand)
+        attribute = self_attribute_name(operand)
         return (attribute, False) if attribute is not None else None
-    attribute = _self_attr(node)
+    attribute = self_attribute_name(node)
     if attribute is not None:
         return attribute, True
     if (
@@ -233,7 +224,7 @@ def _flag_test(node: ast.expr) -> tuple[str, bool] | None:
         and isinstance(node.comparators[0], ast.Constant)
         and isinstance(node.comparators[0].value, bool)
     ):
-        attribute = _self_attr(node.left)
+        attribute = self_attribute_name(node.left)
         if attribute is not None:
             return attribute, node.comparators[0].value is True
     if (
@@ -243,7 +234,7 @@ def _flag_test(node: ast.expr) -> tuple[str, bool] | None:
         and isinstance(node.comparators[0], ast.Constant)
         and node.comparators[0].value is None
     ):
-        attribute = _self_attr(node.left)
+        attribute = self_attribute_name(node.left)
         return (attribute, False) if attribute is not None else None
     return None
 
@@ -270,7 +261,7 @@ def _flag_named(node: ast.expr, attribute: str) -> bool:
     """`self.<attribute>`, or its `.data`."""
     if isinstance(node, ast.Attribute) and node.attr == "data":
         node = node.value
-    return _self_attr(node) == attribute
+    return self_attribute_name(node) == attribute
 
 
 def _constant(node: ast.expr) -> object:
