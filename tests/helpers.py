@@ -11,6 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tpulint.analysis.project import ProjectModel, build_model
 from tpulint.cli import cli
 
 UNREADY_MODULE = textwrap.dedent(
@@ -105,3 +106,27 @@ def run_subprocess(
         timeout=300,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def repository_model(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
+    """The project model of `files` written under `tmp_path`, a git checkout (a `.git`
+    folder: the repository's root for the scope)."""
+    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
+    items = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        if name.endswith(".py"):
+            items.append((str(path), path.read_text(encoding="utf-8")))
+    return build_model(items)
+
+
+def scope_reason(model: ProjectModel, tmp_path: Path, name: str, marker: str) -> str | None:
+    """The scope's reason at the first line of `name` that contains `marker`."""
+    path = str(tmp_path / name)
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if marker in line:
+            return model.scope.reason(path, number, line.index(marker) + 1)
+    raise AssertionError(f"{marker!r} not in {name}")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tpulint.analysis.project import ProjectModel, build_model
+from tests.helpers import repository_model as project
+from tests.helpers import scope_reason as reason_at
 
 FILES = {
     "environment.yml": "name: gan\ndependencies:\n  - python=3.10\n",
@@ -82,27 +83,6 @@ FILES = {
                 return self.proj(x)
     """,
 }
-
-
-def project(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
-    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
-    items = []
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-        if name.endswith(".py"):
-            items.append((str(path), path.read_text(encoding="utf-8")))
-    return build_model(items)
-
-
-def reason_at(model: ProjectModel, tmp_path: Path, name: str, marker: str) -> str | None:
-    path = str(tmp_path / name)
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if marker in line:
-            return model.scope.reason(path, number, line.index(marker) + 1)
-    raise AssertionError(f"{marker!r} not in {name}")
 
 
 UNREACHED = "not reached from the TPU entry points (train.py)"

@@ -287,8 +287,11 @@ def _assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpressio
 
 
 def _enclosing_function(ctx: FileContext, node: cst.CSTNode) -> cst.FunctionDef | None:
-    """The innermost function around `node`, from parent links of the whole module (made
-    once per file, when first needed)."""
+    """The innermost function around `node`: from the walk's parent links when the walk has
+    linked `node`, else from parent links of the whole module (made once per file, when
+    first needed: the walk links a node's children only when it reaches the node)."""
+    if id(node) in ctx.parents:
+        return next((a for a in ctx.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
     parents = ctx.shared.get("all_parents")
     if parents is None:
         from tpulint.analysis.walker import iter_children

@@ -378,3 +378,15 @@ def self_attribute_name(node: ast.AST) -> str | None:
     ):
         return node.attr
     return None
+
+
+def imported_roots(body: list[ast.stmt]) -> set[str]:
+    """The top-level packages the `import` statements of a statement list (not nested ones,
+    not relative imports) name: `import torch_xla.core.xla_model as xm` gives `torch_xla`."""
+    roots: set[str] = set()
+    for statement in body:
+        if isinstance(statement, ast.Import):
+            roots.update(alias.name.split(".", 1)[0] for alias in statement.names)
+        elif isinstance(statement, ast.ImportFrom) and not statement.level:
+            roots.add((statement.module or "").split(".", 1)[0])
+    return roots

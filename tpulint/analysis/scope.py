@@ -157,6 +157,7 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -599,15 +600,11 @@ def _requirements_file(name: str, folder: str) -> bool:
     return lowered.startswith("environment") and lowered.endswith((".yml", ".yaml"))
 
 
-@lru_cache(maxsize=256)
-def _tpu_host_text(repository: str) -> str | None:
-    """The first requirements file, shell script or Dockerfile of a repository that says it
-    runs on TPU VMs, with what it says (`requirements_tpu.txt installs torch_xla`)."""
-    found: list[tuple[str, str]] = []
-    count = 0
-    for root, dirs, files in os.walk(repository):
+def _own_folders(top: str) -> Iterator[tuple[str, list[str]]]:
+    """The folders of a project (`os.walk` order, sorted), with their file names: not hidden
+    or skipped folders, nor folders with a repository marker of their own (another project)."""
+    for root, dirs, files in os.walk(top):
         note(root)
-        # (a folder with a repository marker of its own is another project)
         dirs[:] = sorted(
             d
             for d in dirs
@@ -615,6 +612,16 @@ def _tpu_host_text(repository: str) -> str | None:
             and d not in _SKIPPED_FOLDERS
             and _repository_of(os.path.join(root, d)) != os.path.join(root, d)
         )
+        yield root, files
+
+
+@lru_cache(maxsize=256)
+def _tpu_host_text(repository: str) -> str | None:
+    """The first requirements file, shell script or Dockerfile of a repository that says it
+    runs on TPU VMs, with what it says (`requirements_tpu.txt installs torch_xla`)."""
+    found: list[tuple[str, str]] = []
+    count = 0
+    for root, files in _own_folders(repository):
         for name in sorted(files):
             requirements = _requirements_file(name, root)
             launcher = name.endswith(".sh") or name.startswith("Dockerfile")
@@ -659,15 +666,7 @@ def _json_configs(project: str) -> tuple[tuple[str, Any], ...]:
     import json
 
     out: list[tuple[str, Any]] = []
-    for root, dirs, files in os.walk(project):
-        note(root)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".")
-            and d not in _SKIPPED_FOLDERS
-            and _repository_of(os.path.join(root, d)) != os.path.join(root, d)
-        )
+    for root, files in _own_folders(project):
         for name in sorted(files):
             if not name.endswith(".json"):
                 continue

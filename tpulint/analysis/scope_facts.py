@@ -74,6 +74,7 @@ from tpulint.analysis.python_ast import (
     TreeIndex,
     constant_names,
     defaulted_params,
+    imported_roots,
     iter_child_nodes,
     self_attribute_name,
     tree_index,
@@ -1159,7 +1160,7 @@ class _Walker:
                 not self.cheap
                 and isinstance(node, ast.If)
                 and node.body
-                and _imports_cuda_package(node.body)
+                and not imported_roots(node.body).isdisjoint(GPU_BRANCH_ROOTS)
             ):
                 self.region(key, node.body[0], node.body[-1], False, True, node.test, "cuda-import")
             self.body(node.body, key, imports, local, klass, truths)
@@ -4127,19 +4128,6 @@ def _asserts_cuda(
 _SURE_CALLS = 12
 _FOREIGN = frozenset({"torch", "numpy", "math", "os", "sys", "lightning", "pytorch_lightning"})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _imports_cuda_package(body: list[ast.stmt]) -> bool:
-    for statement in body:
-        if isinstance(statement, ast.Import):
-            names = [a.name for a in statement.names]
-        elif isinstance(statement, ast.ImportFrom) and not statement.level:
-            names = [statement.module or ""]
-        else:
-            continue
-        if any(name.split(".", 1)[0] in GPU_BRANCH_ROOTS for name in names):
-            return True
-    return False
 
 
 def _feedback_loop(

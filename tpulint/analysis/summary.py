@@ -72,7 +72,7 @@ from tpulint.analysis.inference import (
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.param_routes import assigned_names, is_literal, tested_names
 from tpulint.analysis.param_routes import literal as route_literal
-from tpulint.analysis.python_ast import defaulted_params, tree_index
+from tpulint.analysis.python_ast import defaulted_params, imported_roots, tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
@@ -796,20 +796,6 @@ def _trainer_returns(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[dict[
     return out
 
 
-def _imports_xla(tree: ast.Module) -> bool:
-    """See ModuleSummary.xla_import."""
-    for statement in tree.body:
-        if isinstance(statement, ast.Import):
-            names = [alias.name for alias in statement.names]
-        elif isinstance(statement, ast.ImportFrom) and not statement.level:
-            names = [statement.module or ""]
-        else:
-            continue
-        if any(name.split(".", 1)[0] == "torch_xla" for name in names):
-            return True
-    return False
-
-
 def _class_calls(tree: ast.Module) -> dict[str, int]:
     """See ModuleSummary.class_calls."""
     counts: dict[str, int] = {}
@@ -929,7 +915,7 @@ def summarize(
         summary.syntax = syntax
         summary.exports = _exports(tree)
         summary.class_calls = _class_calls(tree)
-        summary.xla_import = _imports_xla(tree)
+        summary.xla_import = "torch_xla" in imported_roots(tree.body)
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
