@@ -126,7 +126,7 @@ def _screened_call(node: ast.Call, code: HotCode) -> bool:
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Name)
         and func.value.id == "self"
-        and "compute_on_cpu" in code.source
+        and code.mentions("compute_on_cpu")
     )
 
 

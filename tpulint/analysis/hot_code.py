@@ -30,6 +30,15 @@ class HotCode:
     nodes: dict[type[ast.AST], list[ast.AST]]
     source: str
     _aliases: dict[str, set[str]] | None = field(default=None, repr=False)
+    _mentions: dict[str, bool] = field(default_factory=dict, repr=False)
+
+    def mentions(self, word: str) -> bool:
+        """Whether the file's text contains `word` (read once per word: a shape test asks
+        it for every node of its type)."""
+        found = self._mentions.get(word)
+        if found is None:
+            found = self._mentions[word] = word in self.source
+        return found
 
     def call_names(self, call: ast.Call) -> set[str]:
         """The last names a call's callee can have once the file's imports are applied:
