@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from tpulint.runtime.environment import (
 from tpulint.runtime.errors import VerifyError
 from tpulint.runtime.judge.analysis import Settings, analyze, base_report, error_report
 from tpulint.runtime.judge.attribution import RuleIndex
+from tpulint.runtime.judge.crash import emulation_fault
 from tpulint.runtime.judge.report import CompareReport, VerifyReport
 from tpulint.runtime.judge.run_inputs import record_run_inputs
 from tpulint.runtime.libtpu import lock_status, remove_if_left_by
@@ -341,6 +342,7 @@ def verify(
     )
     run_dir = tempfile.mkdtemp(prefix="tpulint-verify-")
     outcome = None
+    fault: str | None = None
     spec: RunSpec | None = None
     topology: Topology | None = None
     try:
@@ -407,6 +409,13 @@ def verify(
             finally:
                 if not backend.emulated:
                     remove_if_left_by(lock_existed)
+            fault = emulation_fault(outcome, spec.run_dir) if backend.emulated else None
+            if fault is not None:
+                # The emulated runtime crashed, not the module: run it once more in a fresh
+                # directory (a second crash is reported as it is), and say so in the report.
+                spec = replace(spec, run_dir=os.path.join(run_dir, "again"))
+                os.makedirs(spec.run_dir)
+                outcome = run_child(spec, backend, timeout)
             try:
                 report = analyze(outcome, spec, settings, backend, RuleIndex())
             except Exception as exc:  # a bug in tpulint must not look like a verdict
@@ -416,6 +425,8 @@ def verify(
                     " please report it with the output of -v",
                     traceback.format_exc() + "\n" + outcome.log[-5000:],
                 )
+        if fault is not None:
+            report.run["emulation_crash"] = fault
         if topology is not None:
             report.backend.update(topology_fields(topology))
         record_run_inputs(report, spec, configs, outcome.events if outcome else [])

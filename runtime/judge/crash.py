@@ -124,6 +124,35 @@ def find_crash(
     return crash
 
 
+# Signals the emulated runtime itself dies of (PJRT CPU's collectives across replica threads
+# have been seen to segfault inside `xla_rendezvous`'s `.item()`, with no user code running).
+_RUNTIME_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS"}
+
+
+def emulation_fault(outcome: Any, run_dir: str | Path | None) -> str | None:
+    """A crash of the emulated cores inside torch_xla itself, or None.
+
+    The crashing thread's innermost frame is torch_xla's and no frame on it is the user's: the
+    emulation failed, not the module: the native code that crashed is PJRT's CPU client, and
+    a TPU runs the same collectives in libtpu. One line: core, signal, where."""
+    if outcome.status != "crashed":
+        return None
+    target = outcome.first("target") or {}
+    crash = find_crash(outcome.log, outcome.events, CodeFilter(target.get("roots", [])), run_dir)
+    if crash is None or crash.user is not None or crash.signal not in _RUNTIME_SIGNALS:
+        return None
+    library = crash.library
+    if library is None or "/torch_xla/" not in library["path"].replace("\\", "/"):
+        return None
+    rows = [e for e in outcome.events if e["kind"] == "step"]
+    step = max((e["step"] for e in rows), default=-1) + 1
+    core = f"core {crash.rank}" if crash.rank is not None else "a replica"
+    return (
+        f"{core} died of {crash.signal} at step {step} in `{library['function']}`"
+        f" ({_shown(library['path'])}:{library['line']})"
+    )
+
+
 def _where(rows: list[Any], crash: Crash) -> str:
     step = rows[-1].step + 1 if rows else 0
     core = f"core {crash.rank}" if crash.rank is not None else "a replica"

@@ -257,7 +257,14 @@ def _header(report: VerifyReport) -> list[str]:
     given = [report.target] if report.target else []
     given += [f"--datamodule {report.datamodule}"] if report.datamodule else []
     given += [f"--config {path}" for path in report.config]
-    return [f"tpulint verify {' '.join(given)}", "  " + " | ".join(parts), *_trainer_lines(report)]
+    lines = [f"tpulint verify {' '.join(given)}", "  " + " | ".join(parts), *_trainer_lines(report)]
+    crash = report.run.get("emulation_crash")
+    if crash:
+        lines.append(
+            f"  note: the first run's emulated cores crashed inside torch_xla ({crash}), with no"
+            " line of yours on the stack; verify ran the module again and judged that run"
+        )
+    return lines
 
 
 def plural_text(count: int, word: str) -> str:
