@@ -30,6 +30,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -168,6 +169,10 @@ def _root_phase(name: str) -> int:
 # and the literals its parameters hold that way ((name, type name, value), param_routes).
 RouteKey = tuple[int, frozenset]
 _ROUTE_CAP = 8
+# A hook a base class defines is a root once per class that inherits it (what `self` is,
+# `_root_receivers`) up to this many classes; past it, for any instance of the base.
+_RECEIVER_CAP = 64
+_ANY_RECEIVER: frozenset[str | None] = frozenset({None})
 
 
 def dict_of(bindings: frozenset) -> dict[str, Any]:
@@ -586,6 +591,10 @@ class ProjectModel:
         # parameters hold on the way) -> the first chain that way; see _spread_hot.
         self._routes: dict[str, dict[RouteKey, HotInfo]] = {}
         self._collapsed: set[str] = set()
+        # Function gkey -> what `self` may be on the ways that make it hot (the `receiver` of
+        # resolve_call; None: any instance of its class); see _spread_hot.
+        self._receivers: dict[str, set[str | None]] = {}
+        self._receiver_memo: dict[tuple[Any, ...], Any] = {}  # _receiver_targets
         # Function gkey -> what its loops that are training loops through what they call run
         # (ScopeFacts.call_loops, _steps_through).
         self._call_step_roots: dict[str, list[list[Any]]] = {}
@@ -1092,23 +1101,31 @@ class ProjectModel:
         form: str,
         target: str,
         virtual: bool = False,
+        receiver: str | None = None,
     ) -> list[_Function | _Class]:
         """The project functions (or classes, for constructor calls) a call may run.
         `owner` is the class of the calling method; `virtual` adds overrides of a `self.m()`
         in subclasses (for reachability: a base class's step may call a subclass's hook).
+        `receiver`: what `self` is known to be on the way that reached the calling method
+        (see `_receiver_targets`): a class deriving from `owner` (an instance of it or of a
+        subclass) or "=" and a class (an instance of that class exactly); a `self.m()` then
+        runs the method that class's MRO finds (and, for a class, its subclasses'
+        overrides), not every override below `owner`. None: any instance of `owner`.
         The list is shared between callers: read it, do not change it."""
         # Memoised: the hot set (twice), the scope's reach, the caller index and the values
         # resolve the same calls over and over. What a call resolves to depends only on the
         # model and on memoised answers (lookups, class hierarchies, the classes attributes
         # hold), except an answer that used a cycle's stand-in (see
         # tpulint.analysis.recursion): such an answer is not kept.
-        key = (id(module), owner, form, target, virtual)
+        if receiver is not None and form != "self":
+            receiver = None  # only `self.m()` dispatches on the instance
+        key = (id(module), owner, form, target, virtual, receiver)
         found = self._resolved.get(key)
         if found is not None:
             return found
         recursion = self._recursion
         outer = recursion.take_stand_in_flag()
-        out = self._resolve_call(module, owner, form, target, virtual)
+        out = self._resolve_call(module, owner, form, target, virtual, receiver)
         used = recursion.take_stand_in_flag()
         recursion.restore_stand_in_flag(outer or used)
         if not used:
@@ -1122,12 +1139,15 @@ class ProjectModel:
         form: str,
         target: str,
         virtual: bool,
+        receiver: str | None = None,
     ) -> list[_Function | _Class]:
         out: list[_Function | _Class] = []
         if form == "self":
             if owner is None:
                 return out
-            found = self.find_method(owner, target)
+            exact = receiver is not None and receiver.startswith("=")
+            instance = receiver.lstrip("=") if receiver is not None else owner
+            found = self.find_method(instance, target)
             if found is not None:
                 out.append(found)
             else:
@@ -1142,8 +1162,8 @@ class ProjectModel:
                     for found_call in self._instance_call(cls_gkey, "__call__"):
                         if found_call not in out:
                             out.append(found_call)
-            if virtual:
-                for sub in self.subclasses(owner):
+            if virtual and not exact:
+                for sub in self.subclasses(instance):
                     cls = self.classes[sub]
                     key = cls.summary.methods.get(target)
                     if key is not None:
@@ -1477,6 +1497,7 @@ class ProjectModel:
         queue: deque[str] = deque()
         self._routes = {}
         self._collapsed = set()
+        self._receivers = {}
         self._call_step_roots = {}
         nested: dict[str, list[_Function]] = {}
         for fn in self.functions.values():
@@ -1537,8 +1558,11 @@ class ProjectModel:
             for gkey, reason in phase:
                 name = self.functions[gkey].summary.name
                 root = HotInfo(reason, name, off_tpu=off_tpu.get(gkey))
+                grew = self._add_receivers(hot, gkey, self._root_receivers(self.functions[gkey]))
                 if gkey not in hot:
                     hot[gkey] = root
+                    queue.append(gkey)
+                elif grew:
                     queue.append(gkey)
                 # Lightning (or a caller not seen) calls a root: no literal is known.
                 if self._add_route(gkey, (index, frozenset()), root):
@@ -1571,6 +1595,99 @@ class ProjectModel:
                     )
             frontier = following
         return False
+
+    def _root_receivers(self, fn: _Function) -> set[str | None]:
+        """What `self` is when Lightning (or a loop) calls the root `fn`: any instance of its
+        class (None), unless a subclass defines the method again; then an instance of each
+        class that runs this definition ("=" and the class: the hook of a base inherited by
+        A and B is a root for an A and for a B, whose `self.m()` run their own `m`)."""
+        owner = fn.owner
+        if owner is None or fn.summary.parent is not None:
+            return {None}
+        subclasses = self.subclasses(owner)
+        if not subclasses or len(subclasses) >= _RECEIVER_CAP:
+            return {None}
+        name = fn.summary.name
+        users = [c for c in (owner, *subclasses) if self.find_method(c, name) is fn]
+        if len(users) == len(subclasses) + 1:
+            return {None}
+        return {"=" + c for c in users}
+
+    def _add_receivers(
+        self,
+        hot: dict[str, HotInfo],
+        gkey: str,
+        new: AbstractSet[str | None] | tuple[str | None, ...],
+    ) -> bool:
+        """Record what `self` may be in a function about to be reached; whether that widens
+        what it reaches when it is hot already (None, any instance of its class, takes in
+        every other): it is to be followed again."""
+        known = self._receivers.get(gkey)
+        if known is None:
+            # Hot already with no receiver recorded: it was followed for any instance. Not
+            # hot yet: it is followed as it becomes hot.
+            self._receivers[gkey] = {None} if gkey in hot or None in new else set(new)
+            return False
+        if None in known or known.issuperset(new):
+            return False
+        if None in new:
+            self._receivers[gkey] = {None}
+        else:
+            known.update(new)
+        return gkey in hot
+
+    def _bound_receiver(self, receiver: str, target: _Function | _Class) -> str | None:
+        """What `self` is in `target`, run by a `self.m()` (or `super().m()`) of a method
+        whose `self` is `receiver` (its class or a subclass): the same instance when `target`
+        is a method of a class in its MRO (a base's `sample()` run from a step of A runs with
+        `self` an A); otherwise any instance of the target's own class (an override of a
+        subclass, an attribute's module)."""
+        if not isinstance(target, _Function) or target.owner is None:
+            return None
+        cls = receiver.lstrip("=")
+        if target.owner == cls:
+            return receiver if receiver.startswith("=") else None
+        return receiver if target.owner in self.mro(cls)[1:] else None
+
+    def _receiver_targets(
+        self, fn: _Function, form: str, target: str, receivers: tuple[str | None, ...]
+    ) -> list[tuple[_Function | _Class, frozenset[str | None]]]:
+        """What a call of `fn` may run, each with what `self` is in it, for each thing `self`
+        may be in `fn` (resolve_call's `receiver`). Memoised per function, call and
+        receivers as resolve_call is (shared: read the list, do not change it)."""
+        if form not in ("self", "super") or fn.owner is None:
+            receivers = ()
+        key = (fn.gkey, form, target, receivers)
+        found = self._receiver_memo.get(key)
+        if found is not None:
+            return found
+        recursion = self._recursion
+        outer = recursion.take_stand_in_flag()
+        out = self._find_receiver_targets(fn, form, target, receivers)
+        used = recursion.take_stand_in_flag()
+        recursion.restore_stand_in_flag(outer or used)
+        if not used:
+            self._receiver_memo[key] = out
+        return out
+
+    def _find_receiver_targets(
+        self, fn: _Function, form: str, target: str, receivers: tuple[str | None, ...]
+    ) -> list[tuple[_Function | _Class, frozenset[str | None]]]:
+        if not receivers:
+            found = self.resolve_call(fn.module, fn.owner, form, target, virtual=True)
+            return [(t, _ANY_RECEIVER) for t in found]
+        order: list[_Function | _Class] = []
+        index: dict[int, set[str | None]] = {}
+        for receiver in receivers:
+            for t in self.resolve_call(
+                fn.module, fn.owner, form, target, virtual=True, receiver=receiver
+            ):
+                selves = index.get(id(t))
+                if selves is None:
+                    selves = index[id(t)] = set()
+                    order.append(t)
+                selves.add(self._bound_receiver(receiver or fn.owner, t))  # type: ignore[arg-type]
+        return [(t, frozenset(index[id(t)])) for t in order]
 
     def _add_route(self, gkey: str, key: RouteKey, info: HotInfo) -> bool:
         """Record a route of a hot function; whether it is new. Past _ROUTE_CAP routes the
@@ -1661,6 +1778,11 @@ class ProjectModel:
             # calls before or after (setup, a final report) is not hot; its loop's calls are
             # followed below.
             loop_root = not info.chain and info.root.startswith(TRAINING_LOOP)
+            # What `self` may be here (_receivers): a `self.m()` runs that instance's `m`.
+            known = self._receivers.get(gkey)
+            receivers: tuple[str | None, ...] = (
+                (None,) if not known or None in known else tuple(sorted(filter(None, known)))
+            )
             for call in () if loop_root else fn.summary.calls:
                 live = list(routes.items())
                 reach = info
@@ -1677,9 +1799,7 @@ class ProjectModel:
                 # Read as the root hook sees them, so that a step-count guard and another
                 # periodic guard on two calls of one helper are both rare (what they share).
                 edge_guards = effective(reach.guards | frozenset(call.guards), reach.root)
-                for target in self.resolve_call(
-                    fn.module, fn.owner, call.form, call.target, virtual=True
-                ):
+                for target, selves in self._receiver_targets(fn, call.form, call.target, receivers):
                     if (
                         not isinstance(target, _Function)
                         or is_cold_name(target.summary.name)
@@ -1688,6 +1808,8 @@ class ProjectModel:
                     ):
                         continue
                     site = (fn.module.path, call.line)
+                    if self._add_receivers(hot, target.gkey, selves):
+                        queue.append(target.gkey)
                     self._reach(hot, queue, target, reach, site, edge_guards)
                     bound = call.form in ("self", "super", "attr", "inst")
                     offset = (
@@ -1704,6 +1826,8 @@ class ProjectModel:
                     if grew:
                         queue.append(target.gkey)
             for inner in nested.get(gkey, ()):
+                if self._add_receivers(hot, inner.gkey, receivers):
+                    queue.append(inner.gkey)
                 self._reach(hot, queue, inner, info, None, info.guards)
                 self._plain_routes(queue, inner, routes, None)
             # What the step hands on runs in it too (`checkpoint(self._block, x)`,
@@ -1718,11 +1842,19 @@ class ProjectModel:
             uses += self._call_step_roots.get(gkey, [])
             for use in uses:
                 line = use[2] if len(use) > 2 else fn.summary.line
-                for target in self.scope.use_targets(gkey, use[:2]):
+                if use[0] in ("self", "selfref") and fn.owner is not None:
+                    found = self._receiver_targets(fn, "self", use[1], receivers)
+                else:
+                    found = [(t, _ANY_RECEIVER) for t in self.scope.use_targets(gkey, use[:2])]
+                for target, selves in found:
+                    if not isinstance(target, _Function):
+                        continue
                     if is_cold_name(target.summary.name) or _for_other_accelerator(target):
                         continue
                     if sealed and not self._in_unbuilt(target):
                         continue
+                    if self._add_receivers(hot, target.gkey, selves):
+                        queue.append(target.gkey)
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
                     self._plain_routes(queue, target, routes, (fn.module.path, line))
 
