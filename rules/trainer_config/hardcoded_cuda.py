@@ -205,11 +205,12 @@ class HardcodedCuda(Rule):
     raises without a CUDA device (`.cuda()`, `.to("cuda")`, `torch.device("cuda")`,
     `device="cuda"` / `f"cuda:{rank}"`, the `torch.cuda.*` calls that need a GPU) in code a
     training step reaches or in the training launcher (the function that builds the
-    Trainer, with what it hands the model and callbacks), in a project configured to train
-    on TPUs: one whose requirements, launch scripts or Dockerfile install torch_xla or set
-    `PJRT_DEVICE=TPU`, that has a module importing torch_xla, a Trainer or config asking
-    for TPUs (the test TPU004 uses for an "auto" Trainer), or a module that builds a
-    Trainer and names TPUs (a `--tpu_cores` option beside `Trainer.from_argparse_args`).
+    Trainer and calls `fit`, with what it hands the model and callbacks), in a project
+    configured to train on TPUs: one whose requirements, launch scripts or Dockerfile
+    install torch_xla or set `PJRT_DEVICE=TPU`, that has a module importing torch_xla, a
+    Trainer or config asking for TPUs (the test TPU004 uses for an "auto" Trainer), or a
+    module that builds a Trainer and names TPUs (a `--tpu_cores` option beside
+    `Trainer.from_argparse_args`).
     That is a run that fails at the first step on the TPU it was configured for. Everything
     else (projects nothing says run on TPUs, `__init__` and other hooks no step reaches,
     CUDA defaults of device parameters and config-built modules, CUDA memory statistics,
@@ -627,14 +628,21 @@ class HardcodedCuda(Rule):
     def _default_shape(self, kind: str) -> bool:
         """The shape that breaks a TPU run, reported by default: hard-coded CUDA that raises
         without a CUDA device (not a memory statistic, which reads 0), in code a training
-        step reaches or in the training launcher (the function that builds the Trainer), of
-        a project configured to train on TPUs (`_tpu_project`). Guarded code (`if
+        step reaches or in the training launcher (the function that builds the Trainer and
+        fits), of a project configured to train on TPUs (`_tpu_project`). Guarded code (`if
         torch.cuda.is_available():`, a CUDA-only flag) never reaches here."""
         ctx = self.ctx
         if kind == "torch.cuda-zero":
             return False
-        if not ctx.in_hot_code and self._launcher() is None:
-            return False
+        if not ctx.in_hot_code:
+            launcher = self._launcher()
+            if launcher is None or not any(
+                isinstance(n, cst.Call)
+                and isinstance(n.func, cst.Attribute)
+                and n.func.attr.value == "fit"
+                for n in walk(launcher.body)
+            ):
+                return False  # no launcher, or one that does not train (tests, explains)
         view = ctx.analysis.view
         return view is not None and _tpu_project(view) is not None
 
