@@ -612,6 +612,29 @@ def _fits_to_length(call: cst.Call, padded: str, longest: set[str]) -> bool:
     return False
 
 
+# `.any(dim=0)` / `.any(0)` / `torch.any(x, dim=0)` in a file (the applies screen).
+_COLUMN_ANY = re.compile(r"any\((?:[^()]*,\s*)?(?:dim\s*=\s*)?0\)")
+
+
+def _column_any(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """`ids.ne(pad_id).any(dim=0)`, `(ids != pad_id).any(0)`, `torch.any(mask, dim=0)`: which
+    columns of a batch hold anything, the mask that trims it to its longest column."""
+    if not isinstance(node, cst.Call):
+        return False
+    args = [a for a in node.args if not a.star]
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "any":
+        qualified = ctx.qualify(node.func) or ""
+        if qualified == "torch.any":
+            args = args[1:]
+        elif qualified.startswith(("numpy.", "np.")):
+            return False
+    else:
+        return False
+    if len(args) != 1 or (args[0].keyword is not None and args[0].keyword.value != "dim"):
+        return False
+    return isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"
+
+
 def _collate_helpers(ctx: FileContext, collate_names: set[str]) -> dict[int, str]:
     """Functions of the file that a collate function calls (transitively, through `self.` or
     by name), each with the collate function it is reached from."""
@@ -1079,6 +1102,9 @@ class DynamicPadding(_DataRule):
     application builds the class (no call, config or string names it); a library's
     collator nothing builds is still reported (its users build it). Hand-rolled padding
     also covers Python lists padded to the longest (`seq + [pad] * (longest - len(seq))`),
+    a batch cut back to its longest non-pad column after a tokenizer padded it to
+    `max_length` (transformers' `trim_batch(ids, pad_id)`, or `ids[:, keep]` with
+    `keep = ids.ne(pad_id).any(dim=0)` in a collate or a helper one calls),
     a longest length kept by a running maximum in a loop over the batch (`longest =
     max(longest, x.size(1))`), and legacy tensor types sized with it
     (`torch.FloatTensor(n, 80, longest)`).
@@ -1160,9 +1186,24 @@ class DynamicPadding(_DataRule):
         "pad_sequence",
         "DataCollator",
         "max(",
+        "trim_batch",
+        ".any(dim=0)",
+        ".any(0)",
     )
 
     VALID = (
+        # A column mask outside any collate (a generation helper trimming its output), and
+        # a row mask (`any(dim=1)`, which keeps the column count).
+        Valid(
+            "import torch\n\n\n"
+            "def strip_generated(ids, pad_id):\n"
+            "    keep = ids.ne(pad_id).any(dim=0)\n"
+            "    return ids[:, keep]\n\n\n"
+            "def collate(items):\n"
+            "    ids = torch.stack([item['ids'] for item in items])\n"
+            "    rows = ids.ne(0).any(dim=1)\n"
+            "    return ids[rows, :]\n"
+        ),
         # One example per call: a map-style dataset's item, and a helper only it calls.
         # Padding one example to its own longest pads nothing; the collate batches them.
         Valid(
@@ -1335,6 +1376,30 @@ class DynamicPadding(_DataRule):
         ),
     )
     INVALID = (
+        # transformers' `trim_batch` in a collate: each batch cut to its longest column.
+        Invalid(
+            "import torch\nfrom transformers.tokenization_utils import trim_batch\n\n\n"
+            "class Pairs:\n"
+            "    def collate_fn(self, items):\n"
+            "        ids = torch.stack([item['ids'] for item in items])\n"
+            "        return {'ids': trim_batch(ids, self.pad_id)}\n",
+            line=8,
+            message="`trim_batch(...)` (transformers) in collate function `collate_fn` cuts",
+        ),
+        # The same trim written out in a helper the collate calls: a column mask of what is
+        # not padding.
+        Invalid(
+            "import torch\n\n\n"
+            "def drop_pad_columns(ids, mask, pad_id):\n"
+            "    keep = ids.ne(pad_id).any(dim=0)\n"
+            "    return ids[:, keep], mask[:, keep]\n\n\n"
+            "def collate(items):\n"
+            "    ids = torch.stack([item['ids'] for item in items])\n"
+            "    mask = torch.stack([item['mask'] for item in items])\n"
+            "    return drop_pad_columns(ids, mask, 0)\n",
+            line=6,
+            message="in collate function `drop_pad_columns` (called from `collate`)",
+        ),
         # Python lists padded to the longest, and a longest length kept by a running maximum
         # sizing legacy tensor types.
         Invalid(
@@ -1625,8 +1690,13 @@ class DynamicPadding(_DataRule):
             "padding" in syntax.class_fields  # collator dataclasses
             or "pad_sequence" in syntax.calls
         )
+        # trimming to the longest non-pad column: `trim_batch(ids, pad_id)`, `x[:, keep]`
+        # with `keep = ids.ne(pad_id).any(dim=0)` (visit_Call, visit_Subscript)
+        trims = "trim_batch" in syntax.calls or (
+            "any" in syntax.calls and _COLUMN_ANY.search(source) is not None
+        )
         # hand-rolled padding: `name = max(len(x) for x in batch)` (visit_Assign)
-        if not (pads or "max" in syntax.calls):
+        if not (pads or trims or "max" in syntax.calls):
             return False
         # The rest reports only in a collate function or a collator class, whose name (or
         # the `collate_fn=` keyword naming it) is in the text, or in a helper of this file
@@ -1642,13 +1712,13 @@ class DynamicPadding(_DataRule):
             # helper of an encoder)
             reach = _collate_reach(view)
             return (
-                "max" in syntax.calls
+                ("max" in syntax.calls or trims)
                 and any(
                     view._functions.get(function.key) is not None
                     and view._functions[function.key].gkey in reach
                     for function in view.module.functions
                 )
-                and _assigns_longest_length(source)
+                and (trims or _assigns_longest_length(source))
             )
         if "padding" in syntax.class_fields:
             return True  # a collator's `padding` field (visit_AnnAssign)
@@ -1660,8 +1730,8 @@ class DynamicPadding(_DataRule):
                 view._functions.get(function.key) is not None
                 and view._functions[function.key].gkey in reach
                 for function in view.module.functions
-            ) and ("pad_sequence" in syntax.calls or _assigns_longest_length(source))
-        return "pad_sequence" in syntax.calls or _assigns_longest_length(source)
+            ) and ("pad_sequence" in syntax.calls or trims or _assigns_longest_length(source))
+        return "pad_sequence" in syntax.calls or trims or _assigns_longest_length(source)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -1757,6 +1827,11 @@ class DynamicPadding(_DataRule):
         if name == "pad_sequence":
             if not self._not_training():
                 self._pad_sequence(node)
+            return
+        if name == "trim_batch":
+            qualified = self.ctx.qualify(node.func) or ""
+            if qualified.startswith("transformers.") and not self._not_training():
+                self._trimmed(node, "`trim_batch(...)` (transformers)")
             return
         padding = keyword_arg(node, "padding")
         if (
@@ -1938,6 +2013,66 @@ class DynamicPadding(_DataRule):
             f"`pad_sequence(...)` in collate function {name}{calls} pads every batch to its "
             "own longest sequence: each new length is a new input shape and XLA compiles the "
             "step again; pad to a fixed maximum length (or bucket lengths to a few sizes)",
+        )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`ids[:, keep]` with a column mask `keep = ids.ne(pad_id).any(dim=0)`: the batch cut
+        to its longest non-pad column."""
+        if self._skip or len(node.slice) < 2:
+            return
+        first = node.slice[0].slice
+        if not (
+            isinstance(first, cst.Slice)
+            and first.lower is None
+            and first.upper is None
+            and first.step is None
+        ):
+            return
+        index = node.slice[1].slice
+        if not isinstance(index, cst.Index):
+            return
+        mask = index.value
+        if isinstance(mask, cst.Name):
+            info = self.ctx.function
+            if info is None:
+                return
+            values = [
+                statement.value
+                for statement in walk(info.node.body)
+                if isinstance(statement, cst.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0].target, cst.Name)
+                and statement.targets[0].target.value == mask.value
+            ]
+            if len(values) != 1:
+                return
+            mask = values[0]
+        if not _column_any(self.ctx, mask) or self._not_training():
+            return
+        statement = next(
+            (a for a in self.ctx.ancestors(node) if isinstance(a, cst.BaseStatement)), node
+        )
+        # One finding per statement: the branches of a helper (`if mask is None: return
+        # ids[:, keep]` / `return ids[:, keep], mask[:, keep]`) are separate paths.
+        self._trimmed(node, f"`{code(self.ctx, node)}`", statement)
+
+    def _trimmed(self, node: cst.CSTNode, shown: str, statement: cst.CSTNode | None = None) -> None:
+        """A batch trimmed to its longest non-pad column in a collate function (or a helper
+        one calls): one finding per function (per statement for `ids[:, keep]`)."""
+        collate = self._collate_function()
+        if collate is None or not self._surely_collate(collate[0]):
+            return
+        function, name = collate
+        key = id(statement) if statement is not None else id(function)
+        if key in self._reported_functions:
+            return
+        self._reported_functions.add(key)
+        self.report(
+            node,
+            f"{shown} in collate function {name} cuts every batch to its own longest "
+            "non-pad column: each new length is a new input shape and XLA compiles the step "
+            "again; keep the fixed `max_length` the tokenizer padded to (or bucket lengths to a "
+            "few sizes)",
         )
 
     def _surely_collate(self, function: cst.FunctionDef) -> bool:

@@ -73,8 +73,11 @@ class TensorValueControlFlow(TrackingRule, Rule):
     are the strings a dataset's items hold (`assert batch["id"] == other["id"]` compares lists
     of file names the collate built, not tensors).
     A count or test of a torch check (`if torch.isnan(loss).sum() > 0:`,
-    `torch.isinf(x).any()`) is a tensor test even where the file cannot tell how the checked
-    value was made (a loss module a factory picks by name): `torch.isnan` takes only tensors.
+    `assert not torch.isinf(x).any()`) is a tensor test even where the file cannot tell how
+    the checked value was made (a loss module a factory picks by name, an entry of what a
+    solver returns): `torch.isnan` takes only tensors; so is torch's own reduction function
+    of a comparison (`assert torch.sum(std < 0) == 0`), `torch.sum` taking only tensors (not
+    the method form, `(std < 0).sum()`, which NumPy arrays have too).
     Parameters of an optimizer's parameter groups
     (`for p in group["params"]` in `step`) and values computed from them are device
     tensors. So is what a method the step calls stores from the batch it is handed
@@ -189,6 +192,19 @@ class TensorValueControlFlow(TrackingRule, Rule):
             "        if all(step > 0 for step in [batch_idx, self.current_epoch]):\n"
             "            loss = loss + 1\n"
             "        return loss\n"
+        ),
+        # The method form of a count of a comparison on a value the file cannot trace: NumPy
+        # arrays have `.sum()` too, so nothing says it is a tensor.
+        Valid(
+            "import lightning as L\nimport torch\n\nfrom .solvers import make_solver\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.solver = make_solver()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        info = self.solver.integrate(batch)\n"
+            "        assert (info['spread'] < 0).sum() == 0\n"
+            "        return self(batch).sum()\n"
         ),
         # The check counted on a host copy: no device read.
         Valid(
@@ -713,6 +729,38 @@ class TensorValueControlFlow(TrackingRule, Rule):
             line=12,
             message="`mask.sum() > 0`",
         ),
+        # A count or test of a torch check on a value the file cannot trace (an entry of what
+        # a helper returns): `torch.isnan` takes only tensors.
+        Invalid(
+            "import lightning as L\nimport torch\n\nfrom .solvers import make_solver\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.solver = make_solver()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        info = self.solver.integrate(batch)\n"
+            "        mean, spread = info['state']\n"
+            "        assert not torch.isnan(mean).any()\n"
+            "        return mean.sum() + spread.sum()\n",
+            line=15,
+            message="an `assert` on the tensor value `torch.isnan(mean).any()`",
+        ),
+        # torch's own count of a comparison: `torch.sum` takes only tensors.
+        Invalid(
+            "import lightning as L\nimport torch\n\nfrom .solvers import make_solver\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.solver = make_solver()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        info = self.solver.integrate(batch)\n"
+            "        mean, spread = info['state']\n"
+            "        spread = spread.abs()\n"
+            "        assert torch.sum(spread < 0) == 0\n"
+            "        return mean.sum() + spread.sum()\n",
+            line=16,
+            message="`torch.sum(spread < 0) == 0`",
+        ),
         # all() over a list of device tests in an assert.
         Invalid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -938,9 +986,11 @@ class TensorValueControlFlow(TrackingRule, Rule):
                 return self._tensor_test(element, depth + 1)
             kind = ctx.value_kind(test)
             torch_function = (torch_name(ctx, test) or "").rsplit(".", 1)[-1]
-            # `torch.isnan(x)` takes only tensors: the use says `x` is one.
+            # `torch.isnan(x)` takes only tensors: the use says `x` is one (so does a count or
+            # test of it, `torch.isnan(x).any()`).
             if kind is not ValueKind.DEVICE and not (
-                kind is ValueKind.UNKNOWN and torch_function in _TENSOR_PREDICATES
+                kind is ValueKind.UNKNOWN
+                and (torch_function in _TENSOR_PREDICATES or _counts_a_tensor_check(ctx, test))
             ):
                 return None
             name = method_name(test) or torch_function
@@ -1106,14 +1156,26 @@ _CHECK_REDUCTIONS = frozenset({"sum", "any", "all", "count_nonzero"})
 
 def _counts_a_tensor_check(ctx: FileContext, node: cst.BaseExpression) -> bool:
     """`torch.isnan(x).sum()`, `torch.isinf(x).any()`, `torch.sum(torch.isnan(x))`: a
-    reduction of a torch check whose argument must be a tensor."""
+    reduction of a torch check whose argument must be a tensor; also torch's own reduction
+    function of a comparison (`torch.sum(std < 0)`): `torch.sum` takes only tensors, so the
+    compared value is one (the method form, `(std < 0).sum()`, is NumPy's too)."""
     if not isinstance(node, cst.Call):
         return False
     name = method_name(node)
-    if name in _CHECK_REDUCTIONS and isinstance(node.func, cst.Attribute):
-        inner: cst.BaseExpression = node.func.value
-    elif (torch_name(ctx, node) or "") in _CHECK_REDUCTIONS and node.args:
-        inner = node.args[0].value
+    function = torch_name(ctx, node) or ""
+    if function in _CHECK_REDUCTIONS and node.args:
+        inner: cst.BaseExpression = node.args[0].value
+        if (
+            isinstance(inner, cst.Comparison)
+            and not node.args[0].star
+            and not any(
+                isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                for c in inner.comparisons
+            )
+        ):
+            return True
+    elif name in _CHECK_REDUCTIONS and isinstance(node.func, cst.Attribute):
+        inner = node.func.value
     else:
         return False
     return isinstance(inner, cst.Call) and (torch_name(ctx, inner) or "") in _TENSOR_CHECKS

@@ -20,12 +20,18 @@ from ..shared.configuration import (
     lightning_at_least,
     literal_candidates,
     literal_value,
+    option_dest,
+    strategy_is_xla,
     tpu_arguments,
     trainer_tpu,
     yaml_trainer_is_tpu,
 )
-from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call
+from ..shared.matchers import LEGACY_TPU_KEYWORDS, is_trainer_call, walk
 from .helpers import _LIGHTNING_IMPORT, _tpu_condition, explicit_accelerator
+from .legacy_tpu_cores import _takes_whole_namespace
+
+# `params["precision"] = 16`: a Trainer argument set by key on a dict the code splats.
+_PRECISION_KEY_SET = re.compile(r"""\[\s*["']precision["']\s*\]\s*=[^=]""")
 
 # The keywords that can make a Trainer call a TPU one (see trainer_tpu).
 _TPU_KEYWORDS = frozenset({"accelerator", "strategy", *LEGACY_TPU_KEYWORDS})
@@ -209,6 +215,68 @@ def _class_fields(statement: cst.CSTNode):
         yield target.value, value
 
 
+def _keyed_entries(function: cst.CSTNode, name: str) -> list[tuple[str, cst.BaseExpression, bool]]:
+    """(key, value, set under a test) of `name["key"] = value` statements in a function's
+    body (not in nested functions or classes), and of the dict literal or `dict(...)` call
+    `name` is assigned there."""
+    found: list[tuple[str, cst.BaseExpression, bool]] = []
+
+    def statements(body: cst.CSTNode, conditional: bool) -> None:
+        for statement in getattr(body, "body", ()):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        assigned(small.targets[0].target, small.value, conditional)
+            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            elif isinstance(statement, cst.With):
+                statements(statement.body, conditional)
+            elif isinstance(statement, cst.BaseCompoundStatement):
+                statements(statement.body, True)
+                orelse = getattr(statement, "orelse", None)
+                while orelse is not None:
+                    statements(orelse.body, True)
+                    orelse = getattr(orelse, "orelse", None)
+                for handler in getattr(statement, "handlers", ()):
+                    statements(handler.body, True)
+                final = getattr(statement, "finalbody", None)
+                if final is not None:
+                    statements(final.body, conditional)
+            elif isinstance(statement, cst.IndentedBlock):
+                statements(statement, conditional)
+
+    def assigned(target: cst.BaseExpression, value: cst.BaseExpression, conditional: bool) -> None:
+        if isinstance(target, cst.Name) and target.value == name:
+            if isinstance(value, cst.Dict):
+                for element in value.elements:
+                    if isinstance(element, cst.DictElement):
+                        key = string_value(element.key)
+                        if key is not None:
+                            found.append((key, element.value, conditional))
+            elif (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Name)
+                and value.func.value == "dict"
+            ):
+                for arg in value.args:
+                    if arg.keyword is not None:
+                        found.append((arg.keyword.value, arg.value, conditional))
+        elif (
+            isinstance(target, cst.Subscript)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == name
+            and len(target.slice) == 1
+            and isinstance(target.slice[0].slice, cst.Index)
+        ):
+            key = string_value(target.slice[0].slice.value)
+            if key is not None:
+                found.append((key, value, conditional))
+
+    body = function.body if isinstance(function, cst.FunctionDef) else function
+    statements(body, False)
+    return found
+
+
 class UnsupportedTpuPrecision(Rule):
     """
     ## What it does
@@ -217,7 +285,12 @@ class UnsupportedTpuPrecision(Rule):
     `"16-mixed"`, `"bf16"`, `"bf16-mixed"` (and `64`). It also looks at the `precision`
     default of TPU trainer config classes, at dictionaries of Trainer arguments that ask for
     TPUs (`{"accelerator": "tpu", "precision": "bf16-mixed"}` merged into a config and
-    splatted into `Trainer(**cfg)`), and at `trainer: precision:` in LightningCLI YAML
+    splatted into `Trainer(**cfg)`), at a precision set by key on a dict of the function that
+    a Trainer splats (`params["precision"] = 16` then `Trainer(**params)`) when the Trainer's
+    own arguments, a key of that dict (`params["accelerator"] = "tpu"`, set under a test:
+    the run on that path) or a `--tpu_cores` option of a parsed command line the Trainer
+    takes whole (`Trainer.from_argparse_args(args, **params)`) ask for TPUs, and at
+    `trainer: precision:` in LightningCLI YAML
     configs that select a TPU, and in Hydra Trainer configs (a `configs/trainer/*.yaml`
     whose `_target_` is the Trainer), and in YAML sections the code spreads into a Trainer
     that ask for TPUs (`pl.Trainer(**cfg.trainer)` with `tpu_cores: 8, precision: 16` in
@@ -328,6 +401,9 @@ class UnsupportedTpuPrecision(Rule):
         # TPU VMs (_auto_on_tpu_host).
         if "precision" in syntax.literal_keywords and view.model.scope.tpu_host(view.path):
             return True
+        # `params["precision"] = 16` on a dict splatted into a Trainer (_keyed_arguments).
+        if _PRECISION_KEY_SET.search(source):
+            return True
         # `{"accelerator": "tpu", "precision": "16-mixed"}` (tpu_arguments), or merged with
         # the dict a project function returns (_merged_arguments).
         if "precision" not in syntax.dict_keys:
@@ -339,6 +415,16 @@ class UnsupportedTpuPrecision(Rule):
     VALID = (
         # GPU Trainers: TPU rules stay silent.
         Valid(_LIGHTNING_IMPORT + 'trainer = L.Trainer(accelerator="gpu", precision=16)\n'),
+        # A precision set by key on a dict splatted into a GPU Trainer (or one nothing says
+        # runs on TPUs).
+        Valid(
+            _LIGHTNING_IMPORT + "def fit(model, half):\n"
+            "    params = {'max_epochs': 3}\n"
+            "    if half:\n"
+            "        params['precision'] = 16\n"
+            "    L.Trainer(accelerator='gpu', **params).fit(model)\n"
+            "    L.Trainer(**params).fit(model)\n"
+        ),
         # Lightning 1.x's `accelerator="ddp"` is DDP on GPUs: not a TPU Trainer, whatever
         # the (None on this path) `tpu_cores` says.
         Valid(
@@ -414,6 +500,43 @@ class UnsupportedTpuPrecision(Rule):
         ),
     )
     INVALID = (
+        # A precision set by key on the dict a TPU Trainer splats.
+        Invalid(
+            _LIGHTNING_IMPORT + "def fit(model):\n"
+            "    params = {'accelerator': 'tpu', 'devices': 'auto'}\n"
+            "    params['precision'] = 16\n"
+            "    L.Trainer(**params).fit(model)\n",
+            line=5,
+            message='`params["precision"] = 16`, splatted into a TPU Trainer',
+            expected_fix=_LIGHTNING_IMPORT + "def fit(model):\n"
+            "    params = {'accelerator': 'tpu', 'devices': 'auto'}\n"
+            "    params['precision'] = \"bf16-true\"\n"
+            "    L.Trainer(**params).fit(model)\n",
+        ),
+        # ... and when a key set under a test asks for TPUs: the run on that path.
+        Invalid(
+            _LIGHTNING_IMPORT + "def fit(model, args):\n"
+            "    params = dict(max_epochs=3)\n"
+            "    if args.half:\n"
+            "        params['precision'] = '16-mixed'\n"
+            "    if args.tpu:\n"
+            "        params['accelerator'] = 'tpu'\n"
+            "    L.Trainer(**params).fit(model)\n",
+            line=6,
+            message="runs on TPUs when `params[\"accelerator\"] = 'tpu'` is set",
+        ),
+        # ... and when the Trainer takes a parsed command line with a `--tpu_cores` option.
+        Invalid(
+            "import pytorch_lightning as pl\n\n\n"
+            "def add_args(parser):\n"
+            "    parser.add_argument('--n_tpu_cores', dest='tpu_cores', type=int)\n\n\n"
+            "def fit(model, args):\n"
+            "    params = {}\n"
+            "    params['precision'] = 16\n"
+            "    pl.Trainer.from_argparse_args(args, **params).fit(model)\n",
+            line=10,
+            message="runs on TPUs when `--n_tpu_cores` is given",
+        ),
         # An argparse default that flows into a TPU Trainer.
         Invalid(
             "import argparse\n\nimport lightning as L\n\n"
@@ -655,6 +778,7 @@ class UnsupportedTpuPrecision(Rule):
             return
         arg = keyword_arg(node, "precision")
         if arg is None:
+            self._keyed_arguments(node)
             return
         tpu = trainer_tpu(self.ctx, node)
         if tpu == "unknown":
@@ -691,6 +815,103 @@ class UnsupportedTpuPrecision(Rule):
             _precision_message(value, subject, 'use `precision="bf16-true"`'),
             replacement=arg.with_changes(value=cst.SimpleString(f"{quote}bf16-true{quote}")),
         )
+
+    def _keyed_arguments(self, node: cst.Call) -> None:
+        """`params["precision"] = 16` on a dict of the function that the Trainer call splats
+        (`Trainer(**params)`), when the Trainer asks for TPUs: by its own arguments, by a key
+        of the same dict (`params["accelerator"] = "tpu"`, also in the dict it was made
+        from), or through the parsed command line it takes whole with a `--tpu_cores` option
+        of the file (`Trainer.from_argparse_args(args, **params)`). A key set under a test
+        makes the Trainer one that runs on TPUs on that path. Reported without a fix unless
+        the Trainer always asks for TPUs."""
+        ctx = self.ctx
+        splatted = [
+            a.value.value for a in node.args if a.star == "**" and isinstance(a.value, cst.Name)
+        ]
+        if not splatted:
+            return
+        function = ctx.function.node if ctx.function is not None else ctx.module
+        for name in splatted:
+            entries = _keyed_entries(function, name)
+            precisions = [(v, c) for k, v, c in entries if k == "precision"]
+            if not precisions:
+                continue
+            tpu, why = self._keyed_tpu(node, name, entries)
+            if tpu not in ("yes", "maybe"):
+                continue
+            for value_node, conditional in precisions:
+                value = literal_value(value_node)
+                if value not in _BAD_TPU_PRECISION and value not in _NO_FIX_TPU_PRECISION:
+                    continue
+                reported = ctx.shared.setdefault("tpu004_keyed", set())
+                if id(value_node) in reported:
+                    continue
+                reported.add(id(value_node))
+                shown = f'`{name}["precision"] = {ctx.module.code_for_node(value_node)}`'
+                if tpu == "yes":
+                    subject = f"{shown}, splatted into a TPU Trainer ({why})"
+                else:
+                    subject = f"{shown}, splatted into a Trainer that runs on TPUs when {why}"
+                exact = tpu == "yes" and value in _BAD_TPU_PRECISION
+                self.report(
+                    value_node,
+                    _precision_message(
+                        value,
+                        subject,
+                        'use `"bf16-true"`' if exact else _TPU_ONLY_ADVICE,
+                    ),
+                    replacement=cst.SimpleString('"bf16-true"')
+                    if exact and not conditional
+                    else None,
+                )
+
+    def _keyed_tpu(self, node: cst.Call, name: str, entries: list) -> tuple[str, str]:
+        """Whether a Trainer that splats a dict with these keyed entries asks for TPUs
+        ("yes", "maybe", else "no"/"unknown"), and what says so (for the message)."""
+        ctx = self.ctx
+        tpu = trainer_tpu(ctx, node)
+        if tpu == "no":
+            return "no", ""
+        if tpu in ("yes", "maybe"):
+            return tpu, _tpu_condition(ctx, node)
+        found = ("unknown", "")
+        for key, value, conditional in entries:
+            asks = False
+            if key == "accelerator":
+                literal = (string_value(value) or "").lower()
+                if literal and literal not in ("tpu", "auto") and not conditional:
+                    return "no", ""
+                asks = literal == "tpu"
+            elif key == "strategy":
+                asks = strategy_is_xla(ctx, value)
+            elif key in LEGACY_TPU_KEYWORDS:
+                number = literal_value(value)
+                if isinstance(value, cst.Integer) or (
+                    isinstance(value, cst.Name) and value.value == "None"
+                ):
+                    asks = number not in (None, 0)
+                else:
+                    asks, conditional = True, True  # `tpu_cores=args.tpu_cores`: may be None
+            if not asks:
+                continue
+            said = f'`{name}["{key}"] = {ctx.module.code_for_node(value)}`'
+            if not conditional:
+                return "yes", f"{said} asks for TPUs"
+            found = ("maybe", f"{said} is set")
+        if found[0] != "unknown":
+            return found
+        if _takes_whole_namespace(node):
+            for option in walk(ctx.module):
+                if (
+                    isinstance(option, cst.Call)
+                    and isinstance(option.func, cst.Attribute)
+                    and option.func.attr.value == "add_argument"
+                    and option_dest(option) in LEGACY_TPU_KEYWORDS
+                ):
+                    flags = [string_value(a.value) for a in option.args if a.keyword is None]
+                    flag = next((f for f in flags if f), None) or option_dest(option)
+                    return "maybe", f"`{flag}` is given (the Trainer takes the parsed arguments)"
+        return found
 
     def _json_accelerator(self, node: cst.Call, arg: cst.Arg) -> bool:
         """`accelerator=config["hardware"]["type"]` in a file that reads JSON, with a JSON
