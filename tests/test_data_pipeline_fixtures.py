@@ -140,3 +140,47 @@ def test_prepare_data_a_launcher_calls_on_a_module_it_picks_by_name(tmp_path: Pa
     files["pkg/train.py"] = launcher.replace("    data.prepare_data()\n", "")
     root = make_project(tmp_path / "not_called", files, 'select = ["TPU310"]\n')
     assert "TPU310" in run_cli(["check", "--no-cache", "."], root).stdout
+
+
+def test_prepare_data_of_a_class_only_one_device_trainers_fit(tmp_path: Path) -> None:
+    """TPU310: a class whose only launcher builds `Trainer(devices=1)` trains in one process,
+    which runs `prepare_data` itself; a class another launcher fits on every device (or
+    `tpu_cores=8`) stays reported."""
+    model = (
+        "import lightning as L\n\n\n"
+        "class Single(L.LightningModule):\n"
+        "    def prepare_data(self):\n"
+        "        self.train_set = list(range(8))\n\n"
+        "    def train_dataloader(self):\n"
+        "        return self.train_set\n\n\n"
+        "class Shared(L.LightningModule):\n"
+        "    def prepare_data(self):\n"
+        "        self.train_set = list(range(4))\n\n"
+        "    def train_dataloader(self):\n"
+        "        return self.train_set\n"
+    )
+    one = (
+        "import lightning as L\n\n"
+        "from pkg.model import Single, Shared\n\n\n"
+        "def main():\n"
+        "    cores = 1\n"
+        "    L.Trainer(accelerator='tpu', tpu_cores=cores).fit(Single())\n"
+        "    L.Trainer(accelerator='auto', devices=1).fit(Shared())\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n"
+    )
+    every = (
+        "import lightning as L\n\n"
+        "from pkg.model import Shared\n\n\n"
+        "def main():\n"
+        "    L.Trainer(accelerator='tpu', devices='auto').fit(Shared())\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n"
+    )
+    files = {"pkg/__init__.py": "", "pkg/model.py": model, "train_one.py": one}
+    root = make_project(tmp_path / "one", files, 'select = ["TPU310"]\n')
+    assert "TPU310" not in run_cli(["check", "--no-cache", "."], root).stdout
+    files["train_all.py"] = every
+    root = make_project(tmp_path / "every", files, 'select = ["TPU310"]\n')
+    out = run_cli(["check", "--no-cache", "."], root).stdout
+    assert out.count("TPU310") == 1 and "model.py:14:" in out, out

@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
+from tests.helpers import make_project, run_cli
 from tpulint.analysis.guards import (
     RARE,
     always_sets_flag,
     change_targets,
     condition_kinds,
+    counter_aliases,
     effective,
+    first_n_counters,
+    first_n_guards,
     first_n_targets,
     flush_targets,
     flushes,
+    incremented_attributes,
     lazy_attribute,
     marker_targets,
     once_flags,
     rearmed_elsewhere,
     records,
     resets,
+    settle_first_n,
     shape_kinds,
 )
 
@@ -155,6 +162,41 @@ def test_zero_sentinel_lazy_tests() -> None:
     assert lazy_attribute("self.count.item() == 1") is None
 
 
+def test_first_n_counters_of_early_exits_and_blocks() -> None:
+    aliases = counter_aliases(
+        ast.parse("n = self.seen[split]\nm = self.seen\nm = other()\nk = 0").body
+    )
+    assert aliases == {"n": "seen"}
+    # after `if TEST: return`: the code runs where the test fails
+    assert first_n_counters("n > self.limit", False, aliases) == ["seen"]
+    assert first_n_counters("self.seen[k] >= 10 or not self.on", False, {}) == ["seen"]
+    assert first_n_counters("10 <= self.shown.item()", False, {}) == ["shown"]
+    assert first_n_counters("self.seen[k] >= 10 and self.on", False, {}) == []
+    assert first_n_counters("n < 10", False, aliases) == []  # after the first N
+    # a block that runs where the test holds
+    assert first_n_counters("self.seen[k] < 10 and self.on", True, {}) == ["seen"]
+    assert first_n_counters("n > 3", True, aliases) == []
+    # a local counter, and counters of training progress, bound nothing here
+    assert first_n_counters("k > 3", False, aliases) == []
+    assert first_n_counters("self.global_step > 100", False, {}) == []
+    assert first_n_counters("self.n_iter >= self.warmup", False, {}) == []
+
+
+def test_first_n_guards_settle_on_the_project_increments() -> None:
+    tree = ast.parse(
+        "pl_module.seen['train'] += 1\n"
+        "self.shown = self.shown + 1\n"
+        "self.total += x\n"
+        "self.gone -= 1\n"
+        "self.kept[k] = self.kept[k] * 2\n"
+    )
+    grown = incremented_attributes(tree)
+    assert grown == {"seen", "shown", "total"}
+    kinds = frozenset({"device-check", *first_n_guards(["seen"])})
+    assert settle_first_n(kinds, grown.__contains__) == {"device-check", RARE}
+    assert settle_first_n(frozenset(first_n_guards(["gone"])), grown.__contains__) == set()
+
+
 def test_first_n_targets_read_through_item() -> None:
     assert first_n_targets("n > self.size.item()") == ["self.size"]
     assert first_n_targets("self.size.item() < n") == ["self.size"]
@@ -229,3 +271,44 @@ def test_run_once_flag_armed_again_elsewhere() -> None:
     assert rearmed_elsewhere(methods, "ready", False, set())
     del methods["on_train_epoch_start"]
     assert not rearmed_elsewhere(methods, "ready", False, set())
+
+
+def test_a_first_n_counter_another_file_grows(tmp_path: Path) -> None:
+    """`cnt = self.seen[split]; if cnt > N: return` in the module, `pl_module.seen[...] += 1`
+    in a callback of another file: what follows (and the plotting helper of a third file it
+    calls) runs for the first N batches of each epoch. Without the callback's increment, both
+    are reported."""
+    model = (
+        "import lightning as L\n\n"
+        "from pkg.viz import draw\n\n\n"
+        "class M(L.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        out = self(batch)\n"
+        "        self.show(batch, out, 'train')\n"
+        "        return out.mean()\n\n"
+        "    def show(self, images, out, split):\n"
+        "        cnt = self.seen[split]\n"
+        "        if cnt > self.hparams.n_shown:\n"
+        "            return\n"
+        "        draw(images, out)\n"
+        "        return out.detach().cpu()\n"
+    )
+    callback = (
+        "import lightning as L\n\n\n"
+        "class Count(L.Callback):\n"
+        "    def on_train_batch_end(self, trainer, pl_module, *args):\n"
+        "        pl_module.seen['train'] += 1\n"
+    )
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/model.py": model,
+        "pkg/viz.py": "def draw(images, out):\n    return out[0].detach().cpu()\n",
+        "pkg/callbacks.py": callback,
+    }
+    pyproject = 'select = ["TPU103"]\n'
+    root = make_project(tmp_path / "grown", files, pyproject)
+    assert "TPU103" not in run_cli(["check", "--no-cache", "."], root).stdout
+    files["pkg/callbacks.py"] = callback.replace("+= 1", "= 0")
+    root = make_project(tmp_path / "not_grown", files, pyproject)
+    out = run_cli(["check", "--no-cache", "."], root).stdout
+    assert "pkg/model.py:17:" in out and "pkg/viz.py:2:" in out, out

@@ -556,6 +556,44 @@ SILENT_GUARDS = {
                 for row in out:
                     self.keep.append(row.cpu())
         """,
+    "an early exit once a callback's per-epoch batch counter passes N": """
+        class Shown(L.Callback):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                pl_module.shown["train"] += 1
+
+            def on_train_epoch_end(self, trainer, pl_module):
+                pl_module.shown["train"] = 0
+
+
+        def draw(images):
+            return images[0].detach().cpu()
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                self.picture(batch, out, "train")
+                return out.mean()
+
+            def picture(self, images, out, split):
+                count = self.shown[split]
+                if count >= self.hparams.n_pictures or self.hparams.quiet:
+                    return
+                kept = out.detach().cpu()
+                draw(images)
+                return kept
+        """,
+    "a block under a counter a method of the class grows after the step": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.kept < self.hparams.n_kept:
+                    print(out.detach().cpu())
+                return out.mean()
+
+            def on_train_batch_end(self, outputs, batch, batch_idx):
+                self.kept = self.kept + 1
+        """,
     "a counter of what was logged": """
         class M(L.LightningModule):
             def training_step(self, batch, batch_idx):
@@ -658,6 +696,46 @@ SILENT_GUARDS = {
 }
 
 REPORTED_GUARDS = {
+    # the same early exit, but nothing increments the counter (or it restarts every call)
+    "an early exit on a counter nothing grows, and on a local one": (
+        """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                self.picture(out, "train")
+                self.rows(out)
+                return out.mean()
+
+            def picture(self, out, split):
+                count = self.shown[split]
+                if count > 10:
+                    return
+                print(out.detach().cpu())
+
+            def rows(self, out):
+                count = 0
+                for row in out:
+                    count += 1
+                    if count > 3:
+                        continue
+                    print(row.cpu())
+        """,
+        [("TPU103", 12), ("TPU103", 20)],
+    ),
+    # `if self.global_step > N: return` reads the step count (as today), not a first-N counter
+    "an early exit past a warmup of the step count, in validation": (
+        """
+        class M(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                out = self(batch)
+                self.n_steps += 1
+                if self.n_steps > self.hparams.warmup:
+                    return out.mean()
+                print(out.detach().cpu())
+                return out.mean()
+        """,
+        [("TPU103", 7)],
+    ),
     # the same masked helper, but a call passes the mask: the branch runs every step
     "a masked branch of a parameter a call passes": (
         """
@@ -1807,6 +1885,33 @@ def test_branching_chains_resolve_in_polynomial_work(monkeypatch: pytest.MonkeyP
 # Values on the host that the rules once took for device tensors (issue 21): each silent shape
 # beside the nearest shape that stays reported.
 HOST_VALUE_SILENT = {
+    "the step count of a torch optimizer's state, kept on the CPU": """
+        class Scaled(torch.optim.AdamW):
+            @torch.no_grad()
+            def step(self, closure=None):
+                counts = []
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state[p]
+                        if len(state) == 0:
+                            state["step"] = (
+                                torch.zeros((1,), device=p.device)
+                                if self.defaults["capturable"]
+                                else torch.tensor(0.0)
+                            )
+                        counts.append(state["step"].cpu())
+                return counts
+
+
+        class M(L.LightningModule):
+            def configure_optimizers(self):
+                return Scaled(self.parameters())
+
+            def training_step(self, batch, batch_idx):
+                opt = self.optimizers()
+                done = opt.optimizer.state[self.w]["step"].item()
+                return self(batch).mean() * done
+        """,
     "a size read from a shape under a tensor test for tracing": """
         class Mix(nn.Module):
             def forward(self, query, heads: int):
@@ -1916,6 +2021,34 @@ HOST_VALUE_SILENT = {
         """,
 }
 HOST_VALUE_REPORTED = {
+    "a moment of a torch optimizer's state, on the parameter's device": (
+        """
+        class Scaled(torch.optim.AdamW):
+            @torch.no_grad()
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state[p]
+                        if len(state) == 0:
+                            state["avg"] = torch.zeros_like(p)
+                        print(state["avg"].cpu())
+
+
+        class Keeper(nn.Module):
+            def forward(self, x):
+                self.state = {"step": x.sum()}
+                return self.state["step"].cpu()
+
+
+        class M(L.LightningModule):
+            def configure_optimizers(self):
+                return Scaled(self.parameters())
+
+            def training_step(self, batch, batch_idx):
+                return Keeper()(self(batch))
+        """,
+        [("TPU103", 9), ("TPU103", 15)],
+    ),
     "offsets kept in a tensor attribute of a batch record": (
         """
         def to_padded(graph, feats, key="x"):

@@ -32,6 +32,9 @@ class StateInPrepareData(_DataRule):
     `fit` (`data.prepare_data()`, also on a data module it picks from a table: a module
     that calls `prepare_data` and defines no class with the hook): Lightning's XLA launcher
     forks the device processes from the launching one, which then holds the attributes.
+    Nor classes that only Trainers asking for one device fit (`devices=1`, `tpu_cores=1`,
+    `num_processes=1` in every entry point whose reach builds the class): one process,
+    which runs `prepare_data` itself (`devices="auto"`, flags and configs stay reported).
 
     ## Why is this bad on TPU?
     Lightning calls `prepare_data` in one process per node only, the one of local rank 0
@@ -141,6 +144,19 @@ class StateInPrepareData(_DataRule):
             "    data.prepare_data()\n"
             "    L.Trainer(accelerator='tpu').fit(model, data)\n"
         ),
+        # The only Trainer that fits it asks for one device: one process, no peers.
+        Valid(
+            _PL + "\n\nclass Model(L.LightningModule):\n"
+            "    def prepare_data(self):\n"
+            "        self.train_set = load('train')\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.train_set)\n\n\n"
+            "def main():\n"
+            "    trainer = L.Trainer(accelerator='auto', devices=1)\n"
+            "    trainer.fit(Model())\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    main()\n"
+        ),
         # The class calls prepare_data itself (every process runs it).
         Valid(
             _PL + "\n\nclass Data(L.LightningDataModule):\n"
@@ -181,6 +197,22 @@ class StateInPrepareData(_DataRule):
             line=6,
             message="`self.train_set` and `self.val_set`",
         ),
+        # One device in one script, every device in another that fits it too.
+        Invalid(
+            _PL + "\n\nclass Model(L.LightningModule):\n"
+            "    def prepare_data(self):\n"
+            "        self.train_set = load('train')\n"
+            "    def train_dataloader(self):\n"
+            "        return make_loader(self.train_set)\n\n\n"
+            "def debug():\n"
+            "    L.Trainer(devices=1).fit(Model())\n\n\n"
+            "def main():\n"
+            "    L.Trainer(accelerator='tpu', devices='auto').fit(Model())\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    main()\n"
+            "    debug()\n",
+            line=6,
+        ),
         # A constructor's None is what the other processes keep.
         Invalid(
             _PL + "\n\nclass Data(L.LightningDataModule):\n"
@@ -210,6 +242,11 @@ class StateInPrepareData(_DataRule):
             return
         if self._called_from_outside(hook, info.local_qualname):
             return
+        view = self.ctx.analysis.view
+        if view is not None and view.model.scope.trained_on_one_device(
+            view.class_gkey(info.local_qualname)
+        ):
+            return  # `Trainer(devices=1)`: one process, which runs `prepare_data` itself
         set_in_hook = _assigned(hook)
         if not set_in_hook:
             return

@@ -836,7 +836,11 @@ class HostTransferInHotPath(TrackingRule, Rule):
     as `if steps % log_freq == 0:` or a method returning one, plotting and logging flags
     (a Hugging Face style loop's `if self.control.should_log:`), the first steps of the run
     (`if self.global_step < 5:`, in the validation step too), collecting the first N
-    samples, a block that records the key it compares, `if
+    samples, the first N batches of a counter the project increments, read before an
+    early exit (`cnt = self.viz_cnt[split]` then `if cnt > self.hparams.n_examples:
+    return`, with a callback's `pl_module.viz_cnt[split] += 1` in any file; a counter
+    nothing increments, a local one, or the step count bounds nothing), a block that
+    records the key it compares, `if
     self.shown_split != dataloader_idx:` then `self.shown_split = dataloader_idx` (once per
     change of the key), or after an early `if batch_idx > 0: return`; a helper
     inherits the guards every step's call of it shares, so one the training step calls

@@ -21,12 +21,16 @@ from tpulint.analysis.guards import (
     always_sets_flag,
     change_targets,
     condition_kinds,
+    counter_aliases,
     done_attribute,
     effective,
+    first_n_counters,
+    first_n_guards,
     first_n_targets,
     flush_targets,
     flushes,
     grows,
+    incremented_attributes,
     is_report_callee,
     is_warning_callee,
     marker_targets,
@@ -34,6 +38,7 @@ from tpulint.analysis.guards import (
     rearmed_elsewhere,
     records,
     resets,
+    settle_first_n,
     shape_kinds,
 )
 from tpulint.analysis.hooks import STEP_METHODS
@@ -200,6 +205,7 @@ class FileContext(Resolver):
         self._index_texts: dict[str, frozenset[str]] = {}
         self._step_loops: dict[int, bool] = {}
         self._ast_ifs: dict[int, _AstIf] | None = None
+        self._own_increments: frozenset[str] | None = None  # see _incremented
         # State that rules of one file share (e.g. binding trackers several rules use), so
         # the work is done once per file rather than once per rule.
         self.shared: dict[str, Any] = {}
@@ -823,6 +829,44 @@ class FileContext(Resolver):
         rest = reading.block[reading.index + 1 :]
         return _runs_once(reading, rest, [(attribute, False)])
 
+    def _first_n_counter(self, statement: cst.If, holds: bool) -> bool:
+        """`if self.seen[split] < N:`'s body, or what follows `cnt = self.seen[split]; if
+        cnt > N: return`, with a counter some file of the project increments (a callback's
+        `pl_module.seen[split] += 1`): it runs for the first N calls only. Read on `ast`
+        with the project model's own reading (guards.first_n_counters, settled by the
+        project's incremented attributes)."""
+        key = (id(statement), "first-n-counter", holds)
+        cached = self._guard_cache.get(key)
+        if cached is not None:
+            return bool(cached)
+        result = False
+        reading = self._ast_if(statement)
+        test = reading.node.test if reading is not None else None
+        if reading is not None and isinstance(test, (ast.Compare, ast.BoolOp)):
+            text = ast.get_source_segment(self.source, test) or ast.unparse(test)
+            if "<" in text or ">" in text:
+                before = reading.block[: reading.index]
+                names = first_n_counters(text, holds, counter_aliases(before))
+                if names:
+                    result = "rare" in settle_first_n(
+                        frozenset(first_n_guards(names)), self._incremented
+                    )
+        self._guard_cache[key] = frozenset({"rare"}) if result else frozenset()
+        return result
+
+    def _incremented(self, name: str) -> bool:
+        """Whether the project (this file alone, without a project model) increments an
+        attribute named `name`."""
+        view = self.analysis.view
+        if view is not None:
+            return view.model.incremented(name)
+        if self._own_increments is None:
+            tree = self.ast_tree
+            self._own_increments = (
+                frozenset(incremented_attributes(tree)) if tree is not None else frozenset()
+            )
+        return name in self._own_increments
+
     def _local_guards(
         self, node: cst.CSTNode, parents: dict[int, cst.CSTNode]
     ) -> tuple[set[str], cst.FunctionDef | None]:
@@ -839,7 +883,9 @@ class FileContext(Resolver):
                 )
                 if child is ancestor.body and self._lazy_block(ancestor):
                     kinds.add("rare")  # a lazy initialisation runs once
-                if child is ancestor.body and self._first_n_block(ancestor, parents):
+                if child is ancestor.body and (
+                    self._first_n_block(ancestor, parents) or self._first_n_counter(ancestor, True)
+                ):
                     kinds.add("rare")  # collects from the first N batches only
                 if (
                     (child is ancestor.body and _warns_only(ancestor.body))
@@ -880,6 +926,8 @@ class FileContext(Resolver):
                         kinds |= self._condition_kinds(test, negated=True)
                         if self._initialises_once(statement, test):
                             kinds.add("rare")  # `if self.initialized: return`: runs once
+                        elif self._first_n_counter(statement, False):
+                            kinds.add("rare")  # `if self.seen[k] > N: return`: first N
                 if (
                     isinstance(ancestor, cst.IndentedBlock)
                     and innermost_block

@@ -8,7 +8,10 @@ Guard kinds:
 - "rare": only some batches or epochs (`if batch_idx == 0:`, logging and plotting flags,
   `if self.current_epoch % 10 == 0:`, any periodic test `if n_seen % log_freq == 0:` /
   `not i % 10`), or once (a lazy initialisation block), or for the first N batches (`if
-  len(self.samples) < self.max_samples:` whose body grows `self.samples`), or once per
+  len(self.samples) < self.max_samples:` whose body grows `self.samples`; `if
+  self.seen[split] < N:`, or the rest of a block after `cnt = self.seen[split]` then `if cnt
+  > N: return`, where any file of the project increments an attribute `seen`, a callback's
+  `pl_module.seen[split] += 1`: `first_n_counters`, settled by the project), or once per
   interval (`if epoch - self.last_sample >= self.interval:` whose body moves
   `self.last_sample`), or once per change of a key (`if self.shown != key:` whose body sets
   `self.shown = key`), or on the error
@@ -828,3 +831,143 @@ def grows(body_text: str, target: str) -> bool:
         re.search(rf"\b{name}{_GROW}", body_text)
         or re.search(rf"\b{name}\s*=\s*{name}\s*\+", body_text)
     )
+
+
+# A first-N guard on a counter of another scope: the kind a condition of the file leaves for
+# the project to settle (`first_n_counters`), "first-n:NAME", NAME the attribute it bounds.
+# The project makes it "rare" where any of its files increments an attribute of that name
+# (`incremented_attributes`), and drops it elsewhere (a counter that never grows bounds
+# nothing).
+FIRST_N = "first-n:"
+# Counters of training progress: they grow for the whole run and their bounds are schedules
+# (`if self.global_step > self.warmup_steps: return`), read only by `_first_steps` (a
+# literal bound), never as a counter of collected examples.
+_PROGRESS_COUNTER = re.compile(r"step|epoch|iter", re.IGNORECASE)
+
+
+def incremented_attributes(tree: ast.AST) -> set[str]:
+    """The attribute names a file's code increments, on any receiver: `self.n += 1`,
+    `pl_module.seen[split] += 1` (a callback counting the module's batches), `self.n =
+    self.n + 1`, `self.n[k] = self.n[k] + 1`. What a first-N guard elsewhere bounds
+    (`FIRST_N`) grows where the project increments an attribute of its name."""
+    out: set[str] = set()
+    for node in ast_walk(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            name = _counter_name(node.target)
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.value, ast.BinOp)
+            and isinstance(node.value.op, ast.Add)
+            and isinstance(node.targets[0], (ast.Attribute, ast.Subscript))
+            and ast.unparse(node.value.left) == ast.unparse(node.targets[0])
+        ):
+            name = _counter_name(node.targets[0])
+        else:
+            continue
+        if name is not None:
+            out.add(name)
+    return out
+
+
+def _counter_name(node: ast.expr) -> str | None:
+    """`n` of `x.n` and of `x.n[k]` (any receiver), else None."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def counter_aliases(before: list[ast.stmt]) -> dict[str, str]:
+    """Local names the statements bind to a counter attribute of `self` (`cnt =
+    self.seen[split]`, `cnt = self.seen`): name -> the attribute's name. A later binding of
+    the name to anything else ends the alias."""
+    aliases: dict[str, str] = {}
+    for statement in before:
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    name = _self_counter(statement.value)
+                    if name is not None and len(statement.targets) == 1:
+                        aliases[target.id] = name
+                    else:
+                        aliases.pop(target.id, None)
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)) and isinstance(
+            statement.target, ast.Name
+        ):
+            aliases.pop(statement.target.id, None)
+    return aliases
+
+
+def _self_counter(node: ast.expr) -> str | None:
+    """`n` of `self.n`, `self.n[k]`, `self.n.item()`, `self.n[k].item()`, else None."""
+    node = _item_receiver(node)
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def first_n_counters(test_text: str, holds: bool, aliases: dict[str, str]) -> list[str]:
+    """The counter attributes a first-N test bounds, for the code that runs where the test
+    holds (`holds`: `if self.n < N:`'s body; one conjunct of an `and`) or fails (after `if
+    self.n > N: return` / `>=`, `if cnt >= N or other: return`: one operand of an `or`,
+    since each one fails there). The counter is an attribute of `self` or an item of one
+    (`self.seen[split]`), read directly or through a local alias bound before
+    (`aliases`: `cnt = self.seen[split]`): it persists across steps, so once it passes N the
+    code stops running until something resets it (an epoch-end callback). A local counter
+    bound otherwise says nothing (it restarts on every call), nor does a counter of
+    training progress (`global_step`, `self.epoch`: see `_first_steps`). The project settles
+    whether the counter grows (`FIRST_N`)."""
+    if "<" not in test_text and ">" not in test_text:
+        return []
+    node = _parse(test_text)
+    if node is None:
+        return []
+    if holds:
+        parts = _conjuncts(node)
+    elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        parts = list(node.values)
+    else:
+        parts = [node]
+    below, above = (ast.Lt, ast.LtE), (ast.Gt, ast.GtE)
+    kept, swapped = (below, above) if holds else (above, below)
+    names: list[str] = []
+    for part in parts:
+        if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+            continue
+        op, measured = part.ops[0], part.left
+        if isinstance(op, swapped):
+            measured = part.comparators[0]
+        elif not isinstance(op, kept):
+            continue
+        name = _self_counter(measured)
+        if name is None:
+            receiver = _item_receiver(measured)
+            if isinstance(receiver, ast.Name):
+                name = aliases.get(receiver.id)
+        if name is not None and not _PROGRESS_COUNTER.search(name) and name not in names:
+            names.append(name)
+    return names
+
+
+def first_n_guards(names: list[str]) -> tuple[str, ...]:
+    """The deferred guard kinds of `first_n_counters`' names."""
+    return tuple(FIRST_N + name for name in names)
+
+
+def settle_first_n(
+    kinds: frozenset[str] | set[str], grown: Callable[[str], bool]
+) -> frozenset[str]:
+    """Guard kinds with each deferred first-N kind settled: "rare" where the project grows the
+    counter (`grown(name)`), dropped where it does not."""
+    if not any(kind.startswith(FIRST_N) for kind in kinds):
+        return frozenset(kinds)
+    out = {kind for kind in kinds if not kind.startswith(FIRST_N)}
+    if any(grown(kind[len(FIRST_N) :]) for kind in kinds if kind.startswith(FIRST_N)):
+        out.add(RARE)
+    return frozenset(out)

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,8 @@ from tpulint.analysis.value_tables import (
     NUMBER_METHODS,
     NUMPY_CLASS_NAMES,
     NUMPY_METHODS,
+    OPTIMIZER_DEFAULT_OFF,
+    OPTIMIZER_HOST_STATE_KEYS,
     SAME_TENSOR_ATTRIBUTES,
     SELF_HOST_ATTRIBUTES,
     SELF_HOST_METHODS,
@@ -474,6 +477,8 @@ class ValueEvaluator:
         if isinstance(node, ast.Call):
             return self.call(node, scope, d)
         if isinstance(node, ast.Subscript):
+            if _optimizer_host_state(node, scope, self.atoms):
+                return ["cpu"]  # `state["step"]` of a torch optimizer: a CPU tensor
             key = entry_key(node)
             if key is not None and key[1] in scope.env:
                 return scope.env[key[1]]  # `state["step"]` bound in this function
@@ -552,6 +557,10 @@ class ValueEvaluator:
                 out = union(out, self.atoms(value, scope, d))
             return [a for a in out if a != "none"] or ["none"]
         if isinstance(node, ast.IfExp):
+            if capturable_flag(node.test):
+                # `zeros((), device=p.device) if group["capturable"] else tensor(0.0)`: the
+                # optimizer flags torch leaves off by default pick the `else`.
+                return self.atoms(node.orelse, scope, d)
             if self.cuda_check(node.test, scope):
                 # `"cuda" if torch.cuda.is_available() else "cpu"`: on a TPU host the test is
                 # False, only the `else` runs (a device chain picks the CPU there).
@@ -1522,6 +1531,56 @@ def forget_entries(scope: Scope, name: str) -> None:
             if key not in journal:
                 journal[key] = scope.env[key]
         del scope.env[key]
+
+
+def capturable_flag(test: ast.expr) -> bool:
+    """`group["capturable"]`, `self.defaults["fused"]`, `capturable` (or an `or` of them): a
+    torch optimizer flag of OPTIMIZER_DEFAULT_OFF, off unless the project turns it on."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(capturable_flag(value) for value in test.values)
+    if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant):
+        return test.slice.value in OPTIMIZER_DEFAULT_OFF
+    if isinstance(test, ast.Attribute):
+        return test.attr in OPTIMIZER_DEFAULT_OFF
+    return isinstance(test, ast.Name) and test.id in OPTIMIZER_DEFAULT_OFF
+
+
+def _optimizer_host_state(node: ast.Subscript, scope: Scope, atoms: Any) -> bool:
+    """`X["step"]` (a key of OPTIMIZER_HOST_STATE_KEYS) of a torch optimizer's per-parameter
+    state: `self.state[p]` in a class deriving from a torch optimizer (`torch.optim.*`, a
+    base named `*Optimizer`), directly or through a local bound to it (`state =
+    self.state[p]`), or `opt.state[p]` of a receiver named for an optimizer."""
+    index = node.slice
+    if not (
+        isinstance(index, ast.Constant)
+        and isinstance(index.value, str)
+        and index.value in OPTIMIZER_HOST_STATE_KEYS
+    ):
+        return False
+    base = node.value
+    if (
+        isinstance(base, ast.Subscript)
+        and isinstance(base.value, ast.Attribute)
+        and base.value.attr == "state"
+    ):
+        owner = (dotted(base.value.value) or "").rsplit(".", 1)[-1]
+        if owner == "opt" or re.search(r"(?i)optim", owner):
+            return True  # `opt.optimizer.state[p]["step"]`: a torch optimizer's
+    cls = scope.cls
+    if cls is None or not any(
+        b.startswith("torch.optim.") or b.rsplit(".", 1)[-1].endswith("Optimizer")
+        for b in cls.bases
+    ):
+        return False
+    if f"state[][{index.value!r}]" in cls.attributes or "state[]" in cls.attributes:
+        return False  # the class stores it itself: what it stores says (`capturable_flag`)
+    if isinstance(base, ast.Name) and base.id in scope.env:
+        held = scope.env[base.id]
+    elif isinstance(base, ast.Subscript):
+        held = atoms(base, scope, 0)
+    else:
+        return False
+    return held == [["e", -1, [["a", "state"]]]]
 
 
 def entry_key(node: ast.expr) -> tuple[str, str] | None:

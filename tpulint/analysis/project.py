@@ -41,6 +41,7 @@ from tpulint.analysis.guards import (
     RARE,
     condition_kinds,  # noqa: F401 (re-exported for rules)
     effective,
+    settle_first_n,
 )
 from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables live there)
     CALLBACK_BATCH_HOOKS,
@@ -576,6 +577,7 @@ class ProjectModel:
         self._module_functions: dict[int, dict[str, _Function]] = {}
         self._module_defs: dict[int, dict[str, _Function]] = {}  # module-level functions
         self._prefixes: dict[int, str] = {}  # a module's class keys start with it
+        self._incremented: frozenset[str] | None = None  # see incremented
         for summary in summaries:
             self.add(summary)
         self._kinds: dict[str, ClassKind] = {}
@@ -631,6 +633,7 @@ class ProjectModel:
 
     def add(self, summary: ModuleSummary) -> None:
         self.modules[summary.path] = summary
+        self._incremented = None
         if summary.module is not None:
             self.by_name.setdefault(summary.module, []).append(summary)
             self._roots.add(summary.module.partition(".")[0])
@@ -1054,6 +1057,16 @@ class ProjectModel:
             if other is not module
             for imported in self._imported_modules(other)
         )
+
+    def incremented(self, name: str) -> bool:
+        """Whether any file of the project increments an attribute named `name` (`self.n +=
+        1`, a callback's `pl_module.seen[split] += 1`): a counter a first-N guard bounds
+        grows (guards.FIRST_N)."""
+        if self._incremented is None:
+            self._incremented = frozenset(
+                name for module in self.modules.values() for name in module.incremented
+            )
+        return name in self._incremented
 
     def lightning_imported(self) -> set[str]:
         """The paths of the modules that define a Lightning class, and of every project module
@@ -1798,7 +1811,9 @@ class ProjectModel:
                         )
                 # Read as the root hook sees them, so that a step-count guard and another
                 # periodic guard on two calls of one helper are both rare (what they share).
-                edge_guards = effective(reach.guards | frozenset(call.guards), reach.root)
+                # A first-N guard is settled here: rare if the project grows its counter.
+                call_guards = settle_first_n(frozenset(call.guards), self.incremented)
+                edge_guards = effective(reach.guards | call_guards, reach.root)
                 for target, selves in self._receiver_targets(fn, call.form, call.target, receivers):
                     if (
                         not isinstance(target, _Function)

@@ -257,6 +257,8 @@ class Entry:
     # A Trainer built from the script's parsed command line as a whole (Lightning 1's
     # generic flags: `Trainer.from_argparse_args(args)`) in a module that names no TPU.
     flags: bool = False
+    # A Trainer that asks for exactly one device (`devices=1`): one process, no peers.
+    one_device: bool = False
 
 
 @dataclass
@@ -801,6 +803,7 @@ class ProjectScope:
         self._app_folders: dict[str, set[str]] = {}
         self._live_methods: dict[tuple[str, str], _Function | None] = {}  # see _live_method
         self._callers_memo: dict[str, list[str]] = {}  # see callers
+        self._one_device: dict[str, bool] = {}  # see trained_on_one_device
         self._callee_memo: dict[tuple[str, str, str, bool], list[str]] = {}  # _callees_of_use
 
     def unbuilt_classes(self) -> dict[str, str]:
@@ -815,6 +818,23 @@ class ProjectScope:
         judged as a library."""
         self.compute()
         return self._entries
+
+    def trained_on_one_device(self, class_gkey: str) -> bool:
+        """Whether every entry point whose reach builds the class (or a subclass) is a
+        Trainer that asks for exactly one device (`Trainer(devices=1)`): the class then
+        trains in one process, with no peers (and at least one entry point builds it)."""
+        cached = self._one_device.get(class_gkey)
+        if cached is not None:
+            return cached
+        wanted = {class_gkey, *self.model.subclasses(class_gkey)}
+        reaching = []
+        for site in self.entries:
+            roots = {root: site for root in self._entry_roots(site)}
+            if roots and wanted & self._reach(roots).live:
+                reaching.append(site)
+        result = bool(reaching) and all(site.one_device for site in reaching)
+        self._one_device[class_gkey] = result
+        return result
 
     # --- nodes -----------------------------------------------------------------------------
 
@@ -986,7 +1006,8 @@ class ProjectScope:
                 if verdict == "auto" and kind in ("trainer", "fabric", "cli") and not computed:
                     verdict = self._config_verdict(path) or verdict
                 flags = kind == "trainer" and "flags" in launch[4:]
-                sites.append(Entry(path, line, key, kind, verdict, flags))
+                one = kind == "trainer" and "one-device" in launch[4:]
+                sites.append(Entry(path, line, key, kind, verdict, flags, one))
         return sites
 
     def _config_verdict(self, path: str) -> str | None:

@@ -2381,6 +2381,8 @@ class _Walker:
                     launch.append("computed")
                 if verdict == "auto" and kind == "trainer" and _built_from_flags(node, last):
                     launch.append("flags")  # dropped at the end if the module names a TPU
+                if kind == "trainer" and self.one_device(node, key):
+                    launch.append("one-device")
                 self.facts.launches.append(launch)
             elif (
                 last == "instantiate"
@@ -2527,6 +2529,23 @@ class _Walker:
             if isinstance(value, ast.Name):
                 value = self.values.get((key, value.id)) or self.values.get(("", value.id)) or value
             return isinstance(value, ast.Call)
+        return False
+
+    def one_device(self, node: ast.Call, key: str) -> bool:
+        """Whether a Trainer asks for exactly one device: `devices=1` (or `tpu_cores=1`,
+        `num_tpu_cores=1`, `num_processes=1`, a one-element list of device ids, a name last
+        bound to one of these): one process, with no peers (a `**config` spread cannot set
+        the keyword again)."""
+        for keyword in node.keywords:
+            if keyword.arg not in ("devices", "tpu_cores", "num_tpu_cores", "num_processes"):
+                continue
+            options = self.keyword_values(keyword.value, key)
+            if options and all(
+                (isinstance(o, ast.Constant) and type(o.value) is int and o.value == 1)
+                or (isinstance(o, (ast.List, ast.Tuple)) and len(o.elts) == 1)
+                for o in options
+            ):
+                return True
         return False
 
     def literal_texts(self, node: ast.expr) -> list[str]:

@@ -35,11 +35,15 @@ from tpulint.analysis.guards import (
     always_sets_flag,
     change_targets,
     condition_kinds,
+    counter_aliases,
     done_attribute,
+    first_n_counters,
+    first_n_guards,
     first_n_targets,
     flush_targets,
     flushes,
     grows,
+    incremented_attributes,
     is_report_callee,
     is_warning_callee,
     marker_targets,
@@ -726,10 +730,14 @@ class ModuleSummary:
     # Whether the module's body itself (not a `try`, an `if` or a function) imports torch_xla:
     # the module cannot be imported without it, so its project runs on TPU (or XLA) hosts.
     xla_import: bool = False
+    # The attribute names the file's code increments (`self.n += 1`, `pl_module.seen[k] +=
+    # 1`): what grows a counter a first-N guard of another file bounds (guards.FIRST_N).
+    incremented: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "xi": self.xla_import,
+            "ic": self.incremented,
             "cc": self.class_calls,
             "tc": self.top_calls,
             "m": self.module,
@@ -769,6 +777,7 @@ class ModuleSummary:
             exports=data.get("ex"),
             class_calls=data.get("cc", {}),
             xla_import=data.get("xi", False),
+            incremented=data.get("ic", []),
         )
 
 
@@ -916,6 +925,8 @@ def summarize(
         summary.exports = _exports(tree)
         summary.class_calls = _class_calls(tree)
         summary.xla_import = "torch_xla" in imported_roots(tree.body)
+        if "+" in text:
+            summary.incremented = sorted(incremented_attributes(tree))
         summarizer = _Summarizer(summary, text)
         summarizer.module(tree, use_tables)
         summary.scope = scope_facts(tree, summary, text, summarizer.node_keys)
@@ -941,6 +952,8 @@ class _Summarizer(ValueEvaluator):
         self.text = text
         self.snapshots = snapshots
         self.query = snapshots is not None
+        # The block being walked and the index of its statement being read (`_preceding`).
+        self._before: tuple[list[ast.stmt], int] = ([], 0)
         # (line, column) of the first statement of each branch the project's calls decide
         # never runs (query mode: `isinstance(p, torch.Tensor)` of a parameter every call
         # passes a Python number): what it binds is no value after the `if`.
@@ -1205,6 +1218,7 @@ class _Summarizer(ValueEvaluator):
                 tested = _none_test(statement.test)
                 if tested is not None and tested[0] in surely_set:
                     self.dead_branches[id(statement)] = "body" if tested[1] else "else"
+            self._before = (statements, index)
             self.statement(statement, scope, names, klass)
             set_name = _sets_when_none(statement)
             if set_name is not None:
@@ -1225,6 +1239,13 @@ class _Summarizer(ValueEvaluator):
                     # `if self.initialized: return` ... `self.initialized.fill_(True)`: the
                     # rest of the block runs once, like a lazy initialisation's body.
                     scope.guards = (*scope.guards, RARE)
+                elif not self.query:
+                    # `cnt = self.seen[split]; if cnt > N: return`: the rest runs for the
+                    # first N calls, if the project grows the counter (settled there).
+                    scope.guards = (
+                        *scope.guards,
+                        *self.first_n_counters(exit_test, False, statements[:index]),
+                    )
         scope.guards = saved
         scope.error_path = saved_error
 
@@ -1273,12 +1294,20 @@ class _Summarizer(ValueEvaluator):
                 or _reports_anomaly(node.test, node.body)
                 or dead == "body"
             )
+            # `if self.seen[split] < N:` with a counter the project grows elsewhere (an
+            # epoch-end callback counting batches): settled by the project.
+            counters = (
+                ()
+                if rare or self.query
+                else self.first_n_counters(node.test, True, self._preceding(node))
+            )
             saved = scope.guards
             scope.guards = (
                 *saved,
                 _Test(node.test, False, scope.cls),
                 _Cond(node.test, True),
                 *((RARE,) if rare else ()),
+                *counters,
             )
             # Each branch's bindings are journaled, so both start from the same state and
             # a name holds, after the `if`, what either branch left in it.
@@ -1801,6 +1830,26 @@ class _Summarizer(ValueEvaluator):
             kinds = condition_kinds(self.segment(expr), negated, predicate)
             self._conditions[key] = kinds
         return kinds
+
+    def _preceding(self, node: ast.stmt) -> list[ast.stmt]:
+        """The statements before `node` in its block (the one being walked)."""
+        statements, index = self._before
+        if index < len(statements) and statements[index] is node:
+            return statements[:index]
+        return []
+
+    def first_n_counters(
+        self, test: ast.expr, holds: bool, before: list[ast.stmt]
+    ) -> tuple[str, ...]:
+        """The deferred first-N guards of a test (guards.first_n_counters), for the code
+        that runs where it holds or fails; the counter may be a local alias bound by the
+        statements `before` it in its block."""
+        if not isinstance(test, (ast.Compare, ast.BoolOp)):
+            return ()
+        text = self.segment(test)
+        if "<" not in text and ">" not in text:
+            return ()
+        return first_n_guards(first_n_counters(text, holds, counter_aliases(before)))
 
     def first_n_block(self, node: ast.If | ast.While, scope: Scope) -> bool:
         """`if len(self.examples) < self.max_examples:` / `while self.n_logged < N:` whose

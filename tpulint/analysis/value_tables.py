@@ -405,6 +405,19 @@ SELF_HOST_ATTRIBUTES = frozenset(
     }
 )
 
+# Keys of a torch optimizer's per-parameter state (`self.state[p]["step"]` in an optimizer
+# class, `optimizer.state[p]["step"]`) that torch keeps on the CPU: torch 2.9's
+# torch/optim/adam.py (`_init_group`, "Deliberately host `step` on CPU if both capturable
+# and fused are off. This is because kernel launches are costly on CUDA and XLA."), the same
+# in adamw, sgd's siblings and `__setstate__`, builds `state["step"]` as `torch.tensor(0.0)`
+# unless `capturable=True` or `fused=True` (neither is the default): reading it on the host
+# (`.item()`, `.cpu()`) waits for no device.
+OPTIMIZER_HOST_STATE_KEYS = frozenset({"step"})
+# The torch optimizer flags that put `state["step"]` on the parameter's device, off by default
+# (`group.setdefault("capturable", False)`): a copy of torch's code that picks the device
+# tensor under one (`... if group["capturable"] else torch.tensor(0.0)`) builds the CPU one.
+OPTIMIZER_DEFAULT_OFF = frozenset({"capturable", "fused"})
+
 # Classes an `isinstance` test names that are never torch tensors (the branch where the test
 # holds sees host data): by their last dotted part.
 HOST_CLASS_NAMES = frozenset(
