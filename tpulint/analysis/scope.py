@@ -4093,7 +4093,11 @@ class ProjectScope:
         parameter forwarded, a local that may hold None); else unknown. The function's own
         calls under `if p is not None` count only when another call passes a value: with
         none, they never run (`_sparse_topk(x, k=2 * k)` inside that branch)."""
-        outside = self._call_arguments(node, param, guarded="passed")
+        fn = self._function(node)
+        recursive = fn is not None and any(
+            caller.gkey == fn.gkey for caller, _, _ in self.model._callers().get(fn.gkey, [])
+        )
+        outside = self._call_arguments(node, param, guarded="passed") if recursive else None
         if outside is not None:
             outside = [self._own_passed(a) for a in outside]
             if all(a in (_DEFAULT, ("literal", None)) for a in outside):
