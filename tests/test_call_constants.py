@@ -317,3 +317,30 @@ def test_a_package_export_keeps_the_number_test(tmp_path: Path) -> None:
         {"pkg/__init__.py": "from .m import Codebook\n", "pkg/m.py": _CODEBOOK},
     )
     assert reason_at(model, tmp_path, "pkg/m.py", "torch.any(dead)") is None
+
+
+_WALK = """\
+import lightning as L
+import torch
+
+
+def refine(x, deep=False):
+    if deep:
+        keep = x[x > 0]
+        x = refine(keep, deep=deep)
+    return x
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, i):
+        return refine(self(batch)).sum()
+"""
+
+
+@pytest.mark.parametrize("call", ["refine(self(batch))", "refine(self(batch), deep=True)"])
+def test_a_flag_only_its_own_calls_pass_on(tmp_path: Path, call: str) -> None:
+    """`refine(keep, deep=deep)` under `if deep:` runs only once another call passed `deep`
+    true: with none, the branch never runs."""
+    model = project(tmp_path, {"m.py": _WALK.replace("refine(self(batch))", call)})
+    reason = reason_at(model, tmp_path, "m.py", "x[x > 0]")
+    assert (reason is not None) is (call == "refine(self(batch))")

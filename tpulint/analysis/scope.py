@@ -4094,9 +4094,7 @@ class ProjectScope:
         calls under `if p is not None` count only when another call passes a value: with
         none, they never run (`_sparse_topk(x, k=2 * k)` inside that branch)."""
         fn = self._function(node)
-        recursive = fn is not None and any(
-            caller.gkey == fn.gkey for caller, _, _ in self.model._callers().get(fn.gkey, [])
-        )
+        recursive = fn is not None and self._calls_itself(fn)
         outside = self._call_arguments(node, param, guarded="passed") if recursive else None
         if outside is not None:
             outside = [self._own_passed(a) for a in outside]
@@ -4116,6 +4114,11 @@ class ProjectScope:
         ):
             return True
         return None
+
+    def _calls_itself(self, fn: _Function) -> bool:
+        return any(
+            caller.gkey == fn.gkey for caller, _, _ in self.model._callers().get(fn.gkey, [])
+        )
 
     def _own_passed(self, argument: Any) -> Any:
         """An argument as `_passed_truth` reads it: a caller's own parameter passed on is a
@@ -4139,6 +4142,15 @@ class ProjectScope:
         """`p` (its truth) of a parameter of function `node` that defaults to None, True or
         False: the one truth every call gives it, by leaving it to its default or passing a
         literal None, True or False; unknown when a call passes anything else."""
+        fn = self._function(node)
+        if fn is not None and self._calls_itself(fn):
+            # its own calls under `if p:` run only once another call made `p` true
+            outside = self._call_arguments(node, param, guarded="flag")
+            if outside and all(
+                a == _DEFAULT or (isinstance(a, tuple) and a[0] == "literal") for a in outside
+            ):
+                if not any(bool(default) if a == _DEFAULT else bool(a[1]) for a in outside):
+                    return False
         arguments = self._call_arguments(node, param)
         if arguments is None:
             return None
