@@ -4146,11 +4146,13 @@ class ProjectScope:
         if fn is not None and self._calls_itself(fn):
             # its own calls under `if p:` run only once another call made `p` true
             outside = self._call_arguments(node, param, guarded="flag")
-            if outside and all(
+            literal = outside and all(
                 a == _DEFAULT or (isinstance(a, tuple) and a[0] == "literal") for a in outside
+            )
+            if literal and not any(
+                bool(default) if a == _DEFAULT else bool(a[1]) for a in outside or ()
             ):
-                if not any(bool(default) if a == _DEFAULT else bool(a[1]) for a in outside):
-                    return False
+                return False
         arguments = self._call_arguments(node, param)
         if arguments is None:
             return None
