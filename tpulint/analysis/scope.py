@@ -14,9 +14,11 @@ A finding is outside the scope, with the reason, when its code:
   function of the project that cannot, through a call the project model resolves;
 - sits in a branch no run takes: a parameter's test (`p is None`, `p`, `mode == "cpu"`)
   that every call of the function decides the same way (a module's `forward`: every call
-  of the attributes and module lists that hold its instances, `_module_call_arguments`),
+  of the attributes and module lists that hold its instances, `_module_call_arguments`; an
+  autograd Function's: its `Fn.apply(...)` calls, `_apply_arguments`; its own calls under
+  that very test left out while no other call passes the parameter, `_guarded_recursion`),
   an attribute kept from such a constructor parameter (`self.fused`, `self.ignore is not
-  None`; for a class configs build, by the key: `_key_arguments`, what any code, config or
+  None`, `self.threshold > 0`: `_attr_number_truth`; for a class configs build, by the key: `_key_arguments`, what any code, config or
   command line of the repository sets a key of that name to, without the default when
   every config mapping that builds the class sets the key: `_configs_always_give`), a
   caller's own parameter passed on being what the caller's calls pass, a config option
