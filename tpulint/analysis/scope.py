@@ -18,8 +18,9 @@ A finding is outside the scope, with the reason, when its code:
   autograd Function's: its `Fn.apply(...)` calls, `_apply_arguments`; its own calls under
   that very test left out while no other call passes the parameter, `_guarded_recursion`),
   an attribute kept from such a constructor parameter (`self.fused`, `self.ignore is not
-  None`, `self.threshold > 0`: `_attr_number_truth`; for a class configs build, by the key: `_key_arguments`, what any code, config or
-  command line of the repository sets a key of that name to, without the default when
+  None`, `self.threshold > 0`: `_attr_number_truth`; for a class configs build, by the
+  key: `_key_arguments`, what any code, config or command line of the repository sets a
+  key of that name to, without the default when
   every config mapping that builds the class sets the key: `_configs_always_give`), a
   caller's own parameter passed on being what the caller's calls pass, a config option
   (`self.cfg.flag`, or `cfg["kind"] == "ce"`) that the project's config classes and files
