@@ -14,10 +14,13 @@ A finding is outside the scope, with the reason, when its code:
   function of the project that cannot, through a call the project model resolves;
 - sits in a branch no run takes: a parameter's test (`p is None`, `p`, `mode == "cpu"`)
   that every call of the function decides the same way (a module's `forward`: every call
-  of the attributes and module lists that hold its instances, `_module_call_arguments`),
+  of the attributes and module lists that hold its instances, `_module_call_arguments`; an
+  autograd Function's: its `Fn.apply(...)` calls, `_apply_arguments`; its own calls under
+  that very test left out while no other call passes the parameter, `_guarded_recursion`),
   an attribute kept from such a constructor parameter (`self.fused`, `self.ignore is not
-  None`; for a class configs build, by the key: `_key_arguments`, what any code, config or
-  command line of the repository sets a key of that name to, without the default when
+  None`, `self.threshold > 0`: `_attr_number_truth`; for a class configs build, by the
+  key: `_key_arguments`, what any code, config or command line of the repository sets a
+  key of that name to, without the default when
   every config mapping that builds the class sets the key: `_configs_always_give`), a
   caller's own parameter passed on being what the caller's calls pass, a config option
   (`self.cfg.flag`, or `cfg["kind"] == "ce"`) that the project's config classes and files
@@ -3812,6 +3815,8 @@ class ProjectScope:
             return self._literal_name_truth(value)
         if head == "option_order":
             return self._option_order_truth(value[1], module.path, value[2], value[3])
+        if head == "attr_number":
+            return self._attr_number_truth(value[1], owner, value[2], value[3])
         if head == "glob":
             assigned = module.scope.globals.get(value[1])
             if not assigned:
@@ -4109,7 +4114,16 @@ class ProjectScope:
         """`p is not None` of a None-default parameter of function `node`: False when every
         call leaves it to its default, True when every call passes it something that is
         neither the literal None nor a value that may be None (the caller's own optional
-        parameter forwarded, a local that may hold None); else unknown."""
+        parameter forwarded, a local that may hold None); else unknown. The function's own
+        calls under `if p is not None` count only when another call passes a value: with
+        none, they never run (`_sparse_topk(x, k=2 * k)` inside that branch)."""
+        fn = self._function(node)
+        recursive = fn is not None and self._calls_itself(fn)
+        outside = self._call_arguments(node, param, guarded="passed") if recursive else None
+        if outside is not None:
+            outside = [self._own_passed(a) for a in outside]
+            if all(a in (_DEFAULT, ("literal", None)) for a in outside):
+                return False
         arguments = self._call_arguments(node, param)
         if arguments is None:
             return None
@@ -4124,6 +4138,11 @@ class ProjectScope:
         ):
             return True
         return None
+
+    def _calls_itself(self, fn: _Function) -> bool:
+        return any(
+            caller.gkey == fn.gkey for caller, _, _ in self.model._callers().get(fn.gkey, [])
+        )
 
     def _own_passed(self, argument: Any) -> Any:
         """An argument as `_passed_truth` reads it: a caller's own parameter passed on is a
@@ -4147,6 +4166,17 @@ class ProjectScope:
         """`p` (its truth) of a parameter of function `node` that defaults to None, True or
         False: the one truth every call gives it, by leaving it to its default or passing a
         literal None, True or False; unknown when a call passes anything else."""
+        fn = self._function(node)
+        if fn is not None and self._calls_itself(fn):
+            # its own calls under `if p:` run only once another call made `p` true
+            outside = self._call_arguments(node, param, guarded="flag")
+            literal = outside and all(
+                a == _DEFAULT or (isinstance(a, tuple) and a[0] == "literal") for a in outside
+            )
+            if literal and not any(
+                bool(default) if a == _DEFAULT else bool(a[1]) for a in outside or ()
+            ):
+                return False
         arguments = self._call_arguments(node, param)
         if arguments is None:
             return None
@@ -4515,6 +4545,76 @@ class ProjectScope:
         truths = {compare(v) for v in values}
         return truths.pop() if len(truths) == 1 else None
 
+    def _deciding_part(
+        self, truth: Truth, value: bool, module: ModuleSummary, owner: str | None
+    ) -> list[Any] | None:
+        """The operand that decides a conjunction false (a disjunction true), for a region's
+        reason: `k is not None` of `k is not None and k < n` when no call passes `k`."""
+        if not isinstance(truth, list) or truth[0] != ("and" if not value else "or"):
+            return truth if isinstance(truth, list) and truth[0] == "attr_number" else None
+        for part in truth[1:]:
+            if part is not None and self.truth(part, module, owner) is value:
+                return self._deciding_part(part, value, module, owner) or (
+                    part if isinstance(part, list) else None
+                )
+        return None
+
+    def _attr_number_truth(self, name: str, owner: str | None, sign: str, number: Any) -> Truth:
+        """`self.threshold > 0` where every store of `self.threshold` in the class, its bases
+        and subclasses is `self.threshold = threshold` in `__init__`, a parameter defaulting
+        to a number (ScopeFacts.number_attrs): the one answer every value the constructions
+        give it agrees on (left out: its default; a number literal); unknown when one passes
+        anything else, spreads `**kwargs`, or the class is built where the model does not
+        see the arguments (`_constructor_arguments`)."""
+        if owner is None or name in self._foreign_stores() or name in _FRAMEWORK_SET_ATTRIBUTES:
+            return None
+        stores: list[tuple[str, list[Any]]] = []
+        for gkey in [*self.model.mro(owner), *self.model.subclasses(owner)]:
+            cls = self.model.classes.get(gkey)
+            if cls is None:
+                continue
+            qualname = cls.summary.qualname
+            if "*" in cls.module.scope.attributes.get(qualname, {}):
+                return None  # `setattr(self, name, ...)`
+            kept = cls.module.scope.number_attrs.get(qualname, {}).get(name)
+            if kept is None:
+                if name in cls.summary.attributes:
+                    return None  # assigned something else
+                continue
+            for entry in kept:
+                if entry is None or not entry[0].split("#", 1)[0].endswith("__init__"):
+                    return None
+                stores.append((cls.module.path, entry))
+        if not stores:
+            return None
+        compare = {
+            ">": lambda v: v > number,
+            ">=": lambda v: v >= number,
+            "<": lambda v: v < number,
+            "<=": lambda v: v <= number,
+            "==": lambda v: v == number,
+            "!=": lambda v: v != number,
+        }[sign]
+        truths = set()
+        for path, (key, param, default) in stores:
+            arguments = self._call_arguments(f"{path}:{key}", param)
+            if not arguments:
+                return None
+            for argument in arguments:
+                if argument == _DEFAULT:
+                    value = default
+                elif (
+                    isinstance(argument, tuple)
+                    and argument[0] == "literal"
+                    and isinstance(argument[1], (int, float))
+                    and not isinstance(argument[1], bool)
+                ):
+                    value = argument[1]
+                else:
+                    return None
+                truths.add(compare(value))
+        return truths.pop() if len(truths) == 1 else None
+
     def _equals_truth(self, node: str, param: str, default: Any, literal: Any) -> Truth:
         """`p == "literal"` of a parameter of function `node` that defaults to a literal
         (`mode="gpu"`) or has no default (`REQUIRED`), never reassigned: true or false when
@@ -4549,36 +4649,47 @@ class ProjectScope:
                 return None
         return values.pop() if len(values) == 1 else None
 
-    def _call_arguments(self, node: str, param: str) -> list[Any] | None:
+    def _call_arguments(
+        self, node: str, param: str, guarded: str | None = None
+    ) -> list[Any] | None:
         """What each call of function `node` passes as `param`: `_DEFAULT` (left out),
         `("literal", None | True | False)`, `(_SELF_ATTRIBUTE, name, calling function)` (an
         attribute of the caller's `self`), `_MAYBE_NONE` or `_VALUE` (anything else). None
         unless the project model resolves at least one call of it, none spreads
         `*args`/`**kwargs`, and every use of its name in the project is such a call (no
         reference hands the function elsewhere, no call on a value of unknown class, no call
-        from code outside a function, where the model sees no call list), and it is no
-        method a framework calls itself. A function with no call seen is decided by no one."""
+        from code outside a function, where the model sees no call list), it is no
+        method a framework calls itself and no function a package's `__init__` exports. A
+        function with no call seen is decided by no one.
+        `guarded` ("passed", "flag"): the function's calls of itself made only under its own
+        `if param is not None` (`if param`) are left out (`_guarded_recursion`)."""
         fn = self._function(node)
         if fn is None or param not in fn.summary.params:
             return None
         if fn.summary.name == "__init__" and fn.owner is not None:
             return self._constructor_arguments(fn, param)
         if fn.summary.name == "forward" and fn.owner is not None:
+            if self._is_autograd_function(fn.owner):
+                return self._apply_arguments(fn, param)
             return self._module_call_arguments(fn, param)
         if fn.summary.cls is not None and _framework_called(fn.summary.name):
             return None  # Lightning or torch calls it too, with arguments the model cannot see
+        if fn.owner is None and fn.gkey in self._exported_functions():
+            return None  # a package's API: its users call it too
         # A test's call runs under pytest, not in training (a test may try the other way).
         callers = [
             c for c in self.model._callers().get(fn.gkey, []) if not _in_tests(c[0].module.path)
         ]
         if not callers:
             return None
-        arguments = self._arguments_of(callers, fn, param)
+        arguments = self._arguments_of(callers, fn, param, guarded)
         if not arguments or not self._only_called(fn, callers):
             return None
         return arguments
 
-    def _arguments_of(self, callers: list[Any], fn: _Function, param: str) -> list[Any] | None:
+    def _arguments_of(
+        self, callers: list[Any], fn: _Function, param: str, guarded: str | None = None
+    ) -> list[Any] | None:
         """What these calls of `fn` pass as `param` (see `_call_arguments`); None when one
         spreads `*args`/`**kwargs` or passes `self` itself."""
         index = fn.summary.params.index(param)
@@ -4586,6 +4697,12 @@ class ProjectScope:
         for caller, call, offset in callers:
             if "*" in call.keywords or "**" in call.keywords:
                 return None
+            if (
+                guarded
+                and caller.gkey == fn.gkey
+                and self._guarded_recursion(fn, call.line, param, guarded)
+            ):
+                continue
             if self._dead_region(caller, call.line) is not None:
                 continue  # (a retry in a CUDA error's handler: it never runs on a TPU)
             if caller.gkey != fn.gkey and self._called_only_where_dead(caller) is not None:
@@ -4618,6 +4735,87 @@ class ProjectScope:
             else:
                 arguments.append(_VALUE)
         return arguments
+
+    def _is_autograd_function(self, gkey: str) -> bool:
+        """Whether project class `gkey` derives from `torch.autograd.Function`."""
+        return any(
+            base in _AUTOGRAD_FUNCTIONS
+            for key in self.model.mro(gkey)
+            if key in self.model.classes
+            for base in self.model.classes[key].summary.bases
+        )
+
+    def _apply_arguments(self, fn: _Function, param: str) -> list[Any] | None:
+        """What each `Fn.apply(...)` of an autograd Function passes its `forward`'s `param`
+        (torch runs `forward(ctx, *args)`): None unless the class is used only so (its name
+        is no value handed on, no base, no config's or package's export, no direct call of
+        its `forward`) and at least one such call is seen."""
+        gkey = fn.owner
+        assert gkey is not None
+        cls = self.model.classes.get(gkey)
+        if (
+            cls is None
+            or gkey in self._exported()
+            or gkey in self._configured_classes()
+            or cls.summary.name in self._string_tails()
+            or self.model.subclasses(gkey)
+        ):
+            return None
+        uses = self._index_of_uses()
+        for name in (cls.summary.name, "forward"):
+            for user, use in uses.get(name, ()):
+                if _in_tests(user.rsplit(":", 1)[0]):
+                    continue
+                targets, _ = self._targets(user, use)
+                if cls in targets or fn in targets:
+                    return None  # handed on, subclassed, or its `forward` called directly
+        params = fn.summary.params
+        if "ctx" in params[:2]:
+            offset = params.index("ctx") + 1
+        else:
+            offset = 1 if params[:1] == ["cls"] else 0
+        callers: list[Any] = []
+        for user, use in uses.get("apply", ()):
+            path = user.rsplit(":", 1)[0]
+            if _in_tests(path) or use[0] not in ("name", "ref"):
+                continue
+            module = self.model.modules.get(path)
+            target = use[1][: -len(".apply")] if use[1].endswith(".apply") else ""
+            if module is None or not target or self._autograd_forward(target, module) is not fn:
+                continue
+            caller = self._function(user)
+            if caller is None or use[0] == "ref":
+                return None  # `Fn.apply` handed on, or called where no call list is kept
+            sites = [c for c in caller.summary.calls if c.form == "name" and c.target == use[1]]
+            if not sites:
+                return None
+            callers += [(caller, site, offset) for site in sites]
+        if not callers:
+            return None
+        return self._arguments_of(callers, fn, param)
+
+    def _guarded_recursion(self, fn: _Function, line: int, param: str, head: str) -> bool:
+        """Whether the line of `fn` runs only under its own test of `param` (`if k is not
+        None and ...:` for "passed", `if k:` for "flag", as a statement region's condition
+        or its first conjunct). A call of `fn` from there runs only once some other call
+        made the test true: when no other call does, it never runs (`_passed_truth`)."""
+        key = fn.summary.key
+        for region in fn.module.scope.regions:
+            where, l1, _, l2, _, truth, wanted, how = region[:8]
+            if where != key or how != "if" or wanted is not True or not l1 <= line <= l2:
+                continue
+            while isinstance(truth, list) and truth and truth[0] == "and":
+                truth = truth[1]
+            if (
+                isinstance(truth, list)
+                and len(truth) >= 3
+                and truth[0] == head
+                and truth[1] == key
+                and truth[2] == param
+                and (head != "passed" or len(truth) == 3)
+            ):
+                return True
+        return False
 
     def _module_call_arguments(self, fn: _Function, param: str) -> list[Any] | None:
         """What each call of a module passes its `forward`'s `param` (torch runs `forward`
@@ -4706,6 +4904,13 @@ class ProjectScope:
                 for entry in cls_m.module.scope.held:
                     if entry[0] == "escape" and entry[1] == qualname and entry[2] == attr:
                         return None
+                    if (
+                        entry[0] == "meth"
+                        and entry[1] == qualname
+                        and entry[2] == attr
+                        and not self._method_skips_forward(gkey, entry[3])
+                    ):
+                        return None
                     if entry[0] == "loop" and entry[2] == qualname and entry[3] == attr:
                         arguments += self._loop_arguments(fn, param, entry)
                         if arguments and arguments[-1] is None:
@@ -4723,6 +4928,31 @@ class ProjectScope:
             return None
         arguments += given
         return arguments or None
+
+    def _method_skips_forward(self, gkey: str, name: str) -> bool:
+        """Whether calling method `name` on an instance of module class `gkey` runs its
+        `forward` only through calls the project model sees: a method of `nn.Module` that
+        never calls it (`parameters`, `to`, `eval`), or one the class or its project bases
+        define (not `forward`), none of whose classes calls `self(...)` (a `self.forward(x)`
+        in it is a call the model resolves)."""
+        if name in _MODULE_API_WITHOUT_FORWARD:
+            return True
+        if name in ("forward", "__call__") or name.startswith("__"):
+            return False
+        family = [self.model.classes.get(member) for member in self.model.mro(gkey)]
+        known = [c for c in family if c is not None]
+        if not any(name in c.summary.methods for c in known) and not all(
+            base in ("torch.nn.Module", "torch.nn.modules.module.Module")
+            for base in self.model.external_bases(gkey)
+        ):
+            # (a method of an outside base class; one nothing defines raises, as on an
+            # instance of another class the attribute may hold)
+            return False
+        return not any(
+            entry[0] == "selfcall" and entry[1] == c.summary.qualname
+            for c in known
+            for entry in c.module.scope.held
+        )
 
     def _kept_attribute(self, wrapper: _Class, slot: str) -> str | None:
         """The attribute in which a class's `__init__` keeps the argument at `slot` (a
@@ -4962,7 +5192,10 @@ class ProjectScope:
     def _caller_never_runs(self, fn: _Function) -> bool:
         """Whether nothing runs the function: no call of it in the project (tests aside), no
         other use of its name (a reference, a call on a value of unknown class), it is no
-        method a framework calls, no dunder, and it does not run in training."""
+        method a framework calls, no dunder, and it does not run in training; or it is a
+        method of a class nothing builds (`_never_built`)."""
+        if fn.owner is not None and not self.model._computing_hot and self._never_built(fn.owner):
+            return True  # (a `forward` is a root of its own where no entry point speaks)
         return (
             not self.model._computing_hot  # (what is hot is asked once it is known)
             and not fn.summary.name.startswith("__")
@@ -4973,6 +5206,51 @@ class ProjectScope:
             ]
             and self._only_called(fn, [])
         )
+
+    def _never_built(self, gkey: str) -> bool:
+        """Whether the project (tests aside) never uses the name of torch module class
+        `gkey`: no construction, no reference, no subclass, no package export, no config or string
+        naming it, no registry; its methods then run for no instance (a module kept in a
+        file beside the one the model uses)."""
+        memo = self.__dict__.setdefault("_never_built_memo", {})
+        found = memo.get(gkey)
+        if found is None:
+            cls = self.model.classes.get(gkey)
+            found = (
+                cls is not None
+                # a plain torch module (a LightningModule, a callback or a metric is built
+                # by a framework, a CLI or a user; an optimizer by the Trainer)
+                and self.model.class_kind(gkey) == ClassKind.TORCH_MODULE
+                and not cls.summary.decorators
+                and gkey not in self._exported()
+                and gkey not in self._configured_classes()
+                and cls.summary.name not in self._string_tails()
+                and not self.model.subclasses(gkey)
+                and cls.summary.name not in self._used_name_parts()
+                and not any(
+                    cls.summary.name in m.scope.foreign_stores or cls.summary.name in m.imports
+                    for path, m in self.model.modules.items()
+                    if path != cls.module.path and not _in_tests(path)
+                )
+            )
+            memo[gkey] = found
+        return found
+
+    def _used_name_parts(self) -> frozenset[str]:
+        """Every dotted part of every name the project's code (tests aside) uses: `Fn` and
+        `apply` of `Fn.apply(x)`, `Model` of `Model.load_from_checkpoint(path)`."""
+        found = self.__dict__.get("_used_parts")
+        if found is None:
+            found = frozenset(
+                part
+                for path, module in self.model.modules.items()
+                if not _in_tests(path)
+                for uses in module.scope.uses.values()
+                for use in uses
+                for part in use[1].split(".")
+            )
+            self.__dict__["_used_parts"] = found
+        return found
 
     def _find_called_only_where_dead(self, fn: _Function) -> str | None:
         found = None
@@ -5365,6 +5643,22 @@ class ProjectScope:
             self.__dict__["_exported_classes"] = exported
         return exported
 
+    def _exported_functions(self) -> set[str]:
+        """The project functions a package's `__init__.py` imports: its API, for users to
+        call with what they like (`_call_arguments`)."""
+        exported = self.__dict__.get("_exported_fns")
+        if exported is None:
+            exported = set()
+            for module in self.model.modules.values():
+                if not module.is_package or _in_tests(module.path):
+                    continue
+                for target in module.imports.values():
+                    found = self.model.lookup(target, module)
+                    if _is_function(found) and found.owner is None:
+                        exported.add(found.gkey)
+            self.__dict__["_exported_fns"] = exported
+        return exported
+
     def _all(self, truths: list[Truth], module: ModuleSummary, owner: str | None, d: int) -> Truth:
         results = {self.truth(t, module, owner, d) for t in truths}
         return results.pop() if len(results) == 1 else None
@@ -5528,6 +5822,18 @@ class ProjectScope:
                 else:
                     state = "true" if given else "false"
                 calls = f"`self.{attribute}` is {state} in every construction of its class"
+                return _calls_reason(how, text, calls)
+            decisive = self._deciding_part(truth, bool(value), module, region_owner)
+            asked = _passed_param(decisive) if decisive is not None else None
+            if asked is not None:
+                given = self.truth(asked, module, region_owner)
+                return _passed_reason(how, text, asked, bool(given))
+            if decisive is not None and decisive[0] == "attr_number":
+                _, attribute, sign, number = decisive
+                calls = (
+                    f"every construction of its class makes `self.{attribute} {sign} {number!r}`"
+                    f" {'true' if value else 'false'}"
+                )
                 return _calls_reason(how, text, calls)
             return _region_reason(how, text, value)
         if fn is not None:
@@ -5927,6 +6233,41 @@ def _framework_called(name: str) -> bool:
         or name.endswith("_step")
     )
 
+
+# Methods of `torch.nn.Module` that never run the module's `forward`
+# (ProjectScope._method_skips_forward).
+_MODULE_API_WITHOUT_FORWARD = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "children",
+        "named_children",
+        "modules",
+        "named_modules",
+        "state_dict",
+        "load_state_dict",
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "type",
+        "train",
+        "eval",
+        "requires_grad_",
+        "zero_grad",
+        "register_buffer",
+        "register_parameter",
+        "get_parameter",
+        "get_buffer",
+        "get_submodule",
+        "extra_repr",
+    }
+)
 
 # What a call passes as a parameter (ProjectScope._call_arguments).
 _DEFAULT = "default"

@@ -298,13 +298,16 @@ class ScopeFacts:
     # ["one", class, attribute, constructed class] for `self.attn = Attention(...)`,
     # ["list", class, attribute, constructed class] for `self.layers = nn.ModuleList([Block(...)
     # for ...])`; ["escape", class, attribute] for a use of `self.<attribute>` in the class's
-    # methods other than calling it, reading an attribute of it, `len(...)` of it, or a
+    # methods other than calling it, reading an attribute of it, `len`, `hasattr` or
+    # `isinstance` of it, or a
     # `for layer in self.<attribute>:` whose `layer` is only called; ["loop", function key,
     # class, attribute, positional codes, keyword codes, spread] for each call `layer(h, ...)`
     # in such a loop (codes as `constructions`); ["arg", wrapping class, slot (a position
     # "0", "1", ... or a keyword), constructed class] for `SkipConnection(Attention(dim))`;
     # ["kept", class, position ("" for a keyword-only one), parameter, attribute] for
-    # `self.module = module` in `__init__`, the parameter used nowhere else.
+    # `self.module = module` in `__init__`, the parameter used nowhere else; ["meth", class,
+    # attribute, method] for a call of a method of `self.<attribute>` (`self.kernel.step(u)`,
+    # `self.attn.parameters()`); ["selfcall", class] for a `self(x)` in a method of the class.
     held: list[list[Any]] = field(default_factory=list)
     # yacs-style config defaults: a module-level chain of attribute assignments on a
     # `CfgNode()` the module builds (`_C = CN(); _C.MODEL.LOSS.KIND = "focal"`): the last key,
@@ -376,6 +379,13 @@ class ScopeFacts:
     # `CUDAExtension(...)`s build (`pkg._C`): their ops run on CUDA tensors only.
     cuda_extensions: list[str] = field(default_factory=list)
     cuda_extension_modules: list[str] = field(default_factory=list)
+    # Class qualname -> attribute -> what each `self.<attribute> = ...` in the class's
+    # methods stores: [function key, parameter, default] for a parameter of that function
+    # that defaults to a number and is never reassigned (`self.threshold = threshold` in
+    # `__init__(self, threshold=0)`), None for anything else. Decides `["attr_number",
+    # attribute, op, number]` (`self.threshold > 0`) by what the constructions pass
+    # (tpulint.analysis.scope `_attr_number_truth`).
+    number_attrs: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -440,6 +450,7 @@ class ScopeFacts:
             "nt": self.names_tpu,
             "ce": self.cuda_extensions,
             "cem": self.cuda_extension_modules,
+            "na": self.number_attrs,
         }
 
     @classmethod
@@ -506,6 +517,7 @@ class ScopeFacts:
             data.get("nt", False),
             data.get("ce", []),
             data.get("cem", []),
+            data.get("na", {}),
         )
 
 
@@ -627,6 +639,7 @@ def informative(truth: Truth) -> bool:
             "fit_stage",
             "literal_name",
             "option_order",
+            "attr_number",
         ):
             return True
         if truth[0] in ("and", "or", "not"):
@@ -712,6 +725,7 @@ class _Walker:
         # ... and its parameters that default to a string, never reassigned (`mode="gpu"`):
         # `if mode == "cpu":` depends only on what the calls pass.
         self._string_params: list[dict[str, str]] = []
+        self._number_params: list[dict[str, int | float]] = []
         # Per function: the parameters without a default that the body never reassigns.
         self._required_params: list[set[str]] = []
         # The scopes around the code being walked, innermost last (the module, classes,
@@ -783,6 +797,7 @@ class _Walker:
             )
             or _stage_compare(test)
             or bool(self.flag_attributes and self.flag_attributes & _self_attributes_in(test))
+            or _attr_number_in(test)
             or bool(
                 self._incoming
                 and {name for name, _ in self._incoming[-1].values()} & _names_in([test])
@@ -912,6 +927,13 @@ class _Walker:
         # nothing.
         facts.returns = {k: v for k, v in facts.returns.items() if any(map(informative, v))}
         facts.globals = {k: v for k, v in facts.globals.items() if any(map(informative, v))}
+        # Only the attributes some store of which keeps a number parameter (the scope reads
+        # an attribute missing here, that its class assigns, as unknown).
+        facts.number_attrs = {
+            cls: kept
+            for cls, attrs in facts.number_attrs.items()
+            if (kept := {a: v for a, v in attrs.items() if any(v)})
+        }
         facts.attributes = {
             cls: kept
             for cls, attrs in facts.attributes.items()
@@ -1242,6 +1264,7 @@ class _Walker:
                     ]
                     for element in unpacked:
                         name = element.attr  # type: ignore[attr-defined]
+                        self.number_store(klass, name, None, key)
                         attributes = self.facts.attributes.setdefault(klass, {})
                         attributes.setdefault(name, []).append(None)
                         self.unknown_attributes.add((klass, name))
@@ -1534,6 +1557,7 @@ class _Walker:
                 and klass is not None
             ):
                 truth = self.truth(value, imports, truths)
+                self.number_store(klass, target.attr, value, key)
                 if isinstance(value, ast.Constant) and (
                     value.value is None or isinstance(value.value, bool)
                 ):
@@ -1636,6 +1660,7 @@ class _Walker:
         self._incoming.append(_incoming_reads(node))
         self._constant_defaults.append(_constant_default_params(node))
         self._string_params.append(_string_default_params(node))
+        self._number_params.append(_number_default_params(node))
         self._required_params.append(_unassigned_required_params(node))
         if self._string_params[-1] or self._required_params[-1]:
             self.facts.string_params[key] = {
@@ -1653,6 +1678,7 @@ class _Walker:
         self._incoming.pop()
         self._constant_defaults.pop()
         self._string_params.pop()
+        self._number_params.pop()
         self._required_params.pop()
         self._functions.pop()
         self._kwargs.pop()
@@ -2879,8 +2905,13 @@ class _Walker:
                     # assignment of the attribute reads an option (ProjectScope)
                     result = ["attr_option", read.attr, other.value]  # type: ignore[attr-defined]
                     return _not(result) if unequal else result
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                return _attr_number(left, op, right)
             return None
         ordered = _option_order(left, op, right)
+        if ordered is not None:
+            return ordered
+        ordered = _attr_number(left, op, right)
         if ordered is not None:
             return ordered
         # `num_gpus > 0`, `torch.cuda.device_count() > 1`: a GPU count is 0 on a TPU.
@@ -2890,6 +2921,21 @@ class _Walker:
                 limit = right.value if isinstance(op, ast.Gt) else right.value - 1
                 return False if limit >= 0 else None
         return None
+
+    def number_store(self, klass: str, attr: str, value: ast.expr | None, key: str) -> None:
+        """Record a store of `self.<attr>` for ScopeFacts.number_attrs: the parameter of
+        the function being walked it stores, when that defaults to a number."""
+        stored: Any = None
+        if (
+            isinstance(value, ast.Name)
+            and key
+            and self._functions
+            and self._functions[-1][0] == key
+            and self._number_params
+            and value.id in self._number_params[-1]
+        ):
+            stored = [key, value.id, self._number_params[-1][value.id]]
+        self.facts.number_attrs.setdefault(klass, {}).setdefault(attr, []).append(stored)
 
     def _setup_stage(self, value: ast.expr, key: str) -> bool:
         """Whether `value`, in the function `key`, is the stage a `setup(self, stage)` method
@@ -3396,6 +3442,37 @@ def _option_order(left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
     return None
 
 
+def _attr_number(left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
+    """`self.threshold > 0` (or `0 < self.threshold`, `self.weight == 0`): an attribute
+    compared with a number, `["attr_number", attribute, op, number]` (ProjectScope: decided
+    when every store of the attribute keeps a number-default constructor parameter and the
+    constructions agree)."""
+    sign = {**_ORDERS, ast.Eq: "==", ast.NotEq: "!="}.get(type(op))
+    if sign is None:
+        return None
+    for read, other, flipped in ((left, right, False), (right, left, True)):
+        if not (
+            isinstance(other, ast.Constant)
+            and isinstance(other.value, (int, float))
+            and not isinstance(other.value, bool)
+        ):
+            continue
+        if _self_attribute(read):
+            sign = _FLIPPED.get(sign, sign) if flipped else sign
+            return ["attr_number", read.attr, sign, other.value]  # type: ignore[attr-defined]
+    return None
+
+
+def _attr_number_in(test: ast.expr) -> bool:
+    """Whether a test compares an attribute of `self` with a number (`self.weight > 0`)."""
+    return any(
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and _attr_number(node.left, node.ops[0], node.comparators[0]) is not None
+        for node in ast_walk(test)
+    )
+
+
 def _option_reads(node: ast.expr) -> bool:
     """Whether a test reads a config option (`self.cfg.flag`, `config["flag"]`)."""
     for child in ast_walk(node):
@@ -3459,6 +3536,28 @@ def _unassigned_required_params(node: ast.FunctionDef | ast.AsyncFunctionDef) ->
                 params.discard(child.id)
             elif isinstance(child, (ast.Global, ast.Nonlocal)):
                 params.difference_update(child.names)
+    return params
+
+
+def _number_default_params(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[str, int | float]:
+    """The parameters that default to a number (not a bool) and that the body never
+    reassigns."""
+    params = {
+        arg.arg: default.value
+        for arg, default in defaulted_params(node.args)
+        if isinstance(default, ast.Constant)
+        and isinstance(default.value, (int, float))
+        and not isinstance(default.value, bool)
+    }
+    if params:
+        for child in ast_walk(node):
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                params.pop(child.id, None)
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                for name in child.names:
+                    params.pop(name, None)
     return params
 
 
@@ -4440,6 +4539,10 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
         for node in nodes:
             if isinstance(node, ast.Call):
                 wrapped(node)
+                if isinstance(node.func, ast.Name) and node.func.id == "self":
+                    # `self(x)` in a method: a call of the class's own `forward` that the
+                    # project model keeps no call site of
+                    facts.held.append(["selfcall", klass])
             attr = self_attribute_name(node)
             if attr is None:
                 continue
@@ -4462,10 +4565,16 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
                 grand = parents(parent)
                 if not (isinstance(grand, ast.Call) and grand.func is parent):
                     continue  # `self.attn.num_heads`, `self.attn.proj.weight`
+                # `self.attn.parameters()`, `self.kernel.step(u)`: a method of the held
+                # module, which runs its `forward` only through a call the model sees
+                # (`self.forward(x)`) or a `self(x)` ("selfcall"); the scope decides
+                facts.held.append(["meth", klass, attr, parent.attr])
+                continue
             if (
                 isinstance(parent, ast.Call)
                 and isinstance(parent.func, ast.Name)
-                and parent.func.id == "len"
+                and parent.func.id in ("len", "hasattr", "isinstance")
+                and parent.args[:1] == [node]
             ):
                 continue
             if (
