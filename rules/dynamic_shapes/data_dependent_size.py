@@ -197,6 +197,17 @@ class DataDependentSize(TrackingRule, Rule):
             "        crops = torch.tensor([3, 5, 4])\n"
             "        return (h * keep[..., None]).sum(1), span_mask(crops)\n"
         ),
+        # A count built by torch calls from host data (a CPU tensor): read without a sync.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Picker(nn.Module):\n"
+            "    def pick(self, scores, widths):\n"
+            "        k = (torch.tensor(widths) * self.ratio).int()\n"
+            "        top = int(torch.max(k))\n"
+            "        return scores[:, torch.arange(top, device=scores.device)]\n\n"
+            "    def forward(self, scores, widths):\n"
+            "        return self.pick(scores, widths)\n"
+        ),
         # Python lists of lengths (host data).
         Valid(
             _MOD + "    def forward(self, x, texts):\n"
@@ -244,6 +255,20 @@ class DataDependentSize(TrackingRule, Rule):
             "        return pooled.sum()\n",
             line=7,
             message="used as a size in `scatter(",
+        ),
+        # A count made by torch calls and torch-only methods from a helper's input (the
+        # forward's tensors, of a name that says nothing): a tensor, read to size the index.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Picker(nn.Module):\n"
+            "    def pick(self, scores, keep):\n"
+            "        k = (torch.sum(keep, dim=-1) * self.ratio).int()\n"
+            "        top = int(torch.max(k))\n"
+            "        return scores[:, torch.arange(top, device=scores.device)]\n\n"
+            "    def forward(self, scores, keep):\n"
+            "        return self.pick(scores, keep)\n",
+            line=8,
+            message="`torch.max(k)` reads a device tensor's values",
         ),
         # The same count read by the function form of the reduction.
         Invalid(

@@ -68,7 +68,9 @@ class MetricInputChecks(Rule):
     task=...)` called in a step) without `validate_args=False`, and aggregators
     (`MeanMetric()`, `SumMetric()`, `MaxMetric()`, `MinMetric()`, `CatMetric()`) without
     `nan_strategy="disable"`, held in an attribute (alone, in a `MetricCollection` or a
-    dict) that a training or validation step, `forward` or a batch hook updates (not
+    dict, assigned by a tuple assignment `self.train_auc, self.val_auc = BinaryAUROC(),
+    BinaryAUROC()` or as an entry `self.metrics["auc"] = BinaryAUROC()`) that a training
+    or validation step, `forward` or a batch hook updates (not
     `test_step`, which a fit never runs), outside a guard that makes the update rare (a
     periodic or logging test: `if self.track and self.global_step % n == 0:`).
 
@@ -208,6 +210,21 @@ class MetricInputChecks(Rule):
             "            self.weight_norm(self.layer.weight.norm())\n"
             "        return loss\n"
         ),
+        # A tuple assignment whose metric of the step has its checks off; the other one is
+        # computed only when the epoch ends.
+        Valid(
+            "import lightning as L\nimport torch\n"
+            "from torchmetrics.classification import BinaryAUROC\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.fit_auc, self.epoch_auc = (\n"
+            "            BinaryAUROC(validate_args=False),\n"
+            "            BinaryAUROC(),\n        )\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        p = self(x)\n"
+            "        self.fit_auc(p, y)\n"
+            "        return p.mean()\n"
+        ),
         Valid(
             "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
             "class Model(L.LightningModule):\n"
@@ -220,6 +237,24 @@ class MetricInputChecks(Rule):
         ),
     )
     INVALID = (
+        # Built by a tuple assignment, one metric per attribute, and as an entry of a dict
+        # attribute: each is the metric its attribute holds.
+        Invalid(
+            "import lightning as L\nimport torch\n"
+            "from torchmetrics.classification import BinaryAUROC, BinaryRecall\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.fit_auc, self.dev_auc = BinaryAUROC(), BinaryAUROC()\n"
+            "        self.scores = {}\n"
+            "        self.scores['recall'] = BinaryRecall()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        p = self(x)\n"
+            "        self.fit_auc(p, y)\n        self.scores['recall'].update(p, y)\n"
+            "        return p.mean()\n",
+            count=2,
+            line=9,
+            message="(updated in training_step) checks the targets",
+        ),
         Invalid(
             "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
             "class Model(L.LightningModule):\n"
@@ -286,18 +321,39 @@ class MetricInputChecks(Rule):
         self._locals = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, name: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Record the metrics `value` builds under the target they are assigned to: a local,
+        an attribute (`self.acc = ...`), an entry of one (`self.metrics["acc"] = ...`), or
+        each target of a tuple assignment (`self.train_acc, self.val_acc = M(), M()`)."""
         info = self.ctx.function
         if not self._enabled or info is None or info.cls is None:
             return
-        checked = self._metrics_in(node.value)
-        for target in node.targets:
-            name = target.target
-            if isinstance(name, cst.Name) and checked:
-                self._locals[name.value] = checked
-            attr = self_attribute_name(name)
-            if attr is not None and checked:
-                entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())
-                entry.built.setdefault(attr, []).extend(checked)
+        if isinstance(name, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+            targets = [e.value for e in name.elements]
+            values = [e.value for e in value.elements]
+            starred = any(
+                isinstance(e, cst.StarredElement) for e in (*name.elements, *value.elements)
+            )
+            if len(targets) == len(values) and not starred:
+                for target, item in zip(targets, values, strict=True):
+                    self._bind(target, item)
+            return
+        checked = self._metrics_in(value)
+        if not checked:
+            return
+        if isinstance(name, cst.Name):
+            self._locals[name.value] = checked
+        attr = self_attribute_name(name.value if isinstance(name, cst.Subscript) else name)
+        if attr is not None:
+            entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())
+            entry.built.setdefault(attr, []).extend(checked)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -5657,6 +5657,8 @@ class ProjectScope:
         if not subclasses:
             return None
         for sub in subclasses:
+            if self._intermediate_base(sub):
+                continue  # its own subclasses decide: it inherits for them alone
             for gkey in self.model.mro(sub):
                 if gkey == owner:
                     return None  # inherited, or handed on to
@@ -5705,6 +5707,28 @@ class ProjectScope:
         return (
             f"`{short}.{name}` is defined again by every subclass of `{short}`, which is"
             " built only as their base"
+        )
+
+    def _intermediate_base(self, gkey: str) -> bool:
+        """A class with subclasses of its own that nothing builds or names but as a base (no
+        config, export, string or class reference outside base lists spells it): built only
+        through its subclasses, so what it inherits runs only where they do not override."""
+        if not self.model.subclasses(gkey):
+            return False
+        if gkey in self._exported() or gkey in self._configured_classes():
+            return False
+        cls = self.model.classes.get(gkey)
+        if cls is None:
+            return False
+        words, looked_up = self._names_by_text()
+        named, star_exported = self._referenced_names()
+        short = cls.summary.name
+        return not (
+            short in words
+            or short in named
+            or cls.module.path in looked_up
+            or "^" in looked_up
+            or cls.module.path in star_exported
         )
 
     def _referenced_names(self) -> tuple[frozenset[str], frozenset[str]]:

@@ -376,6 +376,10 @@ class ScopeFacts:
     # `CUDAExtension(...)`s build (`pkg._C`): their ops run on CUDA tensors only.
     cuda_extensions: list[str] = field(default_factory=list)
     cuda_extension_modules: list[str] = field(default_factory=list)
+    # What a Lightning callback's hooks store on the module they are handed:
+    # `pl_module.meter = AverageMeter(...)` -> {"meter": ["pkg.meters.AverageMeter"]} (the
+    # module's own `self.meter.update(...)` calls that class's methods).
+    module_stores: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -440,6 +444,7 @@ class ScopeFacts:
             "nt": self.names_tpu,
             "ce": self.cuda_extensions,
             "cem": self.cuda_extension_modules,
+            "ms": self.module_stores,
         }
 
     @classmethod
@@ -506,6 +511,7 @@ class ScopeFacts:
             data.get("nt", False),
             data.get("ce", []),
             data.get("cem", []),
+            data.get("ms", {}),
         )
 
 
@@ -1253,6 +1259,8 @@ class _Walker:
                 pass  # `_C.MODEL.KIND = "focal"`: a default, not a store from outside
             else:
                 self.foreign_stored(targets, value if len(targets) == 1 else None)
+            if len(targets) == 1 and isinstance(value, ast.Call):
+                self.module_stored(targets[0], value, imports)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local, key)
             if value is not None and key and isinstance(value, (ast.Name, ast.Attribute)):
@@ -1440,6 +1448,23 @@ class _Walker:
             return False
         qualified = self.qualify(text, imports)
         return qualified.rsplit(".", 1)[-1] == "CfgNode" and not qualified.startswith(".")
+
+    def module_stored(self, target: ast.expr, value: ast.Call, imports: dict[str, str]) -> None:
+        """`pl_module.meter = AverageMeter(...)` in a callback's hook: the class built into an
+        attribute of the LightningModule the hook is handed (ScopeFacts.module_stores)."""
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "pl_module"
+        ):
+            return
+        text = dotted(value.func)
+        if text is None or text.split(".", 1)[0] in ("self", "pl_module"):
+            return
+        built = self.qualify(text, imports)
+        found = self.facts.module_stores.setdefault(target.attr, [])
+        if built not in found:
+            found.append(built)
 
     def foreign_stored(self, targets: list[ast.expr], value: ast.expr | None = None) -> None:
         """Record the attributes assigned on values other than `self` (`model.flag = x`), and
@@ -3582,7 +3607,9 @@ def _is_device_text(node: ast.expr) -> bool:
     )
 
 
-# Packages whose names never lead into the project's code.
+# Packages whose names never lead into the project's code. Third-party names a project
+# folder of the same name may shadow are kept (a namespace folder `lightning/` beside the
+# scripts, `from lightning.utils import loss2dict`): the project model's lookup decides.
 _EXTERNAL_ROOTS = frozenset(
     {
         "torch",
@@ -3609,13 +3636,7 @@ _EXTERNAL_ROOTS = frozenset(
         "logging",
         "warnings",
         "pathlib",
-        "einops",
-        "lightning",
-        "pytorch_lightning",
-        "lightning_fabric",
         "torch_xla",
-        "transformers",
-        "omegaconf",
     }
 )
 
