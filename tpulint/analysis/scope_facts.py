@@ -380,6 +380,10 @@ class ScopeFacts:
     # `pl_module.meter = AverageMeter(...)` -> {"meter": ["pkg.meters.AverageMeter"]} (the
     # module's own `self.meter.update(...)` calls that class's methods).
     module_stores: dict[str, list[str]] = field(default_factory=dict)
+    # The torchmetrics classes a method builds (`__init__` of a project `MetricCollection`
+    # subclass: `super().__init__([BinaryAUROC(), ...])`): function key -> [qualified class,
+    # line, {keyword: literal or "?"} for `task`, `validate_args`, `nan_strategy`, column].
+    metric_builds: dict[str, list[list[Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -445,6 +449,7 @@ class ScopeFacts:
             "ce": self.cuda_extensions,
             "cem": self.cuda_extension_modules,
             "ms": self.module_stores,
+            "mb": self.metric_builds,
         }
 
     @classmethod
@@ -512,6 +517,7 @@ class ScopeFacts:
             data.get("ce", []),
             data.get("cem", []),
             data.get("ms", {}),
+            data.get("mb", {}),
         )
 
 
@@ -1449,6 +1455,22 @@ class _Walker:
         qualified = self.qualify(text, imports)
         return qualified.rsplit(".", 1)[-1] == "CfgNode" and not qualified.startswith(".")
 
+    def metric_built(self, call: ast.Call, qualified: str, key: str) -> None:
+        """A torchmetrics class built in a class's `__init__` (ScopeFacts.metric_builds)."""
+        if not qualified.rsplit(".", 1)[-1][:1].isupper() or ".functional." in qualified:
+            return
+        said: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg in ("task", "validate_args", "nan_strategy"):
+                value = keyword.value
+                said[keyword.arg] = (
+                    value.value
+                    if isinstance(value, ast.Constant) and isinstance(value.value, (bool, str))
+                    else "?"
+                )
+        built = [qualified, call.lineno, said, call.col_offset]
+        self.facts.metric_builds.setdefault(key, []).append(built)
+
     def module_stored(self, target: ast.expr, value: ast.Call, imports: dict[str, str]) -> None:
         """`pl_module.meter = AverageMeter(...)` in a callback's hook: the class built into an
         attribute of the LightningModule the hook is handed (ScopeFacts.module_stores)."""
@@ -1860,6 +1882,13 @@ class _Walker:
                     owner = key.partition("#")[0].rpartition(".")[0]
                     if owner:
                         self.facts.constructions.append([key, "." + owner, [], {}, True])
+                if (
+                    use is not None
+                    and use[0] == "name"
+                    and use[1].startswith("torchmetrics.")
+                    and key.partition("#")[0].endswith(".__init__")
+                ):
+                    self.metric_built(current, use[1], key)
                 self.run_time_lookup(current, func, imports, local)
                 self.inert_arguments(current, func)
                 if use is not None:
