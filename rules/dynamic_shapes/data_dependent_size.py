@@ -54,7 +54,9 @@ class DataDependentSize(TrackingRule, Rule):
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
     `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
     (`max_len = lengths.max().item()` or `n = torch.max(index) + 1` used later as a size,
-    `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`), an element of a device
+    `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`; a value of unknown
+    place counts when torch made it, `k = (torch.sum(keep, -1) * r).int()` then
+    `int(torch.max(k))`, or its name says it is a length, count or mask), an element of a device
     tensor used as a size or slice bound (`x[i, :, starts[i]:starts[i] + n]` with `starts` a
     device tensor: one read per element), and the size arguments of
     graph libraries and `one_hot` given such a value (`scatter(x, batch, dim_size=batch.max()

@@ -74,8 +74,9 @@ class MetricInputChecks(Rule):
     `nan_strategy="disable"`, held in an attribute (alone, in a `MetricCollection` or a
     dict, assigned by a tuple assignment `self.train_auc, self.val_auc = BinaryAUROC(),
     BinaryAUROC()` or as an entry `self.metrics["auc"] = BinaryAUROC()`), or built by the
-    `__init__` of a project `Metric`/`MetricCollection` subclass held in an attribute (the
-    construction of that class is reported, naming the metric), that a training
+    `__init__` of a project `MetricCollection` subclass (or a `Metric` subclass with no
+    `update` of its own) held in an attribute (the construction of that class is reported,
+    naming the metric), that a training
     or validation step, `forward` or a batch hook updates (not
     `test_step`, which a fit never runs), outside a guard that makes the update rare (a
     periodic or logging test: `if self.track and self.global_step % n == 0:`).
@@ -484,6 +485,10 @@ class MetricInputChecks(Rule):
             return None  # (a `MetricCollection` subclass is no METRIC kind)
         init = model.find_method(gkey, "__init__")
         if init is None or init.owner != gkey:
+            return None
+        if model.find_method(gkey, "update") is not None:
+            # its own `update` updates what it holds: reported in its class, where they are
+            # built (`self.inner = MetricCollection({...})`, updated in `update`)
             return None
         builds = init.module.scope.metric_builds.get(init.summary.key, ())
         for target, line, said, _ in sorted(builds, key=lambda build: (build[1], build[3])):

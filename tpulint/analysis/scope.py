@@ -128,9 +128,13 @@ Reach is followed call by call: a class is live once reached code builds it (or 
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
 the methods its framework calls are reached (Lightning's hooks, `forward`, dunders, and every
 method of a class with another external base, whose framework may call any); other methods
-run when reached code calls them (`self.m()`, `self.x.m()` through what `x` holds, or, on a
+run when reached code calls them (`self.m()`, `self.x.m()` through what `x` holds,
+`self.x.y.m()` through what `y` of that holds, an attribute a LightningModule never assigns
+through what callbacks' hooks store in it, `pl_module.meter = Meter()`, or, on a
 value whose class is not known, any live class's method of that name, unless every such call
-passes no argument and the method needs one: `model.train()` is `nn.Module.train`). A
+passes no argument and the method needs one: `model.train()` is `nn.Module.train`).
+Names rooted at a third-party package a project folder may shadow (a namespace folder
+`lightning/` beside the scripts) are looked up in the project. A
 module's top level runs when reached code imports it; decorated top-level functions and
 classes (registries, CLI commands) run with it.
 
