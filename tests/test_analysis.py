@@ -539,3 +539,77 @@ def test_star_imports_bind_the_imports_of_the_modules_they_read() -> None:
     )
     (function,) = lambdas.functions.values()
     assert function.summary.name == "to_db" and function.summary.returns == [["numpy"]]
+
+
+def test_helpers_reached_through_callback_stores_and_attribute_chains(tmp_path: Path) -> None:
+    """A LightningModule's `self.meter.add(...)` where only a callback's hook assigns
+    `pl_module.meter = Meter()`, and `self.stats.window.push(...)` through an attribute of an
+    attribute: both reach the project's methods, so what they copy every step is reported.
+    A module that assigns the attribute itself keeps its own class."""
+    root = make_project(
+        tmp_path / "p",
+        {
+            "lab/__init__.py": "",
+            "lab/meters.py": textwrap.dedent(
+                """\
+                class Meter:
+                    def add(self, scores):
+                        self.rows.append(scores.cpu())
+
+
+                class Window:
+                    def push(self, values):
+                        self.rows.append(values.detach().cpu())
+
+
+                class Stats:
+                    def __init__(self):
+                        self.window = Window()
+
+
+                class Quiet:
+                    def add(self, scores):
+                        self.rows.append(scores.cpu())  # quiet
+                """
+            ),
+            "lab/callbacks.py": textwrap.dedent(
+                """\
+                import lightning as L
+
+                from lab.meters import Meter, Quiet
+
+
+                class Fresh(L.Callback):
+                    def on_train_epoch_start(self, trainer, pl_module):
+                        pl_module.meter = Meter()
+                        pl_module.other = Quiet()
+                """
+            ),
+            "lab/model.py": textwrap.dedent(
+                """\
+                import lightning as L
+
+                from lab.meters import Meter, Stats
+
+
+                class Model(L.LightningModule):
+                    def __init__(self):
+                        super().__init__()
+                        self.stats = Stats()
+                        self.other = Meter()
+
+                    def training_step(self, batch, batch_idx):
+                        out = self(batch)
+                        self.meter.add(out)
+                        self.stats.window.push(out)
+                        self.other.add(out)
+                        return out.mean()
+                """
+            ),
+        },
+        pyproject='select = ["TPU103"]\n',
+    )
+    result = run_cli(["check", ".", "--no-cache", "--output-format", "json", "--exit-zero"], root)
+    report = json.loads(result.stdout)
+    found = sorted((d["path"], d["start"]["line"]) for d in report["diagnostics"])
+    assert found == [("lab/meters.py", 3), ("lab/meters.py", 8)]

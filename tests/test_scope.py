@@ -7786,3 +7786,108 @@ def test_a_sibling_script_with_only_the_generic_flags_in_a_library_reading(
         assert reason is not None
         assert reason.startswith("reached only from train_summary.py, whose Trainer takes"), reason
     assert reason_at(model, tmp_path, "src/trainers/train_tagger.py", "# Tagger-model") is None
+
+
+def test_a_project_folder_named_like_a_library_is_followed(tmp_path: Path) -> None:
+    """A namespace folder `lightning/` beside the scripts (no `__init__.py`) holds the
+    project's own modules: `from lightning.utils import to_numbers` imports them, so a
+    helper the step calls through that name is reached, in a comprehension's iterable too,
+    and one nothing calls is not."""
+    files = {
+        "train.py": """\
+            import pytorch_lightning as pl
+
+            from lightning.systems.base import System
+
+            if __name__ == "__main__":
+                pl.Trainer(max_epochs=1).fit(System())
+            """,
+        "lightning/utils.py": """\
+            def to_numbers(losses):
+                return {"total": losses[0].item()}  # reached
+
+
+            def unused(losses):
+                return losses[0].item()  # unused
+            """,
+        "lightning/systems/base.py": """\
+            import pytorch_lightning as pl
+            import torch
+
+            from lightning.utils import to_numbers
+
+
+            class System(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    losses = (self(batch).mean(), batch.mean())
+                    logged = {f"train/{k}": v for k, v in to_numbers(losses).items()}
+                    self.log_dict(logged)
+                    return losses[0]
+            """,
+    }
+    model = project(tmp_path, files)
+    assert [Path(e.path).name for e in model.scope.entries] == ["train.py"]
+    assert reason_at(model, tmp_path, "lightning/utils.py", "# reached") is None
+    assert reason_at(model, tmp_path, "lightning/utils.py", "# unused") == (
+        "not reached from the training entry points (train.py)"
+    )
+
+
+@pytest.mark.parametrize("intermediate_built", [False, True])
+def test_a_base_step_past_an_intermediate_base_every_leaf_overrides(
+    tmp_path: Path, intermediate_built: bool
+) -> None:
+    """`BaseTask` <- `Adaptor` (no `training_step`) <- `Fast`, `Slow` (each their own): the
+    intermediate base is built only as theirs, so the base's step never runs, unless the
+    intermediate class is built itself."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/base.py": OVERRIDE_BASE,
+        "pkg/adaptor.py": """\
+            from pkg.base import BaseTask
+
+
+            class Adaptor(BaseTask):
+                def adapt(self, batch):
+                    return batch * 2
+        """,
+        "pkg/task.py": """\
+            from pkg.adaptor import Adaptor
+
+
+            class Fast(Adaptor):
+                def training_step(self, batch, batch_idx):
+                    return self.net(self.adapt(batch)).sum()
+
+
+            class Slow(Adaptor):
+                def training_step(self, batch, batch_idx):
+                    return self.net(batch).sum()
+
+
+            TASKS = {"fast": Fast, "slow": Slow}
+        """,
+        "train.py": """\
+            import sys
+
+            import lightning as L
+            from pkg.task import TASKS
+            from pkg.adaptor import Adaptor
+
+            task = TASKS[sys.argv[1]]()
+            L.Trainer(accelerator="tpu").fit(task)
+            BUILT
+        """.replace(
+            "BUILT", "L.Trainer(accelerator='tpu').fit(Adaptor())" if intermediate_built else ""
+        ),
+    }
+    model = project(tmp_path, files)
+    reason = reason_at(model, tmp_path, "pkg/base.py", "# base-train")
+    if intermediate_built:
+        assert reason is None
+    else:
+        assert reason == (
+            "`BaseTask.training_step` is defined again by every subclass of `BaseTask`,"
+            " which is built only as their base"
+        )
+    assert reason_at(model, tmp_path, "pkg/base.py", "# base-val") is None

@@ -726,7 +726,7 @@ def _collate_reach(view: FileView) -> dict[str, str]:
                 )
                 if f.gkey in functions
             ]
-            if not found and call.form == "attr":
+            if not found and call.form == "attr" and call.target.count(".") == 1:
                 named = methods.get(call.target.rsplit(".", 1)[-1], [])
                 found = named if len(named) <= 8 else []
             for target in found:

@@ -193,6 +193,16 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # Names unpacked from `torch.nonzero(..., as_tuple=True)` hold index tensors, not
+        # masks, whatever they are called (the `nonzero` is TPU201's).
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass Pick(nn.Module):\n"
+            "    def forward(self, x, table):\n"
+            "        row_mask, _ = torch.nonzero(x.norm(dim=1, keepdim=True), as_tuple=True)\n"
+            "        out = torch.zeros(x.shape[0], 4, device=x.device)\n"
+            "        out[row_mask, table.argmax(1)] = 1.0\n"
+            "        return x[row_mask] @ out\n"
+        ),
         # `~` of an attribute outside an index (an integer flag toggled bitwise) says nothing
         # of the attribute as an index.
         Valid(

@@ -54,7 +54,9 @@ class DataDependentSize(TrackingRule, Rule):
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
     `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
     (`max_len = lengths.max().item()` or `n = torch.max(index) + 1` used later as a size,
-    `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`), an element of a device
+    `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`; a value of unknown
+    place counts when torch made it, `k = (torch.sum(keep, -1) * r).int()` then
+    `int(torch.max(k))`, or its name says it is a length, count or mask), an element of a device
     tensor used as a size or slice bound (`x[i, :, starts[i]:starts[i] + n]` with `starts` a
     device tensor: one read per element), and the size arguments of
     graph libraries and `one_hot` given such a value (`scatter(x, batch, dim_size=batch.max()
@@ -197,6 +199,17 @@ class DataDependentSize(TrackingRule, Rule):
             "        crops = torch.tensor([3, 5, 4])\n"
             "        return (h * keep[..., None]).sum(1), span_mask(crops)\n"
         ),
+        # A count built by torch calls from host data (a CPU tensor): read without a sync.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Picker(nn.Module):\n"
+            "    def pick(self, scores, widths):\n"
+            "        k = (torch.tensor(widths) * self.ratio).int()\n"
+            "        top = int(torch.max(k))\n"
+            "        return scores[:, torch.arange(top, device=scores.device)]\n\n"
+            "    def forward(self, scores, widths):\n"
+            "        return self.pick(scores, widths)\n"
+        ),
         # Python lists of lengths (host data).
         Valid(
             _MOD + "    def forward(self, x, texts):\n"
@@ -244,6 +257,20 @@ class DataDependentSize(TrackingRule, Rule):
             "        return pooled.sum()\n",
             line=7,
             message="used as a size in `scatter(",
+        ),
+        # A count made by torch calls and torch-only methods from a helper's input (the
+        # forward's tensors, of a name that says nothing): a tensor, read to size the index.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Picker(nn.Module):\n"
+            "    def pick(self, scores, keep):\n"
+            "        k = (torch.sum(keep, dim=-1) * self.ratio).int()\n"
+            "        top = int(torch.max(k))\n"
+            "        return scores[:, torch.arange(top, device=scores.device)]\n\n"
+            "    def forward(self, scores, keep):\n"
+            "        return self.pick(scores, keep)\n",
+            line=8,
+            message="`torch.max(k)` reads a device tensor's values",
         ),
         # The same count read by the function form of the reduction.
         Invalid(

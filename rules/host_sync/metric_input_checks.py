@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from tpulint.analysis.project import FileView
+from tpulint.analysis.project import ClassKind, FileView
 from tpulint.analysis.values import CPU
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.cst_helpers import add_keywords, keyword_arg, string_value
@@ -51,6 +52,9 @@ class _Checked:
     call: cst.Call
     keyword: str  # the argument that turns them off
     value: str
+    # A project metric class's construction: the torchmetrics metric its `__init__` builds
+    # with the checks on, and where (no fix at this call)
+    built: str | None = None
 
 
 @dataclass
@@ -68,7 +72,12 @@ class MetricInputChecks(Rule):
     task=...)` called in a step) without `validate_args=False`, and aggregators
     (`MeanMetric()`, `SumMetric()`, `MaxMetric()`, `MinMetric()`, `CatMetric()`) without
     `nan_strategy="disable"`, held in an attribute (alone, in a `MetricCollection` or a
-    dict) that a training or validation step, `forward` or a batch hook updates (not
+    dict, assigned by a tuple assignment `self.train_auc, self.val_auc = BinaryAUROC(),
+    BinaryAUROC()` or as an entry `self.metrics["auc"] = BinaryAUROC()`), or built by the
+    `__init__` of a project `MetricCollection` subclass (or a `Metric` subclass with no
+    `update` of its own) held in an attribute (the construction of that class is reported,
+    naming the metric), that a training
+    or validation step, `forward` or a batch hook updates (not
     `test_step`, which a fit never runs), outside a guard that makes the update rare (a
     periodic or logging test: `if self.track and self.global_step % n == 0:`).
 
@@ -208,6 +217,37 @@ class MetricInputChecks(Rule):
             "            self.weight_norm(self.layer.weight.norm())\n"
             "        return loss\n"
         ),
+        # A project `MetricCollection` whose metrics have their checks off.
+        Valid(
+            "import lightning as L\nimport torch\nimport torchmetrics\n"
+            "from torchmetrics.classification import BinaryAUROC, BinaryRecall\n\n\n"
+            "class Scores(torchmetrics.MetricCollection):\n"
+            "    def __init__(self, prefix=None):\n"
+            "        super().__init__(\n"
+            "            [BinaryRecall(validate_args=False), BinaryAUROC(validate_args=False)],\n"
+            "            prefix=prefix,\n        )\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.dev_scores = Scores(prefix='dev/')\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        self.log_dict(self.dev_scores(self(x), y))\n"
+        ),
+        # A tuple assignment whose metric of the step has its checks off; the other one is
+        # computed only when the epoch ends.
+        Valid(
+            "import lightning as L\nimport torch\n"
+            "from torchmetrics.classification import BinaryAUROC\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.fit_auc, self.epoch_auc = (\n"
+            "            BinaryAUROC(validate_args=False),\n"
+            "            BinaryAUROC(),\n        )\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        p = self(x)\n"
+            "        self.fit_auc(p, y)\n"
+            "        return p.mean()\n"
+        ),
         Valid(
             "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
             "class Model(L.LightningModule):\n"
@@ -220,6 +260,41 @@ class MetricInputChecks(Rule):
         ),
     )
     INVALID = (
+        # A project `MetricCollection` whose `__init__` builds metrics with their checks on,
+        # called in the validation step: reported where it is built, naming the metric.
+        Invalid(
+            "import lightning as L\nimport torch\nimport torchmetrics\n"
+            "from torchmetrics.classification import BinaryAUROC, BinaryRecall\n\n\n"
+            "class Scores(torchmetrics.MetricCollection):\n"
+            "    def __init__(self, prefix=None):\n"
+            "        super().__init__([BinaryRecall(), BinaryAUROC()], prefix=prefix)\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.dev_scores = Scores(prefix='dev/')\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        self.log_dict(self.dev_scores(self(x), y))\n",
+            line=15,
+            message="builds `BinaryRecall()` (",
+        ),
+        # Built by a tuple assignment, one metric per attribute, and as an entry of a dict
+        # attribute: each is the metric its attribute holds.
+        Invalid(
+            "import lightning as L\nimport torch\n"
+            "from torchmetrics.classification import BinaryAUROC, BinaryRecall\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.fit_auc, self.dev_auc = BinaryAUROC(), BinaryAUROC()\n"
+            "        self.scores = {}\n"
+            "        self.scores['recall'] = BinaryRecall()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n        p = self(x)\n"
+            "        self.fit_auc(p, y)\n        self.scores['recall'].update(p, y)\n"
+            "        return p.mean()\n",
+            count=2,
+            line=9,
+            message="(updated in training_step) checks the targets",
+        ),
         Invalid(
             "import lightning as L\nimport torch\nfrom torchmetrics import MeanMetric\n\n\n"
             "class Model(L.LightningModule):\n"
@@ -286,18 +361,39 @@ class MetricInputChecks(Rule):
         self._locals = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, name: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Record the metrics `value` builds under the target they are assigned to: a local,
+        an attribute (`self.acc = ...`), an entry of one (`self.metrics["acc"] = ...`), or
+        each target of a tuple assignment (`self.train_acc, self.val_acc = M(), M()`)."""
         info = self.ctx.function
         if not self._enabled or info is None or info.cls is None:
             return
-        checked = self._metrics_in(node.value)
-        for target in node.targets:
-            name = target.target
-            if isinstance(name, cst.Name) and checked:
-                self._locals[name.value] = checked
-            attr = self_attribute_name(name)
-            if attr is not None and checked:
-                entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())
-                entry.built.setdefault(attr, []).extend(checked)
+        if isinstance(name, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+            targets = [e.value for e in name.elements]
+            values = [e.value for e in value.elements]
+            starred = any(
+                isinstance(e, cst.StarredElement) for e in (*name.elements, *value.elements)
+            )
+            if len(targets) == len(values) and not starred:
+                for target, item in zip(targets, values, strict=True):
+                    self._bind(target, item)
+            return
+        checked = self._metrics_in(value)
+        if not checked:
+            return
+        if isinstance(name, cst.Name):
+            self._locals[name.value] = checked
+        attr = self_attribute_name(name.value if isinstance(name, cst.Subscript) else name)
+        if attr is not None:
+            entry = self._classes.setdefault(info.cls.qualname, _ClassMetrics())
+            entry.built.setdefault(attr, []).extend(checked)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -356,7 +452,9 @@ class MetricInputChecks(Rule):
 
     def _checked(self, node: cst.Call) -> _Checked | None:
         qualified = self.ctx.qualify(node.func) or ""
-        if not qualified.startswith("torchmetrics.") or ".functional." in qualified:
+        if not qualified.startswith("torchmetrics."):
+            return self._project_metric(node, qualified)
+        if ".functional." in qualified:
             return None
         last = qualified.rsplit(".", 1)[-1]
         if last in _AGGREGATORS:
@@ -365,6 +463,50 @@ class MetricInputChecks(Rule):
         if match is None or (match.group(1) is None and keyword_arg(node, "task") is None):
             return None  # the pre-0.11 API (no `task=`): no `validate_args` to turn off
         return _off(node, "validate_args", "False", ())
+
+    def _project_metric(self, node: cst.Call, qualified: str) -> _Checked | None:
+        """A metric class of the project (a torchmetrics `Metric` or `MetricCollection`
+        subclass) whose `__init__` builds torchmetrics metrics with their checks on
+        (`super().__init__([BinaryAUROC(), BinaryRecall()])`): reported where it is built,
+        naming the first such metric; no fix here (the arguments are in its class)."""
+        view = self.ctx.analysis.view
+        if not qualified and isinstance(node.func, cst.Name):
+            qualified = "." + node.func.value  # a class of this module
+        if view is None or not qualified:
+            return None
+        model = view.model
+        found = model.lookup(qualified, view.module)
+        gkey = getattr(found, "gkey", None)
+        if gkey is None or gkey not in model.classes:
+            return None
+        if not model.class_kind(gkey) & ClassKind.METRIC and not any(
+            base.startswith("torchmetrics.") for base in model.external_bases(gkey)
+        ):
+            return None  # (a `MetricCollection` subclass is no METRIC kind)
+        init = model.find_method(gkey, "__init__")
+        if init is None or init.owner != gkey:
+            return None
+        if model.find_method(gkey, "update") is not None:
+            # its own `update` updates what it holds: reported in its class, where they are
+            # built (`self.inner = MetricCollection({...})`, updated in `update`)
+            return None
+        builds = init.module.scope.metric_builds.get(init.summary.key, ())
+        for target, line, said, _ in sorted(builds, key=lambda build: (build[1], build[3])):
+            last = target.rsplit(".", 1)[-1]
+            if last in _AGGREGATORS:
+                keyword, off, offs = "nan_strategy", '"disable"', ("disable",)
+            else:
+                match = _CLASSIFICATION.fullmatch(last)
+                if match is None or (match.group(1) is None and "task" not in said):
+                    continue
+                keyword, off, offs = "validate_args", "False", ()
+            if keyword in said:
+                literal = said[keyword]
+                if literal == "?" or literal is False or literal in offs:
+                    continue  # off, or set from a variable: not ours to judge
+            where = f"{os.path.basename(init.module.path)}:{line}"
+            return _Checked(node, keyword, off, built=f"`{last}()` ({where})")
+        return None
 
     def _functional(self, node: cst.Call) -> _Checked | None:
         qualified = self.ctx.qualify(node.func) or ""
@@ -382,6 +524,15 @@ class MetricInputChecks(Rule):
             what = "tests every update for NaNs on the host (`if nans.any():`)"
         else:
             what = "checks the targets of every update on the host (`torch.unique`, `torch.any`)"
+        if checked.built is not None:
+            self.report(
+                checked.call,
+                f"`{text}` {where} builds {checked.built}, which {what}: a sync every step; "
+                f"pass it `{checked.keyword}={checked.value}` once the inputs are known to be "
+                "valid",
+                related=[RelatedNode(update, "updated here")] if update is not None else [],
+            )
+            return
         self.report(
             checked.call,
             f"`{text}` {where} {what}: a sync every step; pass "

@@ -34,6 +34,7 @@ _HOST_FACTORIES = frozenset(
         "randperm",
         "tril_indices",
         "triu_indices",
+        "normal",
     }
 )
 # Methods that keep a tensor where it is (so `torch.arange(n).float()[None]` is still on
@@ -93,7 +94,8 @@ class TensorWithoutDevice(TrackingRule, Rule):
     """
     ## What it does
     Finds tensors created in code that runs every step without `device=`
-    (`torch.zeros(n)`, `torch.arange(T)`, `torch.tensor([...])`, `torch.eye(k)`, also scaled
+    (`torch.zeros(n)`, `torch.arange(T)`, `torch.tensor([...])`, `torch.eye(k)`,
+    `torch.normal(0, 1, size=x.shape)` of numbers, also scaled
     by a number: `torch.ones(n, 1) * c`), and tensors kept as plain module attributes (not
     registered buffers, so moving the module leaves them on the host), then combined with or
     indexed by the step's tensors (`x + pos`, `lengths[:, None] > torch.arange(T)`,
@@ -163,6 +165,13 @@ class TensorWithoutDevice(TrackingRule, Rule):
     screen_calls = _HOST_FACTORIES  # every finding is a factory call (_host_factory)
 
     VALID = (
+        # `torch.normal` of tensors is made where its mean is.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\nclass Jitter(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        eps = torch.normal(x, torch.ones_like(x))\n"
+            "        return x + eps\n"
+        ),
         # A registered buffer moves with the module.
         Valid(
             "import torch\nfrom torch import nn\n\n\nclass Prior(nn.Module):\n"
@@ -204,6 +213,14 @@ class TensorWithoutDevice(TrackingRule, Rule):
             "        return x + self.table[ids]\n",
             line=11,
             message="kept as a plain attribute",
+        ),
+        # Noise drawn from numbers with `size=`: a host tensor added to the step's input.
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Jitter(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        eps = torch.normal(0.0, 1.0, size=x.shape)\n"
+            "        return x + eps\n",
+            line=7,
         ),
         # Scaled by a number: still a host tensor.
         Invalid(
@@ -381,6 +398,11 @@ class TensorWithoutDevice(TrackingRule, Rule):
                 return None
             if keyword(node, "device") is not None or any(a.star for a in node.args):
                 return None
+            if name.rsplit(".", 1)[-1] == "normal" and (
+                keyword(node, "size") is None
+                or any(not self.ctx.value_kind(a.value).is_host for a in node.args[:2])
+            ):
+                return None  # `torch.normal(mean, std)` of tensors: placed like `mean`
             if name.rsplit(".", 1)[-1] in ("tensor", "as_tensor"):
                 data = node.args[0].value if node.args else None
                 if not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):

@@ -559,6 +559,17 @@ def name_mask_strength(name: str) -> str | None:
     return None
 
 
+def _index_results(ctx: FileContext, value: cst.BaseExpression | None) -> bool:
+    """Whether an unpacked value is the results of a call that gives index tensors (or
+    values and indices), never masks: `torch.nonzero(m, as_tuple=True)`, `torch.where(m)`,
+    `x.sort()`, `x.topk(k)`."""
+    if not isinstance(value, cst.Call):
+        return False
+    name = torch_name(ctx, value)
+    last = name.rsplit(".", 1)[-1] if name is not None else method_name(value)
+    return last in ("nonzero", "where", "argwhere", "sort", "topk", "max", "min", "unique")
+
+
 def _is_bool_dtype(ctx: FileContext, node: cst.BaseExpression) -> bool:
     return ctx.qualify(node) == "torch.bool" or (
         isinstance(node, cst.Name) and node.value == "bool"
@@ -666,6 +677,8 @@ def mask_kind(
                 return "name"
             return "operator" if _inverted_as_index(ctx, node) else None
         if binding is not None and binding.unpack_index is not None:
+            if _index_results(ctx, binding.value):
+                return None  # `rows, _ = torch.nonzero(m, as_tuple=True)`: index tensors
             if strength == "strong" and not _integer_index(ctx, node):
                 return "name"
             return "operator" if _inverted_as_index(ctx, node) else None
@@ -1092,7 +1105,13 @@ def _tensorish(ctx: FileContext, node: cst.BaseExpression, bindings: Bindings) -
             ctx.value_kind(side) is CPU for side in sides
         )
     name = root_name(node)
-    if name is None or name == "self":
+    if name == "self":
+        return False
+    if is_torch_tensor(ctx, node, bindings):
+        # `k = (torch.sum(masks, -1) * ratio).int()`: made by torch calls or torch-only
+        # methods from a value that may be on the device
+        return True
+    if name is None:
         return False
     return bool(re.search(r"(len|length|lens|mask|dur|count|num|size|ids|idx|index)", name.lower()))
 

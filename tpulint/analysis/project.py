@@ -1201,7 +1201,19 @@ class ProjectModel:
                 return out
             attr, _, method = target.partition(".")
             classes = self._attribute_classes(owner, attr)
-            if not classes:
+            if "." in method:
+                # `self.metrics.buffer.append(...)`: the method of the project class the inner
+                # attribute of each class the outer one holds is built from
+                inner, _, method = method.partition(".")
+                classes = [
+                    held
+                    for cls_gkey in classes
+                    for held in self._attribute_classes(cls_gkey, inner)
+                    if "." not in method
+                ]
+                if not classes:
+                    return out
+            elif not classes:
                 return self._assigned_callables(owner, attr, method)
             found: list[_Function | _Class] = []
             for cls_gkey in classes:
@@ -1254,20 +1266,36 @@ class ProjectModel:
 
         def compute() -> list[str]:
             out: list[str] = []
+            assigned = False
             for gkey in self.mro(class_gkey):
                 cls = self.classes.get(gkey)
                 if cls is None:
                     continue
+                assigned = assigned or attr in cls.summary.attributes
                 for atom in cls.summary.attributes.get(attr) or ():
                     value = self.resolve_atoms([atom], cls.module, gkey, 0)
                     if value is not None and value.cls is not None and value.cls not in out:
                         out.append(value.cls)
+            if not assigned and self._kind_with_subclasses(class_gkey) & ClassKind.LIGHTNING_MODULE:
+                out = self._callback_stored_classes(attr)
             return out
 
         classes, keep = self._recursion.answer(("attribute classes", *key), compute, [])
         if keep:
             cache[key] = classes
         return classes
+
+    def _callback_stored_classes(self, attr: str) -> list[str]:
+        """The project classes Lightning callbacks' hooks build into `pl_module.<attr>`
+        (`pl_module.meter = AverageMeter(...)` when an epoch starts), for a LightningModule
+        that never assigns the attribute itself (ScopeFacts.module_stores)."""
+        out: list[str] = []
+        for module in self.modules.values():
+            for name in module.scope.module_stores.get(attr, ()):
+                found = self.lookup(name, module)
+                if isinstance(found, _Class) and found.gkey not in out:
+                    out.append(found.gkey)
+        return out
 
     def _overrides(self, class_gkey: str, name: str) -> list[_Function]:
         """The methods `name` that the project's subclasses of a class define."""

@@ -131,9 +131,13 @@ Reach is followed call by call: a class is live once reached code builds it (or 
 `LightningCLI(Model)`, a class passed on, a classmethod like `load_from_checkpoint`), and then
 the methods its framework calls are reached (Lightning's hooks, `forward`, dunders, and every
 method of a class with another external base, whose framework may call any); other methods
-run when reached code calls them (`self.m()`, `self.x.m()` through what `x` holds, or, on a
+run when reached code calls them (`self.m()`, `self.x.m()` through what `x` holds,
+`self.x.y.m()` through what `y` of that holds, an attribute a LightningModule never assigns
+through what callbacks' hooks store in it, `pl_module.meter = Meter()`, or, on a
 value whose class is not known, any live class's method of that name, unless every such call
-passes no argument and the method needs one: `model.train()` is `nn.Module.train`). A
+passes no argument and the method needs one: `model.train()` is `nn.Module.train`).
+Names rooted at a third-party package a project folder may shadow (a namespace folder
+`lightning/` beside the scripts) are looked up in the project. A
 module's top level runs when reached code imports it; decorated top-level functions and
 classes (registries, CLI commands) run with it.
 
@@ -5984,6 +5988,8 @@ class ProjectScope:
         if not subclasses:
             return None
         for sub in subclasses:
+            if self._intermediate_base(sub):
+                continue  # its own subclasses decide: it inherits for them alone
             for gkey in self.model.mro(sub):
                 if gkey == owner:
                     return None  # inherited, or handed on to
@@ -6032,6 +6038,28 @@ class ProjectScope:
         return (
             f"`{short}.{name}` is defined again by every subclass of `{short}`, which is"
             " built only as their base"
+        )
+
+    def _intermediate_base(self, gkey: str) -> bool:
+        """A class with subclasses of its own that nothing builds or names but as a base (no
+        config, export, string or class reference outside base lists spells it): built only
+        through its subclasses, so what it inherits runs only where they do not override."""
+        if not self.model.subclasses(gkey):
+            return False
+        if gkey in self._exported() or gkey in self._configured_classes():
+            return False
+        cls = self.model.classes.get(gkey)
+        if cls is None:
+            return False
+        words, looked_up = self._names_by_text()
+        named, star_exported = self._referenced_names()
+        short = cls.summary.name
+        return not (
+            short in words
+            or short in named
+            or cls.module.path in looked_up
+            or "^" in looked_up
+            or cls.module.path in star_exported
         )
 
     def _referenced_names(self) -> tuple[frozenset[str], frozenset[str]]:

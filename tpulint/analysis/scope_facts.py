@@ -386,6 +386,14 @@ class ScopeFacts:
     # attribute, op, number]` (`self.threshold > 0`) by what the constructions pass
     # (tpulint.analysis.scope `_attr_number_truth`).
     number_attrs: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    # What a Lightning callback's hooks store on the module they are handed:
+    # `pl_module.meter = AverageMeter(...)` -> {"meter": ["pkg.meters.AverageMeter"]} (the
+    # module's own `self.meter.update(...)` calls that class's methods).
+    module_stores: dict[str, list[str]] = field(default_factory=dict)
+    # The torchmetrics classes a method builds (`__init__` of a project `MetricCollection`
+    # subclass: `super().__init__([BinaryAUROC(), ...])`): function key -> [qualified class,
+    # line, {keyword: literal or "?"} for `task`, `validate_args`, `nan_strategy`, column].
+    metric_builds: dict[str, list[list[Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -451,6 +459,8 @@ class ScopeFacts:
             "ce": self.cuda_extensions,
             "cem": self.cuda_extension_modules,
             "na": self.number_attrs,
+            "ms": self.module_stores,
+            "mb": self.metric_builds,
         }
 
     @classmethod
@@ -518,6 +528,8 @@ class ScopeFacts:
             data.get("ce", []),
             data.get("cem", []),
             data.get("na", {}),
+            data.get("ms", {}),
+            data.get("mb", {}),
         )
 
 
@@ -1276,6 +1288,8 @@ class _Walker:
                 pass  # `_C.MODEL.KIND = "focal"`: a default, not a store from outside
             else:
                 self.foreign_stored(targets, value if len(targets) == 1 else None)
+            if len(targets) == 1 and isinstance(value, ast.Call):
+                self.module_stored(targets[0], value, imports)
             if value is not None and klass is not None and key:
                 self.attribute_refs(targets, value, klass, imports, local, key)
             if value is not None and key and isinstance(value, (ast.Name, ast.Attribute)):
@@ -1463,6 +1477,39 @@ class _Walker:
             return False
         qualified = self.qualify(text, imports)
         return qualified.rsplit(".", 1)[-1] == "CfgNode" and not qualified.startswith(".")
+
+    def metric_built(self, call: ast.Call, qualified: str, key: str) -> None:
+        """A torchmetrics class built in a class's `__init__` (ScopeFacts.metric_builds)."""
+        if not qualified.rsplit(".", 1)[-1][:1].isupper() or ".functional." in qualified:
+            return
+        said: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg in ("task", "validate_args", "nan_strategy"):
+                value = keyword.value
+                said[keyword.arg] = (
+                    value.value
+                    if isinstance(value, ast.Constant) and isinstance(value.value, (bool, str))
+                    else "?"
+                )
+        built = [qualified, call.lineno, said, call.col_offset]
+        self.facts.metric_builds.setdefault(key, []).append(built)
+
+    def module_stored(self, target: ast.expr, value: ast.Call, imports: dict[str, str]) -> None:
+        """`pl_module.meter = AverageMeter(...)` in a callback's hook: the class built into an
+        attribute of the LightningModule the hook is handed (ScopeFacts.module_stores)."""
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "pl_module"
+        ):
+            return
+        text = dotted(value.func)
+        if text is None or text.split(".", 1)[0] in ("self", "pl_module"):
+            return
+        built = self.qualify(text, imports)
+        found = self.facts.module_stores.setdefault(target.attr, [])
+        if built not in found:
+            found.append(built)
 
     def foreign_stored(self, targets: list[ast.expr], value: ast.expr | None = None) -> None:
         """Record the attributes assigned on values other than `self` (`model.flag = x`), and
@@ -1861,6 +1908,13 @@ class _Walker:
                     owner = key.partition("#")[0].rpartition(".")[0]
                     if owner:
                         self.facts.constructions.append([key, "." + owner, [], {}, True])
+                if (
+                    use is not None
+                    and use[0] == "name"
+                    and use[1].startswith("torchmetrics.")
+                    and key.partition("#")[0].endswith(".__init__")
+                ):
+                    self.metric_built(current, use[1], key)
                 self.run_time_lookup(current, func, imports, local)
                 self.inert_arguments(current, func)
                 if use is not None:
@@ -3700,7 +3754,9 @@ def _is_device_text(node: ast.expr) -> bool:
     )
 
 
-# Packages whose names never lead into the project's code.
+# Packages whose names never lead into the project's code. Third-party names a project
+# folder of the same name may shadow are kept (a namespace folder `lightning/` beside the
+# scripts, `from lightning.utils import loss2dict`): the project model's lookup decides.
 _EXTERNAL_ROOTS = frozenset(
     {
         "torch",
@@ -3727,13 +3783,7 @@ _EXTERNAL_ROOTS = frozenset(
         "logging",
         "warnings",
         "pathlib",
-        "einops",
-        "lightning",
-        "pytorch_lightning",
-        "lightning_fabric",
         "torch_xla",
-        "transformers",
-        "omegaconf",
     }
 )
 

@@ -2139,6 +2139,16 @@ class _Summarizer(ValueEvaluator):
                 and value.value.id == "self"
             ):
                 return CallSite("attr", f"{value.attr}.{func.attr}", line, guards)
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Attribute)
+                and isinstance(value.value.value, ast.Name)
+                and value.value.value.id == "self"
+            ):
+                # `self.metrics.buffer.append(...)`: a method of what an attribute of an
+                # attribute holds (ProjectModel.resolve_call follows both)
+                target = f"{value.value.attr}.{value.attr}.{func.attr}"
+                return CallSite("attr", target, line, guards)
             if isinstance(value, ast.Name) and value.id in scope.instances:
                 return CallSite("inst", f"{scope.instances[value.id]}.{func.attr}", line, guards)
         if (
