@@ -2573,3 +2573,155 @@ def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
     assert [line for line, _ in messages] == [6, 8]
     assert "a sync to count it" in messages[0][1] and "host mask" not in messages[0][1]
     assert "the host mask `drop` (a CPU tensor)" in messages[1][1]
+
+
+# Host values the step's code takes for device tensors: a collate's Python list of counts
+# (Lightning's batch transfer moves tensors only), a CPU tensor moved only by CUDA-only code
+# (`.cuda()`, or under `if t.is_cuda:`), a CPU schedule of timesteps, a helper's parameters
+# that every call passes numbers, a CRF's decoded label lists. Each beside the shape that stays
+# a device tensor (a collate that makes a tensor of the counts, a mask moved with
+# `.to(x.device)`, a helper also called with a tensor).
+HOST_SHAPES_SILENT = {
+    "a collate's list of counts read in the step": """
+        class Pairs(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                row = self.rows[i]
+                return {"ids": torch.tensor(row), "count": len(row)}
+
+            def collate_fn(self, items):
+                return {
+                    "ids": torch.stack([x["ids"] for x in items]),
+                    "count": [x["count"] for x in items],
+                }
+
+
+        class M(L.LightningModule):
+            def train_dataloader(self):
+                data = Pairs()
+                return torch.utils.data.DataLoader(data, collate_fn=data.collate_fn)
+
+            def training_step(self, batch, batch_idx):
+                count = batch["count"]
+                if max(count) != 0:
+                    return self(batch["ids"]).sum()
+                return self(batch["ids"]).mean()
+        """,
+    "a collate's list of lengths": """
+        def pad_collate(items):
+            lengths = [len(s) for s in items]
+            ids = torch.nn.utils.rnn.pad_sequence(items, batch_first=True)
+            return {"ids": ids, "lengths": lengths}
+
+
+        class M(L.LightningModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(self.data, collate_fn=pad_collate)
+
+            def training_step(self, batch, batch_idx):
+                if max(batch["lengths"]) > 8:
+                    return self(batch["ids"][:, :8]).sum()
+                return self(batch["ids"]).sum()
+        """,
+    "a CPU mask moved only when the scores are CUDA tensors": """
+        def masked_loss(scores, counts):
+            rows = [torch.ones(c) for c in counts]
+            mask = torch.stack(rows)
+            if scores.is_cuda:
+                mask = mask.cuda(scores.get_device())
+            valid = torch.sum(mask, dim=-1).tolist()
+            return (scores * mask).sum() / sum(valid)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return masked_loss(self(batch), [3, 4])
+        """,
+    "a CPU mask moved only on a CUDA device type": """
+        def masked_loss(scores, counts):
+            mask = torch.tensor(counts)
+            if scores.device.type == "cuda":
+                mask = mask.to(scores.device)
+            valid = mask.tolist()
+            return scores.sum() / sum(valid)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return masked_loss(self(batch), [3, 4])
+        """,
+    "a CPU tensor moved with .cuda()": """
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                lengths = torch.tensor([len(r) for r in self.rows]).cuda()
+                total = lengths.sum().item()
+                return self(batch).sum() / total
+        """,
+    "a print before the program exits": """
+        import sys
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.strict:
+                    print(out.mean())
+                    sys.exit(1)
+                return out.sum()
+        """,
+}
+
+HOST_SHAPES_REPORTED = {
+    "a collate that makes a tensor of the counts": (
+        """
+        class Pairs(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                row = self.rows[i]
+                return {"ids": torch.tensor(row), "count": len(row)}
+
+            def collate_fn(self, items):
+                return {
+                    "ids": torch.stack([x["ids"] for x in items]),
+                    "count": torch.tensor([x["count"] for x in items]),
+                }
+
+
+        class M(L.LightningModule):
+            def train_dataloader(self):
+                data = Pairs()
+                return torch.utils.data.DataLoader(data, collate_fn=data.collate_fn)
+
+            def training_step(self, batch, batch_idx):
+                count = batch["count"]
+                if max(count) != 0:
+                    return self(batch["ids"]).sum()
+                return self(batch["ids"]).mean()
+        """,
+        [("TPU104", 20)],
+    ),
+    "a CPU mask moved with .to(x.device)": (
+        """
+        def masked_loss(scores, counts):
+            mask = torch.tensor(counts)
+            mask = mask.to(scores.device)
+            valid = mask.tolist()
+            return scores.sum() / sum(valid)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return masked_loss(self(batch), [3, 4])
+        """,
+        [("TPU103", 4)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_SHAPES_SILENT))
+def test_host_shapes_stay_silent(name: str) -> None:
+    assert codes(HOST_SHAPES_SILENT[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(HOST_SHAPES_REPORTED))
+def test_device_shapes_beside_them_stay_reported(name: str) -> None:
+    source, expected = HOST_SHAPES_REPORTED[name]
+    assert codes(source) == expected

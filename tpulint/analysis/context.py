@@ -41,7 +41,7 @@ from tpulint.analysis.imports import Aliases, dotted_name
 from tpulint.analysis.param_routes import live as param_live
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
-from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import PROGRAM_EXITS, parse_python
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
@@ -1327,8 +1327,8 @@ def _only_calls(block: cst.BaseSuite, callee_test: Callable[[str], bool]) -> boo
 
 
 def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
-    """Whether the block raises, unconditionally, after `child`: `child` is on an error path
-    (a message printed before `raise ValueError(...)`)."""
+    """Whether the block raises (or ends the program: `sys.exit(1)`), unconditionally, after
+    `child`: `child` is on an error path (a message printed before `raise ValueError(...)`)."""
     seen = False
     for statement in block.body:
         if statement is child:
@@ -1337,10 +1337,21 @@ def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
         if (
             seen
             and isinstance(statement, cst.SimpleStatementLine)
-            and any(isinstance(small, cst.Raise) for small in statement.body)
+            and any(_ends_program(small) for small in statement.body)
         ):
             return True
     return False
+
+
+def _ends_program(small: cst.BaseSmallStatement) -> bool:
+    """`raise ...` or a call that ends the program (python_ast.PROGRAM_EXITS) as a statement."""
+    if isinstance(small, cst.Raise):
+        return True
+    return (
+        isinstance(small, cst.Expr)
+        and isinstance(small.value, cst.Call)
+        and dotted_name(small.value.func) in PROGRAM_EXITS
+    )
 
 
 def _single_return(method: cst.FunctionDef) -> cst.BaseExpression | None:

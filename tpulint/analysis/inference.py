@@ -40,7 +40,9 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    every project class that sets it is a record Lightning's
                                    batch transfer does not move (no `.to`), else `fallback`
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
-                                   resolve to a module (`make_model().to(device)`)
+                                   resolve to a module (`make_model().to(device)`); "cuda":
+                                   `.cuda()`, a move an XLA run never makes (a CPU tensor
+                                   stays one), else on the device
     ["w", [atoms]]                 a tensor made or moved with `device=t.device` for `t` of
                                    these atoms: on the CPU when `t` is a CPU tensor, else on
                                    the device
@@ -845,6 +847,10 @@ class ValueEvaluator:
                 if method == "to"
                 else (["cpu"] if method == "cpu" else ["device"])
             )
+            if method == "cuda" and base and all(a == "cpu" for a in base):
+                # `torch.tensor(rows).cuda()`: a CUDA-only move, which an XLA run never makes
+                # (it fails there, TPU006's): the tensor it would move is a CPU tensor.
+                return ["cpu"]
             symbolic = [a for a in base if isinstance(a, list)]
             if not symbolic:
                 return moved
@@ -852,7 +858,7 @@ class ValueEvaluator:
             def module_stays(moved: list[Atom]) -> list[Atom]:
                 # `make_model().to(device)`: a module stays a module wherever it moves.
                 if moved in (["cpu"], ["device"]):
-                    return [["mv", moved[0], symbolic]]
+                    return [["mv", "cuda" if method == "cuda" else moved[0], symbolic]]
                 return moved
 
             if len(moved) == 1 and isinstance(moved[0], list) and moved[0][0] == "md":
@@ -984,10 +990,13 @@ class ValueEvaluator:
         return None
 
     def cuda_check(self, test: ast.expr, scope: Scope) -> bool:
-        """Whether a test is False on a TPU host: a CUDA/MPS availability check, alone or as
-        the first operand of an `and`."""
+        """Whether a test is False on a TPU host: a CUDA/MPS availability check, or a test of a
+        tensor's device being a CUDA device (`x.is_cuda`, `x.device.type == "cuda"`: an XLA
+        tensor's is "xla"), alone or as the first operand of an `and`."""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return self.cuda_check(test.values[0], scope)
+        if tensor_on_cuda(test):
+            return True
         if not isinstance(test, ast.Call):
             return False
         text = dotted(test.func)
@@ -1088,6 +1097,24 @@ class ValueEvaluator:
 
 
 # --- atoms ---------------------------------------------------------------------------------
+
+
+def tensor_on_cuda(test: ast.expr) -> bool:
+    """`x.is_cuda` or `x.device.type == "cuda"`: a test that a tensor is on a CUDA device,
+    False for every tensor of an XLA run (on the CPU or "xla")."""
+    if isinstance(test, ast.Attribute):
+        return test.attr == "is_cuda"
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.Is))
+        and isinstance(test.left, ast.Attribute)
+        and test.left.attr == "type"
+        and isinstance(test.left.value, ast.Attribute)
+        and test.left.value.attr == "device"
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "cuda"
+    )
 
 
 def _number_literal(node: ast.expr) -> bool:

@@ -2151,8 +2151,28 @@ class ProjectModel:
         keys = self.__dict__.get("_batch_keys")
         if keys is None:
             found: dict[str, str] = {}
+            # What the datasets' items hold at each key as built, and the classes (datasets)
+            # that bring a collate method of their own (`collate_fn=data.collate_fn`): their
+            # items reach the step through it, not through default_collate.
+            items: dict[str, str] = {}
+            collating: set[str] = set()
             for fn in self.functions.values():
+                for name, kind in fn.summary.item_keys.items():
+                    items[name] = merge_built_kinds(items.get(name, kind), kind)
+                if fn.owner is not None and "collat" in fn.summary.name.lower():
+                    collating.add(fn.owner)
+            for fn in self.functions.values():
+                if (
+                    fn.summary.item_keys
+                    and fn.owner is not None
+                    and any(c in collating for c in self.mro(fn.owner))
+                ):
+                    continue
                 for name, kind in fn.summary.built_keys.items():
+                    if kind.startswith("items:"):
+                        # `[x["n"] for x in items]`: a list of the items' numbers stays one
+                        held = items.get(kind[len("items:") :])
+                        kind = "host" if held in ("number", "host") else "tensor"
                     found[name] = merge_built_kinds(found.get(name, kind), kind)
             keys = {k: v for k, v in found.items() if v != "tensor"}
             self.__dict__["_batch_keys"] = keys
@@ -3092,6 +3112,9 @@ class ProjectModel:
                 if atom[1] == "cpu":
                     return Value("cpu")  # a tensor or a model: on the host either way
                 return UNKNOWN_VALUE  # a tensor or a model: moving it says nothing
+            if atom[1] == "cuda":
+                # `.cuda()`, which an XLA run never makes: a CPU tensor stays one
+                return Value("cpu" if inner.kind == "cpu" else "device")
             return Value(atom[1])
         if tag == "md":
             place = self.resolve_atoms(atom[1], module, owner, depth)
