@@ -2725,3 +2725,73 @@ def test_host_shapes_stay_silent(name: str) -> None:
 def test_device_shapes_beside_them_stay_reported(name: str) -> None:
     source, expected = HOST_SHAPES_REPORTED[name]
     assert codes(source) == expected
+
+
+CRF_HEAD = "from torchcrf import CRF\n\n\n"
+CRF_DECODE = """
+    class Tagger(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.encoder = nn.Linear(8, n)
+            self.crf = CRF(n, batch_first=True)
+
+        def forward(self, x):
+            return self.encoder(x)
+
+
+    class M(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.tagger = Tagger(5)
+
+        def validation_step(self, batch, batch_idx):
+            x, mask, gold = batch
+            paths = self.tagger.crf.decode(self(x), mask)
+            names = []
+            for path in paths:
+                path = [tag if tag != self.pad_tag else 0 for tag in path]
+                names.append([self.tag_names[int(tag)] for tag in path[1:-1]])
+            return names
+"""
+
+
+def test_decoded_crf_paths_are_python_lists() -> None:
+    # torchcrf's `CRF.decode` returns a list of lists of ints: no tensor to read
+    assert codes(CRF_HEAD + textwrap.dedent(CRF_DECODE)) == []
+
+
+def test_a_decode_of_another_library_object_stays_a_tensor() -> None:
+    source = CRF_HEAD + textwrap.dedent(CRF_DECODE).replace(
+        "self.crf = CRF(n, batch_first=True)", "self.crf = nn.Linear(n, n)"
+    )
+    assert codes(source) == [("TPU104", 25), ("TPU103", 26)]
+
+
+TOKENIZER_STEP = """
+    from transformers import AutoTokenizer
+
+
+    class M(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.tokenizer = AutoTokenizer.from_pretrained("some/model")
+
+        def validation_step(self, batch, batch_idx):
+            ids = self.tokenizer(batch["text"], truncation=True)["input_ids"]
+            longest = max(len(row) for row in ids)
+            for row in ids:
+                if row[0] != self.tokenizer.cls_token_id:
+                    longest += 1
+            return self(batch["x"]).sum() + longest
+"""
+
+
+def test_a_tokenizers_ids_without_return_tensors_are_python_lists() -> None:
+    assert codes(TOKENIZER_STEP) == []
+
+
+def test_a_tokenizers_ids_with_return_tensors_stay_tensors() -> None:
+    source = TOKENIZER_STEP.replace("truncation=True", 'return_tensors="pt"').replace(
+        '["input_ids"]', '["input_ids"].to(self.device)'
+    )
+    assert codes(source) == [("TPU104", 13)]

@@ -74,6 +74,7 @@ from tpulint.analysis.value_tables import (
     CONTAINER_METHODS,
     COPY_FUNCTIONS,
     ELEMENTWISE_BUILTINS,
+    EXTERNAL_HOST_METHOD_NAMES,
     HOST_ATTRIBUTES,
     HOST_BUILTINS,
     HOST_CLASS_NAMES,
@@ -784,6 +785,12 @@ class ValueEvaluator:
         ):
             return [
                 self.call_atom(["c", "attr", f"{receiver.attr}.{method}", args()], node, scope, d)
+            ]
+        if isinstance(receiver, ast.Attribute) and method in EXTERNAL_HOST_METHOD_NAMES:
+            # `self.model.crf.decode(em)`: host data when every `crf` attribute of the project
+            # holds a library object whose `decode` returns some (ProjectModel.call_value)
+            return [
+                self.call_atom(["c", "chain", f"{receiver.attr}.{method}", args()], node, scope, d)
             ]
         if isinstance(receiver, ast.Name) and receiver.id in scope.instances:
             return [

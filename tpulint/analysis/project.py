@@ -72,8 +72,11 @@ from tpulint.analysis.summary import (
 )
 from tpulint.analysis.value_tables import (
     BATCH_PARAMS,
+    EXTERNAL_HOST_METHOD_NAMES,
     MODULE_SELF_METHODS,
     TENSOR_METHODS_OF_MODULES,
+    TOKENIZER_HOST_METHODS,
+    external_host_method,
 )
 
 _T = TypeVar("_T")  # what a call record holds per argument (atoms, texts)
@@ -384,6 +387,11 @@ def combine_values(values: list[Value]) -> Value:
     return Value(
         kind, mask, params, elements, cls, tensor, placed, entries or None, schedule, param_device
     )
+
+
+def _asks_tensors(keywords: dict[str, Any] | None) -> bool:
+    """Whether a call's keywords pass `return_tensors=` (or a `**` spread that may)."""
+    return keywords is not None and bool({"return_tensors", "**"} & set(keywords))
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -3172,6 +3180,22 @@ class ProjectModel:
         """The value a call returns; `args` are the positional arguments (atoms, or values
         already resolved by the caller); `keywords` what its keywords pass (atoms, or values
         with None for `None`), when known."""
+        if form in ("attr", "chain"):
+            attr, _, method = target.partition(".")
+            if self._host_method_holder(attr, method or "__call__", _asks_tensors(keywords)):
+                # `self.crf.decode(em)` of torchcrf, `self.tokenizer(texts)`: Python lists
+                return Value("host")
+            if form == "chain":
+                # `x.crf.decode(em)` of another object: as a model's `decode` of tensors
+                passed = [
+                    arg
+                    if isinstance(arg, Value)
+                    else self.resolve_atoms(arg, module, owner, depth + 1)
+                    for arg in args
+                ]
+                if any(p is not None and p.kind in ("device", "cpu") for p in passed):
+                    return Value("device")
+                return UNKNOWN_VALUE
         targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "self" and owner is not None:
             form = "attr"  # `self.softmax(x)`: a sub-module attribute, not a method
@@ -3369,6 +3393,30 @@ class ProjectModel:
             return Value("unknown", params=frozenset(passed_on), tensor=True, param_device=True)
         return Value("cpu", tensor=True)
 
+    def _host_method_holder(self, attr: str, method: str, tensors_asked: bool = False) -> bool:
+        """Whether every project class that sets `self.<attr>` sets it to an instance of a
+        library class whose `method` returns Python data (value_tables.external_host_method),
+        and some class does."""
+        if method not in EXTERNAL_HOST_METHOD_NAMES and method not in TOKENIZER_HOST_METHODS:
+            return False
+        holders = self.__dict__.get("_library_holders")
+        if holders is None:
+            # attribute name -> what every class that sets it calls to build it (None: some
+            # class sets it to something else)
+            found: dict[str, set[str] | None] = {}
+            for cls in self.classes.values():
+                for name, atoms in cls.summary.attributes.items():
+                    if name in found and found[name] is None:
+                        continue
+                    calls = all(isinstance(a, list) and a[:2] == ["c", "name"] for a in atoms)
+                    found[name] = (
+                        (found.get(name) or set()) | {a[2] for a in atoms} if calls else None
+                    )
+            holders = {name: sorted(made) for name, made in found.items() if made}
+            self.__dict__["_library_holders"] = holders
+        made = holders.get(attr)
+        return bool(made) and all(external_host_method(q, method, tensors_asked) for q in made)
+
     def _attribute_call(
         self,
         module: ModuleSummary,
@@ -3387,6 +3435,8 @@ class ProjectModel:
                 return Value(
                     {"cpu": "cpu", "numpy": "numpy", "tolist": "host"}.get(method, "number")
                 )
+            if method == "cuda" and value.kind == "cpu":
+                return Value("cpu")  # a CUDA-only move, which an XLA run never makes
             if method in ("to", "cuda", "xla"):
                 return Value("device") if method != "to" else UNKNOWN_VALUE
             return Value(value.kind)
@@ -3735,6 +3785,13 @@ class FileView:
         keywords: dict[str, Value | None] | None = None,
     ) -> Value | None:
         """What a call in this file returns (None when the model does not know the callee)."""
+        attr, _, method = target.partition(".")
+        if form == "chain" or (
+            form == "attr"
+            and self.model._host_method_holder(attr, method or "__call__", _asks_tensors(keywords))
+        ):
+            # `x.crf.decode(em)`: a library object's method (ProjectModel.call_value)
+            return self.model.call_value(self.module, owner, form, target, args, 0, keywords)
         targets = self.model.resolve_call(self.module, owner, form, target)
         if not targets and form == "attr" and owner is not None and "." not in target:
             # `self.tracker(activations)`: a library object fed numpy arrays only

@@ -1198,7 +1198,8 @@ class _Summarizer(ValueEvaluator):
         saved = scope.guards
         saved_error = scope.error_path
         # The error path: what a block runs before its `raise` (or `sys.exit()`) runs when
-        # the step fails, not every step (its own statements; a nested block may leave before the raise).
+        # the step fails, not every step (its own statements; a nested block may leave
+        # before the raise).
         raises = max((i for i, s in enumerate(statements) if ends_program(s)), default=-1)
         surely_set: set[str] = set()  # names set when None by an earlier statement
         for index, statement in enumerate(statements):
@@ -1679,13 +1680,6 @@ class _Summarizer(ValueEvaluator):
                 scope.info.item_keys[key] = merge_built_kinds(
                     scope.info.item_keys.get(key, "number"), _built_kind(atoms, value, strings)
                 )
-            listed = None if item else listed_kind(atoms)
-            if listed is not None:
-                # `"lengths": [len(s) for s in items]`, `"n": [x["n"] for x in items]`: a
-                # list of Python values (of the items' entries), which Lightning's batch
-                # transfer leaves on the host
-                built[key] = merge_built_kinds(built.get(key, listed), listed)
-                continue
             kind = (
                 ("host" if is_string(value, strings) else "tensor")
                 if item
@@ -1706,6 +1700,11 @@ class _Summarizer(ValueEvaluator):
                 # return `Dict[str, Union[Tensor, List[str], List[int]]]`: a list entry is
                 # one of the lists the annotation names, all of Python values.
                 kind = "host"
+            if kind == "tensor" and not item:
+                # `"lengths": [len(s) for s in items]`, `"n": [x["n"] for x in items]`: a
+                # list of Python values (of the items' entries), which Lightning's batch
+                # transfer leaves on the host
+                kind = listed_kind(atoms) or kind
             built[key] = merge_built_kinds(built.get(key, kind), kind)
 
     def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
