@@ -997,13 +997,10 @@ class ValueEvaluator:
         return None
 
     def cuda_check(self, test: ast.expr, scope: Scope) -> bool:
-        """Whether a test is False on a TPU host: a CUDA/MPS availability check, or a test of a
-        tensor's device being a CUDA device (`x.is_cuda`, `x.device.type == "cuda"`: an XLA
-        tensor's is "xla"), alone or as the first operand of an `and`."""
+        """Whether a test is False on a TPU host: a CUDA/MPS availability check, alone or as
+        the first operand of an `and`."""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return self.cuda_check(test.values[0], scope)
-        if tensor_on_cuda(test):
-            return True
         if not isinstance(test, ast.Call):
             return False
         text = dotted(test.func)

@@ -66,6 +66,7 @@ from tpulint.analysis.inference import (
     is_super_call,
     self_entry,
     set_local,
+    tensor_on_cuda,
     union,
     with_entries,
 )
@@ -1336,12 +1337,19 @@ class _Summarizer(ValueEvaluator):
                     cuda_only
                     and in_body is not None
                     and in_body is not MISSING
-                    and (
-                        all_host(in_body)
-                        # a CPU tensor moved only under `if x.is_cuda:` stays on the CPU
-                        or (before and before is not MISSING and all(a == "cpu" for a in before))
-                    )
+                    and all_host(in_body)
                 ):
+                    in_body = before
+                if (
+                    (cuda_only or tensor_on_cuda(node.test))
+                    and before
+                    and before is not MISSING
+                    and all(a == "cpu" for a in before)
+                ):
+                    # A CPU tensor moved only under `if x.is_cuda:` (`x.device.type == "cuda"`,
+                    # `torch.cuda.is_available()`) stays on the CPU: the move never runs on a
+                    # TPU host. (A device chosen there is not dropped: `device = cpu; if
+                    # x.is_cuda: device = x.get_device()` is how the code finds its device.)
                     in_body = before
                 in_else = scope.env.get(name) if name in else_journal else before
                 if else_dead:
