@@ -2656,6 +2656,46 @@ HOST_SHAPES_SILENT = {
                 total = lengths.sum().item()
                 return self(batch).sum() / total
         """,
+    "a recursive helper's counts, passed numbers by every call": """
+        def rising(x, n):
+            return float(x) * n
+
+
+        def series(k, j, x):
+            if k == 0:
+                return torch.ones_like(x)
+            out = x * series(k - 1, j, x)
+            if j < 0:
+                out = out / rising(k + j + 1, -2 * j)
+            return out
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x = self(batch)
+                return torch.stack([series(k, k - 2, x) for k in range(4)], dim=-1).sum()
+        """,
+    "a CPU schedule's timesteps iterated in a sampling loop": """
+        class Schedule:
+            def __init__(self, steps):
+                self.set_steps(steps)
+
+            def set_steps(self, steps):
+                self.timesteps = torch.linspace(1.0, 1e-3, steps)
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.schedule = Schedule(50)
+
+            def validation_step(self, batch, batch_idx):
+                x = torch.randn_like(batch)
+                for t in self.schedule.timesteps:
+                    step = torch.full((x.shape[0],), t.item(), device=self.device)
+                    x = x - self(x, step)
+                return x.mean()
+        """,
     "a print before the program exits": """
         import sys
 
@@ -2697,6 +2737,54 @@ HOST_SHAPES_REPORTED = {
                 return self(batch["ids"]).mean()
         """,
         [("TPU104", 20)],
+    ),
+    "a helper also called with a tensor": (
+        """
+        def rising(x, n):
+            return float(x) * n
+
+
+        def series(k, j, x):
+            if k == 0:
+                return torch.ones_like(x)
+            out = x * series(k - 1, j, x)
+            if j < 0:
+                out = out / rising(k + j + 1, -2 * j)
+            return out
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x = self(batch)
+                scale = rising(x.mean(), 2)
+                return torch.stack([series(k, k - 2, x) for k in range(4)], dim=-1).sum() * scale
+        """,
+        [("TPU103", 2)],
+    ),
+    "a schedule's timesteps moved to the device": (
+        """
+        class Schedule:
+            def __init__(self, steps):
+                self.timesteps = torch.linspace(1.0, 1e-3, steps)
+
+            def to(self, device):
+                self.timesteps = self.timesteps.to(device)
+                return self
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.schedule = Schedule(50)
+
+            def validation_step(self, batch, batch_idx):
+                x = torch.randn_like(batch)
+                for t in self.schedule.timesteps:
+                    step = torch.full((x.shape[0],), t.item(), device=self.device)
+                    x = x - self(x, step)
+                return x.mean()
+        """,
+        [("TPU101", 18)],
     ),
     "a CPU mask moved with .to(x.device)": (
         """

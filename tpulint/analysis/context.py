@@ -46,7 +46,7 @@ from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
 from tpulint.analysis.value_tables import BATCH_PARAMS, HOST_ANNOTATIONS, annotation_kind
-from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueKind, kind_named
+from tpulint.analysis.values import CPU, DEVICE, HOST, UNKNOWN, ValueKind, kind_named
 
 if TYPE_CHECKING:
     import ast
@@ -521,6 +521,15 @@ class FileContext(Resolver):
         if value is None or value.kind == "unknown" or value.elements is not None:
             return UNKNOWN
         return kind_named(value.kind)
+
+    def held_attribute_kind(
+        self, function: cst.FunctionDef | None, holder: str, name: str
+    ) -> ValueKind:
+        view = self.analysis.view
+        if view is None:
+            return UNKNOWN
+        held = view.held_attribute(self._owner_of(function), holder, name)
+        return CPU if held == "cpu" else UNKNOWN
 
     def stored_entry_kind(
         self, function: cst.FunctionDef | None, base: list[Any], key: str

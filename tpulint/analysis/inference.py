@@ -16,6 +16,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["c", form, target, [args], [[name, [atoms]], ...]]
                                    the same with what its keywords pass ("**" for a spread)
     ["a", name]                    the value of `self.<name>`
+    ["ha", name, holder]           a row of `name` of the object `self.<holder>` holds
+                                   (`for t in self.scheduler.timesteps`): a CPU tensor when
+                                   that object's project classes set `self.<name>` to a CPU
+                                   tensor (ProjectModel.held_attribute), else unknown
     ["t", [atoms], ...]            a tuple of values (element by element)
     ["s", [atoms]]                 a container (list, dict, set) holding values of these atoms
     ["s", [atoms], [keys]]         a dict literal or comprehension: its values and its keys
@@ -111,7 +115,7 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 
 MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
-_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md", "w"})
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md", "w", "ha"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none", "cpu_device")
 # torch factories that take a tensor input and draw where it is (`torch.bernoulli(probs)`;
 # `torch.normal(0.0, 1.0, size=(n,))` of numbers is on the CPU).
@@ -334,6 +338,14 @@ class ValueEvaluator:
                 atoms = union(atoms, self.atoms(element, scope))
             return atoms or ["unknown"]
         base = self.atoms(iterator, scope)
+        if (
+            base == ["unknown"]
+            and isinstance(iterator, ast.Attribute)
+            and self_attribute_name(iterator.value) is not None
+        ):
+            # `for t in self.scheduler.timesteps`: rows of what the project's classes hold in
+            # `timesteps` (a schedule made on the CPU stays there: ProjectModel.held_attribute)
+            return [["ha", iterator.attr, self_attribute_name(iterator.value)]]
         rows = [
             a
             for a in base

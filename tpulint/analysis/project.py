@@ -2446,6 +2446,16 @@ class ProjectModel:
             if value.param_device and value.params:
                 # made on the device the caller's own parameters name: presumed the device
                 value = Value("device", tensor=True)
+            if (
+                caller is fn
+                and value.params
+                and value.params <= {index}
+                and value.kind in ("unknown", "number")
+                and not value.elements
+            ):
+                # A recursive call passing this parameter on (`lpmv(l - 1, m, x)` in `lpmv`):
+                # what the outer calls pass, shifted by numbers at most; they say what it is.
+                continue
             if value.params:
                 # The caller passes its own parameter on: what its callers pass, or for a
                 # step method Lightning calls, its batch (device tensors).
@@ -2997,6 +3007,9 @@ class ProjectModel:
             return Value("unknown", params=frozenset({atom[1]}))
         if tag == "ap":
             return self._stored_param(owner, atom[1], atom[2])
+        if tag == "ha":
+            held = self.held_attribute(owner, atom[2], atom[1])
+            return Value("cpu") if held == "cpu" else UNKNOWN_VALUE
         if tag == "a":
             if owner is None:
                 return UNKNOWN_VALUE
@@ -3392,6 +3405,33 @@ class ProjectModel:
         if passed_on:
             return Value("unknown", params=frozenset(passed_on), tensor=True, param_device=True)
         return Value("cpu", tensor=True)
+
+    def held_attribute(self, owner: str | None, holder: str, attr: str) -> str | None:
+        """ "cpu" when `self.<holder>` of the class `owner` holds instances of project classes
+        only (`self.scheduler = Schedule(50)`), each of which sets `self.<attr>` to a CPU
+        tensor (`self.timesteps = torch.linspace(1.0, eps, n)`, never moved): the held
+        object's attribute stays there. None otherwise."""
+        if owner is None:
+            return None
+        key = (owner, holder, attr)
+        found = self.__dict__.setdefault("_held_attributes", {})
+        if key in found:
+            return found[key]
+        found[key] = None  # a cycle's answer: not known
+        classes: list[str] = []
+        for gkey in self.mro(owner):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            for atom in cls.summary.attributes.get(holder) or ():
+                value = self.resolve_atoms([atom], cls.module, gkey, 0)
+                if value is None or value.cls is None:
+                    return None
+                classes.append(value.cls)
+        held = [self.attribute_value(c, attr) for c in classes]
+        if held and all(v is not None and v.kind == "cpu" and not v.elements for v in held):
+            found[key] = "cpu"
+        return found[key]
 
     def _host_method_holder(self, attr: str, method: str, tensors_asked: bool = False) -> bool:
         """Whether every project class that sets `self.<attr>` sets it to an instance of a
@@ -3806,6 +3846,9 @@ class FileView:
         if owner is None:
             return None
         return self.model.attribute_value(owner, attr)
+
+    def held_attribute(self, owner: str | None, holder: str, attr: str) -> str | None:
+        return self.model.held_attribute(owner, holder, attr)
 
     def stored_entry(self, owner: str | None, base: list[Any], key: str) -> Value | None:
         """See ProjectModel._stored_entry."""
