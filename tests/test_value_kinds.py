@@ -2786,6 +2786,19 @@ HOST_SHAPES_REPORTED = {
         """,
         [("TPU101", 18)],
     ),
+    "a print before an exit that ends the step's own body (debugging code that runs)": (
+        """
+        import sys
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                print(out.mean())
+                sys.exit(0)
+        """,
+        [("TPU103", 7)],
+    ),
     "a CPU mask moved with .to(x.device)": (
         """
         def masked_loss(scores, counts):

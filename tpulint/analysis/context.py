@@ -892,7 +892,11 @@ class FileContext(Resolver):
                 if (
                     isinstance(ancestor, cst.IndentedBlock)
                     and innermost_block
-                    and _raises_after(ancestor, child)
+                    and _raises_after(
+                        ancestor,
+                        child,
+                        exits=not isinstance(parents.get(id(ancestor)), cst.FunctionDef),
+                    )
                 ):
                     # The error path: `print(t)` just before `raise` in the same block runs
                     # when the step fails, not every step. (Only the innermost block: an
@@ -1335,9 +1339,11 @@ def _only_calls(block: cst.BaseSuite, callee_test: Callable[[str], bool]) -> boo
     )
 
 
-def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
-    """Whether the block raises (or ends the program: `sys.exit(1)`), unconditionally, after
-    `child`: `child` is on an error path (a message printed before `raise ValueError(...)`)."""
+def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode, exits: bool = True) -> bool:
+    """Whether the block raises (or, when `exits`, ends the program: `sys.exit(1)`),
+    unconditionally, after `child`: `child` is on an error path (a message printed before
+    `raise ValueError(...)`). A function's own body that ends the program is debugging code
+    that runs (`print(x.shape); exit()` at the end of a step), not an error path."""
     seen = False
     for statement in block.body:
         if statement is child:
@@ -1346,7 +1352,10 @@ def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
         if (
             seen
             and isinstance(statement, cst.SimpleStatementLine)
-            and any(_ends_program(small) for small in statement.body)
+            and any(
+                isinstance(small, cst.Raise) or (exits and _ends_program(small))
+                for small in statement.body
+            )
         ):
             return True
     return False

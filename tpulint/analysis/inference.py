@@ -798,9 +798,14 @@ class ValueEvaluator:
             return [
                 self.call_atom(["c", "attr", f"{receiver.attr}.{method}", args()], node, scope, d)
             ]
-        if isinstance(receiver, ast.Attribute) and method in EXTERNAL_HOST_METHOD_NAMES:
-            # `self.model.crf.decode(em)`: host data when every `crf` attribute of the project
-            # holds a library object whose `decode` returns some (ProjectModel.call_value)
+        if (
+            isinstance(receiver, ast.Attribute)
+            and method in EXTERNAL_HOST_METHOD_NAMES
+            and any(is_tensorish(a) for arg in args() for a in arg)
+        ):
+            # `self.model.crf.decode(em)` of tensors: host data when every `crf` attribute of
+            # the project holds a library object whose `decode` returns some, else tensors as
+            # from a model's `decode` (ProjectModel.call_value)
             return [
                 self.call_atom(["c", "chain", f"{receiver.attr}.{method}", args()], node, scope, d)
             ]

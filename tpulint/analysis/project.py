@@ -3199,16 +3199,8 @@ class ProjectModel:
                 # `self.crf.decode(em)` of torchcrf, `self.tokenizer(texts)`: Python lists
                 return Value("host")
             if form == "chain":
-                # `x.crf.decode(em)` of another object: as a model's `decode` of tensors
-                passed = [
-                    arg
-                    if isinstance(arg, Value)
-                    else self.resolve_atoms(arg, module, owner, depth + 1)
-                    for arg in args
-                ]
-                if any(p is not None and p.kind in ("device", "cpu") for p in passed):
-                    return Value("device")
-                return UNKNOWN_VALUE
+                # `x.crf.decode(em)` of another object: a model's `decode` of tensors
+                return Value("device")
         targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "self" and owner is not None:
             form = "attr"  # `self.softmax(x)`: a sub-module attribute, not a method

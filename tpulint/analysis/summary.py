@@ -963,6 +963,8 @@ class _Summarizer(ValueEvaluator):
         self.routable: dict[str, frozenset[str]] = {}
         # Function key -> whether it is a collate function (is_collate_name).
         self.collates: dict[str, bool] = {}
+        # The ids of the functions' own statement lists (see `block`'s error path).
+        self.function_bodies: set[int] = set()
         # Function key of a dataset's item method -> its names that hold strings
         # (string_names), for the keys default_collate leaves as strings.
         self.item_strings: dict[str, frozenset[str]] = {}
@@ -1201,7 +1203,17 @@ class _Summarizer(ValueEvaluator):
         # The error path: what a block runs before its `raise` (or `sys.exit()`) runs when
         # the step fails, not every step (its own statements; a nested block may leave
         # before the raise).
-        raises = max((i for i, s in enumerate(statements) if ends_program(s)), default=-1)
+        # (A call that ends the program counts in a branch only: at the end of a function's
+        # own body it is debugging code that runs, `print(x.shape); exit()` in a step.)
+        exits = id(statements) not in self.function_bodies
+        raises = max(
+            (
+                i
+                for i, s in enumerate(statements)
+                if isinstance(s, ast.Raise) or (exits and ends_program(s))
+            ),
+            default=-1,
+        )
         surely_set: set[str] = set()  # names set when None by an earlier statement
         for index, statement in enumerate(statements):
             # (the `raise` itself too: its exception is built only when the code raises)
@@ -1646,6 +1658,7 @@ class _Summarizer(ValueEvaluator):
         if self.snapshots is not None:
             self.snapshots[id(args)] = _snapshot(scope)
         self.depth += 1
+        self.function_bodies.add(id(node.body))
         self.block(node.body, scope, [*names, node.name], None)
         self.depth -= 1
 
