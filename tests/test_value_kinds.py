@@ -2649,13 +2649,6 @@ HOST_SHAPES_SILENT = {
             def training_step(self, batch, batch_idx):
                 return masked_loss(self(batch), [3, 4])
         """,
-    "a CPU tensor moved with .cuda()": """
-        class M(L.LightningModule):
-            def training_step(self, batch, batch_idx):
-                lengths = torch.tensor([len(r) for r in self.rows]).cuda()
-                total = lengths.sum().item()
-                return self(batch).sum() / total
-        """,
     "a recursive helper's counts, passed numbers by every call": """
         def rising(x, n):
             return float(x) * n

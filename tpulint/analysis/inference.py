@@ -44,9 +44,7 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    every project class that sets it is a record Lightning's
                                    batch transfer does not move (no `.to`), else `fallback`
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
-                                   resolve to a module (`make_model().to(device)`); "cuda":
-                                   `.cuda()`, a move an XLA run never makes (a CPU tensor
-                                   stays one), else on the device
+                                   resolve to a module (`make_model().to(device)`)
     ["w", [atoms]]                 a tensor made or moved with `device=t.device` for `t` of
                                    these atoms: on the CPU when `t` is a CPU tensor, else on
                                    the device
@@ -871,10 +869,6 @@ class ValueEvaluator:
                 if method == "to"
                 else (["cpu"] if method == "cpu" else ["device"])
             )
-            if method == "cuda" and base and all(a == "cpu" for a in base):
-                # `torch.tensor(rows).cuda()`: a CUDA-only move, which an XLA run never makes
-                # (it fails there, TPU006's): the tensor it would move is a CPU tensor.
-                return ["cpu"]
             symbolic = [a for a in base if isinstance(a, list)]
             if not symbolic:
                 return moved
@@ -882,7 +876,7 @@ class ValueEvaluator:
             def module_stays(moved: list[Atom]) -> list[Atom]:
                 # `make_model().to(device)`: a module stays a module wherever it moves.
                 if moved in (["cpu"], ["device"]):
-                    return [["mv", "cuda" if method == "cuda" else moved[0], symbolic]]
+                    return [["mv", moved[0], symbolic]]
                 return moved
 
             if len(moved) == 1 and isinstance(moved[0], list) and moved[0][0] == "md":

@@ -3133,9 +3133,6 @@ class ProjectModel:
                 if atom[1] == "cpu":
                     return Value("cpu")  # a tensor or a model: on the host either way
                 return UNKNOWN_VALUE  # a tensor or a model: moving it says nothing
-            if atom[1] == "cuda":
-                # `.cuda()`, which an XLA run never makes: a CPU tensor stays one
-                return Value("cpu" if inner.kind == "cpu" else "device")
             return Value(atom[1])
         if tag == "md":
             place = self.resolve_atoms(atom[1], module, owner, depth)
@@ -3467,8 +3464,6 @@ class ProjectModel:
                 return Value(
                     {"cpu": "cpu", "numpy": "numpy", "tolist": "host"}.get(method, "number")
                 )
-            if method == "cuda" and value.kind == "cpu":
-                return Value("cpu")  # a CUDA-only move, which an XLA run never makes
             if method in ("to", "cuda", "xla"):
                 return Value("device") if method != "to" else UNKNOWN_VALUE
             return Value(value.kind)

@@ -1353,15 +1353,18 @@ class _Summarizer(ValueEvaluator):
                 ):
                     in_body = before
                 if (
-                    (cuda_only or tensor_on_cuda(node.test))
+                    tensor_on_cuda(node.test)
                     and before
                     and before is not MISSING
                     and all(a == "cpu" for a in before)
                 ):
-                    # A CPU tensor moved only under `if x.is_cuda:` (`x.device.type == "cuda"`,
-                    # `torch.cuda.is_available()`) stays on the CPU: the move never runs on a
-                    # TPU host. (A device chosen there is not dropped: `device = cpu; if
-                    # x.is_cuda: device = x.get_device()` is how the code finds its device.)
+                    # A CPU tensor moved only under `if x.is_cuda:` (`x.device.type == "cuda"`)
+                    # stays on the CPU: the tensor tested is an XLA one, the move never runs.
+                    # (A device chosen there is not dropped: `device = cpu; if x.is_cuda:
+                    # device = x.get_device()` is how the code finds its device. Nor a move
+                    # under `torch.cuda.is_available()`, whose tensor is often one of several
+                    # a name holds: `targets.cuda()` of an inference default beside the
+                    # batch's targets.)
                     in_body = before
                 in_else = scope.env.get(name) if name in else_journal else before
                 if else_dead:

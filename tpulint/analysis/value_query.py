@@ -638,8 +638,6 @@ class PositionValues:
             inner = self.resolve(atom[2], function, depth)
             if inner is MODULE:
                 return MODULE
-            if atom[1] == "cuda" and inner is CPU:
-                return CPU  # `.cuda()`, which an XLA run never makes
             return CPU if atom[1] == "cpu" else DEVICE
         if tag == "md":
             on_cpu = self.resolve(atom[1], function, depth) is CPU_DEVICE
