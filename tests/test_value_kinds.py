@@ -2706,3 +2706,319 @@ def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
     assert [line for line, _ in messages] == [6, 8]
     assert "a sync to count it" in messages[0][1] and "host mask" not in messages[0][1]
     assert "the host mask `drop` (a CPU tensor)" in messages[1][1]
+
+
+# Host values the step's code takes for device tensors: a collate's Python list of counts
+# (Lightning's batch transfer moves tensors only), a CPU tensor moved only by CUDA-only code
+# (`.cuda()`, or under `if t.is_cuda:`), a CPU schedule of timesteps, a helper's parameters
+# that every call passes numbers, a CRF's decoded label lists. Each beside the shape that stays
+# a device tensor (a collate that makes a tensor of the counts, a mask moved with
+# `.to(x.device)`, a helper also called with a tensor).
+HOST_SHAPES_SILENT = {
+    "a collate's list of counts read in the step": """
+        class Pairs(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                row = self.rows[i]
+                return {"ids": torch.tensor(row), "count": len(row)}
+
+            def collate_fn(self, items):
+                return {
+                    "ids": torch.stack([x["ids"] for x in items]),
+                    "count": [x["count"] for x in items],
+                }
+
+
+        class M(L.LightningModule):
+            def train_dataloader(self):
+                data = Pairs()
+                return torch.utils.data.DataLoader(data, collate_fn=data.collate_fn)
+
+            def training_step(self, batch, batch_idx):
+                count = batch["count"]
+                if max(count) != 0:
+                    return self(batch["ids"]).sum()
+                return self(batch["ids"]).mean()
+        """,
+    "a collate's list of lengths": """
+        def pad_collate(items):
+            lengths = [len(s) for s in items]
+            ids = torch.nn.utils.rnn.pad_sequence(items, batch_first=True)
+            return {"ids": ids, "lengths": lengths}
+
+
+        class M(L.LightningModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(self.data, collate_fn=pad_collate)
+
+            def training_step(self, batch, batch_idx):
+                if max(batch["lengths"]) > 8:
+                    return self(batch["ids"][:, :8]).sum()
+                return self(batch["ids"]).sum()
+        """,
+    "a CPU mask moved only when the scores are CUDA tensors": """
+        def masked_loss(scores, counts):
+            rows = [torch.ones(c) for c in counts]
+            mask = torch.stack(rows)
+            if scores.is_cuda:
+                mask = mask.cuda(scores.get_device())
+            valid = torch.sum(mask, dim=-1).tolist()
+            return (scores * mask).sum() / sum(valid)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return masked_loss(self(batch), [3, 4])
+        """,
+    "a CPU mask moved only on a CUDA device type": """
+        def masked_loss(scores, counts):
+            mask = torch.tensor(counts)
+            if scores.device.type == "cuda":
+                mask = mask.to(scores.device)
+            valid = mask.tolist()
+            return scores.sum() / sum(valid)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return masked_loss(self(batch), [3, 4])
+        """,
+    "a recursive helper's counts, passed numbers by every call": """
+        def rising(x, n):
+            return float(x) * n
+
+
+        def series(k, j, x):
+            if k == 0:
+                return torch.ones_like(x)
+            out = x * series(k - 1, j, x)
+            if j < 0:
+                out = out / rising(k + j + 1, -2 * j)
+            return out
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x = self(batch)
+                return torch.stack([series(k, k - 2, x) for k in range(4)], dim=-1).sum()
+        """,
+    "a CPU schedule's timesteps iterated in a sampling loop": """
+        class Schedule:
+            def __init__(self, steps):
+                self.set_steps(steps)
+
+            def set_steps(self, steps):
+                self.timesteps = torch.linspace(1.0, 1e-3, steps)
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.schedule = Schedule(50)
+
+            def validation_step(self, batch, batch_idx):
+                x = torch.randn_like(batch)
+                for t in self.schedule.timesteps:
+                    step = torch.full((x.shape[0],), t.item(), device=self.device)
+                    x = x - self(x, step)
+                return x.mean()
+        """,
+    "a print before the program exits": """
+        import sys
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                if self.strict:
+                    print(out.mean())
+                    sys.exit(1)
+                return out.sum()
+        """,
+}
+
+HOST_SHAPES_REPORTED = {
+    "a collate that makes a tensor of the counts": (
+        """
+        class Pairs(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                row = self.rows[i]
+                return {"ids": torch.tensor(row), "count": len(row)}
+
+            def collate_fn(self, items):
+                return {
+                    "ids": torch.stack([x["ids"] for x in items]),
+                    "count": torch.tensor([x["count"] for x in items]),
+                }
+
+
+        class M(L.LightningModule):
+            def train_dataloader(self):
+                data = Pairs()
+                return torch.utils.data.DataLoader(data, collate_fn=data.collate_fn)
+
+            def training_step(self, batch, batch_idx):
+                count = batch["count"]
+                if max(count) != 0:
+                    return self(batch["ids"]).sum()
+                return self(batch["ids"]).mean()
+        """,
+        [("TPU104", 20)],
+    ),
+    "a helper also called with a tensor": (
+        """
+        def rising(x, n):
+            return float(x) * n
+
+
+        def series(k, j, x):
+            if k == 0:
+                return torch.ones_like(x)
+            out = x * series(k - 1, j, x)
+            if j < 0:
+                out = out / rising(k + j + 1, -2 * j)
+            return out
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x = self(batch)
+                scale = rising(x.mean(), 2)
+                return torch.stack([series(k, k - 2, x) for k in range(4)], dim=-1).sum() * scale
+        """,
+        [("TPU103", 2)],
+    ),
+    "a schedule's timesteps moved to the device": (
+        """
+        class Schedule:
+            def __init__(self, steps):
+                self.timesteps = torch.linspace(1.0, 1e-3, steps)
+
+            def to(self, device):
+                self.timesteps = self.timesteps.to(device)
+                return self
+
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.schedule = Schedule(50)
+
+            def validation_step(self, batch, batch_idx):
+                x = torch.randn_like(batch)
+                for t in self.schedule.timesteps:
+                    step = torch.full((x.shape[0],), t.item(), device=self.device)
+                    x = x - self(x, step)
+                return x.mean()
+        """,
+        [("TPU101", 18)],
+    ),
+    "a print before an exit that ends the step's own body (debugging code that runs)": (
+        """
+        import sys
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                out = self(batch)
+                print(out.mean())
+                sys.exit(0)
+        """,
+        [("TPU103", 7)],
+    ),
+    "a CPU mask moved with .to(x.device)": (
+        """
+        def masked_loss(scores, counts):
+            mask = torch.tensor(counts)
+            mask = mask.to(scores.device)
+            valid = mask.tolist()
+            return scores.sum() / sum(valid)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return masked_loss(self(batch), [3, 4])
+        """,
+        [("TPU103", 4)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_SHAPES_SILENT))
+def test_host_shapes_stay_silent(name: str) -> None:
+    assert codes(HOST_SHAPES_SILENT[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(HOST_SHAPES_REPORTED))
+def test_device_shapes_beside_them_stay_reported(name: str) -> None:
+    source, expected = HOST_SHAPES_REPORTED[name]
+    assert codes(source) == expected
+
+
+CRF_HEAD = "from torchcrf import CRF\n\n\n"
+CRF_DECODE = """
+    class Tagger(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.encoder = nn.Linear(8, n)
+            self.crf = CRF(n, batch_first=True)
+
+        def forward(self, x):
+            return self.encoder(x)
+
+
+    class M(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.tagger = Tagger(5)
+
+        def validation_step(self, batch, batch_idx):
+            x, mask, gold = batch
+            paths = self.tagger.crf.decode(self(x), mask)
+            names = []
+            for path in paths:
+                path = [tag if tag != self.pad_tag else 0 for tag in path]
+                names.append([self.tag_names[int(tag)] for tag in path[1:-1]])
+            return names
+"""
+
+
+def test_decoded_crf_paths_are_python_lists() -> None:
+    # torchcrf's `CRF.decode` returns a list of lists of ints: no tensor to read
+    assert codes(CRF_HEAD + textwrap.dedent(CRF_DECODE)) == []
+
+
+def test_a_decode_of_another_library_object_stays_a_tensor() -> None:
+    source = CRF_HEAD + textwrap.dedent(CRF_DECODE).replace(
+        "self.crf = CRF(n, batch_first=True)", "self.crf = nn.Linear(n, n)"
+    )
+    assert codes(source) == [("TPU104", 25), ("TPU103", 26)]
+
+
+TOKENIZER_STEP = """
+    from transformers import AutoTokenizer
+
+
+    class M(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.tokenizer = AutoTokenizer.from_pretrained("some/model")
+
+        def validation_step(self, batch, batch_idx):
+            ids = self.tokenizer(batch["text"], truncation=True)["input_ids"]
+            longest = max(len(row) for row in ids)
+            for row in ids:
+                if row[0] != self.tokenizer.cls_token_id:
+                    longest += 1
+            return self(batch["x"]).sum() + longest
+"""
+
+
+def test_a_tokenizers_ids_without_return_tensors_are_python_lists() -> None:
+    assert codes(TOKENIZER_STEP) == []
+
+
+def test_a_tokenizers_ids_with_return_tensors_stay_tensors() -> None:
+    source = TOKENIZER_STEP.replace("truncation=True", 'return_tensors="pt"').replace(
+        '["input_ids"]', '["input_ids"].to(self.device)'
+    )
+    assert codes(source) == [("TPU104", 13)]

@@ -1401,6 +1401,15 @@ class HostTransferInHotPath(TrackingRule, Rule):
             "            raise FloatingPointError('non-finite loss')\n"
             "        return loss\n"
         ),
+        # The same before a call that ends the program (`sys.exit`, `exit()`, `os._exit`).
+        Valid(
+            "import sys\n" + _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        out = self(batch)\n"
+            "        if self.strict:\n"
+            "            print('diverged:', out.mean())\n"
+            "            sys.exit(3)\n"
+            "        return out.sum()\n"
+        ),
         # A branch that only warns: its message is built when something is wrong, not every
         # step (the `if` itself is TPU104's).
         Valid(

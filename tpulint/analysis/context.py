@@ -46,12 +46,12 @@ from tpulint.analysis.imports import Aliases, dotted_name
 from tpulint.analysis.param_routes import live as param_live
 from tpulint.analysis.positions import PositionIndex
 from tpulint.analysis.project import TRAINING_LOOP, ClassKind, Value
-from tpulint.analysis.python_ast import parse_python
+from tpulint.analysis.python_ast import PROGRAM_EXITS, parse_python
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.semantic import ClassInfo, FunctionInfo, ModuleAnalysis
 from tpulint.analysis.value_query import PositionValues, Resolver
 from tpulint.analysis.value_tables import BATCH_PARAMS, HOST_ANNOTATIONS, annotation_kind
-from tpulint.analysis.values import DEVICE, HOST, UNKNOWN, ValueKind, kind_named
+from tpulint.analysis.values import CPU, DEVICE, HOST, UNKNOWN, ValueKind, kind_named
 
 if TYPE_CHECKING:
     import ast
@@ -528,6 +528,15 @@ class FileContext(Resolver):
             return UNKNOWN
         return kind_named(value.kind)
 
+    def held_attribute_kind(
+        self, function: cst.FunctionDef | None, holder: str, name: str
+    ) -> ValueKind:
+        view = self.analysis.view
+        if view is None:
+            return UNKNOWN
+        held = view.held_attribute(self._owner_of(function), holder, name)
+        return CPU if held == "cpu" else UNKNOWN
+
     def stored_entry_kind(
         self, function: cst.FunctionDef | None, base: list[Any], key: str
     ) -> ValueKind | None:
@@ -931,7 +940,11 @@ class FileContext(Resolver):
                 if (
                     isinstance(ancestor, cst.IndentedBlock)
                     and innermost_block
-                    and _raises_after(ancestor, child)
+                    and _raises_after(
+                        ancestor,
+                        child,
+                        exits=not isinstance(parents.get(id(ancestor)), cst.FunctionDef),
+                    )
                 ):
                     # The error path: `print(t)` just before `raise` in the same block runs
                     # when the step fails, not every step. (Only the innermost block: an
@@ -1374,9 +1387,11 @@ def _only_calls(block: cst.BaseSuite, callee_test: Callable[[str], bool]) -> boo
     )
 
 
-def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
-    """Whether the block raises, unconditionally, after `child`: `child` is on an error path
-    (a message printed before `raise ValueError(...)`)."""
+def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode, exits: bool = True) -> bool:
+    """Whether the block raises (or, when `exits`, ends the program: `sys.exit(1)`),
+    unconditionally, after `child`: `child` is on an error path (a message printed before
+    `raise ValueError(...)`). A function's own body that ends the program is debugging code
+    that runs (`print(x.shape); exit()` at the end of a step), not an error path."""
     seen = False
     for statement in block.body:
         if statement is child:
@@ -1385,10 +1400,24 @@ def _raises_after(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
         if (
             seen
             and isinstance(statement, cst.SimpleStatementLine)
-            and any(isinstance(small, cst.Raise) for small in statement.body)
+            and any(
+                isinstance(small, cst.Raise) or (exits and _ends_program(small))
+                for small in statement.body
+            )
         ):
             return True
     return False
+
+
+def _ends_program(small: cst.BaseSmallStatement) -> bool:
+    """`raise ...` or a call that ends the program (python_ast.PROGRAM_EXITS) as a statement."""
+    if isinstance(small, cst.Raise):
+        return True
+    return (
+        isinstance(small, cst.Expr)
+        and isinstance(small.value, cst.Call)
+        and dotted_name(small.value.func) in PROGRAM_EXITS
+    )
 
 
 def _single_return(method: cst.FunctionDef) -> cst.BaseExpression | None:

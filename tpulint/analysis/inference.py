@@ -16,6 +16,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
     ["c", form, target, [args], [[name, [atoms]], ...]]
                                    the same with what its keywords pass ("**" for a spread)
     ["a", name]                    the value of `self.<name>`
+    ["ha", name, holder]           a row of `name` of the object `self.<holder>` holds
+                                   (`for t in self.scheduler.timesteps`): a CPU tensor when
+                                   that object's project classes set `self.<name>` to a CPU
+                                   tensor (ProjectModel.held_attribute), else unknown
     ["t", [atoms], ...]            a tuple of values (element by element)
     ["s", [atoms]]                 a container (list, dict, set) holding values of these atoms
     ["s", [atoms], [keys]]         a dict literal or comprehension: its values and its keys
@@ -73,6 +77,7 @@ from tpulint.analysis.value_tables import (
     CONTAINER_METHODS,
     COPY_FUNCTIONS,
     ELEMENTWISE_BUILTINS,
+    EXTERNAL_HOST_METHOD_NAMES,
     HOST_ATTRIBUTES,
     HOST_BUILTINS,
     HOST_CLASS_NAMES,
@@ -111,7 +116,7 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 
 MAX_ATOMS = 8
 # Atoms whose value is only known when resolved (a parameter, an attribute, a call, ...).
-_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md", "w"})
+_SYMBOLIC = frozenset({"p", "a", "c", "e", "k", "g", "v", "x", "m", "mv", "md", "w", "ha"})
 _HOSTLIKE = ("number", "host", "numpy", "module", "none", "cpu_device")
 # torch factories that take a tensor input and draw where it is (`torch.bernoulli(probs)`;
 # `torch.normal(0.0, 1.0, size=(n,))` of numbers is on the CPU).
@@ -334,6 +339,14 @@ class ValueEvaluator:
                 atoms = union(atoms, self.atoms(element, scope))
             return atoms or ["unknown"]
         base = self.atoms(iterator, scope)
+        if (
+            base == ["unknown"]
+            and isinstance(iterator, ast.Attribute)
+            and self_attribute_name(iterator.value) is not None
+        ):
+            # `for t in self.scheduler.timesteps`: rows of what the project's classes hold in
+            # `timesteps` (a schedule made on the CPU stays there: ProjectModel.held_attribute)
+            return [["ha", iterator.attr, self_attribute_name(iterator.value)]]
         rows = [
             a
             for a in base
@@ -792,6 +805,17 @@ class ValueEvaluator:
             return [
                 self.call_atom(["c", "attr", f"{receiver.attr}.{method}", args()], node, scope, d)
             ]
+        if (
+            isinstance(receiver, ast.Attribute)
+            and method in EXTERNAL_HOST_METHOD_NAMES
+            and any(is_tensorish(a) for arg in args() for a in arg)
+        ):
+            # `self.model.crf.decode(em)` of tensors: host data when every `crf` attribute of
+            # the project holds a library object whose `decode` returns some, else tensors as
+            # from a model's `decode` (ProjectModel.call_value)
+            return [
+                self.call_atom(["c", "chain", f"{receiver.attr}.{method}", args()], node, scope, d)
+            ]
         if isinstance(receiver, ast.Name) and receiver.id in scope.instances:
             return [
                 self.call_atom(
@@ -1097,6 +1121,24 @@ class ValueEvaluator:
 
 
 # --- atoms ---------------------------------------------------------------------------------
+
+
+def tensor_on_cuda(test: ast.expr) -> bool:
+    """`x.is_cuda` or `x.device.type == "cuda"`: a test that a tensor is on a CUDA device,
+    False for every tensor of an XLA run (on the CPU or "xla")."""
+    if isinstance(test, ast.Attribute):
+        return test.attr == "is_cuda"
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.Is))
+        and isinstance(test.left, ast.Attribute)
+        and test.left.attr == "type"
+        and isinstance(test.left.value, ast.Attribute)
+        and test.left.value.attr == "device"
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "cuda"
+    )
 
 
 def _number_literal(node: ast.expr) -> bool:

@@ -74,8 +74,11 @@ from tpulint.analysis.summary import (
 )
 from tpulint.analysis.value_tables import (
     BATCH_PARAMS,
+    EXTERNAL_HOST_METHOD_NAMES,
     MODULE_SELF_METHODS,
     TENSOR_METHODS_OF_MODULES,
+    TOKENIZER_HOST_METHODS,
+    external_host_method,
 )
 
 _T = TypeVar("_T")  # what a call record holds per argument (atoms, texts)
@@ -390,6 +393,11 @@ def combine_values(values: list[Value]) -> Value:
     return Value(
         kind, mask, params, elements, cls, tensor, placed, entries or None, schedule, param_device
     )
+
+
+def _asks_tensors(keywords: dict[str, Any] | None) -> bool:
+    """Whether a call's keywords pass `return_tensors=` (or a `**` spread that may)."""
+    return keywords is not None and bool({"return_tensors", "**"} & set(keywords))
 
 
 def _part_of_param(atoms: list[Atom], index: int) -> bool:
@@ -2326,8 +2334,28 @@ class ProjectModel:
         keys = self.__dict__.get("_batch_keys")
         if keys is None:
             found: dict[str, str] = {}
+            # What the datasets' items hold at each key as built, and the classes (datasets)
+            # that bring a collate method of their own (`collate_fn=data.collate_fn`): their
+            # items reach the step through it, not through default_collate.
+            items: dict[str, str] = {}
+            collating: set[str] = set()
             for fn in self.functions.values():
+                for name, kind in fn.summary.item_keys.items():
+                    items[name] = merge_built_kinds(items.get(name, kind), kind)
+                if fn.owner is not None and "collat" in fn.summary.name.lower():
+                    collating.add(fn.owner)
+            for fn in self.functions.values():
+                if (
+                    fn.summary.item_keys
+                    and fn.owner is not None
+                    and any(c in collating for c in self.mro(fn.owner))
+                ):
+                    continue
                 for name, kind in fn.summary.built_keys.items():
+                    if kind.startswith("items:"):
+                        # `[x["n"] for x in items]`: a list of the items' numbers stays one
+                        held = items.get(kind[len("items:") :])
+                        kind = "host" if held in ("number", "host") else "tensor"
                     found[name] = merge_built_kinds(found.get(name, kind), kind)
             keys = {k: v for k, v in found.items() if v != "tensor"}
             self.__dict__["_batch_keys"] = keys
@@ -2593,6 +2621,16 @@ class ProjectModel:
             if value.param_device and value.params:
                 # made on the device the caller's own parameters name: presumed the device
                 value = Value("device", tensor=True)
+            if (
+                caller is fn
+                and value.params
+                and value.params <= {index}
+                and value.kind in ("unknown", "number")
+                and not value.elements
+            ):
+                # A recursive call passing this parameter on (`lpmv(l - 1, m, x)` in `lpmv`):
+                # what the outer calls pass, shifted by numbers at most; they say what it is.
+                continue
             if value.params:
                 # The caller passes its own parameter on: what its callers pass, or for a
                 # step method Lightning calls, its batch (device tensors).
@@ -3144,6 +3182,9 @@ class ProjectModel:
             return Value("unknown", params=frozenset({atom[1]}))
         if tag == "ap":
             return self._stored_param(owner, atom[1], atom[2])
+        if tag == "ha":
+            held = self.held_attribute(owner, atom[2], atom[1])
+            return Value("cpu") if held == "cpu" else UNKNOWN_VALUE
         if tag == "a":
             if owner is None:
                 return UNKNOWN_VALUE
@@ -3324,6 +3365,14 @@ class ProjectModel:
         """The value a call returns; `args` are the positional arguments (atoms, or values
         already resolved by the caller); `keywords` what its keywords pass (atoms, or values
         with None for `None`), when known."""
+        if form in ("attr", "chain"):
+            attr, _, method = target.partition(".")
+            if self._host_method_holder(attr, method or "__call__", _asks_tensors(keywords)):
+                # `self.crf.decode(em)` of torchcrf, `self.tokenizer(texts)`: Python lists
+                return Value("host")
+            if form == "chain":
+                # `x.crf.decode(em)` of another object: a model's `decode` of tensors
+                return Value("device")
         targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "self" and owner is not None:
             form = "attr"  # `self.softmax(x)`: a sub-module attribute, not a method
@@ -3520,6 +3569,57 @@ class ProjectModel:
         if passed_on:
             return Value("unknown", params=frozenset(passed_on), tensor=True, param_device=True)
         return Value("cpu", tensor=True)
+
+    def held_attribute(self, owner: str | None, holder: str, attr: str) -> str | None:
+        """ "cpu" when `self.<holder>` of the class `owner` holds instances of project classes
+        only (`self.scheduler = Schedule(50)`), each of which sets `self.<attr>` to a CPU
+        tensor (`self.timesteps = torch.linspace(1.0, eps, n)`, never moved): the held
+        object's attribute stays there. None otherwise."""
+        if owner is None:
+            return None
+        key = (owner, holder, attr)
+        found = self.__dict__.setdefault("_held_attributes", {})
+        if key in found:
+            return found[key]
+        found[key] = None  # a cycle's answer: not known
+        classes: list[str] = []
+        for gkey in self.mro(owner):
+            cls = self.classes.get(gkey)
+            if cls is None:
+                continue
+            for atom in cls.summary.attributes.get(holder) or ():
+                value = self.resolve_atoms([atom], cls.module, gkey, 0)
+                if value is None or value.cls is None:
+                    return None
+                classes.append(value.cls)
+        held = [self.attribute_value(c, attr) for c in classes]
+        if held and all(v is not None and v.kind == "cpu" and not v.elements for v in held):
+            found[key] = "cpu"
+        return found[key]
+
+    def _host_method_holder(self, attr: str, method: str, tensors_asked: bool = False) -> bool:
+        """Whether every project class that sets `self.<attr>` sets it to an instance of a
+        library class whose `method` returns Python data (value_tables.external_host_method),
+        and some class does."""
+        if method not in EXTERNAL_HOST_METHOD_NAMES and method not in TOKENIZER_HOST_METHODS:
+            return False
+        holders = self.__dict__.get("_library_holders")
+        if holders is None:
+            # attribute name -> what every class that sets it calls to build it (None: some
+            # class sets it to something else)
+            found: dict[str, set[str] | None] = {}
+            for cls in self.classes.values():
+                for name, atoms in cls.summary.attributes.items():
+                    if name in found and found[name] is None:
+                        continue
+                    calls = all(isinstance(a, list) and a[:2] == ["c", "name"] for a in atoms)
+                    found[name] = (
+                        (found.get(name) or set()) | {a[2] for a in atoms} if calls else None
+                    )
+            holders = {name: sorted(made) for name, made in found.items() if made}
+            self.__dict__["_library_holders"] = holders
+        made = holders.get(attr)
+        return bool(made) and all(external_host_method(q, method, tensors_asked) for q in made)
 
     def _attribute_call(
         self,
@@ -3887,6 +3987,13 @@ class FileView:
         keywords: dict[str, Value | None] | None = None,
     ) -> Value | None:
         """What a call in this file returns (None when the model does not know the callee)."""
+        attr, _, method = target.partition(".")
+        if form == "chain" or (
+            form == "attr"
+            and self.model._host_method_holder(attr, method or "__call__", _asks_tensors(keywords))
+        ):
+            # `x.crf.decode(em)`: a library object's method (ProjectModel.call_value)
+            return self.model.call_value(self.module, owner, form, target, args, 0, keywords)
         targets = self.model.resolve_call(self.module, owner, form, target)
         if not targets and form == "attr" and owner is not None and "." not in target:
             # `self.tracker(activations)`: a library object fed numpy arrays only
@@ -3901,6 +4008,9 @@ class FileView:
         if owner is None:
             return None
         return self.model.attribute_value(owner, attr)
+
+    def held_attribute(self, owner: str | None, holder: str, attr: str) -> str | None:
+        return self.model.held_attribute(owner, holder, attr)
 
     def stored_entry(self, owner: str | None, base: list[Any], key: str) -> Value | None:
         """See ProjectModel._stored_entry."""

@@ -390,3 +390,24 @@ def imported_roots(body: list[ast.stmt]) -> set[str]:
         elif isinstance(statement, ast.ImportFrom) and not statement.level:
             roots.add((statement.module or "").split(".", 1)[0])
     return roots
+
+
+# Calls that end the program (`sys.exit(1)`, `exit()`, `os._exit(2)`): like a `raise`, what a
+# block runs just before one runs once, on the way out, not every step.
+PROGRAM_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit", "os.abort"})
+
+
+def ends_program(statement: ast.stmt) -> bool:
+    """`raise ...` or a call that ends the program (PROGRAM_EXITS) as a statement."""
+    if isinstance(statement, ast.Raise):
+        return True
+    if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
+        return False
+    func = statement.value.func
+    if isinstance(func, ast.Name):
+        return func.id in PROGRAM_EXITS
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and f"{func.value.id}.{func.attr}" in PROGRAM_EXITS
+    )

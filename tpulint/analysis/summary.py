@@ -70,13 +70,14 @@ from tpulint.analysis.inference import (
     is_super_call,
     self_entry,
     set_local,
+    tensor_on_cuda,
     union,
     with_entries,
 )
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.param_routes import assigned_names, is_literal, tested_names
 from tpulint.analysis.param_routes import literal as route_literal
-from tpulint.analysis.python_ast import defaulted_params, imported_roots, tree_index
+from tpulint.analysis.python_ast import defaulted_params, ends_program, imported_roots, tree_index
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
@@ -367,9 +368,14 @@ class FunctionSummary:
     # "strategy" key): its string keys with their values (a str, number, bool or None
     # constant, else "?"), what a `Trainer(**settings())` or `{**settings(), ...}` gets.
     trainer_returns: list[dict[str, Any]] = field(default_factory=list)
+    # A dataset's `__getitem__`/`__iter__`: what its item dicts hold at each string key as
+    # built, before any collate: "number", "host" or "tensor" (a collate of the dataset's
+    # own that lists `item["n"]` keeps the numbers: `built_keys`' "items:n").
+    item_keys: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "ik": self.item_keys,
             "tr": self.trainer_returns,
             "kq": self.keyed_writes,
             "ld": self.literal_defaults,
@@ -437,6 +443,7 @@ class FunctionSummary:
             data.get("ko", 0),
             data.get("kq", {}),
             data.get("tr", []),
+            data.get("ik", {}),
         )
 
 
@@ -969,6 +976,8 @@ class _Summarizer(ValueEvaluator):
         self.routable: dict[str, frozenset[str]] = {}
         # Function key -> whether it is a collate function (is_collate_name).
         self.collates: dict[str, bool] = {}
+        # The ids of the functions' own statement lists (see `block`'s error path).
+        self.function_bodies: set[int] = set()
         # Function key of a dataset's item method -> its names that hold strings
         # (string_names), for the keys default_collate leaves as strings.
         self.item_strings: dict[str, frozenset[str]] = {}
@@ -1204,9 +1213,20 @@ class _Summarizer(ValueEvaluator):
         whose body this is (directly)."""
         saved = scope.guards
         saved_error = scope.error_path
-        # The error path: what a block runs before its `raise` runs when the step fails,
-        # not every step (its own statements; a nested block may leave before the raise).
-        raises = max((i for i, s in enumerate(statements) if isinstance(s, ast.Raise)), default=-1)
+        # The error path: what a block runs before its `raise` (or `sys.exit()`) runs when
+        # the step fails, not every step (its own statements; a nested block may leave
+        # before the raise).
+        # (A call that ends the program counts in a branch only: at the end of a function's
+        # own body it is debugging code that runs, `print(x.shape); exit()` in a step.)
+        exits = id(statements) not in self.function_bodies
+        raises = max(
+            (
+                i
+                for i, s in enumerate(statements)
+                if isinstance(s, ast.Raise) or (exits and ends_program(s))
+            ),
+            default=-1,
+        )
         surely_set: set[str] = set()  # names set when None by an earlier statement
         for index, statement in enumerate(statements):
             # (the `raise` itself too: its exception is built only when the code raises)
@@ -1360,6 +1380,20 @@ class _Summarizer(ValueEvaluator):
                     and in_body is not MISSING
                     and all_host(in_body)
                 ):
+                    in_body = before
+                if (
+                    tensor_on_cuda(node.test)
+                    and before
+                    and before is not MISSING
+                    and all(a == "cpu" for a in before)
+                ):
+                    # A CPU tensor moved only under `if x.is_cuda:` (`x.device.type == "cuda"`)
+                    # stays on the CPU: the tensor tested is an XLA one, the move never runs.
+                    # (A device chosen there is not dropped: `device = cpu; if x.is_cuda:
+                    # device = x.get_device()` is how the code finds its device. Nor a move
+                    # under `torch.cuda.is_available()`, whose tensor is often one of several
+                    # a name holds: `targets.cuda()` of an inference default beside the
+                    # batch's targets.)
                     in_body = before
                 in_else = scope.env.get(name) if name in else_journal else before
                 if else_dead:
@@ -1656,6 +1690,7 @@ class _Summarizer(ValueEvaluator):
         if self.snapshots is not None:
             self.snapshots[id(args)] = _snapshot(scope)
         self.depth += 1
+        self.function_bodies.add(id(node.body))
         self.block(node.body, scope, [*names, node.name], None)
         self.depth -= 1
 
@@ -1694,6 +1729,10 @@ class _Summarizer(ValueEvaluator):
         strings = self.item_strings.get(scope.info.key, frozenset())
         for key, value in entries:
             atoms = self.atoms(value, scope)
+            if item:
+                scope.info.item_keys[key] = merge_built_kinds(
+                    scope.info.item_keys.get(key, "number"), _built_kind(atoms, value, strings)
+                )
             kind = (
                 ("host" if is_string(value, strings) else "tensor")
                 if item
@@ -1714,6 +1753,11 @@ class _Summarizer(ValueEvaluator):
                 # return `Dict[str, Union[Tensor, List[str], List[int]]]`: a list entry is
                 # one of the lists the annotation names, all of Python values.
                 kind = "host"
+            if kind == "tensor" and not item:
+                # `"lengths": [len(s) for s in items]`, `"n": [x["n"] for x in items]`: a
+                # list of Python values (of the items' entries), which Lightning's batch
+                # transfer leaves on the host
+                kind = listed_kind(atoms) or kind
             built[key] = merge_built_kinds(built.get(key, kind), kind)
 
     def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -2398,11 +2442,43 @@ def host_lists_returned(annotation: str | None) -> bool:
 
 
 def merge_built_kinds(before: str, kind: str) -> str:
-    """What a batch key holds when two places build it ("number", "host" or "tensor"): a
-    tensor wins, two numbers stay a number, anything else on the host is host data."""
+    """What a batch key holds when two places build it ("number", "host" or "tensor", or
+    "items:KEY", a list of the items' entries at KEY): a tensor wins, two numbers stay a
+    number, two lists of the same entries stay one, anything else on the host is host data."""
     if "tensor" in (before, kind):
         return "tensor"
+    if before.startswith("items:") or kind.startswith("items:"):
+        return before if before == kind else "tensor"  # resolved one at a time: keep it safe
     return "number" if before == kind == "number" else "host"
+
+
+def _built_kind(atoms: list[Atom], value: ast.expr, strings: frozenset[str]) -> str:
+    """What an item method builds at a key, as built: "number", "host" or "tensor"."""
+    if atoms and all(a == "number" for a in atoms):
+        return "number"
+    if all_host(atoms) or is_string(value, strings):
+        return "host"
+    return "tensor"
+
+
+def listed_kind(atoms: list[Atom]) -> str | None:
+    """ "host" for a list (or other container) of Python values only (`[len(s) for s in
+    items]`); "items:KEY" for a list of the collated items' entries at one string key
+    (`[x["n"] for x in items]`: Python values when the dataset's items hold numbers there);
+    else None."""
+    if not atoms or not all(isinstance(a, list) and a[0] == "s" and len(a) == 2 for a in atoms):
+        return None
+    elements = [e for a in atoms for e in a[1]]
+    if elements and all(e in ("number", "host") for e in elements):
+        return "host"
+    keys = {e[1] for e in elements if isinstance(e, list) and e[0] == "k"}
+    if (
+        len(keys) == 1
+        and not next(iter(keys)).startswith("@")
+        and all(e in ("number", "host") or (isinstance(e, list) and e[0] == "k") for e in elements)
+    ):
+        return "items:" + next(iter(keys))
+    return None
 
 
 # A dataset's item methods: the dicts they build are a batch's keys after default_collate.

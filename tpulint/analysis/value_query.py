@@ -82,6 +82,12 @@ class Resolver:
     def attribute_kind(self, function: cst.FunctionDef | None, name: str) -> ValueKind:
         raise NotImplementedError  # pragma: no cover
 
+    def held_attribute_kind(
+        self, function: cst.FunctionDef | None, holder: str, name: str
+    ) -> ValueKind:
+        """What `self.<holder>.<name>` holds (ProjectModel.held_attribute): CPU or UNKNOWN."""
+        return UNKNOWN  # pragma: no cover
+
     def call_kind(
         self,
         function: cst.FunctionDef | None,
@@ -611,6 +617,8 @@ class PositionValues:
             return self.resolver.param_kind(owner, atom[1])
         if tag == "a":
             return self.resolver.attribute_kind(function, atom[1])
+        if tag == "ha":
+            return self.resolver.held_attribute_kind(function, atom[2], atom[1])
         if tag in ("t", "s"):
             return HOST
         if tag == "e":

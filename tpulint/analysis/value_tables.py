@@ -378,6 +378,47 @@ MODULE_SELF_METHODS = frozenset(
 TENSOR_METHODS_OF_MODULES = frozenset(
     {"forward", "generate", "encode", "decode", "embed", "sample", "infer", "predict"}
 )
+# Methods of third-party classes whose result is Python data whatever they are given, by the
+# class's qualified name: a call of one on an attribute every project class that sets it sets
+# to an instance of the class (`self.crf = CRF(n)`; `self.crf.decode(em)`,
+# `self.model.crf.decode(em)`) gives host data, never a tensor.
+EXTERNAL_HOST_METHODS = {
+    # pytorch-crf, torchcrf/__init__.py: `def decode(self, emissions, mask=None, ...) ->
+    # List[List[int]]`, "List of list containing the best tag sequence for each batch".
+    "torchcrf.CRF": frozenset({"decode"}),
+    # TorchCRF, TorchCRF/__init__.py: `def viterbi_decode(self, h, mask) -> List[List[int]]`.
+    "TorchCRF.CRF": frozenset({"viterbi_decode"}),
+}
+# A Hugging Face tokenizer (`AutoTokenizer.from_pretrained(...)`, `BertTokenizerFast(...)`):
+# `decode` gives a string, `batch_decode` and `convert_ids_to_tokens` lists of them, `tokenize`
+# a list of strings; calling it or its `encode` gives Python lists of ids unless a
+# `return_tensors=` asks for tensors (transformers tokenization_utils_base.py:
+# `PreTrainedTokenizerBase.__call__` "return_tensors ... If set, will return tensors instead
+# of list of python integers"; `encode` "Converts a string to a sequence of ids (integer)").
+TOKENIZER_HOST_METHODS = frozenset(
+    {"decode", "batch_decode", "convert_ids_to_tokens", "tokenize", "__call__", "encode"}
+)
+TOKENIZER_TENSOR_OPTION_METHODS = frozenset({"__call__", "encode"})
+EXTERNAL_HOST_METHOD_NAMES = frozenset(
+    {"batch_decode", *(m for ms in EXTERNAL_HOST_METHODS.values() for m in ms)}
+)
+
+
+def external_host_method(qualified: str, method: str, tensors_asked: bool) -> bool:
+    """Whether `method` of the library object a call of `qualified` builds returns Python
+    data (EXTERNAL_HOST_METHODS, or a tokenizer's TOKENIZER_HOST_METHODS);
+    `tensors_asked`: the call passes `return_tensors=` (or a `**` spread that may)."""
+    if method in EXTERNAL_HOST_METHODS.get(qualified, ()):
+        return True
+    parts = qualified.split(".")
+    if parts[0] != "transformers" or len(parts) < 2:
+        return False
+    name = parts[-2] if parts[-1] == "from_pretrained" else parts[-1]
+    if not name.endswith(("Tokenizer", "TokenizerFast")) or method not in TOKENIZER_HOST_METHODS:
+        return False
+    return not (tensors_asked and method in TOKENIZER_TENSOR_OPTION_METHODS)
+
+
 # Methods of a LightningModule on `self` whose result is not a tensor.
 SELF_HOST_METHODS = frozenset({"log", "log_dict", "print", "save_hyperparameters"})
 # Attributes of a LightningModule on `self` that are never tensors.
