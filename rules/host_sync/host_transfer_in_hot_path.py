@@ -646,7 +646,7 @@ def _attribute_stores(ctx: FileContext, klass: Any) -> tuple[_Stores, frozenset[
     `__init__`, in a branch), in the walk's order; and the attributes something else binds
     (`self.x += ...`, `self.x: T = ...`) or registers (`_registers`)."""
     cache: dict[int, tuple[Any, _Stores, frozenset[str]]] = ctx.__dict__.setdefault(
-        "_tpu101_attribute_stores", {}
+        "_tpu103_attribute_stores", {}
     )
     known = cache.get(id(klass))
     if known is not None and known[0] is klass:
