@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
 import libcst as cst
 
@@ -620,13 +621,44 @@ def _plain_cpu_attribute(ctx: FileContext, node: cst.Subscript) -> str | None:
     klass = ctx.klass
     if name is None or klass is None:
         return None
+    stores, off = _attribute_stores(ctx, klass)
+    if name in off:
+        return None
+    found = stores.get(name, [])
+    plain = [value for value, init, branched in found if init and not branched]
+    if not plain:
+        return None
+    for value, init, branched in found:
+        if not init:
+            return None
+        if not branched and ctx.value_kind(value) is not ValueKind.CPU:
+            return None
+    return name
+
+
+_Stores = dict[str, list[tuple[cst.BaseExpression, bool, bool]]]
+
+
+def _attribute_stores(ctx: FileContext, klass: Any) -> tuple[_Stores, frozenset[str]]:
+    """What the class and its bases of this file store to `self.<attribute>`, one walk per
+    class and file for every attribute (a walk of the class per subscript cost about 3% of a
+    cold run on a large package): by attribute, every `self.x = value` as (value, in
+    `__init__`, in a branch), in the walk's order; and the attributes something else binds
+    (`self.x += ...`, `self.x: T = ...`) or registers (`_registers`)."""
+    cache: dict[int, tuple[Any, _Stores, frozenset[str]]] = ctx.__dict__.setdefault(
+        "_tpu103_attribute_stores", {}
+    )
+    known = cache.get(id(klass))
+    if known is not None and known[0] is klass:
+        return known[1], known[2]
     classes, pending = [], [klass]  # the class and its bases of this file
     while pending:
         current_class = pending.pop()
         if all(current_class is not c for c in classes):
             classes.append(current_class)
             pending.extend(current_class.local_bases)
-    found: list[tuple[cst.BaseExpression, bool, bool]] = []  # (value, in __init__, branched)
+    stores: _Stores = {}
+    off: set[str] = set()
     stack: list[tuple[cst.CSTNode, str | None, bool]] = [
         (c.node.body, None, False) for c in classes
     ]
@@ -640,38 +672,38 @@ def _plain_cpu_attribute(ctx: FileContext, node: cst.Subscript) -> str | None:
             branched = True
         elif isinstance(current, cst.Assign):
             for target in current.targets:
-                if self_attribute_name(target.target) == name:
-                    found.append((current.value, function == "__init__", branched))
+                attribute = self_attribute_name(target.target)
+                if attribute is not None:
+                    stores.setdefault(attribute, []).append(
+                        (current.value, function == "__init__", branched)
+                    )
         elif isinstance(current, (cst.AnnAssign, cst.AugAssign)):
-            if self_attribute_name(current.target) == name:
-                return None
-        elif isinstance(current, cst.Call) and _registers(current, name):
-            return None
+            attribute = self_attribute_name(current.target)
+            if attribute is not None:
+                off.add(attribute)
+        elif isinstance(current, cst.Call):
+            off.update(_registered_names(current))
         stack.extend((child, function, branched) for child in iter_children(current))
-    plain = [value for value, init, branched in found if init and not branched]
-    if not plain:
-        return None
-    for value, init, branched in found:
-        if not init:
-            return None
-        if not branched and ctx.value_kind(value) is not ValueKind.CPU:
-            return None
-    return name
+    result = (stores, frozenset(off))
+    cache[id(klass)] = (klass, *result)
+    return result
 
 
-def _registers(call: cst.Call, name: str) -> bool:
-    """`self.register_buffer("name", ...)` / `register_parameter` / `setattr(self, "name",
-    ...)`: the attribute is one torch moves (or set in a way not followed)."""
+def _registered_names(call: cst.Call) -> list[str]:
+    """The attributes a call names as one torch moves or that it sets in a way not followed:
+    `self.register_buffer("name", ...)` / `register_parameter` / `setattr(self, "name", ...)`."""
     func = call.func
     if isinstance(func, cst.Attribute):
         if func.attr.value not in ("register_buffer", "register_parameter"):
-            return False
+            return []
     elif not (isinstance(func, cst.Name) and func.value == "setattr"):
-        return False
-    return any(
-        isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == name
+        return []
+    return [
+        value
         for arg in call.args[:2]
-    )
+        if isinstance(arg.value, cst.SimpleString)
+        and isinstance(value := arg.value.evaluated_value, str)
+    ]
 
 
 def _self_assignments(ctx: FileContext, name: str) -> list[cst.BaseExpression]:

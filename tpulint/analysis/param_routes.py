@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from tpulint.analysis.python_ast import walk as ast_walk
+
 # The value a binding may hold: what `literal` reads.
 Literal = str | bool | int | float | None
 _MISSING = object()
@@ -185,7 +187,7 @@ def assigned_names(node: ast.AST) -> set[str]:
     superset), or declares global/nonlocal: parameters among them may not hold what the call
     passed."""
     names: set[str] = set()
-    for child in ast.walk(node):
+    for child in ast_walk(node):
         if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
             names.add(child.id)
         elif isinstance(child, (ast.Global, ast.Nonlocal)):

@@ -1271,7 +1271,7 @@ class _Walker:
                         e
                         for t in targets
                         if isinstance(t, (ast.Tuple, ast.List)) or isinstance(node, ast.AugAssign)
-                        for e in ast.walk(t)
+                        for e in ast_walk(t)
                         if _self_attribute(e) and isinstance(e.ctx, ast.Store)  # type: ignore[attr-defined]
                     ]
                     for element in unpacked:
@@ -1516,7 +1516,7 @@ class _Walker:
         the string keys assigned (`config["flag"] = x`; a literal filled into a module's
         hyperparameters, `hparams["use_x"] = False`, as that literal)."""
         for target in targets:
-            nodes = ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            nodes = ast_walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]
             for node in nodes:
                 if (
                     isinstance(node, ast.Subscript)
@@ -3134,7 +3134,7 @@ class _Walker:
                 and n.func.attr == "parameters"
                 and isinstance(n.func.value, ast.Name)
                 and n.func.value.id == "self"
-                for n in ast.walk(receiver)
+                for n in ast_walk(receiver)
             )
         )
 
@@ -4231,7 +4231,7 @@ def _sure_calls(
             return
         if isinstance(node, ast.Call):
             calls.append(node)
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             expression(child)
 
     def block(statements: list[ast.stmt]) -> bool:
@@ -4400,7 +4400,7 @@ def _builds_own_class(func: ast.expr) -> bool:
 
 def _self_attributes_in(node: ast.expr) -> set[str]:
     """The names of the `self.<name>` a test reads."""
-    return {n.attr for n in ast.walk(node) if _self_attribute(n)}  # type: ignore[attr-defined]
+    return {n.attr for n in ast_walk(node) if _self_attribute(n)}  # type: ignore[attr-defined]
 
 
 def _names_in(nodes: list[ast.expr]) -> set[str]:
@@ -4677,7 +4677,7 @@ def _held_modules(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str], wal
                 facts.held.append(["kept", klass, slot, name, attr])
 
     def visit(node: ast.AST, klass: str | None) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             if isinstance(child, ast.ClassDef):
                 visit(child, f"{klass}.{child.name}" if klass else child.name)
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -4705,7 +4705,7 @@ def _loop_calls(
     calls: list[ast.Call] = []
     callees: set[int] = set()
     for statement in loop.body:
-        for node in ast.walk(statement):
+        for node in ast_walk(statement):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
@@ -4714,7 +4714,7 @@ def _loop_calls(
                 calls.append(node)
                 callees.add(id(node.func))
     for statement in [*loop.body, *loop.orelse]:
-        for node in ast.walk(statement):
+        for node in ast_walk(statement):
             if isinstance(node, ast.Name) and node.id == name and id(node) not in callees:
                 return False
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -4734,7 +4734,7 @@ def _loads_yaml_args(tree: ast.Module) -> bool:
     `setattr(namespace, key, value)` or `namespace.__dict__.update(config)` (an
     `argparse.Action` loading `--conf`), `vars(args).update(config)`,
     `args.__dict__.update(config)`, `parser.set_defaults(**config)`."""
-    for node in ast.walk(tree):
+    for node in ast_walk(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -4765,7 +4765,7 @@ def _setattr_stores(tree: ast.Module, facts: ScopeFacts, keys: dict[int, str]) -
     name, x)` with a computed name may set any attribute of the class (`"*"`)."""
 
     def visit(node: ast.AST, klass: str | None) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             if isinstance(child, ast.ClassDef):
                 nested = f"{klass}.{child.name}" if klass else child.name
                 visit(child, keys.get(id(child)) or nested)
@@ -4801,7 +4801,7 @@ def _rebinds(body: list[ast.stmt], name: str) -> bool:
     what the calls passed. A store inside that statement (`val = val.item()` under the
     test) comes after the test."""
     for statement in body:
-        nodes = list(ast.walk(statement))
+        nodes = list(ast_walk(statement))
         if any(
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)

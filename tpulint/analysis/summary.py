@@ -78,6 +78,7 @@ from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.param_routes import assigned_names, is_literal, tested_names
 from tpulint.analysis.param_routes import literal as route_literal
 from tpulint.analysis.python_ast import defaulted_params, ends_program, imported_roots, tree_index
+from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
 from tpulint.analysis.value_tables import (
@@ -808,7 +809,7 @@ def _trainer_returns(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[dict[
             if "accelerator" in entries or "strategy" in entries:
                 out.append(entries)
             continue
-        stack.extend(ast.iter_child_nodes(current))
+        stack.extend(ast_children(current))
     return out
 
 
@@ -1056,7 +1057,7 @@ class _Summarizer(ValueEvaluator):
             for statement in tree.body
             if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign))
             for target in getattr(statement, "targets", None) or [statement.target]  # type: ignore[attr-defined]
-            for node in ast.walk(target)
+            for node in ast_walk(target)
             if isinstance(node, ast.Name)
         }
         brought = {k: v for k, v in self.summary.star_bindings.items() if k not in assigned}
@@ -2495,11 +2496,11 @@ def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]
     used: set[str] = set()
 
     def unpacked(target: ast.expr) -> None:
-        for sub in ast.walk(target):
+        for sub in ast_walk(target):
             if isinstance(sub, ast.Name):
                 bound.setdefault(sub.id, []).append(None)
 
-    for sub in ast.walk(node):
+    for sub in ast_walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and sub is not node:
             continue
         if isinstance(sub, ast.Assign):
@@ -2679,7 +2680,7 @@ def _reports_anomaly(test: ast.expr, statements: list[ast.stmt]) -> bool:
         return False
     names = {
         n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-        for n in ast.walk(test)
+        for n in ast_walk(test)
         if isinstance(n, ast.Call)
     }
     outer = test.func.attr if isinstance(test.func, ast.Attribute) else getattr(test.func, "id", "")
@@ -3144,7 +3145,7 @@ def _asserted_none(body: list[ast.stmt], optional: set[str]) -> dict[str, int]:
             found.setdefault(test.left.id, statement.lineno)
     if found:
         for statement in body:
-            for node in ast.walk(statement):
+            for node in ast_walk(statement):
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     found.pop(node.id, None)  # reassigned: no longer what the assert saw
     return found
@@ -3220,7 +3221,7 @@ def _returns_gpu_or_cpu_device(function: ast.FunctionDef | ast.AsyncFunctionDef)
             continue
         elif isinstance(current, ast.Name) and isinstance(current.ctx, (ast.Store, ast.Del)):
             other.add(current.id)
-        stack.extend(ast.iter_child_nodes(current))
+        stack.extend(ast_children(current))
 
     def device(node: ast.expr | None, depth: int) -> bool:
         if node is None or depth > 3:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import re
 
+from tpulint.analysis.python_ast import walk as ast_walk
+
 # A file worth parsing: a `Trainer(` call and a `**` spread.
 _PREFILTER = re.compile(r"\bTrainer\s*\(")
 # Calls that turn a config section into a plain mapping without changing its keys.
@@ -41,7 +43,7 @@ def trainer_splats(text: str) -> list[tuple[tuple[str, ...], str]]:
         return []
     bound: dict[str, tuple[str, ...]] = {}
     calls: list[ast.Call] = []
-    for node in ast.walk(tree):
+    for node in ast_walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             path = _section(node.value)
