@@ -4,6 +4,7 @@ per-file analysis."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -96,6 +97,9 @@ _OTHER_ACCELERATOR_TOKENS = frozenset({"ipu", "ipus", "hpu", "hpus", "habana", "
 _NAME_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
+# Kept per identifier: the hot set asks it of every function it reaches, in each of its
+# passes (ProjectModel.hot), and the answer depends on the name alone.
+@functools.lru_cache(maxsize=65536)
 def names_other_accelerator(name: str) -> bool:
     """Whether an identifier names another accelerator (by its words: `BCELossIPU`,
     `ipu_options`, `HabanaStrategy`; not `input` or `npuzzle`), or CUDA graphs

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -158,7 +158,13 @@ def _lightning_root_kind(qualname: str) -> ClassKind:
 def _for_other_accelerator(fn: _Function) -> bool:
     """A function or method named for another accelerator, or of a class that is
     (`BCELossIPU.forward`): it runs there, not on a TPU, so it is never hot here."""
-    names = [fn.summary.name, *(fn.summary.cls or "").split(".")]
+    return _named_for_other_accelerator(fn.summary.name, fn.summary.cls)
+
+
+# Kept per name and class: the hot set asks it of every function it reaches, in every pass.
+@lru_cache(maxsize=1 << 16)
+def _named_for_other_accelerator(name: str, cls: str | None) -> bool:
+    names = [name, *(cls or "").split(".")]
     return any(names_other_accelerator(name) for name in names if name)
 
 
@@ -589,6 +595,7 @@ class ProjectModel:
         for summary in summaries:
             self.add(summary)
         self._kinds: dict[str, ClassKind] = {}
+        self._kinds_with_subclasses: dict[str, ClassKind] = {}  # see _kind_with_subclasses
         self._mro: dict[str, list[str]] = {}
         self._subclasses: dict[str, list[str]] | None = None
         self._hot: dict[str, HotInfo] | None = None
@@ -608,6 +615,7 @@ class ProjectModel:
         # Function gkey -> what its loops that are training loops through what they call run
         # (ScopeFacts.call_loops, _steps_through).
         self._call_step_roots: dict[str, list[list[Any]]] = {}
+        self._hot_roots: list[Any] | None = None  # see _root_candidates
         self._returns: dict[str, Value] = {}
         # The value questions in progress (returns, parameters, attributes, index uses): an
         # answer that used a cycle's stand-in is not kept (tpulint.analysis.recursion).
@@ -1559,47 +1567,20 @@ class ProjectModel:
         # TPU path.
         roots: tuple[list[tuple[str, str]], ...] = ([], [], [], [])
         off_tpu: dict[str, str] = {}
-        for gkey, fn in self.functions.items():
-            kind = None
-            if fn.summary.cls is not None and fn.owner is not None:
-                kind = self._kind_with_subclasses(fn.owner)
-            elif fn.summary.cls is not None:
-                kind = ClassKind.NONE
-            reason = entry_reason(
-                fn.summary.name, kind, self.hot_methods, partial(self._step_runs_by_name, fn)
-            )
+        if self._hot_roots is None:
+            self._hot_roots = self._root_candidates()
+        for gkey, fn, reason, through_calls, phase, root_reason, devices in self._hot_roots:
             if reason == "forward" and (
                 fn.owner in data_classes or fn.owner in self._pipeline_only
             ):
                 continue  # a transform of the data pipeline: host tensors, per sample
-            through_calls = (
-                [
-                    use
-                    for loop in fn.module.scope.call_loops.get(fn.summary.key, ())
-                    if self._steps_through(fn, loop)
-                    for use in loop
-                ]
-                if reason is None and fn.summary.key not in fn.module.scope.step_loops
-                else []
-            )
             if through_calls:
                 self._call_step_roots[gkey] = through_calls
-            if (
-                reason is None
-                and (fn.summary.key in fn.module.scope.step_loops or through_calls)
-                and not is_pytest_test(fn.summary.name, fn.summary.cls)
-            ):
-                # A hand-written training loop (Fabric, torch_xla): it steps the optimizer.
-                # A pytest test's loop (`def test_...` beside the library code) checks the
-                # library on the host; it is not how the project trains.
-                reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
-                devices = self.off_tpu_loop(fn)
-                if devices is not None:
-                    off_tpu[gkey] = devices
-                    roots[3].append((gkey, reason))
-                    continue
-            if reason is not None and not _for_other_accelerator(fn):
-                roots[_root_phase(fn.summary.name)].append((gkey, reason))
+            if phase is None:
+                continue
+            if devices is not None:
+                off_tpu[gkey] = devices
+            roots[phase].append((gkey, root_reason))
         # Training first, then validation, then evaluation and inference: a function reached
         # from several names the first that reaches it in its message (`called from
         # training_step`, not `from test_step`, for a sampler training also calls).
@@ -1618,6 +1599,58 @@ class ProjectModel:
                     queue.append(gkey)
             self._spread_hot(hot, queue, nested)
         return hot
+
+    def _root_candidates(
+        self,
+    ) -> list[tuple[str, _Function, str | None, list[Any], int | None, str, str | None]]:
+        """Per function, what may make it a root of the hot set, the same in every pass of
+        `_compute_hot` (which leaves out the forwards of the data pipeline's classes, that
+        change between passes): the entry reason of its name and class, the calls of its loops
+        that train through what they call (`_steps_through`), and the phase it is a root of
+        (None: no root), why, and the devices of a loop that never runs on XLA. Computed once:
+        the hot set is computed up to three times on a project with pipeline-only classes and
+        classes nothing builds."""
+        out: list[tuple[str, _Function, str | None, list[Any], int | None, str, str | None]]
+        out = []
+        for gkey, fn in self.functions.items():
+            kind = None
+            if fn.summary.cls is not None and fn.owner is not None:
+                kind = self._kind_with_subclasses(fn.owner)
+            elif fn.summary.cls is not None:
+                kind = ClassKind.NONE
+            reason = entry_reason(
+                fn.summary.name, kind, self.hot_methods, partial(self._step_runs_by_name, fn)
+            )
+            first = reason
+            through_calls = (
+                [
+                    use
+                    for loop in fn.module.scope.call_loops.get(fn.summary.key, ())
+                    if self._steps_through(fn, loop)
+                    for use in loop
+                ]
+                if reason is None and fn.summary.key not in fn.module.scope.step_loops
+                else []
+            )
+            if (
+                reason is None
+                and (fn.summary.key in fn.module.scope.step_loops or through_calls)
+                and not is_pytest_test(fn.summary.name, fn.summary.cls)
+            ):
+                # A hand-written training loop (Fabric, torch_xla): it steps the optimizer.
+                # A pytest test's loop (`def test_...` beside the library code) checks the
+                # library on the host; it is not how the project trains.
+                reason = f"{TRAINING_LOOP} `{fn.summary.name}`"
+                devices = self.off_tpu_loop(fn)
+                if devices is not None:
+                    out.append((gkey, fn, first, through_calls, 3, reason, devices))
+                    continue
+            if reason is not None and not _for_other_accelerator(fn):
+                phase = _root_phase(fn.summary.name)
+                out.append((gkey, fn, first, through_calls, phase, reason, None))
+            elif through_calls:
+                out.append((gkey, fn, first, through_calls, None, "", None))
+        return out
 
     def _steps_through(self, fn: _Function, loop: list[list[Any]], depth: int = 3) -> bool:
         """Whether a loop of `fn` that takes no optimizer step itself calls one that does,
@@ -2103,12 +2136,16 @@ class ProjectModel:
 
     def _kind_with_subclasses(self, gkey: str) -> ClassKind:
         """A class's kind, with its project subclasses' (a mixin's `on_train_batch_end` is a
-        hook of the LightningModules that derive from it)."""
+        hook of the LightningModules that derive from it). Kept per class: the hot set asks
+        it of every method, in each of its passes."""
+        kept = self._kinds_with_subclasses.get(gkey)
+        if kept is not None:
+            return kept
         kind = self.class_kind(gkey)
-        if kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK):
-            return kind
-        for sub in self.subclasses(gkey):
-            kind |= self.class_kind(sub)
+        if not kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK):
+            for sub in self.subclasses(gkey):
+                kind |= self.class_kind(sub)
+        self._kinds_with_subclasses[gkey] = kind
         return kind
 
     @staticmethod

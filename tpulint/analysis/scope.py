@@ -788,6 +788,7 @@ class ProjectScope:
         self.lightning1 = lightning_version.split(".", 1)[0] == "1"
         self._index: dict[str, list[tuple[str, list[str]]]] | None = None
         self._target_memo: dict[tuple[str, str, str], tuple[list[Any], str | None]] = {}
+        self._function_targets: dict[tuple[str, str, str], list[_Function]] = {}  # use_targets
         self._dirs: dict[str, str] = {}
         self._entries: list[Entry] = []
         self.claimed: list[str] = []  # folders the entry points speak for
@@ -812,6 +813,9 @@ class ProjectScope:
         self._callers_memo: dict[str, list[str]] = {}  # see callers
         self._one_device: dict[str, bool] = {}  # see trained_on_one_device
         self._callee_memo: dict[tuple[str, str, str, bool], list[str]] = {}  # _callees_of_use
+        self._ref_memo: dict[tuple[int, str], tuple[str, ...] | None] = {}  # see _ref_targets
+        self._data_class_memo: dict[str, bool] = {}  # see _data_class
+        self._dead_refs: dict[tuple[int, int, int, str | None], bool] = {}  # _dead_reference
 
     def unbuilt_classes(self) -> dict[str, str]:
         """Class gkey -> why nothing can build it (see `_unbuilt`)."""
@@ -923,11 +927,20 @@ class ProjectScope:
 
     def use_targets(self, node: str, use: list[str]) -> list[_Function]:
         """The project functions a use of `node` may run (resolved calls and references; a
-        method of a value of unknown class is not followed)."""
+        method of a value of unknown class is not followed). Kept where `_targets` keeps its
+        answer (the hot set asks it of every use of every function it reaches, in each of its
+        passes; shared: read the list, do not change it)."""
         if use[0] == "meth":
             return []
+        key = (node, use[0], use[1])
+        kept = self._function_targets.get(key)
+        if kept is not None:
+            return kept
         targets, _ = self._targets(node, use)
-        return [t for t in targets if _is_function(t)]
+        out = [t for t in targets if _is_function(t)]
+        if key in self._target_memo:
+            self._function_targets[key] = out
+        return out
 
     def _index_of_uses(self) -> dict[str, list[tuple[str, list[str]]]]:
         """Simple name -> (node, use) for every use of the project: the callers of a
@@ -1922,13 +1935,17 @@ class ProjectScope:
         return False
 
     def _data_class(self, gkey: str) -> bool:
-        """A Dataset, a DataModule, a sampler or a collator: code of the data loader."""
-        if self.model.class_kind(gkey) & ClassKind.LIGHTNING_DATAMODULE:
-            return True
-        return any(
-            base.rsplit(".", 1)[-1].endswith(("Dataset", "DataPipe", "Sampler", "Collator"))
-            for base in self.model.external_bases(gkey)
-        )
+        """A Dataset, a DataModule, a sampler or a collator: code of the data loader. Kept
+        per class: asked for the owner of every method the data pipeline's questions meet."""
+        kept = self._data_class_memo.get(gkey)
+        if kept is None:
+            kept = self._data_class_memo[gkey] = bool(
+                self.model.class_kind(gkey) & ClassKind.LIGHTNING_DATAMODULE
+            ) or any(
+                base.rsplit(".", 1)[-1].endswith(("Dataset", "DataPipe", "Sampler", "Collator"))
+                for base in self.model.external_bases(gkey)
+            )
+        return kept
 
     def _classes_named_by_methods(self, cls: _Class) -> set[str]:
         """The classes a class's methods build or name."""
@@ -2526,32 +2543,16 @@ class ProjectScope:
                     if kind == "class":
                         registered[f"{prefix}.{qualname}"] = keys.get(qualname, [])
         by_lookup: set[str] = set()  # classes of a module whose names are looked up
-        for gkey, cls in self.model.classes.items():
-            if any(
-                "__init_subclass__" in self.model.classes[base].summary.methods
-                for base in self.model.mro(gkey)[1:]
-                if base in self.model.classes
-            ):
-                continue  # a base registers its subclasses as they are defined
+        for gkey, cls in self._judged_classes():
             path = cls.module.path
-            if _is_test_path(path) or not self._inside(path, apps):
+            if not self._inside(path, apps):
                 continue
-            if gkey in evaluated:
+            if gkey in evaluated or gkey in configured:
                 continue
-            if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
-                continue
-            name = cls.summary.name
-            if cls.summary.qualname != name or not name[:1].isupper() or gkey in configured:
-                continue  # nested classes, classes named in lower case: not judged
             if gkey in exported or "?" in registered.get(gkey, ()):
                 continue  # a package's API; registered under a key the facts do not see
-            if any(
-                base.rsplit(".", 1)[-1] in _METACLASS_BASES
-                for base in self.model.external_bases(gkey)
-            ):
-                continue  # a metaclass: every class statement naming it builds it
             candidates[gkey] = cls
-            by_name.setdefault(name, []).append(gkey)
+            by_name.setdefault(cls.summary.name, []).append(gkey)
             if path in looked_up or exporters.get(gkey, set()) & looked_up:
                 by_lookup.add(gkey)
         if not candidates:
@@ -2691,6 +2692,60 @@ class ProjectScope:
                 out[gkey] = why.format(cls.summary.name)
         return out
 
+    def _config_builders(self) -> list[tuple[str, bool, bool]]:
+        """Per module outside tests (`_configs_shown`): whether it imports gin, and whether
+        it builds objects from configs (a LightningCLI, a call of a config builder). The
+        same for every application: kept."""
+        found = self.__dict__.get("_config_builders_of")
+        if found is not None:
+            return found
+        found = []
+        for path, module in self.model.modules.items():
+            if _is_test_path(path):
+                continue
+            builds = any(launch[0] == "cli" for launch in module.scope.launches) or any(
+                use[1].rsplit(".", 1)[-1] in _CONFIG_BUILDERS
+                for uses in module.scope.uses.values()
+                for use in uses
+            )
+            gin = any(t.split(".", 1)[0] == "gin" for t in module.imports.values())
+            found.append((path, gin, builds))
+        self.__dict__["_config_builders_of"] = found
+        return found
+
+    def _judged_classes(self) -> list[tuple[str, _Class]]:
+        """The classes `_unbuilt_in` may judge, whatever the application: outside tests and
+        Lightning's own source, named at the top of their module in upper case (nested
+        classes and classes named in lower case are not judged), with no base that registers
+        its subclasses as they are defined (`__init_subclass__`) and no metaclass base (every
+        class statement naming it builds it). The same for every application: kept."""
+        found = self.__dict__.get("_judged_classes_of")
+        if found is not None:
+            return found
+        found = []
+        for gkey, cls in self.model.classes.items():
+            if any(
+                "__init_subclass__" in self.model.classes[base].summary.methods
+                for base in self.model.mro(gkey)[1:]
+                if base in self.model.classes
+            ):
+                continue  # a base registers its subclasses as they are defined
+            if _is_test_path(cls.module.path):
+                continue
+            if (cls.module.module or "").split(".", 1)[0] in _LIGHTNING_ROOTS:
+                continue
+            name = cls.summary.name
+            if cls.summary.qualname != name or not name[:1].isupper():
+                continue  # nested classes, classes named in lower case: not judged
+            if any(
+                base.rsplit(".", 1)[-1] in _METACLASS_BASES
+                for base in self.model.external_bases(gkey)
+            ):
+                continue  # a metaclass: every class statement naming it builds it
+            found.append((gkey, cls))
+        self.__dict__["_judged_classes_of"] = found
+        return found
+
     def _configs_shown(self, apps: set[str], texts: dict[str, frozenset[str]]) -> bool:
         """Whether the configs that build objects of `apps` by name are in the checkout: gin
         (`import gin`, `@gin.configurable("Key")`) needs a `.gin` file; a LightningCLI or a
@@ -2699,16 +2754,11 @@ class ProjectScope:
         (not the tests') or text file naming a class of it. Without them the configs are
         elsewhere (user configs, a folder left out of the checkout) and may name any class."""
         gin = builds = False
-        for path, module in self.model.modules.items():
-            if _is_test_path(path) or not self._inside(path, apps):
+        for path, module_gin, module_builds in self._config_builders():
+            if not self._inside(path, apps):
                 continue
-            if any(launch[0] == "cli" for launch in module.scope.launches):
-                builds = True
-            if any(t.split(".", 1)[0] == "gin" for t in module.imports.values()):
-                gin = True
-            for uses in module.scope.uses.values():
-                if any(use[1].rsplit(".", 1)[-1] in _CONFIG_BUILDERS for use in uses):
-                    builds = True
+            gin = gin or module_gin
+            builds = builds or module_builds
         if gin and not any(_holds_suffix(folder, ".gin") for folder in apps):
             return False
         if not builds:
@@ -2738,14 +2788,7 @@ class ProjectScope:
         it has no decorator, is no CLI command and no `main`, and its module's names are
         not looked up at run time."""
         index = self._index_of_uses()
-        reexported: set[str] = set()
-        for module in self.model.modules.values():
-            used_here = {
-                use[1].rsplit(".", 1)[-1] for uses in module.scope.uses.values() for use in uses
-            }
-            for local, target in module.imports.items():
-                if module.is_package or local not in used_here:
-                    reexported.update({local, target.rsplit(".", 1)[-1]})
+        reexported = self._reexported_names()
         functions: dict[str, Any] = {}  # `path:name` -> the function
         for fn in self.model.functions.values():
             summary = fn.summary
@@ -2787,31 +2830,74 @@ class ProjectScope:
                     changed = True
         return unused
 
+    def _reexported_names(self) -> set[str]:
+        """The names a package's `__init__.py` imports, or a module imports without using
+        them (a re-export), as imported and as their targets' last names. The same for every
+        application (`_unused_functions`): kept."""
+        found = self.__dict__.get("_reexported_of")
+        if found is not None:
+            return found
+        found = set()
+        for module in self.model.modules.values():
+            used_here = {
+                use[1].rsplit(".", 1)[-1] for uses in module.scope.uses.values() for use in uses
+            }
+            for local, target in module.imports.items():
+                if module.is_package or local not in used_here:
+                    found.update({local, target.rsplit(".", 1)[-1]})
+        self.__dict__["_reexported_of"] = found
+        return found
+
     def _ref_targets(
         self, qualified: str, module: ModuleSummary, by_name: dict[str, list[str]]
     ) -> list[str]:
         """The classes a reference may name: the longest prefix the model resolves to a class
         (`Cls.from_pretrained`); a name it does not resolve to one may be any judged class of
-        a name it spells."""
+        a name it spells. What the model resolves is kept per module and reference:
+        `_unbuilt_in` asks it of every reference of the project once per application."""
+        memo = self._ref_memo
+        key = (id(module), qualified)
+        if key in memo:
+            resolved = memo[key]
+        else:
+            resolved = memo[key] = self._resolved_ref(qualified, module)
+        if resolved is not None:
+            return list(resolved)
+        # Not resolved to a class (an import the model cannot follow, a module's attribute
+        # it does not know): any judged class of a name it spells.
+        parts = qualified.lstrip(".").split(".")
+        return [g for part in parts if part[:1].isupper() for g in by_name.get(part, ())]
+
+    def _resolved_ref(self, qualified: str, module: ModuleSummary) -> tuple[str, ...] | None:
+        """The classes the model resolves a reference to (see `_ref_targets`); None: it
+        resolves to none."""
         parts = qualified.lstrip(".").split(".")
         for size in range(len(parts), 0, -1):
             if ".".join(parts[:size]) in self.model.classes:
-                return [".".join(parts[:size])]
+                return (".".join(parts[:size]),)
             text = ("." if qualified.startswith(".") else "") + ".".join(parts[:size])
             found = self.model.lookup(text, module)
             if _is_class(found):
-                return [found.gkey]
+                return (found.gkey,)
             if _is_function(found):
                 # `Cls.from_pretrained(...)`: its classmethod; a module's function: no class
-                return [found.owner] if found.owner is not None else []
-        # Not resolved to a class (an import the model cannot follow, a module's attribute
-        # it does not know): any judged class of a name it spells.
-        return [g for part in parts if part[:1].isupper() for g in by_name.get(part, ())]
+                return (found.owner,) if found.owner is not None else ()
+        return None
 
     def _dead_reference(
         self, module: ModuleSummary, line: int, column: int, owner: str | None
     ) -> bool:
-        """Whether a reference sits in a branch the project never takes (see `reason`)."""
+        """Whether a reference sits in a branch the project never takes (see `reason`). Kept
+        per reference: `_unbuilt_in` asks it once per application."""
+        key = (id(module), line, column, owner)
+        kept = self._dead_refs.get(key)
+        if kept is None:
+            kept = self._dead_refs[key] = self._find_dead_reference(module, line, column, owner)
+        return kept
+
+    def _find_dead_reference(
+        self, module: ModuleSummary, line: int, column: int, owner: str | None
+    ) -> bool:
         for region in module.scope.regions:
             key, l1, c1, l2, c2, truth, wanted, how = region[:8]
             if how.startswith("infer-") or not ((l1, c1) <= (line, column) <= (l2, c2)):
