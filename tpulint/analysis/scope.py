@@ -1482,7 +1482,16 @@ class ProjectScope:
             return cache[root]
         found: str | None = None
         if site.kind == "trainer":
-            methods = self._trainer_methods(root)
+            # A script's top level and its `__main__` block run together: a notebook-style
+            # script (top-level code, no `__main__` block) that predicts evaluates from both.
+            path, _, key = root.rpartition(":")
+            nodes = [root]
+            if key in ("", "__main__"):
+                nodes = [module_node(path), module_node(path, main=True)]
+            methods: set[str] | None = set()
+            for node in nodes:
+                more = self._trainer_methods(node)
+                methods = None if more is None or methods is None else methods | more
             if methods is not None and not methods & {"fit", "tune"}:
                 found = next((m for m in ("test", "validate", "predict") if m in methods), None)
         cache[root] = found
@@ -1579,7 +1588,9 @@ class ProjectScope:
             return
         path, _, key = node.rpartition(":")
         if path not in state.loaded:
-            self._load(state, path)
+            # A script run as an evaluation root runs its top level for inference too.
+            top = key in ("", "__main__")
+            self._load(state, path, role if top else TRAIN, why if top else "")
         fn = self._function(node) if key not in ("", "__main__") else None
         if (
             fn is not None
@@ -1595,15 +1606,21 @@ class ProjectScope:
             state.why[node] = why
         state.queue.append((node, role, why))
 
-    def _load(self, state: _State, path: str) -> None:
-        """A module's top level runs: its imports load, its registered code becomes live."""
+    def _load(
+        self, state: _State, path: str, role: int = TRAIN, why: str = "", by: int = 0
+    ) -> None:
+        """A module's top level runs: its imports load, its registered code becomes live.
+        `role`: the top level's, lower for a script an evaluation root runs (`_reach`); an
+        import by training code (`by`: the importer's role) raises it."""
         if path in state.loaded:
+            if by == TRAIN and state.roles.get(module_node(path), TRAIN) < TRAIN:
+                self._visit(state, module_node(path), TRAIN, "")
             return
         state.loaded.add(path)
         module = self.model.modules.get(path)
         if module is None:
             return
-        self._visit(state, module_node(path), TRAIN, "")
+        self._visit(state, module_node(path), role, why)
         for kind, name in module.scope.registered:
             if kind == "function":
                 # A CLI command that tests, validates or predicts and never fits (`predict`
@@ -1639,7 +1656,7 @@ class ProjectScope:
                         mod = (
                             found if not (_is_class(found) or _is_function(found)) else found.module
                         )
-                        self._load(state, mod.path)
+                        self._load(state, mod.path, by=role)
             for use in self._uses(node):
                 targets, name = self._targets(node, use)
                 for target in targets:
@@ -1648,7 +1665,7 @@ class ProjectScope:
                     elif _is_class(target):
                         self._instantiate(state, target.gkey, role, why)
                     else:
-                        self._load(state, target.path)
+                        self._load(state, target.path, by=role)
                 if name is not None:
                     state.rta.add(name)
                     bare = self._bare_call(node, name)

@@ -1,0 +1,117 @@
+"""Code the default scope (tpulint.analysis.scope) should find never runs in training: what
+only a notebook-style evaluation script reaches, and the like. Made-up projects, each with a
+negative that keeps the code in."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tpulint.analysis.project import ProjectModel, build_model
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
+    items = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        items.append((str(path), path.read_text(encoding="utf-8")))
+    return build_model(items)
+
+
+def reason_at(model: ProjectModel, tmp_path: Path, name: str, marker: str) -> str | None:
+    path = str(tmp_path / name)
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if marker in line:
+            return model.scope.reason(path, number, line.index(marker) + 1)
+    raise AssertionError(f"{marker!r} not in {name}")
+
+
+# A sequence model whose `predict_step` runs an autoregressive `predict` (a method of its
+# own, named like the Trainer's and other classes' methods), a training script that fits,
+# and a notebook-style plotting script (top-level code, no `__main__` block) that only
+# predicts, through a module-level Trainer used inside a helper.
+_PACKAGE = {
+    "setup.py": "from setuptools import setup\n\nsetup(name='seqlib')\n",
+    "seqlib/__init__.py": "",
+    "seqlib/net.py": """\
+        import lightning as L
+        import torch
+
+
+        class SeqNet(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def training_step(self, batch, batch_idx):
+                return self.proj(batch).sum()
+
+            @torch.inference_mode()
+            def predict(self, batch):
+                stop = (batch > 0).nonzero()[0][0].item()  # decode-sync
+                return self.proj(batch[:stop])
+
+            def score(self, batch):
+                return (batch > 0).sum().item()  # score-sync
+
+            def predict_step(self, batch, batch_idx):
+                return self.predict(batch)
+
+
+        class Ridge:
+            def predict(self, x):
+                return x
+        """,
+    "train.py": """\
+        import lightning as L
+
+        from seqlib.net import SeqNet
+
+        if __name__ == "__main__":
+            trainer = L.Trainer(accelerator="gpu", devices=1)
+            trainer.fit(SeqNet(), None)
+        """,
+    "scripts/plot_decodes.py": """\
+        import lightning as L
+
+        from seqlib.net import SeqNet
+
+        trainer = L.Trainer(accelerator="gpu", devices=1)
+
+
+        def run_one(name):
+            model = SeqNet.load_from_checkpoint(name)
+            print(model.score(None))
+            return trainer.predict(model, None)
+
+
+        outputs = []
+        for name in ["a.ckpt", "b.ckpt"]:
+            outputs.append(run_one(name))
+        """,
+}
+
+
+def test_a_notebook_evaluation_script_reaches_its_code_as_inference(tmp_path: Path) -> None:
+    """A script of top-level code (no `__main__` block) that predicts and never fits runs its
+    top level as inference, helpers and all: `trainer.predict` there (on a module-level
+    Trainer the helper cannot type) calls no training code."""
+    model = project(tmp_path, _PACKAGE)
+    reason = reason_at(model, tmp_path, "seqlib/net.py", "# decode-sync")
+    assert reason is not None and "inference only" in reason
+    reason = reason_at(model, tmp_path, "seqlib/net.py", "# score-sync")
+    assert reason == (
+        "inference only (reached from `trainer.predict` in plot_decodes.py, which never fits)"
+    )
+
+
+def test_a_notebook_script_that_fits_stays_training(tmp_path: Path) -> None:
+    files = dict(_PACKAGE)
+    files["scripts/plot_decodes.py"] = _PACKAGE["scripts/plot_decodes.py"].replace(
+        "print(model.score(None))", "trainer.fit(model, None); print(model.score(None))"
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "seqlib/net.py", "# score-sync") is None
