@@ -115,3 +115,71 @@ def test_a_notebook_script_that_fits_stays_training(tmp_path: Path) -> None:
     )
     model = project(tmp_path, files)
     assert reason_at(model, tmp_path, "seqlib/net.py", "# score-sync") is None
+
+
+# A metric computed by a base task head only in a deprecated head's `forward`, which starts
+# with `assert False`; an enum member of the same name keys the output dict everywhere.
+_DEPRECATED = {
+    "heads/__init__.py": "",
+    "heads/keys.py": """\
+        import enum
+
+
+        class Stat(enum.Enum):
+            score = "score"
+            loss = "loss"
+        """,
+    "heads/tasks.py": """\
+        import torch
+        from torch import nn
+
+        from heads.keys import Stat
+
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stats = [Stat.score, Stat.loss]
+
+            @torch.no_grad()
+            def score(self, x, mask):
+                x[~mask] = 0  # score-mask
+                return x.sum()
+
+
+        class OldHead(Head):
+            def forward(self, x, mask):
+                assert False, "Deprecated"
+                return {Stat.score: self.score(x, mask)}
+
+
+        class NewHead(Head):
+            def forward(self, x, mask):
+                return {Stat.loss: x.mean()}
+        """,
+}
+
+
+def test_a_method_only_a_deprecated_forward_calls_never_runs(tmp_path: Path) -> None:
+    """`Stat.score` (an enum member of another class) is no use of `Head.score`: its only
+    call sits after `assert False`, so it never runs."""
+    model = project(tmp_path, _DEPRECATED)
+    reason = reason_at(model, tmp_path, "heads/tasks.py", "# score-mask")
+    assert reason is not None and "never runs" in reason
+
+
+def test_a_method_a_live_forward_calls_runs(tmp_path: Path) -> None:
+    files = dict(_DEPRECATED)
+    files["heads/tasks.py"] = _DEPRECATED["heads/tasks.py"].replace(
+        "return {Stat.loss: x.mean()}", "return {Stat.loss: self.score(x, mask)}"
+    )
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "heads/tasks.py", "# score-mask") is None
+
+
+def test_a_reference_through_a_subclass_is_a_use_of_the_method(tmp_path: Path) -> None:
+    """`NewHead.score` names the inherited method itself (handed on, it may run)."""
+    files = dict(_DEPRECATED)
+    files["heads/tasks.py"] = _DEPRECATED["heads/tasks.py"] + "\n\nSCORERS = [NewHead.score]\n"
+    model = project(tmp_path, files)
+    assert reason_at(model, tmp_path, "heads/tasks.py", "# score-mask") is None

@@ -5124,9 +5124,23 @@ class ProjectScope:
                 targets, _ = self._targets(user, use)
                 if targets and all(t is not fn and _is_function(t) for t in targets):
                     continue
+            if use[0] == "ref" and self._other_class_attribute(user, use[1], fn):
+                continue  # `Metric.bps`: an enum member (a class attribute) of that name
             if use[0] in ("ref", "selfref", "meth") or user not in calling:
                 return False
         return True
+
+    def _other_class_attribute(self, user: str, target: str, fn: _Function) -> bool:
+        """Whether a reference `Cls.name` (qualified, from the function or module `user`)
+        names an attribute of a project class that neither is nor inherits `fn`'s class:
+        another object of that name (an enum member), never `fn`."""
+        head, dot, _ = target.rpartition(".")
+        if not dot or not head.strip("."):
+            return False
+        found = self.model.lookup(head, self.model.modules.get(user.rpartition(":")[0]))
+        if not _is_class(found):
+            return False
+        return fn.owner is None or fn.owner not in self.model.mro(found.gkey)
 
     def _refers_only_where_dead(self, user: str, name: str) -> bool:
         """Whether function `user` refers to `name` only in code that never runs on a TPU."""
