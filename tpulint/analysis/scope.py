@@ -31,7 +31,8 @@ A finding is outside the scope, with the reason, when its code:
   (`self.hparams.num_classes == 7` with `num_classes: 5` in every config) (`_switch_values`);
   calls made where the code never runs are not counted;
 - is a function every call (and reference) of which sits where the code never runs
-  (`_called_only_where_dead`), or a method of a class built or named only there
+  (`_called_only_where_dead`; `Metric.score`, an attribute of a class that does not inherit
+  the method's, names another object), or a method of a class built or named only there
   (`_class_built_only_where_dead`);
 - is inference: `predict_step`, `on_predict_*` and what only they reach, generation
   loops (a function named for generating or sampling, or under `torch.no_grad`, that feeds
@@ -103,7 +104,8 @@ somewhere runs its "auto" scripts on the same machines. The project's YAML confi
 "auto" Trainer's accelerator unless the script's code computes it (`accelerator=
 device_kind()`). Entry points that name another accelerator (`accelerator="gpu"`, `gpus=2`, a
 DDP strategy, apex's AMP) do not. An entry point whose code tests, validates or predicts and
-never fits (an evaluation script), or that takes an XLA device and never trains (no training
+never fits (an evaluation script; a script's top level and `__main__` block together, its top
+level run as inference too), or that takes an XLA device and never trains (no training
 loop, `backward`, optimizer step or `fit`: a demo, a self-test), reaches its code as inference.
 
 A project with no TPU entry point whose scripts train on another accelerator or on "auto"
