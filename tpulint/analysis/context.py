@@ -98,6 +98,8 @@ _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|S
 # them, nor defined in the file, is a sub-module or callable attribute).
 _KNOWN_BASE_ROOTS = frozenset({"lightning", "pytorch_lightning", "torch", "object", "nn"})
 # Bases that define no methods a class calls on itself (`class Wrapper(Base, ABC)`).
+# Python's enum classes: their members are keys and labels, never tensors.
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 _MIXIN_BASES = frozenset({"ABC", "abc.ABC", "Generic", "typing.Generic"})
 # LightningModule / nn.Module methods that take tensors and do not return device tensors
 # of the same batch (or are not tensors at all).
@@ -285,6 +287,28 @@ class FileContext(Resolver):
         """Qualified name of a dotted expression through the file's imports (`xm.mark_step`
         -> `torch_xla.core.xla_model.mark_step`)."""
         return self.aliases.qualify(node)
+
+    def enum_member(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` is `Cls.name` of a project class derived from `enum.Enum`
+        (`batch[DataKey.mask]`: a dict's key, never a tensor), wherever the class is."""
+        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+            return False
+        view = self.analysis.view
+        if view is None:
+            return False
+        name = node.value.value
+        model = view.model
+        qualified = self.aliases.qualify_dotted(name)
+        if qualified is not None:
+            found = model.resolve_class(qualified, view.module)
+        else:
+            found = model.classes.get(view.class_gkey(name))
+        if found is None:
+            return False
+        return any(
+            b.rsplit(".", 1)[-1] in _ENUM_BASES and b.split(".", 1)[0] in ("enum", b)
+            for b in model.external_bases(found.gkey)
+        )
 
     def qualify_callee(self, func: cst.BaseExpression) -> str | None:
         """`qualify`, and for `self.<attr>` the one function the class assigns the attribute
