@@ -2715,6 +2715,30 @@ def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
 # a device tensor (a collate that makes a tensor of the counts, a mask moved with
 # `.to(x.device)`, a helper also called with a tensor).
 HOST_SHAPES_SILENT = {
+    "a buffer moved to the CPU or a CUDA device, and what pickle loads back": """
+        import pickle
+
+        import torch.distributed as dist
+
+
+        def gather_objects(data, group):
+            device = torch.device("cpu" if dist.get_backend(group) == "gloo" else "cuda")
+            payload = torch.ByteTensor(list(pickle.dumps(data))).to(device=device)
+            count = torch.tensor([payload.numel()], device=payload.device)
+            if count.item() > 0:
+                item = pickle.loads(payload.cpu().numpy().tobytes())
+                if isinstance(item, torch.Tensor):
+                    item = item.cpu()
+                return [item]
+            return []
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).sum()
+                self.log("n", len(gather_objects(batch_idx, None)))
+                return loss
+        """,
     "a collate's list of counts read in the step": """
         class Pairs(torch.utils.data.Dataset):
             def __getitem__(self, i):
@@ -2837,6 +2861,25 @@ HOST_SHAPES_SILENT = {
 }
 
 HOST_SHAPES_REPORTED = {
+    "a buffer moved to the CPU or the XLA device": (
+        """
+        import pickle
+
+
+        def gather_objects(data, on_tpu):
+            device = torch.device("xla" if on_tpu else "cpu")
+            payload = torch.ByteTensor(list(pickle.dumps(data))).to(device=device)
+            count = torch.tensor([payload.numel()], device=payload.device)
+            return count.item()
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                self.log("n", gather_objects(batch_idx, True))
+                return self(batch).sum()
+        """,
+        [("TPU101", 8)],
+    ),
     "a collate that makes a tensor of the counts": (
         """
         class Pairs(torch.utils.data.Dataset):
