@@ -2715,6 +2715,23 @@ def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
 # a device tensor (a collate that makes a tensor of the counts, a mask moved with
 # `.to(x.device)`, a helper also called with a tensor).
 HOST_SHAPES_SILENT = {
+    "step data moved to the CPU or a CUDA device by the process group's backend": """
+        import torch.distributed as dist
+
+
+        def serialize(data, group):
+            device = torch.device("cpu" if dist.get_backend(group) == "gloo" else "cuda")
+            if isinstance(data, torch.Tensor):
+                data = data.to(device)
+            return data
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).sum()
+                self.log("n", serialize(loss, None).sum())
+                return loss
+        """,
     "a buffer moved to the CPU or a CUDA device, and what pickle loads back": """
         import pickle
 
