@@ -866,7 +866,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `.numpy()`, `.tolist()`, `.to("cpu")` (also through a name or attribute that holds
     `torch.device("cpu")`, and `.to(device)` with a CUDA/MPS chain such as `"cuda" if
     torch.cuda.is_available() else "cpu"` or a `get_device()` helper returning one: on a TPU
-    host it picks the CPU), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
+    host it picks the CPU; not a choice between the CPU and CUDA made by another test,
+    `"cpu" if backend == "gloo" else "cuda"`, whose CPU branch needs a process group an XLA
+    run does not create), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one
