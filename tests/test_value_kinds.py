@@ -2715,6 +2715,19 @@ def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
 # a device tensor (a collate that makes a tensor of the counts, a mask moved with
 # `.to(x.device)`, a helper also called with a tensor).
 HOST_SHAPES_SILENT = {
+    "a read in the epoch loop around the loop over batches": """
+        def main(model, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = (model(x) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+                print(epoch, loss.item())
+
+
+        if __name__ == "__main__":
+            main(None, None, [], 3)
+        """,
     "step data moved to the CPU or a CUDA device by the process group's backend": """
         import torch.distributed as dist
 
@@ -2878,6 +2891,22 @@ HOST_SHAPES_SILENT = {
 }
 
 HOST_SHAPES_REPORTED = {
+    "a read in the loop over batches inside the epoch loop": (
+        """
+        def main(model, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = (model(x) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+                    print(epoch, loss.item())
+
+
+        if __name__ == "__main__":
+            main(None, None, [], 3)
+        """,
+        [("TPU101", 7)],
+    ),
     "a buffer moved to the CPU or the XLA device": (
         """
         import pickle

@@ -804,7 +804,9 @@ class FileContext(Resolver):
             if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
                 cached = self._step_loops.get(id(ancestor))
                 if cached is None:
-                    cached = self._step_loops[id(ancestor)] = _loop_steps(ancestor)
+                    cached = self._step_loops[id(ancestor)] = _loop_steps(
+                        ancestor
+                    ) and not _epoch_loop(ancestor)
                 if cached:
                     return True
             elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -1194,6 +1196,48 @@ def _loop_steps(loop: cst.For | cst.While) -> bool:
             continue
         stack.extend(iter_children(current))
     return False
+
+
+def _epoch_loop(loop: cst.For | cst.While) -> bool:
+    """`for epoch in range(n):` whose body steps only in loops of its own, none over
+    optimizers (as tpulint.analysis.scope_facts reads epoch loops): its body beside them
+    runs once an epoch."""
+    from tpulint.analysis.walker import iter_children
+
+    if not isinstance(loop, cst.For) or not _counts(loop.iter):
+        return False
+    inner: list[cst.For | cst.While] = []
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.For, cst.While)):
+            if _loop_steps(current):
+                inner.append(current)
+            continue
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
+            name = current.func.attr.value
+            receiver = dotted_name(current.func.value) or ""
+            if name in ("backward", "optimizer_step", "manual_backward") or (
+                name == "step" and "opt" in receiver.lower()
+            ):
+                return False  # a step of its own
+        stack.extend(iter_children(current))
+    return bool(inner) and not any(
+        isinstance(node, cst.For) and "opt" in cst.Module([]).code_for_node(node.iter).lower()
+        for node in inner
+    )
+
+
+def _counts(iterator: cst.BaseExpression) -> bool:
+    """`range(n)`, `trange(n)`, `tqdm(range(n))`: a loop counting turns."""
+    if not isinstance(iterator, cst.Call):
+        return False
+    name = (dotted_name(iterator.func) or "").rsplit(".", 1)[-1]
+    if name in ("range", "trange"):
+        return True
+    return name == "tqdm" and bool(iterator.args) and _counts(iterator.args[0].value)
 
 
 class _AstIf(NamedTuple):
