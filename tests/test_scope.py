@@ -7891,3 +7891,52 @@ def test_a_base_step_past_an_intermediate_base_every_leaf_overrides(
             " which is built only as their base"
         )
     assert reason_at(model, tmp_path, "pkg/base.py", "# base-val") is None
+
+
+def test_an_epoch_loop_around_a_training_loop(tmp_path: Path) -> None:
+    """`for epoch in range(n):` around the loop over batches that steps: what the epoch loop
+    calls beside it (an evaluation over collected outputs) runs once an epoch; a loop over
+    optimizers inside a loop that counts iterations keeps the outer loop the training loop."""
+    model = project(
+        tmp_path,
+        {
+            "train.py": """\
+import torch
+
+
+def summarize(outputs):
+    return torch.cat([o.cpu() for o in outputs]).mean()
+
+
+def run_epoch_end(model, loader):
+    return summarize([model(x) for x, _ in loader])
+
+
+def per_iteration(model, x):
+    return model(x).sum()
+
+
+def main(model, optimizer, loader, optimizers, epochs):
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+        run_epoch_end(model, loader)
+    for it in range(epochs):
+        total = per_iteration(model, it)
+        for opt in optimizers:
+            total.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main(None, None, [], [], 3)
+"""
+        },
+    )
+    hot = hot_names(model)
+    assert "main" in hot
+    assert "run_epoch_end" not in hot
+    assert "summarize" not in hot
+    assert "per_iteration" in hot

@@ -2715,6 +2715,60 @@ def test_masks_drawn_on_a_device_tensors_device_are_device_masks() -> None:
 # a device tensor (a collate that makes a tensor of the counts, a mask moved with
 # `.to(x.device)`, a helper also called with a tensor).
 HOST_SHAPES_SILENT = {
+    "a read in the epoch loop around the loop over batches": """
+        def main(model, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = (model(x) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+                print(epoch, loss.item())
+
+
+        if __name__ == "__main__":
+            main(None, None, [], 3)
+        """,
+    "step data moved to the CPU or a CUDA device by the process group's backend": """
+        import torch.distributed as dist
+
+
+        def serialize(data, group):
+            device = torch.device("cpu" if dist.get_backend(group) == "gloo" else "cuda")
+            if isinstance(data, torch.Tensor):
+                data = data.to(device)
+            return data
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).sum()
+                self.log("n", serialize(loss, None).sum())
+                return loss
+        """,
+    "a buffer moved to the CPU or a CUDA device, and what pickle loads back": """
+        import pickle
+
+        import torch.distributed as dist
+
+
+        def gather_objects(data, group):
+            device = torch.device("cpu" if dist.get_backend(group) == "gloo" else "cuda")
+            payload = torch.ByteTensor(list(pickle.dumps(data))).to(device=device)
+            count = torch.tensor([payload.numel()], device=payload.device)
+            if count.item() > 0:
+                item = pickle.loads(payload.cpu().numpy().tobytes())
+                if isinstance(item, torch.Tensor):
+                    item = item.cpu()
+                return [item]
+            return []
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self(batch).sum()
+                self.log("n", len(gather_objects(batch_idx, None)))
+                return loss
+        """,
     "a collate's list of counts read in the step": """
         class Pairs(torch.utils.data.Dataset):
             def __getitem__(self, i):
@@ -2837,6 +2891,41 @@ HOST_SHAPES_SILENT = {
 }
 
 HOST_SHAPES_REPORTED = {
+    "a read in the loop over batches inside the epoch loop": (
+        """
+        def main(model, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = (model(x) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+                    print(epoch, loss.item())
+
+
+        if __name__ == "__main__":
+            main(None, None, [], 3)
+        """,
+        [("TPU101", 7)],
+    ),
+    "a buffer moved to the CPU or the XLA device": (
+        """
+        import pickle
+
+
+        def gather_objects(data, on_tpu):
+            device = torch.device("xla" if on_tpu else "cpu")
+            payload = torch.ByteTensor(list(pickle.dumps(data))).to(device=device)
+            count = torch.tensor([payload.numel()], device=payload.device)
+            return count.item()
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                self.log("n", gather_objects(batch_idx, True))
+                return self(batch).sum()
+        """,
+        [("TPU101", 8)],
+    ),
     "a collate that makes a tensor of the counts": (
         """
         class Pairs(torch.utils.data.Dataset):

@@ -40,7 +40,8 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     entry of its name). Integer index
     tensors (`argsort`, `arange`, `topk` indices, `.long()`), the values a mask selects
     from a tensor that is no mask (`mask_i = i[mask]`: the select is reported, the gather
-    `x[mask_i]` is not), slices, `None`, numbers and `...` are not masks. A mask built on
+    `x[mask_i]` is not), slices, `None`, numbers, `...` and members of an Enum class
+    (`batch[Key.pad_mask]`: a dict's key) are not masks. A mask built on
     the host from shapes and constants (a torch factory without `device=`, or a copy of
     one, `.clone()`, set in place at host positions) is not reported: a CPU tensor
     indexed in place stays on the CPU, its `nonzero` runs there and the device gets a
@@ -193,6 +194,18 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # A member of an Enum class as the index: a dict lookup by key (`batch[Key.mask]`),
+        # whatever the member is called.
+        Valid(
+            "import enum\n\nimport lightning as L\nimport torch\n\n\n"
+            "class Field(enum.Enum):\n"
+            "    x = 'x'\n"
+            "    pad_mask = 'pad_mask'\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        keep = batch[Field.pad_mask].flatten()\n"
+            "        return self.net(batch[Field.x]).sum() * keep.sum()\n"
+        ),
         # Names unpacked from `torch.nonzero(..., as_tuple=True)` hold index tensors, not
         # masks, whatever they are called (the `nonzero` is TPU201's).
         Valid(

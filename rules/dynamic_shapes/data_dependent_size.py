@@ -47,12 +47,19 @@ def _library_size_keywords(ctx: FileContext, node: cst.Call) -> frozenset[str] |
     return SIZE_KEYWORDS.get(qualified.split(".", 1)[0])
 
 
+def _einops_call(ctx: FileContext, node: cst.Call) -> bool:
+    """`einops.repeat(...)`, `rearrange(...)`: a function of einops, no tensor method."""
+    qualified = ctx.qualify(node.func)
+    return qualified is not None and qualified.split(".", 1)[0] == "einops"
+
+
 class DataDependentSize(TrackingRule, Rule):
     """
     ## What it does
     Finds sizes read from the values of a device tensor, in code that runs every step:
     `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
-    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, and names bound to such values
+    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, einops' axis sizes (the keywords'
+    values of `einops.repeat(x, "b -> (b s)", s=n)`, not the tensor), and names bound to such values
     (`max_len = lengths.max().item()` or `n = torch.max(index) + 1` used later as a size,
     `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`; a value of unknown
     place counts when torch made it, `k = (torch.sum(keep, -1) * r).int()` then
@@ -136,6 +143,14 @@ class DataDependentSize(TrackingRule, Rule):
     folds_into = ("TPU101", "TPU103")
 
     VALID = (
+        # einops: the tensor comes first, the axis sizes are keywords (here a number).
+        Valid(
+            "import einops\nimport torch\nfrom torch import nn\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        tiled = einops.repeat(lengths, 'b -> (b s)', s=4)\n"
+            "        return x * tiled.sum()\n"
+        ),
         # The lengths `pad_packed_sequence` returns are a CPU tensor whatever the input's
         # device: slicing with one of them reads no device value.
         Valid(
@@ -218,6 +233,15 @@ class DataDependentSize(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # ... and an axis size read from a device tensor is one.
+        Invalid(
+            "import einops\nimport torch\nfrom torch import nn\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        tiled = einops.repeat(x, 'b d -> b s d', s=lengths.max())\n"
+            "        return tiled.sum()\n",
+            line=8,
+        ),
         # The total of a counts tensor times a Python number (the helper's tensor-only
         # branch never runs): still read on the host to size the buffer.
         Invalid(
@@ -355,6 +379,10 @@ class DataDependentSize(TrackingRule, Rule):
                 sizes = _tuple_items(args[1].value)
         elif (sized := _library_size_keywords(ctx, node)) is not None:
             sizes = [a.value for a in node.args if a.keyword and a.keyword.value in sized]
+        elif _einops_call(ctx, node):
+            # `einops.repeat(x, "b l -> (b s) l", s=n)`: the tensor and its pattern come
+            # first, the axis sizes are the keywords' values
+            sizes = [a.value for a in node.args if a.keyword is not None]
         else:
             method = method_name(node)
             if method in _SIZE_METHODS:
@@ -366,7 +394,11 @@ class DataDependentSize(TrackingRule, Rule):
                     sizes = [a.value for a in args]
                     if len(sizes) == 1:
                         sizes = _tuple_items(sizes[0]) or sizes
-        if not sizes and (name is not None or method_name(node) in _SIZE_METHODS):
+        if (
+            not sizes
+            and (name is not None or method_name(node) in _SIZE_METHODS)
+            and not _einops_call(ctx, node)
+        ):
             # `x.new_zeros(*shape)` / `torch.zeros(shape)` with `shape = (b, n.max() + 1)`
             # bound earlier: the sizes are the tuple's items.
             spread = [a.value for a in node.args if a.star == "*"]

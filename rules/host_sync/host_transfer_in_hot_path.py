@@ -548,8 +548,44 @@ def _to_cuda_chain(ctx: FileContext, node: cst.Call) -> bool:
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value != "device":
             continue
-        return ctx.value_kind(arg.value) is ValueKind.CPU_DEVICE
+        value = arg.value
+        if isinstance(value, cst.Name):
+            assigned = _local_assignments(ctx, value.value)
+            if assigned and all(_cpu_or_cuda(ctx, v) for v in assigned):
+                # `torch.device("cpu" if backend == "gloo" else "cuda")`: the CPU only where
+                # a test other than CUDA's availability picks it (a gloo process group, which
+                # an XLA run does not create); elsewhere the move fails
+                return False
+        return ctx.value_kind(value) is ValueKind.CPU_DEVICE
     return False
+
+
+def _availability_test(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    """A test that calls `torch.cuda.*` or `torch.backends.*` (`torch.cuda.is_available()`)."""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            qualified = ctx.qualify(current.func) or ""
+            if qualified.startswith(("torch.cuda.", "torch.backends.")):
+                return True
+        stack.extend(current.children)
+    return False
+
+
+def _cpu_or_cuda(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """`"cpu" if c else "cuda"` (either way round), or `torch.device(...)` of one."""
+    if isinstance(value, cst.Call) and ctx.qualify(value.func) == "torch.device" and value.args:
+        value = value.args[0].value
+    if not isinstance(value, cst.IfExp) or _availability_test(ctx, value.test):
+        return False  # (`"cuda" if torch.cuda.is_available() else "cpu"`: the CPU on a TPU)
+    texts = []
+    for branch in (value.body, value.orelse):
+        text = branch.evaluated_value if isinstance(branch, cst.SimpleString) else None
+        if not isinstance(text, str):
+            return False
+        texts.append(text.split(":", 1)[0])
+    return sorted(texts) == ["cpu", "cuda"]
 
 
 def _cpu_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
@@ -830,7 +866,9 @@ class HostTransferInHotPath(TrackingRule, Rule):
     `.numpy()`, `.tolist()`, `.to("cpu")` (also through a name or attribute that holds
     `torch.device("cpu")`, and `.to(device)` with a CUDA/MPS chain such as `"cuda" if
     torch.cuda.is_available() else "cpu"` or a `get_device()` helper returning one: on a TPU
-    host it picks the CPU), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
+    host it picks the CPU; not a choice between the CPU and CUDA made by another test,
+    `"cpu" if backend == "gloo" else "cuda"`, whose CPU branch needs a process group an XLA
+    run does not create), `float(t)` / `int(t)` / `bool(t)` / `str(t)`,
     `print(t)` and f-strings that format a tensor, in step methods, `forward`, batch hooks
     and the helpers they call. So are the implicit reads: `min(t, 3)` / `max(t, 19)` (Python
     compares on the host) and `min(t)` / `max(t)` / `sorted(t)` / `all(t)` / `any(t)` of one

@@ -702,7 +702,8 @@ def mask_kind(
             return "passed"  # every call from the step passes a boolean tensor
         return None
     if isinstance(node, cst.Attribute):
-        if ctx.value_kind(node).is_host:
+        if ctx.value_kind(node).is_host or ctx.enum_member(node):
+            # (`batch[Key.valid_mask]` with `Key` an Enum: a dict lookup by a member)
             return None
         strong = name_mask_strength(node.attr.value) == "strong"
         if strong and not _integer_index(ctx, node):

@@ -98,6 +98,8 @@ _CONTAINER_ANNOTATION = re.compile(r"^(dict|list|tuple|Dict|List|Tuple|Mapping|S
 # them, nor defined in the file, is a sub-module or callable attribute).
 _KNOWN_BASE_ROOTS = frozenset({"lightning", "pytorch_lightning", "torch", "object", "nn"})
 # Bases that define no methods a class calls on itself (`class Wrapper(Base, ABC)`).
+# Python's enum classes: their members are keys and labels, never tensors.
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 _MIXIN_BASES = frozenset({"ABC", "abc.ABC", "Generic", "typing.Generic"})
 # LightningModule / nn.Module methods that take tensors and do not return device tensors
 # of the same batch (or are not tensors at all).
@@ -285,6 +287,28 @@ class FileContext(Resolver):
         """Qualified name of a dotted expression through the file's imports (`xm.mark_step`
         -> `torch_xla.core.xla_model.mark_step`)."""
         return self.aliases.qualify(node)
+
+    def enum_member(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` is `Cls.name` of a project class derived from `enum.Enum`
+        (`batch[DataKey.mask]`: a dict's key, never a tensor), wherever the class is."""
+        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+            return False
+        view = self.analysis.view
+        if view is None:
+            return False
+        name = node.value.value
+        model = view.model
+        qualified = self.aliases.qualify_dotted(name)
+        if qualified is not None:
+            found = model.resolve_class(qualified, view.module)
+        else:
+            found = model.classes.get(view.class_gkey(name))
+        if found is None:
+            return False
+        return any(
+            b.rsplit(".", 1)[-1] in _ENUM_BASES and b.split(".", 1)[0] in ("enum", b)
+            for b in model.external_bases(found.gkey)
+        )
 
     def qualify_callee(self, func: cst.BaseExpression) -> str | None:
         """`qualify`, and for `self.<attr>` the one function the class assigns the attribute
@@ -780,7 +804,9 @@ class FileContext(Resolver):
             if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
                 cached = self._step_loops.get(id(ancestor))
                 if cached is None:
-                    cached = self._step_loops[id(ancestor)] = _loop_steps(ancestor)
+                    cached = self._step_loops[id(ancestor)] = _loop_steps(
+                        ancestor
+                    ) and not _epoch_loop(ancestor)
                 if cached:
                     return True
             elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -1170,6 +1196,48 @@ def _loop_steps(loop: cst.For | cst.While) -> bool:
             continue
         stack.extend(iter_children(current))
     return False
+
+
+def _epoch_loop(loop: cst.For | cst.While) -> bool:
+    """`for epoch in range(n):` whose body steps only in loops of its own, none over
+    optimizers (as tpulint.analysis.scope_facts reads epoch loops): its body beside them
+    runs once an epoch."""
+    from tpulint.analysis.walker import iter_children
+
+    if not isinstance(loop, cst.For) or not _counts(loop.iter):
+        return False
+    inner: list[cst.For | cst.While] = []
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.For, cst.While)):
+            if _loop_steps(current):
+                inner.append(current)
+            continue
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
+            name = current.func.attr.value
+            receiver = dotted_name(current.func.value) or ""
+            if name in ("backward", "optimizer_step", "manual_backward") or (
+                name == "step" and "opt" in receiver.lower()
+            ):
+                return False  # a step of its own
+        stack.extend(iter_children(current))
+    return bool(inner) and not any(
+        isinstance(node, cst.For) and "opt" in cst.Module([]).code_for_node(node.iter).lower()
+        for node in inner
+    )
+
+
+def _counts(iterator: cst.BaseExpression) -> bool:
+    """`range(n)`, `trange(n)`, `tqdm(range(n))`: a loop counting turns."""
+    if not isinstance(iterator, cst.Call):
+        return False
+    name = (dotted_name(iterator.func) or "").rsplit(".", 1)[-1]
+    if name in ("range", "trange"):
+        return True
+    return name == "tqdm" and bool(iterator.args) and _counts(iterator.args[0].value)
 
 
 class _AstIf(NamedTuple):

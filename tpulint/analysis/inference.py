@@ -1010,6 +1010,10 @@ class ValueEvaluator:
         host (a `"cpu"` literal, a CUDA/MPS chain ending in it, a local bound to one)."""
         if device_literal(node) == "cpu":
             return ["cpu_device"]
+        if isinstance(node, ast.IfExp) and cpu_or_cuda(node):
+            # `"cpu" if backend == "gloo" else "cuda"`: an XLA run never makes a CUDA tensor
+            # (the move fails there, as `.cuda()` does), so what runs there is on the CPU
+            return ["cpu_device"]
         return self.atoms(node, scope, d)
 
     def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
@@ -1170,6 +1174,28 @@ def device_literal(node: ast.expr) -> str | None:
         if text is not None and text.rsplit(".", 1)[-1] == "device":
             return device_literal(node.args[0])
     return None
+
+
+def cpu_or_cuda(node: ast.IfExp) -> bool:
+    """`"cpu" if c else "cuda"` (or the other way round, `torch.device(...)` of either): the
+    CPU or a CUDA device, written out."""
+    branches = (node.body, node.orelse)
+    return any(device_literal(b) == "cpu" for b in branches) and all(
+        device_literal(b) == "cpu" or _cuda_literal(b) for b in branches
+    )
+
+
+def _cuda_literal(node: ast.expr) -> bool:
+    """`"cuda"`, `"cuda:0"`, `torch.device("cuda")`."""
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        text = dotted(node.func)
+        if text is not None and text.rsplit(".", 1)[-1] == "device":
+            node = node.args[0]
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.split(":", 1)[0] == "cuda"
+    )
 
 
 def on_device(place: list[Atom], on_cpu: list[Atom], otherwise: list[Atom]) -> list[Atom]:

@@ -3846,20 +3846,57 @@ def _plain_class(annotation: ast.expr | None) -> str | None:
 def _steps(loop: ast.For | ast.AsyncFor | ast.While, index: TreeIndex | None = None) -> bool:
     """Whether a loop's body takes an optimizer step: `loss.backward()`,
     `fabric.backward(loss)`, `xm.optimizer_step(opt)`, `optimizer.step()` (the calls of its
-    body read from the tree's index when it holds the loop: any order gives the answer)."""
+    body read from the tree's index when it holds the loop: any order gives the answer).
+    Not an epoch loop (`_epoch_loop`): its inner loops are the training loops."""
+    return _steps_in(loop, index) and not _epoch_loop(loop)
+
+
+def _epoch_loop(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """`for epoch in range(n):` whose body steps only in loops of its own, none of them a
+    loop over optimizers (`for opt in optimizers:`): one turn per epoch, the inner loops
+    step; what the body calls beside them (an evaluation, a scheduler) runs once an epoch."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _counts(loop.iter):
+        return False
+    if any(_step_call(node) for node in _outside_loops(loop.body)):
+        return False
+    inner = [
+        node
+        for node in ast_walk(ast.Module(body=loop.body, type_ignores=[]))
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and _steps_in(node)
+    ]
+    return bool(inner) and not any(
+        isinstance(node, (ast.For, ast.AsyncFor)) and "opt" in ast.unparse(node.iter).lower()
+        for node in inner
+    )
+
+
+def _counts(iterator: ast.expr) -> bool:
+    """`range(n)`, `trange(n)`, `tqdm(range(n))`: a loop counting turns."""
+    if not isinstance(iterator, ast.Call):
+        return False
+    name = (dotted(iterator.func) or "").rsplit(".", 1)[-1]
+    if name in ("range", "trange"):
+        return True
+    return name == "tqdm" and bool(iterator.args) and _counts(iterator.args[0])
+
+
+def _step_call(node: ast.AST) -> bool:
+    """`loss.backward()`, `optimizer.step()` and the like (see `_steps`)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    name = node.func.attr
+    if name in ("backward", "optimizer_step", "manual_backward"):
+        return True
+    return name == "step" and "opt" in (dotted(node.func.value) or "").lower()
+
+
+def _steps_in(loop: ast.For | ast.AsyncFor | ast.While, index: TreeIndex | None = None) -> bool:
+    """Whether a loop's body takes an optimizer step anywhere in it (see `_steps`)."""
     if index is not None and index.holds(loop):
         calls = [call for statement in loop.body for call in index.of_type(statement, ast.Call)]
     else:
         calls = list(ast_walk(ast.Module(body=loop.body, type_ignores=[])))
-    for node in calls:
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            continue
-        name = node.func.attr
-        if name in ("backward", "optimizer_step", "manual_backward"):
-            return True
-        if name == "step" and "opt" in (dotted(node.func.value) or "").lower():
-            return True
-    return False
+    return any(_step_call(node) for node in calls)
 
 
 def _is_hook_name(name: str) -> bool:

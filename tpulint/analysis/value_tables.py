@@ -18,6 +18,7 @@ HOST_ROOTS = frozenset(
         "sys",
         "re",
         "json",
+        "pickle",
         "itertools",
         "functools",
         "collections",
