@@ -959,6 +959,87 @@ def test_a_test_after_fit_under_an_option_the_configs_turn_off_does_not_count(
     assert reason_at(model, tmp_path, "pkg/scores.py", "# test-score") == expected
 
 
+MODE_RUN = """\
+import sys
+
+import lightning as L
+
+from pkg.model import Model
+
+
+def train(model, trainer):
+    trainer.fit(model)
+
+
+def evaluate(model, trainer):
+    trainer.test(model)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    model = Model()
+    trainer = L.Trainer(accelerator="tpu")
+    {script}
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "tests"),
+    [
+        # one mode switch: a run fits or tests, never both
+        (
+            'if mode == "train":\n        trainer.fit(model)\n'
+            '    if mode in ("test", "tune-test"):\n        trainer.test(model)',
+            False,
+        ),
+        (
+            'if mode == "train":\n        train(model, trainer)\n'
+            '    if mode == "test" or mode == "eval":\n        evaluate(model, trainer)',
+            False,
+        ),
+        (
+            'if mode in ["train"]:\n        train(model, trainer)\n'
+            '    elif mode == "test":\n        evaluate(model, trainer)',
+            False,
+        ),
+        # fit then test in sequence, or a test after the switch whatever the mode
+        ("train(model, trainer)\n    evaluate(model, trainer)", True),
+        (
+            'if mode == "train":\n        trainer.fit(model)\n    trainer.test(model)',
+            True,
+        ),
+        (
+            'if mode == "train":\n        train(model, trainer)\n    evaluate(model, trainer)',
+            True,
+        ),
+        # values that meet: `train-test` fits and then tests
+        (
+            'if mode in ("train", "train-test"):\n        trainer.fit(model)\n'
+            '    if mode in ("test", "train-test"):\n        trainer.test(model)',
+            True,
+        ),
+        # tests of two names say nothing of each other
+        (
+            'if mode == "train":\n        trainer.fit(model)\n'
+            '    if sys.argv[-1] == "test":\n        trainer.test(model)',
+            True,
+        ),
+    ],
+)
+def test_fit_and_test_under_one_mode_switch_do_not_run_in_one_run(
+    tmp_path: Path, script: str, tests: bool
+) -> None:
+    """Two ifs one after the other that test one name for values apart (`if mode ==
+    "train": fit` then `if mode in ("test", ...): test`) are one mode switch: no run tests
+    after fitting, so the test hooks stay evaluation. A test after the switch, or values that
+    meet, keep the test in the fitting run."""
+    files = dict(TEST_HOOKS_MODEL)
+    files["run.py"] = MODE_RUN.format(script=script)
+    model = project(tmp_path, files)
+    expected = None if tests else "reached only from `test_step` (evaluation, not training)"
+    assert reason_at(model, tmp_path, "pkg/scores.py", "# test-score") == expected
+
+
 @pytest.mark.parametrize(
     "validation",
     [

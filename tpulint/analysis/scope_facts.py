@@ -4076,30 +4076,87 @@ def _fit_test_order(
         return out
 
     pairs: set[tuple[str, str, int, int, int, int]] = set()
+    # the values each call runs under (`_guarded_blocks`), by line and column
+    conditions: dict[tuple[int, int], _Guards] = {}
 
-    def walk(statements: list[ast.stmt], before: frozenset[tuple[str, int, int]]) -> None:
+    def walk(
+        statements: list[ast.stmt], before: frozenset[tuple[str, int, int]], guards: _Guards
+    ) -> None:
         for statement in statements:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                walk(statement.body, frozenset())
+                walk(statement.body, frozenset(), {})
                 continue
-            blocks = _blocks(statement)
+            blocks = _guarded_blocks(statement, guards)
             called = tokens(statement)
             if blocks:
-                for block in blocks:
-                    walk(block, before)
+                for block, inner in blocks:
+                    walk(block, before, inner)
             else:
+                for call in called:
+                    conditions.setdefault(call[1:], guards)
                 pairs.update(
                     (first[0], later[0], *first[1:], *later[1:])
                     for first in before
                     for later in called
-                    if first[0] != _TEST and later[0] != _FIT
+                    if first[0] != _TEST
+                    and later[0] != _FIT
+                    and not _exclusive(conditions.get(first[1:], {}), guards)
                 )
             before = before | called
 
-    walk(tree.body, frozenset())
+    walk(tree.body, frozenset(), {})
     # the later call, then the earlier one (the order of ScopeFacts.tests_after_fit)
     ordered = sorted(pairs, key=lambda p: (p[0], p[1], p[4], p[5], p[2], p[3]))
     return roles[_FIT], roles[_TEST], [[f, t, l2, c2, l1, c1] for f, t, l1, c1, l2, c2 in ordered]
+
+
+def _mode_guard(test: ast.expr) -> tuple[str, frozenset[Any]] | None:
+    """The value a test pins one name to (`mode == "train"`, `args.mode in ("test", "tune")`,
+    an `or` of such tests on one name): the name and the constants it may equal."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        parts = [_mode_guard(value) for value in test.values]
+        if not parts or any(p is None or p[0] != parts[0][0] for p in parts):  # type: ignore[index]
+            return None
+        return parts[0][0], frozenset().union(*(p[1] for p in parts))  # type: ignore[index]
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(test.ops[0], ast.Eq):
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        subject = dotted(left)
+        if subject is None or not isinstance(right, ast.Constant):
+            return None
+        return subject, frozenset({right.value})
+    if isinstance(test.ops[0], ast.In) and isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+        subject = dotted(left)
+        if subject is None or not all(isinstance(e, ast.Constant) for e in right.elts):
+            return None
+        return subject, frozenset(e.value for e in right.elts)  # type: ignore[attr-defined]
+    return None
+
+
+_Guards = dict[str, frozenset[Any]]
+
+
+def _guarded_blocks(statement: ast.stmt, guards: _Guards) -> list[tuple[list[ast.stmt], _Guards]]:
+    """The blocks of a compound statement (`_blocks`), each with the values it runs under:
+    the body of `if mode == "train":` runs only with `mode` "train"."""
+    if isinstance(statement, ast.If):
+        guard = _mode_guard(statement.test)
+        inner = guards
+        if guard is not None:
+            name, values = guard
+            inner = {**guards, name: guards.get(name, values) & values}
+        return [(statement.body, inner), (statement.orelse, guards)]
+    return [(block, guards) for block in _blocks(statement)]
+
+
+def _exclusive(first: _Guards, later: _Guards) -> bool:
+    """Whether two calls never run in one run: each sits under a test of one name for
+    values the other's excludes (`if mode == "train": fit()` then `if mode in ("test",
+    "tune"): test()`, the two ifs one after the other)."""
+    return any(not (values & later[name]) for name, values in first.items() if name in later)
 
 
 def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
@@ -4119,24 +4176,35 @@ def _tests_after_fit(
     fitted: frozenset[tuple[str, int, int]],
     index: TreeIndex,
     out: set[tuple[int, int, int, int]],
+    guards: _Guards | None = None,
+    conditions: dict[tuple[int, int], _Guards] | None = None,
 ) -> None:
     """Where a block calls `<trainer>.test(...)` after `<trainer>.fit(...)` ran in it or in
     a block around it (`trainer.fit(m); trainer.test(m)`, `if not args.two_steps:
     trainer.test()` after the fit), the same receiver or both named for a trainer: (test
     line, `ast` column, fit line, column) into `out`. The branches of one `if` do not follow
-    each other (`if train: fit() else: test()`)."""
+    each other (`if train: fit() else: test()`), nor do the bodies of two ifs that test one
+    name for values apart (`if mode == "train": fit()` then `if mode == "test": test()`).
+    `guards`: the values the block runs under (`_guarded_blocks`); `conditions`: those of
+    each fit call, by line and column."""
+    if conditions is None:
+        conditions = {}
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            _tests_after_fit(statement.body, frozenset(), index, out)
+            _tests_after_fit(statement.body, frozenset(), index, out, {}, conditions)
             continue
-        blocks = _blocks(statement)
+        blocks = _guarded_blocks(statement, guards or {})
         if blocks:
-            for block in blocks:
-                _tests_after_fit(block, fitted, index, out)
-        elif fitted:
+            for block, inner in blocks:
+                _tests_after_fit(block, fitted, index, out, inner, conditions)
+        else:
+            for _, line, column in _trainer_call_sites(statement, "fit", index):
+                conditions.setdefault((line, column), guards or {})
             for receiver, line, column in _trainer_call_sites(statement, "test", index):
                 trainer = "trainer" in receiver.lower()
                 for fit, fit_line, fit_column in fitted:
+                    if _exclusive(conditions.get((fit_line, fit_column), {}), guards or {}):
+                        continue  # (`if mode == "train": fit()` ... `if mode == "test":`)
                     if fit == receiver or (trainer and "trainer" in fit.lower()):
                         out.add((line, column, fit_line, fit_column))
         # What follows may run after a fit anywhere in the statement (one branch of an `if`).
