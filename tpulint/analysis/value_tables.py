@@ -10,7 +10,24 @@ once.
 from __future__ import annotations
 
 # Top-level packages whose values are never torch tensors, by the kind of value they give.
-NUMPY_ROOTS = frozenset({"numpy", "pandas", "scipy", "cupy", "jax", "jaxlib", "mlx"})
+NUMPY_ROOTS = frozenset(
+    {
+        "numpy",
+        "pandas",
+        "scipy",
+        "cupy",
+        "jax",
+        "jaxlib",
+        "mlx",
+        # image and volume processing on numpy arrays: what they return is a numpy array
+        # (`mahotas.label(...)`, `cc3d.connected_components(...)`, `skimage.segmentation.
+        # watershed(...)`, `fastremap.renumber(...)`), whatever they were given
+        "mahotas",
+        "cc3d",
+        "skimage",
+        "fastremap",
+    }
+)
 NUMBER_ROOTS = frozenset({"math", "statistics", "random", "time", "operator"})
 HOST_ROOTS = frozenset(
     {
