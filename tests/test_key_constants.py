@@ -56,3 +56,47 @@ def test_imported_string_constants_are_keys(tmp_path: Path) -> None:
 def test_a_constant_of_unknown_value_stays_a_mask(tmp_path: Path) -> None:
     assert _lines(tmp_path, "from pkg.keys import VALID_MASK", "VALID_MASK") == [8]
     assert _lines(tmp_path, "from pkg.other import OTHER_MASK", "OTHER_MASK") == [8]
+
+
+MODEL = (
+    "import lightning as L\nimport torch\nfrom torch import nn\n\n\n"
+    "class Head(nn.Module):\n"
+    "    def forward(self, data):\n"
+    "        return data['x'].sum() * int(data['num_graphs'])\n\n\n"
+    "def prepare(graph):\n"
+    "    out = graph.to_dict()\n"
+    "    out['num_graphs'] = torch.tensor(graph.num_graphs{device})\n"
+    "    return out\n\n\n"
+    "class Model(L.LightningModule):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.head = Head()\n\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    "        return self.head({call})\n"
+)
+
+
+def _codes(tmp_path: Path, device: str = "", call: str = "prepare(batch)") -> list[tuple]:
+    files = {"pkg/__init__.py": "", "pkg/model.py": MODEL.format(device=device, call=call)}
+    root = make_project(tmp_path / "p", files, pyproject='select = ["TPU103"]\n')
+    config = Config.from_mapping({"select": ["TPU103"]}, root=root)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        result = check_paths(["."], config, jobs=1)
+    finally:
+        os.chdir(cwd)
+    return [(d.code, d.start.line) for d in result.diagnostics]
+
+
+def test_a_key_the_step_writes_with_a_host_factory_is_a_cpu_tensor(tmp_path: Path) -> None:
+    # the step's helper builds the entry after Lightning moved the batch: a CPU tensor
+    assert _codes(tmp_path) == []
+
+
+def test_a_key_written_on_the_device_or_outside_the_step_stays_a_device_tensor(
+    tmp_path: Path,
+) -> None:
+    assert _codes(tmp_path / "a", device=", device=graph.x.device") == [("TPU103", 8)]
+    # `prepare` never runs in the step: the batch's `num_graphs` is what Lightning moved
+    assert _codes(tmp_path / "b", call="batch") == [("TPU103", 8)]

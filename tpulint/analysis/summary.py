@@ -373,9 +373,15 @@ class FunctionSummary:
     # built, before any collate: "number", "host" or "tensor" (a collate of the dataset's
     # own that lists `item["n"]` keeps the numbers: `built_keys`' "items:n").
     item_keys: dict[str, str] = field(default_factory=dict)
+    # Any other function: what it writes at the string keys of a dict (`d["n"] = v`),
+    # "cpu" for a torch factory's CPU tensor (`torch.tensor(graph.num_graphs)`, no device),
+    # "tensor" for anything else. A helper of the step that builds its batch dict after
+    # Lightning's transfer makes CPU tensors there (ProjectModel.batch_key_kind).
+    written_keys: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "wk": self.written_keys,
             "ik": self.item_keys,
             "tr": self.trainer_returns,
             "kq": self.keyed_writes,
@@ -445,6 +451,7 @@ class FunctionSummary:
             data.get("kq", {}),
             data.get("tr", []),
             data.get("ik", {}),
+            data.get("wk", {}),
         )
 
 
@@ -1519,6 +1526,18 @@ class _Summarizer(ValueEvaluator):
         # Simple statements.
         if scope.info is not None and not self.query and self.collates.get(scope.info.key):
             self.built_keys(node, scope)
+        elif scope.info is not None and not self.query and isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.slice, ast.Constant)
+                    and isinstance(target.slice.value, str)
+                ):
+                    atoms = self.atoms(node.value, scope)
+                    kind = "cpu" if atoms and all(a == "cpu" for a in atoms) else "tensor"
+                    written = scope.info.written_keys
+                    key = target.slice.value
+                    written[key] = "cpu" if written.get(key, kind) == kind == "cpu" else "tensor"
         if isinstance(node, ast.Assign):
             lambda_function = self.lambda_functions.get(id(node)) if scope.info is None else None
             if lambda_function is not None:
