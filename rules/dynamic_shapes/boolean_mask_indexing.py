@@ -40,8 +40,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     entry of its name). Integer index
     tensors (`argsort`, `arange`, `topk` indices, `.long()`), the values a mask selects
     from a tensor that is no mask (`mask_i = i[mask]`: the select is reported, the gather
-    `x[mask_i]` is not), slices, `None`, numbers, `...` and members of an Enum class
-    (`batch[Key.pad_mask]`: a dict's key) are not masks. A mask built on
+    `x[mask_i]` is not), slices, `None`, numbers, `...`, members of an Enum class
+    (`batch[Key.pad_mask]`: a dict's key) and names or class attributes the project binds
+    only to a string (`batch[IMAGE_MASKS]` with `IMAGE_MASKS = "image_masks"` here or in
+    the module it is imported from) are not masks. A mask built on
     the host from shapes and constants (a torch factory without `device=`, or a copy of
     one, `.clone()`, set in place at host positions) is not reported: a CPU tensor
     indexed in place stays on the CPU, its `nonzero` runs there and the device gets a
@@ -194,6 +196,18 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # A name or a class attribute the project binds only to a string is a dict's key
+        # (`batch[IMAGE_MASKS]`), here or in the module it is imported from.
+        Valid(
+            "import lightning as L\n\n"
+            "IMAGE_MASKS = 'image_masks'\n\n\n"
+            "class Keys:\n"
+            "    PAD_MASK = 'pad_mask'\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x = batch['x'][batch[IMAGE_MASKS]]\n"
+            "        return x.sum() + batch[Keys.PAD_MASK].sum()\n"
+        ),
         # A member of an Enum class as the index: a dict lookup by key (`batch[Key.mask]`),
         # whatever the member is called.
         Valid(
@@ -526,6 +540,16 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A module name whose value is not a string literal may hold a mask.
+        Invalid(
+            "import lightning as L\n\n"
+            "IMAGE_MASKS = make_masks()\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return batch['x'][IMAGE_MASKS].sum()\n",
+            line=8,
+            count=1,
+        ),
         # The values a boolean mask selects (`mask_i = i[mask]`, the rows of an edge index)
         # are integer indices, whatever their name: the select is reported, the gather by
         # them (`graph[mask_i]`) is not.

@@ -666,6 +666,12 @@ def mask_kind(
     if isinstance(node, cst.Name):
         binding = bindings.lookup(node.value)
         strength = name_mask_strength(node.value)
+        if (
+            binding is None
+            and bindings.annotation(node.value) is None
+            and ctx.string_constant(node)
+        ):
+            return None  # `batch[IMAGE_MASKS]` with `IMAGE_MASKS = "image_masks"`: a dict's key
         if binding is not None and binding.value is not None and binding.unpack_index is None:
             inner = mask_kind(ctx, binding.value, bindings, d)
             if inner == "name" and _integer_index(ctx, node):
@@ -702,8 +708,9 @@ def mask_kind(
             return "passed"  # every call from the step passes a boolean tensor
         return None
     if isinstance(node, cst.Attribute):
-        if ctx.value_kind(node).is_host or ctx.enum_member(node):
-            # (`batch[Key.valid_mask]` with `Key` an Enum: a dict lookup by a member)
+        if ctx.value_kind(node).is_host or ctx.enum_member(node) or ctx.string_constant(node):
+            # (`batch[Key.valid_mask]` with `Key` an Enum or `Key.valid_mask = "valid"`: a
+            # dict lookup by a member or a string constant)
             return None
         strong = name_mask_strength(node.attr.value) == "strong"
         if strong and not _integer_index(ctx, node):

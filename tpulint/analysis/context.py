@@ -310,6 +310,36 @@ class FileContext(Resolver):
             for b in model.external_bases(found.gkey)
         )
 
+    def string_constant(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` is a name (`IMAGE_MASKS`), a module's name (`keys.MASK`) or a
+        class attribute (`Keys.MASK`) that the project binds only to a string literal, in
+        this file or through its imports (`batch[IMAGE_MASKS]`: a dict's key, never a
+        tensor). A name of unknown value is none."""
+        view = self.analysis.view
+        if view is None:
+            return False
+        model = view.model
+        if isinstance(node, cst.Name):
+            name = node.value
+            qualified = self.aliases.qualify_dotted(name)
+            if qualified is None:
+                return name in view.module.string_constants
+            module_name, _, last = qualified.rpartition(".")
+            return _module_string(model, module_name, last, view.module, 0)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            owner, attr = node.value.value, node.attr.value
+            qualified = self.aliases.qualify_dotted(owner)
+            if qualified is None:
+                found = model.classes.get(view.class_gkey(owner))
+            else:
+                found = model.resolve_class(qualified, view.module)
+                if found is None:  # `keys.MASK` of an imported module `keys`
+                    return _module_string(model, qualified, attr, view.module, 0)
+            if found is None or "." in found.summary.qualname:
+                return False
+            return f"{found.summary.name}.{attr}" in found.module.string_constants
+        return False
+
     def qualify_callee(self, func: cst.BaseExpression) -> str | None:
         """`qualify`, and for `self.<attr>` the one function the class assigns the attribute
         (`self.reduce = scatter_mean`, then `self.reduce(x, index)`: `torch_scatter.
@@ -1581,3 +1611,21 @@ def get_arg(node: cst.Call, keyword: str, position: int | None = None) -> cst.Ar
 
 def has_star_args(node: cst.Call) -> bool:
     return any(arg.star for arg in node.args)
+
+
+def _module_string(model: Any, module_name: str, name: str, near: Any, depth: int) -> bool:
+    """Whether the project module `module_name` binds `name` only to a string literal, or
+    re-exports such a name of another module (`from .constants import MASK` in a package's
+    `__init__`)."""
+    if depth > 4 or not module_name:
+        return False
+    module = model.module_named(module_name, near)
+    if module is None:
+        return False
+    if name in module.string_constants:
+        return True
+    target = module.imports.get(name)
+    if target is None or "." not in target:
+        return False
+    inner, _, last = target.rpartition(".")
+    return _module_string(model, inner, last, module, depth + 1)

@@ -2396,7 +2396,30 @@ class ProjectModel:
                     found[name] = merge_built_kinds(found.get(name, kind), kind)
             keys = {k: v for k, v in found.items() if v != "tensor"}
             self.__dict__["_batch_keys"] = keys
-        return keys.get(key)
+            self.__dict__["_built_batch_keys"] = set(found)
+        if key in self.__dict__["_built_batch_keys"]:
+            return keys.get(key)
+        return self._step_written_key(key)
+
+    def _step_written_key(self, key: str) -> str | None:
+        """ "cpu" when the functions that run every step and write `key` into a dict
+        (`d["num_graphs"] = torch.tensor(graph.num_graphs)` in a helper that turns the moved
+        batch into a dict) all write a CPU tensor made there without a device, and no collate
+        function or dataset builds the key: the step reads it on the host, after Lightning's
+        transfer. None while the code that runs every step is not known yet."""
+        if self._hot is None or self._computing_hot:
+            return None
+        written = self.__dict__.get("_step_written")
+        if written is None:
+            written = {}
+            hot = self._hot
+            for gkey, fn in self.functions.items():
+                if gkey not in hot:
+                    continue
+                for name, kind in fn.summary.written_keys.items():
+                    written[name] = "cpu" if written.get(name, kind) == kind == "cpu" else "tensor"
+            self.__dict__["_step_written"] = written
+        return "cpu" if written.get(key) == "cpu" else None
 
     def record_attribute(self, name: str) -> str | None:
         """ "cpu" when every project class that sets `self.<name>` is a record Lightning's

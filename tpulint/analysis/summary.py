@@ -373,9 +373,15 @@ class FunctionSummary:
     # built, before any collate: "number", "host" or "tensor" (a collate of the dataset's
     # own that lists `item["n"]` keeps the numbers: `built_keys`' "items:n").
     item_keys: dict[str, str] = field(default_factory=dict)
+    # Any other function: what it writes at the string keys of a dict (`d["n"] = v`),
+    # "cpu" for a torch factory's CPU tensor (`torch.tensor(graph.num_graphs)`, no device),
+    # "tensor" for anything else. A helper of the step that builds its batch dict after
+    # Lightning's transfer makes CPU tensors there (ProjectModel.batch_key_kind).
+    written_keys: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "wk": self.written_keys,
             "ik": self.item_keys,
             "tr": self.trainer_returns,
             "kq": self.keyed_writes,
@@ -445,6 +451,7 @@ class FunctionSummary:
             data.get("kq", {}),
             data.get("tr", []),
             data.get("ik", {}),
+            data.get("wk", {}),
         )
 
 
@@ -741,9 +748,14 @@ class ModuleSummary:
     # The attribute names the file's code increments (`self.n += 1`, `pl_module.seen[k] +=
     # 1`): what grows a counter a first-N guard of another file bounds (guards.FIRST_N).
     incremented: list[str] = field(default_factory=list)
+    # The names the module's top level binds only to string literals (`IMAGE_MASKS =
+    # "image_masks"`, `KEY: Final[str] = "mask"`), and `Cls.NAME` for such names of a
+    # top-level class's body (`class Keys: MASK = "mask"`): dict keys where code reads them.
+    string_constants: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "st": self.string_constants,
             "xi": self.xla_import,
             "ic": self.incremented,
             "cc": self.class_calls,
@@ -786,6 +798,7 @@ class ModuleSummary:
             class_calls=data.get("cc", {}),
             xla_import=data.get("xi", False),
             incremented=data.get("ic", []),
+            string_constants=data.get("st", []),
         )
 
 
@@ -883,6 +896,52 @@ def _lambda_def(node: ast.Assign) -> ast.FunctionDef:
     return ast.copy_location(function, node)
 
 
+def _string_constants(body: list[ast.stmt], prefix: str = "") -> list[str]:
+    """See ModuleSummary.string_constants: the names every binding of `body` (a module's
+    or a top-level class's) gives a string literal; a name bound otherwise too is left out."""
+    strings: set[str] = set()
+    other: set[str] = set()
+    nested: list[str] = []
+    for statement in body:
+        if isinstance(statement, ast.ClassDef) and not prefix:
+            nested.extend(_string_constants(statement.body, f"{statement.name}."))
+            other.add(statement.name)
+            continue
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets, value = [statement.target], statement.value
+        elif isinstance(statement, ast.AugAssign):
+            targets = [statement.target]
+        elif not isinstance(statement, (ast.Expr, ast.Import, ast.ImportFrom, ast.Pass)):
+            # bindings in compound statements or defs: their names are not constants
+            other.update(
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                other.add(statement.name)
+            continue
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                other.update(
+                    n.id
+                    for n in ast.walk(target)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                )
+                continue
+            is_string = (
+                isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+                and not isinstance(statement, ast.AugAssign)
+            )
+            (strings if is_string else other).add(target.id)
+    return sorted(f"{prefix}{name}" for name in strings - other) + nested
+
+
 def _exports(tree: ast.Module) -> list[str] | None:
     """The names a module's top-level `__all__` lists (see ModuleSummary.exports)."""
     exports: list[str] | None = None
@@ -931,6 +990,7 @@ def summarize(
         syntax, use_tables = _read_tree(tree, syntax=True, uses=_mentions_use_methods(text))
         summary.syntax = syntax
         summary.exports = _exports(tree)
+        summary.string_constants = _string_constants(tree.body)
         summary.class_calls = _class_calls(tree)
         summary.xla_import = "torch_xla" in imported_roots(tree.body)
         if "+" in text:
@@ -1466,6 +1526,18 @@ class _Summarizer(ValueEvaluator):
         # Simple statements.
         if scope.info is not None and not self.query and self.collates.get(scope.info.key):
             self.built_keys(node, scope)
+        elif scope.info is not None and not self.query and isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.slice, ast.Constant)
+                    and isinstance(target.slice.value, str)
+                ):
+                    atoms = self.atoms(node.value, scope)
+                    kind = "cpu" if atoms and all(a == "cpu" for a in atoms) else "tensor"
+                    written = scope.info.written_keys
+                    key = target.slice.value
+                    written[key] = "cpu" if written.get(key, kind) == kind == "cpu" else "tensor"
         if isinstance(node, ast.Assign):
             lambda_function = self.lambda_functions.get(id(node)) if scope.info is None else None
             if lambda_function is not None:
