@@ -143,6 +143,20 @@ class DataDependentSize(TrackingRule, Rule):
     folds_into = ("TPU101", "TPU103")
 
     VALID = (
+        # The same method under Lightning's own LightningModule, which never calls it, and
+        # nothing in the project calls it: it never runs.
+        Valid(
+            "import lightning as L\n"
+            "\n"
+            "\n"
+            "class Model(L.LightningModule):\n"
+            "    def _training_step_on_batch(self, single_batch, batch_idx):\n"
+            "        for k, v in single_batch.items():\n"
+            "            single_batch[k] = v.to(self.device)\n"
+            "        out = self(single_batch)\n"
+            "        n = (single_batch['ids'] != -1).sum()\n"
+            "        return out[:, :n].sum()\n"
+        ),
         # einops: the tensor comes first, the axis sizes are keywords (here a number).
         Valid(
             "import einops\nimport torch\nfrom torch import nn\n\n\n"
@@ -233,6 +247,22 @@ class DataDependentSize(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A template method a library base's `training_step` calls (its name holds the step's,
+        # nothing in the project calls it, the class's step comes from outside the project):
+        # it runs every step on the step's batch.
+        Invalid(
+            "from somelib.modules import LibraryModuleBase\n"
+            "\n"
+            "\n"
+            "class Model(LibraryModuleBase):\n"
+            "    def _training_step_on_batch(self, single_batch, batch_idx):\n"
+            "        for k, v in single_batch.items():\n"
+            "            single_batch[k] = v.to(self.device)\n"
+            "        out = self(single_batch)\n"
+            "        n = (single_batch['ids'] != -1).sum()\n"
+            "        return out[:, :n].sum()\n",
+            line=9,
+        ),
         # ... and an axis size read from a device tensor is one.
         Invalid(
             "import einops\nimport torch\nfrom torch import nn\n\n\n"

@@ -146,6 +146,23 @@ class ItemInHotPath(Rule):
         # An optimizer's counters kept in its state as CPU tensors, as torch's optimizers
         # do (`torch.tensor(0.0)`, no device), read in `step` through the dict attribute or
         # a list of them handed to a functional helper: host reads, no device sync.
+        # The local is bound again before the call: it no longer names the attribute.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Weigher:\n"
+            "    def weigh(self, pred, target):\n"
+            "        loss = torch.nn.functional.mse_loss(pred, target)\n"
+            "        self.last = loss.item()\n"
+            "        return loss\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.weigher = Weigher()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        weigher = self.weigher\n"
+            "        weigher = torch.nn.MSELoss()\n"
+            "        return weigher(self(batch), batch)\n"
+        ),
         Valid(
             "import torch\n\n\n"
             "def _single_tensor_mad(params, state_steps, lr):\n"
@@ -477,6 +494,46 @@ class ItemInHotPath(Rule):
             "        n = batch.sum().item()\n"
             "        return self(batch) / n\n",
             line=10,
+            message="called from training_step",
+        ),
+        # A helper object reached through a local bound to the attribute that holds it, or
+        # to a getter of the class that returns the attribute: its method runs every step.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Weigher:\n"
+            "    def weigh(self, pred, target):\n"
+            "        loss = torch.nn.functional.mse_loss(pred, target)\n"
+            "        self.last = loss.item()\n"
+            "        return loss\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.weigher = Weigher()\n\n"
+            "    def _get_weigher(self):\n"
+            "        if self.weigher is None:\n"
+            "            raise RuntimeError('no weigher')\n"
+            "        return self.weigher\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        weigher = self._get_weigher()\n"
+            "        return weigher.weigh(self(batch), batch)\n",
+            line=8,
+            message="called from training_step",
+        ),
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Weigher:\n"
+            "    def weigh(self, pred, target):\n"
+            "        loss = torch.nn.functional.mse_loss(pred, target)\n"
+            "        self.last = loss.item()\n"
+            "        return loss\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.weigher = Weigher()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        weigher = self.weigher\n"
+            "        return weigher.weigh(self(batch), batch)\n",
+            line=8,
             message="called from training_step",
         ),
         # forward of any nn.Module runs inside the step.

@@ -41,7 +41,7 @@ from tpulint.analysis.guards import (
     settle_first_n,
     shape_kinds,
 )
-from tpulint.analysis.hooks import STEP_METHODS
+from tpulint.analysis.hooks import STEP_METHODS, STEP_PART
 from tpulint.analysis.imports import Aliases, dotted_name
 from tpulint.analysis.param_routes import live as param_live
 from tpulint.analysis.positions import PositionIndex
@@ -1130,7 +1130,11 @@ class FileContext(Resolver):
         # from the step take anything as their first argument.
         batch_like = hot and (
             name in BATCH_PARAMS
-            or (info.name == info.root_hook and info.name.endswith("_step") and index <= 1)
+            or (
+                info.name == info.root_hook
+                and (info.name.endswith("_step") or STEP_PART.search(info.name))
+                and index <= 1
+            )
         )
         if param.annotation is not None:
             annotation = self.module.code_for_node(param.annotation.annotation).replace(" ", "")

@@ -9,6 +9,10 @@ import itertools
 import re
 
 STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+# A step hook's name inside a longer method name (`_training_step_on_batch`): the template
+# method a library's base LightningModule calls from the step it defines (ProjectModel.
+# _step_runs_by_name); its first parameter is the step's batch.
+STEP_PART = re.compile(r"(?:^|_)(training|validation|test|predict)_step_")
 LIGHTNING_BATCH_HOOKS = frozenset(
     {
         "on_train_batch_start",

@@ -156,6 +156,10 @@ class Scope:
     # Locals bound to methods of `self` or of its attributes (`step = self.model.forward_old
     # if old else self.model.forward`): the call sites a call of the local stands for.
     method_refs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Locals bound to an attribute of `self` (`orch = self.loss_orchestrator`, or a method of
+    # the class that returns one, `orch = self._require_orchestrator()`): a call of a method of
+    # the local (`orch.compute_loss(...)`) is one of the attribute's (`self.<attr>.<m>(...)`).
+    attr_aliases: dict[str, str] = field(default_factory=dict)
     # Whether the current code runs only where CUDA or MPS exists (the body of `if
     # torch.cuda.is_available():`): what it returns or binds is no value on a TPU host.
     cuda_only: bool = False

@@ -48,6 +48,7 @@ from tpulint.analysis.hooks import (  # noqa: F401 (re-exported: the hook tables
     COLD_METHODS,
     LIGHTNING_BATCH_HOOKS,
     STEP_METHODS,
+    STEP_PART,
     is_cold_name,
     is_pytest_test,
     names_other_accelerator,
@@ -219,6 +220,9 @@ def entry_reason(
             and (runs_by_name is None or runs_by_name())
         ):
             return name
+    if STEP_PART.search(name) and runs_by_name is not None and runs_by_name():
+        # a library base's step calls it (a base whose kind the model does not know)
+        return name
     if kind & ClassKind.CALLBACK and name in CALLBACK_BATCH_HOOKS:
         return name
     if kind & ClassKind.METRIC and name == "update":
@@ -2857,6 +2861,18 @@ class ProjectModel:
         when called."""
         if self._callers().get(fn.gkey):
             return False
+        part = STEP_PART.search(fn.summary.name) if not fn.summary.name.endswith("_step") else None
+        if part is not None:
+            # `_training_step_on_batch` in a class whose `training_step` comes from a base
+            # outside the project (a library's LightningModule): the library's step calls it.
+            return (
+                fn.owner is not None
+                and self.find_method(fn.owner, f"{part.group(1)}_step") is None
+                and any(
+                    base.split(".", 1)[0] not in ("lightning", "pytorch_lightning", "torch")
+                    for base in self.external_bases(fn.owner)
+                )
+            )
         named = self._names_spelled
         if named is None:
             strings: set[str] = set()

@@ -77,7 +77,13 @@ from tpulint.analysis.inference import (
 from tpulint.analysis.modules import resolve_relative
 from tpulint.analysis.param_routes import assigned_names, is_literal, tested_names
 from tpulint.analysis.param_routes import literal as route_literal
-from tpulint.analysis.python_ast import defaulted_params, ends_program, imported_roots, tree_index
+from tpulint.analysis.python_ast import (
+    defaulted_params,
+    ends_program,
+    imported_roots,
+    self_attribute_name,
+    tree_index,
+)
 from tpulint.analysis.python_ast import iter_child_nodes as ast_children
 from tpulint.analysis.python_ast import walk as ast_walk
 from tpulint.analysis.scope_facts import ScopeFacts, scope_facts
@@ -1712,6 +1718,7 @@ class _Summarizer(ValueEvaluator):
             # A closure sees the enclosing function's locals.
             scope.env = dict(outer.env)
             scope.instances = dict(outer.instances)
+            scope.attr_aliases = dict(outer.attr_aliases)
             scope.keyed = set(outer.keyed)
         annotated = [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         for index, name in enumerate(params):
@@ -1733,6 +1740,7 @@ class _Summarizer(ValueEvaluator):
                 kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
             scope.env[name] = scope.params[name] = [kind] if kind is not None else [param]
             scope.instances.pop(name, None)
+            scope.attr_aliases.pop(name, None)
             scope.param_classes.pop(name, None)
             annotated_class = _annotated_class(annotated[index]) if kind is None else None
             if annotated_class is not None:
@@ -2268,6 +2276,9 @@ class _Summarizer(ValueEvaluator):
                 return CallSite("attr", target, line, guards)
             if isinstance(value, ast.Name) and value.id in scope.instances:
                 return CallSite("inst", f"{scope.instances[value.id]}.{func.attr}", line, guards)
+            if isinstance(value, ast.Name) and value.id in scope.attr_aliases:
+                target = f"{scope.attr_aliases[value.id]}.{func.attr}"
+                return CallSite("attr", target, line, guards)
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
@@ -2421,12 +2432,45 @@ class _Summarizer(ValueEvaluator):
                 scope.instances[target.id] = ctor
             else:
                 scope.instances.pop(target.id, None)
+            alias = self._self_attribute_alias(value_node, scope)
+            if alias is not None:
+                scope.attr_aliases[target.id] = alias
+            else:
+                scope.attr_aliases.pop(target.id, None)
             cls_ref = self.class_reference(value_node, scope)
             if cls_ref is None:
                 scope.class_refs.pop(target.id, None)
             elif cls_ref not in scope.class_refs.setdefault(target.id, []):
                 # Each branch's class: `if a: cls = A` / `else: cls = B`, then `cls(...)`.
                 scope.class_refs[target.id].append(cls_ref)
+
+    def _self_attribute_alias(self, node: ast.expr, scope: Scope) -> str | None:
+        """The attribute of `self` a value is: `self.orch`, or a call with no arguments of a
+        method of the class whose every `return` gives the same `self.orch` (a getter that
+        checks it is set: `if self.orch is None: raise ...` / `return self.orch`)."""
+        name = self_attribute_name(node)
+        if name is not None:
+            return name
+        if not (
+            isinstance(node, ast.Call)
+            and not node.args
+            and not node.keywords
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+            and scope.cls is not None
+        ):
+            return None
+        method = self.class_methods.get(scope.cls.qualname, {}).get(node.func.attr)
+        if method is None or method.decorator_list:
+            return None
+        returned = {
+            self_attribute_name(sub.value) if sub.value is not None else None
+            for sub in _own_returns(method)
+        }
+        if len(returned) != 1:
+            return None
+        return next(iter(returned))
 
     def _copied(self, node: ast.expr, scope: Scope) -> ast.expr:
         """The value a copy copies (`deepcopy(graph_builder)`, `copy.copy(x)`): an instance
@@ -3314,3 +3358,18 @@ def _returns_gpu_or_cpu_device(function: ast.FunctionDef | ast.AsyncFunctionDef)
         return _local_device_text(node)
 
     return bool(returns) and all(device(r, 0) for r in returns)
+
+
+def _own_returns(function: ast.AST) -> list[ast.Return]:
+    """The `return` statements of a function, not of the functions it defines."""
+    out: list[ast.Return] = []
+    stack = list(ast_children(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            out.append(node)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        ):
+            stack.extend(ast_children(node))
+    return out
