@@ -122,6 +122,18 @@ def repository_model(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
     return build_model(items)
 
 
+def project_model(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
+    """The project model of `files` (every one, configs too) written under `tmp_path`, with
+    no `.git` folder: the scope finds the repository's root as a user's unversioned tree."""
+    items = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        items.append((str(path), path.read_text(encoding="utf-8")))
+    return build_model(items)
+
+
 def scope_reason(model: ProjectModel, tmp_path: Path, name: str, marker: str) -> str | None:
     """The scope's reason at the first line of `name` that contains `marker`."""
     path = str(tmp_path / name)

@@ -10,29 +10,9 @@ from typing import Any
 
 import pytest
 
-from tpulint.analysis.project import ProjectModel, build_model
-
-
-def project(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
-    items = []
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-        items.append((str(path), path.read_text(encoding="utf-8")))
-    return build_model(items)
-
-
-def reason_at(model: ProjectModel, tmp_path: Path, name: str, marker: str) -> str | None:
-    """The scope reason of the first line of `name` that contains `marker`."""
-    path = str(tmp_path / name)
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if marker in line:
-            column = line.index(marker) + 1
-            return model.scope.reason(path, number, column)
-    raise AssertionError(f"{marker!r} not in {name}")
-
+from tests.helpers import project_model as project
+from tests.helpers import scope_reason as reason_at
+from tpulint.analysis.project import ProjectModel
 
 # --- branches that cannot run on XLA ---------------------------------------------------------
 
