@@ -3,10 +3,10 @@ subclass runs that subclass's overrides only (ProjectModel._receivers)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from tpulint.analysis.project import ProjectModel, build_model
+from tests.helpers import repository_model as _model
+from tpulint.analysis.project import ProjectModel
 
 BASE = """\
 import abc
@@ -80,17 +80,6 @@ class Vae(Generator):
     def _draw(self, n):
         return torch.zeros(n)
 """
-
-
-def _model(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
-    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
-    items = []
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-        items.append((str(path), path.read_text(encoding="utf-8")))
-    return build_model(items)
 
 
 def _hot(model: ProjectModel, tmp_path: Path, name: str, key: str) -> str | None:

@@ -143,9 +143,6 @@ class ItemInHotPath(Rule):
     screen_calls = frozenset({"item"})
 
     VALID = (
-        # An optimizer's counters kept in its state as CPU tensors, as torch's optimizers
-        # do (`torch.tensor(0.0)`, no device), read in `step` through the dict attribute or
-        # a list of them handed to a functional helper: host reads, no device sync.
         # The local is bound again before the call: it no longer names the attribute.
         Valid(
             "import lightning as L\nimport torch\n\n\n"
@@ -163,6 +160,9 @@ class ItemInHotPath(Rule):
             "        weigher = torch.nn.MSELoss()\n"
             "        return weigher(self(batch), batch)\n"
         ),
+        # An optimizer's counters kept in its state as CPU tensors, as torch's optimizers
+        # do (`torch.tensor(0.0)`, no device), read in `step` through the dict attribute or
+        # a list of them handed to a functional helper: host reads, no device sync.
         Valid(
             "import torch\n\n\n"
             "def _single_tensor_mad(params, state_steps, lr):\n"

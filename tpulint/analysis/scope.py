@@ -4854,6 +4854,21 @@ class ProjectScope:
             for base in self.model.classes[key].summary.bases
         )
 
+    def _closed_class(self, gkey: str) -> Any:
+        """The project class `gkey` when nothing outside the project's visible calls can
+        build or extend it (no config or string names it, no package exports it, no subclass),
+        else None: only then do the calls the model sees say what its methods are passed."""
+        cls = self.model.classes.get(gkey)
+        if (
+            cls is None
+            or gkey in self._configured_classes()
+            or gkey in self._exported()
+            or cls.summary.name in self._string_tails()
+            or self.model.subclasses(gkey)
+        ):
+            return None
+        return cls
+
     def _apply_arguments(self, fn: _Function, param: str) -> list[Any] | None:
         """What each `Fn.apply(...)` of an autograd Function passes its `forward`'s `param`
         (torch runs `forward(ctx, *args)`): None unless the class is used only so (its name
@@ -4861,14 +4876,8 @@ class ProjectScope:
         its `forward`) and at least one such call is seen."""
         gkey = fn.owner
         assert gkey is not None
-        cls = self.model.classes.get(gkey)
-        if (
-            cls is None
-            or gkey in self._exported()
-            or gkey in self._configured_classes()
-            or cls.summary.name in self._string_tails()
-            or self.model.subclasses(gkey)
-        ):
+        cls = self._closed_class(gkey)
+        if cls is None:
             return None
         uses = self._index_of_uses()
         for name in (cls.summary.name, "forward"):
@@ -4939,14 +4948,8 @@ class ProjectScope:
         arguments), and at least one call is seen."""
         gkey = fn.owner
         assert gkey is not None
-        cls = self.model.classes.get(gkey)
-        if (
-            cls is None
-            or gkey in self._configured_classes()
-            or gkey in self._exported()
-            or cls.summary.name in self._string_tails()
-            or self.model.subclasses(gkey)
-        ):
+        cls = self._closed_class(gkey)
+        if cls is None:
             return None
         uses = self._index_of_uses()
         if any(

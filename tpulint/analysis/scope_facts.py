@@ -3474,6 +3474,21 @@ def _option_read(node: ast.expr) -> str | None:
 
 _ORDERS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+_ORDERS_AND_EQUALITY = {**_ORDERS, ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _against_number(
+    left: ast.expr, right: ast.expr
+) -> Iterator[tuple[ast.expr, int | float, bool]]:
+    """(the other operand, the number, whether the number is on the left) of a comparison
+    with a number literal on either side (not a bool)."""
+    for read, other, flipped in ((left, right, False), (right, left, True)):
+        if (
+            isinstance(other, ast.Constant)
+            and isinstance(other.value, (int, float))
+            and not isinstance(other.value, bool)
+        ):
+            yield read, other.value, flipped
 
 
 def _option_order(left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
@@ -3483,16 +3498,10 @@ def _option_order(left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
     sign = _ORDERS.get(type(op))
     if sign is None:
         return None
-    for read, other, flipped in ((left, right, False), (right, left, True)):
-        if not (
-            isinstance(other, ast.Constant)
-            and isinstance(other.value, (int, float))
-            and not isinstance(other.value, bool)
-        ):
-            continue
+    for read, number, flipped in _against_number(left, right):
         name = _option_read(read)
         if name is not None:
-            return ["option_order", name, _FLIPPED[sign] if flipped else sign, other.value]
+            return ["option_order", name, _FLIPPED[sign] if flipped else sign, number]
     return None
 
 
@@ -3501,19 +3510,13 @@ def _attr_number(left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
     compared with a number, `["attr_number", attribute, op, number]` (ProjectScope: decided
     when every store of the attribute keeps a number-default constructor parameter and the
     constructions agree)."""
-    sign = {**_ORDERS, ast.Eq: "==", ast.NotEq: "!="}.get(type(op))
+    sign = _ORDERS_AND_EQUALITY.get(type(op))
     if sign is None:
         return None
-    for read, other, flipped in ((left, right, False), (right, left, True)):
-        if not (
-            isinstance(other, ast.Constant)
-            and isinstance(other.value, (int, float))
-            and not isinstance(other.value, bool)
-        ):
-            continue
+    for read, number, flipped in _against_number(left, right):
         if _self_attribute(read):
             sign = _FLIPPED.get(sign, sign) if flipped else sign
-            return ["attr_number", read.attr, sign, other.value]  # type: ignore[attr-defined]
+            return ["attr_number", read.attr, sign, number]  # type: ignore[attr-defined]
     return None
 
 
