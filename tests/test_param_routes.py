@@ -201,3 +201,94 @@ def test_a_caller_not_seen_keeps_the_code_reached() -> None:
     # a hook of its own (`forward`, which anything may call): still reached, as its code
     hot_by_name = _SHARED.replace("compute_loss", "forward")
     assert ("TPU101", 20) in _codes(hot_by_name)
+
+
+# A helper whose branch runs only for an argument that the calls under a once-in-a-while gate
+# pass: the branch runs as rarely as those calls (the guards the routes that reach it share).
+_RARE = (
+    _HEAD
+    + """\
+    def _run(self, batch, dump_dir=None, quiet=True):
+        loss = self.net(batch).sum()
+        if dump_dir is not None:
+            self.peak = loss.item()
+            self._dump(batch)
+        if not quiet:
+            self.seen = loss.detach().cpu()
+        return loss
+
+    def _dump(self, batch):
+        return batch.max().item()
+
+    def training_step(self, batch, batch_idx):
+        if GATE:
+            loss = RARE_CALL
+        else:
+            loss = PLAIN_CALL
+        return loss
+"""
+)
+_ITEM, _HELPER, _CPU = 15, 22, 18
+
+
+def _rare(gate: str, rare_call: str, plain_call: str = "self._run(batch)") -> str:
+    source = _RARE.replace("GATE", gate).replace("RARE_CALL", rare_call)
+    return source.replace("PLAIN_CALL", plain_call)
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        "batch_idx == 0",
+        "self.hparams.verbose and batch_idx == 0",
+        "self.global_step % 100 == 0",
+        "self.debug",
+    ],
+)
+@pytest.mark.parametrize(
+    ("rare_call", "silenced"),
+    [
+        ("self._run(batch, dump_dir=self.trainer.log_dir)", (_ITEM, _HELPER)),
+        ("self._run(batch, self.trainer.log_dir)", (_ITEM, _HELPER)),
+        ("self._run(batch, quiet=False)", (_CPU,)),
+        ("self._run(batch, self.out, False)", (_ITEM, _HELPER, _CPU)),
+    ],
+)
+def test_a_branch_only_gated_calls_open_runs_as_rarely(
+    gate: str, rare_call: str, silenced: tuple[int, ...]
+) -> None:
+    plain = _codes(_rare("True", rare_call))  # the same call on every step
+    found = _codes(_rare(gate, rare_call))
+    for line in silenced:
+        assert [c for c in plain if c[1] == line], line
+        assert not [c for c in found if c[1] == line], (line, found)
+
+
+@pytest.mark.parametrize(
+    "plain_call",
+    [
+        "self._run(batch, dump_dir=self.trainer.log_dir)",  # every step passes one too
+        "self._run(batch, self.out)",  # by position, not a literal
+        "self._run(batch, self.out if batch_idx else None)",
+    ],
+)
+def test_an_ungated_call_passing_the_argument_keeps_the_branch(plain_call: str) -> None:
+    found = _codes(_rare("batch_idx == 0", "self._run(batch, dump_dir=self.out)", plain_call))
+    assert ("TPU101", _ITEM) in found and ("TPU101", _HELPER) in found
+
+
+def test_an_ungated_literal_flipping_the_default_keeps_the_branch() -> None:
+    found = _codes(
+        _rare("batch_idx == 0", "self._run(batch, quiet=False)", "self._run(batch, None, False)")
+    )
+    assert ("TPU103", _CPU) in found
+
+
+def test_a_helper_handed_on_keeps_the_branch() -> None:
+    # `run` called through a name: what it passes is not followed
+    source = _rare("batch_idx == 0", "self._run(batch, dump_dir=self.out)", "run(batch, self.out)")
+    source = source.replace(
+        "        if batch_idx == 0:", "        run = self._run\n        if batch_idx == 0:"
+    )
+    found = _codes(source)
+    assert ("TPU101", _ITEM) in found and ("TPU101", _HELPER) in found

@@ -755,21 +755,35 @@ class FileContext(Resolver):
         if not conds:
             return None
         live = [route for route in routes if param_live(conds, route[0])]
-        if len(live) == len(routes) or any(route[1] == info.root_hook for route in live):
+        if len(live) == len(routes):
+            return None
+        # The guards the routes that reach the code all share: under `if dump_dir is not
+        # None:` where only a call under `if batch_idx == 0:` passes a `dump_dir`, the code
+        # runs as rarely as that call.
+        shared = frozenset.intersection(*(route[3] for route in live)) if live else frozenset()
+        own = any(route[1] == info.root_hook for route in live)
+        if own and shared <= info.hot_guards:
             return None
         cache = self.shared.setdefault("route_views", {})
-        key = (id(info), live[0][2] if live else None)
+        key = (id(info), None if own else live[0][2] if live else None, shared)
         view = cache.get(key)
         if view is None:
             if not live:
                 view = replace(info, hot_reason=None, root_hook=None, call_guards=frozenset())
+            elif own:
+                view = replace(
+                    info,
+                    hot_guards=info.hot_guards | shared,
+                    call_guards=effective(info.hot_guards | shared, info.root_hook),
+                )
             else:
-                _, root, reason = live[0]
+                _, root, reason, _ = live[0]
                 view = replace(
                     info,
                     hot_reason=reason,
                     root_hook=root,
-                    call_guards=effective(info.hot_guards, root),
+                    hot_guards=info.hot_guards | shared,
+                    call_guards=effective(info.hot_guards | shared, root),
                 )
             cache[key] = view
         return view

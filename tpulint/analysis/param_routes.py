@@ -6,7 +6,10 @@ code under `if log == "val":` runs only where a call passes "val". The project m
 the literals down the hot chains (ProjectModel routes: the hook at the root, and the literal
 each parameter holds on that way), so a call under such a test is not reached from a step
 that passes the literal that makes the test false, and the per-file context reads a
-statement under such a test as code of the hooks whose routes reach it.
+statement under such a test as code of the hooks whose routes reach it. A route also keeps the
+guards every way along it shares (its calls' `if batch_idx == 0:`, `if step % n == 0:`): code
+under a test only some routes pass runs as rarely as those routes (`if dump_dir is not None:`
+when only a first-batch call passes a `dump_dir`), and so does what it calls.
 
 Both walkers (`ast` for the call sites, libcst for the reported nodes) read a test from its
 source text with `decide`, so they agree. Only plain shapes are read: a parameter's truth

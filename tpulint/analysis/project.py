@@ -1776,18 +1776,27 @@ class ProjectModel:
         return [(t, frozenset(index[id(t)])) for t in order]
 
     def _add_route(self, gkey: str, key: RouteKey, info: HotInfo) -> bool:
-        """Record a route of a hot function; whether it is new. Past _ROUTE_CAP routes the
-        function keeps one route per phase with no literal known (all its code reached)."""
+        """Record a route of a hot function; whether it is new, or reached under fewer
+        guards than before (a route's guards are those every way along it shares). Past
+        _ROUTE_CAP routes the function keeps one route per phase with no literal known (all
+        its code reached)."""
         routes = self._routes.setdefault(gkey, {})
         if gkey in self._collapsed and key[1]:
             key = (key[0], frozenset())
-        if key in routes:
-            return False
+        existing = routes.get(key)
+        if existing is not None:
+            if existing.guards <= info.guards:
+                return False
+            routes[key] = replace(existing, guards=existing.guards & info.guards)
+            return True
         routes[key] = info
         if len(routes) > _ROUTE_CAP:
             plain: dict[RouteKey, HotInfo] = {}
             for (phase, _), route in routes.items():
-                plain.setdefault((phase, frozenset()), route)
+                kept = plain.get((phase, frozenset()))
+                plain[(phase, frozenset())] = (
+                    route if kept is None else replace(kept, guards=kept.guards & route.guards)
+                )
             self._routes[gkey] = plain
             self._collapsed.add(gkey)
         return True
@@ -1876,12 +1885,18 @@ class ProjectModel:
                     live = [(k, r) for k, r in live if param_live(call.conds, dict_of(k[1]))]
                     if not live:
                         continue  # every route passes what makes its test false
+                    # Under a test only some routes pass (`if dump_dir is not None:`, set
+                    # only by a call under `if batch_idx == 0:`), the call runs as rarely as
+                    # those routes: the guards they all share.
+                    shared = frozenset.intersection(*(r.guards for _, r in live))
                     if not any(r.root == info.root for _, r in live):
                         # reached only on other hooks' routes: read as their code
                         first = min(live, key=lambda item: item[0][0])[1]
                         reach = HotInfo(
-                            first.root, first.name, first.chain, info.guards, info.off_tpu
+                            first.root, first.name, first.chain, info.guards | shared, info.off_tpu
                         )
+                    elif not shared <= info.guards:
+                        reach = replace(info, guards=info.guards | shared)
                 # Read as the root hook sees them, so that a step-count guard and another
                 # periodic guard on two calls of one helper are both rare (what they share).
                 # A first-N guard is settled here: rare if the project grows its counter.
@@ -1909,7 +1924,9 @@ class ProjectModel:
                     grew = False
                     for key, route in live:
                         passed = self._route_bindings(call, target, offset, key[1])
-                        new = _route_into(route, target, site)
+                        new = _route_into(
+                            route, target, site, effective(route.guards | call_guards, route.root)
+                        )
                         grew = self._add_route(target.gkey, (key[0], passed), new) or grew
                     if grew:
                         queue.append(target.gkey)
@@ -1917,7 +1934,7 @@ class ProjectModel:
                 if self._add_receivers(hot, inner.gkey, receivers):
                     queue.append(inner.gkey)
                 self._reach(hot, queue, inner, info, None, info.guards)
-                self._plain_routes(queue, inner, routes, None)
+                self._plain_routes(queue, inner, routes, None, info.guards)
             # What the step hands on runs in it too (`checkpoint(self._block, x)`,
             # `torch.vmap(loss_fn)`), and what a training loop's body calls runs every step.
             facts = fn.module.scope
@@ -1944,7 +1961,7 @@ class ProjectModel:
                     if self._add_receivers(hot, target.gkey, selves):
                         queue.append(target.gkey)
                     self._reach(hot, queue, target, info, (fn.module.path, line), info.guards)
-                    self._plain_routes(queue, target, routes, (fn.module.path, line))
+                    self._plain_routes(queue, target, routes, (fn.module.path, line), info.guards)
 
     def _plain_routes(
         self,
@@ -1952,14 +1969,16 @@ class ProjectModel:
         target: _Function,
         routes: dict[RouteKey, HotInfo],
         site: tuple[str, int] | None,
+        guards: frozenset[str],
     ) -> None:
-        """Routes for what a function hands on or nests: no literal known."""
+        """Routes for what a function hands on or nests: no literal known, and the guards
+        the function itself is reached under (`guards`), whatever route it runs on."""
         grew = False
         for (phase, _), route in routes.items():
             if site is None:
-                new = HotInfo(route.root, route.name, route.chain, frozenset(), route.off_tpu)
+                new = HotInfo(route.root, route.name, route.chain, guards, route.off_tpu)
             else:
-                new = _route_into(route, target, site)
+                new = _route_into(route, target, site, guards)
             grew = self._add_route(target.gkey, (phase, frozenset()), new) or grew
         if grew:
             queue.append(target.gkey)
@@ -3847,7 +3866,7 @@ class ProjectModel:
                 routes = self._routes.get(fn.gkey, {})
                 if any(k[1] for k in routes):
                     text = sorted(
-                        f"{k[0]}{sorted(map(repr, k[1]))}{r.root}{r.chain}"
+                        f"{k[0]}{sorted(map(repr, k[1]))}{r.root}{r.chain}{sorted(r.guards)}"
                         for k, r in routes.items()
                     )
                     h.update(f"R{key}={text};".encode())
@@ -3909,10 +3928,11 @@ class FileView:
     def hot_reason(self, info: HotInfo) -> str:
         return info.reason(self.module.path, self.base)
 
-    def routes(self, key: str) -> list[tuple[dict[str, Any], str, str]] | None:
+    def routes(self, key: str) -> list[tuple[dict[str, Any], str, str, frozenset[str]]] | None:
         """The routes of a hot function whose parameters hold literals on some (param_routes):
-        (the literals by name, the root hook, the reason to show), those of the earlier
-        phases first. None when no route knows a literal (all its code is reached)."""
+        (the literals by name, the root hook, the reason to show, the guards every way along
+        the route shares), those of the earlier phases first. None when no route knows a
+        literal (all its code is reached)."""
         fn = self._functions.get(key)
         if fn is None:
             return None
@@ -3920,7 +3940,7 @@ class FileView:
         if not any(k[1] for k in routes):
             return None
         ordered = sorted(routes.items(), key=lambda item: item[0][0])
-        return [(dict_of(k[1]), r.root, self.hot_reason(r)) for k, r in ordered]
+        return [(dict_of(k[1]), r.root, self.hot_reason(r), r.guards) for k, r in ordered]
 
     def tests_after_fit(self) -> bool:
         """Whether a script of this file's project runs `trainer.test(...)` after
@@ -4335,9 +4355,9 @@ def _passed(keywords: dict[str, _T], args: list[_T], name: str | None, position:
     return None
 
 
-def _route_into(route: HotInfo, target: _Function, site: tuple[str, int]) -> HotInfo:
-    """A route continued through the call at `site` into `target` (no guards: a route's
-    literals, not its guards, decide what it reaches)."""
-    return HotInfo(
-        route.root, target.summary.name, (*route.chain, site), frozenset(), route.off_tpu
-    )
+def _route_into(
+    route: HotInfo, target: _Function, site: tuple[str, int], guards: frozenset[str]
+) -> HotInfo:
+    """A route continued through the call at `site` into `target`, under `guards` (the
+    route's and the call's: code that only this route reaches runs as rarely)."""
+    return HotInfo(route.root, target.summary.name, (*route.chain, site), guards, route.off_tpu)

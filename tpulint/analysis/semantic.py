@@ -87,7 +87,7 @@ class FunctionInfo:
     call_guards: frozenset[str] = frozenset()
     # The routes that reach it when some pass its parameters literals (FileView.routes):
     # its code under a test those literals decide is read per route (FileContext).
-    routes: list[tuple[dict[str, Any], str, str]] | None = None
+    routes: list[tuple[dict[str, Any], str, str, frozenset[str]]] | None = None
     hot_guards: frozenset[str] = frozenset()
     owner: str | None = None  # the project model's key of the class it is a method of
     # Walks the body for its calls, on first use (most functions never need it).
