@@ -613,3 +613,25 @@ def test_helpers_reached_through_callback_stores_and_attribute_chains(tmp_path: 
     report = json.loads(result.stdout)
     found = sorted((d["path"], d["start"]["line"]) for d in report["diagnostics"])
     assert found == [("lab/meters.py", 3), ("lab/meters.py", 8)]
+
+
+def test_imports_of_a_namespace_package_find_its_modules() -> None:
+    # `from model.heads import Head` of `model/heads.py` where `model/` has no `__init__.py`
+    # (a namespace package the root script's folder puts on `sys.path`): the model names the
+    # module `heads`, the import finds it through the folder; a name no folder holds stays
+    # outside the project.
+    files = [
+        ("/r/train.py", "from model.heads import Head\nfrom other.heads import Gone\n"),
+        ("/r/model/heads.py", "import torch\n\n\nclass Head(torch.nn.Module):\n    pass\n"),
+        ("/r/model/nested/parts.py", "def part():\n    return 1\n"),
+    ]
+    model = build_model(files)
+    near = model.modules["/r/train.py"]
+    found = model.lookup("model.heads.Head", near)
+    assert found is not None and found.gkey == "heads.Head"  # type: ignore[union-attr]
+    assert model.lookup("other.heads.Gone", near) is None
+    nested = model.lookup("model.nested.parts.part", near)
+    assert nested is not None and nested.summary.name == "part"  # type: ignore[union-attr]
+    # From a module inside the folder too (its parent folder holds `model/`).
+    inner = model.modules["/r/model/nested/parts.py"]
+    assert model.lookup("model.heads.Head", inner) is found

@@ -57,8 +57,11 @@ class DataDependentSize(TrackingRule, Rule):
     """
     ## What it does
     Finds sizes read from the values of a device tensor, in code that runs every step:
-    `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)`, `x[:, :lengths.max()]`,
-    `x.new_zeros(int(lengths.max()))`, `F.pad(x, (0, n))`, einops' axis sizes (the keywords'
+    `torch.arange(lengths.max())`, `torch.zeros(n.sum(), d)` (or a tuple of sizes,
+    `torch.zeros((ids.max() + 1, d))`), `x[:, :lengths.max()]`,
+    `x.new_zeros(int(lengths.max()))`, Python's `max`/`min`/`sum` of one device tensor
+    (`torch.zeros(max(ids) + 1, d)`: one host read per element; of a list of numbers it is
+    a host value), `F.pad(x, (0, n))`, einops' axis sizes (the keywords'
     values of `einops.repeat(x, "b -> (b s)", s=n)`, not the tensor), and names bound to such values
     (`max_len = lengths.max().item()` or `n = torch.max(index) + 1` used later as a size,
     `shape = (b, words.max() + 1)` spread into `x.new_zeros(*shape)`; a value of unknown
@@ -245,8 +248,32 @@ class DataDependentSize(TrackingRule, Rule):
             "        max_len = max(len(t) for t in texts)\n"
             "        return torch.zeros(len(texts), max_len)\n"
         ),
+        # Python's `max` over a list of numbers, and a tuple of static sizes: host values.
+        Valid(
+            _MOD + "    def forward(self, x, texts):\n"
+            "        lengths = [len(t) for t in texts]\n"
+            "        out = torch.zeros((max(lengths) + 1, x.shape[1]), device=x.device)\n"
+            "        return out + torch.zeros((len(x), x.shape[1]), device=x.device).sum()\n"
+        ),
     )
     INVALID = (
+        # A size in a tuple of sizes (`torch.zeros((n, d))`) read from a device tensor.
+        Invalid(
+            _MOD + "    def forward(self, x, ids):\n"
+            "        blocks = ids.max().long() + 1\n"
+            "        out = torch.zeros((blocks, x.shape[1]), device=x.device)\n"
+            "        return out.index_add(0, ids, x)\n",
+            line=7,
+            message="`ids.max()`",
+        ),
+        # Python's `max` over a device tensor reads every element on the host.
+        Invalid(
+            _MOD + "    def forward(self, x, ids):\n"
+            "        out = torch.zeros(max(ids) + 1, x.shape[1], device=x.device)\n"
+            "        return out.index_add(0, ids, x)\n",
+            line=7,
+            message="`max(ids)`",
+        ),
         # A template method a library base's `training_step` calls (its name holds the step's,
         # nothing in the project calls it, the class's step comes from outside the project):
         # it runs every step on the step's batch.
@@ -403,6 +430,9 @@ class DataDependentSize(TrackingRule, Rule):
                 sizes = [a.value for a in (args[:1] if last == "full" else args)]
                 if last == "arange":
                     sizes = [a.value for a in args[:2]]
+                elif len(sizes) == 1:
+                    # `torch.zeros((n, d))`: the sizes are the tuple's items
+                    sizes = _tuple_items(sizes[0]) or sizes
             elif last == "linspace" and len(args) > 2:
                 sizes = [args[2].value]
             elif name in ("nn.functional.pad",) and len(args) > 1:

@@ -83,6 +83,26 @@ class LogItemUnwrap(Rule):
             _HEAD + "    def on_validation_epoch_end(self):\n"
             '        self.log("acc", self.acc.compute().item())\n'
         ),
+        # A field of the record a sub-module returns that holds a Python count.
+        Valid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n"
+            "from outlib import HeadOutput\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(8, 2)\n\n"
+            "    def forward(self, x):\n"
+            "        logits = self.proj(x)\n"
+            "        return HeadOutput(loss=logits.pow(2).mean(), count=len(x))\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.head = Head()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.head(batch)\n"
+            '        self.log("count", float(out.count))\n'
+            "        return out.loss\n"
+        ),
         # float() of a Python number is not a sync.
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -90,6 +110,28 @@ class LogItemUnwrap(Rule):
         ),
     )
     INVALID = (
+        # A field of the record a sub-module's forward returns (`HeadOutput(loss=...)`):
+        # the loss tensor it was built with, on the device.
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torch import nn\n\n"
+            "from outlib import HeadOutput\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(8, 2)\n\n"
+            "    def forward(self, x):\n"
+            "        logits = self.proj(x)\n"
+            "        return HeadOutput(loss=logits.pow(2).mean(), count=len(x))\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.head = Head()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.head(batch)\n"
+            '        self.log("loss", float(out.loss))\n'
+            "        return out.loss\n",
+            line=25,
+        ),
         Invalid(
             _HEAD
             + "    def training_step(self, batch, batch_idx):\n"

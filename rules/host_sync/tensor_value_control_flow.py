@@ -62,7 +62,8 @@ class TensorValueControlFlow(TrackingRule, Rule):
     of device tests is one too, once per element (`if any(p.grad.isnan().any() for p in
     self.parameters()):`, `assert all([torch.isfinite(t).all() for t in parts])`): the
     builtin calls `bool()` on each element, which is `Tensor.__bool__`, a host read
-    (`torch.any(torch.stack([...]))` keeps it one device value). A membership test in a
+    (`torch.any(torch.stack([...]))` keeps it one device value); so is Python's `sum` or
+    `max` of a device tensor tested (`if sum(mask) == 0:`). A membership test in a
     device tensor (`if 1 in preds:`, `hit = label in row`) is one too, wherever it stands:
     `Tensor.__contains__` computes `(element == self).any().item()` and Python takes its
     bool. It is reported when the
@@ -434,8 +435,62 @@ class TensorValueControlFlow(TrackingRule, Rule):
             _HEAD + "    def on_validation_epoch_end(self):\n"
             "        if self.best > self.metric.compute():\n            self.best = 0\n"
         ),
+        # A dict built by `dict(...)` holding a Python count: its entry is a number.
+        Valid(
+            _HEAD + "    def shared(self, batch):\n"
+            "        return dict(loss=self(batch).mean(), count=len(batch))\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.shared(batch)\n"
+            "        if out['count'] > 1:\n"
+            "            print('several')\n"
+            "        return out['loss']\n"
+        ),
+        # einops over a numpy array computes with numpy: a host test.
+        Valid(
+            "import numpy as np\nfrom einops import reduce\nfrom torch import nn\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        grid = np.ones((4, 3))\n"
+            "        if reduce(grid > 0, 'a b -> a', 'max').all():\n"
+            "            x = x * 2\n"
+            "        return x\n"
+        ),
     )
     INVALID = (
+        # A helper returning `dict(loss=...)` (the display it builds): its entry is the loss,
+        # a device tensor the step's `if` tests.
+        Invalid(
+            _HEAD + "    def shared(self, batch):\n"
+            "        loss = self(batch).mean()\n"
+            "        return dict(loss=loss, count=len(batch))\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.shared(batch)\n"
+            "        if torch.isnan(out['loss']):\n"
+            "            return None\n"
+            "        return out['loss']\n",
+            line=12,
+        ),
+        # einops computes with the tensor's own library: a reduction of a device mask is a
+        # device tensor, and `.all()` of it in an `if` a host read.
+        Invalid(
+            "from einops import reduce\nfrom torch import nn\n\n\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        hits = reduce(x > 0, 'b n -> b', 'sum').bool()\n"
+            "        if hits.all():\n"
+            "            x = x * 2\n"
+            "        return x\n",
+            line=8,
+        ),
+        # Python's `sum` over a device mask (one element at a time), then a test of it.
+        Invalid(
+            _HEAD + "    def training_step(self, batch, batch_idx):\n"
+            "        mask = ~batch['pad']\n"
+            "        if sum(mask) == 0:\n"
+            "            return None\n"
+            "        return self(batch['x'])[mask].mean()\n",
+            line=8,
+        ),
         # A count of a torch check on a loss the file cannot follow (a module a factory
         # picks by name, applied to entries of what a helper object splits).
         Invalid(

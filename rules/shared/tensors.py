@@ -1006,6 +1006,8 @@ _PASS_THROUGH = frozenset(
     }
 )
 # Tensor reductions whose result, used as a size, depends on the tensor's values.
+# Python's builtins that reduce an iterable (or choose among their arguments).
+_CHOOSING_BUILTINS = frozenset({"max", "min", "sum"})
 _VALUE_REDUCTIONS = frozenset(
     {"max", "min", "sum", "amax", "amin", "count_nonzero", "argmax", "argmin", "prod"}
 )
@@ -1047,6 +1049,23 @@ def value_size(
             and len(node.args) == 1
         ):
             return value_size(ctx, node.args[0].value, bindings, d)
+        if (
+            name is None
+            and isinstance(node.func, cst.Name)
+            and node.func.value in _CHOOSING_BUILTINS
+            and bindings.lookup(node.func.value) is None
+            and ctx.qualify(node.func) is None
+        ):
+            values = [a.value for a in node.args if not a.keyword and not a.star]
+            if len(values) == 1:
+                # `max(batch_ids) + 1` of one device tensor: Python iterates it, reading
+                # every element on the host (a host list's max reads nothing)
+                return node if ctx.value_kind(values[0]) is DEVICE else None
+            # `max(lengths.max(), 1)`: the size read from any of the values
+            for value in values:
+                found = value_size(ctx, value, bindings, d)
+                if found is not None:
+                    return found
         return None
     if isinstance(node, cst.BinaryOperation) and isinstance(
         node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)

@@ -125,6 +125,9 @@ _INPUT_PLACED_FACTORIES = frozenset({"bernoulli", "normal", "poisson"})
 _NAMED_TUPLE_REDUCTIONS = frozenset(
     {"min", "max", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"}
 )
+# einops functions whose result is an array of their input array's library, where it is
+# (`rearrange(x, "b n d -> b d n")`, `reduce(x, "b n -> b", "max")`, `repeat`, `einsum`).
+_EINOPS_ARRAY_FUNCTIONS = frozenset({"rearrange", "reduce", "repeat", "einsum"})
 # An element of an optimizer's `param_groups` (what iterating `self.param_groups` yields).
 _PARAM_GROUP: Atom = ["e", -1, [["a", "param_groups"]]]
 
@@ -688,6 +691,10 @@ class ValueEvaluator:
             # `data.target_full` of `data, target = batch`: host data if `data` is a record
             # the batch transfer leaves on the host
             return [["g", attr, base, otherwise]]
+        if base and all(isinstance(a, list) and a[0] == "c" for a in base):
+            # `out.loss` of `out = self.model(batch)`: the field of the record the callee
+            # returns (`record_fields`), unknown when it returns none
+            return [["e", -1, base, "." + attr]]
         return otherwise
 
     def call(self, node: ast.Call, scope: Scope, d: int) -> list[Atom]:
@@ -758,6 +765,9 @@ class ValueEvaluator:
                     for a in rows
                 ):
                     return rows
+            if name == "dict" and not positional and node.keywords:
+                # `dict(loss=loss, pred=pred)`: the display it builds
+                return self.atoms(dict_display(node, scope), scope, d)
             if name in HOST_BUILTINS:
                 return ["host"]
             if name == "getattr" and positional:
@@ -937,6 +947,10 @@ class ValueEvaluator:
         ):
             # `torchmetrics.functional.accuracy(logits, target)`: a metric computed by torch
             # ops, a tensor where its input tensors are
+            return self.placed_like_inputs(node, scope, d)
+        if top == "einops" and qualified.rsplit(".", 1)[-1] in _EINOPS_ARRAY_FUNCTIONS:
+            # `einops.reduce(mask, "b n -> b", "sum")`: einops computes with the array's own
+            # library, so the result is where its tensor is (the pattern is a string)
             return self.placed_like_inputs(node, scope, d)
         kind = package_kind(top)
         if kind is not None:
@@ -1825,12 +1839,33 @@ def store_in_container(scope: Scope, name: str, values: list[Atom], keys: list[A
     scope.env[name] = grown
 
 
+def dict_display(node: ast.expr, scope: Scope) -> ast.expr:
+    """`dict(loss=loss, pred=pred)` read as the display `{"loss": loss, "pred": pred}` it
+    builds (keywords only, Python's own `dict`: its keys are the keyword names, a `**other`
+    spread as in a display); any other node as it is."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and not node.args
+        and node.keywords
+        and "dict" not in scope.env
+        and "dict" not in scope.imports
+    ):
+        return node
+    keys: list[ast.expr | None] = [
+        None if k.arg is None else ast.Constant(value=k.arg) for k in node.keywords
+    ]
+    return ast.Dict(keys=keys, values=[k.value for k in node.keywords])
+
+
 def dict_entries(node: ast.expr, scope: Scope, evaluator: ValueEvaluator) -> list[list[Any]] | None:
     """The string keys of a returned dict and what each holds: a dict literal whose keys are
     all strings (`{"mse": err}`), or a local dict whose string keys this function bound
     (`out = {}`, then `out["mse"] = chunked(...)`: the last value bound at each key). None
     when they are not known (a computed key, an update); after a `**other` spread, the keys
-    written after it."""
+    written after it. `dict(mse=err)` is the display it builds."""
+    node = dict_display(node, scope)
     if isinstance(node, ast.Dict):
         if not node.keys or not all(
             k is None or (isinstance(k, ast.Constant) and isinstance(k.value, str))
@@ -1858,6 +1893,23 @@ def dict_entries(node: ast.expr, scope: Scope, evaluator: ValueEvaluator) -> lis
                     entries.append([key, v])
         return entries or None
     return None
+
+
+def record_fields(
+    node: ast.expr, scope: Scope, evaluator: ValueEvaluator
+) -> list[list[Any]] | None:
+    """The fields of a record a returned call builds: a class (a capitalized name) called
+    with keyword arguments only (`return ModelOutput(loss=loss, logits=logits)`), each
+    keyword an attribute of the record holding what it passes (`[".loss", atoms]`, the
+    key marked by its dot as an attribute, `out.loss`). None for other values."""
+    if not (isinstance(node, ast.Call) and not node.args and node.keywords):
+        return None
+    name = dotted(node.func)
+    if name is None or not name.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    if any(k.arg is None for k in node.keywords) or name.split(".", 1)[0] in scope.env:
+        return None
+    return [["." + k.arg, evaluator.atoms(k.value, scope)] for k in node.keywords]  # type: ignore[operator]
 
 
 def with_entries(atoms: list[Atom], entries: list[list[Any]]) -> list[Atom]:

@@ -735,6 +735,33 @@ class ProjectModel:
                 return found
         return []
 
+    def _namespace_import(self, parts: list[str], near: ModuleSummary | None) -> bool:
+        """Whether a dotted name starts with a module of a namespace package the importing
+        file sees (`_in_namespace_package`)."""
+        return near is not None and any(
+            self.module_named(".".join(parts[:i]), near) is not None
+            for i in range(2, len(parts) + 1)
+        )
+
+    def _in_namespace_package(self, name: str, near: ModuleSummary) -> list[ModuleSummary]:
+        """The module `import a.b` finds in a folder `a/` without an `__init__.py` (a
+        namespace package: `from model.heads import Head` of `model/heads.py`, whose module
+        name to the model is `heads`), under the importing file's folder or the nearest of
+        its parent folders that holds one."""
+        relative = name.replace(".", "/")
+        folder = os.path.dirname(near.path)
+        while True:
+            for candidate in (f"{relative}.py", f"{relative}/__init__.py"):
+                found = self.modules.get(os.path.join(folder, candidate) if folder else candidate)
+                if found is not None and found is not near:
+                    return [found]
+            if not folder:
+                return []
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return []
+            folder = parent
+
     def module_named(self, name: str, near: ModuleSummary | None = None) -> ModuleSummary | None:
         if near is not None and self.modules.get(near.path) is not near:
             return self._module_named(name, near)  # a module of another model (with_source)
@@ -752,6 +779,8 @@ class ProjectModel:
         found = self.by_name.get(name)
         if not found and near is not None:
             found = self._in_outer_package(name, near)
+        if not found and near is not None and "." in name:
+            found = self._in_namespace_package(name, near)
         if not found:
             return None
         if len(found) == 1 or near is None:
@@ -874,8 +903,10 @@ class ProjectModel:
         parts = qualified.split(".")
         # Outside the project's roots, `module_named` finds only a script's sibling or a
         # module of an outer package (memoised there).
-        if parts[0] not in self._roots and (
-            near is None or self.module_named(parts[0], near) is None
+        if (
+            parts[0] not in self._roots
+            and (near is None or self.module_named(parts[0], near) is None)
+            and not self._namespace_import(parts, near)
         ):
             inner = self._inner_root(parts[0], near)
             if inner is None:
@@ -3322,6 +3353,8 @@ class ProjectModel:
             found = self._keyed_entry(atom, module, owner, depth)
             if found is not None:
                 return found
+            if atom[3].startswith("."):
+                return UNKNOWN_VALUE  # a field of a record whose fields are not known
         if tag == "e":
             inner = _unbound_device(self.resolve_atoms(atom[2], module, owner, depth))
             if inner is not None and inner.schedule:
@@ -3555,7 +3588,11 @@ class ProjectModel:
     ) -> Value:
         """What a call of the function returns, its parameters bound to the arguments."""
         value = self.return_value(found.gkey)
-        if not value.params and not _has_params(value.elements):
+        if (
+            not value.params
+            and not _has_params(value.elements)
+            and not _has_params(tuple(v for _, v in value.entries or ()))
+        ):
             return value
         bound_call = form in ("self", "super", "attr", "inst") and found.summary.bound
         offset = 1 if bound_call or "classmethod" in found.summary.decorators else 0
@@ -3571,8 +3608,12 @@ class ProjectModel:
             elements = (
                 tuple(bind(e) for e in value.elements) if value.elements is not None else None
             )
+            # a returned dict's or record's known entries (`return Out(loss=f(x))`) too
+            entries = (
+                tuple((k, bind(v)) for k, v in value.entries) if value.entries is not None else None
+            )
             if not value.params:
-                return replace(value, elements=elements)
+                return replace(value, elements=elements, entries=entries)
             kinds = [value.kind] if value.kind != "unknown" else []
             # An argument computed from the caller's own parameters (`self.odds(
             # self.softmax(logits))`) leaves the result depending on them: what the
@@ -3606,7 +3647,14 @@ class ProjectModel:
                 # tensor annotated or made beside a device tensor is presumed to be
                 kind = "device"
             return Value(
-                kind, value.mask, frozenset(passed_on), elements, value.cls, tensor, placed
+                kind,
+                value.mask,
+                frozenset(passed_on),
+                elements,
+                value.cls,
+                tensor,
+                placed,
+                entries,
             )
 
         return bind(value)

@@ -62,12 +62,14 @@ from tpulint.analysis.inference import (
     ValueEvaluator,
     all_host,
     device_literal,
+    dict_display,
     dict_entries,
     dotted,
     entry_key,
     grow_container,
     is_string,
     is_super_call,
+    record_fields,
     self_entry,
     set_local,
     tensor_on_cuda,
@@ -1609,6 +1611,11 @@ class _Summarizer(ValueEvaluator):
                     entries = dict_entries(node.value, scope, self)
                     if entries is not None:
                         returned = with_entries(returned, entries)
+                    else:
+                        fields = record_fields(node.value, scope, self)
+                        if fields is not None:
+                            # `return Output(loss=loss)`: a record whose fields are known
+                            returned = [["s", [], ["host"], fields]]
                     if not (scope.cuda_only and all_host(returned)):
                         info.returns.append(returned)
             return
@@ -2414,10 +2421,12 @@ class _Summarizer(ValueEvaluator):
                 self.assign(t, v, self.atoms(v, scope), scope, klass)
             return
         self.bind(target, value, scope)
-        if isinstance(target, ast.Name) and isinstance(value_node, ast.Dict):
-            # `preds = {"masks": [], "logits": []}`: its string keys hold what they were built
-            # from (`preds["masks"].append(m)` grows that entry)
-            for key, entry in zip(value_node.keys, value_node.values, strict=True):
+        display = dict_display(value_node, scope)
+        if isinstance(target, ast.Name) and isinstance(display, ast.Dict):
+            # `preds = {"masks": [], "logits": []}` (or `dict(masks=[], logits=[])`): its
+            # string keys hold what they were built from (`preds["masks"].append(m)` grows
+            # that entry)
+            for key, entry in zip(display.keys, display.values, strict=True):
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     set_local(scope, f"{target.id}[{key.value!r}]", self.atoms(entry, scope))
                     scope.keyed.add(target.id)

@@ -629,6 +629,8 @@ class PositionValues:
                 keyed = self._entry(atom[3], atom[2], function, depth)
                 if keyed is not None:
                     return keyed
+                if atom[3].startswith("."):
+                    return UNKNOWN  # a field of a record whose fields are not known
             return self._element(atom[1], atom[2], function, depth)
         if tag == "w":
             if self.resolver.keyed_pipeline_entry(function, atom[1]):
