@@ -611,6 +611,9 @@ class ProjectModel:
         # Function gkey -> its routes (param_routes): (phase of the root, the literals its
         # parameters hold on the way) -> the first chain that way; see _spread_hot.
         self._routes: dict[str, dict[RouteKey, HotInfo]] = {}
+        # Function gkey -> the first chain through each call of it that reaches it, with the
+        # literals that call passes the parameters its tests read (see `chains`).
+        self._chains: dict[str, dict[tuple[int, tuple[str, int], frozenset], HotInfo]] = {}
         self._collapsed: set[str] = set()
         # Function gkey -> what `self` may be on the ways that make it hot (the `receiver` of
         # resolve_call; None: any instance of its class); see _spread_hot.
@@ -1557,6 +1560,7 @@ class ProjectModel:
         hot: dict[str, HotInfo] = {}
         queue: deque[str] = deque()
         self._routes = {}
+        self._chains = {}
         self._collapsed = set()
         self._receivers = {}
         self._call_step_roots = {}
@@ -1793,18 +1797,24 @@ class ProjectModel:
         return True
 
     def _route_bindings(
-        self, call: Any, target: _Function, offset: int, bindings: frozenset
+        self,
+        call: Any,
+        target: _Function,
+        offset: int,
+        bindings: frozenset,
+        decorated: bool = False,
     ) -> frozenset:
         """The literals the parameters of `target` that its tests read hold when `call`
         calls it on a route whose parameters hold `bindings`: what the call passes as a
         literal, a parameter of the caller passed on that holds one, a literal default the
         call leaves in place. Nothing when the call spreads arguments or a decorator may
-        change what the function is given."""
+        change what the function is given (`decorated`: read through any decorator, as
+        the call passes them; only to name the chains that reach code, see `chains`)."""
         summary = target.summary
         passed = call.route_args
         if not summary.tested_params or "=" not in passed or "*" in passed:
             return frozenset()
-        if any(d not in SAFE_DECORATORS for d in summary.decorators):
+        if not decorated and any(d not in SAFE_DECORATORS for d in summary.decorators):
             return frozenset()
         held = {name: value for name, _, value in bindings}
         positional = len(summary.params) - summary.kwonly
@@ -1836,6 +1846,18 @@ class ProjectModel:
         if self._hot is None:
             self.hot  # noqa: B018 (computes the routes)
         return self._routes.get(gkey, {})
+
+    def chains(self, gkey: str) -> list[tuple[frozenset, HotInfo]]:
+        """The first chain through each call that reaches a hot function, with the literals
+        that call passes the parameters its tests read (what `_route_bindings` reads, through
+        any decorator: `@typechecked` passes the arguments on), the earlier phases first,
+        in the order they were found: the code under a test of a parameter is named by a
+        chain through a call that can reach it (FileContext._route_view)."""
+        if self._hot is None:
+            self.hot  # noqa: B018 (computes the chains)
+        found = self._chains.get(gkey, {})
+        ordered = sorted(found.items(), key=lambda item: item[0][0])
+        return [(key[2], info) for key, info in ordered]
 
     def _in_unbuilt(self, fn: _Function) -> bool:
         owner = fn.owner
@@ -1911,6 +1933,13 @@ class ProjectModel:
                         passed = self._route_bindings(call, target, offset, key[1])
                         new = _route_into(route, target, site)
                         grew = self._add_route(target.gkey, (key[0], passed), new) or grew
+                        if target.summary.tested_params:
+                            if not passed and any(
+                                d not in SAFE_DECORATORS for d in target.summary.decorators
+                            ):
+                                passed = self._route_bindings(call, target, offset, key[1], True)
+                            chains = self._chains.setdefault(target.gkey, {})
+                            chains.setdefault((key[0], site, passed), new)
                     if grew:
                         queue.append(target.gkey)
             for inner in nested.get(gkey, ()):
@@ -3921,6 +3950,18 @@ class FileView:
             return None
         ordered = sorted(routes.items(), key=lambda item: item[0][0])
         return [(dict_of(k[1]), r.root, self.hot_reason(r)) for k, r in ordered]
+
+    def chains(self, key: str) -> list[tuple[dict[str, Any], str, str]] | None:
+        """The chains through each call of a hot function (ProjectModel.chains), as (the
+        literals by name, the root hook, the reason to show), when some call passes its
+        tested parameters a literal and the calls are more than one; else None."""
+        fn = self._functions.get(key)
+        if fn is None:
+            return None
+        chains = self.model.chains(fn.gkey)
+        if len(chains) < 2 or not any(b for b, _ in chains):
+            return None
+        return [(dict_of(b), r.root, self.hot_reason(r)) for b, r in chains]
 
     def tests_after_fit(self) -> bool:
         """Whether a script of this file's project runs `trainer.test(...)` after
