@@ -723,7 +723,11 @@ class FileContext(Resolver):
         root = None
         if function is not None:
             info = self.analysis.function(function)
-            if info is not None and info.hot and (info.routes is not None or info.chains is not None):
+            if (
+                info is not None
+                and info.hot
+                and (info.routes is not None or info.chains is not None)
+            ):
                 view = self._route_view(node, info)
                 if view is not None and not view.hot:
                     kinds.add("rare")  # no route that reaches the function reaches it
@@ -794,9 +798,7 @@ class FileContext(Resolver):
         shown = [c for c in chains if c[2] == info.hot_reason]
         if not shown or any(param_live(conds, c[0]) for c in shown):
             return None  # the chain named reaches it (or is not one of these)
-        live = next(
-            (c for c in chains if c[1] == info.root_hook and param_live(conds, c[0])), None
-        )
+        live = next((c for c in chains if c[1] == info.root_hook and param_live(conds, c[0])), None)
         if live is None:
             return None
         cache = self.shared.setdefault("route_views", {})

@@ -1859,6 +1859,67 @@ class ProjectModel:
         ordered = sorted(found.items(), key=lambda item: item[0][0])
         return [(key[2], info) for key, info in ordered]
 
+    def shown_chain(self, gkey: str) -> HotInfo | None:
+        """The chain to name for a hot function whose first chain starts in a class no code,
+        config, registry, string or package export names (nor a subclass of it: `GCP` beside
+        the `GCP2` and `GCP3` a config builds), when a call from a function the same hook
+        makes hot through a class that is named reaches it too (the first such call, in the
+        order of the caller index): what runs is named, not a variant nothing builds. None:
+        its first chain."""
+        memo: dict[str, HotInfo | None] = self.__dict__.setdefault("_shown_chains", {})
+        if gkey in memo:
+            return memo[gkey]
+        memo[gkey] = None  # (a cycle of calls: its first chain)
+        info = self.hot.get(gkey)
+        found = None
+        if info is not None and info.chain and not self._root_named(info.chain[0]):
+            for caller, call, _ in self._callers().get(gkey, []):
+                reach = self.hot.get(caller.gkey)
+                if caller.gkey == gkey or reach is None or reach.root != info.root:
+                    continue
+                reach = self.shown_chain(caller.gkey) or reach
+                site = (caller.module.path, call.line)
+                if self._root_named(reach.chain[0] if reach.chain else site):
+                    found = HotInfo(
+                        info.root, info.name, (*reach.chain, site), info.guards, info.off_tpu
+                    )
+                    break
+        memo[gkey] = found
+        return found
+
+    def _root_named(self, site: tuple[str, int]) -> bool:
+        """Whether the function that makes the call at `site` (the root of a chain) is no
+        method of a class that nothing names (see `shown_chain`)."""
+        memo: dict[Any, bool] = self.__dict__.setdefault("_named_roots", {})
+        if site in memo:
+            return memo[site]
+        module = self.modules.get(site[0])
+        owner = None
+        if module is not None:
+            inner = None
+            for fn in self._module_functions[id(module)].values():
+                first, last = fn.summary.span
+                if first <= site[1] <= last and (
+                    inner is None or last - first < inner.summary.span[1] - inner.summary.span[0]
+                ):
+                    inner = fn
+            owner = inner.owner if inner is not None else None
+        named = owner is None or owner not in self.classes or self._class_named(owner)
+        memo[site] = named
+        return named
+
+    def _class_named(self, gkey: str) -> bool:
+        scope = self.scope
+        tails = scope._string_tails()
+        return any(
+            scope._built_somewhere(c)
+            or c in scope._configured_classes()
+            or c in scope._exported()
+            or self.classes[c].summary.name in tails
+            for c in (gkey, *self.subclasses(gkey))
+            if c in self.classes
+        )
+
     def _in_unbuilt(self, fn: _Function) -> bool:
         owner = fn.owner
         while owner is not None:
@@ -3880,6 +3941,17 @@ class ProjectModel:
                         for k, r in routes.items()
                     )
                     h.update(f"R{key}={text};".encode())
+                shown = self.shown_chain(fn.gkey)
+                if shown is not None:
+                    h.update(f"S{key}={shown.chain};".encode())
+                chains = self._chains.get(fn.gkey, {})
+                if any(k[2] for k in chains):
+                    # the chains a finding under a test of a parameter may name (`chains`)
+                    text = [
+                        f"{k[0]}{k[1]}{sorted(map(repr, k[2]))}{r.root}{r.chain}"
+                        for k, r in chains.items()
+                    ]
+                    h.update(f"P{key}={text};".encode())
             for call in fn.summary.calls:
                 value = self.call_value(module, fn.owner, call.form, call.target, [])
                 h.update(f"C{call.form}:{call.target}={value.digest_text()};".encode())
@@ -3937,6 +4009,12 @@ class FileView:
 
     def hot_reason(self, info: HotInfo) -> str:
         return info.reason(self.module.path, self.base)
+
+    def shown_reason(self, key: str, info: HotInfo) -> str:
+        """The reason to show for hot function `key` (ProjectModel.shown_chain)."""
+        fn = self._functions.get(key)
+        shown = self.model.shown_chain(fn.gkey) if fn is not None else None
+        return self.hot_reason(shown or info)
 
     def routes(self, key: str) -> list[tuple[dict[str, Any], str, str]] | None:
         """The routes of a hot function whose parameters hold literals on some (param_routes):

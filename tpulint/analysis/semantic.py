@@ -357,7 +357,7 @@ def analyze_module(
                 info.owner = view.class_gkey(owner.cls.local_qualname)
             hot = view.hot(info.key)
             if hot is not None:
-                info.hot_reason = view.hot_reason(hot)
+                info.hot_reason = view.shown_reason(info.key, hot)
                 info.root_hook = hot.root
                 info.call_guards = effective(hot.guards, hot.root)
                 info.hot_guards = hot.guards

@@ -33,3 +33,7 @@ def spread(h, mask=None):
     if mask is None:
         return h.std(0)
     return h[mask].std(0)
+
+
+def squash(h):
+    return h / h.norm().item()
