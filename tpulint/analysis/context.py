@@ -723,7 +723,11 @@ class FileContext(Resolver):
         root = None
         if function is not None:
             info = self.analysis.function(function)
-            if info is not None and info.hot and info.routes is not None:
+            if (
+                info is not None
+                and info.hot
+                and (info.routes is not None or info.chains is not None)
+            ):
                 view = self._route_view(node, info)
                 if view is not None and not view.hot:
                     kinds.add("rare")  # no route that reaches the function reaches it
@@ -747,23 +751,26 @@ class FileContext(Resolver):
         (FileView.routes) do not all reach it: under `if log == "val":` in a helper that
         `training_step` calls with `log="train"` and `validation_step` with `log="val"`, the
         code is validation code (`validation_step` names it, Lightning's defaults there
-        apply); reached by no route, it is not hot at all. None: as the function."""
+        apply); reached by no route, it is not hot at all. Reached by its own hook, but not
+        through the call its chain names (`if mask is not None:` in a helper that one
+        `forward` calls with no mask and another with one), the chain named is the first
+        through a call that reaches it (`_live_chain`). None: as the function."""
         routes = info.routes
         if not routes:
-            return None
+            return self._live_chain(node, info)
         conds = self._route_conds(node, info.node)
         if not conds:
             return None
         live = [route for route in routes if param_live(conds, route[0])]
         if len(live) == len(routes):
-            return None
+            return self._live_chain(node, info, conds)
         # The guards the routes that reach the code all share: under `if dump_dir is not
         # None:` where only a call under `if batch_idx == 0:` passes a `dump_dir`, the code
         # runs as rarely as that call.
         shared = frozenset.intersection(*(route[3] for route in live)) if live else frozenset()
         own = any(route[1] == info.root_hook for route in live)
         if own and shared <= info.hot_guards:
-            return None
+            return self._live_chain(node, info, conds)
         cache = self.shared.setdefault("route_views", {})
         key = (id(info), None if own else live[0][2] if live else None, shared)
         view = cache.get(key)
@@ -786,6 +793,33 @@ class FileContext(Resolver):
                     call_guards=effective(info.hot_guards | shared, root),
                 )
             cache[key] = view
+        return view
+
+    def _live_chain(
+        self, node: cst.CSTNode, info: FunctionInfo, conds: list[tuple[str, bool]] | None = None
+    ) -> FunctionInfo | None:
+        """The function as code at `node` sees it when the chain its message names passes
+        the function literals that make a test around `node` false while another chain from
+        the same hook reaches it (FileView.chains): named by the first such chain (phases in
+        order, then the order the chains were found). None: as the function."""
+        chains = info.chains
+        if not chains or info.hot_reason is None:
+            return None
+        if conds is None:
+            conds = self._route_conds(node, info.node)
+            if not conds:
+                return None
+        shown = [c for c in chains if c[2] == info.hot_reason]
+        if not shown or any(param_live(conds, c[0]) for c in shown):
+            return None  # the chain named reaches it (or is not one of these)
+        live = next((c for c in chains if c[1] == info.root_hook and param_live(conds, c[0])), None)
+        if live is None:
+            return None
+        cache = self.shared.setdefault("route_views", {})
+        key = (id(info), "chain", live[2])
+        view = cache.get(key)
+        if view is None:
+            view = cache[key] = replace(info, hot_reason=live[2])
         return view
 
     def _route_conds(self, node: cst.CSTNode, function: cst.FunctionDef) -> list[tuple[str, bool]]:
@@ -822,14 +856,16 @@ class FileContext(Resolver):
 
     def _enter_statement(self, node: cst.CSTNode) -> None:
         scope = self._scopes[-1]
-        if scope.info is None or scope.info.routes is None or not scope.info.hot:
+        info = scope.info
+        if info is None or (info.routes is None and info.chains is None) or not info.hot:
             return
         scope.saved.append(scope.view)
-        scope.view = self._route_view(node, scope.info)
+        scope.view = self._route_view(node, info)
 
     def _leave_statement(self, node: cst.CSTNode) -> None:
         scope = self._scopes[-1]
-        if scope.info is None or scope.info.routes is None or not scope.info.hot:
+        info = scope.info
+        if info is None or (info.routes is None and info.chains is None) or not info.hot:
             return
         scope.view = scope.saved.pop()
 

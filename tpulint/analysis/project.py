@@ -611,6 +611,9 @@ class ProjectModel:
         # Function gkey -> its routes (param_routes): (phase of the root, the literals its
         # parameters hold on the way) -> the first chain that way; see _spread_hot.
         self._routes: dict[str, dict[RouteKey, HotInfo]] = {}
+        # Function gkey -> the first chain through each call of it that reaches it, with the
+        # literals that call passes the parameters its tests read (see `chains`).
+        self._chains: dict[str, dict[tuple[int, tuple[str, int], frozenset], HotInfo]] = {}
         self._collapsed: set[str] = set()
         # Function gkey -> what `self` may be on the ways that make it hot (the `receiver` of
         # resolve_call; None: any instance of its class); see _spread_hot.
@@ -1588,6 +1591,7 @@ class ProjectModel:
         hot: dict[str, HotInfo] = {}
         queue: deque[str] = deque()
         self._routes = {}
+        self._chains = {}
         self._collapsed = set()
         self._receivers = {}
         self._call_step_roots = {}
@@ -1833,18 +1837,24 @@ class ProjectModel:
         return True
 
     def _route_bindings(
-        self, call: Any, target: _Function, offset: int, bindings: frozenset
+        self,
+        call: Any,
+        target: _Function,
+        offset: int,
+        bindings: frozenset,
+        decorated: bool = False,
     ) -> frozenset:
         """The literals the parameters of `target` that its tests read hold when `call`
         calls it on a route whose parameters hold `bindings`: what the call passes as a
         literal, a parameter of the caller passed on that holds one, a literal default the
         call leaves in place. Nothing when the call spreads arguments or a decorator may
-        change what the function is given."""
+        change what the function is given (`decorated`: read through any decorator, as
+        the call passes them; only to name the chains that reach code, see `chains`)."""
         summary = target.summary
         passed = call.route_args
         if not summary.tested_params or "=" not in passed or "*" in passed:
             return frozenset()
-        if any(d not in SAFE_DECORATORS for d in summary.decorators):
+        if not decorated and any(d not in SAFE_DECORATORS for d in summary.decorators):
             return frozenset()
         held = {name: value for name, _, value in bindings}
         positional = len(summary.params) - summary.kwonly
@@ -1876,6 +1886,79 @@ class ProjectModel:
         if self._hot is None:
             self.hot  # noqa: B018 (computes the routes)
         return self._routes.get(gkey, {})
+
+    def chains(self, gkey: str) -> list[tuple[frozenset, HotInfo]]:
+        """The first chain through each call that reaches a hot function, with the literals
+        that call passes the parameters its tests read (what `_route_bindings` reads, through
+        any decorator: `@typechecked` passes the arguments on), the earlier phases first,
+        in the order they were found: the code under a test of a parameter is named by a
+        chain through a call that can reach it (FileContext._route_view)."""
+        if self._hot is None:
+            self.hot  # noqa: B018 (computes the chains)
+        found = self._chains.get(gkey, {})
+        ordered = sorted(found.items(), key=lambda item: item[0][0])
+        return [(key[2], info) for key, info in ordered]
+
+    def shown_chain(self, gkey: str) -> HotInfo | None:
+        """The chain to name for a hot function whose first chain starts in a class no code,
+        config, registry, string or package export names (nor a subclass of it: `GCP` beside
+        the `GCP2` and `GCP3` a config builds), when a call from a function the same hook
+        makes hot through a class that is named reaches it too (the first such call, in the
+        order of the caller index): what runs is named, not a variant nothing builds. None:
+        its first chain."""
+        memo: dict[str, HotInfo | None] = self.__dict__.setdefault("_shown_chains", {})
+        if gkey in memo:
+            return memo[gkey]
+        memo[gkey] = None  # (a cycle of calls: its first chain)
+        info = self.hot.get(gkey)
+        found = None
+        if info is not None and info.chain and not self._root_named(info.chain[0]):
+            for caller, call, _ in self._callers().get(gkey, []):
+                reach = self.hot.get(caller.gkey)
+                if caller.gkey == gkey or reach is None or reach.root != info.root:
+                    continue
+                reach = self.shown_chain(caller.gkey) or reach
+                site = (caller.module.path, call.line)
+                if self._root_named(reach.chain[0] if reach.chain else site):
+                    found = HotInfo(
+                        info.root, info.name, (*reach.chain, site), info.guards, info.off_tpu
+                    )
+                    break
+        memo[gkey] = found
+        return found
+
+    def _root_named(self, site: tuple[str, int]) -> bool:
+        """Whether the function that makes the call at `site` (the root of a chain) is no
+        method of a class that nothing names (see `shown_chain`)."""
+        memo: dict[Any, bool] = self.__dict__.setdefault("_named_roots", {})
+        if site in memo:
+            return memo[site]
+        module = self.modules.get(site[0])
+        owner = None
+        if module is not None:
+            inner = None
+            for fn in self._module_functions[id(module)].values():
+                first, last = fn.summary.span
+                if first <= site[1] <= last and (
+                    inner is None or last - first < inner.summary.span[1] - inner.summary.span[0]
+                ):
+                    inner = fn
+            owner = inner.owner if inner is not None else None
+        named = owner is None or owner not in self.classes or self._class_named(owner)
+        memo[site] = named
+        return named
+
+    def _class_named(self, gkey: str) -> bool:
+        scope = self.scope
+        tails = scope._string_tails()
+        return any(
+            scope._built_somewhere(c)
+            or c in scope._configured_classes()
+            or c in scope._exported()
+            or self.classes[c].summary.name in tails
+            for c in (gkey, *self.subclasses(gkey))
+            if c in self.classes
+        )
 
     def _in_unbuilt(self, fn: _Function) -> bool:
         owner = fn.owner
@@ -1959,6 +2042,13 @@ class ProjectModel:
                             route, target, site, effective(route.guards | call_guards, route.root)
                         )
                         grew = self._add_route(target.gkey, (key[0], passed), new) or grew
+                        if target.summary.tested_params:
+                            if not passed and any(
+                                d not in SAFE_DECORATORS for d in target.summary.decorators
+                            ):
+                                passed = self._route_bindings(call, target, offset, key[1], True)
+                            chains = self._chains.setdefault(target.gkey, {})
+                            chains.setdefault((key[0], site, passed), new)
                     if grew:
                         queue.append(target.gkey)
             for inner in nested.get(gkey, ()):
@@ -3918,6 +4008,17 @@ class ProjectModel:
                         for k, r in routes.items()
                     )
                     h.update(f"R{key}={text};".encode())
+                shown = self.shown_chain(fn.gkey)
+                if shown is not None:
+                    h.update(f"S{key}={shown.chain};".encode())
+                chains = self._chains.get(fn.gkey, {})
+                if any(k[2] for k in chains):
+                    # the chains a finding under a test of a parameter may name (`chains`)
+                    text = [
+                        f"{k[0]}{k[1]}{sorted(map(repr, k[2]))}{r.root}{r.chain}"
+                        for k, r in chains.items()
+                    ]
+                    h.update(f"P{key}={text};".encode())
             for call in fn.summary.calls:
                 value = self.call_value(module, fn.owner, call.form, call.target, [])
                 h.update(f"C{call.form}:{call.target}={value.digest_text()};".encode())
@@ -3976,6 +4077,12 @@ class FileView:
     def hot_reason(self, info: HotInfo) -> str:
         return info.reason(self.module.path, self.base)
 
+    def shown_reason(self, key: str, info: HotInfo) -> str:
+        """The reason to show for hot function `key` (ProjectModel.shown_chain)."""
+        fn = self._functions.get(key)
+        shown = self.model.shown_chain(fn.gkey) if fn is not None else None
+        return self.hot_reason(shown or info)
+
     def routes(self, key: str) -> list[tuple[dict[str, Any], str, str, frozenset[str]]] | None:
         """The routes of a hot function whose parameters hold literals on some (param_routes):
         (the literals by name, the root hook, the reason to show, the guards every way along
@@ -3989,6 +4096,18 @@ class FileView:
             return None
         ordered = sorted(routes.items(), key=lambda item: item[0][0])
         return [(dict_of(k[1]), r.root, self.hot_reason(r), r.guards) for k, r in ordered]
+
+    def chains(self, key: str) -> list[tuple[dict[str, Any], str, str]] | None:
+        """The chains through each call of a hot function (ProjectModel.chains), as (the
+        literals by name, the root hook, the reason to show), when some call passes its
+        tested parameters a literal and the calls are more than one; else None."""
+        fn = self._functions.get(key)
+        if fn is None:
+            return None
+        chains = self.model.chains(fn.gkey)
+        if len(chains) < 2 or not any(b for b, _ in chains):
+            return None
+        return [(dict_of(b), r.root, self.hot_reason(r)) for b, r in chains]
 
     def tests_after_fit(self) -> bool:
         """Whether a script of this file's project runs `trainer.test(...)` after

@@ -88,6 +88,10 @@ class FunctionInfo:
     # The routes that reach it when some pass its parameters literals (FileView.routes):
     # its code under a test those literals decide is read per route (FileContext).
     routes: list[tuple[dict[str, Any], str, str, frozenset[str]]] | None = None
+    # The chains through each of its calls, when some pass its parameters literals
+    # (FileView.chains): its code under a test those literals decide is named by a chain
+    # that reaches it (FileContext).
+    chains: list[tuple[dict[str, Any], str, str]] | None = None
     hot_guards: frozenset[str] = frozenset()
     owner: str | None = None  # the project model's key of the class it is a method of
     # Walks the body for its calls, on first use (most functions never need it).
@@ -353,9 +357,10 @@ def analyze_module(
                 info.owner = view.class_gkey(owner.cls.local_qualname)
             hot = view.hot(info.key)
             if hot is not None:
-                info.hot_reason = view.hot_reason(hot)
+                info.hot_reason = view.shown_reason(info.key, hot)
                 info.root_hook = hot.root
                 info.call_guards = effective(hot.guards, hot.root)
                 info.hot_guards = hot.guards
                 info.routes = view.routes(info.key)
+                info.chains = view.chains(info.key)
     return ModuleAnalysis(collector.classes, functions, view)
