@@ -2370,6 +2370,32 @@ BATCH_VALUE_REPORTED = {
         """,
         [("TPU101", 15), ("TPU101", 17)],
     ),
+    "a table of constants the module changes in place": (
+        """
+        KINDS = {"car": 1, "bike": 2}
+
+
+        def per_kind(scores, kinds, names):
+            found = {}
+            for name in names:
+                chosen = kinds == KINDS[name]
+                found[name] = scores[chosen].mean()
+            return found
+
+
+        def collate_tracks(items):
+            kinds = np.array([b["kind"] for b in items])
+            return {"x": torch.from_numpy(np.stack([b["x"] for b in items])), "kinds": kinds}
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                KINDS["car"] = self.car_code
+                scores = self(batch["x"])
+                return sum(per_kind(scores, batch["kinds"], ["car"]).values())
+        """,
+        [("TPU202", 8)],
+    ),
     "a numpy position beside a collate that returns what default_collate builds": (
         """
         from torch.utils.data import default_collate
