@@ -2175,6 +2175,79 @@ def test_device_values_beside_them_stay_reported(name: str) -> None:
 # moved to the host stays there through arithmetic with values not known and through the
 # entries of a dict that also spreads another one.
 BATCH_VALUE_SILENT = {
+    # issue 21 (sci44): a function passed as `collate_fn=` is a collate function whatever its
+    # name; what it returns at a position of its tuple is what the step unpacks there.
+    "a numpy array a collate returns at a tuple position, read in the step and a helper": """
+        def separate(flat: torch.Tensor, lengths: torch.Tensor):
+            longest = int(lengths.max().item())
+            return [flat[: int(n.item())] for n in lengths], longest
+
+
+        def featurize(items):
+            lengths = np.array([len(b["x"]) for b in items], dtype=np.int32)
+            flat = torch.from_numpy(np.concatenate([b["x"] for b in items]))
+            return flat, lengths, [b["name"] for b in items]
+
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(self.ds, num_workers=4, collate_fn=featurize)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                flat, lengths, names = batch
+                parts, longest = separate(self(flat), lengths)
+                if batch[1].max().item() > longest:
+                    print(names[0])
+                return sum(p.sum() for p in parts)
+        """,
+    "a numpy array a partial of a collate puts in its batch dict": """
+        import functools
+
+
+        def pad(items, value=0):
+            sizes = np.array([len(b) for b in items])
+            batch = {"x": torch.from_numpy(np.stack(items))}
+            batch["sizes"] = sizes
+            return batch
+
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(
+                    self.ds, num_workers=4, collate_fn=functools.partial(pad, value=-1)
+                )
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                if batch["sizes"].max().item() > 3:
+                    print("long")
+                return self(batch["x"]).sum()
+        """,
+    "a collate's numpy array compared with an entry of a constant table": """
+        KINDS = {"car": 1, "bike": 2}
+
+
+        def per_kind(scores, kinds, names):
+            found = {}
+            for name in names:
+                chosen = kinds == KINDS[name]
+                found[name] = scores[chosen].mean()
+            return found
+
+
+        def collate_tracks(items):
+            kinds = np.array([b["kind"] for b in items])
+            return {"x": torch.from_numpy(np.stack([b["x"] for b in items])), "kinds": kinds}
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                scores = self(batch["x"])
+                return sum(per_kind(scores, batch["kinds"], ["car", "bike"]).values())
+        """,
     "a path the dataset's items hold, known by its use as one, saved under in the step": """
         class Scans(torch.utils.data.Dataset):
             def __getitem__(self, i):
@@ -2270,6 +2343,88 @@ BATCH_VALUE_SILENT = {
         """,
 }
 BATCH_VALUE_REPORTED = {
+    # The position holds a tensor (the collate made one), the step unpacks a tuple of
+    # another length than the collate returns, or a collate returns a batch of positions
+    # not known: the unpacked values stay device tensors.
+    "tuple positions a collate fills with tensors or of another length": (
+        """
+        def featurize(items):
+            lengths = torch.from_numpy(np.array([len(b) for b in items]))
+            return torch.from_numpy(np.stack(items)), lengths, np.ones(3)
+
+
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                return torch.utils.data.DataLoader(self.ds, num_workers=4, collate_fn=featurize)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, lengths, _ = batch
+                first, second = batch
+                if lengths.max().item() > 3:
+                    print("long")
+                if second.max().item() > 1:
+                    print("wide")
+                return self(x).sum()
+        """,
+        [("TPU101", 15), ("TPU101", 17)],
+    ),
+    "a table of constants the module changes in place": (
+        """
+        KINDS = {"car": 1, "bike": 2}
+
+
+        def per_kind(scores, kinds, names):
+            found = {}
+            for name in names:
+                chosen = kinds == KINDS[name]
+                found[name] = scores[chosen].mean()
+            return found
+
+
+        def collate_tracks(items):
+            kinds = np.array([b["kind"] for b in items])
+            return {"x": torch.from_numpy(np.stack([b["x"] for b in items])), "kinds": kinds}
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                KINDS["car"] = self.car_code
+                scores = self(batch["x"])
+                return sum(per_kind(scores, batch["kinds"], ["car"]).values())
+        """,
+        [("TPU202", 8)],
+    ),
+    "a numpy position beside a collate that returns what default_collate builds": (
+        """
+        from torch.utils.data import default_collate
+
+
+        def featurize(items):
+            return torch.from_numpy(np.stack(items)), np.array([len(b) for b in items])
+
+
+        def collate_plain(items):
+            return default_collate(items)
+
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, lengths = batch
+                if lengths.max().item() > 3:
+                    print("long")
+                return self(x).sum()
+
+
+        def loaders(ds):
+            return [
+                torch.utils.data.DataLoader(ds, num_workers=4, collate_fn=featurize),
+                torch.utils.data.DataLoader(ds, num_workers=4, collate_fn=collate_plain),
+            ]
+        """,
+        [("TPU101", 15)],
+    ),
     "a mask of device distances scaled by a 0-dim tensor and signs not known": (
         """
         def signed(points, faces):

@@ -33,7 +33,13 @@ class ItemInHotPath(Rule):
     torch.tensor(0.0)` or `self.state["k"] = torch.tensor([0])`, read in `step` as
     `self.state["k"].item()`, or appended to a list handed to a functional helper,
     `step_t = state_steps[i]`, `step_t.item()`; an entry made on the parameter's device,
-    `torch.zeros_like(p)`, stays a device tensor) and
+    `torch.zeros_like(p)`, stays a device tensor; and the numpy arrays a collate function of
+    the project returns in the batch, at a key or at a position of its tuple: `lengths =
+    np.array(...)` in `return flat, lengths, names` of `collate_fn=featurize`, then `flat,
+    lengths, names = batch` and `lengths.max().item()` in the step, as Lightning's batch
+    transfer moves tensors only; torch's `default_collate` makes tensors of them, so a
+    dataset's numpy arrays without a collate of the project stay reported; README,
+    "Whole-project analysis") and
     code that only runs for some batches (`if batch_idx == 0:`, `if steps % log_freq == 0:`,
     `if self.control.should_log:`, the first steps `if self.global_step < 5:`,
     `if len(self.samples) < self.max_samples:` that collects samples, a one-time set-up

@@ -229,6 +229,17 @@ class ValueEvaluator:
             set_local(scope, target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             elements = tuple_elements(value, len(target.elts))
+            if (
+                elements is not None
+                and _step_batch(value, scope)
+                and not any(isinstance(e, ast.Starred) for e in target.elts)
+            ):
+                # `x, lengths, names = batch` in a step: what the project's collate
+                # functions return at that position of a tuple of that length
+                count = len(target.elts)
+                elements = [
+                    [["k", f"#{i}/{count}", value, element]] for i, element in enumerate(elements)
+                ]
             for index, element in enumerate(target.elts):
                 if isinstance(element, ast.Starred):
                     self.bind(element.value, ["host"], scope)
@@ -528,6 +539,9 @@ class ValueEvaluator:
             position = (
                 index.value if isinstance(index, ast.Constant) and type(index.value) is int else -1
             )
+            if position >= 0 and _step_batch(base, scope):
+                # `batch[1]` in a step: what the collate functions return at that position
+                return [["k", f"#{position}", base, [["e", position, base]]]]
             if isinstance(index, ast.Constant) and isinstance(index.value, str):
                 # `scores["mse"]`: the entry at that key when the dict's entries are known
                 # (`dict_entries`), else any of its values
@@ -1572,6 +1586,17 @@ def arith(left: list[Atom], right: list[Atom]) -> list[Atom]:
     if all(isinstance(a, str) for a in both) and both and set(both) <= {"host", "none"}:
         return ["host"]  # strings, lists
     return ["number"] if both else ["unknown"]
+
+
+# The local (no name can spell it) that holds the `batch` parameter of a step method: what
+# the loader's collate built, its tuple positions read from the project's collate functions.
+STEP_BATCH = "#batch"
+
+
+def _step_batch(value: list[Atom], scope: Scope) -> bool:
+    """Whether `value` is the `batch` parameter of a LightningModule step (a method whose
+    name has "step": `training_step`, `shared_step`), not rebound since."""
+    return len(value) == 1 and scope.env.get(STEP_BATCH) == value
 
 
 def tuple_elements(value: list[Atom], count: int) -> list[list[Atom]] | None:

@@ -2538,11 +2538,17 @@ class ProjectModel:
                         held = items.get(kind[len("items:") :])
                         kind = "host" if held in ("number", "host") else "tensor"
                     found[name] = merge_built_kinds(found.get(name, kind), kind)
+            if "#?" in found:
+                # a collate function returns a batch of positions not known (`return
+                # default_collate(items)`): what no position of a batch holds is known
+                found = {k: "tensor" if k.startswith("#") else v for k, v in found.items()}
             keys = {k: v for k, v in found.items() if v != "tensor"}
             self.__dict__["_batch_keys"] = keys
             self.__dict__["_built_batch_keys"] = set(found)
         if key in self.__dict__["_built_batch_keys"]:
             return keys.get(key)
+        if key.startswith("#"):
+            return None  # a position of a tuple batch no collate function returns
         return self._step_written_key(key)
 
     def _step_written_key(self, key: str) -> str | None:

@@ -57,6 +57,7 @@ from tpulint.analysis.index_uses import MENTIONS as INDEX_USE_WORDS
 from tpulint.analysis.index_uses import index_uses, value_texts
 from tpulint.analysis.inference import (
     MISSING,
+    STEP_BATCH,
     Atom,
     Scope,
     ValueEvaluator,
@@ -344,7 +345,9 @@ class FunctionSummary:
     # batch dicts it builds and what it builds each from, "number" / "host" (Python values
     # and numpy, which Lightning's batch transfer leaves where they are) or "tensor"
     # (a tensor or a value not known). A dataset's `__getitem__`/`__iter__`: its keys, all
-    # "tensor" (default_collate stacks numbers into tensors).
+    # "tensor" (default_collate stacks numbers into tensors). The positions of a tuple it
+    # returns are keys too: "#i/N" (element i of an N-tuple) and "#i"; "#?" when a collate
+    # function returns something else than a tuple or a dict (_built_positions).
     built_keys: dict[str, str] = field(default_factory=dict)
     # Where its code puts tensors or modules: the device atoms of each `.to(d)`,
     # `device=d` and `.cuda()` (the marker atom "cuda"), as `placement_atoms` reads them.
@@ -868,6 +871,61 @@ def _binding_counts(tree: ast.Module) -> dict[str, int]:
     return names
 
 
+_MUTATING_METHODS = frozenset(
+    {"update", "append", "extend", "insert", "setdefault", "__setitem__", "add", "pop", "clear"}
+)
+
+
+def _constant_tables(tree: ast.Module) -> dict[str, ast.expr]:
+    """The top-level `NAME = {...}` / `[...]` / `(...)` of constants only (numbers, strings,
+    booleans, None; nested displays of them)."""
+    found: dict[str, ast.expr] = {}
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, (ast.Dict, ast.List, ast.Tuple, ast.Set))
+            and _constant_display(statement.value)
+        ):
+            found[statement.targets[0].id] = statement.value
+    return found
+
+
+def _constant_display(node: ast.expr, depth: int = 0) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(node, ast.Dict):
+        parts = [*node.keys, *node.values]
+        return bool(parts) and all(p is not None and _constant_display(p, depth + 1) for p in parts)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return bool(node.elts) and all(_constant_display(e, depth + 1) for e in node.elts)
+    return False
+
+
+def _mutated_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's code changes in place: `NAME[k] = v` (or `del`, `+=`) and
+    `NAME.update(...)`-like method calls."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, (ast.Store, ast.Del))
+            and isinstance(node.value, ast.Name)
+        ):
+            names.add(node.value.id)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATING_METHODS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+    return frozenset(names)
+
+
 def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
     """The module-level assignments of a lambda to a name the module binds nowhere else
     (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
@@ -1043,8 +1101,10 @@ class _Summarizer(ValueEvaluator):
         self.asserted_none: dict[str, dict[str, int]] = {}
         # Function key -> its parameters no code of its body rebinds (param_routes).
         self.routable: dict[str, frozenset[str]] = {}
-        # Function key -> whether it is a collate function (is_collate_name).
+        # Function key -> whether it is a collate function (is_collate_name, or named in a
+        # `collate_fn=` argument of this file: `collate_names`).
         self.collates: dict[str, bool] = {}
+        self.collate_names: frozenset[str] = frozenset()
         # The ids of the functions' own statement lists (see `block`'s error path).
         self.function_bodies: set[int] = set()
         # Function key of a dataset's item method -> its names that hold strings
@@ -1082,6 +1142,12 @@ class _Summarizer(ValueEvaluator):
         self.dead_branches: dict[int, str] = {}
         # Module global -> the atoms the module binds to it (at its top level).
         self.module_globals: dict[str, list[Atom]] = {}
+        # The names whose value the module changes in place (`TABLE[k] = v`,
+        # `TABLE.update(...)`): what their top-level binding holds says less.
+        self.mutated_names: frozenset[str] = frozenset()
+        # The module globals bound once, at the top level, to a display of constants and
+        # never changed in place (`TYPES = {"car": 1, "bike": 2}`): what they hold.
+        self.constant_tables: dict[str, list[Atom]] = {}
         # name -> how often the module binds it anywhere (_binding_counts).
         self.binding_counts: dict[str, int] = {}
         # Placements naming a module global or a namespace attribute, settled at the end:
@@ -1113,6 +1179,14 @@ class _Summarizer(ValueEvaluator):
                 self.module_names.add(statement.name)
         self.lambda_functions = _lambda_functions(tree, self.module_names)
         self.binding_counts = _binding_counts(tree)
+        self.mutated_names = _mutated_names(tree)
+        self.constant_tables = {
+            name: self.atoms(value, Scope(None, {}))
+            for name, value in _constant_tables(tree).items()
+            if self.binding_counts.get(name) == 1 and name not in self.mutated_names
+        }
+        if "collate_fn" in self.text:
+            self.collate_names = collate_argument_names(tree)
         self.module_names.update(node.targets[0].id for node in self.lambda_functions.values())  # type: ignore[attr-defined]
         if use_tables is not None:
             self.size_uses, self.numpy_uses = use_tables
@@ -1142,14 +1216,19 @@ class _Summarizer(ValueEvaluator):
     def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
         """A module global read in a function that the module's top level (so far) binds
         only to the CPU on a TPU host (`device = "cuda" if torch.cuda.is_available() else
-        "cpu"`): `x.to(device)` makes a host tensor there. Other globals stay unknown."""
-        if (
-            scope.info is None
-            or self.binding_counts.get(name) != 1
-            or self.module_globals.get(name) != ["cpu_device"]
-        ):
+        "cpu"`): `x.to(device)` makes a host tensor there. A table of constants the module
+        binds once and never changes (`constant_tables`): what it holds, read anywhere.
+        Other globals stay unknown."""
+        table = self.constant_tables.get(name)
+        if table is not None:
+            # `TYPES = {"car": 1, "bike": 2}` bound once and never changed: its entries are
+            # Python values (`kinds == TYPES[name]` compares with a number)
+            return list(table)
+        if scope.info is None or self.binding_counts.get(name) != 1:
             return None
-        return ["cpu_device"]
+        if self.module_globals.get(name) == ["cpu_device"]:
+            return ["cpu_device"]
+        return None
 
     def _settle_placements(self) -> None:
         """Resolve the placements that name a module global (`x.to(DEVICE)`) or an attribute
@@ -1686,9 +1765,11 @@ class _Summarizer(ValueEvaluator):
             if a.annotation is not None
             and (_tensor_annotation(a.annotation) or self.tensor_alias(a.annotation, outer))
         ]
-        self.collates[info.key] = is_collate_name(
-            node.name, klass.name if klass is not None else None
-        ) or (klass is not None and node.name in _ITEM_METHODS)
+        self.collates[info.key] = (
+            is_collate_name(node.name, klass.name if klass is not None else None)
+            or node.name in self.collate_names
+            or (klass is not None and node.name in _ITEM_METHODS)
+        )
         if klass is not None and node.name in _ITEM_METHODS and not self.query:
             self.item_strings[info.key] = string_names(node)
         info.none_params = sorted(_none_default_names(args))
@@ -1746,6 +1827,10 @@ class _Summarizer(ValueEvaluator):
             elif kind is None and _first_use(self.numpy_uses, name, node):
                 kind = "numpy"  # `values.astype(np.float32)`: tensors have no `astype`
             scope.env[name] = scope.params[name] = [kind] if kind is not None else [param]
+            if kind is None and name == "batch" and klass is not None and "step" in node.name:
+                # the batch a step method gets (`training_step`, `shared_step`): what the
+                # loader's collate built (inference.step_batch)
+                scope.env[STEP_BATCH] = [param]
             scope.instances.pop(name, None)
             scope.attr_aliases.pop(name, None)
             scope.param_classes.pop(name, None)
@@ -1808,21 +1893,26 @@ class _Summarizer(ValueEvaluator):
                     and isinstance(target.slice.value, str)
                 ):
                     entries.append((target.slice.value, node.value))
+        item = scope.info.name in _ITEM_METHODS
+        if isinstance(node, ast.Return) and node.value is not None:
+            entries.extend(self._built_positions(node.value, scope, item))
         built = scope.info.built_keys
         # A dataset's items may reach a step through torch's default_collate, which stacks
         # numbers into tensors: what an item holds at a key says nothing of the batch's.
         # A string stays one (a list of them after default_collate, and no collate function
         # makes a tensor of text), which Lightning's batch transfer leaves on the host.
-        item = scope.info.name in _ITEM_METHODS
         strings = self.item_strings.get(scope.info.key, frozenset())
         for key, value in entries:
-            atoms = self.atoms(value, scope)
+            node_value = value if isinstance(value, ast.expr) else None
+            atoms = self.atoms(node_value, scope) if node_value is not None else value
             if item:
                 scope.info.item_keys[key] = merge_built_kinds(
-                    scope.info.item_keys.get(key, "number"), _built_kind(atoms, value, strings)
+                    scope.info.item_keys.get(key, "number"),
+                    _built_kind(atoms, node_value, strings),
                 )
+            string = node_value is not None and is_string(node_value, strings)
             kind = (
-                ("host" if is_string(value, strings) else "tensor")
+                ("host" if string else "tensor")
                 if item
                 else "number"
                 if atoms and all(a == "number" for a in atoms)
@@ -1847,6 +1937,37 @@ class _Summarizer(ValueEvaluator):
                 # transfer leaves on the host
                 kind = listed_kind(atoms) or kind
             built[key] = merge_built_kinds(built.get(key, kind), kind)
+
+    def _built_positions(
+        self, value: ast.expr, scope: Scope, item: bool
+    ) -> list[tuple[str, ast.expr | list[Atom]]]:
+        """The positions of a tuple a collate function (or a dataset's item method) returns,
+        as batch keys "#i/N" (element i of an N-tuple, what `a, b, c = batch` in a step
+        unpacks) and "#i" (`batch[i]`), each with its element's expression (or atoms when the
+        tuple was bound to a name first). A collate function's return of anything else that
+        is no dict (`return default_collate(items)`) gives "#?": the positions of its batches
+        are not known, and no position of any batch is (ProjectModel.batch_key_kind)."""
+        elements: list[ast.expr | list[Atom]] | None = None
+        if isinstance(value, ast.Tuple):
+            if any(isinstance(e, ast.Starred) for e in value.elts):
+                return [] if item else [("#?", ["unknown"])]
+            elements = list(value.elts)
+        else:
+            atoms = self.atoms(value, scope)
+            if len(atoms) == 1 and isinstance(atoms[0], list) and atoms[0][0] == "t":
+                elements = [list(e) for e in atoms[0][1:]]
+            elif item or (isinstance(value, ast.Constant) and value.value is None):
+                return []
+            elif atoms and all(isinstance(a, list) and a[0] == "s" for a in atoms):
+                return []  # a dict (or list) of the batch: its keys say what it holds
+            else:
+                return [("#?", ["unknown"])]
+        count = len(elements)
+        out: list[tuple[str, ast.expr | list[Atom]]] = []
+        for index, element in enumerate(elements):
+            out.append((f"#{index}/{count}", element))
+            out.append((f"#{index}", element))
+        return out
 
     def _mentions_index_use(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         lines = self.index_use_lines
@@ -2578,11 +2699,11 @@ def merge_built_kinds(before: str, kind: str) -> str:
     return "number" if before == kind == "number" else "host"
 
 
-def _built_kind(atoms: list[Atom], value: ast.expr, strings: frozenset[str]) -> str:
+def _built_kind(atoms: list[Atom], value: ast.expr | None, strings: frozenset[str]) -> str:
     """What an item method builds at a key, as built: "number", "host" or "tensor"."""
     if atoms and all(a == "number" for a in atoms):
         return "number"
-    if all_host(atoms) or is_string(value, strings):
+    if all_host(atoms) or (value is not None and is_string(value, strings)):
         return "host"
     return "tensor"
 
@@ -2674,6 +2795,31 @@ def string_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]
                 strings.add(name)
                 changed = True
     return frozenset(strings)
+
+
+def collate_argument_names(tree: ast.Module) -> frozenset[str]:
+    """The names of the functions this file passes as `collate_fn=` arguments
+    (`collate_fn=featurize`, `collate_fn=self.pad`, `collate_fn=partial(pad, value=0)`): collate
+    functions whatever their names."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg != "collate_fn":
+                continue
+            value = keyword.value
+            if (
+                isinstance(value, ast.Call)
+                and (dotted(value.func) or "").rsplit(".", 1)[-1] == "partial"
+                and value.args
+            ):
+                value = value.args[0]
+            if isinstance(value, ast.Name):
+                names.add(value.id)
+            elif isinstance(value, ast.Attribute):
+                names.add(value.attr)
+    return frozenset(names)
 
 
 def is_collate_name(name: str, class_name: str | None) -> bool:
