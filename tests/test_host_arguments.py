@@ -48,7 +48,10 @@ _PANELS = textwrap.dedent(
 )
 
 
-_HOOKS = "from pkg import panels\nfrom pkg.panels import caption as cap\n\nHOOKS = [panels.handed_elsewhere]\n"
+_HOOKS = (
+    "from pkg import panels\nfrom pkg.panels import caption as cap\n\n"
+    "HOOKS = [panels.handed_elsewhere]\n"
+)
 
 
 def _model(hooks: str = _HOOKS):
