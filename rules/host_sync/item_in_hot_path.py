@@ -27,7 +27,12 @@ class ItemInHotPath(Rule):
     at their key of a dict a helper returns: `out = torch.zeros(n)` filled from device results,
     `scores["mse"] = out`, `return scores`, then `scores["mse"].mean().item()`; and
     the parameters of a sub-module's `forward` that the step's code alone calls, every call
-    passing a CPU tensor: `lengths.cpu().int()` and what is computed from it; an
+    passing a CPU tensor: `lengths.cpu().int()` and what is computed from it; the
+    parameters of a helper every call of which passes host copies (`plot(pred[i].cpu(),
+    y[i].cpu())`), with what a metric the helper builds itself computes from them (`corr =
+    PearsonCorrCoef()`, `corr(a, b).item()`), unless the helper is also handed on as a
+    callback or a registry entry (calls not seen); the rows of a CPU copy however iterated,
+    `for v in reversed(sizes.cpu())`; an
     optimizer's counters kept in its state as CPU tensors, as torch's optimizers do, when
     every store of that entry in the class is one: `state = self.state[p]`, `state["step"] =
     torch.tensor(0.0)` or `self.state["k"] = torch.tensor([0])`, read in `step` as
@@ -322,8 +327,49 @@ class ItemInHotPath(Rule):
         ),
         # Not a Lightning class and not forward/step: not hot.
         Valid("import torch\n\ndef report(t):\n    return t.item()\n"),
+        # A helper every call of which passes host copies (`.cpu()`): a metric it builds
+        # itself (never moved) computes on the CPU, and the rows of a CPU copy iterated
+        # backwards are host values (the `.cpu()` copies are TPU103's).
+        Valid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import PearsonCorrCoef\n\n\n"
+            "def caption(pred, real):\n"
+            "    corr = PearsonCorrCoef()\n"
+            "    return 'r=%.3f' % corr(pred.view(-1), real.view(-1)).item()\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        pred = self(x)\n"
+            "        print(caption(pred[0].cpu(), y[0].cpu()))\n"
+            "        gap = (pred.max() - y).detach().cpu()\n"
+            "        widths = [w.item() for w in reversed(gap)]\n"
+            "        for w in reversed(gap):\n"
+            "            widths.append(w.item())\n"
+            "        return widths\n"
+        ),
     )
     INVALID = (
+        # One call passes the device prediction, or the helper is also handed on as a
+        # callback (calls not seen): its metric's `.item()` may read the TPU; and the rows
+        # of a device tensor iterated backwards are device tensors.
+        Invalid(
+            "import lightning as L\nimport torch\nfrom torchmetrics import PearsonCorrCoef\n\n\n"
+            "def caption(pred, real):\n"
+            "    corr = PearsonCorrCoef()\n"
+            "    return 'r=%.3f' % corr(pred, real).item()\n\n\n"
+            "def score(pred, real):\n"
+            "    corr = PearsonCorrCoef()\n"
+            "    return corr(pred, real).item()\n\n\n"
+            "SCORERS = {'pearson': score}\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        pred = self(x)\n"
+            "        print(caption(pred[0].cpu(), y[0].cpu()), caption(pred[1], y[1]))\n"
+            "        print(score(pred[0].cpu(), y[0].cpu()))\n"
+            "        for w in reversed(pred.sum(dim=1)):\n"
+            "            print(w.item())\n",
+            count=3,
+        ),
         # A state entry made on the parameter's device (`torch.zeros_like(p)`), or a
         # counter some store puts on the device: device tensors (a preview shape: the
         # optimizer's `step()`).

@@ -768,13 +768,13 @@ class ValueEvaluator:
                 and name not in scope.imports
             ):
                 # `filter(keep, params)`, `reversed(xs)`, `iter(xs)`: some of the iterable's
-                # own elements, where they are
+                # own elements, where they are (`reversed(sizes.cpu())`: rows of a CPU copy)
                 rows = self.atoms(positional[-1], scope, d)
                 if rows and all(
                     is_tensorish(a)
                     or (
                         isinstance(a, list)
-                        and (a[0] in ("v", "w", "x", "s") or a[0] in _ITERABLE_SYMBOLS)
+                        and (a[0] in ("v", "w", "x", "s", "mv", "md") or a[0] in _ITERABLE_SYMBOLS)
                     )
                     for a in rows
                 ):

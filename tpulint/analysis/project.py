@@ -587,6 +587,8 @@ class ProjectModel:
         self.trainer_splats: tuple[tuple[tuple[str, ...], str], ...] = ()
         self._scope: ProjectScope | None = None
         self.modules: dict[str, ModuleSummary] = {}  # by path
+        # see _handed_on
+        self._handed_on_elsewhere: tuple[frozenset[str], frozenset[str]] | None = None
         self.by_name: dict[str, list[ModuleSummary]] = {}
         self._roots: set[str] = set()  # the first part of every module name
         self.classes: dict[str, _Class] = {}
@@ -657,6 +659,7 @@ class ProjectModel:
     def add(self, summary: ModuleSummary) -> None:
         self.modules[summary.path] = summary
         self._incremented = None
+        self._handed_on_elsewhere = None
         if summary.module is not None:
             self.by_name.setdefault(summary.module, []).append(summary)
             self._roots.add(summary.module.partition(".")[0])
@@ -2794,7 +2797,7 @@ class ProjectModel:
                 for caller, call, offset in callers
                 if leaving_out not in call.keywords and len(call.args) + offset <= skipped
             ]
-        if fn is None or not callers or _depth > 4:
+        if fn is None or not callers or _depth > 4 or self._handed_on(fn):
             return None
         if fn.summary.kwargs and index == len(fn.summary.params) + 1:
             return self._keyword_values(fn, callers)
@@ -3145,6 +3148,41 @@ class ProjectModel:
             if len(named) != 1 or named[0] not in self.index_texts(caller.gkey):
                 return False
         return True
+
+    def _handed_on(self, fn: _Function) -> bool:
+        """Whether the project's code hands the function on as a value (a callback, an entry
+        of a registry, `self.fn = f`: ModuleSummary.value_refs): calls the model does not
+        see may pass it anything, so the seen calls do not say what it gets."""
+        name = fn.summary.name
+        refs = fn.module.value_refs
+        method = fn.summary.cls is not None and fn.summary.parent is None
+        if ("." + name if method else name) in refs:
+            return True  # in its own file: `SCORERS = [score]`, `register(self.hook)`
+        handed = self._handed_on_elsewhere
+        if handed is None:
+            handed = self._handed_on_elsewhere = self._imported_values()
+        return fn.gkey in handed[0] or name in handed[1]
+
+    def _imported_values(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The gkeys of the project functions other files hand on as values under the names
+        they import (`from .panels import score`, `hooks = [score]`, `map(panels.score,
+        xs)`), and the names of those whose import the model cannot follow (a function's own
+        `import`): any project function of that name."""
+        keys: set[str] = set()
+        names: set[str] = set()
+        for module in self.modules.values():
+            for ref in module.value_refs:
+                if not ref.startswith("@"):
+                    continue
+                root, _, rest = ref[1:].partition(".")
+                qualified = module.imports.get(root)
+                if qualified is None:
+                    names.add(rest.rsplit(".", 1)[-1] if rest else root)
+                    continue
+                found = self.lookup(f"{qualified}.{rest}" if rest else qualified, module)
+                if isinstance(found, _Function):
+                    keys.add(found.gkey)
+        return frozenset(keys), frozenset(names)
 
     def _callers(self) -> dict[str, list[tuple[_Function, Any, int]]]:
         """Callee gkey -> [(calling function, call site, argument offset)], resolved once."""
@@ -3603,6 +3641,8 @@ class ProjectModel:
             targets = self.resolve_call(module, owner, form, target)
         if not targets and form == "attr" and owner is not None:
             return self._attribute_call(module, owner, target, args, depth)
+        if not targets and form == "inst" and target.endswith(".__call__"):
+            return self._local_instance_call(module, owner, args, depth, keywords)
         if not targets and form == "name":
             if _SCHEDULE_CLASS.search(target):
                 return Value(schedule=True)
@@ -3651,6 +3691,51 @@ class ProjectModel:
             elif params:
                 value = _presumed(value, Value("unknown", params=params, tensor=True))
         return value
+
+    def _local_instance_call(
+        self,
+        module: ModuleSummary,
+        owner: str | None,
+        args: list[list[Atom]] | list[Value],
+        depth: int,
+        keywords: dict[str, Any] | None,
+    ) -> Value:
+        """`metric(a, b)` of a library object the function builds itself (`metric =
+        PearsonCorrCoef()`, never moved: its state is on the CPU) applied to host data: a CPU
+        tensor when every argument is host data and one is a CPU tensor (`a.cpu()`), and
+        where the function's own parameters turn out to be when it is given them (a helper
+        every call of which passes `.cpu()` copies computes on the CPU). Anything else
+        (a device tensor, a value not known, a keyword not known to be host data): unknown,
+        as before."""
+        if not args:
+            return UNKNOWN_VALUE
+        for held in (keywords or {}).values():
+            if held is None:
+                continue
+            passed = (
+                held
+                if isinstance(held, Value)
+                else self.resolve_atoms(held, module, owner, depth + 1)
+            )
+            if passed is None or passed.params or passed.kind not in _HOSTLIKE | {"cpu"}:
+                return UNKNOWN_VALUE
+        kinds: list[str] = []
+        params: set[int] = set()
+        for arg in args:
+            resolved = (
+                arg if isinstance(arg, Value) else self.resolve_atoms(arg, module, owner, depth + 1)
+            )
+            if resolved is None or resolved.elements is not None or resolved.mask:
+                return UNKNOWN_VALUE
+            if resolved.params and resolved.kind in ("unknown", "cpu"):
+                params |= resolved.params
+                continue
+            if resolved.params or resolved.kind not in _HOSTLIKE | {"cpu"}:
+                return UNKNOWN_VALUE
+            kinds.append(resolved.kind)
+        if params:
+            return Value("unknown", params=frozenset(params), tensor=True)
+        return Value("cpu") if "cpu" in kinds else UNKNOWN_VALUE
 
     def _argument_places(
         self,
@@ -4269,6 +4354,10 @@ class FileView:
             value = self.model._attribute_call(self.module, owner, target, args, 0)
             # (or a host package's function stored from a constructor's default)
             return value if value.kind in ("numpy", "host") else None
+        if not targets and form == "inst" and target.endswith(".__call__"):
+            # `metric(a.cpu(), b.cpu())` of a library object built here (ProjectModel.call_value)
+            value = self.model.call_value(self.module, owner, form, target, args, 0, keywords)
+            return value if value.kind == "cpu" and not value.params else None
         if len(targets) != 1:
             return None
         return self.model.call_value(self.module, owner, form, target, args, 0, keywords)

@@ -763,9 +763,16 @@ class ModuleSummary:
     # "image_masks"`, `KEY: Final[str] = "mask"`), and `Cls.NAME` for such names of a
     # top-level class's body (`class Keys: MASK = "mask"`): dict keys where code reads them.
     string_constants: list[str] = field(default_factory=list)
+    # The functions the file hands on as values rather than calls (`map(score, xs)`,
+    # `hooks = {"r2": score}`, `self.fn = score`, `checkpoint(self._block, x)`): the names
+    # of its own functions and methods and of imported names used so ("name"), and ".name"
+    # for `self.name` / `cls.name` of a method. Their calls are not all seen: what the seen
+    # calls pass does not say what the parameters hold (ProjectModel.param_value).
+    value_refs: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "vr": self.value_refs,
             "st": self.string_constants,
             "xi": self.xla_import,
             "ic": self.incremented,
@@ -810,6 +817,7 @@ class ModuleSummary:
             xla_import=data.get("xi", False),
             incremented=data.get("ic", []),
             string_constants=data.get("st", []),
+            value_refs=data.get("vr", []),
         )
 
 
@@ -852,6 +860,53 @@ def _class_calls(tree: ast.Module) -> dict[str, int]:
         if name and name[0].isupper():
             counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+def _value_references(tree: ast.Module) -> list[str]:
+    """See ModuleSummary.value_refs: names loaded other than as the callee of a call, the
+    object of an attribute (`ops.score`: `ops` is a module) or a decorator: a function the
+    file defines ("name"), an imported name ("@name", what the file's imports bind it to),
+    `module.name` of an imported module ("@module.name"), and `self.name` / `cls.name` of a
+    method the file defines (".name")."""
+    index = tree_index(tree)
+    skipped: set[int] = set()
+    for node in index.of_type(tree, ast.Call):
+        skipped.add(id(node.func))  # type: ignore[attr-defined]
+    defined: set[str] = set()
+    for node in index.of_type(tree, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        if not isinstance(node, ast.ClassDef):
+            defined.add(node.name)  # type: ignore[attr-defined]
+        for decorator in node.decorator_list:  # type: ignore[attr-defined]
+            skipped.add(id(decorator))
+    imported: set[str] = set()
+    modules: set[str] = set()
+    for node in index.of_type(tree, ast.Import, ast.ImportFrom):
+        for alias in node.names:  # type: ignore[attr-defined]
+            if isinstance(node, ast.ImportFrom):
+                imported.add(alias.asname or alias.name)
+            else:
+                modules.add(alias.asname or alias.name.split(".", 1)[0])
+    found: set[str] = set()
+    for node in index.of_type(tree, ast.Attribute):
+        value = node.value  # type: ignore[attr-defined]
+        if isinstance(value, ast.Name):
+            skipped.add(id(value))
+        if id(node) in skipped or not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            continue
+        attr = node.attr  # type: ignore[attr-defined]
+        if isinstance(value, ast.Name) and value.id in ("self", "cls") and attr in defined:
+            found.add("." + attr)
+        elif isinstance(value, ast.Name) and (value.id in modules or value.id in imported):
+            found.add(f"@{value.id}.{attr}")
+    for node in index.of_type(tree, ast.Name):
+        if id(node) in skipped or not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            continue
+        name = node.id  # type: ignore[attr-defined]
+        if name in defined:
+            found.add(name)
+        elif name in imported:
+            found.add("@" + name)
+    return sorted(found)
 
 
 def _binding_counts(tree: ast.Module) -> dict[str, int]:
@@ -1058,6 +1113,7 @@ def summarize(
         summary.exports = _exports(tree)
         summary.string_constants = _string_constants(tree.body)
         summary.class_calls = _class_calls(tree)
+        summary.value_refs = _value_references(tree)
         summary.xla_import = "torch_xla" in imported_roots(tree.body)
         if "+" in text:
             summary.incremented = sorted(incremented_attributes(tree))
