@@ -766,9 +766,7 @@ class HardcodedCuda(Rule):
             return False  # under a test the literals of every call decide against
         fn = view._functions.get(info.key)
         return (
-            fn is not None
-            and fn.gkey in _training_reach(view.model)
-            and _lightning_project(view)
+            fn is not None and fn.gkey in _training_reach(view.model) and _lightning_project(view)
         )
 
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -1245,16 +1243,15 @@ def _training_reach(model) -> set[str]:
         kind = model.class_kind(fn.owner)
         name = fn.summary.name
         if (
-            (kind & ClassKind.LIGHTNING_MODULE and (name in _TRAINING_STEPS or name == "__init__"))
-            or (
-                kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK)
-                and name.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
-                and not _eval_only_name(name)
-                and (
-                    kind & ClassKind.LIGHTNING_MODULE
-                    or scope._built_somewhere(fn.owner)
-                    or any(c.endswith(f".{fn.owner.rsplit('.', 1)[-1]}") for c in configured)
-                )
+            kind & ClassKind.LIGHTNING_MODULE and (name in _TRAINING_STEPS or name == "__init__")
+        ) or (
+            kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK)
+            and name.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
+            and not _eval_only_name(name)
+            and (
+                kind & ClassKind.LIGHTNING_MODULE
+                or scope._built_somewhere(fn.owner)
+                or any(c.endswith(f".{fn.owner.rsplit('.', 1)[-1]}") for c in configured)
             )
         ):
             queue.append(fn.gkey)
