@@ -219,7 +219,8 @@ class HardcodedCuda(Rule):
     `validation_step` of a LightningModule something builds and what they call (calls the
     project resolves, through the submodules' `forward`), its `on_*` hooks
     (`on_train_epoch_end`, `on_validation_epoch_end`, `on_save_checkpoint`; not the test or
-    predict ones) and its constructor, with what those call. A `forward` no step reaches
+    predict ones), the `on_*` hooks of the Callbacks code builds or a config names, and
+    the LightningModule's constructor, with what those call. A `forward` no step reaches
     (an interpretation script's wrapper), code under a test the literals of every call
     decide against (`if validation_stage:` in a helper both steps call with `False`),
     hooks of Callbacks that no code builds and no config names, a hand-written loop's code,
@@ -734,7 +735,9 @@ class HardcodedCuda(Rule):
         """The shape that breaks a TPU run, reported by default: hard-coded CUDA that raises
         without a CUDA device (not a memory statistic, which reads 0), in code a training
         step reaches or in the training launcher (the function that builds the Trainer and
-        fits), of a project configured to train on TPUs (`_tpu_project`). Guarded code (`if
+        fits), of a project configured to train on TPUs (`_tpu_project`); and in any project
+        that trains with Lightning, in code a Lightning run reaches while it trains
+        (`_lightning_training_reach`). Guarded code (`if
         torch.cuda.is_available():`, a CUDA-only flag) never reaches here."""
         ctx = self.ctx
         if kind == "torch.cuda-zero":
