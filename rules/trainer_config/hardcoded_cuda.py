@@ -211,10 +211,22 @@ class HardcodedCuda(Rule):
     Trainer or config asking for TPUs (the test TPU004 uses for an "auto" Trainer), or a
     module that builds a Trainer and names TPUs (a `--tpu_cores` option beside
     `Trainer.from_argparse_args`).
-    That is a run that fails at the first step on the TPU it was configured for. Everything
-    else (projects nothing says run on TPUs, `__init__` and other hooks no step reaches,
-    CUDA defaults of device parameters and config-built modules, CUDA memory statistics,
-    which read 0 and break nothing) reports with `--preview`.
+    That is a run that fails at the first step on the TPU it was configured for. Since
+    `cuda15` it also reports, in any project that trains with Lightning (a module that
+    builds a Trainer or a LightningCLI, or a config with a trainer section), whatever its
+    accelerator (`"gpu"`, `"auto"`: the code a port moves to the TPU), the same hard-coded
+    CUDA in code a Lightning run reaches while it trains: the `training_step` and
+    `validation_step` of a LightningModule something builds and what they call (calls the
+    project resolves, through the submodules' `forward`), its `on_*` hooks
+    (`on_train_epoch_end`, `on_validation_epoch_end`, `on_save_checkpoint`; not the test or
+    predict ones), the `on_*` hooks of the Callbacks code builds or a config names, and
+    the LightningModule's constructor, with what those call. A `forward` no step reaches
+    (an interpretation script's wrapper), code under a test the literals of every call
+    decide against (`if validation_stage:` in a helper both steps call with `False`),
+    hooks of Callbacks that no code builds and no config names, a hand-written loop's code,
+    test and predict steps stay in preview there. Everything else (projects that build no
+    Trainer, CUDA defaults of device parameters and config-built modules, CUDA memory
+    statistics, which read 0 and break nothing) reports with `--preview`.
 
     Before that split (the whole rule in preview): its findings were right about the code,
     but the code was almost never on a TPU path: of 76 findings read on eight held-out
@@ -566,13 +578,56 @@ class HardcodedCuda(Rule):
     # default shape (`_default_shape`): a project that runs on TPUs.
     VALID = (
         *(_in_preview(e) for e in VALID),
-        # The same step in a project nothing says runs on TPUs: preview only.
+        # A step in a project that builds no Trainer (a library of modules): preview only.
         Valid(
             _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
             "        noise = torch.zeros(batch.size()).cuda(batch.get_device())\n"
-            "        return (self(batch) + noise).sum()\n\n\n"
+            "        return (self(batch) + noise).sum()\n"
+        ),
+        # Only evaluation reaches it (a test step, a test hook): preview only.
+        Valid(
+            _HEAD6 + "    def test_step(self, batch, batch_idx):\n"
+            "        return self(batch.cuda()).sum()\n\n"
+            "    def on_test_epoch_end(self):\n"
+            "        torch.cuda.synchronize()\n\n\n"
             "def main():\n"
             '    L.Trainer(accelerator="gpu").fit(Model())\n'
+        ),
+        # A Callback's hook in a GPU project that nothing builds (a timing callback a config
+        # may list): preview.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Latency(L.Callback):\n"
+            "    def on_train_start(self, trainer, pl_module):\n"
+            "        torch.cuda.synchronize()\n\n\n"
+            "def main(model):\n"
+            '    L.Trainer(accelerator="gpu").fit(model)\n'
+        ),
+        # A branch both steps' literals leave out (`stage=False` at every call): preview.
+        Valid(
+            _HEAD6 + "    def _run(self, batch, stage):\n"
+            "        if stage:\n"
+            "            return self(batch).cuda().sum()\n"
+            "        return self(batch).sum()\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self._run(batch, stage=False)\n\n"
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        return self._run(batch, stage=False)\n\n\n"
+            "def main():\n"
+            '    L.Trainer(accelerator="gpu").fit(Model())\n'
+        ),
+        # A hand-written loop of a GPU project that moves its own model: preview only.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "def fit_loop(model, loader, opt):\n"
+            "    for x in loader:\n"
+            "        loss = model(x.cuda()).sum()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n\n\n"
+            "def main(model, loader, opt):\n"
+            "    fit_loop(model.cuda(), loader, opt)\n\n\n"
+            "def lightning_main(module):\n"
+            '    L.Trainer(accelerator="gpu").fit(module)\n'
         ),
         # A CUDA move under the availability check, in a TPU project.
         Valid(
@@ -605,6 +660,57 @@ class HardcodedCuda(Rule):
             line=8,
             message="in training_step hard-codes CUDA",
         ),
+        # The same step in a project that trains with Lightning on GPUs: code being ported.
+        Invalid(
+            _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
+            "        noise = torch.zeros(batch.size()).cuda(batch.get_device())\n"
+            "        return (self(batch) + noise).sum()\n\n\n"
+            "def main():\n"
+            '    L.Trainer(accelerator="gpu").fit(Model())\n',
+            line=7,
+            message="in training_step hard-codes CUDA",
+        ),
+        # A legacy CUDA tensor type in a helper every step calls, "auto" accelerator.
+        Invalid(
+            _HEAD6 + "    def training_step(self, batch, batch_idx):\n"
+            "        return self(batch, self._lengths(batch)).sum()\n\n"
+            "    def _lengths(self, batch):\n"
+            "        return torch.cuda.LongTensor([len(row) for row in batch])\n\n\n"
+            "def main():\n"
+            "    L.Trainer().fit(Model())\n",
+            line=10,
+            message="needs a CUDA device",
+        ),
+        # A training hook of a GPU project: raises at the first epoch's end without CUDA.
+        Invalid(
+            _HEAD6 + "    def on_train_epoch_end(self):\n"
+            "        torch.cuda.synchronize()\n\n\n"
+            "def main():\n"
+            '    L.Trainer(accelerator="gpu", devices=2).fit(Model())\n',
+            line=7,
+            message="needs a CUDA device",
+        ),
+        # The constructor of the LightningModule the launcher builds.
+        Invalid(
+            _HEAD6 + "    def __init__(self, weights):\n"
+            "        super().__init__()\n"
+            "        self.weights = torch.tensor(weights).cuda()\n\n\n"
+            "def main():\n"
+            '    L.Trainer(accelerator="gpu").fit(Model([1.0, 2.0]))\n',
+            line=8,
+            message="hard-codes CUDA",
+        ),
+        # A hook of a Callback the launcher builds, in a GPU project.
+        Invalid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Latency(L.Callback):\n"
+            "    def on_train_start(self, trainer, pl_module):\n"
+            "        torch.cuda.synchronize()\n\n\n"
+            "def main(model):\n"
+            '    L.Trainer(accelerator="gpu", callbacks=[Latency()]).fit(model)\n',
+            line=7,
+            message="needs a CUDA device",
+        ),
         # A CUDA device, its index filled in, handed to a callback the launcher builds.
         Invalid(
             "import lightning as L\nimport torch\n\n\n"
@@ -629,11 +735,15 @@ class HardcodedCuda(Rule):
         """The shape that breaks a TPU run, reported by default: hard-coded CUDA that raises
         without a CUDA device (not a memory statistic, which reads 0), in code a training
         step reaches or in the training launcher (the function that builds the Trainer and
-        fits), of a project configured to train on TPUs (`_tpu_project`). Guarded code (`if
+        fits), of a project configured to train on TPUs (`_tpu_project`); and in any project
+        that trains with Lightning, in code a Lightning run reaches while it trains
+        (`_lightning_training_reach`). Guarded code (`if
         torch.cuda.is_available():`, a CUDA-only flag) never reaches here."""
         ctx = self.ctx
         if kind == "torch.cuda-zero":
             return False
+        if self._lightning_training_reach():
+            return True
         if not ctx.in_hot_code:
             launcher = self._launcher()
             if launcher is None or not any(
@@ -645,6 +755,22 @@ class HardcodedCuda(Rule):
                 return False  # no launcher, or one that does not train (tests, explains)
         view = ctx.analysis.view
         return view is not None and _tpu_project(view) is not None
+
+    def _lightning_training_reach(self) -> bool:
+        """Code a Lightning run reaches while it trains (`_training_reach`: its training and
+        validation steps, its training hooks, the constructor of its LightningModule), in a
+        project that trains with Lightning (`_lightning_project`)."""
+        ctx = self.ctx
+        view = ctx.analysis.view
+        info = ctx.function
+        if view is None or info is None:
+            return False
+        if ctx._scopes[-1].info is not None and ctx._scopes[-1].info.hot and not info.hot:
+            return False  # under a test the literals of every call decide against
+        fn = view._functions.get(info.key)
+        return (
+            fn is not None and fn.gkey in _training_reach(view.model) and _lightning_project(view)
+        )
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         self._default = False
@@ -1087,6 +1213,82 @@ def _tpu_project(view) -> str | None:
                 break
     cache[project] = why
     return why
+
+
+def _eval_only_name(name: str) -> bool:
+    """A hook or step only evaluation or inference runs (`test_step`, `on_predict_start`)."""
+    return "test" in name or "predict" in name
+
+
+# Steps Lightning runs while it trains (not `test_step`, `predict_step`).
+_TRAINING_STEPS = frozenset({"training_step", "validation_step"})
+
+
+def _training_reach(model) -> set[str]:
+    """The functions a Lightning run calls while it trains, and what they call (calls the
+    model resolves, not by name): the training and validation steps of its
+    LightningModules, their `on_*` hooks (not the test or predict ones:
+    `on_train_epoch_end`, `on_validation_epoch_end`, `on_save_checkpoint`) and their
+    constructors; none of a class nothing builds. A Callback's hooks only when code
+    builds the callback (`callbacks=[Latency()]`) or a config names it: a callback class
+    exported from a package is often one a config may list (a latency estimate timed with
+    CUDA events, listed in a commented-out line), not one the run builds."""
+    found = model.__dict__.get("_tpu006_training_reach")
+    if found is not None:
+        return found
+    scope = model.scope
+    unbuilt = scope.unbuilt_classes()
+    configured = {name for config in model.configs for _, name in config.classes}
+    queue = []
+    for fn in model.functions.values():
+        if fn.owner is None or fn.owner in unbuilt:
+            continue
+        kind = model.class_kind(fn.owner)
+        name = fn.summary.name
+        if (
+            kind & ClassKind.LIGHTNING_MODULE and (name in _TRAINING_STEPS or name == "__init__")
+        ) or (
+            kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK)
+            and name.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
+            and not _eval_only_name(name)
+            and (
+                kind & ClassKind.LIGHTNING_MODULE
+                or scope._built_somewhere(fn.owner)
+                or any(c.endswith(f".{fn.owner.rsplit('.', 1)[-1]}") for c in configured)
+            )
+        ):
+            queue.append(fn.gkey)
+    found = set(queue)
+    while queue:
+        node = queue.pop()
+        for target in scope._callees(node, by_name=False):
+            if target not in found:
+                found.add(target)
+                queue.append(target)
+    model.__dict__["_tpu006_training_reach"] = found
+    return found
+
+
+def _lightning_project(view) -> bool:
+    """Whether the project of the view's file trains with Lightning: a module of it (not a
+    test) builds a Lightning Trainer or a LightningCLI, or a config of it has a trainer
+    section."""
+    from tpulint.analysis.scope import _is_test_path, _tpu_project_folder
+
+    model = view.model
+    cache = model.__dict__.setdefault("_tpu006_lightning", {})
+    project = _tpu_project_folder(view.path)
+    if project not in cache:
+        cache[project] = any(
+            _tpu_project_folder(where) == project
+            and not _is_test_path(where)
+            and any(launch[0] in ("trainer", "cli") for launch in module.scope.launches)
+            for where, module in model.modules.items()
+        ) or any(
+            config.trainer is not None and _tpu_project_folder(config.path) == project
+            for config in model.configs
+        )
+    return cache[project]
 
 
 def _used_as_device(function: cst.FunctionDef, name: str) -> bool:
