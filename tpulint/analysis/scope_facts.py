@@ -2675,9 +2675,12 @@ class _Walker:
         lightning/fabric/accelerators/xla.py:134-179), or the branch of a conditional
         expression a TPU takes (both when the test is unknown)."""
         if isinstance(value, ast.IfExp):
+            body = self.one_device_value(value.body, imports, truths)
+            orelse = self.one_device_value(value.orelse, imports, truths)
+            if body == orelse:
+                return body
+            # one branch is: the test decides (read only then, as it is rarely needed)
             truth = self.truth(value.test, imports, truths) if self.judged(value.test) else None
-            body = truth is not False and self.one_device_value(value.body, imports, truths)
-            orelse = truth is not True and self.one_device_value(value.orelse, imports, truths)
             return (truth is False or body) and (truth is True or orelse)
         if isinstance(value, ast.Constant):
             return (type(value.value) is int and value.value == 1) or (
