@@ -33,8 +33,10 @@ class StateInPrepareData(_DataRule):
     that calls `prepare_data` and defines no class with the hook): Lightning's XLA launcher
     forks the device processes from the launching one, which then holds the attributes.
     Nor classes that only Trainers asking for one device fit (`devices=1`, `tpu_cores=1`,
-    `num_processes=1` in every entry point whose reach builds the class): one process,
-    which runs `prepare_data` itself (`devices="auto"`, flags and configs stay reported).
+    `num_processes=1`, `[0]`, or a name bound to one of these wherever a TPU runs the script,
+    `if torch.cuda.is_available(): devices = [gpu] else: devices = 1`, with no strategy but
+    a single-device one, in every launch of the project whose reach builds the class): one
+    process, which runs `prepare_data` itself (`devices="auto"`, flags and configs stay reported).
 
     ## Why is this bad on TPU?
     Lightning calls `prepare_data` in one process per node only, the one of local rank 0

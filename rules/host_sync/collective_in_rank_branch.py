@@ -89,6 +89,16 @@ class CollectiveInRankBranch(Rule):
     returns at once (lightning/pytorch/strategies/xla.py, `_launched`): no other process is
     there to wait. Under DDP on GPUs the launcher is rank 0 and the finding stands.
 
+    Nor code of a class that every Trainer of the project that builds it runs on one device
+    on a TPU (`devices=1`, `[0]`, `"1"`, or a name bound to one of these wherever a TPU runs
+    the script: `if torch.cuda.is_available(): devices = [args.gpu] else: devices = 1`; no
+    strategy but a single-device one): Lightning then trains in one process under
+    `SingleDeviceXLAStrategy` (trainer/connectors/accelerator_connector.py:404-408,
+    Lightning 2.6.6), whose `barrier` and `broadcast` do nothing (strategies/single_device.py:
+    87-92) and whose rank is 0: no other process is there to wait. `devices="auto"` (every
+    core), more than one, a value the user sets, an XLA strategy, `xmp.spawn`, Fabric and a
+    library stay reported.
+
     ## Why is this bad on TPU?
     A collective completes only when every process (one per TPU core, or per host) has
     called it. Under a rank condition the other processes never call it, so the ones that
@@ -221,8 +231,31 @@ class CollectiveInRankBranch(Rule):
             "        if self.trainer.is_global_zero:\n"
             "            torch.save(self.state_dict(), 'model.pt')\n"
         ),
+        # Every Trainer that builds the module runs on one device on a TPU (no CUDA there):
+        # one process, whose barrier and rendezvous wait for no other.
+        Valid(
+            "import lightning as L\nimport torch\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        if self.trainer.is_global_zero:\n"
+            '            self.trainer.save_checkpoint("last.ckpt")\n\n\n'
+            "if __name__ == '__main__':\n"
+            "    devices = [0] if torch.cuda.is_available() else 1\n"
+            "    L.Trainer(devices=devices).fit(Model())\n"
+        ),
     )
     INVALID = (
+        # Eight devices: eight processes.
+        Invalid(
+            "import lightning as L\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_train_epoch_end(self):\n"
+            "        if self.trainer.is_global_zero:\n"
+            '            self.trainer.save_checkpoint("last.ckpt")\n\n\n'
+            "if __name__ == '__main__':\n"
+            "    L.Trainer(accelerator='tpu', devices=8).fit(Model())\n",
+            line=7,
+        ),
         Invalid(
             "import lightning as L\nimport torch_xla.core.xla_model as xm\n\n\n"
             "class Model(L.LightningModule):\n"
@@ -303,7 +336,7 @@ class CollectiveInRankBranch(Rule):
         if what is None:
             return
         guard = self._rank_guard(node)
-        if guard is None or self._in_launcher(node):
+        if guard is None or self._in_launcher(node) or self._one_process():
             return
         where = ctx.hot_reason or (f"`{ctx.function.name}`" if ctx.function else "module code")
         self.report(
@@ -312,6 +345,15 @@ class CollectiveInRankBranch(Rule):
             f"it {what}: the processes that call it wait for the others forever and the run "
             "hangs; call it on every process and keep only host-side work under the condition",
         )
+
+    def _one_process(self) -> bool:
+        """Whether every Trainer of the project that builds the class the call is in runs on
+        one device (ProjectScope.trained_on_one_device): one process, no other to wait for."""
+        ctx = self.ctx
+        view, klass = ctx.analysis.view, ctx.klass
+        if view is None or klass is None:
+            return False
+        return view.model.scope.trained_on_one_device(view.class_gkey(klass.local_qualname))
 
     def _collective(self, node: cst.Call) -> str | None:
         ctx = self.ctx

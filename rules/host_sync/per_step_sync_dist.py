@@ -95,6 +95,23 @@ class PerStepSyncDist(Rule):
     2.6.6, lines 206-253). Logging the tensor a metric returns
     (`self.log("acc", self.train_acc(p, y), sync_dist=True)`) is still a per-step sync.
 
+    Nor a module that every Trainer of the project that fits it runs on one device on a
+    TPU: `devices=1`, `devices=[0]`, `devices="1"`, or a name every binding of which that
+    reaches the Trainer there is one of these (`if torch.cuda.is_available(): devices =
+    [args.gpu] else: devices = 1`, or the same as a conditional expression: a TPU has no
+    CUDA), with no `strategy=` but a single-device one, no `num_nodes=` but 1 and no
+    `**config` spread. With one device Lightning picks `SingleDeviceXLAStrategy`
+    (trainer/connectors/accelerator_connector.py:404-408), which is not distributed
+    (`is_distributed`, accelerator_connector.py:554-568), and `self.log` passes `sync_dist=
+    sync_dist and trainer._accelerator_connector.is_distributed` (core/module.py:543): the
+    `_Sync` of the logged value is then a no-op (`_generate_sync_fn`, result.py:90-94; and
+    the single-device strategy's `reduce` returns the tensor: strategies/single_device.py:
+    51-64). Lightning 2.6.6. `devices="auto"` (or none: every TPU core), more than one, a
+    value the user sets (`devices=args.devices`, whatever its default), an XLA strategy
+    (`strategy="xla"` is distributed even on one device: its `reduce` is an
+    `xm.mesh_reduce`), a LightningCLI, or a module no Trainer of the project fits (a
+    library) stay reported.
+
     ## Why is this bad on TPU?
     With `sync_dist=True` Lightning all-reduces the logged value across all devices when
     it is logged for the step: a collective in every step, which on XLA also cuts the
@@ -268,8 +285,70 @@ class PerStepSyncDist(Rule):
             "    def validation_step(self, batch, batch_idx):\n"
             '        return self._common(batch, "check")\n'
         ),
+        # Every Trainer that fits the module runs on one device on a TPU (`torch.cuda.
+        # is_available()` is False there): a single-device strategy, which never syncs.
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, sync_dist=True)\n'
+            "        return loss\n\n\n"
+            "def main(gpu=0):\n"
+            "    if torch.cuda.is_available():\n"
+            "        devices = [gpu]\n"
+            "    else:\n"
+            "        devices = 1\n"
+            "    L.Trainer(accelerator='auto', devices=devices).fit(Model())\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    main()\n"
+        ),
+        Valid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, sync_dist=True)\n'
+            "        return loss\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    L.Trainer(devices=[0], max_epochs=3).fit(Model())\n"
+        ),
     )
     INVALID = (
+        # Eight devices, or as many as the command line asks for (one by default).
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, sync_dist=True)\n'
+            "        return loss\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    L.Trainer(accelerator='tpu', devices=8).fit(Model())\n",
+            line=8,
+        ),
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, sync_dist=True)\n'
+            "        return loss\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    import argparse\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--devices', type=int, default=1)\n"
+            "    args = parser.parse_args()\n"
+            "    L.Trainer(devices=args.devices).fit(Model())\n",
+            line=8,
+        ),
+        # One device, but an XLA strategy: distributed, so Lightning syncs.
+        Invalid(
+            _HEAD
+            + "    def training_step(self, batch, batch_idx):\n"
+            + _LOSS
+            + '        self.log("loss", loss, sync_dist=True)\n'
+            "        return loss\n\n\n"
+            "if __name__ == '__main__':\n"
+            "    L.Trainer(devices=1, strategy='xla').fit(Model())\n",
+            line=8,
+        ),
         # A local dict of metric objects that also holds the loss tensor.
         Invalid(
             "import lightning as L\nfrom torchmetrics import MeanMetric\n\n\n"
@@ -437,6 +516,16 @@ class PerStepSyncDist(Rule):
             values = [value]
         return all(self.ctx.value_kind(v) is MODULE or self._metric_attribute(v) for v in values)
 
+    def _one_device(self) -> bool:
+        """Whether every Trainer of the project that fits the logging class runs on one
+        device (ProjectScope.trained_on_one_device)."""
+        ctx = self.ctx
+        view, klass = ctx.analysis.view, ctx.klass
+        if view is None or klass is None:
+            return False
+        gkey = view.class_gkey(klass.local_qualname)
+        return view.model.scope.trained_on_one_device(gkey, fitting=True)
+
     def _metric_attribute(self, value: cst.BaseExpression) -> bool:
         """`self.auroc` that the class sets only to metric objects, a constructor parameter
         annotated with a metric class among them (`self.auroc = auroc`, `auroc:
@@ -558,6 +647,8 @@ class PerStepSyncDist(Rule):
         # the step calls, a `shared_step` that is its own entry point, a sub-module's forward.
         if "rare" in ctx.guards(node):
             return
+        if self._one_device():
+            return  # a single-device strategy: Lightning drops `sync_dist` (no collective)
         fixed = node
         missing: list[tuple[str, str]] = []
         if on_step_arg is not None:

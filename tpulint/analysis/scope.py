@@ -813,7 +813,9 @@ class ProjectScope:
         self._app_folders: dict[str, set[str]] = {}
         self._live_methods: dict[tuple[str, str], _Function | None] = {}  # see _live_method
         self._callers_memo: dict[str, list[str]] = {}  # see callers
-        self._one_device: dict[str, bool] = {}  # see trained_on_one_device
+        self._one_device: dict[tuple[str, bool], bool] = {}  # see trained_on_one_device
+        self._entry_live: dict[int, set[str]] = {}  # launch index -> classes its reach builds
+        self._all_sites: list[Entry] | None = None  # every launch (trained_on_one_device)
         self._callee_memo: dict[tuple[str, str, str, bool], list[str]] = {}  # _callees_of_use
         self._ref_memo: dict[tuple[int, str], tuple[str, ...] | None] = {}  # see _ref_targets
         self._data_class_memo: dict[str, bool] = {}  # see _data_class
@@ -832,21 +834,38 @@ class ProjectScope:
         self.compute()
         return self._entries
 
-    def trained_on_one_device(self, class_gkey: str) -> bool:
+    def trained_on_one_device(self, class_gkey: str, fitting: bool = False) -> bool:
         """Whether every entry point whose reach builds the class (or a subclass) is a
-        Trainer that asks for exactly one device (`Trainer(devices=1)`): the class then
-        trains in one process, with no peers (and at least one entry point builds it)."""
-        cached = self._one_device.get(class_gkey)
+        Trainer that runs on exactly one device under a single-device strategy
+        (`Trainer(devices=1)`, or `devices=` a name bound to 1 or `[k]` wherever a TPU runs
+        the script: scope_facts' `one_device`): the class then trains in one process, with
+        no peers and no collective (and at least one entry point builds it; a library, or
+        a class only a LightningCLI or another Trainer trains, is not). `fitting`: only the
+        entry points that fit count (a Trainer that only tests or predicts never runs the
+        training step)."""
+        memo = (class_gkey, fitting)
+        cached = self._one_device.get(memo)
         if cached is not None:
             return cached
+        self.compute()
         wanted = {class_gkey, *self.model.subclasses(class_gkey)}
+        if self._all_sites is None:
+            self._all_sites = self._launch_sites()
         reaching = []
-        for site in self.entries:
-            roots = {root: site for root in self._entry_roots(site)}
-            if roots and wanted & self._reach(roots).live:
+        for index, site in enumerate(self._all_sites):
+            # Every launch of the project, not only the scope's entry points: a Trainer in a
+            # function nothing runnable calls is reached from that function.
+            roots = self._entry_roots(site) or [self._launch_node(site)]
+            if fitting and all(self._evaluates_only(site, root) for root in roots):
+                continue
+            live = self._entry_live.get(index)
+            if live is None:
+                reach = {root: site for root in roots}
+                live = self._entry_live[index] = self._reach(reach).live
+            if wanted & live:
                 reaching.append(site)
         result = bool(reaching) and all(site.one_device for site in reaching)
-        self._one_device[class_gkey] = result
+        self._one_device[memo] = result
         return result
 
     # --- nodes -----------------------------------------------------------------------------
@@ -1077,6 +1096,13 @@ class ProjectScope:
             loose = module.module is None or ("." not in module.module and not module.is_package)
             return "__main__" in module.scope.uses or loose
         return key in module.scope.commands
+
+    @staticmethod
+    def _launch_node(site: Entry) -> str:
+        """The node (function or module) a launch is in."""
+        if site.key == "__main__":
+            return module_node(site.path, main=True)
+        return module_node(site.path) if site.key == "" else f"{site.path}:{site.key}"
 
     def _entry_roots(self, site: Entry) -> list[str]:
         """The runnable nodes of the launch's own project whose calls lead to it."""

@@ -65,6 +65,7 @@ import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +137,8 @@ _XLA_STRATEGY_CLASSES = frozenset(
         "TPUAccelerator",
     }
 )
+# Lightning's strategies for one device (not distributed: no collective in `sync_dist`).
+_SINGLE_DEVICE_STRATEGIES = frozenset({"SingleDeviceXLAStrategy", "SingleDeviceStrategy"})
 _OTHER_ACCELERATORS = frozenset({"gpu", "cuda", "cpu", "mps", "ipu", "hpu", "ddp", "dp", "ddp2"})
 _XLA_SPAWNS = frozenset(
     {
@@ -688,6 +691,15 @@ class _Walker:
         # `accelerator, devices, strategy = settings(args)` with `settings` a function of the
         # module: what its `return`s give that name, by (function key, name).
         self._returned: dict[tuple[str, str], list[ast.expr]] = {}
+        # Per (function key, name; "" for the module's top level and its `__main__` block):
+        # whether every binding of the name that can reach this point on a TPU is one device
+        # (`devices = 1`, `[k]`, `"1"`: one_device). Bindings in a branch a TPU never takes
+        # are skipped (`if torch.cuda.is_available(): devices = [args.gpu] else: devices =
+        # 1`); one that runs whenever the code before it does replaces the earlier ones; a
+        # parameter, a loop variable or an unpacked name is not one device.
+        self._one_bound: dict[tuple[str, str], bool] = {}
+        self._dead = 0  # depth of branches a TPU never takes, around the statement walked
+        self._maybe = 0  # depth of branches that may not run, in the function walked
         # The class a function's parameter is annotated with (`algorithm: Algorithm`), by
         # (function key, name), when the file imports or defines it.
         self._param_classes: dict[tuple[str, str], str] = {}
@@ -1197,8 +1209,11 @@ class _Walker:
                 and not imported_roots(node.body).isdisjoint(GPU_BRANCH_ROOTS)
             ):
                 self.region(key, node.body[0], node.body[-1], False, True, node.test, "cuda-import")
-            self.body(node.body, key, imports, local, klass, truths)
-            self.body(node.orelse, key, imports, local, klass, truths)
+            is_if = isinstance(node, ast.If)
+            with self._branch(dead=truth is False, maybe=not (is_if and truth is True)):
+                self.body(node.body, key, imports, local, klass, truths)
+            with self._branch(dead=is_if and truth is True, maybe=not (is_if and truth is False)):
+                self.body(node.orelse, key, imports, local, klass, truths)
             return
         loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
         if loop and key and _steps(node, self.index):  # type: ignore[arg-type]
@@ -1209,17 +1224,21 @@ class _Walker:
             self.expression(node.iter, key, imports, local)
             self._kwargs_loop(node)
             _stores(node.target, local)
-            self.body(node.body, key, imports, local, klass, truths)
-            self.body(node.orelse, key, imports, local, klass, truths)
+            self._unbind(node.target, key)
+            with self._branch():
+                self.body(node.body, key, imports, local, klass, truths)
+                self.body(node.orelse, key, imports, local, klass, truths)
             return
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 self.expression(item.context_expr, key, imports, local)
                 if item.optional_vars is not None:
                     _stores(item.optional_vars, local)
+                    self._unbind(item.optional_vars, key)
             self.body(node.body, key, imports, local, klass, truths)
             return
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self._maybe += 1  # a statement of the body may raise, skipping the rest
             self.body(node.body, key, imports, local, klass, truths)  # type: ignore[attr-defined]
             for handler in node.handlers:  # type: ignore[attr-defined]
                 if handler.type is not None:
@@ -1234,12 +1253,14 @@ class _Walker:
                 if handler.name:
                     self._exceptions.pop()
             self.body(node.orelse, key, imports, local, klass, truths)  # type: ignore[attr-defined]
+            self._maybe -= 1
             self.body(node.finalbody, key, imports, local, klass, truths)  # type: ignore[attr-defined]
             return
         if type(node).__name__ == "Match":
             self.expression(node.subject, key, imports, local)  # type: ignore[attr-defined]
-            for case in node.cases:  # type: ignore[attr-defined]
-                self.body(case.body, key, imports, local, klass, truths)
+            with self._branch():
+                for case in node.cases:  # type: ignore[attr-defined]
+                    self.body(case.body, key, imports, local, klass, truths)
             return
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = node.value
@@ -1333,12 +1354,17 @@ class _Walker:
                 if isinstance(target, ast.Name):
                     if value is not None:
                         self.values[(key, target.id)] = value
+                        one = not isinstance(node, ast.AugAssign) and self.one_device_value(
+                            value, imports, truths
+                        )
+                        self._bind(key, target.id, one)
                     if key:
                         local.add(target.id)
                     elif not isinstance(node, ast.AugAssign):
                         self.module_names.discard(target.id)
                 else:
                     self.expression(target, key, imports, local)
+                    self._unbind(target, key)
             return
         if isinstance(node, ast.Return):
             if node.value is not None:
@@ -1717,7 +1743,11 @@ class _Walker:
         self._top_level.append({id(statement) for statement in node.body})
         own_imports = dict(imports)
         self._constant_scopes.append((*constant_names(node.body, tuple(local), node), False))
+        for name in local:
+            self._one_bound[(key, name)] = False  # what the callers pass
+        maybe, self._maybe = self._maybe, 0
         self.body(node.body, key, own_imports, local, klass, inner_truths)
+        self._maybe = maybe
         self._constant_scopes.pop()
         self.sure_calls(node, key, own_imports, local, klass)
         self._top_level.pop()
@@ -2461,7 +2491,7 @@ class _Walker:
                     launch.append("computed")
                 if verdict == "auto" and kind == "trainer" and _built_from_flags(node, last):
                     launch.append("flags")  # dropped at the end if the module names a TPU
-                if kind == "trainer" and self.one_device(node, key):
+                if kind == "trainer" and self.one_device(node, key, imports):
                     launch.append("one-device")
                 self.facts.launches.append(launch)
             elif (
@@ -2611,22 +2641,99 @@ class _Walker:
             return isinstance(value, ast.Call)
         return False
 
-    def one_device(self, node: ast.Call, key: str) -> bool:
-        """Whether a Trainer asks for exactly one device: `devices=1` (or `tpu_cores=1`,
-        `num_tpu_cores=1`, `num_processes=1`, a one-element list of device ids, a name last
-        bound to one of these): one process, with no peers (a `**config` spread cannot set
-        the keyword again)."""
+    @contextmanager
+    def _branch(self, dead: bool = False, maybe: bool = True) -> Iterator[None]:
+        """Walk a branch that a TPU never takes (`dead`) or that may not run (`maybe`)."""
+        self._dead += dead
+        self._maybe += maybe
+        try:
+            yield
+        finally:
+            self._dead -= dead
+            self._maybe -= maybe
+
+    def _bind(self, key: str, name: str, one: bool) -> None:
+        """A binding of `name` that may run on a TPU: whether it is one device (_one_bound)."""
+        if self._dead:
+            return
+        slot = ("" if key == "__main__" else key, name)
+        if self._maybe:
+            one = one and self._one_bound.get(slot, True)
+        self._one_bound[slot] = one
+
+    def _unbind(self, target: ast.expr, key: str) -> None:
+        """Names bound to something unknown (`for devices in ...`, `a, devices = f()`)."""
+        for node in ast_walk(target):
+            if isinstance(node, ast.Name):
+                self._bind(key, node.id, False)
+
+    def one_device_value(
+        self, value: ast.expr, imports: dict[str, str], truths: list[dict[str, Truth]]
+    ) -> bool:
+        """Whether a value of `devices=` is one device on a TPU: the number 1, the string
+        "1", a one-element list or tuple of device ids (Lightning's `_parse_tpu_devices`,
+        lightning/fabric/accelerators/xla.py:134-179), or the branch of a conditional
+        expression a TPU takes (both when the test is unknown)."""
+        if isinstance(value, ast.IfExp):
+            body = self.one_device_value(value.body, imports, truths)
+            orelse = self.one_device_value(value.orelse, imports, truths)
+            if body == orelse:
+                return body
+            # one branch is: the test decides (read only then, as it is rarely needed)
+            truth = self.truth(value.test, imports, truths) if self.judged(value.test) else None
+            return (truth is False or body) and (truth is True or orelse)
+        if isinstance(value, ast.Constant):
+            return (type(value.value) is int and value.value == 1) or (
+                isinstance(value.value, str) and value.value.strip() == "1"
+            )
+        return (
+            isinstance(value, (ast.List, ast.Tuple))
+            and len(value.elts) == 1
+            and not isinstance(value.elts[0], ast.Starred)
+        )
+
+    def one_device(self, node: ast.Call, key: str, imports: dict[str, str]) -> bool:
+        """Whether a Trainer runs on exactly one device under a single-device strategy:
+        `devices=1` (or `tpu_cores=1`, `num_tpu_cores=1`, `num_processes=1`, `"1"`, a
+        one-element list of device ids, a name every binding of which that reaches the call
+        on a TPU is one of these: `if torch.cuda.is_available(): devices = [args.gpu] else:
+        devices = 1`), with no `strategy=` but a single-device one, no `num_nodes=` but 1 and
+        no `**config` spread (which may name a strategy): one process, with no peers, and
+        Lightning's `SingleDeviceXLAStrategy` (accelerator_connector.py:404-408), which is
+        not distributed (`is_distributed`, accelerator_connector.py:554-568)."""
+        func = dotted(node.func)
+        if func is None or func.rsplit(".", 1)[-1] != "Trainer":
+            return False  # `Trainer.from_argparse_args(args)`: the parsed flags decide
+        found = False
         for keyword in node.keywords:
-            if keyword.arg not in ("devices", "tpu_cores", "num_tpu_cores", "num_processes"):
-                continue
-            options = self.keyword_values(keyword.value, key)
-            if options and all(
-                (isinstance(o, ast.Constant) and type(o.value) is int and o.value == 1)
-                or (isinstance(o, (ast.List, ast.Tuple)) and len(o.elts) == 1)
-                for o in options
+            name, value = keyword.arg, keyword.value
+            if name is None:
+                return False
+            if name == "strategy":
+                options = self.keyword_values(value, key)
+                if not all(
+                    any(t in ("auto", "single_xla", "single_device") for t in self.literal_texts(o))
+                    or (
+                        (text := dotted(o.func if isinstance(o, ast.Call) else o)) is not None
+                        and text.rsplit(".", 1)[-1] in _SINGLE_DEVICE_STRATEGIES
+                    )
+                    for o in options
+                ):
+                    return False
+            elif name == "num_nodes" and not (
+                isinstance(value, ast.Constant) and type(value.value) is int and value.value == 1
             ):
-                return True
-        return False
+                return False
+            elif name in ("devices", "tpu_cores", "num_tpu_cores", "num_processes"):
+                if isinstance(value, ast.Name):
+                    slot = ("" if key == "__main__" else key, value.id)
+                    one = self._one_bound.get(slot)
+                    if one is None and slot[0]:
+                        one = self._one_bound.get(("", value.id))
+                    found = found or bool(one)
+                else:
+                    found = found or self.one_device_value(value, imports, [{}])
+        return found
 
     def literal_texts(self, node: ast.expr) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
