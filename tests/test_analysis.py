@@ -635,3 +635,70 @@ def test_imports_of_a_namespace_package_find_its_modules() -> None:
     # From a module inside the folder too (its parent folder holds `model/`).
     inner = model.modules["/r/model/nested/parts.py"]
     assert model.lookup("model.heads.Head", inner) is found
+
+
+def test_callback_stores_answer_every_attribute_from_one_pass_over_the_modules() -> None:
+    """The classes callbacks' hooks build into `pl_module.<attr>`, read from one index of every
+    module's stores: for each attribute, the stored classes in the modules' order, each once,
+    as a scan of the modules per attribute finds them; a stored name that is not a project
+    class (a function, an unknown name) adds nothing, and an attribute nothing stores none."""
+    files = [
+        ("/p/lab/__init__.py", ""),
+        (
+            "/p/lab/meters.py",
+            "class Meter:\n    pass\n\n\nclass Timer:\n    pass\n\n\n"
+            "def make():\n    return Meter()\n",
+        ),
+        (
+            "/p/lab/first.py",
+            textwrap.dedent(
+                """\
+                import lightning as L
+
+                from lab.meters import Meter, Timer, make
+
+
+                class A(L.Callback):
+                    def on_train_epoch_start(self, trainer, pl_module):
+                        pl_module.meter = Timer()
+                        pl_module.clock = Timer()
+                        pl_module.made = make()
+                """
+            ),
+        ),
+        (
+            "/p/lab/second.py",
+            textwrap.dedent(
+                """\
+                import lightning as L
+
+                from lab.meters import Meter, Timer
+
+
+                class B(L.Callback):
+                    def on_fit_start(self, trainer, pl_module):
+                        pl_module.meter = Meter()
+                        pl_module.meter = Timer()
+                """
+            ),
+        ),
+    ]
+    model = build_model(files)
+
+    def scanned(attr: str) -> list[str]:
+        out: list[str] = []
+        for module in model.modules.values():
+            for name in module.scope.module_stores.get(attr, ()):
+                found = model.lookup(name, module)
+                gkey = getattr(found, "gkey", None)
+                if gkey in model.classes and gkey not in out:
+                    out.append(gkey)
+        return out
+
+    meter, timer = (next(k for k in model.classes if k.endswith(n)) for n in (".Meter", ".Timer"))
+    assert model._callback_stored_classes("meter") == [timer, meter]
+    assert model._callback_stored_classes("clock") == [timer]
+    assert model._callback_stored_classes("made") == []
+    assert model._callback_stored_classes("nothing") == []
+    for attr in ("meter", "clock", "made", "nothing"):
+        assert model._callback_stored_classes(attr) == scanned(attr)

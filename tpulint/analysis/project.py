@@ -1346,12 +1346,20 @@ class ProjectModel:
         """The project classes Lightning callbacks' hooks build into `pl_module.<attr>`
         (`pl_module.meter = AverageMeter(...)` when an epoch starts), for a LightningModule
         that never assigns the attribute itself (ScopeFacts.module_stores)."""
+        stores = self.__dict__.get("_module_store_index")
+        if stores is None:
+            # attr -> (module, stored name) in the modules' order: one pass over the modules
+            # for every attribute asked, not one per question (hundreds on a large project).
+            stores = {}
+            for module in self.modules.values():
+                for name, built in module.scope.module_stores.items():
+                    stores.setdefault(name, []).extend((module, b) for b in built)
+            self.__dict__["_module_store_index"] = stores
         out: list[str] = []
-        for module in self.modules.values():
-            for name in module.scope.module_stores.get(attr, ()):
-                found = self.lookup(name, module)
-                if isinstance(found, _Class) and found.gkey not in out:
-                    out.append(found.gkey)
+        for module, name in stores.get(attr, ()):
+            found = self.lookup(name, module)
+            if isinstance(found, _Class) and found.gkey not in out:
+                out.append(found.gkey)
         return out
 
     def _overrides(self, class_gkey: str, name: str) -> list[_Function]:
