@@ -1416,13 +1416,9 @@ class _Summarizer(ValueEvaluator):
             body_values = {name: scope.env.get(name) for name in body_journal}
             for name, old in body_journal.items():
                 _restore(scope.env, name, old)
-            negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
-            scope.guards = (
-                (*saved, _Test(node.test.operand, False, scope.cls))  # type: ignore[attr-defined]
-                if negated
-                else saved
-            )
-            scope.guards = (*scope.guards, _Cond(node.test, False))
+            # The else runs where the test fails: rare after `if batch_idx != 0:` or `if not
+            # self.debug:` (each name and shape read on its rare side).
+            scope.guards = (*saved, _Test(node.test, True, scope.cls), _Cond(node.test, False))
             if _warns_only(node.orelse) or dead == "else":
                 scope.guards = (*scope.guards, RARE)
             scope.journals.append({})
@@ -2155,18 +2151,22 @@ class _Summarizer(ValueEvaluator):
                         self._record_none_args(call, current, scope)
                         self._record_route_args(call, current, guards, scope)
                     scope.info.calls.append(call)
-            if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
+            if isinstance(current, ast.BoolOp):
+                # `a and b`: `b` runs where `a` holds; `a or b`: where `a` fails
                 extra = guards
+                fails = isinstance(current.op, ast.Or)
                 for value in current.values:
                     stack.append((value, extra, names))
-                    extra = (*extra, _Test(value, False, scope.cls))
+                    extra = (*extra, _Test(value, fails, scope.cls))
                 continue
             if isinstance(current, ast.IfExp):
                 stack.append((current.test, guards, names))
                 stack.append(
                     (current.body, (*guards, _Test(current.test, False, scope.cls)), names)
                 )
-                stack.append((current.orelse, guards, names))
+                stack.append(
+                    (current.orelse, (*guards, _Test(current.test, True, scope.cls)), names)
+                )
                 continue
             for name in _child_fields(type(current)):
                 child = getattr(current, name)
@@ -2920,7 +2920,7 @@ def _single_return(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr |
 
 def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     """`if TEST: return` (or continue/raise/break) with no else: the code after it runs under
-    `not TEST`: its names mean the same either way, its shape is read where it fails
+    `not TEST`: its names and shape are read where it fails
     (`if step % n != 0: return`)."""
     if not isinstance(statement, ast.If) or statement.orelse or len(statement.body) != 1:
         return None
