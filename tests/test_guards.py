@@ -146,6 +146,8 @@ def test_boolean_combinations_with_a_per_step_path_are_not_rare(test: str, negat
         ("self.should_plot()", False),
         ("batch_idx < 3", False),
         ("self.debug is not None", False),
+        ("batch_idx >= len(self.trainer.train_dataloader) - 1", False),  # the last batch
+        ("self.current_epoch < self.max_epochs - 1", True),
         # The other side: the else, or the rest after an early exit on the common side.
         ("batch_idx != 0", True),
         ("self.global_step % self.log_every != 0", True),
@@ -187,6 +189,7 @@ def test_rare_names_are_read_on_their_rare_side(test: str, negated: bool) -> Non
         ("not self.debug", False),
         ("batch_idx > 0", False),
         ("self.current_epoch >= 1", False),
+        ("self.current_epoch < self.max_epochs - 1", False),
         ("batch_idx", False),
         ("self.verbose == 0", False),
         # A conjunction read where it fails, a disjunction with a common disjunct.

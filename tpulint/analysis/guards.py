@@ -160,6 +160,9 @@ def _name_kinds(text: str) -> set[str]:
 _COUNTER_NAMES = re.compile(
     r"batch_?(?:idx|nb|num|index|id|i)\b|current_epoch|\bepoch\b|global_step", re.IGNORECASE
 )
+# A bound at the end of the epoch or run (`len(loader) - 1`, `self.max_epochs`,
+# `num_batches`): a counter is rare at or above it, common below it.
+_END_BOUND = re.compile(r"len\(|max_|num_|total|limit|\s-\s*1\b|n_batches", re.IGNORECASE)
 _FLIPPED_ORDER: dict[type, type] = {
     ast.Lt: ast.Gt,
     ast.LtE: ast.GtE,
@@ -184,9 +187,10 @@ def _falsy_constant(node: ast.expr) -> bool:
 def _names_rare_side(node: ast.expr) -> bool | None:
     """On which side of a test with a rare name (not `and`/`or`/`not`) the rare code runs:
     True where it holds (`batch_idx == 0`, `step % n == 0`, `self.debug`, `batch_idx < 3`,
-    `verbose > 0`, `self.should_log()`), False where it fails (`batch_idx != 0`, `step % n`,
-    `batch_idx > 0`, `if batch_idx:`, `verbose == 0`, `self.debug is None`); None when the
-    shape says nothing (either side, as the names alone say)."""
+    `batch_idx >= len(loader) - 1`, `verbose > 0`, `self.should_log()`), False where it
+    fails (`batch_idx != 0`, `step % n`, `batch_idx > 0`, `if batch_idx:`, `verbose == 0`,
+    `self.debug is None`); None when the shape says nothing (either side, as the names
+    alone say)."""
     if isinstance(node, ast.Compare):
         if len(node.ops) != 1:
             return None
@@ -200,10 +204,12 @@ def _names_rare_side(node: ast.expr) -> bool | None:
         if op in (ast.Eq, ast.Is, ast.In, ast.NotEq, ast.IsNot, ast.NotIn):
             at_value = counter or not _falsy_constant(other)
             return at_value if op in (ast.Eq, ast.Is, ast.In) else not at_value
-        if op in (ast.Lt, ast.LtE):
-            return counter
-        if op in (ast.Gt, ast.GtE):
-            return not counter
+        if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+            below = op in (ast.Lt, ast.LtE)
+            if not counter:
+                return not below  # `verbose > 1`, `verbose < 1`
+            # `batch_idx < 3` (the first batches) but `batch_idx >= len(loader) - 1` (the last)
+            return below != (_END_BOUND.search(ast.unparse(other)) is not None)
         return None
     if isinstance(node, ast.BinOp):
         # `if step % n:` holds off the period
