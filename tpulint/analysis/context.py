@@ -956,18 +956,20 @@ class FileContext(Resolver):
                     kinds.add("rare")  # a branch that only warns: an abnormal condition
                 if _unreachable_branch(ancestor, child, parents):
                     kinds.add("rare")  # never runs at all: rarer than rare
+                # a device test counts in the body of `if cuda:` and the else of `if not cuda:`
+                device = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
                 if child is ancestor.body:
                     # each name and shape on its rare side: `if not self.debug:` is not rare
-                    kinds |= self._condition_kinds(test)
+                    kinds |= self._condition_kinds(test, device=not device)
                 elif child is ancestor.orelse:
                     # the else of `if batch_idx != 0:` / `if not self.debug:` is rare
-                    kinds |= self._condition_kinds(test, negated=True)
+                    kinds |= self._condition_kinds(test, negated=True, device=device)
             elif isinstance(ancestor, (cst.While, cst.IfExp)) and child is ancestor.body:
                 kinds |= self._condition_kinds(ancestor.test)
                 if isinstance(ancestor, cst.While) and self._first_n_block(ancestor, parents):
                     kinds.add("rare")
             elif isinstance(ancestor, cst.IfExp) and child is ancestor.orelse:
-                kinds |= self._condition_kinds(ancestor.test, negated=True)
+                kinds |= self._condition_kinds(ancestor.test, negated=True, device=False)
             elif isinstance(ancestor, cst.Assert) and child is ancestor.msg:
                 kinds.add("rare")  # the message is evaluated only when the assertion fails
             elif isinstance(ancestor, cst.Raise):
@@ -978,9 +980,8 @@ class FileContext(Resolver):
                 kinds.add("rare")  # a handler runs when the block raised: the error path
             elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
                 # `a and b`: `b` runs where `a` holds; `a or b`: where `a` fails
-                kinds |= self._condition_kinds(
-                    ancestor.left, negated=isinstance(ancestor.operator, cst.Or)
-                )
+                fails = isinstance(ancestor.operator, cst.Or)
+                kinds |= self._condition_kinds(ancestor.left, negated=fails, device=not fails)
             elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
                 for statement in ancestor.body:
                     if statement is child:
@@ -1018,8 +1019,10 @@ class FileContext(Resolver):
         """The guard kinds ("rare", "device-check") a condition expression stands for."""
         return self._condition_kinds(test)
 
-    def _condition_kinds(self, test: cst.BaseExpression, negated: bool = False) -> frozenset[str]:
-        key = (id(test), negated)
+    def _condition_kinds(
+        self, test: cst.BaseExpression, negated: bool = False, device: bool = True
+    ) -> frozenset[str]:
+        key = (id(test), negated, device)
         cached = self._guard_cache.get(key)
         if cached is not None:
             return cached
@@ -1030,7 +1033,7 @@ class FileContext(Resolver):
             returned = _single_return(method) if method is not None else None
             return self.module.code_for_node(returned) if returned is not None else None
 
-        result = condition_kinds(self.module.code_for_node(test), negated, predicate)
+        result = condition_kinds(self.module.code_for_node(test), negated, predicate, device)
         self._guard_cache[key] = result
         return result
 

@@ -120,6 +120,7 @@ def condition_kinds(
     text: str,
     negated: bool = False,
     predicate: Callable[[str], str | None] | None = None,
+    device: bool = True,
 ) -> frozenset[str]:
     """The guard kinds the source text of a condition stands for, for the code that runs
     where the test holds, or fails under `negated`: its shape (`shape_kinds`: periodic tests,
@@ -127,9 +128,10 @@ def condition_kinds(
     (`_names_rare_side`: the body of `if batch_idx == 0:` / `if self.debug:`, the else of
     `if batch_idx != 0:` / `if not self.debug:`, the rest of a block after `if
     self.global_step % n != 0: return`; the rest after `if self.global_step % n == 0: return
-    ...` runs on the other steps: not rare). A device test means the same either way."""
+    ...` runs on the other steps: not rare). A device test counts where `device` (the
+    callers' choice: the body of its `if`, the rest after its early exit)."""
     kinds: set[str] = set()
-    if DEVICE_CHECK.search(text):
+    if device and DEVICE_CHECK.search(text):
         kinds.add(DEVICE)
     if not RARE_NAMES.search(text) and not STEP_COUNTER.search(text):
         return frozenset(kinds | shape_kinds(text, negated, predicate))

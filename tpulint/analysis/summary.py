@@ -1418,7 +1418,12 @@ class _Summarizer(ValueEvaluator):
                 _restore(scope.env, name, old)
             # The else runs where the test fails: rare after `if batch_idx != 0:` or `if not
             # self.debug:` (each name and shape read on its rare side).
-            scope.guards = (*saved, _Test(node.test, True, scope.cls), _Cond(node.test, False))
+            negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+            scope.guards = (
+                *saved,
+                _Test(node.test, True, scope.cls, device=negated),
+                _Cond(node.test, False),
+            )
             if _warns_only(node.orelse) or dead == "else":
                 scope.guards = (*scope.guards, RARE)
             scope.journals.append({})
@@ -1935,10 +1940,10 @@ class _Summarizer(ValueEvaluator):
         """The guard kinds of a condition: an expression, or a `_Test` (read where it fails,
         or with the class whose boolean methods it may call)."""
         if isinstance(test, _Test):
-            expr, negated, cls = test
+            expr, negated, cls, device = test
         else:
-            expr, negated, cls = test, False, None
-        key = (id(expr), negated, cls.qualname if cls is not None else None)
+            expr, negated, cls, device = test, False, None, True
+        key = (id(expr), negated, cls.qualname if cls is not None else None, device)
         kinds = self._conditions.get(key)
         if kinds is None:
             methods = self.class_methods.get(cls.qualname, {}) if cls is not None else {}
@@ -1948,7 +1953,7 @@ class _Summarizer(ValueEvaluator):
                 returned = _single_return(method) if method is not None else None
                 return self.segment(returned) if returned is not None else None
 
-            kinds = condition_kinds(self.segment(expr), negated, predicate)
+            kinds = condition_kinds(self.segment(expr), negated, predicate, device)
             self._conditions[key] = kinds
         return kinds
 
@@ -2157,7 +2162,7 @@ class _Summarizer(ValueEvaluator):
                 fails = isinstance(current.op, ast.Or)
                 for value in current.values:
                     stack.append((value, extra, names))
-                    extra = (*extra, _Test(value, fails, scope.cls))
+                    extra = (*extra, _Test(value, fails, scope.cls, device=not fails))
                 continue
             if isinstance(current, ast.IfExp):
                 stack.append((current.test, guards, names))
@@ -2165,7 +2170,11 @@ class _Summarizer(ValueEvaluator):
                     (current.body, (*guards, _Test(current.test, False, scope.cls)), names)
                 )
                 stack.append(
-                    (current.orelse, (*guards, _Test(current.test, True, scope.cls)), names)
+                    (
+                        current.orelse,
+                        (*guards, _Test(current.test, True, scope.cls, device=False)),
+                        names,
+                    )
                 )
                 continue
             for name in _child_fields(type(current)):
@@ -2901,6 +2910,7 @@ class _Test(NamedTuple):
     expr: ast.expr
     negated: bool
     cls: Any
+    device: bool = True  # whether a device test counts (not in the else of `if cuda:`)
 
 
 def _single_return(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
