@@ -134,6 +134,74 @@ def test_boolean_combinations_with_a_per_step_path_are_not_rare(test: str, negat
     assert RARE not in effective(shape_kinds(test, negated), "training_step")
 
 
+@pytest.mark.parametrize(
+    ("test", "negated"),
+    [
+        # The side of a name's test where the code is rare: a value of a counter, a bound
+        # below it, a truthy flag or level.
+        ("batch_idx == 0", False),
+        ("self.global_step % self.log_every == 0", False),
+        ("self.debug", False),
+        ("self.hparams.verbose > 1", False),
+        ("self.should_plot()", False),
+        ("batch_idx < 3", False),
+        ("self.debug is not None", False),
+        ("batch_idx >= len(self.trainer.train_dataloader) - 1", False),  # the last batch
+        ("self.current_epoch < self.max_epochs - 1", True),
+        # The other side: the else, or the rest after an early exit on the common side.
+        ("batch_idx != 0", True),
+        ("self.global_step % self.log_every != 0", True),
+        ("self.global_step % self.log_every", True),
+        ("not self.debug", True),
+        ("batch_idx > 0", True),
+        ("batch_idx", True),
+        ("self.verbose == 0", True),
+        ("self.debug is None", True),
+        # Compositions: a conjunction with a rare conjunct; a disjunction of rare tests;
+        # a negated disjunction read where it fails.
+        ("self.training and batch_idx == 0", False),
+        ("batch_idx == 0 or self.debug", False),
+        ("not (batch_idx != 0 and not self.debug)", False),
+        ("batch_idx != 0 and not self.debug", True),
+        # The names of a comparison whose shape says nothing: either side, as before.
+        ("batch_idx in (0, 1) if x else False", False),
+        ("batch_idx in (0, 1) if x else False", True),
+    ],
+)
+def test_rare_names_are_read_on_their_rare_side(test: str, negated: bool) -> None:
+    assert RARE in effective(condition_kinds(test, negated), "training_step")
+
+
+@pytest.mark.parametrize(
+    ("test", "negated"),
+    [
+        # The common side of each test above: the body, or the rest after an early exit on
+        # the rare side (`if self.global_step % 200 == 0: return self._log_images(...)`).
+        ("batch_idx == 0", True),
+        ("self.global_step % self.log_every == 0", True),
+        ("self.debug", True),
+        ("self.hparams.verbose > 1", True),
+        ("self.should_plot()", True),
+        ("batch_idx < 3", True),
+        ("batch_idx != 0", False),
+        ("self.global_step % self.log_every != 0", False),
+        ("self.global_step % self.log_every", False),
+        ("not self.debug", False),
+        ("batch_idx > 0", False),
+        ("self.current_epoch >= 1", False),
+        ("self.current_epoch < self.max_epochs - 1", False),
+        ("batch_idx", False),
+        ("self.verbose == 0", False),
+        # A conjunction read where it fails, a disjunction with a common disjunct.
+        ("self.training and batch_idx == 0", True),
+        ("batch_idx == 0 or self.training", False),
+        ("batch_idx != 0 or self.debug", False),
+    ],
+)
+def test_rare_names_are_not_rare_on_their_common_side(test: str, negated: bool) -> None:
+    assert RARE not in effective(condition_kinds(test, negated), "training_step")
+
+
 def test_a_step_counter_disjunct_is_rare_in_training_only() -> None:
     """`i % 100 == 0 or self.global_step % 500 == 0` is only as rare as its least rare
     operand: the step counter stands still in validation."""

@@ -54,10 +54,14 @@ class ItemInHotPath(Rule):
     message, the lines before a `raise`, an `except` handler and what it calls, a branch
     that only prints, warns or logs under a check of a tensor for bad values: `if
     torch.any(empty): print(empty.sum().item())`, whose `if` is TPU104's) are not
-    reported. In code a custom optimizer's `step()` reaches, `.item()` is reported only
-    in preview mode: on code read after it was frozen this shape was wrong in 4 of 4
-    findings (step counters kept in the optimizer's state as CPU tensors, as torch's own
-    optimizers keep them), so it has not earned the default set.
+    reported. Each test is read on the side where it is rare: the else of `if batch_idx !=
+    0:` or of `if not self.debug:` is rare and their body is not, and the rest of a step
+    after `if self.global_step % n == 0: return self.log_images(x)` (an early exit on the
+    rare side) runs on the other steps and is reported. In code a custom optimizer's
+    `step()` reaches, `.item()` is reported only in preview mode: on code read after it
+    was frozen this shape was wrong in 4 of 4 findings (step counters kept in the
+    optimizer's state as CPU tensors, as torch's own optimizers keep them), so it has not
+    earned the default set.
 
     ## Why is this bad on TPU?
     XLA builds a graph of the step lazily and runs it once per step. `.item()` needs the

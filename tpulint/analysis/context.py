@@ -39,7 +39,6 @@ from tpulint.analysis.guards import (
     records,
     resets,
     settle_first_n,
-    shape_kinds,
 )
 from tpulint.analysis.hooks import STEP_METHODS, STEP_PART
 from tpulint.analysis.imports import Aliases, dotted_name
@@ -993,9 +992,6 @@ class FileContext(Resolver):
         while ancestor is not None:
             if isinstance(ancestor, cst.If):
                 test = ancestor.test
-                negated = isinstance(test, cst.UnaryOperation) and isinstance(
-                    test.operator, cst.Not
-                )
                 if child is ancestor.body and self._lazy_block(ancestor):
                     kinds.add("rare")  # a lazy initialisation runs once
                 if child is ancestor.body and (
@@ -1010,17 +1006,20 @@ class FileContext(Resolver):
                     kinds.add("rare")  # a branch that only warns: an abnormal condition
                 if _unreachable_branch(ancestor, child, parents):
                     kinds.add("rare")  # never runs at all: rarer than rare
-                if child is ancestor.body and not negated:
-                    kinds |= self._condition_kinds(test)
-                elif child is ancestor.body:
-                    # `if not step % n:` (its names say nothing here: `if not self.debug:`)
-                    kinds |= self._condition_kinds(test, shape_only=True)
-                elif child is ancestor.orelse and negated:
-                    kinds |= self._condition_kinds(test.expression)  # type: ignore[union-attr]
+                # a device test counts in the body of `if cuda:` and the else of `if not cuda:`
+                device = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                if child is ancestor.body:
+                    # each name and shape on its rare side: `if not self.debug:` is not rare
+                    kinds |= self._condition_kinds(test, device=not device)
+                elif child is ancestor.orelse:
+                    # the else of `if batch_idx != 0:` / `if not self.debug:` is rare
+                    kinds |= self._condition_kinds(test, negated=True, device=device)
             elif isinstance(ancestor, (cst.While, cst.IfExp)) and child is ancestor.body:
                 kinds |= self._condition_kinds(ancestor.test)
                 if isinstance(ancestor, cst.While) and self._first_n_block(ancestor, parents):
                     kinds.add("rare")
+            elif isinstance(ancestor, cst.IfExp) and child is ancestor.orelse:
+                kinds |= self._condition_kinds(ancestor.test, negated=True, device=False)
             elif isinstance(ancestor, cst.Assert) and child is ancestor.msg:
                 kinds.add("rare")  # the message is evaluated only when the assertion fails
             elif isinstance(ancestor, cst.Raise):
@@ -1030,8 +1029,9 @@ class FileContext(Resolver):
             elif isinstance(ancestor, cst.ExceptHandler) and child is ancestor.body:
                 kinds.add("rare")  # a handler runs when the block raised: the error path
             elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
-                if isinstance(ancestor.operator, cst.And):
-                    kinds |= self._condition_kinds(ancestor.left)
+                # `a and b`: `b` runs where `a` holds; `a or b`: where `a` fails
+                fails = isinstance(ancestor.operator, cst.Or)
+                kinds |= self._condition_kinds(ancestor.left, negated=fails, device=not fails)
             elif isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
                 for statement in ancestor.body:
                     if statement is child:
@@ -1070,9 +1070,9 @@ class FileContext(Resolver):
         return self._condition_kinds(test)
 
     def _condition_kinds(
-        self, test: cst.BaseExpression, negated: bool = False, shape_only: bool = False
+        self, test: cst.BaseExpression, negated: bool = False, device: bool = True
     ) -> frozenset[str]:
-        key = (id(test), negated, shape_only)
+        key = (id(test), negated, device)
         cached = self._guard_cache.get(key)
         if cached is not None:
             return cached
@@ -1083,8 +1083,7 @@ class FileContext(Resolver):
             returned = _single_return(method) if method is not None else None
             return self.module.code_for_node(returned) if returned is not None else None
 
-        read = shape_kinds if shape_only else condition_kinds
-        result = read(self.module.code_for_node(test), negated, predicate)
+        result = condition_kinds(self.module.code_for_node(test), negated, predicate, device)
         self._guard_cache[key] = result
         return result
 
@@ -1617,7 +1616,7 @@ def _self_calls(node: cst.CSTNode) -> list[str]:
 
 def _early_exit_test(statement: cst.CSTNode) -> cst.BaseExpression | None:
     """`if TEST: return` (or continue/raise) with no else: the code after it runs under
-    `not TEST`: its names mean the same either way, its shape is read where it fails
+    `not TEST`: its names and shape are read where it fails
     (`if step % n != 0: return`)."""
     if not isinstance(statement, cst.If) or statement.orelse is not None:
         return None

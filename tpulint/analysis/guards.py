@@ -26,7 +26,11 @@ Guard kinds:
   the step count does not advance: there the guarded code runs on every batch (or never);
 - "device-check": a test of the device (`torch.cuda.is_available()`, `x.device.type`).
 
-Names are read from the condition's text (`condition_kinds`), shapes from its syntax
+Names are read from the condition's text (`condition_kinds`), each on the side of its test
+where the code is rare (`_names_rare_side`: the body of `if batch_idx == 0:` or `if
+self.debug:`, the else of `if batch_idx != 0:` or `if not self.debug:`; after an early exit
+on the rare side, `if self.global_step % n == 0: return ...`, the rest runs on the other
+steps), shapes from its syntax
 (`shape_kinds`, `first_n_targets`, `grows`, `marker_targets`, `resets`, `change_targets`,
 `records`), so both walkers
 pass source text and get one reading. Shapes are read through `and`, `or` and `not`: a
@@ -116,18 +120,107 @@ def condition_kinds(
     text: str,
     negated: bool = False,
     predicate: Callable[[str], str | None] | None = None,
+    device: bool = True,
 ) -> frozenset[str]:
-    """The guard kinds the source text of a condition stands for: its names (whichever way
-    it is read), and its shape (`shape_kinds`: periodic tests, a boolean method returning
-    one, read for the code that runs where the test holds, or fails under `negated`)."""
-    kinds = set(shape_kinds(text, negated, predicate))
-    if DEVICE_CHECK.search(text):
+    """The guard kinds the source text of a condition stands for, for the code that runs
+    where the test holds, or fails under `negated`: its shape (`shape_kinds`: periodic tests,
+    a boolean method returning one) and its names, each read on the side where it is rare
+    (`_names_rare_side`: the body of `if batch_idx == 0:` / `if self.debug:`, the else of
+    `if batch_idx != 0:` / `if not self.debug:`, the rest of a block after `if
+    self.global_step % n != 0: return`; the rest after `if self.global_step % n == 0: return
+    ...` runs on the other steps: not rare). A device test counts where `device` (the
+    callers' choice: the body of its `if`, the rest after its early exit)."""
+    kinds: set[str] = set()
+    if device and DEVICE_CHECK.search(text):
         kinds.add(DEVICE)
+    if not RARE_NAMES.search(text) and not STEP_COUNTER.search(text):
+        return frozenset(kinds | shape_kinds(text, negated, predicate))
+    node = _parse(text)
+    if node is None:  # not an expression: its names, whichever way it is read
+        kinds.update(_name_kinds(text))
+        return frozenset(kinds | shape_kinds(text, negated, predicate))
+    anomaly = _NONFINITE.search(text) is not None
+    kinds |= _kinds_where(node, not negated, anomaly, predicate, names=True)
+    return frozenset(kinds)
+
+
+def _name_kinds(text: str) -> set[str]:
+    """ "rare" for a name of logging, plotting, debugging or a batch or epoch index in a
+    condition's text, "rare-train" for the optimizer step count."""
+    kinds = set()
     if RARE_NAMES.search(text):
         kinds.add(RARE)
     if STEP_COUNTER.search(text):
         kinds.add(RARE_TRAIN)
-    return frozenset(kinds)
+    return kinds
+
+
+# A counter among the rare names (the batch index, the epoch, the step count): it is rare at
+# a value (`== 0`) or below a bound (`< 5`), common above one (`batch_idx > 0`) or when
+# truthy (`if batch_idx:`); any other rare name is a flag or level, rare when truthy
+# (`if self.debug:`, `verbose > 1`) and common when false (`verbose == 0`).
+_COUNTER_NAMES = re.compile(
+    r"batch_?(?:idx|nb|num|index|id|i)\b|current_epoch|\bepoch\b|global_step", re.IGNORECASE
+)
+# A bound at the end of the epoch or run (`len(loader) - 1`, `self.max_epochs`,
+# `num_batches`): a counter is rare at or above it, common below it.
+_END_BOUND = re.compile(r"len\(|max_|num_|total|limit|\s-\s*1\b|n_batches", re.IGNORECASE)
+_FLIPPED_ORDER: dict[type, type] = {
+    ast.Lt: ast.Gt,
+    ast.LtE: ast.GtE,
+    ast.Gt: ast.Lt,
+    ast.GtE: ast.LtE,
+}
+
+
+def _falsy_constant(node: ast.expr) -> bool:
+    """`0`, `False`, `None`, `""`: what a flag or level is compared with when it is off."""
+    if not isinstance(node, ast.Constant):
+        return False
+    value = node.value
+    return (
+        value is None
+        or value is False
+        or value == ""
+        or (type(value) in (int, float) and value == 0)
+    )
+
+
+def _names_rare_side(node: ast.expr) -> bool | None:
+    """On which side of a test with a rare name (not `and`/`or`/`not`) the rare code runs:
+    True where it holds (`batch_idx == 0`, `step % n == 0`, `self.debug`, `batch_idx < 3`,
+    `batch_idx >= len(loader) - 1`, `verbose > 0`, `self.should_log()`), False where it
+    fails (`batch_idx != 0`, `step % n`, `batch_idx > 0`, `if batch_idx:`, `verbose == 0`,
+    `self.debug is None`); None when the shape says nothing (either side, as the names
+    alone say)."""
+    if isinstance(node, ast.Compare):
+        if len(node.ops) != 1:
+            return None
+        subject, op, other = node.left, type(node.ops[0]), node.comparators[0]
+        if not _name_kinds(ast.unparse(subject)):
+            if not _name_kinds(ast.unparse(other)):
+                return None
+            subject, other = other, subject
+            op = _FLIPPED_ORDER.get(op, op)
+        counter = _COUNTER_NAMES.search(ast.unparse(subject)) is not None
+        if op in (ast.Eq, ast.Is, ast.In, ast.NotEq, ast.IsNot, ast.NotIn):
+            at_value = counter or not _falsy_constant(other)
+            return at_value if op in (ast.Eq, ast.Is, ast.In) else not at_value
+        if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+            below = op in (ast.Lt, ast.LtE)
+            if not counter:
+                return not below  # `verbose > 1`, `verbose < 1`
+            # `batch_idx < 3` (the first batches) but `batch_idx >= len(loader) - 1` (the last)
+            return below != (_END_BOUND.search(ast.unparse(other)) is not None)
+        return None
+    if isinstance(node, ast.BinOp):
+        # `if step % n:` holds off the period
+        return False if isinstance(node.op, ast.Mod) else None
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+        return _COUNTER_NAMES.search(ast.unparse(node)) is None
+    if isinstance(node, ast.Call):
+        return True  # `self.should_log()`, `is_debug(cfg)`
+    return None
 
 
 def effective(kinds: frozenset[str] | set[str], root_hook: str | None) -> frozenset[str]:
@@ -534,14 +627,16 @@ def _kinds_where(
     holds: bool,
     anomaly: bool,
     predicate: Callable[[str], str | None] | None,
+    names: bool = False,
 ) -> set[str]:
-    """The guard kinds of the code that runs where `node` evaluates to `holds`."""
+    """The guard kinds of the code that runs where `node` evaluates to `holds` (with
+    `names`, those of its rare names too, each on its rare side)."""
     if anomaly and _nonfinite_test(node, holds):
         return {RARE}  # the NaN/inf recovery branch: a numeric anomaly, not every step
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _kinds_where(node.operand, not holds, anomaly, predicate)
+        return _kinds_where(node.operand, not holds, anomaly, predicate, names)
     if isinstance(node, ast.BoolOp):
-        parts = [_kinds_where(value, holds, anomaly, predicate) for value in node.values]
+        parts = [_kinds_where(value, holds, anomaly, predicate, names) for value in node.values]
         if isinstance(node.op, ast.And) == holds:
             # Every operand holds (`a and b`) or every one fails (`not (a or b)`): each
             # operand's guard applies.
@@ -553,16 +648,22 @@ def _kinds_where(
         if all(RARE in part for part in parts):
             return {RARE}
         return {RARE_TRAIN}
+    kinds: set[str] = set()
+    if names:
+        named = _name_kinds(ast.unparse(node))
+        side = _names_rare_side(node) if named else None
+        if side is None or side == holds:
+            kinds |= named
     kind = _periodic(node, not holds) or (_epoch_end(node) if holds else None)
     if kind is not None:
-        return {kind}
+        return kinds | {kind}
     if _first_steps(node, holds):
-        return {RARE}
+        return kinds | {RARE}
     name = _self_method_call(node) if holds and predicate is not None else None
     returned = predicate(name) if predicate is not None and name is not None else None
     if returned is not None:
-        return set(condition_kinds(returned) - {DEVICE})
-    return set()
+        return kinds | set(condition_kinds(returned) - {DEVICE})
+    return kinds
 
 
 # What may name the number of batches of an epoch (`len(loader)`, `steps_per_epoch`).

@@ -1553,13 +1553,14 @@ class _Summarizer(ValueEvaluator):
             body_values = {name: scope.env.get(name) for name in body_journal}
             for name, old in body_journal.items():
                 _restore(scope.env, name, old)
+            # The else runs where the test fails: rare after `if batch_idx != 0:` or `if not
+            # self.debug:` (each name and shape read on its rare side).
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             scope.guards = (
-                (*saved, _Test(node.test.operand, False, scope.cls))  # type: ignore[attr-defined]
-                if negated
-                else saved
+                *saved,
+                _Test(node.test, True, scope.cls, device=negated),
+                _Cond(node.test, False),
             )
-            scope.guards = (*scope.guards, _Cond(node.test, False))
             if _warns_only(node.orelse) or dead == "else":
                 scope.guards = (*scope.guards, RARE)
             scope.journals.append({})
@@ -2123,10 +2124,10 @@ class _Summarizer(ValueEvaluator):
         """The guard kinds of a condition: an expression, or a `_Test` (read where it fails,
         or with the class whose boolean methods it may call)."""
         if isinstance(test, _Test):
-            expr, negated, cls = test
+            expr, negated, cls, device = test
         else:
-            expr, negated, cls = test, False, None
-        key = (id(expr), negated, cls.qualname if cls is not None else None)
+            expr, negated, cls, device = test, False, None, True
+        key = (id(expr), negated, cls.qualname if cls is not None else None, device)
         kinds = self._conditions.get(key)
         if kinds is None:
             methods = self.class_methods.get(cls.qualname, {}) if cls is not None else {}
@@ -2136,7 +2137,7 @@ class _Summarizer(ValueEvaluator):
                 returned = _single_return(method) if method is not None else None
                 return self.segment(returned) if returned is not None else None
 
-            kinds = condition_kinds(self.segment(expr), negated, predicate)
+            kinds = condition_kinds(self.segment(expr), negated, predicate, device)
             self._conditions[key] = kinds
         return kinds
 
@@ -2339,18 +2340,26 @@ class _Summarizer(ValueEvaluator):
                         self._record_none_args(call, current, scope)
                         self._record_route_args(call, current, guards, scope)
                     scope.info.calls.append(call)
-            if isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
+            if isinstance(current, ast.BoolOp):
+                # `a and b`: `b` runs where `a` holds; `a or b`: where `a` fails
                 extra = guards
+                fails = isinstance(current.op, ast.Or)
                 for value in current.values:
                     stack.append((value, extra, names))
-                    extra = (*extra, _Test(value, False, scope.cls))
+                    extra = (*extra, _Test(value, fails, scope.cls, device=not fails))
                 continue
             if isinstance(current, ast.IfExp):
                 stack.append((current.test, guards, names))
                 stack.append(
                     (current.body, (*guards, _Test(current.test, False, scope.cls)), names)
                 )
-                stack.append((current.orelse, guards, names))
+                stack.append(
+                    (
+                        current.orelse,
+                        (*guards, _Test(current.test, True, scope.cls, device=False)),
+                        names,
+                    )
+                )
                 continue
             for name in _child_fields(type(current)):
                 child = getattr(current, name)
@@ -3112,6 +3121,7 @@ class _Test(NamedTuple):
     expr: ast.expr
     negated: bool
     cls: Any
+    device: bool = True  # whether a device test counts (not in the else of `if cuda:`)
 
 
 def _single_return(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
@@ -3131,7 +3141,7 @@ def _single_return(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr |
 
 def _early_exit_test(statement: ast.stmt) -> ast.expr | None:
     """`if TEST: return` (or continue/raise/break) with no else: the code after it runs under
-    `not TEST`: its names mean the same either way, its shape is read where it fails
+    `not TEST`: its names and shape are read where it fails
     (`if step % n != 0: return`)."""
     if not isinstance(statement, ast.If) or statement.orelse or len(statement.body) != 1:
         return None
