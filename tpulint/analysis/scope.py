@@ -3181,6 +3181,10 @@ class ProjectScope:
         trained: set[str] = set()
         reached_methods: dict[tuple[str, bool], list[str]] = {}
         for path, module in self.model.modules.items():
+            if self._test_code(path) is not None:
+                # A test calls what it tests by hand (`queue.add(frame)` in a test of the
+                # queue): a test run is not a training run.
+                continue
             for key, uses in module.scope.uses.items():
                 node = f"{path}:{key}"
                 if node in reached:
