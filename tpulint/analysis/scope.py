@@ -3932,6 +3932,17 @@ class ProjectScope:
                 return None
             answers = {v == value[2] if len(value) > 2 else bool(v) for v in switched}
             return answers.pop() if len(answers) == 1 else None
+        if head == "hparam":
+            # `self.hparams.use_x` of a constructor's `use_x=False` saved by
+            # `save_hyperparameters()`: a command-line switch of that name when one decides
+            # it (`Model(**vars(args))`), else what the constructions pass (or its default)
+            switched = self._switch_values(value[2], module.path)
+            if switched is not None:
+                answers = {bool(v) for v in switched}
+                return answers.pop() if len(answers) == 1 else None
+            if self._argparse_built(value[2], module.path):
+                return None
+            return self._flag_truth(f"{module.path}:{value[1]}", value[2], value[3])
         if head == "attr_option":
             # `self.kind == "l2"` where every assignment of `self.kind` reads one option
             stored = self._attribute_stores(value[1], owner)
@@ -4301,6 +4312,21 @@ class ProjectScope:
             return _MAYBE_NONE
         return _VALUE if given else ("literal", None)
 
+    def _argparse_built(self, name: str, path: str) -> bool:
+        """Whether users may set the hyperparameter `name` of a module in `path`'s
+        repository from the command line in ways its constructions do not show: a
+        LightningCLI of the repository (any `--model.<name>` flag sets it), or a parser
+        option of that name (`add_argument("--name")`, which a `Model(**vars(args))` or
+        `from_argparse_args` may hand on)."""
+        for where, module in self.model.modules.items():
+            if not same_repository(where, path):
+                continue
+            if name in module.scope.cli_options:
+                return True
+            if any(launch[0] == "cli" for launch in module.scope.launches):
+                return True
+        return False
+
     def _flag_truth(self, node: str, param: str, default: bool | None) -> Truth:
         """`p` (its truth) of a parameter of function `node` that defaults to None, True or
         False: the one truth every call gives it, by leaving it to its default or passing a
@@ -4497,6 +4523,8 @@ class ProjectScope:
         for code in codes:
             if isinstance(code, list) and code[0] == "l":
                 passed.append(code[1])
+            elif code == ["k", name]:
+                continue  # (`Gate(use_x=cfg.use_x)`: the option passed on under its name)
             elif not (
                 isinstance(code, list)
                 and code[0] == "c"
@@ -5532,6 +5560,14 @@ class ProjectScope:
                     arguments.append((_SELF_ATTRIBUTE, code[1], caller))
                 elif isinstance(code, list) and code[0] == "f":
                     arguments.append((_FORWARDED, f"{path}:{code[1]}", code[2], code[3]))
+                elif isinstance(code, list) and code[0] == "k":
+                    # `Gate(frame_gate=cfg.frame_gate)`: what the project's config classes
+                    # and files set the option to (`option_values`), when all are literals
+                    configured = self.option_values(code[1], path)
+                    if not configured:
+                        arguments.append(_VALUE)
+                    else:
+                        arguments += [("literal", v) for v in configured]
                 elif isinstance(code, list) and code[0] == "o":
                     # `Net(use_ema=args.use_ema)`: the switch's value when no launcher passes it
                     switched = self._switch_values(code[1], path)
@@ -5717,6 +5753,14 @@ class ProjectScope:
             for code in facts.keyword_values.get(name, ()):
                 if isinstance(code, list) and code[0] == "l":
                     given.append(("literal", code[1]))
+                elif code == ["k", name]:
+                    # `Gate(use_x=cfg.use_x)`: the config key of that name passed on, which
+                    # the configs below give (a config class's default aside: then unknown)
+                    if self._config_defaults(name, where) is not None or any(
+                        name in m.scope.fields for m in self.model.modules.values()
+                    ):
+                        given = None
+                        break
                 elif isinstance(code, list) and code[0] == "f" and code[2] == name:
                     if not self._forwards_given_key(f"{where}:{code[1]}", name):
                         given.append(("literal", code[3]))
@@ -6503,7 +6547,7 @@ def _passed_param(truth: Truth) -> list[Any] | None:
     """The truth about a parameter a region asks (`p is not None`, `p is None`:
     `["passed", ...]`; `p`: `["flag", ...]`), if that is all it asks."""
     if isinstance(truth, list):
-        if truth[0] in ("passed", "flag", "equals"):
+        if truth[0] in ("passed", "flag", "equals", "hparam"):
             return truth
         if truth[0] == "not":
             return _passed_param(truth[1])
@@ -6520,6 +6564,11 @@ def _passed_reason(how: str, text: str, asked: list[Any], given: bool) -> str:
             calls = f"no call of the function passes `{param}` {literal}"
     elif asked[0] == "flag":
         calls = f"`{param}` is {'true' if given else 'false'} in every call of the function"
+    elif asked[0] == "hparam":
+        calls = (
+            f"the saved hyperparameter `{param}` is {'true' if given else 'false'} in every"
+            " construction of the module and every config that builds it"
+        )
     elif given:
         calls = f"every call of the function passes `{param}` a value that is not None"
     else:

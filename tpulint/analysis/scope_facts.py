@@ -723,6 +723,10 @@ class _Walker:
         self._flag_params: list[tuple[set[str], str | None]] = []
         self._flag_attributes: dict[str, dict[str, list[str]]] = {}
         self._flags_seen: list[str] = []
+        # Per class whose `__init__` saves its arguments as hyperparameters
+        # (`self.save_hyperparameters()`): that constructor's key and its parameters with a
+        # None, True or False default (`self.hparams.use_x` reads what the constructions pass).
+        self._hparam_defaults: dict[str, tuple[str, dict[str, Any]]] = {}
         # Functions being walked, innermost last, with their parameters: an `isinstance(p,
         # torch.Tensor)` test of a parameter is decided by what the project's calls pass.
         self._functions: list[tuple[str, list[str]]] = []
@@ -1265,7 +1269,14 @@ class _Walker:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = node.value
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if value is not None:
+            pairs = _attribute_pairs(node) if klass is not None else None
+            if pairs is not None:
+                # `self.gate, self.frame_gate = (gate, frame_gate)`: each attribute stores its
+                # own element, as its own assignment would
+                self.expression(node.value, key, imports, local)  # type: ignore[arg-type]
+                for target, element in pairs:
+                    self.assigned([target], element, key, imports, klass, truths)
+            elif value is not None:
                 self.expression(value, key, imports, local)
                 if not self.cheap and not isinstance(node, ast.AugAssign):
                     sequential = bool(self._top_level) and id(node) in self._top_level[-1]
@@ -1416,6 +1427,12 @@ class _Walker:
         switch = _switch_read(value)
         if switch is not None:
             return ["o", switch]  # `Net(use_ema=args.use_ema)`: a command-line switch
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.ctx, ast.Load)
+            and _config_receiver(value.value)
+        ):
+            return ["k", value.attr]  # `Gate(frame_gate=cfg.frame_gate)`: a config option
         if isinstance(value, ast.Name) and self._none_params and self._functions:
             default = self._none_params[-1].get(value.id, _FILLED)
             if default != _FILLED and not (
@@ -1859,6 +1876,9 @@ class _Walker:
                 self.facts.registered_keys[qualname] = keys
         if self.inference_text:
             self._flag_attributes[qualname] = _off_flag_attributes(node, self._may_name_inference)
+        saved = _saved_hparam_defaults(node)
+        if saved is not None and self.keys.get(id(saved[0])):
+            self._hparam_defaults[qualname] = (self.keys[id(saved[0])], saved[1])
         bases = [dotted(b) or "?" for b in node.bases]
         if all(b == "object" for b in bases):
             self._plain_classes.add(qualname)
@@ -1993,6 +2013,14 @@ class _Walker:
                     # The receiver of a method of a value may hold calls (`make().fit()`).
                     stack.append(func.value if isinstance(func, ast.Attribute) else func)
                 continue
+            if (
+                isinstance(current, ast.Subscript)
+                and isinstance(current.ctx, ast.Load)
+                and isinstance(current.slice, ast.Constant)
+                and dotted(current.value) == "self.hparams"
+            ):
+                # `self.hparams["use_x"]` reads a saved hyperparameter: it sets nothing
+                self._unnamed_strings.add(id(current.slice))
             if isinstance(current, ast.Name):
                 if isinstance(current.ctx, ast.Load) and self.known(current.id, imports, local):
                     use = ["ref", self.qualify(current.id, imports)]
@@ -2129,15 +2157,16 @@ class _Walker:
     def _keyword_code(self, value: ast.expr) -> Any:
         """What a keyword or a string dict key is given: `_literal_code`, or `["f", function
         key, parameter, default]` for a flag parameter of the calling function passed on
-        (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`), or
-        `["o", name]` for a command-line switch read (`Net(use_ema=args.use_ema)`)."""
+        (`Decoder(mask_logits=mask_logits)` in a constructor whose `mask_logits=True`),
+        `["o", name]` for a command-line switch read (`Net(use_ema=args.use_ema)`), or
+        `["k", name]` for a config option read (`Gate(frame_gate=cfg.frame_gate)`)."""
         code = _literal_code(value)
         constant = self._constant(value)
         if code == "v" and constant is not _NO_CONSTANT:
             return ["l", constant]
         if code == "v":
             forwarded = self._argument_code(value)
-            if isinstance(forwarded, list) and forwarded[0] in ("f", "o"):
+            if isinstance(forwarded, list) and forwarded[0] in ("f", "o", "k"):
                 return forwarded
         return code
 
@@ -2842,6 +2871,9 @@ class _Walker:
                 return ["attr", node.attr]
             if _config_receiver(node.value):
                 return ["option", node.attr]  # `self.cfg.interleave`: what the configs say
+            saved = self._saved_hparam(node)
+            if saved is not None:
+                return saved  # `self.hparams.use_x` of `save_hyperparameters()`
             if _switch_read(node) is not None:
                 return ["switch", node.attr]  # `args.use_ema`: what the launchers pass
             return None
@@ -2852,12 +2884,41 @@ class _Walker:
             and _config_receiver(node.value)
         ):
             return ["option", node.slice.value]  # `config["interleave"]`
+        saved = self._saved_hparam(node)
+        if saved is not None:
+            return saved  # `self.hparams["use_x"]` of `save_hyperparameters()`
         hparam = _switch_read(node)
         if hparam is not None:
             return ["switch", hparam]  # `self.hparams["use_x"]` of `Model(vars(args))`
         if isinstance(node, ast.NamedExpr):
             return self.truth(node.value, imports, truths, infer)
         return None
+
+    def _saved_hparam(self, node: ast.expr) -> Truth:
+        """`["hparam", constructor key, name, default]` for `self.hparams.<name>` or
+        `self.hparams["<name>"]` in a method of a class whose `__init__` saves its
+        arguments (`self.save_hyperparameters()`) and declares `name` with a None, True or
+        False default it never reassigns: what the class's constructions pass, or that
+        default (a command-line switch of that name still decides it first)."""
+        if not self._flag_params:
+            return None
+        klass = self._flag_params[-1][1]
+        saved = self._hparam_defaults.get(klass) if klass is not None else None
+        if saved is None:
+            return None
+        if isinstance(node, ast.Attribute):
+            receiver, name = node.value, node.attr
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            receiver, name = node.value, node.slice.value
+        else:
+            return None
+        if dotted(receiver) != "self.hparams" or name not in saved[1]:
+            return None
+        return ["hparam", saved[0], name, saved[1][name]]
 
     def call_truth(
         self, node: ast.Call, imports: dict[str, str], truths: list[dict[str, Truth]]
@@ -3334,6 +3395,85 @@ def _off_flag_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 # call passes one, and unknown otherwise.
 _FILLED = "filled"
 _NO_CONSTANT = object()  # a name that holds no one literal (ScopeWalker._constant)
+
+
+def _attribute_pairs(node: ast.stmt) -> list[tuple[ast.expr, ast.expr]] | None:
+    """The (target, element) pairs of an assignment of a tuple of attributes of `self` from a
+    tuple of as many elements (`self.a, self.b = (a, b)`), None for any other assignment."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return None
+    target, value = node.targets[0], node.value
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, (ast.Tuple, ast.List)):
+        return None
+    if len(target.elts) != len(value.elts) or len(target.elts) < 2:
+        return None
+    if any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)):
+        return None
+    if not all(_self_attribute(t) for t in target.elts):
+        return None
+    names = [t.attr for t in target.elts]  # type: ignore[attr-defined]
+    if len(set(names)) != len(names):
+        return None
+    for element in value.elts:
+        # (an element reading an attribute the assignment sets: swapped, not copied)
+        if any(isinstance(n, ast.Attribute) and n.attr in names for n in ast_walk(element)):
+            return None
+    return list(zip(target.elts, value.elts, strict=True))
+
+
+def _saved_hparam_defaults(
+    node: ast.ClassDef,
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, dict[str, Any]] | None:
+    """The `__init__` of a class that saves its arguments as its hyperparameters
+    (`self.save_hyperparameters()`, `self.save_hyperparameters(logger=False, ignore=[...])`,
+    or naming some of them: `self.save_hyperparameters("use_x")`) with its parameters that
+    default to None, True or False and are never reassigned (`_literal_default_params`). None
+    for one that saves another object (`self.save_hyperparameters(hparams)`: its keys are
+    that object's, not the parameters') or whose methods assign `self.hparams` or a key of
+    it."""
+    init = next(
+        (
+            s
+            for s in node.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return None
+    for child in ast_walk(node):
+        if isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+            if any(
+                dotted(t) == "self.hparams"
+                or (
+                    isinstance(t, (ast.Subscript, ast.Attribute))
+                    and dotted(t.value) == "self.hparams"
+                )
+                for t in targets
+            ):
+                return None  # (`self.hparams.use_x = True` in a method: set by code)
+    saves = False
+    for child in ast_walk(init):
+        if (
+            isinstance(child, ast.Call)
+            and isinstance(child.func, ast.Attribute)
+            and child.func.attr == "save_hyperparameters"
+            and dotted(child.func.value) == "self"
+        ):
+            if not all(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in child.args
+            ):
+                return None
+            saves = True
+    if not saves:
+        return None
+    params = {
+        name: default
+        for name, default in _literal_default_params(init).items()
+        if default != _FILLED
+    }
+    return (init, params) if params else None
 
 
 def _literal_default_params(
