@@ -3403,7 +3403,8 @@ def _attribute_pairs(node: ast.stmt) -> list[tuple[ast.expr, ast.expr]] | None:
     if not isinstance(node, ast.Assign) or len(node.targets) != 1:
         return None
     target, value = node.targets[0], node.value
-    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, (ast.Tuple, ast.List)):
+    sequences = (ast.Tuple, ast.List)
+    if not isinstance(target, sequences) or not isinstance(value, sequences):
         return None
     if len(target.elts) != len(value.elts) or len(target.elts) < 2:
         return None
