@@ -37,6 +37,7 @@ def project(tmp_path: Path, files: dict[str, str]) -> ProjectModel:
             facts.append(config_facts(str(path), path.read_text(encoding="utf-8")))
     return ProjectModel(model.modules.values(), configs=facts)
 
+
 MODEL = """
 import lightning as L
 import torch
