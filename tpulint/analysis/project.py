@@ -3068,7 +3068,7 @@ class ProjectModel:
     def passed_containers(self, gkey: str, index: int) -> Value | None:
         """What the elements are when every call of the project passes parameter `index` of
         the function a container it builds there (a list or tuple display, a comprehension, a
-        dict) or a Python constant, never a tensor whatever its annotation says (`n_t:
+        dict) or a Python number, never a tensor whatever its annotation says (`n_t:
         torch.Tensor` given `[f.num_detected for f in frames]`): the elements' value,
         unknown when they are not known. None when a call passes anything else or none is
         seen."""
@@ -3083,7 +3083,8 @@ class ProjectModel:
             if not atoms:
                 return None
             for atom in atoms:
-                if atom in ("host", "number", "none"):
+                if atom in ("number", "none"):
+                    # (not "host": `list(batch.values())` is one, with tensors in it)
                     continue
                 if not (isinstance(atom, list) and atom[0] in ("s", "t")):
                     return None
