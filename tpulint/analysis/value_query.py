@@ -652,10 +652,14 @@ class PositionValues:
         if tag == "md":
             on_cpu = self.resolve(atom[1], function, depth) is CPU_DEVICE
             return self.resolve(atom[2] if on_cpu else atom[3], function, depth)
-        if tag == "g" and len(atom) > 4 and all(a[0] == "c" for a in atom[4]):
+        if (
+            tag == "g"
+            and len(atom) > 4
+            and all(a[0] == "c" for a in atom[4])
+            and all(self.resolver.class_number(a[1], a[2], atom[1]) for a in atom[4])
+        ):
             # `frame.num_detected` of `frame: Frame` whose property returns `len(...)`
-            if all(self.resolver.class_number(a[1], a[2], atom[1]) for a in atom[4]):
-                return NUMBER
+            return NUMBER
         if tag in ("k", "g"):
             resolver = self.resolver
             if tag == "k" and atom[1].startswith("@"):
