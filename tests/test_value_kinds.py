@@ -262,9 +262,119 @@ SILENT = {
                     batch = batch.flip(0)
                 return self(batch)
         """,
+    # Issue 21: a parameter annotated as a tensor that every call passes a list it builds:
+    # its items are what the elements are (counts here, unknown at worst), not tensors.
+    "a list of counts passed to a tensor-annotated parameter": """
+        class Loss(nn.Module):
+            def forward(self, preds, groups):
+                sizes = [len(g) for g in groups]
+                return self.per_group(preds, sizes)
+
+            def per_group(self, preds, sizes: torch.Tensor):
+                total = 0
+                for i in range(len(sizes)):
+                    total = total + preds.new_full((2,), float(sizes[i]))
+                return total
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.loss = Loss()
+
+            def training_step(self, batch, batch_idx):
+                return self.loss(batch, [[1, 2], [3]]).sum()
+        """,
+    "a list of unknown items passed to a tensor-annotated parameter": """
+        def split_sizes(preds, sizes: torch.Tensor):
+            return [float(sizes[i]) for i in range(len(sizes))]
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                parts = split_sizes(batch, [item.size for item in self.items])
+                return batch.sum() * len(parts)
+        """,
+    # A property of the annotated project class that returns `len(...)` or says `-> int` is
+    # a Python number, whatever rows of the batch the callers hand the method.
+    "a count property of an annotated project class": """
+        class Clip:
+            def __init__(self, boxes, items):
+                self.boxes = boxes
+                self._items = items
+
+            @property
+            def count(self) -> int:
+                return len(self._items)
+
+            @property
+            def size(self):
+                return len(self._items)
+
+        class Queue:
+            def add(self, clip: Clip):
+                if clip.count == 0 or clip.size > 3:
+                    return None
+                return clip.boxes
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.queue = Queue()
+
+            def training_step(self, batch, batch_idx):
+                for clip in batch:
+                    self.queue.add(clip)
+                return batch.sum()
+        """,
 }
 
 REPORTED = {
+    # Counter-cases of the above: a list of the step's tensors keeps its items device
+    # tensors; a call passing a tensor keeps the annotation; a property computed from the
+    # tensors stays a tensor.
+    "a list of device tensors passed to a tensor-annotated parameter": (
+        """
+        def scale(xs: torch.Tensor):
+            return float(xs[0])
+
+        def count(n: torch.Tensor):
+            return float(n[0])
+
+        class M(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                a = scale([batch.sum(), batch.mean()])
+                b = count(batch)
+                return batch.sum() * a * b
+        """,
+        [("TPU103", 2), ("TPU103", 5)],
+    ),
+    "a tensor property of an annotated project class": (
+        """
+        class Clip:
+            def __init__(self, boxes):
+                self.boxes = boxes
+
+            @property
+            def score(self) -> torch.Tensor:
+                return self.boxes.sum()
+
+        class Queue:
+            def add(self, clip: Clip):
+                if clip.score > 0:
+                    return None
+                return clip.boxes
+
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.queue = Queue()
+
+            def training_step(self, batch, batch_idx):
+                for clip in batch:
+                    self.queue.add(clip)
+                return batch.sum()
+        """,
+        [("TPU104", 11)],
+    ),
     # A decoder attribute a flag makes one of two project modules, one returning a tensor,
     # the other a tuple: what the generator hands the step is a device tensor.
     "a decoder one of two modules, a tensor or a tuple": (

@@ -572,6 +572,12 @@ class FileContext(Resolver):
         found = view.record_attribute(name) if view is not None else None
         return kind_named(found) if found is not None else None
 
+    def class_number(self, form: str, target: str, name: str) -> bool:
+        """Whether attribute `name` of what the constructor call (`form`, `target`) makes is
+        a Python number (ProjectModel.class_number)."""
+        view = self.analysis.view
+        return view is not None and view.made_class_number(form, target, name)
+
     def attribute_kind(self, function: cst.FunctionDef | None, name: str) -> ValueKind:
         view = self.analysis.view
         if view is None:
@@ -1196,6 +1202,12 @@ class FileContext(Resolver):
                 # `core_model: nn.Module` (`.cpu()` is an offload), `seqs: List[str]`
                 return kind_named(said) if said != "number" else HOST
             if annotation.endswith("Tensor"):
+                held = view.passed_containers(info.key, index) if view is not None else None
+                if held is not None:
+                    # Every call passes a list, tuple or dict it builds (or a constant): not a
+                    # tensor, whatever the annotation says; its items are what the elements
+                    # are (a list of the step's tensors), else not known.
+                    return DEVICE if hot and held.kind == "device" else UNKNOWN
                 return DEVICE if hot else UNKNOWN
         if param.default is not None and isinstance(
             param.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)

@@ -43,6 +43,10 @@ Value atoms (JSON-friendly, so summaries cache as they are):
                                    attribute `name` of a parameter's value: host data when
                                    every project class that sets it is a record Lightning's
                                    batch transfer does not move (no `.to`), else `fallback`
+    ["g", name, [atoms], [fallback], [calls]]
+                                   the same of a parameter annotated with a project class
+                                   (`calls`: its constructor call): a Python number when the
+                                   class's attribute or property `name` is one
     ["mv", kind, [atoms]]          the atoms moved to `kind` ("cpu"/"device"), unless they
                                    resolve to a module (`make_model().to(device)`)
     ["w", [atoms]]                 a tensor made or moved with `device=t.device` for `t` of
@@ -704,6 +708,20 @@ class ValueEvaluator:
         if from_params(base):
             # `data.target_full` of `data, target = batch`: host data if `data` is a record
             # the batch transfer leaves on the host
+            annotated = (
+                scope.param_classes.get(base_node.id)
+                if isinstance(base_node, ast.Name)
+                and scope.env.get(base_node.id) == scope.params.get(base_node.id)
+                else None
+            )
+            if annotated is not None:
+                # `frame.num_detected` of `frame: Frame`: the annotated project class's
+                # attribute or property when that is a Python number (`len(self.items)`,
+                # `-> int`), whatever the callers' data is (ProjectModel.class_number)
+                built = ast.copy_location(ast.Call(func=annotated, args=[], keywords=[]), node)
+                made = [a for a in self.atoms(built, scope, d) if isinstance(a, list)]
+                if made and all(a[0] == "c" for a in made):
+                    return [["g", attr, base, otherwise, made]]
             return [["g", attr, base, otherwise]]
         if base and all(isinstance(a, list) and a[0] == "c" for a in base):
             # `out.loss` of `out = self.model(batch)`: the field of the record the callee

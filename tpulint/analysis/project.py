@@ -3073,6 +3073,47 @@ class ProjectModel:
                 return True
         return False
 
+    def passed_containers(self, gkey: str, index: int) -> Value | None:
+        """What the elements are when every call of the project passes parameter `index` of
+        the function a container it builds there (a list or tuple display, a comprehension, a
+        dict) or a Python number, never a tensor whatever its annotation says (`n_t:
+        torch.Tensor` given `[f.num_detected for f in frames]`): the elements' value,
+        unknown when they are not known. None when a call passes anything else or none is
+        seen."""
+        fn = self.functions.get(gkey)
+        callers = self._callers().get(gkey, []) if fn is not None else []
+        if fn is None or not callers or self._handed_on(fn):
+            return None
+        name = fn.summary.params[index] if index < len(fn.summary.params) else None
+        held: list[Value] = []
+        for caller, call, offset in callers:
+            atoms = _passed(call.keywords, call.args, name, index - offset)
+            if not atoms:
+                return None
+            for atom in atoms:
+                if atom in ("number", "none"):
+                    # (not "host": `list(batch.values())` is one, with tensors in it)
+                    continue
+                if not (isinstance(atom, list) and atom[0] in ("s", "t")):
+                    return None
+                inner = atom[1:] if atom[0] == "t" else [atom[1]]
+                for part in inner:
+                    value = (
+                        self.resolve_atoms(part, caller.module, caller.owner, 0) if part else None
+                    )
+                    if value is not None and value.params:
+                        # computed from the caller's parameters: the step's batch is on the
+                        # device (`[batch.sum(), batch.mean()]`), others not known here
+                        on_device = value.tensor or value.kind in ("device", "unknown")
+                        value = (
+                            Value("device")
+                            if on_device
+                            and any(self._step_batch_param(caller, p) for p in value.params)
+                            else UNKNOWN_VALUE
+                        )
+                    held.append(value if value is not None else UNKNOWN_VALUE)
+        return combine_values(held) if held else Value("host")
+
     def _forward_batch_param(self, fn: _Function, index: int) -> bool:
         """Whether parameter `index` of `fn` is the batch-named input (`data`, `x`, `batch`)
         of a torch module's `forward` that runs every step and that no code of the project
@@ -3345,6 +3386,53 @@ class ProjectModel:
                 found = True
         return found
 
+    def made_classes(self, module: ModuleSummary, form: str, target: str) -> list[str]:
+        """The project classes a constructor call names (`Frame()` of an annotation
+        `frame: Frame`), through a package's lazy re-export too (`from pkg.io import Frame`
+        where `pkg/io/__init__.py` imports it on first use in a module `__getattr__`): the
+        one class of that name in the package's modules. Empty when the call names
+        anything else."""
+        targets = self.resolve_call(module, None, form, target)
+        if targets:
+            if all(isinstance(t, _Class) for t in targets):
+                return [t.gkey for t in targets]
+            return []
+        package, _, name = target.rpartition(".")
+        if form != "name" or not package or package.startswith("."):
+            return []
+        by_name = self.__dict__.get("_classes_by_name")
+        if by_name is None:
+            by_name = {}
+            for gkey in self.classes:
+                by_name.setdefault(gkey.rpartition(".")[2], []).append(gkey)
+            self.__dict__["_classes_by_name"] = by_name
+        found = [gkey for gkey in by_name.get(name, ()) if gkey.startswith(package + ".")]
+        return found if len(found) == 1 else []
+
+    def made_class_number(self, module: ModuleSummary, calls: list[Any], attr: str) -> bool:
+        """Whether every one of the constructor calls (`["c", form, target, ...]` atoms)
+        makes instances whose attribute `attr` is a Python number (class_number)."""
+        for call in calls:
+            if not (isinstance(call, list) and call[0] == "c"):
+                return False
+            classes = self.made_classes(module, call[1], call[2])
+            if not classes or not all(self.class_number(c, attr) for c in classes):
+                return False
+        return bool(calls)
+
+    def class_number(self, class_gkey: str, attr: str) -> bool:
+        """Whether `x.<attr>` of an instance of the class (or of a subclass) is a Python
+        number: an attribute every assignment of which is one, or a property whose getters
+        return one (`return len(self.instances)`, `-> int`), never a tensor."""
+        value = self.attribute_value(class_gkey, attr)
+        return (
+            value is not None
+            and value.kind == "number"
+            and not value.params
+            and value.elements is None
+            and not value.mask
+        )
+
     def _property_value(self, class_gkey: str, attr: str) -> Value | None:
         """What `self.<attr>` gives when it is a property: what its getter returns, in the
         class and in every subclass that overrides it (an abstract getter says nothing)."""
@@ -3524,6 +3612,8 @@ class ProjectModel:
                 return Value(keyed)
             fallback = self.resolve_atoms(atom[3], module, owner, depth)
             return fallback if fallback is not None else UNKNOWN_VALUE
+        if tag == "g" and len(atom) > 4 and self.made_class_number(module, atom[4], atom[1]):
+            return Value("number")
         if tag in ("k", "g"):
             kind = self.batch_key_kind(atom[1]) if tag == "k" else self.record_attribute(atom[1])
             if kind is not None:
@@ -4399,6 +4489,16 @@ class FileView:
 
     def record_attribute(self, name: str) -> str | None:
         return self.model.record_attribute(name)
+
+    def passed_containers(self, key: str, index: int) -> Value | None:
+        """See ProjectModel.passed_containers (`key`: this file's function)."""
+        fn = self._functions.get(key)
+        return self.model.passed_containers(fn.gkey, index) if fn is not None else None
+
+    def made_class_number(self, form: str, target: str, attr: str) -> bool:
+        """Whether the call (`form`, `target`) in this file makes instances of project
+        classes whose attribute `attr` is a Python number (ProjectModel.class_number)."""
+        return self.model.made_class_number(self.module, [["c", form, target]], attr)
 
     def param_value(
         self,

@@ -3054,8 +3054,16 @@ def _unchanged_param(scope: Scope, name: str) -> bool:
 
 
 def _snapshot(scope: Scope) -> tuple[Any, ...]:
-    """What the code at this point sees: locals, imports, local instances, the class."""
-    return dict(scope.env), scope.imports, dict(scope.instances), scope.cls
+    """What the code at this point sees: locals, imports, local instances, the class, the
+    function's parameters and the project classes their annotations name."""
+    return (
+        dict(scope.env),
+        scope.imports,
+        dict(scope.instances),
+        scope.cls,
+        scope.params,
+        scope.param_classes,
+    )
 
 
 def _note(scope: Scope, name: str, old: Any) -> None:

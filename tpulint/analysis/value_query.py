@@ -130,6 +130,11 @@ class Resolver:
         (ProjectModel.record_attribute)."""
         raise NotImplementedError
 
+    def class_number(self, form: str, target: str, name: str) -> bool:
+        """Whether attribute `name` of what the constructor call (`form`, `target`) makes is
+        a Python number (ProjectModel.class_number): never known without a project."""
+        return False
+
     def star_bindings(self) -> dict[str, str]:
         """The imports the file's star imports bring (ModuleSummary.star_bindings): none
         without a project."""
@@ -543,8 +548,11 @@ class PositionValues:
     # --- evaluating --------------------------------------------------------------------------
 
     def _scope(self, snapshot: Any) -> Scope:
-        env, imports, instances, cls = snapshot
-        return Scope(None, imports, dict(env), dict(instances), cls=cls)
+        env, imports, instances, cls, params, param_classes = snapshot
+        scope = Scope(None, imports, dict(env), dict(instances), cls=cls)
+        scope.params = params
+        scope.param_classes = param_classes
+        return scope
 
     def _evaluate(self, site: _Site) -> list[Atom]:
         snapshot = self._snapshots.get(site.env_key)
@@ -644,6 +652,14 @@ class PositionValues:
         if tag == "md":
             on_cpu = self.resolve(atom[1], function, depth) is CPU_DEVICE
             return self.resolve(atom[2] if on_cpu else atom[3], function, depth)
+        if (
+            tag == "g"
+            and len(atom) > 4
+            and all(a[0] == "c" for a in atom[4])
+            and all(self.resolver.class_number(a[1], a[2], atom[1]) for a in atom[4])
+        ):
+            # `frame.num_detected` of `frame: Frame` whose property returns `len(...)`
+            return NUMBER
         if tag in ("k", "g"):
             resolver = self.resolver
             if tag == "k" and atom[1].startswith("@"):
