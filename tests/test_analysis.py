@@ -702,3 +702,92 @@ def test_callback_stores_answer_every_attribute_from_one_pass_over_the_modules()
     assert model._callback_stored_classes("nothing") == []
     for attr in ("meter", "clock", "made", "nothing"):
         assert model._callback_stored_classes(attr) == scanned(attr)
+
+
+SHADOWED_TRAIN = """\
+import lightning as L
+import torch
+
+
+class Net(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(3, 3)
+
+    def training_step(self, batch, batch_idx):
+        out = torch.nn.functional.relu(self.layer(batch))
+        steps = torch.zeros(3, device=self.device)
+        if out.sum() > 0:
+            print(out.mean().item())
+        loss = out.mean() + steps.sum()
+        self.log("loss", loss.item())
+        return loss
+"""
+
+
+def _shadow_files(with_shadow: bool) -> dict[str, str]:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/data/__init__.py": "",
+        "pkg/train.py": SHADOWED_TRAIN,
+        "run.py": "import lightning as L\nfrom pkg.train import Net\n\n"
+        "L.Trainer(accelerator='tpu').fit(Net())\n",
+    }
+    if with_shadow:
+        # Folders without `__init__.py` inside the package, named like libraries.
+        files["pkg/data/validators/torch/checks.py"] = "def check(x):\n    return x\n"
+        files["pkg/data/validators/torch/nn.py"] = "def Linear(*args):\n    return 1\n"
+        files["pkg/data/validators/torch/nn/functional.py"] = "def relu(x):\n    return 0\n"
+        files["pkg/data/validators/numpy/checks.py"] = "def check(x):\n    return x\n"
+    return files
+
+
+def test_namespace_folders_inside_a_package_are_its_subpackages_not_top_level(
+    tmp_path: Path,
+) -> None:
+    # `pkg/data/validators/torch/nn.py` (no `__init__.py` in validators/ nor torch/) is
+    # `pkg.data.validators.torch.nn`: `torch.nn` in any module of the run is the library.
+    root = make_project(tmp_path, _shadow_files(True), pyproject=None)
+    files = [(str(p), p.read_text()) for p in sorted(root.rglob("*.py"))]
+    model = build_model(files)
+    near = model.modules[str(root / "pkg/train.py")]
+    assert model.lookup("torch.nn.Linear", near) is None
+    assert model.lookup("numpy.checks.check", near) is None
+    inner = model.lookup("pkg.data.validators.torch.nn.Linear", near)
+    assert inner is not None and inner.summary.name == "Linear"  # type: ignore[union-attr]
+    # Inside the folder itself too: `import torch` there is the library.
+    checks = model.modules[str(root / "pkg/data/validators/torch/checks.py")]
+    assert model.lookup("torch.nn.Linear", checks) is None
+
+
+def test_a_library_named_folder_inside_a_package_changes_no_finding(tmp_path: Path) -> None:
+    found = []
+    for with_shadow in (False, True):
+        root = make_project(tmp_path / str(with_shadow), _shadow_files(with_shadow))
+        result = run_cli(
+            ["check", ".", "--no-cache", "--output-format", "json", "--exit-zero"], root
+        )
+        report = json.loads(result.stdout)
+        found.append(
+            sorted((d["path"], d["start"]["line"], d["code"]) for d in report["diagnostics"])
+        )
+    assert found[0], "the fixture should have findings"
+    assert found[0] == found[1]
+
+
+def test_a_library_named_folder_at_the_root_is_still_the_project(tmp_path: Path) -> None:
+    # `lightning/` beside the script (no `__init__.py`): the script's folder is on `sys.path`,
+    # so `lightning.utils` is the project's module.
+    root = make_project(
+        tmp_path,
+        {
+            "train.py": "from lightning.utils import helper\n\nhelper()\n",
+            "lightning/utils.py": "def helper():\n    return 1\n",
+        },
+        pyproject=None,
+    )
+    files = [(str(p), p.read_text()) for p in sorted(root.rglob("*.py"))]
+    model = build_model(files)
+    near = model.modules[str(root / "train.py")]
+    found = model.lookup("lightning.utils.helper", near)
+    assert found is not None and found.summary.name == "helper"  # type: ignore[union-attr]

@@ -491,11 +491,17 @@ def namespace_names(path: str, module: str, levels: int = 3) -> list[str]:
     script beside `pl_dalle/`. Up to `levels` folders above the module's package root whose
     names are identifiers; folders that are packages themselves (an `__init__.py`: a
     namespace folder inside a package, `pkg/models/rl/common/base.py` with no
-    `common/__init__.py` is `pkg.models.rl.common.base`) do not count against `levels`."""
+    `common/__init__.py` is `pkg.models.rl.common.base`) do not count against `levels`, and
+    names rooted at a folder inside a package (`common.base`, `rl.common.base`) are none:
+    only a folder outside every package is on `sys.path`'s side of the name."""
     parts = module.split(".")
     folder = os.path.dirname(os.path.abspath(path))
+    # A relative path's packages are looked for up to the checked folder only (a project
+    # checked inside another package's folder is still a root).
+    local = None if os.path.isabs(path) else os.path.dirname(os.path.normpath(path))
     for _ in range(len(parts) - (0 if os.path.basename(path) == "__init__.py" else 1)):
         folder = os.path.dirname(folder)
+        local = os.path.dirname(local) if local else local
     out = []
     prefix: list[str] = []
     left = levels
@@ -504,14 +510,30 @@ def namespace_names(path: str, module: str, levels: int = 3) -> list[str]:
         if not name.isidentifier() or folder == os.path.dirname(folder):
             break
         prefix.insert(0, name)
-        out.append(".".join([*prefix, *parts]))
         folder = os.path.dirname(folder)
+        local = os.path.dirname(local) if local else local
+        inside = local if local is not None else folder
+        # Only a folder outside every package starts a name `import` can spell: one inside a
+        # package (`pkg/data/validators/torch/` with no `__init__.py` in the last two) is a
+        # namespace subpackage of it, `pkg.data.validators.torch`, never a top-level `torch`
+        # that would shadow the library in every file of the run.
         # Namespace folders inside a package do not count either (`repo/__init__.py` with
         # `repo/models/mil/abmil/pl.py`, no `__init__.py` below the root, is
         # `repo.models.mil.abmil.pl` to a script beside `repo/`).
-        if not os.path.isfile(os.path.join(folder, "__init__.py")) and not _package_above(folder):
+        if local == "" or not _in_package(inside):
+            out.append(".".join([*prefix, *parts]))
             left -= 1
     return out
+
+
+def _in_package(folder: str) -> bool:
+    """Whether a folder is a package or a namespace folder inside one (never on `sys.path`).
+    A relative folder is looked at up to the checked folder; an absolute one (whose checked
+    folder is not known here) up to its parent only, so a project checked inside another
+    package's folder (a fixture under `tests/`) keeps its own roots."""
+    if os.path.isfile(os.path.join(folder, "__init__.py")):
+        return True
+    return _package_above(folder, 1 if os.path.isabs(folder) else 6)
 
 
 def _package_above(folder: str, up: int = 6) -> bool:
@@ -756,11 +778,18 @@ class ProjectModel:
         its parent folders that holds one."""
         relative = name.replace(".", "/")
         folder = os.path.dirname(near.path)
+        own = True
         while True:
-            for candidate in (f"{relative}.py", f"{relative}/__init__.py"):
-                found = self.modules.get(os.path.join(folder, candidate) if folder else candidate)
-                if found is not None and found is not near:
-                    return [found]
+            # The file's own folder (a script's, on `sys.path`) and folders outside every
+            # package: a folder inside one (`pkg/data/validators/` with no `__init__.py`) is
+            # never on `sys.path`, so its `torch/` is no top-level `torch`.
+            if own or not folder or not _in_package(folder):
+                for candidate in (f"{relative}.py", f"{relative}/__init__.py"):
+                    path = os.path.join(folder, candidate) if folder else candidate
+                    found = self.modules.get(path)
+                    if found is not None and found is not near:
+                        return [found]
+            own = False
             if not folder:
                 return []
             parent = os.path.dirname(folder)
