@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import index_elements, is_int_literal
-from tpulint.analysis.values import CPU, DEVICE, NUMBER
+from tpulint.analysis.values import CPU, DEVICE, NUMBER, UNKNOWN
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
@@ -972,6 +972,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             return
         base = node.value
         kind = ctx.value_kind(base)
+        if _module_constant(ctx, base) and _maybe_device(ctx.value_kind(mask)):
+            # `TABLE[y > 0]` of a module-level CPU tensor by a device mask: the mask says
+            # the selection runs with device values (as before the table was known)
+            kind = UNKNOWN
         if not _maybe_device(kind):
             return
         if isinstance(base, (cst.List, cst.Tuple, cst.Dict)):
@@ -1174,6 +1178,16 @@ _COPIES = frozenset(
 )
 
 
+def _module_constant(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """A module global the inference knows holds a CPU tensor (bound once at the top level
+    to a torch factory without a device, never changed in place or moved)."""
+    return (
+        isinstance(node, cst.Name)
+        and not ctx.values.is_local(node.value, node)
+        and ctx.value_kind(node) is CPU
+    )
+
+
 def _static_host_mask(
     ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
 ) -> bool:
@@ -1199,6 +1213,10 @@ def _static_host_mask(
         ]
         return bool(tensors) and all(_static_host_mask(ctx, t, bindings, d) for t in tensors)
     if isinstance(node, cst.Name):
+        if _module_constant(ctx, node):
+            # `ARRANGE_MASK = torch.tensor([...])` bound once at the module's top level and
+            # never moved: a CPU tensor built at import time, the same every step
+            return True
         binding = bindings.lookup(node.value)
         if binding is None or binding.value is None or binding.unpack_index is not None:
             return False

@@ -981,6 +981,24 @@ def _mutated_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(names)
 
 
+_MOVING_METHODS = frozenset({"to", "cuda", "type", "to_device"})
+
+
+def _moved_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's code moves or may move to a device: `NAME.to(device)`,
+    `NAME.cuda()` anywhere (whether or not the result is bound back)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MOVING_METHODS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+    return frozenset(names)
+
+
 def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
     """The module-level assignments of a lambda to a name the module binds nowhere else
     (`to_db = lambda x: 10 * np.log10(x)`), by `id`: functions of the module."""
@@ -1201,6 +1219,7 @@ class _Summarizer(ValueEvaluator):
         # The names whose value the module changes in place (`TABLE[k] = v`,
         # `TABLE.update(...)`): what their top-level binding holds says less.
         self.mutated_names: frozenset[str] = frozenset()
+        self.moved_names: frozenset[str] = frozenset()
         # The module globals bound once, at the top level, to a display of constants and
         # never changed in place (`TYPES = {"car": 1, "bike": 2}`): what they hold.
         self.constant_tables: dict[str, list[Atom]] = {}
@@ -1236,6 +1255,7 @@ class _Summarizer(ValueEvaluator):
         self.lambda_functions = _lambda_functions(tree, self.module_names)
         self.binding_counts = _binding_counts(tree)
         self.mutated_names = _mutated_names(tree)
+        self.moved_names = _moved_names(tree)
         self.constant_tables = {
             name: self.atoms(value, Scope(None, {}))
             for name, value in _constant_tables(tree).items()
@@ -1280,10 +1300,15 @@ class _Summarizer(ValueEvaluator):
             # `TYPES = {"car": 1, "bike": 2}` bound once and never changed: its entries are
             # Python values (`kinds == TYPES[name]` compares with a number)
             return list(table)
-        if scope.info is None or self.binding_counts.get(name) != 1:
+        if self.binding_counts.get(name) != 1:
             return None
-        if self.module_globals.get(name) == ["cpu_device"]:
+        held = self.module_globals.get(name)
+        if scope.info is not None and held == ["cpu_device"]:
             return ["cpu_device"]
+        if held == ["cpu"] and name not in self.mutated_names and name not in self.moved_names:
+            # `ARRANGE = torch.tensor([...])` at the top level, never rebound, changed in
+            # place or moved (`.to(`, `.cuda(`): a CPU tensor built at import time
+            return ["cpu"]
         return None
 
     def _settle_placements(self) -> None:
@@ -1579,6 +1604,10 @@ class _Summarizer(ValueEvaluator):
                 in_body = body_values.get(name) if name in body_journal else before
                 if body_dead:
                     in_body = before
+                if _exits(node.body) and _host_narrowed(fails.get(name)):
+                    # `if not isinstance(size, int): raise TypeError(...)`: past the `if`,
+                    # `size` is what the failing test says (a Python number)
+                    in_body = None
                 if (
                     cuda_only
                     and in_body is not None
@@ -1603,6 +1632,8 @@ class _Summarizer(ValueEvaluator):
                 in_else = scope.env.get(name) if name in else_journal else before
                 if else_dead:
                     in_else = before
+                if _exits(node.orelse) and _host_narrowed(holds.get(name)):
+                    in_else = None
                 options = [v for v in (in_body, in_else) if v is not None and v is not MISSING]
                 if not options:
                     scope.env.pop(name, None)
@@ -1626,6 +1657,12 @@ class _Summarizer(ValueEvaluator):
             return
         if isinstance(node, ast.Assert):
             self.expression(node.test, scope)
+            # `assert isinstance(size, int)`: past the assert, `size` is a Python number
+            # (`python -O`, which strips asserts, is not how training runs)
+            holds, _ = self.narrowing(node.test, scope)
+            for name, atoms in holds.items():
+                if _host_narrowed(atoms):
+                    set_local(scope, name, atoms)
             if node.msg is not None:
                 saved = scope.guards
                 scope.guards = (*saved, RARE)  # evaluated only when the assertion fails
@@ -3467,6 +3504,17 @@ def _none_default_names(args: ast.arguments) -> set[str]:
         for arg, default in pairs
         if isinstance(default, ast.Constant) and default.value is None
     }
+
+
+def _host_narrowed(atoms: list[Atom] | None) -> bool:
+    """Whether an `isinstance` test narrows a name to Python data only (a number, host
+    data, a numpy array): no tensor."""
+    return atoms in (["number"], ["host"], ["numpy"])
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """Whether a branch ends by leaving the function (`raise`, `return`)."""
+    return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return))
 
 
 def _asserted_none(body: list[ast.stmt], optional: set[str]) -> dict[str, int]:
