@@ -196,6 +196,20 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # A module-level table built at import time by a torch factory without a device and
+        # never moved: a CPU constant, so its selections and the positions it writes are
+        # fixed (one index list, counted on the host once per call, no sync).
+        Valid(
+            "import lightning as L\nimport torch\n\n"
+            "SLOTS = torch.tensor([4, 0, 2, 2, 1])\n"
+            "SLOT_MASK = torch.tensor([1, 1, 1, 0, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.net(batch['x'])\n"
+            "        used = SLOTS[SLOT_MASK == 1]\n"
+            "        out[:, SLOT_MASK == 0] = 0\n"
+            "        return out.sum() + used.sum()\n"
+        ),
         # A name or a class attribute the project binds only to a string is a dict's key
         # (`batch[IMAGE_MASKS]`), here or in the module it is imported from.
         Valid(
@@ -540,6 +554,29 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A module-level table the module moves to the device somewhere (`.to(`): no longer
+        # known to stay on the CPU.
+        Invalid(
+            "import lightning as L\nimport torch\n\n"
+            "SLOT_MASK = torch.tensor([1, 1, 1, 0, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_fit_start(self):\n"
+            "        self.mask = SLOT_MASK.to(self.device)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.net(batch['x'])\n"
+            "        return out[:, SLOT_MASK == 1].sum()\n",
+            message="selects by the boolean mask `SLOT_MASK == 1`",
+        ),
+        # A module-level CPU table selected by a device mask: the mask's values decide.
+        Invalid(
+            "import lightning as L\nimport torch\n\n"
+            "SLOTS = torch.tensor([4, 0, 2, 2, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        y = batch['y']\n"
+            "        return SLOTS[y > 0].sum() + self.net(batch['x']).sum()\n",
+            message="selects by the boolean mask `y > 0`",
+        ),
         # A module name whose value is not a string literal may hold a mask.
         Invalid(
             "import lightning as L\n\n"

@@ -172,6 +172,15 @@ class DataDependentShapeOp(TrackingRule, Rule):
         )
 
     VALID = (
+        # `torch.unique` of a module-level table built at import time without a device and
+        # never moved: a host op on a CPU constant, the same result every call.
+        Valid(
+            "import lightning as L\nimport torch\n\nSLOTS = torch.tensor([4, 0, 2, 2, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        kinds = torch.unique(SLOTS)\n"
+            "        return self.net(batch['x']).sum() * len(kinds)\n",
+        ),
         # k-means initialisation of a codebook behind `if self.initialized: return`, which
         # the rest of the method sets: it runs once, on the first batch.
         Valid(

@@ -763,6 +763,10 @@ class ModuleSummary:
     # "image_masks"`, `KEY: Final[str] = "mask"`), and `Cls.NAME` for such names of a
     # top-level class's body (`class Keys: MASK = "mask"`): dict keys where code reads them.
     string_constants: list[str] = field(default_factory=list)
+    # The names the module's top level binds once to a CPU tensor (`ARRANGE =
+    # torch.tensor([...])`, a torch factory without a device) and never rebinds, changes in
+    # place or moves (`.to(`, `.cuda(`): constants built at import time, where code reads them.
+    cpu_constants: list[str] = field(default_factory=list)
     # The functions the file hands on as values rather than calls (`map(score, xs)`,
     # `hooks = {"r2": score}`, `self.fn = score`, `checkpoint(self._block, x)`): the names
     # of its own functions and methods and of imported names used so ("name"), and ".name"
@@ -774,6 +778,7 @@ class ModuleSummary:
         return {
             "vr": self.value_refs,
             "st": self.string_constants,
+            "ct": self.cpu_constants,
             "xi": self.xla_import,
             "ic": self.incremented,
             "cc": self.class_calls,
@@ -817,6 +822,7 @@ class ModuleSummary:
             xla_import=data.get("xi", False),
             incremented=data.get("ic", []),
             string_constants=data.get("st", []),
+            cpu_constants=data.get("ct", []),
             value_refs=data.get("vr", []),
         )
 
@@ -1220,6 +1226,9 @@ class _Summarizer(ValueEvaluator):
         # `TABLE.update(...)`): what their top-level binding holds says less.
         self.mutated_names: frozenset[str] = frozenset()
         self.moved_names: frozenset[str] = frozenset()
+        # The imported names that are CPU tensor constants of project modules (set by the
+        # value query from the project model; see imported_cpu_constant).
+        self.imported_cpu: frozenset[str] = frozenset()
         # The module globals bound once, at the top level, to a display of constants and
         # never changed in place (`TYPES = {"car": 1, "bike": 2}`): what they hold.
         self.constant_tables: dict[str, list[Atom]] = {}
@@ -1288,6 +1297,11 @@ class _Summarizer(ValueEvaluator):
             if brought.get(name) != target
         }
         self._settle_placements()
+        self.summary.cpu_constants = sorted(
+            name
+            for name in self.module_globals
+            if self.cpu_constant(name) and name not in self.module_names
+        )
 
     def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
         """A module global read in a function that the module's top level (so far) binds
@@ -1305,11 +1319,30 @@ class _Summarizer(ValueEvaluator):
         held = self.module_globals.get(name)
         if scope.info is not None and held == ["cpu_device"]:
             return ["cpu_device"]
-        if held == ["cpu"] and name not in self.mutated_names and name not in self.moved_names:
-            # `ARRANGE = torch.tensor([...])` at the top level, never rebound, changed in
-            # place or moved (`.to(`, `.cuda(`): a CPU tensor built at import time
+        if self.cpu_constant(name):
             return ["cpu"]
         return None
+
+    def imported_cpu_constant(self, name: str) -> bool:
+        """`from .tables import ORDER` of a project module's CPU tensor constant (the query
+        walker is told them: `imported_cpu`), not rebound, changed in place or moved here."""
+        return (
+            name in self.imported_cpu
+            and self.binding_counts.get(name, 0) <= 2  # the import itself counts 2
+            and name not in self.mutated_names
+            and name not in self.moved_names
+        )
+
+    def cpu_constant(self, name: str) -> bool:
+        """`ARRANGE = torch.tensor([...])` at the top level (a torch factory without a
+        device), never rebound, changed in place or moved (`.to(`, `.cuda(`): a CPU tensor
+        built at import time (ModuleSummary.cpu_constants)."""
+        return (
+            self.binding_counts.get(name) == 1
+            and self.module_globals.get(name) == ["cpu"]
+            and name not in self.mutated_names
+            and name not in self.moved_names
+        )
 
     def _settle_placements(self) -> None:
         """Resolve the placements that name a module global (`x.to(DEVICE)`) or an attribute
