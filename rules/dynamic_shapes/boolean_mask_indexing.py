@@ -47,7 +47,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     the host from shapes and constants (a torch factory without `device=`, or a copy of
     one, `.clone()`, set in place at host positions) is not reported: a CPU tensor
     indexed in place stays on the CPU, its `nonzero` runs there and the device gets a
-    fixed index list. The same holds for a host mask whose inputs are all
+    fixed index list. So is a mask made from a module global bound once at the top level
+    to a torch factory without `device=` and never moved (`ARRANGE_MASK = torch.tensor([...])`,
+    here or imported from another module of the project): built at import time, the same
+    every step. The same holds for a host mask whose inputs are all
     fixed for the run: sample frequencies (`torch.fft.rfftfreq(n, d=1 / self.hparams.rate)`,
     `torch.linspace`), compared with numbers or hyperparameters (`self.hparams.low`),
     combined with `&` / `|` or narrowed in place (`keep &= freqs < self.hparams.high`),

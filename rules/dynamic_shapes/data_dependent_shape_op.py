@@ -49,7 +49,8 @@ class DataDependentShapeOp(TrackingRule, Rule):
     `radius`, `knn_graph` and `knn` (torch_cluster's, or PyG's wrappers of them), also when
     the function is kept in an attribute of the class and called through it. Calls on
     numpy arrays, pandas objects and CPU tensors built from Python data
-    (`torch.tensor([...])`) are not reported.
+    (`torch.tensor([...])`, also a module global bound once to one and never moved) are not
+    reported.
 
     ## Why is this bad on TPU?
     XLA compiles graphs with static shapes. When the size of a result is only known after
