@@ -8,7 +8,7 @@ import libcst as cst
 
 from tpulint.analysis.context import FileContext
 from tpulint.analysis.hot_code import index_elements, is_int_literal
-from tpulint.analysis.values import CPU, DEVICE, NUMBER
+from tpulint.analysis.values import CPU, DEVICE, NUMBER, UNKNOWN
 from tpulint.datatypes.diagnostics import Applicability
 from tpulint.rule_api.rule import FixSpec, Invalid, Rule, Valid
 
@@ -47,7 +47,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     the host from shapes and constants (a torch factory without `device=`, or a copy of
     one, `.clone()`, set in place at host positions) is not reported: a CPU tensor
     indexed in place stays on the CPU, its `nonzero` runs there and the device gets a
-    fixed index list. The same holds for a host mask whose inputs are all
+    fixed index list. So is a mask made from a module global bound once at the top level
+    to a torch factory without `device=` and never moved (`ARRANGE_MASK = torch.tensor([...])`,
+    here or imported from another module of the project): built at import time, the same
+    every step. The same holds for a host mask whose inputs are all
     fixed for the run: sample frequencies (`torch.fft.rfftfreq(n, d=1 / self.hparams.rate)`,
     `torch.linspace`), compared with numbers or hyperparameters (`self.hparams.low`),
     combined with `&` / `|` or narrowed in place (`keep &= freqs < self.hparams.high`),
@@ -196,6 +199,20 @@ class BooleanMaskIndexing(TrackingRule, Rule):
     }
 
     VALID = (
+        # A module-level table built at import time by a torch factory without a device and
+        # never moved: a CPU constant, so its selections and the positions it writes are
+        # fixed (one index list, counted on the host once per call, no sync).
+        Valid(
+            "import lightning as L\nimport torch\n\n"
+            "SLOTS = torch.tensor([4, 0, 2, 2, 1])\n"
+            "SLOT_MASK = torch.tensor([1, 1, 1, 0, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.net(batch['x'])\n"
+            "        used = SLOTS[SLOT_MASK == 1]\n"
+            "        out[:, SLOT_MASK == 0] = 0\n"
+            "        return out.sum() + used.sum()\n"
+        ),
         # A name or a class attribute the project binds only to a string is a dict's key
         # (`batch[IMAGE_MASKS]`), here or in the module it is imported from.
         Valid(
@@ -540,6 +557,29 @@ class BooleanMaskIndexing(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # A module-level table the module moves to the device somewhere (`.to(`): no longer
+        # known to stay on the CPU.
+        Invalid(
+            "import lightning as L\nimport torch\n\n"
+            "SLOT_MASK = torch.tensor([1, 1, 1, 0, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def on_fit_start(self):\n"
+            "        self.mask = SLOT_MASK.to(self.device)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.net(batch['x'])\n"
+            "        return out[:, SLOT_MASK == 1].sum()\n",
+            message="selects by the boolean mask `SLOT_MASK == 1`",
+        ),
+        # A module-level CPU table selected by a device mask: the mask's values decide.
+        Invalid(
+            "import lightning as L\nimport torch\n\n"
+            "SLOTS = torch.tensor([4, 0, 2, 2, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        y = batch['y']\n"
+            "        return SLOTS[y > 0].sum() + self.net(batch['x']).sum()\n",
+            message="selects by the boolean mask `y > 0`",
+        ),
         # A module name whose value is not a string literal may hold a mask.
         Invalid(
             "import lightning as L\n\n"
@@ -972,6 +1012,10 @@ class BooleanMaskIndexing(TrackingRule, Rule):
             return
         base = node.value
         kind = ctx.value_kind(base)
+        if _module_constant(ctx, base) and _maybe_device(ctx.value_kind(mask)):
+            # `TABLE[y > 0]` of a module-level CPU tensor by a device mask: the mask says
+            # the selection runs with device values (as before the table was known)
+            kind = UNKNOWN
         if not _maybe_device(kind):
             return
         if isinstance(base, (cst.List, cst.Tuple, cst.Dict)):
@@ -1174,6 +1218,16 @@ _COPIES = frozenset(
 )
 
 
+def _module_constant(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """A module global the inference knows holds a CPU tensor (bound once at the top level
+    to a torch factory without a device, never changed in place or moved)."""
+    return (
+        isinstance(node, cst.Name)
+        and not ctx.values.is_local(node.value, node)
+        and ctx.value_kind(node) is CPU
+    )
+
+
 def _static_host_mask(
     ctx: FileContext, node: cst.BaseExpression, bindings: Bindings, depth: int = 0
 ) -> bool:
@@ -1199,6 +1253,10 @@ def _static_host_mask(
         ]
         return bool(tensors) and all(_static_host_mask(ctx, t, bindings, d) for t in tensors)
     if isinstance(node, cst.Name):
+        if _module_constant(ctx, node):
+            # `ARRANGE_MASK = torch.tensor([...])` bound once at the module's top level and
+            # never moved: a CPU tensor built at import time, the same every step
+            return True
         binding = bindings.lookup(node.value)
         if binding is None or binding.value is None or binding.unpack_index is not None:
             return False

@@ -49,7 +49,8 @@ class DataDependentShapeOp(TrackingRule, Rule):
     `radius`, `knn_graph` and `knn` (torch_cluster's, or PyG's wrappers of them), also when
     the function is kept in an attribute of the class and called through it. Calls on
     numpy arrays, pandas objects and CPU tensors built from Python data
-    (`torch.tensor([...])`) are not reported.
+    (`torch.tensor([...])`, also a module global bound once to one and never moved) are not
+    reported.
 
     ## Why is this bad on TPU?
     XLA compiles graphs with static shapes. When the size of a result is only known after
@@ -172,6 +173,15 @@ class DataDependentShapeOp(TrackingRule, Rule):
         )
 
     VALID = (
+        # `torch.unique` of a module-level table built at import time without a device and
+        # never moved: a host op on a CPU constant, the same result every call.
+        Valid(
+            "import lightning as L\nimport torch\n\nSLOTS = torch.tensor([4, 0, 2, 2, 1])\n\n\n"
+            "class Model(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        kinds = torch.unique(SLOTS)\n"
+            "        return self.net(batch['x']).sum() * len(kinds)\n",
+        ),
         # k-means initialisation of a codebook behind `if self.initialized: return`, which
         # the rest of the method sets: it runs once, on the first batch.
         Valid(

@@ -184,6 +184,21 @@ class TensorValueControlFlow(TrackingRule, Rule):
     }
 
     VALID = (
+        # `assert isinstance(size, int)` (or `if not isinstance(size, int): raise`): past it,
+        # `size` is a Python number whatever the callers pass.
+        Valid(
+            _HEAD + "    def forward(self, x, rows, cols):\n"
+            "        assert isinstance(rows, int)\n"
+            "        assert rows % self.patch == 0\n"
+            "        if not isinstance(cols, (int, float)):\n"
+            "            raise TypeError('cols')\n"
+            "        if cols % self.patch:\n"
+            "            x = x[..., :-1]\n"
+            "        return self.net(x)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, rows, cols = batch\n"
+            "        return self(x, rows, cols).mean()\n"
+        ),
         # Python's any() over host values (names, step counters) reads no tensor.
         Valid(
             _HEAD + "    def training_step(self, batch, batch_idx):\n"
@@ -457,6 +472,18 @@ class TensorValueControlFlow(TrackingRule, Rule):
         ),
     )
     INVALID = (
+        # `isinstance(size, torch.Tensor)` guards nothing after it: a batch value stays one.
+        Invalid(
+            _HEAD + "    def forward(self, x, rows):\n"
+            "        if isinstance(rows, torch.Tensor):\n"
+            "            rows = rows.sum()\n"
+            "        assert rows % self.patch == 0\n"
+            "        return self.net(x)\n\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, rows = batch\n"
+            "        return self(x, rows).mean()\n",
+            message="an `assert` on the tensor value",
+        ),
         # A helper returning `dict(loss=...)` (the display it builds): its entry is the loss,
         # a device tensor the step's `if` tests.
         Invalid(

@@ -551,6 +551,21 @@ class FileContext(Resolver):
         found = view.batch_key_kind(key) if view is not None else None
         return kind_named(found) if found is not None else None
 
+    def imported_cpu_constants(self) -> frozenset[str]:
+        """The names this module imports (`from .tables import ORDER`) that a project module
+        binds once to a CPU tensor and never moves (ModuleSummary.cpu_constants)."""
+        view = self.analysis.view
+        if view is None:
+            return frozenset()
+        found = set()
+        for name, target in view.module.imports.items():
+            if "." not in target:
+                continue
+            module_name, _, last = target.rpartition(".")
+            if _module_cpu_constant(view.model, module_name, last, view.module, 0):
+                found.add(name)
+        return frozenset(found)
+
     def star_bindings(self) -> dict[str, str]:
         view = self.analysis.view
         return dict(view.module.star_bindings) if view is not None else {}
@@ -1676,6 +1691,23 @@ def get_arg(node: cst.Call, keyword: str, position: int | None = None) -> cst.Ar
 
 def has_star_args(node: cst.Call) -> bool:
     return any(arg.star for arg in node.args)
+
+
+def _module_cpu_constant(model: Any, module_name: str, name: str, near: Any, depth: int) -> bool:
+    """Whether the project module `module_name` binds `name` once to a CPU tensor it never
+    moves (ModuleSummary.cpu_constants), or re-exports such a name of another module."""
+    if depth > 4 or not module_name:
+        return False
+    module = model.module_named(module_name, near)
+    if module is None:
+        return False
+    if name in module.cpu_constants:
+        return True
+    target = module.imports.get(name)
+    if target is None or "." not in target:
+        return False
+    inner, _, last = target.rpartition(".")
+    return _module_cpu_constant(model, inner, last, module, depth + 1)
 
 
 def _module_string(model: Any, module_name: str, name: str, near: Any, depth: int) -> bool:

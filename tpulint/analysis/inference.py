@@ -502,7 +502,10 @@ class ValueEvaluator:
                 return bound
             imported = scope.imports.get(node.id)
             if imported is not None:
-                return [package_kind(imported.split(".", 1)[0]) or "unknown"]
+                known = package_kind(imported.split(".", 1)[0])
+                if known is None and self.imported_cpu_constant(node.id):
+                    return ["cpu"]
+                return [known or "unknown"]
             held = self.global_atoms(node.id, scope)
             if held is not None:
                 return held
@@ -1065,6 +1068,11 @@ class ValueEvaluator:
             # (the move fails there, as `.cuda()` does), so what runs there is on the CPU
             return ["cpu_device"]
         return self.atoms(node, scope, d)
+
+    def imported_cpu_constant(self, name: str) -> bool:
+        """Whether an imported name is a CPU tensor constant of a project module (see
+        ModuleSummary.cpu_constants; False here)."""
+        return False
 
     def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
         """What a module global read in a function holds, where that is known (None here)."""

@@ -763,6 +763,10 @@ class ModuleSummary:
     # "image_masks"`, `KEY: Final[str] = "mask"`), and `Cls.NAME` for such names of a
     # top-level class's body (`class Keys: MASK = "mask"`): dict keys where code reads them.
     string_constants: list[str] = field(default_factory=list)
+    # The names the module's top level binds once to a CPU tensor (`ARRANGE =
+    # torch.tensor([...])`, a torch factory without a device) and never rebinds, changes in
+    # place or moves (`.to(`, `.cuda(`): constants built at import time, where code reads them.
+    cpu_constants: list[str] = field(default_factory=list)
     # The functions the file hands on as values rather than calls (`map(score, xs)`,
     # `hooks = {"r2": score}`, `self.fn = score`, `checkpoint(self._block, x)`): the names
     # of its own functions and methods and of imported names used so ("name"), and ".name"
@@ -774,6 +778,7 @@ class ModuleSummary:
         return {
             "vr": self.value_refs,
             "st": self.string_constants,
+            "ct": self.cpu_constants,
             "xi": self.xla_import,
             "ic": self.incremented,
             "cc": self.class_calls,
@@ -817,6 +822,7 @@ class ModuleSummary:
             xla_import=data.get("xi", False),
             incremented=data.get("ic", []),
             string_constants=data.get("st", []),
+            cpu_constants=data.get("ct", []),
             value_refs=data.get("vr", []),
         )
 
@@ -975,6 +981,24 @@ def _mutated_names(tree: ast.Module) -> frozenset[str]:
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in _MUTATING_METHODS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+    return frozenset(names)
+
+
+_MOVING_METHODS = frozenset({"to", "cuda", "type", "to_device"})
+
+
+def _moved_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's code moves or may move to a device: `NAME.to(device)`,
+    `NAME.cuda()` anywhere (whether or not the result is bound back)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MOVING_METHODS
             and isinstance(node.func.value, ast.Name)
         ):
             names.add(node.func.value.id)
@@ -1201,6 +1225,10 @@ class _Summarizer(ValueEvaluator):
         # The names whose value the module changes in place (`TABLE[k] = v`,
         # `TABLE.update(...)`): what their top-level binding holds says less.
         self.mutated_names: frozenset[str] = frozenset()
+        self.moved_names: frozenset[str] = frozenset()
+        # The imported names that are CPU tensor constants of project modules (set by the
+        # value query from the project model; see imported_cpu_constant).
+        self.imported_cpu: frozenset[str] = frozenset()
         # The module globals bound once, at the top level, to a display of constants and
         # never changed in place (`TYPES = {"car": 1, "bike": 2}`): what they hold.
         self.constant_tables: dict[str, list[Atom]] = {}
@@ -1236,6 +1264,7 @@ class _Summarizer(ValueEvaluator):
         self.lambda_functions = _lambda_functions(tree, self.module_names)
         self.binding_counts = _binding_counts(tree)
         self.mutated_names = _mutated_names(tree)
+        self.moved_names = _moved_names(tree)
         self.constant_tables = {
             name: self.atoms(value, Scope(None, {}))
             for name, value in _constant_tables(tree).items()
@@ -1268,6 +1297,11 @@ class _Summarizer(ValueEvaluator):
             if brought.get(name) != target
         }
         self._settle_placements()
+        self.summary.cpu_constants = sorted(
+            name
+            for name in self.module_globals
+            if self.cpu_constant(name) and name not in self.module_names
+        )
 
     def global_atoms(self, name: str, scope: Scope) -> list[Atom] | None:
         """A module global read in a function that the module's top level (so far) binds
@@ -1280,11 +1314,35 @@ class _Summarizer(ValueEvaluator):
             # `TYPES = {"car": 1, "bike": 2}` bound once and never changed: its entries are
             # Python values (`kinds == TYPES[name]` compares with a number)
             return list(table)
-        if scope.info is None or self.binding_counts.get(name) != 1:
+        if self.binding_counts.get(name) != 1:
             return None
-        if self.module_globals.get(name) == ["cpu_device"]:
+        held = self.module_globals.get(name)
+        if scope.info is not None and held == ["cpu_device"]:
             return ["cpu_device"]
+        if self.cpu_constant(name):
+            return ["cpu"]
         return None
+
+    def imported_cpu_constant(self, name: str) -> bool:
+        """`from .tables import ORDER` of a project module's CPU tensor constant (the query
+        walker is told them: `imported_cpu`), not rebound, changed in place or moved here."""
+        return (
+            name in self.imported_cpu
+            and self.binding_counts.get(name, 0) <= 2  # the import itself counts 2
+            and name not in self.mutated_names
+            and name not in self.moved_names
+        )
+
+    def cpu_constant(self, name: str) -> bool:
+        """`ARRANGE = torch.tensor([...])` at the top level (a torch factory without a
+        device), never rebound, changed in place or moved (`.to(`, `.cuda(`): a CPU tensor
+        built at import time (ModuleSummary.cpu_constants)."""
+        return (
+            self.binding_counts.get(name) == 1
+            and self.module_globals.get(name) == ["cpu"]
+            and name not in self.mutated_names
+            and name not in self.moved_names
+        )
 
     def _settle_placements(self) -> None:
         """Resolve the placements that name a module global (`x.to(DEVICE)`) or an attribute
@@ -1579,6 +1637,10 @@ class _Summarizer(ValueEvaluator):
                 in_body = body_values.get(name) if name in body_journal else before
                 if body_dead:
                     in_body = before
+                if _exits(node.body) and _host_narrowed(fails.get(name)):
+                    # `if not isinstance(size, int): raise TypeError(...)`: past the `if`,
+                    # `size` is what the failing test says (a Python number)
+                    in_body = None
                 if (
                     cuda_only
                     and in_body is not None
@@ -1603,6 +1665,8 @@ class _Summarizer(ValueEvaluator):
                 in_else = scope.env.get(name) if name in else_journal else before
                 if else_dead:
                     in_else = before
+                if _exits(node.orelse) and _host_narrowed(holds.get(name)):
+                    in_else = None
                 options = [v for v in (in_body, in_else) if v is not None and v is not MISSING]
                 if not options:
                     scope.env.pop(name, None)
@@ -1626,6 +1690,12 @@ class _Summarizer(ValueEvaluator):
             return
         if isinstance(node, ast.Assert):
             self.expression(node.test, scope)
+            # `assert isinstance(size, int)`: past the assert, `size` is a Python number
+            # (`python -O`, which strips asserts, is not how training runs)
+            holds, _ = self.narrowing(node.test, scope)
+            for name, atoms in holds.items():
+                if _host_narrowed(atoms):
+                    set_local(scope, name, atoms)
             if node.msg is not None:
                 saved = scope.guards
                 scope.guards = (*saved, RARE)  # evaluated only when the assertion fails
@@ -3467,6 +3537,17 @@ def _none_default_names(args: ast.arguments) -> set[str]:
         for arg, default in pairs
         if isinstance(default, ast.Constant) and default.value is None
     }
+
+
+def _host_narrowed(atoms: list[Atom] | None) -> bool:
+    """Whether an `isinstance` test narrows a name to Python data only (a number, host
+    data, a numpy array): no tensor."""
+    return atoms in (["number"], ["host"], ["numpy"])
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """Whether a branch ends by leaving the function (`raise`, `return`)."""
+    return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return))
 
 
 def _asserted_none(body: list[ast.stmt], optional: set[str]) -> dict[str, int]:

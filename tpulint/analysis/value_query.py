@@ -262,6 +262,11 @@ class PositionValues:
             return None
         return [self.resolve([value], function) for value in values]
 
+    def summarizer(self) -> Any:
+        """The walker over this file's `ast` tree (None when the file has none)."""
+        self._build()
+        return self._walker if self._ok else None
+
     def is_local(self, name: str, node: cst.CSTNode) -> bool:
         """Whether `name` is a local binding (or parameter) where `node` is."""
         self._build()
@@ -291,6 +296,9 @@ class PositionValues:
             snapshots=snapshots,
             never_run=self.resolver.never_run_branches(),
         )
+        imported_cpu = getattr(self.resolver, "imported_cpu_constants", None)
+        if imported_cpu is not None:
+            walker.imported_cpu = imported_cpu()
         try:
             walker.module(tree)
         except RecursionError:
