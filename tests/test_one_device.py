@@ -199,3 +199,19 @@ def test_devices_returned_by_a_module_function(tmp_path: Path) -> None:
         "def main():\n    devices = pick()\n    L.Trainer(devices=devices).fit(Net())\n" + RUN
     )
     assert _one_device(tmp_path, script) is True
+
+
+def test_a_helper_importing_torch_itself(tmp_path: Path) -> None:
+    script = (
+        "import lightning as L\n\nfrom net import Net\n\n\n"
+        "class Launcher:\n    def run(self):\n"
+        "        devices, strategy = self._pick()\n"
+        "        L.Trainer(devices=devices, strategy=strategy).fit(Net())\n\n"
+        "    def _pick(self):\n        import torch\n\n"
+        + OFF_CUDA
+        + "            return 1, 'auto'\n"
+        + LATER
+        + "\n\ndef main():\n    Launcher().run()\n"
+        + RUN
+    )
+    assert _one_device(tmp_path, script) is True

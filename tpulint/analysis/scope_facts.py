@@ -2641,6 +2641,12 @@ class _Walker:
     ) -> None:
         """What the returns of a project function a TPU reaches give each unpacked name
         (_tpu_returned); nothing when a reached return's tuple does not match the names."""
+        imports = dict(imports)
+        for statement in callee.body:  # `import torch` in the function itself
+            if isinstance(statement, ast.Import):
+                for alias in statement.names:
+                    name = alias.asname or alias.name.split(".", 1)[0]
+                    imports[name] = alias.name if alias.asname else name
         reached, _ = self._tpu_returns(callee.body, imports)
         if not reached:
             return
