@@ -711,6 +711,7 @@ class _Walker:
         # name (`if not torch.cuda.is_available(): return 1, "auto"` ends the function
         # there), by (function key, name): what one_device reads.
         self._tpu_returned: dict[tuple[str, str], list[ast.expr]] = {}
+        self._tpu_reached: dict[int, list[ast.expr]] = {}  # by id of the function read
         # `pool = global_mean_pool` in a function: the module-level functions a local name
         # is set to in any branch (what `self.pool = pool` then stores)
         self._local_refs: dict[tuple[str, str], list[str]] = {}
@@ -2641,13 +2642,15 @@ class _Walker:
     ) -> None:
         """What the returns of a project function a TPU reaches give each unpacked name
         (_tpu_returned); nothing when a reached return's tuple does not match the names."""
-        imports = dict(imports)
-        for statement in callee.body:  # `import torch` in the function itself
-            if isinstance(statement, ast.Import):
-                for alias in statement.names:
-                    name = alias.asname or alias.name.split(".", 1)[0]
-                    imports[name] = alias.name if alias.asname else name
-        reached, _ = self._tpu_returns(callee.body, imports)
+        reached = self._tpu_reached.get(id(callee))
+        if reached is None:
+            imports = dict(imports)
+            for statement in callee.body:  # `import torch` in the function itself
+                if isinstance(statement, ast.Import):
+                    for alias in statement.names:
+                        name = alias.asname or alias.name.split(".", 1)[0]
+                        imports[name] = alias.name if alias.asname else name
+            reached = self._tpu_reached[id(callee)] = self._tpu_returns(callee.body, imports)[0]
         if not reached:
             return
         for place, name in names:
