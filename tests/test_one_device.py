@@ -115,3 +115,103 @@ def test_only_trainers_that_fit_count_for_the_training_step(tmp_path: Path) -> N
 
 def test_a_library_is_not_one_device(tmp_path: Path) -> None:
     assert _one_device(tmp_path, "import net\n") is False
+
+
+HELPER = """
+import lightning as L
+import torch
+
+from net import Net
+
+
+class Launcher:
+    def __init__(self, gpus):
+        self.gpus = gpus
+
+    def run(self):
+        devices, strategy = self._devices_and_strategy()
+        L.Trainer(devices=devices, strategy=strategy).fit(Net())
+
+    def _devices_and_strategy(self):
+{body}
+
+
+def main():
+    Launcher(4).run()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+OFF_CUDA = "        if not torch.cuda.is_available():\n"
+LATER = (
+    "        count = torch.cuda.device_count()\n"
+    "        if count > 1:\n            return count, 'ddp'\n"
+    "        return count, 'auto'\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # The early return a TPU takes: what follows is never reached there.
+        (OFF_CUDA + "            return 1, 'auto'\n" + LATER, True),
+        (
+            "        if torch.cuda.device_count() == 0:\n            return [0], 'auto'\n" + LATER,
+            True,
+        ),
+        # The TPU path itself spans the devices, or names a distributed strategy.
+        (OFF_CUDA + "            return 8, 'auto'\n" + LATER, False),
+        (OFF_CUDA + "            return 1, 'ddp'\n" + LATER, False),
+        # A return a TPU never takes is skipped; an unknown test keeps both.
+        (
+            "        if torch.cuda.is_available():\n            return self.gpus, 'ddp'\n"
+            "        return 1, 'auto'\n",
+            True,
+        ),
+        (
+            "        if self.gpus > 1:\n            return self.gpus, 'ddp'\n"
+            "        return 1, 'auto'\n",
+            False,
+        ),
+    ],
+)
+def test_devices_returned_by_a_helper_method(tmp_path: Path, body: str, expected: bool) -> None:
+    script = HELPER.replace("{body}", body)
+    assert _one_device(tmp_path, script) is expected
+
+
+def test_an_unresolved_helper_keeps_it(tmp_path: Path) -> None:
+    script = (
+        "import lightning as L\n\nfrom net import Net\nfrom settings import pick\n\n\n"
+        "def main():\n    devices, strategy = pick()\n"
+        "    L.Trainer(devices=devices, strategy=strategy).fit(Net())\n" + RUN
+    )
+    assert _one_device(tmp_path, script) is False
+
+
+def test_devices_returned_by_a_module_function(tmp_path: Path) -> None:
+    script = (
+        "import lightning as L\nimport torch\n\nfrom net import Net\n\n\n"
+        "def pick():\n    if not torch.cuda.is_available():\n        return 1\n"
+        "    return torch.cuda.device_count()\n\n\n"
+        "def main():\n    devices = pick()\n    L.Trainer(devices=devices).fit(Net())\n" + RUN
+    )
+    assert _one_device(tmp_path, script) is True
+
+
+def test_a_helper_importing_torch_itself(tmp_path: Path) -> None:
+    script = (
+        "import lightning as L\n\nfrom net import Net\n\n\n"
+        "class Launcher:\n    def run(self):\n"
+        "        devices, strategy = self._pick()\n"
+        "        L.Trainer(devices=devices, strategy=strategy).fit(Net())\n\n"
+        "    def _pick(self):\n        import torch\n\n"
+        + OFF_CUDA
+        + "            return 1, 'auto'\n"
+        + LATER
+        + "\n\ndef main():\n    Launcher().run()\n"
+        + RUN
+    )
+    assert _one_device(tmp_path, script) is True

@@ -34,7 +34,8 @@ class StateInPrepareData(_DataRule):
     forks the device processes from the launching one, which then holds the attributes.
     Nor classes that only Trainers asking for one device fit (`devices=1`, `tpu_cores=1`,
     `num_processes=1`, `[0]`, or a name bound to one of these wherever a TPU runs the script,
-    `if torch.cuda.is_available(): devices = [gpu] else: devices = 1`, with no strategy but
+    `if torch.cuda.is_available(): devices = [gpu] else: devices = 1`, or the returns a TPU
+    reaches of the project function or method it is unpacked from, with no strategy but
     a single-device one, in every launch of the project whose reach builds the class): one
     process, which runs `prepare_data` itself (`devices="auto"`, flags and configs stay reported).
 

@@ -91,7 +91,8 @@ class CollectiveInRankBranch(Rule):
 
     Nor code of a class that every Trainer of the project that builds it runs on one device
     on a TPU (`devices=1`, `[0]`, `"1"`, or a name bound to one of these wherever a TPU runs
-    the script: `if torch.cuda.is_available(): devices = [args.gpu] else: devices = 1`; no
+    the script: `if torch.cuda.is_available(): devices = [args.gpu] else: devices = 1`, or
+    the returns a TPU reaches of the project's function or method it is unpacked from; no
     strategy but a single-device one): Lightning then trains in one process under
     `SingleDeviceXLAStrategy` (trainer/connectors/accelerator_connector.py:404-408,
     Lightning 2.6.6), whose `barrier` and `broadcast` do nothing (strategies/single_device.py:

@@ -99,7 +99,9 @@ class PerStepSyncDist(Rule):
     TPU: `devices=1`, `devices=[0]`, `devices="1"`, or a name every binding of which that
     reaches the Trainer there is one of these (`if torch.cuda.is_available(): devices =
     [args.gpu] else: devices = 1`, or the same as a conditional expression: a TPU has no
-    CUDA), with no `strategy=` but a single-device one, no `num_nodes=` but 1 and no
+    CUDA; or `devices, strategy = self.pick()` of a project function or method whose
+    returns a TPU reaches, after an early `if not torch.cuda.is_available(): return 1,
+    "auto"`, give one), with no `strategy=` but a single-device one, no `num_nodes=` but 1 and no
     `**config` spread. With one device Lightning picks `SingleDeviceXLAStrategy`
     (trainer/connectors/accelerator_connector.py:404-408), which is not distributed
     (`is_distributed`, accelerator_connector.py:554-568), and `self.log` passes `sync_dist=

@@ -705,6 +705,13 @@ class _Walker:
         self._param_classes: dict[tuple[str, str], str] = {}
         # The module's top-level functions by name (what `_returned` reads).
         self._top_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        # The methods of the classes being walked, innermost last (`self.settings()`).
+        self._class_methods: list[dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        # `devices, strategy = self.settings()`: what the returns a TPU reaches give the
+        # name (`if not torch.cuda.is_available(): return 1, "auto"` ends the function
+        # there), by (function key, name): what one_device reads.
+        self._tpu_returned: dict[tuple[str, str], list[ast.expr]] = {}
+        self._tpu_reached: dict[int, list[ast.expr]] = {}  # by id of the function read
         # `pool = global_mean_pool` in a function: the module-level functions a local name
         # is set to in any branch (what `self.pool = pool` then stores)
         self._local_refs: dict[tuple[str, str], list[str]] = {}
@@ -1360,7 +1367,7 @@ class _Walker:
                         and not (isinstance(target.value, ast.Name) and target.value.id == "self")
                     ):
                         self._flag_on(target.attr, key)
-            self._bind_returned(targets, value, key)
+            self._bind_returned(targets, value, key, imports)
             for target in targets:
                 if isinstance(target, ast.Name):
                     if value is not None:
@@ -1376,6 +1383,17 @@ class _Walker:
                 else:
                     self.expression(target, key, imports, local)
                     self._unbind(target, key)
+            for target in targets:
+                for name in _names_in([target]) if isinstance(target, ast.Tuple) else []:
+                    if (reached := self._tpu_returned.get((key, name))) is not None:
+                        # `devices, strategy = self.settings()`: one device when every
+                        # return a TPU reaches gives one (`return 1, "auto"`)
+                        one = all(self.one_device_value(v, imports, [{}]) for v in reached)
+                        self._bind(key, name, one)
+                if isinstance(target, ast.Name) and (key, target.id) in self._tpu_returned:
+                    reached = self._tpu_returned[(key, target.id)]
+                    one = all(self.one_device_value(v, imports, [{}]) for v in reached)
+                    self._bind(key, target.id, one)
             return
         if isinstance(node, ast.Return):
             if node.value is not None:
@@ -1898,7 +1916,11 @@ class _Walker:
                 if value not in defaults:
                     defaults.append(value)
         self._constant_scopes.append((*constant_names(node.body), True))  # (no dicts read)
+        self._class_methods.append(
+            {s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        )
         self.body(node.body, outer, imports, set(), qualname, [{}])
+        self._class_methods.pop()
         self._constant_scopes.pop()
 
     # --- expressions -----------------------------------------------------------------------
@@ -2611,7 +2633,85 @@ class _Walker:
                 verdicts.add("other")  # apex's AMP exists only for CUDA
         return "other" if verdicts else "auto"
 
-    def _bind_returned(self, targets: list[ast.expr], value: ast.expr | None, key: str) -> None:
+    def _bind_tpu_returned(
+        self,
+        names: list[tuple[int | None, str]],
+        callee: ast.FunctionDef | ast.AsyncFunctionDef,
+        key: str,
+        imports: dict[str, str],
+    ) -> None:
+        """What the returns of a project function a TPU reaches give each unpacked name
+        (_tpu_returned); nothing when a reached return's tuple does not match the names."""
+        reached = self._tpu_reached.get(id(callee))
+        if reached is None:
+            imports = dict(imports)
+            for statement in callee.body:  # `import torch` in the function itself
+                if isinstance(statement, ast.Import):
+                    for alias in statement.names:
+                        name = alias.asname or alias.name.split(".", 1)[0]
+                        imports[name] = alias.name if alias.asname else name
+            reached = self._tpu_reached[id(callee)] = self._tpu_returns(callee.body, imports)[0]
+        if not reached:
+            return
+        for place, name in names:
+            found: list[ast.expr] = []
+            for result in reached:
+                if place is None:
+                    found.append(result)
+                elif isinstance(result, ast.Tuple) and len(result.elts) == len(names):
+                    found.append(result.elts[place])
+                else:
+                    break
+            else:
+                self._tpu_returned[(key, name)] = found
+
+    def _tpu_returns(
+        self, body: list[ast.stmt], imports: dict[str, str]
+    ) -> tuple[list[ast.expr], bool]:
+        """The values of the `return`s a TPU may reach in a function body, and whether the
+        body always ends (returns or raises) on a TPU. An `if` whose test is known on a TPU
+        (the same truth the walk gives its branches: `if not torch.cuda.is_available():`)
+        reads only the branch a TPU takes; after a branch that always ends, nothing runs."""
+        found: list[ast.expr] = []
+        for statement in body:
+            if isinstance(statement, ast.Return):
+                found.append(statement.value or ast.Constant(value=None))
+                return found, True
+            if isinstance(statement, ast.Raise):
+                return found, True
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, ast.If):
+                truth = self.truth(statement.test, imports, [{}])
+                branches = (
+                    [statement.body]
+                    if truth is True
+                    else [statement.orelse]
+                    if truth is False
+                    else [statement.body, statement.orelse]
+                )
+                ends = True
+                for branch in branches:
+                    values, ended = self._tpu_returns(branch, imports)
+                    found.extend(values)
+                    ends = ends and ended
+                if ends:
+                    return found, True
+                continue
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                values, ended = self._tpu_returns(statement.body, imports)
+                found.extend(values)
+                if ended:
+                    return found, True
+                continue
+            for node in ast_walk(statement):  # loops, `try`: any return inside may run
+                if isinstance(node, ast.Return):
+                    found.append(node.value or ast.Constant(value=None))
+        return found, False
+
+    def _bind_returned(
+        self, targets: list[ast.expr], value: ast.expr | None, key: str, imports: dict[str, str]
+    ) -> None:
         """`name = settings(args)` or `a, name, c = settings(args)` with `settings` a
         top-level function of the module: the values its `return`s give `name` (the element
         at its place of each returned tuple), which a Trainer's `accelerator=name` reads."""
@@ -2624,14 +2724,25 @@ class _Walker:
                 names.extend((i, e.id) for i, e in elements if isinstance(e, ast.Name))
         for _, name in names:
             self._returned.pop((key, name), None)  # a later binding replaces it
+            self._tpu_returned.pop((key, name), None)
         if len(targets) != 1 or not isinstance(value, ast.Call) or not names:
             return
         if isinstance(targets[0], ast.Tuple) and len(names) != len(targets[0].elts):
             return  # `a, *rest = ...`, `a, self.b = ...`
         func = value.func
         callee = self._top_functions.get(func.id) if isinstance(func, ast.Name) else None
+        if (
+            self._class_methods
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            method = self._class_methods[-1].get(func.attr)
+            if method is not None:
+                self._bind_tpu_returned(names, method, key, imports)
         if callee is None:
             return
+        self._bind_tpu_returned(names, callee, key, imports)
         returned = [
             node.value
             for node in ast_walk(callee)
@@ -2739,7 +2850,10 @@ class _Walker:
             if name is None:
                 return False
             if name == "strategy":
-                options = self.keyword_values(value, key)
+                reached = (
+                    self._tpu_returned.get((key, value.id)) if isinstance(value, ast.Name) else None
+                )
+                options = reached or self.keyword_values(value, key)
                 if not all(
                     any(t in ("auto", "single_xla", "single_device") for t in self.literal_texts(o))
                     or (
@@ -3127,6 +3241,15 @@ class _Walker:
                     # assignment of the attribute reads an option (ProjectScope)
                     result = ["attr_option", read.attr, other.value]  # type: ignore[attr-defined]
                     return _not(result) if unequal else result
+            if (
+                isinstance(right, ast.Constant)
+                and type(right.value) is int
+                and isinstance(left, ast.Call)
+                and (dotted(left.func) or "").endswith("device_count")
+                and self.gpu_count(left, imports)
+            ):
+                # `torch.cuda.device_count() == 0`: a TPU has no CUDA device
+                return (right.value == 0) is equal
             if isinstance(op, (ast.Eq, ast.NotEq)):
                 return _attr_number(left, op, right)
             return None
@@ -3142,6 +3265,8 @@ class _Walker:
             if count and isinstance(op, (ast.Gt, ast.GtE)):
                 limit = right.value if isinstance(op, ast.Gt) else right.value - 1
                 return False if limit >= 0 else None
+            if count and right.value >= 0 and isinstance(op, (ast.Lt, ast.LtE)):
+                return right.value > 0 or isinstance(op, ast.LtE)  # `device_count() < 1`
         return None
 
     def number_store(self, klass: str, attr: str, value: ast.expr | None, key: str) -> None:

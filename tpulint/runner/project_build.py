@@ -38,7 +38,7 @@ MAX_CONTEXT_FILES = 5000
 PARALLEL_THRESHOLD = 48
 # A package listing is cached only when its folders are older than this (see _package_files).
 RACY_NS = 2_000_000_000
-SUMMARY_FORMAT = "s104"  # part of every summary's cache key: bump when summaries change
+SUMMARY_FORMAT = "s105"  # part of every summary's cache key: bump when summaries change
 
 
 def _summary_key(module: str | None, is_package: bool, text: str) -> str:
