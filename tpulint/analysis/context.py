@@ -324,7 +324,7 @@ class FileContext(Resolver):
             if qualified is None:
                 return name in view.module.string_constants
             module_name, _, last = qualified.rpartition(".")
-            return _module_string(model, module_name, last, view.module, 0)
+            return _module_binds(model, module_name, last, view.module, 0, "string_constants")
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             owner, attr = node.value.value, node.attr.value
             qualified = self.aliases.qualify_dotted(owner)
@@ -333,7 +333,7 @@ class FileContext(Resolver):
             else:
                 found = model.resolve_class(qualified, view.module)
                 if found is None:  # `keys.MASK` of an imported module `keys`
-                    return _module_string(model, qualified, attr, view.module, 0)
+                    return _module_binds(model, qualified, attr, view.module, 0, "string_constants")
             if found is None or "." in found.summary.qualname:
                 return False
             return f"{found.summary.name}.{attr}" in found.module.string_constants
@@ -562,7 +562,7 @@ class FileContext(Resolver):
             if "." not in target:
                 continue
             module_name, _, last = target.rpartition(".")
-            if _module_cpu_constant(view.model, module_name, last, view.module, 0):
+            if _module_binds(view.model, module_name, last, view.module, 0, "cpu_constants"):
                 found.add(name)
         return frozenset(found)
 
@@ -1693,36 +1693,22 @@ def has_star_args(node: cst.Call) -> bool:
     return any(arg.star for arg in node.args)
 
 
-def _module_cpu_constant(model: Any, module_name: str, name: str, near: Any, depth: int) -> bool:
-    """Whether the project module `module_name` binds `name` once to a CPU tensor it never
-    moves (ModuleSummary.cpu_constants), or re-exports such a name of another module."""
+def _module_binds(
+    model: Any, module_name: str, name: str, near: Any, depth: int, table: str
+) -> bool:
+    """Whether the project module `module_name` has `name` in its summary's `table` (a
+    name bound once to a CPU tensor it never moves: `cpu_constants`; only to a string
+    literal: `string_constants`), or re-exports such a name of another module (`from
+    .constants import MASK` in a package's `__init__`)."""
     if depth > 4 or not module_name:
         return False
     module = model.module_named(module_name, near)
     if module is None:
         return False
-    if name in module.cpu_constants:
+    if name in getattr(module, table):
         return True
     target = module.imports.get(name)
     if target is None or "." not in target:
         return False
     inner, _, last = target.rpartition(".")
-    return _module_cpu_constant(model, inner, last, module, depth + 1)
-
-
-def _module_string(model: Any, module_name: str, name: str, near: Any, depth: int) -> bool:
-    """Whether the project module `module_name` binds `name` only to a string literal, or
-    re-exports such a name of another module (`from .constants import MASK` in a package's
-    `__init__`)."""
-    if depth > 4 or not module_name:
-        return False
-    module = model.module_named(module_name, near)
-    if module is None:
-        return False
-    if name in module.string_constants:
-        return True
-    target = module.imports.get(name)
-    if target is None or "." not in target:
-        return False
-    inner, _, last = target.rpartition(".")
-    return _module_string(model, inner, last, module, depth + 1)
+    return _module_binds(model, inner, last, module, depth + 1, table)
