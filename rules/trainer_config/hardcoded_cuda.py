@@ -757,9 +757,9 @@ class HardcodedCuda(Rule):
         return view is not None and _tpu_project(view) is not None
 
     def _lightning_training_reach(self) -> bool:
-        """Code a Lightning run reaches while it trains (`_training_reach`: its training and
-        validation steps, its training hooks, the constructor of its LightningModule), in a
-        project that trains with Lightning (`_lightning_project`)."""
+        """Code a Lightning run reaches while it trains (ProjectScope.lightning_training_reach:
+        its training and validation steps, its training hooks, the constructor of its
+        LightningModule), in a project that trains with Lightning (`_lightning_project`)."""
         ctx = self.ctx
         view = ctx.analysis.view
         info = ctx.function
@@ -769,7 +769,9 @@ class HardcodedCuda(Rule):
             return False  # under a test the literals of every call decide against
         fn = view._functions.get(info.key)
         return (
-            fn is not None and fn.gkey in _training_reach(view.model) and _lightning_project(view)
+            fn is not None
+            and fn.gkey in view.model.scope.lightning_training_reach()
+            and _lightning_project(view)
         )
 
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -1213,60 +1215,6 @@ def _tpu_project(view) -> str | None:
                 break
     cache[project] = why
     return why
-
-
-def _eval_only_name(name: str) -> bool:
-    """A hook or step only evaluation or inference runs (`test_step`, `on_predict_start`)."""
-    return "test" in name or "predict" in name
-
-
-# Steps Lightning runs while it trains (not `test_step`, `predict_step`).
-_TRAINING_STEPS = frozenset({"training_step", "validation_step"})
-
-
-def _training_reach(model) -> set[str]:
-    """The functions a Lightning run calls while it trains, and what they call (calls the
-    model resolves, not by name): the training and validation steps of its
-    LightningModules, their `on_*` hooks (not the test or predict ones:
-    `on_train_epoch_end`, `on_validation_epoch_end`, `on_save_checkpoint`) and their
-    constructors; none of a class nothing builds. A Callback's hooks only when code
-    builds the callback (`callbacks=[Latency()]`) or a config names it: a callback class
-    exported from a package is often one a config may list (a latency estimate timed with
-    CUDA events, listed in a commented-out line), not one the run builds."""
-    found = model.__dict__.get("_tpu006_training_reach")
-    if found is not None:
-        return found
-    scope = model.scope
-    unbuilt = scope.unbuilt_classes()
-    configured = {name for config in model.configs for _, name in config.classes}
-    queue = []
-    for fn in model.functions.values():
-        if fn.owner is None or fn.owner in unbuilt:
-            continue
-        kind = model.class_kind(fn.owner)
-        name = fn.summary.name
-        if (
-            kind & ClassKind.LIGHTNING_MODULE and (name in _TRAINING_STEPS or name == "__init__")
-        ) or (
-            kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK)
-            and name.startswith(_SAFE_DEVICE_HOOK_PREFIXES)
-            and not _eval_only_name(name)
-            and (
-                kind & ClassKind.LIGHTNING_MODULE
-                or scope._built_somewhere(fn.owner)
-                or any(c.endswith(f".{fn.owner.rsplit('.', 1)[-1]}") for c in configured)
-            )
-        ):
-            queue.append(fn.gkey)
-    found = set(queue)
-    while queue:
-        node = queue.pop()
-        for target in scope._callees(node, by_name=False):
-            if target not in found:
-                found.add(target)
-                queue.append(target)
-    model.__dict__["_tpu006_training_reach"] = found
-    return found
 
 
 def _lightning_project(view) -> bool:

@@ -166,7 +166,7 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -3592,21 +3592,66 @@ class ProjectScope:
         preference optimisation samples from the model it trains), not as inference."""
         found = self.__dict__.get("_training_reach")
         if found is None:
-            found = set()
-            queue = deque(
+            found = self._resolved_closure(
                 fn.gkey
                 for fn in self.model.functions.values()
                 if fn.summary.name == "training_step"
                 and fn.owner is not None
                 and self.model.class_kind(fn.owner).is_lightning
             )
-            while queue:
-                node = queue.popleft()
-                for target in self._callees(node, by_name=False):
-                    if target not in found:
-                        found.add(target)
-                        queue.append(target)
             self.__dict__["_training_reach"] = found
+        return found
+
+    def lightning_training_reach(self) -> set[str]:
+        """The functions a Lightning run calls while it trains, and what they call (calls the
+        model resolves, not by name): the training and validation steps of its
+        LightningModules, their `on_*` hooks (not the test or predict ones:
+        `on_train_epoch_end`, `on_validation_epoch_end`, `on_save_checkpoint`) and their
+        constructors; none of a class nothing builds. A Callback's hooks only when code
+        builds the callback (`callbacks=[Latency()]`) or a config names it: a callback class
+        exported from a package is often one a config may list (a latency estimate timed
+        with CUDA events, listed in a commented-out line), not one the run builds."""
+        found = self.__dict__.get("_lightning_training_reach")
+        if found is not None:
+            return found
+        model = self.model
+        unbuilt = self.unbuilt_classes()
+        configured = {name for config in model.configs for _, name in config.classes}
+        roots = []
+        for fn in model.functions.values():
+            if fn.owner is None or fn.owner in unbuilt:
+                continue
+            kind = model.class_kind(fn.owner)
+            name = fn.summary.name
+            if (
+                kind & ClassKind.LIGHTNING_MODULE
+                and (name in ("training_step", "validation_step") or name == "__init__")
+            ) or (
+                kind & (ClassKind.LIGHTNING_MODULE | ClassKind.CALLBACK)
+                and name.startswith("on_")
+                and "test" not in name
+                and "predict" not in name
+                and (
+                    kind & ClassKind.LIGHTNING_MODULE
+                    or self._built_somewhere(fn.owner)
+                    or any(c.endswith(f".{fn.owner.rsplit('.', 1)[-1]}") for c in configured)
+                )
+            ):
+                roots.append(fn.gkey)
+        found = self.__dict__["_lightning_training_reach"] = self._resolved_closure(roots)
+        return found
+
+    def _resolved_closure(self, roots: Iterable[str]) -> set[str]:
+        """`roots` and every function they call, directly or through others (calls the
+        model resolves, not by name)."""
+        queue = deque(roots)
+        found = set(queue)
+        while queue:
+            node = queue.popleft()
+            for target in self._callees(node, by_name=False):
+                if target not in found:
+                    found.add(target)
+                    queue.append(target)
         return found
 
     def _tests_in_fit_run(self, path: str) -> bool:

@@ -966,43 +966,33 @@ def _constant_display(node: ast.expr, depth: int = 0) -> bool:
     return False
 
 
-def _mutated_names(tree: ast.Module) -> frozenset[str]:
-    """The names the module's code changes in place: `NAME[k] = v` (or `del`, `+=`) and
-    `NAME.update(...)`-like method calls."""
-    names: set[str] = set()
+_MOVING_METHODS = frozenset({"to", "cuda", "type", "to_device"})
+
+
+def _mutated_and_moved_names(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
+    """In one walk, the names the module's code changes in place (`NAME[k] = v`, `del`,
+    `+=`, `NAME.update(...)`-like method calls) and the names it moves or may move to a
+    device (`NAME.to(device)`, `NAME.cuda()` anywhere, whether or not the result is bound
+    back)."""
+    mutated: set[str] = set()
+    moved: set[str] = set()
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, (ast.Store, ast.Del))
             and isinstance(node.value, ast.Name)
         ):
-            names.add(node.value.id)
+            mutated.add(node.value.id)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _MUTATING_METHODS
             and isinstance(node.func.value, ast.Name)
         ):
-            names.add(node.func.value.id)
-    return frozenset(names)
-
-
-_MOVING_METHODS = frozenset({"to", "cuda", "type", "to_device"})
-
-
-def _moved_names(tree: ast.Module) -> frozenset[str]:
-    """The names the module's code moves or may move to a device: `NAME.to(device)`,
-    `NAME.cuda()` anywhere (whether or not the result is bound back)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _MOVING_METHODS
-            and isinstance(node.func.value, ast.Name)
-        ):
-            names.add(node.func.value.id)
-    return frozenset(names)
+            if node.func.attr in _MUTATING_METHODS:
+                mutated.add(node.func.value.id)
+            if node.func.attr in _MOVING_METHODS:
+                moved.add(node.func.value.id)
+    return frozenset(mutated), frozenset(moved)
 
 
 def _lambda_functions(tree: ast.Module, defined: set[str]) -> dict[int, ast.Assign]:
@@ -1263,8 +1253,7 @@ class _Summarizer(ValueEvaluator):
                 self.module_names.add(statement.name)
         self.lambda_functions = _lambda_functions(tree, self.module_names)
         self.binding_counts = _binding_counts(tree)
-        self.mutated_names = _mutated_names(tree)
-        self.moved_names = _moved_names(tree)
+        self.mutated_names, self.moved_names = _mutated_and_moved_names(tree)
         self.constant_tables = {
             name: self.atoms(value, Scope(None, {}))
             for name, value in _constant_tables(tree).items()
